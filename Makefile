@@ -1,0 +1,136 @@
+# tensorgate — make | make run | make test | make bench | make fuzz | make install
+#
+# Sources are found by wildcard: a new lib/*.c joins libtensorgate.a, a new
+# server/*.c or cli/*.c joins the binary, a new tests/unit/**/X.c becomes a test
+# program, a new tests/fuzz/fuzz_X.c a fuzz target, a new bench/X.c a benchmark.
+
+BUILD ?= build
+SAN ?= 0
+CC ?= cc
+PREFIX ?= /usr/local
+FUZZ_SECONDS ?= 60
+
+PKGS := libmicrohttpd sqlite3 jansson libcrypto libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+# The CUDA backend compiles against the toolkit's cuda.h when present; the driver
+# itself is loaded at run time with dlopen, so the binary never links libcuda.
+CUDA_INCLUDE ?= /usr/local/cuda/include
+HAVE_CUDA_H := $(shell test -f $(CUDA_INCLUDE)/cuda.h && echo 1)
+ifeq ($(HAVE_CUDA_H),1)
+CUDA_CFLAGS := -DTG_HAVE_CUDA_H -isystem $(CUDA_INCLUDE)
+endif
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla -Wformat=2
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) -Ilib -Iserver -Icli $(PKG_CFLAGS) $(CUDA_CFLAGS)
+LDLIBS := $(PKG_LIBS) -lpthread -ldl -lm
+
+ifeq ($(SAN),1)
+BUILD := build-asan
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_CFLAGS += $(SANFLAGS) -O1
+LDFLAGS += $(SANFLAGS)
+endif
+
+LIB_SRC := $(sort $(wildcard lib/*.c))
+SERVER_SRC := $(sort $(filter-out server/main.c,$(wildcard server/*.c)) $(wildcard cli/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/*/*.c))
+PROPERTY_SRC := $(sort $(wildcard tests/property/*.c))
+INTEGRATION_SRC := $(sort $(wildcard tests/integration/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+LIB_A := $(BUILD)/libtensorgate.a
+SERVER_A := $(BUILD)/libtgserver.a
+BIN := $(BUILD)/tensorgate
+UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
+PROPERTY_BIN := $(PROPERTY_SRC:%.c=$(BUILD)/%)
+INTEGRATION_BIN := $(INTEGRATION_SRC:%.c=$(BUILD)/%)
+BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+
+.PHONY: all deps run test check-build test-binaries bench fuzz install clean format lint
+
+all: $(BIN) $(LIB_A)
+
+deps:
+	@scripts/install-deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BIN) serve
+
+# make test: install what is missing, build normally and under ASan+UBSan, run every suite.
+test: deps
+	@$(MAKE) --no-print-directory test-binaries
+	@$(MAKE) --no-print-directory SAN=1 test-binaries
+	@$(MAKE) --no-print-directory fuzz-build
+	scripts/run-tests.sh
+
+test-binaries: $(BIN) $(LIB_A) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(BENCH_BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SERVER_A): $(SERVER_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(BUILD)/server/main.o $(SERVER_A) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(SERVER_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
+
+$(BUILD)/tests/property/%: tests/property/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+$(BUILD)/tests/integration/%: tests/integration/%.c tests/integration/harness.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(SERVER_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
+
+# libFuzzer targets: clang, ASan+UBSan, the lib sources compiled in.
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags jansson)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(shell pkg-config --libs jansson) -lm
+
+.PHONY: fuzz-build
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: deps fuzz-build
+	scripts/run-fuzz.sh $(FUZZ_SECONDS)
+
+bench: $(BIN)
+	@scripts/install-deps.sh --bench
+	@$(MAKE) --no-print-directory test-binaries
+	bench/run.sh
+
+install: all
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tensorgate
+
+format:
+	clang-format -i $(LIB_SRC) $(wildcard lib/*.h server/*.[ch] cli/*.[ch])
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -Ilib -Iserver lib server cli
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/server/main.d

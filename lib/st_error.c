@@ -1,0 +1,80 @@
+#include "st_error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const reason_names[ST_REASON_COUNT] = {
+    [ST_OK] = "ok",
+    [ST_FILE_TOO_SMALL] = "file_too_small",
+    [ST_HEADER_TOO_LARGE] = "header_too_large",
+    [ST_HEADER_TRUNCATED] = "header_truncated",
+    [ST_HEADER_NOT_UTF8] = "header_not_utf8",
+    [ST_HEADER_START] = "header_start",
+    [ST_HEADER_TRAILING_BYTES] = "header_trailing_bytes",
+    [ST_JSON_SYNTAX] = "json_syntax",
+    [ST_JSON_ESCAPE] = "json_escape",
+    [ST_JSON_DUPLICATE_KEY] = "json_duplicate_key",
+    [ST_JSON_NESTING] = "json_nesting",
+    [ST_INTEGER_FORMAT] = "integer_format",
+    [ST_INTEGER_OVERFLOW] = "integer_overflow",
+    [ST_TENSOR_NOT_OBJECT] = "tensor_not_object",
+    [ST_TENSOR_UNKNOWN_FIELD] = "tensor_unknown_field",
+    [ST_TENSOR_MISSING_FIELD] = "tensor_missing_field",
+    [ST_DTYPE_INVALID] = "dtype_invalid",
+    [ST_DTYPE_UNKNOWN] = "dtype_unknown",
+    [ST_SHAPE_INVALID] = "shape_invalid",
+    [ST_OFFSETS_INVALID] = "offsets_invalid",
+    [ST_TENSOR_NAME_EMPTY] = "tensor_name_empty",
+    [ST_TENSOR_NAME_TOO_LONG] = "tensor_name_too_long",
+    [ST_TENSOR_NAME_CONTROL] = "tensor_name_control",
+    [ST_METADATA_NOT_OBJECT] = "metadata_not_object",
+    [ST_METADATA_VALUE_NOT_STRING] = "metadata_value_not_string",
+    [ST_SIZE_OVERFLOW] = "size_overflow",
+    [ST_SUB_BYTE_PARTIAL] = "sub_byte_partial",
+    [ST_SIZE_MISMATCH] = "size_mismatch",
+    [ST_DATA_HOLE] = "data_hole",
+    [ST_DATA_OVERLAP] = "data_overlap",
+    [ST_DATA_TRAILING] = "data_trailing",
+    [ST_DATA_TRUNCATED] = "data_truncated",
+    [ST_NONFINITE_VALUES] = "nonfinite_values",
+    [ST_REFUSED_FORMAT] = "refused_format",
+    [ST_SIDECAR_TOO_LARGE] = "sidecar_too_large",
+    [ST_SIDECAR_JSON_INVALID] = "sidecar_json_invalid",
+    [ST_SIDECAR_TEXT_INVALID] = "sidecar_text_invalid",
+};
+
+const char *st_reason_name(st_reason reason)
+{
+    if ((unsigned)reason >= ST_REASON_COUNT || reason_names[reason] == NULL)
+        return "unknown";
+    return reason_names[reason];
+}
+
+void st_error_clear(st_error *err)
+{
+    err->reason = ST_OK;
+    err->offset = ST_NO_OFFSET;
+    err->tensor[0] = '\0';
+    err->detail[0] = '\0';
+}
+
+st_reason st_error_set(st_error *err, st_reason reason, uint64_t offset, const char *tensor,
+                       const char *fmt, ...)
+{
+    if (err == NULL)
+        return reason;
+    err->reason = reason;
+    err->offset = offset;
+    err->tensor[0] = '\0';
+    if (tensor != NULL) {
+        size_t n = strnlen(tensor, ST_TENSOR_NAME_MAX);
+        memcpy(err->tensor, tensor, n);
+        err->tensor[n] = '\0';
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+    va_end(ap);
+    return reason;
+}

@@ -1,0 +1,82 @@
+/* Reason codes of the gate and the error detail every lib/ function fills.
+ *
+ * A reason code's string name (st_reason_name) is part of the public contract:
+ * it appears in problem+json responses, `tensorgate validate --json` and the
+ * corpus table. Once published a name never changes meaning; new codes are
+ * appended before ST_REASON_COUNT. */
+#ifndef ST_ERROR_H
+#define ST_ERROR_H
+
+#include <stdint.h>
+
+#define ST_TENSOR_NAME_MAX 1024
+#define ST_NO_OFFSET UINT64_MAX
+
+typedef enum st_reason {
+    ST_OK = 0,
+    /* framing */
+    ST_FILE_TOO_SMALL,        /* fewer than 8 bytes */
+    ST_HEADER_TOO_LARGE,      /* N above the limit */
+    ST_HEADER_TRUNCATED,      /* 8+N beyond the end of the file */
+    /* header bytes and JSON grammar */
+    ST_HEADER_NOT_UTF8,       /* invalid UTF-8 anywhere in the header */
+    ST_HEADER_START,          /* first header byte is not '{' */
+    ST_HEADER_TRAILING_BYTES, /* something other than spaces after the closing '}' */
+    ST_JSON_SYNTAX,           /* not RFC 8259 JSON */
+    ST_JSON_ESCAPE,           /* bad string escape (unknown escape, lone surrogate) */
+    ST_JSON_DUPLICATE_KEY,    /* a key repeated in one object, at any level */
+    ST_JSON_NESTING,          /* nesting deeper than the bound */
+    ST_INTEGER_FORMAT,        /* sign, leading zero, fraction or exponent */
+    ST_INTEGER_OVERFLOW,      /* integer does not fit in u64 */
+    /* tensor entries */
+    ST_TENSOR_NOT_OBJECT,     /* entry is not an object (array form, string, ...) */
+    ST_TENSOR_UNKNOWN_FIELD,  /* a field other than dtype, shape, data_offsets */
+    ST_TENSOR_MISSING_FIELD,  /* dtype, shape or data_offsets missing */
+    ST_DTYPE_INVALID,         /* dtype is not a string */
+    ST_DTYPE_UNKNOWN,         /* dtype string is not one of the 22 names */
+    ST_SHAPE_INVALID,         /* shape is not an array of integers */
+    ST_OFFSETS_INVALID,       /* data_offsets not [begin, end] integers with begin <= end */
+    ST_TENSOR_NAME_EMPTY,
+    ST_TENSOR_NAME_TOO_LONG,  /* more than ST_TENSOR_NAME_MAX bytes */
+    ST_TENSOR_NAME_CONTROL,   /* a control character (U+0000-U+001F, U+007F) in the name */
+    ST_METADATA_NOT_OBJECT,   /* __metadata__ is not an object */
+    ST_METADATA_VALUE_NOT_STRING,
+    /* sizes */
+    ST_SIZE_OVERFLOW,         /* shape product or byte size overflows u64 */
+    ST_SUB_BYTE_PARTIAL,      /* sub-byte dtype whose bits are not a whole number of bytes */
+    ST_SIZE_MISMATCH,         /* end - begin differs from the computed byte size */
+    /* data section coverage */
+    ST_DATA_HOLE,             /* bytes between tensors (or before the first) covered by none */
+    ST_DATA_OVERLAP,          /* two tensors share bytes */
+    ST_DATA_TRAILING,         /* bytes after the last tensor */
+    ST_DATA_TRUNCATED,        /* the file ends before the last tensor does */
+    /* policy on values */
+    ST_NONFINITE_VALUES,      /* NaN or Inf where the policy refuses them */
+    /* not safetensors at all: the format is named separately (st_format) */
+    ST_REFUSED_FORMAT,
+    /* sidecar files */
+    ST_SIDECAR_TOO_LARGE,
+    ST_SIDECAR_JSON_INVALID,
+    ST_SIDECAR_TEXT_INVALID,  /* not UTF-8 text, or text that is a pickle */
+    ST_REASON_COUNT
+} st_reason;
+
+typedef struct st_error {
+    st_reason reason;
+    uint64_t offset;                    /* byte offset in the file, or ST_NO_OFFSET */
+    char tensor[ST_TENSOR_NAME_MAX + 1]; /* the tensor concerned, or "" */
+    char detail[256];                   /* one human sentence */
+} st_error;
+
+/* Stable snake_case name of a reason code ("header_too_large"); "unknown" out of range. */
+const char *st_reason_name(st_reason reason);
+
+/* Clears err to ST_OK, no offset, no tensor, empty detail. */
+void st_error_clear(st_error *err);
+
+/* Fills err and returns reason, so callers can `return st_error_set(...)`.
+ * tensor may be NULL; it is truncated to ST_TENSOR_NAME_MAX bytes. */
+st_reason st_error_set(st_error *err, st_reason reason, uint64_t offset, const char *tensor,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

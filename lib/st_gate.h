@@ -1,0 +1,73 @@
+/* The gate: one streaming decision for a whole upload, used by `tensorgate validate`,
+ * POST /v1/scan and the upload path alike, so all three give the same verdict.
+ *
+ * Feed the bytes in order. As soon as the first 8 + N bytes are in, the header
+ * is judged; a refused file is refused then, before the body. Content that is
+ * not safetensors is classified from its first ST_SNIFF_HEAD_MAX bytes.
+ * Safetensors framing is always checked first: a valid file whose length bytes
+ * spell another format's magic is still valid.
+ *
+ * Memory is bounded: the header buffer by limits.max_header_size, the sniff
+ * buffer by ST_SNIFF_HEAD_MAX; the data section is never buffered. */
+#ifndef ST_GATE_H
+#define ST_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "st_error.h"
+#include "st_header.h"
+#include "st_sniff.h"
+#include "st_stats.h"
+
+typedef enum st_gate_kind {
+    ST_GATE_SAFETENSORS, /* only safetensors passes */
+    ST_GATE_SIDECAR,     /* safetensors, strict JSON or UTF-8 text pass (JSON/text bounded in size) */
+} st_gate_kind;
+
+typedef struct st_gate_config {
+    st_limits limits;
+    st_gate_kind kind;
+    bool refuse_nonfinite;     /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
+    uint64_t sidecar_max_size; /* 0 means 16 MiB */
+} st_gate_config;
+
+typedef enum st_gate_status {
+    ST_GATE_CONTINUE, /* keep feeding */
+    ST_GATE_REFUSED,  /* final: see st_gate_verdict */
+    ST_GATE_ACCEPTED, /* final, only from st_gate_finish */
+} st_gate_status;
+
+typedef struct st_verdict {
+    bool valid;
+    st_format format;   /* what the content is (safetensors when valid) */
+    st_error error;     /* reason ST_OK when valid */
+} st_verdict;
+
+typedef struct st_gate st_gate;
+
+/* declared_size: the total size if known (Content-Length, stat), else ST_FILE_SIZE_UNKNOWN.
+ * Returns NULL on allocation failure. */
+st_gate *st_gate_new(const st_gate_config *config, uint64_t declared_size);
+void st_gate_free(st_gate *gate);
+
+/* Consumes the next len bytes. Once ST_GATE_REFUSED is returned, further feeds are ignored. */
+st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len);
+
+/* End of input: checks the exact size and the policy; returns ACCEPTED or REFUSED. */
+st_gate_status st_gate_finish(st_gate *gate);
+
+void st_gate_verdict(const st_gate *gate, st_verdict *out);
+
+/* After acceptance of a safetensors file: the parsed header and per-tensor stats
+ * (NULL for JSON/text sidecars). Owned by the gate. */
+const st_file *st_gate_file(const st_gate *gate);
+const st_tensor_stats *st_gate_stats(const st_gate *gate);
+uint64_t st_gate_bytes_seen(const st_gate *gate);
+
+/* Whole-buffer convenience: runs the gate over buf as one file. */
+void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,
+                          st_verdict *out);
+
+#endif

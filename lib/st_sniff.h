@@ -1,0 +1,58 @@
+/* Content classification of what is not safetensors (DESIGN §3).
+ * Never looks at a file name. Works on the first bytes of a file (head) and,
+ * when available, its last bytes (tail) plus the total size. */
+#ifndef ST_SNIFF_H
+#define ST_SNIFF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum st_format {
+    ST_FORMAT_SAFETENSORS,
+    ST_FORMAT_PICKLE,
+    ST_FORMAT_PYTORCH_ZIP,
+    ST_FORMAT_PYTORCH_LEGACY,
+    ST_FORMAT_ZIP,
+    ST_FORMAT_TAR,
+    ST_FORMAT_NUMPY,
+    ST_FORMAT_GGUF,
+    ST_FORMAT_HDF5,
+    ST_FORMAT_TFLITE,
+    ST_FORMAT_ONNX,
+    ST_FORMAT_COMPRESSED,
+    ST_FORMAT_TEXT,
+    ST_FORMAT_JSON,
+    ST_FORMAT_UNKNOWN,
+    ST_FORMAT_COUNT
+} st_format;
+
+/* How much of the head st_sniff looks at, at most; callers pass up to this much. */
+#define ST_SNIFF_HEAD_MAX (64 * 1024)
+#define ST_SNIFF_TAIL_MAX (64 * 1024)
+
+typedef struct st_sniff_info {
+    char detail[160]; /* why: "pickle protocol 4 (0x80 0x04)", "zip member 'x/y' holds a pickle" */
+} st_sniff_info;
+
+/* Stable names: "safetensors", "pickle", "pytorch-zip", "pytorch-legacy", "zip", "tar",
+ * "numpy", "gguf", "hdf5", "tflite", "onnx", "compressed", "text", "json", "unknown". */
+const char *st_format_name(st_format format);
+
+/* Classifies content that is not valid safetensors. Never returns
+ * ST_FORMAT_SAFETENSORS (that is the header validator's call). tail may be NULL.
+ * info may be NULL. */
+st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
+                   uint64_t file_size, st_sniff_info *info);
+
+/* True when the bytes parse as the start of a pickle opcode stream (any protocol,
+ * including protocol 0/1 text pickles and streams that break after a payload).
+ * The text sidecar check uses it: a protocol-0 pickle is ASCII but never text. */
+bool st_sniff_is_pickle(const uint8_t *buf, size_t len);
+
+/* True when buf is valid UTF-8 text without NUL or other control characters than
+ * tab, CR, LF, FF, and not a pickle. `complete` says buf is the whole file (else a
+ * multi-byte character cut at the end is allowed). */
+bool st_sniff_is_text(const uint8_t *buf, size_t len, bool complete);
+
+#endif

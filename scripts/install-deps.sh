@@ -1,0 +1,43 @@
+#!/bin/sh
+# Installs the Debian 12 packages tensorgate needs to build, test and run.
+# Only what is missing is installed; running it again does nothing.
+#   scripts/install-deps.sh          build + run + test
+#   scripts/install-deps.sh --bench  also the benchmark anchors (nginx, wrk)
+# Used by the Makefile (make run / make test / make bench), .ci/run and docker/Dockerfile.
+set -eu
+
+packages="gcc make pkg-config clang libclang-rt-14-dev
+libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev
+curl sqlite3 coreutils python3 python3-numpy python3-torch"
+
+if [ "${1:-}" = "--bench" ]; then
+    packages="$packages nginx-light wrk"
+fi
+
+# Node.js runs the OpenAPI linter; a machine that already has a node on PATH keeps it.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    packages="$packages nodejs npm"
+fi
+
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    exit 0
+fi
+
+echo "install-deps: installing:$missing" >&2
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+# The package lists may be missing on a fresh machine or image.
+if ! $sudo apt-get install -y -q --no-install-recommends $missing; then
+    $sudo apt-get update -q
+    $sudo apt-get install -y -q --no-install-recommends $missing
+fi

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Runs every suite that `make test` built: unit, property, corpus and integration
+# tests on the normal build; unit, property and corpus tests again under
+# ASan+UBSan; each fuzz target briefly; the OpenAPI lint. Prints one line per
+# suite and a closing "N passed, N failed" (suites).
+set -u
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+failures=""
+logdir=${TG_TEST_LOGS:-build/test-logs}
+mkdir -p "$logdir"
+
+suite() {
+    name=$1
+    shift
+    log="$logdir/$(echo "$name" | tr '/ ' '__').log"
+    start=$(date +%s)
+    if "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        printf 'PASS  %-55s %3ss  %s\n' "$name" "$(($(date +%s) - start))" "$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | sed 's/.*: //')"
+    else
+        failed=$((failed + 1))
+        failures="$failures $name"
+        printf 'FAIL  %-55s %3ss  (log: %s)\n' "$name" "$(($(date +%s) - start))" "$log"
+        tail -n 30 "$log" | sed 's/^/      /'
+    fi
+}
+
+for build in build build-asan; do
+    [ -d "$build" ] || continue
+    export TG_BUILD=$build
+    for t in $(find "$build/tests/unit" "$build/tests/property" -type f -perm -u+x 2>/dev/null | sort); do
+        suite "$t" "$t"
+    done
+    if [ -x tests/corpus/run.sh ]; then
+        suite "$build corpus" tests/corpus/run.sh "$build/tensorgate"
+    fi
+done
+unset TG_BUILD
+
+if [ -x tests/integration/run.sh ]; then
+    suite "integration" tests/integration/run.sh build
+fi
+if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
+    suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-10}"
+fi
+if [ -x scripts/lint-openapi.sh ] && [ -f openapi.yaml ]; then
+    suite "openapi lint" scripts/lint-openapi.sh
+fi
+
+echo
+[ -n "$failures" ] && echo "failed suites:$failures"
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
