@@ -1,13 +1,49 @@
-/* tensorgate: one binary, subcommands. */
+/* tensorgate: one binary, subcommands. argv[0] of each command is its name. */
 #include <stdio.h>
 #include <string.h>
 
+#include "commands.h"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"validate", tg_cmd_validate, "run the gate on files: exit 0 valid, 1 refused, 2 error"},
+    {"inspect", tg_cmd_inspect, "tensor table, parameters per dtype, NaN/Inf counts, SHA-256"},
+    {"convert", tg_cmd_convert, "convert tensors to another dtype into a new file"},
+    {"serve", tg_cmd_serve, "run the registry server"},
+    {"token", tg_cmd_token, "create and list API tokens"},
+    {"gc", tg_cmd_gc, "delete blobs no catalog row references"},
+    {"fsck", tg_cmd_fsck, "re-hash every blob against the catalog"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate COMMAND [ARGS...]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n`tensorgate COMMAND --help` describes each.\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        fprintf(stderr, "usage: tensorgate validate|inspect|convert|serve|token ...\n");
+    if (argc < 2) {
+        usage(stderr);
         return 2;
     }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "tensorgate: unknown command '%s'\n", argv[1]);
+    usage(stderr);
     return 2;
 }

@@ -1,0 +1,11 @@
+/* Placeholder until the command lands; replaced by its owner. */
+#include <stdio.h>
+
+#include "commands.h"
+
+int tg_cmd_convert(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "tensorgate %s: not built yet\n", argv[0]);
+    return 2;
+}
