@@ -43,7 +43,7 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o
 LIB_A := $(BUILD)/libtensorgate.a
 SERVER_A := $(BUILD)/libtgserver.a
 BIN := $(BUILD)/tensorgate
@@ -76,6 +76,13 @@ test-binaries: $(BIN) $(LIB_A) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/gen/openapi_yaml.c: openapi.yaml scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $< tg_openapi_yaml $@
+
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
