@@ -34,6 +34,9 @@ for build in build build-asan; do
     for t in $(find "$build/tests/unit" "$build/tests/property" -type f -perm -u+x 2>/dev/null | sort); do
         suite "$t" "$t"
     done
+    if [ -x tests/cli/run.sh ]; then
+        suite "$build cli" tests/cli/run.sh "$build/tensorgate"
+    fi
     if [ -x tests/corpus/run.sh ]; then
         suite "$build corpus" tests/corpus/run.sh "$build/tensorgate"
     fi
