@@ -48,6 +48,12 @@ typedef struct st_slice {
      * over the trailing dimensions that are taken whole with step 1. */
     uint64_t run_bytes;
     uint64_t run_count;
+    /* Added (additive): where the runs lie. The fields above lose the tensor's strides,
+     * which st_slice_run_offset needs. Dimensions [0, loop_rank) enumerate the runs
+     * (odometer, last fastest); the dimensions after them lie inside one run. */
+    size_t loop_rank;
+    uint64_t first_offset;                      /* byte offset of run 0 */
+    int64_t loop_step_bytes[ST_SLICE_RANK_MAX]; /* byte distance between neighbours in loop dimension d */
 } st_slice;
 
 typedef struct st_slice_error {
@@ -69,6 +75,7 @@ typedef struct st_slice_cursor {
     const st_slice *slice;
     uint64_t next;                       /* index of the next run */
     uint64_t index[ST_SLICE_RANK_MAX];   /* odometer over the non-run dimensions */
+    uint64_t offset;                     /* added: byte offset of run `next` */
 } st_slice_cursor;
 
 void st_slice_cursor_init(st_slice_cursor *cursor, const st_slice *slice);
