@@ -66,6 +66,11 @@ const st_file *st_gate_file(const st_gate *gate);
 const st_tensor_stats *st_gate_stats(const st_gate *gate);
 uint64_t st_gate_bytes_seen(const st_gate *gate);
 
+/* True when the gate stopped because an allocation failed: the verdict is then not
+ * a judgement of the content (valid false, reason ST_OK); callers answer with a
+ * server error, not a refusal. */
+bool st_gate_out_of_memory(const st_gate *gate);
+
 /* Whole-buffer convenience: runs the gate over buf as one file. */
 void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,
                           st_verdict *out);

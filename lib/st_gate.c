@@ -1,0 +1,770 @@
+/* The streaming gate (st_gate.h): one decision per upload, the same whatever the
+ * chunking of the input.
+ *
+ * Phases, in order:
+ *   HEAD     the first bytes are buffered until the candidate rule below can decide
+ *            whether this is a safetensors attempt (at most ST_SNIFF_HEAD_MAX bytes);
+ *   HEADER   a safetensors attempt: buffer until 8 + N bytes are in, then parse;
+ *   DATA     the data section streams through st_scanner, never buffered;
+ *   SIDECAR  (sidecar kind only) JSON or text, buffered up to sidecar_max_size;
+ *   DONE     a final verdict was reached.
+ *
+ * The candidate rule ("is this a safetensors attempt?", DESIGN §3: framing first).
+ * Let N be the u64 LE of bytes 0..7 and H the header bytes 8 .. 8+N-1.
+ *   1. Fewer than 8 bytes in the whole file: not an attempt. A strongly identified
+ *      format (pickle, archives, ...) is refused as that format; anything else is
+ *      file_too_small (sidecar kind: judged as JSON/text).
+ *   2. Bytes 0..7 that are all UTF-8 text (TAB, LF, CR, printable ASCII, valid
+ *      multi-byte sequences): not an attempt. Such N is at least 0x0909090909090909,
+ *      far above any header limit, so no file within the limit is lost by this rule;
+ *      it keeps JSON (`{"cfg": {...`), text and protocol-0 pickles out of the
+ *      header path.
+ *   3. The first byte of H that is not JSON whitespace is `{`: an attempt, whatever
+ *      the rest says. N above the limit is header_too_large, unless the head is
+ *      strongly identified as another format (a pickle whose argument bytes put `{`
+ *      at offset 8 is still named a pickle); leading whitespace is left to the
+ *      parser, which refuses it as header_start.
+ *   4. Otherwise (H starts with another byte, H is empty or all whitespace): an
+ *      attempt only when N is within the limit and st_sniff cannot name the format
+ *      (UNKNOWN); the parser then names the precise header error. Else not an
+ *      attempt.
+ * A valid safetensors file always has `{` at byte 8 and N within the limit, so it
+ * is an attempt (rule 3) whatever its length bytes spell (`PK\3\4\0\0\0\0`).
+ * Not an attempt: safetensors kind refuses the format named by st_sniff on the
+ * first ST_SNIFF_HEAD_MAX bytes; sidecar kind judges the content as JSON or text.
+ *
+ * Determinism: every decision reads a fixed prefix (8 bytes, the first non-space
+ * header byte, min(size, ST_SNIFF_HEAD_MAX) bytes for st_sniff, 8 + N bytes for the
+ * header) and is taken only once that prefix is complete or the input ended, so
+ * byte-by-byte, chunked and whole-buffer feeding give identical verdicts.
+ *
+ * Memory: the buffer is grown by doubling up to the phase's bound (HEAD:
+ * ST_SNIFF_HEAD_MAX, HEADER: 8 + N with N already checked against the limit,
+ * SIDECAR: sidecar_max_size), so it never exceeds twice the bytes received nor the
+ * bound. */
+#include "st_gate.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIDECAR_DEFAULT_MAX (16u * 1024u * 1024u)
+
+_Static_assert(0x0909090909090909ULL > ST_HEADER_SIZE_MAX,
+               "text-like length bytes must never be a header size within the limit");
+
+typedef enum gate_phase {
+    PHASE_HEAD,
+    PHASE_HEADER,
+    PHASE_DATA,
+    PHASE_SIDECAR,
+    PHASE_DONE,
+} gate_phase;
+
+typedef enum sidecar_class {
+    SIDECAR_UNDECIDED,
+    SIDECAR_JSON,
+    SIDECAR_TEXT,
+} sidecar_class;
+
+struct st_gate {
+    st_gate_config config;
+    uint64_t declared_size;
+    uint64_t header_limit;  /* resolved max_header_size, <= ST_HEADER_SIZE_MAX */
+    uint64_t sidecar_limit; /* resolved sidecar_max_size */
+    const uint8_t *tail;    /* only st_gate_check_buffer knows the tail */
+    size_t tail_len;
+
+    gate_phase phase;
+    st_gate_status status;
+    uint64_t seen; /* bytes consumed: the absolute offset of the next byte */
+
+    uint8_t *buf; /* the first buf_len bytes of the input (HEAD, HEADER, SIDECAR) */
+    size_t buf_len;
+    size_t buf_cap;
+    size_t buf_bound; /* the phase's bound on buf_len */
+
+    uint64_t header_size; /* N, once known */
+    bool have_file;
+    st_file file;
+    bool have_scanner;
+    st_scanner scanner;
+    uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
+
+    sidecar_class sidecar;
+    bool out_of_memory;
+    st_verdict verdict;
+};
+
+static bool is_json_space(uint8_t c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static uint64_t read_u64le(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Rule 2: all of the 8 length bytes are UTF-8 text without control characters other
+ * than TAB, LF, CR. A multi-byte sequence cut at the end of the 8 bytes counts as text. */
+static bool length_bytes_are_text(const uint8_t *p)
+{
+    size_t i = 0;
+    while (i < 8) {
+        uint8_t c = p[i];
+        if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f)) {
+            i++;
+            continue;
+        }
+        size_t need;
+        uint8_t lo = 0x80, hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf) {
+            need = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            need = 2;
+            if (c == 0xe0)
+                lo = 0xa0;
+            else if (c == 0xed)
+                hi = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            need = 3;
+            if (c == 0xf0)
+                lo = 0x90;
+            else if (c == 0xf4)
+                hi = 0x8f;
+        } else {
+            return false;
+        }
+        i++;
+        for (size_t k = 0; k < need && i < 8; k++, i++) {
+            uint8_t b = p[i];
+            if (b < (k == 0 ? lo : 0x80) || b > (k == 0 ? hi : 0xbf))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Formats named from a strong signal; weak ones (onnx) and text classes never
+ * override the safetensors framing. */
+static bool format_is_strong(st_format format)
+{
+    switch (format) {
+    case ST_FORMAT_PICKLE:
+    case ST_FORMAT_PYTORCH_ZIP:
+    case ST_FORMAT_PYTORCH_LEGACY:
+    case ST_FORMAT_ZIP:
+    case ST_FORMAT_TAR:
+    case ST_FORMAT_NUMPY:
+    case ST_FORMAT_GGUF:
+    case ST_FORMAT_HDF5:
+    case ST_FORMAT_TFLITE:
+    case ST_FORMAT_COMPRESSED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void finish_refused(st_gate *gate, st_format format)
+{
+    gate->verdict.valid = false;
+    gate->verdict.format = format;
+    gate->status = ST_GATE_REFUSED;
+    gate->phase = PHASE_DONE;
+}
+
+static void finish_accepted(st_gate *gate, st_format format)
+{
+    gate->verdict.valid = true;
+    gate->verdict.format = format;
+    st_error_clear(&gate->verdict.error);
+    gate->status = ST_GATE_ACCEPTED;
+    gate->phase = PHASE_DONE;
+}
+
+/* Allocation failure is not a verdict on the content: the gate stops with
+ * valid = false, reason ST_OK, and st_gate_out_of_memory() true. */
+static void fail_out_of_memory(st_gate *gate)
+{
+    gate->out_of_memory = true;
+    st_error_set(&gate->verdict.error, ST_OK, ST_NO_OFFSET, NULL, "out of memory in the gate");
+    finish_refused(gate, ST_FORMAT_UNKNOWN);
+}
+
+/* The size the input is known to have now: the bytes seen at the end, else the
+ * declared size (possibly ST_FILE_SIZE_UNKNOWN). */
+static uint64_t known_size(const st_gate *gate, bool at_end)
+{
+    return at_end ? gate->seen : gate->declared_size;
+}
+
+static size_t sniff_head_len(const st_gate *gate)
+{
+    return gate->buf_len < ST_SNIFF_HEAD_MAX ? gate->buf_len : ST_SNIFF_HEAD_MAX;
+}
+
+/* st_sniff on the first min(size, ST_SNIFF_HEAD_MAX) bytes; callers make sure that
+ * many are buffered (or the input ended). */
+static st_format sniff_head(const st_gate *gate, bool at_end, st_sniff_info *info)
+{
+    memset(info, 0, sizeof *info);
+    return st_sniff(gate->buf, sniff_head_len(gate), gate->tail, gate->tail_len,
+                    known_size(gate, at_end), info);
+}
+
+static bool head_complete(const st_gate *gate, bool at_end)
+{
+    return at_end || gate->buf_len >= ST_SNIFF_HEAD_MAX;
+}
+
+static void refuse_format(st_gate *gate, st_format format, const st_sniff_info *info)
+{
+    if (info != NULL && info->detail[0] != '\0')
+        st_error_set(&gate->verdict.error, ST_REFUSED_FORMAT, ST_NO_OFFSET, NULL,
+                     "not safetensors: %s (%s)", st_format_name(format), info->detail);
+    else
+        st_error_set(&gate->verdict.error, ST_REFUSED_FORMAT, ST_NO_OFFSET, NULL,
+                     "not safetensors: %s", st_format_name(format));
+    finish_refused(gate, format);
+}
+
+/* Grows buf to hold at least want bytes (want <= buf_bound), doubling. */
+static bool buffer_reserve(st_gate *gate, size_t want)
+{
+    if (want <= gate->buf_cap)
+        return true;
+    size_t cap = gate->buf_cap ? gate->buf_cap : 4096;
+    while (cap < want) {
+        if (cap > SIZE_MAX / 2) {
+            cap = want;
+            break;
+        }
+        cap *= 2;
+    }
+    if (cap > gate->buf_bound && want <= gate->buf_bound)
+        cap = gate->buf_bound;
+    uint8_t *grown = realloc(gate->buf, cap);
+    if (grown == NULL)
+        return false;
+    gate->buf = grown;
+    gate->buf_cap = cap;
+    return true;
+}
+
+static void release_buffer(st_gate *gate)
+{
+    free(gate->buf);
+    gate->buf = NULL;
+    gate->buf_len = gate->buf_cap = 0;
+}
+
+/* ---- DATA phase ---- */
+
+/* data points at the bytes at absolute offset gate->seen; consumes all len of them. */
+static void data_consume(st_gate *gate, const uint8_t *data, size_t len)
+{
+    uint64_t inside = 0;
+    if (gate->seen < gate->data_end) {
+        inside = gate->data_end - gate->seen;
+        if (inside > len)
+            inside = len;
+        st_scanner_feed(&gate->scanner, data, (size_t)inside);
+    }
+    gate->seen += len;
+    if (inside < len) {
+        st_error_set(&gate->verdict.error, ST_DATA_TRAILING, gate->data_end, NULL,
+                     "bytes after the end of the data section at offset %llu",
+                     (unsigned long long)gate->data_end);
+        finish_refused(gate, ST_FORMAT_SAFETENSORS);
+    }
+}
+
+static void data_finish(st_gate *gate)
+{
+    const st_file *file = &gate->file;
+    if (gate->seen < gate->data_end) {
+        /* the tensor cut by the end of the input: the first one (file order) that
+         * ends after it */
+        uint64_t relative = gate->seen - file->data_start;
+        const char *cut = NULL;
+        for (size_t i = 0; i < file->tensor_count; i++) {
+            if (file->tensors[i].end > relative) {
+                cut = file->tensors[i].name;
+                break;
+            }
+        }
+        st_error_set(&gate->verdict.error, ST_DATA_TRUNCATED, gate->seen, cut,
+                     "the input ends at offset %llu but the data section ends at %llu",
+                     (unsigned long long)gate->seen, (unsigned long long)gate->data_end);
+        finish_refused(gate, ST_FORMAT_SAFETENSORS);
+        return;
+    }
+    if (gate->config.refuse_nonfinite &&
+        (gate->scanner.total_nan != 0 || gate->scanner.total_inf != 0)) {
+        for (size_t i = 0; i < file->tensor_count; i++) {
+            const st_tensor_stats *s = &gate->scanner.stats[i];
+            if (s->nan == 0 && s->inf == 0)
+                continue;
+            const st_tensor *t = &file->tensors[i];
+            st_error_set(&gate->verdict.error, ST_NONFINITE_VALUES, file->data_start + t->begin,
+                         t->name, "tensor holds %llu NaN and %llu infinite values",
+                         (unsigned long long)s->nan, (unsigned long long)s->inf);
+            finish_refused(gate, ST_FORMAT_SAFETENSORS);
+            return;
+        }
+    }
+    finish_accepted(gate, ST_FORMAT_SAFETENSORS);
+}
+
+/* ---- HEADER phase ---- */
+
+/* Enters the header phase of a safetensors attempt. N has not been checked yet. */
+static void header_begin(st_gate *gate, bool at_end)
+{
+    uint64_t header_size = 0;
+    st_reason reason = st_header_length(gate->buf, 8, known_size(gate, at_end),
+                                        &gate->config.limits, &header_size, &gate->verdict.error);
+    if (reason != ST_OK) {
+        finish_refused(gate, ST_FORMAT_SAFETENSORS);
+        return;
+    }
+    /* N <= header_limit <= ST_HEADER_SIZE_MAX, so 8 + N fits in size_t */
+    gate->header_size = header_size;
+    gate->phase = PHASE_HEADER;
+    gate->buf_bound = (size_t)(8 + header_size);
+    if (gate->buf_bound < gate->buf_len)
+        gate->buf_bound = gate->buf_len; /* bytes past the header already buffered */
+}
+
+/* Called when the header phase may be able to proceed. */
+static void header_step(st_gate *gate, bool at_end)
+{
+    size_t header_end = (size_t)(8 + gate->header_size);
+    if (gate->buf_len < header_end) {
+        if (at_end) {
+            /* the input ended inside the header */
+            uint64_t ignored;
+            if (st_header_length(gate->buf, 8, gate->seen, &gate->config.limits, &ignored,
+                                 &gate->verdict.error) == ST_OK)
+                st_error_set(&gate->verdict.error, ST_HEADER_TRUNCATED, gate->seen, NULL,
+                             "the input ends at offset %llu inside the %llu-byte header",
+                             (unsigned long long)gate->seen,
+                             (unsigned long long)gate->header_size);
+            finish_refused(gate, ST_FORMAT_SAFETENSORS);
+        }
+        return;
+    }
+    uint64_t file_size = known_size(gate, false);
+    st_reason reason = st_header_parse(gate->buf, header_end, file_size, &gate->config.limits,
+                                       &gate->file, &gate->verdict.error);
+    if (reason != ST_OK) {
+        finish_refused(gate, ST_FORMAT_SAFETENSORS);
+        return;
+    }
+    gate->have_file = true;
+    if (__builtin_add_overflow(gate->file.data_start, gate->file.data_size, &gate->data_end))
+        gate->data_end = UINT64_MAX; /* cannot be reached: the input is then truncated */
+    if (st_scanner_init(&gate->scanner, &gate->file) != 0) {
+        fail_out_of_memory(gate);
+        return;
+    }
+    gate->have_scanner = true;
+    gate->phase = PHASE_DATA;
+    /* bytes buffered past the header belong to the data section */
+    size_t extra_len = gate->buf_len - header_end;
+    uint8_t *extra = gate->buf + header_end;
+    gate->seen -= extra_len;
+    data_consume(gate, extra, extra_len);
+    release_buffer(gate);
+    if (at_end && gate->phase == PHASE_DATA)
+        data_finish(gate);
+}
+
+/* ---- SIDECAR phase ---- */
+
+/* The first token of a JSON object is `{` then `"` or `}`; of an array `[` then a
+ * value or `]` (whitespace allowed between). Anything else (`[![badge]...`, a
+ * `{{ template }}`) is judged as text. Looks within the buffered head. */
+static bool sidecar_looks_like_json(const uint8_t *p, size_t len)
+{
+    size_t i = 0;
+    while (i < len && is_json_space(p[i]))
+        i++;
+    if (i >= len || (p[i] != '{' && p[i] != '['))
+        return false;
+    uint8_t open = p[i++];
+    while (i < len && is_json_space(p[i]))
+        i++;
+    if (i >= len)
+        return true; /* `{` or `[` then only whitespace: invalid JSON, say so */
+    uint8_t c = p[i];
+    if (open == '{')
+        return c == '"' || c == '}';
+    return c == ']' || c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') ||
+           c == 't' || c == 'f' || c == 'n';
+}
+
+static size_t sidecar_window(const st_gate *gate)
+{
+    uint64_t window = ST_SNIFF_HEAD_MAX;
+    if (gate->sidecar_limit < window)
+        window = gate->sidecar_limit;
+    return (size_t)window;
+}
+
+static void sidecar_refuse_too_large(st_gate *gate)
+{
+    st_error_set(&gate->verdict.error, ST_SIDECAR_TOO_LARGE, gate->sidecar_limit, NULL,
+                 "sidecar larger than the limit of %llu bytes",
+                 (unsigned long long)gate->sidecar_limit);
+    finish_refused(gate, gate->sidecar == SIDECAR_JSON ? ST_FORMAT_JSON : ST_FORMAT_TEXT);
+}
+
+/* Classifies the sidecar from its first sidecar_window bytes (or all of it). */
+static void sidecar_classify(st_gate *gate, bool at_end)
+{
+    size_t window = sidecar_window(gate);
+    size_t len = gate->buf_len < window ? gate->buf_len : window;
+    if (sidecar_looks_like_json(gate->buf, len)) {
+        gate->sidecar = SIDECAR_JSON;
+    } else if (st_sniff_is_pickle(gate->buf, len)) {
+        st_sniff_info info;
+        memset(&info, 0, sizeof info);
+        (void)st_sniff(gate->buf, len, gate->tail, gate->tail_len, known_size(gate, at_end),
+                       &info);
+        refuse_format(gate, ST_FORMAT_PICKLE, &info);
+        return;
+    } else if (st_sniff_is_text(gate->buf, len, at_end && len == gate->buf_len)) {
+        gate->sidecar = SIDECAR_TEXT;
+    } else {
+        st_sniff_info info;
+        memset(&info, 0, sizeof info);
+        st_format format = st_sniff(gate->buf, len, gate->tail, gate->tail_len,
+                                    known_size(gate, at_end), &info);
+        if (format != ST_FORMAT_TEXT && format != ST_FORMAT_JSON && format != ST_FORMAT_UNKNOWN) {
+            refuse_format(gate, format, &info);
+        } else {
+            st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
+                         "neither JSON nor UTF-8 text");
+            finish_refused(gate, ST_FORMAT_UNKNOWN);
+        }
+        return;
+    }
+    if (gate->declared_size != ST_FILE_SIZE_UNKNOWN && gate->declared_size > gate->sidecar_limit)
+        sidecar_refuse_too_large(gate);
+}
+
+static void sidecar_final(st_gate *gate)
+{
+    if (gate->sidecar == SIDECAR_JSON) {
+        json_error_t jerr;
+        json_t *root = json_loadb((const char *)gate->buf, gate->buf_len, JSON_REJECT_DUPLICATES,
+                                  &jerr);
+        if (root == NULL) {
+            st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID,
+                         jerr.position >= 0 ? (uint64_t)jerr.position : ST_NO_OFFSET, NULL,
+                         "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
+                         jerr.text);
+            finish_refused(gate, ST_FORMAT_JSON);
+            return;
+        }
+        json_decref(root);
+        finish_accepted(gate, ST_FORMAT_JSON);
+        return;
+    }
+    if (!st_sniff_is_text(gate->buf, gate->buf_len, true)) {
+        st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
+                     "not UTF-8 text (invalid UTF-8, a control character, or a pickle)");
+        finish_refused(gate, ST_FORMAT_UNKNOWN);
+        return;
+    }
+    finish_accepted(gate, ST_FORMAT_TEXT);
+}
+
+static void sidecar_step(st_gate *gate, bool at_end)
+{
+    if (gate->sidecar == SIDECAR_UNDECIDED) {
+        if (!at_end && gate->buf_len < sidecar_window(gate))
+            return;
+        sidecar_classify(gate, at_end);
+        if (gate->phase != PHASE_SIDECAR)
+            return;
+    }
+    if (gate->buf_len > gate->sidecar_limit) {
+        sidecar_refuse_too_large(gate);
+        return;
+    }
+    if (at_end)
+        sidecar_final(gate);
+}
+
+static void sidecar_begin(st_gate *gate, bool at_end)
+{
+    gate->phase = PHASE_SIDECAR;
+    gate->sidecar = SIDECAR_UNDECIDED;
+    /* the head may already hold more than the sidecar limit; sidecar_step refuses it */
+    gate->buf_bound = gate->sidecar_limit > gate->buf_len ? (size_t)gate->sidecar_limit
+                                                          : gate->buf_len;
+    sidecar_step(gate, at_end);
+}
+
+/* ---- HEAD phase: the candidate rule ---- */
+
+static void not_an_attempt(st_gate *gate, bool at_end)
+{
+    if (gate->config.kind == ST_GATE_SIDECAR) {
+        sidecar_begin(gate, at_end);
+        return;
+    }
+    if (!head_complete(gate, at_end))
+        return;
+    st_sniff_info info;
+    st_format format = sniff_head(gate, at_end, &info);
+    refuse_format(gate, format, &info);
+}
+
+static void head_step(st_gate *gate, bool at_end)
+{
+    if (gate->buf_len < 8) {
+        if (!at_end)
+            return;
+        /* rule 1 */
+        if (gate->config.kind == ST_GATE_SIDECAR) {
+            sidecar_begin(gate, at_end);
+            return;
+        }
+        st_sniff_info info;
+        st_format format = sniff_head(gate, at_end, &info);
+        if (format_is_strong(format)) {
+            refuse_format(gate, format, &info);
+            return;
+        }
+        uint64_t ignored;
+        if (st_header_length(gate->buf, gate->buf_len, gate->seen, &gate->config.limits,
+                             &ignored, &gate->verdict.error) == ST_OK)
+            st_error_set(&gate->verdict.error, ST_FILE_TOO_SMALL, 0, NULL,
+                         "%llu bytes, fewer than the 8 of the length prefix",
+                         (unsigned long long)gate->seen);
+        finish_refused(gate, ST_FORMAT_UNKNOWN);
+        return;
+    }
+    /* rule 2 */
+    if (length_bytes_are_text(gate->buf)) {
+        not_an_attempt(gate, at_end);
+        return;
+    }
+    uint64_t header_size = read_u64le(gate->buf);
+    uint64_t header_end;
+    if (__builtin_add_overflow(header_size, 8, &header_end))
+        header_end = UINT64_MAX;
+    size_t i = 8;
+    while (i < gate->buf_len && i < header_end && is_json_space(gate->buf[i]))
+        i++;
+    bool brace = false;
+    if (i < gate->buf_len && i < header_end) {
+        brace = gate->buf[i] == '{';
+    } else if (i < header_end && !head_complete(gate, at_end)) {
+        return; /* only whitespace so far: the first header byte is still to come */
+    }
+    if (brace) {
+        /* rule 3 */
+        if (header_size > gate->header_limit) {
+            if (!head_complete(gate, at_end))
+                return;
+            st_sniff_info info;
+            st_format format = sniff_head(gate, at_end, &info);
+            if (format_is_strong(format)) {
+                refuse_format(gate, format, &info);
+                return;
+            }
+        }
+        header_begin(gate, at_end);
+        return;
+    }
+    /* rule 4 */
+    if (header_size > gate->header_limit) {
+        not_an_attempt(gate, at_end);
+        return;
+    }
+    if (!head_complete(gate, at_end))
+        return;
+    st_sniff_info info;
+    st_format format = sniff_head(gate, at_end, &info);
+    if (format != ST_FORMAT_UNKNOWN) {
+        if (gate->config.kind == ST_GATE_SIDECAR)
+            sidecar_begin(gate, at_end);
+        else
+            refuse_format(gate, format, &info);
+        return;
+    }
+    header_begin(gate, at_end);
+}
+
+/* Advances the state machine as far as the buffered bytes allow. */
+static void gate_step(st_gate *gate, bool at_end)
+{
+    for (;;) {
+        gate_phase before = gate->phase;
+        size_t before_len = gate->buf_len;
+        switch (gate->phase) {
+        case PHASE_HEAD:
+            head_step(gate, at_end);
+            break;
+        case PHASE_HEADER:
+            header_step(gate, at_end);
+            break;
+        case PHASE_SIDECAR:
+            sidecar_step(gate, at_end);
+            break;
+        case PHASE_DATA:
+            if (at_end)
+                data_finish(gate);
+            return;
+        case PHASE_DONE:
+            return;
+        }
+        if (gate->phase == before && gate->buf_len == before_len)
+            return;
+    }
+}
+
+/* ---- public API ---- */
+
+st_gate *st_gate_new(const st_gate_config *config, uint64_t declared_size)
+{
+    st_gate *gate = calloc(1, sizeof *gate);
+    if (gate == NULL)
+        return NULL;
+    gate->config = *config;
+    gate->declared_size = declared_size;
+    gate->header_limit = config->limits.max_header_size;
+    if (gate->header_limit == 0 || gate->header_limit > ST_HEADER_SIZE_MAX)
+        gate->header_limit = ST_HEADER_SIZE_MAX;
+    gate->config.limits.max_header_size = gate->header_limit;
+    gate->sidecar_limit = config->sidecar_max_size ? config->sidecar_max_size : SIDECAR_DEFAULT_MAX;
+    /* a sidecar is buffered whole: keep its bound addressable */
+    if (gate->sidecar_limit > SIZE_MAX / 2)
+        gate->sidecar_limit = SIZE_MAX / 2;
+    gate->phase = PHASE_HEAD;
+    gate->status = ST_GATE_CONTINUE;
+    gate->buf_bound = ST_SNIFF_HEAD_MAX;
+    gate->verdict.valid = false;
+    gate->verdict.format = ST_FORMAT_UNKNOWN;
+    st_error_clear(&gate->verdict.error);
+    return gate;
+}
+
+void st_gate_free(st_gate *gate)
+{
+    if (gate == NULL)
+        return;
+    if (gate->have_scanner)
+        st_scanner_free(&gate->scanner);
+    if (gate->have_file)
+        st_file_free(&gate->file);
+    free(gate->buf);
+    free(gate);
+}
+
+st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len)
+{
+    while (len > 0 && gate->status == ST_GATE_CONTINUE) {
+        if (gate->phase == PHASE_DATA) {
+            data_consume(gate, data, len);
+            break;
+        }
+        size_t room = gate->buf_bound - gate->buf_len;
+        if (room == 0) {
+            /* only the sidecar phase fills its bound: one byte more is too large */
+            if (gate->phase == PHASE_SIDECAR) {
+                if (gate->sidecar == SIDECAR_UNDECIDED)
+                    sidecar_classify(gate, false);
+                if (gate->phase == PHASE_SIDECAR) {
+                    gate->seen += len;
+                    sidecar_refuse_too_large(gate);
+                }
+                break;
+            }
+            /* HEAD with a full window or HEADER with 8 + N bytes always decide in
+             * gate_step, so this is unreachable; refuse rather than loop */
+            fail_out_of_memory(gate);
+            break;
+        }
+        size_t take = len < room ? len : room;
+        if (!buffer_reserve(gate, gate->buf_len + take)) {
+            fail_out_of_memory(gate);
+            break;
+        }
+        memcpy(gate->buf + gate->buf_len, data, take);
+        gate->buf_len += take;
+        gate->seen += take;
+        data += take;
+        len -= take;
+        gate_step(gate, false);
+    }
+    return gate->status;
+}
+
+st_gate_status st_gate_finish(st_gate *gate)
+{
+    if (gate->status == ST_GATE_CONTINUE)
+        gate_step(gate, true);
+    if (gate->status == ST_GATE_CONTINUE) {
+        /* every phase decides at the end; keep the contract even if one did not */
+        st_error_set(&gate->verdict.error, ST_FILE_TOO_SMALL, gate->seen, NULL,
+                     "the input ended before the gate could decide");
+        finish_refused(gate, ST_FORMAT_UNKNOWN);
+    }
+    return gate->status;
+}
+
+void st_gate_verdict(const st_gate *gate, st_verdict *out)
+{
+    *out = gate->verdict;
+}
+
+const st_file *st_gate_file(const st_gate *gate)
+{
+    return gate->have_file ? &gate->file : NULL;
+}
+
+const st_tensor_stats *st_gate_stats(const st_gate *gate)
+{
+    return gate->have_scanner ? gate->scanner.stats : NULL;
+}
+
+uint64_t st_gate_bytes_seen(const st_gate *gate)
+{
+    return gate->seen;
+}
+
+bool st_gate_out_of_memory(const st_gate *gate)
+{
+    return gate->out_of_memory;
+}
+
+void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,
+                          st_verdict *out)
+{
+    st_gate *gate = st_gate_new(config, len);
+    if (gate == NULL) {
+        out->valid = false;
+        out->format = ST_FORMAT_UNKNOWN;
+        st_error_set(&out->error, ST_OK, ST_NO_OFFSET, NULL, "out of memory in the gate");
+        return;
+    }
+    if (len > 0) {
+        size_t tail_len = len < ST_SNIFF_TAIL_MAX ? len : ST_SNIFF_TAIL_MAX;
+        gate->tail = buf + (len - tail_len);
+        gate->tail_len = tail_len;
+    }
+    st_gate_feed(gate, buf, len);
+    st_gate_finish(gate);
+    st_gate_verdict(gate, out);
+    st_gate_free(gate);
+}

@@ -1,0 +1,553 @@
+#include "st_gate.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../test.h"
+
+/* ---- building inputs ---- */
+
+typedef struct input {
+    uint8_t *bytes;
+    size_t len;
+} input;
+
+static input make_raw(const void *bytes, size_t len)
+{
+    input in = {malloc(len ? len : 1), len};
+    if (len)
+        memcpy(in.bytes, bytes, len);
+    return in;
+}
+
+/* 8-byte LE length of header, the header, then data */
+static input make_st_n(const char *header, size_t header_len, const void *data, size_t data_len)
+{
+    input in = {malloc(8 + header_len + data_len + 1), 8 + header_len + data_len};
+    for (int i = 0; i < 8; i++)
+        in.bytes[i] = (uint8_t)((uint64_t)header_len >> (8 * i));
+    memcpy(in.bytes + 8, header, header_len);
+    if (data_len)
+        memcpy(in.bytes + 8 + header_len, data, data_len);
+    return in;
+}
+
+static input make_st(const char *header, const void *data, size_t data_len)
+{
+    return make_st_n(header, strlen(header), data, data_len);
+}
+
+/* a length prefix of any value followed by body bytes */
+static input make_prefixed(uint64_t n, const char *body)
+{
+    size_t body_len = strlen(body);
+    input in = {malloc(8 + body_len + 1), 8 + body_len};
+    for (int i = 0; i < 8; i++)
+        in.bytes[i] = (uint8_t)(n >> (8 * i));
+    memcpy(in.bytes + 8, body, body_len);
+    return in;
+}
+
+static void input_free(input *in)
+{
+    free(in->bytes);
+    in->bytes = NULL;
+}
+
+static const float f32_data[6] = {1.0f, -2.0f, 0.5f, 3.0f, 4.0f, 5.0f};
+#define ONE_F32 "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}"
+#define TWO_TENSORS                                                                                \
+    "{\"__metadata__\":{\"format\":\"pt\"},"                                                       \
+    "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"                              \
+    "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}"
+
+/* ---- running the gate ---- */
+
+typedef enum feeding { WHOLE, BYTE_BY_BYTE, RANDOM_CHUNKS } feeding;
+
+static uint32_t rng_state = 12345;
+static uint32_t rng_next(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+/* Runs the gate over in; returns the final status, fills out. */
+static st_gate_status run_gate(const st_gate_config *config, const input *in, bool declare,
+                               feeding how, st_verdict *out)
+{
+    st_gate *gate = st_gate_new(config, declare ? in->len : ST_FILE_SIZE_UNKNOWN);
+    if (gate == NULL) {
+        memset(out, 0, sizeof *out);
+        return ST_GATE_REFUSED;
+    }
+    size_t pos = 0;
+    st_gate_status status = ST_GATE_CONTINUE;
+    while (pos < in->len && status == ST_GATE_CONTINUE) {
+        size_t n = in->len - pos;
+        if (how == BYTE_BY_BYTE)
+            n = 1;
+        else if (how == RANDOM_CHUNKS) {
+            size_t r = 1 + rng_next() % 97;
+            if (rng_next() % 8 == 0)
+                r = 1 + rng_next() % 70000;
+            n = r < n ? r : n;
+        }
+        status = st_gate_feed(gate, in->bytes + pos, n);
+        pos += n;
+    }
+    status = st_gate_finish(gate);
+    st_gate_verdict(gate, out);
+    CHECK(!st_gate_out_of_memory(gate));
+    st_gate_free(gate);
+    return status;
+}
+
+static bool verdicts_equal(const st_verdict *a, const st_verdict *b)
+{
+    return a->valid == b->valid && a->format == b->format && a->error.reason == b->error.reason &&
+           a->error.offset == b->error.offset && strcmp(a->error.tensor, b->error.tensor) == 0 &&
+           strcmp(a->error.detail, b->error.detail) == 0;
+}
+
+static void print_verdict(const char *what, const st_verdict *v)
+{
+    fprintf(stderr, "  %s: valid=%d format=%s reason=%s offset=%llu tensor='%s' detail='%s'\n",
+            what, v->valid, st_format_name(v->format), st_reason_name(v->error.reason),
+            (unsigned long long)v->error.offset, v->error.tensor, v->error.detail);
+}
+
+/* The verdict of in, checked to be the same for every feeding and (when
+ * compare_declared) with the size declared or not. */
+static st_verdict judge(const st_gate_config *config, const input *in, bool compare_declared)
+{
+    st_verdict whole, other;
+    st_gate_status status = run_gate(config, in, true, WHOLE, &whole);
+    CHECK(status == (whole.valid ? ST_GATE_ACCEPTED : ST_GATE_REFUSED));
+    const feeding hows[] = {BYTE_BY_BYTE, RANDOM_CHUNKS, RANDOM_CHUNKS, RANDOM_CHUNKS};
+    for (size_t declare = 0; declare < 2; declare++) {
+        for (size_t h = 0; h < sizeof hows / sizeof hows[0]; h++) {
+            if (hows[h] == BYTE_BY_BYTE && in->len > 300000)
+                continue; /* keep big inputs fast */
+            run_gate(config, in, declare, hows[h], &other);
+            bool same = declare || compare_declared ? verdicts_equal(&whole, &other)
+                                                    : whole.valid == other.valid &&
+                                                          whole.error.reason == other.error.reason;
+            CHECK(same);
+            if (!same) {
+                print_verdict("whole", &whole);
+                print_verdict(declare ? "chunked" : "chunked, size unknown", &other);
+            }
+        }
+    }
+    st_verdict buffer;
+    st_gate_check_buffer(config, in->bytes, in->len, &buffer);
+    CHECK(buffer.valid == whole.valid && buffer.error.reason == whole.error.reason);
+    return whole;
+}
+
+static st_gate_config config_of(st_gate_kind kind)
+{
+    st_gate_config config;
+    memset(&config, 0, sizeof config);
+    config.kind = kind;
+    return config;
+}
+
+/* judge() and check valid/format/reason; consumes in */
+static st_verdict expect(const st_gate_config *config, input in, bool valid, st_format format,
+                         st_reason reason)
+{
+    /* the parser words coverage errors found against a declared size; the gate words
+     * those it finds at the end of an undeclared stream: compare their reasons only */
+    bool coverage = reason == ST_DATA_TRUNCATED || reason == ST_DATA_TRAILING;
+    st_verdict v = judge(config, &in, !coverage);
+    CHECK(v.valid == valid);
+    CHECK_STR(st_format_name(v.format), st_format_name(format));
+    CHECK_STR(st_reason_name(v.error.reason), st_reason_name(reason));
+    if (v.valid != valid || v.format != format || v.error.reason != reason)
+        print_verdict("got", &v);
+    input_free(&in);
+    return v;
+}
+
+/* ---- tests ---- */
+
+TEST(valid_files_pass_in_every_feeding)
+{
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    expect(&c, make_st(ONE_F32, f32_data, 24), true, ST_FORMAT_SAFETENSORS, ST_OK);
+    expect(&c, make_st(TWO_TENSORS, f32_data, 24), true, ST_FORMAT_SAFETENSORS, ST_OK);
+    expect(&c, make_st("{}", NULL, 0), true, ST_FORMAT_SAFETENSORS, ST_OK);
+    expect(&c, make_st("{\"__metadata__\":{}}    ", NULL, 0), true, ST_FORMAT_SAFETENSORS, ST_OK);
+    expect(&c, make_st("{\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}", f32_data, 4),
+           true, ST_FORMAT_SAFETENSORS, ST_OK);
+    expect(&c, make_st("{\"z\":{\"dtype\":\"F16\",\"shape\":[0,5],\"data_offsets\":[0,0]}}", NULL, 0),
+           true, ST_FORMAT_SAFETENSORS, ST_OK);
+
+    /* the gate exposes the parsed table and the stats after acceptance */
+    input in = make_st(TWO_TENSORS, f32_data, 24);
+    st_gate *gate = st_gate_new(&c, in.len);
+    CHECK(gate != NULL);
+    CHECK(st_gate_feed(gate, in.bytes, in.len) == ST_GATE_CONTINUE);
+    CHECK(st_gate_finish(gate) == ST_GATE_ACCEPTED);
+    const st_file *file = st_gate_file(gate);
+    CHECK(file != NULL && st_gate_stats(gate) != NULL);
+    if (file != NULL) {
+        CHECK_EQ_U64(file->tensor_count, 2);
+        CHECK_STR(st_file_metadata(file, "format"), "pt");
+    }
+    CHECK_EQ_U64(st_gate_bytes_seen(gate), in.len);
+    st_gate_free(gate);
+    input_free(&in);
+}
+
+TEST(length_bytes_spelling_a_zip_magic_stay_safetensors)
+{
+    /* N = 67,324,752 is PK\3\4\0\0\0\0: a header of exactly that many bytes */
+    const uint64_t n = 67324752;
+    const char *json = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    size_t json_len = strlen(json);
+    input in = {malloc(8 + n + 8), 8 + n + 8};
+    for (int i = 0; i < 8; i++)
+        in.bytes[i] = (uint8_t)(n >> (8 * i));
+    CHECK(memcmp(in.bytes, "PK\3\4\0\0\0\0", 8) == 0);
+    memcpy(in.bytes + 8, json, json_len);
+    memset(in.bytes + 8 + json_len, ' ', n - json_len);
+    memcpy(in.bytes + 8 + n, f32_data, 8);
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    st_verdict v;
+    CHECK(run_gate(&c, &in, true, WHOLE, &v) == ST_GATE_ACCEPTED);
+    CHECK(v.valid && v.format == ST_FORMAT_SAFETENSORS);
+    CHECK(run_gate(&c, &in, false, RANDOM_CHUNKS, &v) == ST_GATE_ACCEPTED);
+    st_gate_check_buffer(&c, in.bytes, in.len, &v);
+    CHECK(v.valid);
+    c.kind = ST_GATE_SIDECAR;
+    CHECK(run_gate(&c, &in, true, WHOLE, &v) == ST_GATE_ACCEPTED);
+    CHECK(v.format == ST_FORMAT_SAFETENSORS);
+    /* the same prefix with a header that breaks is a header error, not a zip */
+    in.bytes[8 + json_len - 1] = ' ';
+    c.kind = ST_GATE_SAFETENSORS;
+    run_gate(&c, &in, true, WHOLE, &v);
+    CHECK(!v.valid && v.format == ST_FORMAT_SAFETENSORS && v.error.reason != ST_REFUSED_FORMAT);
+    input_free(&in);
+}
+
+TEST(other_formats_are_refused_by_format)
+{
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    /* pickle protocol 2 and 4 (what pickle.dumps writes), protocol 0 text */
+    static const uint8_t p2[] = {0x80, 0x02, '}', 'q', 0x00, '(', 'X', 0x01, 0x00, 0x00, 0x00,
+                                 'a',  'q',  0x01, 'K', 0x01, 'u', '.'};
+    expect(&c, make_raw(p2, sizeof p2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    static const uint8_t p4[] = {0x80, 0x04, 0x95, 0x0b, 0, 0, 0, 0, 0, 0, 0, '}', 0x94,
+                                 0x8c, 0x01, 'a',  0x94, 'K', 0x01, 's', '.'};
+    expect(&c, make_raw(p4, sizeof p4), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    const char *p0 = "(dp0\nVa\np1\nI1\ns.";
+    expect(&c, make_raw(p0, strlen(p0)), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    /* a protocol-0 pickle whose byte 8 is `{` (rule 2 keeps it out of the header path) */
+    const char *p0_brace = "(dp0\nS'a{x}'\np1\nI1\ns.";
+    CHECK(p0_brace[8] == '{');
+    expect(&c, make_raw(p0_brace, strlen(p0_brace)), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    /* a short pickle (fewer than 8 bytes) is still named */
+    expect(&c, make_raw("N.", 2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+
+    /* zip local header (PyTorch zip checkpoints start so), gguf, npy, gzip */
+    uint8_t zip[120];
+    memset(zip, 0, sizeof zip);
+    memcpy(zip, "PK\3\4\x14\0\0\0\0\0", 10);
+    memcpy(zip + 30, "archive/data.pkl", 16);
+    expect(&c, make_raw(zip, sizeof zip), false, ST_FORMAT_ZIP, ST_REFUSED_FORMAT);
+    uint8_t gguf[64];
+    memset(gguf, 0, sizeof gguf);
+    memcpy(gguf, "GGUF\3\0\0\0", 8);
+    gguf[8] = 2;
+    expect(&c, make_raw(gguf, sizeof gguf), false, ST_FORMAT_GGUF, ST_REFUSED_FORMAT);
+    /* a gguf whose tensor count puts `{` at byte 8: strong format beats rule 3 */
+    gguf[8] = '{';
+    expect(&c, make_raw(gguf, sizeof gguf), false, ST_FORMAT_GGUF, ST_REFUSED_FORMAT);
+    const char npy[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+    expect(&c, make_raw(npy, sizeof npy - 1), false, ST_FORMAT_NUMPY, ST_REFUSED_FORMAT);
+    static const uint8_t gz[] = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0x03, 1, 2, 3, 4};
+    expect(&c, make_raw(gz, sizeof gz), false, ST_FORMAT_COMPRESSED, ST_REFUSED_FORMAT);
+
+    /* JSON and text uploaded as weights: refused as such, not as header errors,
+     * even with `{` at byte 8 */
+    const char *json = "{\"cfg\": {\"hidden\": 16}}";
+    CHECK(json[8] == '{');
+    expect(&c, make_raw(json, strlen(json)), false, ST_FORMAT_JSON, ST_REFUSED_FORMAT);
+    const char *text = "# A model card\n\nSome words.\n";
+    expect(&c, make_raw(text, strlen(text)), false, ST_FORMAT_TEXT, ST_REFUSED_FORMAT);
+
+    /* a big pickle is refused from its head, before its end */
+    input big = {malloc(1 << 20), 1 << 20};
+    memset(big.bytes, 'K', big.len);
+    memcpy(big.bytes, p2, 11);
+    st_gate *gate = st_gate_new(&c, big.len);
+    CHECK(st_gate_feed(gate, big.bytes, ST_SNIFF_HEAD_MAX) == ST_GATE_REFUSED);
+    st_verdict v;
+    st_gate_verdict(gate, &v);
+    CHECK(v.format == ST_FORMAT_PICKLE && v.error.reason == ST_REFUSED_FORMAT);
+    CHECK(st_gate_feed(gate, big.bytes, 100) == ST_GATE_REFUSED);
+    CHECK(st_gate_finish(gate) == ST_GATE_REFUSED);
+    st_gate_free(gate);
+    input_free(&big);
+}
+
+TEST(malformed_safetensors_have_precise_reasons)
+{
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    /* framing */
+    expect(&c, make_raw("\x10\0\0\0", 4), false, ST_FORMAT_UNKNOWN, ST_FILE_TOO_SMALL);
+    expect(&c, make_raw("", 0), false, ST_FORMAT_UNKNOWN, ST_FILE_TOO_SMALL);
+    expect(&c, make_prefixed(ST_HEADER_SIZE_MAX + 1, "{\"a\":1}"), false, ST_FORMAT_SAFETENSORS,
+           ST_HEADER_TOO_LARGE);
+    expect(&c, make_prefixed(UINT64_MAX, "{}"), false, ST_FORMAT_SAFETENSORS, ST_HEADER_TOO_LARGE);
+    expect(&c, make_prefixed(1ULL << 40, "{  "), false, ST_FORMAT_SAFETENSORS, ST_HEADER_TOO_LARGE);
+    expect(&c, make_prefixed(100, "{\"w\":{\"dtype\":\"F32\""), false, ST_FORMAT_SAFETENSORS,
+           ST_HEADER_TRUNCATED);
+    expect(&c, make_prefixed(5, ""), false, ST_FORMAT_SAFETENSORS, ST_HEADER_TRUNCATED);
+    /* a configured lower limit */
+    st_gate_config small = c;
+    small.limits.max_header_size = 16;
+    expect(&small, make_st(ONE_F32, f32_data, 24), false, ST_FORMAT_SAFETENSORS,
+           ST_HEADER_TOO_LARGE);
+
+    /* header grammar: whitespace before `{`, other starts, duplicates, bad dtype */
+    expect(&c, make_st(" \n{}", NULL, 0), false, ST_FORMAT_SAFETENSORS, ST_HEADER_START);
+    expect(&c, make_st("[1,2,3]", NULL, 0), false, ST_FORMAT_SAFETENSORS, ST_HEADER_START);
+    expect(&c, make_st("{}x", NULL, 0), false, ST_FORMAT_SAFETENSORS, ST_HEADER_TRAILING_BYTES);
+    expect(&c, make_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                       "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                       f32_data, 4),
+           false, ST_FORMAT_SAFETENSORS, ST_JSON_DUPLICATE_KEY);
+    expect(&c, make_st("{\"a\":{\"dtype\":\"F99\",\"shape\":[1],\"data_offsets\":[0,4]}}", f32_data, 4),
+           false, ST_FORMAT_SAFETENSORS, ST_DTYPE_UNKNOWN);
+
+    /* coverage: trailing and missing data bytes, declared or discovered at the end */
+    st_verdict v = judge(&c, &(input){0}, true); /* empty input, once more */
+    CHECK(v.error.reason == ST_FILE_TOO_SMALL);
+    input trailing = make_st(ONE_F32, f32_data, 24);
+    trailing.bytes = realloc(trailing.bytes, trailing.len + 5);
+    memcpy(trailing.bytes + trailing.len, "PK\5\6\0", 5);
+    trailing.len += 5;
+    v = judge(&c, &trailing, false);
+    CHECK_STR(st_reason_name(v.error.reason), "data_trailing");
+    input_free(&trailing);
+    input truncated = make_st(TWO_TENSORS, f32_data, 20);
+    v = judge(&c, &truncated, false);
+    CHECK_STR(st_reason_name(v.error.reason), "data_truncated");
+    /* with the size unknown the gate finds it at the end: offset and tensor named */
+    run_gate(&c, &truncated, false, WHOLE, &v);
+    CHECK_EQ_U64(v.error.offset, truncated.len);
+    CHECK_STR(v.error.tensor, "b");
+    input_free(&truncated);
+}
+
+TEST(bad_header_is_refused_before_the_body)
+{
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    const char *bad = "{\"w\":{\"dtype\":\"F99\",\"shape\":[1000000],\"data_offsets\":[0,4000000]}}";
+    input in = make_st(bad, NULL, 0);
+    /* declared as the full size (header + 4 MB of data), but only the header is fed */
+    st_gate *gate = st_gate_new(&c, in.len + 4000000);
+    CHECK(st_gate_feed(gate, in.bytes, in.len) == ST_GATE_REFUSED);
+    CHECK_EQ_U64(st_gate_bytes_seen(gate), in.len);
+    st_verdict v;
+    st_gate_verdict(gate, &v);
+    CHECK(v.error.reason == ST_DTYPE_UNKNOWN);
+    CHECK(st_gate_file(gate) == NULL);
+    st_gate_free(gate);
+    input_free(&in);
+
+    /* the same, byte by byte: refused at the last header byte */
+    in = make_st(bad, NULL, 0);
+    gate = st_gate_new(&c, ST_FILE_SIZE_UNKNOWN);
+    size_t refused_at = 0;
+    for (size_t i = 0; i < in.len; i++) {
+        if (st_gate_feed(gate, in.bytes + i, 1) == ST_GATE_REFUSED) {
+            refused_at = i + 1;
+            break;
+        }
+    }
+    CHECK_EQ_U64(refused_at, in.len);
+    st_gate_free(gate);
+    input_free(&in);
+
+    /* a declared size that disagrees with the header is refused at the header */
+    in = make_st(ONE_F32, f32_data, 24);
+    gate = st_gate_new(&c, in.len + 100);
+    CHECK(st_gate_feed(gate, in.bytes, in.len - 24) == ST_GATE_REFUSED);
+    st_gate_verdict(gate, &v);
+    CHECK(v.error.reason == ST_DATA_TRAILING);
+    st_gate_free(gate);
+    /* too large: refused without the header ever arriving */
+    gate = st_gate_new(&c, ST_FILE_SIZE_UNKNOWN);
+    input huge = make_prefixed(1ULL << 36, "{");
+    huge.bytes = realloc(huge.bytes, ST_SNIFF_HEAD_MAX);
+    memset(huge.bytes + huge.len, ' ', ST_SNIFF_HEAD_MAX - huge.len);
+    CHECK(st_gate_feed(gate, huge.bytes, ST_SNIFF_HEAD_MAX) == ST_GATE_REFUSED);
+    st_gate_verdict(gate, &v);
+    CHECK(v.error.reason == ST_HEADER_TOO_LARGE);
+    st_gate_free(gate);
+    input_free(&huge);
+    /* trailing bytes are refused as they arrive */
+    gate = st_gate_new(&c, ST_FILE_SIZE_UNKNOWN);
+    CHECK(st_gate_feed(gate, in.bytes, in.len) == ST_GATE_CONTINUE);
+    CHECK(st_gate_feed(gate, (const uint8_t *)"x", 1) == ST_GATE_REFUSED);
+    st_gate_verdict(gate, &v);
+    CHECK(v.error.reason == ST_DATA_TRAILING);
+    CHECK_EQ_U64(v.error.offset, in.len);
+    st_gate_free(gate);
+    input_free(&in);
+}
+
+TEST(nonfinite_policy)
+{
+    float data[6] = {1.0f, 2.0f, NAN, INFINITY, -INFINITY, NAN};
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    input in = make_st(TWO_TENSORS, data, 24);
+    st_verdict v = judge(&c, &in, true);
+    CHECK(v.valid);
+    st_gate *gate = st_gate_new(&c, in.len);
+    st_gate_feed(gate, in.bytes, in.len);
+    CHECK(st_gate_finish(gate) == ST_GATE_ACCEPTED);
+    const st_tensor_stats *stats = st_gate_stats(gate);
+    const st_file *file = st_gate_file(gate);
+    CHECK(stats != NULL && file != NULL);
+    if (stats != NULL && file != NULL) {
+        CHECK_STR(file->tensors[1].name, "b");
+        CHECK_EQ_U64(stats[0].nan + stats[0].inf, 0);
+        CHECK_EQ_U64(stats[1].nan, 2);
+        CHECK_EQ_U64(stats[1].inf, 2);
+    }
+    st_gate_free(gate);
+
+    c.refuse_nonfinite = true;
+    v = judge(&c, &in, true);
+    CHECK(!v.valid);
+    CHECK_STR(st_reason_name(v.error.reason), "nonfinite_values");
+    CHECK_STR(v.error.tensor, "b");
+    CHECK_EQ_U64(v.error.offset, 8 + strlen(TWO_TENSORS) + 8);
+    input_free(&in);
+    in = make_st(TWO_TENSORS, f32_data, 24);
+    v = judge(&c, &in, true);
+    CHECK(v.valid);
+    input_free(&in);
+}
+
+TEST(sidecars)
+{
+    st_gate_config c = config_of(ST_GATE_SIDECAR);
+    const char *config_json = "{\"cfg\": {\"hidden\": 16, \"layers\": [1, 2]}}\n";
+    expect(&c, make_raw(config_json, strlen(config_json)), true, ST_FORMAT_JSON, ST_OK);
+    const char *array = "  [1, 2, {\"a\": null}]";
+    expect(&c, make_raw(array, strlen(array)), true, ST_FORMAT_JSON, ST_OK);
+    expect(&c, make_raw("{}", 2), true, ST_FORMAT_JSON, ST_OK);
+    const char *dup = "{\"a\": 1, \"a\": 2}";
+    st_verdict v = expect(&c, make_raw(dup, strlen(dup)), false, ST_FORMAT_JSON,
+                          ST_SIDECAR_JSON_INVALID);
+    CHECK(v.error.detail[0] != '\0');
+    expect(&c, make_raw("{\"a\": 1,}", 9), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&c, make_raw("{\"a\": 1} x", 10), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&c, make_raw("{\"a\": \"\\u0000\"}", 15), false, ST_FORMAT_JSON,
+           ST_SIDECAR_JSON_INVALID);
+
+    const char *readme = "# Model\n\n[![badge](x.svg)](y) caf\xc3\xa9 \xe2\x82\xac\n";
+    expect(&c, make_raw(readme, strlen(readme)), true, ST_FORMAT_TEXT, ST_OK);
+    const char *badge_first = "[![badge](x.svg)](y)\n";
+    expect(&c, make_raw(badge_first, strlen(badge_first)), true, ST_FORMAT_TEXT, ST_OK);
+    const char *jinja = "{% for m in messages %}{{ m['content'] }}{% endfor %}";
+    expect(&c, make_raw(jinja, strlen(jinja)), true, ST_FORMAT_TEXT, ST_OK);
+    expect(&c, make_raw("", 0), true, ST_FORMAT_TEXT, ST_OK);
+    expect(&c, make_raw("merges\n", 7), true, ST_FORMAT_TEXT, ST_OK);
+    expect(&c, make_raw("caf\xc3", 4), false, ST_FORMAT_UNKNOWN, ST_SIDECAR_TEXT_INVALID);
+    expect(&c, make_raw("abc\xff\xfe def ghi", 12), false, ST_FORMAT_UNKNOWN,
+           ST_SIDECAR_TEXT_INVALID);
+
+    /* pickles (protocol 0 is ASCII) and archives are named, not passed as text */
+    const char *p0 = "cos\nsystem\n(S'echo hi'\ntR.";
+    expect(&c, make_raw(p0, strlen(p0)), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    static const uint8_t p2[] = {0x80, 0x02, '}', 'q', 0x00, '.'};
+    expect(&c, make_raw(p2, sizeof p2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    uint8_t zip[64];
+    memset(zip, 0, sizeof zip);
+    memcpy(zip, "PK\3\4\x14\0\0\0\0\0", 10);
+    expect(&c, make_raw(zip, sizeof zip), false, ST_FORMAT_ZIP, ST_REFUSED_FORMAT);
+
+    /* safetensors stays safetensors, valid or not */
+    expect(&c, make_st(ONE_F32, f32_data, 24), true, ST_FORMAT_SAFETENSORS, ST_OK);
+    expect(&c, make_st(ONE_F32, f32_data, 20), false, ST_FORMAT_SAFETENSORS, ST_DATA_TRUNCATED);
+    expect(&c, make_prefixed(ST_HEADER_SIZE_MAX + 1, "{}"), false, ST_FORMAT_SAFETENSORS,
+           ST_HEADER_TOO_LARGE);
+
+    /* size bound: streaming and declared */
+    st_gate_config small = c;
+    small.sidecar_max_size = 100;
+    char text[300];
+    memset(text, 'a', sizeof text);
+    expect(&small, make_raw(text, 100), true, ST_FORMAT_TEXT, ST_OK);
+    v = expect(&small, make_raw(text, 101), false, ST_FORMAT_TEXT, ST_SIDECAR_TOO_LARGE);
+    CHECK_EQ_U64(v.error.offset, 100);
+    text[0] = '{';
+    text[1] = '"';
+    expect(&small, make_raw(text, 300), false, ST_FORMAT_JSON, ST_SIDECAR_TOO_LARGE);
+    /* the default bound is 16 MiB */
+    input big = {malloc((16u << 20) + 1), (16u << 20) + 1};
+    memset(big.bytes, 'b', big.len);
+    st_verdict bv;
+    CHECK(run_gate(&c, &big, false, WHOLE, &bv) == ST_GATE_REFUSED);
+    CHECK(bv.error.reason == ST_SIDECAR_TOO_LARGE);
+    big.len--;
+    CHECK(run_gate(&c, &big, true, WHOLE, &bv) == ST_GATE_ACCEPTED);
+    input_free(&big);
+    /* declared too large: refused from the head */
+    st_gate *gate = st_gate_new(&small, 5000);
+    CHECK(st_gate_feed(gate, (const uint8_t *)text + 2, 100) == ST_GATE_REFUSED);
+    st_gate_free(gate);
+}
+
+/* Many inputs, including every prefix of a valid file and random corruptions of
+ * it: each verdict must be the same in every feeding. */
+TEST(feeding_never_changes_the_verdict)
+{
+    st_gate_config configs[3] = {config_of(ST_GATE_SAFETENSORS), config_of(ST_GATE_SIDECAR),
+                                 config_of(ST_GATE_SAFETENSORS)};
+    configs[2].refuse_nonfinite = true;
+    configs[2].limits.max_header_size = 64;
+    float data[6] = {1.0f, NAN, 3.0f, 4.0f, INFINITY, 6.0f};
+    input base = make_st(TWO_TENSORS, data, 24);
+    size_t valid_count = 0;
+    for (size_t k = 0; k < 3; k++) {
+        for (size_t cut = 0; cut <= base.len; cut++) {
+            input prefix = {base.bytes, cut};
+            st_verdict v = judge(&configs[k], &prefix, false);
+            valid_count += v.valid && v.format == ST_FORMAT_SAFETENSORS;
+        }
+        for (int round = 0; round < 150; round++) {
+            input mutated = make_raw(base.bytes, base.len);
+            int flips = 1 + (int)(rng_next() % 3);
+            for (int f = 0; f < flips; f++)
+                mutated.bytes[rng_next() % mutated.len] = (uint8_t)rng_next();
+            judge(&configs[k], &mutated, true);
+            input_free(&mutated);
+        }
+    }
+    /* the whole file passes in the first two configs, nowhere else among the prefixes */
+    CHECK_EQ_U64(valid_count, 2);
+    input_free(&base);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    RUN(valid_files_pass_in_every_feeding);
+    RUN(length_bytes_spelling_a_zip_magic_stay_safetensors);
+    RUN(other_formats_are_refused_by_format);
+    RUN(malformed_safetensors_have_precise_reasons);
+    RUN(bad_header_is_refused_before_the_body);
+    RUN(nonfinite_policy);
+    RUN(sidecars);
+    RUN(feeding_never_changes_the_verdict);
+    return test_report(argv[0]);
+}
