@@ -1250,7 +1250,8 @@ static st_reason build_file(parser *p, const uint32_t *order, st_file *out)
         string_used += (size_t)d->name_len + 1;
         dst->dtype = d->dtype;
         dst->rank = d->rank;
-        memcpy(shapes + shape_used, p->shapes + d->shape_start, d->rank * sizeof *shapes);
+        if (d->rank > 0)
+            memcpy(shapes + shape_used, p->shapes + d->shape_start, d->rank * sizeof *shapes);
         dst->shape = shapes + shape_used;
         shape_used += d->rank;
         st_shape_elements(dst->shape, dst->rank, &dst->elements); /* checked in check_sizes */
