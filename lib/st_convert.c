@@ -330,7 +330,7 @@ static void encode_portable(st_dtype to, const float *in, uint8_t *dst, size_t n
 
 /* __builtin_cpu_supports("avx2") also checks that the OS saves AVX state; clang's
  * builtin does not know "f16c", so that bit is read from CPUID leaf 1 directly. */
-static bool x86_has_avx2_f16c(void)
+static bool x86_detect_avx2_f16c(void)
 {
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx2"))
@@ -339,6 +339,21 @@ static bool x86_has_avx2_f16c(void)
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx))
         return false;
     return (ecx & bit_F16C) != 0;
+}
+
+/* CPUID can trap to the hypervisor (microseconds), and the scanner calls the counter
+ * once per chunk: detect once. 0 = not yet known, 1 = absent, 2 = present; threads
+ * racing on the first call store the same value. */
+static atomic_int x86_avx2_f16c_state;
+
+static bool x86_has_avx2_f16c(void)
+{
+    int state = atomic_load_explicit(&x86_avx2_f16c_state, memory_order_relaxed);
+    if (state == 0) {
+        state = x86_detect_avx2_f16c() ? 2 : 1;
+        atomic_store_explicit(&x86_avx2_f16c_state, state, memory_order_relaxed);
+    }
+    return state == 2;
 }
 
 /* F32 -> F16 with F16C (RNE). F16C keeps NaN payloads; c10 writes sign | 0x7E00,
