@@ -1,11 +1,102 @@
-/* Placeholder until the command lands; replaced by its owner. */
+/* tensorgate validate: the gate over local files, one verdict per file.
+ * Exit status: 0 all valid, 1 any refused, 2 an I/O or usage error. */
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
+#include "tg_local.h"
+
+static void validate_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tensorgate validate [--json] [--sidecar] [--max-header BYTES] "
+            "[--refuse-nonfinite] FILE...\n"
+            "\n"
+            "Runs the gate over each FILE (\"-\" is standard input) and prints one verdict per line.\n"
+            "  --json              one JSON object per file: file, valid, reason, detail, offset,\n"
+            "                      tensor, format\n"
+            "  --sidecar           also accept strict JSON and UTF-8 text (16 MiB at most)\n"
+            "  --max-header BYTES  refuse headers larger than BYTES (at most 100000000)\n"
+            "  --refuse-nonfinite  refuse NaN or Inf values in floating tensors\n"
+            "Exit status: 0 all valid, 1 any refused, 2 an I/O or usage error.\n");
+}
 
 int tg_cmd_validate(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "tensorgate %s: not built yet\n", argv[0]);
-    return 2;
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"sidecar", no_argument, NULL, 's'},
+        {"max-header", required_argument, NULL, 'm'},
+        {"refuse-nonfinite", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    st_gate_config config;
+    memset(&config, 0, sizeof config);
+    config.kind = ST_GATE_SAFETENSORS;
+    bool json = false;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int opt = getopt_long(argc, argv, "h", options, NULL);
+        if (opt == -1)
+            break;
+        switch (opt) {
+        case 'j':
+            json = true;
+            break;
+        case 's':
+            config.kind = ST_GATE_SIDECAR;
+            break;
+        case 'm':
+            if (!tg_local_parse_header_limit(optarg, &config.limits.max_header_size)) {
+                fprintf(stderr, "tensorgate validate: --max-header wants 1 to 100000000 bytes, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'n':
+            config.refuse_nonfinite = true;
+            break;
+        case 'h':
+            validate_usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "tensorgate validate: unknown or incomplete option '%s'\n",
+                    argv[optind - 1]);
+            validate_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "tensorgate validate: no FILE given\n");
+        validate_usage(stderr);
+        return 2;
+    }
+    bool any_error = false, any_refused = false;
+    for (int i = optind; i < argc; i++) {
+        tg_local_run run;
+        if (tg_local_gate_file(argv[i], &config, false, &run) != 0) {
+            any_error = true;
+            continue;
+        }
+        if (!run.verdict.valid)
+            any_refused = true;
+        if (json) {
+            json_t *object = tg_local_verdict_json(argv[i], &run.verdict);
+            if (object == NULL) {
+                fprintf(stderr, "tensorgate validate: out of memory\n");
+                any_error = true;
+            } else {
+                tg_local_print_json(stdout, object);
+                json_decref(object);
+            }
+        } else {
+            tg_local_print_verdict(stdout, argv[i], &run.verdict, st_gate_file(run.gate));
+        }
+        st_gate_free(run.gate);
+    }
+    fflush(stdout);
+    return any_error ? 2 : any_refused ? 1 : 0;
 }

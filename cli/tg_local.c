@@ -1,0 +1,233 @@
+/* Helpers of the local file commands: see tg_local.h. */
+#include "tg_local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash, tg_local_run *run)
+{
+    memset(run, 0, sizeof *run);
+    bool is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "tensorgate: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "tensorgate: %s: %s\n", path, strerror(errno));
+        goto fail_fd;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tensorgate: %s: is a directory\n", path);
+        goto fail_fd;
+    }
+    /* only a regular file's size is known up front; pipes stream with it unknown */
+    uint64_t declared = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : ST_FILE_SIZE_UNKNOWN;
+    run->gate = st_gate_new(config, declared);
+    uint8_t *chunk = malloc(TG_LOCAL_READ_SIZE);
+    EVP_MD_CTX *md = hash ? EVP_MD_CTX_new() : NULL;
+    if (run->gate == NULL || chunk == NULL || (hash && md == NULL) ||
+        (md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)) {
+        fprintf(stderr, "tensorgate: %s: out of memory\n", path);
+        goto fail_all;
+    }
+    st_gate_status status = ST_GATE_CONTINUE;
+    for (;;) {
+        ssize_t got = read(fd, chunk, TG_LOCAL_READ_SIZE);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "tensorgate: %s: read: %s\n", path, strerror(errno));
+            goto fail_all;
+        }
+        if (got == 0)
+            break;
+        run->size += (uint64_t)got;
+        if (md != NULL && EVP_DigestUpdate(md, chunk, (size_t)got) != 1) {
+            fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
+            goto fail_all;
+        }
+        status = st_gate_feed(run->gate, chunk, (size_t)got);
+        /* a refusal is final: the rest of the file cannot change it */
+        if (status != ST_GATE_CONTINUE)
+            break;
+    }
+    if (status == ST_GATE_CONTINUE) {
+        st_gate_finish(run->gate);
+        if (md != NULL) {
+            unsigned int len = 0;
+            if (EVP_DigestFinal_ex(md, run->sha256, &len) != 1 || len != sizeof run->sha256) {
+                fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
+                goto fail_all;
+            }
+            run->hashed = true;
+        }
+    } else {
+        st_gate_finish(run->gate);
+    }
+    st_gate_verdict(run->gate, &run->verdict);
+    if (st_gate_out_of_memory(run->gate)) {
+        fprintf(stderr, "tensorgate: %s: out of memory in the gate\n", path);
+        goto fail_all;
+    }
+    EVP_MD_CTX_free(md);
+    free(chunk);
+    if (!is_stdin)
+        close(fd);
+    return 0;
+
+fail_all:
+    EVP_MD_CTX_free(md);
+    free(chunk);
+    st_gate_free(run->gate);
+    run->gate = NULL;
+fail_fd:
+    if (!is_stdin)
+        close(fd);
+    return -1;
+}
+
+void tg_local_print_verdict(FILE *out, const char *path, const st_verdict *verdict,
+                            const st_file *file)
+{
+    if (verdict->valid) {
+        if (verdict->format == ST_FORMAT_SAFETENSORS) {
+            size_t count = file != NULL ? file->tensor_count : 0;
+            fprintf(out, "%s: valid (safetensors, %zu tensor%s)\n", path, count,
+                    count == 1 ? "" : "s");
+        } else {
+            fprintf(out, "%s: valid (%s)\n", path, st_format_name(verdict->format));
+        }
+        return;
+    }
+    const st_error *err = &verdict->error;
+    fprintf(out, "%s: refused: %s", path, st_reason_name(err->reason));
+    if (err->offset != ST_NO_OFFSET)
+        fprintf(out, " at offset %" PRIu64, err->offset);
+    if (err->tensor[0] != '\0')
+        fprintf(out, " (tensor %s)", err->tensor);
+    fprintf(out, ": %s [format %s]\n", err->detail, st_format_name(verdict->format));
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if none starts there. */
+static size_t utf8_sequence_length(const unsigned char *p, size_t left)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+        need = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        need = 2;
+        lo = c == 0xe0 ? 0xa0 : 0x80;
+        hi = c == 0xed ? 0x9f : 0xbf;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 3;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        return 0;
+    }
+    if (need >= left)
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t k = 2; k <= need; k++)
+        if (p[k] < 0x80 || p[k] > 0xbf)
+            return 0;
+    return need + 1;
+}
+
+json_t *tg_local_json_string(const char *text)
+{
+    size_t len = strlen(text);
+    json_t *value = json_stringn(text, len);
+    if (value != NULL)
+        return value;
+    /* not UTF-8: replace each invalid byte with U+FFFD (3 bytes) */
+    if (len > (SIZE_MAX - 1) / 3)
+        return NULL;
+    char *clean = malloc(len * 3 + 1);
+    if (clean == NULL)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)text;
+    size_t used = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence_length(p + i, len - i);
+        if (n == 0) {
+            memcpy(clean + used, "\xef\xbf\xbd", 3);
+            used += 3;
+            i++;
+        } else {
+            memcpy(clean + used, p + i, n);
+            used += n;
+            i += n;
+        }
+    }
+    value = json_stringn(clean, used);
+    free(clean);
+    return value;
+}
+
+json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict)
+{
+    const st_error *err = &verdict->error;
+    bool refused = !verdict->valid;
+    json_t *object = json_object();
+    if (object == NULL)
+        return NULL;
+    json_object_set_new(object, "file", tg_local_json_string(path));
+    json_object_set_new(object, "valid", json_boolean(verdict->valid));
+    json_object_set_new(object, "reason",
+                        refused ? json_string(st_reason_name(err->reason)) : json_null());
+    json_object_set_new(object, "detail",
+                        refused ? tg_local_json_string(err->detail) : json_null());
+    json_object_set_new(object, "offset",
+                        refused && err->offset != ST_NO_OFFSET && err->offset <= INT64_MAX
+                            ? json_integer((json_int_t)err->offset)
+                            : json_null());
+    json_object_set_new(object, "tensor",
+                        refused && err->tensor[0] != '\0' ? tg_local_json_string(err->tensor)
+                                                          : json_null());
+    json_object_set_new(object, "format", json_string(st_format_name(verdict->format)));
+    return object;
+}
+
+void tg_local_print_json(FILE *out, const json_t *value)
+{
+    char *text = json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text == NULL) {
+        fprintf(stderr, "tensorgate: out of memory\n");
+        return;
+    }
+    fprintf(out, "%s\n", text);
+    free(text);
+}
+
+bool tg_local_parse_header_limit(const char *text, uint64_t *out)
+{
+    uint64_t value = 0;
+    if (text[0] == '\0')
+        return false;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        if (__builtin_mul_overflow(value, 10, &value) ||
+            __builtin_add_overflow(value, (uint64_t)(*p - '0'), &value))
+            return false;
+    }
+    if (value == 0 || value > ST_HEADER_SIZE_MAX)
+        return false;
+    *out = value;
+    return true;
+}

@@ -1,0 +1,50 @@
+/* Shared by the local file commands (validate, inspect, convert): running the gate
+ * over a file in one read pass, and printing a verdict the same way everywhere. */
+#ifndef TG_LOCAL_H
+#define TG_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "st_gate.h"
+
+/* Bytes per read(2) of the local commands. */
+#define TG_LOCAL_READ_SIZE (1u << 20)
+
+typedef struct tg_local_run {
+    st_gate *gate;        /* finished; the caller frees it with st_gate_free */
+    st_verdict verdict;
+    uint64_t size;        /* bytes read (the whole file when it was read to its end) */
+    bool hashed;          /* sha256 holds the SHA-256 of the whole file */
+    uint8_t sha256[32];
+} tg_local_run;
+
+/* Streams path ("-" is standard input) through a gate of config, with the size from
+ * fstat declared for regular files. Stops reading at a refusal unless hash is set
+ * (then the whole file is read and hashed in the same pass). Returns 0 with run
+ * filled, or -1 after printing an I/O error (a directory, a missing file, ...) to
+ * stderr. */
+int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash, tg_local_run *run);
+
+/* One line: "FILE: valid (safetensors, 3 tensors)" or
+ * "FILE: refused: REASON at offset N (tensor T): DETAIL [format F]". file may be
+ * NULL for a valid safetensors count of 0. */
+void tg_local_print_verdict(FILE *out, const char *path, const st_verdict *verdict,
+                            const st_file *file);
+
+/* The verdict as one JSON object: file, valid, reason, detail, offset, tensor, format. */
+json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict);
+
+/* A JSON string from bytes that may not be UTF-8: invalid bytes become U+FFFD. */
+json_t *tg_local_json_string(const char *text);
+
+/* Prints a JSON value compactly on one line. */
+void tg_local_print_json(FILE *out, const json_t *value);
+
+/* Parses --max-header BYTES: decimal, 1 .. ST_HEADER_SIZE_MAX. */
+bool tg_local_parse_header_limit(const char *text, uint64_t *out);
+
+#endif
