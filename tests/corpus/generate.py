@@ -450,6 +450,11 @@ def family_valid():
     add("valid_rank_32", build([("r", "U8", (1,) * 31 + (2,))]), note="rank-32 shape")
     add("valid_max_u64_zero_offsets_elsewhere", frame(compact({"z": {"dtype": "U8", "shape": [0, 18446744073709551615, 7], "data_offsets": [0, 0]}})),
         note="u64 max fits (no overflow); element count 0")
+    add("valid_name_noncharacters", build([("a\uffff", "U8", (1,)), ("b\u2028c", "U8", (1,)), ("d\ufeffe", "U8", (1,))]),
+        note="U+FFFF, U+2028 and a mid-name U+FEFF are valid UTF-8 and not controls")
+    add("valid_metadata_empty_key_and_value", build([("w", "U8", (1,))], metadata={"": ""}), note="metadata key \"\" with value \"\"")
+    add("valid_depth_64_metadata_boundary", frame('{"__metadata__":{"k":"v"},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"x"),
+        note="depth 3 at most: far under the bound (a control for the json_nesting cases)")
     add("valid_trailing_spaces_many", frame(one("U8", (1,)) + " " * 1000, b"z"), note="1000 spaces after } are allowed")
 
 
@@ -494,6 +499,7 @@ def family_reason():
     # header_truncated
     add("reason_header_truncated_n_only", frame(b"", n=60), "header_truncated", offset=END, note="N=60, nothing after")
     add("reason_header_truncated_short", frame(one(), n=hdr_len(one()) + 1), "header_truncated", offset=END, note="header one byte short, no data")
+    add("reason_header_truncated_at_limit", frame("{}", n=100000000), "header_truncated", offset=END, note="N exactly at the limit (allowed), tiny file")
     add("reason_header_truncated_99999999", frame("{}", n=99999999), "header_truncated", offset=END, note="N just under the limit, tiny file")
     # header_not_utf8
     h = b'{"a\xff":' + entry("U8", "[1]", "[0,1]").encode() + b"}"
@@ -575,6 +581,10 @@ def family_reason():
         "json_nesting", note="shape nested 200 deep")
     add("reason_json_nesting_value_5000", frame('{"w":%s}' % ("[" * 5000 + "]" * 5000)), "json_nesting", note="tensor value nested 5000 deep")
     add("reason_json_nesting_objects_100", frame('{"__metadata__":%s}' % ('{"a":' * 100 + '"x"' + "}" * 100)), "json_nesting", note="objects nested 100 deep in __metadata__")
+    add("reason_json_nesting_shape_depth_65", frame('{"w":{"dtype":"F32","shape":%s,"data_offsets":[0,8]}}' % ("[" * 63 + "2" + "]" * 63), E8),
+        "json_nesting", note="root object 1 + entry 2 + 63 arrays = depth 65: one above the bound of 64")
+    add("reason_shape_invalid_depth_64", frame('{"w":{"dtype":"F32","shape":%s,"data_offsets":[0,8]}}' % ("[" * 62 + "2" + "]" * 62), E8),
+        "shape_invalid", note="depth exactly 64 (the bound) parses; the nested shape is then refused as a shape")
     add("reason_json_nesting_unclosed_100000", frame('{"w":' + "[" * 100000), "json_nesting", note="100000 unclosed brackets: the bound stops it first")
     # integer_format
     for tag, text, note in [("fraction", "[2.0]", "2.0 in shape"), ("exponent", "[2e0]", "2e0 in shape"), ("exponent_upper", "[1E1]", "1E1 in shape"),
@@ -771,6 +781,8 @@ def family_tob():
         note="ToB 7: field \\u0064type = dtype: valid after decoding")
     add("tob_escaped_nul_in_name_prefix", frame('{"w\\u0000.hidden":%s,"w":%s}' % (entry("U8", "[1]", "[0,1]"), entry("U8", "[1]", "[1,2]")), b"ab"),
         "tensor_name_control", note="ToB 7: C parsers would cut the name at NUL and see a duplicate")
+    add("tob_duplicate_via_escaped_solidus", frame('{"a/b":%s,"a\\/b":%s}' % (entry("U8", "[1]", "[0,1]"), entry("U8", "[1]", "[1,2]")), b"ab"),
+        "json_duplicate_key", offset=AT('"a\\/b"'), note="ToB 7: \\/ is /, so the names are equal")
     add("tob_utf16_surrogate_pair_name", frame('{"\\ud83d\\ude00":%s}' % entry("U8", "[1]", "[0,1]"), b"x"), note="ToB 7: a valid surrogate pair decodes to U+1F600")
     add("tob_surrogate_pair_duplicates_raw", frame('{"\\ud83d\\ude00":%s,"😀":%s}' % (entry("U8", "[1]", "[0,1]"), entry("U8", "[1]", "[1,2]")), b"ab"),
         "json_duplicate_key", offset=AT('"😀"'), note="ToB 7: escaped pair and raw emoji are one key")
@@ -849,6 +861,7 @@ def family_format():
     add("format_gguf", gguf_file(), "refused_format", "gguf", ext="gguf", note="GGUF v3 with one kv and one tensor")
     add("format_hdf5", hdf5_file(), "refused_format", "hdf5", ext="h5", note="HDF5 superblock at 0")
     add("format_hdf5_user_block_512", hdf5_file(512), "refused_format", "hdf5", ext="h5", note="HDF5 signature after a 512-byte user block")
+    add("format_hdf5_user_block_4096", hdf5_file(4096), "refused_format", "hdf5", ext="h5", note="HDF5 signature after a 4096-byte user block")
     add("format_hdf5_user_block_1024", hdf5_file(1024), "refused_format", "hdf5", ext="h5", note="HDF5 signature after a 1024-byte user block")
     add("format_tflite", tflite_file(), "refused_format", "tflite", ext="tflite", note="FlatBuffer with TFL3 at offset 4")
     add("format_onnx", onnx_model(), "refused_format", "onnx", ext="onnx", note="ONNX ModelProto (protobuf) with a Relu graph")
@@ -886,6 +899,13 @@ def family_bypass():
         note="local header says data.txt, central directory says data.pkl")
     add("bypass_zip_bad_crc", zip_break_crc(tz), "refused_format", "pytorch-zip", ext="bin", note="every CRC is wrong (torch does not check)")
     add("bypass_zip_junk_prefix", b"JUNK" * 64 + tz, "refused_format", "pytorch-zip", ext="bin", note="256 bytes of junk before a torch zip")
+    add("bypass_zip_junk_prefix_100k", det_bytes(100 * 1024, "junk") + tz, "refused_format", "pytorch-zip", ext="bin",
+        note="100 KiB of junk before a torch zip: the ZIP starts beyond the 64 KiB head (EOCD from the end)")
+    add("bypass_zip_long_comment", tz[:-2] + struct.pack("<H", 60000) + b"C" * 60000, "refused_format", "pytorch-zip", ext="bin",
+        note="torch zip with a 60000-byte archive comment after the EOCD")
+    add("bypass_zip_big_member_first", zip_bytes([("archive/data/0", det_bytes(150 * 1024, "big")), ("archive/data.pkl", PICKLE_SYSTEM_P2),
+                                                  ("archive/version", b"3\n")]), "refused_format", "pytorch-zip", ext="bin",
+        note="150 KiB tensor member before data.pkl: the pickle lies beyond the head")
     add("bypass_zip_deflated_pickle", zip_bytes([("archive/data.pkl", pickle_proto(2) + PICKLE_SYSTEM_P2), ("archive/version", b"3\n")], zipfile.ZIP_DEFLATED),
         "refused_format", "pytorch-zip", ext="bin", note="data.pkl deflate-compressed")
     add("bypass_plain_pickle_as_safetensors", PICKLE_SYSTEM_P2, "refused_format", "pickle", ext="safetensors", note="plain protocol-2 pickle named .safetensors")
@@ -937,6 +957,13 @@ def family_sidecar():
     add("sidecar_json_truncated", b'{"a": [1, 2,', "sidecar_json_invalid", "json", ext="json", mode="sidecar", note="truncated")
     add("sidecar_json_nested_duplicate", b'{"model": {"vocab": {"x": 1, "x": 2}}}', "sidecar_json_invalid", "json", ext="json", mode="sidecar", note="duplicate keys one level down")
     add("sidecar_json_two_documents", b'{"a": 1}\n{"b": 2}\n', "sidecar_json_invalid", "json", ext="json", mode="sidecar", note="two JSON documents")
+    add("sidecar_text_bom_readme", "\ufeff# Title\n\nBody.\n".encode(), fmt="text", ext="md", mode="sidecar", note="UTF-8 BOM then Markdown")
+    add("sidecar_json_deep_nesting", b"[" * 100000 + b"]" * 100000, "sidecar_json_invalid", "json", ext="json", mode="sidecar",
+        note="100000 nested arrays: refused by the JSON parser's depth bound, no stack overflow")
+    add("sidecar_json_invalid_utf8_in_string", b'{"name": "caf\xe9"}', "sidecar_json_invalid", "json", ext="json", mode="sidecar",
+        note="Latin-1 byte inside a JSON string")
+    add("sidecar_text_ansi_escape", b"colour: \x1b[31mred\x1b[0m\n", "sidecar_text_invalid", "unknown", ext="txt", mode="sidecar",
+        note="ESC control character in text")
     add("sidecar_text_invalid_utf8", b"caf\xe9 au lait\n", "sidecar_text_invalid", "unknown", ext="md", mode="sidecar", note="Latin-1 byte in text")
     add("sidecar_text_nul", b"line one\n\0line two\n", "sidecar_text_invalid", "unknown", ext="txt", mode="sidecar", note="NUL byte in text")
     add("sidecar_text_overlong", b"slash \xc0\xaf\n", "sidecar_text_invalid", "unknown", ext="txt", mode="sidecar", note="overlong UTF-8")
