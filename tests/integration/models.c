@@ -563,8 +563,13 @@ static int bump_schema(const char *db_path)
                            -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             char sql[400];
-            snprintf(sql, sizeof sql, "INSERT INTO \"%s\" (version) VALUES (9999)",
-                     (const char *)sqlite3_column_text(st, 0));
+            const char *table = (const char *)sqlite3_column_text(st, 0);
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO \"%s\" (version, applied_at) VALUES (9999, '2099-01-01')",
+                     table);
+            if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
+                continue;
+            snprintf(sql, sizeof sql, "INSERT INTO \"%s\" (version) VALUES (9999)", table);
             if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
                 fprintf(stderr, "note: could not add a row to %s: %s\n",
                         sqlite3_column_text(st, 0), sqlite3_errmsg(db));
