@@ -274,6 +274,42 @@ TEST(short_lengths_and_offsets_agree_across_paths)
     CHECK_EQ_U64(bad, 0);
 }
 
+/* Outputs of 8 MiB and more take the non-temporal store path: same bytes as portable,
+ * at every destination misalignment (including ones that never reach alignment). */
+TEST(large_outputs_agree_across_paths)
+{
+    const size_t n = (9u << 20) / 4 + 37; /* F32 output just over 9 MiB; 16-bit over 4.5 MiB */
+    const size_t big_n = (9u << 20) / 2 + 37; /* 16-bit outputs over 9 MiB */
+    uint8_t *src = malloc(big_n * 4 + 8);
+    uint8_t *simd_out = malloc(big_n * 4 + 8), *portable_out = malloc(big_n * 4 + 8);
+    CHECK(src != NULL && simd_out != NULL && portable_out != NULL);
+    if (src != NULL && simd_out != NULL && portable_out != NULL) {
+        for (size_t i = 0; i < big_n * 4 + 8; i++)
+            src[i] = (uint8_t)next_random();
+        struct {
+            st_dtype from, to;
+            size_t count;
+        } cases[] = {{ST_F16, ST_F32, n}, {ST_BF16, ST_F32, n}, {ST_F32, ST_F16, big_n}, {ST_F32, ST_BF16, big_n}};
+        size_t misaligns[] = {0, 1, 2, 6};
+        for (size_t k = 0; k < 4; k++) {
+            for (size_t m = 0; m < 4; m++) {
+                size_t out_bytes = cases[k].count * width(cases[k].to) + misaligns[m];
+                memset(simd_out, 0, out_bytes);
+                memset(portable_out, 0xFF, out_bytes);
+                bool before = st_convert_force_portable(false);
+                st_convert(cases[k].from, cases[k].to, src + 3, simd_out + misaligns[m], cases[k].count);
+                st_convert_force_portable(true);
+                st_convert(cases[k].from, cases[k].to, src + 3, portable_out + misaligns[m], cases[k].count);
+                st_convert_force_portable(before);
+                CHECK(memcmp(simd_out + misaligns[m], portable_out + misaligns[m], out_bytes - misaligns[m]) == 0);
+            }
+        }
+    }
+    free(src);
+    free(simd_out);
+    free(portable_out);
+}
+
 /* Per-element reference for counting: decode and classify. */
 static void reference_count(st_dtype dtype, const uint8_t *p, uint64_t n, uint64_t *nan, uint64_t *inf)
 {
@@ -465,6 +501,7 @@ int main(int argc, char **argv)
     RUN(known_values);
     RUN(supported_pairs);
     RUN(short_lengths_and_offsets_agree_across_paths);
+    RUN(large_outputs_agree_across_paths);
     RUN(count_every_code_of_small_formats);
     RUN(count_random_buffers_against_reference);
     RUN(count_saturated_buffers);
