@@ -117,8 +117,8 @@ int main(int argc, char **argv)
         st_convert_force_portable(before);
         /* the anchor is re-measured next to each figure, so drift shows in the ratio */
         double anchor_rate = measure(&anchor);
-        printf("%s: %.1f GB/s in (anchor memcpy %zu MiB: %.1f GB/s, ratio %.2f)\n", cases[k].label, rate, mib,
-               anchor_rate, rate / anchor_rate);
+        printf("%s: %.1f GB/s in (anchor memcpy %zu MiB: %.1f GB/s, ratio %.2f)\n", cases[k].label,
+               rate, mib, anchor_rate, rate / anchor_rate);
     }
     printf("total %.1f s (sink %llu)\n", now_seconds() - total_start, (unsigned long long)sink);
     free(f32);

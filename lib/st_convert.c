@@ -20,7 +20,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
+/* ST_CONVERT_NO_SIMD builds the portable code alone (as on other architectures). */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(ST_CONVERT_NO_SIMD)
 #include <cpuid.h>
 #include <immintrin.h>
 #define ST_CONVERT_X86 1
@@ -73,7 +74,8 @@ static uint32_t round_magnitude(uint32_t abs_bits, unsigned mantissa_bits, int b
         code_base = ((uint32_t)target_exponent << mantissa_bits);
         significand &= 0x7FFFFFu;
     } else {
-        /* subnormal: the code is significand * 2^(float_exponent - 150) / 2^(1 - bias - mantissa_bits) */
+        /* subnormal: the code is significand * 2^(float_exponent - 150) / 2^(1 - bias -
+         * mantissa_bits) */
         unsigned extra = (unsigned)(1 - target_exponent);
         shift = 23 - mantissa_bits + extra;
         /* significand < 2^24 <= half a unit once shift >= 25: rounds to zero */
@@ -214,7 +216,8 @@ static void store_u16(uint8_t *p, uint16_t v)
 
 static float load_f32(const uint8_t *p)
 {
-    uint32_t bits = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    uint32_t bits =
+        (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     return bits_float(bits);
 }
 
@@ -676,7 +679,8 @@ static void count_16_portable(const uint8_t *src, uint64_t n, uint16_t infinity_
 
 /* 8-bit formats: E4M3 (fn) NaN is s.1111.111; E5M2 NaN is s.11111.{01,10,11}, Inf
  * s.11111.00; the FNUZ variants have one NaN, 0x80 (no -0); E8M0's NaN is 0xFF. */
-static void count_8_portable(st_dtype dtype, const uint8_t *src, uint64_t n, uint64_t *nan, uint64_t *inf)
+static void count_8_portable(st_dtype dtype, const uint8_t *src, uint64_t n, uint64_t *nan,
+                             uint64_t *inf)
 {
     uint64_t nans = 0, infs = 0;
     switch (dtype) {
@@ -722,7 +726,8 @@ X86_TARGET static uint64_t sum_lanes_32(__m256i v)
 
 /* Counts over 32-bit words; each iteration adds at most 2 per lane, and lanes are
  * flushed every 2^20 iterations, far below 2^31. */
-X86_TARGET static uint64_t count_f32_avx2(const uint8_t *src, uint64_t n, uint64_t *nan, uint64_t *inf)
+X86_TARGET static uint64_t count_f32_avx2(const uint8_t *src, uint64_t n, uint64_t *nan,
+                                          uint64_t *inf)
 {
     const __m256i magnitude_mask = _mm256_set1_epi32(0x7FFFFFFF);
     const __m256i infinity = _mm256_set1_epi32(0x7F800000);
@@ -787,8 +792,8 @@ X86_TARGET static uint64_t sum_bytes(__m256i counters)
 
 /* 8-bit formats: byte counters flushed every 255 iterations. NaN is
  * (b & nan_mask) == nan_value, or for E5M2 a magnitude above 0x7C (Inf == 0x7C). */
-X86_TARGET static uint64_t count_8_avx2(st_dtype dtype, const uint8_t *src, uint64_t n, uint64_t *nan,
-                                        uint64_t *inf)
+X86_TARGET static uint64_t count_8_avx2(st_dtype dtype, const uint8_t *src, uint64_t n,
+                                        uint64_t *nan, uint64_t *inf)
 {
     uint8_t nan_mask = 0xFF, nan_value = 0;
     bool e5m2 = dtype == ST_F8_E5M2;
@@ -812,7 +817,8 @@ X86_TARGET static uint64_t count_8_avx2(st_dtype dtype, const uint8_t *src, uint
         uint64_t block_end = n - i > 32ull * 255 ? i + 32ull * 255 : n - (n - i) % 32;
         __m256i nans = _mm256_setzero_si256(), infs = _mm256_setzero_si256();
         for (; i < block_end; i += 32) {
-            __m256i b = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(src + i)), mask);
+            __m256i b = _mm256_and_si256(
+                _mm256_loadu_si256((const __m256i *)(const void *)(src + i)), mask);
             if (e5m2) {
                 /* magnitudes are <= 0x7F: the signed byte compare is exact */
                 nans = _mm256_sub_epi8(nans, _mm256_cmpgt_epi8(b, infinity));

@@ -56,7 +56,8 @@ static size_t count_unit(st_dtype dtype, st_dtype *unit_dtype)
     }
 }
 
-static void count_units(st_scanner *scanner, st_dtype unit_dtype, const uint8_t *data, uint64_t units)
+static void count_units(st_scanner *scanner, st_dtype unit_dtype, const uint8_t *data,
+                        uint64_t units)
 {
     uint64_t nan = 0, inf = 0;
     st_count_nonfinite(unit_dtype, data, units, &nan, &inf);

@@ -25,7 +25,8 @@ static uint8_t *read_file(const char *name, size_t *len)
     snprintf(path, sizeof path, "%s/%s", dir != NULL ? dir : "tests/vectors", name);
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, "cannot open %s (run from the repository root or set TG_VECTORS_DIR)\n", path);
+        fprintf(stderr, "cannot open %s (run from the repository root or set TG_VECTORS_DIR)\n",
+                path);
         return NULL;
     }
     uint8_t *data = NULL;
@@ -82,8 +83,8 @@ static uint64_t check_pair_once(st_dtype from, st_dtype to, const uint8_t *in, c
         uint64_t expect = element_bits(want + i * width(to), width(to));
         if (got != expect && bad++ < 4)
             fprintf(stderr, "  %s->%s %s+%zu: in %#" PRIx64 " got %#" PRIx64 " want %#" PRIx64 "\n",
-                    st_dtype_name(from), st_dtype_name(to), portable ? "portable" : "simd", misalign,
-                    element_bits(in + i * width(from), width(from)), got, expect);
+                    st_dtype_name(from), st_dtype_name(to), portable ? "portable" : "simd",
+                    misalign, element_bits(in + i * width(from), width(from)), got, expect);
     }
     free(src);
     free(dst);
@@ -135,7 +136,8 @@ TEST(single_value_helpers_match_vectors)
     CHECK(in != NULL);
     if (in != NULL) {
         size_t n = len / 4;
-        const char *names[] = {"F32_to_F16.bin", "F32_to_BF16.bin", "F32_to_F8_E4M3.bin", "F32_to_F8_E5M2.bin"};
+        const char *names[] = {"F32_to_F16.bin", "F32_to_BF16.bin", "F32_to_F8_E4M3.bin",
+                               "F32_to_F8_E5M2.bin"};
         for (int k = 0; k < 4; k++) {
             uint8_t *want = read_file(names[k], &want_len);
             CHECK(want != NULL);
@@ -230,6 +232,15 @@ TEST(supported_pairs)
     CHECK(!st_convert_supported(ST_F32, ST_I32));
     CHECK(!st_convert_supported(ST_C64, ST_F32));
     CHECK(!st_convert_supported(ST_F8_E4M3FNUZ, ST_F32));
+    /* from == to copies the bytes unchanged, NaN payloads included */
+    uint8_t in[24], out[24];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (uint8_t)(0xF1 + 7 * i);
+    for (size_t k = 0; k < CONVERT_TYPE_COUNT; k++) {
+        memset(out, 0, sizeof out);
+        st_convert(convert_types[k], convert_types[k], in, out, 24 / width(convert_types[k]));
+        CHECK(memcmp(in, out, sizeof in) == 0);
+    }
 }
 
 /* Pseudo-random bits, fixed seed (xorshift64*). */
@@ -278,7 +289,7 @@ TEST(short_lengths_and_offsets_agree_across_paths)
  * at every destination misalignment (including ones that never reach alignment). */
 TEST(large_outputs_agree_across_paths)
 {
-    const size_t n = (9u << 20) / 4 + 37; /* F32 output just over 9 MiB; 16-bit over 4.5 MiB */
+    const size_t n = (9u << 20) / 4 + 37;     /* F32 output just over 9 MiB; 16-bit over 4.5 MiB */
     const size_t big_n = (9u << 20) / 2 + 37; /* 16-bit outputs over 9 MiB */
     uint8_t *src = malloc(big_n * 4 + 8);
     uint8_t *simd_out = malloc(big_n * 4 + 8), *portable_out = malloc(big_n * 4 + 8);
@@ -289,7 +300,10 @@ TEST(large_outputs_agree_across_paths)
         struct {
             st_dtype from, to;
             size_t count;
-        } cases[] = {{ST_F16, ST_F32, n}, {ST_BF16, ST_F32, n}, {ST_F32, ST_F16, big_n}, {ST_F32, ST_BF16, big_n}};
+        } cases[] = {{ST_F16, ST_F32, n},
+                     {ST_BF16, ST_F32, n},
+                     {ST_F32, ST_F16, big_n},
+                     {ST_F32, ST_BF16, big_n}};
         size_t misaligns[] = {0, 1, 2, 6};
         for (size_t k = 0; k < 4; k++) {
             for (size_t m = 0; m < 4; m++) {
@@ -297,11 +311,14 @@ TEST(large_outputs_agree_across_paths)
                 memset(simd_out, 0, out_bytes);
                 memset(portable_out, 0xFF, out_bytes);
                 bool before = st_convert_force_portable(false);
-                st_convert(cases[k].from, cases[k].to, src + 3, simd_out + misaligns[m], cases[k].count);
+                st_convert(cases[k].from, cases[k].to, src + 3, simd_out + misaligns[m],
+                           cases[k].count);
                 st_convert_force_portable(true);
-                st_convert(cases[k].from, cases[k].to, src + 3, portable_out + misaligns[m], cases[k].count);
+                st_convert(cases[k].from, cases[k].to, src + 3, portable_out + misaligns[m],
+                           cases[k].count);
                 st_convert_force_portable(before);
-                CHECK(memcmp(simd_out + misaligns[m], portable_out + misaligns[m], out_bytes - misaligns[m]) == 0);
+                CHECK(memcmp(simd_out + misaligns[m], portable_out + misaligns[m],
+                             out_bytes - misaligns[m]) == 0);
             }
         }
     }
@@ -311,7 +328,8 @@ TEST(large_outputs_agree_across_paths)
 }
 
 /* Per-element reference for counting: decode and classify. */
-static void reference_count(st_dtype dtype, const uint8_t *p, uint64_t n, uint64_t *nan, uint64_t *inf)
+static void reference_count(st_dtype dtype, const uint8_t *p, uint64_t n, uint64_t *nan,
+                            uint64_t *inf)
 {
     for (uint64_t i = 0; i < n; i++) {
         double v = 0;
@@ -352,7 +370,8 @@ static void reference_count(st_dtype dtype, const uint8_t *p, uint64_t n, uint64
     }
 }
 
-static void count_with(bool portable, st_dtype dtype, const uint8_t *p, uint64_t n, uint64_t *nan, uint64_t *inf)
+static void count_with(bool portable, st_dtype dtype, const uint8_t *p, uint64_t n, uint64_t *nan,
+                       uint64_t *inf)
 {
     bool before = st_convert_force_portable(portable);
     st_count_nonfinite(dtype, p, n, nan, inf);
@@ -381,9 +400,10 @@ TEST(count_every_code_of_small_formats)
         struct {
             st_dtype dtype;
             uint64_t nan, inf;
-        } cases[] = {{ST_F8_E4M3, 2, 0}, {ST_F8_E5M2, 6, 2}, {ST_F8_E4M3FNUZ, 1, 0},
+        } cases[] = {{ST_F8_E4M3, 2, 0},     {ST_F8_E5M2, 6, 2}, {ST_F8_E4M3FNUZ, 1, 0},
                      {ST_F8_E5M2FNUZ, 1, 0}, {ST_F8_E8M0, 1, 0}, {ST_U8, 0, 0},
-                     {ST_I8, 0, 0}, {ST_BOOL, 0, 0}, {ST_F4, 0, 0}, {ST_F6_E2M3, 0, 0}};
+                     {ST_I8, 0, 0},          {ST_BOOL, 0, 0},    {ST_F4, 0, 0},
+                     {ST_F6_E2M3, 0, 0}};
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             /* the sub-byte dtypes read as many whole bytes as fit in all8 */
             uint64_t n = cases[k].dtype == ST_F4 ? 512 : cases[k].dtype == ST_F6_E2M3 ? 340 : 256;
@@ -407,8 +427,8 @@ TEST(count_random_buffers_against_reference)
     CHECK(buf != NULL);
     if (buf == NULL)
         return;
-    st_dtype types[] = {ST_F64, ST_F32, ST_F16, ST_BF16, ST_F8_E4M3, ST_F8_E5M2,
-                        ST_F8_E4M3FNUZ, ST_F8_E5M2FNUZ, ST_F8_E8M0};
+    st_dtype types[] = {ST_F64,     ST_F32,         ST_F16,         ST_BF16,   ST_F8_E4M3,
+                        ST_F8_E5M2, ST_F8_E4M3FNUZ, ST_F8_E5M2FNUZ, ST_F8_E8M0};
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         st_dtype dtype = types[k];
         size_t w = width(dtype);

@@ -97,8 +97,10 @@ struct fixture {
 };
 
 /* Lays out the tensors contiguously in the given order and fills the bytes with random
- * values, a share of them NaN/Inf patterns (also inside integer tensors, which must add nothing). */
-static bool build_fixture(struct fixture *fx, const st_dtype *dtypes, const uint64_t *elements, size_t count)
+ * values, a share of them NaN/Inf patterns (also inside integer tensors, which must add nothing).
+ */
+static bool build_fixture(struct fixture *fx, const st_dtype *dtypes, const uint64_t *elements,
+                          size_t count)
 {
     memset(fx, 0, sizeof *fx);
     uint64_t offset = 0;
@@ -135,7 +137,8 @@ static bool build_fixture(struct fixture *fx, const st_dtype *dtypes, const uint
     }
     for (size_t i = 0; i < count; i++) {
         const st_tensor *t = &fx->tensors[i];
-        classify(t->dtype, fx->data + t->begin, t->end - t->begin, &fx->want_nan[i], &fx->want_inf[i]);
+        classify(t->dtype, fx->data + t->begin, t->end - t->begin, &fx->want_nan[i],
+                 &fx->want_inf[i]);
         fx->total_nan += fx->want_nan[i];
         fx->total_inf += fx->want_inf[i];
     }
@@ -153,12 +156,15 @@ static void check_against_reference(const struct fixture *fx, const st_scanner *
     CHECK_EQ_U64(scanner->position, fx->file.data_size);
 }
 
-static const st_dtype mixed_dtypes[] = {
-    ST_F32, ST_F16, ST_F32 /* zero-size */, ST_BF16, ST_I32, ST_C64, ST_F64, ST_F8_E4M3, ST_F8_E5M2,
-    ST_U8, ST_F4, ST_F8_E8M0, ST_F8_E4M3FNUZ, ST_F8_E5M2FNUZ, ST_BF16 /* zero-size */, ST_F16,
-    ST_F6_E2M3, ST_I64, ST_F32, ST_BF16 /* zero-size, last */};
-static const uint64_t mixed_elements[] = {
-    3001, 4099, 0, 2047, 1000, 555, 777, 1001, 999, 333, 64, 300, 300, 300, 0, 1, 8, 17, 20000, 0};
+static const st_dtype mixed_dtypes[] = {ST_F32,         ST_F16,         ST_F32 /* zero-size */,
+                                        ST_BF16,        ST_I32,         ST_C64,
+                                        ST_F64,         ST_F8_E4M3,     ST_F8_E5M2,
+                                        ST_U8,          ST_F4,          ST_F8_E8M0,
+                                        ST_F8_E4M3FNUZ, ST_F8_E5M2FNUZ, ST_BF16 /* zero-size */,
+                                        ST_F16,         ST_F6_E2M3,     ST_I64,
+                                        ST_F32,         ST_BF16 /* zero-size, last */};
+static const uint64_t mixed_elements[] = {3001, 4099, 0,   2047, 1000, 555, 777, 1001, 999,   333,
+                                          64,   300,  300, 300,  0,    1,   8,   17,   20000, 0};
 #define MIXED_COUNT (sizeof mixed_dtypes / sizeof mixed_dtypes[0])
 
 TEST(one_shot_matches_reference)
@@ -221,7 +227,8 @@ TEST(random_chunkings_equal_one_shot)
             at += chunk;
         }
         for (size_t i = 0; i < fx.file.tensor_count; i++)
-            bad += scanner.stats[i].nan != one_shot.stats[i].nan || scanner.stats[i].inf != one_shot.stats[i].inf;
+            bad += scanner.stats[i].nan != one_shot.stats[i].nan ||
+                   scanner.stats[i].inf != one_shot.stats[i].inf;
         bad += scanner.total_nan != one_shot.total_nan || scanner.total_inf != one_shot.total_inf;
         bad += scanner.position != fx.file.data_size;
         st_scanner_free(&scanner);
@@ -243,7 +250,8 @@ TEST(portable_path_gives_same_counts)
     st_scanner scanner;
     CHECK_EQ_U64(st_scanner_init(&scanner, &fx.file), 0);
     for (uint64_t at = 0; at < fx.file.data_size; at += 777)
-        st_scanner_feed(&scanner, fx.data + at, (size_t)(fx.file.data_size - at < 777 ? fx.file.data_size - at : 777));
+        st_scanner_feed(&scanner, fx.data + at,
+                        (size_t)(fx.file.data_size - at < 777 ? fx.file.data_size - at : 777));
     st_convert_force_portable(before);
     check_against_reference(&fx, &scanner);
     st_scanner_free(&scanner);
@@ -276,16 +284,42 @@ TEST(bytes_past_the_data_section_are_ignored)
 TEST(known_counts)
 {
     /* F32: NaN, -Inf, 1.0, -NaN; BF16: +Inf, 1.0; F8_E4M3: 0x7F, 0x7E */
-    uint8_t data[] = {0x00, 0x00, 0xC0, 0x7F, 0x00, 0x00, 0x80, 0xFF, 0x00, 0x00, 0x80, 0x3F,
-                      0x01, 0x00, 0x80, 0xFF, 0x80, 0x7F, 0x80, 0x3F, 0x7F, 0x7E};
+    uint8_t data[] = {0x00, 0x00, 0xC0, 0x7F, 0x00, 0x00, 0x80, 0xFF, 0x00, 0x00, 0x80,
+                      0x3F, 0x01, 0x00, 0x80, 0xFF, 0x80, 0x7F, 0x80, 0x3F, 0x7F, 0x7E};
     uint64_t shape_f32[] = {2, 2}, shape_bf16[] = {2}, shape_e4m3[] = {2};
     st_tensor tensors[] = {
-        {.name = "a", .name_len = 1, .dtype = ST_F32, .rank = 2, .shape = shape_f32, .elements = 4, .begin = 0, .end = 16},
-        {.name = "b", .name_len = 1, .dtype = ST_BF16, .rank = 1, .shape = shape_bf16, .elements = 2, .begin = 16, .end = 20},
-        {.name = "c", .name_len = 1, .dtype = ST_F8_E4M3, .rank = 1, .shape = shape_e4m3, .elements = 2, .begin = 20, .end = 22},
+        {.name = "a",
+         .name_len = 1,
+         .dtype = ST_F32,
+         .rank = 2,
+         .shape = shape_f32,
+         .elements = 4,
+         .begin = 0,
+         .end = 16},
+        {.name = "b",
+         .name_len = 1,
+         .dtype = ST_BF16,
+         .rank = 1,
+         .shape = shape_bf16,
+         .elements = 2,
+         .begin = 16,
+         .end = 20},
+        {.name = "c",
+         .name_len = 1,
+         .dtype = ST_F8_E4M3,
+         .rank = 1,
+         .shape = shape_e4m3,
+         .elements = 2,
+         .begin = 20,
+         .end = 22},
     };
-    st_file file = {.header_size = 0, .data_start = 8, .file_size = 30, .data_size = 22,
-                    .tensor_count = 3, .tensors = tensors, .internal = NULL};
+    st_file file = {.header_size = 0,
+                    .data_start = 8,
+                    .file_size = 30,
+                    .data_size = 22,
+                    .tensor_count = 3,
+                    .tensors = tensors,
+                    .internal = NULL};
     st_scanner scanner;
     CHECK_EQ_U64(st_scanner_init(&scanner, &file), 0);
     st_scanner_feed(&scanner, data, 3);
