@@ -1,34 +1,291 @@
-/* Placeholder until the server lands; replaced by its owner. */
+/* tensorgate serve | token | gc | fsck: the registry server and its maintenance commands. */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "auth.h"
+#include "catalog.h"
 #include "commands.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
+#include "store.h"
+#include "checks.h"
 
-static int not_built(char **argv)
+/* Opens the data directory: layout, then catalog (migrations applied). */
+static int open_data(const char *data_dir, tg_store *store, tg_catalog **catalog, const char *command)
 {
-    fprintf(stderr, "tensorgate %s: not built yet\n", argv[0]);
-    return 2;
+    char err[512];
+    if (tg_store_open(store, data_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate %s: %s\n", command, err);
+        return -1;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/catalog.db", data_dir);
+    if (tg_catalog_open(path, catalog, err, sizeof err) != TG_CAT_OK) {
+        fprintf(stderr, "tensorgate %s: %s\n", command, err);
+        return -1;
+    }
+    return 0;
 }
 
 int tg_cmd_serve(int argc, char **argv)
 {
-    (void)argc;
-    return not_built(argv);
+    static tg_server server;
+    tg_config_defaults(&server.config);
+    char err[512];
+    int loaded = tg_config_load(&server.config, argc, argv, err, sizeof err);
+    if (loaded == 1) {
+        fputs(tg_config_usage(), stdout);
+        return 0;
+    }
+    if (loaded != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_config_usage());
+        return 2;
+    }
+    if (getenv("TENSORGATE_DEBUG") != NULL)
+        tg_log_set_level(TG_LOG_DEBUG);
+    if (open_data(server.config.data_dir, &server.store, &server.catalog, "serve") != 0)
+        return 1;
+    pthread_mutex_init(&server.publish_lock, NULL);
+
+    /* The signals are taken by sigwait in this thread; MHD's threads inherit the mask. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (tg_http_start(&server, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_catalog_close(server.catalog);
+        return 1;
+    }
+    bool v6 = strchr(server.config.listen_host, ':') != NULL;
+    fprintf(stderr, "tensorgate: listening on http://%s%s%s:%u\n", v6 ? "[" : "",
+            server.config.listen_host, v6 ? "]" : "", server.port);
+    fflush(stderr);
+    tg_log(TG_LOG_INFO, "data %s, %u threads, catalog schema %d", server.config.data_dir,
+           server.config.threads, tg_catalog_schema_version(server.catalog));
+
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    tg_log(TG_LOG_INFO, "signal %d: stopping", signal_number);
+    tg_http_stop(&server);
+    tg_catalog_close(server.catalog);
+    pthread_mutex_destroy(&server.publish_lock);
+    tg_log(TG_LOG_INFO, "stopped");
+    return 0;
+}
+
+/* --data DIR (or TENSORGATE_DATA, or ./data) from a maintenance command's arguments. */
+static const char *data_dir_default(void)
+{
+    const char *env = getenv("TENSORGATE_DATA");
+    return (env && env[0]) ? env : "./data";
+}
+
+static int token_usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate token create [--data DIR] --scope read|write|admin [--namespace ORG]\n"
+                 "Prints the new token as the last line of stdout; it is shown only once.\n");
+    return out == stdout ? 0 : 2;
 }
 
 int tg_cmd_token(int argc, char **argv)
 {
-    (void)argc;
-    return not_built(argv);
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+        return token_usage(argc < 2 ? stderr : stdout);
+    if (strcmp(argv[1], "create") != 0) {
+        fprintf(stderr, "tensorgate token: unknown action '%s'\n", argv[1]);
+        return token_usage(stderr);
+    }
+    const char *data_dir = data_dir_default(), *scope_name = NULL, *namespace_name = NULL;
+    for (int i = 2; i < argc; i++) {
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(argv[i], "--data") == 0 && value) {
+            data_dir = value;
+            i++;
+        } else if (strcmp(argv[i], "--scope") == 0 && value) {
+            scope_name = value;
+            i++;
+        } else if (strcmp(argv[i], "--namespace") == 0 && value) {
+            namespace_name = value;
+            i++;
+        } else {
+            fprintf(stderr, "tensorgate token: unexpected argument '%s'\n", argv[i]);
+            return token_usage(stderr);
+        }
+    }
+    tg_scope scope = scope_name ? tg_scope_from_name(scope_name) : TG_SCOPE_NONE;
+    if (scope == TG_SCOPE_NONE) {
+        fprintf(stderr, "tensorgate token: --scope must be read, write or admin\n");
+        return 2;
+    }
+    if (namespace_name != NULL && !tg_valid_name_part(namespace_name)) {
+        fprintf(stderr, "tensorgate token: --namespace must be an org name\n");
+        return 2;
+    }
+    tg_store store;
+    tg_catalog *catalog = NULL;
+    if (open_data(data_dir, &store, &catalog, "token") != 0)
+        return 1;
+    char token[TG_TOKEN_LEN + 1], hash[65];
+    int rc = 1;
+    if (tg_token_generate(token, hash) != 0) {
+        fprintf(stderr, "tensorgate token: the random number generator failed\n");
+    } else if (tg_catalog_token_add(catalog, hash, scope, namespace_name) != TG_CAT_OK) {
+        fprintf(stderr, "tensorgate token: cannot store the token\n");
+    } else {
+        fprintf(stderr, "tensorgate: created a %s token%s%s; it is shown once:\n", scope_name,
+                namespace_name ? " for namespace " : "", namespace_name ? namespace_name : "");
+        printf("%s\n", token);
+        rc = 0;
+    }
+    tg_catalog_close(catalog);
+    return rc;
+}
+
+static const char *parse_data_only(int argc, char **argv, const char *command, bool *dry_run)
+{
+    const char *data_dir = data_dir_default();
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
+            data_dir = argv[++i];
+        } else if (dry_run && strcmp(argv[i], "--dry-run") == 0) {
+            *dry_run = true;
+        } else {
+            fprintf(stderr, "usage: tensorgate %s [--data DIR]%s\n", command, dry_run ? " [--dry-run]" : "");
+            return NULL;
+        }
+    }
+    return data_dir;
+}
+
+typedef struct gc_state {
+    tg_store *store;
+    tg_catalog *catalog;
+    bool dry_run;
+    unsigned long removed, kept, errors;
+    unsigned long long bytes;
+} gc_state;
+
+static int gc_visit(void *ctx, const char *hex)
+{
+    gc_state *gc = ctx;
+    bool referenced = true;
+    if (tg_catalog_blob_referenced(gc->catalog, hex, &referenced) != TG_CAT_OK) {
+        gc->errors++;
+        return 0;
+    }
+    if (referenced) {
+        gc->kept++;
+        return 0;
+    }
+    char path[4400];
+    struct stat st;
+    if (tg_store_blob_path(gc->store, hex, path, sizeof path) == 0 && stat(path, &st) == 0)
+        gc->bytes += (unsigned long long)st.st_size;
+    if (!gc->dry_run && tg_store_remove_blob(gc->store, hex) != 0) {
+        gc->errors++;
+        return 0;
+    }
+    printf("%s %s\n", gc->dry_run ? "would remove" : "removed", hex);
+    gc->removed++;
+    return 0;
 }
 
 int tg_cmd_gc(int argc, char **argv)
 {
-    (void)argc;
-    return not_built(argv);
+    bool dry_run = false;
+    const char *data_dir = parse_data_only(argc, argv, "gc", &dry_run);
+    if (data_dir == NULL)
+        return 2;
+    gc_state gc = {.dry_run = dry_run};
+    tg_store store;
+    tg_catalog *catalog = NULL;
+    if (open_data(data_dir, &store, &catalog, "gc") != 0)
+        return 1;
+    gc.store = &store;
+    gc.catalog = catalog;
+    /* Run while no upload is in flight: a blob renamed into place but not yet in the
+     * catalog looks unreferenced. */
+    tg_store_each_blob(&store, gc_visit, &gc);
+    tg_catalog_close(catalog);
+    fprintf(stderr, "tensorgate gc: %lu blob(s) %s (%llu bytes), %lu kept, %lu error(s)\n", gc.removed,
+            dry_run ? "unreferenced" : "removed", gc.bytes, gc.kept, gc.errors);
+    return gc.errors ? 1 : 0;
+}
+
+typedef struct fsck_state {
+    tg_store *store;
+    unsigned long checked, bad;
+} fsck_state;
+
+static int fsck_visit(void *ctx, const char *sha256, uint64_t size)
+{
+    fsck_state *fsck = ctx;
+    fsck->checked++;
+    int fd = tg_store_open_blob(fsck->store, sha256);
+    if (fd < 0) {
+        printf("missing %s\n", sha256);
+        fsck->bad++;
+        return 0;
+    }
+    EVP_MD_CTX *ctx_sha = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx_sha, EVP_sha256(), NULL);
+    static unsigned char buf[1 << 20];
+    uint64_t total = 0;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        EVP_DigestUpdate(ctx_sha, buf, (size_t)n);
+        total += (uint64_t)n;
+    }
+    close(fd);
+    unsigned char digest[32];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx_sha, digest, &len);
+    EVP_MD_CTX_free(ctx_sha);
+    char hex[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    if (n < 0) {
+        printf("unreadable %s\n", sha256);
+        fsck->bad++;
+    } else if (total != size) {
+        printf("size-mismatch %s (catalog %llu, blob %llu)\n", sha256, (unsigned long long)size,
+               (unsigned long long)total);
+        fsck->bad++;
+    } else if (strcmp(hex, sha256) != 0) {
+        printf("hash-mismatch %s (content hashes to %s)\n", sha256, hex);
+        fsck->bad++;
+    }
+    return 0;
 }
 
 int tg_cmd_fsck(int argc, char **argv)
 {
-    (void)argc;
-    return not_built(argv);
+    const char *data_dir = parse_data_only(argc, argv, "fsck", NULL);
+    if (data_dir == NULL)
+        return 2;
+    tg_store store;
+    tg_catalog *catalog = NULL;
+    if (open_data(data_dir, &store, &catalog, "fsck") != 0)
+        return 2;
+    fsck_state fsck = {.store = &store};
+    tg_cat_status status = tg_catalog_blob_each(catalog, fsck_visit, &fsck);
+    tg_catalog_close(catalog);
+    if (status != TG_CAT_OK) {
+        fprintf(stderr, "tensorgate fsck: the catalog could not be read\n");
+        return 2;
+    }
+    fprintf(stderr, "tensorgate fsck: %lu blob(s) checked, %lu bad\n", fsck.checked, fsck.bad);
+    return fsck.bad ? 1 : 0;
 }

@@ -1,0 +1,31 @@
+/* Bearer tokens and scopes (DESIGN §7). Tokens are "tg_" + 64 hex digits of
+ * RAND_bytes, shown once; the catalog keeps only their SHA-256 hex. Scopes nest:
+ * admin > write > read. A namespace-limited token acts only on that org. */
+#ifndef TG_AUTH_H
+#define TG_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "catalog.h"
+#include "http.h"
+
+#define TG_TOKEN_LEN (3 + 64)
+
+/* A new random token (TG_TOKEN_LEN chars + NUL) and its hash. Returns -1 if the RNG fails. */
+int tg_token_generate(char token[TG_TOKEN_LEN + 1], char hash[65]);
+/* SHA-256 hex of text. */
+void tg_sha256_hex(const void *data, size_t len, char hex[65]);
+
+tg_scope tg_scope_from_name(const char *name);
+
+/* True when the request may go on: the token (if any is needed) has at least
+ * scope, and its namespace (if limited) is org (org NULL: a route with no org, which
+ * a namespace-limited token may not use above read). Otherwise answers 401/403 and
+ * returns false. */
+bool tg_auth_require(tg_request *req, tg_scope scope, const char *org);
+
+/* Reads: open unless --auth-read. */
+bool tg_auth_read(tg_request *req, const char *org);
+
+#endif

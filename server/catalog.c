@@ -1,0 +1,1005 @@
+/* SQLite catalog (see catalog.h). One connection in WAL mode guarded by a mutex;
+ * statements are prepared once and cached by their SQL text. */
+#include "catalog.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* migrations/NNNN_*.sql, in order. The files in migrations/ are the reviewable
+ * copy; a unit test checks that they equal these strings byte for byte. */
+static const char *const migrations[] = {
+    "-- tensorgate catalog, schema version 1.\n"
+    "-- Applied once, in one transaction, and recorded in schema_migrations.\n"
+    "-- server/catalog.c carries this same text; tests/unit/server/catalog.c checks they agree.\n"
+    "\n"
+    "CREATE TABLE models (\n"
+    "    id          INTEGER PRIMARY KEY,\n"
+    "    org         TEXT NOT NULL,\n"
+    "    name        TEXT NOT NULL,\n"
+    "    description TEXT NOT NULL DEFAULT '',\n"
+    "    created_at  TEXT NOT NULL,\n"
+    "    UNIQUE (org, name)\n"
+    ");\n"
+    "\n"
+    "CREATE TABLE versions (\n"
+    "    id           INTEGER PRIMARY KEY,\n"
+    "    model_id     INTEGER NOT NULL REFERENCES models (id) ON DELETE CASCADE,\n"
+    "    number       INTEGER NOT NULL,\n"
+    "    state        TEXT NOT NULL CHECK (state IN ('draft', 'published')),\n"
+    "    created_at   TEXT NOT NULL,\n"
+    "    published_at TEXT,\n"
+    "    digest       TEXT,\n"
+    "    UNIQUE (model_id, number)\n"
+    ");\n"
+    "CREATE INDEX versions_by_digest ON versions (model_id, digest);\n"
+    "\n"
+    "CREATE TABLE files (\n"
+    "    version_id   INTEGER NOT NULL REFERENCES versions (id) ON DELETE CASCADE,\n"
+    "    path         TEXT NOT NULL,\n"
+    "    kind         TEXT NOT NULL CHECK (kind IN ('safetensors', 'json', 'text')),\n"
+    "    size         INTEGER NOT NULL,\n"
+    "    sha256       TEXT NOT NULL,\n"
+    "    tensors      INTEGER NOT NULL DEFAULT 0,\n"
+    "    parameters   INTEGER NOT NULL DEFAULT 0,\n"
+    "    nan          INTEGER NOT NULL DEFAULT 0,\n"
+    "    inf          INTEGER NOT NULL DEFAULT 0,\n"
+    "    tensor_stats TEXT NOT NULL DEFAULT '[]',\n"
+    "    created_at   TEXT NOT NULL,\n"
+    "    PRIMARY KEY (version_id, path)\n"
+    ");\n"
+    "CREATE INDEX files_by_sha256 ON files (sha256);\n"
+    "\n"
+    "CREATE TABLE aliases (\n"
+    "    model_id INTEGER NOT NULL REFERENCES models (id) ON DELETE CASCADE,\n"
+    "    name     TEXT NOT NULL,\n"
+    "    number   INTEGER NOT NULL,\n"
+    "    PRIMARY KEY (model_id, name)\n"
+    ");\n"
+    "\n"
+    "CREATE TABLE rejections (\n"
+    "    id      INTEGER PRIMARY KEY,\n"
+    "    time    TEXT NOT NULL,\n"
+    "    model   TEXT,\n"
+    "    version INTEGER,\n"
+    "    path    TEXT,\n"
+    "    reason  TEXT NOT NULL,\n"
+    "    format  TEXT,\n"
+    "    detail  TEXT,\n"
+    "    client  TEXT,\n"
+    "    size    INTEGER NOT NULL DEFAULT 0\n"
+    ");\n"
+    "\n"
+    "CREATE TABLE tokens (\n"
+    "    id         INTEGER PRIMARY KEY,\n"
+    "    hash       TEXT NOT NULL UNIQUE,\n"
+    "    scope      TEXT NOT NULL CHECK (scope IN ('read', 'write', 'admin')),\n"
+    "    namespace  TEXT,\n"
+    "    created_at TEXT NOT NULL\n"
+    ");\n"
+    ,
+};
+#define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
+
+#define STATEMENT_CACHE_SIZE 64
+
+struct tg_catalog {
+    sqlite3 *db;
+    pthread_mutex_t lock;
+    struct {
+        const char *sql; /* identity: the static string's address */
+        sqlite3_stmt *statement;
+    } cache[STATEMENT_CACHE_SIZE];
+    int schema_version;
+};
+
+void tg_time_now(char out[TG_TIME_LEN])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, TG_TIME_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+const char *tg_catalog_migration_sql(int number)
+{
+    if (number < 1 || number > MIGRATION_COUNT)
+        return NULL;
+    return migrations[number - 1];
+}
+
+int tg_catalog_known_schema_version(void)
+{
+    return MIGRATION_COUNT;
+}
+
+int tg_catalog_schema_version(tg_catalog *catalog)
+{
+    return catalog->schema_version;
+}
+
+/* The cached statement for sql, reset and with bindings cleared; caller holds the lock. */
+static sqlite3_stmt *statement(tg_catalog *catalog, const char *sql)
+{
+    for (int i = 0; i < STATEMENT_CACHE_SIZE; i++) {
+        if (catalog->cache[i].sql == sql) {
+            sqlite3_reset(catalog->cache[i].statement);
+            sqlite3_clear_bindings(catalog->cache[i].statement);
+            return catalog->cache[i].statement;
+        }
+        if (catalog->cache[i].sql == NULL) {
+            sqlite3_stmt *st = NULL;
+            if (sqlite3_prepare_v3(catalog->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+                SQLITE_OK) {
+                fprintf(stderr, "tensorgate: catalog: %s\n", sqlite3_errmsg(catalog->db));
+                return NULL;
+            }
+            catalog->cache[i].sql = sql;
+            catalog->cache[i].statement = st;
+            return st;
+        }
+    }
+    return NULL;
+}
+
+static void copy_text(char *dst, size_t dst_len, sqlite3_stmt *st, int column)
+{
+    const unsigned char *text = sqlite3_column_text(st, column);
+    snprintf(dst, dst_len, "%s", text ? (const char *)text : "");
+}
+
+static void bind_text(sqlite3_stmt *st, int index, const char *text)
+{
+    if (text == NULL)
+        sqlite3_bind_null(st, index);
+    else
+        sqlite3_bind_text(st, index, text, -1, SQLITE_TRANSIENT);
+}
+
+static int exec(tg_catalog *catalog, const char *sql)
+{
+    char *message = NULL;
+    int rc = sqlite3_exec(catalog->db, sql, NULL, NULL, &message);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "tensorgate: catalog: %s\n", message ? message : sqlite3_errstr(rc));
+        sqlite3_free(message);
+    }
+    return rc;
+}
+
+static void lock(tg_catalog *catalog)
+{
+    pthread_mutex_lock(&catalog->lock);
+}
+
+static void unlock(tg_catalog *catalog)
+{
+    pthread_mutex_unlock(&catalog->lock);
+}
+
+static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err_len)
+{
+    if (exec(catalog, "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                      "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot create schema_migrations: %s", sqlite3_errmsg(catalog->db));
+        return TG_CAT_ERROR;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(catalog->db, "SELECT coalesce(max(version), 0) FROM schema_migrations",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        snprintf(err, err_len, "cannot read schema_migrations: %s", sqlite3_errmsg(catalog->db));
+        sqlite3_finalize(st);
+        return TG_CAT_ERROR;
+    }
+    int current = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (current > MIGRATION_COUNT) {
+        snprintf(err, err_len,
+                 "the catalog is at schema version %d, newer than this tensorgate knows (%d); "
+                 "run a newer tensorgate",
+                 current, MIGRATION_COUNT);
+        return TG_CAT_ERROR;
+    }
+    for (int version = current + 1; version <= MIGRATION_COUNT; version++) {
+        char now[TG_TIME_LEN];
+        tg_time_now(now);
+        char record[128];
+        snprintf(record, sizeof record,
+                 "INSERT INTO schema_migrations(version, applied_at) VALUES (%d, '%s')", version,
+                 now);
+        /* One transaction per migration: a crash leaves the catalog at a whole version. */
+        if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
+            goto fail;
+        if (exec(catalog, migrations[version - 1]) != SQLITE_OK || exec(catalog, record) != SQLITE_OK) {
+            exec(catalog, "ROLLBACK");
+            goto fail;
+        }
+        if (exec(catalog, "COMMIT") != SQLITE_OK)
+            goto fail;
+        continue;
+    fail:
+        snprintf(err, err_len, "migration %d failed: %s", version, sqlite3_errmsg(catalog->db));
+        return TG_CAT_ERROR;
+    }
+    catalog->schema_version = MIGRATION_COUNT;
+    return TG_CAT_OK;
+}
+
+tg_cat_status tg_catalog_open(const char *path, tg_catalog **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    tg_catalog *catalog = calloc(1, sizeof *catalog);
+    if (catalog == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return TG_CAT_ERROR;
+    }
+    pthread_mutex_init(&catalog->lock, NULL);
+    int rc = sqlite3_open_v2(path, &catalog->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, err_len, "cannot open the catalog %s: %s", path,
+                 catalog->db ? sqlite3_errmsg(catalog->db) : sqlite3_errstr(rc));
+        tg_catalog_close(catalog);
+        return TG_CAT_ERROR;
+    }
+    sqlite3_busy_timeout(catalog->db, 10000);
+    /* WAL: readers never block the writer; synchronous=FULL: a committed row survives power loss. */
+    if (exec(catalog, "PRAGMA journal_mode=WAL") != SQLITE_OK ||
+        exec(catalog, "PRAGMA synchronous=FULL") != SQLITE_OK ||
+        exec(catalog, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot configure the catalog %s: %s", path,
+                 sqlite3_errmsg(catalog->db));
+        tg_catalog_close(catalog);
+        return TG_CAT_ERROR;
+    }
+    if (apply_migrations(catalog, err, err_len) != TG_CAT_OK) {
+        tg_catalog_close(catalog);
+        return TG_CAT_ERROR;
+    }
+    *out = catalog;
+    return TG_CAT_OK;
+}
+
+void tg_catalog_close(tg_catalog *catalog)
+{
+    if (catalog == NULL)
+        return;
+    for (int i = 0; i < STATEMENT_CACHE_SIZE; i++)
+        sqlite3_finalize(catalog->cache[i].statement);
+    sqlite3_close(catalog->db);
+    pthread_mutex_destroy(&catalog->lock);
+    free(catalog);
+}
+
+tg_cat_status tg_catalog_ping(tg_catalog *catalog)
+{
+    static const char sql[] = "SELECT count(*) FROM schema_migrations";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = (st && sqlite3_step(st) == SQLITE_ROW) ? TG_CAT_OK : TG_CAT_ERROR;
+    if (st)
+        sqlite3_reset(st);
+    unlock(catalog);
+    return status;
+}
+
+/* ---- models ---- */
+
+#define MODEL_COLUMNS "id, org, name, description, created_at"
+
+static void read_model(sqlite3_stmt *st, tg_model *out)
+{
+    out->id = sqlite3_column_int64(st, 0);
+    copy_text(out->org, sizeof out->org, st, 1);
+    copy_text(out->name, sizeof out->name, st, 2);
+    copy_text(out->description, sizeof out->description, st, 3);
+    copy_text(out->created_at, sizeof out->created_at, st, 4);
+}
+
+tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, const char *name,
+                                      const char *description, tg_model *out)
+{
+    static const char sql[] =
+        "INSERT INTO models(org, name, description, created_at) VALUES (?, ?, ?, ?)";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        bind_text(st, 2, name);
+        bind_text(st, 3, description ? description : "");
+        bind_text(st, 4, now);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            memset(out, 0, sizeof *out);
+            out->id = sqlite3_last_insert_rowid(catalog->db);
+            snprintf(out->org, sizeof out->org, "%s", org);
+            snprintf(out->name, sizeof out->name, "%s", name);
+            snprintf(out->description, sizeof out->description, "%s", description ? description : "");
+            memcpy(out->created_at, now, sizeof now);
+            status = TG_CAT_OK;
+        } else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_UNIQUE) {
+            status = TG_CAT_EXISTS;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const char *name,
+                                   tg_model *out)
+{
+    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        bind_text(st, 2, name);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            read_model(st, out);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *query, const char *after_org,
+                                    const char *after_name, unsigned limit,
+                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    static const char sql[] =
+        "SELECT " MODEL_COLUMNS " FROM models"
+        " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
+        "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
+        " ORDER BY org, name LIMIT ?4";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, after_org);
+        bind_text(st, 2, after_name ? after_name : "");
+        bind_text(st, 3, (query && query[0]) ? query : NULL);
+        sqlite3_bind_int64(st, 4, limit);
+        int rc = SQLITE_ERROR;
+        tg_model *model = malloc(sizeof *model);
+        while (model && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_model(st, model);
+            visit(ctx, model);
+        }
+        status = (model && rc == SQLITE_DONE) ? TG_CAT_OK : TG_CAT_ERROR;
+        free(model);
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+static tg_cat_status run_write(tg_catalog *catalog, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_DONE)
+        status = sqlite3_changes(catalog->db) > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
+    else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_UNIQUE ||
+             sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
+        status = TG_CAT_EXISTS;
+    sqlite3_reset(st);
+    return status;
+}
+
+tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
+{
+    static const char sql[] = "DELETE FROM models WHERE id = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        status = run_write(catalog, st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+/* ---- versions ---- */
+
+#define VERSION_COLUMNS "id, model_id, number, state, created_at, published_at, digest"
+
+static void read_version(sqlite3_stmt *st, tg_version *out)
+{
+    out->id = sqlite3_column_int64(st, 0);
+    out->model_id = sqlite3_column_int64(st, 1);
+    out->number = sqlite3_column_int64(st, 2);
+    const unsigned char *state = sqlite3_column_text(st, 3);
+    out->published = state != NULL && strcmp((const char *)state, "published") == 0;
+    copy_text(out->created_at, sizeof out->created_at, st, 4);
+    copy_text(out->published_at, sizeof out->published_at, st, 5);
+    copy_text(out->digest, sizeof out->digest, st, 6);
+}
+
+/* Runs a prepared single-row version query; caller holds the lock. */
+static tg_cat_status one_version(sqlite3_stmt *st, tg_version *out)
+{
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_ROW) {
+        read_version(st, out);
+        status = TG_CAT_OK;
+    } else if (rc == SQLITE_DONE) {
+        status = TG_CAT_NOT_FOUND;
+    }
+    sqlite3_reset(st);
+    return status;
+}
+
+tg_cat_status tg_catalog_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
+{
+    static const char insert_sql[] =
+        "INSERT INTO versions(model_id, number, state, created_at)"
+        " SELECT ?1, coalesce(max(number), 0) + 1, 'draft', ?2 FROM versions WHERE model_id = ?1";
+    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(catalog, insert_sql);
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, now);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE) {
+            int64_t id = sqlite3_last_insert_rowid(catalog->db);
+            sqlite3_stmt *sel = statement(catalog, select_sql);
+            if (sel) {
+                sqlite3_bind_int64(sel, 1, id);
+                status = one_version(sel, out);
+            }
+        } else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_FOREIGNKEY) {
+            status = TG_CAT_NOT_FOUND;
+        }
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                     tg_version *out)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        sqlite3_bind_int64(st, 2, number);
+        status = one_version(st, out);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
+                                           const char *digest, tg_version *out)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"
+        " ORDER BY number DESC LIMIT 1";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, digest);
+        status = one_version(st, out);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
+                                                  tg_version *out)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
+        " ORDER BY number DESC LIMIT 1";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        status = one_version(st, out);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
+                                      void (*visit)(void *ctx, const tg_version *version),
+                                      void *ctx)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        int rc;
+        tg_version version;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_version(st, &version);
+            visit(ctx, &version);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id,
+                                         const char *digest, tg_version *out)
+{
+    static const char update_sql[] =
+        "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
+        " WHERE id = ? AND state = 'draft'";
+    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(catalog, update_sql);
+    if (st) {
+        bind_text(st, 1, now);
+        bind_text(st, 2, digest);
+        sqlite3_bind_int64(st, 3, version_id);
+        status = run_write(catalog, st);
+        /* No row changed: the version was already published (or is gone). */
+        if (status == TG_CAT_NOT_FOUND)
+            status = TG_CAT_CONFLICT;
+        if (status == TG_CAT_OK) {
+            sqlite3_stmt *sel = statement(catalog, select_sql);
+            status = TG_CAT_ERROR;
+            if (sel) {
+                sqlite3_bind_int64(sel, 1, version_id);
+                status = one_version(sel, out);
+            }
+        }
+    }
+    unlock(catalog);
+    return status;
+}
+
+/* ---- aliases ---- */
+
+tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t number)
+{
+    static const char sql[] =
+        "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"
+        " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, alias);
+        sqlite3_bind_int64(st, 3, number);
+        status = run_write(catalog, st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t *number)
+{
+    static const char sql[] = "SELECT number FROM aliases WHERE model_id = ? AND name = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, alias);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *number = sqlite3_column_int64(st, 0);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
+                                    void (*visit)(void *ctx, const char *alias, int64_t number),
+                                    void *ctx)
+{
+    static const char sql[] = "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            visit(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+/* ---- files ---- */
+
+#define FILE_COLUMNS "path, kind, size, sha256, tensors, parameters, nan, inf, created_at"
+
+static void read_file_record(sqlite3_stmt *st, tg_file_record *out)
+{
+    copy_text(out->path, sizeof out->path, st, 0);
+    copy_text(out->kind, sizeof out->kind, st, 1);
+    out->size = (uint64_t)sqlite3_column_int64(st, 2);
+    copy_text(out->sha256, sizeof out->sha256, st, 3);
+    out->tensors = (uint64_t)sqlite3_column_int64(st, 4);
+    out->parameters = (uint64_t)sqlite3_column_int64(st, 5);
+    out->nan = (uint64_t)sqlite3_column_int64(st, 6);
+    out->inf = (uint64_t)sqlite3_column_int64(st, 7);
+    copy_text(out->created_at, sizeof out->created_at, st, 8);
+}
+
+/* Caller holds the lock: TG_CAT_OK when the version exists and is a draft. */
+static tg_cat_status check_draft(tg_catalog *catalog, int64_t version_id)
+{
+    static const char sql[] = "SELECT state FROM versions WHERE id = ?";
+    sqlite3_stmt *st = statement(catalog, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, version_id);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_ROW)
+        status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
+                                                                                  : TG_CAT_CONFLICT;
+    else if (rc == SQLITE_DONE)
+        status = TG_CAT_NOT_FOUND;
+    sqlite3_reset(st);
+    return status;
+}
+
+tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
+                                  const tg_file_record *file, const char *tensor_stats)
+{
+    static const char sql[] =
+        "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
+        " nan, inf, tensor_stats, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    /* The draft check and the insert are one transaction: a publish cannot slip between. */
+    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    status = check_draft(catalog, version_id);
+    if (status == TG_CAT_OK) {
+        sqlite3_stmt *st = statement(catalog, sql);
+        status = TG_CAT_ERROR;
+        if (st) {
+            sqlite3_bind_int64(st, 1, version_id);
+            bind_text(st, 2, file->path);
+            bind_text(st, 3, file->kind);
+            sqlite3_bind_int64(st, 4, (int64_t)file->size);
+            bind_text(st, 5, file->sha256);
+            sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
+            sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
+            sqlite3_bind_int64(st, 8, (int64_t)file->nan);
+            sqlite3_bind_int64(st, 9, (int64_t)file->inf);
+            bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
+            bind_text(st, 11, now);
+            status = run_write(catalog, st);
+        }
+    }
+    if (exec(catalog, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK") != SQLITE_OK &&
+        status == TG_CAT_OK) {
+        exec(catalog, "ROLLBACK");
+        status = TG_CAT_ERROR;
+    }
+out:
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
+                                  tg_file_record *out)
+{
+    static const char sql[] =
+        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id);
+        bind_text(st, 2, path);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            read_file_record(st, out);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
+                                    char **tensor_stats)
+{
+    static const char sql[] = "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?";
+    *tensor_stats = NULL;
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id);
+        bind_text(st, 2, path);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const char *text = (const char *)sqlite3_column_text(st, 0);
+            *tensor_stats = strdup(text ? text : "[]");
+            status = *tensor_stats ? TG_CAT_OK : TG_CAT_ERROR;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
+{
+    static const char sql[] = "DELETE FROM files WHERE version_id = ? AND path = ?";
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    status = check_draft(catalog, version_id);
+    if (status == TG_CAT_OK) {
+        sqlite3_stmt *st = statement(catalog, sql);
+        status = TG_CAT_ERROR;
+        if (st) {
+            sqlite3_bind_int64(st, 1, version_id);
+            bind_text(st, 2, path);
+            status = run_write(catalog, st);
+        }
+    }
+    exec(catalog, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK");
+out:
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id,
+                                   const char *after_path, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_file_record *file),
+                                   void *ctx)
+{
+    static const char sql[] =
+        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
+        " ORDER BY path LIMIT ?3";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id);
+        bind_text(st, 2, after_path);
+        sqlite3_bind_int64(st, 3, limit == 0 ? -1 : (int64_t)limit);
+        int rc;
+        tg_file_record file;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_file_record(st, &file);
+            visit(ctx, &file);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+/* ---- rejections ---- */
+
+tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
+{
+    static const char sql[] =
+        "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, rejection->time);
+        bind_text(st, 2, rejection->model[0] ? rejection->model : NULL);
+        if (rejection->version >= 0)
+            sqlite3_bind_int64(st, 3, rejection->version);
+        else
+            sqlite3_bind_null(st, 3);
+        bind_text(st, 4, rejection->path[0] ? rejection->path : NULL);
+        bind_text(st, 5, rejection->reason);
+        bind_text(st, 6, rejection->format[0] ? rejection->format : NULL);
+        bind_text(st, 7, rejection->detail);
+        bind_text(st, 8, rejection->client);
+        sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
+        status = run_write(catalog, st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+                                        void (*visit)(void *ctx, const tg_rejection *rejection),
+                                        void *ctx)
+{
+    static const char sql[] =
+        "SELECT id, time, model, version, path, reason, format, detail, client, size"
+        " FROM rejections WHERE (?1 <= 0 OR id < ?1) ORDER BY id DESC LIMIT ?2";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, before_id);
+        sqlite3_bind_int64(st, 2, limit);
+        int rc;
+        tg_rejection r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            r.id = sqlite3_column_int64(st, 0);
+            copy_text(r.time, sizeof r.time, st, 1);
+            copy_text(r.model, sizeof r.model, st, 2);
+            r.version = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+            copy_text(r.path, sizeof r.path, st, 4);
+            copy_text(r.reason, sizeof r.reason, st, 5);
+            copy_text(r.format, sizeof r.format, st, 6);
+            copy_text(r.detail, sizeof r.detail, st, 7);
+            copy_text(r.client, sizeof r.client, st, 8);
+            r.size = (uint64_t)sqlite3_column_int64(st, 9);
+            visit(ctx, &r);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+/* ---- tokens ---- */
+
+static const char *scope_name(tg_scope scope)
+{
+    switch (scope) {
+    case TG_SCOPE_READ: return "read";
+    case TG_SCOPE_WRITE: return "write";
+    case TG_SCOPE_ADMIN: return "admin";
+    case TG_SCOPE_NONE: break;
+    }
+    return NULL;
+}
+
+tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
+                                   const char *namespace_or_null)
+{
+    static const char sql[] =
+        "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)";
+    const char *scope_text = scope_name(scope);
+    if (scope_text == NULL)
+        return TG_CAT_ERROR;
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, hash);
+        bind_text(st, 2, scope_text);
+        bind_text(st, 3, namespace_or_null);
+        bind_text(st, 4, now);
+        status = run_write(catalog, st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
+                                      char *namespace_out, size_t namespace_len)
+{
+    static const char sql[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, hash);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const char *text = (const char *)sqlite3_column_text(st, 0);
+            *scope = TG_SCOPE_NONE;
+            if (text && strcmp(text, "read") == 0)
+                *scope = TG_SCOPE_READ;
+            else if (text && strcmp(text, "write") == 0)
+                *scope = TG_SCOPE_WRITE;
+            else if (text && strcmp(text, "admin") == 0)
+                *scope = TG_SCOPE_ADMIN;
+            copy_text(namespace_out, namespace_len, st, 1);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+/* ---- blobs ---- */
+
+tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
+                                   int (*visit)(void *ctx, const char *sha256, uint64_t size),
+                                   void *ctx)
+{
+    static const char sql[] = "SELECT DISTINCT sha256, size FROM files ORDER BY sha256";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            if (visit(ctx, (const char *)sqlite3_column_text(st, 0),
+                      (uint64_t)sqlite3_column_int64(st, 1)) != 0) {
+                rc = SQLITE_DONE;
+                break;
+            }
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
+{
+    static const char sql[] = "SELECT 1 FROM files WHERE sha256 = ? LIMIT 1";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, sha256);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            *referenced = rc == SQLITE_ROW;
+            status = TG_CAT_OK;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}

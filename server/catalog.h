@@ -1,0 +1,156 @@
+/* The catalog: models, versions, files, aliases, rejections, tokens.
+ *
+ * A narrow interface over SQLite (WAL, prepared statements, migrations applied in
+ * order at open) so another backend could replace it. Every function is safe to
+ * call from any server thread. Records are plain structs with bounded fields;
+ * the HTTP layer validates names and paths before they get here. */
+#ifndef TG_CATALOG_H
+#define TG_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TG_NAME_MAX 64           /* each of org and name */
+#define TG_PATH_MAX 255          /* a file path inside a version */
+#define TG_DESCRIPTION_MAX 4096
+#define TG_TIME_LEN 32           /* "2024-01-02T03:04:05Z" */
+
+typedef struct tg_catalog tg_catalog;
+
+typedef enum tg_cat_status {
+    TG_CAT_OK = 0,
+    TG_CAT_NOT_FOUND,
+    TG_CAT_EXISTS,   /* unique key taken */
+    TG_CAT_CONFLICT, /* state forbids it (a published version) */
+    TG_CAT_ERROR,
+} tg_cat_status;
+
+typedef struct tg_model {
+    int64_t id;
+    char org[TG_NAME_MAX + 1];
+    char name[TG_NAME_MAX + 1];
+    char description[TG_DESCRIPTION_MAX + 1];
+    char created_at[TG_TIME_LEN];
+} tg_model;
+
+typedef struct tg_version {
+    int64_t id;
+    int64_t model_id;
+    int64_t number;
+    bool published;
+    char created_at[TG_TIME_LEN];
+    char published_at[TG_TIME_LEN]; /* "" while a draft */
+    char digest[65];                /* "" while a draft */
+} tg_version;
+
+typedef struct tg_file_record {
+    char path[TG_PATH_MAX + 1];
+    char kind[16]; /* "safetensors", "json", "text" */
+    uint64_t size;
+    char sha256[65];
+    uint64_t tensors, parameters, nan, inf;
+    char created_at[TG_TIME_LEN];
+} tg_file_record;
+
+typedef struct tg_rejection {
+    int64_t id;
+    char time[TG_TIME_LEN];
+    char model[2 * TG_NAME_MAX + 2]; /* "" when none */
+    int64_t version;                 /* -1 when none */
+    char path[TG_PATH_MAX + 1];      /* "" when none */
+    char reason[48];
+    char format[32];
+    char detail[300];
+    char client[64];
+    uint64_t size; /* bytes seen before the refusal */
+} tg_rejection;
+
+typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCOPE_ADMIN } tg_scope;
+
+/* Opens (creating) the catalog and applies pending migrations. A catalog whose
+ * schema is newer than this binary knows is refused. err gets one sentence. */
+tg_cat_status tg_catalog_open(const char *path, tg_catalog **out, char *err, size_t err_len);
+void tg_catalog_close(tg_catalog *catalog);
+/* A trivial query, for /readyz. */
+tg_cat_status tg_catalog_ping(tg_catalog *catalog);
+/* The schema version the catalog is at, and the newest this binary knows. */
+int tg_catalog_schema_version(tg_catalog *catalog);
+int tg_catalog_known_schema_version(void);
+/* The SQL text of migration number (1-based); NULL beyond the last. */
+const char *tg_catalog_migration_sql(int number);
+
+/* models */
+tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, const char *name,
+                                      const char *description, tg_model *out);
+tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const char *name,
+                                   tg_model *out);
+/* Models ordered by (org, name) after the key (after_org, after_name) (both NULL: from
+ * the start), whose "org/name" contains query (NULL: all); at most limit. */
+tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *query, const char *after_org,
+                                    const char *after_name, unsigned limit,
+                                    void (*visit)(void *ctx, const tg_model *model), void *ctx);
+tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id);
+
+/* versions */
+tg_cat_status tg_catalog_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out);
+tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                     tg_version *out);
+tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
+                                           const char *digest, tg_version *out);
+tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
+                                                  tg_version *out);
+tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
+                                      void (*visit)(void *ctx, const tg_version *version),
+                                      void *ctx);
+/* Draft -> published with digest; TG_CAT_CONFLICT when already published. */
+tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id,
+                                         const char *digest, tg_version *out);
+
+/* aliases (the automatic "latest" is not stored) */
+tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t number);
+tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t *number);
+tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
+                                    void (*visit)(void *ctx, const char *alias, int64_t number),
+                                    void *ctx);
+
+/* files: put replaces a file of the same path; put and delete answer
+ * TG_CAT_CONFLICT when the version is published. tensor_stats is JSON text. */
+tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
+                                  const tg_file_record *file, const char *tensor_stats);
+tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
+                                  tg_file_record *out);
+/* Per-tensor [[nan, inf], ...] in file order, malloc'd JSON text. */
+tg_cat_status tg_catalog_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
+                                    char **tensor_stats);
+tg_cat_status tg_catalog_file_delete(tg_catalog *catalog, int64_t version_id, const char *path);
+/* Files ordered by path after after_path (NULL: from the start); limit 0 means all. */
+tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id,
+                                   const char *after_path, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_file_record *file),
+                                   void *ctx);
+
+/* rejections, newest first; before_id 0 means from the newest */
+tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+                                        void (*visit)(void *ctx, const tg_rejection *rejection),
+                                        void *ctx);
+
+/* tokens, stored by SHA-256 hex of the token text */
+tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
+                                   const char *namespace_or_null);
+tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
+                                      char *namespace_out, size_t namespace_len);
+
+/* blobs: every distinct (sha256, size) a file row references */
+tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
+                                   int (*visit)(void *ctx, const char *sha256, uint64_t size),
+                                   void *ctx);
+tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced);
+
+/* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ". */
+void tg_time_now(char out[TG_TIME_LEN]);
+
+#endif

@@ -1,0 +1,279 @@
+/* Pure validation and encodings (see checks.h). */
+#include "checks.h"
+
+#include <string.h>
+
+static bool is_alnum(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool is_name_char(char c)
+{
+    return is_alnum(c) || c == '.' || c == '_' || c == '-';
+}
+
+bool tg_valid_name_part(const char *text)
+{
+    size_t len = strlen(text);
+    if (len == 0 || len > 64 || !is_alnum(text[0]))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!is_name_char(text[i]))
+            return false;
+    return strstr(text, "..") == NULL;
+}
+
+bool tg_valid_alias(const char *text)
+{
+    if (!tg_valid_name_part(text))
+        return false;
+    size_t len = strlen(text), digits = 0, hex = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c >= '0' && c <= '9')
+            digits++;
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+            hex++;
+    }
+    if (digits == len)
+        return false;
+    return !(len == 64 && hex == 64);
+}
+
+bool tg_valid_file_path(const char *text, const char **why)
+{
+    const char *dummy;
+    if (why == NULL)
+        why = &dummy;
+    size_t len = strlen(text);
+    if (len == 0) {
+        *why = "the path is empty";
+        return false;
+    }
+    if (len > 255) {
+        *why = "the path is longer than 255 bytes";
+        return false;
+    }
+    if (text[0] == '/') {
+        *why = "the path is absolute";
+        return false;
+    }
+    const char *segment = text;
+    for (;;) {
+        const char *end = strchr(segment, '/');
+        size_t seg_len = end ? (size_t)(end - segment) : strlen(segment);
+        if (seg_len == 0) {
+            *why = "the path has an empty segment";
+            return false;
+        }
+        if ((seg_len == 1 && segment[0] == '.') ||
+            (seg_len == 2 && segment[0] == '.' && segment[1] == '.')) {
+            *why = "the path has a '.' or '..' segment";
+            return false;
+        }
+        for (size_t i = 0; i < seg_len; i++) {
+            if (!is_name_char(segment[i])) {
+                *why = "the path has a character outside [A-Za-z0-9._-]";
+                return false;
+            }
+        }
+        if (end == NULL)
+            break;
+        segment = end + 1;
+    }
+    *why = NULL;
+    return true;
+}
+
+static const char base64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int tg_cursor_encode(const char *key, char *out, size_t out_len)
+{
+    size_t len = strlen(key);
+    size_t needed = (len / 3) * 4 + 4 + 1;
+    if (out_len < needed)
+        return -1;
+    const unsigned char *in = (const unsigned char *)key;
+    size_t o = 0, i = 0;
+    for (; i + 3 <= len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = base64url[v >> 18];
+        out[o++] = base64url[(v >> 12) & 63];
+        out[o++] = base64url[(v >> 6) & 63];
+        out[o++] = base64url[v & 63];
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = base64url[v >> 18];
+        out[o++] = base64url[(v >> 12) & 63];
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = base64url[v >> 18];
+        out[o++] = base64url[(v >> 12) & 63];
+        out[o++] = base64url[(v >> 6) & 63];
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+static int base64url_value(char c)
+{
+    const char *p = c ? strchr(base64url, c) : NULL;
+    return p ? (int)(p - base64url) : -1;
+}
+
+int tg_cursor_decode(const char *cursor, char *key, size_t key_len)
+{
+    size_t len = strlen(cursor);
+    /* A remainder of 1 character cannot encode a whole byte. */
+    if (len % 4 == 1)
+        return -1;
+    size_t needed = len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0) + 1;
+    if (needed > key_len)
+        return -1;
+    size_t o = 0;
+    uint32_t acc = 0;
+    unsigned bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = base64url_value(cursor[i]);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            unsigned char byte = (unsigned char)(acc >> bits);
+            if (byte == 0)
+                return -1;
+            key[o++] = (char)byte;
+            acc &= (1u << bits) - 1;
+        }
+    }
+    /* Leftover bits must be zero so each key has exactly one cursor. */
+    if (acc != 0)
+        return -1;
+    key[o] = '\0';
+    return 0;
+}
+
+bool tg_parse_u64(const char *text, uint64_t *out)
+{
+    if (text == NULL || text[0] == '\0' || (text[0] == '0' && text[1] != '\0'))
+        return false;
+    uint64_t value = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        if (__builtin_mul_overflow(value, 10, &value) ||
+            __builtin_add_overflow(value, (uint64_t)(*p - '0'), &value))
+            return false;
+    }
+    *out = value;
+    return true;
+}
+
+/* Parses digits at *p (at least one), advancing *p; false on overflow. Leading zeros are allowed (RFC 9110). */
+static bool parse_digits(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t value = 0;
+    if (*s < '0' || *s > '9')
+        return false;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (__builtin_mul_overflow(value, 10, &value) ||
+            __builtin_add_overflow(value, (uint64_t)(*s - '0'), &value))
+            return false;
+    }
+    *p = s;
+    *out = value;
+    return true;
+}
+
+static const char *skip_spaces(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+tg_range_result tg_range_parse(const char *header, uint64_t total, uint64_t *first, uint64_t *length)
+{
+    if (header == NULL)
+        return TG_RANGE_NONE;
+    const char *p = skip_spaces(header);
+    if (strncasecmp(p, "bytes", 5) != 0)
+        return TG_RANGE_NONE;
+    p = skip_spaces(p + 5);
+    if (*p != '=')
+        return TG_RANGE_NONE;
+    p = skip_spaces(p + 1);
+    /* More than one range: answered with the whole body (documented in the contract). */
+    if (strchr(p, ',') != NULL)
+        return TG_RANGE_NONE;
+    uint64_t a = 0, b = 0;
+    bool has_first = false, has_last = false;
+    if (*p != '-') {
+        if (!parse_digits(&p, &a))
+            return TG_RANGE_NONE;
+        has_first = true;
+    }
+    if (*p != '-')
+        return TG_RANGE_NONE;
+    p++;
+    if (*p >= '0' && *p <= '9') {
+        if (!parse_digits(&p, &b))
+            return TG_RANGE_NONE;
+        has_last = true;
+    }
+    p = skip_spaces(p);
+    if (*p != '\0' || (!has_first && !has_last))
+        return TG_RANGE_NONE;
+    if (!has_first) {
+        /* Suffix range "-n": the last n bytes. */
+        if (b == 0 || total == 0)
+            return TG_RANGE_UNSATISFIABLE;
+        uint64_t n = b < total ? b : total;
+        *first = total - n;
+        *length = n;
+        return TG_RANGE_OK;
+    }
+    if (has_last && b < a)
+        return TG_RANGE_NONE;
+    if (a >= total)
+        return TG_RANGE_UNSATISFIABLE;
+    uint64_t last = (has_last && b < total - 1) ? b : total - 1;
+    *first = a;
+    *length = last - a + 1;
+    return TG_RANGE_OK;
+}
+
+bool tg_etag_matches(const char *if_none_match, const char *etag)
+{
+    if (if_none_match == NULL)
+        return false;
+    size_t etag_len = strlen(etag);
+    const char *p = if_none_match;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p == '\0')
+            return false;
+        if (*p == '*')
+            return true;
+        if (p[0] == 'W' && p[1] == '/')
+            p += 2;
+        if (*p != '"') {
+            /* Not an entity tag: skip to the next list element. */
+            while (*p && *p != ',')
+                p++;
+            continue;
+        }
+        const char *close = strchr(p + 1, '"');
+        if (close == NULL)
+            return false;
+        if ((size_t)(close - p - 1) == etag_len && memcmp(p + 1, etag, etag_len) == 0)
+            return true;
+        p = close + 1;
+    }
+}

@@ -1,0 +1,228 @@
+/* Server configuration: every flag has a TENSORGATE_* environment variable;
+ * flags win over the environment, the environment over defaults. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tg_config_defaults(tg_config *config)
+{
+    memset(config, 0, sizeof *config);
+    snprintf(config->listen_host, sizeof config->listen_host, "127.0.0.1");
+    config->listen_port = 8080;
+    snprintf(config->data_dir, sizeof config->data_dir, "./data");
+    config->max_body = 1ULL << 40;
+    config->max_header = 100000000ULL;
+    config->threads = 8;
+    config->connection_timeout = 60;
+    config->connection_limit = 1024;
+    config->per_ip_limit = 0;
+    config->drain_limit = 64ULL << 20;
+}
+
+int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port)
+{
+    const char *colon;
+    const char *host_begin = text;
+    size_t hlen;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (close == NULL || close[1] != ':')
+            return -1;
+        host_begin = text + 1;
+        hlen = (size_t)(close - host_begin);
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (colon == NULL)
+            return -1;
+        hlen = (size_t)(colon - text);
+    }
+    if (hlen == 0 || hlen >= host_len)
+        return -1;
+    const char *digits = colon + 1;
+    if (*digits == '\0' || strlen(digits) > 5)
+        return -1;
+    unsigned long value = 0;
+    for (const char *p = digits; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        value = value * 10 + (unsigned long)(*p - '0');
+    }
+    if (value > 65535)
+        return -1;
+    memcpy(host, host_begin, hlen);
+    host[hlen] = '\0';
+    *port = (uint16_t)value;
+    return 0;
+}
+
+int tg_parse_bytes(const char *text, uint64_t *out)
+{
+    uint64_t value = 0;
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (__builtin_mul_overflow(value, 10, &value) ||
+            __builtin_add_overflow(value, (uint64_t)(*p - '0'), &value))
+            return -1;
+    }
+    unsigned shift = 0;
+    switch (*p) {
+    case '\0': break;
+    case 'K': case 'k': shift = 10; p++; break;
+    case 'M': case 'm': shift = 20; p++; break;
+    case 'G': case 'g': shift = 30; p++; break;
+    case 'T': case 't': shift = 40; p++; break;
+    default: return -1;
+    }
+    if (*p == 'i' || *p == 'B')
+        p += (*p == 'i' && p[1] == 'B') ? 2 : 1;
+    if (*p != '\0')
+        return -1;
+    if (shift && value > (UINT64_MAX >> shift))
+        return -1;
+    *out = value << shift;
+    return 0;
+}
+
+static int parse_unsigned(const char *text, unsigned minimum, unsigned maximum, unsigned *out)
+{
+    uint64_t value;
+    if (tg_parse_bytes(text, &value) != 0 || value < minimum || value > maximum)
+        return -1;
+    *out = (unsigned)value;
+    return 0;
+}
+
+static bool parse_bool(const char *text)
+{
+    return strcmp(text, "1") == 0 || strcmp(text, "true") == 0 || strcmp(text, "yes") == 0 ||
+           strcmp(text, "on") == 0;
+}
+
+typedef enum option_type { OPT_LISTEN, OPT_PATH, OPT_BYTES, OPT_COUNT, OPT_FLAG } option_type;
+
+typedef struct option_spec {
+    const char *flag;
+    const char *env;
+    option_type type;
+    size_t offset;
+    unsigned minimum, maximum;
+} option_spec;
+
+static const option_spec options[] = {
+    {"--listen", "TENSORGATE_LISTEN", OPT_LISTEN, 0, 0, 0},
+    {"--data", "TENSORGATE_DATA", OPT_PATH, offsetof(tg_config, data_dir), 0, 0},
+    {"--auth-read", "TENSORGATE_AUTH_READ", OPT_FLAG, offsetof(tg_config, auth_read), 0, 0},
+    {"--max-body", "TENSORGATE_MAX_BODY", OPT_BYTES, offsetof(tg_config, max_body), 0, 0},
+    {"--max-header", "TENSORGATE_MAX_HEADER", OPT_BYTES, offsetof(tg_config, max_header), 0, 0},
+    {"--threads", "TENSORGATE_THREADS", OPT_COUNT, offsetof(tg_config, threads), 1, 256},
+    {"--timeout", "TENSORGATE_TIMEOUT", OPT_COUNT, offsetof(tg_config, connection_timeout), 1, 86400},
+    {"--max-connections", "TENSORGATE_MAX_CONNECTIONS", OPT_COUNT,
+     offsetof(tg_config, connection_limit), 1, 100000},
+    {"--max-per-ip", "TENSORGATE_MAX_PER_IP", OPT_COUNT, offsetof(tg_config, per_ip_limit), 0, 100000},
+    {"--drain-limit", "TENSORGATE_DRAIN_LIMIT", OPT_BYTES, offsetof(tg_config, drain_limit), 0, 0},
+    {"--refuse-nonfinite", "TENSORGATE_REFUSE_NONFINITE", OPT_FLAG,
+     offsetof(tg_config, refuse_nonfinite), 0, 0},
+};
+
+const char *tg_config_usage(void)
+{
+    return "usage: tensorgate serve [--listen HOST:PORT] [--data DIR] [--auth-read]\n"
+           "                        [--max-body BYTES] [--max-header BYTES] [--threads N]\n"
+           "                        [--timeout SECONDS] [--max-connections N] [--max-per-ip N]\n"
+           "                        [--drain-limit BYTES] [--refuse-nonfinite]\n"
+           "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
+           "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
+           "TENSORGATE_TIMEOUT, TENSORGATE_MAX_CONNECTIONS, TENSORGATE_MAX_PER_IP,\n"
+           "TENSORGATE_DRAIN_LIMIT, TENSORGATE_REFUSE_NONFINITE. Defaults: 127.0.0.1:8080, ./data.\n";
+}
+
+static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,
+                 char *err, size_t err_len)
+{
+    char *field = (char *)config + spec->offset;
+    switch (spec->type) {
+    case OPT_LISTEN:
+        if (tg_parse_listen(value, config->listen_host, sizeof config->listen_host,
+                            &config->listen_port) != 0) {
+            snprintf(err, err_len, "%s: '%s' is not HOST:PORT", origin, value);
+            return -1;
+        }
+        return 0;
+    case OPT_PATH:
+        if (value[0] == '\0' || strlen(value) >= sizeof config->data_dir) {
+            snprintf(err, err_len, "%s: path is empty or too long", origin);
+            return -1;
+        }
+        snprintf(field, sizeof config->data_dir, "%s", value);
+        return 0;
+    case OPT_BYTES:
+        if (tg_parse_bytes(value, (uint64_t *)(void *)field) != 0) {
+            snprintf(err, err_len, "%s: '%s' is not a byte count", origin, value);
+            return -1;
+        }
+        return 0;
+    case OPT_COUNT:
+        if (parse_unsigned(value, spec->minimum, spec->maximum, (unsigned *)(void *)field) != 0) {
+            snprintf(err, err_len, "%s: '%s' is not a number in %u..%u", origin, value,
+                     spec->minimum, spec->maximum);
+            return -1;
+        }
+        return 0;
+    case OPT_FLAG:
+        *(bool *)(void *)field = parse_bool(value);
+        return 0;
+    }
+    return -1;
+}
+
+int tg_config_load(tg_config *config, int argc, char **argv, char *err, size_t err_len)
+{
+    const size_t option_count = sizeof options / sizeof options[0];
+    for (size_t i = 0; i < option_count; i++) {
+        const char *value = getenv(options[i].env);
+        if (value != NULL && value[0] != '\0' &&
+            apply(config, &options[i], value, options[i].env, err, err_len) != 0)
+            return -1;
+    }
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+            return 1;
+        const option_spec *spec = NULL;
+        const char *value = NULL;
+        for (size_t i = 0; i < option_count && spec == NULL; i++) {
+            size_t flag_len = strlen(options[i].flag);
+            if (strncmp(arg, options[i].flag, flag_len) != 0)
+                continue;
+            if (arg[flag_len] == '\0') {
+                spec = &options[i];
+            } else if (arg[flag_len] == '=') {
+                spec = &options[i];
+                value = arg + flag_len + 1;
+            }
+        }
+        if (spec == NULL) {
+            snprintf(err, err_len, "unknown argument '%s'", arg);
+            return -1;
+        }
+        if (spec->type == OPT_FLAG && value == NULL) {
+            value = "1";
+        } else if (value == NULL) {
+            if (a + 1 >= argc) {
+                snprintf(err, err_len, "%s needs a value", spec->flag);
+                return -1;
+            }
+            value = argv[++a];
+        }
+        if (apply(config, spec, value, spec->flag, err, err_len) != 0)
+            return -1;
+    }
+    return 0;
+}

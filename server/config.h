@@ -1,0 +1,39 @@
+/* Server configuration: defaults, then TENSORGATE_* environment variables, then flags. */
+#ifndef TG_CONFIG_H
+#define TG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tg_config {
+    char listen_host[256];        /* TENSORGATE_LISTEN / --listen HOST:PORT */
+    uint16_t listen_port;         /* 0 picks a free port */
+    char data_dir[4096];          /* TENSORGATE_DATA / --data */
+    bool auth_read;               /* TENSORGATE_AUTH_READ / --auth-read: reads need a token */
+    uint64_t max_body;            /* TENSORGATE_MAX_BODY / --max-body: largest upload (413 above) */
+    uint64_t max_header;          /* TENSORGATE_MAX_HEADER / --max-header: largest safetensors header N */
+    unsigned threads;             /* TENSORGATE_THREADS / --threads: MHD thread pool size */
+    unsigned connection_timeout;  /* TENSORGATE_TIMEOUT / --timeout: idle seconds before a connection is dropped */
+    unsigned connection_limit;    /* TENSORGATE_MAX_CONNECTIONS / --max-connections */
+    unsigned per_ip_limit;        /* TENSORGATE_MAX_PER_IP / --max-per-ip */
+    uint64_t drain_limit;         /* TENSORGATE_DRAIN_LIMIT / --drain-limit: body bytes read after a refusal before closing */
+    bool refuse_nonfinite;        /* TENSORGATE_REFUSE_NONFINITE / --refuse-nonfinite */
+} tg_config;
+
+void tg_config_defaults(tg_config *config);
+
+/* Splits "HOST:PORT" ("[v6]:PORT" too). Returns 0, or -1 if malformed. */
+int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port);
+
+/* Parses a byte count: digits with an optional K/M/G/T suffix (powers of 1024). */
+int tg_parse_bytes(const char *text, uint64_t *out);
+
+/* Applies the environment then argv (argv[0] is the command name). On error
+ * writes one sentence to err and returns -1; returns 1 when --help was asked. */
+int tg_config_load(tg_config *config, int argc, char **argv, char *err, size_t err_len);
+
+/* The flag list, for --help. */
+const char *tg_config_usage(void);
+
+#endif

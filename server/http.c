@@ -1,0 +1,679 @@
+/* libmicrohttpd glue: the routing table, request lifecycle, responses, metrics. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "log.h"
+#include "routes.h"
+#include "checks.h"
+
+/* The routing table: every route of the server, in one place. The first pattern
+ * that matches with the right method wins; a pattern that matches with another
+ * method gives 405. */
+static const tg_route routes[] = {
+    {"GET", "/healthz", TG_BODY_NONE, tg_route_healthz, NULL, NULL, NULL},
+    {"GET", "/readyz", TG_BODY_NONE, tg_route_readyz, NULL, NULL, NULL},
+    {"GET", "/metrics", TG_BODY_NONE, tg_route_metrics, NULL, NULL, NULL},
+    {"GET", "/openapi.yaml", TG_BODY_NONE, tg_route_openapi, NULL, NULL, NULL},
+    {"POST", "/v1/scan", TG_BODY_STREAM, tg_route_scan_finish, tg_route_scan_start,
+     tg_route_scan_feed, tg_route_scan_cleanup},
+    {"GET", "/v1/rejections", TG_BODY_NONE, tg_route_rejections, NULL, NULL, NULL},
+    {"GET", "/v1/models", TG_BODY_NONE, tg_route_models_list, NULL, NULL, NULL},
+    {"POST", "/v1/models", TG_BODY_JSON, tg_route_model_create, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_get, NULL, NULL, NULL},
+    {"DELETE", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_delete, NULL, NULL, NULL},
+    {"PUT", "/v1/models/{org}/{name}/aliases/{alias}", TG_BODY_JSON, tg_route_alias_set, NULL,
+     NULL, NULL},
+    {"POST", "/v1/models/{org}/{name}/versions", TG_BODY_JSON, tg_route_version_create, NULL, NULL,
+     NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}", TG_BODY_NONE, tg_route_version_get, NULL,
+     NULL, NULL},
+    {"POST", "/v1/models/{org}/{name}/versions/{rev}/publish", TG_BODY_JSON,
+     tg_route_version_publish, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files", TG_BODY_NONE, tg_route_files_list,
+     NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header", TG_BODY_NONE,
+     tg_route_file_header, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE,
+     tg_route_file_get, NULL, NULL, NULL},
+    {"PUT", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_STREAM,
+     tg_route_upload_finish, tg_route_upload_start, tg_route_upload_feed,
+     tg_route_upload_cleanup},
+    {"DELETE", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE,
+     tg_route_file_delete, NULL, NULL, NULL},
+};
+#define ROUTE_COUNT (sizeof routes / sizeof routes[0])
+
+/* ---- metrics ---- */
+
+static const unsigned known_statuses[] = {200, 201, 204, 206, 304, 400, 401, 403, 404, 405,
+                                          409, 411, 413, 415, 416, 422, 500, 503, 507};
+#define STATUS_SLOTS (sizeof known_statuses / sizeof known_statuses[0] + 1)
+#define REJECTION_REASONS_MAX 64
+
+struct tg_metrics {
+    uint64_t requests[ROUTE_COUNT + 1][STATUS_SLOTS]; /* last route row: unmatched */
+    uint64_t bytes_in, bytes_out;
+    pthread_mutex_t lock; /* guards the rejection table */
+    struct {
+        char reason[48];
+        uint64_t count;
+    } rejections[REJECTION_REASONS_MAX];
+};
+
+static size_t status_slot(unsigned status)
+{
+    for (size_t i = 0; i < STATUS_SLOTS - 1; i++)
+        if (known_statuses[i] == status)
+            return i;
+    return STATUS_SLOTS - 1;
+}
+
+void tg_metrics_rejection(tg_server *server, const char *reason)
+{
+    tg_metrics *m = server->metrics;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < REJECTION_REASONS_MAX; i++) {
+        if (m->rejections[i].reason[0] == '\0')
+            snprintf(m->rejections[i].reason, sizeof m->rejections[i].reason, "%s", reason);
+        if (strcmp(m->rejections[i].reason, reason) == 0) {
+            m->rejections[i].count++;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+typedef struct text_buffer {
+    char *data;
+    size_t len, cap;
+} text_buffer;
+
+static void __attribute__((format(printf, 2, 3))) append(text_buffer *b, const char *fmt, ...)
+{
+    if (b->data == NULL && b->cap != 0)
+        return; /* an earlier allocation failed */
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (b->data && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+        char *grown = realloc(b->data, cap);
+        if (grown == NULL) {
+            free(b->data);
+            b->data = NULL;
+            b->cap = 1;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+}
+
+char *tg_metrics_render(tg_server *server)
+{
+    tg_metrics *m = server->metrics;
+    text_buffer b = {0};
+    append(&b, "# HELP tensorgate_requests_total HTTP requests by route and status.\n"
+               "# TYPE tensorgate_requests_total counter\n");
+    for (size_t r = 0; r <= ROUTE_COUNT; r++) {
+        for (size_t s = 0; s < STATUS_SLOTS; s++) {
+            uint64_t count = __atomic_load_n(&m->requests[r][s], __ATOMIC_RELAXED);
+            if (count == 0)
+                continue;
+            char status[8];
+            if (s < STATUS_SLOTS - 1)
+                snprintf(status, sizeof status, "%u", known_statuses[s]);
+            else
+                snprintf(status, sizeof status, "other");
+            if (r < ROUTE_COUNT)
+                append(&b, "tensorgate_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
+                       routes[r].method, routes[r].pattern, status, (unsigned long long)count);
+            else
+                append(&b, "tensorgate_requests_total{method=\"\",route=\"unmatched\",status=\"%s\"} %llu\n",
+                       status, (unsigned long long)count);
+        }
+    }
+    append(&b, "# HELP tensorgate_bytes_in_total Request body bytes received.\n"
+               "# TYPE tensorgate_bytes_in_total counter\n"
+               "tensorgate_bytes_in_total %llu\n"
+               "# HELP tensorgate_bytes_out_total Response body bytes sent.\n"
+               "# TYPE tensorgate_bytes_out_total counter\n"
+               "tensorgate_bytes_out_total %llu\n",
+           (unsigned long long)__atomic_load_n(&m->bytes_in, __ATOMIC_RELAXED),
+           (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED));
+    append(&b, "# HELP tensorgate_rejections_total Uploads refused, by reason.\n"
+               "# TYPE tensorgate_rejections_total counter\n");
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < REJECTION_REASONS_MAX && m->rejections[i].reason[0]; i++)
+        append(&b, "tensorgate_rejections_total{reason=\"%s\"} %llu\n", m->rejections[i].reason,
+               (unsigned long long)m->rejections[i].count);
+    pthread_mutex_unlock(&m->lock);
+    return b.data;
+}
+
+/* ---- routing ---- */
+
+typedef struct segment {
+    const char *text;
+    size_t len;
+} segment;
+
+#define SEGMENTS_MAX 300
+
+/* Splits "/a/b/c" into segments (empty ones kept). Returns the count, or -1 if too many. */
+static int split_path(const char *path, segment *out)
+{
+    if (path[0] != '/')
+        return -1;
+    int count = 0;
+    const char *p = path + 1;
+    for (;;) {
+        if (count == SEGMENTS_MAX)
+            return -1;
+        const char *slash = strchr(p, '/');
+        out[count].text = p;
+        out[count].len = slash ? (size_t)(slash - p) : strlen(p);
+        count++;
+        if (slash == NULL)
+            return count;
+        p = slash + 1;
+    }
+}
+
+/* Matches url segments against a pattern; fills req->param_names/params (malloc'd)
+ * when req is not NULL. */
+static bool match_pattern(const char *pattern, const segment *url, int url_count, tg_request *req)
+{
+    segment pat[16];
+    int pat_count = split_path(pattern, pat);
+    if (pat_count < 0 || pat_count > 16)
+        return false;
+    int u = 0, params = 0;
+    for (int p = 0; p < pat_count; p++) {
+        bool placeholder = pat[p].len >= 2 && pat[p].text[0] == '{';
+        bool tail = placeholder && pat[p].len >= 3 && pat[p].text[pat[p].len - 2] == '*';
+        if (!placeholder) {
+            if (u >= url_count || url[u].len != pat[p].len ||
+                memcmp(url[u].text, pat[p].text, pat[p].len) != 0)
+                return false;
+            u++;
+            continue;
+        }
+        int take = 1;
+        if (tail)
+            take = url_count - u - (pat_count - p - 1);
+        if (take < 1 || u + take > url_count)
+            return false;
+        if (!tail && url[u].len == 0)
+            return false;
+        if (req != NULL && params < TG_PARAMS_MAX) {
+            const char *begin = url[u].text;
+            const char *end = url[u + take - 1].text + url[u + take - 1].len;
+            static const char *const names[] = {"org", "name", "rev", "alias", "path"};
+            for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+                size_t name_len = strlen(names[n]);
+                if (strncmp(pat[p].text + 1, names[n], name_len) == 0 &&
+                    (pat[p].text[1 + name_len] == '}' || pat[p].text[1 + name_len] == '*'))
+                    req->param_names[params] = names[n];
+            }
+            req->params[params] = strndup(begin, (size_t)(end - begin));
+            params++;
+        }
+        u += take;
+    }
+    return u == url_count;
+}
+
+const char *tg_param(const tg_request *req, const char *name)
+{
+    for (int i = 0; i < TG_PARAMS_MAX; i++)
+        if (req->param_names[i] && strcmp(req->param_names[i], name) == 0)
+            return req->params[i];
+    return NULL;
+}
+
+const char *tg_header(const tg_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
+}
+
+const char *tg_query(const tg_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* ---- responses ---- */
+
+void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response, uint64_t body_bytes)
+{
+    if (req->responded) {
+        if (response)
+            MHD_destroy_response(response);
+        return;
+    }
+    req->responded = true;
+    req->status = status;
+    if (response == NULL) {
+        tg_log(TG_LOG_ERROR, "out of memory building a %u response", status);
+        req->close_now = true;
+        return;
+    }
+    MHD_add_response_header(response, "Cache-Control", "no-store");
+    MHD_queue_response(req->connection, status, response);
+    MHD_destroy_response(response);
+    if (!req->is_head)
+        __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
+}
+
+static void respond_text(tg_request *req, unsigned status, char *text, const char *content_type)
+{
+    if (text == NULL) {
+        tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    size_t len = strlen(text);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response == NULL) {
+        free(text);
+    } else {
+        MHD_add_response_header(response, "Content-Type", content_type);
+    }
+    tg_respond(req, status, response, len);
+}
+
+void tg_respond_json(tg_request *req, unsigned status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    respond_text(req, status, text, "application/json");
+}
+
+void tg_respond_empty(tg_request *req, unsigned status)
+{
+    struct MHD_Response *response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    tg_respond(req, status, response, 0);
+}
+
+static const char *status_title(unsigned status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
+    case 422: return "Unprocessable Content";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
+    default: return "Error";
+    }
+}
+
+json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
+{
+    char type[160];
+    snprintf(type, sizeof type, "https://tensorgate.dev/problems/%s", reason);
+    return json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", status_title(status),
+                     "status", (json_int_t)status, "detail", detail, "reason", reason);
+}
+
+static void respond_problem_json(tg_request *req, unsigned status, json_t *problem)
+{
+    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    json_decref(problem);
+    if (text == NULL) {
+        tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    size_t len = strlen(text);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response == NULL) {
+        free(text);
+    } else {
+        MHD_add_response_header(response, "Content-Type", "application/problem+json");
+        if (status == 401)
+            MHD_add_response_header(response, "WWW-Authenticate", "Bearer realm=\"tensorgate\"");
+    }
+    tg_respond(req, status, response, len);
+}
+
+void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    respond_problem_json(req, status, tg_problem_json(status, reason, detail));
+}
+
+void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
+{
+    unsigned status = verdict->error.reason == ST_REFUSED_FORMAT ? 415 : 422;
+    const char *detail = verdict->error.detail[0] ? verdict->error.detail : "the upload was refused";
+    json_t *problem = tg_problem_json(status, st_reason_name(verdict->error.reason), detail);
+    if (problem) {
+        json_object_set_new(problem, "offset",
+                            verdict->error.offset == ST_NO_OFFSET
+                                ? json_null()
+                                : json_integer((json_int_t)verdict->error.offset));
+        json_object_set_new(problem, "tensor",
+                            verdict->error.tensor[0] ? json_string(verdict->error.tensor) : json_null());
+        json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
+    }
+    respond_problem_json(req, status, problem);
+}
+
+bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor)
+{
+    const char *limit_text = tg_query(req, "limit");
+    uint64_t value = 50;
+    if (limit_text != NULL && (!tg_parse_u64(limit_text, &value) || value < 1 || value > 1000)) {
+        tg_respond_problem(req, 400, "invalid_request", "limit must be an integer from 1 to 1000");
+        return false;
+    }
+    *limit = (unsigned)value;
+    const char *cursor = tg_query(req, "cursor");
+    *has_cursor = cursor != NULL && cursor[0] != '\0';
+    key[0] = '\0';
+    if (*has_cursor && tg_cursor_decode(cursor, key, key_len) != 0) {
+        tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        return false;
+    }
+    return true;
+}
+
+void tg_set_next_cursor(json_t *body, const char *key_or_null)
+{
+    if (key_or_null == NULL) {
+        json_object_set_new(body, "next_cursor", json_null());
+        return;
+    }
+    char cursor[2048];
+    if (tg_cursor_encode(key_or_null, cursor, sizeof cursor) != 0)
+        json_object_set_new(body, "next_cursor", json_null());
+    else
+        json_object_set_new(body, "next_cursor", json_string(cursor));
+}
+
+json_t *tg_json_body(tg_request *req)
+{
+    if (req->body_too_large) {
+        tg_respond_problem(req, 413, "payload_too_large", "a JSON body is limited to %d bytes",
+                           TG_JSON_BODY_MAX);
+        return NULL;
+    }
+    if (req->body_len == 0)
+        return json_object();
+    json_error_t error;
+    json_t *value = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &error);
+    if (value == NULL) {
+        tg_respond_problem(req, 400, "invalid_json", "the body is not valid JSON: %s (line %d)",
+                           error.text, error.line);
+        return NULL;
+    }
+    if (!json_is_object(value)) {
+        json_decref(value);
+        tg_respond_problem(req, 400, "invalid_json", "the body must be a JSON object");
+        return NULL;
+    }
+    return value;
+}
+
+/* ---- request lifecycle ---- */
+
+static void client_address(struct MHD_Connection *connection, char *out, size_t out_len)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, out_len, "unknown");
+    if (info == NULL || info->client_addr == NULL)
+        return;
+    const struct sockaddr *sa = info->client_addr;
+    socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    getnameinfo(sa, len, out, (socklen_t)out_len, NULL, 0, NI_NUMERICHOST);
+}
+
+/* Route lookup: sets req->route, or answers 404/405. */
+static void route_request(tg_request *req, const char *url)
+{
+    segment url_segments[SEGMENTS_MAX];
+    int url_count = split_path(url, url_segments);
+    if (url_count < 0) {
+        tg_respond_problem(req, 404, "not_found", "no such route");
+        return;
+    }
+    const char *match_method = req->is_head ? "GET" : req->method;
+    char allow[128] = "";
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        if (!match_pattern(routes[i].pattern, url_segments, url_count, NULL))
+            continue;
+        if (strcmp(routes[i].method, match_method) == 0) {
+            match_pattern(routes[i].pattern, url_segments, url_count, req);
+            req->route = &routes[i];
+            return;
+        }
+        if (strstr(allow, routes[i].method) == NULL) {
+            size_t used = strlen(allow);
+            snprintf(allow + used, sizeof allow - used, "%s%s%s", used ? ", " : "", routes[i].method,
+                     strcmp(routes[i].method, "GET") == 0 ? ", HEAD" : "");
+        }
+    }
+    if (allow[0] == '\0') {
+        tg_respond_problem(req, 404, "not_found", "no such route");
+        return;
+    }
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s is not allowed here; allowed: %s", req->method, allow);
+    json_t *problem = tg_problem_json(405, "method_not_allowed", detail);
+    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    json_decref(problem);
+    if (text == NULL) {
+        tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    size_t len = strlen(text);
+    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response) {
+        MHD_add_response_header(response, "Content-Type", "application/problem+json");
+        MHD_add_response_header(response, "Allow", allow);
+    } else {
+        free(text);
+    }
+    tg_respond(req, 405, response, len);
+}
+
+static size_t route_index(const tg_route *route)
+{
+    return route ? (size_t)(route - routes) : ROUTE_COUNT;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    tg_server *server = cls;
+    tg_request *req = *con_cls;
+    if (req == NULL) {
+        req = calloc(1, sizeof *req);
+        if (req == NULL)
+            return MHD_NO;
+        *con_cls = req;
+        req->server = server;
+        req->connection = connection;
+        req->method = method;
+        req->is_head = strcmp(method, "HEAD") == 0;
+        client_address(connection, req->client, sizeof req->client);
+        route_request(req, url);
+        if (req->responded)
+            return MHD_YES;
+        const tg_route *route = req->route;
+        if (route->body == TG_BODY_NONE) {
+            route->handle(req);
+        } else if (route->body == TG_BODY_JSON) {
+            const char *length = tg_header(req, "Content-Length");
+            uint64_t declared;
+            if (length && tg_parse_u64(length, &declared) && declared > TG_JSON_BODY_MAX)
+                tg_respond_problem(req, 413, "payload_too_large",
+                                   "a JSON body is limited to %d bytes", TG_JSON_BODY_MAX);
+        } else {
+            route->start(req);
+        }
+        if (req->close_now)
+            return MHD_NO;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t len = *upload_data_size;
+        *upload_data_size = 0;
+        req->bytes_in += len;
+        __atomic_fetch_add(&server->metrics->bytes_in, len, __ATOMIC_RELAXED);
+        if (req->route == NULL || req->responded)
+            return MHD_YES;
+        if (req->route->body == TG_BODY_JSON) {
+            /* Bounded: past the limit the rest is dropped and the handler answers 413. */
+            if (req->body_too_large || req->body_len + len > TG_JSON_BODY_MAX) {
+                req->body_too_large = true;
+                return MHD_YES;
+            }
+            char *grown = realloc(req->body, req->body_len + len + 1);
+            if (grown == NULL)
+                return MHD_NO;
+            req->body = grown;
+            memcpy(req->body + req->body_len, upload_data, len);
+            req->body_len += len;
+            req->body[req->body_len] = '\0';
+        } else if (req->route->body == TG_BODY_STREAM) {
+            req->route->feed(req, (const uint8_t *)upload_data, len);
+            if (req->close_now)
+                return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (!req->responded && req->route != NULL)
+        req->route->handle(req);
+    if (!req->responded)
+        tg_respond_problem(req, 500, "internal", "the handler gave no answer");
+    return req->close_now ? MHD_NO : MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                         enum MHD_RequestTerminationCode code)
+{
+    (void)connection;
+    tg_server *server = cls;
+    tg_request *req = *con_cls;
+    if (req == NULL)
+        return;
+    if (req->route && req->route->cleanup)
+        req->route->cleanup(req);
+    if (req->responded) {
+        size_t r = route_index(req->route);
+        __atomic_fetch_add(&server->metrics->requests[r][status_slot(req->status)], 1,
+                           __ATOMIC_RELAXED);
+    }
+    if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->route)
+        tg_log(TG_LOG_DEBUG, "%s %s from %s ended early (code %d)", req->method,
+               req->route->pattern, req->client, (int)code);
+    for (int i = 0; i < TG_PARAMS_MAX; i++)
+        free(req->params[i]);
+    free(req->body);
+    free(req);
+    *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t len = strlen(line);
+    while (len > 0 && line[len - 1] == '\n')
+        line[--len] = '\0';
+    tg_log(TG_LOG_DEBUG, "microhttpd: %s", line);
+}
+
+int tg_http_start(tg_server *server, char *err, size_t err_len)
+{
+    server->metrics = calloc(1, sizeof *server->metrics);
+    if (server->metrics == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&server->metrics->lock, NULL);
+
+    struct addrinfo hints = {0}, *resolved = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    char port_text[8];
+    snprintf(port_text, sizeof port_text, "%u", server->config.listen_port);
+    int rc = getaddrinfo(server->config.listen_host, port_text, &hints, &resolved);
+    if (rc != 0 || resolved == NULL) {
+        snprintf(err, err_len, "cannot resolve listen address %s: %s", server->config.listen_host,
+                 gai_strerror(rc));
+        return -1;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    if (resolved->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    server->daemon = MHD_start_daemon(
+        flags, server->config.listen_port, NULL, NULL, on_request, server,
+        MHD_OPTION_SOCK_ADDR, resolved->ai_addr,
+        MHD_OPTION_THREAD_POOL_SIZE, server->config.threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, server->config.connection_timeout,
+        MHD_OPTION_CONNECTION_LIMIT, server->config.connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, server->config.per_ip_limit,
+        /* Bounds what one connection may hold: request line + headers + read buffer. */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_END);
+    freeaddrinfo(resolved);
+    if (server->daemon == NULL) {
+        snprintf(err, err_len, "cannot listen on %s:%u (in use, or not an address of this host)",
+                 server->config.listen_host, server->config.listen_port);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    server->port = info ? info->port : server->config.listen_port;
+    return 0;
+}
+
+void tg_http_stop(tg_server *server)
+{
+    if (server->daemon) {
+        MHD_stop_daemon(server->daemon);
+        server->daemon = NULL;
+    }
+    if (server->metrics) {
+        pthread_mutex_destroy(&server->metrics->lock);
+        free(server->metrics);
+        server->metrics = NULL;
+    }
+}

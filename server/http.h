@@ -1,0 +1,107 @@
+/* libmicrohttpd glue: the server object, the request each handler sees, the
+ * routing table (http.c, one table in one place), and the one way to build
+ * responses (JSON, problem+json, files). */
+#ifndef TG_HTTP_H
+#define TG_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "st_gate.h"
+#include "store.h"
+
+#define TG_JSON_BODY_MAX (64 * 1024) /* request bodies of JSON routes */
+#define TG_PARAMS_MAX 4
+
+typedef struct tg_metrics tg_metrics;
+
+typedef struct tg_server {
+    tg_config config;
+    tg_catalog *catalog;
+    tg_store store;
+    struct MHD_Daemon *daemon;
+    uint16_t port; /* the bound port (the real one when 0 was asked) */
+    /* Serializes publish against the catalog writes of uploads and deletes, so the
+     * files a publish checked are the files it freezes. */
+    pthread_mutex_t publish_lock;
+    tg_metrics *metrics;
+} tg_server;
+
+typedef enum tg_body_kind {
+    TG_BODY_NONE,   /* answered at the headers */
+    TG_BODY_JSON,   /* read whole, bounded by TG_JSON_BODY_MAX, then handled */
+    TG_BODY_STREAM, /* start at the headers, feed per chunk, handle at the end */
+} tg_body_kind;
+
+typedef struct tg_request tg_request;
+
+typedef struct tg_route {
+    const char *method;  /* a GET route also answers HEAD */
+    const char *pattern; /* "/v1/models/{org}/{name}"; "{path*}" takes one or more segments */
+    tg_body_kind body;
+    void (*handle)(tg_request *req);
+    /* stream routes only: */
+    void (*start)(tg_request *req); /* may respond, then no body is read */
+    void (*feed)(tg_request *req, const uint8_t *data, size_t len);
+    void (*cleanup)(tg_request *req); /* always called when the request ends */
+} tg_route;
+
+struct tg_request {
+    tg_server *server;
+    struct MHD_Connection *connection;
+    const tg_route *route;
+    const char *method;
+    bool is_head;
+    const char *param_names[TG_PARAMS_MAX];
+    char *params[TG_PARAMS_MAX];
+    char client[64];
+    char *body; /* JSON routes: the body, NUL-terminated */
+    size_t body_len;
+    bool body_too_large;
+    void *state;         /* stream routes: their own state */
+    bool close_now;      /* stream routes: stop reading and close the connection */
+    bool responded;
+    unsigned status;
+    uint64_t bytes_in;
+};
+
+/* Starts the daemon on config->listen_host:listen_port; fills server->port. */
+int tg_http_start(tg_server *server, char *err, size_t err_len);
+void tg_http_stop(tg_server *server);
+
+/* Request accessors. */
+const char *tg_param(const tg_request *req, const char *name); /* a {placeholder}; NULL if absent */
+const char *tg_header(const tg_request *req, const char *name);
+const char *tg_query(const tg_request *req, const char *name);
+
+/* Responses: each request gets exactly one. */
+void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response, uint64_t body_bytes);
+void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals body */
+void tg_respond_empty(tg_request *req, unsigned status);
+void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A gate refusal: 415 for ST_REFUSED_FORMAT, else 422; reason, offset, tensor, format. */
+void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict);
+/* The problem+json body alone (for tests and for the scan verdict). */
+json_t *tg_problem_json(unsigned status, const char *reason, const char *detail);
+
+/* Pagination: ?limit= (default 50, 1..1000) and ?cursor= decoded into key.
+ * On a bad value answers 400 invalid_request and returns false. */
+bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor);
+/* Sets "next_cursor" on body from key, or null when key is NULL. */
+void tg_set_next_cursor(json_t *body, const char *key_or_null);
+
+/* Parses the JSON body (JSON_REJECT_DUPLICATES) as an object; answers 400 invalid_json
+ * (or 413) and returns NULL on failure. An empty body gives an empty object. */
+json_t *tg_json_body(tg_request *req);
+
+/* Metrics (Prometheus text, /metrics). */
+void tg_metrics_rejection(tg_server *server, const char *reason);
+char *tg_metrics_render(tg_server *server); /* malloc'd */
+
+#endif

@@ -1,0 +1,58 @@
+/* Route handlers, one resource per file, listed in http.c's routing table, and
+ * the lookups they share. */
+#ifndef TG_ROUTES_H
+#define TG_ROUTES_H
+
+#include "http.h"
+
+/* routes_admin.c */
+void tg_route_healthz(tg_request *req);
+void tg_route_readyz(tg_request *req);
+void tg_route_metrics(tg_request *req);
+void tg_route_openapi(tg_request *req);
+void tg_route_rejections(tg_request *req);
+
+/* routes_models.c */
+void tg_route_models_list(tg_request *req);
+void tg_route_model_create(tg_request *req);
+void tg_route_model_get(tg_request *req);
+void tg_route_model_delete(tg_request *req);
+void tg_route_alias_set(tg_request *req);
+
+/* routes_versions.c */
+void tg_route_version_create(tg_request *req);
+void tg_route_version_get(tg_request *req);
+void tg_route_version_publish(tg_request *req);
+
+/* routes_files.c */
+void tg_route_files_list(tg_request *req);
+void tg_route_file_get(tg_request *req);
+void tg_route_file_header(tg_request *req);
+void tg_route_file_delete(tg_request *req);
+
+/* upload.c */
+void tg_route_upload_start(tg_request *req);
+void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_upload_finish(tg_request *req);
+void tg_route_upload_cleanup(tg_request *req);
+
+/* routes_scan.c */
+void tg_route_scan_start(tg_request *req);
+void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_scan_finish(tg_request *req);
+void tg_route_scan_cleanup(tg_request *req);
+
+/* Shared lookups (routes_models.c). Each answers the error itself and returns false. */
+bool tg_lookup_model(tg_request *req, tg_model *model);
+/* Resolves {rev}: a version number, a 64-hex digest, "latest" or an alias. */
+bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *version);
+json_t *tg_file_json(const tg_file_record *file);
+json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
+                        bool with_files);
+
+/* routes_files.c: parses the header of a stored safetensors blob (bounded by its N,
+ * which the gate checked at upload). 0 on success; out must be freed with st_file_free. */
+int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st_file *out,
+                        st_error *err);
+
+#endif

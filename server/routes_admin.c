@@ -1,0 +1,118 @@
+/* /healthz, /readyz, /metrics, /openapi.yaml, /v1/rejections */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "auth.h"
+#include "embedded.h"
+#include "routes.h"
+#include "checks.h"
+
+void tg_route_healthz(tg_request *req)
+{
+    tg_respond_json(req, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+void tg_route_readyz(tg_request *req)
+{
+    tg_server *server = req->server;
+    bool catalog_ok = tg_catalog_ping(server->catalog) == TG_CAT_OK;
+    struct statvfs vfs;
+    bool store_ok = statvfs(server->store.blob_dir, &vfs) == 0;
+    json_t *body = json_pack("{s:s, s:s, s:s, s:i}", "status", (catalog_ok && store_ok) ? "ready" : "not_ready",
+                             "catalog", catalog_ok ? "ok" : "error", "store", store_ok ? "ok" : "error",
+                             "schema_version", tg_catalog_schema_version(server->catalog));
+    if (store_ok && body)
+        json_object_set_new(body, "store_free_bytes",
+                            json_integer((json_int_t)((uint64_t)vfs.f_bavail * vfs.f_frsize)));
+    tg_respond_json(req, (catalog_ok && store_ok) ? 200 : 503, body);
+}
+
+void tg_route_metrics(tg_request *req)
+{
+    char *text = tg_metrics_render(req->server);
+    if (text == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    size_t len = strlen(text);
+    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response)
+        MHD_add_response_header(response, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    else
+        free(text);
+    tg_respond(req, 200, response, len);
+}
+
+void tg_route_openapi(tg_request *req)
+{
+    struct MHD_Response *response = MHD_create_response_from_buffer(
+        tg_openapi_yaml_len, (void *)(uintptr_t)tg_openapi_yaml, MHD_RESPMEM_PERSISTENT);
+    if (response)
+        MHD_add_response_header(response, "Content-Type", "application/yaml");
+    tg_respond(req, 200, response, tg_openapi_yaml_len);
+}
+
+typedef struct rejection_page {
+    json_t *items;
+    unsigned count;
+    int64_t last_id;
+} rejection_page;
+
+static json_t *text_or_null(const char *text)
+{
+    return text[0] ? json_string(text) : json_null();
+}
+
+static void add_rejection(void *ctx, const tg_rejection *r)
+{
+    rejection_page *page = ctx;
+    json_t *item = json_pack("{s:I, s:s, s:s, s:I}", "id", (json_int_t)r->id, "time", r->time, "reason",
+                             r->reason, "size", (json_int_t)r->size);
+    if (item == NULL)
+        return;
+    json_object_set_new(item, "model", text_or_null(r->model));
+    json_object_set_new(item, "version", r->version >= 0 ? json_integer(r->version) : json_null());
+    json_object_set_new(item, "path", text_or_null(r->path));
+    json_object_set_new(item, "format", text_or_null(r->format));
+    json_object_set_new(item, "detail", text_or_null(r->detail));
+    json_object_set_new(item, "client", text_or_null(r->client));
+    json_array_append_new(page->items, item);
+    page->count++;
+}
+
+void tg_route_rejections(tg_request *req)
+{
+    if (!tg_auth_require(req, TG_SCOPE_ADMIN, NULL))
+        return;
+    unsigned limit;
+    char key[64];
+    bool has_cursor;
+    if (!tg_list_params(req, &limit, key, sizeof key, &has_cursor))
+        return;
+    uint64_t before = 0;
+    if (has_cursor && (!tg_parse_u64(key, &before) || before == 0 || before > INT64_MAX)) {
+        tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        return;
+    }
+    rejection_page page = {.items = json_array()};
+    if (tg_catalog_rejection_list(req->server->catalog, (int64_t)before, limit + 1, add_rejection, &page) !=
+        TG_CAT_OK) {
+        json_decref(page.items);
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        return;
+    }
+    char next[32];
+    bool has_next = page.count > limit;
+    if (has_next) {
+        json_array_remove(page.items, limit);
+        json_int_t last = json_integer_value(json_object_get(json_array_get(page.items, limit - 1), "id"));
+        snprintf(next, sizeof next, "%lld", (long long)last);
+    }
+    json_t *body = json_object();
+    json_object_set(body, "rejections", page.items);
+    tg_set_next_cursor(body, has_next ? next : NULL);
+    json_decref(page.items);
+    tg_respond_json(req, 200, body);
+}

@@ -1,0 +1,369 @@
+/* .../versions/{rev}/files, .../files/{path} (GET, HEAD, DELETE), .../files/{path}/header */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "routes.h"
+#include "checks.h"
+
+int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st_file *out,
+                        st_error *err)
+{
+    memset(out, 0, sizeof *out);
+    st_error_clear(err);
+    int fd = tg_store_open_blob(&server->store, sha256);
+    if (fd < 0) {
+        st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL, "the blob is missing");
+        return -1;
+    }
+    st_limits limits = {.max_header_size = server->config.max_header, .max_depth = 0};
+    uint8_t prefix[8];
+    uint64_t header_size = 0;
+    int rc = -1;
+    uint8_t *buf = NULL;
+    if (pread(fd, prefix, sizeof prefix, 0) != (ssize_t)sizeof prefix) {
+        st_error_set(err, ST_FILE_TOO_SMALL, 0, NULL, "the blob is shorter than 8 bytes");
+        goto out;
+    }
+    /* N is re-checked against the limit and the size before it sizes an allocation. */
+    if (st_header_length(prefix, sizeof prefix, size, &limits, &header_size, err) != ST_OK)
+        goto out;
+    size_t total = (size_t)(8 + header_size);
+    buf = malloc(total);
+    if (buf == NULL) {
+        st_error_set(err, ST_HEADER_TOO_LARGE, 0, NULL, "out of memory for the header");
+        goto out;
+    }
+    size_t done = 0;
+    while (done < total) {
+        ssize_t n = pread(fd, buf + done, total - done, (off_t)done);
+        if (n <= 0) {
+            st_error_set(err, ST_HEADER_TRUNCATED, done, NULL, "the blob ended inside the header");
+            goto out;
+        }
+        done += (size_t)n;
+    }
+    if (st_header_parse(buf, total, size, &limits, out, err) == ST_OK)
+        rc = 0;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* Model, version and a valid {path}: the common start of the per-file routes. */
+static bool lookup_path(tg_request *req, tg_model *model, tg_version *version, const char **path)
+{
+    *path = tg_param(req, "path");
+    const char *why = NULL;
+    if (!tg_lookup_model(req, model))
+        return false;
+    if (*path == NULL || !tg_valid_file_path(*path, &why)) {
+        tg_respond_problem(req, 400, "invalid_path", "%s", why ? why : "the file path is invalid");
+        return false;
+    }
+    return tg_lookup_version(req, model, version);
+}
+
+/* ---- GET .../files ---- */
+
+typedef struct file_page {
+    json_t *files;
+    unsigned count;
+} file_page;
+
+static void add_file(void *ctx, const tg_file_record *file)
+{
+    file_page *page = ctx;
+    json_array_append_new(page->files, tg_file_json(file));
+    page->count++;
+}
+
+void tg_route_files_list(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    unsigned limit;
+    char key[TG_PATH_MAX + 8];
+    bool has_cursor;
+    if (!tg_list_params(req, &limit, key, sizeof key, &has_cursor))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    tg_version version;
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
+        file_page page = {.files = json_array()};
+        tg_cat_status status = tg_catalog_file_list(req->server->catalog, version.id,
+                                                    has_cursor ? key : NULL, limit + 1, add_file, &page);
+        if (status != TG_CAT_OK) {
+            json_decref(page.files);
+            tg_respond_problem(req, 500, "internal", "the catalog failed");
+        } else {
+            const char *next = NULL;
+            if (page.count > limit) {
+                json_array_remove(page.files, limit);
+                next = json_string_value(json_object_get(json_array_get(page.files, limit - 1), "path"));
+            }
+            json_t *body = json_object();
+            json_object_set(body, "files", page.files);
+            tg_set_next_cursor(body, next);
+            json_decref(page.files);
+            tg_respond_json(req, 200, body);
+        }
+    }
+    free(model);
+}
+
+/* ---- GET|HEAD .../files/{path} ---- */
+
+static void serve_file(tg_request *req, const tg_file_record *file)
+{
+    char etag[70];
+    snprintf(etag, sizeof etag, "\"%s\"", file->sha256);
+    if (tg_etag_matches(tg_header(req, "If-None-Match"), file->sha256)) {
+        struct MHD_Response *response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (response) {
+            MHD_add_response_header(response, "ETag", etag);
+            MHD_add_response_header(response, "Accept-Ranges", "bytes");
+        }
+        tg_respond(req, 304, response, 0);
+        return;
+    }
+    int fd = tg_store_open_blob(&req->server->store, file->sha256);
+    if (fd < 0) {
+        tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
+                           file->path);
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != file->size) {
+        close(fd);
+        tg_respond_problem(req, 500, "internal", "the stored blob for %s has the wrong size (run fsck)",
+                           file->path);
+        return;
+    }
+    uint64_t total = file->size, first = 0, length = total;
+    const char *range = tg_header(req, "Range");
+    /* If-Range with another validator: the client's copy changed, send it all. */
+    const char *if_range = tg_header(req, "If-Range");
+    if (if_range != NULL && strcmp(if_range, etag) != 0)
+        range = NULL;
+    tg_range_result result = tg_range_parse(range, total, &first, &length);
+    char content_range[96];
+    if (result == TG_RANGE_UNSATISFIABLE) {
+        close(fd);
+        snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
+        json_t *problem = tg_problem_json(416, "range_not_satisfiable", "the range is outside the file");
+        char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+        json_decref(problem);
+        size_t len = text ? strlen(text) : 0;
+        struct MHD_Response *response =
+            text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE) : NULL;
+        if (response) {
+            MHD_add_response_header(response, "Content-Type", "application/problem+json");
+            MHD_add_response_header(response, "Content-Range", content_range);
+            MHD_add_response_header(response, "ETag", etag);
+        } else {
+            free(text);
+        }
+        tg_respond(req, 416, response, len);
+        return;
+    }
+    unsigned status = 200;
+    if (result == TG_RANGE_OK) {
+        status = 206;
+        snprintf(content_range, sizeof content_range, "bytes %llu-%llu/%llu",
+                 (unsigned long long)first, (unsigned long long)(first + length - 1),
+                 (unsigned long long)total);
+    } else {
+        first = 0;
+        length = total;
+    }
+    /* sendfile from the blob; MHD closes fd with the response. */
+    struct MHD_Response *response =
+        length == 0 ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+                    : MHD_create_response_from_fd_at_offset64(length, fd, first);
+    if (length == 0 || response == NULL)
+        close(fd);
+    if (response) {
+        MHD_add_response_header(response, "Content-Type", "application/octet-stream");
+        MHD_add_response_header(response, "ETag", etag);
+        MHD_add_response_header(response, "Accept-Ranges", "bytes");
+        MHD_add_response_header(response, "X-Content-SHA256", file->sha256);
+        if (status == 206)
+            MHD_add_response_header(response, "Content-Range", content_range);
+    }
+    tg_respond(req, status, response, length);
+}
+
+void tg_route_file_get(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    tg_version version;
+    const char *path;
+    if (lookup_path(req, model, &version, &path)) {
+        tg_file_record file;
+        tg_cat_status status = tg_catalog_file_get(req->server->catalog, version.id, path, &file);
+        if (status == TG_CAT_OK)
+            serve_file(req, &file);
+        else if (status == TG_CAT_NOT_FOUND)
+            tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
+                               (long long)version.number, path);
+        else
+            tg_respond_problem(req, 500, "internal", "the catalog failed");
+    }
+    free(model);
+}
+
+/* ---- GET .../files/{path}/header ---- */
+
+static json_t *header_json(const tg_file_record *record, const st_file *file, const char *stats_text)
+{
+    json_error_t error;
+    json_t *stats = json_loads(stats_text ? stats_text : "[]", 0, &error);
+    if (!json_is_array(stats) || json_array_size(stats) != file->tensor_count) {
+        json_decref(stats);
+        stats = NULL;
+    }
+    json_t *metadata = json_object();
+    for (size_t i = 0; i < file->metadata_count; i++)
+        json_object_set_new(metadata, file->metadata[i].key, json_string(file->metadata[i].value));
+    json_t *tensors = json_array();
+    for (size_t i = 0; i < file->tensor_count; i++) {
+        const st_tensor *t = &file->tensors[i];
+        json_t *shape = json_array();
+        for (size_t d = 0; d < t->rank; d++)
+            json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
+        json_t *pair = stats ? json_array_get(stats, i) : NULL;
+        json_t *tensor = json_pack("{s:s%, s:s, s:o, s:[I,I]}", "name", t->name, t->name_len,
+                                   "dtype", st_dtype_name(t->dtype), "shape", shape, "data_offsets",
+                                   (json_int_t)(file->data_start + t->begin),
+                                   (json_int_t)(file->data_start + t->end));
+        if (tensor == NULL)
+            continue;
+        json_object_set_new(tensor, "nan", json_integer(json_integer_value(json_array_get(pair, 0))));
+        json_object_set_new(tensor, "inf", json_integer(json_integer_value(json_array_get(pair, 1))));
+        json_array_append_new(tensors, tensor);
+    }
+    uint64_t counts[ST_DTYPE_COUNT], total = 0;
+    st_file_parameter_counts(file, counts, &total);
+    json_t *parameters = json_object();
+    for (int d = 0; d < ST_DTYPE_COUNT; d++)
+        if (counts[d] > 0)
+            json_object_set_new(parameters, st_dtype_name((st_dtype)d), json_integer((json_int_t)counts[d]));
+    json_decref(stats);
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I}", "path", record->path,
+                     "sha256", record->sha256, "size", (json_int_t)record->size, "header_size",
+                     (json_int_t)file->header_size, "data_start", (json_int_t)file->data_start,
+                     "metadata", metadata, "tensors", tensors, "parameters", parameters,
+                     "parameters_total", (json_int_t)total, "nan_total", (json_int_t)record->nan,
+                     "inf_total", (json_int_t)record->inf);
+}
+
+void tg_route_file_header(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    tg_version version;
+    const char *path;
+    if (!lookup_path(req, model, &version, &path)) {
+        free(model);
+        return;
+    }
+    tg_catalog *catalog = req->server->catalog;
+    tg_file_record record;
+    tg_cat_status status = tg_catalog_file_get(catalog, version.id, path, &record);
+    if (status == TG_CAT_NOT_FOUND) {
+        /* ".../files/a/header" may also be the file "a/header" itself. */
+        char full[TG_PATH_MAX + 16];
+        snprintf(full, sizeof full, "%s/header", path);
+        if (strlen(full) <= TG_PATH_MAX &&
+            tg_catalog_file_get(catalog, version.id, full, &record) == TG_CAT_OK) {
+            serve_file(req, &record);
+        } else {
+            tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
+                               (long long)version.number, path);
+        }
+        free(model);
+        return;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        free(model);
+        return;
+    }
+    if (strcmp(record.kind, "safetensors") != 0) {
+        tg_respond_problem(req, 404, "not_safetensors", "%s is a %s sidecar, not safetensors", path,
+                           record.kind);
+        free(model);
+        return;
+    }
+    st_file file;
+    st_error err;
+    char *stats = NULL;
+    if (tg_blob_read_header(req->server, record.sha256, record.size, &file, &err) != 0) {
+        tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s", path,
+                           err.detail);
+    } else {
+        tg_catalog_file_stats(catalog, version.id, path, &stats);
+        json_t *body = header_json(&record, &file, stats);
+        if (body == NULL)
+            tg_respond_problem(req, 500, "internal", "out of memory");
+        else
+            tg_respond_json(req, 200, body);
+        st_file_free(&file);
+    }
+    free(stats);
+    free(model);
+}
+
+/* ---- DELETE .../files/{path} ---- */
+
+void tg_route_file_delete(tg_request *req)
+{
+    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    tg_version version;
+    const char *path;
+    if (lookup_path(req, model, &version, &path)) {
+        pthread_mutex_lock(&req->server->publish_lock);
+        tg_cat_status status = tg_catalog_file_delete(req->server->catalog, version.id, path);
+        pthread_mutex_unlock(&req->server->publish_lock);
+        if (status == TG_CAT_OK)
+            tg_respond_empty(req, 204);
+        else if (status == TG_CAT_CONFLICT)
+            tg_respond_problem(req, 409, "version_published",
+                               "version %lld is published; its files cannot change",
+                               (long long)version.number);
+        else if (status == TG_CAT_NOT_FOUND)
+            tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
+                               (long long)version.number, path);
+        else
+            tg_respond_problem(req, 500, "internal", "the catalog failed");
+    }
+    free(model);
+}

@@ -1,0 +1,403 @@
+/* /v1/models and /v1/models/{org}/{name}[/aliases/{alias}], and the lookups the
+ * other resources share (model, {rev}). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "routes.h"
+#include "checks.h"
+
+bool tg_lookup_model(tg_request *req, tg_model *model)
+{
+    const char *org = tg_param(req, "org"), *name = tg_param(req, "name");
+    if (org == NULL || name == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name)) {
+        tg_respond_problem(req, 400, "invalid_name",
+                           "a model name is org/name, each part [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+        return false;
+    }
+    tg_cat_status status = tg_catalog_model_get(req->server->catalog, org, name, model);
+    if (status == TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", org, name);
+        return false;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        return false;
+    }
+    return true;
+}
+
+static bool is_all_digits(const char *text)
+{
+    if (text[0] == '\0')
+        return false;
+    for (const char *p = text; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
+
+bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *version)
+{
+    const char *rev = tg_param(req, "rev");
+    tg_catalog *catalog = req->server->catalog;
+    tg_cat_status status;
+    if (rev == NULL || rev[0] == '\0') {
+        tg_respond_problem(req, 400, "invalid_name", "the version is missing");
+        return false;
+    }
+    if (is_all_digits(rev)) {
+        uint64_t number;
+        if (!tg_parse_u64(rev, &number) || number > INT64_MAX) {
+            tg_respond_problem(req, 404, "version_not_found", "no version %s of %s/%s", rev,
+                               model->org, model->name);
+            return false;
+        }
+        status = tg_catalog_version_get(catalog, model->id, (int64_t)number, version);
+    } else if (tg_is_sha256_hex(rev)) {
+        status = tg_catalog_version_by_digest(catalog, model->id, rev, version);
+    } else if (strcmp(rev, "latest") == 0) {
+        status = tg_catalog_version_latest_published(catalog, model->id, version);
+    } else {
+        if (!tg_valid_name_part(rev)) {
+            tg_respond_problem(req, 400, "invalid_name",
+                               "a version is a number, a 64-hex digest or an alias");
+            return false;
+        }
+        int64_t number = 0;
+        status = tg_catalog_alias_get(catalog, model->id, rev, &number);
+        if (status == TG_CAT_NOT_FOUND) {
+            tg_respond_problem(req, 404, "alias_not_found", "%s/%s has no alias '%s'", model->org,
+                               model->name, rev);
+            return false;
+        }
+        if (status == TG_CAT_OK)
+            status = tg_catalog_version_get(catalog, model->id, number, version);
+    }
+    if (status == TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, 404, "version_not_found", "%s/%s has no version '%s'", model->org,
+                           model->name, rev);
+        return false;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        return false;
+    }
+    return true;
+}
+
+json_t *tg_file_json(const tg_file_record *file)
+{
+    return json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "path", file->path, "kind",
+                     file->kind, "size", (json_int_t)file->size, "sha256", file->sha256, "tensors",
+                     (json_int_t)file->tensors, "parameters", (json_int_t)file->parameters, "nan",
+                     (json_int_t)file->nan, "inf", (json_int_t)file->inf);
+}
+
+static json_t *string_or_null(const char *text)
+{
+    return text[0] ? json_string(text) : json_null();
+}
+
+static void add_file(void *ctx, const tg_file_record *file)
+{
+    json_array_append_new(ctx, tg_file_json(file));
+}
+
+json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
+                        bool with_files)
+{
+    char full_name[2 * TG_NAME_MAX + 2];
+    snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
+    json_t *body = json_pack("{s:s, s:I, s:s, s:s}", "model", full_name, "version",
+                             (json_int_t)version->number, "state",
+                             version->published ? "published" : "draft", "created_at",
+                             version->created_at);
+    if (body == NULL)
+        return NULL;
+    json_object_set_new(body, "published_at", string_or_null(version->published_at));
+    json_object_set_new(body, "digest", string_or_null(version->digest));
+    if (with_files) {
+        json_t *files = json_array();
+        if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, add_file, files) != TG_CAT_OK) {
+            json_decref(files);
+            json_decref(body);
+            return NULL;
+        }
+        json_object_set_new(body, "files", files);
+    }
+    return body;
+}
+
+/* ---- GET /v1/models ---- */
+
+typedef struct model_page {
+    json_t *models;
+    unsigned count;
+    char last_key[2 * TG_NAME_MAX + 2];
+} model_page;
+
+static void add_model_summary(void *ctx, const tg_model *model)
+{
+    model_page *page = ctx;
+    char full_name[2 * TG_NAME_MAX + 2];
+    snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
+    json_array_append_new(page->models,
+                          json_pack("{s:s, s:s, s:s}", "name", full_name, "description",
+                                    model->description, "created_at", model->created_at));
+    page->count++;
+    memcpy(page->last_key, full_name, sizeof full_name);
+}
+
+void tg_route_models_list(tg_request *req)
+{
+    if (!tg_auth_read(req, NULL))
+        return;
+    unsigned limit;
+    char key[512];
+    bool has_cursor;
+    if (!tg_list_params(req, &limit, key, sizeof key, &has_cursor))
+        return;
+    char after_org[TG_NAME_MAX + 1] = "", after_name[TG_NAME_MAX + 1] = "";
+    if (has_cursor) {
+        char *slash = strchr(key, '/');
+        if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX || strlen(slash + 1) > TG_NAME_MAX) {
+            tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+            return;
+        }
+        memcpy(after_org, key, (size_t)(slash - key));
+        after_org[slash - key] = '\0';
+        snprintf(after_name, sizeof after_name, "%s", slash + 1);
+    }
+    const char *query = tg_query(req, "q");
+    if (query && strlen(query) > 256) {
+        tg_respond_problem(req, 400, "invalid_request", "q is limited to 256 bytes");
+        return;
+    }
+    model_page page = {.models = json_array()};
+    /* One more than asked tells whether a next page exists. */
+    tg_cat_status status =
+        tg_catalog_model_list(req->server->catalog, query, has_cursor ? after_org : NULL,
+                              has_cursor ? after_name : NULL, limit + 1, add_model_summary, &page);
+    if (status != TG_CAT_OK || page.models == NULL) {
+        json_decref(page.models);
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        return;
+    }
+    const char *next = NULL;
+    if (page.count > limit) {
+        json_array_remove(page.models, limit);
+        json_t *last = json_array_get(page.models, limit - 1);
+        next = json_string_value(json_object_get(last, "name"));
+    }
+    json_t *body = json_object();
+    json_object_set(body, "models", page.models);
+    tg_set_next_cursor(body, next);
+    json_decref(page.models);
+    tg_respond_json(req, 200, body);
+}
+
+/* ---- POST /v1/models ---- */
+
+static json_t *model_json(tg_server *server, const tg_model *model);
+
+void tg_route_model_create(tg_request *req)
+{
+    json_t *body = tg_json_body(req);
+    if (body == NULL)
+        return;
+    const char *full_name = json_string_value(json_object_get(body, "name"));
+    json_t *description_value = json_object_get(body, "description");
+    const char *description = "";
+    if (full_name == NULL) {
+        json_decref(body);
+        tg_respond_problem(req, 400, "invalid_request", "\"name\" (a string \"org/name\") is required");
+        return;
+    }
+    if (description_value != NULL && !json_is_null(description_value)) {
+        description = json_string_value(description_value);
+        if (description == NULL || strlen(description) > TG_DESCRIPTION_MAX) {
+            json_decref(body);
+            tg_respond_problem(req, 400, "invalid_request",
+                               "\"description\" must be a string of at most %d bytes",
+                               TG_DESCRIPTION_MAX);
+            return;
+        }
+    }
+    char org[TG_NAME_MAX + 2], name[TG_NAME_MAX + 2];
+    const char *slash = strchr(full_name, '/');
+    if (slash == NULL || (size_t)(slash - full_name) > TG_NAME_MAX || strlen(slash + 1) > TG_NAME_MAX) {
+        json_decref(body);
+        tg_respond_problem(req, 400, "invalid_name", "a model name is org/name");
+        return;
+    }
+    memcpy(org, full_name, (size_t)(slash - full_name));
+    org[slash - full_name] = '\0';
+    snprintf(name, sizeof name, "%s", slash + 1);
+    if (!tg_valid_name_part(org) || !tg_valid_name_part(name)) {
+        json_decref(body);
+        tg_respond_problem(req, 400, "invalid_name",
+                           "each part of org/name is [A-Za-z0-9][A-Za-z0-9._-]{0,63} without '..'");
+        return;
+    }
+    if (!tg_auth_require(req, TG_SCOPE_WRITE, org)) {
+        json_decref(body);
+        return;
+    }
+    tg_model *model = malloc(sizeof *model);
+    tg_cat_status status = model ? tg_catalog_model_create(req->server->catalog, org, name,
+                                                            description, model)
+                                 : TG_CAT_ERROR;
+    json_decref(body);
+    if (status == TG_CAT_EXISTS)
+        tg_respond_problem(req, 409, "model_exists", "the model %s/%s already exists", org, name);
+    else if (status != TG_CAT_OK)
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+    else
+        tg_respond_json(req, 201, model_json(req->server, model));
+    free(model);
+}
+
+/* ---- GET /v1/models/{org}/{name} ---- */
+
+static void add_alias(void *ctx, const char *alias, int64_t number)
+{
+    json_object_set_new(ctx, alias, json_integer(number));
+}
+
+static void add_version(void *ctx, const tg_version *version)
+{
+    json_t *item = json_pack("{s:I, s:s, s:s}", "version", (json_int_t)version->number, "state",
+                             version->published ? "published" : "draft", "created_at",
+                             version->created_at);
+    if (item == NULL)
+        return;
+    json_object_set_new(item, "published_at", string_or_null(version->published_at));
+    json_object_set_new(item, "digest", string_or_null(version->digest));
+    json_array_append_new(ctx, item);
+}
+
+static json_t *model_json(tg_server *server, const tg_model *model)
+{
+    char full_name[2 * TG_NAME_MAX + 2];
+    snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
+    json_t *aliases = json_object(), *versions = json_array();
+    tg_version latest;
+    tg_cat_status latest_status =
+        tg_catalog_version_latest_published(server->catalog, model->id, &latest);
+    if (latest_status == TG_CAT_OK)
+        json_object_set_new(aliases, "latest", json_integer(latest.number));
+    if ((latest_status != TG_CAT_OK && latest_status != TG_CAT_NOT_FOUND) ||
+        tg_catalog_alias_list(server->catalog, model->id, add_alias, aliases) != TG_CAT_OK ||
+        tg_catalog_version_list(server->catalog, model->id, add_version, versions) != TG_CAT_OK) {
+        json_decref(aliases);
+        json_decref(versions);
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", full_name, "description",
+                     model->description, "created_at", model->created_at, "aliases", aliases,
+                     "versions", versions);
+}
+
+void tg_route_model_get(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    if (tg_lookup_model(req, model)) {
+        json_t *body = model_json(req->server, model);
+        if (body == NULL)
+            tg_respond_problem(req, 500, "internal", "the catalog failed");
+        else
+            tg_respond_json(req, 200, body);
+    }
+    free(model);
+}
+
+void tg_route_model_delete(tg_request *req)
+{
+    if (!tg_auth_require(req, TG_SCOPE_ADMIN, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    if (tg_lookup_model(req, model)) {
+        /* Blobs stay until `tensorgate gc`: another version may share them. */
+        pthread_mutex_lock(&req->server->publish_lock);
+        tg_cat_status status = tg_catalog_model_delete(req->server->catalog, model->id);
+        pthread_mutex_unlock(&req->server->publish_lock);
+        if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
+            tg_respond_empty(req, 204);
+        else
+            tg_respond_problem(req, 500, "internal", "the catalog failed");
+    }
+    free(model);
+}
+
+/* ---- PUT /v1/models/{org}/{name}/aliases/{alias} ---- */
+
+void tg_route_alias_set(tg_request *req)
+{
+    const char *alias = tg_param(req, "alias");
+    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
+        return;
+    if (alias != NULL && strcmp(alias, "latest") == 0) {
+        tg_respond_problem(req, 400, "reserved_alias",
+                           "'latest' is automatic: the newest published version");
+        return;
+    }
+    if (alias == NULL || !tg_valid_alias(alias)) {
+        tg_respond_problem(req, 400, "invalid_name",
+                           "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
+        return;
+    }
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    json_t *body = NULL;
+    if (!tg_lookup_model(req, model))
+        goto out;
+    body = tg_json_body(req);
+    if (body == NULL)
+        goto out;
+    json_t *number_value = json_object_get(body, "version");
+    if (!json_is_integer(number_value) || json_integer_value(number_value) < 1) {
+        tg_respond_problem(req, 400, "invalid_request", "\"version\" (a version number) is required");
+        goto out;
+    }
+    int64_t number = json_integer_value(number_value);
+    tg_version version;
+    tg_cat_status status = tg_catalog_version_get(req->server->catalog, model->id, number, &version);
+    if (status == TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, 404, "version_not_found", "%s/%s has no version %lld", model->org,
+                           model->name, (long long)number);
+        goto out;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        goto out;
+    }
+    if (!version.published) {
+        tg_respond_problem(req, 409, "version_not_published",
+                           "an alias can only name a published version; %lld is a draft",
+                           (long long)number);
+        goto out;
+    }
+    if (tg_catalog_alias_set(req->server->catalog, model->id, alias, number) != TG_CAT_OK) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        goto out;
+    }
+    tg_respond_json(req, 200, json_pack("{s:s, s:I}", "alias", alias, "version", (json_int_t)number));
+out:
+    json_decref(body);
+    free(model);
+}

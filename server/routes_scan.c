@@ -1,0 +1,99 @@
+/* POST /v1/scan: the gate over the body, nothing stored, the verdict as JSON
+ * (the fields of `tensorgate validate --json` minus "file"). ?kind=sidecar lets
+ * strict JSON and UTF-8 text pass too. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "routes.h"
+#include "upload.h"
+
+void tg_route_scan_start(tg_request *req)
+{
+    if (!tg_auth_read(req, NULL))
+        return;
+    const char *kind_text = tg_query(req, "kind");
+    st_gate_kind kind = ST_GATE_SAFETENSORS;
+    if (kind_text != NULL && strcmp(kind_text, "sidecar") == 0) {
+        kind = ST_GATE_SIDECAR;
+    } else if (kind_text != NULL && strcmp(kind_text, "safetensors") != 0) {
+        tg_respond_problem(req, 400, "invalid_request", "kind is 'safetensors' or 'sidecar'");
+        return;
+    }
+    uint64_t declared = tg_request_body_size(req);
+    if (declared != ST_FILE_SIZE_UNKNOWN && declared > req->server->config.max_body) {
+        tg_respond_problem(req, 413, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
+                           (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
+        return;
+    }
+    tg_ingest *ingest = calloc(1, sizeof *ingest);
+    if (ingest == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    req->state = ingest;
+    if (tg_ingest_init(ingest, req->server, kind, declared, false) != 0) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    ingest->hash_after_stop = true;
+}
+
+void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len)
+{
+    if (req->state != NULL)
+        tg_ingest_feed(req->state, req, data, len);
+}
+
+static json_t *string_or_null(const char *text)
+{
+    return (text && text[0]) ? json_string(text) : json_null();
+}
+
+void tg_route_scan_finish(tg_request *req)
+{
+    tg_ingest *ingest = req->state;
+    if (ingest == NULL || ingest->gate == NULL) {
+        tg_respond_problem(req, 500, "internal", "the scan was not started");
+        return;
+    }
+    tg_ingest_finish(ingest);
+    if (ingest->state == TG_INGEST_TOO_LARGE) {
+        tg_respond_problem(req, 413, "payload_too_large", "the body is larger than %llu bytes",
+                           (unsigned long long)req->server->config.max_body);
+        return;
+    }
+    if (ingest->state == TG_INGEST_FAILED) {
+        tg_respond_problem(req, 500, "internal", "the scan ran out of memory");
+        return;
+    }
+    st_verdict verdict;
+    st_gate_verdict(ingest->gate, &verdict);
+    char sha[65];
+    tg_ingest_digest(ingest, sha);
+    bool valid = ingest->state == TG_INGEST_OPEN && verdict.valid;
+    uint64_t size = ingest->seen + ingest->drained;
+    json_t *body = json_object();
+    json_object_set_new(body, "valid", json_boolean(valid));
+    json_object_set_new(body, "reason", valid ? json_null() : json_string(st_reason_name(verdict.error.reason)));
+    json_object_set_new(body, "detail", valid ? json_null() : string_or_null(verdict.error.detail));
+    json_object_set_new(body, "offset", (valid || verdict.error.offset == ST_NO_OFFSET)
+                                            ? json_null()
+                                            : json_integer((json_int_t)verdict.error.offset));
+    json_object_set_new(body, "tensor", valid ? json_null() : string_or_null(verdict.error.tensor));
+    json_object_set_new(body, "format", json_string(st_format_name(verdict.format)));
+    json_object_set_new(body, "size", json_integer((json_int_t)size));
+    json_object_set_new(body, "sha256", json_string(sha));
+    tg_respond_json(req, 200, body);
+}
+
+void tg_route_scan_cleanup(tg_request *req)
+{
+    tg_ingest *ingest = req->state;
+    if (ingest == NULL)
+        return;
+    tg_ingest_free(ingest);
+    free(ingest);
+    req->state = NULL;
+}

@@ -1,0 +1,283 @@
+/* /v1/models/{org}/{name}/versions[/{rev}[/publish]] */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "index_check.h"
+#include "log.h"
+#include "routes.h"
+
+void tg_route_version_create(tg_request *req)
+{
+    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    if (tg_lookup_model(req, model)) {
+        tg_version version;
+        tg_cat_status status = tg_catalog_version_create(req->server->catalog, model->id, &version);
+        if (status == TG_CAT_NOT_FOUND)
+            tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org, model->name);
+        else if (status != TG_CAT_OK)
+            tg_respond_problem(req, 500, "internal", "the catalog failed");
+        else
+            tg_respond_json(req, 201, tg_version_json(req->server, model, &version, true));
+    }
+    free(model);
+}
+
+void tg_route_version_get(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    tg_version version;
+    if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
+        json_t *body = tg_version_json(req->server, model, &version, true);
+        if (body == NULL)
+            tg_respond_problem(req, 500, "internal", "the catalog failed");
+        else
+            tg_respond_json(req, 200, body);
+    }
+    free(model);
+}
+
+/* ---- publish ---- */
+
+typedef struct file_list {
+    tg_file_record *items;
+    size_t count, cap;
+    bool failed;
+} file_list;
+
+static void collect_file(void *ctx, const tg_file_record *file)
+{
+    file_list *list = ctx;
+    if (list->failed)
+        return;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        tg_file_record *grown = realloc(list->items, cap * sizeof *grown);
+        if (grown == NULL) {
+            list->failed = true;
+            return;
+        }
+        list->items = grown;
+        list->cap = cap;
+    }
+    list->items[list->count++] = *file;
+}
+
+/* The version digest: SHA-256 over "path sha256 size\n" lines sorted by path (the
+ * catalog lists files in byte order of path). */
+static void manifest_digest(const file_list *files, char hex[65])
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    for (size_t i = 0; i < files->count; i++) {
+        char line[TG_PATH_MAX + 100];
+        int n = snprintf(line, sizeof line, "%s %s %llu\n", files->items[i].path,
+                         files->items[i].sha256, (unsigned long long)files->items[i].size);
+        EVP_DigestUpdate(ctx, line, (size_t)n);
+    }
+    unsigned char digest[32];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx, digest, &len);
+    EVP_MD_CTX_free(ctx);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+}
+
+static size_t dir_length(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? (size_t)(slash - path) + 1 : 0;
+}
+
+static bool same_dir(const char *a, const char *b)
+{
+    size_t len = dir_length(a);
+    return len == dir_length(b) && strncmp(a, b, len) == 0;
+}
+
+typedef struct loaded_shard {
+    st_file file;
+    const char **names;
+} loaded_shard;
+
+/* Reads an index file's bytes (a sidecar, so bounded by the sidecar limit). */
+static char *read_small_blob(tg_server *server, const tg_file_record *file)
+{
+    if (file->size > 64ULL * 1024 * 1024)
+        return NULL;
+    int fd = tg_store_open_blob(&server->store, file->sha256);
+    if (fd < 0)
+        return NULL;
+    char *text = malloc(file->size + 1);
+    size_t done = 0;
+    while (text && done < file->size) {
+        ssize_t n = pread(fd, text + done, file->size - done, (off_t)done);
+        if (n <= 0) {
+            free(text);
+            text = NULL;
+            break;
+        }
+        done += (size_t)n;
+    }
+    close(fd);
+    if (text)
+        text[file->size] = '\0';
+    return text;
+}
+
+/* Checks every directory of the version: with an index, the index against that
+ * directory's .safetensors files; without, that those files' tensor names are disjoint.
+ * Returns 0 ok, 1 mismatch (detail set), -1 server error. */
+static int check_shards(tg_server *server, const file_list *files, char *detail, size_t detail_len)
+{
+    loaded_shard *loaded = calloc(files->count ? files->count : 1, sizeof *loaded);
+    tg_shard *shards = calloc(files->count ? files->count : 1, sizeof *shards);
+    int result = -1;
+    if (loaded == NULL || shards == NULL)
+        goto out;
+    /* Load every .safetensors header once. */
+    for (size_t i = 0; i < files->count; i++) {
+        const tg_file_record *f = &files->items[i];
+        if (strcmp(f->kind, "safetensors") != 0 || !tg_is_safetensors_path(f->path))
+            continue;
+        st_error err;
+        if (tg_blob_read_header(server, f->sha256, f->size, &loaded[i].file, &err) != 0) {
+            tg_log(TG_LOG_ERROR, "publish: cannot read the header of %s (%s): %s", f->path,
+                   f->sha256, err.detail);
+            goto out;
+        }
+        loaded[i].names = calloc(loaded[i].file.tensor_count ? loaded[i].file.tensor_count : 1,
+                                 sizeof *loaded[i].names);
+        if (loaded[i].names == NULL)
+            goto out;
+        for (size_t t = 0; t < loaded[i].file.tensor_count; t++)
+            loaded[i].names[t] = loaded[i].file.tensors[t].name;
+    }
+    result = 0;
+    for (size_t i = 0; i < files->count && result == 0; i++) {
+        const tg_file_record *anchor = &files->items[i];
+        bool is_index = tg_is_index_path(anchor->path);
+        /* Each directory is checked once: at its index, or at its first shard when it has none. */
+        bool dir_has_index = false, first_shard_of_dir = true;
+        for (size_t j = 0; j < files->count; j++) {
+            if (!same_dir(anchor->path, files->items[j].path))
+                continue;
+            if (tg_is_index_path(files->items[j].path))
+                dir_has_index = true;
+            if (j < i && loaded[j].names != NULL)
+                first_shard_of_dir = false;
+        }
+        bool anchor_is_shard = loaded[i].names != NULL;
+        if (!is_index && !(anchor_is_shard && !dir_has_index && first_shard_of_dir))
+            continue;
+        size_t count = 0;
+        for (size_t j = 0; j < files->count; j++) {
+            if (loaded[j].names == NULL || !same_dir(anchor->path, files->items[j].path))
+                continue;
+            shards[count].path = files->items[j].path;
+            shards[count].tensor_count = loaded[j].file.tensor_count;
+            shards[count].names = loaded[j].names;
+            shards[count].data_bytes = loaded[j].file.data_size;
+            count++;
+        }
+        if (is_index) {
+            char *text = read_small_blob(server, anchor);
+            if (text == NULL) {
+                result = -1;
+                break;
+            }
+            if (!tg_index_check(anchor->path, text, anchor->size, shards, count, detail, detail_len))
+                result = 1;
+            free(text);
+        } else if (count > 1 && !tg_shards_disjoint(shards, count, detail, detail_len)) {
+            result = 1;
+        }
+    }
+out:
+    if (loaded) {
+        for (size_t i = 0; i < files->count; i++) {
+            free(loaded[i].names);
+            st_file_free(&loaded[i].file);
+        }
+    }
+    free(loaded);
+    free(shards);
+    return result;
+}
+
+void tg_route_version_publish(tg_request *req)
+{
+    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
+        return;
+    tg_server *server = req->server;
+    tg_model *model = malloc(sizeof *model);
+    file_list files = {0};
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    tg_version version;
+    if (!tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
+        goto out_free;
+    if (version.published) {
+        tg_respond_problem(req, 409, "version_published", "version %lld of %s/%s is already published",
+                           (long long)version.number, model->org, model->name);
+        goto out_free;
+    }
+    /* Uploads and deletes commit under the same lock: what is checked is what is frozen. */
+    pthread_mutex_lock(&server->publish_lock);
+    if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, collect_file, &files) != TG_CAT_OK ||
+        files.failed) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        goto out_unlock;
+    }
+    if (files.count == 0) {
+        tg_respond_problem(req, 422, "empty_version", "version %lld has no files to publish",
+                           (long long)version.number);
+        goto out_unlock;
+    }
+    char detail[512] = "";
+    int check = check_shards(server, &files, detail, sizeof detail);
+    if (check < 0) {
+        tg_respond_problem(req, 500, "internal", "the shard headers could not be read");
+        goto out_unlock;
+    }
+    if (check > 0) {
+        tg_respond_problem(req, 422, "index_mismatch", "%s", detail);
+        goto out_unlock;
+    }
+    char digest[65];
+    manifest_digest(&files, digest);
+    tg_version published;
+    tg_cat_status status = tg_catalog_version_publish(server->catalog, version.id, digest, &published);
+    if (status == TG_CAT_CONFLICT) {
+        tg_respond_problem(req, 409, "version_published", "version %lld of %s/%s is already published",
+                           (long long)version.number, model->org, model->name);
+    } else if (status != TG_CAT_OK) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+    } else {
+        tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
+               (long long)published.number, digest);
+        tg_respond_json(req, 200, tg_version_json(server, model, &published, true));
+    }
+out_unlock:
+    pthread_mutex_unlock(&server->publish_lock);
+out_free:
+    free(files.items);
+    free(model);
+}

@@ -1,0 +1,203 @@
+/* Content-addressed blob store on local disk (see store.h for the invariants). */
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tg_is_sha256_hex(const char *text)
+{
+    size_t i;
+    for (i = 0; text[i] != '\0'; i++) {
+        char c = text[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return 0;
+    }
+    return i == TG_SHA256_HEX_LEN;
+}
+
+static int make_dir(const char *path)
+{
+    if (mkdir(path, 0755) == 0 || errno == EEXIST)
+        return 0;
+    return -1;
+}
+
+static int fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+/* Removes everything in tmp/: uploads that were in flight when the server stopped. */
+static void empty_dir(const char *path)
+{
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+            continue;
+        unlinkat(dirfd(dir), entry->d_name, 0);
+    }
+    closedir(dir);
+}
+
+int tg_store_open(tg_store *store, const char *root, char *err, size_t err_len)
+{
+    memset(store, 0, sizeof *store);
+    if (strlen(root) >= sizeof store->root - 64) {
+        snprintf(err, err_len, "data directory path is too long");
+        return -1;
+    }
+    snprintf(store->root, sizeof store->root, "%s", root);
+    snprintf(store->tmp_dir, sizeof store->tmp_dir, "%s/tmp", root);
+    snprintf(store->blob_dir, sizeof store->blob_dir, "%s/blobs/sha256", root);
+    char blobs[4200];
+    snprintf(blobs, sizeof blobs, "%s/blobs", root);
+    if (make_dir(root) != 0 || make_dir(blobs) != 0 || make_dir(store->blob_dir) != 0 ||
+        make_dir(store->tmp_dir) != 0) {
+        snprintf(err, err_len, "cannot create the data directory %s: %s", root, strerror(errno));
+        return -1;
+    }
+    empty_dir(store->tmp_dir);
+    return 0;
+}
+
+int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path_len)
+{
+    int n = snprintf(path, path_len, "%s/upload-XXXXXX", store->tmp_dir);
+    if (n < 0 || (size_t)n >= path_len)
+        return -1;
+    *fd = mkostemp(path, O_CLOEXEC);
+    return *fd < 0 ? -1 : 0;
+}
+
+static tg_store_status status_of_errno(void)
+{
+    return (errno == ENOSPC || errno == EDQUOT) ? TG_STORE_NO_SPACE : TG_STORE_ERROR;
+}
+
+tg_store_status tg_store_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return status_of_errno();
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return TG_STORE_OK;
+}
+
+void tg_store_temp_discard(int fd, const char *temp_path)
+{
+    if (fd >= 0)
+        close(fd);
+    if (temp_path != NULL && temp_path[0] != '\0')
+        unlink(temp_path);
+}
+
+int tg_store_blob_path(const tg_store *store, const char *hex, char *path, size_t path_len)
+{
+    if (!tg_is_sha256_hex(hex))
+        return -1;
+    int n = snprintf(path, path_len, "%s/%.2s/%s", store->blob_dir, hex, hex);
+    return (n < 0 || (size_t)n >= path_len) ? -1 : 0;
+}
+
+tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *temp_path,
+                                     const char *hex)
+{
+    char dir[4300], final_path[4400];
+    if (tg_store_blob_path(store, hex, final_path, sizeof final_path) != 0) {
+        tg_store_temp_discard(fd, temp_path);
+        return TG_STORE_ERROR;
+    }
+    snprintf(dir, sizeof dir, "%s/%.2s", store->blob_dir, hex);
+    /* The bytes are durable before the name appears, so a crash never leaves a
+     * blob name over partial content. */
+    if (fsync(fd) != 0) {
+        tg_store_status status = status_of_errno();
+        tg_store_temp_discard(fd, temp_path);
+        return status;
+    }
+    close(fd);
+    if (make_dir(dir) != 0) {
+        tg_store_status status = status_of_errno();
+        unlink(temp_path);
+        return status;
+    }
+    struct stat st;
+    if (stat(final_path, &st) == 0) {
+        /* Content-addressed: the same name means the same bytes; keep one copy. */
+        unlink(temp_path);
+        return TG_STORE_OK;
+    }
+    if (rename(temp_path, final_path) != 0) {
+        tg_store_status status = status_of_errno();
+        unlink(temp_path);
+        return status;
+    }
+    if (fsync_dir(dir) != 0)
+        return status_of_errno();
+    return TG_STORE_OK;
+}
+
+int tg_store_open_blob(const tg_store *store, const char *hex)
+{
+    char path[4400];
+    if (tg_store_blob_path(store, hex, path, sizeof path) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int tg_store_each_blob(const tg_store *store, int (*visit)(void *ctx, const char *hex), void *ctx)
+{
+    DIR *top = opendir(store->blob_dir);
+    if (top == NULL)
+        return -1;
+    struct dirent *prefix;
+    int stop = 0;
+    while (!stop && (prefix = readdir(top)) != NULL) {
+        if (strlen(prefix->d_name) != 2 || prefix->d_name[0] == '.')
+            continue;
+        char sub[4300];
+        snprintf(sub, sizeof sub, "%s/%.2s", store->blob_dir, prefix->d_name);
+        DIR *dir = opendir(sub);
+        if (dir == NULL)
+            continue;
+        struct dirent *entry;
+        while (!stop && (entry = readdir(dir)) != NULL) {
+            if (tg_is_sha256_hex(entry->d_name) && strncmp(entry->d_name, prefix->d_name, 2) == 0)
+                stop = visit(ctx, entry->d_name);
+        }
+        closedir(dir);
+    }
+    closedir(top);
+    return 0;
+}
+
+int tg_store_remove_blob(const tg_store *store, const char *hex)
+{
+    char path[4400];
+    if (tg_store_blob_path(store, hex, path, sizeof path) != 0)
+        return -1;
+    return unlink(path);
+}

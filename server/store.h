@@ -1,0 +1,59 @@
+/* The local blob store: content-addressed files under the data directory.
+ *
+ * Layout: DATA/catalog.db, DATA/blobs/sha256/ab/<64 hex>, DATA/tmp/ (uploads in
+ * flight). A blob is written to tmp/, fsynced, renamed into place, and its
+ * directory fsynced; so a blob path either does not exist or holds complete
+ * content whose SHA-256 is its name. Identical content is stored once. */
+#ifndef TG_STORE_H
+#define TG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TG_SHA256_HEX_LEN 64
+
+typedef struct tg_store {
+    char root[4096];
+    char tmp_dir[4200];
+    char blob_dir[4200]; /* DATA/blobs/sha256 */
+} tg_store;
+
+typedef enum tg_store_status {
+    TG_STORE_OK = 0,
+    TG_STORE_NO_SPACE, /* ENOSPC / EDQUOT: the caller answers 507 */
+    TG_STORE_ERROR,
+} tg_store_status;
+
+/* Creates the layout if needed and empties tmp/. err gets one sentence on failure. */
+int tg_store_open(tg_store *store, const char *root, char *err, size_t err_len);
+
+/* A new temp file in tmp/: fd open for writing, path filled. */
+int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path_len);
+
+/* Writes all of buf to fd (retries short writes). */
+tg_store_status tg_store_write_all(int fd, const void *buf, size_t len);
+
+/* fsyncs the temp file, renames it to the blob named hex (dropping the temp when
+ * the blob already exists), fsyncs the directory. Closes fd in every case. */
+tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *temp_path,
+                                     const char *hex);
+
+/* Closes fd (if >= 0) and removes the temp file. */
+void tg_store_temp_discard(int fd, const char *temp_path);
+
+/* DATA/blobs/sha256/ab/<hex>. Returns -1 if hex is not 64 lowercase hex digits. */
+int tg_store_blob_path(const tg_store *store, const char *hex, char *path, size_t path_len);
+
+/* Opens a blob read-only; -1 with errno set when absent. */
+int tg_store_open_blob(const tg_store *store, const char *hex);
+
+/* Calls visit for every blob file name (64 hex) found; stops when visit returns nonzero. */
+int tg_store_each_blob(const tg_store *store, int (*visit)(void *ctx, const char *hex), void *ctx);
+
+/* Removes one blob. */
+int tg_store_remove_blob(const tg_store *store, const char *hex);
+
+/* True when text is exactly 64 lowercase hex digits. */
+int tg_is_sha256_hex(const char *text);
+
+#endif

@@ -1,0 +1,352 @@
+/* PUT .../versions/{rev}/files/{path}: stream the body through the gate into a
+ * temp file, hashing in the same pass, then commit the blob and the catalog row.
+ *
+ * libmicrohttpd (0.9.x) cannot queue a response while body data is being
+ * delivered, only at the headers or after the whole body. So checks that need no
+ * body (auth, names, draft state, declared size) answer at the headers, before a
+ * byte is read; a refusal found in the body stops all work at once (temp file
+ * deleted, nothing more hashed, written or parsed) and the rest of the body is
+ * dropped unread-into-anything until the end, where the problem is sent. A body
+ * that goes on past --drain-limit after a refusal gets its connection closed. */
+#include "upload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "index_check.h"
+#include "log.h"
+#include "routes.h"
+#include "checks.h"
+
+uint64_t tg_request_body_size(const tg_request *req)
+{
+    const char *encoding = tg_header(req, "Transfer-Encoding");
+    if (encoding != NULL && strcasestr(encoding, "chunked") != NULL)
+        return ST_FILE_SIZE_UNKNOWN;
+    const char *length = tg_header(req, "Content-Length");
+    uint64_t value;
+    if (length != NULL && tg_parse_u64(length, &value))
+        return value;
+    return ST_FILE_SIZE_UNKNOWN;
+}
+
+int tg_ingest_init(tg_ingest *ingest, tg_server *server, st_gate_kind kind, uint64_t declared,
+                   bool with_file)
+{
+    memset(ingest, 0, sizeof *ingest);
+    ingest->fd = -1;
+    ingest->declared = declared;
+    ingest->max_body = server->config.max_body;
+    ingest->drain_limit = server->config.drain_limit;
+    st_gate_config config = {
+        .limits = {.max_header_size = server->config.max_header, .max_depth = 0},
+        .kind = kind,
+        .refuse_nonfinite = server->config.refuse_nonfinite,
+        .sidecar_max_size = 0,
+    };
+    ingest->gate = st_gate_new(&config, declared);
+    ingest->sha = EVP_MD_CTX_new();
+    if (ingest->gate == NULL || ingest->sha == NULL ||
+        EVP_DigestInit_ex(ingest->sha, EVP_sha256(), NULL) != 1)
+        return -1;
+    if (with_file &&
+        tg_store_temp_create(&server->store, &ingest->fd, ingest->temp_path, sizeof ingest->temp_path) != 0) {
+        ingest->temp_path[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+static void stop(tg_ingest *ingest, tg_ingest_state state)
+{
+    ingest->state = state;
+    /* Nothing of a refused or failed upload stays on disk. */
+    tg_store_temp_discard(ingest->fd, ingest->temp_path);
+    ingest->fd = -1;
+    ingest->temp_path[0] = '\0';
+}
+
+void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len)
+{
+    if (ingest->state != TG_INGEST_OPEN) {
+        ingest->drained += len;
+        if (ingest->hash_after_stop)
+            EVP_DigestUpdate(ingest->sha, data, len);
+        if (ingest->drained > ingest->drain_limit)
+            req->close_now = true;
+        return;
+    }
+    uint64_t after;
+    if (__builtin_add_overflow(ingest->seen, (uint64_t)len, &after) || after > ingest->max_body) {
+        stop(ingest, TG_INGEST_TOO_LARGE);
+        ingest->drained += len;
+        return;
+    }
+    st_gate_status status = st_gate_feed(ingest->gate, data, len);
+    if (st_gate_out_of_memory(ingest->gate)) {
+        stop(ingest, TG_INGEST_FAILED);
+        return;
+    }
+    if (status == ST_GATE_REFUSED) {
+        stop(ingest, TG_INGEST_REFUSED);
+        ingest->drained += len;
+        if (ingest->hash_after_stop) {
+            EVP_DigestUpdate(ingest->sha, data, len);
+        }
+        return;
+    }
+    if (ingest->fd >= 0) {
+        tg_store_status written = tg_store_write_all(ingest->fd, data, len);
+        if (written != TG_STORE_OK) {
+            stop(ingest, written == TG_STORE_NO_SPACE ? TG_INGEST_NO_SPACE : TG_INGEST_FAILED);
+            return;
+        }
+    }
+    EVP_DigestUpdate(ingest->sha, data, len);
+    ingest->seen = after;
+}
+
+void tg_ingest_finish(tg_ingest *ingest)
+{
+    if (ingest->state != TG_INGEST_OPEN)
+        return;
+    st_gate_status status = st_gate_finish(ingest->gate);
+    if (st_gate_out_of_memory(ingest->gate))
+        stop(ingest, TG_INGEST_FAILED);
+    else if (status != ST_GATE_ACCEPTED)
+        stop(ingest, TG_INGEST_REFUSED);
+}
+
+void tg_ingest_digest(tg_ingest *ingest, char hex[65])
+{
+    unsigned char digest[32];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ingest->sha, digest, &len);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    hex[64] = '\0';
+}
+
+void tg_ingest_free(tg_ingest *ingest)
+{
+    tg_store_temp_discard(ingest->fd, ingest->temp_path);
+    ingest->fd = -1;
+    ingest->temp_path[0] = '\0';
+    st_gate_free(ingest->gate);
+    ingest->gate = NULL;
+    EVP_MD_CTX_free(ingest->sha);
+    ingest->sha = NULL;
+}
+
+/* ---- the upload route ---- */
+
+typedef struct upload {
+    tg_ingest ingest;
+    tg_model model;
+    tg_version version;
+    char path[TG_PATH_MAX + 1];
+    bool recorded; /* the refusal is in the rejections table */
+} upload;
+
+static void record_rejection(tg_request *req, upload *up, const char *reason, const char *format,
+                             const char *detail, uint64_t size)
+{
+    if (up->recorded)
+        return;
+    up->recorded = true;
+    tg_rejection r;
+    memset(&r, 0, sizeof r);
+    tg_time_now(r.time);
+    snprintf(r.model, sizeof r.model, "%s/%s", up->model.org, up->model.name);
+    r.version = up->version.number;
+    snprintf(r.path, sizeof r.path, "%s", up->path);
+    snprintf(r.reason, sizeof r.reason, "%s", reason);
+    snprintf(r.format, sizeof r.format, "%s", format ? format : "");
+    snprintf(r.detail, sizeof r.detail, "%s", detail);
+    snprintf(r.client, sizeof r.client, "%s", req->client);
+    r.size = size;
+    if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s (%s)", r.model, r.path, reason);
+    tg_metrics_rejection(req->server, reason);
+    tg_log(TG_LOG_INFO, "refused %s v%lld %s from %s: %s (%s)", r.model, (long long)r.version, r.path,
+           r.client, reason, detail);
+}
+
+static void record_gate_refusal(tg_request *req, upload *up)
+{
+    st_verdict verdict;
+    st_gate_verdict(up->ingest.gate, &verdict);
+    record_rejection(req, up, st_reason_name(verdict.error.reason), st_format_name(verdict.format),
+                     verdict.error.detail, st_gate_bytes_seen(up->ingest.gate));
+}
+
+void tg_route_upload_start(tg_request *req)
+{
+    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
+        return;
+    upload *up = calloc(1, sizeof *up);
+    if (up == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    up->ingest.fd = -1;
+    req->state = up;
+    if (!tg_lookup_model(req, &up->model))
+        return;
+    const char *path = tg_param(req, "path");
+    const char *why = NULL;
+    if (path == NULL || !tg_valid_file_path(path, &why)) {
+        tg_respond_problem(req, 400, "invalid_path", "%s", why ? why : "the file path is invalid");
+        return;
+    }
+    snprintf(up->path, sizeof up->path, "%s", path);
+    if (!tg_lookup_version(req, &up->model, &up->version))
+        return;
+    if (up->version.published) {
+        tg_respond_problem(req, 409, "version_published",
+                           "version %lld is published; its files cannot change",
+                           (long long)up->version.number);
+        return;
+    }
+    uint64_t declared = tg_request_body_size(req);
+    if (declared != ST_FILE_SIZE_UNKNOWN && declared > req->server->config.max_body) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "the body declares %llu bytes; the limit is %llu",
+                 (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
+        record_rejection(req, up, "payload_too_large", NULL, detail, 0);
+        tg_respond_problem(req, 413, "payload_too_large", "%s", detail);
+        return;
+    }
+    /* A .safetensors name must hold safetensors; any other name is a sidecar, which
+     * may be strict JSON, UTF-8 text or safetensors. Content decides, never the name. */
+    st_gate_kind kind = tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : ST_GATE_SIDECAR;
+    if (tg_ingest_init(&up->ingest, req->server, kind, declared, true) != 0) {
+        tg_respond_problem(req, 500, "internal", "cannot start the upload (temp file or memory)");
+        return;
+    }
+}
+
+void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
+{
+    upload *up = req->state;
+    if (up == NULL)
+        return;
+    tg_ingest_state before = up->ingest.state;
+    tg_ingest_feed(&up->ingest, req, data, len);
+    if (before == TG_INGEST_OPEN && up->ingest.state == TG_INGEST_REFUSED)
+        record_gate_refusal(req, up);
+    if (before == TG_INGEST_OPEN && up->ingest.state == TG_INGEST_TOO_LARGE)
+        record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
+                         up->ingest.seen);
+}
+
+static char *stats_text(const st_file *file, const st_tensor_stats *stats, uint64_t *nan, uint64_t *inf)
+{
+    json_t *array = json_array();
+    *nan = *inf = 0;
+    for (size_t i = 0; file && stats && i < file->tensor_count; i++) {
+        json_array_append_new(array, json_pack("[I,I]", (json_int_t)stats[i].nan, (json_int_t)stats[i].inf));
+        *nan += stats[i].nan;
+        *inf += stats[i].inf;
+    }
+    char *text = json_dumps(array, JSON_COMPACT);
+    json_decref(array);
+    return text;
+}
+
+void tg_route_upload_finish(tg_request *req)
+{
+    upload *up = req->state;
+    tg_server *server = req->server;
+    if (up == NULL || up->ingest.gate == NULL) {
+        tg_respond_problem(req, 500, "internal", "the upload was not started");
+        return;
+    }
+    tg_ingest *ingest = &up->ingest;
+    tg_ingest_finish(ingest);
+    st_verdict verdict;
+    st_gate_verdict(ingest->gate, &verdict);
+    switch (ingest->state) {
+    case TG_INGEST_OPEN:
+        break;
+    case TG_INGEST_REFUSED:
+        record_gate_refusal(req, up);
+        tg_respond_gate_problem(req, &verdict);
+        return;
+    case TG_INGEST_TOO_LARGE:
+        tg_respond_problem(req, 413, "payload_too_large", "the body is larger than %llu bytes",
+                           (unsigned long long)server->config.max_body);
+        return;
+    case TG_INGEST_NO_SPACE:
+        tg_respond_problem(req, 507, "insufficient_storage", "the server's disk is full; nothing was stored");
+        return;
+    case TG_INGEST_FAILED:
+        tg_respond_problem(req, 500, "internal", "the upload could not be written");
+        return;
+    }
+    if (ingest->declared != ST_FILE_SIZE_UNKNOWN && ingest->seen != ingest->declared) {
+        record_rejection(req, up, "size_mismatch", NULL, "the body length differs from Content-Length",
+                         ingest->seen);
+        tg_respond_problem(req, 400, "size_mismatch", "received %llu bytes, Content-Length said %llu",
+                           (unsigned long long)ingest->seen, (unsigned long long)ingest->declared);
+        return;
+    }
+    tg_file_record file;
+    memset(&file, 0, sizeof file);
+    snprintf(file.path, sizeof file.path, "%s", up->path);
+    file.size = ingest->seen;
+    tg_ingest_digest(ingest, file.sha256);
+    const st_file *parsed = st_gate_file(ingest->gate);
+    if (parsed != NULL)
+        snprintf(file.kind, sizeof file.kind, "safetensors");
+    else
+        snprintf(file.kind, sizeof file.kind, "%s", verdict.format == ST_FORMAT_JSON ? "json" : "text");
+    char *stats = stats_text(parsed, st_gate_stats(ingest->gate), &file.nan, &file.inf);
+    if (parsed != NULL) {
+        uint64_t counts[ST_DTYPE_COUNT];
+        file.tensors = parsed->tensor_count;
+        st_file_parameter_counts(parsed, counts, &file.parameters);
+    }
+    /* Durable blob first, catalog row second: a crash in between leaves only an
+     * unreferenced blob, which gc removes. */
+    tg_store_status committed = tg_store_commit_blob(&server->store, ingest->fd, ingest->temp_path, file.sha256);
+    ingest->fd = -1;
+    ingest->temp_path[0] = '\0';
+    if (committed != TG_STORE_OK) {
+        free(stats);
+        if (committed == TG_STORE_NO_SPACE)
+            tg_respond_problem(req, 507, "insufficient_storage", "the server's disk is full; nothing was stored");
+        else
+            tg_respond_problem(req, 500, "internal", "the blob could not be stored");
+        return;
+    }
+    pthread_mutex_lock(&server->publish_lock);
+    tg_cat_status status = tg_catalog_file_put(server->catalog, up->version.id, &file, stats);
+    pthread_mutex_unlock(&server->publish_lock);
+    free(stats);
+    if (status == TG_CAT_CONFLICT) {
+        tg_respond_problem(req, 409, "version_published",
+                           "version %lld was published during the upload", (long long)up->version.number);
+    } else if (status == TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, 404, "version_not_found", "the version was deleted during the upload");
+    } else if (status != TG_CAT_OK) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+    } else {
+        tg_log(TG_LOG_INFO, "stored %s/%s v%lld %s (%llu bytes, sha256 %s)", up->model.org,
+               up->model.name, (long long)up->version.number, file.path,
+               (unsigned long long)file.size, file.sha256);
+        tg_respond_json(req, 201, tg_file_json(&file));
+    }
+}
+
+void tg_route_upload_cleanup(tg_request *req)
+{
+    upload *up = req->state;
+    if (up == NULL)
+        return;
+    tg_ingest_free(&up->ingest);
+    free(up);
+    req->state = NULL;
+}

@@ -1,0 +1,49 @@
+/* Streaming ingest: the gate, SHA-256 and (for uploads) a temp file, fed in one
+ * pass from libmicrohttpd's upload callback. Memory does not grow with the body:
+ * the gate buffers at most the header (bounded by --max-header) or a sidecar. */
+#ifndef TG_UPLOAD_H
+#define TG_UPLOAD_H
+
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http.h"
+
+typedef enum tg_ingest_state {
+    TG_INGEST_OPEN,      /* still reading */
+    TG_INGEST_REFUSED,   /* the gate refused: see st_gate_verdict */
+    TG_INGEST_TOO_LARGE, /* more than --max-body */
+    TG_INGEST_NO_SPACE,  /* disk full while writing the temp file */
+    TG_INGEST_FAILED,    /* I/O or allocation failure */
+} tg_ingest_state;
+
+typedef struct tg_ingest {
+    st_gate *gate;
+    EVP_MD_CTX *sha;
+    int fd;                  /* temp file, -1 when not storing (scan) or discarded */
+    char temp_path[4400];
+    uint64_t declared;       /* Content-Length, or ST_FILE_SIZE_UNKNOWN (chunked) */
+    uint64_t seen;           /* body bytes accepted into the gate/hash */
+    uint64_t max_body;
+    uint64_t drained;        /* bytes dropped after the ingest stopped */
+    uint64_t drain_limit;
+    bool hash_after_stop;    /* scan: the verdict's sha256 covers the whole body */
+    tg_ingest_state state;
+} tg_ingest;
+
+/* The declared body size of the request: Content-Length, or ST_FILE_SIZE_UNKNOWN. */
+uint64_t tg_request_body_size(const tg_request *req);
+
+/* with_file: write to a temp file in the store. Returns -1 on allocation/I-O failure. */
+int tg_ingest_init(tg_ingest *ingest, tg_server *server, st_gate_kind kind, uint64_t declared,
+                   bool with_file);
+/* Consumes one chunk. Sets req->close_now when too much was drained after a stop. */
+void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len);
+/* At the end of the body: runs st_gate_finish when still open. */
+void tg_ingest_finish(tg_ingest *ingest);
+/* SHA-256 hex of the bytes hashed. */
+void tg_ingest_digest(tg_ingest *ingest, char hex[65]);
+void tg_ingest_free(tg_ingest *ingest);
+
+#endif
