@@ -131,7 +131,16 @@ def show(valid, reason, fmt, offset):
     return f"valid={int(valid)} reason={reason} format={fmt} offset={offset}"
 
 
+# A mode whose validate calls gave no verdict at all is one problem, counted once per file.
+silent_modes = {m for m in MODE_ARGS if not any(k[0] == m for k in results)}
+for mode in sorted(silent_modes):
+    n = sum(1 for r in rows if r["mode"] == mode)
+    if n:
+        fail(f"[{mode}]: no verdict line for any of {n} files")
+        failures.extend([None] * (n - 1))
 for r in rows:
+    if r["mode"] in silent_modes:
+        continue
     got = results.get((r["mode"], present[r["case"]]))
     if got is None:
         fail(f"{r['case']} [{r['mode']}]: no verdict line from validate")
@@ -150,7 +159,8 @@ for r in rows:
              f"got {show(g_valid, g_reason, g_format, g_offset)} ({detail}) -- {r['note']}")
 
 for msg in failures:
-    print("FAIL " + msg)
+    if msg is not None:
+        print("FAIL " + msg)
 print(f"corpus: {passed} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)
 EOF
