@@ -214,11 +214,14 @@ static void store_u16(uint8_t *p, uint16_t v)
     p[1] = (uint8_t)(v >> 8);
 }
 
+static uint32_t load_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static float load_f32(const uint8_t *p)
 {
-    uint32_t bits =
-        (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    return bits_float(bits);
+    return bits_float(load_u32(p));
 }
 
 static void store_f32(uint8_t *p, float value)
@@ -643,7 +646,7 @@ static void count_f32_portable(const uint8_t *src, uint64_t n, uint64_t *nan, ui
 {
     uint64_t nans = 0, infs = 0;
     for (uint64_t i = 0; i < n; i++) {
-        uint32_t magnitude = float_bits(load_f32(src + 4 * i)) & 0x7FFFFFFFu;
+        uint32_t magnitude = load_u32(src + 4 * i) & 0x7FFFFFFFu;
         nans += magnitude > 0x7F800000u;
         infs += magnitude == 0x7F800000u;
     }
