@@ -1,0 +1,193 @@
+#!/bin/sh
+# CLI tests of the local commands: tests/cli/run.sh BINARY
+# Builds fixtures with /usr/bin/python3 (numpy, torch), runs validate, inspect and
+# convert, and checks exit codes, output fields, SHA-256 (sha256sum), NaN/Inf counts
+# (numpy) and converted values (torch .to()). Ends with "N passed, N failed".
+set -u
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 BINARY" >&2
+    exit 2
+fi
+case $1 in
+/*) BIN=$1 ;;
+*) BIN=$(pwd)/$1 ;;
+esac
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+W=$(mktemp -d "${TMPDIR:-/tmp}/tg-cli.XXXXXX")
+trap 'rm -rf "$W"' EXIT INT TERM
+passed=0
+failed=0
+
+ok() {
+    passed=$((passed + 1))
+}
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $1"
+    [ -s "$W/out" ] && sed 's/^/  out: /' "$W/out" | head -n 20
+    [ -s "$W/err" ] && sed 's/^/  err: /' "$W/err" | head -n 20
+}
+
+# run WANT_EXIT DESCRIPTION CMD...: runs CMD with stdout in $W/out, stderr in $W/err
+run() {
+    want=$1
+    desc=$2
+    shift 2
+    "$@" >"$W/out" 2>"$W/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else fail "$desc: exit $got, want $want"; fi
+}
+# out_is DESCRIPTION TEXT: stdout is exactly TEXT (one line)
+out_is() {
+    if [ "$(cat "$W/out")" = "$2" ]; then ok; else fail "$1: stdout is not '$2'"; fi
+}
+# out_has / err_has DESCRIPTION PATTERN (grep -E)
+out_has() {
+    if grep -Eq -- "$2" "$W/out"; then ok; else fail "$1: stdout lacks /$2/"; fi
+}
+err_has() {
+    if grep -Eq -- "$2" "$W/err"; then ok; else fail "$1: stderr lacks /$2/"; fi
+}
+# json DESCRIPTION EXPR: Python EXPR over the JSON lines of stdout (d = the last one)
+json() {
+    if "$PY" "$HERE/cli_files.py" json "$W/out" "$2" >"$W/pyout" 2>&1; then ok; else
+        fail "$1"
+        cat "$W/pyout"
+    fi
+}
+
+"$PY" "$HERE/cli_files.py" make "$W" || { echo "fixtures failed"; echo "0 passed, 1 failed"; exit 1; }
+cd "$W" || exit 2
+: >"$W/convert_checks"
+
+# ---- validate: exit codes and the text line ----
+run 0 "validate valid" "$BIN" validate valid.safetensors
+out_is "validate valid line" "valid.safetensors: valid (safetensors, 3 tensors)"
+run 0 "validate several valid" "$BIN" validate valid.safetensors empty.safetensors pk_magic.safetensors
+out_has "empty file has 0 tensors" "^empty.safetensors: valid \(safetensors, 0 tensors\)$"
+out_has "PK-magic length is valid" "^pk_magic.safetensors: valid \(safetensors, 1 tensor\)$"
+run 1 "validate valid + pickle" "$BIN" validate valid.safetensors model.bin
+out_has "pickle line" "^model.bin: refused: refused_format: .*\[format pickle\]$"
+run 1 "truncated" "$BIN" validate truncated.safetensors
+out_has "truncated line" "^truncated.safetensors: refused: data_truncated( at offset [0-9]+)?.*: .+ \[format safetensors\]$"
+run 2 "missing file" "$BIN" validate valid.safetensors no-such-file
+err_has "missing file message" "no-such-file"
+out_has "the other file is still judged" "^valid.safetensors: valid"
+run 2 "directory" "$BIN" validate .
+err_has "directory message" "directory"
+run 2 "refused + missing is 2" "$BIN" validate model.bin no-such-file
+run 2 "no file" "$BIN" validate
+run 2 "unknown option" "$BIN" validate --frobnicate valid.safetensors
+err_has "usage on stderr" "usage"
+run 2 "max-header 0" "$BIN" validate --max-header 0 valid.safetensors
+run 2 "max-header not a number" "$BIN" validate --max-header 12k valid.safetensors
+run 2 "max-header above the reference bound" "$BIN" validate --max-header 100000001 valid.safetensors
+run 0 "help" "$BIN" validate --help
+out_has "help text" "usage: tensorgate validate"
+run 0 "stdin" sh -c "\"$BIN\" validate - < valid.safetensors"
+run 1 "stdin pickle" sh -c "\"$BIN\" validate - < model.bin"
+
+# ---- validate --json ----
+run 0 "json valid" "$BIN" validate --json valid.safetensors
+json "json valid fields" 'd == {"file": "valid.safetensors", "valid": True, "reason": None, "detail": None, "offset": None, "tensor": None, "format": "safetensors"}'
+run 1 "json formats" "$BIN" validate --json model.bin proto0.txt torch_zip.safetensors array.safetensors config.json README.md
+json "one line per file" 'len(lines) == 6 and [l["file"] for l in lines] == ["model.bin", "proto0.txt", "torch_zip.safetensors", "array.safetensors", "config.json", "README.md"]'
+json "all refused as formats" 'all(not l["valid"] and l["reason"] == "refused_format" and l["detail"] for l in lines)'
+json "formats named by content" '[l["format"] for l in lines[:5]] == ["pickle", "pickle", "pytorch-zip", "numpy", "json"] and lines[5]["format"] in ("text", "json")'
+json "keys" 'all(sorted(l) == sorted(["file", "valid", "reason", "detail", "offset", "tensor", "format"]) for l in lines)'
+run 1 "json truncated" "$BIN" validate --json truncated.safetensors
+json "truncated fields" 'd["reason"] == "data_truncated" and d["format"] == "safetensors" and isinstance(d["offset"], int)'
+run 1 "json trailing" "$BIN" validate --json trailing.safetensors
+size=$(wc -c <valid.safetensors)
+json "trailing at the end of the data" "d['reason'] == 'data_trailing' and d['offset'] == $size"
+run 1 "json header whitespace" "$BIN" validate --json header_ws.safetensors
+json "header_start" 'd["reason"] == "header_start" and d["format"] == "safetensors"'
+run 1 "json max-header" "$BIN" validate --json --max-header 16 valid.safetensors
+json "header_too_large" 'd["reason"] == "header_too_large"'
+run 0 "max-header large enough" "$BIN" validate --max-header 100000 valid.safetensors
+run 0 "nonfinite allowed by default" "$BIN" validate nan.safetensors
+run 1 "refuse-nonfinite" "$BIN" validate --json --refuse-nonfinite nan.safetensors
+json "nonfinite names the first tensor" 'd["reason"] == "nonfinite_values" and d["tensor"] == "big.f32" and d["offset"] > 0'
+run 0 "refuse-nonfinite on finite file" "$BIN" validate --refuse-nonfinite valid.safetensors
+
+# ---- validate --sidecar ----
+run 0 "sidecars" "$BIN" validate --json --sidecar config.json README.md valid.safetensors
+json "sidecar formats" '[l["format"] for l in lines] == ["json", "text", "safetensors"] and all(l["valid"] for l in lines)'
+run 1 "sidecar duplicate key" "$BIN" validate --json --sidecar dup.json
+json "sidecar_json_invalid" 'd["reason"] == "sidecar_json_invalid"'
+run 1 "sidecar protocol-0 pickle" "$BIN" validate --json --sidecar proto0.txt
+json "protocol 0 is a pickle, not text" 'd["reason"] == "refused_format" and d["format"] == "pickle"'
+run 1 "sidecar zip" "$BIN" validate --json --sidecar torch_zip.safetensors
+json "zip in a sidecar" 'd["reason"] == "refused_format" and d["format"] == "pytorch-zip"'
+run 1 "sidecar truncated safetensors" "$BIN" validate --json --sidecar truncated.safetensors
+json "still a safetensors error" 'd["reason"] == "data_truncated"'
+
+# ---- inspect ----
+run 0 "inspect" "$BIN" inspect valid.safetensors
+sum=$(sha256sum valid.safetensors | cut -d' ' -f1)
+out_has "sha256 matches sha256sum" "^sha256: $sum$"
+out_has "tensor row" "^  w +F32 +\[2, 3\] +[0-9]+ +[0-9]+ +0 +0$"
+out_has "parameters" "^parameters: 13 \(F32: 9, I64: 4\)$"
+out_has "metadata" "^  format: pt$"
+run 0 "inspect --json nan" "$BIN" inspect --json nan.safetensors
+if "$PY" "$HERE/cli_files.py" inspect "$W" "$W/out" nan.safetensors >"$W/pyout" 2>&1; then ok; else
+    fail "inspect nan.safetensors agrees with numpy and hashlib"
+    cat "$W/pyout"
+fi
+sum=$(sha256sum nan.safetensors | cut -d' ' -f1)
+json "inspect sha256 is sha256sum's" "d['sha256'] == '$sum'"
+run 0 "inspect --json conv" "$BIN" inspect --json conv.safetensors
+if "$PY" "$HERE/cli_files.py" inspect "$W" "$W/out" conv.safetensors >"$W/pyout" 2>&1; then ok; else
+    fail "inspect conv.safetensors agrees with numpy"
+    cat "$W/pyout"
+fi
+run 1 "inspect refused" "$BIN" inspect model.bin
+out_has "inspect prints the verdict" "^model.bin: refused: refused_format: .*\[format pickle\]$"
+run 1 "inspect --json refused" "$BIN" inspect --json truncated.safetensors
+json "inspect refused json" 'd["valid"] is False and d["reason"] == "data_truncated"'
+run 2 "inspect two files" "$BIN" inspect valid.safetensors valid.safetensors
+run 2 "inspect missing" "$BIN" inspect no-such-file
+
+# ---- convert ----
+for dtype in BF16 F16 F32 F64; do
+    run 0 "convert to $dtype" "$BIN" convert conv.safetensors "out_$dtype.safetensors" --dtype "$dtype"
+    out_has "convert summary $dtype" "converted to $dtype"
+    echo "conv.safetensors out_$dtype.safetensors $dtype" >>"$W/convert_checks"
+    run 0 "converted file validates ($dtype)" "$BIN" validate "out_$dtype.safetensors"
+    [ ! -e "out_$dtype.safetensors.tmp" ] && ok || fail "no .tmp left behind ($dtype)"
+done
+for dtype in F8_E4M3 F8_E5M2; do
+    run 0 "convert to $dtype" "$BIN" convert f8src.safetensors "f8_$dtype.safetensors" --dtype "$dtype"
+    echo "f8src.safetensors f8_$dtype.safetensors $dtype" >>"$W/convert_checks"
+done
+run 0 "convert with globs" "$BIN" convert conv.safetensors globs.safetensors --dtype BF16 --tensors 'layer.*.weight,head.*'
+out_has "glob summary" "3 of 8 tensors converted to BF16, 5 kept"
+echo "conv.safetensors globs.safetensors BF16 layer.*.weight,head.*" >>"$W/convert_checks"
+run 0 "glob matching nothing warns" "$BIN" convert conv.safetensors none.safetensors --dtype F16 --tensors 'zzz*,scalar'
+err_has "warning names the glob" "zzz\*"
+run 0 "convert in place" sh -c "cp conv.safetensors inplace.safetensors && \"$BIN\" convert inplace.safetensors inplace.safetensors --dtype F16"
+echo "conv.safetensors inplace.safetensors F16" >>"$W/convert_checks"
+run 2 "unsupported dtype" "$BIN" convert conv.safetensors bad.safetensors --dtype I32
+err_has "unsupported dtype message" "unsupported dtype 'I32'"
+run 2 "unknown dtype" "$BIN" convert conv.safetensors bad.safetensors --dtype float16
+[ ! -e bad.safetensors ] && ok || fail "no output for a bad dtype"
+run 2 "missing --dtype" "$BIN" convert conv.safetensors bad.safetensors
+run 2 "empty glob" "$BIN" convert conv.safetensors bad.safetensors --dtype F16 --tensors 'a,,b'
+run 1 "convert a refused file" "$BIN" convert model.bin bad.safetensors --dtype F16
+out_has "convert prints the verdict" "^model.bin: refused: refused_format"
+[ ! -e bad.safetensors ] && [ ! -e bad.safetensors.tmp ] && ok || fail "no output for a refused input"
+run 2 "convert into a missing directory" "$BIN" convert conv.safetensors no/such/dir/x.safetensors --dtype F16
+
+# the converted values, against torch .to(), in one Python run (importing torch is slow)
+"$PY" "$HERE/cli_files.py" convert "$W/convert_checks" >"$W/pyout" 2>&1
+grep -v '^PASS' "$W/pyout" | sed 's/^/  /'
+checked=$(grep -c '^PASS' "$W/pyout")
+passed=$((passed + checked))
+if [ "$checked" -ne "$(wc -l <"$W/convert_checks")" ]; then
+    failed=$((failed + $(wc -l <"$W/convert_checks") - checked))
+    echo "FAIL: converted values differ (see above)"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
