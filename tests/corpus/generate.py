@@ -352,6 +352,13 @@ PICKLE_MIXED = b"cbuiltins\nprint\n\x94(X\x05\x00\x00\x00hello\x8c\x05worldtR."
 # Protocol 4 with a frame: GLOBAL via STACK_GLOBAL, REDUCE, then garbage instead of STOP.
 PICKLE_BREAKS = (b"\x80\x04\x95\x1f\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x94\x8c\x05print\x94\x93\x94"
                  b"\x8c\x04done\x94\x85\x94R\x94" + b"\xff\xfe\xfd this is not a pickle any more \x00\x01")
+# All printable ASCII (valid UTF-8 text) yet pickles whose REDUCE runs before any error:
+# no STOP at all; text after REDUCE; SHORT_BINSTRING (protocol 1) with a printable length byte.
+PICKLE_TEXT_NO_STOP = b"cos\nsystem\n(S'echo pwned'\ntR"
+PICKLE_TEXT_TAIL = b"cos\nsystem\n(S'echo pwned'\ntR\nthis is just text after the payload\n"
+PICKLE_TEXT_EVAL = b"c__builtin__\neval\n(Vprint(1)\ntR"
+PICKLE_TEXT_SHORT_BINSTRING = b"cos\nsystem\n(U*" + b"echo pwned; echo this-is-harmless-padding!" + b"tR."
+PICKLE_TEXT_MEMO_NO_STOP = b"cposix\nsystem\n(S'echo pwned'\ntRp0\n"
 PICKLE_P0_BREAKS = b"cos\nsystem\n(S'echo pwned'\ntR" + b"\n\x00\xffGARBAGE AFTER THE PAYLOAD"
 
 
@@ -921,6 +928,9 @@ def family_bypass():
     add("bypass_pickle_tiny_4_bytes", b"\x80\x02N.", "refused_format", "pickle", ext="bin", note="4-byte protocol-2 pickle (None): under 8 bytes, still named")
     add("bypass_pickle_brace_at_offset_8", b"\x80\x02X\x03\x00\x00\x00a{bq\x00.", "refused_format", "pickle", ext="safetensors",
         note="a pickle whose byte 8 is '{' (N above the limit): still named a pickle")
+    add("bypass_pickle_printable_no_stop", PICKLE_TEXT_NO_STOP, "refused_format", "pickle", ext="txt", note="printable GLOBAL+REDUCE without STOP")
+    add("bypass_pickle_printable_short_binstring", PICKLE_TEXT_SHORT_BINSTRING, "refused_format", "pickle", ext="txt",
+        note="printable pickle mixing protocol 0 and protocol-1 SHORT_BINSTRING")
     add("bypass_7z_checkpoint", sevenzip_file(det_bytes(200, "7zckpt")), "refused_format", "compressed", ext="safetensors", note="7z archive named .safetensors")
     add("bypass_gzip_pickle_as_safetensors", gzip_bytes(PICKLE_SYSTEM_P2), "refused_format", "compressed", ext="safetensors", note="gzip of a pickle named .safetensors")
     add("bypass_legacy_torch_as_safetensors", torch_legacy(state), "refused_format", "pytorch-legacy", ext="safetensors", note="legacy torch file named .safetensors")
@@ -970,6 +980,16 @@ def family_sidecar():
     add("sidecar_pickle_p0_named_readme", PICKLE_SYSTEM_P0, "refused_format", "pickle", ext="md", mode="sidecar", note="protocol-0 pickle (ASCII) named README.md")
     add("sidecar_pickle_p0_dict_named_merges", pickle_proto(0), "refused_format", "pickle", ext="txt", mode="sidecar", note="protocol-0 dict pickle named merges.txt")
     add("sidecar_pickle_p4_named_config", pickle_proto(4), "refused_format", "pickle", ext="json", mode="sidecar", note="protocol-4 pickle named config.json")
+    add("sidecar_pickle_text_no_stop_readme", PICKLE_TEXT_NO_STOP, "refused_format", "pickle", ext="md", mode="sidecar",
+        note="printable protocol-0 GLOBAL+REDUCE with no STOP (the call runs before EOF) named README.md")
+    add("sidecar_pickle_text_tail_readme", PICKLE_TEXT_TAIL, "refused_format", "pickle", ext="md", mode="sidecar",
+        note="printable GLOBAL+REDUCE followed by ordinary text lines")
+    add("sidecar_pickle_text_eval_merges", PICKLE_TEXT_EVAL, "refused_format", "pickle", ext="txt", mode="sidecar",
+        note="printable __builtin__.eval + REDUCE, no STOP, named merges.txt")
+    add("sidecar_pickle_text_short_binstring", PICKLE_TEXT_SHORT_BINSTRING, "refused_format", "pickle", ext="md", mode="sidecar",
+        note="all-printable pickle using protocol-1 SHORT_BINSTRING with length byte '*' (42)")
+    add("sidecar_pickle_text_memo_no_stop", PICKLE_TEXT_MEMO_NO_STOP, "refused_format", "pickle", ext="txt", mode="sidecar",
+        note="posix.system + REDUCE + PUT, no STOP")
     add("sidecar_torch_zip_named_tokenizer", torch_zip(torch_state()), "refused_format", "pytorch-zip", ext="json", mode="sidecar", note="torch zip named tokenizer.json")
     add("sidecar_binary_blob", det_bytes(2048, "blob"), "sidecar_text_invalid", "unknown", ext="txt", mode="sidecar", note="random bytes named .txt")
     add("sidecar_gzip_blob", gzip_bytes(b"hello\n" * 50), "refused_format", "compressed", ext="txt", mode="sidecar", note="gzip named .txt")
