@@ -112,6 +112,9 @@ typedef struct parser {
     size_t root_end; /* position after the root object's '}' */
     bool has_metadata;
     bool root_key_is_metadata; /* the last root key read was __metadata__ */
+    bool string_has_control;   /* the last decoded string holds U+0000-U+001F, U+007F-U+009F */
+    uint8_t dtype_len[ST_DTYPE_COUNT];
+    st_dtype last_dtype;       /* most headers use one or two dtypes: try the last one first */
 
     /* the current root key (tensor name), for error messages */
     uint32_t current_name_offset, current_name_len;
@@ -332,13 +335,15 @@ static long read_u_escape(const parser *p, size_t at)
     return v;
 }
 
-/* Bytes that end the plain run of a JSON string: '"', '\\', and C0 controls. */
+/* 1: bytes that end the plain run of a JSON string: '"', '\\', and C0 controls. */
 static const uint8_t string_stop[256] = {
     [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
     [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
     [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
     [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
     [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, ['"'] = 1,  ['\\'] = 1,
+    /* 2: bytes that may start a control character JSON allows raw (DEL, C1) */
+    [0x7f] = 2, [0xc2] = 2,
 };
 
 /* Decodes the string whose opening quote is at p->pos into p->strings at
@@ -350,6 +355,7 @@ static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *off
     size_t start = p->pos;
     size_t i = start + 1;
     char *out = p->strings + p->strings_used;
+    p->string_has_control = false;
     size_t o = 0;
     for (;;) {
         size_t run = i;
@@ -357,6 +363,13 @@ static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *off
             i++;
         memcpy(out + o, p->h + run, i - run);
         o += i - run;
+        if (i < p->n && string_stop[p->h[i]] == 2) {
+            /* the header is valid UTF-8, so 0xc2 is followed by a continuation byte */
+            if (p->h[i] == 0x7f || p->h[i + 1] <= 0x9f)
+                p->string_has_control = true;
+            out[o++] = (char)p->h[i++];
+            continue;
+        }
         if (i >= p->n)
             return grammar_error(p, ST_JSON_SYNTAX, start,
                                  "a string starting here is not closed before the header ends");
@@ -387,6 +400,9 @@ static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *off
                                  e >= 0x20 && e < 0x7f ? (char)e : '?');
         }
         if (simple) {
+            /* \b \f \n \r \t are controls; " \\ / are not */
+            if ((unsigned char)simple < 0x20)
+                p->string_has_control = true;
             out[o++] = simple;
             i += 2;
             continue;
@@ -409,6 +425,8 @@ static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *off
             cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
             escape_len = 12;
         }
+        if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            p->string_has_control = true;
         if (cp == 0 && !allow_nul)
             return grammar_error(p, ST_JSON_ESCAPE, i,
                                  "\\u0000 is not allowed in keys or metadata values");
@@ -562,6 +580,9 @@ static bool sort_keys(const char *strings, key_record *keys, size_t count)
  * (the duplicate), or NULL. */
 static const key_record *earliest_duplicate(parser *p, size_t start, size_t end, bool *ok)
 {
+    *ok = true;
+    if (end - start < 2)
+        return NULL;
     *ok = sort_keys(p->strings, p->keys + start, end - start);
     if (!*ok)
         return NULL;
@@ -615,19 +636,6 @@ static void prefer_earlier_duplicate(parser *p)
 
 /* ------------------------------------------------------------ semantics */
 
-static bool has_control_character(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f)
-            return true;
-        /* C1 controls U+0080-U+009F are C2 80 .. C2 9F in UTF-8 */
-        if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] <= 0x9f)
-            return true;
-    }
-    return false;
-}
-
 static const char *role_refusal(value_role role, st_reason *reason)
 {
     switch (role) {
@@ -675,7 +683,7 @@ static const char *current_name(parser *p, char *buf, size_t size)
 }
 
 /* Handles a root key: __metadata__ or a tensor name. Returns the value's role. */
-static value_role root_key(parser *p, const key_record *key)
+static value_role root_key(parser *p, const key_record *key, bool key_has_control)
 {
     const char *s = p->strings + key->offset;
     p->root_key_is_metadata = key->len == 12 && memcmp(s, "__metadata__", 12) == 0;
@@ -697,7 +705,7 @@ static value_role root_key(parser *p, const key_record *key)
                        ST_TENSOR_NAME_MAX);
         return ROLE_IGNORED;
     }
-    if (has_control_character(s, key->len)) {
+    if (key_has_control) {
         char buf[96];
         semantic_error(p, ST_TENSOR_NAME_CONTROL, key->pos,
                        "tensor name '%s' contains a control character", current_name(p, buf, sizeof buf));
@@ -707,32 +715,34 @@ static value_role root_key(parser *p, const key_record *key)
 }
 
 /* Handles a key of a tensor entry. Returns the value's role. */
-static value_role tensor_key(parser *p, frame *f, const key_record *key)
+/* FIELD_* for the three tensor entry fields, 0 for any other key. */
+static unsigned tensor_field(const char *s, uint32_t len)
 {
-    const char *s = p->strings + key->offset;
-    unsigned field = 0;
-    value_role role = ROLE_IGNORED;
-    if (key->len == 5 && memcmp(s, "dtype", 5) == 0) {
-        field = FIELD_DTYPE;
-        role = ROLE_DTYPE;
-    } else if (key->len == 5 && memcmp(s, "shape", 5) == 0) {
-        field = FIELD_SHAPE;
-        role = ROLE_SHAPE;
-    } else if (key->len == 12 && memcmp(s, "data_offsets", 12) == 0) {
-        field = FIELD_OFFSETS;
-        role = ROLE_OFFSETS;
-    } else {
-        char buf[96], field_buf[64];
-        semantic_error(p, ST_TENSOR_UNKNOWN_FIELD, key->pos,
-                       "tensor '%s': unknown field '%s' (only dtype, shape and data_offsets)",
-                       current_name(p, buf, sizeof buf), shown(s, key->len, field_buf, sizeof field_buf));
-        return ROLE_IGNORED;
+    if (len == 5 && memcmp(s, "dtype", 5) == 0)
+        return FIELD_DTYPE;
+    if (len == 5 && memcmp(s, "shape", 5) == 0)
+        return FIELD_SHAPE;
+    if (len == 12 && memcmp(s, "data_offsets", 12) == 0)
+        return FIELD_OFFSETS;
+    return 0;
+}
+
+/* Handles a key of a tensor entry (field from tensor_field, first of its name
+ * in this entry). Returns the value's role. */
+static value_role tensor_key(parser *p, const key_record *key, unsigned field)
+{
+    switch (field) {
+    case FIELD_DTYPE: return ROLE_DTYPE;
+    case FIELD_SHAPE: return ROLE_SHAPE;
+    case FIELD_OFFSETS: return ROLE_OFFSETS;
+    default: break;
     }
-    /* a repeated field is a duplicate key, reported by the grammar */
-    if (f->fields & field)
-        return ROLE_IGNORED;
-    f->fields |= field;
-    return role;
+    char buf[96], field_buf[64];
+    semantic_error(p, ST_TENSOR_UNKNOWN_FIELD, key->pos,
+                   "tensor '%s': unknown field '%s' (only dtype, shape and data_offsets)",
+                   current_name(p, buf, sizeof buf),
+                   shown(p->strings + key->offset, key->len, field_buf, sizeof field_buf));
+    return ROLE_IGNORED;
 }
 
 static st_reason push_frame(parser *p, bool is_object, value_role role, size_t pos)
@@ -741,13 +751,13 @@ static st_reason push_frame(parser *p, bool is_object, value_role role, size_t p
         return grammar_error(p, ST_JSON_NESTING, pos,
                              "JSON nesting deeper than %zu levels", p->max_depth);
     frame *parent = p->depth > 0 ? &p->frames[p->depth - 1] : NULL;
-    frame *f = &p->frames[p->depth++];
-    memset(f, 0, sizeof *f);
-    f->is_object = is_object;
-    f->role = role;
-    f->key_start = (uint32_t)p->key_count;
-    f->pos = (uint32_t)pos;
-    f->tensor = parent != NULL ? parent->tensor : NO_TENSOR;
+    p->frames[p->depth++] = (frame){
+        .is_object = is_object,
+        .role = role,
+        .key_start = (uint32_t)p->key_count,
+        .pos = (uint32_t)pos,
+        .tensor = parent != NULL ? parent->tensor : NO_TENSOR,
+    };
     return ST_OK;
 }
 
@@ -797,6 +807,24 @@ static st_reason begin_array(parser *p, value_role role)
     return ST_OK;
 }
 
+/* st_dtype_from_name with the name lengths cached and the last hit tried first. */
+static bool dtype_lookup(parser *p, const char *name, size_t len, st_dtype *out)
+{
+    if (p->dtype_len[p->last_dtype] == len &&
+        memcmp(st_dtype_name(p->last_dtype), name, len) == 0) {
+        *out = p->last_dtype;
+        return true;
+    }
+    for (unsigned d = 0; d < ST_DTYPE_COUNT; d++) {
+        if (p->dtype_len[d] == len && memcmp(st_dtype_name((st_dtype)d), name, len) == 0) {
+            p->last_dtype = (st_dtype)d;
+            *out = (st_dtype)d;
+            return true;
+        }
+    }
+    return false;
+}
+
 static st_reason string_value(parser *p, value_role role, bool in_metadata_object)
 {
     size_t pos = p->pos;
@@ -807,7 +835,7 @@ static st_reason string_value(parser *p, value_role role, bool in_metadata_objec
         return r;
     if (role == ROLE_DTYPE) {
         st_dtype dtype;
-        if (!st_dtype_from_name(p->strings + offset, len, &dtype)) {
+        if (!dtype_lookup(p, p->strings + offset, len, &dtype)) {
             char buf[96], name[64];
             semantic_error(p, ST_DTYPE_UNKNOWN, pos, "tensor '%s': unknown dtype '%s'",
                            current_name(p, buf, sizeof buf),
@@ -904,22 +932,34 @@ static st_reason read_key(parser *p, value_role *role)
     key->len = len;
     key->pos = (uint32_t)pos;
     key->tensor = NO_TENSOR;
-    if (!f->sorted_keys) {
+    /* In a tensor entry, the first dtype/shape/data_offsets cannot repeat an
+     * earlier key (those are other fields or unknown names), and a second one
+     * repeats the first: no key comparisons for the usual entries. */
+    unsigned field = f->role == ROLE_TENSOR ? tensor_field(p->strings + offset, len) : 0;
+    bool repeated = (f->fields & field) != 0;
+    f->fields |= field;
+    if (repeated) {
+        duplicate_error(p, key, false);
+        prefer_earlier_duplicate(p);
+        return ST_JSON_DUPLICATE_KEY;
+    }
+    if (!f->sorted_keys && field == 0) {
         for (size_t k = f->key_start; k + 1 < p->key_count; k++) {
-            if (key_compare(p->strings, &p->keys[k], key) == 0) {
+            const key_record *earlier = &p->keys[k];
+            if (earlier->len == len && key_compare(p->strings, earlier, key) == 0) {
                 duplicate_error(p, key, root);
                 prefer_earlier_duplicate(p);
                 return ST_JSON_DUPLICATE_KEY;
             }
         }
-        if (p->key_count - f->key_start >= SMALL_OBJECT_KEYS)
-            f->sorted_keys = true;
     }
+    if (p->key_count - f->key_start >= SMALL_OBJECT_KEYS)
+        f->sorted_keys = true;
     f->count++;
 
     *role = ROLE_IGNORED;
     if (root) {
-        *role = root_key(p, key);
+        *role = root_key(p, key, p->string_has_control);
         f->tensor = NO_TENSOR;
         if (*role == ROLE_TENSOR) {
             /* a draft exists only while every earlier entry was valid, so each
@@ -927,17 +967,14 @@ static st_reason read_key(parser *p, value_role *role)
             if (!reserve((void **)&p->tensors, &p->tensor_cap, p->tensor_count + 1,
                          p->tensor_max, sizeof *p->tensors))
                 return out_of_memory(p, pos, "tensors");
-            tensor_draft *t = &p->tensors[p->tensor_count];
-            memset(t, 0, sizeof *t);
-            t->name_offset = offset;
-            t->name_len = len;
+            p->tensors[p->tensor_count] = (tensor_draft){.name_offset = offset, .name_len = len};
             key->tensor = (uint32_t)p->tensor_count;
             f->tensor = key->tensor;
             p->tensor_count++;
         }
     } else if (p->semantic == ST_OK) {
         if (f->role == ROLE_TENSOR) {
-            *role = tensor_key(p, f, key);
+            *role = tensor_key(p, key, field);
         } else if (f->role == ROLE_METADATA) {
             *role = ROLE_METADATA_VALUE;
             /* each entry took >= 6 header bytes ("":"",): metadata_max bounds them */
@@ -1069,16 +1106,21 @@ static st_reason check_sizes(parser *p)
     for (size_t i = 0; i < p->tensor_count; i++) {
         const tensor_draft *t = &p->tensors[i];
         const char *name = p->strings + t->name_offset;
-        const uint64_t *shape = p->shapes + t->shape_start;
+        /* no shape storage at all when every tensor is a scalar */
+        const uint64_t *shape = p->shapes != NULL ? p->shapes + t->shape_start : NULL;
+        uint64_t elements, bytes = 0;
+        bool counted = st_shape_elements(shape, t->rank, &elements);
+        st_reason r = counted ? st_dtype_bytes(t->dtype, elements, &bytes) : ST_SIZE_OVERFLOW;
+        if (r == ST_OK && t->offsets[1] - t->offsets[0] == bytes) /* begin <= end was checked */
+            continue;
+        /* the rest only words the error */
         char shown_name[96], shape_text[96];
         shown(name, t->name_len, shown_name, sizeof shown_name);
         format_shape(shape_text, sizeof shape_text, shape, t->rank);
-        uint64_t elements, bytes;
-        if (!st_shape_elements(shape, t->rank, &elements))
+        if (!counted)
             return st_error_set(p->err, ST_SIZE_OVERFLOW, 8 + (uint64_t)t->shape_pos, name,
                                 "tensor '%s': the element count of shape %s overflows 64 bits",
                                 shown_name, shape_text);
-        st_reason r = st_dtype_bytes(t->dtype, elements, &bytes);
         if (r == ST_SIZE_OVERFLOW)
             return st_error_set(p->err, r, 8 + (uint64_t)t->shape_pos, name,
                                 "tensor '%s': the byte size of shape %s of %s overflows 64 bits",
@@ -1087,9 +1129,8 @@ static st_reason check_sizes(parser *p)
             return st_error_set(p->err, r, 8 + (uint64_t)t->shape_pos, name,
                                 "tensor '%s': shape %s of %s is not a whole number of bytes",
                                 shown_name, shape_text, st_dtype_name(t->dtype));
-        uint64_t span = t->offsets[1] - t->offsets[0]; /* begin <= end was checked */
-        if (span != bytes)
-            return st_error_set(p->err, ST_SIZE_MISMATCH, 8 + (uint64_t)t->offsets_pos, name,
+        uint64_t span = t->offsets[1] - t->offsets[0];
+        return st_error_set(p->err, ST_SIZE_MISMATCH, 8 + (uint64_t)t->offsets_pos, name,
                                 "tensor '%s': data_offsets [%llu, %llu] span %llu bytes but shape "
                                 "%s of %s needs %llu",
                                 shown_name, (unsigned long long)t->offsets[0],
@@ -1381,6 +1422,8 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     p.metadata_max = n / 5 + 2; /* "":"" */
     unsigned depth = limits != NULL && limits->max_depth != 0 ? limits->max_depth : ST_JSON_DEPTH_MAX;
     p.max_depth = depth < n ? depth : n; /* each level takes a byte */
+    for (unsigned d = 0; d < ST_DTYPE_COUNT; d++)
+        p.dtype_len[d] = (uint8_t)strlen(st_dtype_name((st_dtype)d));
     p.strings = malloc(n + 1);
     p.frames = malloc(p.max_depth * sizeof *p.frames);
     if (p.strings == NULL || p.frames == NULL) {
