@@ -19,26 +19,18 @@ static const char npy_dict_head[] = "{'descr': '";
 static const char npy_dict_middle[] = "', 'fortran_order': False, 'shape': (";
 static const char npy_dict_tail[] = "), }";
 
+/* NumPy's descr per dtype; NULL where NumPy has no such dtype (BF16, F8_*, F6_*, F4). */
+static const char *const npy_descr_of[ST_DTYPE_COUNT] = {
+    [ST_BOOL] = "|b1", [ST_U8] = "|u1",  [ST_I8] = "|i1",  [ST_I16] = "<i2", [ST_U16] = "<u2",
+    [ST_F16] = "<f2",  [ST_I32] = "<i4", [ST_U32] = "<u4", [ST_F32] = "<f4", [ST_I64] = "<i8",
+    [ST_U64] = "<u8",  [ST_F64] = "<f8", [ST_C64] = "<c8",
+};
+
 bool st_npy_descr(st_dtype dtype, const char **descr)
 {
-    const char *d;
-    switch (dtype) {
-    case ST_BOOL: d = "|b1"; break;
-    case ST_U8: d = "|u1"; break;
-    case ST_I8: d = "|i1"; break;
-    case ST_I16: d = "<i2"; break;
-    case ST_U16: d = "<u2"; break;
-    case ST_F16: d = "<f2"; break;
-    case ST_I32: d = "<i4"; break;
-    case ST_U32: d = "<u4"; break;
-    case ST_F32: d = "<f4"; break;
-    case ST_I64: d = "<i8"; break;
-    case ST_U64: d = "<u8"; break;
-    case ST_F64: d = "<f8"; break;
-    case ST_C64: d = "<c8"; break;
-    default: return false; /* BF16, F8_*, F6_*, F4: NumPy has no such dtype */
-    }
-    *descr = d;
+    if ((unsigned)dtype >= ST_DTYPE_COUNT || npy_descr_of[dtype] == NULL)
+        return false;
+    *descr = npy_descr_of[dtype];
     return true;
 }
 

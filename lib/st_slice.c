@@ -20,11 +20,11 @@ typedef struct slice_item {
     size_t position;           /* byte offset of the item in the text, for messages */
 } slice_item;
 
-static st_slice_status fail(st_slice_error *err, st_slice_status status, size_t dim, const char *fmt,
-                            ...) __attribute__((format(printf, 4, 5)));
+static st_slice_status fail(st_slice_error *err, st_slice_status status, size_t dim,
+                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static st_slice_status fail(st_slice_error *err, st_slice_status status, size_t dim, const char *fmt,
-                            ...)
+static st_slice_status fail(st_slice_error *err, st_slice_status status, size_t dim,
+                            const char *fmt, ...)
 {
     if (err == NULL)
         return status;
@@ -104,7 +104,8 @@ static st_slice_status lex_items(const char *text, size_t len, slice_item *items
         bool present[3] = {false, false, false};
         unsigned colons = 0;
         for (;;) {
-            present[colons] = lex_integer(text, len, &pos, &parts[colons], &overflow, &syntax_error);
+            present[colons] =
+                lex_integer(text, len, &pos, &parts[colons], &overflow, &syntax_error);
             if (syntax_error)
                 break;
             if (pos < len && text[pos] == ':' && colons < 2) {
@@ -118,7 +119,8 @@ static st_slice_status lex_items(const char *text, size_t len, slice_item *items
             if (pos < len && text[pos] != ',') {
                 char what[16];
                 describe_byte((unsigned char)text[pos], what, sizeof what);
-                return fail(err, ST_SLICE_SYNTAX, count, "unexpected %s at position %zu", what, pos);
+                return fail(err, ST_SLICE_SYNTAX, count, "unexpected %s at position %zu", what,
+                            pos);
             }
             return fail(err, ST_SLICE_SYNTAX, count, "empty index at position %zu", pos);
         }
@@ -341,17 +343,19 @@ st_slice_status st_slice_parse(const char *text, size_t len, const uint64_t *sha
 
     if (group > 1) {
         if (run_elements % group != 0)
-            return fail(err, ST_SLICE_SUB_BYTE, 0,
-                        "%s packs %u values in %u byte%s: a selection must be made of runs of whole "
-                        "bytes, not runs of %llu value%s",
-                        st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
-                        (unsigned long long)run_elements, run_elements == 1 ? "" : "s");
+            return fail(
+                err, ST_SLICE_SUB_BYTE, 0,
+                "%s packs %u values in %u byte%s: a selection must be made of runs of whole "
+                "bytes, not runs of %llu value%s",
+                st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
+                (unsigned long long)run_elements, run_elements == 1 ? "" : "s");
         if (first_element % group != 0)
-            return fail(err, ST_SLICE_SUB_BYTE, 0,
-                        "%s packs %u values in %u byte%s: the selection starts at value %llu, inside "
-                        "a byte",
-                        st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
-                        (unsigned long long)first_element);
+            return fail(
+                err, ST_SLICE_SUB_BYTE, 0,
+                "%s packs %u values in %u byte%s: the selection starts at value %llu, inside "
+                "a byte",
+                st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
+                (unsigned long long)first_element);
         for (size_t d = 0; d < r; d++) {
             const st_slice_dim *dim = &out->dims[d];
             uint64_t magnitude = (uint64_t)(dim->step < 0 ? -dim->step : dim->step);
@@ -359,8 +363,8 @@ st_slice_status st_slice_parse(const char *text, size_t len, const uint64_t *sha
                 return fail(err, ST_SLICE_SUB_BYTE, d,
                             "%s packs %u values in %u byte%s: stepping dimension %zu by %lld "
                             "starts runs inside a byte",
-                            st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s", d,
-                            (long long)dim->step);
+                            st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
+                            d, (long long)dim->step);
         }
     }
 

@@ -74,13 +74,27 @@ static void put_string(json_buffer *b, const char *s)
         unsigned char c = *p;
         const char *named = NULL;
         switch (c) {
-        case '"': named = "\\\""; break;
-        case '\\': named = "\\\\"; break;
-        case '\b': named = "\\b"; break;
-        case '\f': named = "\\f"; break;
-        case '\n': named = "\\n"; break;
-        case '\r': named = "\\r"; break;
-        case '\t': named = "\\t"; break;
+        case '"':
+            named = "\\\"";
+            break;
+        case '\\':
+            named = "\\\\";
+            break;
+        case '\b':
+            named = "\\b";
+            break;
+        case '\f':
+            named = "\\f";
+            break;
+        case '\n':
+            named = "\\n";
+            break;
+        case '\r':
+            named = "\\r";
+            break;
+        case '\t':
+            named = "\\t";
+            break;
         default:
             if (c >= 0x20)
                 continue;
@@ -142,7 +156,8 @@ static bool valid_utf8(const unsigned char *s, size_t len)
 static st_reason check_name(const char *name, st_error *err)
 {
     if (name == NULL || name[0] == '\0')
-        return st_error_set(err, ST_TENSOR_NAME_EMPTY, ST_NO_OFFSET, NULL, "a tensor name is empty");
+        return st_error_set(err, ST_TENSOR_NAME_EMPTY, ST_NO_OFFSET, NULL,
+                            "a tensor name is empty");
     size_t len = strnlen(name, ST_TENSOR_NAME_MAX + 1);
     if (len > ST_TENSOR_NAME_MAX)
         return st_error_set(err, ST_TENSOR_NAME_TOO_LONG, ST_NO_OFFSET, name,
@@ -406,8 +421,8 @@ st_reason st_write_to_buffer(const st_write_tensor *tensors, const void *const *
     *out = NULL;
     *out_len = 0;
     st_write_plan plan;
-    st_reason r = st_write_plan_make(tensors, count, metadata, metadata_count, has_metadata, &plan,
-                                     err);
+    st_reason r =
+        st_write_plan_make(tensors, count, metadata, metadata_count, has_metadata, &plan, err);
     if (r != ST_OK)
         return r;
     uint64_t total;

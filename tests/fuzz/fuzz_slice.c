@@ -67,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t d = 0; d < slice.out_rank; d++)
         out_elements *= slice.out_shape[d];
     REQUIRE(out_elements == slice.out_elements);
-    REQUIRE((unsigned __int128)slice.out_elements * st_dtype_bits(dtype) == (unsigned __int128)slice.out_bytes * 8);
+    REQUIRE((unsigned __int128)slice.out_elements * st_dtype_bits(dtype) ==
+            (unsigned __int128)slice.out_bytes * 8);
     REQUIRE(slice.out_bytes <= tensor_bytes);
     REQUIRE(slice.out_elements == 0 || slice.run_bytes > 0);
 

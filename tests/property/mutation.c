@@ -31,8 +31,8 @@ static uint64_t rng_below(uint64_t n)
     return n == 0 ? 0 : rng_next() % n;
 }
 
-static const char *const name_pieces[] = {"a", "b", "w", ".", "0", "7", "\"", "\\", "/",
-                                          "\xc3\xa9", "\xf0\x9f\x98\x80", "layer", "_"};
+static const char *const name_pieces[] = {
+    "a", "b", "w", ".", "0", "7", "\"", "\\", "/", "\xc3\xa9", "\xf0\x9f\x98\x80", "layer", "_"};
 
 /* A valid file of a few small tensors (possibly none), with or without metadata. */
 static uint8_t *valid_file(size_t *len)
@@ -49,7 +49,8 @@ static uint8_t *valid_file(size_t *len)
         do {
             size_t len_pieces = 1 + rng_below(4), used = 0;
             for (size_t k = 0; k < len_pieces; k++) {
-                const char *piece = name_pieces[rng_below(sizeof name_pieces / sizeof name_pieces[0])];
+                const char *piece =
+                    name_pieces[rng_below(sizeof name_pieces / sizeof name_pieces[0])];
                 memcpy(names[i] + used, piece, strlen(piece));
                 used += strlen(piece);
             }
@@ -84,9 +85,9 @@ static uint8_t *valid_file(size_t *len)
     return file;
 }
 
-static const uint8_t interesting[] = {'{', '}', '[', ']', '"', ',', ':', ' ', '\\', '0', '1', '9',
-                                      '-', '.', 'e', 'E', 'u', 'n', 0x00, 0x1f, 0x7f, 0x80, 0xc3,
-                                      0xff, '\n', '\t'};
+static const uint8_t interesting[] = {'{',  '}',  '[',  ']',  '"',  ',',  ':',  ' ', '\\',
+                                      '0',  '1',  '9',  '-',  '.',  'e',  'E',  'u', 'n',
+                                      0x00, 0x1f, 0x7f, 0x80, 0xc3, 0xff, '\n', '\t'};
 
 static size_t header_end(const uint8_t *file, size_t len)
 {
@@ -103,9 +104,9 @@ static size_t mutate(uint8_t *file, size_t len, size_t cap, const char **what)
 {
     size_t hend = header_end(file, len);
     /* positions biased toward the header, where the grammar lives */
-    size_t pos = len == 0 ? 0
+    size_t pos = len == 0                          ? 0
                  : (rng_below(4) != 0 && hend > 8) ? 8 + rng_below(hend - 8)
-                                                    : rng_below(len);
+                                                   : rng_below(len);
     switch (rng_below(10)) {
     case 0:
         *what = "bit flip";
@@ -126,10 +127,18 @@ static size_t mutate(uint8_t *file, size_t len, size_t cap, const char **what)
             n = n << 8 | file[i];
         static const int64_t deltas[] = {1, -1, 8, -8, 2, -7, 64, -64};
         switch (rng_below(4)) {
-        case 0: n += (uint64_t)deltas[rng_below(8)]; break;
-        case 1: n = rng_next(); break;
-        case 2: n = rng_below(len + 16); break;
-        default: n = UINT64_MAX - rng_below(3); break;
+        case 0:
+            n += (uint64_t)deltas[rng_below(8)];
+            break;
+        case 1:
+            n = rng_next();
+            break;
+        case 2:
+            n = rng_below(len + 16);
+            break;
+        default:
+            n = UINT64_MAX - rng_below(3);
+            break;
         }
         for (int i = 0; i < 8; i++)
             file[i] = (uint8_t)(n >> (8 * i));
@@ -154,7 +163,8 @@ static size_t mutate(uint8_t *file, size_t len, size_t cap, const char **what)
             return len;
         memmove(file + pos + n, file + pos, len - pos);
         for (size_t i = 0; i < n; i++)
-            file[pos + i] = rng_below(2) ? interesting[rng_below(sizeof interesting)] : (uint8_t)rng_next();
+            file[pos + i] =
+                rng_below(2) ? interesting[rng_below(sizeof interesting)] : (uint8_t)rng_next();
         return len + n;
     }
     case 6: {
@@ -220,7 +230,7 @@ static size_t failures_reported;
     do {                                                                                           \
         CHECK(cond);                                                                               \
         if (!(cond) && failures_reported++ < 10)                                                   \
-            fprintf(stderr, "  iteration %zu: %s\n", iteration, #cond);                           \
+            fprintf(stderr, "  iteration %zu: %s\n", iteration, #cond);                            \
     } while (0)
 
 /* The promises an accepted file keeps. */
@@ -308,6 +318,7 @@ int main(int argc, char **argv)
             printf("  %-28s %zu\n", st_reason_name((st_reason)i), by_reason[i]);
     }
     if (test_checks_failed > 0)
-        fprintf(stderr, "replay with: %s %llu %zu\n", argv[0], (unsigned long long)seed, iterations);
+        fprintf(stderr, "replay with: %s %llu %zu\n", argv[0], (unsigned long long)seed,
+                iterations);
     return test_report(argv[0]);
 }

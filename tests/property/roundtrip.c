@@ -32,8 +32,32 @@ static uint64_t rng_below(uint64_t n)
 /* Pieces names and metadata are built from: ASCII, JSON-escaped characters, UTF-8 of
  * 2, 3 and 4 bytes. Control characters are only for metadata (names refuse them). */
 static const char *const name_pieces[] = {
-    "a", "b", "z", "Q", "0", "9", ".", "_", "-", "/", " ", "\"", "\\", "'", "{", "}", "[", ":",
-    ",", "weight", "layers.", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\xe2\x80\xa8", "\x7e",
+    "a",
+    "b",
+    "z",
+    "Q",
+    "0",
+    "9",
+    ".",
+    "_",
+    "-",
+    "/",
+    " ",
+    "\"",
+    "\\",
+    "'",
+    "{",
+    "}",
+    "[",
+    ":",
+    ",",
+    "weight",
+    "layers.",
+    "\xc3\xa9",
+    "\xe4\xb8\xad",
+    "\xf0\x9f\x98\x80",
+    "\xe2\x80\xa8",
+    "\x7e",
 };
 static const char *const control_pieces[] = {"\n", "\t", "\r", "\b", "\f", "\x01", "\x1f", "\x7f"};
 
@@ -109,7 +133,8 @@ static void random_set(tensor_set *set)
             t->dtype = (st_dtype)rng_below(ST_DTYPE_COUNT);
             t->rank = rng_below(6);
             for (size_t d = 0; d < t->rank; d++)
-                set->shapes[i][d] = rng_below(8) == 0 ? 0 : 1 + rng_below(rng_below(4) == 0 ? 40 : 6);
+                set->shapes[i][d] =
+                    rng_below(8) == 0 ? 0 : 1 + rng_below(rng_below(4) == 0 ? 40 : 6);
             st_shape_elements(t->shape, t->rank, &elements);
         } while (st_dtype_bytes(t->dtype, elements, &bytes) != ST_OK);
         set->bytes[i] = bytes;
@@ -156,7 +181,7 @@ static size_t failures_reported;
     do {                                                                                           \
         CHECK(cond);                                                                               \
         if (!(cond) && failures_reported++ < 10)                                                   \
-            fprintf(stderr, "  iteration %zu: %s\n", iteration, #cond);                           \
+            fprintf(stderr, "  iteration %zu: %s\n", iteration, #cond);                            \
     } while (0)
 
 static void check_round_trip(const tensor_set *set, size_t iteration)
@@ -167,8 +192,9 @@ static void check_round_trip(const tensor_set *set, size_t iteration)
     uint8_t *file;
     size_t len;
     st_error err;
-    st_reason written = st_write_to_buffer(set->tensors, data, set->count, set->metadata,
-                                           set->metadata_count, set->has_metadata, &file, &len, &err);
+    st_reason written =
+        st_write_to_buffer(set->tensors, data, set->count, set->metadata, set->metadata_count,
+                           set->has_metadata, &file, &len, &err);
     PROPERTY(written == ST_OK);
     if (written != ST_OK) {
         fprintf(stderr, "  write refused: %s: %s\n", st_reason_name(written), err.detail);
@@ -251,6 +277,7 @@ int main(int argc, char **argv)
         free(set);
     }
     if (test_checks_failed > 0)
-        fprintf(stderr, "replay with: %s %llu %zu\n", argv[0], (unsigned long long)seed, iterations);
+        fprintf(stderr, "replay with: %s %llu %zu\n", argv[0], (unsigned long long)seed,
+                iterations);
     return test_report(argv[0]);
 }

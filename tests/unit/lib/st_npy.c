@@ -180,8 +180,8 @@ TEST(descr_table)
     CHECK_STR(d, "|u1");
     CHECK(st_npy_descr(ST_I64, &d));
     CHECK_STR(d, "<i8");
-    st_dtype missing[] = {ST_BF16, ST_F8_E5M2, ST_F8_E4M3, ST_F8_E8M0, ST_F8_E4M3FNUZ,
-                          ST_F8_E5M2FNUZ, ST_F6_E2M3, ST_F6_E3M2, ST_F4, ST_DTYPE_COUNT};
+    st_dtype missing[] = {ST_BF16,        ST_F8_E5M2, ST_F8_E4M3, ST_F8_E8M0, ST_F8_E4M3FNUZ,
+                          ST_F8_E5M2FNUZ, ST_F6_E2M3, ST_F6_E3M2, ST_F4,      ST_DTYPE_COUNT};
     uint64_t shape[] = {4};
     uint8_t out[512];
     for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {

@@ -36,11 +36,12 @@ TEST(reference_writer_vectors)
 
     /* test_serialization: "attn.0" F32 [1,2,3]; the JSON is exactly 64 bytes, no padding */
     static const uint8_t serialization[] = {
-        64, 0, 0, 0, 0, 0, 0, 0, 123, 34, 97, 116, 116, 110, 46, 48, 34, 58, 123, 34, 100,
-        116, 121, 112, 101, 34, 58, 34, 70, 51, 50, 34, 44, 34, 115, 104, 97, 112, 101, 34,
-        58, 91, 49, 44, 50, 44, 51, 93, 44, 34, 100, 97, 116, 97, 95, 111, 102, 102, 115,
-        101, 116, 115, 34, 58, 91, 48, 44, 50, 52, 93, 125, 125, 0, 0, 0, 0, 0, 0, 128, 63,
-        0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 0, 0, 160, 64};
+        64, 0,  0,   0,   0,   0,   0,   0,   123, 34,  97,  116, 116, 110, 46,  48,
+        34, 58, 123, 34,  100, 116, 121, 112, 101, 34,  58,  34,  70,  51,  50,  34,
+        44, 34, 115, 104, 97,  112, 101, 34,  58,  91,  49,  44,  50,  44,  51,  93,
+        44, 34, 100, 97,  116, 97,  95,  111, 102, 102, 115, 101, 116, 115, 34,  58,
+        91, 48, 44,  50,  52,  93,  125, 125, 0,   0,   0,   0,   0,   0,   128, 63,
+        0,  0,  0,   64,  0,   0,   64,  64,  0,   0,   128, 64,  0,   0,   160, 64};
     uint64_t shape3[] = {1, 2, 3};
     st_write_tensor attn = {"attn.0", ST_F32, 3, shape3};
     CHECK_EQ_U64(st_write_to_buffer(&attn, data, 1, NULL, 0, false, &out, &len, &err), ST_OK);
@@ -49,12 +50,12 @@ TEST(reference_writer_vectors)
 
     /* test_serialization_forced_alignement: "attn0" F32 [1,1,2,3], 7 spaces of padding */
     static const uint8_t forced_alignment[] = {
-        72, 0, 0, 0, 0, 0, 0, 0, 123, 34, 97, 116, 116, 110, 48, 34, 58, 123, 34, 100, 116,
-        121, 112, 101, 34, 58, 34, 70, 51, 50, 34, 44, 34, 115, 104, 97, 112, 101, 34, 58,
-        91, 49, 44, 49, 44, 50, 44, 51, 93, 44, 34, 100, 97, 116, 97, 95, 111, 102, 102,
-        115, 101, 116, 115, 34, 58, 91, 48, 44, 50, 52, 93, 125, 125, 32, 32, 32, 32, 32,
-        32, 32, 0, 0, 0, 0, 0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 0, 0,
-        160, 64};
+        72,  0,   0,   0,   0,   0,   0,   0,   123, 34, 97, 116, 116, 110, 48,  34,  58,  123,
+        34,  100, 116, 121, 112, 101, 34,  58,  34,  70, 51, 50,  34,  44,  34,  115, 104, 97,
+        112, 101, 34,  58,  91,  49,  44,  49,  44,  50, 44, 51,  93,  44,  34,  100, 97,  116,
+        97,  95,  111, 102, 102, 115, 101, 116, 115, 34, 58, 91,  48,  44,  50,  52,  93,  125,
+        125, 32,  32,  32,  32,  32,  32,  32,  0,   0,  0,  0,   0,   0,   128, 63,  0,   0,
+        0,   64,  0,   0,   64,  64,  0,   0,   128, 64, 0,  0,   160, 64};
     uint64_t shape4[] = {1, 1, 2, 3};
     st_write_tensor attn0 = {"attn0", ST_F32, 4, shape4};
     CHECK_EQ_U64(st_write_to_buffer(&attn0, data, 1, NULL, 0, false, &out, &len, &err), ST_OK);
@@ -67,9 +68,9 @@ TEST(reference_writer_vectors)
     check_bytes(out, len, empty, sizeof empty);
     free(out);
     static const uint8_t empty_metadata[] = {
-        40, 0, 0, 0, 0, 0, 0, 0, 123, 34, 95, 95, 109, 101, 116, 97, 100, 97, 116, 97, 95,
-        95, 34, 58, 123, 34, 102, 114, 97, 109, 101, 119, 111, 114, 107, 34, 58, 34, 112,
-        116, 34, 125, 125, 32, 32, 32, 32, 32};
+        40,  0,   0,   0,  0,  0,  0,   0,   123, 34,  95,  95,  109, 101, 116, 97,
+        100, 97,  116, 97, 95, 95, 34,  58,  123, 34,  102, 114, 97,  109, 101, 119,
+        111, 114, 107, 34, 58, 34, 112, 116, 34,  125, 125, 32,  32,  32,  32,  32};
     st_metadata_entry framework = {"framework", "pt"};
     CHECK_EQ_U64(st_write_to_buffer(NULL, NULL, 0, &framework, 1, true, &out, &len, &err), ST_OK);
     check_bytes(out, len, empty_metadata, sizeof empty_metadata);
@@ -94,9 +95,9 @@ TEST(order_is_dtype_then_name)
 {
     uint64_t one[] = {1}, two[] = {2};
     st_write_tensor t[] = {
-        {"b", ST_F32, 1, one},   {"a", ST_F32, 1, one},    {"z", ST_BOOL, 1, one},
-        {"c", ST_U64, 1, one},   {"B", ST_F32, 1, one},    {"\xc3\xa9", ST_F32, 1, one},
-        {"f4", ST_F4, 1, two},   {"e", ST_F8_E4M3, 1, one}, {"aa", ST_F32, 0, NULL},
+        {"b", ST_F32, 1, one}, {"a", ST_F32, 1, one},     {"z", ST_BOOL, 1, one},
+        {"c", ST_U64, 1, one}, {"B", ST_F32, 1, one},     {"\xc3\xa9", ST_F32, 1, one},
+        {"f4", ST_F4, 1, two}, {"e", ST_F8_E4M3, 1, one}, {"aa", ST_F32, 0, NULL},
     };
     size_t n = sizeof t / sizeof t[0];
     st_write_plan plan;
@@ -143,11 +144,10 @@ TEST(strings_escaped_like_serde_json)
     st_write_plan plan;
     st_error err;
     CHECK_EQ_U64(st_write_plan_make(&t, 1, m, 2, true, &plan, &err), ST_OK);
-    const char *json =
-        "{\"__metadata__\":{\"k\\\"\\\\/\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\":"
-        "\"\xe2\x82\xac \xf0\x9f\x98\x80 </script>\",\"format\":\"pt\"},"
-        "\"layer.0/w \\\"q\\\" \\\\ \xe4\xb8\xad\":{\"dtype\":\"F16\",\"shape\":[0],"
-        "\"data_offsets\":[0,0]}}";
+    const char *json = "{\"__metadata__\":{\"k\\\"\\\\/\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\":"
+                       "\"\xe2\x82\xac \xf0\x9f\x98\x80 </script>\",\"format\":\"pt\"},"
+                       "\"layer.0/w \\\"q\\\" \\\\ \xe4\xb8\xad\":{\"dtype\":\"F16\",\"shape\":[0],"
+                       "\"data_offsets\":[0,0]}}";
     size_t json_len = strlen(json);
     CHECK(plan.header_len >= 8 + json_len && memcmp(plan.header + 8, json, json_len) == 0);
     if (!(plan.header_len >= 8 + json_len && memcmp(plan.header + 8, json, json_len) == 0))
@@ -195,7 +195,8 @@ TEST(errors)
     const char *control[] = {"a\x01", "tab\there", "new\nline", "del\x7f"};
     for (size_t i = 0; i < 4; i++) {
         st_write_tensor c = {control[i], ST_F32, 1, one};
-        CHECK_EQ_U64(st_write_plan_make(&c, 1, NULL, 0, false, &plan, &err), ST_TENSOR_NAME_CONTROL);
+        CHECK_EQ_U64(st_write_plan_make(&c, 1, NULL, 0, false, &plan, &err),
+                     ST_TENSOR_NAME_CONTROL);
     }
     const char *bad_utf8[] = {"\xff", "\xc0\xaf", "\xed\xa0\x80", "a\xe2\x82", "\xf4\x90\x80\x80"};
     for (size_t i = 0; i < 5; i++) {
@@ -212,9 +213,9 @@ TEST(errors)
      * them pass 2^64 */
     uint64_t big[] = {(1ULL << 58) - 1};
     st_write_tensor nine[9];
-    char names[9][4];
-    for (int i = 0; i < 9; i++) {
-        snprintf(names[i], sizeof names[i], "t%d", i);
+    char names[9][16];
+    for (unsigned i = 0; i < 9; i++) {
+        snprintf(names[i], sizeof names[i], "t%u", i);
         nine[i] = (st_write_tensor){names[i], ST_U64, 1, big};
     }
     CHECK_EQ_U64(st_write_plan_make(nine, 8, NULL, 0, false, &plan, &err), ST_OK);
@@ -253,7 +254,9 @@ TEST(errors)
 TEST(written_files_parse_back)
 {
     uint64_t s1[] = {2, 3}, s2[] = {0, 5}, s3[] = {4};
-    st_write_tensor t[] = {{"w", ST_BF16, 2, s1}, {"empty", ST_F32, 2, s2}, {"q", ST_F4, 1, s3},
+    st_write_tensor t[] = {{"w", ST_BF16, 2, s1},
+                           {"empty", ST_F32, 2, s2},
+                           {"q", ST_F4, 1, s3},
                            {"scalar", ST_I64, 0, NULL}};
     uint8_t bytes[64];
     for (unsigned i = 0; i < sizeof bytes; i++)
