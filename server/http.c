@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "log.h"
 #include "routes.h"
@@ -259,11 +260,46 @@ const char *tg_query(const tg_request *req, const char *name)
 
 /* ---- responses ---- */
 
+static const char *status_title(unsigned status);
+
+/* Writes a complete small response on the connection's socket (see http.h). */
+static void respond_raw(tg_request *req, unsigned status, const char *content_type, const char *body)
+{
+    req->responded = true;
+    req->status = status;
+    req->close_now = true;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info == NULL)
+        return;
+    char head[512];
+    size_t body_len = strlen(body);
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+                     status, status_title(status), content_type, body_len);
+    if (n < 0 || (size_t)n >= sizeof head)
+        return;
+    struct iovec parts[2] = {{head, (size_t)n}, {(void *)(uintptr_t)body, body_len}};
+    /* A few hundred bytes on a connection whose send buffer is empty: one writev.
+     * The write side is then shut so the client sees the end of the response. */
+    ssize_t written = writev(info->connect_fd, parts, 2);
+    (void)written;
+    shutdown(info->connect_fd, SHUT_WR);
+    __atomic_fetch_add(&req->server->metrics->bytes_out, body_len, __ATOMIC_RELAXED);
+}
+
 void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response, uint64_t body_bytes)
 {
     if (req->responded) {
         if (response)
             MHD_destroy_response(response);
+        return;
+    }
+    if (req->in_upload_data) {
+        if (response)
+            MHD_destroy_response(response);
+        respond_raw(req, status, "text/plain", "");
         return;
     }
     req->responded = true;
@@ -284,6 +320,12 @@ static void respond_text(tg_request *req, unsigned status, char *text, const cha
 {
     if (text == NULL) {
         tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    if (req->in_upload_data) {
+        if (!req->responded)
+            respond_raw(req, status, content_type, text);
+        free(text);
         return;
     }
     size_t len = strlen(text);
@@ -345,6 +387,12 @@ static void respond_problem_json(tg_request *req, unsigned status, json_t *probl
     json_decref(problem);
     if (text == NULL) {
         tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    if (req->in_upload_data) {
+        if (!req->responded)
+            respond_raw(req, status, "application/problem+json", text);
+        free(text);
         return;
     }
     size_t len = strlen(text);
@@ -553,7 +601,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->bytes_in += len;
         __atomic_fetch_add(&server->metrics->bytes_in, len, __ATOMIC_RELAXED);
         if (req->route == NULL || req->responded)
-            return MHD_YES;
+            return req->close_now ? MHD_NO : MHD_YES;
         if (req->route->body == TG_BODY_JSON) {
             /* Bounded: past the limit the rest is dropped and the handler answers 413. */
             if (req->body_too_large || req->body_len + len > TG_JSON_BODY_MAX) {
@@ -568,7 +616,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             req->body_len += len;
             req->body[req->body_len] = '\0';
         } else if (req->route->body == TG_BODY_STREAM) {
+            req->in_upload_data = true;
             req->route->feed(req, (const uint8_t *)upload_data, len);
+            req->in_upload_data = false;
             if (req->close_now)
                 return MHD_NO;
         }

@@ -65,6 +65,7 @@ struct tg_request {
     bool body_too_large;
     void *state;         /* stream routes: their own state */
     bool close_now;      /* stream routes: stop reading and close the connection */
+    bool in_upload_data; /* inside the feed callback: MHD cannot queue a response now */
     bool responded;
     unsigned status;
     uint64_t bytes_in;
@@ -79,7 +80,10 @@ const char *tg_param(const tg_request *req, const char *name); /* a {placeholder
 const char *tg_header(const tg_request *req, const char *name);
 const char *tg_query(const tg_request *req, const char *name);
 
-/* Responses: each request gets exactly one. */
+/* Responses: each request gets exactly one. From inside a stream route's feed,
+ * where libmicrohttpd 0.9 cannot queue a response, the response is written to the
+ * socket directly with "Connection: close" and the connection is then closed:
+ * the client gets its answer without sending the rest of the body. */
 void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response, uint64_t body_bytes);
 void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals body */
 void tg_respond_empty(tg_request *req, unsigned status);

@@ -42,8 +42,24 @@ void tg_route_scan_start(tg_request *req)
 
 void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len)
 {
-    if (req->state != NULL)
-        tg_ingest_feed(req->state, req, data, len);
+    tg_ingest *ingest = req->state;
+    if (ingest == NULL)
+        return;
+    tg_ingest_feed(ingest, req, data, len);
+    if (ingest->state == TG_INGEST_OPEN)
+        return;
+    /* Refused: a long rest of the body is not read; the verdict goes out now (its
+     * size and sha256 then cover the bytes read so far) and the connection closes. */
+    uint64_t received = ingest->seen + ingest->drained;
+    bool long_rest = req->close_now ||
+                     (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
+                      ingest->declared - (received < ingest->declared ? received : ingest->declared) >
+                          ingest->drain_limit);
+    if (long_rest) {
+        req->close_now = false;
+        tg_route_scan_finish(req);
+        req->close_now = true;
+    }
 }
 
 static json_t *string_or_null(const char *text)

@@ -233,13 +233,29 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     upload *up = req->state;
     if (up == NULL)
         return;
-    tg_ingest_state before = up->ingest.state;
-    tg_ingest_feed(&up->ingest, req, data, len);
-    if (before == TG_INGEST_OPEN && up->ingest.state == TG_INGEST_REFUSED)
+    tg_ingest *ingest = &up->ingest;
+    tg_ingest_state before = ingest->state;
+    tg_ingest_feed(ingest, req, data, len);
+    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_REFUSED)
         record_gate_refusal(req, up);
-    if (before == TG_INGEST_OPEN && up->ingest.state == TG_INGEST_TOO_LARGE)
+    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_TOO_LARGE)
         record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
-                         up->ingest.seen);
+                         ingest->seen);
+    if (ingest->state == TG_INGEST_OPEN)
+        return;
+    /* Stopped. A short rest of the body is read and dropped, and the answer goes out
+     * normally at the end; a long one (more than --drain-limit left, by Content-Length
+     * or by what was dropped so far) gets the answer now and the connection closed. */
+    uint64_t received = ingest->seen + ingest->drained;
+    bool long_rest = ingest->drained > ingest->drain_limit ||
+                     (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
+                      ingest->declared - (received < ingest->declared ? received : ingest->declared) >
+                          ingest->drain_limit);
+    if (long_rest || req->close_now) {
+        req->close_now = false;
+        tg_route_upload_finish(req);
+        req->close_now = true;
+    }
 }
 
 static char *stats_text(const st_file *file, const st_tensor_stats *stats, uint64_t *nan, uint64_t *inf)
