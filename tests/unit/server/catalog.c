@@ -1,0 +1,246 @@
+/* Unit tests for server/catalog.c on a temporary SQLite file. Run from the repo
+ * root (the migration files are compared with the compiled-in SQL). */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "test.h"
+
+static char dir[64];
+static char db_path[128];
+
+static tg_catalog *open_fresh(void)
+{
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(db_path, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog == NULL)
+        fprintf(stderr, "open: %s\n", err);
+    return catalog;
+}
+
+TEST(migration_files_match_compiled_sql)
+{
+    for (int n = 1; n <= tg_catalog_known_schema_version(); n++) {
+        char pattern[64];
+        snprintf(pattern, sizeof pattern, "migrations/%04d_", n);
+        /* The file name after the number is free; find it by listing. */
+        char command[128], path[256] = "";
+        snprintf(command, sizeof command, "ls %s*.sql 2>/dev/null | head -n 1", pattern);
+        FILE *ls = popen(command, "r");
+        CHECK(ls != NULL);
+        if (ls == NULL)
+            return;
+        if (fgets(path, sizeof path, ls) == NULL)
+            path[0] = '\0';
+        pclose(ls);
+        path[strcspn(path, "\n")] = '\0';
+        CHECK(path[0] != '\0');
+        FILE *f = fopen(path, "rb");
+        CHECK(f != NULL);
+        if (f == NULL)
+            return;
+        static char text[1 << 16];
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[len] = '\0';
+        CHECK_STR(text, tg_catalog_migration_sql(n));
+    }
+    CHECK(tg_catalog_migration_sql(tg_catalog_known_schema_version() + 1) == NULL);
+}
+
+static void count_model(void *ctx, const tg_model *model)
+{
+    (void)model;
+    (*(int *)ctx)++;
+}
+
+static char last_model[200];
+static void remember_model(void *ctx, const tg_model *model)
+{
+    (*(int *)ctx)++;
+    snprintf(last_model, sizeof last_model, "%s/%s", model->org, model->name);
+}
+
+TEST(models_and_listing)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), tg_catalog_known_schema_version());
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "llama", "desc", &model) == TG_CAT_OK);
+    CHECK(model.id > 0);
+    CHECK(tg_catalog_model_create(catalog, "acme", "llama", "", &model) == TG_CAT_EXISTS);
+    CHECK(tg_catalog_model_create(catalog, "acme", "bert", "", &model) == TG_CAT_OK);
+    CHECK(tg_catalog_model_create(catalog, "zeta", "llama-2", "", &model) == TG_CAT_OK);
+    tg_model got;
+    CHECK(tg_catalog_model_get(catalog, "acme", "llama", &got) == TG_CAT_OK);
+    CHECK_STR(got.description, "desc");
+    CHECK(tg_catalog_model_get(catalog, "acme", "nope", &got) == TG_CAT_NOT_FOUND);
+    int count = 0;
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 3);
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, "llama", NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 2);
+    /* Keyset paging: after acme/bert comes acme/llama, then zeta/llama-2. */
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, NULL, "acme", "bert", 1, remember_model, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 1);
+    CHECK_STR(last_model, "acme/llama");
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, NULL, "acme", "llama", 5, remember_model, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 1);
+    CHECK_STR(last_model, "zeta/llama-2");
+    tg_catalog_close(catalog);
+}
+
+static void count_file(void *ctx, const tg_file_record *file)
+{
+    (void)file;
+    (*(int *)ctx)++;
+}
+
+TEST(versions_files_publish)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    CHECK(tg_catalog_model_get(catalog, "acme", "llama", &model) == TG_CAT_OK);
+    tg_version v1, v2;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v2) == TG_CAT_OK);
+    CHECK_EQ_U64(v1.number, 1);
+    CHECK_EQ_U64(v2.number, 2);
+    CHECK(!v1.published);
+    CHECK_STR(v1.digest, "");
+    tg_file_record file = {.path = "model.safetensors", .kind = "safetensors", .size = 216,
+                           .sha256 = "e2f04c5decbaf0c217371661bd0e14aa8b8e3d75fc884a20ea7bf128c7d7c852",
+                           .tensors = 2, .parameters = 16, .nan = 1};
+    CHECK(tg_catalog_file_put(catalog, v1.id, &file, "[[1,0],[0,0]]") == TG_CAT_OK);
+    file.size = 217; /* replacing the same path in a draft */
+    CHECK(tg_catalog_file_put(catalog, v1.id, &file, "[[1,0],[0,0]]") == TG_CAT_OK);
+    tg_file_record got;
+    CHECK(tg_catalog_file_get(catalog, v1.id, "model.safetensors", &got) == TG_CAT_OK);
+    CHECK_EQ_U64(got.size, 217);
+    CHECK_EQ_U64(got.nan, 1);
+    char *stats = NULL;
+    CHECK(tg_catalog_file_stats(catalog, v1.id, "model.safetensors", &stats) == TG_CAT_OK);
+    CHECK_STR(stats, "[[1,0],[0,0]]");
+    free(stats);
+    tg_version latest;
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_NOT_FOUND);
+    const char *digest = "88daf6cb738d0000000000000000000000000000000000000000000000000000";
+    tg_version published;
+    CHECK(tg_catalog_version_publish(catalog, v1.id, digest, &published) == TG_CAT_OK);
+    CHECK(published.published);
+    CHECK_STR(published.digest, digest);
+    CHECK(published.published_at[0] != '\0');
+    CHECK(tg_catalog_version_publish(catalog, v1.id, digest, &published) == TG_CAT_CONFLICT);
+    /* A published version is frozen. */
+    CHECK(tg_catalog_file_put(catalog, v1.id, &file, NULL) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_file_delete(catalog, v1.id, "model.safetensors") == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
+    CHECK_EQ_U64(latest.number, 1);
+    tg_version by_digest;
+    CHECK(tg_catalog_version_by_digest(catalog, model.id, digest, &by_digest) == TG_CAT_OK);
+    CHECK_EQ_U64(by_digest.number, 1);
+    CHECK(tg_catalog_alias_set(catalog, model.id, "stable", 1) == TG_CAT_OK);
+    int64_t number = 0;
+    CHECK(tg_catalog_alias_get(catalog, model.id, "stable", &number) == TG_CAT_OK);
+    CHECK_EQ_U64(number, 1);
+    CHECK(tg_catalog_alias_get(catalog, model.id, "beta", &number) == TG_CAT_NOT_FOUND);
+    /* Draft files: list paging by path, delete. */
+    const char *paths[] = {"b.json", "a.json", "c/d.txt"};
+    for (int i = 0; i < 3; i++) {
+        tg_file_record f = {.kind = "json", .size = 2, .sha256 = "00"};
+        snprintf(f.path, sizeof f.path, "%s", paths[i]);
+        CHECK(tg_catalog_file_put(catalog, v2.id, &f, NULL) == TG_CAT_OK);
+    }
+    int count = 0;
+    CHECK(tg_catalog_file_list(catalog, v2.id, "a.json", 10, count_file, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 2);
+    CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_OK);
+    CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_NOT_FOUND);
+    bool referenced = false;
+    CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK && referenced);
+    CHECK(tg_catalog_blob_referenced(catalog, "ff", &referenced) == TG_CAT_OK && !referenced);
+    /* Deleting the model takes its versions, files and aliases. */
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_version_get(catalog, model.id, 1, &latest) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+static void count_rejection(void *ctx, const tg_rejection *r)
+{
+    int64_t *last = ctx;
+    *last = r->id;
+}
+
+TEST(rejections_and_tokens)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    for (int i = 0; i < 5; i++) {
+        tg_rejection r = {.version = i == 0 ? -1 : i, .size = (uint64_t)i};
+        tg_time_now(r.time);
+        snprintf(r.reason, sizeof r.reason, "refused_format");
+        snprintf(r.client, sizeof r.client, "127.0.0.1");
+        CHECK(tg_catalog_rejection_add(catalog, &r) == TG_CAT_OK);
+    }
+    int64_t last = 0;
+    CHECK(tg_catalog_rejection_list(catalog, 0, 2, count_rejection, &last) == TG_CAT_OK);
+    CHECK_EQ_U64(last, 4); /* newest first: 5, 4 */
+    CHECK(tg_catalog_rejection_list(catalog, last, 100, count_rejection, &last) == TG_CAT_OK);
+    CHECK_EQ_U64(last, 1);
+    const char *hash = "aaaa000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_READ, NULL) == TG_CAT_EXISTS);
+    tg_scope scope = TG_SCOPE_NONE;
+    char ns[65];
+    CHECK(tg_catalog_token_lookup(catalog, hash, &scope, ns, sizeof ns) == TG_CAT_OK);
+    CHECK(scope == TG_SCOPE_WRITE);
+    CHECK_STR(ns, "acme");
+    CHECK(tg_catalog_token_lookup(catalog, "bbbb", &scope, ns, sizeof ns) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+TEST(newer_schema_is_refused)
+{
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+    char sql[128];
+    snprintf(sql, sizeof sql, "INSERT INTO schema_migrations VALUES (%d, 'future')",
+             tg_catalog_known_schema_version() + 1);
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(db_path, &catalog, err, sizeof err) == TG_CAT_ERROR);
+    CHECK(catalog == NULL);
+    CHECK(strstr(err, "newer than this tensorgate knows") != NULL);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    snprintf(dir, sizeof dir, "/tmp/tg-catalog-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(db_path, sizeof db_path, "%s/catalog.db", dir);
+    RUN(migration_files_match_compiled_sql);
+    RUN(models_and_listing);
+    RUN(versions_files_publish);
+    RUN(rejections_and_tokens);
+    RUN(newer_schema_is_refused);
+    char command[160];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    if (system(command) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return test_report(argv[0]);
+}
