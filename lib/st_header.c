@@ -501,6 +501,14 @@ static st_reason scan_integer(parser *p, uint64_t *value)
                              "zero, fraction or exponent)",
                              shown_len, (const char *)p->h + start);
     uint64_t v = 0;
+    /* up to 19 digits cannot overflow u64 (10^19 - 1 < 2^64) */
+    if (digits_end - digits_start <= 19) {
+        for (size_t k = digits_start; k < digits_end; k++)
+            v = v * 10 + (uint64_t)(p->h[k] - '0');
+        *value = v;
+        p->pos = i;
+        return ST_OK;
+    }
     for (size_t k = digits_start; k < digits_end; k++) {
         if (__builtin_mul_overflow(v, (uint64_t)10, &v) ||
             __builtin_add_overflow(v, (uint64_t)(p->h[k] - '0'), &v))
