@@ -20,8 +20,8 @@ static const char *const parts[] = {
     "self_attn.q_norm.weight",
 };
 static const unsigned long long shapes[][2] = {
-    {4096, 4096}, {1024, 4096}, {1024, 4096}, {4096, 4096}, {14336, 4096},
-    {14336, 4096}, {4096, 14336}, {4096, 1}, {4096, 1}, {128, 1},
+    {4096, 4096},  {1024, 4096},  {1024, 4096}, {4096, 4096}, {14336, 4096},
+    {14336, 4096}, {4096, 14336}, {4096, 1},    {4096, 1},    {128, 1},
 };
 
 typedef struct entry {
@@ -42,8 +42,14 @@ static double clock_seconds(clockid_t id)
     clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
-static double now(void) { return clock_seconds(CLOCK_MONOTONIC); }
-static double cpu(void) { return clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
+static double now(void)
+{
+    return clock_seconds(CLOCK_MONOTONIC);
+}
+static double cpu(void)
+{
+    return clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 /* Builds a whole file prefix (8-byte length + header); *data_size gets the data length. */
 static unsigned char *build(entry *entries, size_t *len, unsigned long long *data_size)
@@ -57,13 +63,15 @@ static unsigned char *build(entry *entries, size_t *len, unsigned long long *dat
         const unsigned long long *s = shapes[entries[i].part];
         unsigned long long bytes = s[0] * s[1] * 2;
         if (s[1] == 1)
-            n += (size_t)snprintf(h + n, cap - 8 - n,
-                                  ",\"%s\":{\"dtype\":\"BF16\",\"shape\":[%llu],\"data_offsets\":[%llu,%llu]}",
-                                  entries[i].name, s[0], offset, offset + bytes);
+            n += (size_t)snprintf(
+                h + n, cap - 8 - n,
+                ",\"%s\":{\"dtype\":\"BF16\",\"shape\":[%llu],\"data_offsets\":[%llu,%llu]}",
+                entries[i].name, s[0], offset, offset + bytes);
         else
-            n += (size_t)snprintf(h + n, cap - 8 - n,
-                                  ",\"%s\":{\"dtype\":\"BF16\",\"shape\":[%llu,%llu],\"data_offsets\":[%llu,%llu]}",
-                                  entries[i].name, s[0], s[1], offset, offset + bytes);
+            n += (size_t)snprintf(
+                h + n, cap - 8 - n,
+                ",\"%s\":{\"dtype\":\"BF16\",\"shape\":[%llu,%llu],\"data_offsets\":[%llu,%llu]}",
+                entries[i].name, s[0], s[1], offset, offset + bytes);
         offset += bytes;
     }
     h[n++] = '}';
@@ -87,7 +95,8 @@ static int run(const char *label, entry *entries)
     st_file f;
     st_error err;
     if (st_header_parse(buf, len, file_size, NULL, &f, &err) != ST_OK) {
-        fprintf(stderr, "%s: parse failed: %s: %s\n", label, st_reason_name(err.reason), err.detail);
+        fprintf(stderr, "%s: parse failed: %s: %s\n", label, st_reason_name(err.reason),
+                err.detail);
         return 1;
     }
     if (f.tensor_count != TENSORS) {
@@ -133,7 +142,8 @@ int main(void)
     entry *entries = malloc(TENSORS * sizeof *entries);
     for (size_t i = 0; i < TENSORS; i++) {
         size_t layer = i / 10, part = i % 10;
-        snprintf(entries[i].name, sizeof entries[i].name, "model.layers.%zu.%s", layer, parts[part]);
+        snprintf(entries[i].name, sizeof entries[i].name, "model.layers.%zu.%s", layer,
+                 parts[part]);
         entries[i].part = (int)part;
     }
     /* layer order first: names are not sorted (layers.10 comes after layers.9) */

@@ -114,7 +114,7 @@ typedef struct parser {
     bool root_key_is_metadata; /* the last root key read was __metadata__ */
     bool string_has_control;   /* the last decoded string holds U+0000-U+001F, U+007F-U+009F */
     uint8_t dtype_len[ST_DTYPE_COUNT];
-    st_dtype last_dtype;       /* most headers use one or two dtypes: try the last one first */
+    st_dtype last_dtype; /* most headers use one or two dtypes: try the last one first */
 
     /* the current root key (tensor name), for error messages */
     uint32_t current_name_offset, current_name_len;
@@ -337,20 +337,49 @@ static long read_u_escape(const parser *p, size_t at)
 
 /* 1: bytes that end the plain run of a JSON string: '"', '\\', and C0 controls. */
 static const uint8_t string_stop[256] = {
-    [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
-    [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
-    [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
-    [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
-    [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, ['"'] = 1,  ['\\'] = 1,
+    [0x00] = 1,
+    [0x01] = 1,
+    [0x02] = 1,
+    [0x03] = 1,
+    [0x04] = 1,
+    [0x05] = 1,
+    [0x06] = 1,
+    [0x07] = 1,
+    [0x08] = 1,
+    [0x09] = 1,
+    [0x0a] = 1,
+    [0x0b] = 1,
+    [0x0c] = 1,
+    [0x0d] = 1,
+    [0x0e] = 1,
+    [0x0f] = 1,
+    [0x10] = 1,
+    [0x11] = 1,
+    [0x12] = 1,
+    [0x13] = 1,
+    [0x14] = 1,
+    [0x15] = 1,
+    [0x16] = 1,
+    [0x17] = 1,
+    [0x18] = 1,
+    [0x19] = 1,
+    [0x1a] = 1,
+    [0x1b] = 1,
+    [0x1c] = 1,
+    [0x1d] = 1,
+    [0x1e] = 1,
+    [0x1f] = 1,
+    ['"'] = 1,
+    ['\\'] = 1,
     /* 2: bytes that may start a control character JSON allows raw (DEL, C1) */
-    [0x7f] = 2, [0xc2] = 2,
+    [0x7f] = 2,
+    [0xc2] = 2,
 };
 
 /* Decodes the string whose opening quote is at p->pos into p->strings at
  * strings_used (NUL-terminated); keep advances strings_used past it. A decoded
  * U+0000 is json_escape unless allow_nul. Leaves p->pos after the closing quote. */
-static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *offset,
-                             uint32_t *len)
+static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *offset, uint32_t *len)
 {
     size_t start = p->pos;
     size_t i = start + 1;
@@ -386,15 +415,32 @@ static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *off
         uint8_t e = p->h[i + 1];
         char simple = 0;
         switch (e) {
-        case '"': simple = '"'; break;
-        case '\\': simple = '\\'; break;
-        case '/': simple = '/'; break;
-        case 'b': simple = '\b'; break;
-        case 'f': simple = '\f'; break;
-        case 'n': simple = '\n'; break;
-        case 'r': simple = '\r'; break;
-        case 't': simple = '\t'; break;
-        case 'u': break;
+        case '"':
+            simple = '"';
+            break;
+        case '\\':
+            simple = '\\';
+            break;
+        case '/':
+            simple = '/';
+            break;
+        case 'b':
+            simple = '\b';
+            break;
+        case 'f':
+            simple = '\f';
+            break;
+        case 'n':
+            simple = '\n';
+            break;
+        case 'r':
+            simple = '\r';
+            break;
+        case 't':
+            simple = '\t';
+            break;
+        case 'u':
+            break;
         default:
             return grammar_error(p, ST_JSON_ESCAPE, i, "unknown string escape '\\%c'",
                                  e >= 0x20 && e < 0x7f ? (char)e : '?');
@@ -480,7 +526,8 @@ static st_reason scan_integer(parser *p, uint64_t *value)
         while (i < p->n && p->h[i] >= '0' && p->h[i] <= '9')
             i++;
         if (i == f)
-            return grammar_error(p, ST_JSON_SYNTAX, start, "a number's '.' is not followed by a digit");
+            return grammar_error(p, ST_JSON_SYNTAX, start,
+                                 "a number's '.' is not followed by a digit");
     }
     if (i < p->n && (p->h[i] == 'e' || p->h[i] == 'E')) {
         exponent = true;
@@ -531,7 +578,8 @@ static st_reason scan_literal(parser *p)
             return ST_OK;
         }
     }
-    return grammar_error(p, ST_JSON_SYNTAX, p->pos, "unexpected character '%c' where a value should start",
+    return grammar_error(p, ST_JSON_SYNTAX, p->pos,
+                         "unexpected character '%c' where a value should start",
                          p->h[p->pos] >= 0x20 && p->h[p->pos] < 0x7f ? (char)p->h[p->pos] : '?');
 }
 
@@ -647,13 +695,21 @@ static void prefer_earlier_duplicate(parser *p)
 static const char *role_refusal(value_role role, st_reason *reason)
 {
     switch (role) {
-    case ROLE_TENSOR: *reason = ST_TENSOR_NOT_OBJECT; return "the tensor entry is not an object";
-    case ROLE_METADATA: *reason = ST_METADATA_NOT_OBJECT; return "__metadata__ is not an object";
+    case ROLE_TENSOR:
+        *reason = ST_TENSOR_NOT_OBJECT;
+        return "the tensor entry is not an object";
+    case ROLE_METADATA:
+        *reason = ST_METADATA_NOT_OBJECT;
+        return "__metadata__ is not an object";
     case ROLE_METADATA_VALUE:
         *reason = ST_METADATA_VALUE_NOT_STRING;
         return "a __metadata__ value is not a string";
-    case ROLE_DTYPE: *reason = ST_DTYPE_INVALID; return "dtype is not a string";
-    case ROLE_SHAPE: *reason = ST_SHAPE_INVALID; return "shape is not an array of integers";
+    case ROLE_DTYPE:
+        *reason = ST_DTYPE_INVALID;
+        return "dtype is not a string";
+    case ROLE_SHAPE:
+        *reason = ST_SHAPE_INVALID;
+        return "shape is not an array of integers";
     case ROLE_SHAPE_ELEMENT:
         *reason = ST_SHAPE_INVALID;
         return "shape holds something other than an integer";
@@ -663,7 +719,9 @@ static const char *role_refusal(value_role role, st_reason *reason)
     case ROLE_OFFSET_ELEMENT:
         *reason = ST_OFFSETS_INVALID;
         return "data_offsets holds something other than an integer";
-    default: *reason = ST_OK; return NULL;
+    default:
+        *reason = ST_OK;
+        return NULL;
     }
 }
 
@@ -676,10 +734,9 @@ static void refuse_role(parser *p, value_role role, size_t pos)
         return;
     if (p->current_name_len > 0 && role != ROLE_METADATA && role != ROLE_METADATA_VALUE) {
         char buf[96];
-        semantic_error(p, reason, pos, "tensor '%s': %s",
-                       shown(p->strings + p->current_name_offset, p->current_name_len, buf,
-                             sizeof buf),
-                       why);
+        semantic_error(
+            p, reason, pos, "tensor '%s': %s",
+            shown(p->strings + p->current_name_offset, p->current_name_len, buf, sizeof buf), why);
     } else {
         semantic_error(p, reason, pos, "%s", why);
     }
@@ -716,7 +773,8 @@ static value_role root_key(parser *p, const key_record *key, bool key_has_contro
     if (key_has_control) {
         char buf[96];
         semantic_error(p, ST_TENSOR_NAME_CONTROL, key->pos,
-                       "tensor name '%s' contains a control character", current_name(p, buf, sizeof buf));
+                       "tensor name '%s' contains a control character",
+                       current_name(p, buf, sizeof buf));
         return ROLE_IGNORED;
     }
     return ROLE_TENSOR;
@@ -740,10 +798,14 @@ static unsigned tensor_field(const char *s, uint32_t len)
 static value_role tensor_key(parser *p, const key_record *key, unsigned field)
 {
     switch (field) {
-    case FIELD_DTYPE: return ROLE_DTYPE;
-    case FIELD_SHAPE: return ROLE_SHAPE;
-    case FIELD_OFFSETS: return ROLE_OFFSETS;
-    default: break;
+    case FIELD_DTYPE:
+        return ROLE_DTYPE;
+    case FIELD_SHAPE:
+        return ROLE_SHAPE;
+    case FIELD_OFFSETS:
+        return ROLE_OFFSETS;
+    default:
+        break;
     }
     char buf[96], field_buf[64];
     semantic_error(p, ST_TENSOR_UNKNOWN_FIELD, key->pos,
@@ -756,8 +818,8 @@ static value_role tensor_key(parser *p, const key_record *key, unsigned field)
 static st_reason push_frame(parser *p, bool is_object, value_role role, size_t pos)
 {
     if (p->depth >= p->max_depth)
-        return grammar_error(p, ST_JSON_NESTING, pos,
-                             "JSON nesting deeper than %zu levels", p->max_depth);
+        return grammar_error(p, ST_JSON_NESTING, pos, "JSON nesting deeper than %zu levels",
+                             p->max_depth);
     frame *parent = p->depth > 0 ? &p->frames[p->depth - 1] : NULL;
     p->frames[p->depth++] = (frame){
         .is_object = is_object,
@@ -897,17 +959,30 @@ static st_reason begin_value(parser *p, value_role role, bool in_metadata_object
 {
     skip_whitespace(p);
     if (p->pos >= p->n)
-        return grammar_error(p, ST_JSON_SYNTAX, p->pos, "the header ends where a value should start");
+        return grammar_error(p, ST_JSON_SYNTAX, p->pos,
+                             "the header ends where a value should start");
     if (p->semantic != ST_OK)
         role = ROLE_IGNORED;
     uint8_t c = p->h[p->pos];
     switch (c) {
-    case '{': return begin_object(p, role);
-    case '[': return begin_array(p, role);
-    case '"': return string_value(p, role, in_metadata_object);
+    case '{':
+        return begin_object(p, role);
+    case '[':
+        return begin_array(p, role);
+    case '"':
+        return string_value(p, role, in_metadata_object);
     case '-':
-    case '0': case '1': case '2': case '3': case '4':
-    case '5': case '6': case '7': case '8': case '9': return number_value(p, role);
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9':
+        return number_value(p, role);
     default: {
         size_t pos = p->pos;
         st_reason r = scan_literal(p);
@@ -924,7 +999,8 @@ static st_reason read_key(parser *p, value_role *role)
 {
     frame *f = &p->frames[p->depth - 1];
     if (p->pos >= p->n || p->h[p->pos] != '"')
-        return grammar_error(p, ST_JSON_SYNTAX, p->pos, "an object key (a string) is expected here");
+        return grammar_error(p, ST_JSON_SYNTAX, p->pos,
+                             "an object key (a string) is expected here");
     size_t pos = p->pos;
     bool root = p->depth == 1;
     uint32_t offset, len;
@@ -972,8 +1048,8 @@ static st_reason read_key(parser *p, value_role *role)
         if (*role == ROLE_TENSOR) {
             /* a draft exists only while every earlier entry was valid, so each
              * earlier draft took >= 40 header bytes: tensor_max bounds them */
-            if (!reserve((void **)&p->tensors, &p->tensor_cap, p->tensor_count + 1,
-                         p->tensor_max, sizeof *p->tensors))
+            if (!reserve((void **)&p->tensors, &p->tensor_cap, p->tensor_count + 1, p->tensor_max,
+                         sizeof *p->tensors))
                 return out_of_memory(p, pos, "tensors");
             p->tensors[p->tensor_count] = (tensor_draft){.name_offset = offset, .name_len = len};
             key->tensor = (uint32_t)p->tensor_count;
@@ -1021,8 +1097,7 @@ static st_reason end_frame(parser *p)
     if (p->semantic == ST_OK && f->role == ROLE_TENSOR && f->fields != FIELD_ALL) {
         char buf[96];
         semantic_error(p, ST_TENSOR_MISSING_FIELD, f->pos, "tensor '%s': missing field%s%s%s",
-                       current_name(p, buf, sizeof buf),
-                       (f->fields & FIELD_DTYPE) ? "" : " dtype",
+                       current_name(p, buf, sizeof buf), (f->fields & FIELD_DTYPE) ? "" : " dtype",
                        (f->fields & FIELD_SHAPE) ? "" : " shape",
                        (f->fields & FIELD_OFFSETS) ? "" : " data_offsets");
     }
@@ -1063,8 +1138,8 @@ static st_reason parse_document(parser *p)
         frame *f = &p->frames[p->depth - 1];
         skip_whitespace(p);
         if (p->pos >= p->n)
-            return grammar_error(p, ST_JSON_SYNTAX, p->pos,
-                                 "the header ends inside an %s", f->is_object ? "object" : "array");
+            return grammar_error(p, ST_JSON_SYNTAX, p->pos, "the header ends inside an %s",
+                                 f->is_object ? "object" : "array");
         uint8_t c = p->h[p->pos];
         /* a ',' is always followed by a key or value below, so "[1,]" and
          * "{"a":1,}" fail there: no trailing commas */
@@ -1139,11 +1214,11 @@ static st_reason check_sizes(parser *p)
                                 shown_name, shape_text, st_dtype_name(t->dtype));
         uint64_t span = t->offsets[1] - t->offsets[0];
         return st_error_set(p->err, ST_SIZE_MISMATCH, 8 + (uint64_t)t->offsets_pos, name,
-                                "tensor '%s': data_offsets [%llu, %llu] span %llu bytes but shape "
-                                "%s of %s needs %llu",
-                                shown_name, (unsigned long long)t->offsets[0],
-                                (unsigned long long)t->offsets[1], (unsigned long long)span,
-                                shape_text, st_dtype_name(t->dtype), (unsigned long long)bytes);
+                            "tensor '%s': data_offsets [%llu, %llu] span %llu bytes but shape "
+                            "%s of %s needs %llu",
+                            shown_name, (unsigned long long)t->offsets[0],
+                            (unsigned long long)t->offsets[1], (unsigned long long)span, shape_text,
+                            st_dtype_name(t->dtype), (unsigned long long)bytes);
     }
     return ST_OK;
 }
@@ -1225,7 +1300,8 @@ static st_reason check_coverage(parser *p, const uint32_t *order, uint64_t data_
     *data_size = expected;
     uint64_t total;
     if (__builtin_add_overflow(data_start, expected, &total))
-        return st_error_set(p->err, ST_DATA_TRUNCATED, file_size == ST_FILE_SIZE_UNKNOWN ? ST_NO_OFFSET : file_size, NULL,
+        return st_error_set(p->err, ST_DATA_TRUNCATED,
+                            file_size == ST_FILE_SIZE_UNKNOWN ? ST_NO_OFFSET : file_size, NULL,
                             "the tensors end at data offset %llu, beyond any possible file size",
                             (unsigned long long)expected);
     if (file_size == ST_FILE_SIZE_UNKNOWN)
@@ -1413,8 +1489,7 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
         return st_error_set(err, ST_HEADER_NOT_UTF8, 8 + (uint64_t)bad, NULL,
                             "the header is not valid UTF-8 at byte 0x%02x", h[bad]);
     if (n == 0 || h[0] != '{')
-        return st_error_set(err, ST_HEADER_START, 8, NULL,
-                            "the header must start with '{'%s",
+        return st_error_set(err, ST_HEADER_START, 8, NULL, "the header must start with '{'%s",
                             n == 0 ? " but is empty" : " (no leading whitespace)");
 
     parser p;
@@ -1424,11 +1499,13 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     p.err = err;
     st_error_clear(&p.semantic_err);
     /* capacity bounds, each from the fewest header bytes one item can take */
-    p.key_max = n / 4 + 2;     /* "":0 */
-    p.tensor_max = n / 40 + 2; /* a valid entry "a":{"dtype":"U8","shape":[],"data_offsets":[0,0]} */
-    p.shape_max = n / 2 + 2;   /* 0, */
+    p.key_max = n / 4 + 2; /* "":0 */
+    p.tensor_max =
+        n / 40 + 2;          /* a valid entry "a":{"dtype":"U8","shape":[],"data_offsets":[0,0]} */
+    p.shape_max = n / 2 + 2; /* 0, */
     p.metadata_max = n / 5 + 2; /* "":"" */
-    unsigned depth = limits != NULL && limits->max_depth != 0 ? limits->max_depth : ST_JSON_DEPTH_MAX;
+    unsigned depth =
+        limits != NULL && limits->max_depth != 0 ? limits->max_depth : ST_JSON_DEPTH_MAX;
     p.max_depth = depth < n ? depth : n; /* each level takes a byte */
     for (unsigned d = 0; d < ST_DTYPE_COUNT; d++)
         p.dtype_len[d] = (uint8_t)strlen(st_dtype_name((st_dtype)d));

@@ -4,7 +4,8 @@
  * stream of unknown length; whenever the parser accepts, the invariants it
  * promises are checked and any violation aborts (fine in a harness, never in lib/).
  *
- * Build: clang -fsanitize=fuzzer,address,undefined -Ilib tests/fuzz/fuzz_header.c lib/\*.c -o /tmp/fh */
+ * Build: clang -fsanitize=fuzzer,address,undefined -Ilib tests/fuzz/fuzz_header.c lib/\*.c -o
+ * /tmp/fh */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -42,10 +42,10 @@ static st_reason parse_str(const char *header, size_t data_len)
 #define EXPECT(header, data_len, reason)                                                           \
     CHECK_STR(st_reason_name(parse_str(header, data_len)), st_reason_name(reason))
 
-#define EXPECT_AT(header, data_len, reason, expected_offset)                                                \
+#define EXPECT_AT(header, data_len, reason, expected_offset)                                       \
     do {                                                                                           \
-        CHECK_STR(st_reason_name(parse_str(header, data_len)), st_reason_name(reason));           \
-        CHECK_EQ_U64(last_err.offset, (expected_offset));                                                 \
+        CHECK_STR(st_reason_name(parse_str(header, data_len)), st_reason_name(reason));            \
+        CHECK_EQ_U64(last_err.offset, (expected_offset));                                          \
     } while (0)
 
 /* Absolute offset of the first occurrence of needle in header (8 + index). */
@@ -117,19 +117,19 @@ TEST(utf8)
         const char *bytes;
         size_t bad; /* index of the bad byte in the header */
     } bad[] = {
-        {"{\"a\xff\":1}", 3},             /* never valid */
-        {"{\"\xc0\xaf\":1}", 2},          /* overlong '/' */
-        {"{\"\xc1\xbf\":1}", 2},          /* overlong */
-        {"{\"\xe0\x80\xaf\":1}", 2},      /* overlong 3-byte */
-        {"{\"\xf0\x80\x80\xaf\":1}", 2},  /* overlong 4-byte */
-        {"{\"\xed\xa0\x80\":1}", 2},      /* U+D800 encoded in UTF-8 */
-        {"{\"\xed\xbf\xbf\":1}", 2},      /* U+DFFF encoded in UTF-8 */
-        {"{\"\xf4\x90\x80\x80\":1}", 2},  /* U+110000 */
-        {"{\"\xf5\x80\x80\x80\":1}", 2},  /* beyond */
-        {"{\"\x80\":1}", 2},              /* lone continuation */
-        {"{\"\xc3\":1}", 2},              /* missing continuation */
-        {"{\"\xe2\x82\":1}", 2},          /* short sequence */
-        {"{}       \xc3", 9},             /* at the very end, in the padding */
+        {"{\"a\xff\":1}", 3},            /* never valid */
+        {"{\"\xc0\xaf\":1}", 2},         /* overlong '/' */
+        {"{\"\xc1\xbf\":1}", 2},         /* overlong */
+        {"{\"\xe0\x80\xaf\":1}", 2},     /* overlong 3-byte */
+        {"{\"\xf0\x80\x80\xaf\":1}", 2}, /* overlong 4-byte */
+        {"{\"\xed\xa0\x80\":1}", 2},     /* U+D800 encoded in UTF-8 */
+        {"{\"\xed\xbf\xbf\":1}", 2},     /* U+DFFF encoded in UTF-8 */
+        {"{\"\xf4\x90\x80\x80\":1}", 2}, /* U+110000 */
+        {"{\"\xf5\x80\x80\x80\":1}", 2}, /* beyond */
+        {"{\"\x80\":1}", 2},             /* lone continuation */
+        {"{\"\xc3\":1}", 2},             /* missing continuation */
+        {"{\"\xe2\x82\":1}", 2},         /* short sequence */
+        {"{}       \xc3", 9},            /* at the very end, in the padding */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_STR(st_reason_name(parse_str(bad[i].bytes, 0)), "header_not_utf8");
@@ -139,7 +139,8 @@ TEST(utf8)
     EXPECT(" {\xff", 0, ST_HEADER_NOT_UTF8);
     EXPECT("{\"a\":]\xff", 0, ST_HEADER_NOT_UTF8);
     /* the largest code points of each length are fine in metadata */
-    EXPECT("{\"__metadata__\":{\"k\":\"\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"}}",
+    EXPECT("{\"__metadata__\":{\"k\":"
+           "\"\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"}}",
            0, ST_OK);
 }
 
@@ -157,7 +158,8 @@ TEST(start_and_trailing)
     EXPECT("{}{}", 0, ST_HEADER_TRAILING_BYTES);
     EXPECT("{}\t", 0, ST_HEADER_TRAILING_BYTES);
     /* inside the JSON, RFC 8259 whitespace between tokens is fine */
-    EXPECT("{ \"a\" :\n{\t\"dtype\" : \"U8\" ,\r\n \"shape\" : [ 1 , 2 ] , \"data_offsets\" : [ 0 , 2 ] } }",
+    EXPECT("{ \"a\" :\n{\t\"dtype\" : \"U8\" ,\r\n \"shape\" : [ 1 , 2 ] , \"data_offsets\" : [ 0 "
+           ", 2 ] } }",
            2, ST_OK);
 }
 
@@ -169,7 +171,8 @@ TEST(json_syntax)
     EXPECT("{\"a\"}", 0, ST_JSON_SYNTAX);
     EXPECT("{\"a\":}", 0, ST_JSON_SYNTAX);
     EXPECT("{\"a\":" T16 ",}", 16, ST_JSON_SYNTAX);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2,],\"data_offsets\":[0,16]}}", 16, ST_JSON_SYNTAX);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2,],\"data_offsets\":[0,16]}}", 16,
+           ST_JSON_SYNTAX);
     EXPECT("{\"a\":[,]}", 0, ST_JSON_SYNTAX);
     EXPECT("{'a':1}", 0, ST_JSON_SYNTAX);
     EXPECT("{a:1}", 0, ST_JSON_SYNTAX);
@@ -189,7 +192,9 @@ TEST(json_syntax)
     /* a raw control character inside a string must be escaped */
     EXPECT_AT("{\"a\tb\":1}", 0, ST_JSON_SYNTAX, 11);
     /* a header cut in the middle */
-    EXPECT("{\"a\":" "{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]", 16, ST_JSON_SYNTAX);
+    EXPECT("{\"a\":"
+           "{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]",
+           16, ST_JSON_SYNTAX);
 }
 
 TEST(json_escape)
@@ -198,12 +203,12 @@ TEST(json_escape)
     EXPECT("{\"a\\'\":1}", 0, ST_JSON_ESCAPE);
     EXPECT("{\"a\\u12\":1}", 0, ST_JSON_ESCAPE);
     EXPECT("{\"a\\u12g4\":1}", 0, ST_JSON_ESCAPE);
-    EXPECT("{\"\\uD800\":1}", 0, ST_JSON_ESCAPE);         /* lone high surrogate */
+    EXPECT("{\"\\uD800\":1}", 0, ST_JSON_ESCAPE); /* lone high surrogate */
     EXPECT("{\"\\uD800x\":1}", 0, ST_JSON_ESCAPE);
-    EXPECT("{\"\\uD800\\u0041\":1}", 0, ST_JSON_ESCAPE);  /* high then not a low */
+    EXPECT("{\"\\uD800\\u0041\":1}", 0, ST_JSON_ESCAPE); /* high then not a low */
     EXPECT("{\"\\uD800\\uD800\":1}", 0, ST_JSON_ESCAPE);
-    EXPECT("{\"\\uDC00\":1}", 0, ST_JSON_ESCAPE);         /* lone low surrogate */
-    EXPECT("{\"\\udfff\\ud800\":1}", 0, ST_JSON_ESCAPE);  /* reversed pair */
+    EXPECT("{\"\\uDC00\":1}", 0, ST_JSON_ESCAPE);        /* lone low surrogate */
+    EXPECT("{\"\\udfff\\ud800\":1}", 0, ST_JSON_ESCAPE); /* reversed pair */
     /* U+0000 in a key other than a tensor name, or in a metadata value */
     EXPECT("{\"__metadata__\":{\"k\\u0000\":\"v\"}}", 0, ST_JSON_ESCAPE);
     EXPECT("{\"__metadata__\":{\"k\":\"v\\u0000\"}}", 0, ST_JSON_ESCAPE);
@@ -230,15 +235,17 @@ TEST(duplicate_keys)
     EXPECT("{\"\\u00e9\":" T16 ",\"\xc3\xa9\":" T16 "}", 16, ST_JSON_DUPLICATE_KEY);
     EXPECT("{\"\\ud83d\\ude00\":" T16 ",\"\xf0\x9f\x98\x80\":" T16 "}", 16, ST_JSON_DUPLICATE_KEY);
     /* inside a tensor entry */
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
-           ST_JSON_DUPLICATE_KEY);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16],\"s\\u0068ape\":[4]}}",
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}",
            16, ST_JSON_DUPLICATE_KEY);
+    EXPECT(
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16],\"s\\u0068ape\":[4]}}",
+        16, ST_JSON_DUPLICATE_KEY);
     /* inside __metadata__ (the reference accepts these) */
     EXPECT("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0, ST_JSON_DUPLICATE_KEY);
     EXPECT("{\"__metadata__\":{\"k\":\"1\"},\"__metadata__\":{}}", 0, ST_JSON_DUPLICATE_KEY);
     /* inside a value nobody reads */
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16],\"x\":{\"q\":1,\"q\":2}}}",
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16],\"x\":{\"q\":1,\"q\":"
+           "2}}}",
            16, ST_JSON_DUPLICATE_KEY);
     /* duplicates come before semantics, even when the semantic problem is earlier */
     EXPECT("{\"a\":5,\"b\":" T16 ",\"b\":" T16 "}", 16, ST_JSON_DUPLICATE_KEY);
@@ -261,7 +268,8 @@ TEST(duplicate_keys)
     /* a duplicate in a big root object, found before a later syntax error */
     n = (size_t)snprintf(big, sizeof big, "{");
     for (int i = 0; i < 30; i++)
-        n += (size_t)snprintf(big + n, sizeof big - n, "%s\"t%d\":5", i ? "," : "", i == 20 ? 4 : i);
+        n +=
+            (size_t)snprintf(big + n, sizeof big - n, "%s\"t%d\":5", i ? "," : "", i == 20 ? 4 : i);
     snprintf(big + n, sizeof big - n, ",\"z\":[1 2]}");
     CHECK_STR(st_reason_name(parse_str(big, 0)), "json_duplicate_key");
     rep = strstr(strstr(big, "\"t4\"") + 1, "\"t4\"");
@@ -319,7 +327,8 @@ TEST(nesting)
 
 TEST(integers)
 {
-    static const char *const bad_format[] = {"-1", "-0", "1.0", "1e3", "1E+3", "01", "00", "0.5", "2e0"};
+    static const char *const bad_format[] = {"-1", "-0", "1.0", "1e3", "1E+3",
+                                             "01", "00", "0.5", "2e0"};
     char h[256];
     for (size_t i = 0; i < sizeof bad_format / sizeof bad_format[0]; i++) {
         snprintf(h, sizeof h, "{\"a\":{\"dtype\":\"U8\",\"shape\":[%s],\"data_offsets\":[0,1]}}",
@@ -334,11 +343,12 @@ TEST(integers)
     }
     EXPECT("{\"a\":{\"dtype\":\"U8\",\"shape\":[18446744073709551616],\"data_offsets\":[0,1]}}", 1,
            ST_INTEGER_OVERFLOW);
-    EXPECT("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,99999999999999999999999]}}", 1,
-           ST_INTEGER_OVERFLOW);
+    EXPECT("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,99999999999999999999999]}}",
+           1, ST_INTEGER_OVERFLOW);
     /* the largest u64 is an integer; with a zero dimension the tensor is empty */
     st_file f;
-    const char *max = "{\"a\":{\"dtype\":\"U8\",\"shape\":[0,18446744073709551615],\"data_offsets\":[0,0]}}";
+    const char *max =
+        "{\"a\":{\"dtype\":\"U8\",\"shape\":[0,18446744073709551615],\"data_offsets\":[0,0]}}";
     CHECK_EQ_U64(parse_bytes(max, strlen(max), 0, &f), ST_OK);
     CHECK_EQ_U64(f.tensors[0].shape[1], UINT64_MAX);
     CHECK_EQ_U64(f.tensors[0].elements, 0);
@@ -359,7 +369,8 @@ TEST(tensor_entries)
     EXPECT("{\"a\":7}", 0, ST_TENSOR_NOT_OBJECT);
     EXPECT("{\"a\":true}", 0, ST_TENSOR_NOT_OBJECT);
     /* unknown fields (the reference ignores them) */
-    const char *h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16],\"extra\":1}}";
+    const char *h =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16],\"extra\":1}}";
     EXPECT_AT(h, 16, ST_TENSOR_UNKNOWN_FIELD, at(h, "\"extra\""));
     CHECK_STR(last_err.tensor, "a");
     EXPECT("{\"a\":{\"Dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
@@ -375,33 +386,49 @@ TEST(tensor_entries)
     h = "{\"a\":{\"dtype\":{\"F32\":null},\"shape\":[2,2],\"data_offsets\":[0,16]}}";
     EXPECT_AT(h, 16, ST_DTYPE_INVALID, at(h, "{\"F32\""));
     EXPECT("{\"a\":{\"dtype\":32,\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, ST_DTYPE_INVALID);
-    EXPECT("{\"a\":{\"dtype\":[\"F32\"],\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, ST_DTYPE_INVALID);
-    EXPECT("{\"a\":{\"dtype\":null,\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, ST_DTYPE_INVALID);
+    EXPECT("{\"a\":{\"dtype\":[\"F32\"],\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
+           ST_DTYPE_INVALID);
+    EXPECT("{\"a\":{\"dtype\":null,\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
+           ST_DTYPE_INVALID);
     h = "{\"a\":{\"dtype\":\"f32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}";
     EXPECT_AT(h, 16, ST_DTYPE_UNKNOWN, at(h, "\"f32\""));
-    EXPECT("{\"a\":{\"dtype\":\"F32 \",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, ST_DTYPE_UNKNOWN);
-    EXPECT("{\"a\":{\"dtype\":\"\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, ST_DTYPE_UNKNOWN);
-    EXPECT("{\"a\":{\"dtype\":\"F32\\u0000\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, ST_DTYPE_UNKNOWN);
+    EXPECT("{\"a\":{\"dtype\":\"F32 \",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
+           ST_DTYPE_UNKNOWN);
+    EXPECT("{\"a\":{\"dtype\":\"\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
+           ST_DTYPE_UNKNOWN);
+    EXPECT("{\"a\":{\"dtype\":\"F32\\u0000\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16,
+           ST_DTYPE_UNKNOWN);
     /* escapes in the dtype decode to the real name */
     EXPECT("{\"a\":{\"dtype\":\"\\u004632\",\"shape\":[2,2],\"data_offsets\":[0,16]}}", 16, ST_OK);
     /* shape */
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":\"2,2\",\"data_offsets\":[0,16]}}", 16, ST_SHAPE_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":\"2,2\",\"data_offsets\":[0,16]}}", 16,
+           ST_SHAPE_INVALID);
     EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,16]}}", 16, ST_SHAPE_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":null,\"data_offsets\":[0,16]}}", 16, ST_SHAPE_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":null,\"data_offsets\":[0,16]}}", 16,
+           ST_SHAPE_INVALID);
     h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,\"2\"],\"data_offsets\":[0,16]}}";
     EXPECT_AT(h, 16, ST_SHAPE_INVALID, at(h, "\"2\""));
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[[2,2]],\"data_offsets\":[0,16]}}", 16, ST_SHAPE_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":{\"0\":4},\"data_offsets\":[0,16]}}", 16, ST_SHAPE_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2.5],\"data_offsets\":[0,16]}}", 16, ST_INTEGER_FORMAT);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[[2,2]],\"data_offsets\":[0,16]}}", 16,
+           ST_SHAPE_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":{\"0\":4},\"data_offsets\":[0,16]}}", 16,
+           ST_SHAPE_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2.5],\"data_offsets\":[0,16]}}", 16,
+           ST_INTEGER_FORMAT);
     /* data_offsets */
     h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0]}}";
     EXPECT_AT(h, 16, ST_OFFSETS_INVALID, at(h, "[0]"));
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[]}}", 16, ST_OFFSETS_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16,32]}}", 16, ST_OFFSETS_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[16,0]}}", 16, ST_OFFSETS_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":\"0,16\"}}", 16, ST_OFFSETS_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,\"16\"]}}", 16, ST_OFFSETS_INVALID);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":{\"begin\":0}}}", 16, ST_OFFSETS_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[]}}", 16,
+           ST_OFFSETS_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16,32]}}", 16,
+           ST_OFFSETS_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[16,0]}}", 16,
+           ST_OFFSETS_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":\"0,16\"}}", 16,
+           ST_OFFSETS_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,\"16\"]}}", 16,
+           ST_OFFSETS_INVALID);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":{\"begin\":0}}}", 16,
+           ST_OFFSETS_INVALID);
     /* fields in any order */
     EXPECT("{\"a\":{\"data_offsets\":[0,16],\"shape\":[2,2],\"dtype\":\"F32\"}}", 16, ST_OK);
 }
@@ -458,7 +485,8 @@ TEST(metadata)
     CHECK(st_file_metadata(&f, "format") == NULL);
     st_file_free(&f);
     /* metadata anywhere in the root, values decoded, header order kept */
-    h = "{\"a\":" T16 ",\"__metadata__\":{\"format\":\"pt\",\"note\":\"caf\\u00e9 \xe2\x9c\x93\",\"\":\"\"}}";
+    h = "{\"a\":" T16
+        ",\"__metadata__\":{\"format\":\"pt\",\"note\":\"caf\\u00e9 \xe2\x9c\x93\",\"\":\"\"}}";
     CHECK_EQ_U64(parse_bytes(h, strlen(h), 16, &f), ST_OK);
     CHECK(f.has_metadata);
     CHECK_EQ_U64(f.metadata_count, 3);
@@ -480,13 +508,16 @@ TEST(sizes)
     const char *h = "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}";
     EXPECT_AT(h, 12, ST_SIZE_MISMATCH, at(h, "[0,12]"));
     CHECK_STR(last_err.tensor, "a.weight");
-    CHECK_STR(last_err.detail,
-              "tensor 'a.weight': data_offsets [0, 12] span 12 bytes but shape [2, 2] of F32 needs 16");
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,20]}}", 20, ST_SIZE_MISMATCH);
+    CHECK_STR(
+        last_err.detail,
+        "tensor 'a.weight': data_offsets [0, 12] span 12 bytes but shape [2, 2] of F32 needs 16");
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,20]}}", 20,
+           ST_SIZE_MISMATCH);
     /* sub-byte dtypes need whole bytes */
     h = "{\"a\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}";
     EXPECT_AT(h, 2, ST_SUB_BYTE_PARTIAL, at(h, "[3]"));
-    EXPECT("{\"a\":{\"dtype\":\"F6_E2M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2, ST_SUB_BYTE_PARTIAL);
+    EXPECT("{\"a\":{\"dtype\":\"F6_E2M3\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2,
+           ST_SUB_BYTE_PARTIAL);
     EXPECT("{\"a\":{\"dtype\":\"F6_E3M2\",\"shape\":[4],\"data_offsets\":[0,3]}}", 3, ST_OK);
     EXPECT("{\"a\":{\"dtype\":\"F4\",\"shape\":[3,2],\"data_offsets\":[0,3]}}", 3, ST_OK);
     /* overflow of the shape product and of the byte size */
@@ -495,8 +526,8 @@ TEST(sizes)
     EXPECT("{\"a\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904],\"data_offsets\":[0,0]}}", 0,
            ST_SIZE_OVERFLOW);
     /* a zero dimension anywhere makes the product 0 even after a big one */
-    EXPECT("{\"a\":{\"dtype\":\"F64\",\"shape\":[18446744073709551615,0],\"data_offsets\":[0,0]}}", 0,
-           ST_OK);
+    EXPECT("{\"a\":{\"dtype\":\"F64\",\"shape\":[18446744073709551615,0],\"data_offsets\":[0,0]}}",
+           0, ST_OK);
     /* semantics come before sizes, sizes in document order */
     EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]},\"b\":5}", 12,
            ST_TENSOR_NOT_OBJECT);
@@ -557,7 +588,8 @@ TEST(coverage)
     EXPECT_AT(h, 15, ST_DATA_TRUNCATED, data_start + 15);
     EXPECT_AT("{}", 1, ST_DATA_TRAILING, 10);
     /* a data section far beyond the file (the largest byte size st_dtype_bytes allows) */
-    EXPECT("{\"a\":{\"dtype\":\"U8\",\"shape\":[2305843009213693951],\"data_offsets\":[0,2305843009213693951]}}",
+    EXPECT("{\"a\":{\"dtype\":\"U8\",\"shape\":[2305843009213693951],\"data_offsets\":[0,"
+           "2305843009213693951]}}",
            0, ST_DATA_TRUNCATED);
 
     /* unknown file size: the caller checks data_start + data_size itself */
@@ -582,10 +614,11 @@ TEST(all_dtypes)
     for (unsigned d = 0; d < ST_DTYPE_COUNT; d++) {
         /* 8 elements: a whole number of bytes for every width */
         uint64_t bytes = 8 * (uint64_t)st_dtype_bits((st_dtype)d) / 8;
-        n += (size_t)snprintf(h + n, sizeof h - n,
-                              "%s\"t_%s\":{\"dtype\":\"%s\",\"shape\":[2,4],\"data_offsets\":[%llu,%llu]}",
-                              d ? "," : "", st_dtype_name((st_dtype)d), st_dtype_name((st_dtype)d),
-                              (unsigned long long)offset, (unsigned long long)(offset + bytes));
+        n += (size_t)snprintf(
+            h + n, sizeof h - n,
+            "%s\"t_%s\":{\"dtype\":\"%s\",\"shape\":[2,4],\"data_offsets\":[%llu,%llu]}",
+            d ? "," : "", st_dtype_name((st_dtype)d), st_dtype_name((st_dtype)d),
+            (unsigned long long)offset, (unsigned long long)(offset + bytes));
         offset += bytes;
     }
     snprintf(h + n, sizeof h - n, "}");
@@ -691,11 +724,13 @@ TEST(rule_order)
     /* trailing bytes before semantics */
     EXPECT("{\"a\":5}x", 0, ST_HEADER_TRAILING_BYTES);
     /* semantics in document order */
-    EXPECT("{\"a\":{\"dtype\":\"X\",\"shape\":[1],\"data_offsets\":[0,1]},\"b\":5}", 1, ST_DTYPE_UNKNOWN);
+    EXPECT("{\"a\":{\"dtype\":\"X\",\"shape\":[1],\"data_offsets\":[0,1]},\"b\":5}", 1,
+           ST_DTYPE_UNKNOWN);
     EXPECT("{\"b\":5,\"a\":{\"dtype\":\"X\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
            ST_TENSOR_NOT_OBJECT);
     /* sizes before coverage */
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,12]}}", 12, ST_SIZE_MISMATCH);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,12]}}", 12,
+           ST_SIZE_MISMATCH);
     /* coverage before the file size */
     EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 100, ST_DATA_HOLE);
 }
@@ -739,7 +774,8 @@ TEST(reference_vectors)
     CHECK_EQ_U64(WHOLE("\x01\x00\x00\x00\x00\x00\x00\x00{"), ST_JSON_SYNTAX);
     /* test_whitespace_padded_header: the reference accepts JSON whitespace after
      * the '}', the strict grammar allows only spaces */
-    CHECK_EQ_U64(WHOLE("\x06\x00\x00\x00\x00\x00\x00\x00{}\x0D\x20\x09\x0A"), ST_HEADER_TRAILING_BYTES);
+    CHECK_EQ_U64(WHOLE("\x06\x00\x00\x00\x00\x00\x00\x00{}\x0D\x20\x09\x0A"),
+                 ST_HEADER_TRAILING_BYTES);
     CHECK_EQ_U64(last_err.offset, 10);
     /* the commented-out test_whitespace_start_padded_header_is_not_allowed */
     CHECK_EQ_U64(WHOLE("\x06\x00\x00\x00\x00\x00\x00\x00\x09\x0A{}\x0D\x20"), ST_HEADER_START);
@@ -773,28 +809,32 @@ TEST(reference_vectors)
                        "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"),
                  ST_HEADER_TOO_LARGE);
     /* test_serialization: the writer's exact bytes for attn.0 F32 [1,2,3] */
-    CHECK_EQ_U64(WHOLE("@\x00\x00\x00\x00\x00\x00\x00{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],"
-                       "\"data_offsets\":[0,24]}}"
-                       "\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40"
-                       "\x00\x00\x80\x40\x00\x00\xa0\x40"),
-                 ST_OK);
+    CHECK_EQ_U64(
+        WHOLE("@\x00\x00\x00\x00\x00\x00\x00{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],"
+              "\"data_offsets\":[0,24]}}"
+              "\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40"
+              "\x00\x00\x80\x40\x00\x00\xa0\x40"),
+        ST_OK);
     /* test_serialization_forced_alignement: header padded with spaces to 72 */
-    CHECK_EQ_U64(WHOLE("H\x00\x00\x00\x00\x00\x00\x00{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],"
-                       "\"data_offsets\":[0,24]}}       "
-                       "\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40"
-                       "\x00\x00\x80\x40\x00\x00\xa0\x40"),
-                 ST_OK);
+    CHECK_EQ_U64(
+        WHOLE("H\x00\x00\x00\x00\x00\x00\x00{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],"
+              "\"data_offsets\":[0,24]}}       "
+              "\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40"
+              "\x00\x00\x80\x40\x00\x00\xa0\x40"),
+        ST_OK);
     /* test_empty: no tensors, and metadata only */
     CHECK_EQ_U64(WHOLE("\x08\x00\x00\x00\x00\x00\x00\x00{}      "), ST_OK);
-    CHECK_EQ_U64(WHOLE("(\x00\x00\x00\x00\x00\x00\x00{\"__metadata__\":{\"framework\":\"pt\"}}     "),
-                 ST_OK);
+    CHECK_EQ_U64(
+        WHOLE("(\x00\x00\x00\x00\x00\x00\x00{\"__metadata__\":{\"framework\":\"pt\"}}     "),
+        ST_OK);
     /* test_json_attack: ten tensors all at [0, 16] */
     char h[2048];
     size_t n = (size_t)snprintf(h, sizeof h, "{");
     for (int i = 0; i < 10; i++)
-        n += (size_t)snprintf(h + n, sizeof h - n,
-                              "%s\"weight_%d\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}",
-                              i ? "," : "", i);
+        n += (size_t)snprintf(
+            h + n, sizeof h - n,
+            "%s\"weight_%d\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}",
+            i ? "," : "", i);
     snprintf(h + n, sizeof h - n, "}");
     EXPECT(h, 16, ST_DATA_OVERLAP);
 }
@@ -830,16 +870,18 @@ TEST(trail_of_bits)
     /* 2: overflow of shape x dtype */
     EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904],\"data_offsets\":[0,0]}}", 0,
            ST_SIZE_OVERFLOW);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648,2],\"data_offsets\":[0,0]}}", 0,
-           ST_SIZE_OVERFLOW);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648,2],\"data_offsets\":[0,0]}}",
+           0, ST_SIZE_OVERFLOW);
     /* 3: zero-size tensors stay valid */
     EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[0,1024],\"data_offsets\":[0,0]}}", 0, ST_OK);
     /* 7: duplicate keys, unicode escapes, big numbers */
     EXPECT("{\"a\":" T16 ",\"\\u0061\":" T16 "}", 16, ST_JSON_DUPLICATE_KEY);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16.0]}}", 16, ST_INTEGER_FORMAT);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,1.6e1]}}", 16, ST_INTEGER_FORMAT);
-    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,18446744073709551632]}}", 16,
-           ST_INTEGER_OVERFLOW);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16.0]}}", 16,
+           ST_INTEGER_FORMAT);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,1.6e1]}}", 16,
+           ST_INTEGER_FORMAT);
+    EXPECT("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,18446744073709551632]}}",
+           16, ST_INTEGER_OVERFLOW);
 }
 
 /* ----------------------------------------------------------- scale */
@@ -853,11 +895,12 @@ TEST(hundred_thousand_tensors)
     h[n++] = '{';
     n += (size_t)snprintf(h + n, cap - n, "\"__metadata__\":{\"format\":\"pt\"}");
     for (int i = 0; i < 100000; i++) {
-        n += (size_t)snprintf(h + n, cap - n,
-                              ",\"model.layers.%d.mlp.up_proj.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,3],"
-                              "\"data_offsets\":[%llu,%llu]}",
-                              i, i % 7 + 1, (unsigned long long)offset,
-                              (unsigned long long)(offset + (uint64_t)(i % 7 + 1) * 3 * 2));
+        n += (size_t)snprintf(
+            h + n, cap - n,
+            ",\"model.layers.%d.mlp.up_proj.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,3],"
+            "\"data_offsets\":[%llu,%llu]}",
+            i, i % 7 + 1, (unsigned long long)offset,
+            (unsigned long long)(offset + (uint64_t)(i % 7 + 1) * 3 * 2));
         offset += (uint64_t)(i % 7 + 1) * 3 * 2;
     }
     h[n++] = '}';
