@@ -656,7 +656,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
     *con_cls = NULL;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 2, 0))) on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char line[512];
