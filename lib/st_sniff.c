@@ -203,7 +203,8 @@ typedef struct pickle_walk {
     int protocol;         /* last PROTO argument, -1 when none */
     uint8_t code_op;      /* the opcode that made runs_code or imports_as_text */
     size_t code_offset;   /* and its offset */
-    const uint8_t *global_module, *global_name; /* the first GLOBAL/INST, for the detail */
+    uint8_t global_op;    /* the first GLOBAL or INST, for the detail */
+    const uint8_t *global_module, *global_name;
     size_t global_module_len, global_name_len;
 } pickle_walk;
 
@@ -743,6 +744,7 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         if (op == 'i' && !stack_pop_mark(st, &items))
             return STEP_INVALID;
         if (w->global_module == NULL) {
+            w->global_op = op;
             w->global_module = buf + p;
             w->global_module_len = module_len;
             w->global_name = buf + name_pos;
@@ -883,12 +885,17 @@ static void note_pickle_walk(st_sniff_info *info, const pickle_walk *w, const ch
     if (w->global_module != NULL) {
         printable_copy(module, sizeof module, w->global_module, w->global_module_len);
         printable_copy(name, sizeof name, w->global_name, w->global_name_len);
-        snprintf(global, sizeof global, " (GLOBAL '%s %s')", module, name);
+        snprintf(global, sizeof global, "%s '%s %s'",
+                 w->global_op == 'i' ? "INST" : "GLOBAL", module, name);
     }
-    if (w->runs_code || w->imports_as_text)
-        note(info, "pickle opcodes%s: %s at offset %zu%s, %zu valid opcodes%s", where,
-             pickle_op_name(w->code_op), w->code_offset, global, w->opcodes,
-             w->reached_stop ? " to STOP" : "");
+    const char *stop = w->reached_stop ? " to STOP" : "";
+    if ((w->runs_code || w->imports_as_text) && (w->code_op == 'c' || w->code_op == 'i'))
+        note(info, "pickle opcodes%s: %s at offset %zu, %zu valid opcodes%s", where, global,
+             w->code_offset, w->opcodes, stop);
+    else if (w->runs_code || w->imports_as_text)
+        note(info, "pickle opcodes%s: %s at offset %zu%s%s, %zu valid opcodes%s", where,
+             pickle_op_name(w->code_op), w->code_offset, global[0] ? " after " : "", global,
+             w->opcodes, stop);
     else if (w->reached_stop)
         note(info, "pickle opcodes%s: %zu valid opcodes reach STOP at offset %zu", where,
              w->opcodes, w->end - 1);
@@ -1275,21 +1282,28 @@ static bool onnx_signal(const uint8_t *head, size_t head_len, uint64_t file_size
         return false;
     size_t fields = 0;
     uint64_t first_field = 0;
+    size_t field_start = pos;
     while (pos < head_len) {
-        size_t field_start = pos;
-        if (!read_varint(head, head_len, &pos, &tag))
+        field_start = pos;
+        if (!read_varint(head, head_len, &pos, &tag)) {
+            pos = field_start;
             break;
+        }
         uint64_t field = tag >> 3, wire = tag & 7;
         if (field == 5 && wire == 0) {
             uint64_t ignored;
-            if (!read_varint(head, head_len, &pos, &ignored))
+            if (!read_varint(head, head_len, &pos, &ignored)) {
+                pos = field_start;
                 break;
+            }
         } else if (wire == 2 && (field == 2 || field == 3 || field == 4 || field == 6 ||
                                  field == 7 || field == 8 || field == 14 || field == 20 ||
                                  field == 25)) {
             uint64_t length = 0;
-            if (!read_varint(head, head_len, &pos, &length))
+            if (!read_varint(head, head_len, &pos, &length)) {
+                pos = field_start;
                 break;
+            }
             /* The field must fit in the file; past the head it cannot be checked further. */
             if (file_size != SNIFF_SIZE_UNKNOWN && (pos > file_size || length > file_size - pos))
                 return false;
