@@ -7,6 +7,11 @@
  *   HEADER   a safetensors attempt: buffer until 8 + N bytes are in, then parse;
  *   DATA     the data section streams through st_scanner, never buffered;
  *   SIDECAR  (sidecar kind only) JSON or text, buffered up to sidecar_max_size;
+ *   TAIL     not safetensors (nor JSON/text) and st_sniff cannot name it from the
+ *            head: keep the head and the last ST_SNIFF_TAIL_MAX bytes (a ring) and
+ *            sniff again with the tail at the end, so a ZIP behind a junk prefix
+ *            (found from its end-of-central-directory) is named as such; streaming
+ *            then gives the verdict st_gate_check_buffer gives;
  *   DONE     a final verdict was reached.
  *
  * The candidate rule ("is this a safetensors attempt?", DESIGN §3: framing first).
@@ -31,7 +36,8 @@
  * A valid safetensors file always has `{` at byte 8 and N within the limit, so it
  * is an attempt (rule 3) whatever its length bytes spell (`PK\3\4\0\0\0\0`).
  * Not an attempt: safetensors kind refuses the format named by st_sniff on the
- * first ST_SNIFF_HEAD_MAX bytes; sidecar kind judges the content as JSON or text.
+ * first ST_SNIFF_HEAD_MAX bytes at once, or, when the head names none, at the end
+ * with the tail (TAIL); sidecar kind judges the content as JSON or text.
  *
  * Determinism: every decision reads a fixed prefix (8 bytes, the first non-space
  * header byte, min(size, ST_SNIFF_HEAD_MAX) bytes for st_sniff, 8 + N bytes for the
@@ -41,7 +47,7 @@
  * Memory: the buffer is grown by doubling up to the phase's bound (HEAD:
  * ST_SNIFF_HEAD_MAX, HEADER: 8 + N with N already checked against the limit,
  * SIDECAR: sidecar_max_size), so it never exceeds twice the bytes received nor the
- * bound. */
+ * bound; TAIL holds at most ST_SNIFF_HEAD_MAX + ST_SNIFF_TAIL_MAX bytes. */
 #include "st_gate.h"
 
 #include <jansson.h>
@@ -58,6 +64,7 @@ typedef enum gate_phase {
     PHASE_HEADER,
     PHASE_DATA,
     PHASE_SIDECAR,
+    PHASE_TAIL,
     PHASE_DONE,
 } gate_phase;
 
@@ -92,6 +99,9 @@ struct st_gate {
     uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
 
     sidecar_class sidecar;
+    uint8_t *ring; /* TAIL: the last ring_len bytes, oldest at ring_next when full */
+    size_t ring_len;
+    size_t ring_next;
     bool out_of_memory;
     st_verdict verdict;
 };
@@ -208,13 +218,39 @@ static size_t sniff_head_len(const st_gate *gate)
     return gate->buf_len < ST_SNIFF_HEAD_MAX ? gate->buf_len : ST_SNIFF_HEAD_MAX;
 }
 
-/* st_sniff on the first min(size, ST_SNIFF_HEAD_MAX) bytes; callers make sure that
- * many are buffered (or the input ended). */
-static st_format sniff_head(const st_gate *gate, bool at_end, st_sniff_info *info)
+/* The tail st_sniff may see now: the caller's (st_gate_check_buffer), or at the end
+ * of an input buffered whole, its last ST_SNIFF_TAIL_MAX bytes; else none. */
+static const uint8_t *current_tail(const st_gate *gate, bool at_end, size_t *tail_len)
+{
+    if (gate->tail != NULL) {
+        *tail_len = gate->tail_len;
+        return gate->tail;
+    }
+    if (at_end && gate->seen == gate->buf_len && gate->buf_len > 0) {
+        *tail_len = gate->buf_len < ST_SNIFF_TAIL_MAX ? gate->buf_len : ST_SNIFF_TAIL_MAX;
+        return gate->buf + (gate->buf_len - *tail_len);
+    }
+    *tail_len = 0;
+    return NULL;
+}
+
+/* st_sniff on the first head_len bytes, with the tail only at the end (with_tail):
+ * a decision taken before the end must read the head alone, so that it is the same
+ * in st_gate_check_buffer (which knows the tail from the start) and in streaming. */
+static st_format sniff_head_window(const st_gate *gate, size_t head_len, bool with_tail,
+                                   bool at_end, st_sniff_info *info)
 {
     memset(info, 0, sizeof *info);
-    return st_sniff(gate->buf, sniff_head_len(gate), gate->tail, gate->tail_len,
-                    known_size(gate, at_end), info);
+    size_t tail_len = 0;
+    const uint8_t *tail = with_tail && at_end ? current_tail(gate, at_end, &tail_len) : NULL;
+    return st_sniff(gate->buf, head_len, tail, tail_len, known_size(gate, at_end), info);
+}
+
+/* On the first min(size, ST_SNIFF_HEAD_MAX) bytes; callers make sure that many are
+ * buffered (or the input ended). */
+static st_format sniff_head(const st_gate *gate, bool with_tail, bool at_end, st_sniff_info *info)
+{
+    return sniff_head_window(gate, sniff_head_len(gate), with_tail, at_end, info);
 }
 
 static bool head_complete(const st_gate *gate, bool at_end)
@@ -385,6 +421,71 @@ static void header_step(st_gate *gate, bool at_end)
         data_finish(gate);
 }
 
+/* ---- TAIL phase ---- */
+
+static void ring_append(st_gate *gate, const uint8_t *data, size_t len)
+{
+    /* only the last ST_SNIFF_TAIL_MAX bytes can stay */
+    if (len > ST_SNIFF_TAIL_MAX) {
+        data += len - ST_SNIFF_TAIL_MAX;
+        len = ST_SNIFF_TAIL_MAX;
+    }
+    while (len > 0) {
+        size_t room = ST_SNIFF_TAIL_MAX - gate->ring_next;
+        size_t n = len < room ? len : room;
+        memcpy(gate->ring + gate->ring_next, data, n);
+        gate->ring_next = (gate->ring_next + n) % ST_SNIFF_TAIL_MAX;
+        gate->ring_len = gate->ring_len + n > ST_SNIFF_TAIL_MAX ? ST_SNIFF_TAIL_MAX
+                                                                 : gate->ring_len + n;
+        data += n;
+        len -= n;
+    }
+}
+
+/* Every byte seen so far is in buf (HEAD and SIDECAR buffer all they see), so the
+ * ring starts from buf's end; of buf only the head_keep bytes st_sniff was given
+ * stay, the same whatever the chunking. */
+static void tail_begin(st_gate *gate, size_t head_keep)
+{
+    gate->ring = malloc(ST_SNIFF_TAIL_MAX);
+    if (gate->ring == NULL) {
+        fail_out_of_memory(gate);
+        return;
+    }
+    ring_append(gate, gate->buf, gate->buf_len);
+    if (gate->buf_len > head_keep)
+        gate->buf_len = head_keep;
+    gate->phase = PHASE_TAIL;
+}
+
+static void tail_finish(st_gate *gate)
+{
+    uint8_t *tail = malloc(gate->ring_len ? gate->ring_len : 1);
+    if (tail == NULL) {
+        fail_out_of_memory(gate);
+        return;
+    }
+    /* oldest byte first: at ring_next once the ring has wrapped, else at 0 */
+    size_t start = gate->ring_len == ST_SNIFF_TAIL_MAX ? gate->ring_next : 0;
+    size_t first = gate->ring_len == ST_SNIFF_TAIL_MAX ? ST_SNIFF_TAIL_MAX - start
+                                                       : gate->ring_len;
+    memcpy(tail, gate->ring + start, first);
+    memcpy(tail + first, gate->ring, gate->ring_len - first);
+    st_sniff_info info;
+    memset(&info, 0, sizeof info);
+    st_format format = st_sniff(gate->buf, sniff_head_len(gate), tail, gate->ring_len, gate->seen,
+                                &info);
+    free(tail);
+    if (gate->config.kind == ST_GATE_SIDECAR &&
+        (format == ST_FORMAT_TEXT || format == ST_FORMAT_JSON || format == ST_FORMAT_UNKNOWN)) {
+        st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
+                     "neither JSON nor UTF-8 text");
+        finish_refused(gate, ST_FORMAT_UNKNOWN);
+        return;
+    }
+    refuse_format(gate, format, &info);
+}
+
 /* ---- SIDECAR phase ---- */
 
 /* The first token of a JSON object is `{` then `"` or `}`; of an array `[` then a
@@ -425,38 +526,61 @@ static void sidecar_refuse_too_large(st_gate *gate)
     finish_refused(gate, gate->sidecar == SIDECAR_JSON ? ST_FORMAT_JSON : ST_FORMAT_TEXT);
 }
 
+static size_t sidecar_head_len(const st_gate *gate)
+{
+    size_t window = sidecar_window(gate);
+    return gate->buf_len < window ? gate->buf_len : window;
+}
+
+static void sidecar_refuse_not_text(st_gate *gate)
+{
+    st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
+                 "neither JSON nor UTF-8 text");
+    finish_refused(gate, ST_FORMAT_UNKNOWN);
+}
+
 /* Classifies the sidecar from its first sidecar_window bytes (or all of it). */
 static void sidecar_classify(st_gate *gate, bool at_end)
 {
-    size_t window = sidecar_window(gate);
-    size_t len = gate->buf_len < window ? gate->buf_len : window;
+    size_t len = sidecar_head_len(gate);
     if (sidecar_looks_like_json(gate->buf, len)) {
         gate->sidecar = SIDECAR_JSON;
     } else if (st_sniff_is_pickle(gate->buf, len)) {
         st_sniff_info info;
-        memset(&info, 0, sizeof info);
-        (void)st_sniff(gate->buf, len, gate->tail, gate->tail_len, known_size(gate, at_end),
-                       &info);
+        (void)sniff_head_window(gate, len, true, at_end, &info);
         refuse_format(gate, ST_FORMAT_PICKLE, &info);
         return;
     } else if (st_sniff_is_text(gate->buf, len, at_end && len == gate->buf_len)) {
         gate->sidecar = SIDECAR_TEXT;
     } else {
+        /* neither JSON nor text: a strong format is named from the head at once;
+         * anything else waits for the end, where the tail may name it */
         st_sniff_info info;
-        memset(&info, 0, sizeof info);
-        st_format format = st_sniff(gate->buf, len, gate->tail, gate->tail_len,
-                                    known_size(gate, at_end), &info);
-        if (format != ST_FORMAT_TEXT && format != ST_FORMAT_JSON && format != ST_FORMAT_UNKNOWN) {
+        st_format format = sniff_head_window(gate, len, true, at_end, &info);
+        if (format_is_strong(format))
             refuse_format(gate, format, &info);
-        } else {
-            st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
-                         "neither JSON nor UTF-8 text");
-            finish_refused(gate, ST_FORMAT_UNKNOWN);
-        }
+        else if (!at_end)
+            tail_begin(gate, len);
+        else if (format != ST_FORMAT_TEXT && format != ST_FORMAT_JSON && format != ST_FORMAT_UNKNOWN)
+            refuse_format(gate, format, &info);
+        else
+            sidecar_refuse_not_text(gate);
         return;
     }
     if (gate->declared_size != ST_FILE_SIZE_UNKNOWN && gate->declared_size > gate->sidecar_limit)
         sidecar_refuse_too_large(gate);
+}
+
+/* A sidecar that failed the JSON or text check: if the whole content names a strong
+ * format (a ZIP appended to JSON, text before a ZIP), that is the more useful verdict. */
+static bool sidecar_refuse_strong_format(st_gate *gate)
+{
+    st_sniff_info info;
+    st_format format = sniff_head_window(gate, sidecar_head_len(gate), true, true, &info);
+    if (!format_is_strong(format))
+        return false;
+    refuse_format(gate, format, &info);
+    return true;
 }
 
 static void sidecar_final(st_gate *gate)
@@ -466,6 +590,8 @@ static void sidecar_final(st_gate *gate)
         json_t *root = json_loadb((const char *)gate->buf, gate->buf_len, JSON_REJECT_DUPLICATES,
                                   &jerr);
         if (root == NULL) {
+            if (sidecar_refuse_strong_format(gate))
+                return;
             st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID,
                          jerr.position >= 0 ? (uint64_t)jerr.position : ST_NO_OFFSET, NULL,
                          "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
@@ -478,6 +604,8 @@ static void sidecar_final(st_gate *gate)
         return;
     }
     if (!st_sniff_is_text(gate->buf, gate->buf_len, true)) {
+        if (sidecar_refuse_strong_format(gate))
+            return;
         st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
                      "not UTF-8 text (invalid UTF-8, a control character, or a pickle)");
         finish_refused(gate, ST_FORMAT_UNKNOWN);
@@ -523,8 +651,15 @@ static void not_an_attempt(st_gate *gate, bool at_end)
     }
     if (!head_complete(gate, at_end))
         return;
+    /* a strong format is named from the head at once; anything else (unknown, text,
+     * JSON, a weak signal) waits for the end, where the tail may name it (a ZIP behind
+     * a prefix) */
     st_sniff_info info;
-    st_format format = sniff_head(gate, at_end, &info);
+    st_format format = sniff_head(gate, true, at_end, &info);
+    if (!at_end && !format_is_strong(format)) {
+        tail_begin(gate, ST_SNIFF_HEAD_MAX);
+        return;
+    }
     refuse_format(gate, format, &info);
 }
 
@@ -539,7 +674,7 @@ static void head_step(st_gate *gate, bool at_end)
             return;
         }
         st_sniff_info info;
-        st_format format = sniff_head(gate, at_end, &info);
+        st_format format = sniff_head(gate, true, at_end, &info);
         if (format_is_strong(format)) {
             refuse_format(gate, format, &info);
             return;
@@ -577,7 +712,7 @@ static void head_step(st_gate *gate, bool at_end)
             if (!head_complete(gate, at_end))
                 return;
             st_sniff_info info;
-            st_format format = sniff_head(gate, at_end, &info);
+            st_format format = sniff_head(gate, false, at_end, &info);
             if (format_is_strong(format)) {
                 refuse_format(gate, format, &info);
                 return;
@@ -594,12 +729,9 @@ static void head_step(st_gate *gate, bool at_end)
     if (!head_complete(gate, at_end))
         return;
     st_sniff_info info;
-    st_format format = sniff_head(gate, at_end, &info);
+    st_format format = sniff_head(gate, false, at_end, &info);
     if (format != ST_FORMAT_UNKNOWN) {
-        if (gate->config.kind == ST_GATE_SIDECAR)
-            sidecar_begin(gate, at_end);
-        else
-            refuse_format(gate, format, &info);
+        not_an_attempt(gate, at_end);
         return;
     }
     header_begin(gate, at_end);
@@ -624,6 +756,10 @@ static void gate_step(st_gate *gate, bool at_end)
         case PHASE_DATA:
             if (at_end)
                 data_finish(gate);
+            return;
+        case PHASE_TAIL:
+            if (at_end)
+                tail_finish(gate);
             return;
         case PHASE_DONE:
             return;
@@ -668,6 +804,7 @@ void st_gate_free(st_gate *gate)
     if (gate->have_file)
         st_file_free(&gate->file);
     free(gate->buf);
+    free(gate->ring);
     free(gate);
 }
 
@@ -676,6 +813,11 @@ st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len)
     while (len > 0 && gate->status == ST_GATE_CONTINUE) {
         if (gate->phase == PHASE_DATA) {
             data_consume(gate, data, len);
+            break;
+        }
+        if (gate->phase == PHASE_TAIL) {
+            ring_append(gate, data, len);
+            gate->seen += len;
             break;
         }
         size_t room = gate->buf_bound - gate->buf_len;

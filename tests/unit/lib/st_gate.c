@@ -61,6 +61,61 @@ static const float f32_data[6] = {1.0f, -2.0f, 0.5f, 3.0f, 4.0f, 5.0f};
     "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"                              \
     "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}"
 
+static void put_le(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= p[i];
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1)));
+    }
+    return ~crc;
+}
+
+/* prefix_len junk bytes, then a stored ZIP with one member `name` holding `data`
+ * (offsets relative to the ZIP's own start, as `cat junk x.zip` leaves them) */
+static input make_prefixed_zip(size_t prefix_len, bool text_prefix, const char *name,
+                               const void *data, size_t len)
+{
+    size_t name_len = strlen(name);
+    size_t local = 30 + name_len + len, central = 46 + name_len, total = prefix_len + local + central + 22;
+    input in = {calloc(1, total), total};
+    for (size_t i = 0; i < prefix_len; i++)
+        in.bytes[i] = text_prefix ? (uint8_t)('a' + (i % 26)) : (uint8_t)(i * 7 + 1);
+    uint8_t *z = in.bytes + prefix_len;
+    uint32_t crc = crc32_of(data, len);
+    memcpy(z, "PK\3\4", 4);
+    put_le(z + 4, 20, 2);
+    put_le(z + 14, crc, 4);
+    put_le(z + 18, len, 4);
+    put_le(z + 22, len, 4);
+    put_le(z + 26, name_len, 2);
+    memcpy(z + 30, name, name_len);
+    memcpy(z + 30 + name_len, data, len);
+    uint8_t *c = z + local;
+    memcpy(c, "PK\1\2", 4);
+    put_le(c + 4, 20, 2);
+    put_le(c + 6, 20, 2);
+    put_le(c + 16, crc, 4);
+    put_le(c + 20, len, 4);
+    put_le(c + 24, len, 4);
+    put_le(c + 28, name_len, 2);
+    memcpy(c + 46, name, name_len);
+    uint8_t *e = c + central;
+    memcpy(e, "PK\5\6", 4);
+    put_le(e + 8, 1, 2);
+    put_le(e + 10, 1, 2);
+    put_le(e + 12, central, 4);
+    put_le(e + 16, local, 4);
+    return in;
+}
+
 /* ---- running the gate ---- */
 
 typedef enum feeding { WHOLE, BYTE_BY_BYTE, RANDOM_CHUNKS } feeding;
@@ -142,7 +197,13 @@ static st_verdict judge(const st_gate_config *config, const input *in, bool comp
     }
     st_verdict buffer;
     st_gate_check_buffer(config, in->bytes, in->len, &buffer);
-    CHECK(buffer.valid == whole.valid && buffer.error.reason == whole.error.reason);
+    bool same = buffer.valid == whole.valid && buffer.error.reason == whole.error.reason &&
+                buffer.format == whole.format;
+    CHECK(same);
+    if (!same) {
+        print_verdict("whole", &whole);
+        print_verdict("check_buffer", &buffer);
+    }
     return whole;
 }
 
@@ -278,6 +339,36 @@ TEST(other_formats_are_refused_by_format)
     expect(&c, make_raw(json, strlen(json)), false, ST_FORMAT_JSON, ST_REFUSED_FORMAT);
     const char *text = "# A model card\n\nSome words.\n";
     expect(&c, make_raw(text, strlen(text)), false, ST_FORMAT_TEXT, ST_REFUSED_FORMAT);
+
+    /* a ZIP behind a junk prefix longer than the head is found from its end: streaming
+     * waits for the tail when the head names nothing (judge() compares with
+     * st_gate_check_buffer, which has the tail from the start) */
+    static const uint8_t pickled[] = {0x80, 0x02, 'N', '.'};
+    st_gate_config sidecar = config_of(ST_GATE_SIDECAR);
+    for (int text_prefix = 0; text_prefix < 2; text_prefix++) {
+        input prefixed = make_prefixed_zip(100 * 1024, text_prefix, "archive/data.pkl", pickled,
+                                           sizeof pickled);
+        st_verdict zv = judge(&c, &prefixed, true);
+        CHECK(!zv.valid && zv.error.reason == ST_REFUSED_FORMAT);
+        CHECK(zv.format == ST_FORMAT_PYTORCH_ZIP || zv.format == ST_FORMAT_ZIP);
+        zv = judge(&sidecar, &prefixed, true);
+        CHECK(zv.error.reason == ST_REFUSED_FORMAT);
+        CHECK(zv.format == ST_FORMAT_PYTORCH_ZIP || zv.format == ST_FORMAT_ZIP);
+        input_free(&prefixed);
+    }
+    /* the same ZIP without a prefix, small: named from the head */
+    input prefixed = make_prefixed_zip(0, false, "archive/data.pkl", pickled, sizeof pickled);
+    st_verdict zv = judge(&c, &prefixed, true);
+    CHECK(zv.format == ST_FORMAT_PYTORCH_ZIP || zv.format == ST_FORMAT_ZIP);
+    input_free(&prefixed);
+    /* unknown content stays unknown, in every feeding */
+    input junk = make_prefixed_zip(200 * 1024, false, "x", "", 0);
+    junk.len = 150 * 1024;
+    zv = judge(&c, &junk, true);
+    CHECK(zv.format == ST_FORMAT_UNKNOWN && zv.error.reason == ST_REFUSED_FORMAT);
+    zv = judge(&sidecar, &junk, true);
+    CHECK(zv.error.reason == ST_SIDECAR_TEXT_INVALID);
+    input_free(&junk);
 
     /* a big pickle is refused from its head, before its end */
     input big = {malloc(1 << 20), 1 << 20};
