@@ -118,8 +118,8 @@ static bool globs_match(globs *g, const char *name)
 }
 
 /* Copies or converts one tensor from in_fd at absolute offset source to out_fd. */
-static int stream_tensor(int in_fd, int out_fd, uint64_t source, const st_tensor *t,
-                         st_dtype to, uint8_t *src_buf, uint8_t *dst_buf)
+static int stream_tensor(int in_fd, int out_fd, uint64_t source, const st_tensor *t, st_dtype to,
+                         uint8_t *src_buf, uint8_t *dst_buf)
 {
     if (t->dtype == to) {
         uint64_t left = t->end - t->begin;
@@ -215,7 +215,8 @@ int tg_cmd_convert(int argc, char **argv)
     globs patterns;
     memset(&patterns, 0, sizeof patterns);
     if (tensor_globs != NULL && !globs_parse(tensor_globs, &patterns)) {
-        fprintf(stderr, "tensorgate convert: --tensors wants GLOB[,GLOB...] (at most %d, none empty)\n",
+        fprintf(stderr,
+                "tensorgate convert: --tensors wants GLOB[,GLOB...] (at most %d, none empty)\n",
                 GLOBS_MAX);
         free(patterns.storage);
         return 2;
@@ -306,7 +307,8 @@ int tg_cmd_convert(int argc, char **argv)
         size_t i = plan.order[k];
         /* the plan lays tensors out back to back in this order */
         if (plan.begin[i] != written) {
-            fprintf(stderr, "tensorgate convert: internal error: plan offsets are not contiguous\n");
+            fprintf(stderr,
+                    "tensorgate convert: internal error: plan offsets are not contiguous\n");
             goto done;
         }
         const st_tensor *t = &file->tensors[i];
@@ -316,7 +318,9 @@ int tg_cmd_convert(int argc, char **argv)
         written += plan.bytes[i];
     }
     if (written != plan.data_size) {
-        fprintf(stderr, "tensorgate convert: internal error: %" PRIu64 " data bytes written, plan says %" PRIu64 "\n",
+        fprintf(stderr,
+                "tensorgate convert: internal error: %" PRIu64
+                " data bytes written, plan says %" PRIu64 "\n",
                 written, plan.data_size);
         goto done;
     }
@@ -351,7 +355,8 @@ int tg_cmd_convert(int argc, char **argv)
     goto done;
 
 write_failed:
-    fprintf(stderr, "tensorgate convert: copying %s to %s: %s\n", in_path, tmp_path, strerror(errno));
+    fprintf(stderr, "tensorgate convert: copying %s to %s: %s\n", in_path, tmp_path,
+            strerror(errno));
 done:
     if (out_fd >= 0)
         close(out_fd);

@@ -13,11 +13,12 @@
 
 static void inspect_usage(FILE *out)
 {
-    fprintf(out, "usage: tensorgate inspect [--json] [--max-header BYTES] FILE\n"
-                 "\n"
-                 "Validates FILE and prints its tensor table (name, dtype, shape, absolute\n"
-                 "begin/end, NaN and Inf counts), parameters per dtype, metadata and SHA-256.\n"
-                 "Exit status: 0 valid, 1 refused (the verdict is printed), 2 an I/O or usage error.\n");
+    fprintf(out,
+            "usage: tensorgate inspect [--json] [--max-header BYTES] FILE\n"
+            "\n"
+            "Validates FILE and prints its tensor table (name, dtype, shape, absolute\n"
+            "begin/end, NaN and Inf counts), parameters per dtype, metadata and SHA-256.\n"
+            "Exit status: 0 valid, 1 refused (the verdict is printed), 2 an I/O or usage error.\n");
 }
 
 static void hex_digest(const uint8_t digest[32], char out[65])
@@ -79,11 +80,10 @@ static int print_text(const char *path, const tg_local_run *run, const st_file *
                shape_width, "SHAPE", "BEGIN", "END", "NAN", "INF");
         for (size_t i = 0; i < file->tensor_count; i++) {
             const st_tensor *t = &file->tensors[i];
-            printf("  %-*s  %-11s  %-*s  %14" PRIu64 "  %14" PRIu64 "  %10" PRIu64 "  %10" PRIu64
-                   "\n",
-                   name_width, t->name, st_dtype_name(t->dtype), shape_width, shapes[i],
-                   file->data_start + t->begin, file->data_start + t->end, stats[i].nan,
-                   stats[i].inf);
+            printf(
+                "  %-*s  %-11s  %-*s  %14" PRIu64 "  %14" PRIu64 "  %10" PRIu64 "  %10" PRIu64 "\n",
+                name_width, t->name, st_dtype_name(t->dtype), shape_width, shapes[i],
+                file->data_start + t->begin, file->data_start + t->end, stats[i].nan, stats[i].inf);
         }
     }
 
@@ -150,7 +150,8 @@ static json_t *inspect_json(const char *path, const tg_local_run *run, const st_
         json_object_set_new(entry, "name", json_stringn(t->name, t->name_len));
         json_object_set_new(entry, "dtype", json_string(st_dtype_name(t->dtype)));
         json_object_set_new(entry, "shape", shape);
-        json_object_set_new(entry, "begin", json_integer((json_int_t)(file->data_start + t->begin)));
+        json_object_set_new(entry, "begin",
+                            json_integer((json_int_t)(file->data_start + t->begin)));
         json_object_set_new(entry, "end", json_integer((json_int_t)(file->data_start + t->end)));
         json_object_set_new(entry, "nan", json_integer((json_int_t)stats[i].nan));
         json_object_set_new(entry, "inf", json_integer((json_int_t)stats[i].inf));
@@ -214,7 +215,8 @@ int tg_cmd_inspect(int argc, char **argv)
             break;
         case 'm':
             if (!tg_local_parse_header_limit(optarg, &config.limits.max_header_size)) {
-                fprintf(stderr, "tensorgate inspect: --max-header wants 1 to 100000000 bytes, not '%s'\n",
+                fprintf(stderr,
+                        "tensorgate inspect: --max-header wants 1 to 100000000 bytes, not '%s'\n",
                         optarg);
                 return 2;
             }

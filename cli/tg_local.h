@@ -15,10 +15,10 @@
 #define TG_LOCAL_READ_SIZE (1u << 20)
 
 typedef struct tg_local_run {
-    st_gate *gate;        /* finished; the caller frees it with st_gate_free */
+    st_gate *gate; /* finished; the caller frees it with st_gate_free */
     st_verdict verdict;
-    uint64_t size;        /* bytes read (the whole file when it was read to its end) */
-    bool hashed;          /* sha256 holds the SHA-256 of the whole file */
+    uint64_t size; /* bytes read (the whole file when it was read to its end) */
+    bool hashed;   /* sha256 holds the SHA-256 of the whole file */
     uint8_t sha256[32];
 } tg_local_run;
 
@@ -27,7 +27,8 @@ typedef struct tg_local_run {
  * (then the whole file is read and hashed in the same pass). Returns 0 with run
  * filled, or -1 after printing an I/O error (a directory, a missing file, ...) to
  * stderr. */
-int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash, tg_local_run *run);
+int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash,
+                       tg_local_run *run);
 
 /* One line: "FILE: valid (safetensors, 3 tensors)" or
  * "FILE: refused: REASON at offset N (tensor T): DETAIL [format F]". file may be

@@ -9,17 +9,18 @@
 
 static void validate_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: tensorgate validate [--json] [--sidecar] [--max-header BYTES] "
-            "[--refuse-nonfinite] FILE...\n"
-            "\n"
-            "Runs the gate over each FILE (\"-\" is standard input) and prints one verdict per line.\n"
-            "  --json              one JSON object per file: file, valid, reason, detail, offset,\n"
-            "                      tensor, format\n"
-            "  --sidecar           also accept strict JSON and UTF-8 text (16 MiB at most)\n"
-            "  --max-header BYTES  refuse headers larger than BYTES (at most 100000000)\n"
-            "  --refuse-nonfinite  refuse NaN or Inf values in floating tensors\n"
-            "Exit status: 0 all valid, 1 any refused, 2 an I/O or usage error.\n");
+    fprintf(
+        out,
+        "usage: tensorgate validate [--json] [--sidecar] [--max-header BYTES] "
+        "[--refuse-nonfinite] FILE...\n"
+        "\n"
+        "Runs the gate over each FILE (\"-\" is standard input) and prints one verdict per line.\n"
+        "  --json              one JSON object per file: file, valid, reason, detail, offset,\n"
+        "                      tensor, format\n"
+        "  --sidecar           also accept strict JSON and UTF-8 text (16 MiB at most)\n"
+        "  --max-header BYTES  refuse headers larger than BYTES (at most 100000000)\n"
+        "  --refuse-nonfinite  refuse NaN or Inf values in floating tensors\n"
+        "Exit status: 0 all valid, 1 any refused, 2 an I/O or usage error.\n");
 }
 
 int tg_cmd_validate(int argc, char **argv)
@@ -51,7 +52,8 @@ int tg_cmd_validate(int argc, char **argv)
             break;
         case 'm':
             if (!tg_local_parse_header_limit(optarg, &config.limits.max_header_size)) {
-                fprintf(stderr, "tensorgate validate: --max-header wants 1 to 100000000 bytes, not '%s'\n",
+                fprintf(stderr,
+                        "tensorgate validate: --max-header wants 1 to 100000000 bytes, not '%s'\n",
                         optarg);
                 return 2;
             }

@@ -389,8 +389,7 @@ static void header_step(st_gate *gate, bool at_end)
                                  &gate->verdict.error) == ST_OK)
                 st_error_set(&gate->verdict.error, ST_HEADER_TRUNCATED, gate->seen, NULL,
                              "the input ends at offset %llu inside the %llu-byte header",
-                             (unsigned long long)gate->seen,
-                             (unsigned long long)gate->header_size);
+                             (unsigned long long)gate->seen, (unsigned long long)gate->header_size);
             finish_refused(gate, ST_FORMAT_SAFETENSORS);
         }
         return;
@@ -435,8 +434,8 @@ static void ring_append(st_gate *gate, const uint8_t *data, size_t len)
         size_t n = len < room ? len : room;
         memcpy(gate->ring + gate->ring_next, data, n);
         gate->ring_next = (gate->ring_next + n) % ST_SNIFF_TAIL_MAX;
-        gate->ring_len = gate->ring_len + n > ST_SNIFF_TAIL_MAX ? ST_SNIFF_TAIL_MAX
-                                                                 : gate->ring_len + n;
+        gate->ring_len =
+            gate->ring_len + n > ST_SNIFF_TAIL_MAX ? ST_SNIFF_TAIL_MAX : gate->ring_len + n;
         data += n;
         len -= n;
     }
@@ -467,14 +466,13 @@ static void tail_finish(st_gate *gate)
     }
     /* oldest byte first: at ring_next once the ring has wrapped, else at 0 */
     size_t start = gate->ring_len == ST_SNIFF_TAIL_MAX ? gate->ring_next : 0;
-    size_t first = gate->ring_len == ST_SNIFF_TAIL_MAX ? ST_SNIFF_TAIL_MAX - start
-                                                       : gate->ring_len;
+    size_t first = gate->ring_len == ST_SNIFF_TAIL_MAX ? ST_SNIFF_TAIL_MAX - start : gate->ring_len;
     memcpy(tail, gate->ring + start, first);
     memcpy(tail + first, gate->ring, gate->ring_len - first);
     st_sniff_info info;
     memset(&info, 0, sizeof info);
-    st_format format = st_sniff(gate->buf, sniff_head_len(gate), tail, gate->ring_len, gate->seen,
-                                &info);
+    st_format format =
+        st_sniff(gate->buf, sniff_head_len(gate), tail, gate->ring_len, gate->seen, &info);
     free(tail);
     if (gate->config.kind == ST_GATE_SIDECAR &&
         (format == ST_FORMAT_TEXT || format == ST_FORMAT_JSON || format == ST_FORMAT_UNKNOWN)) {
@@ -561,7 +559,8 @@ static void sidecar_classify(st_gate *gate, bool at_end)
             refuse_format(gate, format, &info);
         else if (!at_end)
             tail_begin(gate, len);
-        else if (format != ST_FORMAT_TEXT && format != ST_FORMAT_JSON && format != ST_FORMAT_UNKNOWN)
+        else if (format != ST_FORMAT_TEXT && format != ST_FORMAT_JSON &&
+                 format != ST_FORMAT_UNKNOWN)
             refuse_format(gate, format, &info);
         else
             sidecar_refuse_not_text(gate);
@@ -587,8 +586,8 @@ static void sidecar_final(st_gate *gate)
 {
     if (gate->sidecar == SIDECAR_JSON) {
         json_error_t jerr;
-        json_t *root = json_loadb((const char *)gate->buf, gate->buf_len, JSON_REJECT_DUPLICATES,
-                                  &jerr);
+        json_t *root =
+            json_loadb((const char *)gate->buf, gate->buf_len, JSON_REJECT_DUPLICATES, &jerr);
         if (root == NULL) {
             if (sidecar_refuse_strong_format(gate))
                 return;
@@ -636,8 +635,8 @@ static void sidecar_begin(st_gate *gate, bool at_end)
     gate->phase = PHASE_SIDECAR;
     gate->sidecar = SIDECAR_UNDECIDED;
     /* the head may already hold more than the sidecar limit; sidecar_step refuses it */
-    gate->buf_bound = gate->sidecar_limit > gate->buf_len ? (size_t)gate->sidecar_limit
-                                                          : gate->buf_len;
+    gate->buf_bound =
+        gate->sidecar_limit > gate->buf_len ? (size_t)gate->sidecar_limit : gate->buf_len;
     sidecar_step(gate, at_end);
 }
 
@@ -680,8 +679,8 @@ static void head_step(st_gate *gate, bool at_end)
             return;
         }
         uint64_t ignored;
-        if (st_header_length(gate->buf, gate->buf_len, gate->seen, &gate->config.limits,
-                             &ignored, &gate->verdict.error) == ST_OK)
+        if (st_header_length(gate->buf, gate->buf_len, gate->seen, &gate->config.limits, &ignored,
+                             &gate->verdict.error) == ST_OK)
             st_error_set(&gate->verdict.error, ST_FILE_TOO_SMALL, 0, NULL,
                          "%llu bytes, fewer than the 8 of the length prefix",
                          (unsigned long long)gate->seen);

@@ -84,7 +84,8 @@ static input make_prefixed_zip(size_t prefix_len, bool text_prefix, const char *
                                const void *data, size_t len)
 {
     size_t name_len = strlen(name);
-    size_t local = 30 + name_len + len, central = 46 + name_len, total = prefix_len + local + central + 22;
+    size_t local = 30 + name_len + len, central = 46 + name_len,
+           total = prefix_len + local + central + 22;
     input in = {calloc(1, total), total};
     for (size_t i = 0; i < prefix_len; i++)
         in.bytes[i] = text_prefix ? (uint8_t)('a' + (i % 26)) : (uint8_t)(i * 7 + 1);
@@ -241,9 +242,11 @@ TEST(valid_files_pass_in_every_feeding)
     expect(&c, make_st(TWO_TENSORS, f32_data, 24), true, ST_FORMAT_SAFETENSORS, ST_OK);
     expect(&c, make_st("{}", NULL, 0), true, ST_FORMAT_SAFETENSORS, ST_OK);
     expect(&c, make_st("{\"__metadata__\":{}}    ", NULL, 0), true, ST_FORMAT_SAFETENSORS, ST_OK);
-    expect(&c, make_st("{\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}", f32_data, 4),
+    expect(&c,
+           make_st("{\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}", f32_data, 4),
            true, ST_FORMAT_SAFETENSORS, ST_OK);
-    expect(&c, make_st("{\"z\":{\"dtype\":\"F16\",\"shape\":[0,5],\"data_offsets\":[0,0]}}", NULL, 0),
+    expect(&c,
+           make_st("{\"z\":{\"dtype\":\"F16\",\"shape\":[0,5],\"data_offsets\":[0,0]}}", NULL, 0),
            true, ST_FORMAT_SAFETENSORS, ST_OK);
 
     /* the gate exposes the parsed table and the stats after acceptance */
@@ -298,11 +301,11 @@ TEST(other_formats_are_refused_by_format)
 {
     st_gate_config c = config_of(ST_GATE_SAFETENSORS);
     /* pickle protocol 2 and 4 (what pickle.dumps writes), protocol 0 text */
-    static const uint8_t p2[] = {0x80, 0x02, '}', 'q', 0x00, '(', 'X', 0x01, 0x00, 0x00, 0x00,
-                                 'a',  'q',  0x01, 'K', 0x01, 'u', '.'};
+    static const uint8_t p2[] = {0x80, 0x02, '}', 'q', 0x00, '(', 'X',  0x01, 0x00,
+                                 0x00, 0x00, 'a', 'q', 0x01, 'K', 0x01, 'u',  '.'};
     expect(&c, make_raw(p2, sizeof p2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
-    static const uint8_t p4[] = {0x80, 0x04, 0x95, 0x0b, 0, 0, 0, 0, 0, 0, 0, '}', 0x94,
-                                 0x8c, 0x01, 'a',  0x94, 'K', 0x01, 's', '.'};
+    static const uint8_t p4[] = {0x80, 0x04, 0x95, 0x0b, 0,   0,    0,   0,    0,   0,  0,
+                                 '}',  0x94, 0x8c, 0x01, 'a', 0x94, 'K', 0x01, 's', '.'};
     expect(&c, make_raw(p4, sizeof p4), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
     const char *p0 = "(dp0\nVa\np1\nI1\ns.";
     expect(&c, make_raw(p0, strlen(p0)), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
@@ -327,7 +330,8 @@ TEST(other_formats_are_refused_by_format)
     /* a gguf whose tensor count puts `{` at byte 8: strong format beats rule 3 */
     gguf[8] = '{';
     expect(&c, make_raw(gguf, sizeof gguf), false, ST_FORMAT_GGUF, ST_REFUSED_FORMAT);
-    const char npy[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+    const char npy[] =
+        "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
     expect(&c, make_raw(npy, sizeof npy - 1), false, ST_FORMAT_NUMPY, ST_REFUSED_FORMAT);
     static const uint8_t gz[] = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0x03, 1, 2, 3, 4};
     expect(&c, make_raw(gz, sizeof gz), false, ST_FORMAT_COMPRESSED, ST_REFUSED_FORMAT);
@@ -346,8 +350,8 @@ TEST(other_formats_are_refused_by_format)
     static const uint8_t pickled[] = {0x80, 0x02, 'N', '.'};
     st_gate_config sidecar = config_of(ST_GATE_SIDECAR);
     for (int text_prefix = 0; text_prefix < 2; text_prefix++) {
-        input prefixed = make_prefixed_zip(100 * 1024, text_prefix, "archive/data.pkl", pickled,
-                                           sizeof pickled);
+        input prefixed =
+            make_prefixed_zip(100 * 1024, text_prefix, "archive/data.pkl", pickled, sizeof pickled);
         st_verdict zv = judge(&c, &prefixed, true);
         CHECK(!zv.valid && zv.error.reason == ST_REFUSED_FORMAT);
         CHECK(zv.format == ST_FORMAT_PYTORCH_ZIP || zv.format == ST_FORMAT_ZIP);
@@ -408,11 +412,13 @@ TEST(malformed_safetensors_have_precise_reasons)
     expect(&c, make_st(" \n{}", NULL, 0), false, ST_FORMAT_SAFETENSORS, ST_HEADER_START);
     expect(&c, make_st("[1,2,3]", NULL, 0), false, ST_FORMAT_SAFETENSORS, ST_HEADER_START);
     expect(&c, make_st("{}x", NULL, 0), false, ST_FORMAT_SAFETENSORS, ST_HEADER_TRAILING_BYTES);
-    expect(&c, make_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-                       "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
-                       f32_data, 4),
+    expect(&c,
+           make_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                   "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                   f32_data, 4),
            false, ST_FORMAT_SAFETENSORS, ST_JSON_DUPLICATE_KEY);
-    expect(&c, make_st("{\"a\":{\"dtype\":\"F99\",\"shape\":[1],\"data_offsets\":[0,4]}}", f32_data, 4),
+    expect(&c,
+           make_st("{\"a\":{\"dtype\":\"F99\",\"shape\":[1],\"data_offsets\":[0,4]}}", f32_data, 4),
            false, ST_FORMAT_SAFETENSORS, ST_DTYPE_UNKNOWN);
 
     /* coverage: trailing and missing data bytes, declared or discovered at the end */
@@ -438,7 +444,8 @@ TEST(malformed_safetensors_have_precise_reasons)
 TEST(bad_header_is_refused_before_the_body)
 {
     st_gate_config c = config_of(ST_GATE_SAFETENSORS);
-    const char *bad = "{\"w\":{\"dtype\":\"F99\",\"shape\":[1000000],\"data_offsets\":[0,4000000]}}";
+    const char *bad =
+        "{\"w\":{\"dtype\":\"F99\",\"shape\":[1000000],\"data_offsets\":[0,4000000]}}";
     input in = make_st(bad, NULL, 0);
     /* declared as the full size (header + 4 MB of data), but only the header is fed */
     st_gate *gate = st_gate_new(&c, in.len + 4000000);
@@ -536,8 +543,8 @@ TEST(sidecars)
     expect(&c, make_raw(array, strlen(array)), true, ST_FORMAT_JSON, ST_OK);
     expect(&c, make_raw("{}", 2), true, ST_FORMAT_JSON, ST_OK);
     const char *dup = "{\"a\": 1, \"a\": 2}";
-    st_verdict v = expect(&c, make_raw(dup, strlen(dup)), false, ST_FORMAT_JSON,
-                          ST_SIDECAR_JSON_INVALID);
+    st_verdict v =
+        expect(&c, make_raw(dup, strlen(dup)), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     CHECK(v.error.detail[0] != '\0');
     expect(&c, make_raw("{\"a\": 1,}", 9), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     expect(&c, make_raw("{\"a\": 1} x", 10), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
