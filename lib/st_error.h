@@ -38,7 +38,7 @@ typedef enum st_reason {
     ST_OFFSETS_INVALID,       /* data_offsets not [begin, end] integers with begin <= end */
     ST_TENSOR_NAME_EMPTY,
     ST_TENSOR_NAME_TOO_LONG,  /* more than ST_TENSOR_NAME_MAX bytes */
-    ST_TENSOR_NAME_CONTROL,   /* a control character (U+0000-U+001F, U+007F) in the name */
+    ST_TENSOR_NAME_CONTROL,   /* a control character (U+0000-U+001F, U+007F-U+009F) in the name */
     ST_METADATA_NOT_OBJECT,   /* __metadata__ is not an object */
     ST_METADATA_VALUE_NOT_STRING,
     /* sizes */
