@@ -1,0 +1,443 @@
+/* The tensor streaming engine (see tensor_stream.h).
+ *
+ * The body is a sequence of "units": for a plain copy one unit is one byte (so
+ * sub-byte dtypes, whose slices st_slice keeps on whole bytes, need nothing
+ * special); for a conversion one unit is one element, unit_in source bytes
+ * becoming unit_out output bytes. Output position p lies in unit p / unit_out;
+ * units are laid out run after run in the slice's run order, so a position maps
+ * to (run, bytes of the run before it) and the cursor is set on that run.
+ * Conversion always works on whole elements and cuts the bytes asked for, so a
+ * read may start or end in the middle of an element. */
+#include "tensor_stream.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "st_convert.h"
+#include "st_npy.h"
+
+/* 256 + 24 * rank bytes always hold an .npy header (st_npy.h). */
+#define NPY_HEADER_CAP (256 + 24 * ST_SLICE_RANK_MAX)
+
+struct tg_tensor_stream {
+    tg_tensor_plan plan;
+    st_slice slice;
+    int fd;
+    uint64_t tensor_base;  /* absolute file offset of the tensor's first byte */
+    uint64_t tensor_bytes; /* end - begin */
+    uint8_t header[NPY_HEADER_CAP];
+    uint64_t body_length; /* plan.length - plan.header_length */
+    unsigned unit_in, unit_out;
+    bool backward; /* runs go down in the file: read windows that end at the run */
+    bool sparse;   /* runs lie far apart: read each run alone, not a whole window */
+    /* Position: the state below describes body position body_pos, which lies in
+     * the unit starting run_done bytes into run number cursor.next - 1. */
+    bool positioned;
+    uint64_t body_pos;
+    st_slice_cursor cursor;
+    uint64_t run_src;  /* tensor-relative offset of the current run */
+    uint64_t run_done; /* bytes of the current run before the current unit */
+    /* Source window: the tensor's bytes [window_begin, window_begin + window_len). */
+    uint8_t *window;
+    uint64_t window_begin;
+    size_t window_len;
+    uint8_t *converted; /* conversion output when it cannot go straight to the caller */
+};
+
+static void set_error(tg_tensor_error *err, unsigned status, const char *reason, size_t dim,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void set_error(tg_tensor_error *err, unsigned status, const char *reason, size_t dim,
+                      const char *fmt, ...)
+{
+    if (err == NULL)
+        return;
+    err->status = status;
+    err->reason = reason;
+    err->dim = dim;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+    va_end(ap);
+}
+
+/* A client's text quoted into a message only when it is short printable ASCII. */
+static const char *printable_or(const char *text, const char *fallback)
+{
+    size_t n = 0;
+    for (const char *p = text; *p; p++, n++) {
+        if (n >= 32 || *p < 0x21 || *p > 0x7e || *p == '"' || *p == '\\')
+            return fallback;
+    }
+    return text;
+}
+
+static int parse_format(const char *text, tg_tensor_format *format, tg_tensor_error *err)
+{
+    if (text == NULL || text[0] == '\0' || strcmp(text, "raw") == 0) {
+        *format = TG_TENSOR_RAW;
+        return 0;
+    }
+    if (strcmp(text, "npy") == 0) {
+        *format = TG_TENSOR_NPY;
+        return 0;
+    }
+    set_error(err, 400, "invalid_format", SIZE_MAX, "format \"%s\" is unknown; use raw or npy",
+              printable_or(text, "(unprintable)"));
+    return -1;
+}
+
+static int parse_dtype(const char *text, st_dtype source, st_dtype *out, tg_tensor_error *err)
+{
+    if (text == NULL || text[0] == '\0') {
+        *out = source;
+        return 0;
+    }
+    if (!st_dtype_from_name(text, strlen(text), out)) {
+        set_error(err, 400, "invalid_dtype", SIZE_MAX,
+                  "dtype \"%s\" is unknown; conversions are to F64, F32, F16, BF16, F8_E4M3 or "
+                  "F8_E5M2 (names are case-sensitive)",
+                  printable_or(text, "(unprintable)"));
+        return -1;
+    }
+    /* the same dtype is no conversion, whatever the dtype */
+    if (*out != source && !st_convert_supported(source, *out)) {
+        set_error(err, 422, "unsupported_conversion", SIZE_MAX,
+                  "cannot convert %s to %s: conversions are among F64, F32, F16, BF16, F8_E4M3 "
+                  "and F8_E5M2 only",
+                  st_dtype_name(source), st_dtype_name(*out));
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_slice(const char *text, const st_tensor *tensor, st_slice *slice,
+                       tg_tensor_error *err)
+{
+    const char *t = text ? text : "";
+    st_slice_error serr;
+    st_slice_status status =
+        st_slice_parse(t, strlen(t), tensor->shape, tensor->rank, tensor->dtype, slice, &serr);
+    switch (status) {
+    case ST_SLICE_OK:
+        return 0;
+    case ST_SLICE_INDEX_RANGE:
+        set_error(err, 400, "slice_out_of_range", serr.dim, "slice: %s", serr.detail);
+        break;
+    case ST_SLICE_RANK:
+        set_error(err, 422, "unsupported_tensor", SIZE_MAX, "%s", serr.detail);
+        break;
+    default:
+        set_error(err, 400, "invalid_slice", serr.dim, "slice (dimension %zu): %s", serr.dim,
+                  serr.detail);
+        break;
+    }
+    return -1;
+}
+
+int tg_tensor_stream_open(int fd, const st_file *file, const st_tensor *tensor,
+                          const tg_tensor_options *options, tg_tensor_stream **out,
+                          tg_tensor_error *err)
+{
+    static const tg_tensor_options no_options = {NULL, NULL, NULL};
+    if (options == NULL)
+        options = &no_options;
+    *out = NULL;
+    if (err != NULL) {
+        err->status = 0;
+        err->reason = NULL;
+        err->dim = SIZE_MAX;
+        err->detail[0] = '\0';
+    }
+    tg_tensor_stream *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        set_error(err, 500, "internal", SIZE_MAX, "out of memory");
+        return -1;
+    }
+    s->fd = fd;
+    tg_tensor_plan *plan = &s->plan;
+    plan->source_dtype = tensor->dtype;
+    if (parse_format(options->format, &plan->format, err) != 0 ||
+        parse_dtype(options->dtype, tensor->dtype, &plan->out_dtype, err) != 0 ||
+        parse_slice(options->slice, tensor, &s->slice, err) != 0)
+        goto fail;
+    plan->converts = plan->out_dtype != plan->source_dtype;
+    plan->out_rank = s->slice.out_rank;
+    memcpy(plan->out_shape, s->slice.out_shape, sizeof plan->out_shape);
+    plan->out_elements = s->slice.out_elements;
+
+    if (plan->format == TG_TENSOR_NPY) {
+        size_t n = st_npy_header(plan->out_dtype, plan->out_shape, plan->out_rank, s->header,
+                                 sizeof s->header);
+        if (n == 0) {
+            const char *name = st_dtype_name(plan->out_dtype);
+            if (plan->converts)
+                set_error(err, 406, "npy_unsupported_dtype", SIZE_MAX,
+                          "NumPy has no %s dtype; ask for ?dtype=F32 (or F16, F64) with "
+                          "format=npy, or use format=raw",
+                          name);
+            else if (st_convert_supported(plan->source_dtype, ST_F32))
+                set_error(err, 406, "npy_unsupported_dtype", SIZE_MAX,
+                          "NumPy has no %s dtype; add ?dtype=F32 (exact for %s) or use format=raw",
+                          name, name);
+            else
+                set_error(err, 406, "npy_unsupported_dtype", SIZE_MAX,
+                          "NumPy has no %s dtype and %s does not convert; use format=raw", name,
+                          st_dtype_name(plan->source_dtype));
+            goto fail;
+        }
+        plan->header_length = n;
+    }
+
+    /* Conversion works element by element on byte-sized floats; a copy byte by byte. */
+    if (plan->converts) {
+        s->unit_in = st_dtype_bits(plan->source_dtype) / 8;
+        s->unit_out = st_dtype_bits(plan->out_dtype) / 8;
+        if (__builtin_mul_overflow(plan->out_elements, (uint64_t)s->unit_out, &s->body_length)) {
+            set_error(err, 422, "unsupported_tensor", SIZE_MAX,
+                      "the converted tensor's size overflows 64 bits");
+            goto fail;
+        }
+    } else {
+        s->unit_in = s->unit_out = 1;
+        s->body_length = s->slice.out_bytes;
+    }
+    if (__builtin_add_overflow(plan->header_length, s->body_length, &plan->length) ||
+        __builtin_add_overflow(file->data_start, tensor->begin, &plan->source_begin) ||
+        __builtin_add_overflow(file->data_start, tensor->end, &plan->source_end) ||
+        tensor->end < tensor->begin) {
+        set_error(err, 422, "unsupported_tensor", SIZE_MAX, "the tensor's offsets overflow");
+        goto fail;
+    }
+    s->tensor_base = plan->source_begin;
+    s->tensor_bytes = tensor->end - tensor->begin;
+    /* The slice was computed from shape and dtype; the file's offsets must agree
+     * (the gate checked it; a mismatch here means a corrupt catalog, never an overread). */
+    if (s->slice.run_count > 0 &&
+        (s->slice.first_offset >= s->tensor_bytes || s->slice.run_bytes > s->tensor_bytes)) {
+        set_error(err, 500, "internal", SIZE_MAX, "the tensor's offsets disagree with its shape");
+        goto fail;
+    }
+
+    plan->contiguous = plan->format == TG_TENSOR_RAW && !plan->converts && s->slice.run_count <= 1;
+    plan->contiguous_offset = plan->source_begin + (s->slice.run_count ? s->slice.first_offset : 0);
+
+    if (s->slice.loop_rank > 0) {
+        int64_t inner = s->slice.loop_step_bytes[s->slice.loop_rank - 1];
+        uint64_t magnitude = inner < 0 ? (uint64_t)0 - (uint64_t)inner : (uint64_t)inner;
+        s->backward = inner < 0;
+        /* a window would hold at most four runs: read the runs alone */
+        s->sparse = magnitude >= TG_TENSOR_CHUNK / 4;
+    }
+    *out = s;
+    return 0;
+fail:
+    free(s);
+    return -1;
+}
+
+const tg_tensor_plan *tg_tensor_stream_plan(const tg_tensor_stream *stream)
+{
+    return &stream->plan;
+}
+
+void tg_tensor_stream_free(tg_tensor_stream *stream)
+{
+    if (stream == NULL)
+        return;
+    free(stream->window);
+    free(stream->converted);
+    free(stream);
+}
+
+/* Places the state on body position pos (< body_length). */
+static void seek(tg_tensor_stream *s, uint64_t pos)
+{
+    const st_slice *slice = &s->slice;
+    /* unit * unit_in <= the selection's source bytes, so no overflow */
+    uint64_t source_byte = pos / s->unit_out * s->unit_in;
+    uint64_t run = source_byte / slice->run_bytes;
+    st_slice_cursor *c = &s->cursor;
+    c->slice = slice;
+    memset(c->index, 0, sizeof c->index);
+    uint64_t rest = run;
+    for (size_t d = slice->loop_rank; d-- > 0;) {
+        c->index[d] = rest % slice->dims[d].count;
+        rest /= slice->dims[d].count;
+    }
+    c->next = run;
+    c->offset = st_slice_run_offset(slice, run);
+    /* run < run_count: next gives run's offset and moves to run + 1 */
+    st_slice_cursor_next(c, &s->run_src);
+    s->run_done = source_byte % slice->run_bytes;
+    s->body_pos = pos;
+    s->positioned = true;
+}
+
+static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t offset)
+{
+    size_t done = 0;
+    while (done < len) {
+        if (offset + done > (uint64_t)INT64_MAX) {
+            errno = EOVERFLOW;
+            return -1;
+        }
+        ssize_t n = pread(fd, buf + done, len - done, (off_t)(offset + done));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            /* the file is shorter than its header says */
+            errno = EIO;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* The tensor's bytes [off, off + n), read through the window. need (n <= need <=
+ * TG_TENSOR_CHUNK, off + need <= tensor_bytes) is how much from off the caller will
+ * want soon; a refill always covers it. NULL with errno on a read error. */
+static const uint8_t *source_bytes(tg_tensor_stream *s, uint64_t off, size_t n, size_t need)
+{
+    if (s->window_len > 0 && off >= s->window_begin && off - s->window_begin + n <= s->window_len)
+        return s->window + (off - s->window_begin);
+    uint64_t begin, end;
+    if (s->sparse) {
+        begin = off;
+        end = off + need;
+    } else if (s->backward) {
+        end = off + need;
+        begin = end > TG_TENSOR_CHUNK ? end - TG_TENSOR_CHUNK : 0;
+    } else {
+        begin = off;
+        end = s->tensor_bytes - off > TG_TENSOR_CHUNK ? off + TG_TENSOR_CHUNK : s->tensor_bytes;
+    }
+    s->window_len = 0;
+    if (pread_full(s->fd, s->window, (size_t)(end - begin), s->tensor_base + begin) != 0)
+        return NULL;
+    s->window_begin = begin;
+    s->window_len = (size_t)(end - begin);
+    return s->window + (off - begin);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Writes want (> 0, within the body) bytes of the body from s->body_pos into buf. */
+static int generate(tg_tensor_stream *s, uint8_t *buf, size_t want)
+{
+    const st_slice *slice = &s->slice;
+    const tg_tensor_plan *plan = &s->plan;
+    size_t produced = 0;
+    while (produced < want) {
+        if (s->run_done == slice->run_bytes) {
+            if (!st_slice_cursor_next(&s->cursor, &s->run_src)) {
+                errno = EIO; /* cannot happen: the body length counts exactly the runs */
+                return -1;
+            }
+            s->run_done = 0;
+        }
+        size_t skip = (size_t)(s->body_pos % s->unit_out);
+        uint64_t units_needed = (skip + (want - produced) + s->unit_out - 1) / s->unit_out;
+        uint64_t run_left = slice->run_bytes - s->run_done;
+        uint64_t count = min_u64(units_needed, run_left / s->unit_in);
+        count = min_u64(count, TG_TENSOR_CHUNK / s->unit_in);
+        count = min_u64(count, TG_TENSOR_CHUNK / s->unit_out);
+        size_t need = (size_t)min_u64(run_left, TG_TENSOR_CHUNK);
+        const uint8_t *src =
+            source_bytes(s, s->run_src + s->run_done, (size_t)(count * s->unit_in), need);
+        if (src == NULL)
+            return -1;
+        size_t room = want - produced;
+        size_t written;
+        if (!plan->converts) {
+            written = (size_t)count; /* unit = byte, count <= room */
+            memcpy(buf + produced, src, written);
+        } else if (skip == 0 && count * s->unit_out <= room) {
+            st_convert(plan->source_dtype, plan->out_dtype, src, buf + produced, (size_t)count);
+            written = (size_t)(count * s->unit_out);
+        } else {
+            /* whole elements converted aside, then the bytes asked for are cut out */
+            st_convert(plan->source_dtype, plan->out_dtype, src, s->converted, (size_t)count);
+            written = (size_t)min_u64(count * s->unit_out - skip, room);
+            memcpy(buf + produced, s->converted + skip, written);
+        }
+        produced += written;
+        s->body_pos += written;
+        s->run_done += (skip + written) / s->unit_out * s->unit_in;
+    }
+    return 0;
+}
+
+ssize_t tg_tensor_stream_read(tg_tensor_stream *s, uint64_t pos, uint8_t *buf, size_t max)
+{
+    const tg_tensor_plan *plan = &s->plan;
+    if (pos > plan->length) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint64_t want64 = min_u64(plan->length - pos, min_u64(max, (uint64_t)SSIZE_MAX));
+    size_t want = (size_t)want64;
+    size_t produced = 0;
+    if (pos < plan->header_length) {
+        size_t n = (size_t)min_u64(plan->header_length - pos, want);
+        memcpy(buf, s->header + pos, n);
+        produced = n;
+    }
+    if (produced == want)
+        return (ssize_t)produced;
+    if (s->fd < 0) {
+        errno = EBADF;
+        return -1;
+    }
+    /* buffers on first use, sized by what this tensor can need */
+    if (s->window == NULL) {
+        s->window = malloc((size_t)min_u64(s->tensor_bytes, TG_TENSOR_CHUNK));
+        if (s->window == NULL)
+            return -1;
+    }
+    if (plan->converts && s->converted == NULL) {
+        s->converted = malloc(TG_TENSOR_CHUNK);
+        if (s->converted == NULL)
+            return -1;
+    }
+    uint64_t body_pos = pos + produced - plan->header_length;
+    if (!s->positioned || s->body_pos != body_pos)
+        seek(s, body_pos);
+    if (generate(s, buf + produced, want - produced) != 0) {
+        s->positioned = false;
+        return -1;
+    }
+    return (ssize_t)want;
+}
+
+size_t tg_tensor_shape_text(const uint64_t *shape, size_t rank, char *out, size_t cap)
+{
+    size_t used = 0;
+    if (cap < 3)
+        return 0;
+    out[used++] = '[';
+    for (size_t d = 0; d < rank; d++) {
+        int n =
+            snprintf(out + used, cap - used, "%s%llu", d ? "," : "", (unsigned long long)shape[d]);
+        if (n < 0 || (size_t)n >= cap - used)
+            return 0;
+        used += (size_t)n;
+    }
+    if (used + 2 > cap)
+        return 0;
+    out[used++] = ']';
+    out[used] = '\0';
+    return used;
+}
