@@ -970,6 +970,9 @@ static void note_npy(st_sniff_info *info, const uint8_t *buf, size_t len)
  * over each member is bounded by the head, and this bounds their sum. */
 #define ZIP_WALK_BUDGET (2 * ST_SNIFF_HEAD_MAX)
 
+/* End-of-central-directory signatures tried from the end before giving up. */
+#define ZIP_EOCD_CANDIDATES_MAX 8
+
 typedef struct zip_scan {
     int torch;                /* evidence of a PyTorch checkpoint: 0 none, 1 a name, 2 content */
     char torch_why[136];      /* the strongest such evidence (kind, name, why fit) */
@@ -1040,7 +1043,10 @@ static void zip_member_content(zip_scan *z, const uint8_t *name, size_t name_len
     }
     if (has_at(data, len, 0, npy_magic, sizeof npy_magic)) {
         *is_npy = true;
-        if (npy_has_objects(data, len))
+        /* The header scan draws on the same budget as the pickle walks. */
+        size_t n = len < z->walk_budget ? len : z->walk_budget;
+        z->walk_budget -= n;
+        if (npy_has_objects(data, n))
             z->npy_objects = true;
         return;
     }
@@ -1097,9 +1103,14 @@ static void zip_scan_central(zip_scan *z, const uint8_t *view, size_t view_len, 
     if (view == NULL || view_len < 22)
         return;
     size_t lowest = view_len - 22 > 65535 ? view_len - 22 - 65535 : 0;
+    /* Each candidate record may cost a scan of the view, so only the last few are
+     * tried: the work stays linear when the tail is full of fake records. */
+    unsigned candidates = 0;
     for (size_t pos = view_len - 22 + 1; pos-- > lowest;) {
         if (view[pos] != 'P' || memcmp(view + pos, "PK\5\6", 4) != 0)
             continue;
+        if (++candidates > ZIP_EOCD_CANDIDATES_MAX)
+            return;
         uint64_t entries = le16(view + pos + 10);
         uint64_t cd_size = le32(view + pos + 12);
         uint64_t cd_offset = le32(view + pos + 16);
