@@ -123,7 +123,7 @@ must() { # must STATUS STEP...
 }
 
 start_server
-token=$("$bin" token create --data "$work/data" --scope write | tail -n 1)
+token=$("$bin" token create --data "$work/data" --scope write 2>/dev/null | tail -n 1)
 must 201 api POST /v1/models -H 'Content-Type: application/json' --data '{"name":"bench/m"}'
 must 201 api POST /v1/models/bench/m/versions
 files=/v1/models/bench/m/versions/1/files
@@ -138,7 +138,7 @@ hwm_after=$(vm_hwm_kib)
 rm -f "$work/big.safetensors"
 line "server peak RSS, $(human $rss_bytes) upload (VmHWM)" "$((hwm_after / 1024))" MiB \
     "upload size" "$((rss_bytes / 1024 / 1024))" MiB "$(ratio "$hwm_after" $((rss_bytes / 1024)))"
-line "  (VmHWM before the upload)" "$((hwm_before / 1024))" MiB "" "" "" "-"
+echo "  (VmHWM before the upload: $((hwm_before / 1024)) MiB)"
 
 # --- upload ingest vs sha256sum
 src=$work/www/model.safetensors
@@ -244,7 +244,7 @@ ranged() {
     while [ $k -lt $ranges ]; do
         a=$((k * span))
         [ -n "$args" ] && args="$args --next"
-        args="$args -sS -o /dev/null -r $a-$((a + range_bytes - 1)) $1"
+        args="$args -sS -w %{http_code}\\n -o /dev/null -r $a-$((a + range_bytes - 1)) $1"
         k=$((k + 1))
     done
     best=0
@@ -252,7 +252,7 @@ ranged() {
     while [ $r -lt $reps ]; do
         t0=$(now)
         # shellcheck disable=SC2086
-        got=$(curl -w '%{http_code}\n' $args | grep -c '^206$' || true)
+        got=$(curl $args | grep -c '^206$' || true)
         t1=$(now)
         if [ "$got" != "$ranges" ]; then
             echo "bench/server.sh: only $got of $ranges range GETs of $1 answered 206" >&2

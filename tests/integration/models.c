@@ -24,6 +24,8 @@ static const it_tensor_spec shard2_tensors[] = {
 #define BASE "/v1/models/acme/tiny"
 #define SHARD1 "model-00001-of-00002.safetensors"
 #define SHARD2 "model-00002-of-00002.safetensors"
+/* 4x2 + 2x2 F32 in shard 1, 2x4 F32 + 4 F16 in shard 2 */
+#define TENSOR_BYTES (32 + 16 + 32 + 8)
 
 static void build_files(void)
 {
@@ -31,11 +33,12 @@ static void build_files(void)
     it_build_safetensors(&shard2, shard2_tensors, 2, NULL, 2);
     it_sha256_hex(shard1.data, shard1.len, shard1_sha);
     it_sha256_hex(shard2.data, shard2.len, shard2_sha);
+    /* total_size counts tensor bytes (the data sections), as Hugging Face writes it */
     it_buf_printf(&index_json,
                   "{\"metadata\":{\"total_size\":%zu},\"weight_map\":{"
                   "\"embed.weight\":\"" SHARD1 "\",\"layers.0.weight\":\"" SHARD1 "\","
                   "\"lm_head.weight\":\"" SHARD2 "\",\"norm.weight\":\"" SHARD2 "\"}}",
-                  shard1.len + shard2.len - 16);
+                  (size_t)TENSOR_BYTES);
     it_buf_printf(&config_json, "{\"model_type\":\"tiny\",\"hidden_size\":2,\"vocab_size\":4}");
 }
 
@@ -439,7 +442,7 @@ TEST(publish_checks)
     it_response_free(&r);
     it_buf bad_index = {0};
     it_buf_printf(&bad_index,
-                  "{\"metadata\":{\"total_size\":0},\"weight_map\":{"
+                  "{\"metadata\":{\"total_size\":88},\"weight_map\":{"
                   "\"embed.weight\":\"" SHARD1 "\",\"layers.0.weight\":\"" SHARD1 "\","
                   "\"lm_head.weight\":\"" SHARD1 "\",\"norm.weight\":\"" SHARD2 "\"}}");
     r = upload("3", SHARD1, &shard1);
@@ -462,7 +465,7 @@ TEST(publish_checks)
 
     /* an index that forgets a shard tensor is refused too */
     it_buf short_index = {0};
-    it_buf_printf(&short_index, "{\"metadata\":{},\"weight_map\":{"
+    it_buf_printf(&short_index, "{\"metadata\":{\"total_size\":88},\"weight_map\":{"
                                 "\"embed.weight\":\"" SHARD1 "\",\"layers.0.weight\":\"" SHARD1
                                 "\",\"lm_head.weight\":\"" SHARD2 "\"}}");
     r = upload("3", "model.safetensors.index.json", &short_index);
