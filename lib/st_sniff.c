@@ -70,7 +70,8 @@ static uint64_t le64(const uint8_t *p)
 static bool has_at(const uint8_t *buf, size_t len, size_t offset, const void *magic,
                    size_t magic_len)
 {
-    return offset <= len && magic_len <= len - offset && memcmp(buf + offset, magic, magic_len) == 0;
+    return offset <= len && magic_len <= len - offset &&
+           memcmp(buf + offset, magic, magic_len) == 0;
 }
 
 /* Copies at most 48 bytes of an untrusted name into out, printable ASCII only,
@@ -187,7 +188,7 @@ enum pickle_kind {
     KIND_OBJECT,   /* the result of a call: may be anything, a callable or a tuple too */
     KIND_TUPLE,
     KIND_DICT,
-    KIND_DATA, /* numbers, strings, bytes, lists, sets, None, booleans: never callable */
+    KIND_DATA,       /* numbers, strings, bytes, lists, sets, None, booleans: never callable */
     KIND_PERSISTENT, /* from PERSID/BINPERSID: the loader's own objects, not the file's code */
 };
 
@@ -209,14 +210,14 @@ typedef struct pickle_walk {
 } pickle_walk;
 
 typedef struct pickle_stack {
-    size_t size;                          /* items on the stack, all marks included */
-    uint8_t kinds[PICKLE_STACK_MAX];      /* enum pickle_kind of each item */
-    size_t marks;                         /* marks in force */
-    size_t mark_at[PICKLE_MARKS_MAX];     /* stack size when each mark was set */
-    uint8_t memo_small[32];               /* which memo indexes 0..255 were set */
-    size_t memo_count;                    /* distinct memo entries set */
-    bool memo_uncertain;                  /* an index >= 256 was set: count approximate */
-    bool lenient;                         /* the model overflowed: every check passes */
+    size_t size;                      /* items on the stack, all marks included */
+    uint8_t kinds[PICKLE_STACK_MAX];  /* enum pickle_kind of each item */
+    size_t marks;                     /* marks in force */
+    size_t mark_at[PICKLE_MARKS_MAX]; /* stack size when each mark was set */
+    uint8_t memo_small[32];           /* which memo indexes 0..255 were set */
+    size_t memo_count;                /* distinct memo entries set */
+    bool memo_uncertain;              /* an index >= 256 was set: count approximate */
+    bool lenient;                     /* the model overflowed: every check passes */
 } pickle_stack;
 
 /* Items above the topmost mark. */
@@ -407,15 +408,19 @@ static bool dotted_identifier(const uint8_t *s, size_t n)
 static bool line_may_continue(uint8_t op, const uint8_t *s, size_t n)
 {
     switch (op) {
-    case 'I': case 'L': case 'F':
+    case 'I':
+    case 'L':
+    case 'F':
         return n == 0 || numeric_line(s, n) || s[0] <= ' ';
     case 'S':
         return n == 0 || s[0] == '\'' || s[0] == '"';
-    case 'g': case 'p': {
+    case 'g':
+    case 'p': {
         uint64_t ignored;
         return n == 0 || memo_index_line(s, n, &ignored);
     }
-    case 'c': case 'i':
+    case 'c':
+    case 'i':
         for (size_t i = 0; i < n; i++)
             if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
                   (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.'))
@@ -470,13 +475,22 @@ static void note_call(pickle_walk *w, enum pickle_kind callable, uint8_t op, siz
 static size_t fixed_arg_size(uint8_t op)
 {
     switch (op) {
-    case 'K': case 'h': case 'q': case 0x80: case 0x82:
+    case 'K':
+    case 'h':
+    case 'q':
+    case 0x80:
+    case 0x82:
         return 1;
-    case 'M': case 0x83:
+    case 'M':
+    case 0x83:
         return 2;
-    case 'J': case 'j': case 'r': case 0x84:
+    case 'J':
+    case 'j':
+    case 'r':
+    case 0x84:
         return 4;
-    case 'G': case 0x95:
+    case 'G':
+    case 0x95:
         return 8;
     default:
         return 0;
@@ -487,11 +501,19 @@ static size_t fixed_arg_size(uint8_t op)
 static size_t length_prefix_size(uint8_t op)
 {
     switch (op) {
-    case 'U': case 'C': case 0x8c: case 0x8a:
+    case 'U':
+    case 'C':
+    case 0x8c:
+    case 0x8a:
         return 1;
-    case 'T': case 'X': case 'B': case 0x8b:
+    case 'T':
+    case 'X':
+    case 'B':
+    case 0x8b:
         return 4;
-    case 0x8d: case 0x8e: case 0x96:
+    case 0x8d:
+    case 0x8e:
+    case 0x96:
         return 8;
     default:
         return 0;
@@ -536,12 +558,26 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     }
 
     switch (op) {
-    case 'N': case 0x88: case 0x89: /* NONE, NEWTRUE, NEWFALSE */
-    case 'K': case 'M': case 'J': case 'G': /* BININT1, BININT2, BININT, BINFLOAT */
-    case 0x8a: case 0x8b: /* LONG1, LONG4 */
-    case 'U': case 'T': case 'X': case 0x8c: case 0x8d: /* strings */
-    case 'C': case 'B': case 0x8e: case 0x96: /* bytes, bytearray */
-    case ']': case 0x8f: /* EMPTY_LIST, EMPTY_SET */
+    case 'N':
+    case 0x88:
+    case 0x89: /* NONE, NEWTRUE, NEWFALSE */
+    case 'K':
+    case 'M':
+    case 'J':
+    case 'G': /* BININT1, BININT2, BININT, BINFLOAT */
+    case 0x8a:
+    case 0x8b: /* LONG1, LONG4 */
+    case 'U':
+    case 'T':
+    case 'X':
+    case 0x8c:
+    case 0x8d: /* strings */
+    case 'C':
+    case 'B':
+    case 0x8e:
+    case 0x96: /* bytes, bytearray */
+    case ']':
+    case 0x8f: /* EMPTY_LIST, EMPTY_SET */
     case 0x97: /* NEXT_BUFFER */
         stack_push(st, KIND_DATA);
         break;
@@ -602,22 +638,26 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
             return STEP_INVALID;
         memo_set(st, st->memo_uncertain ? 256 : st->memo_count);
         break;
-    case 'q': case 'r': /* BINPUT, LONG_BINPUT */
+    case 'q':
+    case 'r': /* BINPUT, LONG_BINPUT */
         if (!stack_need(st, 1))
             return STEP_INVALID;
         memo_set(st, arg);
         break;
-    case 'h': case 'j': /* BINGET, LONG_BINGET */
+    case 'h':
+    case 'j': /* BINGET, LONG_BINGET */
         if (!memo_has(st, arg))
             return STEP_INVALID;
         stack_push(st, KIND_UNKNOWN);
         break;
-    case 0x82: case 0x83: case 0x84: /* EXT1, EXT2, EXT4: code 0 is refused */
+    case 0x82:
+    case 0x83:
+    case 0x84: /* EXT1, EXT2, EXT4: code 0 is refused */
         if (arg == 0)
             return STEP_INVALID;
         stack_push(st, KIND_CALLABLE);
         break;
-    case 'R': /* REDUCE: callable, args tuple -> result */
+    case 'R':  /* REDUCE: callable, args tuple -> result */
     case 0x81: /* NEWOBJ: class, args tuple -> object */
     {
         if (!stack_need(st, 2) || !may_be_tuple(stack_kind(st, 0)) ||
@@ -660,7 +700,9 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
             return STEP_INVALID;
         stack_pop(st, 2);
         break;
-    case 0x85: case 0x86: case 0x87: /* TUPLE1, TUPLE2, TUPLE3 */
+    case 0x85:
+    case 0x86:
+    case 0x87: /* TUPLE1, TUPLE2, TUPLE3 */
     {
         size_t n = (size_t)(op - 0x84);
         if (!stack_need(st, n))
@@ -675,7 +717,10 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         stack_pop(st, 2);
         stack_push(st, KIND_CALLABLE);
         break;
-    case 'd': case 'l': case 't': case 0x91: /* DICT, LIST, TUPLE, FROZENSET */
+    case 'd':
+    case 'l':
+    case 't':
+    case 0x91: /* DICT, LIST, TUPLE, FROZENSET */
         if (!stack_pop_mark(st, &items))
             return STEP_INVALID;
         stack_push(st, op == 'd' ? KIND_DICT : op == 't' ? KIND_TUPLE : KIND_DATA);
@@ -689,18 +734,25 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         stack_push(st, KIND_OBJECT);
         break;
     }
-    case 'e': case 'u': case 0x90: /* APPENDS, SETITEMS, ADDITEMS: container, mark, items */
+    case 'e':
+    case 'u':
+    case 0x90: /* APPENDS, SETITEMS, ADDITEMS: container, mark, items */
         if (!stack_pop_mark(st, &items) || !stack_need(st, 1))
             return STEP_INVALID;
         break;
 
     /* Newline-terminated text arguments (protocol 0). */
-    case 'I': case 'L': case 'F': case 'S': case 'V': case 'P': case 'g': case 'p':
-    {
+    case 'I':
+    case 'L':
+    case 'F':
+    case 'S':
+    case 'V':
+    case 'P':
+    case 'g':
+    case 'p': {
         size_t line_len = 0;
         if (!pickle_line(buf, len, p, &line_len))
-            return line_may_continue(op, buf + p, p < len ? len - p : 0) ? STEP_CUT
-                                                                         : STEP_INVALID;
+            return line_may_continue(op, buf + p, p < len ? len - p : 0) ? STEP_CUT : STEP_INVALID;
         const uint8_t *s = buf + p;
         bool ok = true;
         if (op == 'I' || op == 'L' || op == 'F') {
@@ -730,8 +782,7 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     {
         size_t module_len = 0, name_len = 0;
         if (!pickle_line(buf, len, p, &module_len))
-            return line_may_continue(op, buf + p, p < len ? len - p : 0) ? STEP_CUT
-                                                                         : STEP_INVALID;
+            return line_may_continue(op, buf + p, p < len ? len - p : 0) ? STEP_CUT : STEP_INVALID;
         if (!dotted_identifier(buf + p, module_len))
             return STEP_INVALID;
         size_t name_pos = p + module_len + 1;
@@ -795,10 +846,11 @@ static void pickle_walk_buffer(const uint8_t *buf, size_t len, pickle_walk *w)
             /* What a pickler writes: one item left, no mark, then the end or the next
              * pickle (a PROTO, or any opcode after a text-only stream). A period in
              * prose reached by a lucky jump over a binary argument is rarely that. */
-            bool next_pickle = pos < len && ((buf[pos] == 0x80 && pos + 1 < len && buf[pos + 1] <= 5) ||
-                                             (!w->jumped && pickle_opcode_byte(buf[pos])));
-            w->clean_stop = !st.lenient && st.marks == 0 && st.size == 1 &&
-                            (pos == len || next_pickle);
+            bool next_pickle =
+                pos < len && ((buf[pos] == 0x80 && pos + 1 < len && buf[pos + 1] <= 5) ||
+                              (!w->jumped && pickle_opcode_byte(buf[pos])));
+            w->clean_stop =
+                !st.lenient && st.marks == 0 && st.size == 1 && (pos == len || next_pickle);
             break;
         }
     }
@@ -885,8 +937,8 @@ static void note_pickle_walk(st_sniff_info *info, const pickle_walk *w, const ch
     if (w->global_module != NULL) {
         printable_copy(module, sizeof module, w->global_module, w->global_module_len);
         printable_copy(name, sizeof name, w->global_name, w->global_name_len);
-        snprintf(global, sizeof global, "%s '%s %s'",
-                 w->global_op == 'i' ? "INST" : "GLOBAL", module, name);
+        snprintf(global, sizeof global, "%s '%s %s'", w->global_op == 'i' ? "INST" : "GLOBAL",
+                 module, name);
     }
     const char *stop = w->reached_stop ? " to STOP" : "";
     if ((w->runs_code || w->imports_as_text) && (w->code_op == 'c' || w->code_op == 'i'))
@@ -900,8 +952,10 @@ static void note_pickle_walk(st_sniff_info *info, const pickle_walk *w, const ch
         note(info, "pickle opcodes%s: %zu valid opcodes reach STOP at offset %zu", where,
              w->opcodes, w->end - 1);
     else
-        note(info, "pickle opcodes%s: a valid opcode stream (%zu opcodes) runs past the bytes "
-                   "looked at", where, w->opcodes);
+        note(info,
+             "pickle opcodes%s: a valid opcode stream (%zu opcodes) runs past the bytes "
+             "looked at",
+             where, w->opcodes);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -974,17 +1028,17 @@ static void note_npy(st_sniff_info *info, const uint8_t *buf, size_t len)
 #define ZIP_EOCD_CANDIDATES_MAX 8
 
 typedef struct zip_scan {
-    int torch;                /* evidence of a PyTorch checkpoint: 0 none, 1 a name, 2 content */
-    char torch_why[136];      /* the strongest such evidence (kind, name, why fit) */
-    size_t members;           /* member records seen (local and central) */
-    size_t npy_members;       /* of which .npy by content or by name */
-    bool npy_objects;         /* some .npy member holds an object array */
-    size_t walk_budget;       /* bytes the pickle walker may still read */
-    bool have_head_start;     /* a plausible local header was found in the head */
-    size_t head_start;        /* offset of the first one */
+    int torch;            /* evidence of a PyTorch checkpoint: 0 none, 1 a name, 2 content */
+    char torch_why[136];  /* the strongest such evidence (kind, name, why fit) */
+    size_t members;       /* member records seen (local and central) */
+    size_t npy_members;   /* of which .npy by content or by name */
+    bool npy_objects;     /* some .npy member holds an object array */
+    size_t walk_budget;   /* bytes the pickle walker may still read */
+    bool have_head_start; /* a plausible local header was found in the head */
+    size_t head_start;    /* offset of the first one */
     bool have_eocd;
     uint64_t eocd_entries;
-    bool have_shift;          /* the prefix length the EOCD implies */
+    bool have_shift; /* the prefix length the EOCD implies */
     uint64_t shift;
     bool zip64;
 } zip_scan;
@@ -1008,8 +1062,7 @@ static bool torch_member_name(const uint8_t *name, size_t n)
 {
     if (ends_with(name, n, "data.pkl") || ends_with(name, n, ".pkl") ||
         ends_with(name, n, ".pickle") || ends_with(name, n, "/version") ||
-        ends_with(name, n, "/byteorder") ||
-        ends_with(name, n, "/.data/serialization_id"))
+        ends_with(name, n, "/byteorder") || ends_with(name, n, "/.data/serialization_id"))
         return true;
     /* <anything>data/<digits> */
     size_t i = n;
@@ -1307,9 +1360,9 @@ static bool onnx_signal(const uint8_t *head, size_t head_len, uint64_t file_size
                 pos = field_start;
                 break;
             }
-        } else if (wire == 2 && (field == 2 || field == 3 || field == 4 || field == 6 ||
-                                 field == 7 || field == 8 || field == 14 || field == 20 ||
-                                 field == 25)) {
+        } else if (wire == 2 &&
+                   (field == 2 || field == 3 || field == 4 || field == 6 || field == 7 ||
+                    field == 8 || field == 14 || field == 20 || field == 25)) {
             uint64_t length = 0;
             if (!read_varint(head, head_len, &pos, &length)) {
                 pos = field_start;
@@ -1587,8 +1640,8 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
         return found;
 
     /* 3. A zip after a prefix. */
-    found = classify_zip(head, head_len, end_view, end_view_len, end_abs_known, end_abs, false,
-                         info);
+    found =
+        classify_zip(head, head_len, end_view, end_view_len, end_abs_known, end_abs, false, info);
     if (found != ST_FORMAT_UNKNOWN)
         return found;
 
@@ -1608,8 +1661,8 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
     /* 5. JSON and text. The pickle walk above already ruled out a pickle. */
     if (is_utf8_text(head, head_len, head_is_whole)) {
         size_t i = 0;
-        while (i < head_len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' ||
-                                head[i] == '\r'))
+        while (i < head_len &&
+               (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r'))
             i++;
         if (i < head_len && (head[i] == '{' || head[i] == '[')) {
             note(info, "UTF-8 text starting with '%c' at offset %zu", head[i], i);
@@ -1633,8 +1686,9 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
 
     /* 7. Nothing matched: say what it looked like when it resembles safetensors. */
     if (head_len >= 9 && head[8] == '{')
-        note(info, "no known format; starts like a safetensors header (length %llu) but is "
-                   "not valid safetensors",
+        note(info,
+             "no known format; starts like a safetensors header (length %llu) but is "
+             "not valid safetensors",
              (unsigned long long)le64(head));
     else
         note(info, "no known format (first byte 0x%02x)", head[0]);

@@ -76,7 +76,7 @@ static const uint8_t *find(const uint8_t *buf, size_t len, const void *what, siz
 TEST(format_names)
 {
     static const char *const expected[] = {
-        "safetensors", "pickle", "pytorch-zip", "pytorch-legacy", "zip",  "tar",  "numpy", "gguf",
+        "safetensors", "pickle", "pytorch-zip", "pytorch-legacy", "zip",  "tar",  "numpy",  "gguf",
         "hdf5",        "tflite", "onnx",        "compressed",     "text", "json", "unknown"};
     CHECK_EQ_U64(sizeof expected / sizeof expected[0], ST_FORMAT_COUNT);
     for (unsigned i = 0; i < ST_FORMAT_COUNT; i++)
@@ -93,7 +93,10 @@ typedef struct expectation {
     const char *detail;
 } expectation;
 
-#define EXPECT(sample, format, detail) {#sample, SAMPLE(sample), format, detail}
+#define EXPECT(sample, format, detail)                                                             \
+    {                                                                                              \
+#sample, SAMPLE(sample), format, detail                                                    \
+    }
 
 static const expectation real_files[] = {
     EXPECT(torch_zip, ST_FORMAT_PYTORCH_ZIP, "'archive/data.pkl' holds a pickle (0x80 0x02)"),
@@ -275,7 +278,8 @@ TEST(zip_central_directory_beyond_head)
         offsets[m] = len;
         uint8_t *h = buf + len;
         memcpy(h, "PK\3\4\x14\0\0\0\0\0", 10);
-        h[18] = (uint8_t)sizes[m], h[19] = (uint8_t)(sizes[m] >> 8), h[20] = (uint8_t)(sizes[m] >> 16);
+        h[18] = (uint8_t)sizes[m], h[19] = (uint8_t)(sizes[m] >> 8),
+        h[20] = (uint8_t)(sizes[m] >> 16);
         h[26] = (uint8_t)strlen(names[m]);
         memcpy(h + 30, names[m], strlen(names[m]));
         len += 30 + strlen(names[m]);
@@ -288,7 +292,8 @@ TEST(zip_central_directory_beyond_head)
         uint8_t *c = buf + len;
         memcpy(c, "PK\1\2\x14\0\x14\0", 8);
         c[28] = (uint8_t)strlen(names[m]);
-        c[42] = (uint8_t)offsets[m], c[43] = (uint8_t)(offsets[m] >> 8), c[44] = (uint8_t)(offsets[m] >> 16);
+        c[42] = (uint8_t)offsets[m], c[43] = (uint8_t)(offsets[m] >> 8),
+        c[44] = (uint8_t)(offsets[m] >> 16);
         memcpy(c + 46, names[m], strlen(names[m]));
         len += 46 + strlen(names[m]);
     }
@@ -379,19 +384,22 @@ static const char readme_md[] =
 static const char merges_txt[] = "#version: 0.2\n\xc4\xa0 t\n\xc4\xa0 a\nh e\ni n\nr e\no n\n"
                                  "\xc4\xa0t he\ne r\n\xc4\xa0 s\na t\n\xc4\xa0 w\n\xc4\xa0 o\n"
                                  "e n\n\xc4\xa0 c\ni t\ni s\na n\no r\ne s\n\xc4\xa0 b\ne d\n";
-static const char vocab_txt[] = "[PAD]\n[unused0]\n[unused1]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nof\n";
+static const char vocab_txt[] =
+    "[PAD]\n[unused0]\n[unused1]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nof\n";
 static const char labels_txt[] = "cat\ndog\nhorse\nbird\nbuild\nRun\ncar\n";
 static const char changelog[] = "Version 2.0\nVersion 1.0\nRemoved the old tokenizer.\n";
-static const char copyright[] = "Copyright (c) 2023 The Authors. All rights reserved. Licensed under "
-                                "the Apache License, Version 2.0 (the \"License\"). You may not use "
-                                "this file except in compliance with the License. cat\ndog\nRun.\n";
+static const char copyright[] =
+    "Copyright (c) 2023 The Authors. All rights reserved. Licensed under "
+    "the Apache License, Version 2.0 (the \"License\"). You may not use "
+    "this file except in compliance with the License. cat\ndog\nRun.\n";
 static const char usage[] = "Usage\n=====\n\nRun the script. It prints. Then it exits. Done.\n"
                             "See also: tools/convert.py. Or not.\n";
 static const char release_notes[] = "Git v2.11.2 Release Notes\n=========================\n";
 static const char tokenizer_config[] = "{\n  \"add_bos_token\": true,\n  \"model_max_length\": "
                                        "2048,\n  \"tokenizer_class\": \"LlamaTokenizer\"\n}\n";
 static const char json_list[] = "  \n[1, 2, 3]\n";
-static const char unicode_text[] = "Mod\xc3\xa8le fran\xc3\xa7" "ais \xe2\x80\x94 r\xc3\xa9sum\xc3\xa9 "
+static const char unicode_text[] = "Mod\xc3\xa8le fran\xc3\xa7"
+                                   "ais \xe2\x80\x94 r\xc3\xa9sum\xc3\xa9 "
                                    "\xe2\x82\xac 5 \xe2\x80\x9cquoted\xe2\x80\x9d\n";
 
 TEST(text_is_not_pickle)
@@ -400,11 +408,16 @@ TEST(text_is_not_pickle)
         const char *text;
         st_format format;
     } cases[] = {
-        {readme_md, ST_FORMAT_TEXT},     {merges_txt, ST_FORMAT_TEXT},
-        {vocab_txt, ST_FORMAT_JSON},     {labels_txt, ST_FORMAT_TEXT},
-        {changelog, ST_FORMAT_TEXT},     {copyright, ST_FORMAT_TEXT},
-        {usage, ST_FORMAT_TEXT},         {release_notes, ST_FORMAT_TEXT},
-        {tokenizer_config, ST_FORMAT_JSON}, {json_list, ST_FORMAT_JSON},
+        {readme_md, ST_FORMAT_TEXT},
+        {merges_txt, ST_FORMAT_TEXT},
+        {vocab_txt, ST_FORMAT_JSON},
+        {labels_txt, ST_FORMAT_TEXT},
+        {changelog, ST_FORMAT_TEXT},
+        {copyright, ST_FORMAT_TEXT},
+        {usage, ST_FORMAT_TEXT},
+        {release_notes, ST_FORMAT_TEXT},
+        {tokenizer_config, ST_FORMAT_JSON},
+        {json_list, ST_FORMAT_JSON},
         {unicode_text, ST_FORMAT_TEXT},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -427,8 +440,8 @@ TEST(long_text_lines_are_not_pickle)
     size_t len = 20000;
     uint8_t *buf = malloc(len);
     static const char *const starts[] = {"Search.setIndex({docnames:[", "import{a}from\"b\";",
-                                         "Prism.languages.x={", "This paragraph goes on ",
-                                         "BOOL\t-\t934e554d", "Intro: "};
+                                         "Prism.languages.x={",         "This paragraph goes on ",
+                                         "BOOL\t-\t934e554d",           "Intro: "};
     for (size_t s = 0; s < sizeof starts / sizeof starts[0]; s++) {
         size_t k = strlen(starts[s]);
         memcpy(buf, starts[s], k);
@@ -448,10 +461,10 @@ TEST(is_text_rules)
     CHECK(!st_sniff_is_text((const uint8_t *)"a\0b", 3, true));
     CHECK(!st_sniff_is_text((const uint8_t *)"a\x1b[0m", 5, true));
     CHECK(!st_sniff_is_text((const uint8_t *)"a\x7f", 2, true));
-    CHECK(!st_sniff_is_text((const uint8_t *)"a\xc2\x85", 3, true));   /* C1 control NEL */
-    CHECK(!st_sniff_is_text((const uint8_t *)"\xc0\x80", 2, true));    /* overlong NUL */
-    CHECK(!st_sniff_is_text((const uint8_t *)"\xe0\x80\xaf", 3, true)); /* overlong '/' */
-    CHECK(!st_sniff_is_text((const uint8_t *)"\xed\xa0\x80", 3, true)); /* surrogate */
+    CHECK(!st_sniff_is_text((const uint8_t *)"a\xc2\x85", 3, true));        /* C1 control NEL */
+    CHECK(!st_sniff_is_text((const uint8_t *)"\xc0\x80", 2, true));         /* overlong NUL */
+    CHECK(!st_sniff_is_text((const uint8_t *)"\xe0\x80\xaf", 3, true));     /* overlong '/' */
+    CHECK(!st_sniff_is_text((const uint8_t *)"\xed\xa0\x80", 3, true));     /* surrogate */
     CHECK(!st_sniff_is_text((const uint8_t *)"\xf4\x90\x80\x80", 4, true)); /* > U+10FFFF */
     CHECK(!st_sniff_is_text((const uint8_t *)"\xff", 1, true));
     CHECK(st_sniff_is_text((const uint8_t *)"\xef\xbb\xbfhi", 5, true)); /* BOM */
@@ -543,8 +556,8 @@ TEST(safetensors_lookalikes_are_never_safetensors)
     CHECK(sniff(buf, 8 + n + 4, NULL) != ST_FORMAT_SAFETENSORS);
     for (size_t i = 0; i < sizeof real_files / sizeof real_files[0]; i++)
         for (int mode = 0; mode < MODE_COUNT; mode++)
-            CHECK(sniff_mode(real_files[i].bytes, real_files[i].len, (enum sniff_mode)mode,
-                             NULL) != ST_FORMAT_SAFETENSORS);
+            CHECK(sniff_mode(real_files[i].bytes, real_files[i].len, (enum sniff_mode)mode, NULL) !=
+                  ST_FORMAT_SAFETENSORS);
 }
 
 TEST(truncated_and_empty_inputs)
