@@ -52,7 +52,7 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
 # rate BYTES SECONDS -> GB/s (10^9 bytes per second)
 rate() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 1e-9; printf "%.2f", b / s / 1e9 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "n/a"; exit } printf "%.2fx", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "n/a"; exit } printf "%.3gx", a / b }'; }
 human() { awk -v b="$1" 'BEGIN { if (b >= 2^30) printf "%.1f GiB", b / 2^30; else printf "%.0f MiB", b / 2^20 }'; }
 line() { printf '%-44s %10s %-6s  anchor %-30s %10s %-6s  ratio %s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7"; }
 
