@@ -81,6 +81,58 @@ static const char *const migrations[] = {
     "    created_at TEXT NOT NULL\n"
     ");\n"
     ,
+    "-- tensorgate catalog, schema version 2: derived versions and background jobs.\n"
+    "-- Applied once, in one transaction, and recorded in schema_migrations.\n"
+    "-- server/catalog.c carries this same text; tests/unit/server/catalog.c checks they agree.\n"
+    "--\n"
+    "-- A half-made version is never visible because it has no row: a conversion job\n"
+    "-- keeps the files it has finished in job_files, and its version row is inserted,\n"
+    "-- with all its files, in the one transaction that commits the job. Until then no\n"
+    "-- version number is taken, no list shows it, nothing resolves to it and `latest`\n"
+    "-- does not move.\n"
+    "\n"
+    "-- Lineage of a version made by a job: the source version's number (same model)\n"
+    "-- and the dtype its tensors were converted to. NULL for uploaded versions.\n"
+    "ALTER TABLE versions ADD COLUMN derived_from INTEGER;\n"
+    "ALTER TABLE versions ADD COLUMN derived_dtype TEXT;\n"
+    "\n"
+    "CREATE TABLE jobs (\n"
+    "    id                INTEGER PRIMARY KEY,\n"
+    "    kind              TEXT NOT NULL CHECK (kind IN ('convert')),\n"
+    "    state             TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),\n"
+    "    model_id          INTEGER NOT NULL REFERENCES models (id) ON DELETE CASCADE,\n"
+    "    source_version_id INTEGER NOT NULL REFERENCES versions (id) ON DELETE CASCADE,\n"
+    "    dtype             TEXT NOT NULL,\n"
+    "    tensors           TEXT NOT NULL DEFAULT '[]',\n"
+    "    bytes_done        INTEGER NOT NULL DEFAULT 0,\n"
+    "    bytes_total       INTEGER NOT NULL DEFAULT 0,\n"
+    "    attempts          INTEGER NOT NULL DEFAULT 0,\n"
+    "    result_version    INTEGER,\n"
+    "    error_reason      TEXT,\n"
+    "    error_detail      TEXT,\n"
+    "    created_at        TEXT NOT NULL,\n"
+    "    started_at        TEXT,\n"
+    "    finished_at       TEXT\n"
+    ");\n"
+    "CREATE INDEX jobs_by_state ON jobs (state, id);\n"
+    "\n"
+    "-- Files a job has finished (blobs committed to the store), waiting for the job's\n"
+    "-- commit. gc counts them as references so a running job's blobs stay.\n"
+    "CREATE TABLE job_files (\n"
+    "    job_id       INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,\n"
+    "    path         TEXT NOT NULL,\n"
+    "    kind         TEXT NOT NULL CHECK (kind IN ('safetensors', 'json', 'text')),\n"
+    "    size         INTEGER NOT NULL,\n"
+    "    sha256       TEXT NOT NULL,\n"
+    "    tensors      INTEGER NOT NULL DEFAULT 0,\n"
+    "    parameters   INTEGER NOT NULL DEFAULT 0,\n"
+    "    nan          INTEGER NOT NULL DEFAULT 0,\n"
+    "    inf          INTEGER NOT NULL DEFAULT 0,\n"
+    "    tensor_stats TEXT NOT NULL DEFAULT '[]',\n"
+    "    PRIMARY KEY (job_id, path)\n"
+    ");\n"
+    "CREATE INDEX job_files_by_sha256 ON job_files (sha256);\n"
+    ,
 };
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -417,7 +469,8 @@ tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
 
 /* ---- versions ---- */
 
-#define VERSION_COLUMNS "id, model_id, number, state, created_at, published_at, digest"
+#define VERSION_COLUMNS \
+    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
 
 static void read_version(sqlite3_stmt *st, tg_version *out)
 {
@@ -429,6 +482,8 @@ static void read_version(sqlite3_stmt *st, tg_version *out)
     copy_text(out->created_at, sizeof out->created_at, st, 4);
     copy_text(out->published_at, sizeof out->published_at, st, 5);
     copy_text(out->digest, sizeof out->digest, st, 6);
+    out->derived_from = sqlite3_column_int64(st, 7); /* NULL reads as 0 */
+    copy_text(out->derived_dtype, sizeof out->derived_dtype, st, 8);
 }
 
 /* Runs a prepared single-row version query; caller holds the lock. */
@@ -965,7 +1020,9 @@ tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
                                    int (*visit)(void *ctx, const char *sha256, uint64_t size),
                                    void *ctx)
 {
-    static const char sql[] = "SELECT DISTINCT sha256, size FROM files ORDER BY sha256";
+    /* A running job's finished files count too: their blobs are in the store. */
+    static const char sql[] = "SELECT sha256, size FROM files UNION"
+                              " SELECT sha256, size FROM job_files ORDER BY sha256";
     lock(catalog);
     sqlite3_stmt *st = statement(catalog, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -987,7 +1044,8 @@ tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
 
 tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
 {
-    static const char sql[] = "SELECT 1 FROM files WHERE sha256 = ? LIMIT 1";
+    static const char sql[] = "SELECT 1 FROM files WHERE sha256 = ?1"
+                              " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1";
     lock(catalog);
     sqlite3_stmt *st = statement(catalog, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1000,6 +1058,423 @@ tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256
         }
         sqlite3_reset(st);
     }
+    unlock(catalog);
+    return status;
+}
+
+/* ---- jobs ---- */
+
+static const char *const job_state_names[] = {"queued", "running", "done", "failed"};
+
+const char *tg_job_state_name(tg_job_state state)
+{
+    return (unsigned)state < sizeof job_state_names / sizeof job_state_names[0]
+               ? job_state_names[state]
+               : "unknown";
+}
+
+#define JOB_COLUMNS                                                                                \
+    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"           \
+    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"      \
+    " j.error_detail, j.created_at, j.started_at, j.finished_at"
+#define JOB_FROM                                                                                   \
+    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = j.source_version_id"
+
+static void read_job(sqlite3_stmt *st, tg_job *out)
+{
+    out->id = sqlite3_column_int64(st, 0);
+    const char *state = (const char *)sqlite3_column_text(st, 1);
+    out->state = TG_JOB_FAILED;
+    for (int i = 0; state != NULL && i < 4; i++)
+        if (strcmp(state, job_state_names[i]) == 0)
+            out->state = (tg_job_state)i;
+    out->model_id = sqlite3_column_int64(st, 2);
+    copy_text(out->org, sizeof out->org, st, 3);
+    copy_text(out->name, sizeof out->name, st, 4);
+    out->source_version_id = sqlite3_column_int64(st, 5);
+    out->source_number = sqlite3_column_int64(st, 6);
+    copy_text(out->dtype, sizeof out->dtype, st, 7);
+    copy_text(out->tensors, sizeof out->tensors, st, 8);
+    out->bytes_done = (uint64_t)sqlite3_column_int64(st, 9);
+    out->bytes_total = (uint64_t)sqlite3_column_int64(st, 10);
+    out->attempts = sqlite3_column_int64(st, 11);
+    out->result_version = sqlite3_column_int64(st, 12);
+    copy_text(out->error_reason, sizeof out->error_reason, st, 13);
+    copy_text(out->error_detail, sizeof out->error_detail, st, 14);
+    copy_text(out->created_at, sizeof out->created_at, st, 15);
+    copy_text(out->started_at, sizeof out->started_at, st, 16);
+    copy_text(out->finished_at, sizeof out->finished_at, st, 17);
+}
+
+/* Caller holds the lock. */
+static tg_cat_status job_by_id(tg_catalog *catalog, int64_t job_id, tg_job *out)
+{
+    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = ?";
+    sqlite3_stmt *st = statement(catalog, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_ROW) {
+        read_job(st, out);
+        status = TG_CAT_OK;
+    } else if (rc == SQLITE_DONE) {
+        status = TG_CAT_NOT_FOUND;
+    }
+    sqlite3_reset(st);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
+                                    int64_t source_version_id, const char *dtype,
+                                    const char *tensors_json, uint64_t bytes_total, tg_job *out)
+{
+    static const char sql[] =
+        "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
+        " created_at) VALUES ('convert', 'queued', ?, ?, ?, ?, ?, ?)";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        sqlite3_bind_int64(st, 2, source_version_id);
+        bind_text(st, 3, dtype);
+        bind_text(st, 4, tensors_json);
+        sqlite3_bind_int64(st, 5, (int64_t)bytes_total);
+        bind_text(st, 6, now);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            status = job_by_id(catalog, sqlite3_last_insert_rowid(catalog->db), out);
+        else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
+            status = TG_CAT_NOT_FOUND;
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
+{
+    lock(catalog);
+    tg_cat_status status = job_by_id(catalog, job_id, out);
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out)
+{
+    static const char pick_sql[] = "SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1";
+    static const char claim_sql[] =
+        "UPDATE jobs SET state = 'running', attempts = attempts + 1,"
+        " started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'queued'";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *pick = statement(catalog, pick_sql);
+    if (pick == NULL)
+        goto out;
+    int rc = sqlite3_step(pick);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(pick, 0) : 0;
+    sqlite3_reset(pick);
+    if (rc == SQLITE_DONE) {
+        status = TG_CAT_NOT_FOUND;
+        goto out;
+    }
+    if (rc != SQLITE_ROW)
+        goto out;
+    /* The catalog lock serializes claims within the process; one process serves a data dir. */
+    sqlite3_stmt *claim = statement(catalog, claim_sql);
+    if (claim == NULL)
+        goto out;
+    bind_text(claim, 1, now);
+    sqlite3_bind_int64(claim, 2, id);
+    status = run_write(catalog, claim);
+    if (status == TG_CAT_OK)
+        status = job_by_id(catalog, id, out);
+out:
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts,
+                                     unsigned *requeued, unsigned *failed)
+{
+    static const char fail_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = 'interrupted',"
+        " error_detail = 'the server stopped during the job ' || attempts || ' times; given up'"
+        " WHERE state = 'running' AND attempts >= ?";
+    static const char drop_sql[] =
+        "DELETE FROM job_files WHERE job_id IN (SELECT id FROM jobs WHERE state = 'failed')";
+    static const char requeue_sql[] = "UPDATE jobs SET state = 'queued' WHERE state = 'running'";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    *requeued = *failed = 0;
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(catalog, fail_sql);
+    if (st == NULL)
+        goto rollback;
+    bind_text(st, 1, now);
+    sqlite3_bind_int64(st, 2, max_attempts);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        sqlite3_reset(st);
+        goto rollback;
+    }
+    sqlite3_reset(st);
+    *failed = (unsigned)sqlite3_changes(catalog->db);
+    st = statement(catalog, drop_sql);
+    if (st == NULL || sqlite3_step(st) != SQLITE_DONE) {
+        if (st)
+            sqlite3_reset(st);
+        goto rollback;
+    }
+    sqlite3_reset(st);
+    st = statement(catalog, requeue_sql);
+    if (st == NULL || sqlite3_step(st) != SQLITE_DONE) {
+        if (st)
+            sqlite3_reset(st);
+        goto rollback;
+    }
+    sqlite3_reset(st);
+    *requeued = (unsigned)sqlite3_changes(catalog->db);
+    if (exec(catalog, "COMMIT") == SQLITE_OK) {
+        status = TG_CAT_OK;
+        goto out;
+    }
+rollback:
+    exec(catalog, "ROLLBACK");
+    *requeued = *failed = 0;
+out:
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
+                                      uint64_t bytes_total)
+{
+    static const char sql[] = "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, (int64_t)bytes_done);
+        sqlite3_bind_int64(st, 2, (int64_t)bytes_total);
+        sqlite3_bind_int64(st, 3, job_id);
+        status = run_write(catalog, st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
+                                  const char *detail)
+{
+    static const char fail_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?, error_detail = ?"
+        " WHERE id = ? AND state IN ('queued', 'running')";
+    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(catalog, fail_sql);
+    if (st) {
+        bind_text(st, 1, now);
+        bind_text(st, 2, reason);
+        bind_text(st, 3, detail);
+        sqlite3_bind_int64(st, 4, job_id);
+        status = run_write(catalog, st);
+    }
+    if (status == TG_CAT_OK) {
+        st = statement(catalog, drop_sql);
+        status = TG_CAT_ERROR;
+        if (st) {
+            sqlite3_bind_int64(st, 1, job_id);
+            int rc = sqlite3_step(st);
+            sqlite3_reset(st);
+            status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        }
+    }
+    if (exec(catalog, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK") != SQLITE_OK &&
+        status == TG_CAT_OK) {
+        exec(catalog, "ROLLBACK");
+        status = TG_CAT_ERROR;
+    }
+out:
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
+                                      const tg_file_record *file, const char *tensor_stats)
+{
+    static const char sql[] =
+        "INSERT OR REPLACE INTO job_files(job_id, path, kind, size, sha256, tensors, parameters,"
+        " nan, inf, tensor_stats) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
+        " FROM jobs WHERE id = ?1 AND state = 'running'";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        bind_text(st, 2, file->path);
+        bind_text(st, 3, file->kind);
+        sqlite3_bind_int64(st, 4, (int64_t)file->size);
+        bind_text(st, 5, file->sha256);
+        sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
+        sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
+        sqlite3_bind_int64(st, 8, (int64_t)file->nan);
+        sqlite3_bind_int64(st, 9, (int64_t)file->inf);
+        bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
+        /* no row inserted: the job is gone or no longer running */
+        status = run_write(catalog, st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
+                                       void (*visit)(void *ctx, const tg_file_record *file),
+                                       void *ctx)
+{
+    static const char sql[] =
+        "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
+        " FROM job_files WHERE job_id = ? ORDER BY path";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        int rc;
+        tg_file_record file;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_file_record(st, &file);
+            visit(ctx, &file);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+/* Runs one prepared write of the commit; caller holds the lock. */
+static bool step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+}
+
+tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
+                                    tg_version *out)
+{
+    static const char version_sql[] =
+        "INSERT INTO versions(model_id, number, state, created_at, published_at, digest,"
+        " derived_from, derived_dtype)"
+        " SELECT ?1, coalesce(max(number), 0) + 1, 'published', ?2, ?2, ?3, ?4, ?5"
+        " FROM versions WHERE model_id = ?1";
+    /* carried over: the source's files that the job did not replace (same blobs) */
+    static const char carried_sql[] =
+        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
+        " tensor_stats, created_at)"
+        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
+        " FROM files WHERE version_id = ?3"
+        " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)";
+    static const char made_sql[] =
+        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
+        " tensor_stats, created_at)"
+        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
+        " FROM job_files WHERE job_id = ?3";
+    static const char done_sql[] =
+        "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"
+        " bytes_done = bytes_total WHERE id = ?";
+    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
+    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    tg_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        goto rollback;
+    status = job_by_id(catalog, job_id, job);
+    if (status == TG_CAT_OK && job->state != TG_JOB_RUNNING)
+        status = TG_CAT_CONFLICT;
+    if (status != TG_CAT_OK) {
+        free(job);
+        goto rollback;
+    }
+    status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(catalog, version_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, job->model_id);
+    bind_text(st, 2, now);
+    bind_text(st, 3, digest);
+    sqlite3_bind_int64(st, 4, job->source_number);
+    bind_text(st, 5, job->dtype);
+    if (!step_done(st))
+        goto rollback_job;
+    int64_t version_id = sqlite3_last_insert_rowid(catalog->db);
+    st = statement(catalog, carried_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    bind_text(st, 2, now);
+    sqlite3_bind_int64(st, 3, job->source_version_id);
+    sqlite3_bind_int64(st, 4, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(catalog, made_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    bind_text(st, 2, now);
+    sqlite3_bind_int64(st, 3, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(catalog, select_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    if (one_version(st, out) != TG_CAT_OK)
+        goto rollback_job;
+    st = statement(catalog, done_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, out->number);
+    bind_text(st, 2, now);
+    sqlite3_bind_int64(st, 3, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(catalog, drop_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    free(job);
+    if (exec(catalog, "COMMIT") == SQLITE_OK) {
+        status = TG_CAT_OK;
+        goto out;
+    }
+    goto rollback;
+rollback_job:
+    free(job);
+rollback:
+    exec(catalog, "ROLLBACK");
+out:
     unlock(catalog);
     return status;
 }

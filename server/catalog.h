@@ -42,6 +42,8 @@ typedef struct tg_version {
     char created_at[TG_TIME_LEN];
     char published_at[TG_TIME_LEN]; /* "" while a draft */
     char digest[65];                /* "" while a draft */
+    int64_t derived_from;           /* source version number of a derived version, else 0 */
+    char derived_dtype[16];         /* dtype a derived version was converted to, else "" */
 } tg_version;
 
 typedef struct tg_file_record {
@@ -144,11 +146,72 @@ tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_sco
 tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
                                       char *namespace_out, size_t namespace_len);
 
-/* blobs: every distinct (sha256, size) a file row references */
+/* blobs: every distinct (sha256, size) a file row or a job's file row (job_files) references */
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
                                    int (*visit)(void *ctx, const char *sha256, uint64_t size),
                                    void *ctx);
 tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced);
+
+/* jobs (schema 2): background work such as conversion into a derived version.
+ * A job's finished files wait in job_files; tg_catalog_job_commit inserts the new
+ * version and all its files in one transaction, so nothing of it is visible before. */
+#define TG_JOB_TENSORS_MAX 8192 /* the JSON text of a job's tensor globs */
+#define TG_JOB_DETAIL_MAX 300
+
+typedef enum tg_job_state { TG_JOB_QUEUED, TG_JOB_RUNNING, TG_JOB_DONE, TG_JOB_FAILED } tg_job_state;
+
+typedef struct tg_job {
+    int64_t id;
+    tg_job_state state;
+    int64_t model_id;
+    char org[TG_NAME_MAX + 1];
+    char name[TG_NAME_MAX + 1];
+    int64_t source_version_id;
+    int64_t source_number;
+    char dtype[16];
+    char tensors[TG_JOB_TENSORS_MAX]; /* JSON array of globs */
+    uint64_t bytes_done, bytes_total;
+    int64_t attempts;
+    int64_t result_version; /* the new version's number when done, else 0 */
+    char error_reason[48];  /* "" unless failed */
+    char error_detail[TG_JOB_DETAIL_MAX];
+    char created_at[TG_TIME_LEN];
+    char started_at[TG_TIME_LEN];  /* "" until started */
+    char finished_at[TG_TIME_LEN]; /* "" until done or failed */
+} tg_job;
+
+const char *tg_job_state_name(tg_job_state state);
+
+/* A queued conversion job of source_version_id (a published version of model_id). */
+tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
+                                    int64_t source_version_id, const char *dtype,
+                                    const char *tensors_json, uint64_t bytes_total, tg_job *out);
+tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out);
+/* Claims the oldest queued job: it becomes running, attempts + 1. TG_CAT_NOT_FOUND if none. */
+tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out);
+/* At start: jobs left running by a stopped or killed server go back to queued, or
+ * fail with reason "interrupted" once they have been tried max_attempts times. */
+tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts,
+                                     unsigned *requeued, unsigned *failed);
+tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
+                                      uint64_t bytes_total);
+/* running -> failed; its job_files rows go (their blobs become garbage for gc). */
+tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
+                                  const char *detail);
+/* Records a finished file of a running job (replacing one of the same path). */
+tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
+                                      const tg_file_record *file, const char *tensor_stats);
+tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
+                                       void (*visit)(void *ctx, const tg_file_record *file),
+                                       void *ctx);
+/* One transaction: a new published version of the job's model (next number) with
+ * digest and lineage (derived_from = the source's number, derived_dtype = the job's
+ * dtype), whose files are the source version's files with the job's files in place
+ * of (or added to) those of the same path; the job becomes done with that number.
+ * TG_CAT_NOT_FOUND when the job is gone (its model was deleted), TG_CAT_CONFLICT
+ * when it is not running. */
+tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
+                                    tg_version *out);
 
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ". */
 void tg_time_now(char out[TG_TIME_LEN]);

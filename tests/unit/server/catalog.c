@@ -210,6 +210,169 @@ TEST(rejections_and_tokens)
     tg_catalog_close(catalog);
 }
 
+static void remember_file(void *ctx, const tg_file_record *file)
+{
+    tg_file_record *files = ctx;
+    for (int i = 0; i < 4; i++) {
+        if (files[i].path[0] == '\0') {
+            files[i] = *file;
+            return;
+        }
+    }
+}
+
+/* A conversion job from claim to commit: its version appears only at the commit,
+ * with the source's files carried over and the job's files in place of theirs. */
+TEST(jobs_commit_fail_recover)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), 2);
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "jobs", "", &model) == TG_CAT_OK);
+    tg_version v1;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    CHECK_EQ_U64(v1.derived_from, 0);
+    CHECK_STR(v1.derived_dtype, "");
+    tg_file_record shard = {.path = "model.safetensors", .kind = "safetensors", .size = 100,
+                            .sha256 = "1111111111111111111111111111111111111111111111111111111111111111",
+                            .tensors = 2, .parameters = 20};
+    tg_file_record config = {.path = "config.json", .kind = "json", .size = 2,
+                             .sha256 = "2222222222222222222222222222222222222222222222222222222222222222"};
+    CHECK(tg_catalog_file_put(catalog, v1.id, &shard, "[[0,0],[0,0]]") == TG_CAT_OK);
+    CHECK(tg_catalog_file_put(catalog, v1.id, &config, NULL) == TG_CAT_OK);
+    tg_version published;
+    CHECK(tg_catalog_version_publish(catalog, v1.id,
+                                     "3333333333333333333333333333333333333333333333333333333333333333",
+                                     &published) == TG_CAT_OK);
+
+    static tg_job job, got;
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"*.weight\"]", 60, &job) ==
+          TG_CAT_OK);
+    CHECK(job.state == TG_JOB_QUEUED);
+    CHECK_STR(job.org, "acme");
+    CHECK_STR(job.name, "jobs");
+    CHECK_EQ_U64(job.source_number, 1);
+    CHECK_STR(job.tensors, "[\"*.weight\"]");
+    CHECK_STR(tg_job_state_name(job.state), "queued");
+    /* a job's file can only be recorded while it runs */
+    tg_file_record made = shard;
+    snprintf(made.sha256, sizeof made.sha256, "%s",
+             "4444444444444444444444444444444444444444444444444444444444444444");
+    made.size = 60;
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, "[[0,0],[0,0]]") == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK_EQ_U64(got.id, job.id);
+    CHECK(got.state == TG_JOB_RUNNING);
+    CHECK_EQ_U64(got.attempts, 1);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, "[[0,0],[0,0]]") == TG_CAT_OK);
+    CHECK(tg_catalog_job_progress(catalog, job.id, 60, 60) == TG_CAT_OK);
+    /* the job's blob is referenced (gc keeps it) and listed by fsck's walk */
+    bool referenced = false;
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && referenced);
+    /* nothing visible yet: no version 2, latest still 1 */
+    tg_version latest;
+    CHECK(tg_catalog_version_get(catalog, model.id, 2, &latest) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
+    CHECK_EQ_U64(latest.number, 1);
+
+    tg_version derived;
+    const char *digest = "5555555555555555555555555555555555555555555555555555555555555555";
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_OK);
+    CHECK_EQ_U64(derived.number, 2);
+    CHECK(derived.published);
+    CHECK_STR(derived.digest, digest);
+    CHECK_EQ_U64(derived.derived_from, 1);
+    CHECK_STR(derived.derived_dtype, "BF16");
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
+    CHECK_EQ_U64(latest.number, 2);
+    tg_file_record files[4];
+    memset(files, 0, sizeof files);
+    CHECK(tg_catalog_file_list(catalog, derived.id, NULL, 0, remember_file, files) == TG_CAT_OK);
+    CHECK_STR(files[0].path, "config.json");
+    CHECK_STR(files[0].sha256, config.sha256); /* carried over: same blob */
+    CHECK_STR(files[1].path, "model.safetensors");
+    CHECK_STR(files[1].sha256, made.sha256);
+    CHECK_EQ_U64(files[1].size, 60);
+    CHECK(files[2].path[0] == '\0');
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_DONE);
+    CHECK_EQ_U64(got.result_version, 2);
+    CHECK(got.finished_at[0] != '\0');
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_job_get(catalog, 999, &got) == TG_CAT_NOT_FOUND);
+
+    /* a failed job leaves no version and drops its files */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job) == TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    snprintf(made.sha256, sizeof made.sha256, "%s",
+             "6666666666666666666666666666666666666666666666666666666666666666");
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_job_fail(catalog, job.id, "internal", "broken") == TG_CAT_OK);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "internal");
+    CHECK_STR(got.error_detail, "broken");
+    CHECK(tg_catalog_version_get(catalog, model.id, 3, &latest) == TG_CAT_NOT_FOUND);
+
+    /* recovery at start: a running job is requeued, and fails once tried too often */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job) == TG_CAT_OK);
+    unsigned requeued = 0, failed = 0;
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+        CHECK_EQ_U64(got.attempts, (uint64_t)attempt);
+        CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+        CHECK(tg_catalog_job_recover(catalog, 2, &requeued, &failed) == TG_CAT_OK);
+        CHECK_EQ_U64(requeued, attempt == 1 ? 1 : 0);
+        CHECK_EQ_U64(failed, attempt == 1 ? 0 : 1);
+    }
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "interrupted");
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+
+    /* deleting the model takes its jobs */
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+/* A catalog made at schema 1 opens at schema 2: its versions gain NULL lineage. */
+TEST(schema_1_catalog_is_migrated)
+{
+    char old_path[160];
+    snprintf(old_path, sizeof old_path, "%s/v1.db", dir);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(old_path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
+                       " applied_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, tg_catalog_migration_sql(1), NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO schema_migrations VALUES (1, 'then');"
+                       "INSERT INTO models(org, name, created_at) VALUES ('acme', 'old', 'then');"
+                       "INSERT INTO versions(model_id, number, state, created_at)"
+                       " VALUES (1, 1, 'draft', 'then')",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(old_path, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog == NULL)
+        return;
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), 2);
+    tg_version version;
+    CHECK(tg_catalog_version_get(catalog, 1, 1, &version) == TG_CAT_OK);
+    CHECK_EQ_U64(version.derived_from, 0);
+    CHECK_STR(version.derived_dtype, "");
+    tg_catalog_close(catalog);
+}
+
 TEST(newer_schema_is_refused)
 {
     sqlite3 *db = NULL;
@@ -237,6 +400,8 @@ int main(int argc, char **argv)
     RUN(models_and_listing);
     RUN(versions_files_publish);
     RUN(rejections_and_tokens);
+    RUN(jobs_commit_fail_recover);
+    RUN(schema_1_catalog_is_migrated);
     RUN(newer_schema_is_refused);
     char command[160];
     snprintf(command, sizeof command, "rm -rf %s", dir);
