@@ -55,7 +55,8 @@ static bool make_file(const char *file_name, const spec *specs, size_t count, te
     uint8_t *data[16] = {0};
     const void *pointers[16] = {0};
     for (size_t i = 0; i < count; i++) {
-        tensors[i] = (st_write_tensor){specs[i].name, specs[i].dtype, specs[i].rank, specs[i].shape};
+        tensors[i] =
+            (st_write_tensor){specs[i].name, specs[i].dtype, specs[i].rank, specs[i].shape};
         uint64_t elements = 1, bytes;
         st_shape_elements(specs[i].shape, specs[i].rank, &elements);
         st_dtype_bytes(specs[i].dtype, elements, &bytes);
@@ -110,7 +111,8 @@ static uint8_t *reference(const test_file *f, const st_tensor *t, const tg_tenso
 {
     st_slice slice;
     const char *text = o->slice ? o->slice : "";
-    if (st_slice_parse(text, strlen(text), t->shape, t->rank, t->dtype, &slice, NULL) != ST_SLICE_OK)
+    if (st_slice_parse(text, strlen(text), t->shape, t->rank, t->dtype, &slice, NULL) !=
+        ST_SLICE_OK)
         return NULL;
     st_dtype to = t->dtype;
     if (o->dtype && o->dtype[0])
@@ -177,8 +179,8 @@ static bool stream_matches(const test_file *f, const char *name, const tg_tensor
         size_t expect = (size_t)(ref_len - at < chunk ? ref_len - at : chunk);
         ok = n == (ssize_t)expect && memcmp(got, ref + at, expect) == 0;
         if (!ok)
-            fprintf(stderr, "random read at %llu of %zu gave %zd\n", (unsigned long long)at,
-                    chunk, n);
+            fprintf(stderr, "random read at %llu of %zu gave %zd\n", (unsigned long long)at, chunk,
+                    n);
     }
     if (!ok)
         fprintf(stderr, "mismatch: %s slice=%s dtype=%s format=%s (len %zu, plan %llu)\n", name,
@@ -213,9 +215,10 @@ TEST(every_slice_dtype_and_format)
     test_file f;
     CHECK(make_file("small.safetensors", small_specs, sizeof small_specs / sizeof small_specs[0],
                     &f));
-    static const char *const slices_3d[] = {NULL, "", "1", "-1", "1:3", "::2", "::-1", "-3:-1",
-                                            "1,2", ":,1:4:2,::-2", "3:0:-1,4,5", "0:0", "::-2,::3,1",
-                                            "-100:100", ":,:,2:3", "2,-1,-6"};
+    static const char *const slices_3d[] = {
+        NULL,         "",         "1",       "-1",           "1:3",        "::2",
+        "::-1",       "-3:-1",    "1,2",     ":,1:4:2,::-2", "3:0:-1,4,5", "0:0",
+        "::-2,::3,1", "-100:100", ":,:,2:3", "2,-1,-6"};
     for (size_t i = 0; i < sizeof slices_3d / sizeof slices_3d[0]; i++) {
         for (size_t d = 0; d <= sizeof float_dtypes / sizeof float_dtypes[0]; d++) {
             const char *dtype = d == 0 ? NULL : float_dtypes[d - 1];
@@ -258,7 +261,8 @@ TEST(every_slice_dtype_and_format)
     /* scalar, empty and 5-D */
     tg_tensor_options scalar = {NULL, "F16", "npy"}, scalar_raw = {"", "BF16", NULL};
     tg_tensor_options empty = {":,0:0", "F16", "npy"}, empty_raw = {NULL, NULL, NULL};
-    tg_tensor_options five = {"1,::-1,:,1:3,::2", "F32", "npy"}, five_raw = {"-1,0:2,0,::-1", NULL, NULL};
+    tg_tensor_options five = {"1,::-1,:,1:3,::2", "F32", "npy"},
+                      five_raw = {"-1,0:2,0,::-1", NULL, NULL};
     CHECK(stream_matches(&f, "scalar", &scalar, 3, 10));
     CHECK(stream_matches(&f, "scalar", &scalar_raw, 1, 10));
     CHECK(stream_matches(&f, "empty", &empty, 100, 10));
@@ -378,9 +382,9 @@ TEST(errors)
     e = refused(&f, "f32_3d", ":,:,:,1", NULL, NULL);
     CHECK_STR(e.reason, "invalid_slice");
     CHECK(strstr(e.detail, "too many indices") != NULL);
-    static const char *const hostile[] = {"1:2:3:4", "a", " 1", "1,", ",", "--1", "1::0",
-                                          "99999999999999999999", "1;2", "\xff", "0x1", "+1",
-                                          "1 ", ":,:,:,:,:"};
+    static const char *const hostile[] = {
+        "1:2:3:4", "a",    " 1",  "1,", ",",  "--1",      "1::0", "99999999999999999999",
+        "1;2",     "\xff", "0x1", "+1", "1 ", ":,:,:,:,:"};
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
         e = refused(&f, "f32_3d", hostile[i], NULL, NULL);
         CHECK_EQ_U64(e.status, 400);
@@ -433,27 +437,31 @@ TEST(errors)
 TEST(larger_than_the_window)
 {
     static const spec big[] = {
-        {"rows", ST_F32, 2, {1536, 1024}},  /* 6 MiB, rows of 4 KiB */
-        {"wide", ST_F32, 2, {16, 65536}},   /* rows of 256 KiB: columns are sparse */
-        {"long", ST_BF16, 1, {1600000}},    /* one run of 3.2 MB */
+        {"rows", ST_F32, 2, {1536, 1024}}, /* 6 MiB, rows of 4 KiB */
+        {"wide", ST_F32, 2, {16, 65536}},  /* rows of 256 KiB: columns are sparse */
+        {"long", ST_BF16, 1, {1600000}},   /* one run of 3.2 MB */
     };
     test_file f;
     CHECK(make_file("big.safetensors", big, 3, &f));
-    static const char *const row_slices[] = {NULL, "::-1", "::3,5:900", "::-7,::-2", ":,7", "100:1400,-1"};
+    static const char *const row_slices[] = {NULL,        "::-1", "::3,5:900",
+                                             "::-7,::-2", ":,7",  "100:1400,-1"};
     for (size_t i = 0; i < sizeof row_slices / sizeof row_slices[0]; i++) {
-        tg_tensor_options raw = {row_slices[i], NULL, NULL}, conv = {row_slices[i], "F8_E5M2", NULL},
+        tg_tensor_options raw = {row_slices[i], NULL, NULL},
+                          conv = {row_slices[i], "F8_E5M2", NULL},
                           npy = {row_slices[i], "F16", "npy"};
         CHECK(stream_matches(&f, "rows", &raw, 3 << 20, 20));
         CHECK(stream_matches(&f, "rows", &conv, 70000, 20));
         CHECK(stream_matches(&f, "rows", &npy, 1 << 16, 20));
     }
-    static const char *const wide_slices[] = {":,5", "::-1,-3", ":,::40000", "::-2,::-65535", "3:9,100:70000"};
+    static const char *const wide_slices[] = {":,5", "::-1,-3", ":,::40000", "::-2,::-65535",
+                                              "3:9,100:70000"};
     for (size_t i = 0; i < sizeof wide_slices / sizeof wide_slices[0]; i++) {
         tg_tensor_options raw = {wide_slices[i], NULL, NULL}, conv = {wide_slices[i], "F16", NULL};
         CHECK(stream_matches(&f, "wide", &raw, 9, 20));
         CHECK(stream_matches(&f, "wide", &conv, 1 << 20, 20));
     }
-    tg_tensor_options whole = {NULL, "F64", "npy"}, rev = {"::-1", "F32", NULL}, part = {"12345:1500000:3", NULL, NULL};
+    tg_tensor_options whole = {NULL, "F64", "npy"}, rev = {"::-1", "F32", NULL},
+                      part = {"12345:1500000:3", NULL, NULL};
     CHECK(stream_matches(&f, "long", &whole, 5 << 20, 20));
     CHECK(stream_matches(&f, "long", &rev, 1 << 20, 20));
     CHECK(stream_matches(&f, "long", &part, 1 << 20, 20));
