@@ -206,7 +206,25 @@ TEST(too_large_and_truncated)
     int files_before = files_in_version();
     it_tensor_spec mid = {"w", "F32", 1, {4096}};
     it_build_safetensors(&b, &mid, 1, NULL, 4);
+    /* the client closes its socket mid-body: the temp file goes at once */
     int fd = it_connect();
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        char head[512];
+        int hl = snprintf(head, sizeof head,
+                          "PUT " VBASE "/files/cut2.safetensors HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Authorization: Bearer %s\r\nContent-Length: %zu\r\n\r\n",
+                          write_token, b.len);
+        CHECK(it_write_all(fd, head, (size_t)hl));
+        CHECK(it_write_all(fd, b.data, b.len / 2));
+        usleep(200 * 1000); /* let the server start the upload */
+        close(fd);
+    }
+    CHECK_EQ_U64(files_in_version(), files_before);
+    CHECK_EQ_U64(it_count_tmp_settled(), 0);
+
+    /* the client half-closes mid-body (shutdown(SHUT_WR)) and waits for an answer */
+    fd = it_connect();
     CHECK(fd >= 0);
     if (fd >= 0) {
         char head[512];
@@ -225,24 +243,9 @@ TEST(too_large_and_truncated)
     }
     CHECK_EQ_U64(files_in_version(), files_before);
     /* (tmp/ is not checked here: after a half-close libmicrohttpd may keep the
-     * connection, and its temp file, until the connection timeout) */
+     * connection, and its temp file, until the connection timeout; see the
+     * report. Nothing later in this program counts tmp/ before a restart.) */
 
-    /* the client closes its socket mid-body: the temp file goes at once */
-    fd = it_connect();
-    CHECK(fd >= 0);
-    if (fd >= 0) {
-        char head[512];
-        int hl = snprintf(head, sizeof head,
-                          "PUT " VBASE "/files/cut2.safetensors HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                          "Authorization: Bearer %s\r\nContent-Length: %zu\r\n\r\n",
-                          write_token, b.len);
-        CHECK(it_write_all(fd, head, (size_t)hl));
-        CHECK(it_write_all(fd, b.data, b.len / 2));
-        usleep(200 * 1000); /* let the server start the upload */
-        close(fd);
-    }
-    CHECK_EQ_U64(files_in_version(), files_before);
-    CHECK_EQ_U64(it_count_tmp_settled(), 0);
     it_buf_free(&b);
 }
 
