@@ -1,0 +1,132 @@
+/* The preload manager (DESIGN §6): places chosen tensors of one model version in
+ * one allocation on one device ("host" or "cuda:N"), tracks each preload's state,
+ * lends it out under leases and evicts least-recently-used unleased preloads to
+ * keep every device within its byte budget.
+ *
+ * It knows nothing of HTTP or the catalog: the caller resolves a request to the
+ * on-disk files and the tensors chosen (tg_preload_request) and the manager plans
+ * the layout, admits it against the budget and loads it on its own thread with
+ * the copy engine (worker threads filling pinned bounce buffers with pread,
+ * optional dtype conversion, backend copy() on several streams).
+ *
+ * States: queued -> loading -> resident; a failure at any point -> failed (no
+ * memory held). DELETE or eviction of an unleased preload frees it at once; of a
+ * leased (or loading) one it is "evicting" until the last lease ends. */
+#ifndef TG_PRELOAD_H
+#define TG_PRELOAD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "preload_backend.h"
+#include "st_dtype.h"
+
+#define TG_PRELOAD_ID_LEN 16 /* hex digits of 64 random bits */
+
+typedef struct tg_preload_manager tg_preload_manager;
+
+typedef struct tg_preload_manager_config {
+    tg_device_backend *host; /* "host"; owned by the manager from create on (may be NULL) */
+    tg_device_backend *cuda; /* "cuda:N" (the CUDA or the fake backend); owned; may be NULL */
+    uint64_t host_budget;    /* bytes; 0: half of the physical memory */
+    uint64_t cuda_budget;    /* bytes per device; 0: the device's total */
+    unsigned copy_threads;   /* copy workers per load (at most the backend's streams); 0: 4 */
+    size_t chunk_bytes;      /* one bounce buffer; 0: 8 MiB */
+} tg_preload_manager_config;
+
+typedef enum tg_preload_status {
+    TG_PRELOAD_OK = 0,
+    TG_PRELOAD_BAD_DEVICE,         /* 400: not "host" or "cuda:N", or no such device */
+    TG_PRELOAD_DEVICE_UNAVAILABLE, /* 503: the backend has no devices (no CUDA driver) */
+    TG_PRELOAD_BUDGET,             /* 507: does not fit even after evicting unleased preloads */
+    TG_PRELOAD_NOT_FOUND,          /* 404: no preload with that id */
+    TG_PRELOAD_NOT_RESIDENT,       /* 409: a lease asked while queued, loading, failed or evicting */
+    TG_PRELOAD_INVALID,            /* 400: the request is malformed (conversion not supported, ...) */
+    TG_PRELOAD_ERROR,              /* 500 */
+} tg_preload_status;
+
+/* One tensor chosen from a source file, in the file's dtype. */
+typedef struct tg_preload_source_tensor {
+    const char *name;
+    st_dtype dtype;
+    size_t rank;
+    const uint64_t *shape;
+    size_t file;     /* index into tg_preload_request.file_paths */
+    uint64_t offset; /* absolute byte offset in that file */
+    uint64_t bytes;  /* bytes in the file */
+} tg_preload_source_tensor;
+
+typedef struct tg_preload_request {
+    const char *model;  /* "org/name", for display and authorization */
+    int64_t version;    /* the version number */
+    const char *device; /* "host" | "cuda:N" */
+    bool convert;       /* convert floating tensors to dtype on the host before the copy */
+    st_dtype dtype;
+    size_t file_count;
+    const char *const *file_paths; /* blob paths, opened by the loader */
+    size_t tensor_count;
+    const tg_preload_source_tensor *tensors; /* in load order (file order) */
+} tg_preload_request;
+
+/* One tensor of a planned allocation. */
+typedef struct tg_preload_slot {
+    st_dtype dtype;   /* as placed (after conversion) */
+    uint64_t offset;  /* in the allocation, a multiple of TG_PRELOAD_ALIGN */
+    uint64_t bytes;   /* as placed */
+} tg_preload_slot;
+
+/* Plans the layout: slots[i] for tensors[i], in order, each at the next multiple of
+ * TG_PRELOAD_ALIGN; *total is the end of the last slot rounded up to the alignment
+ * (at least TG_PRELOAD_ALIGN, so an empty-tensor preload still has an allocation).
+ * Floating tensors convert when request->convert and st_convert_supported says so;
+ * other floating dtypes (F4, F6, F8_E8M0, ...) are refused; integers stay as they
+ * are. Returns TG_PRELOAD_OK, or TG_PRELOAD_INVALID / _ERROR with err filled. */
+tg_preload_status tg_preload_plan(const tg_preload_request *request, tg_preload_slot *slots,
+                                  uint64_t *total, char *err, size_t err_len);
+
+/* Parses "host" (kind "host", index 0) or "cuda:N" (kind "cuda"). False if neither. */
+bool tg_preload_parse_device(const char *device, const char **kind, int *index);
+
+int tg_preload_manager_create(const tg_preload_manager_config *config, tg_preload_manager **out,
+                              char *err, size_t err_len);
+/* Stops the loader and releases every allocation (consumers that hold an fd keep
+ * their memory: the kernel or the driver frees it when they release it). */
+void tg_preload_manager_destroy(tg_preload_manager *manager);
+
+/* Plans, admits (evicting least-recently-used unleased preloads of the device when
+ * needed) and queues a preload. id gets its id. */
+tg_preload_status tg_preload_submit(tg_preload_manager *manager, const tg_preload_request *request,
+                                    char id[TG_PRELOAD_ID_LEN + 1], char *err, size_t err_len);
+
+/* The preload as JSON (id, model, version, device, state, error, bytes planned and
+ * copied, GB/s, leases, layout when with_layout); NULL if there is none. */
+json_t *tg_preload_describe(tg_preload_manager *manager, const char *id, bool with_layout);
+/* {"preloads":[...], "devices":[{"device","kind","available","reason","budget_bytes",
+ * "used_bytes",...}]} */
+json_t *tg_preload_list(tg_preload_manager *manager);
+/* The model ("org/name") of a preload, for authorization; false if there is none. */
+bool tg_preload_model(tg_preload_manager *manager, const char *id, char *model, size_t model_len);
+
+/* Evicts now, or (leased, or loading) marks it evicting so the last lease's end or
+ * the load's end frees it; *deferred says which. TG_PRELOAD_NOT_FOUND if absent. */
+tg_preload_status tg_preload_evict(tg_preload_manager *manager, const char *id, bool *deferred);
+
+/* A lease on a resident preload: a new fd naming the allocation (the caller sends
+ * and closes it) and the layout as JSON text (malloc'd, one line). While any lease
+ * is held the allocation is not freed. Each successful call needs one unlease. */
+tg_preload_status tg_preload_lease(tg_preload_manager *manager, const char *id, int *fd,
+                                   char **layout_text, char *err, size_t err_len);
+void tg_preload_unlease(tg_preload_manager *manager, const char *id);
+
+/* Waits until the preload is resident or failed (or gone), at most timeout_ms.
+ * Returns its state name then ("resident", "failed", "gone"), or NULL on timeout. */
+const char *tg_preload_wait(tg_preload_manager *manager, const char *id, unsigned timeout_ms);
+
+/* Device availability for /readyz: {"host":{"available":true,...},"cuda":{...}}. */
+json_t *tg_preload_devices_status(tg_preload_manager *manager);
+/* Prometheus text lines for /metrics (malloc'd). */
+char *tg_preload_metrics(tg_preload_manager *manager);
+
+#endif

@@ -1,0 +1,198 @@
+/* The "host" preload backend: one allocation is one memfd. It is filled with
+ * pwrite (never through a writable shared mapping, so F_SEAL_WRITE can be added
+ * afterwards), then sealed against writes, shrinking and growing, so a consumer
+ * that maps the fd read-only sees bytes nobody can change. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "preload_backend.h"
+
+typedef struct host_allocation {
+    int fd;
+} host_allocation;
+
+static int host_device_count(void *context)
+{
+    (void)context;
+    return 1;
+}
+
+static const char *host_why_unavailable(void *context)
+{
+    (void)context;
+    return "";
+}
+
+static int host_device_info(void *context, int device, tg_device_info *out)
+{
+    (void)context;
+    if (device != 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "host");
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    out->total_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    return 0;
+}
+
+static int host_allocate(void *context, int device, uint64_t bytes, tg_device_allocation *out, char *err,
+                         size_t err_len)
+{
+    (void)context;
+    memset(out, 0, sizeof *out);
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t page_size = page > 0 ? (uint64_t)page : 4096;
+    uint64_t rounded = (bytes + page_size - 1) / page_size * page_size;
+    if (device != 0 || rounded < bytes || rounded > (uint64_t)LLONG_MAX) {
+        snprintf(err, err_len, "no host device %d or size %llu too large", device, (unsigned long long)bytes);
+        return -1;
+    }
+    host_allocation *h = malloc(sizeof *h);
+    if (h == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    h->fd = memfd_create("tensorgate-preload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (h->fd < 0) {
+        snprintf(err, err_len, "memfd_create: %s", strerror(errno));
+        free(h);
+        return -1;
+    }
+    if (ftruncate(h->fd, (off_t)rounded) != 0) {
+        snprintf(err, err_len, "sizing the memfd to %llu bytes: %s", (unsigned long long)rounded, strerror(errno));
+        close(h->fd);
+        free(h);
+        return -1;
+    }
+    out->device = device;
+    out->bytes = bytes;
+    out->mapped_bytes = rounded;
+    out->handle = h;
+    return 0;
+}
+
+static void host_release(void *context, tg_device_allocation *allocation)
+{
+    (void)context;
+    host_allocation *h = allocation->handle;
+    if (h == NULL)
+        return;
+    close(h->fd);
+    free(h);
+    allocation->handle = NULL;
+}
+
+/* Page-aligned, page-locked when the limits allow (mlock failing is not an error:
+ * the buffer still works, it can only be paged out). */
+static void *host_buffer_alloc(void *context, size_t bytes)
+{
+    (void)context;
+    void *buffer = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (buffer == MAP_FAILED)
+        return NULL;
+    (void)mlock(buffer, bytes);
+    return buffer;
+}
+
+static void host_buffer_free(void *context, void *buffer, size_t bytes)
+{
+    (void)context;
+    munmap(buffer, bytes);
+}
+
+static int host_copy(void *context, tg_device_allocation *allocation, uint64_t offset, const void *src,
+                     size_t len, int stream, char *err, size_t err_len)
+{
+    (void)context;
+    (void)stream;
+    host_allocation *h = allocation->handle;
+    uint64_t end;
+    if (__builtin_add_overflow(offset, (uint64_t)len, &end) || end > allocation->mapped_bytes) {
+        snprintf(err, err_len, "copy of %zu bytes at %llu is outside the allocation", len,
+                 (unsigned long long)offset);
+        return -1;
+    }
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(h->fd, (const char *)src + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            snprintf(err, err_len, "writing the memfd: %s", n < 0 ? strerror(errno) : "no progress");
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static int host_wait(void *context, int stream, char *err, size_t err_len)
+{
+    (void)context;
+    (void)stream;
+    (void)err;
+    (void)err_len;
+    return 0; /* pwrite is synchronous */
+}
+
+static int host_finish(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
+{
+    (void)context;
+    host_allocation *h = allocation->handle;
+    if (fcntl(h->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+        snprintf(err, err_len, "sealing the memfd: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A read-only open file description of the memfd (through /proc), so the
+ * consumer's fd cannot even be used to try writes; dup() where /proc is absent
+ * (the seals refuse writes either way). */
+static int host_export_fd(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
+{
+    (void)context;
+    host_allocation *h = allocation->handle;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", h->fd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        snprintf(err, err_len, "duplicating the memfd: %s", strerror(errno));
+    return fd;
+}
+
+static void host_destroy(void *context)
+{
+    free(context);
+}
+
+tg_device_backend *tg_preload_host_backend(void)
+{
+    tg_device_backend *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return NULL;
+    b->kind = "host";
+    b->context = b; /* freed by destroy: the backend itself */
+    b->device_count = host_device_count;
+    b->why_unavailable = host_why_unavailable;
+    b->device_info = host_device_info;
+    b->allocate = host_allocate;
+    b->release = host_release;
+    b->host_buffer_alloc = host_buffer_alloc;
+    b->host_buffer_free = host_buffer_free;
+    b->copy = host_copy;
+    b->wait = host_wait;
+    b->streams = 8;
+    b->finish = host_finish;
+    b->export_fd = host_export_fd;
+    b->destroy = host_destroy;
+    return b;
+}
