@@ -38,6 +38,9 @@ static const tg_route routes[] = {
      NULL, NULL},
     {"POST", "/v1/models/{org}/{name}/versions/{rev}/publish", TG_BODY_JSON,
      tg_route_version_publish, NULL, NULL, NULL},
+    {"POST", "/v1/models/{org}/{name}/versions/{rev}/convert", TG_BODY_JSON,
+     tg_route_version_convert, NULL, NULL, NULL},
+    {"GET", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_get, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files", TG_BODY_NONE, tg_route_files_list,
      NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header", TG_BODY_NONE,
@@ -54,7 +57,7 @@ static const tg_route routes[] = {
 
 /* ---- metrics ---- */
 
-static const unsigned known_statuses[] = {200, 201, 204, 206, 304, 400, 401, 403, 404, 405,
+static const unsigned known_statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 405,
                                           409, 411, 413, 415, 416, 422, 500, 503, 507};
 #define STATUS_SLOTS (sizeof known_statuses / sizeof known_statuses[0] + 1)
 #define REJECTION_REASONS_MAX 64
@@ -225,7 +228,7 @@ static bool match_pattern(const char *pattern, const segment *url, int url_count
         if (req != NULL && params < TG_PARAMS_MAX) {
             const char *begin = url[u].text;
             const char *end = url[u + take - 1].text + url[u + take - 1].len;
-            static const char *const names[] = {"org", "name", "rev", "alias", "path"};
+            static const char *const names[] = {"org", "name", "rev", "alias", "path", "id"};
             for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
                 size_t name_len = strlen(names[n]);
                 if (strncmp(pat[p].text + 1, names[n], name_len) == 0 &&

@@ -23,6 +23,8 @@ void tg_route_alias_set(tg_request *req);
 void tg_route_version_create(tg_request *req);
 void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
+/* The version digest: SHA-256 over "path sha256 size\n" lines of the files in path order. */
+void tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65]);
 
 /* routes_files.c */
 void tg_route_files_list(tg_request *req);
@@ -41,6 +43,10 @@ void tg_route_scan_start(tg_request *req);
 void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len);
 void tg_route_scan_finish(tg_request *req);
 void tg_route_scan_cleanup(tg_request *req);
+
+/* routes_convert.c */
+void tg_route_version_convert(tg_request *req);
+void tg_route_job_get(tg_request *req);
 
 /* Shared lookups (routes_models.c). Each answers the error itself and returns false. */
 bool tg_lookup_model(tg_request *req, tg_model *model);

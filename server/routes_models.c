@@ -118,6 +118,11 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
         return NULL;
     json_object_set_new(body, "published_at", string_or_null(version->published_at));
     json_object_set_new(body, "digest", string_or_null(version->digest));
+    /* lineage of a version made by a conversion job; null for uploaded ones */
+    json_object_set_new(body, "derived_from", version->derived_from > 0
+                                                  ? json_integer((json_int_t)version->derived_from)
+                                                  : json_null());
+    json_object_set_new(body, "dtype", string_or_null(version->derived_dtype));
     if (with_files) {
         json_t *files = json_array();
         if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, add_file, files) != TG_CAT_OK) {

@@ -80,14 +80,14 @@ static void collect_file(void *ctx, const tg_file_record *file)
 
 /* The version digest: SHA-256 over "path sha256 size\n" lines sorted by path (the
  * catalog lists files in byte order of path). */
-static void manifest_digest(const file_list *files, char hex[65])
+void tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65])
 {
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-    for (size_t i = 0; i < files->count; i++) {
+    for (size_t i = 0; i < count; i++) {
         char line[TG_PATH_MAX + 100];
-        int n = snprintf(line, sizeof line, "%s %s %llu\n", files->items[i].path,
-                         files->items[i].sha256, (unsigned long long)files->items[i].size);
+        int n = snprintf(line, sizeof line, "%s %s %llu\n", files[i].path, files[i].sha256,
+                         (unsigned long long)files[i].size);
         EVP_DigestUpdate(ctx, line, (size_t)n);
     }
     unsigned char digest[32];
@@ -262,7 +262,7 @@ void tg_route_version_publish(tg_request *req)
         goto out_unlock;
     }
     char digest[65];
-    manifest_digest(&files, digest);
+    tg_manifest_digest(files.items, files.count, digest);
     tg_version published;
     tg_cat_status status = tg_catalog_version_publish(server->catalog, version.id, digest, &published);
     if (status == TG_CAT_CONFLICT) {

@@ -13,6 +13,7 @@
 #include "catalog.h"
 #include "commands.h"
 #include "config.h"
+#include "convert_job.h"
 #include "http.h"
 #include "log.h"
 #include "store.h"
@@ -63,8 +64,15 @@ int tg_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* The worker starts first (jobs left running are queued again) so a POST can wake it. */
+    if (tg_convert_jobs_start(&server, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_catalog_close(server.catalog);
+        return 1;
+    }
     if (tg_http_start(&server, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_convert_jobs_stop();
         tg_catalog_close(server.catalog);
         return 1;
     }
@@ -79,6 +87,7 @@ int tg_cmd_serve(int argc, char **argv)
     sigwait(&stop_signals, &signal_number);
     tg_log(TG_LOG_INFO, "signal %d: stopping", signal_number);
     tg_http_stop(&server);
+    tg_convert_jobs_stop();
     tg_catalog_close(server.catalog);
     pthread_mutex_destroy(&server.publish_lock);
     tg_log(TG_LOG_INFO, "stopped");

@@ -1,0 +1,66 @@
+/* Conversion of a published version into a new derived version, as a background
+ * job (POST .../versions/{rev}/convert, GET /v1/jobs/{id}).
+ *
+ * One worker thread runs the queued jobs of the catalog's jobs table in order.
+ * A job converts, shard by shard, the floating tensors whose names match its
+ * globs (bit-exact with PyTorch's .to()), streaming in bounded chunks; each new
+ * shard goes through the gate, is hashed in the same pass, lands in the blob
+ * store and is recorded in job_files. The indexes of changed directories are
+ * rewritten with the new total_size; every other file is carried over (same
+ * blob). The new version appears only when tg_catalog_job_commit inserts it with
+ * all its files in one transaction.
+ *
+ * Crash safety: a killed server leaves its job "running"; at the next start the
+ * job is queued again (tmp/ was emptied by the store) and resumes, skipping the
+ * shards already in job_files, until it has been interrupted
+ * TG_CONVERT_MAX_ATTEMPTS times, after which it is marked failed. */
+#ifndef TG_CONVERT_JOB_H
+#define TG_CONVERT_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http.h"
+#include "st_dtype.h"
+
+#define TG_CONVERT_GLOBS_MAX 64
+#define TG_CONVERT_GLOB_LEN_MAX 256
+#define TG_CONVERT_MAX_ATTEMPTS 3
+
+/* What to convert: the target dtype and tensor-name globs (fnmatch; none: all). */
+typedef struct tg_convert_spec {
+    st_dtype to;
+    size_t glob_count;
+    const char *globs[TG_CONVERT_GLOBS_MAX]; /* owned by the caller */
+} tg_convert_spec;
+
+/* What a conversion would do to a version, read from its shard headers. */
+typedef struct tg_convert_survey {
+    uint64_t bytes_total;    /* bytes of the shards it would write */
+    size_t shards;           /* .safetensors files of the version */
+    size_t shards_converted; /* those with a tensor that changes dtype */
+    size_t tensors_converted;
+    long unmatched_glob; /* index of the first glob matching no tensor, or -1 */
+} tg_convert_survey;
+
+/* True when dtype is a target the kernels convert to (F64, F32, F16, BF16, F8_E4M3, F8_E5M2). */
+bool tg_convert_target_supported(st_dtype dtype);
+
+/* Reads the headers of version_id's shards and fills out. Returns 0, or -1 with
+ * detail on a server error (catalog, unreadable blob). */
+int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_convert_spec *spec,
+                              tg_convert_survey *out, char *detail, size_t detail_len);
+
+/* Starts the worker: jobs a previous process left running are queued again (or
+ * failed after TG_CONVERT_MAX_ATTEMPTS), then queued jobs run. Returns -1 with err
+ * set on failure. The environment variable TENSORGATE_TEST_CONVERT_DELAY_MS (tests
+ * only) makes the worker write in 64 KiB steps and sleep that long after each. */
+int tg_convert_jobs_start(tg_server *server, char *err, size_t err_len);
+/* Tells the worker a job was queued. */
+void tg_convert_jobs_wake(void);
+/* Stops the worker at its next step; a job in progress stays "running" and
+ * resumes at the next start. */
+void tg_convert_jobs_stop(void);
+
+#endif
