@@ -525,8 +525,9 @@ tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_requ
         m->evictions++;
         tg_log(TG_LOG_INFO, "preload %s (%s v%lld on %s, %llu bytes) evicted to make room", oldest->id,
                oldest->model, (long long)oldest->version, device->name, (unsigned long long)oldest->total);
-        oldest->next = evicted;
-        evicted = oldest;
+        /* Released before the new preload is queued, under the lock: the loader must
+         * not allocate the new one while the device still holds the old. */
+        preload_release(oldest);
     }
     if (new_id(m, p->id) != 0) {
         pthread_mutex_unlock(&m->lock);
@@ -546,7 +547,7 @@ tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_requ
         pthread_cond_broadcast(&m->changed);
         pthread_mutex_unlock(&m->lock);
     }
-    /* Freed outside the lock: releasing device memory may take a while. */
+    /* Failed preloads hold no memory: freed outside the lock. */
     while (evicted) {
         preload *next = evicted->next;
         preload_release(evicted);
@@ -953,12 +954,9 @@ static void *loader_main(void *arg)
             list_remove(m, next);
             to_release = next;
         }
+        if (to_release)
+            preload_release(to_release); /* under the lock, as in tg_preload_evict */
         pthread_cond_broadcast(&m->changed);
-        if (to_release) {
-            pthread_mutex_unlock(&m->lock);
-            preload_release(to_release);
-            pthread_mutex_lock(&m->lock);
-        }
     }
     pthread_mutex_unlock(&m->lock);
     return NULL;
@@ -1077,10 +1075,12 @@ tg_preload_status tg_preload_evict(tg_preload_manager *m, const char *id, bool *
         list_remove(m, p);
         to_release = p;
     }
-    pthread_cond_broadcast(&m->changed);
-    pthread_mutex_unlock(&m->lock);
+    /* Released under the lock: once it is off the list its bytes no longer count,
+     * so the device must have them back before anyone else is admitted. */
     if (to_release)
         preload_release(to_release);
+    pthread_cond_broadcast(&m->changed);
+    pthread_mutex_unlock(&m->lock);
     return TG_PRELOAD_OK;
 }
 
@@ -1147,10 +1147,10 @@ void tg_preload_unlease(tg_preload_manager *m, const char *id)
             tg_log(TG_LOG_INFO, "preload %s: last lease ended, deferred eviction done", p->id);
         }
     }
+    if (to_release)
+        preload_release(to_release); /* under the lock, as in tg_preload_evict */
     pthread_cond_broadcast(&m->changed);
     pthread_mutex_unlock(&m->lock);
-    if (to_release)
-        preload_release(to_release);
 }
 
 const char *tg_preload_wait(tg_preload_manager *m, const char *id, unsigned timeout_ms)
