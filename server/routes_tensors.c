@@ -1,0 +1,448 @@
+/* GET .../versions/{rev}/tensors: every tensor of a version, across its shards.
+ * GET|HEAD .../versions/{rev}/tensors/{tensor*}: one tensor's bytes, found through
+ * the version's *.safetensors.index.json (weight_map) or else by reading the
+ * shards' headers; ?slice= ?dtype= ?format=raw|npy and Range apply to the
+ * tensor's representation, which server/tensor_stream.c plans and generates.
+ * A plain tensor (or a slice that is one range of the file) goes out with
+ * sendfile from the blob; anything else streams through the engine in bounded
+ * chunks. */
+#include "routes_tensors.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "checks.h"
+#include "index_check.h"
+#include "log.h"
+#include "routes.h"
+#include "tensor_stream.h"
+
+/* An index above this is not read (the gate bounds sidecars at 16 MiB by default). */
+#define INDEX_READ_MAX (64u * 1024 * 1024)
+/* MHD's buffer for generated bodies. */
+#define STREAM_BLOCK (128 * 1024)
+
+typedef struct file_list {
+    tg_file_record *files;
+    size_t count, cap;
+    bool failed;
+} file_list;
+
+static void collect_file(void *ctx, const tg_file_record *file)
+{
+    file_list *list = ctx;
+    if (list->failed)
+        return;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        tg_file_record *grown = realloc(list->files, cap * sizeof *grown);
+        if (grown == NULL) {
+            list->failed = true;
+            return;
+        }
+        list->files = grown;
+        list->cap = cap;
+    }
+    list->files[list->count++] = *file;
+}
+
+/* Model, version and all the version's files; answers the error itself. */
+static bool lookup_files(tg_request *req, tg_version *version, file_list *list)
+{
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return false;
+    }
+    bool ok = tg_lookup_model(req, model) && tg_lookup_version(req, model, version);
+    free(model);
+    if (!ok)
+        return false;
+    tg_cat_status status =
+        tg_catalog_file_list(req->server->catalog, version->id, NULL, 0, collect_file, list);
+    if (status != TG_CAT_OK || list->failed) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        return false;
+    }
+    return true;
+}
+
+static bool is_safetensors(const tg_file_record *file)
+{
+    return strcmp(file->kind, "safetensors") == 0;
+}
+
+/* ---- GET .../tensors ---- */
+
+static json_t *tensor_json(const st_file *file, const st_tensor *t, const char *path)
+{
+    json_t *shape = json_array();
+    for (size_t d = 0; d < t->rank; d++)
+        json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
+    return json_pack("{s:s%, s:s, s:o, s:s, s:[I,I]}", "name", t->name, t->name_len, "dtype",
+                     st_dtype_name(t->dtype), "shape", shape, "file", path, "data_offsets",
+                     (json_int_t)(file->data_start + t->begin),
+                     (json_int_t)(file->data_start + t->end));
+}
+
+void tg_route_tensors_list(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tg_version version;
+    file_list list = {0};
+    if (!lookup_files(req, &version, &list)) {
+        free(list.files);
+        return;
+    }
+    json_t *tensors = json_array();
+    bool ok = tensors != NULL;
+    /* files in path order, each file's tensors in file order */
+    for (size_t i = 0; ok && i < list.count; i++) {
+        if (!is_safetensors(&list.files[i]))
+            continue;
+        st_file file;
+        st_error err;
+        if (tg_blob_read_header(req->server, list.files[i].sha256, list.files[i].size, &file,
+                                &err) != 0) {
+            tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s",
+                               list.files[i].path, err.detail);
+            ok = false;
+            break;
+        }
+        for (size_t t = 0; ok && t < file.tensor_count; t++) {
+            json_t *item = tensor_json(&file, &file.tensors[t], list.files[i].path);
+            ok = item != NULL && json_array_append_new(tensors, item) == 0;
+        }
+        st_file_free(&file);
+        if (!ok)
+            tg_respond_problem(req, 500, "internal", "out of memory");
+    }
+    free(list.files);
+    if (!ok) {
+        json_decref(tensors);
+        return;
+    }
+    json_t *body = json_pack("{s:I, s:I, s:o}", "version", (json_int_t)version.number, "count",
+                             (json_int_t)json_array_size(tensors), "tensors", tensors);
+    if (body == NULL)
+        tg_respond_problem(req, 500, "internal", "out of memory");
+    else
+        tg_respond_json(req, 200, body);
+}
+
+/* ---- GET|HEAD .../tensors/{tensor*} ---- */
+
+/* Where a tensor was found: its file and the parsed header (to free). */
+typedef struct located {
+    const tg_file_record *record;
+    st_file file;
+    const st_tensor *tensor;
+} located;
+
+/* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 unreadable. */
+static int find_in_file(tg_request *req, const tg_file_record *record, const char *name,
+                        located *out)
+{
+    st_error err;
+    if (tg_blob_read_header(req->server, record->sha256, record->size, &out->file, &err) != 0) {
+        tg_log(TG_LOG_ERROR, "the stored header of %s (%s) cannot be read: %s", record->path,
+               record->sha256, err.detail);
+        return -1;
+    }
+    out->tensor = st_file_find(&out->file, name, strlen(name));
+    if (out->tensor == NULL) {
+        st_file_free(&out->file);
+        return 0;
+    }
+    out->record = record;
+    return 1;
+}
+
+/* The weight_map entry for name in one index file, as a path in the version
+ * (the index's directory + the entry), or false. */
+static bool index_lookup(tg_request *req, const tg_file_record *index, const char *name,
+                         char *shard, size_t shard_len)
+{
+    if (index->size > INDEX_READ_MAX)
+        return false;
+    int fd = tg_store_open_blob(&req->server->store, index->sha256);
+    if (fd < 0)
+        return false;
+    char *text = malloc((size_t)index->size + 1);
+    size_t done = 0;
+    while (text != NULL && done < index->size) {
+        ssize_t n = pread(fd, text + done, (size_t)index->size - done, (off_t)done);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    close(fd);
+    bool found = false;
+    if (text != NULL && done == index->size) {
+        json_t *root = json_loadb(text, done, JSON_REJECT_DUPLICATES, NULL);
+        const char *file =
+            json_string_value(json_object_get(json_object_get(root, "weight_map"), name));
+        if (file != NULL) {
+            const char *slash = strrchr(index->path, '/');
+            int dir_len = slash ? (int)(slash - index->path + 1) : 0;
+            int n = snprintf(shard, shard_len, "%.*s%s", dir_len, index->path, file);
+            found = n > 0 && (size_t)n < shard_len;
+        }
+        json_decref(root);
+    }
+    free(text);
+    return found;
+}
+
+/* Finds the tensor: through an index first (one header read), else every shard.
+ * 1 found, 0 absent, -1 a stored header could not be read. */
+static int locate(tg_request *req, const file_list *list, const char *name, located *out)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        char shard[TG_PATH_MAX + 1];
+        if (!tg_is_index_path(list->files[i].path) ||
+            !index_lookup(req, &list->files[i], name, shard, sizeof shard))
+            continue;
+        for (size_t k = 0; k < list->count; k++) {
+            if (strcmp(list->files[k].path, shard) == 0 && is_safetensors(&list->files[k])) {
+                int rc = find_in_file(req, &list->files[k], name, out);
+                if (rc != 0)
+                    return rc;
+            }
+        }
+    }
+    /* no index, or an index that disagrees (a draft is not checked yet): read them all */
+    for (size_t i = 0; i < list->count; i++) {
+        if (!is_safetensors(&list->files[i]))
+            continue;
+        int rc = find_in_file(req, &list->files[i], name, out);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* What the generated body's reader needs; freed with the response. */
+typedef struct body_source {
+    tg_tensor_stream *stream;
+    int fd;
+    uint64_t first; /* the Range's first byte of the representation */
+} body_source;
+
+static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    body_source *source = cls;
+    ssize_t n = tg_tensor_stream_read(source->stream, source->first + pos, (uint8_t *)buf, max);
+    if (n < 0) {
+        tg_log(TG_LOG_ERROR, "reading a tensor body failed at %llu: %m",
+               (unsigned long long)(source->first + pos));
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void free_body(void *cls)
+{
+    body_source *source = cls;
+    tg_tensor_stream_free(source->stream);
+    close(source->fd);
+    free(source);
+}
+
+/* Strong validator of the representation: the blob, the tensor and the options.
+ * False (no validator) only if the digest fails. */
+static bool representation_etag(const char *sha256, const char *name, const tg_tensor_options *o,
+                                char out[35])
+{
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_len = 0;
+    const char *parts[] = {sha256, name, o->slice ? o->slice : "", o->dtype ? o->dtype : "",
+                           o->format ? o->format : "raw"};
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    bool ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+    for (size_t i = 0; ok && i < sizeof parts / sizeof parts[0]; i++)
+        ok = EVP_DigestUpdate(ctx, parts[i], strlen(parts[i]) + 1) == 1; /* NUL separates parts */
+    ok = ok && EVP_DigestFinal_ex(ctx, digest, &digest_len) == 1 && digest_len >= 16;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return false;
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
+    }
+    out[32] = '\0';
+    return true;
+}
+
+static void add_tensor_headers(struct MHD_Response *response, const tg_tensor_plan *plan,
+                               const char *path, const char *etag)
+{
+    char shape[TG_TENSOR_SHAPE_TEXT_MAX], offsets[48];
+    tg_tensor_shape_text(plan->out_shape, plan->out_rank, shape, sizeof shape);
+    snprintf(offsets, sizeof offsets, "[%llu,%llu]", (unsigned long long)plan->source_begin,
+             (unsigned long long)plan->source_end);
+    MHD_add_response_header(response, "Content-Type",
+                            plan->format == TG_TENSOR_NPY ? "application/x-npy"
+                                                          : "application/octet-stream");
+    MHD_add_response_header(response, "X-Tensor-Dtype", st_dtype_name(plan->out_dtype));
+    MHD_add_response_header(response, "X-Tensor-Shape", shape);
+    MHD_add_response_header(response, "X-Tensor-Source-Dtype", st_dtype_name(plan->source_dtype));
+    MHD_add_response_header(response, "X-Tensor-File", path);
+    MHD_add_response_header(response, "X-Tensor-Data-Offsets", offsets);
+    MHD_add_response_header(response, "Accept-Ranges", "bytes");
+    if (etag[0] != '\0')
+        MHD_add_response_header(response, "ETag", etag);
+}
+
+static void respond_unsatisfiable(tg_request *req, uint64_t total, const char *etag)
+{
+    char content_range[64];
+    snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
+    json_t *problem =
+        tg_problem_json(416, "range_not_satisfiable", "the range is outside the tensor's bytes");
+    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    json_decref(problem);
+    size_t len = text ? strlen(text) : 0;
+    struct MHD_Response *response =
+        text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE) : NULL;
+    if (response) {
+        MHD_add_response_header(response, "Content-Type", "application/problem+json");
+        MHD_add_response_header(response, "Content-Range", content_range);
+        if (etag[0] != '\0')
+            MHD_add_response_header(response, "ETag", etag);
+    } else {
+        free(text);
+    }
+    tg_respond(req, 416, response, len);
+}
+
+/* Plans and sends the tensor; owns fd from here. */
+static void serve_tensor(tg_request *req, int fd, const located *at, const char *name)
+{
+    tg_tensor_options options = {tg_query(req, "slice"), tg_query(req, "dtype"),
+                                 tg_query(req, "format")};
+    tg_tensor_stream *stream;
+    tg_tensor_error err;
+    if (tg_tensor_stream_open(fd, &at->file, at->tensor, &options, &stream, &err) != 0) {
+        close(fd);
+        tg_respond_problem(req, err.status, err.reason, "%s", err.detail);
+        return;
+    }
+    const tg_tensor_plan *plan = tg_tensor_stream_plan(stream);
+    char tag[35] = "", etag[40] = "";
+    bool has_etag = representation_etag(at->record->sha256, name, &options, tag);
+    if (has_etag)
+        snprintf(etag, sizeof etag, "\"%s\"", tag);
+    if (has_etag && tg_etag_matches(tg_header(req, "If-None-Match"), tag)) {
+        tg_tensor_stream_free(stream);
+        close(fd);
+        struct MHD_Response *response =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (response) {
+            MHD_add_response_header(response, "ETag", etag);
+            MHD_add_response_header(response, "Accept-Ranges", "bytes");
+        }
+        tg_respond(req, 304, response, 0);
+        return;
+    }
+    /* Range applies to the representation's bytes (after slice, conversion, npy header). */
+    uint64_t total = plan->length, first = 0, length = total;
+    const char *range = tg_header(req, "Range");
+    const char *if_range = tg_header(req, "If-Range");
+    if (if_range != NULL && (!has_etag || strcmp(if_range, etag) != 0))
+        range = NULL;
+    tg_range_result result = tg_range_parse(range, total, &first, &length);
+    if (result == TG_RANGE_UNSATISFIABLE) {
+        tg_tensor_stream_free(stream);
+        close(fd);
+        respond_unsatisfiable(req, total, etag);
+        return;
+    }
+    if (result != TG_RANGE_OK) {
+        first = 0;
+        length = total;
+    }
+    struct MHD_Response *response = NULL;
+    if (length == 0) {
+        response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    } else if (plan->contiguous) {
+        /* sendfile of the file's own bytes; MHD closes fd with the response */
+        response =
+            MHD_create_response_from_fd_at_offset64(length, fd, plan->contiguous_offset + first);
+        if (response != NULL)
+            fd = -1;
+    } else {
+        body_source *source = malloc(sizeof *source);
+        if (source != NULL) {
+            *source = (body_source){stream, fd, first};
+            response = MHD_create_response_from_callback(length, STREAM_BLOCK, read_body, source,
+                                                         free_body);
+            if (response != NULL) {
+                stream = NULL; /* owned by the response now */
+                fd = -1;
+            } else {
+                free(source);
+            }
+        }
+    }
+    if (response != NULL) {
+        add_tensor_headers(response, plan, at->record->path, etag);
+        if (result == TG_RANGE_OK) {
+            char content_range[96];
+            snprintf(content_range, sizeof content_range, "bytes %llu-%llu/%llu",
+                     (unsigned long long)first, (unsigned long long)(first + length - 1),
+                     (unsigned long long)total);
+            MHD_add_response_header(response, "Content-Range", content_range);
+        }
+    }
+    /* the plan lives in the stream: headers are added before it may be freed */
+    if (stream != NULL)
+        tg_tensor_stream_free(stream);
+    if (fd >= 0)
+        close(fd);
+    tg_respond(req, result == TG_RANGE_OK ? 206 : 200, response, length);
+}
+
+void tg_route_tensor_get(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    const char *name = tg_param(req, "tensor");
+    size_t name_len = name ? strlen(name) : 0;
+    if (name_len == 0 || name_len > ST_TENSOR_NAME_MAX) {
+        tg_respond_problem(req, 400, "invalid_request", "a tensor name has 1 to %d bytes",
+                           ST_TENSOR_NAME_MAX);
+        return;
+    }
+    tg_version version;
+    file_list list = {0};
+    if (!lookup_files(req, &version, &list)) {
+        free(list.files);
+        return;
+    }
+    located at;
+    int rc = locate(req, &list, name, &at);
+    if (rc == 0) {
+        tg_respond_problem(req, 404, "tensor_not_found", "version %lld has no tensor %.200s",
+                           (long long)version.number, name);
+    } else if (rc < 0) {
+        tg_respond_problem(req, 500, "internal", "a stored header of version %lld cannot be read",
+                           (long long)version.number);
+    } else {
+        int fd = tg_store_open_blob(&req->server->store, at.record->sha256);
+        if (fd < 0)
+            tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
+                               at.record->path);
+        else
+            serve_tensor(req, fd, &at, name);
+        st_file_free(&at.file);
+    }
+    free(list.files);
+}
