@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "routes.h"
+#include "routes_tensors.h"
 #include "checks.h"
 
 /* The routing table: every route of the server, in one place. The first pattern
@@ -52,6 +53,10 @@ static const tg_route routes[] = {
      tg_route_upload_cleanup},
     {"DELETE", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE,
      tg_route_file_delete, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors", TG_BODY_NONE, tg_route_tensors_list,
+     NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors/{tensor*}", TG_BODY_NONE,
+     tg_route_tensor_get, NULL, NULL, NULL},
 };
 #define ROUTE_COUNT (sizeof routes / sizeof routes[0])
 
@@ -228,7 +233,8 @@ static bool match_pattern(const char *pattern, const segment *url, int url_count
         if (req != NULL && params < TG_PARAMS_MAX) {
             const char *begin = url[u].text;
             const char *end = url[u + take - 1].text + url[u + take - 1].len;
-            static const char *const names[] = {"org", "name", "rev", "alias", "path", "id"};
+            static const char *const names[] = {"org",  "name", "rev", "alias",
+                                                "path", "id",   "tensor"};
             for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
                 size_t name_len = strlen(names[n]);
                 if (strncmp(pat[p].text + 1, names[n], name_len) == 0 &&
