@@ -15,7 +15,10 @@ typedef struct driver_symbol {
     size_t field; /* offsetof(tg_cuda_driver, ...) */
 } driver_symbol;
 
-#define DRIVER_SYMBOL(name, field_name) {name, offsetof(tg_cuda_driver, field_name)}
+#define DRIVER_SYMBOL(name, field_name)                                                            \
+    {                                                                                              \
+        name, offsetof(tg_cuda_driver, field_name)                                                 \
+    }
 
 static const driver_symbol driver_symbols[] = {
     DRIVER_SYMBOL("cuGetErrorName", get_error_name),
@@ -48,15 +51,13 @@ static const driver_symbol driver_symbols[] = {
     DRIVER_SYMBOL("cuMemcpyHtoDAsync_v2", memcpy_htod_async),
 };
 
-int tg_cuda_driver_load(tg_cuda_driver *driver, const char *library_path, char *why,
-                        size_t why_len)
+int tg_cuda_driver_load(tg_cuda_driver *driver, const char *library_path, char *why, size_t why_len)
 {
     memset(driver, 0, sizeof *driver);
     void *library = dlopen(library_path, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
         const char *text = dlerror();
-        snprintf(why, why_len, "cannot load the CUDA driver: %s",
-                 text ? text : library_path);
+        snprintf(why, why_len, "cannot load the CUDA driver: %s", text ? text : library_path);
         return -1;
     }
     for (size_t i = 0; i < sizeof driver_symbols / sizeof driver_symbols[0]; i++) {

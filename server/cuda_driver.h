@@ -36,32 +36,35 @@ typedef struct tg_cuda_driver {
     CUresult (*device_get_attribute)(int *value, CUdevice_attribute attribute,
                                      CUdevice device); /* cuDeviceGetAttribute */
     CUresult (*primary_ctx_retain)(CUcontext *context,
-                                   CUdevice device); /* cuDevicePrimaryCtxRetain */
+                                   CUdevice device);  /* cuDevicePrimaryCtxRetain */
     CUresult (*primary_ctx_release)(CUdevice device); /* cuDevicePrimaryCtxRelease_v2 */
     CUresult (*ctx_set_current)(CUcontext context);   /* cuCtxSetCurrent */
     CUresult (*mem_get_allocation_granularity)(
         size_t *granularity, const CUmemAllocationProp *prop,
         CUmemAllocationGranularity_flags option); /* cuMemGetAllocationGranularity */
     CUresult (*mem_create)(CUmemGenericAllocationHandle *handle, size_t size,
-                           const CUmemAllocationProp *prop, unsigned long long flags); /* cuMemCreate */
+                           const CUmemAllocationProp *prop,
+                           unsigned long long flags);             /* cuMemCreate */
     CUresult (*mem_release)(CUmemGenericAllocationHandle handle); /* cuMemRelease */
     CUresult (*mem_address_reserve)(CUdeviceptr *address, size_t size, size_t alignment,
                                     CUdeviceptr hint,
-                                    unsigned long long flags);  /* cuMemAddressReserve */
+                                    unsigned long long flags);      /* cuMemAddressReserve */
     CUresult (*mem_address_free)(CUdeviceptr address, size_t size); /* cuMemAddressFree */
     CUresult (*mem_map)(CUdeviceptr address, size_t size, size_t offset,
-                        CUmemGenericAllocationHandle handle, unsigned long long flags); /* cuMemMap */
-    CUresult (*mem_unmap)(CUdeviceptr address, size_t size);                            /* cuMemUnmap */
+                        CUmemGenericAllocationHandle handle,
+                        unsigned long long flags);           /* cuMemMap */
+    CUresult (*mem_unmap)(CUdeviceptr address, size_t size); /* cuMemUnmap */
     CUresult (*mem_set_access)(CUdeviceptr address, size_t size, const CUmemAccessDesc *desc,
                                size_t count); /* cuMemSetAccess */
     CUresult (*mem_export_to_shareable_handle)(
-        void *shareable_handle, CUmemGenericAllocationHandle handle,
-        CUmemAllocationHandleType type, unsigned long long flags); /* cuMemExportToShareableHandle */
-    CUresult (*mem_host_alloc)(void **pointer, size_t bytes, unsigned int flags); /* cuMemHostAlloc */
-    CUresult (*mem_free_host)(void *pointer);                                    /* cuMemFreeHost */
-    CUresult (*stream_create)(CUstream *stream, unsigned int flags);             /* cuStreamCreate */
-    CUresult (*stream_destroy)(CUstream stream);     /* cuStreamDestroy_v2 */
-    CUresult (*stream_synchronize)(CUstream stream); /* cuStreamSynchronize */
+        void *shareable_handle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType type,
+        unsigned long long flags); /* cuMemExportToShareableHandle */
+    CUresult (*mem_host_alloc)(void **pointer, size_t bytes,
+                               unsigned int flags);                  /* cuMemHostAlloc */
+    CUresult (*mem_free_host)(void *pointer);                        /* cuMemFreeHost */
+    CUresult (*stream_create)(CUstream *stream, unsigned int flags); /* cuStreamCreate */
+    CUresult (*stream_destroy)(CUstream stream);                     /* cuStreamDestroy_v2 */
+    CUresult (*stream_synchronize)(CUstream stream);                 /* cuStreamSynchronize */
     CUresult (*memcpy_htod_async)(CUdeviceptr destination, const void *source, size_t bytes,
                                   CUstream stream); /* cuMemcpyHtoDAsync_v2 */
 } tg_cuda_driver;

@@ -67,13 +67,14 @@ static int fail_text(char *err, size_t err_len, const char *text)
     return -1;
 }
 
-static void allocation_properties(const cuda_device *device, CUmemAllocationProp *prop)
+/* A memory location's id is the device ordinal, not the CUdevice handle. */
+static void allocation_properties(int index, CUmemAllocationProp *prop)
 {
     memset(prop, 0, sizeof *prop);
     prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop->location.id = (int)device->device;
+    prop->location.id = index;
 }
 
 /* Checks a capability attribute; a device without it gets a sentence naming it. */
@@ -81,8 +82,8 @@ static int require_attribute(cuda_backend *cuda, int index, CUdevice_attribute a
                              const char *what, char *err, size_t err_len)
 {
     int value = 0;
-    CUresult result = cuda->driver.device_get_attribute(&value, attribute,
-                                                        cuda->devices[index].device);
+    CUresult result =
+        cuda->driver.device_get_attribute(&value, attribute, cuda->devices[index].device);
     if (result != CUDA_SUCCESS)
         return fail(cuda, "cuDeviceGetAttribute", result, err, err_len);
     if (value == 0) {
@@ -119,13 +120,12 @@ static int device_ready(cuda_backend *cuda, int index, char *err, size_t err_len
     }
     if (require_attribute(cuda, index, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                           "CUDA virtual memory management (cuMemCreate)", err, err_len) != 0 ||
-        require_attribute(cuda, index,
-                          CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-                          "POSIX file descriptor handles (cuMemExportToShareableHandle)", err,
-                          err_len) != 0)
+        require_attribute(
+            cuda, index, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+            "POSIX file descriptor handles (cuMemExportToShareableHandle)", err, err_len) != 0)
         goto release_context;
     CUmemAllocationProp prop;
-    allocation_properties(device, &prop);
+    allocation_properties(index, &prop);
     size_t granularity = 0;
     result = driver->mem_get_allocation_granularity(&granularity, &prop,
                                                     CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -263,14 +263,14 @@ static int cuda_allocate(void *context, int index, uint64_t bytes, tg_device_all
         goto free_state;
 
     CUmemAllocationProp prop;
-    allocation_properties(device, &prop);
+    allocation_properties(index, &prop);
     CUresult result = driver->mem_create(&allocation->handle, allocation->size, &prop, 0);
     if (result != CUDA_SUCCESS) {
         fail(cuda, "cuMemCreate", result, err, err_len);
         goto free_state;
     }
-    result = driver->mem_address_reserve(&allocation->base, allocation->size, device->granularity,
-                                         0, 0);
+    result =
+        driver->mem_address_reserve(&allocation->base, allocation->size, device->granularity, 0, 0);
     if (result != CUDA_SUCCESS) {
         fail(cuda, "cuMemAddressReserve", result, err, err_len);
         goto release_handle;
@@ -283,7 +283,7 @@ static int cuda_allocate(void *context, int index, uint64_t bytes, tg_device_all
     CUmemAccessDesc access;
     memset(&access, 0, sizeof access);
     access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = (int)device->device;
+    access.location.id = index;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     result = driver->mem_set_access(allocation->base, allocation->size, &access, 1);
     if (result != CUDA_SUCCESS) {
@@ -365,15 +365,16 @@ static int cuda_copy(void *context, tg_device_allocation *out, uint64_t offset, 
     }
     uint64_t end = 0;
     if (__builtin_add_overflow(offset, (uint64_t)len, &end) || end > out->bytes) {
-        snprintf(err, err_len, "copy of %zu bytes at offset %" PRIu64 " overruns the %" PRIu64
-                 "-byte allocation", len, offset, out->bytes);
+        snprintf(err, err_len,
+                 "copy of %zu bytes at offset %" PRIu64 " overruns the %" PRIu64 "-byte allocation",
+                 len, offset, out->bytes);
         return -1;
     }
     if (device_current(cuda, out->device, err, err_len) != 0)
         return -1;
-    CUresult result = cuda->driver.memcpy_htod_async(
-        allocation->base + (CUdeviceptr)offset, src, len,
-        cuda->devices[out->device].streams[stream]);
+    CUresult result =
+        cuda->driver.memcpy_htod_async(allocation->base + (CUdeviceptr)offset, src, len,
+                                       cuda->devices[out->device].streams[stream]);
     return result == CUDA_SUCCESS ? 0 : fail(cuda, "cuMemcpyHtoDAsync", result, err, err_len);
 }
 
@@ -624,8 +625,7 @@ static int cuda_wait(void *context, int stream, char *err, size_t err_len)
     return -1;
 }
 
-static int cuda_finish(void *context, tg_device_allocation *allocation, char *err,
-                       size_t err_len)
+static int cuda_finish(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
 {
     (void)allocation;
     snprintf(err, err_len, "%s", ((cuda_backend *)context)->why);
