@@ -438,28 +438,49 @@ static int new_id(tg_preload_manager *m, char id[TG_PRELOAD_ID_LEN + 1])
     return -1;
 }
 
-tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_request *request,
-                                    char id[TG_PRELOAD_ID_LEN + 1], char *err, size_t err_len)
+/* The device record a device string names, or the reason there is none. */
+static tg_preload_status resolve_device(tg_preload_manager *m, const char *name, device_record **out, char *err,
+                                        size_t err_len)
 {
     const char *kind;
     int index;
-    if (request->device == NULL || !tg_preload_parse_device(request->device, &kind, &index)) {
+    if (name == NULL || !tg_preload_parse_device(name, &kind, &index)) {
         set_error(err, err_len, "device must be \"host\" or \"cuda:N\"");
         return TG_PRELOAD_BAD_DEVICE;
     }
-    if (strcmp(kind, "cuda") == 0 && (m->cuda == NULL || m->cuda->device_count(m->cuda->context) <= 0)) {
+    bool is_cuda = strcmp(kind, "cuda") == 0;
+    if (is_cuda && find_device(m, "cuda", 0) == NULL) {
         set_error(err, err_len, "%s", m->cuda_why);
         return TG_PRELOAD_DEVICE_UNAVAILABLE;
     }
-    if (strcmp(kind, "host") == 0 && m->host == NULL) {
+    if (!is_cuda && find_device(m, "host", 0) == NULL) {
         set_error(err, err_len, "host preloads are not available");
         return TG_PRELOAD_DEVICE_UNAVAILABLE;
     }
-    device_record *device = find_device(m, kind, index);
-    if (device == NULL) {
-        set_error(err, err_len, "no device %s", request->device);
+    *out = find_device(m, kind, index);
+    if (*out == NULL) {
+        int count = 0;
+        for (int i = 0; i < m->device_count; i++)
+            count += strcmp(m->devices[i].kind, "cuda") == 0;
+        set_error(err, err_len, "no device %s: this server has %d CUDA device(s)", name, count);
         return TG_PRELOAD_BAD_DEVICE;
     }
+    return TG_PRELOAD_OK;
+}
+
+tg_preload_status tg_preload_check_device(tg_preload_manager *m, const char *device, char *err, size_t err_len)
+{
+    device_record *record;
+    return resolve_device(m, device, &record, err, err_len);
+}
+
+tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_request *request,
+                                    char id[TG_PRELOAD_ID_LEN + 1], char *err, size_t err_len)
+{
+    device_record *device = NULL;
+    tg_preload_status device_status = resolve_device(m, request->device, &device, err, err_len);
+    if (device_status != TG_PRELOAD_OK)
+        return device_status;
     tg_preload_slot *slots = calloc(request->tensor_count ? request->tensor_count : 1, sizeof *slots);
     if (slots == NULL) {
         set_error(err, err_len, "out of memory");

@@ -89,6 +89,11 @@ tg_preload_status tg_preload_plan(const tg_preload_request *request, tg_preload_
 /* Parses "host" (kind "host", index 0) or "cuda:N" (kind "cuda"). False if neither. */
 bool tg_preload_parse_device(const char *device, const char **kind, int *index);
 
+/* Whether device names a device that can take a preload now: TG_PRELOAD_OK,
+ * TG_PRELOAD_BAD_DEVICE or TG_PRELOAD_DEVICE_UNAVAILABLE (err: the backend's reason). */
+tg_preload_status tg_preload_check_device(tg_preload_manager *manager, const char *device, char *err,
+                                          size_t err_len);
+
 int tg_preload_manager_create(const tg_preload_manager_config *config, tg_preload_manager **out,
                               char *err, size_t err_len);
 /* Stops the loader and releases every allocation (consumers that hold an fd keep
