@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "routes.h"
+#include "routes_preloads.h"
 #include "routes_tensors.h"
 #include "checks.h"
 
@@ -57,6 +58,10 @@ static const tg_route routes[] = {
      NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors/{tensor*}", TG_BODY_NONE,
      tg_route_tensor_get, NULL, NULL, NULL},
+    {"POST", "/v1/preloads", TG_BODY_JSON, tg_route_preload_create, NULL, NULL, NULL},
+    {"GET", "/v1/preloads", TG_BODY_NONE, tg_route_preloads_list, NULL, NULL, NULL},
+    {"GET", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_get, NULL, NULL, NULL},
+    {"DELETE", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_delete, NULL, NULL, NULL},
 };
 #define ROUTE_COUNT (sizeof routes / sizeof routes[0])
 

@@ -7,6 +7,7 @@
 #include "auth.h"
 #include "embedded.h"
 #include "routes.h"
+#include "routes_preloads.h"
 #include "checks.h"
 
 void tg_route_healthz(tg_request *req)
@@ -26,12 +27,13 @@ void tg_route_readyz(tg_request *req)
     if (store_ok && body)
         json_object_set_new(body, "store_free_bytes",
                             json_integer((json_int_t)((uint64_t)vfs.f_bavail * vfs.f_frsize)));
+    tg_preloads_readyz(body); /* "gpu" and "preload"; an absent GPU leaves the server ready */
     tg_respond_json(req, (catalog_ok && store_ok) ? 200 : 503, body);
 }
 
 void tg_route_metrics(tg_request *req)
 {
-    char *text = tg_metrics_render(req->server);
+    char *text = tg_preloads_metrics_append(tg_metrics_render(req->server));
     if (text == NULL) {
         tg_respond_problem(req, 500, "internal", "out of memory");
         return;

@@ -16,6 +16,7 @@
 #include "convert_job.h"
 #include "http.h"
 #include "log.h"
+#include "routes_preloads.h"
 #include "store.h"
 #include "checks.h"
 
@@ -41,9 +42,15 @@ int tg_cmd_serve(int argc, char **argv)
     static tg_server server;
     tg_config_defaults(&server.config);
     char err[512];
+    /* The preload flags are taken out first; tg_config_load sees the rest. */
+    if (tg_preload_options_take(&argc, argv, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_preload_options_usage());
+        return 2;
+    }
     int loaded = tg_config_load(&server.config, argc, argv, err, sizeof err);
     if (loaded == 1) {
         fputs(tg_config_usage(), stdout);
+        fputs(tg_preload_options_usage(), stdout);
         return 0;
     }
     if (loaded != 0) {
@@ -70,8 +77,15 @@ int tg_cmd_serve(int argc, char **argv)
         tg_catalog_close(server.catalog);
         return 1;
     }
+    if (tg_preloads_start(&server, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_convert_jobs_stop();
+        tg_catalog_close(server.catalog);
+        return 1;
+    }
     if (tg_http_start(&server, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_preloads_stop();
         tg_convert_jobs_stop();
         tg_catalog_close(server.catalog);
         return 1;
@@ -87,6 +101,7 @@ int tg_cmd_serve(int argc, char **argv)
     sigwait(&stop_signals, &signal_number);
     tg_log(TG_LOG_INFO, "signal %d: stopping", signal_number);
     tg_http_stop(&server);
+    tg_preloads_stop();
     tg_convert_jobs_stop();
     tg_catalog_close(server.catalog);
     pthread_mutex_destroy(&server.publish_lock);
