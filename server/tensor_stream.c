@@ -46,6 +46,7 @@ struct tg_tensor_stream {
     uint8_t *window;
     uint64_t window_begin;
     size_t window_len;
+    uint8_t *staging;   /* conversion: the source elements of one batch, gathered */
     uint8_t *converted; /* conversion output when it cannot go straight to the caller */
 };
 
@@ -231,8 +232,9 @@ int tg_tensor_stream_open(int fd, const st_file *file, const st_tensor *tensor,
         int64_t inner = s->slice.loop_step_bytes[s->slice.loop_rank - 1];
         uint64_t magnitude = inner < 0 ? (uint64_t)0 - (uint64_t)inner : (uint64_t)inner;
         s->backward = inner < 0;
-        /* a window would hold at most four runs: read the runs alone */
-        s->sparse = magnitude >= TG_TENSOR_CHUNK / 4;
+        /* runs 16 KiB or more apart: one pread per run costs less than windows that
+         * are mostly gaps (a window reads every byte between the runs) */
+        s->sparse = magnitude >= s->slice.run_bytes + 16 * 1024;
     }
     *out = s;
     return 0;
@@ -251,6 +253,7 @@ void tg_tensor_stream_free(tg_tensor_stream *stream)
     if (stream == NULL)
         return;
     free(stream->window);
+    free(stream->staging);
     free(stream->converted);
     free(stream);
 }
@@ -334,13 +337,13 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
-/* Writes want (> 0, within the body) bytes of the body from s->body_pos into buf. */
-static int generate(tg_tensor_stream *s, uint8_t *buf, size_t want)
+/* Copies the next `bytes` source bytes of the selection (whole units) into dst and
+ * moves the state past them. Runs are walked with the cursor; small runs cost a
+ * window lookup and a memcpy each. */
+static int gather(tg_tensor_stream *s, uint8_t *dst, uint64_t bytes)
 {
     const st_slice *slice = &s->slice;
-    const tg_tensor_plan *plan = &s->plan;
-    size_t produced = 0;
-    while (produced < want) {
+    while (bytes > 0) {
         if (s->run_done == slice->run_bytes) {
             if (!st_slice_cursor_next(&s->cursor, &s->run_src)) {
                 errno = EIO; /* cannot happen: the body length counts exactly the runs */
@@ -348,34 +351,67 @@ static int generate(tg_tensor_stream *s, uint8_t *buf, size_t want)
             }
             s->run_done = 0;
         }
-        size_t skip = (size_t)(s->body_pos % s->unit_out);
-        uint64_t units_needed = (skip + (want - produced) + s->unit_out - 1) / s->unit_out;
         uint64_t run_left = slice->run_bytes - s->run_done;
-        uint64_t count = min_u64(units_needed, run_left / s->unit_in);
-        count = min_u64(count, TG_TENSOR_CHUNK / s->unit_in);
-        count = min_u64(count, TG_TENSOR_CHUNK / s->unit_out);
         size_t need = (size_t)min_u64(run_left, TG_TENSOR_CHUNK);
-        const uint8_t *src =
-            source_bytes(s, s->run_src + s->run_done, (size_t)(count * s->unit_in), need);
+        size_t take = (size_t)min_u64(need, bytes);
+        const uint8_t *src = source_bytes(s, s->run_src + s->run_done, take, need);
         if (src == NULL)
             return -1;
-        size_t room = want - produced;
-        size_t written;
-        if (!plan->converts) {
-            written = (size_t)count; /* unit = byte, count <= room */
-            memcpy(buf + produced, src, written);
-        } else if (skip == 0 && count * s->unit_out <= room) {
-            st_convert(plan->source_dtype, plan->out_dtype, src, buf + produced, (size_t)count);
-            written = (size_t)(count * s->unit_out);
+        memcpy(dst, src, take);
+        dst += take;
+        bytes -= take;
+        s->run_done += take;
+    }
+    return 0;
+}
+
+/* Writes want (> 0, within the body) bytes of the body from s->body_pos into buf. */
+static int generate(tg_tensor_stream *s, uint8_t *buf, size_t want)
+{
+    const tg_tensor_plan *plan = &s->plan;
+    if (!plan->converts) {
+        /* one unit = one byte: the body is the runs' bytes */
+        if (gather(s, buf, want) != 0)
+            return -1;
+        s->body_pos += want;
+        return 0;
+    }
+    size_t produced = 0;
+    size_t batch_units = TG_TENSOR_CHUNK / (s->unit_in > s->unit_out ? s->unit_in : s->unit_out);
+    while (produced < want) {
+        /* This batch covers output bytes [skip, end) of the elements starting at the
+         * current unit: `full` whole elements, then maybe part of one more. */
+        size_t skip = (size_t)(s->body_pos % s->unit_out);
+        uint64_t end = (uint64_t)skip + (want - produced);
+        if (end > (uint64_t)batch_units * s->unit_out)
+            end = (uint64_t)batch_units * s->unit_out;
+        size_t full = (size_t)(end / s->unit_out);
+        bool partial = end % s->unit_out != 0;
+        if (gather(s, s->staging, (uint64_t)full * s->unit_in) != 0)
+            return -1;
+        if (partial) {
+            /* the last element is only partly consumed: read it, but leave the state on it */
+            st_slice_cursor cursor = s->cursor;
+            uint64_t run_src = s->run_src, run_done = s->run_done;
+            int rc = gather(s, s->staging + (size_t)full * s->unit_in, s->unit_in);
+            s->cursor = cursor;
+            s->cursor.slice = &s->slice;
+            s->run_src = run_src;
+            s->run_done = run_done;
+            if (rc != 0)
+                return -1;
+        }
+        size_t count = full + (partial ? 1 : 0);
+        size_t written = (size_t)(end - skip);
+        if (skip == 0 && !partial) {
+            st_convert(plan->source_dtype, plan->out_dtype, s->staging, buf + produced, count);
         } else {
             /* whole elements converted aside, then the bytes asked for are cut out */
-            st_convert(plan->source_dtype, plan->out_dtype, src, s->converted, (size_t)count);
-            written = (size_t)min_u64(count * s->unit_out - skip, room);
+            st_convert(plan->source_dtype, plan->out_dtype, s->staging, s->converted, count);
             memcpy(buf + produced, s->converted + skip, written);
         }
         produced += written;
         s->body_pos += written;
-        s->run_done += (skip + written) / s->unit_out * s->unit_in;
     }
     return 0;
 }
@@ -408,8 +444,9 @@ ssize_t tg_tensor_stream_read(tg_tensor_stream *s, uint64_t pos, uint8_t *buf, s
             return -1;
     }
     if (plan->converts && s->converted == NULL) {
+        s->staging = malloc(TG_TENSOR_CHUNK);
         s->converted = malloc(TG_TENSOR_CHUNK);
-        if (s->converted == NULL)
+        if (s->staging == NULL || s->converted == NULL)
             return -1;
     }
     uint64_t body_pos = pos + produced - plan->header_length;

@@ -6,7 +6,7 @@
  * exact body length, whether the body is one contiguous range of the file) and
  * otherwise generates the body at any output position: pread of the source in
  * bounded chunks, the slice's byte runs walked in order, conversion on the fly.
- * Memory per stream is bounded (two TG_TENSOR_CHUNK buffers at most),
+ * Memory per stream is bounded (three TG_TENSOR_CHUNK buffers at most),
  * independent of the tensor's size.
  *
  * Error statuses (decided here, documented in docs/openapi-tensors.yaml):
