@@ -39,7 +39,7 @@ typedef enum preload_state {
 static const char *const state_names[] = {"queued", "loading", "resident", "failed", "evicting"};
 
 typedef struct device_record {
-    char name[16]; /* "host", "cuda:0" */
+    char name[24]; /* "host", "cuda:0" (an int fits) */
     const char *kind;
     int index;
     tg_device_backend *backend;

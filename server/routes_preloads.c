@@ -534,7 +534,7 @@ static void create_preload(tg_request *req, json_t *body)
         tg_respond_problem(req, 500, "internal", "the catalog failed");
     } else if (lookup_version_text(req, model, version_string, &version) &&
                choose_tensors(req, &version, patterns, &sources)) {
-        char model_text[2 * TG_NAME_MAX + 2];
+        char model_text[2 * (TG_NAME_MAX + 2) + 2];
         snprintf(model_text, sizeof model_text, "%s/%s", org, name);
         tg_preload_request request = {model_text,
                                       version.number,
