@@ -243,7 +243,11 @@ int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_co
     return rc;
 }
 
-/* ---- writing one output file: gate, SHA-256 and temp file in one pass ---- */
+/* ---- writing one output file: gate, SHA-256 and temp file in one pass ----
+ *
+ * Double-buffered: the job's thread fills one buffer (reading and converting)
+ * while the sink's writer thread writes the other to the temp file, feeds it to
+ * the gate and hashes it, so conversion overlaps writing and hashing. */
 
 typedef struct sink {
     tg_server *server;
@@ -251,11 +255,74 @@ typedef struct sink {
     char temp_path[4400];
     st_gate *gate;
     EVP_MD_CTX *sha;
-    uint8_t *buf;
+    uint8_t *buffers[2];
+    uint8_t *buf; /* the buffer being filled: buffers[filling] */
+    int filling;
     size_t used, cap;
-    uint64_t written;
+    uint64_t handed; /* bytes given to the writer */
+    /* shared with the writer thread, under lock: */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    pthread_t writer;
+    bool writer_started;
+    const uint8_t *pending; /* a buffer for the writer, NULL when it is idle */
+    size_t pending_len;
+    bool quit;
+    bool failed; /* a write failed or the gate refused: no more writes */
     bool no_space;
+    int write_errno;
+    uint64_t written;
+    bool initialized; /* lock and condition made */
 } sink;
+
+/* Writes one buffer through: temp file, gate, hash. Runs on the writer thread. */
+static void sink_write(sink *s, const uint8_t *data, size_t len, bool *failed, bool *no_space,
+                       int *write_errno)
+{
+    tg_store_status status = tg_store_write_all(s->fd, data, len);
+    if (status != TG_STORE_OK) {
+        *failed = true;
+        *no_space = status == TG_STORE_NO_SPACE;
+        *write_errno = errno;
+        return;
+    }
+    if (st_gate_feed(s->gate, data, len) == ST_GATE_REFUSED) {
+        *failed = true;
+        return;
+    }
+    EVP_DigestUpdate(s->sha, data, len);
+}
+
+static void *sink_writer(void *arg)
+{
+    sink *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (s->pending == NULL && !s->quit)
+            pthread_cond_wait(&s->changed, &s->lock);
+        if (s->pending == NULL)
+            break;
+        const uint8_t *data = s->pending;
+        size_t len = s->pending_len;
+        bool failed = s->failed, no_space = false;
+        int write_errno = 0;
+        pthread_mutex_unlock(&s->lock);
+        if (!failed)
+            sink_write(s, data, len, &failed, &no_space, &write_errno);
+        pthread_mutex_lock(&s->lock);
+        if (failed && !s->failed) {
+            s->failed = true;
+            s->no_space = no_space;
+            s->write_errno = write_errno;
+        }
+        if (!s->failed)
+            s->written += len;
+        s->pending = NULL;
+        pthread_cond_broadcast(&s->changed);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
 
 static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t size, size_t cap)
 {
@@ -263,6 +330,9 @@ static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t siz
     s->server = server;
     s->fd = -1;
     s->cap = cap;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->changed, NULL);
+    s->initialized = true;
     st_gate_config config = {
         .limits = {.max_header_size = server->config.max_header, .max_depth = 0},
         .kind = kind,
@@ -271,8 +341,10 @@ static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t siz
     };
     s->gate = st_gate_new(&config, size);
     s->sha = EVP_MD_CTX_new();
-    s->buf = malloc(cap);
-    if (s->gate == NULL || s->sha == NULL || s->buf == NULL ||
+    s->buffers[0] = malloc(cap);
+    s->buffers[1] = malloc(cap);
+    s->buf = s->buffers[0];
+    if (s->gate == NULL || s->sha == NULL || s->buffers[0] == NULL || s->buffers[1] == NULL ||
         EVP_DigestInit_ex(s->sha, EVP_sha256(), NULL) != 1)
         return -1;
     if (tg_store_temp_create(&server->store, &s->fd, s->temp_path, sizeof s->temp_path) != 0) {
@@ -280,36 +352,78 @@ static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t siz
         s->temp_path[0] = '\0';
         return -1;
     }
-    return 0;
+    s->writer_started = pthread_create(&s->writer, NULL, sink_writer, s) == 0;
+    return s->writer_started ? 0 : -1;
 }
 
-/* Writes the gathered bytes through: temp file, gate, hash. */
+/* Waits until the writer is idle; false when a write failed. */
+static bool sink_wait_idle(sink *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->pending != NULL)
+        pthread_cond_wait(&s->changed, &s->lock);
+    bool ok = !s->failed;
+    if (!ok)
+        errno = s->write_errno;
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+/* Hands the filled buffer to the writer (after it finished the previous one) and
+ * continues in the other buffer. */
 static int sink_flush(sink *s)
 {
     if (s->used == 0)
         return 0;
-    tg_store_status status = tg_store_write_all(s->fd, s->buf, s->used);
-    if (status != TG_STORE_OK) {
-        s->no_space = status == TG_STORE_NO_SPACE;
+    if (!sink_wait_idle(s))
         return -1;
-    }
-    if (st_gate_feed(s->gate, s->buf, s->used) == ST_GATE_REFUSED)
-        return -1;
-    EVP_DigestUpdate(s->sha, s->buf, s->used);
-    s->written += s->used;
+    pthread_mutex_lock(&s->lock);
+    s->pending = s->buf;
+    s->pending_len = s->used;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+    s->handed += s->used;
+    s->filling ^= 1;
+    s->buf = s->buffers[s->filling];
     s->used = 0;
     return 0;
 }
 
 static void sink_free(sink *s)
 {
+    if (s->writer_started) {
+        pthread_mutex_lock(&s->lock);
+        s->quit = true;
+        pthread_cond_broadcast(&s->changed);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->writer, NULL);
+    }
+    if (s->initialized) {
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->changed);
+    }
     tg_store_temp_discard(s->fd, s->temp_path);
-    s->fd = -1;
     st_gate_free(s->gate);
     EVP_MD_CTX_free(s->sha);
-    free(s->buf);
+    free(s->buffers[0]);
+    free(s->buffers[1]);
     memset(s, 0, sizeof *s);
     s->fd = -1;
+}
+
+/* Fills failure after the writer stopped on an error (writer idle). */
+static int sink_fail(sink *s, const char *path, job_failure *failure)
+{
+    st_verdict verdict;
+    st_gate_verdict(s->gate, &verdict);
+    if (s->no_space)
+        return fail(failure, "insufficient_storage", "the disk is full writing %s", path);
+    if (s->write_errno != 0)
+        return fail(failure, "internal", "writing %s failed: %s", path, strerror(s->write_errno));
+    if (verdict.error.reason != ST_OK)
+        return fail(failure, "internal", "the written %s does not pass the gate: %s: %s", path,
+                    st_reason_name(verdict.error.reason), verdict.error.detail);
+    return fail(failure, "internal", "writing %s failed", path);
 }
 
 static void hex_digest(EVP_MD_CTX *sha, char hex[65])
@@ -327,8 +441,9 @@ static void hex_digest(EVP_MD_CTX *sha, char hex[65])
 static int sink_commit(sink *s, const char *path, tg_file_record *file, char **stats_text,
                        job_failure *failure)
 {
-    if (sink_flush(s) != 0)
-        goto write_failed;
+    /* everything written: the writer thread is idle from here on */
+    if (sink_flush(s) != 0 || !sink_wait_idle(s))
+        return sink_fail(s, path, failure);
     if (st_gate_finish(s->gate) != ST_GATE_ACCEPTED) {
         st_verdict verdict;
         st_gate_verdict(s->gate, &verdict);
@@ -373,11 +488,9 @@ static int sink_commit(sink *s, const char *path, tg_file_record *file, char **s
         return 0;
     free(*stats_text);
     *stats_text = NULL;
-    s->no_space = committed == TG_STORE_NO_SPACE;
-write_failed:
-    if (s->no_space)
+    if (committed == TG_STORE_NO_SPACE)
         return fail(failure, "insufficient_storage", "the disk is full writing %s", path);
-    return fail(failure, "internal", "writing %s failed: %s", path, strerror(errno));
+    return fail(failure, "internal", "storing %s failed: %s", path, strerror(errno));
 }
 
 /* Reads exactly len bytes at offset; a short read means the blob is damaged. */
@@ -425,12 +538,12 @@ static void progress_add(tg_server *server, progress *p, uint64_t bytes, bool fo
 }
 
 /* After each step written: the test delay, and the stop check. */
-static int step_done(sink *s, progress *p, job_failure *failure)
+static int step_done(sink *s, progress *p, const char *path, job_failure *failure)
 {
-    uint64_t before = s->written;
+    uint64_t before = s->handed;
     if (sink_flush(s) != 0)
-        return -1;
-    progress_add(s->server, p, s->written - before, false);
+        return sink_fail(s, path, failure);
+    progress_add(s->server, p, s->handed - before, false);
     if (runner.delay_ms > 0)
         usleep(runner.delay_ms * 1000u);
     if (stopping())
@@ -474,7 +587,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
         memcpy(s.buf + s.used, plan.header + off, n);
         s.used += n;
         off += n;
-        if (s.used == s.cap && step_done(&s, p, failure) != 0)
+        if (s.used == s.cap && step_done(&s, p, source->path, failure) != 0)
             goto out;
     }
     uint64_t data_written = 0;
@@ -498,7 +611,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
                 s.used += n;
                 at += n;
                 left -= n;
-                if (s.used == s.cap && step_done(&s, p, failure) != 0)
+                if (s.used == s.cap && step_done(&s, p, source->path, failure) != 0)
                     goto out;
             }
         } else {
@@ -508,7 +621,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
             while (left > 0) {
                 size_t room = (s.cap - s.used) / to_size;
                 if (room == 0) {
-                    if (step_done(&s, p, failure) != 0)
+                    if (step_done(&s, p, source->path, failure) != 0)
                         goto out;
                     continue;
                 }
@@ -523,7 +636,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
                 s.used += n * to_size;
                 at += (uint64_t)n * from_size;
                 left -= n;
-                if (s.used == s.cap && step_done(&s, p, failure) != 0)
+                if (s.used == s.cap && step_done(&s, p, source->path, failure) != 0)
                     goto out;
             }
         }
@@ -534,11 +647,11 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
              source->path, data_written, plan.data_size);
         goto out;
     }
-    uint64_t before = s.written;
+    uint64_t before = s.handed;
     tg_file_record made;
     if (sink_commit(&s, source->path, &made, &stats, failure) != 0)
         goto out;
-    progress_add(server, p, s.written - before, false);
+    progress_add(server, p, s.handed - before, false);
     tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, stats);
     if (status == TG_CAT_NOT_FOUND) {
         fail(failure, "cancelled", "the job or its model was removed");
