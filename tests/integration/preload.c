@@ -294,6 +294,20 @@ TEST(preload_hand_off_lease_and_kill)
     CHECK(tg_preload_open(socket_path, "tg_bogus", id, &client, err, sizeof err) != 0);
     CHECK(strncmp(err, "unauthorized", 12) == 0);
 
+    /* The Python example maps the same memory as NumPy arrays and checks the bytes. */
+    if (access("/usr/bin/python3", X_OK) == 0) {
+        char cmd[1600], line[256];
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 examples/host_numpy.py --socket '%s' --token '%s' --preload %s "
+                 "--check '%s' 2>&1", socket_path, read_token, id, model_file);
+        FILE *p = popen(cmd, "r");
+        bool ok = false;
+        while (p && fgets(line, sizeof line, p) != NULL) {
+            ok = ok || strcmp(line, "ok 2 of 2\n") == 0;
+            fprintf(stderr, "host_numpy.py: %s", line);
+        }
+        CHECK(p != NULL && pclose(p) == 0 && ok);
+    }
+
     consumer c = consumer_start(id, read_token);
     CHECK_STR(consumer_line(&c), "verified 2");
     /* DELETE while leased: deferred. */
@@ -386,7 +400,12 @@ TEST(lru_eviction_under_a_small_budget)
     /* A is leased, D is not: 112 KiB more fits only by evicting D. */
     it_response r = post_preload("{\"model\":\"org/pre\",\"tensors\":[\"big.c\",\"model.layers.0.w\"]}");
     CHECK_STATUS(r, 202);
+    char e[17];
+    copy_id(&r, e);
     it_response_free(&r);
+    /* Only resident preloads can be evicted: wait for this one before the next admission. */
+    CHECK(wait_state(e, "resident"));
+    CHECK_STR(state_of(d), "gone");
     /* A leased twice now; the next admission evicts the unleased one again. */
     consumer holder2 = consumer_start(a, read_token);
     CHECK_STR(consumer_line(&holder2), "verified 1");
