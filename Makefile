@@ -24,7 +24,7 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla -Wformat=2
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) -Ilib -Iserver -Icli $(PKG_CFLAGS) $(CUDA_CFLAGS)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) -Ilib -Iserver -Icli -Iclient $(PKG_CFLAGS) $(CUDA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lpthread -ldl -lm
 
 ifeq ($(SAN),1)
@@ -46,6 +46,10 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o
 LIB_A := $(BUILD)/libtensorgate.a
 SERVER_A := $(BUILD)/libtgserver.a
+# The preload client library for colocated consumers (C, and Python through ctypes).
+CLIENT_SRC := $(sort $(wildcard client/*.c))
+CLIENT_A := $(BUILD)/libtgclient.a
+CLIENT_SO := $(BUILD)/libtgclient.so
 BIN := $(BUILD)/tensorgate
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 PROPERTY_BIN := $(PROPERTY_SRC:%.c=$(BUILD)/%)
@@ -55,7 +59,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
 .PHONY: all deps run test check-build test-binaries bench fuzz install clean format lint
 
-all: $(BIN) $(LIB_A)
+all: $(BIN) $(LIB_A) $(CLIENT_A) $(CLIENT_SO)
 
 deps:
 	@scripts/install-deps.sh
@@ -71,7 +75,7 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	scripts/run-tests.sh
 
-test-binaries: $(BIN) $(LIB_A) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(BENCH_BIN)
+test-binaries: $(BIN) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -92,6 +96,14 @@ $(SERVER_A): $(SERVER_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(CLIENT_A): $(CLIENT_SRC:%.c=$(BUILD)/%.o)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(CLIENT_SO): $(CLIENT_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson)
+
 $(BIN): $(BUILD)/server/main.o $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -103,9 +115,9 @@ $(BUILD)/tests/property/%: tests/property/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
-$(BUILD)/tests/integration/%: tests/integration/%.c tests/integration/harness.h $(LIB_A)
+$(BUILD)/tests/integration/%: tests/integration/%.c tests/integration/harness.h $(LIB_A) $(CLIENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(CLIENT_A) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -130,6 +142,8 @@ bench: $(BIN)
 
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tensorgate
+	install -D -m 0644 $(CLIENT_SO) $(DESTDIR)$(PREFIX)/lib/libtgclient.so
+	install -D -m 0644 client/tg_preload_client.h $(DESTDIR)$(PREFIX)/include/tg_preload_client.h
 
 format:
 	clang-format -i $(LIB_SRC) $(wildcard lib/*.h server/*.[ch] cli/*.[ch])
@@ -140,4 +154,4 @@ lint:
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/server/main.d
+-include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(CLIENT_SRC:%.c=$(BUILD)/%.d) $(BUILD)/server/main.d

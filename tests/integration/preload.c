@@ -15,7 +15,7 @@
 #include "st_convert.h"
 #include "st_header.h"
 /* The client library has no Makefile rule of its own yet: compiled in here. */
-#include "../../client/tg_preload_client.c"
+#include "tg_preload_client.h"
 
 #define MODEL "/v1/models/org/pre"
 #define BUDGET_BYTES 262144 /* --preload-budget-host: two 96 KiB tensors fit, three do not */
