@@ -16,6 +16,7 @@
 #include "routes_preloads.h"
 #include "routes_tensors.h"
 #include "checks.h"
+#include "upload.h"
 
 /* The routing table: every route of the server, in one place. The first pattern
  * that matches with the right method wins; a pattern that matches with another
@@ -573,6 +574,42 @@ static size_t route_index(const tg_route *route)
     return route ? (size_t)(route - routes) : ROUTE_COUNT;
 }
 
+/* True when the client has shut its sending side and nothing of it is left unread:
+ * a one-byte MSG_PEEK reads 0 (end of stream) rather than a byte or EAGAIN. */
+static bool client_finished_sending(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info == NULL)
+        return false;
+    char byte;
+    return recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* A stream route whose client half-closed (shutdown(SHUT_WR)) before sending all of its
+ * Content-Length: the body can never complete. libmicrohttpd 0.9.75 would wait for the
+ * rest until the idle timeout: with MHD_USE_EPOLL it is edge-triggered and, after a short
+ * read, misses a FIN that came with the last data (about half the time); otherwise it
+ * sees the FIN only after the callback and closes without an answer. So after each body
+ * callback the socket is peeked: at the end of the stream the handler answers now (on
+ * the socket, as from inside the body) and the connection is closed, which runs the
+ * route's cleanup at once (temp file deleted). Chunked bodies are not checked: whether
+ * the last chunk arrived is known only to libmicrohttpd. Returns true when it answered. */
+static bool finish_truncated_body(tg_request *req)
+{
+    if (req->responded || req->close_now || req->route == NULL || req->route->body != TG_BODY_STREAM)
+        return false;
+    uint64_t declared = tg_request_body_size(req);
+    if (declared == ST_FILE_SIZE_UNKNOWN || req->bytes_in >= declared ||
+        !client_finished_sending(req->connection))
+        return false;
+    req->in_upload_data = true;
+    req->route->handle(req);
+    req->in_upload_data = false;
+    req->close_now = true;
+    return true;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -633,6 +670,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             req->in_upload_data = true;
             req->route->feed(req, (const uint8_t *)upload_data, len);
             req->in_upload_data = false;
+            finish_truncated_body(req);
             if (req->close_now)
                 return MHD_NO;
         }
@@ -702,7 +740,10 @@ int tg_http_start(tg_server *server, char *err, size_t err_len)
                  gai_strerror(rc));
         return -1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    /* poll(), level-triggered, rather than MHD_USE_EPOLL: 0.9.75's edge-triggered epoll
+     * loses a client's FIN that arrives with its last data (see finish_truncated_body),
+     * leaving the connection and its upload until the idle timeout. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
     if (resolved->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     server->daemon = MHD_start_daemon(

@@ -281,6 +281,19 @@ void tg_route_upload_finish(tg_request *req)
         return;
     }
     tg_ingest *ingest = &up->ingest;
+    /* A body that ended short of its Content-Length (the client half-closed) is refused
+     * for its length, before the gate would call the cut file truncated. */
+    if (ingest->state == TG_INGEST_OPEN && ingest->declared != ST_FILE_SIZE_UNKNOWN &&
+        ingest->seen != ingest->declared) {
+        tg_store_temp_discard(ingest->fd, ingest->temp_path);
+        ingest->fd = -1;
+        ingest->temp_path[0] = '\0';
+        record_rejection(req, up, "size_mismatch", NULL, "the body length differs from Content-Length",
+                         ingest->seen);
+        tg_respond_problem(req, 400, "size_mismatch", "received %llu bytes, Content-Length said %llu",
+                           (unsigned long long)ingest->seen, (unsigned long long)ingest->declared);
+        return;
+    }
     tg_ingest_finish(ingest);
     st_verdict verdict;
     st_gate_verdict(ingest->gate, &verdict);
@@ -300,13 +313,6 @@ void tg_route_upload_finish(tg_request *req)
         return;
     case TG_INGEST_FAILED:
         tg_respond_problem(req, 500, "internal", "the upload could not be written");
-        return;
-    }
-    if (ingest->declared != ST_FILE_SIZE_UNKNOWN && ingest->seen != ingest->declared) {
-        record_rejection(req, up, "size_mismatch", NULL, "the body length differs from Content-Length",
-                         ingest->seen);
-        tg_respond_problem(req, 400, "size_mismatch", "received %llu bytes, Content-Length said %llu",
-                           (unsigned long long)ingest->seen, (unsigned long long)ingest->declared);
         return;
     }
     tg_file_record file;
@@ -362,6 +368,20 @@ void tg_route_upload_cleanup(tg_request *req)
     upload *up = req->state;
     if (up == NULL)
         return;
+    /* The connection ended before an answer (the client closed mid-body): the body is
+     * short of its length, a refusal like any other. The temp file goes just below. */
+    if (!req->responded && up->ingest.gate != NULL && up->ingest.state == TG_INGEST_OPEN) {
+        char detail[160];
+        if (up->ingest.declared != ST_FILE_SIZE_UNKNOWN)
+            snprintf(detail, sizeof detail,
+                     "the client closed the connection after %llu of %llu body bytes",
+                     (unsigned long long)up->ingest.seen, (unsigned long long)up->ingest.declared);
+        else
+            snprintf(detail, sizeof detail,
+                     "the client closed the connection after %llu body bytes, before the last chunk",
+                     (unsigned long long)up->ingest.seen);
+        record_rejection(req, up, "size_mismatch", NULL, detail, up->ingest.seen);
+    }
     tg_ingest_free(&up->ingest);
     free(up);
     req->state = NULL;
