@@ -288,9 +288,9 @@ void tg_route_upload_finish(tg_request *req)
         tg_store_temp_discard(ingest->fd, ingest->temp_path);
         ingest->fd = -1;
         ingest->temp_path[0] = '\0';
-        record_rejection(req, up, "size_mismatch", NULL, "the body length differs from Content-Length",
+        record_rejection(req, up, "body_length_mismatch", NULL, "the body length differs from Content-Length",
                          ingest->seen);
-        tg_respond_problem(req, 400, "size_mismatch", "received %llu bytes, Content-Length said %llu",
+        tg_respond_problem(req, 400, "body_length_mismatch", "received %llu bytes, Content-Length said %llu",
                            (unsigned long long)ingest->seen, (unsigned long long)ingest->declared);
         return;
     }
@@ -380,7 +380,7 @@ void tg_route_upload_cleanup(tg_request *req)
             snprintf(detail, sizeof detail,
                      "the client closed the connection after %llu body bytes, before the last chunk",
                      (unsigned long long)up->ingest.seen);
-        record_rejection(req, up, "size_mismatch", NULL, detail, up->ingest.seen);
+        record_rejection(req, up, "body_length_mismatch", NULL, detail, up->ingest.seen);
     }
     tg_ingest_free(&up->ingest);
     free(up);

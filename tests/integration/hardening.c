@@ -7,7 +7,7 @@
 #include "harness.h"
 
 #define VBASE "/v1/models/acme/edge/versions/1"
-#define BODY_LENGTH_REASON "size_mismatch"
+#define BODY_LENGTH_REASON "body_length_mismatch"
 
 static const char *write_token;
 static const char *admin_token;
