@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "routes.h"
+#include "routes_hf.h"
 #include "routes_preloads.h"
 #include "routes_tensors.h"
 #include "checks.h"
@@ -63,6 +64,17 @@ static const tg_route routes[] = {
     {"GET", "/v1/preloads", TG_BODY_NONE, tg_route_preloads_list, NULL, NULL, NULL},
     {"GET", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_get, NULL, NULL, NULL},
     {"DELETE", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_delete, NULL, NULL, NULL},
+    /* Hugging Face Hub read routes. Last, so every fixed route above wins: the
+     * "/{org}/{name}/..." patterns match only what nothing else did. */
+    {"GET", "/api/models", TG_BODY_NONE, tg_route_hf_models_list, NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}", TG_BODY_NONE, tg_route_hf_model_info, NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/revision/{rev}", TG_BODY_NONE, tg_route_hf_model_info, NULL,
+     NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/tree/{rev}", TG_BODY_NONE, tg_route_hf_tree, NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/tree/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_tree, NULL,
+     NULL, NULL},
+    {"GET", "/{org}/{name}/resolve/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL, NULL},
+    {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL, NULL},
 };
 #define ROUTE_COUNT (sizeof routes / sizeof routes[0])
 

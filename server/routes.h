@@ -31,6 +31,9 @@ void tg_route_files_list(tg_request *req);
 void tg_route_file_get(tg_request *req);
 void tg_route_file_header(tg_request *req);
 void tg_route_file_delete(tg_request *req);
+/* GET|HEAD bytes of a stored file: Range (206/416), ETag, If-None-Match (304), If-Range,
+ * sendfile. extra_headers: NULL-terminated name/value pairs added to every answer, or NULL. */
+void tg_serve_file(tg_request *req, const tg_file_record *file, const char *const *extra_headers);
 
 /* upload.c */
 void tg_route_upload_start(tg_request *req);

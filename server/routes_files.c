@@ -124,7 +124,14 @@ void tg_route_files_list(tg_request *req)
 
 /* ---- GET|HEAD .../files/{path} ---- */
 
-static void serve_file(tg_request *req, const tg_file_record *file)
+/* Adds NULL-terminated name/value pairs (may be NULL) to a response. */
+static void add_extra_headers(struct MHD_Response *response, const char *const *extra_headers)
+{
+    for (size_t i = 0; response != NULL && extra_headers != NULL && extra_headers[i] != NULL; i += 2)
+        MHD_add_response_header(response, extra_headers[i], extra_headers[i + 1]);
+}
+
+void tg_serve_file(tg_request *req, const tg_file_record *file, const char *const *extra_headers)
 {
     char etag[70];
     snprintf(etag, sizeof etag, "\"%s\"", file->sha256);
@@ -134,6 +141,7 @@ static void serve_file(tg_request *req, const tg_file_record *file)
             MHD_add_response_header(response, "ETag", etag);
             MHD_add_response_header(response, "Accept-Ranges", "bytes");
         }
+        add_extra_headers(response, extra_headers);
         tg_respond(req, 304, response, 0);
         return;
     }
@@ -174,6 +182,7 @@ static void serve_file(tg_request *req, const tg_file_record *file)
         } else {
             free(text);
         }
+        add_extra_headers(response, extra_headers);
         tg_respond(req, 416, response, len);
         return;
     }
@@ -201,6 +210,7 @@ static void serve_file(tg_request *req, const tg_file_record *file)
         if (status == 206)
             MHD_add_response_header(response, "Content-Range", content_range);
     }
+    add_extra_headers(response, extra_headers);
     tg_respond(req, status, response, length);
 }
 
@@ -219,7 +229,7 @@ void tg_route_file_get(tg_request *req)
         tg_file_record file;
         tg_cat_status status = tg_catalog_file_get(req->server->catalog, version.id, path, &file);
         if (status == TG_CAT_OK)
-            serve_file(req, &file);
+            tg_serve_file(req, &file, NULL);
         else if (status == TG_CAT_NOT_FOUND)
             tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
@@ -298,7 +308,7 @@ void tg_route_file_header(tg_request *req)
         snprintf(full, sizeof full, "%s/header", path);
         if (strlen(full) <= TG_PATH_MAX &&
             tg_catalog_file_get(catalog, version.id, full, &record) == TG_CAT_OK) {
-            serve_file(req, &record);
+            tg_serve_file(req, &record, NULL);
         } else {
             tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
