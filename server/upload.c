@@ -201,6 +201,14 @@ void tg_route_upload_start(tg_request *req)
         tg_respond_problem(req, 400, "invalid_path", "%s", why ? why : "the file path is invalid");
         return;
     }
+    /* `.../files/{path}/header` is the header route of {path}: a file whose last
+     * segment is `header` could never be read back by its own URL. */
+    const char *last_slash = strrchr(path, '/');
+    if (strcmp(last_slash ? last_slash + 1 : path, "header") == 0) {
+        tg_respond_problem(req, 400, "invalid_path",
+                           "a file path may not end in the segment 'header' (reserved for the header route)");
+        return;
+    }
     snprintf(up->path, sizeof up->path, "%s", path);
     if (!tg_lookup_version(req, &up->model, &up->version))
         return;

@@ -152,6 +152,38 @@ TEST(half_closed_uploads_end_at_once)
     it_buf_free(&b);
 }
 
+TEST(header_segment_refused)
+{
+    it_tensor_spec t = {"w", "F32", 1, {4}};
+    it_buf b = {0};
+    it_build_safetensors(&b, &t, 1, NULL, 7);
+    static const char *const refused[] = {"sub/header", "header", "a/b/header"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char url[256];
+        snprintf(url, sizeof url, VBASE "/files/%s", refused[i]);
+        it_response r = it_send("PUT", url, write_token, b.data, b.len);
+        CHECK_PROBLEM(r, 400, "invalid_path");
+        it_response_free(&r);
+    }
+    CHECK_EQ_U64(it_count_tmp_settled(), 0);
+    /* `header` elsewhere in the path, or inside a segment, is an ordinary name */
+    static const char *const allowed[] = {"header/x.safetensors", "sub/header.safetensors",
+                                          "sub/headers"};
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+        char url[256];
+        snprintf(url, sizeof url, VBASE "/files/%s", allowed[i]);
+        it_response r = it_send("PUT", url, write_token, b.data, b.len);
+        CHECK_STATUS(r, 201);
+        it_response_free(&r);
+    }
+    /* and the header route of a stored file still works */
+    it_response r = it_get(VBASE "/files/sub/header.safetensors/header");
+    CHECK_STATUS(r, 200);
+    CHECK_STR(it_json_str(&r, "path"), "sub/header.safetensors");
+    it_response_free(&r);
+    it_buf_free(&b);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const flags[] = {"--timeout", "100", NULL};
@@ -160,5 +192,6 @@ int main(int argc, char **argv)
     admin_token = it_token("admin", NULL);
     setup();
     RUN(half_closed_uploads_end_at_once);
+    RUN(header_segment_refused);
     return it_finish(argv[0]);
 }
