@@ -447,27 +447,23 @@ static void respond_page(tg_request *req, json_t *items, const char *next_path_o
 
 /* ---- GET /api/models ---- */
 
+/* The catalog cannot be queried from inside its own visit callback, so a page of
+ * models is copied out first and their versions looked up after. */
 typedef struct model_page {
-    tg_request *req;
-    json_t *items;
-    unsigned count;
+    tg_model *models;
+    unsigned count, cap;
     bool failed;
-    char last_key[HF_REPO_NAME_MAX];
 } model_page;
 
 static void add_model(void *ctx, const tg_model *model)
 {
     model_page *page = ctx;
-    tg_version version;
-    tg_cat_status status =
-        tg_catalog_version_latest_published(page->req->server->catalog, model->id, &version);
-    if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND)
+    /* cap was sized to the limit + 1 the catalog was asked for */
+    if (page->count >= page->cap) {
         page->failed = true;
-    json_t *item = model_summary_json(model, status == TG_CAT_OK ? &version : NULL);
-    if (item == NULL || json_array_append_new(page->items, item) != 0)
-        page->failed = true;
-    page->count++;
-    snprintf(page->last_key, sizeof page->last_key, "%s/%s", model->org, model->name);
+        return;
+    }
+    page->models[page->count++] = *model;
 }
 
 void tg_route_hf_models_list(tg_request *req)
@@ -497,25 +493,43 @@ void tg_route_hf_models_list(tg_request *req)
     }
     if (search != NULL && search[0] == '\0')
         search = NULL;
-    model_page page = {.req = req, .items = json_array()};
+    model_page page = {.models = calloc((size_t)limit + 1, sizeof(tg_model)), .cap = limit + 1};
+    if (page.models == NULL) {
+        respond_internal(req, "out of memory");
+        return;
+    }
     /* One more than asked tells whether a next page exists. */
     tg_cat_status status =
         tg_catalog_model_list(req->server->catalog, search, has_cursor ? after_org : NULL,
                               has_cursor ? after_name : NULL, limit + 1, add_model, &page);
-    if (status != TG_CAT_OK || page.failed || page.items == NULL) {
-        json_decref(page.items);
+    json_t *items = json_array();
+    unsigned shown = page.count > limit ? limit : page.count;
+    for (unsigned i = 0; status == TG_CAT_OK && !page.failed && i < shown; i++) {
+        tg_version version;
+        tg_cat_status found =
+            tg_catalog_version_latest_published(req->server->catalog, page.models[i].id, &version);
+        json_t *item = found == TG_CAT_OK || found == TG_CAT_NOT_FOUND
+                           ? model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL)
+                           : NULL;
+        if (item == NULL || json_array_append_new(items, item) != 0)
+            page.failed = true;
+    }
+    if (status != TG_CAT_OK || page.failed || items == NULL) {
+        json_decref(items);
+        free(page.models);
         respond_internal(req, "the catalog failed");
         return;
     }
     if (page.count <= limit) {
-        respond_page(req, page.items, NULL);
+        free(page.models);
+        respond_page(req, items, NULL);
         return;
     }
-    json_array_remove(page.items, limit);
-    const char *last = json_string_value(json_object_get(json_array_get(page.items, limit - 1), "id"));
-    char cursor[1024], next[HF_URL_MAX];
-    if (last == NULL || tg_cursor_encode(last, cursor, sizeof cursor) != 0) {
-        json_decref(page.items);
+    char last[HF_REPO_NAME_MAX], cursor[1024], next[HF_URL_MAX];
+    snprintf(last, sizeof last, "%s/%s", page.models[limit - 1].org, page.models[limit - 1].name);
+    free(page.models);
+    if (tg_cursor_encode(last, cursor, sizeof cursor) != 0) {
+        json_decref(items);
         respond_internal(req, "the cursor cannot be encoded");
         return;
     }
@@ -529,7 +543,7 @@ void tg_route_hf_models_list(tg_request *req)
         append_text(next, sizeof next, &used, "&search=");
         append_encoded(next, sizeof next, &used, search);
     }
-    respond_page(req, page.items, next);
+    respond_page(req, items, next);
 }
 
 /* ---- GET /api/models/{org}/{name}/tree/{rev}[/{path*}] ---- */

@@ -1,0 +1,157 @@
+// Runs the real @huggingface/hub client (pinned in package.json) against a running
+// tensorgate, as `hubUrl`. Started by tests/integration/hf.c, which publishes the
+// models and passes what the client must see:
+//
+//   TG_HF_EXPECT=/path/to/expect.json node tests/hf/metadata.mjs
+//
+// expect.json: {"hubUrl": "http://127.0.0.1:PORT",
+//               "search": "acme",                       // listModels query
+//               "models": ["acme/hf-single", ...],      // listModels must yield these
+//               "cases": [{"repo": "org/name", "revision": "main", "sharded": false,
+//                          "tensors": {"name": {"dtype", "shape", "data_offsets"}, ...},
+//                          "parameters": {"F32": n, ...},        // the server's (modelInfo)
+//                          "clientParameters": {"F32": n, ...},  // the client's own count
+//                          "files": ["config.json", ...],          // listFiles, recursive
+//                          "download": {"path", "size", "sha256"}}]}
+//
+// Prints one line per check and "hf-js: N passed, N failed"; exits 1 on any failure.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import {
+  downloadFile,
+  listFiles,
+  listModels,
+  modelInfo,
+  parseSafetensorsMetadata,
+} from "@huggingface/hub";
+
+let passed = 0;
+let failed = 0;
+
+function check(ok, what, detail) {
+  if (ok) {
+    passed++;
+  } else {
+    failed++;
+    console.log(`FAIL: ${what}${detail === undefined ? "" : `: ${detail}`}`);
+  }
+}
+
+function same(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+// Keys sorted, so two objects with the same entries compare equal.
+function sorted(object) {
+  return Object.fromEntries(Object.entries(object).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+// Every tensor of the parsed metadata: one header, or one per shard.
+function tensorsOf(metadata) {
+  const headers = metadata.sharded ? Object.values(metadata.headers) : [metadata.header];
+  const tensors = {};
+  for (const header of headers) {
+    for (const [name, info] of Object.entries(header)) {
+      if (name === "__metadata__") continue;
+      tensors[name] = { dtype: info.dtype, shape: info.shape, data_offsets: info.data_offsets };
+    }
+  }
+  return tensors;
+}
+
+async function runCase(hubUrl, c) {
+  const label = `${c.repo}@${c.revision}`;
+  let metadata;
+  try {
+    metadata = await parseSafetensorsMetadata({
+      repo: c.repo,
+      hubUrl,
+      revision: c.revision,
+      computeParametersCount: true,
+    });
+  } catch (error) {
+    check(false, `${label}: parseSafetensorsMetadata`, error.stack ?? String(error));
+    return;
+  }
+  check(metadata.sharded === c.sharded, `${label}: sharded`, `got ${metadata.sharded}`);
+  const tensors = tensorsOf(metadata);
+  check(same(sorted(tensors), sorted(c.tensors)), `${label}: tensor table`,
+    `got ${JSON.stringify(sorted(tensors))}, expected ${JSON.stringify(sorted(c.tensors))}`);
+  // The client counts parameters itself from the headers (skipping scalars, shape []).
+  const parameters = metadata.parameterCount ?? {};
+  check(same(sorted(parameters), sorted(c.clientParameters)), `${label}: parameter count`,
+    `got ${JSON.stringify(parameters)}, expected ${JSON.stringify(c.clientParameters)}`);
+  console.log(`${label}: ${Object.keys(tensors).length} tensors, parameters ${JSON.stringify(parameters)}`);
+
+  const files = [];
+  try {
+    for await (const entry of listFiles({ repo: c.repo, hubUrl, revision: c.revision, recursive: true })) {
+      if (entry.type === "file") files.push(entry.path);
+    }
+  } catch (error) {
+    check(false, `${label}: listFiles`, String(error));
+  }
+  check(same(files.sort(), [...c.files].sort()), `${label}: listFiles`,
+    `got ${JSON.stringify(files)}, expected ${JSON.stringify(c.files)}`);
+
+  try {
+    const blob = await downloadFile({ repo: c.repo, hubUrl, revision: c.revision, path: c.download.path });
+    check(blob !== null, `${label}: downloadFile ${c.download.path} found`);
+    if (blob !== null) {
+      const bytes = Buffer.from(await blob.arrayBuffer());
+      check(bytes.length === c.download.size, `${label}: downloadFile size`, `got ${bytes.length}`);
+      const sha = createHash("sha256").update(bytes).digest("hex");
+      check(sha === c.download.sha256, `${label}: downloadFile sha256`, `got ${sha}`);
+    }
+    const missing = await downloadFile({ repo: c.repo, hubUrl, revision: c.revision, path: "no/such/file.bin" });
+    check(missing === null, `${label}: downloadFile of a missing entry gives null (EntryNotFound)`);
+  } catch (error) {
+    check(false, `${label}: downloadFile`, String(error));
+  }
+
+  try {
+    const info = await modelInfo({ name: c.repo, hubUrl, revision: c.revision, additionalFields: ["safetensors", "sha"] });
+    check(info.name === c.repo, `${label}: modelInfo name`, `got ${info.name}`);
+    check(same(sorted(info.safetensors?.parameters ?? {}), sorted(c.parameters)), `${label}: modelInfo safetensors`,
+      JSON.stringify(info.safetensors));
+    check(typeof info.sha === "string" && /^[0-9a-f]{64}$/.test(info.sha), `${label}: modelInfo sha`, info.sha);
+  } catch (error) {
+    check(false, `${label}: modelInfo`, String(error));
+  }
+}
+
+async function main() {
+  const path = process.env.TG_HF_EXPECT;
+  if (!path) {
+    console.error("metadata.mjs: set TG_HF_EXPECT to the expectations file (see the top of this file)");
+    process.exit(2);
+  }
+  const expect = JSON.parse(readFileSync(path, "utf8"));
+  for (const c of expect.cases) {
+    await runCase(expect.hubUrl, c);
+  }
+  // listModels asks for pages of 500 and follows Link; hf.c checks the paging itself.
+  try {
+    const names = [];
+    for await (const model of listModels({ hubUrl: expect.hubUrl, search: { query: expect.search } })) {
+      names.push(model.name);
+    }
+    check(same(names.sort(), [...expect.models].sort()), "listModels", `got ${JSON.stringify(names)}`);
+  } catch (error) {
+    check(false, "listModels", String(error));
+  }
+  try {
+    await parseSafetensorsMetadata({ repo: "nobody/nothing", hubUrl: expect.hubUrl });
+    check(false, "parseSafetensorsMetadata of a missing repo throws");
+  } catch (error) {
+    check(true, "parseSafetensorsMetadata of a missing repo throws");
+  }
+  console.log(`hf-js: ${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+main().catch((error) => {
+  console.log(`FAIL: ${error.stack ?? error}`);
+  console.log(`hf-js: ${passed} passed, ${failed + 1} failed`);
+  process.exit(1);
+});

@@ -1,0 +1,641 @@
+/* The Hugging Face Hub read routes over real HTTP (routes_hf.c): publishes a
+ * single-file model (with config.json) and a 2-shard model with its index, then
+ *  - checks every header rule the Hub clients rely on with libcurl: HEAD on
+ *    /resolve/ and /raw/ (X-Repo-Commit = the version digest, ETag and X-Linked-Etag
+ *    = the sha256 in quotes, X-Linked-Size, the real Content-Length, Accept-Ranges),
+ *    Range 0-0 -> 206 "bytes 0-0/TOTAL" (never 200), the 404 X-Error-Code variants,
+ *    the revisions main/HEAD/latest/number/alias/digest, drafts invisible;
+ *    /api/models (search, limit, Link paging to the end), model info (siblings,
+ *    safetensors parameters per dtype computed here from the built tensors), tree
+ *    (lfs fields, directories, recursive, Link paging);
+ *  - runs the real @huggingface/hub JS client (tests/hf/run.sh -> metadata.mjs):
+ *    parseSafetensorsMetadata, listFiles, downloadFile, modelInfo, listModels
+ *    against the tensor tables computed here with the lib's header parser. */
+#include "harness.h"
+
+#include "st_header.h"
+#include "st_stats.h"
+
+#define SINGLE "acme/hf-single"
+#define SHARDED "acme/hf-sharded"
+#define SHARD1 "model-00001-of-00002.safetensors"
+#define SHARD2 "model-00002-of-00002.safetensors"
+#define CONFIG_JSON "{\"model_type\":\"tensorgate-test\",\"hidden_size\":16}"
+
+static const char *write_token;
+
+typedef struct built_file {
+    const char *path;
+    it_buf bytes;
+    char sha256[65];
+} built_file;
+
+static built_file single_model, shard1, shard2, sharded_index, config_file, readme_file;
+static char single_digest[65], sharded_digest[65];
+
+static void build(built_file *f, const char *path, const it_tensor_spec *tensors, int count,
+                  unsigned seed)
+{
+    f->path = path;
+    it_build_safetensors(&f->bytes, tensors, count, "{\"format\":\"pt\"}", seed);
+    it_sha256_hex(f->bytes.data, f->bytes.len, f->sha256);
+}
+
+static void build_text(built_file *f, const char *path, const char *text)
+{
+    f->path = path;
+    f->bytes.len = 0;
+    it_buf_append(&f->bytes, text, strlen(text));
+    it_sha256_hex(f->bytes.data, f->bytes.len, f->sha256);
+}
+
+static void build_files(void)
+{
+    const it_tensor_spec single[] = {{"embed.weight", "F32", 2, {16, 8, 0, 0}},
+                                     {"norm.scale", "F16", 1, {8, 0, 0, 0}},
+                                     {"positions", "I64", 1, {5, 0, 0, 0}}};
+    const it_tensor_spec one[] = {{"layers.0.weight", "F32", 2, {4, 6, 0, 0}},
+                                  {"layers.0.bias", "F32", 1, {4, 0, 0, 0}}};
+    const it_tensor_spec two[] = {{"head.weight", "F16", 2, {3, 7, 0, 0}},
+                                  {"step", "I32", 0, {0, 0, 0, 0}}};
+    build(&single_model, "model.safetensors", single, 3, 1);
+    build(&shard1, SHARD1, one, 2, 2);
+    build(&shard2, SHARD2, two, 2, 3);
+    build_text(&config_file, "config.json", CONFIG_JSON);
+    build_text(&readme_file, "docs/README.md", "# hf-single\nA test model.\n");
+    it_buf index = {0};
+    it_buf_printf(&index,
+                  "{\"metadata\":{\"total_size\":%llu},\"weight_map\":{"
+                  "\"layers.0.weight\":\"" SHARD1 "\",\"layers.0.bias\":\"" SHARD1 "\","
+                  "\"head.weight\":\"" SHARD2 "\",\"step\":\"" SHARD2 "\"}}",
+                  (unsigned long long)(shard1.bytes.len - 8 - it_header_len(&shard1.bytes) +
+                                       shard2.bytes.len - 8 - it_header_len(&shard2.bytes)));
+    build_text(&sharded_index, "model.safetensors.index.json", (const char *)index.data);
+    it_buf_free(&index);
+}
+
+static void upload(const char *repo, int version, const built_file *f)
+{
+    char url[512];
+    snprintf(url, sizeof url, "/v1/models/%s/versions/%d/files/%s", repo, version, f->path);
+    it_response r = it_send("PUT", url, write_token, f->bytes.data, f->bytes.len);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+}
+
+static void create_model(const char *repo)
+{
+    char body[256], url[256];
+    snprintf(body, sizeof body, "{\"name\":\"%s\"}", repo);
+    it_response r = it_send_json("POST", "/v1/models", write_token, body);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    snprintf(url, sizeof url, "/v1/models/%s/versions", repo);
+    r = it_send_json("POST", url, write_token, "{}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+}
+
+static void publish(const char *repo, int version, char digest[65])
+{
+    char url[256];
+    snprintf(url, sizeof url, "/v1/models/%s/versions/%d/publish", repo, version);
+    it_response r = it_send_json("POST", url, write_token, NULL);
+    CHECK_STATUS(r, 200);
+    const char *value = it_json_str(&r, "digest");
+    snprintf(digest, 65, "%s", value ? value : "");
+    CHECK(strlen(digest) == 64);
+    it_response_free(&r);
+}
+
+static it_response request_with(const char *method, const char *url, const char *header_line)
+{
+    const char *headers[] = {header_line, NULL};
+    it_request_opts o;
+    memset(&o, 0, sizeof o);
+    o.headers = header_line ? headers : NULL;
+    return it_request(method, url, &o);
+}
+
+static void check_header(const it_response *r, const char *name, const char *want)
+{
+    char value[512];
+    it_header(r, name, value, sizeof value);
+    CHECK_STR(value, want);
+    if (strcmp(value, want) != 0)
+        fprintf(stderr, "  (header %s)\n", name);
+}
+
+TEST(publish_models)
+{
+    create_model(SINGLE);
+    upload(SINGLE, 1, &single_model);
+    upload(SINGLE, 1, &config_file);
+    upload(SINGLE, 1, &readme_file);
+    publish(SINGLE, 1, single_digest);
+    it_response r = it_send_json("PUT", "/v1/models/" SINGLE "/aliases/stable", write_token,
+                                 "{\"version\":1}");
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    /* version 2 stays a draft: invisible to the Hub routes */
+    r = it_send_json("POST", "/v1/models/" SINGLE "/versions", write_token, "{}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    upload(SINGLE, 2, &config_file);
+
+    create_model(SHARDED);
+    upload(SHARDED, 1, &shard1);
+    upload(SHARDED, 1, &shard2);
+    upload(SHARDED, 1, &sharded_index);
+    publish(SHARDED, 1, sharded_digest);
+}
+
+/* HEAD and GET on /resolve/ and /raw/: the headers huggingface_hub and the JS client read. */
+TEST(resolve_headers)
+{
+    char etag[80], size[32], url[512];
+    snprintf(etag, sizeof etag, "\"%s\"", single_model.sha256);
+    snprintf(size, sizeof size, "%zu", single_model.bytes.len);
+    const char *const kinds[] = {"resolve", "raw"};
+    const char *const revisions[] = {"main", "HEAD", "latest", "1", "stable", single_digest};
+    for (int k = 0; k < 2; k++) {
+        for (size_t v = 0; v < sizeof revisions / sizeof revisions[0]; v++) {
+            snprintf(url, sizeof url, "/" SINGLE "/%s/%s/model.safetensors", kinds[k], revisions[v]);
+            it_response r = it_request("HEAD", url, NULL);
+            CHECK_STATUS(r, 200);
+            check_header(&r, "X-Repo-Commit", single_digest);
+            check_header(&r, "ETag", etag);
+            check_header(&r, "X-Linked-Etag", etag);
+            check_header(&r, "X-Linked-Size", size);
+            check_header(&r, "Content-Length", size);
+            check_header(&r, "Accept-Ranges", "bytes");
+            CHECK(r.body.len == 0);
+            it_response_free(&r);
+        }
+    }
+    /* GET: the whole file, byte for byte */
+    it_response r = it_get("/" SINGLE "/resolve/main/model.safetensors");
+    CHECK_STATUS(r, 200);
+    CHECK(r.body.len == single_model.bytes.len &&
+          memcmp(r.body.data, single_model.bytes.data, r.body.len) == 0);
+    check_header(&r, "X-Repo-Commit", single_digest);
+    it_response_free(&r);
+    /* a file in a directory, and a sidecar */
+    r = it_get("/" SINGLE "/resolve/main/docs/README.md");
+    CHECK_STATUS(r, 200);
+    CHECK(r.body.len == readme_file.bytes.len &&
+          memcmp(r.body.data, readme_file.bytes.data, r.body.len) == 0);
+    it_response_free(&r);
+    r = it_get("/" SHARDED "/raw/main/model.safetensors.index.json");
+    CHECK_STATUS(r, 200);
+    check_header(&r, "X-Repo-Commit", sharded_digest);
+    CHECK(r.json != NULL && json_object_get(r.json, "weight_map") != NULL);
+    it_response_free(&r);
+}
+
+/* The JS client's probes: Range 0-0, 0-7, then the header; a 200 would break it. */
+TEST(ranges_are_206)
+{
+    char want[64];
+    const built_file *files[] = {&single_model, &shard2};
+    const char *repos[] = {SINGLE, SHARDED};
+    for (int i = 0; i < 2; i++) {
+        char url[512];
+        snprintf(url, sizeof url, "/%s/resolve/main/%s", repos[i], files[i]->path);
+        it_response r = request_with("GET", url, "Range: bytes=0-0");
+        CHECK_STATUS(r, 206);
+        snprintf(want, sizeof want, "bytes 0-0/%zu", files[i]->bytes.len);
+        check_header(&r, "Content-Range", want);
+        CHECK(r.body.len == 1 && r.body.data[0] == files[i]->bytes.data[0]);
+        char etag[80];
+        snprintf(etag, sizeof etag, "\"%s\"", files[i]->sha256);
+        check_header(&r, "ETag", etag);
+        it_response_free(&r);
+
+        r = request_with("GET", url, "Range: bytes=0-7");
+        CHECK_STATUS(r, 206);
+        CHECK(r.body.len == 8 && memcmp(r.body.data, files[i]->bytes.data, 8) == 0);
+        it_response_free(&r);
+
+        uint64_t n = it_header_len(&files[i]->bytes);
+        char range[64];
+        snprintf(range, sizeof range, "Range: bytes=8-%llu", (unsigned long long)(7 + n));
+        r = request_with("GET", url, range);
+        CHECK_STATUS(r, 206);
+        snprintf(want, sizeof want, "bytes 8-%llu/%zu", (unsigned long long)(7 + n),
+                 files[i]->bytes.len);
+        check_header(&r, "Content-Range", want);
+        CHECK(r.body.len == n && memcmp(r.body.data, files[i]->bytes.data + 8, n) == 0);
+        it_response_free(&r);
+    }
+    /* past the end: 416 with the total */
+    it_response r = request_with("GET", "/" SINGLE "/resolve/main/config.json", "Range: bytes=999999-");
+    CHECK_STATUS(r, 416);
+    snprintf(want, sizeof want, "bytes */%zu", config_file.bytes.len);
+    check_header(&r, "Content-Range", want);
+    it_response_free(&r);
+    /* If-None-Match with the ETag: 304, still with the commit */
+    char inm[100];
+    snprintf(inm, sizeof inm, "If-None-Match: \"%s\"", config_file.sha256);
+    r = request_with("GET", "/" SINGLE "/resolve/main/config.json", inm);
+    CHECK_STATUS(r, 304);
+    check_header(&r, "X-Repo-Commit", single_digest);
+    it_response_free(&r);
+}
+
+static void check_hub_404(const char *method, const char *url, const char *error_code,
+                          const char *reason)
+{
+    it_response r = it_request(method, url, NULL);
+    CHECK_STATUS(r, 404);
+    check_header(&r, "X-Error-Code", error_code);
+    char message[256];
+    CHECK(it_header(&r, "X-Error-Message", message, sizeof message) != NULL && message[0] != '\0');
+    if (strcmp(method, "GET") == 0)
+        CHECK_PROBLEM(r, 404, reason);
+    it_response_free(&r);
+}
+
+TEST(not_found_codes)
+{
+    const char *const methods[] = {"GET", "HEAD"};
+    for (int m = 0; m < 2; m++) {
+        const char *method = methods[m];
+        check_hub_404(method, "/acme/no-such-model/resolve/main/model.safetensors", "RepoNotFound",
+                      "model_not_found");
+        check_hub_404(method, "/acme/bad..name/resolve/main/model.safetensors", "RepoNotFound",
+                      "model_not_found");
+        check_hub_404(method, "/" SINGLE "/resolve/v9/model.safetensors", "RevisionNotFound",
+                      "version_not_found");
+        check_hub_404(method, "/" SINGLE "/resolve/7/model.safetensors", "RevisionNotFound",
+                      "version_not_found");
+        /* version 2 is a draft: not a revision of the Hub view */
+        check_hub_404(method, "/" SINGLE "/resolve/2/config.json", "RevisionNotFound",
+                      "version_not_found");
+        check_hub_404(method,
+                      "/" SINGLE "/resolve/0000000000000000000000000000000000000000000000000000000000000000/config.json",
+                      "RevisionNotFound", "version_not_found");
+        check_hub_404(method, "/" SINGLE "/resolve/main/nope.safetensors", "EntryNotFound",
+                      "file_not_found");
+        check_hub_404(method, "/" SINGLE "/raw/main/docs", "EntryNotFound", "file_not_found");
+    }
+    /* an EntryNotFound in a known revision names its commit */
+    it_response r = it_request("HEAD", "/" SINGLE "/resolve/main/nope.safetensors", NULL);
+    check_header(&r, "X-Repo-Commit", single_digest);
+    it_response_free(&r);
+    /* the Hub routes come after the fixed ones: /v1 and /healthz still answer */
+    r = it_get("/healthz");
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    r = it_get("/v1/models/" SINGLE);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    r = it_get("/v1/models/" SINGLE "/versions/1/files/model.safetensors");
+    CHECK_STATUS(r, 200);
+    char commit[80];
+    CHECK(it_header(&r, "X-Repo-Commit", commit, sizeof commit) == NULL);
+    it_response_free(&r);
+    /* writes are not routed to the Hub view */
+    r = it_send("PUT", "/" SINGLE "/resolve/main/x.json", write_token, "{}", 2);
+    CHECK_STATUS(r, 405);
+    it_response_free(&r);
+}
+
+/* Parameters per dtype of the built files, computed with the lib's parser. A scalar
+ * (shape []) is one parameter for tensorgate; the JS client's own count skips
+ * scalars (skip_scalars). */
+static void add_parameters(const built_file *f, uint64_t counts[ST_DTYPE_COUNT], bool skip_scalars)
+{
+    st_file file;
+    st_error err;
+    if (st_header_parse(f->bytes.data, f->bytes.len, f->bytes.len, NULL, &file, &err) != ST_OK) {
+        CHECK(false);
+        return;
+    }
+    uint64_t c[ST_DTYPE_COUNT], total = 0;
+    st_file_parameter_counts(&file, c, &total);
+    for (int d = 0; d < ST_DTYPE_COUNT; d++)
+        counts[d] += c[d];
+    for (size_t t = 0; skip_scalars && t < file.tensor_count; t++)
+        if (file.tensors[t].rank == 0)
+            counts[file.tensors[t].dtype] -= 1;
+    st_file_free(&file);
+}
+
+static json_t *count_parameters(const built_file *const *files, int count, uint64_t *total,
+                                bool skip_scalars)
+{
+    uint64_t counts[ST_DTYPE_COUNT] = {0};
+    for (int i = 0; i < count; i++)
+        add_parameters(files[i], counts, skip_scalars);
+    json_t *object = json_object();
+    *total = 0;
+    for (int d = 0; d < ST_DTYPE_COUNT; d++) {
+        if (counts[d] > 0)
+            json_object_set_new(object, st_dtype_name((st_dtype)d), json_integer((json_int_t)counts[d]));
+        *total += counts[d];
+    }
+    return object;
+}
+
+static json_t *parameters_json(const built_file *const *files, int count, uint64_t *total)
+{
+    return count_parameters(files, count, total, false);
+}
+
+static const char *text_or_empty(const json_t *value)
+{
+    const char *text = json_string_value(value);
+    return text ? text : "";
+}
+
+static bool has_sibling(const json_t *siblings, const char *path)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(siblings, i, item)
+    {
+        if (strcmp(text_or_empty(json_object_get(item, "rfilename")), path) == 0)
+            return true;
+    }
+    return false;
+}
+
+TEST(model_info)
+{
+    const char *const urls[] = {"/api/models/" SHARDED, "/api/models/" SHARDED "/revision/main",
+                                "/api/models/" SHARDED "/revision/1"};
+    const built_file *shards[] = {&shard1, &shard2};
+    uint64_t total = 0;
+    json_t *want = parameters_json(shards, 2, &total);
+    CHECK(total == 4 * 6 + 4 + 3 * 7 + 1);
+    for (int u = 0; u < 3; u++) {
+        it_response r = it_get(urls[u]);
+        CHECK_STATUS(r, 200);
+        CHECK_STR(it_json_str(&r, "id"), SHARDED);
+        CHECK_STR(it_json_str(&r, "modelId"), SHARDED);
+        CHECK_STR(it_json_str(&r, "sha"), sharded_digest);
+        CHECK(json_is_false(json_object_get(r.json, "private")));
+        json_t *siblings = json_object_get(r.json, "siblings");
+        CHECK(json_array_size(siblings) == 3);
+        CHECK(has_sibling(siblings, SHARD1) && has_sibling(siblings, SHARD2) &&
+              has_sibling(siblings, "model.safetensors.index.json"));
+        json_t *safetensors = json_object_get(r.json, "safetensors");
+        CHECK(json_equal(json_object_get(safetensors, "parameters"), want));
+        CHECK(it_json_int(safetensors, "total") == (long long)total);
+        it_response_free(&r);
+    }
+    json_decref(want);
+
+    const built_file *single[] = {&single_model};
+    want = parameters_json(single, 1, &total);
+    it_response r = it_get("/api/models/" SINGLE "/revision/stable");
+    CHECK_STATUS(r, 200);
+    CHECK_STR(it_json_str(&r, "sha"), single_digest);
+    CHECK(json_equal(json_object_get(json_object_get(r.json, "safetensors"), "parameters"), want));
+    CHECK(has_sibling(json_object_get(r.json, "siblings"), "docs/README.md"));
+    it_response_free(&r);
+    json_decref(want);
+
+    check_hub_404("GET", "/api/models/acme/missing", "RepoNotFound", "model_not_found");
+    check_hub_404("GET", "/api/models/" SINGLE "/revision/2", "RevisionNotFound", "version_not_found");
+}
+
+/* Follows Link rel="next" from url; returns every item of every page (a new array). */
+static json_t *follow_pages(const char *first_url, int *pages)
+{
+    json_t *all = json_array();
+    char url[2048];
+    snprintf(url, sizeof url, "%s", first_url);
+    *pages = 0;
+    while (url[0] != '\0' && *pages < 50) {
+        it_response r = it_get(url);
+        CHECK_STATUS(r, 200);
+        (*pages)++;
+        CHECK(json_is_array(r.json));
+        json_array_extend(all, r.json);
+        char link[2048];
+        url[0] = '\0';
+        if (it_header(&r, "Link", link, sizeof link) != NULL) {
+            /* <http://127.0.0.1:PORT/api/...>; rel="next": absolute, on this server */
+            size_t base_len = strlen(it_srv.base);
+            char *end = strstr(link, ">; rel=\"next\"");
+            CHECK(link[0] == '<' && end != NULL && strncmp(link + 1, it_srv.base, base_len) == 0);
+            if (link[0] == '<' && end != NULL && strncmp(link + 1, it_srv.base, base_len) == 0) {
+                *end = '\0';
+                snprintf(url, sizeof url, "%s", link + 1 + base_len);
+            }
+        }
+        it_response_free(&r);
+    }
+    return all;
+}
+
+TEST(models_list_and_paging)
+{
+    /* three more models so that paging has several pages */
+    const char *const extra[] = {"acme/hf-zeta", "other/hf-unrelated", "acme/hf-alpha"};
+    for (int i = 0; i < 3; i++) {
+        char body[128];
+        snprintf(body, sizeof body, "{\"name\":\"%s\"}", extra[i]);
+        it_response r = it_send_json("POST", "/v1/models", it_token("write", NULL), body);
+        CHECK_STATUS(r, 201);
+        it_response_free(&r);
+    }
+    int pages = 0;
+    json_t *all = follow_pages("/api/models?search=acme/hf&limit=2", &pages);
+    CHECK(json_array_size(all) == 4);
+    CHECK(pages == 2);
+    const char *const want[] = {"acme/hf-alpha", "acme/hf-sharded", "acme/hf-single", "acme/hf-zeta"};
+    for (size_t i = 0; i < 4 && i < json_array_size(all); i++) {
+        json_t *item = json_array_get(all, i);
+        CHECK_STR(json_string_value(json_object_get(item, "id")), want[i]);
+        CHECK(json_is_string(json_object_get(item, "_id")));
+        CHECK(json_is_false(json_object_get(item, "private")));
+    }
+    /* a published model carries its sha; one with nothing published has null */
+    CHECK_STR(json_string_value(json_object_get(json_array_get(all, 1), "sha")), sharded_digest);
+    CHECK(json_is_null(json_object_get(json_array_get(all, 0), "sha")));
+    json_decref(all);
+
+    all = follow_pages("/api/models?limit=1", &pages);
+    CHECK(json_array_size(all) == 5);
+    CHECK(pages == 5);
+    json_decref(all);
+    it_response r = it_get("/api/models?search=zzz-nothing");
+    CHECK_STATUS(r, 200);
+    CHECK(json_is_array(r.json) && json_array_size(r.json) == 0);
+    char link[64];
+    CHECK(it_header(&r, "Link", link, sizeof link) == NULL);
+    it_response_free(&r);
+    r = it_get("/api/models?limit=0");
+    CHECK_PROBLEM(r, 400, "invalid_request");
+    it_response_free(&r);
+}
+
+static json_t *find_entry(const json_t *entries, const char *path)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(entries, i, item)
+    {
+        if (strcmp(text_or_empty(json_object_get(item, "path")), path) == 0)
+            return item;
+    }
+    return NULL;
+}
+
+TEST(tree)
+{
+    it_response r = it_get("/api/models/" SINGLE "/tree/main");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 3); /* config.json, docs/, model.safetensors */
+    json_t *model = find_entry(r.json, "model.safetensors");
+    CHECK_STR(json_string_value(json_object_get(model, "type")), "file");
+    CHECK_STR(json_string_value(json_object_get(model, "oid")), single_model.sha256);
+    CHECK(it_json_int(model, "size") == (long long)single_model.bytes.len);
+    json_t *lfs = json_object_get(model, "lfs");
+    CHECK_STR(json_string_value(json_object_get(lfs, "oid")), single_model.sha256);
+    CHECK(it_json_int(lfs, "size") == (long long)single_model.bytes.len);
+    char pointer[256];
+    int pointer_size = snprintf(pointer, sizeof pointer,
+                                "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %zu\n",
+                                single_model.sha256, single_model.bytes.len);
+    CHECK(it_json_int(lfs, "pointerSize") == pointer_size);
+    json_t *config = find_entry(r.json, "config.json");
+    CHECK(config != NULL && json_object_get(config, "lfs") == NULL);
+    json_t *docs = find_entry(r.json, "docs");
+    CHECK_STR(json_string_value(json_object_get(docs, "type")), "directory");
+    CHECK(strlen(text_or_empty(json_object_get(docs, "oid"))) == 64);
+    CHECK(find_entry(r.json, "docs/README.md") == NULL);
+    it_response_free(&r);
+
+    r = it_get("/api/models/" SINGLE "/tree/main?recursive=true");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 4);
+    CHECK_STR(json_string_value(json_object_get(find_entry(r.json, "docs/README.md"), "oid")),
+              readme_file.sha256);
+    it_response_free(&r);
+
+    r = it_get("/api/models/" SINGLE "/tree/1/docs");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 1 && find_entry(r.json, "docs/README.md") != NULL);
+    it_response_free(&r);
+
+    int pages = 0;
+    json_t *all = follow_pages("/api/models/" SHARDED "/tree/main?limit=1", &pages);
+    CHECK(pages == 3 && json_array_size(all) == 3);
+    CHECK(find_entry(all, SHARD1) && find_entry(all, SHARD2) &&
+          find_entry(all, "model.safetensors.index.json"));
+    json_decref(all);
+
+    check_hub_404("GET", "/api/models/" SINGLE "/tree/main/nothing-here", "EntryNotFound",
+                  "file_not_found");
+    check_hub_404("GET", "/api/models/" SINGLE "/tree/2", "RevisionNotFound", "version_not_found");
+    check_hub_404("GET", "/api/models/acme/absent/tree/main", "RepoNotFound", "model_not_found");
+}
+
+/* ---- the real JS client ---- */
+
+static json_t *tensor_table(const built_file *const *files, int count)
+{
+    json_t *table = json_object();
+    for (int i = 0; i < count; i++) {
+        st_file file;
+        st_error err;
+        if (st_header_parse(files[i]->bytes.data, files[i]->bytes.len, files[i]->bytes.len, NULL,
+                            &file, &err) != ST_OK) {
+            CHECK(false);
+            continue;
+        }
+        for (size_t t = 0; t < file.tensor_count; t++) {
+            const st_tensor *tensor = &file.tensors[t];
+            json_t *shape = json_array();
+            for (size_t d = 0; d < tensor->rank; d++)
+                json_array_append_new(shape, json_integer((json_int_t)tensor->shape[d]));
+            /* data_offsets as in the header: relative to the data section */
+            json_object_set_new(table, tensor->name,
+                                json_pack("{s:s, s:o, s:[I,I]}", "dtype", st_dtype_name(tensor->dtype),
+                                          "shape", shape, "data_offsets", (json_int_t)tensor->begin,
+                                          (json_int_t)tensor->end));
+        }
+        st_file_free(&file);
+    }
+    return table;
+}
+
+static json_t *client_case(const char *repo, const char *revision, bool sharded,
+                           const built_file *const *weights, int weight_count,
+                           const char *const *paths, int path_count, const built_file *download)
+{
+    uint64_t total;
+    json_t *files = json_array();
+    for (int i = 0; i < path_count; i++)
+        json_array_append_new(files, json_string(paths[i]));
+    return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:{s:s, s:I, s:s}}", "repo", repo,
+                     "revision", revision, "sharded", sharded, "tensors",
+                     tensor_table(weights, weight_count), "parameters",
+                     parameters_json(weights, weight_count, &total), "clientParameters",
+                     count_parameters(weights, weight_count, &total, true), "files", files,
+                     "download", "path", download->path, "size", (json_int_t)download->bytes.len,
+                     "sha256", download->sha256);
+}
+
+TEST(javascript_client)
+{
+    const built_file *single[] = {&single_model};
+    const built_file *shards[] = {&shard1, &shard2};
+    const char *const single_paths[] = {"config.json", "docs/README.md", "model.safetensors"};
+    const char *const sharded_paths[] = {SHARD1, SHARD2, "model.safetensors.index.json"};
+    json_t *expect = json_pack(
+        "{s:s, s:s, s:[s,s,s,s], s:[o,o,o]}", "hubUrl", it_srv.base, "search", "acme/hf", "models",
+        "acme/hf-alpha", "acme/hf-sharded", "acme/hf-single", "acme/hf-zeta", "cases",
+        client_case(SINGLE, "main", false, single, 1, single_paths, 3, &single_model),
+        client_case(SHARDED, "main", true, shards, 2, sharded_paths, 3, &shard2),
+        client_case(SINGLE, single_digest, false, single, 1, single_paths, 3, &config_file));
+    char path[400];
+    snprintf(path, sizeof path, "%s/hf-expect.json", it_srv.root);
+    CHECK(expect != NULL && json_dump_file(expect, path, JSON_INDENT(1)) == 0);
+    json_decref(expect);
+
+    char command[600];
+    snprintf(command, sizeof command, "TG_HF_EXPECT='%s' sh tests/hf/run.sh 2>&1", path);
+    FILE *p = popen(command, "r");
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    char line[4096];
+    bool reported = false;
+    while (fgets(line, sizeof line, p) != NULL) {
+        fputs(line, stdout);
+        if (strncmp(line, "hf-js: ", 7) == 0)
+            reported = true;
+    }
+    int status = pclose(p);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 77) {
+        printf("javascript_client: SKIPPED (node is not installed)\n");
+        return;
+    }
+    CHECK(code == 0);
+    CHECK(reported);
+}
+
+int main(int argc, char **argv)
+{
+    it_init(argc, argv, NULL);
+    write_token = it_token("write", "acme");
+    build_files();
+    RUN(publish_models);
+    RUN(resolve_headers);
+    RUN(ranges_are_206);
+    RUN(not_found_codes);
+    RUN(model_info);
+    RUN(models_list_and_paging);
+    RUN(tree);
+    RUN(javascript_client);
+    built_file *files[] = {&single_model, &shard1, &shard2, &sharded_index, &config_file, &readme_file};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        it_buf_free(&files[i]->bytes);
+    return it_finish(argv[0]);
+}
