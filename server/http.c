@@ -622,6 +622,16 @@ static bool finish_truncated_body(tg_request *req)
     return true;
 }
 
+/* True when the request has a body to read: chunked, or a Content-Length above 0. */
+static bool declares_body(const tg_request *req)
+{
+    const char *encoding = tg_header(req, "Transfer-Encoding");
+    if (encoding != NULL)
+        return true;
+    const char *length = tg_header(req, "Content-Length");
+    return length != NULL && strspn(length, "0") != strlen(length);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -639,6 +649,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->method = method;
         req->is_head = strcmp(method, "HEAD") == 0;
         client_address(connection, req->client, sizeof req->client);
+        /* libmicrohttpd 0.9 closes the connection after a response queued at the headers
+         * (it will not read past an unread body), so a request without a body is answered
+         * on the next call instead, when the request is complete and the connection can be
+         * kept alive. One that declares a body is still answered (and closed) now. */
+        if (!declares_body(req))
+            return MHD_YES;
         route_request(req, url);
         if (req->responded)
             return MHD_YES;
@@ -687,6 +703,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 return MHD_NO;
         }
         return MHD_YES;
+    }
+    if (!req->responded && req->route == NULL) {
+        /* a request without a body, deferred from the first call */
+        route_request(req, url);
+        if (!req->responded && req->route->body == TG_BODY_STREAM)
+            req->route->start(req);
     }
     if (!req->responded && req->route != NULL)
         req->route->handle(req);

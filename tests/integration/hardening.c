@@ -184,6 +184,35 @@ TEST(header_segment_refused)
     it_buf_free(&b);
 }
 
+/* Reads requests' answers on one connection: each GET without a body keeps the
+ * connection open for the next (libmicrohttpd closed it after every answer given
+ * at the headers, which cost a TCP handshake per request). */
+TEST(get_keeps_connection_alive)
+{
+    int fd = it_connect();
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    static const char *const paths[] = {"/healthz", VBASE "/files/sub/header.safetensors/header",
+                                        "/v1/no/such/route", "/healthz"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char head[512];
+        int hl = snprintf(head, sizeof head, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", paths[i]);
+        CHECK(it_write_all(fd, head, (size_t)hl));
+        char resp[8192];
+        size_t got = it_read_some(fd, resp, sizeof resp, 2000);
+        CHECK(got > 0);
+        bool ok = strncmp(resp, i == 2 ? "HTTP/1.1 404 " : "HTTP/1.1 200 ", 13) == 0;
+        CHECK(ok);
+        CHECK(strcasestr(resp, "Connection: close") == NULL);
+        if (!ok || strcasestr(resp, "Connection: close") != NULL) {
+            fprintf(stderr, "  (request %zu on one connection: %.120s)\n", i, resp);
+            break;
+        }
+    }
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const flags[] = {"--timeout", "100", NULL};
@@ -193,5 +222,6 @@ int main(int argc, char **argv)
     setup();
     RUN(half_closed_uploads_end_at_once);
     RUN(header_segment_refused);
+    RUN(get_keeps_connection_alive);
     return it_finish(argv[0]);
 }
