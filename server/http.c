@@ -81,7 +81,7 @@ static const tg_route routes[] = {
 /* ---- metrics ---- */
 
 static const unsigned known_statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 405,
-                                          409, 411, 413, 415, 416, 422, 500, 503, 507};
+                                          406, 409, 411, 413, 415, 416, 422, 429, 500, 503, 507};
 #define STATUS_SLOTS (sizeof known_statuses / sizeof known_statuses[0] + 1)
 #define REJECTION_REASONS_MAX 64
 
@@ -387,12 +387,14 @@ static const char *status_title(unsigned status)
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
     case 409: return "Conflict";
     case 411: return "Length Required";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
     case 416: return "Range Not Satisfiable";
     case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     case 507: return "Insufficient Storage";
