@@ -200,11 +200,8 @@ void tg_route_hf_file(tg_request *req)
     tg_version version;
     const char *path = tg_param(req, "path");
     const char *rev = tg_param(req, "rev");
-    if (!hf_lookup_repo(req, model) || rev == NULL ||
-        !hf_lookup_revision(req, model, rev, &version)) {
-        if (!req->responded)
-            respond_hf_error(req, 404, "RevisionNotFound", "version_not_found", NULL,
-                             "Revision not found");
+    /* The route's pattern guarantees {rev}; each lookup answers its own 404. */
+    if (rev == NULL || !hf_lookup_repo(req, model) || !hf_lookup_revision(req, model, rev, &version)) {
         free(model);
         return;
     }
@@ -636,7 +633,7 @@ void tg_route_hf_tree(tg_request *req)
     tg_version version;
     file_list files = {0};
     json_t *entries = NULL;
-    if (!hf_lookup_repo(req, model) || rev == NULL || !hf_lookup_revision(req, model, rev, &version))
+    if (rev == NULL || !hf_lookup_repo(req, model) || !hf_lookup_revision(req, model, rev, &version))
         goto out;
     if (prefix != NULL && !tg_valid_file_path(prefix, NULL)) {
         respond_hf_error(req, 404, "EntryNotFound", "file_not_found", version.digest,
