@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "header_cache.h"
 #include "auth.h"
 #include "routes.h"
 #include "checks.h"
@@ -284,6 +285,18 @@ static json_t *header_json(const tg_file_record *record, const st_file *file, co
                      "inf_total", (json_int_t)record->inf);
 }
 
+/* 200 with the rendered header JSON; takes text (malloc'd). */
+static void respond_header_text(tg_request *req, char *text, size_t len)
+{
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response == NULL)
+        free(text);
+    else
+        MHD_add_response_header(response, "Content-Type", "application/json");
+    tg_respond(req, 200, response, len);
+}
+
 void tg_route_file_header(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
@@ -327,6 +340,14 @@ void tg_route_file_header(tg_request *req)
         free(model);
         return;
     }
+    /* Same blob and path, same answer: served from the cache without touching the blob. */
+    size_t cached_len = 0;
+    char *cached = tg_header_cache_get(record.sha256, record.path, &cached_len);
+    if (cached != NULL) {
+        respond_header_text(req, cached, cached_len);
+        free(model);
+        return;
+    }
     st_file file;
     st_error err;
     char *stats = NULL;
@@ -336,10 +357,15 @@ void tg_route_file_header(tg_request *req)
     } else {
         tg_catalog_file_stats(catalog, version.id, path, &stats);
         json_t *body = header_json(&record, &file, stats);
-        if (body == NULL)
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (text == NULL) {
             tg_respond_problem(req, 500, "internal", "out of memory");
-        else
-            tg_respond_json(req, 200, body);
+        } else {
+            size_t len = strlen(text);
+            tg_header_cache_put(record.sha256, record.path, text, len);
+            respond_header_text(req, text, len);
+        }
         st_file_free(&file);
     }
     free(stats);

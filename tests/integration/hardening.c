@@ -184,6 +184,41 @@ TEST(header_segment_refused)
     it_buf_free(&b);
 }
 
+/* The header JSON is cached by (sha256, path): the same blob under two paths gives
+ * each its own path, and a repeat is byte-identical to the first rendering. */
+TEST(header_cache_per_path)
+{
+    it_tensor_spec t[] = {{"a", "F32", 2, {3, 5}}, {"b", "F16", 1, {7}}};
+    it_buf b = {0};
+    it_build_safetensors(&b, t, 2, NULL, 11);
+    static const char *const paths[] = {"one.safetensors", "dir/two.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        char url[256];
+        snprintf(url, sizeof url, VBASE "/files/%s", paths[i]);
+        it_response r = it_send("PUT", url, write_token, b.data, b.len);
+        CHECK_STATUS(r, 201);
+        it_response_free(&r);
+    }
+    for (int i = 0; i < 2; i++) {
+        char url[256];
+        snprintf(url, sizeof url, VBASE "/files/%s/header", paths[i]);
+        it_response first = it_get(url);
+        it_response again = it_get(url);
+        CHECK_STATUS(first, 200);
+        CHECK_STATUS(again, 200);
+        CHECK_STR(it_json_str(&first, "path"), paths[i]);
+        CHECK(first.body.len == again.body.len &&
+              memcmp(first.body.data, again.body.data, first.body.len) == 0);
+        CHECK_EQ_U64(json_array_size(json_object_get(again.json, "tensors")), 2);
+        char ct[128];
+        it_header(&again, "Content-Type", ct, sizeof ct);
+        CHECK_STR(ct, "application/json");
+        it_response_free(&first);
+        it_response_free(&again);
+    }
+    it_buf_free(&b);
+}
+
 /* Reads requests' answers on one connection: each GET without a body keeps the
  * connection open for the next (libmicrohttpd closed it after every answer given
  * at the headers, which cost a TCP handshake per request). */
@@ -223,5 +258,6 @@ int main(int argc, char **argv)
     RUN(half_closed_uploads_end_at_once);
     RUN(header_segment_refused);
     RUN(get_keeps_connection_alive);
+    RUN(header_cache_per_path);
     return it_finish(argv[0]);
 }

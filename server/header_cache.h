@@ -1,0 +1,18 @@
+/* Rendered header JSON of stored files, by (sha256, path). A blob's content is
+ * immutable and its stats are derived from it, so an entry never goes stale: the
+ * cache only has to stay bounded (least recently used entries leave first). */
+#ifndef TG_HEADER_CACHE_H
+#define TG_HEADER_CACHE_H
+
+#include <stddef.h>
+
+#define TG_HEADER_CACHE_BYTES ((size_t)32 * 1024 * 1024)
+
+/* A malloc'd copy of the cached text (NUL-terminated, its length in *len), or NULL. */
+char *tg_header_cache_get(const char *sha256, const char *path, size_t *len);
+/* Keeps a copy of text; texts above an eighth of the budget are not kept. */
+void tg_header_cache_put(const char *sha256, const char *path, const char *text, size_t len);
+/* Drops every entry (tests; shutdown). */
+void tg_header_cache_clear(void);
+
+#endif
