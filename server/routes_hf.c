@@ -654,6 +654,9 @@ void tg_route_hf_tree(tg_request *req)
         goto out;
     }
     size_t total = json_array_size(entries);
+    /* A cursor past the end gives an empty last page (and keeps offset + limit from wrapping). */
+    if (offset > total)
+        offset = total;
     json_t *page = json_array();
     for (uint64_t i = offset; page != NULL && i < total && i < offset + limit; i++)
         json_array_append(page, json_array_get(entries, (size_t)i));
