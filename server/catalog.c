@@ -1014,6 +1014,56 @@ tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_
     return status;
 }
 
+static tg_scope scope_from_text(const char *text)
+{
+    if (text && strcmp(text, "read") == 0)
+        return TG_SCOPE_READ;
+    if (text && strcmp(text, "write") == 0)
+        return TG_SCOPE_WRITE;
+    if (text && strcmp(text, "admin") == 0)
+        return TG_SCOPE_ADMIN;
+    return TG_SCOPE_NONE;
+}
+
+tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
+                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
+{
+    static const char sql[] = "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            tg_token_info token;
+            memset(&token, 0, sizeof token);
+            token.id = sqlite3_column_int64(st, 0);
+            token.scope = scope_from_text((const char *)sqlite3_column_text(st, 1));
+            copy_text(token.namespace_name, sizeof token.namespace_name, st, 2);
+            copy_text(token.created_at, sizeof token.created_at, st, 3);
+            visit(ctx, &token);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id)
+{
+    static const char sql[] = "DELETE FROM tokens WHERE id = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        status = run_write(catalog, st);
+    }
+    unlock(catalog);
+    return status;
+}
+
 /* ---- blobs ---- */
 
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,

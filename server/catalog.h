@@ -146,6 +146,19 @@ tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_sco
 tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
                                       char *namespace_out, size_t namespace_len);
 
+/* One token's public facts (never the token or its hash). */
+typedef struct tg_token_info {
+    int64_t id;
+    tg_scope scope;
+    char namespace_name[TG_NAME_MAX + 1]; /* "" when not namespace-limited */
+    char created_at[TG_TIME_LEN];
+} tg_token_info;
+/* Every token, oldest first. */
+tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
+                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx);
+/* Deletes the token: it is refused (401) from the next request on. NOT_FOUND if no such id. */
+tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id);
+
 /* blobs: every distinct (sha256, size) a file row or a job's file row (job_files) references */
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
                                    int (*visit)(void *ctx, const char *sha256, uint64_t size),

@@ -119,14 +119,76 @@ static const char *data_dir_default(void)
 static int token_usage(FILE *out)
 {
     fprintf(out, "usage: tensorgate token create [--data DIR] --scope read|write|admin [--namespace ORG]\n"
-                 "Prints the new token as the last line of stdout; it is shown only once.\n");
+                 "       tensorgate token list [--data DIR]\n"
+                 "       tensorgate token revoke [--data DIR] ID\n"
+                 "create prints the new token as the last line of stdout; it is shown only once.\n"
+                 "list prints one line per token: id, scope, namespace (- if none), created\n"
+                 "(never the token). revoke deletes the token: the server refuses it (401) at once.\n");
     return out == stdout ? 0 : 2;
+}
+
+static void print_token(void *ctx, const tg_token_info *token)
+{
+    (void)ctx;
+    static const char *const scope_names[] = {"none", "read", "write", "admin"};
+    unsigned scope = (unsigned)token->scope;
+    printf("%lld\t%s\t%s\t%s\n", (long long)token->id, scope < 4 ? scope_names[scope] : "none",
+           token->namespace_name[0] ? token->namespace_name : "-", token->created_at);
+}
+
+/* token list [--data DIR] | token revoke [--data DIR] ID */
+static int token_list_or_revoke(int argc, char **argv)
+{
+    bool revoke = strcmp(argv[1], "revoke") == 0;
+    const char *data_dir = data_dir_default(), *id_text = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
+            data_dir = argv[++i];
+        } else if (revoke && id_text == NULL && argv[i][0] != '-') {
+            id_text = argv[i];
+        } else {
+            fprintf(stderr, "tensorgate token: unexpected argument '%s'\n", argv[i]);
+            return token_usage(stderr);
+        }
+    }
+    uint64_t id = 0;
+    if (revoke && (id_text == NULL || !tg_parse_u64(id_text, &id) || id == 0 || id > INT64_MAX)) {
+        fprintf(stderr, "tensorgate token revoke: give the token's id (see `tensorgate token list`)\n");
+        return 2;
+    }
+    tg_store store;
+    tg_catalog *catalog = NULL;
+    if (open_data(data_dir, &store, &catalog, "token") != 0)
+        return 1;
+    int rc = 0;
+    if (!revoke) {
+        printf("id\tscope\tnamespace\tcreated\n");
+        if (tg_catalog_token_each(catalog, print_token, NULL) != TG_CAT_OK) {
+            fprintf(stderr, "tensorgate token list: the catalog failed\n");
+            rc = 1;
+        }
+    } else {
+        tg_cat_status status = tg_catalog_token_revoke(catalog, (int64_t)id);
+        if (status == TG_CAT_OK) {
+            fprintf(stderr, "tensorgate: revoked token %llu\n", (unsigned long long)id);
+        } else if (status == TG_CAT_NOT_FOUND) {
+            fprintf(stderr, "tensorgate token revoke: no token has id %llu\n", (unsigned long long)id);
+            rc = 1;
+        } else {
+            fprintf(stderr, "tensorgate token revoke: the catalog failed\n");
+            rc = 1;
+        }
+    }
+    tg_catalog_close(catalog);
+    return rc;
 }
 
 int tg_cmd_token(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
         return token_usage(argc < 2 ? stderr : stdout);
+    if (strcmp(argv[1], "list") == 0 || strcmp(argv[1], "revoke") == 0)
+        return token_list_or_revoke(argc, argv);
     if (strcmp(argv[1], "create") != 0) {
         fprintf(stderr, "tensorgate token: unknown action '%s'\n", argv[1]);
         return token_usage(stderr);

@@ -219,6 +219,67 @@ TEST(header_cache_per_path)
     it_buf_free(&b);
 }
 
+/* Runs `tensorgate token ACTION --data DIR [ARG]`; stdout into out, returns the exit code. */
+static int token_command(const char *action, const char *arg, char *out, size_t cap)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "'%s' token %s --data '%s' %s 2>/dev/null", it_binary, action,
+             it_srv.data, arg ? arg : "");
+    FILE *p = popen(cmd, "r");
+    size_t got = 0;
+    out[0] = '\0';
+    if (p == NULL)
+        return -1;
+    size_t n;
+    while (got + 1 < cap && (n = fread(out + got, 1, cap - 1 - got, p)) > 0)
+        got += n;
+    out[got] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(token_list_and_revoke)
+{
+    const char *token = it_token("write", "revokeme");
+    it_response r = it_send_json("POST", "/v1/models", token, "{\"name\":\"revokeme/m\"}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+
+    char list[8192];
+    CHECK_EQ_U64(token_command("list", NULL, list, sizeof list), 0);
+    CHECK(strncmp(list, "id\tscope\tnamespace\tcreated\n", 27) == 0);
+    /* never the token (nor its hash) */
+    CHECK(strstr(list, token) == NULL);
+    CHECK(strstr(list, token + 3) == NULL);
+    long long id = -1;
+    for (char *line = strtok(list, "\n"); line; line = strtok(NULL, "\n")) {
+        char scope[16], ns[80], created[40];
+        long long line_id;
+        if (sscanf(line, "%lld\t%15s\t%79s\t%39s", &line_id, scope, ns, created) == 4 &&
+            strcmp(ns, "revokeme") == 0) {
+            CHECK_STR(scope, "write");
+            CHECK(strlen(created) == 20 && created[10] == 'T');
+            id = line_id;
+        }
+    }
+    CHECK(id > 0);
+    char id_text[32];
+    snprintf(id_text, sizeof id_text, "%lld", id);
+    char out[256];
+    CHECK_EQ_U64(token_command("revoke", id_text, out, sizeof out), 0);
+    /* the running server refuses it from the next request on */
+    r = it_send("POST", "/v1/models/revokeme/m/versions", token, NULL, 0);
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    it_response_free(&r);
+    /* other tokens still work; a second revoke of the id fails */
+    r = it_send("POST", "/v1/models/acme/edge/versions", write_token, NULL, 0);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    CHECK_EQ_U64(token_command("revoke", id_text, out, sizeof out), 1);
+    CHECK(token_command("list", NULL, list, sizeof list) == 0 && strstr(list, "revokeme") == NULL);
+    CHECK_EQ_U64(token_command("revoke", "abc", out, sizeof out), 2);
+}
+
 /* Reads requests' answers on one connection: each GET without a body keeps the
  * connection open for the next (libmicrohttpd closed it after every answer given
  * at the headers, which cost a TCP handshake per request). */
@@ -259,5 +320,6 @@ int main(int argc, char **argv)
     RUN(header_segment_refused);
     RUN(get_keeps_connection_alive);
     RUN(header_cache_per_path);
+    RUN(token_list_and_revoke);
     return it_finish(argv[0]);
 }
