@@ -129,6 +129,8 @@ static const option_spec options[] = {
     {"--drain-limit", "TENSORGATE_DRAIN_LIMIT", OPT_BYTES, offsetof(tg_config, drain_limit), 0, 0},
     {"--refuse-nonfinite", "TENSORGATE_REFUSE_NONFINITE", OPT_FLAG,
      offsetof(tg_config, refuse_nonfinite), 0, 0},
+    {"--rate-limit", "TENSORGATE_RATE_LIMIT", OPT_COUNT, offsetof(tg_config, rate_limit), 0, 1000000},
+    {"--rate-burst", "TENSORGATE_RATE_BURST", OPT_COUNT, offsetof(tg_config, rate_burst), 0, 1000000},
 };
 
 const char *tg_config_usage(void)
@@ -137,10 +139,13 @@ const char *tg_config_usage(void)
            "                        [--max-body BYTES] [--max-header BYTES] [--threads N]\n"
            "                        [--timeout SECONDS] [--max-connections N] [--max-per-ip N]\n"
            "                        [--drain-limit BYTES] [--refuse-nonfinite]\n"
+           "                        [--rate-limit REQUESTS_PER_SECOND] [--rate-burst N]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_MAX_CONNECTIONS, TENSORGATE_MAX_PER_IP,\n"
-           "TENSORGATE_DRAIN_LIMIT, TENSORGATE_REFUSE_NONFINITE. Defaults: 127.0.0.1:8080, ./data.\n";
+           "TENSORGATE_DRAIN_LIMIT, TENSORGATE_REFUSE_NONFINITE, TENSORGATE_RATE_LIMIT,\n"
+           "TENSORGATE_RATE_BURST. Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off),\n"
+           "--rate-burst 0 (twice the rate).\n";
 }
 
 static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,

@@ -19,6 +19,8 @@ typedef struct tg_config {
     unsigned per_ip_limit;        /* TENSORGATE_MAX_PER_IP / --max-per-ip */
     uint64_t drain_limit;         /* TENSORGATE_DRAIN_LIMIT / --drain-limit: body bytes read after a refusal before closing */
     bool refuse_nonfinite;        /* TENSORGATE_REFUSE_NONFINITE / --refuse-nonfinite */
+    unsigned rate_limit;          /* TENSORGATE_RATE_LIMIT / --rate-limit: requests per second per client IP, 0 = off */
+    unsigned rate_burst;          /* TENSORGATE_RATE_BURST / --rate-burst: bucket size, 0 = twice the rate */
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

@@ -18,6 +18,7 @@
 #include "routes_tensors.h"
 #include "checks.h"
 #include "upload.h"
+#include "rate_limit.h"
 
 /* The routing table: every route of the server, in one place. The first pattern
  * that matches with the right method wins; a pattern that matches with another
@@ -624,6 +625,33 @@ static bool finish_truncated_body(tg_request *req)
     return true;
 }
 
+/* 429 rate_limited with Retry-After (seconds). */
+static void respond_rate_limited(tg_request *req, unsigned retry_after)
+{
+    char detail[160];
+    snprintf(detail, sizeof detail,
+             "more than %u requests per second from this client; retry after %u s",
+             req->server->config.rate_limit, retry_after);
+    json_t *problem = tg_problem_json(429, "rate_limited", detail);
+    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    json_decref(problem);
+    if (text == NULL) {
+        tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    size_t len = strlen(text);
+    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response) {
+        char seconds[16];
+        snprintf(seconds, sizeof seconds, "%u", retry_after);
+        MHD_add_response_header(response, "Content-Type", "application/problem+json");
+        MHD_add_response_header(response, "Retry-After", seconds);
+    } else {
+        free(text);
+    }
+    tg_respond(req, 429, response, len);
+}
+
 /* True when the request has a body to read: chunked, or a Content-Length above 0. */
 static bool declares_body(const tg_request *req)
 {
@@ -651,6 +679,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->method = method;
         req->is_head = strcmp(method, "HEAD") == 0;
         client_address(connection, req->client, sizeof req->client);
+        unsigned retry_after = tg_rate_limit_take(req->client, server->config.rate_limit,
+                                                  server->config.rate_burst);
+        if (retry_after != 0) {
+            respond_rate_limited(req, retry_after);
+            return req->close_now ? MHD_NO : MHD_YES;
+        }
         /* libmicrohttpd 0.9 closes the connection after a response queued at the headers
          * (it will not read past an unread body), so a request without a body is answered
          * on the next call instead, when the request is complete and the connection can be
