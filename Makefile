@@ -43,7 +43,8 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o $(BUILD)/gen/migrations.o
+MIGRATIONS := $(sort $(wildcard migrations/*.sql))
 LIB_A := $(BUILD)/libtensorgate.a
 SERVER_A := $(BUILD)/libtgserver.a
 # The preload client library for colocated consumers (C, and Python through ctypes).
@@ -84,6 +85,13 @@ $(BUILD)/%.o: %.c
 $(BUILD)/gen/openapi_yaml.c: openapi.yaml scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $< tg_openapi_yaml $@
+
+# Every migrations/NNNN_*.sql, in order, as the table tg_migrations (server/embedded.h).
+$(BUILD)/gen/migrations.c: $(MIGRATIONS) scripts/embed.sh scripts/embed-migrations.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-migrations.sh $@ $(MIGRATIONS)
+
+$(BUILD)/gen/migrations.o: server/embedded.h
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@

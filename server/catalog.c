@@ -1,6 +1,7 @@
 /* SQLite catalog (see catalog.h). One connection in WAL mode guarded by a mutex;
  * statements are prepared once and cached by their SQL text. */
 #include "catalog.h"
+#include "embedded.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -9,132 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-/* migrations/NNNN_*.sql, in order. The files in migrations/ are the reviewable
- * copy; a unit test checks that they equal these strings byte for byte. */
-static const char *const migrations[] = {
-    "-- tensorgate catalog, schema version 1.\n"
-    "-- Applied once, in one transaction, and recorded in schema_migrations.\n"
-    "-- server/catalog.c carries this same text; tests/unit/server/catalog.c checks they agree.\n"
-    "\n"
-    "CREATE TABLE models (\n"
-    "    id          INTEGER PRIMARY KEY,\n"
-    "    org         TEXT NOT NULL,\n"
-    "    name        TEXT NOT NULL,\n"
-    "    description TEXT NOT NULL DEFAULT '',\n"
-    "    created_at  TEXT NOT NULL,\n"
-    "    UNIQUE (org, name)\n"
-    ");\n"
-    "\n"
-    "CREATE TABLE versions (\n"
-    "    id           INTEGER PRIMARY KEY,\n"
-    "    model_id     INTEGER NOT NULL REFERENCES models (id) ON DELETE CASCADE,\n"
-    "    number       INTEGER NOT NULL,\n"
-    "    state        TEXT NOT NULL CHECK (state IN ('draft', 'published')),\n"
-    "    created_at   TEXT NOT NULL,\n"
-    "    published_at TEXT,\n"
-    "    digest       TEXT,\n"
-    "    UNIQUE (model_id, number)\n"
-    ");\n"
-    "CREATE INDEX versions_by_digest ON versions (model_id, digest);\n"
-    "\n"
-    "CREATE TABLE files (\n"
-    "    version_id   INTEGER NOT NULL REFERENCES versions (id) ON DELETE CASCADE,\n"
-    "    path         TEXT NOT NULL,\n"
-    "    kind         TEXT NOT NULL CHECK (kind IN ('safetensors', 'json', 'text')),\n"
-    "    size         INTEGER NOT NULL,\n"
-    "    sha256       TEXT NOT NULL,\n"
-    "    tensors      INTEGER NOT NULL DEFAULT 0,\n"
-    "    parameters   INTEGER NOT NULL DEFAULT 0,\n"
-    "    nan          INTEGER NOT NULL DEFAULT 0,\n"
-    "    inf          INTEGER NOT NULL DEFAULT 0,\n"
-    "    tensor_stats TEXT NOT NULL DEFAULT '[]',\n"
-    "    created_at   TEXT NOT NULL,\n"
-    "    PRIMARY KEY (version_id, path)\n"
-    ");\n"
-    "CREATE INDEX files_by_sha256 ON files (sha256);\n"
-    "\n"
-    "CREATE TABLE aliases (\n"
-    "    model_id INTEGER NOT NULL REFERENCES models (id) ON DELETE CASCADE,\n"
-    "    name     TEXT NOT NULL,\n"
-    "    number   INTEGER NOT NULL,\n"
-    "    PRIMARY KEY (model_id, name)\n"
-    ");\n"
-    "\n"
-    "CREATE TABLE rejections (\n"
-    "    id      INTEGER PRIMARY KEY,\n"
-    "    time    TEXT NOT NULL,\n"
-    "    model   TEXT,\n"
-    "    version INTEGER,\n"
-    "    path    TEXT,\n"
-    "    reason  TEXT NOT NULL,\n"
-    "    format  TEXT,\n"
-    "    detail  TEXT,\n"
-    "    client  TEXT,\n"
-    "    size    INTEGER NOT NULL DEFAULT 0\n"
-    ");\n"
-    "\n"
-    "CREATE TABLE tokens (\n"
-    "    id         INTEGER PRIMARY KEY,\n"
-    "    hash       TEXT NOT NULL UNIQUE,\n"
-    "    scope      TEXT NOT NULL CHECK (scope IN ('read', 'write', 'admin')),\n"
-    "    namespace  TEXT,\n"
-    "    created_at TEXT NOT NULL\n"
-    ");\n"
-    ,
-    "-- tensorgate catalog, schema version 2: derived versions and background jobs.\n"
-    "-- Applied once, in one transaction, and recorded in schema_migrations.\n"
-    "-- server/catalog.c carries this same text; tests/unit/server/catalog.c checks they agree.\n"
-    "--\n"
-    "-- A half-made version is never visible because it has no row: a conversion job\n"
-    "-- keeps the files it has finished in job_files, and its version row is inserted,\n"
-    "-- with all its files, in the one transaction that commits the job. Until then no\n"
-    "-- version number is taken, no list shows it, nothing resolves to it and `latest`\n"
-    "-- does not move.\n"
-    "\n"
-    "-- Lineage of a version made by a job: the source version's number (same model)\n"
-    "-- and the dtype its tensors were converted to. NULL for uploaded versions.\n"
-    "ALTER TABLE versions ADD COLUMN derived_from INTEGER;\n"
-    "ALTER TABLE versions ADD COLUMN derived_dtype TEXT;\n"
-    "\n"
-    "CREATE TABLE jobs (\n"
-    "    id                INTEGER PRIMARY KEY,\n"
-    "    kind              TEXT NOT NULL CHECK (kind IN ('convert')),\n"
-    "    state             TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),\n"
-    "    model_id          INTEGER NOT NULL REFERENCES models (id) ON DELETE CASCADE,\n"
-    "    source_version_id INTEGER NOT NULL REFERENCES versions (id) ON DELETE CASCADE,\n"
-    "    dtype             TEXT NOT NULL,\n"
-    "    tensors           TEXT NOT NULL DEFAULT '[]',\n"
-    "    bytes_done        INTEGER NOT NULL DEFAULT 0,\n"
-    "    bytes_total       INTEGER NOT NULL DEFAULT 0,\n"
-    "    attempts          INTEGER NOT NULL DEFAULT 0,\n"
-    "    result_version    INTEGER,\n"
-    "    error_reason      TEXT,\n"
-    "    error_detail      TEXT,\n"
-    "    created_at        TEXT NOT NULL,\n"
-    "    started_at        TEXT,\n"
-    "    finished_at       TEXT\n"
-    ");\n"
-    "CREATE INDEX jobs_by_state ON jobs (state, id);\n"
-    "\n"
-    "-- Files a job has finished (blobs committed to the store), waiting for the job's\n"
-    "-- commit. gc counts them as references so a running job's blobs stay.\n"
-    "CREATE TABLE job_files (\n"
-    "    job_id       INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,\n"
-    "    path         TEXT NOT NULL,\n"
-    "    kind         TEXT NOT NULL CHECK (kind IN ('safetensors', 'json', 'text')),\n"
-    "    size         INTEGER NOT NULL,\n"
-    "    sha256       TEXT NOT NULL,\n"
-    "    tensors      INTEGER NOT NULL DEFAULT 0,\n"
-    "    parameters   INTEGER NOT NULL DEFAULT 0,\n"
-    "    nan          INTEGER NOT NULL DEFAULT 0,\n"
-    "    inf          INTEGER NOT NULL DEFAULT 0,\n"
-    "    tensor_stats TEXT NOT NULL DEFAULT '[]',\n"
-    "    PRIMARY KEY (job_id, path)\n"
-    ");\n"
-    "CREATE INDEX job_files_by_sha256 ON job_files (sha256);\n"
-    ,
-};
-#define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
+/* migrations/NNNN_*.sql, in order, compiled in by scripts/embed-migrations.sh:
+ * tg_migrations[i] is schema version i + 1. */
+#define MIGRATION_COUNT ((int)tg_migrations_count)
 
 #define STATEMENT_CACHE_SIZE 64
 
@@ -160,7 +38,7 @@ const char *tg_catalog_migration_sql(int number)
 {
     if (number < 1 || number > MIGRATION_COUNT)
         return NULL;
-    return migrations[number - 1];
+    return tg_migrations[number - 1].sql;
 }
 
 int tg_catalog_known_schema_version(void)
@@ -266,7 +144,7 @@ static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err
         /* One transaction per migration: a crash leaves the catalog at a whole version. */
         if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
             goto fail;
-        if (exec(catalog, migrations[version - 1]) != SQLITE_OK || exec(catalog, record) != SQLITE_OK) {
+        if (exec(catalog, tg_migrations[version - 1].sql) != SQLITE_OK || exec(catalog, record) != SQLITE_OK) {
             exec(catalog, "ROLLBACK");
             goto fail;
         }

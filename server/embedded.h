@@ -7,4 +7,15 @@
 extern const unsigned char tg_openapi_yaml[]; /* openapi.yaml, NUL-terminated */
 extern const size_t tg_openapi_yaml_len;
 
+/* One file of migrations/ (scripts/embed-migrations.sh). */
+typedef struct {
+    int version;      /* the NNNN of the file name; row i holds version i + 1 */
+    const char *name; /* the file name, e.g. "0001_init.sql" */
+    const char *sql;  /* the file's bytes, NUL-terminated */
+} tg_migration;
+
+/* migrations/NNNN_*.sql in version order, with no gap. */
+extern const tg_migration tg_migrations[];
+extern const size_t tg_migrations_count;
+
 #endif

@@ -1,10 +1,14 @@
 /* Unit tests for server/catalog.c on a temporary SQLite file. Run from the repo
- * root (the migration files are compared with the compiled-in SQL). */
+ * root (the migration files are compared with the embedded table). */
+#include <glob.h>
 #include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "catalog.h"
+#include "embedded.h"
 #include "test.h"
 
 static char dir[64];
@@ -20,33 +24,40 @@ static tg_catalog *open_fresh(void)
     return catalog;
 }
 
-TEST(migration_files_match_compiled_sql)
+/* Reads a whole migration file into text (NUL-terminated); false if it cannot. */
+static bool read_migration_file(const char *path, char *text, size_t size)
 {
-    for (int n = 1; n <= tg_catalog_known_schema_version(); n++) {
-        char pattern[64];
-        snprintf(pattern, sizeof pattern, "migrations/%04d_", n);
-        /* The file name after the number is free; find it by listing. */
-        char command[128], path[256] = "";
-        snprintf(command, sizeof command, "ls %s*.sql 2>/dev/null | head -n 1", pattern);
-        FILE *ls = popen(command, "r");
-        CHECK(ls != NULL);
-        if (ls == NULL)
-            return;
-        if (fgets(path, sizeof path, ls) == NULL)
-            path[0] = '\0';
-        pclose(ls);
-        path[strcspn(path, "\n")] = '\0';
-        CHECK(path[0] != '\0');
-        FILE *f = fopen(path, "rb");
-        CHECK(f != NULL);
-        if (f == NULL)
-            return;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    size_t len = fread(text, 1, size - 1, f);
+    bool whole = feof(f) && !ferror(f);
+    fclose(f);
+    text[len] = '\0';
+    return whole;
+}
+
+TEST(embedded_migrations_match_files_in_order)
+{
+    glob_t files;
+    CHECK(glob("migrations/*.sql", 0, NULL, &files) == 0);
+    /* glob sorts the names, and NNNN_ makes name order version order. */
+    CHECK_EQ_U64(files.gl_pathc, tg_migrations_count);
+    CHECK_EQ_U64((uint64_t)tg_catalog_known_schema_version(), tg_migrations_count);
+    for (size_t i = 0; i < files.gl_pathc && i < tg_migrations_count; i++) {
+        const tg_migration *row = &tg_migrations[i];
+        CHECK_EQ_U64((uint64_t)row->version, i + 1);
+        CHECK_STR(row->name, files.gl_pathv[i] + strlen("migrations/"));
+        char prefix[8];
+        snprintf(prefix, sizeof prefix, "%04d_", row->version);
+        CHECK(strncmp(row->name, prefix, strlen(prefix)) == 0);
         static char text[1 << 16];
-        size_t len = fread(text, 1, sizeof text - 1, f);
-        fclose(f);
-        text[len] = '\0';
-        CHECK_STR(text, tg_catalog_migration_sql(n));
+        CHECK(read_migration_file(files.gl_pathv[i], text, sizeof text));
+        CHECK_STR(text, row->sql);
+        CHECK(tg_catalog_migration_sql(row->version) == row->sql);
     }
+    globfree(&files);
+    CHECK(tg_catalog_migration_sql(0) == NULL);
     CHECK(tg_catalog_migration_sql(tg_catalog_known_schema_version() + 1) == NULL);
 }
 
@@ -396,7 +407,7 @@ int main(int argc, char **argv)
     if (mkdtemp(dir) == NULL)
         return 1;
     snprintf(db_path, sizeof db_path, "%s/catalog.db", dir);
-    RUN(migration_files_match_compiled_sql);
+    RUN(embedded_migrations_match_files_in_order);
     RUN(models_and_listing);
     RUN(versions_files_publish);
     RUN(rejections_and_tokens);
