@@ -15,6 +15,11 @@ static operation ops[MAX_OPS];
 static int op_count;
 static const char *admin_token;
 static it_buf spec;
+/* Ids the server assigns, taken from the Location of the 202 that created them, so
+ * the routes that read them get a real one (routes run in document order, and the
+ * document lists each POST before the routes of what it creates). */
+static char job_id[32] = "1";
+static char preload_id[32] = "0000000000000000";
 
 static bool read_file(const char *path, it_buf *out)
 {
@@ -70,10 +75,16 @@ static void parse_spec(void)
     }
 }
 
-/* Replaces each {param} with a value that names something that exists. */
+/* Replaces each {param} with a value that names something that exists: version 1
+ * is published (reads, convert), version 2 a draft (publish), version 3 the draft
+ * that POST .../versions opens (file writes, which the document lists after it);
+ * model.safetensors (tensor "w") is in versions 1 and 2, sub/config.json in
+ * version 1 (a directory for the Hub tree route). */
 static void fill_path(const operation *op, char *out, size_t cap)
 {
-    bool writes = strcmp(op->method, "GET") != 0 && strcmp(op->method, "HEAD") != 0;
+    bool writes = strcmp(op->method, "GET") != 0 && strcmp(op->method, "HEAD") != 0 &&
+                  strstr(op->path, "/convert") == NULL;
+    bool hub_tree = strncmp(op->path, "/api/models/", 12) == 0;
     const char *p = op->path;
     size_t n = 0;
     out[0] = '\0';
@@ -90,11 +101,15 @@ static void fill_path(const operation *op, char *out, size_t cap)
             else if (strcmp(param, "name") == 0)
                 value = "routes";
             else if (strcmp(param, "rev") == 0)
-                value = writes ? "2" : "1";
+                value = !writes ? "1" : strstr(op->path, "/files/") != NULL ? "3" : "2";
             else if (strcmp(param, "path") == 0)
-                value = "model.safetensors";
+                value = hub_tree ? "sub" : "model.safetensors";
             else if (strcmp(param, "alias") == 0)
                 value = "stable";
+            else if (strcmp(param, "tensor") == 0)
+                value = "w";
+            else if (strcmp(param, "id") == 0)
+                value = strncmp(op->path, "/v1/jobs/", 9) == 0 ? job_id : preload_id;
             n += (size_t)snprintf(out + n, cap - n, "%s", value);
             p = end + 1;
         } else {
@@ -105,6 +120,7 @@ static void fill_path(const operation *op, char *out, size_t cap)
 }
 
 static it_buf model_file;
+static const char sidecar[] = "{\"model_type\":\"routes\"}";
 
 static void setup(void)
 {
@@ -124,6 +140,10 @@ static void setup(void)
         CHECK_STATUS(r, 201);
         it_response_free(&r);
     }
+    r = it_send("PUT", "/v1/models/acme/routes/versions/1/files/sub/config.json", t, sidecar,
+                strlen(sidecar));
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
     r = it_send("POST", "/v1/models/acme/routes/versions/1/publish", t, NULL, 0);
     CHECK_STATUS(r, 200);
     it_response_free(&r);
@@ -141,6 +161,12 @@ static it_response perform(const operation *op)
         json = true;
     } else if (strstr(op->path, "/aliases/") != NULL) {
         body = "{\"version\":1}";
+        json = true;
+    } else if (strstr(op->path, "/convert") != NULL) {
+        body = "{\"dtype\":\"F16\"}";
+        json = true;
+    } else if (strcmp(op->path, "/v1/preloads") == 0 && strcmp(op->method, "POST") == 0) {
+        body = "{\"model\":\"acme/routes\",\"version\":1,\"device\":\"host\"}";
         json = true;
     } else if (strcmp(op->method, "PUT") == 0 || strcmp(op->path, "/v1/scan") == 0) {
         body = (const char *)model_file.data;
@@ -169,6 +195,14 @@ TEST(every_documented_route_is_served)
             if (op_rank(&ops[i]) != rank)
                 continue;
             it_response r = perform(&ops[i]);
+            char location[128];
+            if (r.status == 202 && it_header(&r, "Location", location, sizeof location) != NULL) {
+                const char *last = strrchr(location, '/');
+                if (strncmp(location, "/v1/jobs/", 9) == 0)
+                    snprintf(job_id, sizeof job_id, "%s", last + 1);
+                else if (strncmp(location, "/v1/preloads/", 13) == 0)
+                    snprintf(preload_id, sizeof preload_id, "%s", last + 1);
+            }
             const char *reason = it_reason(&r);
             bool unrouted = r.status == 404 && (reason == NULL || strcmp(reason, "not_found") == 0);
             bool served = r.curl_code == CURLE_OK && r.status >= 200 && r.status < 500 &&
