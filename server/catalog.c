@@ -761,6 +761,24 @@ tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id,
     return status;
 }
 
+void tg_file_records_collect(void *ctx, const tg_file_record *file)
+{
+    tg_file_records *list = ctx;
+    if (list->failed)
+        return;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        tg_file_record *grown = realloc(list->items, cap * sizeof *grown);
+        if (grown == NULL) {
+            list->failed = true;
+            return;
+        }
+        list->items = grown;
+        list->cap = cap;
+    }
+    list->items[list->count++] = *file;
+}
+
 /* ---- rejections ---- */
 
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)

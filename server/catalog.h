@@ -134,6 +134,17 @@ tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id,
                                    void (*visit)(void *ctx, const tg_file_record *file),
                                    void *ctx);
 
+/* A growable array of file records in the order visited; failed means an
+ * allocation failed and the array is incomplete. Start from {0}; free items. */
+typedef struct tg_file_records {
+    tg_file_record *items;
+    size_t count, cap;
+    bool failed;
+} tg_file_records;
+/* A visit for tg_catalog_file_list and tg_catalog_job_file_list: appends *file to
+ * the tg_file_records ctx. */
+void tg_file_records_collect(void *ctx, const tg_file_record *file);
+
 /* rejections, newest first; before_id 0 means from the newest */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);
 tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,

@@ -79,30 +79,6 @@ fail(job_failure *failure, const char *reason, const char *fmt, ...)
 
 /* ---- the version's files and what happens to each ---- */
 
-typedef struct file_list {
-    tg_file_record *items;
-    size_t count, cap;
-    bool failed;
-} file_list;
-
-static void collect_file(void *ctx, const tg_file_record *file)
-{
-    file_list *list = ctx;
-    if (list->failed)
-        return;
-    if (list->count == list->cap) {
-        size_t cap = list->cap ? list->cap * 2 : 16;
-        tg_file_record *grown = realloc(list->items, cap * sizeof *grown);
-        if (grown == NULL) {
-            list->failed = true;
-            return;
-        }
-        list->items = grown;
-        list->cap = cap;
-    }
-    list->items[list->count++] = *file;
-}
-
 /* Per file of the source version. */
 typedef struct file_plan {
     bool is_shard;       /* a .safetensors file: header loaded */
@@ -114,7 +90,7 @@ typedef struct file_plan {
 } file_plan;
 
 typedef struct version_plan {
-    file_list files;
+    tg_file_records files;
     file_plan *plans; /* files.count entries */
     size_t *glob_hits;
     tg_convert_survey survey;
@@ -172,8 +148,8 @@ static int plan_version(tg_server *server, int64_t version_id, const tg_convert_
 {
     memset(vp, 0, sizeof *vp);
     vp->survey.unmatched_glob = -1;
-    if (tg_catalog_file_list(server->catalog, version_id, NULL, 0, collect_file, &vp->files) !=
-            TG_CAT_OK ||
+    if (tg_catalog_file_list(server->catalog, version_id, NULL, 0, tg_file_records_collect,
+                             &vp->files) != TG_CAT_OK ||
         vp->files.failed)
         return fail(failure, "internal", "the catalog failed listing the source files");
     vp->plans = calloc(vp->files.count ? vp->files.count : 1, sizeof *vp->plans);
@@ -816,7 +792,7 @@ out:
 
 /* ---- one job ---- */
 
-static const tg_file_record *find_path(const file_list *list, const char *path)
+static const tg_file_record *find_path(const tg_file_records *list, const char *path)
 {
     for (size_t i = 0; i < list->count; i++)
         if (strcmp(list->items[i].path, path) == 0)
@@ -825,7 +801,8 @@ static const tg_file_record *find_path(const file_list *list, const char *path)
 }
 
 /* A shard finished by an earlier attempt counts when its blob is still whole-sized. */
-static bool already_made(tg_server *server, const file_list *made, const char *path, uint64_t size)
+static bool already_made(tg_server *server, const tg_file_records *made, const char *path,
+                         uint64_t size)
 {
     const tg_file_record *file = find_path(made, path);
     if (file == NULL || file->size != size)
@@ -859,7 +836,7 @@ static int job_spec(const tg_job *job, tg_convert_spec *spec, json_t **globs_jso
 }
 
 /* The version digest, as publish computes it, over the new version's files. */
-static void final_digest(const version_plan *vp, const file_list *made, char hex[65])
+static void final_digest(const version_plan *vp, const tg_file_records *made, char hex[65])
 {
     tg_file_record *files = malloc((vp->files.count ? vp->files.count : 1) * sizeof *files);
     if (files == NULL) {
@@ -882,7 +859,7 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
     json_t *globs_json = NULL;
     version_plan vp;
     memset(&vp, 0, sizeof vp);
-    file_list made = {0};
+    tg_file_records made = {0};
     uint8_t *source_buf = NULL;
     int rc = -1;
     if (job_spec(job, &spec, &globs_json, failure) != 0)
@@ -894,7 +871,8 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
              (long long)job->source_number);
         goto out;
     }
-    if (tg_catalog_job_file_list(server->catalog, job->id, collect_file, &made) != TG_CAT_OK ||
+    if (tg_catalog_job_file_list(server->catalog, job->id, tg_file_records_collect, &made) !=
+            TG_CAT_OK ||
         made.failed) {
         fail(failure, "internal", "the catalog failed listing the job's files");
         goto out;
@@ -934,7 +912,8 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
             goto out;
     }
     made.count = 0;
-    if (tg_catalog_job_file_list(server->catalog, job->id, collect_file, &made) != TG_CAT_OK ||
+    if (tg_catalog_job_file_list(server->catalog, job->id, tg_file_records_collect, &made) !=
+            TG_CAT_OK ||
         made.failed) {
         fail(failure, "internal", "the catalog failed listing the job's files");
         goto out;

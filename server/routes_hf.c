@@ -147,36 +147,12 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
 
 /* ---- the files of a version ---- */
 
-typedef struct file_list {
-    tg_file_record *items;
-    size_t count, cap;
-    bool failed;
-} file_list;
-
-static void collect_file(void *ctx, const tg_file_record *file)
-{
-    file_list *list = ctx;
-    if (list->failed)
-        return;
-    if (list->count == list->cap) {
-        size_t cap = list->cap ? list->cap * 2 : 16;
-        tg_file_record *grown = realloc(list->items, cap * sizeof *grown);
-        if (grown == NULL) {
-            list->failed = true;
-            return;
-        }
-        list->items = grown;
-        list->cap = cap;
-    }
-    list->items[list->count++] = *file;
-}
-
 /* Every file of the version in path order; false (and answered 500) on failure. */
-static bool load_files(tg_request *req, const tg_version *version, file_list *list)
+static bool load_files(tg_request *req, const tg_version *version, tg_file_records *list)
 {
     memset(list, 0, sizeof *list);
-    if (tg_catalog_file_list(req->server->catalog, version->id, NULL, 0, collect_file, list) !=
-            TG_CAT_OK ||
+    if (tg_catalog_file_list(req->server->catalog, version->id, NULL, 0, tg_file_records_collect,
+                             list) != TG_CAT_OK ||
         list->failed) {
         free(list->items);
         list->items = NULL;
@@ -232,8 +208,8 @@ void tg_route_hf_file(tg_request *req)
 
 /* Adds the per-dtype parameter counts of every safetensors file to counts/total.
  * Returns false when a stored header cannot be read or a sum would overflow. */
-static bool add_parameters(tg_server *server, const file_list *files, uint64_t counts[ST_DTYPE_COUNT],
-                           uint64_t *total, bool *any)
+static bool add_parameters(tg_server *server, const tg_file_records *files,
+                           uint64_t counts[ST_DTYPE_COUNT], uint64_t *total, bool *any)
 {
     for (size_t i = 0; i < files->count; i++) {
         const tg_file_record *record = &files->items[i];
@@ -287,7 +263,7 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
             json_object_set_new(body, "siblings", json_array());
         return body;
     }
-    file_list files;
+    tg_file_records files;
     if (!load_files(req, version, &files)) {
         json_decref(body);
         return NULL;
@@ -569,7 +545,8 @@ static bool is_below(const char *path, const char *dir, size_t dir_len)
 
 /* A directory entry; its oid is the manifest digest of the files below it (the files
  * below one directory are contiguous in path order, starting at first). */
-static json_t *directory_entry_json(const file_list *files, size_t first, const char *dir, size_t dir_len)
+static json_t *directory_entry_json(const tg_file_records *files, size_t first, const char *dir,
+                                    size_t dir_len)
 {
     size_t end = first;
     while (end < files->count && is_below(files->items[end].path, dir, dir_len))
@@ -582,7 +559,7 @@ static json_t *directory_entry_json(const file_list *files, size_t first, const 
 
 /* The tree below prefix ("" = the root), in the order of the files: each directory
  * right before its first file. Not recursive: the direct children only. */
-static json_t *tree_entries(const file_list *files, const char *prefix, bool recursive)
+static json_t *tree_entries(const tg_file_records *files, const char *prefix, bool recursive)
 {
     json_t *entries = json_array();
     size_t prefix_len = strlen(prefix);
@@ -631,7 +608,7 @@ void tg_route_hf_tree(tg_request *req)
         return;
     }
     tg_version version;
-    file_list files = {0};
+    tg_file_records files = {0};
     json_t *entries = NULL;
     if (rev == NULL || !hf_lookup_repo(req, model) || !hf_lookup_revision(req, model, rev, &version))
         goto out;

@@ -27,32 +27,8 @@
 /* MHD's buffer for generated bodies. */
 #define STREAM_BLOCK (128 * 1024)
 
-typedef struct file_list {
-    tg_file_record *files;
-    size_t count, cap;
-    bool failed;
-} file_list;
-
-static void collect_file(void *ctx, const tg_file_record *file)
-{
-    file_list *list = ctx;
-    if (list->failed)
-        return;
-    if (list->count == list->cap) {
-        size_t cap = list->cap ? list->cap * 2 : 16;
-        tg_file_record *grown = realloc(list->files, cap * sizeof *grown);
-        if (grown == NULL) {
-            list->failed = true;
-            return;
-        }
-        list->files = grown;
-        list->cap = cap;
-    }
-    list->files[list->count++] = *file;
-}
-
 /* Model, version and all the version's files; answers the error itself. */
-static bool lookup_files(tg_request *req, tg_version *version, file_list *list)
+static bool lookup_files(tg_request *req, tg_version *version, tg_file_records *list)
 {
     tg_model *model = malloc(sizeof *model);
     if (model == NULL) {
@@ -63,8 +39,8 @@ static bool lookup_files(tg_request *req, tg_version *version, file_list *list)
     free(model);
     if (!ok)
         return false;
-    tg_cat_status status =
-        tg_catalog_file_list(req->server->catalog, version->id, NULL, 0, collect_file, list);
+    tg_cat_status status = tg_catalog_file_list(req->server->catalog, version->id, NULL, 0,
+                                                tg_file_records_collect, list);
     if (status != TG_CAT_OK || list->failed) {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
         return false;
@@ -95,35 +71,35 @@ void tg_route_tensors_list(tg_request *req)
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
     tg_version version;
-    file_list list = {0};
+    tg_file_records list = {0};
     if (!lookup_files(req, &version, &list)) {
-        free(list.files);
+        free(list.items);
         return;
     }
     json_t *tensors = json_array();
     bool ok = tensors != NULL;
     /* files in path order, each file's tensors in file order */
     for (size_t i = 0; ok && i < list.count; i++) {
-        if (!is_safetensors(&list.files[i]))
+        if (!is_safetensors(&list.items[i]))
             continue;
         st_file file;
         st_error err;
-        if (tg_blob_read_header(req->server, list.files[i].sha256, list.files[i].size, &file,
+        if (tg_blob_read_header(req->server, list.items[i].sha256, list.items[i].size, &file,
                                 &err) != 0) {
             tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s",
-                               list.files[i].path, err.detail);
+                               list.items[i].path, err.detail);
             ok = false;
             break;
         }
         for (size_t t = 0; ok && t < file.tensor_count; t++) {
-            json_t *item = tensor_json(&file, &file.tensors[t], list.files[i].path);
+            json_t *item = tensor_json(&file, &file.tensors[t], list.items[i].path);
             ok = item != NULL && json_array_append_new(tensors, item) == 0;
         }
         st_file_free(&file);
         if (!ok)
             tg_respond_problem(req, 500, "internal", "out of memory");
     }
-    free(list.files);
+    free(list.items);
     if (!ok) {
         json_decref(tensors);
         return;
@@ -202,16 +178,16 @@ static bool index_lookup(tg_request *req, const tg_file_record *index, const cha
 
 /* Finds the tensor: through an index first (one header read), else every shard.
  * 1 found, 0 absent, -1 a stored header could not be read. */
-static int locate(tg_request *req, const file_list *list, const char *name, located *out)
+static int locate(tg_request *req, const tg_file_records *list, const char *name, located *out)
 {
     for (size_t i = 0; i < list->count; i++) {
         char shard[TG_PATH_MAX + 1];
-        if (!tg_is_index_path(list->files[i].path) ||
-            !index_lookup(req, &list->files[i], name, shard, sizeof shard))
+        if (!tg_is_index_path(list->items[i].path) ||
+            !index_lookup(req, &list->items[i], name, shard, sizeof shard))
             continue;
         for (size_t k = 0; k < list->count; k++) {
-            if (strcmp(list->files[k].path, shard) == 0 && is_safetensors(&list->files[k])) {
-                int rc = find_in_file(req, &list->files[k], name, out);
+            if (strcmp(list->items[k].path, shard) == 0 && is_safetensors(&list->items[k])) {
+                int rc = find_in_file(req, &list->items[k], name, out);
                 if (rc != 0)
                     return rc;
             }
@@ -219,9 +195,9 @@ static int locate(tg_request *req, const file_list *list, const char *name, loca
     }
     /* no index, or an index that disagrees (a draft is not checked yet): read them all */
     for (size_t i = 0; i < list->count; i++) {
-        if (!is_safetensors(&list->files[i]))
+        if (!is_safetensors(&list->items[i]))
             continue;
-        int rc = find_in_file(req, &list->files[i], name, out);
+        int rc = find_in_file(req, &list->items[i], name, out);
         if (rc != 0)
             return rc;
     }
@@ -422,9 +398,9 @@ void tg_route_tensor_get(tg_request *req)
         return;
     }
     tg_version version;
-    file_list list = {0};
+    tg_file_records list = {0};
     if (!lookup_files(req, &version, &list)) {
-        free(list.files);
+        free(list.items);
         return;
     }
     located at;
@@ -444,5 +420,5 @@ void tg_route_tensor_get(tg_request *req)
             serve_tensor(req, fd, &at, name);
         st_file_free(&at.file);
     }
-    free(list.files);
+    free(list.items);
 }

@@ -54,30 +54,6 @@ void tg_route_version_get(tg_request *req)
 
 /* ---- publish ---- */
 
-typedef struct file_list {
-    tg_file_record *items;
-    size_t count, cap;
-    bool failed;
-} file_list;
-
-static void collect_file(void *ctx, const tg_file_record *file)
-{
-    file_list *list = ctx;
-    if (list->failed)
-        return;
-    if (list->count == list->cap) {
-        size_t cap = list->cap ? list->cap * 2 : 16;
-        tg_file_record *grown = realloc(list->items, cap * sizeof *grown);
-        if (grown == NULL) {
-            list->failed = true;
-            return;
-        }
-        list->items = grown;
-        list->cap = cap;
-    }
-    list->items[list->count++] = *file;
-}
-
 /* The version digest: SHA-256 over "path sha256 size\n" lines sorted by path (the
  * catalog lists files in byte order of path). */
 void tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65])
@@ -143,7 +119,8 @@ static char *read_small_blob(tg_server *server, const tg_file_record *file)
 /* Checks every directory of the version: with an index, the index against that
  * directory's .safetensors files; without, that those files' tensor names are disjoint.
  * Returns 0 ok, 1 mismatch (detail set), -1 server error. */
-static int check_shards(tg_server *server, const file_list *files, char *detail, size_t detail_len)
+static int check_shards(tg_server *server, const tg_file_records *files, char *detail,
+                        size_t detail_len)
 {
     loaded_shard *loaded = calloc(files->count ? files->count : 1, sizeof *loaded);
     tg_shard *shards = calloc(files->count ? files->count : 1, sizeof *shards);
@@ -226,7 +203,7 @@ void tg_route_version_publish(tg_request *req)
         return;
     tg_server *server = req->server;
     tg_model *model = malloc(sizeof *model);
-    file_list files = {0};
+    tg_file_records files = {0};
     if (model == NULL) {
         tg_respond_problem(req, 500, "internal", "out of memory");
         return;
@@ -241,7 +218,8 @@ void tg_route_version_publish(tg_request *req)
     }
     /* Uploads and deletes commit under the same lock: what is checked is what is frozen. */
     pthread_mutex_lock(&server->publish_lock);
-    if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, collect_file, &files) != TG_CAT_OK ||
+    if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect,
+                             &files) != TG_CAT_OK ||
         files.failed) {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
         goto out_unlock;

@@ -174,6 +174,17 @@ TEST(versions_files_publish)
     int count = 0;
     CHECK(tg_catalog_file_list(catalog, v2.id, "a.json", 10, count_file, &count) == TG_CAT_OK);
     CHECK_EQ_U64(count, 2);
+    tg_file_records all = {0};
+    CHECK(tg_catalog_file_list(catalog, v2.id, NULL, 0, tg_file_records_collect, &all) ==
+          TG_CAT_OK);
+    CHECK(!all.failed);
+    CHECK_EQ_U64(all.count, 3);
+    if (all.count == 3) {
+        CHECK_STR(all.items[0].path, "a.json");
+        CHECK_STR(all.items[1].path, "b.json");
+        CHECK_STR(all.items[2].path, "c/d.txt");
+    }
+    free(all.items);
     CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_OK);
     CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_NOT_FOUND);
     bool referenced = false;
@@ -184,6 +195,27 @@ TEST(versions_files_publish)
     CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK && !referenced);
     CHECK(tg_catalog_version_get(catalog, model.id, 1, &latest) == TG_CAT_NOT_FOUND);
     tg_catalog_close(catalog);
+}
+
+/* The collector keeps every record, in visit order, across its reallocations. */
+TEST(file_records_collect_keeps_order)
+{
+    tg_file_records list = {0};
+    for (uint64_t i = 0; i < 100; i++) {
+        tg_file_record file = {.size = i};
+        snprintf(file.path, sizeof file.path, "f%03u", (unsigned)i);
+        tg_file_records_collect(&list, &file);
+    }
+    CHECK(!list.failed);
+    CHECK_EQ_U64(list.count, 100);
+    CHECK(list.cap >= list.count);
+    for (size_t i = 0; i < list.count; i++) {
+        char path[8];
+        snprintf(path, sizeof path, "f%03u", (unsigned)i);
+        CHECK_EQ_U64(list.items[i].size, i);
+        CHECK_STR(list.items[i].path, path);
+    }
+    free(list.items);
 }
 
 static void count_rejection(void *ctx, const tg_rejection *r)
@@ -410,6 +442,7 @@ int main(int argc, char **argv)
     RUN(embedded_migrations_match_files_in_order);
     RUN(models_and_listing);
     RUN(versions_files_publish);
+    RUN(file_records_collect_keeps_order);
     RUN(rejections_and_tokens);
     RUN(jobs_commit_fail_recover);
     RUN(schema_1_catalog_is_migrated);
