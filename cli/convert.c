@@ -188,8 +188,7 @@ int tg_cmd_convert(int argc, char **argv)
             convert_usage(stdout);
             return 0;
         default:
-            fprintf(stderr, "tensorgate convert: unknown or incomplete option '%s'\n",
-                    argv[optind - 1]);
+            tg_local_print_option_error("convert", argv[optind - 1]);
             convert_usage(stderr);
             return 2;
         }

@@ -214,19 +214,14 @@ int tg_cmd_inspect(int argc, char **argv)
             json = true;
             break;
         case 'm':
-            if (!tg_local_parse_header_limit(optarg, &config.limits.max_header_size)) {
-                fprintf(stderr,
-                        "tensorgate inspect: --max-header wants 1 to 100000000 bytes, not '%s'\n",
-                        optarg);
+            if (!tg_local_header_limit_option("inspect", optarg, &config.limits.max_header_size))
                 return 2;
-            }
             break;
         case 'h':
             inspect_usage(stdout);
             return 0;
         default:
-            fprintf(stderr, "tensorgate inspect: unknown or incomplete option '%s'\n",
-                    argv[optind - 1]);
+            tg_local_print_option_error("inspect", argv[optind - 1]);
             inspect_usage(stderr);
             return 2;
         }
@@ -242,14 +237,8 @@ int tg_cmd_inspect(int argc, char **argv)
         return 2;
     int status = 0;
     if (!run.verdict.valid) {
-        if (json) {
-            json_t *object = tg_local_verdict_json(path, &run.verdict);
-            if (object != NULL)
-                tg_local_print_json(stdout, object);
-            json_decref(object);
-        } else {
-            tg_local_print_verdict(stdout, path, &run.verdict, NULL);
-        }
+        /* out of memory: no line, as ever; the status says refused */
+        (void)tg_local_print_run_verdict(stdout, path, &run, json);
         status = 1;
     } else {
         const st_file *file = st_gate_file(run.gate);

@@ -231,3 +231,31 @@ bool tg_local_parse_header_limit(const char *text, uint64_t *out)
     *out = value;
     return true;
 }
+
+bool tg_local_header_limit_option(const char *command, const char *text, uint64_t *out)
+{
+    if (tg_local_parse_header_limit(text, out))
+        return true;
+    fprintf(stderr, "tensorgate %s: --max-header wants 1 to 100000000 bytes, not '%s'\n", command,
+            text);
+    return false;
+}
+
+void tg_local_print_option_error(const char *command, const char *option)
+{
+    fprintf(stderr, "tensorgate %s: unknown or incomplete option '%s'\n", command, option);
+}
+
+int tg_local_print_run_verdict(FILE *out, const char *path, const tg_local_run *run, bool json)
+{
+    if (!json) {
+        tg_local_print_verdict(out, path, &run->verdict, st_gate_file(run->gate));
+        return 0;
+    }
+    json_t *object = tg_local_verdict_json(path, &run->verdict);
+    if (object == NULL)
+        return -1;
+    tg_local_print_json(out, object);
+    json_decref(object);
+    return 0;
+}

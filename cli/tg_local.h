@@ -48,4 +48,15 @@ void tg_local_print_json(FILE *out, const json_t *value);
 /* Parses --max-header BYTES: decimal, 1 .. ST_HEADER_SIZE_MAX. */
 bool tg_local_parse_header_limit(const char *text, uint64_t *out);
 
+/* --max-header for "tensorgate COMMAND": parses text into *out, or prints the usage
+ * complaint to stderr and returns false. */
+bool tg_local_header_limit_option(const char *command, const char *text, uint64_t *out);
+
+/* Prints "tensorgate COMMAND: unknown or incomplete option 'OPTION'" to stderr. */
+void tg_local_print_option_error(const char *command, const char *option);
+
+/* The run's verdict on one line: as tg_local_verdict_json when json, else as
+ * tg_local_print_verdict. Returns -1 (nothing printed) when out of memory, else 0. */
+int tg_local_print_run_verdict(FILE *out, const char *path, const tg_local_run *run, bool json);
+
 #endif

@@ -51,12 +51,8 @@ int tg_cmd_validate(int argc, char **argv)
             config.kind = ST_GATE_SIDECAR;
             break;
         case 'm':
-            if (!tg_local_parse_header_limit(optarg, &config.limits.max_header_size)) {
-                fprintf(stderr,
-                        "tensorgate validate: --max-header wants 1 to 100000000 bytes, not '%s'\n",
-                        optarg);
+            if (!tg_local_header_limit_option("validate", optarg, &config.limits.max_header_size))
                 return 2;
-            }
             break;
         case 'n':
             config.refuse_nonfinite = true;
@@ -65,8 +61,7 @@ int tg_cmd_validate(int argc, char **argv)
             validate_usage(stdout);
             return 0;
         default:
-            fprintf(stderr, "tensorgate validate: unknown or incomplete option '%s'\n",
-                    argv[optind - 1]);
+            tg_local_print_option_error("validate", argv[optind - 1]);
             validate_usage(stderr);
             return 2;
         }
@@ -85,17 +80,9 @@ int tg_cmd_validate(int argc, char **argv)
         }
         if (!run.verdict.valid)
             any_refused = true;
-        if (json) {
-            json_t *object = tg_local_verdict_json(argv[i], &run.verdict);
-            if (object == NULL) {
-                fprintf(stderr, "tensorgate validate: out of memory\n");
-                any_error = true;
-            } else {
-                tg_local_print_json(stdout, object);
-                json_decref(object);
-            }
-        } else {
-            tg_local_print_verdict(stdout, argv[i], &run.verdict, st_gate_file(run.gate));
+        if (tg_local_print_run_verdict(stdout, argv[i], &run, json) != 0) {
+            fprintf(stderr, "tensorgate validate: out of memory\n");
+            any_error = true;
         }
         st_gate_free(run.gate);
     }
