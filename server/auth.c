@@ -40,6 +40,19 @@ tg_scope tg_scope_from_name(const char *name)
     return TG_SCOPE_NONE;
 }
 
+tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *granted,
+                              char *token_namespace, size_t namespace_size)
+{
+    size_t token_len = strlen(token);
+    /* Only the hash is compared (in the catalog), so the token text never meets a
+     * timing-sensitive comparison; an oversized value is refused before hashing. */
+    if (token_len == 0 || token_len > 256)
+        return TG_CAT_NOT_FOUND;
+    char hash[65];
+    tg_sha256_hex(token, token_len, hash);
+    return tg_catalog_token_lookup(catalog, hash, granted, token_namespace, namespace_size);
+}
+
 bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
 {
     const char *header = tg_header(req, "Authorization");
@@ -54,18 +67,10 @@ bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
     const char *token = header + 7;
     while (*token == ' ')
         token++;
-    size_t token_len = strlen(token);
-    /* Only the hash is compared (in the catalog), so the token text never meets a
-     * timing-sensitive comparison; an oversized value is refused before hashing. */
     tg_scope granted = TG_SCOPE_NONE;
     char token_namespace[TG_NAME_MAX + 1] = "";
-    tg_cat_status status = TG_CAT_NOT_FOUND;
-    if (token_len > 0 && token_len <= 256) {
-        char hash[65];
-        tg_sha256_hex(token, token_len, hash);
-        status = tg_catalog_token_lookup(req->server->catalog, hash, &granted, token_namespace,
-                                         sizeof token_namespace);
-    }
+    tg_cat_status status = tg_token_lookup(req->server->catalog, token, &granted, token_namespace,
+                                           sizeof token_namespace);
     if (status == TG_CAT_ERROR) {
         tg_respond_problem(req, 500, "internal", "the token store is unavailable");
         return false;

@@ -19,6 +19,12 @@ void tg_sha256_hex(const void *data, size_t len, char hex[65]);
 
 tg_scope tg_scope_from_name(const char *name);
 
+/* Looks a bearer token up by its hash: TG_CAT_OK with its scope and namespace ("" when
+ * unlimited), TG_CAT_NOT_FOUND for an unknown, empty or oversized (> 256 bytes) token,
+ * TG_CAT_ERROR when the catalog fails. */
+tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *granted,
+                              char *token_namespace, size_t namespace_size);
+
 /* True when the request may go on: the token (if any is needed) has at least
  * scope, and its namespace (if limited) is org (org NULL: a route with no org, which
  * a namespace-limited token may not use above read). Otherwise answers 401/403 and

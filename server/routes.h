@@ -52,6 +52,8 @@ void tg_route_version_convert(tg_request *req);
 void tg_route_job_get(tg_request *req);
 
 /* Shared lookups (routes_models.c). Each answers the error itself and returns false. */
+/* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */
+tg_model *tg_model_alloc(tg_request *req);
 bool tg_lookup_model(tg_request *req, tg_model *model);
 /* Resolves {rev}: a version number, a 64-hex digest, "latest" or an alias. */
 bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *version);

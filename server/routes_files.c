@@ -219,11 +219,9 @@ void tg_route_file_get(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     tg_version version;
     const char *path;
     if (lookup_path(req, model, &version, &path)) {
@@ -301,11 +299,9 @@ void tg_route_file_header(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     tg_version version;
     const char *path;
     if (!lookup_path(req, model, &version, &path)) {
@@ -378,11 +374,9 @@ void tg_route_file_delete(tg_request *req)
 {
     if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
         return;
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     tg_version version;
     const char *path;
     if (lookup_path(req, model, &version, &path)) {

@@ -8,6 +8,14 @@
 #include "routes.h"
 #include "checks.h"
 
+tg_model *tg_model_alloc(tg_request *req)
+{
+    tg_model *model = malloc(sizeof *model);
+    if (model == NULL)
+        tg_respond_problem(req, 500, "internal", "out of memory");
+    return model;
+}
+
 bool tg_lookup_model(tg_request *req, tg_model *model)
 {
     const char *org = tg_param(req, "org"), *name = tg_param(req, "name");
@@ -309,11 +317,9 @@ void tg_route_model_get(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     if (tg_lookup_model(req, model)) {
         json_t *body = model_json(req->server, model);
         if (body == NULL)
@@ -328,11 +334,9 @@ void tg_route_model_delete(tg_request *req)
 {
     if (!tg_auth_require(req, TG_SCOPE_ADMIN, tg_param(req, "org")))
         return;
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     if (tg_lookup_model(req, model)) {
         /* Blobs stay until `tensorgate gc`: another version may share them. */
         pthread_mutex_lock(&req->server->publish_lock);
@@ -363,11 +367,9 @@ void tg_route_alias_set(tg_request *req)
                            "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
         return;
     }
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     json_t *body = NULL;
     if (!tg_lookup_model(req, model))
         goto out;

@@ -152,15 +152,10 @@ static bool authorize_token(void *context, const char *token, const char *model,
                             char *detail, size_t detail_len)
 {
     tg_server *server = context;
-    size_t token_len = strlen(token);
     tg_scope granted = TG_SCOPE_NONE;
     char token_namespace[TG_NAME_MAX + 1] = "";
-    tg_cat_status status = TG_CAT_NOT_FOUND;
-    if (token_len > 0 && token_len <= 256) {
-        char hash[65];
-        tg_sha256_hex(token, token_len, hash);
-        status = tg_catalog_token_lookup(server->catalog, hash, &granted, token_namespace, sizeof token_namespace);
-    }
+    tg_cat_status status =
+        tg_token_lookup(server->catalog, token, &granted, token_namespace, sizeof token_namespace);
     if (status != TG_CAT_OK || granted < TG_SCOPE_READ) {
         snprintf(why, why_len, "unauthorized");
         snprintf(detail, detail_len, "%s", status == TG_CAT_ERROR ? "the token store is unavailable"
@@ -520,11 +515,9 @@ static void create_preload(tg_request *req, json_t *body)
         respond_status(req, status, err);
         return;
     }
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     tg_cat_status found = tg_catalog_model_get(req->server->catalog, org, name, model);
     tg_version version;
     preload_sources sources = {0};

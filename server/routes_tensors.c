@@ -30,11 +30,9 @@
 /* Model, version and all the version's files; answers the error itself. */
 static bool lookup_files(tg_request *req, tg_version *version, tg_file_records *list)
 {
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return false;
-    }
     bool ok = tg_lookup_model(req, model) && tg_lookup_version(req, model, version);
     free(model);
     if (!ok)

@@ -14,11 +14,9 @@ void tg_route_version_create(tg_request *req)
 {
     if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
         return;
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     if (tg_lookup_model(req, model)) {
         tg_version version;
         tg_cat_status status = tg_catalog_version_create(req->server->catalog, model->id, &version);
@@ -36,11 +34,9 @@ void tg_route_version_get(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
-    tg_model *model = malloc(sizeof *model);
-    if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
         return;
-    }
     tg_version version;
     if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
         json_t *body = tg_version_json(req->server, model, &version, true);
