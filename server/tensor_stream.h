@@ -9,7 +9,7 @@
  * Memory per stream is bounded (three TG_TENSOR_CHUNK buffers at most),
  * independent of the tensor's size.
  *
- * Error statuses (decided here, documented in docs/openapi-tensors.yaml):
+ * Error statuses (decided here, documented in openapi.yaml):
  *   400 invalid_slice / slice_out_of_range  the slice text is wrong for this tensor;
  *                                           the detail names the dimension and bound
  *   400 invalid_dtype                       ?dtype= is not one of the 22 dtype names
