@@ -1,0 +1,232 @@
+#!/bin/sh
+# bench/tensors.sh [BUILD_DIR]: HTTP benchmarks of tensor serving
+# (GET .../versions/{rev}/tensors/{tensor}), each figure printed next to its
+# anchor measured in the same run on the same machine:
+#   tensor GET of a 1 GiB F32 tensor            vs  the same bytes by the file route with Range
+#   ?slice=::2,::2 and a column-block slice     vs  memcpy of the same output size (C helper)
+#   ?dtype=BF16 and ?dtype=F16 (input bytes/s)  vs  the plain tensor GET of the same tensor
+# Every download is one `curl -o /dev/null` on loopback; figures are best and
+# median of a few repetitions. BENCH_QUICK=1 uses a 64 MiB tensor (a smoke run,
+# figures meaningless). Timing never fails anything: the script fails only when
+# a step cannot run (server does not start, a request answers the wrong status
+# or the wrong number of bytes).
+set -eu
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bin=$build/tensorgate
+py=/usr/bin/python3
+
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+    side=4096 # [4096, 4096] F32 = 64 MiB
+    reps=3
+else
+    side=16384 # [16384, 16384] F32 = 1 GiB
+    reps=5
+fi
+tensor_bytes=$((side * side * 4))
+# the column block: the middle half of the columns, every row
+col_begin=$((side / 4))
+col_end=$((side * 3 / 4))
+
+for tool in curl cc; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "bench/tensors.sh: $tool missing" >&2
+        exit 2
+    fi
+done
+[ -x "$bin" ] || { echo "bench/tensors.sh: $bin is not built" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/tg-bench-tensors-XXXXXX)
+server_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+human() { awk -v b="$1" 'BEGIN { if (b >= 2^30) printf "%.1f GiB", b / 2^30; else printf "%.0f MiB", b / 2^20 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "n/a"; exit } printf "%.3gx", a / b }'; }
+line() { printf '%-46s %16s %-4s  anchor %-28s %16s %-4s  ratio %s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7"; }
+# best_median "g1 g2 ..." -> "best/median" (GB/s figures)
+best_median() {
+    # shellcheck disable=SC2086 # split the figures, one per line
+    printf '%s\n' $1 | sort -g | awk '{ v[NR] = $1 } END {
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "%.2f/%.2f", v[NR], m }'
+}
+best_of() { echo "${1%%/*}"; }
+
+# --- the memcpy anchor: a tiny C helper, same output sizes as the slices
+cat >"$work/memcpy_rate.c" <<'EOF'
+/* memcpy_rate BYTES REPS: best memcpy GB/s (10^9 B/s) between two buffers of BYTES,
+ * both touched first so page faults are not timed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static volatile unsigned char sink;
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    size_t bytes = strtoull(argv[1], NULL, 10);
+    int reps = atoi(argv[2]);
+    unsigned char *src = malloc(bytes), *dst = malloc(bytes);
+    if (src == NULL || dst == NULL || bytes == 0)
+        return 1;
+    memset(src, 1, bytes);
+    memset(dst, 0, bytes);
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_seconds();
+        memcpy(dst, src, bytes);
+        double t1 = now_seconds();
+        sink = dst[bytes / 2];
+        if (t1 - t0 < best)
+            best = t1 - t0;
+    }
+    printf("%.2f\n", (double)bytes / best / 1e9);
+    free(src);
+    free(dst);
+    return 0;
+}
+EOF
+cc -std=c11 -D_GNU_SOURCE -O2 -o "$work/memcpy_rate" "$work/memcpy_rate.c"
+
+# --- the model: one F32 tensor [side, side] of normal values, 64 MiB pieces
+"$py" - "$work/model.safetensors" "$side" <<'EOF'
+import json, struct, sys
+import numpy as np
+path, side = sys.argv[1], int(sys.argv[2])
+n = side * side * 4
+h = json.dumps({"w": {"dtype": "F32", "shape": [side, side], "data_offsets": [0, n]}},
+               separators=(",", ":")).encode()
+h += b" " * ((8 - len(h) % 8) % 8)
+rng = np.random.default_rng(1)
+with open(path, "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h)
+    left = side * side
+    while left:
+        k = min(left, 16 << 20)
+        f.write(rng.standard_normal(k, dtype=np.float32).tobytes())
+        left -= k
+EOF
+
+# --- server on a free loopback port, temp data dir
+log=$work/server.log
+"$bin" serve --listen 127.0.0.1:0 --data "$work/data" 2>"$log" &
+server_pid=$!
+port=""
+i=0
+while [ $i -lt 300 ]; do
+    port=$(sed -n 's|.*tensorgate: listening on http://[^:]*:\([0-9]*\).*|\1|p' "$log" | tail -n 1)
+    [ -n "$port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.05
+    i=$((i + 1))
+done
+if [ -z "$port" ]; then
+    echo "bench/tensors.sh: the server did not start:" >&2
+    cat "$log" >&2
+    exit 2
+fi
+base=http://127.0.0.1:$port
+token=$("$bin" token create --data "$work/data" --scope write 2>/dev/null | tail -n 1)
+
+api() { # api METHOD PATH [curl args...] -> prints the HTTP status
+    m=$1
+    p=$2
+    shift 2
+    curl -sS -o "$work/resp" -w '%{http_code}' -X "$m" -H "Authorization: Bearer $token" -H 'Expect:' "$@" "$base$p"
+}
+must() { # must STATUS STEP...
+    want=$1
+    shift
+    got=$("$@")
+    if [ "$got" != "$want" ]; then
+        echo "bench/tensors.sh: $* -> $got (expected $want): $(head -c 300 "$work/resp")" >&2
+        exit 2
+    fi
+}
+
+version=/v1/models/bench/t/versions/1
+must 201 api POST /v1/models -H 'Content-Type: application/json' --data '{"name":"bench/t"}'
+must 201 api POST /v1/models/bench/t/versions
+must 201 api PUT "$version/files/model.safetensors" -T "$work/model.safetensors"
+must 200 api POST "$version/publish"
+rm -f "$work/model.safetensors"
+must 200 api GET "$version/files/model.safetensors/header"
+# the tensor's absolute [begin, end) in the file, from the header route
+offsets=$("$py" -c 'import json, sys
+t = [t for t in json.load(open(sys.argv[1]))["tensors"] if t["name"] == "w"][0]
+print(*t["data_offsets"])' "$work/resp")
+abs_begin=${offsets% *}
+abs_end=${offsets#* }
+if [ $((abs_end - abs_begin)) != "$tensor_bytes" ]; then
+    echo "bench/tensors.sh: tensor w spans $abs_begin..$abs_end, expected $tensor_bytes bytes" >&2
+    exit 2
+fi
+
+tensor_url=$base$version/tensors/w
+file_url=$base$version/files/model.safetensors
+
+# fetch URL STATUS BYTES [curl args...] -> "best/median" GB/s over $reps curl
+# downloads to /dev/null, rated by RATE_BYTES (default: BYTES downloaded)
+fetch() {
+    url=$1
+    want_status=$2
+    want_bytes=$3
+    shift 3
+    rated=${RATE_BYTES:-$want_bytes}
+    figures=""
+    r=0
+    while [ $r -lt "$reps" ]; do
+        out=$(curl -sS -o /dev/null -w '%{http_code} %{size_download} %{time_total}' "$@" "$url")
+        st=${out%% *}
+        rest=${out#* }
+        got=${rest%% *}
+        secs=${rest#* }
+        if [ "$st" != "$want_status" ] || [ "$got" != "$want_bytes" ]; then
+            echo "bench/tensors.sh: GET $url $* -> $st, $got bytes (expected $want_status, $want_bytes)" >&2
+            exit 2
+        fi
+        figures="$figures $(awk -v b="$rated" -v s="$secs" 'BEGIN { if (s <= 0) s = 1e-9; printf "%.3f", b / s / 1e9 }')"
+        r=$((r + 1))
+    done
+    best_median "$figures"
+}
+
+echo "tensor serving benchmarks ($(nproc) cores; F32 tensor [$side, $side] = $(human $tensor_bytes); best/median of $reps curl -o /dev/null)"
+
+# warm the page cache for both routes' source (the same blob)
+curl -sS -o /dev/null "$file_url"
+
+# 1. tensor GET vs the same bytes by Range on the file route
+t_plain=$(fetch "$tensor_url" 200 "$tensor_bytes")
+t_range=$(fetch "$file_url" 206 "$tensor_bytes" -H "Range: bytes=$abs_begin-$((abs_end - 1))")
+line "tensor GET $(human $tensor_bytes) F32" "$t_plain" GB/s \
+    "file Range GET same bytes" "$t_range" GB/s "$(ratio "$(best_of "$t_plain")" "$(best_of "$t_range")")"
+
+# 2. strided slices (GB/s of output bytes) vs memcpy of the same output size
+slice_line() { # slice_line LABEL SLICE OUT_BYTES
+    got=$(fetch "$tensor_url?slice=$2" 200 "$3")
+    mc=$("$work/memcpy_rate" "$3" "$reps")
+    line "$1 ($(human "$3") out)" "$got" GB/s "memcpy same output size" "$mc" GB/s \
+        "$(ratio "$(best_of "$got")" "$mc")"
+}
+slice_line "slice ::2,::2" "::2,::2" $((tensor_bytes / 4))
+slice_line "slice :,$col_begin:$col_end (column block)" ":,$col_begin:$col_end" \
+    $((side * (col_end - col_begin) * 4))
+
+# 3. conversion while streaming, rated by input bytes, vs the plain tensor GET
+for dt in BF16 F16; do
+    got=$(RATE_BYTES=$tensor_bytes fetch "$tensor_url?dtype=$dt" 200 $((tensor_bytes / 2)))
+    line "?dtype=$dt (GB/s of F32 input)" "$got" GB/s "plain tensor GET same tensor" "$t_plain" GB/s \
+        "$(ratio "$(best_of "$got")" "$(best_of "$t_plain")")"
+done
