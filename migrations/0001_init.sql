@@ -1,6 +1,6 @@
 -- tensorgate catalog, schema version 1.
 -- Applied once, in one transaction, and recorded in schema_migrations.
--- server/catalog.c carries this same text; tests/unit/server/catalog.c checks they agree.
+-- Embedded into the binary at build time (scripts/embed-migrations.sh); tests/unit/server/catalog.c checks the table.
 
 CREATE TABLE models (
     id          INTEGER PRIMARY KEY,

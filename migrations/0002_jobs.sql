@@ -1,6 +1,6 @@
 -- tensorgate catalog, schema version 2: derived versions and background jobs.
 -- Applied once, in one transaction, and recorded in schema_migrations.
--- server/catalog.c carries this same text; tests/unit/server/catalog.c checks they agree.
+-- Embedded into the binary at build time (scripts/embed-migrations.sh); tests/unit/server/catalog.c checks the table.
 --
 -- A half-made version is never visible because it has no row: a conversion job
 -- keeps the files it has finished in job_files, and its version row is inserted,
