@@ -2,11 +2,11 @@
 # bench/run.sh [BUILD_DIR]: the entry point of `make bench`. Runs every benchmark
 # program built into BUILD_DIR/bench (the lib benches: header_parse, convert,
 # slice_gather, ...; each prints its figures next to its anchors), then the
-# server benchmarks (bench/server.sh). BENCH_QUICK=1 asks every part for small
-# sizes. Figures never decide pass or fail: the script fails only when a
-# benchmark cannot run.
+# server benchmarks (bench/server.sh, bench/convert_version.sh, bench/tensors.sh).
+# BENCH_QUICK=1 asks every part for small sizes. Figures never decide pass or
+# fail: the script fails only when a benchmark cannot run.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 build=${1:-${BUILD:-build}}
 status=0
 
@@ -20,13 +20,18 @@ for b in $(find "$build/bench" -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort
     fi
 done
 
-echo
-echo "== server"
+# the server benchmarks, each a script taking the build dir: upload/download/
+# header (server.sh), derived-version conversion (convert_version.sh), tensor
+# serving: GET, slices, dtype conversion (tensors.sh)
 if [ -x "$build/tensorgate" ]; then
-    if ! bench/server.sh "$build"; then
-        echo "bench/run.sh: server benchmarks failed" >&2
-        status=1
-    fi
+    for s in server convert_version tensors; do
+        echo
+        echo "== $s"
+        if ! "bench/$s.sh" "$build"; then
+            echo "bench/run.sh: bench/$s.sh failed" >&2
+            status=1
+        fi
+    done
 else
     echo "bench/run.sh: $build/tensorgate not built" >&2
     status=1
