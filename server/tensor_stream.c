@@ -7,7 +7,12 @@
  * units are laid out run after run in the slice's run order, so a position maps
  * to (run, bytes of the run before it) and the cursor is set on that run.
  * Conversion always works on whole elements and cuts the bytes asked for, so a
- * read may start or end in the middle of an element. */
+ * read may start or end in the middle of an element.
+ *
+ * Small runs (strided slices such as ::2,::2) are not stepped one by one: when a
+ * run ends, the rest of its row of the innermost loop dimension that lies in the
+ * read window is copied in one fixed-stride pass (gather_row), the cursor moving
+ * only between rows. */
 #include "tensor_stream.h"
 
 #include <errno.h>
@@ -306,6 +311,18 @@ static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t offset)
     return 0;
 }
 
+/* Reads the tensor's bytes [begin, end) (end - begin <= TG_TENSOR_CHUNK, end <=
+ * tensor_bytes) into the window. */
+static int refill(tg_tensor_stream *s, uint64_t begin, uint64_t end)
+{
+    s->window_len = 0;
+    if (pread_full(s->fd, s->window, (size_t)(end - begin), s->tensor_base + begin) != 0)
+        return -1;
+    s->window_begin = begin;
+    s->window_len = (size_t)(end - begin);
+    return 0;
+}
+
 /* The tensor's bytes [off, off + n), read through the window. need (n <= need <=
  * TG_TENSOR_CHUNK, off + need <= tensor_bytes) is how much from off the caller will
  * want soon; a refill always covers it. NULL with errno on a read error. */
@@ -324,11 +341,8 @@ static const uint8_t *source_bytes(tg_tensor_stream *s, uint64_t off, size_t n, 
         begin = off;
         end = s->tensor_bytes - off > TG_TENSOR_CHUNK ? off + TG_TENSOR_CHUNK : s->tensor_bytes;
     }
-    s->window_len = 0;
-    if (pread_full(s->fd, s->window, (size_t)(end - begin), s->tensor_base + begin) != 0)
+    if (refill(s, begin, end) != 0)
         return NULL;
-    s->window_begin = begin;
-    s->window_len = (size_t)(end - begin);
     return s->window + (off - begin);
 }
 
@@ -337,13 +351,127 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
+/* Copies count runs of size bytes each from window offsets at, at + step, ... into
+ * dst. The constant sizes let the compiler turn each copy into one load and one
+ * store. Offsets are signed integers, never pointers, so none points outside the
+ * window, not even the one computed after the last run. */
+#define COPY_STRIDED(size)                                                                         \
+    for (uint64_t k = 0; k < count; k++, at += step, dst += (size))                               \
+        memcpy(dst, window + at, (size))
+
+static void copy_strided(uint8_t *dst, const uint8_t *window, int64_t at, int64_t step,
+                         uint64_t count, size_t size)
+{
+    switch (size) {
+    case 1:
+        COPY_STRIDED(1);
+        break;
+    case 2:
+        COPY_STRIDED(2);
+        break;
+    case 4:
+        COPY_STRIDED(4);
+        break;
+    case 8:
+        COPY_STRIDED(8);
+        break;
+    case 16:
+        COPY_STRIDED(16);
+        break;
+    default:
+        COPY_STRIDED(size);
+        break;
+    }
+}
+
+/* Fast path of gather, taken when the current run is finished: copies the next whole
+ * runs of the innermost loop dimension (at most `bytes` worth, at least one) that lie
+ * in one read window, in one strided pass, and leaves the state on the last of them,
+ * finished. Returns the bytes copied, 0 when the fast path does not apply (the
+ * caller steps one run), or -1 with errno on a read error. */
+static int64_t gather_row(tg_tensor_stream *s, uint8_t *dst, uint64_t bytes)
+{
+    const st_slice *slice = &s->slice;
+    st_slice_cursor *c = &s->cursor;
+    uint64_t run_bytes = slice->run_bytes;
+    if (s->sparse || slice->loop_rank == 0 || run_bytes == 0 || run_bytes > TG_TENSOR_CHUNK / 4 ||
+        c->next >= slice->run_count || bytes < 2 * run_bytes)
+        return 0;
+    size_t inner = slice->loop_rank - 1;
+    /* the cursor stands on run `next`, index[inner] of the row's dims[inner].count */
+    uint64_t count = slice->dims[inner].count - c->index[inner];
+    if (count > bytes / run_bytes)
+        count = bytes / run_bytes;
+    int64_t step = slice->loop_step_bytes[inner];
+    uint64_t first = c->offset;
+    uint64_t magnitude = step < 0 ? (uint64_t)0 - (uint64_t)step : (uint64_t)step;
+    if (s->window_len == 0 || first < s->window_begin ||
+        first - s->window_begin + run_bytes > s->window_len) {
+        /* Refill so that the window holds the rest of this row and as many of the next
+         * rows as fit: when the outer walk goes the other way than the row (::-1,::2),
+         * a window read in the row's direction would hold one row only. The row's runs
+         * all lie inside the tensor, so the span below does not wrap. */
+        uint64_t row_left = slice->dims[inner].count - c->index[inner];
+        uint64_t lo = step < 0 ? first - (row_left - 1) * magnitude : first;
+        uint64_t hi = (step < 0 ? first : first + (row_left - 1) * magnitude) + run_bytes;
+        bool rows_down = inner > 0 ? slice->loop_step_bytes[inner - 1] < 0 : step < 0;
+        uint64_t begin, end;
+        if (hi - lo > TG_TENSOR_CHUNK)
+            rows_down = step < 0; /* the row alone overfills a window: follow the row */
+        if (rows_down) {
+            end = hi - lo > TG_TENSOR_CHUNK ? first + run_bytes : hi;
+            begin = end > TG_TENSOR_CHUNK ? end - TG_TENSOR_CHUNK : 0;
+        } else {
+            begin = hi - lo > TG_TENSOR_CHUNK ? first : lo;
+            end = s->tensor_bytes - begin > TG_TENSOR_CHUNK ? begin + TG_TENSOR_CHUNK
+                                                             : s->tensor_bytes;
+        }
+        if (refill(s, begin, end) != 0)
+            return -1;
+    }
+    uint64_t at = first - s->window_begin;
+    /* runs of this row that lie in the window: forward up to its end, backward down
+     * to its start (the first run is in it, so each bound is >= 1) */
+    uint64_t in_window;
+    if (magnitude == 0)
+        in_window = count;
+    else if (step > 0)
+        in_window = (s->window_len - at - run_bytes) / magnitude + 1;
+    else
+        in_window = at / magnitude + 1;
+    if (count > in_window)
+        count = in_window;
+    if (count < 2)
+        return 0;
+    /* at < window_len <= TG_TENSOR_CHUNK and every run copied lies in the window,
+     * so the signed offsets below stay within [-|step|, TG_TENSOR_CHUNK] */
+    copy_strided(dst, s->window, (int64_t)at, step, count, (size_t)run_bytes);
+    /* move to the last run copied, then let the cursor step over it (odometer carry) */
+    c->index[inner] += count - 1;
+    c->offset += (count - 1) * (uint64_t)step;
+    c->next += count - 1;
+    st_slice_cursor_next(c, &s->run_src);
+    s->run_done = run_bytes;
+    return (int64_t)(count * run_bytes);
+}
+
 /* Copies the next `bytes` source bytes of the selection (whole units) into dst and
- * moves the state past them. Runs are walked with the cursor; small runs cost a
- * window lookup and a memcpy each. */
+ * moves the state past them. Runs are walked with the cursor; rows of small runs
+ * that lie in one window are copied by gather_row in one strided pass. */
 static int gather(tg_tensor_stream *s, uint8_t *dst, uint64_t bytes)
 {
     const st_slice *slice = &s->slice;
     while (bytes > 0) {
+        if (s->run_done == slice->run_bytes) {
+            int64_t copied = gather_row(s, dst, bytes);
+            if (copied < 0)
+                return -1;
+            if (copied > 0) {
+                dst += copied;
+                bytes -= (uint64_t)copied;
+                continue;
+            }
+        }
         if (s->run_done == slice->run_bytes) {
             if (!st_slice_cursor_next(&s->cursor, &s->run_src)) {
                 errno = EIO; /* cannot happen: the body length counts exactly the runs */
