@@ -700,6 +700,7 @@ typedef struct copy_job {
     const copy_plan *plan;
     const int *fds;
     size_t chunk_bytes;
+    unsigned char *fill_map; /* the backend's writable mapping of the allocation, or NULL: use copy() */
     size_t next_chunk; /* atomic: the next chunk a worker claims */
     bool failed;       /* atomic */
     pthread_mutex_t error_lock;
@@ -752,6 +753,53 @@ static int read_fully(int fd, void *buffer, uint64_t len, uint64_t offset, char 
         done += (uint64_t)n;
     }
     return 0;
+}
+
+/* The one-copy path of a backend with map_for_fill: pread straight into the
+ * allocation at each segment's offset (a converting chunk reads into the staging
+ * buffer and converts into the allocation). No bounce buffers, no copy(). */
+static void *fill_worker_main(void *arg)
+{
+    copy_worker *worker = arg;
+    copy_job *job = worker->job;
+    void *staging = NULL;
+    char err[256];
+    for (;;) {
+        size_t index = __atomic_fetch_add(&job->next_chunk, 1, __ATOMIC_RELAXED);
+        if (index >= job->plan->chunk_count || job_stopped(job))
+            break;
+        const copy_chunk *c = &job->plan->chunks[index];
+        const copy_segment *first = &job->plan->segments[c->first_segment];
+        uint64_t bytes = 0;
+        if (c->convert) {
+            if (staging == NULL && (staging = malloc(job->chunk_bytes)) == NULL) {
+                job_fail(job, "out of memory for a conversion buffer");
+                break;
+            }
+            if (read_fully(job->fds[c->file], staging, c->source_len, c->source_offset, err, sizeof err) != 0) {
+                job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
+                break;
+            }
+            /* The plan put one segment of elements * output size here, inside the allocation. */
+            st_convert(c->from, c->to, staging, job->fill_map + first->target_offset, (size_t)c->elements);
+            bytes = first->len;
+        } else {
+            for (size_t s = 0; s < c->segment_count; s++) {
+                const copy_segment *seg = &first[s];
+                if (read_fully(job->fds[c->file], job->fill_map + seg->target_offset, seg->len,
+                               c->source_offset + seg->buffer_offset, err, sizeof err) != 0) {
+                    job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
+                    break;
+                }
+                bytes += seg->len;
+            }
+            if (job_stopped(job))
+                break;
+        }
+        __atomic_fetch_add(&job->target->copied, bytes, __ATOMIC_RELAXED);
+    }
+    free(staging);
+    return NULL;
 }
 
 /* A worker owns one stream and two bounce buffers: it fills one while the other's
@@ -870,6 +918,10 @@ static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
     copy_job job = {.manager = m, .target = p, .backend = b, .plan = &plan, .fds = fds,
                     .chunk_bytes = m->chunk_bytes};
     pthread_mutex_init(&job.error_lock, NULL);
+    if (b->map_for_fill != NULL) {
+        /* No mapping (err says why) is not a failure: the bounce-buffer path still works. */
+        job.fill_map = b->map_for_fill(b->context, &p->allocation, backend_err, sizeof backend_err);
+    }
     unsigned workers = m->copy_threads;
     if (b->streams > 0 && workers > (unsigned)b->streams)
         workers = (unsigned)b->streams;
@@ -885,7 +937,8 @@ static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
     unsigned running = 0;
     for (unsigned i = 0; i < workers; i++) {
         worker_args[i] = (copy_worker){&job, (int)i};
-        if (pthread_create(&threads[i], NULL, copy_worker_main, &worker_args[i]) != 0) {
+        if (pthread_create(&threads[i], NULL, job.fill_map ? fill_worker_main : copy_worker_main,
+                           &worker_args[i]) != 0) {
             job_fail(&job, "cannot start copy threads");
             break;
         }

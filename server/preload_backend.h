@@ -68,6 +68,13 @@ typedef struct tg_device_backend {
     int (*export_fd)(void *context, tg_device_allocation *allocation, char *err, size_t err_len);
 
     void (*destroy)(void *context);
+
+    /* Optional (NULL where the backend has none: cuda, fake). A writable CPU mapping
+     * of the whole allocation (mapped_bytes long) that the manager's workers pread
+     * into directly instead of going through bounce buffers and copy(): one copy
+     * instead of two. Valid until finish() or release(), which unmap it. NULL (err
+     * filled): the manager uses copy(). */
+    void *(*map_for_fill)(void *context, tg_device_allocation *allocation, char *err, size_t err_len);
 } tg_device_backend;
 
 /* Constructors. Each returns NULL only on allocation failure; an unavailable device

@@ -1,7 +1,9 @@
-/* The "host" preload backend: one allocation is one memfd. It is filled with
- * pwrite (never through a writable shared mapping, so F_SEAL_WRITE can be added
- * afterwards), then sealed against writes, shrinking and growing, so a consumer
- * that maps the fd read-only sees bytes nobody can change. */
+/* The "host" preload backend: one allocation is one memfd. The manager fills it
+ * through map_for_fill (a writable shared mapping the workers pread into: one copy)
+ * or copy() (pwrite from a bounce buffer); finish() unmaps the writable mapping
+ * first (F_SEAL_WRITE is refused while one exists), then seals against writes,
+ * shrinking and growing, so a consumer that maps the fd read-only sees bytes
+ * nobody can change. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +17,8 @@
 
 typedef struct host_allocation {
     int fd;
+    void *fill_map; /* the writable mapping of map_for_fill, or NULL; gone before sealing */
+    size_t fill_map_bytes;
 } host_allocation;
 
 static int host_device_count(void *context)
@@ -53,7 +57,7 @@ static int host_allocate(void *context, int device, uint64_t bytes, tg_device_al
         snprintf(err, err_len, "no host device %d or size %llu too large", device, (unsigned long long)bytes);
         return -1;
     }
-    host_allocation *h = malloc(sizeof *h);
+    host_allocation *h = calloc(1, sizeof *h);
     if (h == NULL) {
         snprintf(err, err_len, "out of memory");
         return -1;
@@ -83,6 +87,8 @@ static void host_release(void *context, tg_device_allocation *allocation)
     host_allocation *h = allocation->handle;
     if (h == NULL)
         return;
+    if (h->fill_map != NULL)
+        munmap(h->fill_map, h->fill_map_bytes);
     close(h->fd);
     free(h);
     allocation->handle = NULL;
@@ -145,6 +151,10 @@ static int host_finish(void *context, tg_device_allocation *allocation, char *er
 {
     (void)context;
     host_allocation *h = allocation->handle;
+    if (h->fill_map != NULL) {
+        munmap(h->fill_map, h->fill_map_bytes);
+        h->fill_map = NULL;
+    }
     if (fcntl(h->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
         snprintf(err, err_len, "sealing the memfd: %s", strerror(errno));
         return -1;
@@ -167,6 +177,30 @@ static int host_export_fd(void *context, tg_device_allocation *allocation, char 
     if (fd < 0)
         snprintf(err, err_len, "duplicating the memfd: %s", strerror(errno));
     return fd;
+}
+
+static void *host_map_for_fill(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
+{
+    (void)context;
+    host_allocation *h = allocation->handle;
+    if (h->fill_map != NULL)
+        return h->fill_map;
+    if (allocation->mapped_bytes == 0 || allocation->mapped_bytes > SIZE_MAX) {
+        snprintf(err, err_len, "nothing to map");
+        return NULL;
+    }
+    size_t bytes = (size_t)allocation->mapped_bytes;
+    /* No MAP_POPULATE, fallocate or MADV_POPULATE_WRITE: allocating the fresh shmem
+     * pages is the cost of a host preload, and it is cheapest spread over the
+     * workers' parallel page faults inside pread (measured: bench/preload_host). */
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(err, err_len, "mapping the memfd: %s", strerror(errno));
+        return NULL;
+    }
+    h->fill_map = map;
+    h->fill_map_bytes = bytes;
+    return map;
 }
 
 static void host_destroy(void *context)
@@ -194,5 +228,6 @@ tg_device_backend *tg_preload_host_backend(void)
     b->finish = host_finish;
     b->export_fd = host_export_fd;
     b->destroy = host_destroy;
+    b->map_for_fill = host_map_for_fill;
     return b;
 }

@@ -493,6 +493,93 @@ TEST(a_failed_load_holds_no_memory)
     tg_preload_manager_destroy(m);
 }
 
+/* The host backend's two fill paths (pread straight into a writable mapping of the
+ * memfd, and bounce buffers + pwrite when map_for_fill is absent) place the same
+ * bytes: neighbours sharing a chunk, tensors split across chunks, a converted
+ * tensor, two files; and the memfd is sealed afterwards (no writable mapping left). */
+static void check_host_fill_path(bool direct)
+{
+    tg_device_backend *host = tg_preload_host_backend();
+    CHECK(host != NULL && host->map_for_fill != NULL);
+    if (!direct)
+        host->map_for_fill = NULL;
+    tg_preload_manager_config config = {.host = host, .host_budget = 64u << 20, .copy_threads = 3,
+                                        .chunk_bytes = 4096};
+    tg_preload_manager *m = NULL;
+    char err[300];
+    CHECK(tg_preload_manager_create(&config, &m, err, sizeof err) == 0);
+    const char *a = write_file("fill_a.bin", 70000, 11);
+    size_t a_len;
+    unsigned char *a_data = read_file(a, &a_len);
+    CHECK(a_len == 70000);
+    size_t n = 3001;
+    float *values = malloc(n * sizeof *values);
+    for (size_t i = 0; i < n; i++)
+        values[i] = (float)i * 0.37f - 500.25f;
+    char b[128];
+    snprintf(b, sizeof b, "%s/fill_b.bin", temp_dir);
+    int fd = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(write(fd, "1234", 4) == 4);
+    CHECK(write(fd, values, n * 4) == (ssize_t)(n * 4));
+    close(fd);
+    uint64_t s[5][1] = {{10}, {5000}, {1}, {60000}, {n}};
+    tg_preload_source_tensor t[] = {
+        {"a0", ST_U8, 1, s[0], 0, 0, 10},    {"a1", ST_U8, 1, s[1], 0, 10, 5000},
+        {"a2", ST_U8, 1, s[2], 0, 5010, 1},  {"a3", ST_U8, 1, s[3], 0, 9000, 60000},
+        {"w", ST_F32, 1, s[4], 1, 4, n * 4},
+    };
+    const char *files[] = {a, b};
+    tg_preload_request r = {"org/m", 1, "host", true, ST_F16, 2, files, 5, t};
+    char id[TG_PRELOAD_ID_LEN + 1];
+    CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
+    CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
+    json_t *d = tg_preload_describe(m, id, false);
+    CHECK_EQ_U64(json_integer_value(json_object_get(d, "bytes_copied")), 10 + 5000 + 1 + 60000 + n * 2);
+    json_decref(d);
+
+    uint16_t *expected = malloc(n * 2);
+    st_convert(ST_F32, ST_F16, values, expected, n);
+    int lease_fd = -1;
+    char *layout = NULL;
+    CHECK(tg_preload_lease(m, id, &lease_fd, &layout, err, sizeof err) == TG_PRELOAD_OK);
+    CHECK(fcntl(lease_fd, F_GET_SEALS) == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
+    json_t *reply = json_loads(layout, 0, NULL);
+    json_t *w = json_array_get(json_object_get(reply, "layout"), 4);
+    CHECK_STR(json_string_value(json_object_get(w, "dtype")), "F16");
+    uint64_t bytes = (uint64_t)json_integer_value(json_object_get(reply, "bytes"));
+    unsigned char *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, lease_fd, 0);
+    CHECK(map != MAP_FAILED);
+    if (map != MAP_FAILED) {
+        for (size_t i = 0; i < 4; i++) {
+            json_t *e = json_array_get(json_object_get(reply, "layout"), i);
+            CHECK_STR(json_string_value(json_object_get(e, "name")), t[i].name);
+            CHECK(memcmp(map + json_integer_value(json_object_get(e, "offset")), a_data + t[i].offset, t[i].bytes) ==
+                  0);
+        }
+        CHECK(memcmp(map + json_integer_value(json_object_get(w, "offset")), expected, n * 2) == 0);
+        munmap(map, bytes);
+    }
+    close(lease_fd);
+    json_decref(reply);
+    free(layout);
+    tg_preload_unlease(m, id);
+
+    /* A file shorter than its tensor fails the load and releases the memfd and its mapping. */
+    char id2[TG_PRELOAD_ID_LEN + 1];
+    CHECK(submit_bytes(m, "host", a, 80000, id2) == TG_PRELOAD_OK);
+    CHECK_STR(tg_preload_wait(m, id2, 5000), "failed");
+    free(expected);
+    free(values);
+    free(a_data);
+    tg_preload_manager_destroy(m);
+}
+
+TEST(host_fill_paths_place_the_same_bytes)
+{
+    check_host_fill_path(true);
+    check_host_fill_path(false);
+}
+
 TEST(host_preload_is_a_sealed_read_only_memfd)
 {
     tg_preload_manager *m = fake_manager(0, 0, 4, 1 << 16);
@@ -559,6 +646,7 @@ int main(int argc, char **argv)
     RUN(budget_evicts_least_recently_used_and_spares_leases);
     RUN(delete_of_a_leased_preload_waits_for_the_last_lease);
     RUN(a_failed_load_holds_no_memory);
+    RUN(host_fill_paths_place_the_same_bytes);
     RUN(host_preload_is_a_sealed_read_only_memfd);
     RUN(delete_while_queued_or_loading);
     char cmd[128];
