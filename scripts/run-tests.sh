@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs every suite that `make test` built: unit, property, corpus and integration
-# tests on the normal build; unit, property and corpus tests again under
+# Runs every suite that `make test` built: unit, property, CLI, corpus and
+# integration tests on the normal build, then all of them again under
 # ASan+UBSan; each fuzz target briefly; the OpenAPI lint. Prints one line per
 # suite and a closing "N passed, N failed" (suites).
 set -u
@@ -45,6 +45,10 @@ unset TG_BUILD
 
 if [ -x tests/integration/run.sh ]; then
     suite "integration" tests/integration/run.sh build
+    # The same programs against the ASan+UBSan server binary.
+    if [ -x build-asan/tensorgate ]; then
+        suite "integration (asan server)" tests/integration/run.sh build-asan
+    fi
 fi
 if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
     suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-10}"
