@@ -467,10 +467,18 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
 
 bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor)
 {
+    return tg_list_params_bounded(req, 50, 1000, limit, key, key_len, has_cursor);
+}
+
+bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned max_limit,
+                            unsigned *limit, char *key, size_t key_len, bool *has_cursor)
+{
     const char *limit_text = tg_query(req, "limit");
-    uint64_t value = 50;
-    if (limit_text != NULL && (!tg_parse_u64(limit_text, &value) || value < 1 || value > 1000)) {
-        tg_respond_problem(req, 400, "invalid_request", "limit must be an integer from 1 to 1000");
+    uint64_t value = default_limit;
+    if (limit_text != NULL &&
+        (!tg_parse_u64(limit_text, &value) || value < 1 || value > max_limit)) {
+        tg_respond_problem(req, 400, "invalid_request", "limit must be an integer from 1 to %u",
+                           max_limit);
         return false;
     }
     *limit = (unsigned)value;

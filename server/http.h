@@ -97,6 +97,9 @@ json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
 /* Pagination: ?limit= (default 50, 1..1000) and ?cursor= decoded into key.
  * On a bad value answers 400 invalid_request and returns false. */
 bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor);
+/* The same with the list's own default and largest limit. */
+bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned max_limit,
+                            unsigned *limit, char *key, size_t key_len, bool *has_cursor);
 /* Sets "next_cursor" on body from key, or null when key is NULL. */
 void tg_set_next_cursor(json_t *body, const char *key_or_null);
 

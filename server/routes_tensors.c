@@ -64,19 +64,85 @@ static json_t *tensor_json(const st_file *file, const st_tensor *t, const char *
                      (json_int_t)(file->data_start + t->end));
 }
 
+/* The tensor list is paged by position: a cursor holds "<file path>\n<tensor
+ * name>" of the last entry sent (paths and names hold no control characters).
+ * Entries are small, and clients usually want a whole model, so a page holds up
+ * to 1000 by default and 10000 at most. */
+#define TENSOR_PAGE_DEFAULT 1000
+#define TENSOR_PAGE_MAX 10000
+#define TENSOR_CURSOR_MAX (TG_PATH_MAX + 1 + ST_TENSOR_NAME_MAX + 1)
+
+typedef struct tensor_page {
+    json_t *tensors;
+    unsigned limit;
+    uint64_t total;       /* tensors in the version */
+    const char *after;    /* cursor's file path, or NULL: from the start */
+    const char *after_name;
+    bool after_found;     /* the cursor's tensor was seen */
+    char last[TENSOR_CURSOR_MAX]; /* cursor key of the last entry added */
+    bool more;            /* an entry beyond the page exists */
+} tensor_page;
+
+/* Adds one file's tensors that come after the cursor to the page. */
+static bool page_add_file(tensor_page *page, const st_file *file, const char *path)
+{
+    page->total += file->tensor_count;
+    int order = page->after ? strcmp(path, page->after) : 1;
+    if (order < 0)
+        return true;
+    size_t t = 0;
+    if (order == 0) {
+        const st_tensor *mark = st_file_find(file, page->after_name, strlen(page->after_name));
+        if (mark == NULL)
+            return true; /* answered as a stale cursor once every file is seen */
+        page->after_found = true;
+        t = (size_t)(mark - file->tensors) + 1;
+    }
+    for (; t < file->tensor_count; t++) {
+        if (json_array_size(page->tensors) == page->limit) {
+            page->more = true;
+            return true;
+        }
+        const st_tensor *tensor = &file->tensors[t];
+        json_t *item = tensor_json(file, tensor, path);
+        if (item == NULL || json_array_append_new(page->tensors, item) != 0)
+            return false;
+        snprintf(page->last, sizeof page->last, "%s\n%.*s", path, (int)tensor->name_len,
+                 tensor->name);
+    }
+    return true;
+}
+
 void tg_route_tensors_list(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
+    tensor_page page = {0};
+    char key[TENSOR_CURSOR_MAX];
+    bool has_cursor;
+    if (!tg_list_params_bounded(req, TENSOR_PAGE_DEFAULT, TENSOR_PAGE_MAX, &page.limit, key,
+                                sizeof key, &has_cursor))
+        return;
+    if (has_cursor) {
+        char *newline = strchr(key, '\n');
+        if (newline == NULL) {
+            tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+            return;
+        }
+        *newline = '\0';
+        page.after = key;
+        page.after_name = newline + 1;
+    }
     tg_version version;
     tg_file_records list = {0};
     if (!lookup_files(req, &version, &list)) {
         free(list.items);
         return;
     }
-    json_t *tensors = json_array();
-    bool ok = tensors != NULL;
-    /* files in path order, each file's tensors in file order */
+    page.tensors = json_array();
+    bool ok = page.tensors != NULL;
+    /* files in path order, each file's tensors in file order; every header is
+     * read (they are cached) so the total is known */
     for (size_t i = 0; ok && i < list.count; i++) {
         if (!is_safetensors(&list.items[i]))
             continue;
@@ -86,28 +152,35 @@ void tg_route_tensors_list(tg_request *req)
                                 &err) != 0) {
             tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s",
                                list.items[i].path, err.detail);
-            ok = false;
-            break;
+            json_decref(page.tensors);
+            free(list.items);
+            return;
         }
-        for (size_t t = 0; ok && t < file.tensor_count; t++) {
-            json_t *item = tensor_json(&file, &file.tensors[t], list.items[i].path);
-            ok = item != NULL && json_array_append_new(tensors, item) == 0;
-        }
+        ok = page_add_file(&page, &file, list.items[i].path);
         st_file_free(&file);
-        if (!ok)
-            tg_respond_problem(req, 500, "internal", "out of memory");
     }
     free(list.items);
     if (!ok) {
-        json_decref(tensors);
+        json_decref(page.tensors);
+        tg_respond_problem(req, 500, "internal", "out of memory");
         return;
     }
-    json_t *body = json_pack("{s:I, s:I, s:o}", "version", (json_int_t)version.number, "count",
-                             (json_int_t)json_array_size(tensors), "tensors", tensors);
-    if (body == NULL)
+    if (has_cursor && !page.after_found) {
+        json_decref(page.tensors);
+        tg_respond_problem(req, 400, "invalid_request",
+                           "the cursor's position is no longer in this version (a draft's file "
+                           "changed); list again from the start");
+        return;
+    }
+    json_t *body = json_pack("{s:I, s:I, s:I, s:o}", "version", (json_int_t)version.number,
+                             "count", (json_int_t)json_array_size(page.tensors), "total",
+                             (json_int_t)page.total, "tensors", page.tensors);
+    if (body == NULL) {
         tg_respond_problem(req, 500, "internal", "out of memory");
-    else
-        tg_respond_json(req, 200, body);
+        return;
+    }
+    tg_set_next_cursor(body, page.more ? page.last : NULL);
+    tg_respond_json(req, 200, body);
 }
 
 /* ---- GET|HEAD .../tensors/{tensor*} ---- */

@@ -207,6 +207,64 @@ TEST(list_every_tensor)
     it_response_free(&r);
 }
 
+/* Paging: limit=2 walks version 1's five tensors in three pages, in the same order
+ * as the whole list; every page says the total; bad limits and cursors are 400. */
+TEST(list_pages)
+{
+    it_response all = it_get(BASE "/versions/1/tensors");
+    CHECK_STATUS(all, 200);
+    CHECK(json_is_null(json_object_get(all.json, "next_cursor")));
+    CHECK_EQ_U64(it_json_int(all.json, "total"), 5);
+    json_t *every = json_object_get(all.json, "tensors");
+    char url[512] = BASE "/versions/1/tensors?limit=2";
+    size_t pages = 0, seen = 0;
+    while (pages < 10) {
+        it_response r = it_get(url);
+        CHECK_STATUS(r, 200);
+        pages++;
+        json_t *tensors = json_object_get(r.json, "tensors");
+        CHECK_EQ_U64(it_json_int(r.json, "total"), 5);
+        CHECK_EQ_U64(it_json_int(r.json, "count"), json_array_size(tensors));
+        CHECK_EQ_U64(json_array_size(tensors), pages < 3 ? 2 : 1);
+        for (size_t i = 0; i < json_array_size(tensors); i++, seen++)
+            CHECK(json_equal(json_array_get(tensors, i), json_array_get(every, seen)));
+        const char *next = json_string_value(json_object_get(r.json, "next_cursor"));
+        if (next == NULL) {
+            it_response_free(&r);
+            break;
+        }
+        char *escaped = curl_easy_escape(NULL, next, 0);
+        snprintf(url, sizeof url, BASE "/versions/1/tensors?limit=2&cursor=%s", escaped);
+        curl_free(escaped);
+        it_response_free(&r);
+    }
+    CHECK_EQ_U64(pages, 3);
+    CHECK_EQ_U64(seen, 5);
+    it_response_free(&all);
+
+    /* a page that ends on the last tensor has no next page */
+    it_response r = it_get(BASE "/versions/1/tensors?limit=5");
+    CHECK_STATUS(r, 200);
+    CHECK_EQ_U64(it_json_int(r.json, "count"), 5);
+    CHECK(json_is_null(json_object_get(r.json, "next_cursor")));
+    it_response_free(&r);
+
+    static const char *const bad[] = {
+        BASE "/versions/1/tensors?limit=0",
+        BASE "/versions/1/tensors?limit=10001",
+        BASE "/versions/1/tensors?limit=x",
+        BASE "/versions/1/tensors?cursor=%25%25%25",
+        BASE "/versions/1/tensors?cursor=YWJj", /* "abc": no file/tensor split */
+        /* "model-00001-of-00002.safetensors\nnope": no such tensor there */
+        BASE "/versions/1/tensors?cursor=bW9kZWwtMDAwMDEtb2YtMDAwMDIuc2FmZXRlbnNvcnMKbm9wZQ",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = it_get(bad[i]);
+        CHECK_PROBLEM(r, 400, "invalid_request");
+        it_response_free(&r);
+    }
+}
+
 TEST(whole_tensors_and_headers)
 {
     char value[256];
@@ -438,6 +496,7 @@ int main(int argc, char **argv)
     build_files();
     RUN(publish_a_sharded_version);
     RUN(list_every_tensor);
+    RUN(list_pages);
     RUN(whole_tensors_and_headers);
     RUN(slices_conversions_npy);
     RUN(ranges_on_the_representation);
