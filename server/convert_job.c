@@ -249,6 +249,10 @@ typedef struct sink {
     int write_errno;
     uint64_t written;
     bool initialized; /* lock and condition made */
+    /* blobs.lock (shared), taken by sink_commit and held until sink_free, so the
+     * blob and its job_files row are made where gc cannot come between them */
+    bool blobs_locked;
+    int blobs_lock;
 } sink;
 
 /* Writes one buffer through: temp file, gate, hash. Runs on the writer thread. */
@@ -379,6 +383,8 @@ static void sink_free(sink *s)
         pthread_cond_destroy(&s->changed);
     }
     tg_store_temp_discard(s->fd, s->temp_path);
+    if (s->blobs_locked)
+        tg_store_unlock(s->blobs_lock);
     st_gate_free(s->gate);
     EVP_MD_CTX_free(s->sha);
     free(s->buffers[0]);
@@ -455,7 +461,16 @@ static int sink_commit(sink *s, const char *path, tg_file_record *file, char **s
     if (*stats_text == NULL)
         return fail(failure, "internal", "out of memory");
     /* Durable blob first, job_files row second: a crash between leaves an
-     * unreferenced blob for gc, never a row without its blob. */
+     * unreferenced blob for gc, never a row without its blob. The caller records
+     * the row before sink_free releases the lock. */
+    s->blobs_lock = tg_store_lock_blobs(&s->server->store, false, true);
+    if (s->blobs_lock < 0) {
+        free(*stats_text);
+        *stats_text = NULL;
+        return fail(failure, "internal", "the blob store's lock cannot be taken: %s",
+                    strerror(errno));
+    }
+    s->blobs_locked = true;
     tg_store_status committed = tg_store_commit_blob(&s->server->store, s->fd, s->temp_path,
                                                      file->sha256);
     s->fd = -1;

@@ -20,11 +20,18 @@
 #include "store.h"
 #include "checks.h"
 
-/* Opens the data directory: layout, then catalog (migrations applied). */
-static int open_data(const char *data_dir, tg_store *store, tg_catalog **catalog, const char *command)
+/* Opens the data directory: layout, the server's claim on it (claim_fd, serve
+ * only; NULL for the maintenance commands, which run beside a server), then the
+ * catalog (migrations applied). */
+static int open_data(const char *data_dir, tg_store *store, tg_catalog **catalog, int *claim_fd,
+                     const char *command)
 {
     char err[512];
     if (tg_store_open(store, data_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate %s: %s\n", command, err);
+        return -1;
+    }
+    if (claim_fd != NULL && (*claim_fd = tg_store_claim(store, err, sizeof err)) < 0) {
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
         return -1;
     }
@@ -59,8 +66,11 @@ int tg_cmd_serve(int argc, char **argv)
     }
     if (getenv("TENSORGATE_DEBUG") != NULL)
         tg_log_set_level(TG_LOG_DEBUG);
-    if (open_data(server.config.data_dir, &server.store, &server.catalog, "serve") != 0)
+    int claim_fd = -1;
+    if (open_data(server.config.data_dir, &server.store, &server.catalog, &claim_fd, "serve") != 0) {
+        tg_store_unlock(claim_fd);
         return 1;
+    }
     pthread_mutex_init(&server.publish_lock, NULL);
 
     /* The signals are taken by sigwait in this thread; MHD's threads inherit the mask. */
@@ -105,6 +115,7 @@ int tg_cmd_serve(int argc, char **argv)
     tg_convert_jobs_stop();
     tg_catalog_close(server.catalog);
     pthread_mutex_destroy(&server.publish_lock);
+    tg_store_unlock(claim_fd);
     tg_log(TG_LOG_INFO, "stopped");
     return 0;
 }
@@ -158,7 +169,7 @@ static int token_list_or_revoke(int argc, char **argv)
     }
     tg_store store;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, "token") != 0)
+    if (open_data(data_dir, &store, &catalog, NULL, "token") != 0)
         return 1;
     int rc = 0;
     if (!revoke) {
@@ -221,7 +232,7 @@ int tg_cmd_token(int argc, char **argv)
     }
     tg_store store;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, "token") != 0)
+    if (open_data(data_dir, &store, &catalog, NULL, "token") != 0)
         return 1;
     char token[TG_TOKEN_LEN + 1], hash[65];
     int rc = 1;
@@ -263,17 +274,16 @@ typedef struct gc_state {
     unsigned long long bytes;
 } gc_state;
 
-static int gc_visit(void *ctx, const char *hex)
+static void gc_blob(gc_state *gc, const char *hex)
 {
-    gc_state *gc = ctx;
     bool referenced = true;
     if (tg_catalog_blob_referenced(gc->catalog, hex, &referenced) != TG_CAT_OK) {
         gc->errors++;
-        return 0;
+        return;
     }
     if (referenced) {
         gc->kept++;
-        return 0;
+        return;
     }
     char path[4400];
     struct stat st;
@@ -281,10 +291,27 @@ static int gc_visit(void *ctx, const char *hex)
         gc->bytes += (unsigned long long)st.st_size;
     if (!gc->dry_run && tg_store_remove_blob(gc->store, hex) != 0) {
         gc->errors++;
-        return 0;
+        return;
     }
     printf("%s %s\n", gc->dry_run ? "would remove" : "removed", hex);
     gc->removed++;
+}
+
+/* One blob, decided and removed under the exclusive blobs lock: a server commits
+ * a blob and the row that references it under the shared lock, so an unreferenced
+ * blob seen here cannot be gaining a row (upload or conversion job) meanwhile. */
+static int gc_visit(void *ctx, const char *hex)
+{
+    gc_state *gc = ctx;
+    int lock = tg_store_lock_blobs(gc->store, true, true);
+    if (lock < 0) {
+        fprintf(stderr, "tensorgate gc: cannot lock %s/blobs.lock: %s\n", gc->store->root,
+                strerror(errno));
+        gc->errors++;
+        return 1;
+    }
+    gc_blob(gc, hex);
+    tg_store_unlock(lock);
     return 0;
 }
 
@@ -297,12 +324,10 @@ int tg_cmd_gc(int argc, char **argv)
     gc_state gc = {.dry_run = dry_run};
     tg_store store;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, "gc") != 0)
+    if (open_data(data_dir, &store, &catalog, NULL, "gc") != 0)
         return 1;
     gc.store = &store;
     gc.catalog = catalog;
-    /* Run while no upload is in flight: a blob renamed into place but not yet in the
-     * catalog looks unreferenced. */
     tg_store_each_blob(&store, gc_visit, &gc);
     tg_catalog_close(catalog);
     fprintf(stderr, "tensorgate gc: %lu blob(s) %s (%llu bytes), %lu kept, %lu error(s)\n", gc.removed,
@@ -363,7 +388,7 @@ int tg_cmd_fsck(int argc, char **argv)
         return 2;
     tg_store store;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, "fsck") != 0)
+    if (open_data(data_dir, &store, &catalog, NULL, "fsck") != 0)
         return 2;
     fsck_state fsck = {.store = &store};
     tg_cat_status status = tg_catalog_blob_each(catalog, fsck_visit, &fsck);

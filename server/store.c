@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,8 +71,64 @@ int tg_store_open(tg_store *store, const char *root, char *err, size_t err_len)
         snprintf(err, err_len, "cannot create the data directory %s: %s", root, strerror(errno));
         return -1;
     }
-    empty_dir(store->tmp_dir);
     return 0;
+}
+
+/* An open descriptor of DATA/<name>, created if needed; -1 on failure. */
+static int open_lock_file(const tg_store *store, const char *name)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", store->root, name);
+    return open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+
+int tg_store_claim(const tg_store *store, char *err, size_t err_len)
+{
+    int fd = open_lock_file(store, "serve.lock");
+    if (fd < 0) {
+        snprintf(err, err_len, "cannot open %s/serve.lock: %s", store->root, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int saved = errno;
+        close(fd);
+        if (saved == EWOULDBLOCK)
+            snprintf(err, err_len,
+                     "another tensorgate serve is using the data directory %s (it holds "
+                     "%s/serve.lock); stop it or choose another --data",
+                     store->root, store->root);
+        else
+            snprintf(err, err_len, "cannot lock %s/serve.lock: %s", store->root, strerror(saved));
+        return -1;
+    }
+    /* Only the owner may do this: tmp/ holds the uploads in flight of a running server. */
+    empty_dir(store->tmp_dir);
+    return fd;
+}
+
+int tg_store_lock_blobs(const tg_store *store, bool exclusive, bool wait)
+{
+    int fd = open_lock_file(store, "blobs.lock");
+    if (fd < 0)
+        return -1;
+    int how = (exclusive ? LOCK_EX : LOCK_SH) | (wait ? 0 : LOCK_NB);
+    int rc;
+    do
+        rc = flock(fd, how);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+void tg_store_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* closing the only descriptor of the open file releases its flock */
 }
 
 int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path_len)

@@ -7,6 +7,7 @@
 #ifndef TG_STORE_H
 #define TG_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,8 +25,24 @@ typedef enum tg_store_status {
     TG_STORE_ERROR,
 } tg_store_status;
 
-/* Creates the layout if needed and empties tmp/. err gets one sentence on failure. */
+/* Creates the layout if needed. err gets one sentence on failure. */
 int tg_store_open(tg_store *store, const char *root, char *err, size_t err_len);
+
+/* Locks in the data directory (flock, so they hold across processes and end with
+ * the process):
+ *  - serve.lock: the one `tensorgate serve` that owns the directory. tg_store_claim
+ *    takes it without waiting (a second server is refused with a sentence in err)
+ *    and then empties tmp/ (uploads a stopped server left). Returns the descriptor
+ *    to keep open while serving, or -1.
+ *  - blobs.lock: a blob that is committed (renamed into place, or found already
+ *    there) and the catalog row that references it are made under a shared lock;
+ *    gc decides "unreferenced" and removes a blob under the exclusive lock. So gc
+ *    never removes a blob between its commit and its row, whichever process runs
+ *    it. tg_store_lock_blobs returns a descriptor for tg_store_unlock, or -1 (with
+ *    errno EWOULDBLOCK when !wait and the lock is held). */
+int tg_store_claim(const tg_store *store, char *err, size_t err_len);
+int tg_store_lock_blobs(const tg_store *store, bool exclusive, bool wait);
+void tg_store_unlock(int fd);
 
 /* A new temp file in tmp/: fd open for writing, path filled. */
 int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path_len);

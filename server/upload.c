@@ -13,12 +13,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "index_check.h"
 #include "log.h"
 #include "routes.h"
 #include "checks.h"
+
+/* Tests only: TENSORGATE_TEST_COMMIT_DELAY_MS (at most 10 s) widens the gap between
+ * a blob's commit and its catalog row, so a test can run gc inside it. */
+static void test_commit_delay(void)
+{
+    const char *delay = getenv("TENSORGATE_TEST_COMMIT_DELAY_MS");
+    unsigned long ms = delay ? strtoul(delay, NULL, 10) : 0;
+    if (ms > 0)
+        usleep((useconds_t)(ms > 10000 ? 10000 : ms) * 1000);
+}
 
 uint64_t tg_request_body_size(const tg_request *req)
 {
@@ -340,11 +351,22 @@ void tg_route_upload_finish(tg_request *req)
         st_file_parameter_counts(parsed, counts, &file.parameters);
     }
     /* Durable blob first, catalog row second: a crash in between leaves only an
-     * unreferenced blob, which gc removes. */
+     * unreferenced blob, which gc removes. Both under the shared blobs lock, so a
+     * concurrent gc cannot take the blob from under its row. */
+    int blobs_lock = tg_store_lock_blobs(&server->store, false, true);
+    if (blobs_lock < 0) {
+        free(stats);
+        tg_store_temp_discard(ingest->fd, ingest->temp_path);
+        ingest->fd = -1;
+        ingest->temp_path[0] = '\0';
+        tg_respond_problem(req, 500, "internal", "the blob store's lock cannot be taken; nothing was stored");
+        return;
+    }
     tg_store_status committed = tg_store_commit_blob(&server->store, ingest->fd, ingest->temp_path, file.sha256);
     ingest->fd = -1;
     ingest->temp_path[0] = '\0';
     if (committed != TG_STORE_OK) {
+        tg_store_unlock(blobs_lock);
         free(stats);
         if (committed == TG_STORE_NO_SPACE)
             tg_respond_problem(req, 507, "insufficient_storage", "the server's disk is full; nothing was stored");
@@ -352,9 +374,11 @@ void tg_route_upload_finish(tg_request *req)
             tg_respond_problem(req, 500, "internal", "the blob could not be stored");
         return;
     }
+    test_commit_delay();
     pthread_mutex_lock(&server->publish_lock);
     tg_cat_status status = tg_catalog_file_put(server->catalog, up->version.id, &file, stats);
     pthread_mutex_unlock(&server->publish_lock);
+    tg_store_unlock(blobs_lock);
     free(stats);
     if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",

@@ -2,6 +2,7 @@
  * ranges, ETag/304, HEAD, aliases, publish rules (409, index_mismatch,
  * empty_version), one blob for identical content, restart keeps the catalog,
  * a newer catalog schema is refused. */
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "harness.h"
@@ -535,6 +536,86 @@ TEST(restart_keeps_catalog)
     it_response_free(&r);
 }
 
+/* gc beside a running server. The server is restarted with its commit widened
+ * (TENSORGATE_TEST_COMMIT_DELAY_MS) and a file is uploaded whose blob is already
+ * there, unreferenced (the file was deleted): the store keeps the blob, then adds
+ * the row. gc runs inside that gap. Commits and gc exclude each other
+ * (blobs.lock), so gc waits and then sees the blob referenced; without the lock
+ * it would remove the blob under the new row. gc must also leave tmp/ alone. */
+static const char notes_text[] = "notes that only this test uploads\n";
+
+static void *upload_notes(void *arg)
+{
+    const char *url = arg;
+    it_response r = it_send("PUT", url, write_token, notes_text, sizeof notes_text - 1);
+    long status = r.status;
+    it_response_free(&r);
+    return (void *)status;
+}
+
+TEST(gc_beside_a_running_server)
+{
+    CHECK(it_server_stop() == 0);
+    setenv("TENSORGATE_TEST_COMMIT_DELAY_MS", "800", 1);
+    CHECK(it_server_start_args(NULL, NULL) == 0);
+    unsetenv("TENSORGATE_TEST_COMMIT_DELAY_MS");
+    it_response r = it_send("POST", BASE "/versions", write_token, NULL, 0);
+    CHECK_STATUS(r, 201);
+    char url[512];
+    snprintf(url, sizeof url, BASE "/versions/%lld/files/notes.txt",
+             (long long)it_json_int(r.json, "version"));
+    it_response_free(&r);
+    r = it_send("PUT", url, write_token, notes_text, sizeof notes_text - 1);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    r = it_send("DELETE", url, write_token, NULL, 0);
+    CHECK_STATUS(r, 204);
+    it_response_free(&r);
+    /* an upload in flight, as the server's tmp/ holds it */
+    char in_flight[512];
+    snprintf(in_flight, sizeof in_flight, "%s/tmp/upload-inflight", it_srv.data);
+    close(open(in_flight, O_CREAT | O_WRONLY, 0600));
+
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, upload_notes, url) == 0);
+    usleep(300 * 1000); /* the upload is inside its 800 ms gap */
+    char command[1200];
+    snprintf(command, sizeof command, "'%s' gc --data '%s' >/dev/null 2>&1", it_binary,
+             it_srv.data);
+    CHECK(system(command) == 0);
+    void *status = NULL;
+    pthread_join(thread, &status);
+    CHECK_EQ_U64((long)status, 201);
+    CHECK(access(in_flight, F_OK) == 0);
+    unlink(in_flight);
+    r = it_get(url);
+    CHECK_STATUS(r, 200);
+    CHECK(r.body.len == sizeof notes_text - 1 &&
+          memcmp(r.body.data, notes_text, sizeof notes_text - 1) == 0);
+    it_response_free(&r);
+    CHECK(it_server_stop() == 0);
+    CHECK(it_server_start_args(NULL, NULL) == 0);
+}
+
+/* One server per data directory: a second one is refused at once and says why. */
+TEST(second_server_refused)
+{
+    char command[1200];
+    snprintf(command, sizeof command,
+             "'%s' serve --listen 127.0.0.1:0 --data '%s' 2>&1 | grep -q 'another tensorgate serve "
+             "is using the data directory'",
+             it_binary, it_srv.data);
+    CHECK(system(command) == 0);
+    snprintf(command, sizeof command, "'%s' serve --listen 127.0.0.1:0 --data '%s' 2>/dev/null",
+             it_binary, it_srv.data);
+    int status = system(command);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    /* the first one still serves */
+    it_response r = it_get("/healthz");
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+}
+
 TEST(delete_model)
 {
     it_response r = it_send("DELETE", BASE, write_token, NULL, 0);
@@ -627,6 +708,8 @@ int main(int argc, char **argv)
     RUN(identical_content_stored_once);
     RUN(publish_checks);
     RUN(restart_keeps_catalog);
+    RUN(gc_beside_a_running_server);
+    RUN(second_server_refused);
     RUN(delete_model);
     RUN(newer_schema_refused);
     it_buf_free(&shard1);

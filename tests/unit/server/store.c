@@ -1,4 +1,5 @@
 /* Unit tests for server/store.c: layout, temp files, commit, dedupe, gc walk. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -23,14 +24,28 @@ TEST(layout_commit_and_dedupe)
     CHECK(mkdtemp(root) != NULL);
     char err[256];
     tg_store store;
-    /* A leftover upload in tmp/ is removed at open. */
+    /* A leftover upload in tmp/ stays at open (a maintenance command runs beside a
+     * server) and is removed when the server claims the directory; a second claim
+     * is refused while the first is held, and allowed once it is released. */
     char tmp_dir[128], leftover[160];
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", root);
     mkdir(tmp_dir, 0755);
     snprintf(leftover, sizeof leftover, "%s/upload-old", tmp_dir);
     close(open(leftover, O_CREAT | O_WRONLY, 0644));
     CHECK(tg_store_open(&store, root, err, sizeof err) == 0);
+    CHECK(access(leftover, F_OK) == 0);
+    int claim = tg_store_claim(&store, err, sizeof err);
+    CHECK(claim >= 0);
     CHECK(access(leftover, F_OK) != 0);
+    close(open(leftover, O_CREAT | O_WRONLY, 0644));
+    err[0] = '\0';
+    CHECK(tg_store_claim(&store, err, sizeof err) == -1);
+    CHECK(strstr(err, "another tensorgate serve is using the data directory") != NULL);
+    CHECK(access(leftover, F_OK) == 0); /* the refused claim touched nothing */
+    tg_store_unlock(claim);
+    claim = tg_store_claim(&store, err, sizeof err);
+    CHECK(claim >= 0);
+    tg_store_unlock(claim);
 
     for (int round = 0; round < 2; round++) {
         int fd = -1;
@@ -77,10 +92,41 @@ TEST(sha256_hex_shape)
     CHECK(!tg_is_sha256_hex(""));
 }
 
+/* blobs.lock: commits share it, gc excludes them (each lock is its own open
+ * file, so this holds between threads of one process as between processes). */
+TEST(blobs_lock_shared_and_exclusive)
+{
+    char root[64];
+    snprintf(root, sizeof root, "/tmp/tg-store-XXXXXX");
+    CHECK(mkdtemp(root) != NULL);
+    char err[256];
+    tg_store store;
+    CHECK(tg_store_open(&store, root, err, sizeof err) == 0);
+    int shared1 = tg_store_lock_blobs(&store, false, false);
+    int shared2 = tg_store_lock_blobs(&store, false, false);
+    CHECK(shared1 >= 0 && shared2 >= 0);
+    CHECK(tg_store_lock_blobs(&store, true, false) == -1);
+    CHECK(errno == EWOULDBLOCK);
+    tg_store_unlock(shared1);
+    CHECK(tg_store_lock_blobs(&store, true, false) == -1); /* one commit still holds it */
+    tg_store_unlock(shared2);
+    int exclusive = tg_store_lock_blobs(&store, true, false);
+    CHECK(exclusive >= 0);
+    CHECK(tg_store_lock_blobs(&store, false, false) == -1);
+    tg_store_unlock(exclusive);
+    int again = tg_store_lock_blobs(&store, false, false);
+    CHECK(again >= 0);
+    tg_store_unlock(again);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    CHECK(system(cmd) == 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     RUN(layout_commit_and_dedupe);
     RUN(sha256_hex_shape);
+    RUN(blobs_lock_shared_and_exclusive);
     return test_report(argv[0]);
 }
