@@ -53,8 +53,11 @@ tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *
     return tg_catalog_token_lookup(catalog, hash, granted, token_namespace, namespace_size);
 }
 
-bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
+/* tg_auth_require, also giving the token's namespace ("" when unlimited). */
+static bool authorize(tg_request *req, tg_scope scope, const char *org, char *token_namespace,
+                      size_t namespace_size)
 {
+    token_namespace[0] = '\0';
     const char *header = tg_header(req, "Authorization");
     if (header == NULL) {
         tg_respond_problem(req, 401, "unauthorized", "this route needs a bearer token");
@@ -68,9 +71,8 @@ bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
     while (*token == ' ')
         token++;
     tg_scope granted = TG_SCOPE_NONE;
-    char token_namespace[TG_NAME_MAX + 1] = "";
     tg_cat_status status = tg_token_lookup(req->server->catalog, token, &granted, token_namespace,
-                                           sizeof token_namespace);
+                                           namespace_size);
     if (status == TG_CAT_ERROR) {
         tg_respond_problem(req, 500, "internal", "the token store is unavailable");
         return false;
@@ -98,9 +100,24 @@ bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
     return true;
 }
 
+bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
+{
+    char token_namespace[TG_NAME_MAX + 1];
+    return authorize(req, scope, org, token_namespace, sizeof token_namespace);
+}
+
 bool tg_auth_read(tg_request *req, const char *org)
 {
     if (!req->server->config.auth_read)
         return true;
     return tg_auth_require(req, TG_SCOPE_READ, org);
+}
+
+bool tg_auth_read_namespace(tg_request *req, const char *org, char *token_namespace,
+                            size_t namespace_size)
+{
+    token_namespace[0] = '\0';
+    if (!req->server->config.auth_read)
+        return true;
+    return authorize(req, TG_SCOPE_READ, org, token_namespace, namespace_size);
 }

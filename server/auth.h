@@ -33,5 +33,10 @@ bool tg_auth_require(tg_request *req, tg_scope scope, const char *org);
 
 /* Reads: open unless --auth-read. */
 bool tg_auth_read(tg_request *req, const char *org);
+/* tg_auth_read for a list of what several orgs own: also gives the namespace the
+ * token is limited to (namespace_size >= TG_NAME_MAX + 1; "" when reads are open
+ * or the token is unlimited), so the list can keep to what the token may read. */
+bool tg_auth_read_namespace(tg_request *req, const char *org, char *token_namespace,
+                            size_t namespace_size);
 
 #endif

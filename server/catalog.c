@@ -1010,6 +1010,14 @@ tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256
 
 /* ---- jobs ---- */
 
+/* Runs one prepared write of a job transaction; caller holds the lock. */
+static bool step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+}
+
 static const char *const job_state_names[] = {"queued", "running", "done", "failed"};
 
 const char *tg_job_state_name(tg_job_state state)
@@ -1047,6 +1055,7 @@ static void read_job(sqlite3_stmt *st, tg_job *out)
     out->result_version = sqlite3_column_int64(st, 12);
     copy_text(out->error_reason, sizeof out->error_reason, st, 13);
     copy_text(out->error_detail, sizeof out->error_detail, st, 14);
+    out->cancel_requested = strcmp(out->error_reason, "cancelled") == 0;
     copy_text(out->created_at, sizeof out->created_at, st, 15);
     copy_text(out->started_at, sizeof out->started_at, st, 16);
     copy_text(out->finished_at, sizeof out->finished_at, st, 17);
@@ -1072,18 +1081,50 @@ static tg_cat_status job_by_id(tg_catalog *catalog, int64_t job_id, tg_job *out)
     return status;
 }
 
+/* The queued or running job (not being cancelled) that would make the same
+ * version; caller holds the lock. TG_CAT_NOT_FOUND when there is none. */
+static tg_cat_status same_job(tg_catalog *catalog, int64_t source_version_id, const char *dtype,
+                              const char *tensors_json, tg_job *out)
+{
+    static const char sql[] =
+        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
+        " AND source_version_id = ? AND dtype = ? AND tensors = ? ORDER BY id LIMIT 1";
+    sqlite3_stmt *st = statement(catalog, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, source_version_id);
+    bind_text(st, 2, dtype);
+    bind_text(st, 3, tensors_json);
+    int rc = sqlite3_step(st);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return job_by_id(catalog, id, out);
+    return rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+}
+
 tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
                                     int64_t source_version_id, const char *dtype,
-                                    const char *tensors_json, uint64_t bytes_total, tg_job *out)
+                                    const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                    bool *existing)
 {
     static const char sql[] =
         "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
         " created_at) VALUES ('convert', 'queued', ?, ?, ?, ?, ?, ?)";
     char now[TG_TIME_LEN];
     tg_time_now(now);
+    *existing = false;
+    /* The catalog lock makes the look-up and the insert one step within the
+     * process (one process serves a data dir): two equal requests queue one job. */
     lock(catalog);
+    tg_cat_status status = same_job(catalog, source_version_id, dtype, tensors_json, out);
+    if (status != TG_CAT_NOT_FOUND) {
+        *existing = status == TG_CAT_OK;
+        unlock(catalog);
+        return status;
+    }
     sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
+    status = TG_CAT_ERROR;
     if (st) {
         sqlite3_bind_int64(st, 1, model_id);
         sqlite3_bind_int64(st, 2, source_version_id);
@@ -1107,6 +1148,39 @@ tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *ou
     lock(catalog);
     tg_cat_status status = job_by_id(catalog, job_id, out);
     unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filter,
+                                  int64_t before_id, unsigned limit,
+                                  void (*visit)(void *ctx, const tg_job *job), void *ctx)
+{
+    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM
+                              " WHERE (?1 IS NULL OR j.state = ?1) AND (?2 IS NULL OR m.org = ?2)"
+                              " AND (?3 IS NULL OR m.name = ?3) AND (?4 <= 0 OR j.id < ?4)"
+                              " ORDER BY j.id DESC LIMIT ?5";
+    tg_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        return TG_CAT_ERROR;
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, filter->has_state ? tg_job_state_name(filter->state) : NULL);
+        bind_text(st, 2, filter->org);
+        bind_text(st, 3, filter->org ? filter->name : NULL);
+        sqlite3_bind_int64(st, 4, before_id);
+        sqlite3_bind_int64(st, 5, limit);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_job(st, job);
+            visit(ctx, job);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    free(job);
     return status;
 }
 
@@ -1149,6 +1223,10 @@ out:
 tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts,
                                      unsigned *requeued, unsigned *failed)
 {
+    /* a cancel asked before the stop is kept: such a job fails, never resumes */
+    static const char cancelled_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = ? WHERE state = 'running'"
+        " AND error_reason = 'cancelled'";
     static const char fail_sql[] =
         "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = 'interrupted',"
         " error_detail = 'the server stopped during the job ' || attempts || ' times; given up'"
@@ -1163,17 +1241,21 @@ tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts,
     tg_cat_status status = TG_CAT_ERROR;
     if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
         goto out;
-    sqlite3_stmt *st = statement(catalog, fail_sql);
+    sqlite3_stmt *st = statement(catalog, cancelled_sql);
+    if (st == NULL)
+        goto rollback;
+    bind_text(st, 1, now);
+    if (!step_done(st))
+        goto rollback;
+    *failed = (unsigned)sqlite3_changes(catalog->db);
+    st = statement(catalog, fail_sql);
     if (st == NULL)
         goto rollback;
     bind_text(st, 1, now);
     sqlite3_bind_int64(st, 2, max_attempts);
-    if (sqlite3_step(st) != SQLITE_DONE) {
-        sqlite3_reset(st);
+    if (!step_done(st))
         goto rollback;
-    }
-    sqlite3_reset(st);
-    *failed = (unsigned)sqlite3_changes(catalog->db);
+    *failed += (unsigned)sqlite3_changes(catalog->db);
     st = statement(catalog, drop_sql);
     if (st == NULL || sqlite3_step(st) != SQLITE_DONE) {
         if (st)
@@ -1218,42 +1300,87 @@ tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint6
     return status;
 }
 
-tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
-                                  const char *detail)
+/* queued or running -> failed, and its job_files rows go; detail NULL keeps the
+ * stored one (a cancel's). Caller holds the lock inside a transaction. */
+static tg_cat_status fail_job(tg_catalog *catalog, int64_t job_id, const char *reason,
+                              const char *detail)
 {
     static const char fail_sql[] =
-        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?, error_detail = ?"
-        " WHERE id = ? AND state IN ('queued', 'running')";
+        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?,"
+        " error_detail = coalesce(?, error_detail) WHERE id = ? AND state IN ('queued', 'running')";
     static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
+    sqlite3_stmt *st = statement(catalog, fail_sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    bind_text(st, 1, now);
+    bind_text(st, 2, reason);
+    bind_text(st, 3, detail);
+    sqlite3_bind_int64(st, 4, job_id);
+    tg_cat_status status = run_write(catalog, st);
+    if (status != TG_CAT_OK)
+        return status;
+    st = statement(catalog, drop_sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, job_id);
+    return step_done(st) ? TG_CAT_OK : TG_CAT_ERROR;
+}
+
+/* Ends the transaction: COMMIT when status is OK, else ROLLBACK. Caller holds the lock. */
+static tg_cat_status finish_transaction(tg_catalog *catalog, tg_cat_status status)
+{
+    if (status == TG_CAT_OK && exec(catalog, "COMMIT") == SQLITE_OK)
+        return TG_CAT_OK;
+    exec(catalog, "ROLLBACK");
+    return status == TG_CAT_OK ? TG_CAT_ERROR : status;
+}
+
+tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
+                                  const char *detail)
+{
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(catalog, "BEGIN IMMEDIATE") == SQLITE_OK)
+        status = finish_transaction(catalog, fail_job(catalog, job_id, reason, detail));
+    unlock(catalog);
+    return status;
+}
+
+/* Marks a running job for the worker to stop; caller holds the lock. */
+static tg_cat_status mark_cancelled(tg_catalog *catalog, int64_t job_id)
+{
+    static const char sql[] =
+        "UPDATE jobs SET error_reason = 'cancelled',"
+        " error_detail = 'cancelled while it ran; its partial output was discarded'"
+        " WHERE id = ? AND state = 'running'";
+    sqlite3_stmt *st = statement(catalog, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, job_id);
+    return run_write(catalog, st);
+}
+
+tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
+                                    tg_job *out)
+{
     lock(catalog);
     tg_cat_status status = TG_CAT_ERROR;
     if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
         goto out;
-    sqlite3_stmt *st = statement(catalog, fail_sql);
-    if (st) {
-        bind_text(st, 1, now);
-        bind_text(st, 2, reason);
-        bind_text(st, 3, detail);
-        sqlite3_bind_int64(st, 4, job_id);
-        status = run_write(catalog, st);
-    }
+    /* read and change in one transaction: the worker's claim cannot come between */
+    status = job_by_id(catalog, job_id, out);
     if (status == TG_CAT_OK) {
-        st = statement(catalog, drop_sql);
-        status = TG_CAT_ERROR;
-        if (st) {
-            sqlite3_bind_int64(st, 1, job_id);
-            int rc = sqlite3_step(st);
-            sqlite3_reset(st);
-            status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        }
+        *was = out->state;
+        if (out->state == TG_JOB_QUEUED)
+            status = fail_job(catalog, job_id, "cancelled", "cancelled before it started");
+        else if (out->state == TG_JOB_RUNNING && !out->cancel_requested)
+            status = mark_cancelled(catalog, job_id);
     }
-    if (exec(catalog, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK") != SQLITE_OK &&
-        status == TG_CAT_OK) {
-        exec(catalog, "ROLLBACK");
-        status = TG_CAT_ERROR;
-    }
+    if (status == TG_CAT_OK)
+        status = job_by_id(catalog, job_id, out);
+    status = finish_transaction(catalog, status);
 out:
     unlock(catalog);
     return status;
@@ -1265,7 +1392,7 @@ tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
     static const char sql[] =
         "INSERT OR REPLACE INTO job_files(job_id, path, kind, size, sha256, tensors, parameters,"
         " nan, inf, tensor_stats) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
-        " FROM jobs WHERE id = ?1 AND state = 'running'";
+        " FROM jobs WHERE id = ?1 AND state = 'running' AND error_reason IS NULL";
     lock(catalog);
     sqlite3_stmt *st = statement(catalog, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1280,7 +1407,7 @@ tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
         sqlite3_bind_int64(st, 8, (int64_t)file->nan);
         sqlite3_bind_int64(st, 9, (int64_t)file->inf);
         bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
-        /* no row inserted: the job is gone or no longer running */
+        /* no row inserted: the job is gone, no longer running, or being cancelled */
         status = run_write(catalog, st);
     }
     unlock(catalog);
@@ -1310,14 +1437,6 @@ tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
     }
     unlock(catalog);
     return status;
-}
-
-/* Runs one prepared write of the commit; caller holds the lock. */
-static bool step_done(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE;
 }
 
 tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
@@ -1355,7 +1474,7 @@ tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const c
     if (job == NULL)
         goto rollback;
     status = job_by_id(catalog, job_id, job);
-    if (status == TG_CAT_OK && job->state != TG_JOB_RUNNING)
+    if (status == TG_CAT_OK && (job->state != TG_JOB_RUNNING || job->cancel_requested))
         status = TG_CAT_CONFLICT;
     if (status != TG_CAT_OK) {
         free(job);

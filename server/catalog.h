@@ -197,8 +197,11 @@ typedef struct tg_job {
     uint64_t bytes_done, bytes_total;
     int64_t attempts;
     int64_t result_version; /* the new version's number when done, else 0 */
-    char error_reason[48];  /* "" unless failed */
+    /* "" unless failed, or "cancelled" on a running job whose cancel was asked
+     * (the worker stops it at its next step and fails it with that reason) */
+    char error_reason[48];
     char error_detail[TG_JOB_DETAIL_MAX];
+    bool cancel_requested; /* error_reason is "cancelled", in any state */
     char created_at[TG_TIME_LEN];
     char started_at[TG_TIME_LEN];  /* "" until started */
     char finished_at[TG_TIME_LEN]; /* "" until done or failed */
@@ -206,20 +209,46 @@ typedef struct tg_job {
 
 const char *tg_job_state_name(tg_job_state state);
 
-/* A queued conversion job of source_version_id (a published version of model_id). */
+/* A queued conversion job of source_version_id (a published version of model_id).
+ * Idempotent: when a job with the same source version, dtype and tensors text is
+ * queued or running (and not being cancelled), out gets that job and *existing is
+ * true; otherwise a new job is queued and *existing is false. */
 tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
                                     int64_t source_version_id, const char *dtype,
-                                    const char *tensors_json, uint64_t bytes_total, tg_job *out);
+                                    const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                    bool *existing);
 tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out);
+
+/* Which jobs a list keeps; each member set to NULL (state: has_state false) keeps all. */
+typedef struct tg_job_filter {
+    bool has_state;
+    tg_job_state state;
+    const char *org;  /* jobs of this org's models */
+    const char *name; /* with org: jobs of the model org/name */
+} tg_job_filter;
+/* Jobs matching filter, newest first (id descending), with id < before_id (0: from
+ * the newest); at most limit. */
+tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filter,
+                                  int64_t before_id, unsigned limit,
+                                  void (*visit)(void *ctx, const tg_job *job), void *ctx);
+/* Cancels a job; *was gets its state before. A queued job fails at once with
+ * reason "cancelled" (files an interrupted attempt left in job_files go). A running job keeps running, marked (cancel_requested) for the worker,
+ * which stops it and fails it; tg_catalog_job_commit refuses a marked job and
+ * tg_catalog_job_recover fails one. A done or failed job is left as it is. out
+ * gets the job after. TG_CAT_NOT_FOUND when there is no such job. */
+tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
+                                    tg_job *out);
 /* Claims the oldest queued job: it becomes running, attempts + 1. TG_CAT_NOT_FOUND if none. */
 tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out);
 /* At start: jobs left running by a stopped or killed server go back to queued, or
- * fail with reason "interrupted" once they have been tried max_attempts times. */
+ * fail with reason "interrupted" once they have been tried max_attempts times;
+ * a running job whose cancel was asked fails with reason "cancelled". */
 tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts,
                                      unsigned *requeued, unsigned *failed);
 tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
                                       uint64_t bytes_total);
-/* running -> failed; its job_files rows go (their blobs become garbage for gc). */
+/* queued or running -> failed; its job_files rows go (their blobs become garbage
+ * for gc). detail NULL keeps the detail a cancel stored. */
 tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
                                   const char *detail);
 /* Records a finished file of a running job (replacing one of the same path). */
@@ -233,7 +262,7 @@ tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
  * dtype), whose files are the source version's files with the job's files in place
  * of (or added to) those of the same path; the job becomes done with that number.
  * TG_CAT_NOT_FOUND when the job is gone (its model was deleted), TG_CAT_CONFLICT
- * when it is not running. */
+ * when it is not running or its cancel was asked. */
 tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
                                     tg_version *out);
 

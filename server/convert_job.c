@@ -53,11 +53,19 @@ static struct {
     bool pending;
     tg_server *server;
     unsigned delay_ms;
+    /* the running job a DELETE asked to stop (atomic; the catalog holds the
+     * durable mark, this only spares the converter a catalog read per step) */
+    int64_t cancel_job;
 } runner = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static bool stopping(void)
 {
     return __atomic_load_n(&runner.stopping, __ATOMIC_ACQUIRE);
+}
+
+static bool cancel_asked(int64_t job_id)
+{
+    return __atomic_load_n(&runner.cancel_job, __ATOMIC_ACQUIRE) == job_id;
 }
 
 /* Why a job failed: a stable reason and one sentence. */
@@ -539,6 +547,8 @@ static int step_done(sink *s, progress *p, const char *path, job_failure *failur
         usleep(runner.delay_ms * 1000u);
     if (stopping())
         return fail(failure, "stopped", "the server is stopping");
+    if (cancel_asked(p->job_id))
+        return fail(failure, "cancelled", "cancelled while it ran");
     return 0;
 }
 
@@ -645,7 +655,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
     progress_add(server, p, s.handed - before, false);
     tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, stats);
     if (status == TG_CAT_NOT_FOUND) {
-        fail(failure, "cancelled", "the job or its model was removed");
+        fail(failure, "cancelled", "the job was cancelled or its model deleted");
         goto out;
     }
     if (status != TG_CAT_OK) {
@@ -787,7 +797,7 @@ static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *
         goto out;
     tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, "[]");
     if (status == TG_CAT_NOT_FOUND)
-        fail(failure, "cancelled", "the job or its model was removed");
+        fail(failure, "cancelled", "the job was cancelled or its model deleted");
     else if (status != TG_CAT_OK)
         fail(failure, "internal", "the catalog failed recording %s", source->path);
     else
@@ -942,7 +952,7 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
     tg_version version;
     tg_cat_status status = tg_catalog_job_commit(server->catalog, job->id, digest, &version);
     if (status == TG_CAT_NOT_FOUND || status == TG_CAT_CONFLICT) {
-        fail(failure, "cancelled", "the job or its model was removed");
+        fail(failure, "cancelled", "the job was cancelled or its model deleted");
         goto out;
     }
     if (status != TG_CAT_OK) {
@@ -989,8 +999,12 @@ static void *worker_main(void *arg)
             if (rc < 0) {
                 tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, failure.reason,
                        failure.detail);
-                if (strcmp(failure.reason, "cancelled") != 0)
-                    tg_catalog_job_fail(server->catalog, job->id, failure.reason, failure.detail);
+                /* A cancelled job keeps the detail the cancel stored (NULL); one whose
+                 * model was deleted is gone, and failing it changes nothing. Its
+                 * job_files rows go, their blobs left for gc. */
+                bool cancelled = strcmp(failure.reason, "cancelled") == 0;
+                tg_catalog_job_fail(server->catalog, job->id, failure.reason,
+                                    cancelled ? NULL : failure.detail);
             } else if (rc > 0) {
                 tg_log(TG_LOG_INFO, "job %lld: stopped; it resumes at the next start",
                        (long long)job->id);
@@ -1036,6 +1050,11 @@ void tg_convert_jobs_wake(void)
     runner.pending = true;
     pthread_cond_signal(&runner.wake);
     pthread_mutex_unlock(&runner.lock);
+}
+
+void tg_convert_jobs_cancel(int64_t job_id)
+{
+    __atomic_store_n(&runner.cancel_job, job_id, __ATOMIC_RELEASE);
 }
 
 void tg_convert_jobs_stop(void)

@@ -1,5 +1,5 @@
 /* Conversion of a published version into a new derived version, as a background
- * job (POST .../versions/{rev}/convert, GET /v1/jobs/{id}).
+ * job (POST .../versions/{rev}/convert; GET /v1/jobs, GET and DELETE /v1/jobs/{id}).
  *
  * One worker thread runs the queued jobs of the catalog's jobs table in order.
  * A job converts, shard by shard, the floating tensors whose names match its
@@ -13,7 +13,9 @@
  * Crash safety: a killed server leaves its job "running"; at the next start the
  * job is queued again (tmp/ was emptied by the store) and resumes, skipping the
  * shards already in job_files, until it has been interrupted
- * TG_CONVERT_MAX_ATTEMPTS times, after which it is marked failed. */
+ * TG_CONVERT_MAX_ATTEMPTS times, after which it is marked failed. A running job
+ * whose cancel was asked (DELETE /v1/jobs/{id}) is marked in the catalog and fails
+ * with reason "cancelled" at the worker's next step, or at the next start. */
 #ifndef TG_CONVERT_JOB_H
 #define TG_CONVERT_JOB_H
 
@@ -59,6 +61,12 @@ int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_co
 int tg_convert_jobs_start(tg_server *server, char *err, size_t err_len);
 /* Tells the worker a job was queued. */
 void tg_convert_jobs_wake(void);
+/* Tells the worker that tg_catalog_job_cancel marked job_id, which is running:
+ * it stops the job at its next step (the temp file goes, no version is made) and
+ * fails it with reason "cancelled". A job between steps is refused at its next
+ * job_files record or at its commit, so the mark alone is enough; this makes it
+ * prompt. */
+void tg_convert_jobs_cancel(int64_t job_id);
 /* Stops the worker at its next step; a job in progress stays "running" and
  * resumes at the next start. */
 void tg_convert_jobs_stop(void);

@@ -49,7 +49,13 @@ void tg_route_scan_cleanup(tg_request *req);
 
 /* routes_convert.c */
 void tg_route_version_convert(tg_request *req);
+
+/* routes_jobs.c */
+void tg_route_jobs_list(tg_request *req);
 void tg_route_job_get(tg_request *req);
+void tg_route_job_delete(tg_request *req);
+/* A job as GET /v1/jobs/{id} shows it (NULL when out of memory). */
+json_t *tg_job_json(const tg_job *job);
 
 /* Shared lookups (routes_models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */

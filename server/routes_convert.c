@@ -1,71 +1,24 @@
-/* POST /v1/models/{org}/{name}/versions/{rev}/convert and GET /v1/jobs/{id}.
+/* POST /v1/models/{org}/{name}/versions/{rev}/convert.
  *
  * The POST checks everything that can be checked at once (scope, the version is
  * published, the dtype is a conversion target, the globs are well formed and each
  * matches a tensor, something would change), queues a job and answers 202 with
- * its URL; the work runs in the background (convert_job.c). */
+ * its URL; the work runs in the background (convert_job.c), the job is read and
+ * cancelled at /v1/jobs (routes_jobs.c). A POST equal to a job still queued or
+ * running (same source version, dtype and globs as given) gets that job: a
+ * retried request never makes a second identical version. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
-#include "checks.h"
 #include "convert_job.h"
 #include "routes.h"
 
-/* The HTTP status a failed job's problem carries, by reason. */
-static unsigned failure_status(const char *reason)
-{
-    if (strcmp(reason, "insufficient_storage") == 0)
-        return 507;
-    if (strcmp(reason, "index_mismatch") == 0 || strcmp(reason, "nothing_to_convert") == 0)
-        return 422;
-    return 500;
-}
-
-static json_t *job_json(const tg_job *job)
-{
-    char url[64], model[2 * TG_NAME_MAX + 2];
-    snprintf(url, sizeof url, "/v1/jobs/%lld", (long long)job->id);
-    snprintf(model, sizeof model, "%s/%s", job->org, job->name);
-    json_t *tensors = json_loads(job->tensors, 0, NULL);
-    json_t *body = json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I}, s:I, s:s}",
-                             "id", (json_int_t)job->id, "url", url, "kind", "convert", "state",
-                             tg_job_state_name(job->state), "model", model, "source_version",
-                             (json_int_t)job->source_number, "dtype", job->dtype, "tensors",
-                             tensors ? tensors : json_array(), "progress", "bytes_done",
-                             (json_int_t)job->bytes_done, "bytes_total",
-                             (json_int_t)job->bytes_total, "attempts", (json_int_t)job->attempts,
-                             "created_at", job->created_at);
-    if (body == NULL)
-        return NULL;
-    json_object_set_new(body, "started_at",
-                        job->started_at[0] ? json_string(job->started_at) : json_null());
-    json_object_set_new(body, "finished_at",
-                        job->finished_at[0] ? json_string(job->finished_at) : json_null());
-    if (job->state == TG_JOB_DONE) {
-        char version_url[3 * TG_NAME_MAX + 64];
-        snprintf(version_url, sizeof version_url, "/v1/models/%s/%s/versions/%lld", job->org,
-                 job->name, (long long)job->result_version);
-        json_object_set_new(body, "version", json_integer((json_int_t)job->result_version));
-        json_object_set_new(body, "version_url", json_string(version_url));
-    } else {
-        json_object_set_new(body, "version", json_null());
-        json_object_set_new(body, "version_url", json_null());
-    }
-    if (job->state == TG_JOB_FAILED)
-        json_object_set_new(body, "error",
-                            tg_problem_json(failure_status(job->error_reason), job->error_reason,
-                                            job->error_detail));
-    else
-        json_object_set_new(body, "error", json_null());
-    return body;
-}
-
-/* 202 with Location: the job to poll. */
+/* 202 with Location: the job to poll (new, or the equal one already queued or running). */
 static void respond_accepted(tg_request *req, const tg_job *job)
 {
-    json_t *body = job_json(job);
+    json_t *body = tg_job_json(job);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (text == NULL) {
@@ -197,9 +150,10 @@ void tg_route_version_convert(tg_request *req)
         tg_respond_problem(req, 400, "invalid_request", "\"tensors\" is too long");
         goto out;
     }
+    bool existing = false;
     tg_cat_status status = tg_catalog_job_create(server->catalog, model->id, version.id,
                                                  st_dtype_name(spec.to), globs_text,
-                                                 survey.bytes_total, job);
+                                                 survey.bytes_total, job, &existing);
     if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
         goto out;
@@ -208,45 +162,12 @@ void tg_route_version_convert(tg_request *req)
         tg_respond_problem(req, 500, "internal", "the catalog failed");
         goto out;
     }
-    tg_convert_jobs_wake();
+    if (!existing)
+        tg_convert_jobs_wake();
     respond_accepted(req, job);
 out:
     free(globs_text);
     json_decref(body);
     free(model);
-    free(job);
-}
-
-void tg_route_job_get(tg_request *req)
-{
-    const char *id_text = tg_param(req, "id");
-    uint64_t id = 0;
-    bool digits = id_text != NULL && id_text[0] != '\0' && strspn(id_text, "0123456789") == strlen(id_text);
-    if (!digits || !tg_parse_u64(id_text, &id) || id == 0 || id > INT64_MAX) {
-        /* reads may need a token: answer the same 404 a missing job gets after auth */
-        if (tg_auth_read(req, NULL))
-            tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", id_text ? id_text : "");
-        return;
-    }
-    tg_job *job = malloc(sizeof *job);
-    if (job == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
-        return;
-    }
-    tg_cat_status status = tg_catalog_job_get(req->server->catalog, (int64_t)id, job);
-    if (status == TG_CAT_OK) {
-        if (tg_auth_read(req, job->org)) {
-            json_t *body = job_json(job);
-            if (body == NULL)
-                tg_respond_problem(req, 500, "internal", "out of memory");
-            else
-                tg_respond_json(req, 200, body);
-        }
-    } else if (status == TG_CAT_NOT_FOUND) {
-        if (tg_auth_read(req, NULL))
-            tg_respond_problem(req, 404, "job_not_found", "no job %llu", (unsigned long long)id);
-    } else {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
-    }
     free(job);
 }

@@ -291,8 +291,10 @@ TEST(jobs_commit_fail_recover)
                                      &published) == TG_CAT_OK);
 
     static tg_job job, got;
-    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"*.weight\"]", 60, &job) ==
-          TG_CAT_OK);
+    bool existing = true;
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"*.weight\"]", 60, &job,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing);
     CHECK(job.state == TG_JOB_QUEUED);
     CHECK_STR(job.org, "acme");
     CHECK_STR(job.name, "jobs");
@@ -348,7 +350,8 @@ TEST(jobs_commit_fail_recover)
     CHECK(tg_catalog_job_get(catalog, 999, &got) == TG_CAT_NOT_FOUND);
 
     /* a failed job leaves no version and drops its files */
-    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job) == TG_CAT_OK);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
     CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
     snprintf(made.sha256, sizeof made.sha256, "%s",
              "6666666666666666666666666666666666666666666666666666666666666666");
@@ -362,7 +365,8 @@ TEST(jobs_commit_fail_recover)
     CHECK(tg_catalog_version_get(catalog, model.id, 3, &latest) == TG_CAT_NOT_FOUND);
 
     /* recovery at start: a running job is requeued, and fails once tried too often */
-    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job) == TG_CAT_OK);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
     unsigned requeued = 0, failed = 0;
     for (int attempt = 1; attempt <= 2; attempt++) {
         CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
@@ -381,6 +385,223 @@ TEST(jobs_commit_fail_recover)
     /* deleting the model takes its jobs */
     CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
     CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+/* Collects the ids a job list visits, in order. */
+typedef struct job_ids {
+    int64_t ids[16];
+    size_t count;
+} job_ids;
+
+static void remember_job(void *ctx, const tg_job *job)
+{
+    job_ids *seen = ctx;
+    if (seen->count < 16)
+        seen->ids[seen->count] = job->id;
+    seen->count++;
+}
+
+static job_ids list_jobs(tg_catalog *catalog, const tg_job_filter *filter, int64_t before,
+                         unsigned limit)
+{
+    job_ids seen = {{0}, 0};
+    CHECK(tg_catalog_job_list(catalog, filter, before, limit, remember_job, &seen) == TG_CAT_OK);
+    return seen;
+}
+
+/* A published version 1 of org/name, for jobs to convert. */
+static void published_model(tg_catalog *catalog, const char *org, const char *name,
+                            tg_model *model, tg_version *v1)
+{
+    CHECK(tg_catalog_model_create(catalog, org, name, "", model) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model->id, v1) == TG_CAT_OK);
+    tg_version published;
+    CHECK(tg_catalog_version_publish(catalog, v1->id,
+                                     "7777777777777777777777777777777777777777777777777777777777777777",
+                                     &published) == TG_CAT_OK);
+}
+
+/* An equal POST gets the job still queued or running; a different one, or one after
+ * the first is cancelled or finished, queues a new job. */
+TEST(jobs_create_is_idempotent)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    tg_version v1;
+    published_model(catalog, "acme", "same", &model, &v1);
+    static tg_job first, again, other;
+    bool existing = true;
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &first,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &again,
+                                &existing) == TG_CAT_OK);
+    CHECK(existing);
+    CHECK_EQ_U64(again.id, first.id);
+    /* the globs as given: another order or dtype is another job */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[\"a*\"]", 10, &other,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing && other.id != first.id);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\",\"b\"]", 10, &other,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing && other.id != first.id);
+    /* running still counts */
+    static tg_job claimed;
+    CHECK(tg_catalog_job_claim(catalog, &claimed) == TG_CAT_OK);
+    CHECK_EQ_U64(claimed.id, first.id);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &again,
+                                &existing) == TG_CAT_OK);
+    CHECK(existing && again.id == first.id && again.state == TG_JOB_RUNNING);
+    /* a running job being cancelled does not: it will never make the version */
+    tg_job_state was;
+    CHECK(tg_catalog_job_cancel(catalog, first.id, &was, &again) == TG_CAT_OK);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &again,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing && again.id != first.id);
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    tg_catalog_close(catalog);
+}
+
+TEST(jobs_list_filters_and_pages)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model a, b;
+    tg_version va, vb;
+    published_model(catalog, "acme", "one", &a, &va);
+    published_model(catalog, "other", "two", &b, &vb);
+    static tg_job job;
+    bool existing;
+    int64_t ids[5];
+    const char *dtypes[5] = {"BF16", "F16", "F32", "F64", "F8_E4M3"};
+    for (int i = 0; i < 5; i++) {
+        tg_model *m = i < 3 ? &a : &b;
+        tg_version *v = i < 3 ? &va : &vb;
+        CHECK(tg_catalog_job_create(catalog, m->id, v->id, dtypes[i], "[]", 10, &job, &existing) ==
+              TG_CAT_OK);
+        ids[i] = job.id;
+    }
+    CHECK(tg_catalog_job_claim(catalog, &job) == TG_CAT_OK); /* ids[0] runs */
+    /* newest first, all of them */
+    tg_job_filter all = {0};
+    job_ids seen = list_jobs(catalog, &all, 0, 100);
+    CHECK_EQ_U64(seen.count, 5);
+    CHECK_EQ_U64(seen.ids[0], ids[4]);
+    CHECK_EQ_U64(seen.ids[4], ids[0]);
+    /* pages: below the last id seen, no gap and no repeat */
+    seen = list_jobs(catalog, &all, 0, 2);
+    CHECK(seen.count == 2 && seen.ids[1] == ids[3]);
+    seen = list_jobs(catalog, &all, ids[3], 2);
+    CHECK(seen.count == 2 && seen.ids[0] == ids[2] && seen.ids[1] == ids[1]);
+    seen = list_jobs(catalog, &all, ids[1], 2);
+    CHECK(seen.count == 1 && seen.ids[0] == ids[0]);
+    /* by state, by model, by org, combined */
+    tg_job_filter running = {.has_state = true, .state = TG_JOB_RUNNING};
+    seen = list_jobs(catalog, &running, 0, 100);
+    CHECK(seen.count == 1 && seen.ids[0] == ids[0]);
+    tg_job_filter one = {.org = "acme", .name = "one"};
+    CHECK_EQ_U64(list_jobs(catalog, &one, 0, 100).count, 3);
+    tg_job_filter org = {.org = "other"};
+    seen = list_jobs(catalog, &org, 0, 100);
+    CHECK(seen.count == 2 && seen.ids[0] == ids[4]);
+    tg_job_filter queued_one = {.has_state = true, .state = TG_JOB_QUEUED, .org = "acme", .name = "one"};
+    CHECK_EQ_U64(list_jobs(catalog, &queued_one, 0, 100).count, 2);
+    tg_job_filter nobody = {.org = "acme", .name = "none"};
+    CHECK_EQ_U64(list_jobs(catalog, &nobody, 0, 100).count, 0);
+    CHECK(tg_catalog_model_delete(catalog, a.id) == TG_CAT_OK);
+    CHECK(tg_catalog_model_delete(catalog, b.id) == TG_CAT_OK);
+    CHECK_EQ_U64(list_jobs(catalog, &all, 0, 100).count, 0);
+    tg_catalog_close(catalog);
+}
+
+/* Cancel: a queued job fails at once; a running one is marked, refused at its next
+ * file and at its commit, failed by the worker (keeping the cancel's detail) or
+ * by recovery; a finished one is left alone. */
+TEST(jobs_cancel)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    tg_version v1;
+    published_model(catalog, "acme", "cancel", &model, &v1);
+    static tg_job job, got;
+    bool existing;
+    tg_job_state was = TG_JOB_DONE;
+    CHECK(tg_catalog_job_cancel(catalog, 999, &was, &got) == TG_CAT_NOT_FOUND);
+
+    /* queued: failed now, and files left by an interrupted attempt go */
+    tg_file_record made = {.path = "model.safetensors", .kind = "safetensors", .size = 60,
+                           .sha256 = "8888888888888888888888888888888888888888888888888888888888888888"};
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(!job.cancel_requested);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+    unsigned requeued, failed;
+    CHECK(tg_catalog_job_recover(catalog, 3, &requeued, &failed) == TG_CAT_OK);
+    CHECK_EQ_U64(requeued, 1);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_QUEUED);
+    CHECK(got.state == TG_JOB_FAILED && got.cancel_requested);
+    CHECK_STR(got.error_reason, "cancelled");
+    CHECK(got.finished_at[0] != '\0');
+    bool referenced = true;
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+    /* failed: left alone */
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_FAILED && got.state == TG_JOB_FAILED);
+
+    /* running: marked, still running; its next file and its commit are refused */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_RUNNING);
+    CHECK(got.state == TG_JOB_RUNNING && got.cancel_requested);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK); /* again: the same */
+    CHECK(was == TG_JOB_RUNNING && got.state == TG_JOB_RUNNING);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_NOT_FOUND);
+    tg_version derived;
+    const char *digest = "9999999999999999999999999999999999999999999999999999999999999999";
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_CONFLICT);
+    /* the worker fails it; NULL keeps the cancel's detail */
+    CHECK(tg_catalog_job_fail(catalog, job.id, "cancelled", NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "cancelled");
+    CHECK(strstr(got.error_detail, "cancelled while it ran") != NULL);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    tg_version none;
+    CHECK(tg_catalog_version_get(catalog, model.id, 2, &none) == TG_CAT_NOT_FOUND);
+
+    /* marked, then the server stopped: recovery fails it instead of resuming it */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_recover(catalog, 3, &requeued, &failed) == TG_CAT_OK);
+    CHECK(requeued == 0 && failed == 1);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "cancelled");
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+
+    /* done: left alone */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_OK);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_DONE && got.state == TG_JOB_DONE && !got.cancel_requested);
+    CHECK_EQ_U64(got.result_version, 2);
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
     tg_catalog_close(catalog);
 }
 
@@ -445,6 +666,9 @@ int main(int argc, char **argv)
     RUN(file_records_collect_keeps_order);
     RUN(rejections_and_tokens);
     RUN(jobs_commit_fail_recover);
+    RUN(jobs_create_is_idempotent);
+    RUN(jobs_list_filters_and_pages);
+    RUN(jobs_cancel);
     RUN(schema_1_catalog_is_migrated);
     RUN(newer_schema_is_refused);
     char command[160];
