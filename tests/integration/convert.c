@@ -1,9 +1,11 @@
-/* Integration tests of POST .../versions/{rev}/convert and GET /v1/jobs/{id}:
- * a derived version with converted shards (values checked against
- * /usr/bin/python3 torch .to() by tests/convert/check_values.py), a rewritten
- * index, carried-over files (same blobs); the request errors; and jobs cut by
- * kill -9 of the server: resumed to completion after the restart or, after too
- * many interruptions, marked failed, never a half version, tmp/ cleaned. */
+/* Integration tests of POST .../versions/{rev}/convert and /v1/jobs: a derived
+ * version with converted shards (values checked against /usr/bin/python3 torch
+ * .to() by tests/convert/check_values.py), a rewritten index, carried-over files
+ * (same blobs); the request errors; jobs cut by kill -9 of the server: resumed to
+ * completion after the restart or, after too many interruptions, marked failed,
+ * never a half version, tmp/ cleaned; cancelled jobs (queued and running: no
+ * version, latest unmoved, tmp/ clean), an equal POST answered with the running
+ * job; the job list's filters, pages and read rule. */
 #include "harness.h"
 
 static const char *token;
@@ -554,6 +556,267 @@ TEST(missing_source_blob_fails_the_job)
     it_buf_free(&parts[1]);
 }
 
+/* ---- the job list, cancel and idempotent submission ---- */
+
+static it_response delete_job(long long id, const char *with_token)
+{
+    char url[64];
+    snprintf(url, sizeof url, "/v1/jobs/%lld", id);
+    return it_request("DELETE", url, &(it_request_opts){.token = with_token});
+}
+
+static long long versions_of(const char *model, long long *latest)
+{
+    char url[256];
+    long status;
+    snprintf(url, sizeof url, BASE "/%s", model);
+    json_t *m = get_json(url, &status);
+    long long count = (long long)json_array_size(json_object_get(m, "versions"));
+    *latest = json_integer_value(json_object_get(json_object_get(m, "aliases"), "latest"));
+    json_decref(m);
+    return count;
+}
+
+static const char *error_reason_of(const it_response *r)
+{
+    json_t *error = r->json ? json_object_get(r->json, "error") : NULL;
+    return json_string_value(json_object_get(error, "reason"));
+}
+
+static long long error_status_of(const it_response *r)
+{
+    json_t *error = r->json ? json_object_get(r->json, "error") : NULL;
+    return it_json_int(error, "status");
+}
+
+TEST(cancel_queued_and_running_jobs)
+{
+    restart("100"); /* 64 KiB steps, 100 ms each: a 1 MiB shard takes ~1.6 s */
+    long long versions_before, latest_before, latest;
+    versions_before = versions_of("acme/big", &latest_before);
+    int blobs_before = it_count_blobs();
+    long long running = start_convert("acme/big", "1", "{\"dtype\":\"F16\"}");
+    /* past the first shard (its blob is in the store and in job_files) */
+    CHECK(wait_running(running, 1, (1 << 20) + 64 * 1024));
+    /* the same request again: the same job, not a second identical version */
+    CHECK_EQ_U64(start_convert("acme/big", "1", "{\"dtype\":\"F16\"}"), running);
+    /* another dtype: a new job, queued behind the running one */
+    long long queued = start_convert("acme/big", "1", "{\"dtype\":\"BF16\"}");
+    CHECK(queued != running && queued > 0);
+    it_response r = get_job(queued);
+    CHECK_STR(it_json_str(&r, "state"), "queued");
+    it_response_free(&r);
+
+    /* a queued job is cancelled at once */
+    r = delete_job(queued, token);
+    CHECK_STATUS(r, 200);
+    CHECK_STR(it_json_str(&r, "state"), "failed");
+    CHECK_STR(error_reason_of(&r), "cancelled");
+    CHECK_EQ_U64(error_status_of(&r), 409);
+    CHECK(json_is_true(json_object_get(r.json, "cancel_requested")));
+    it_response_free(&r);
+    r = delete_job(queued, token);
+    CHECK_PROBLEM(r, 409, "job_finished");
+    it_response_free(&r);
+
+    /* only a writer of the job's org may cancel */
+    r = delete_job(running, NULL);
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    it_response_free(&r);
+    r = delete_job(running, "tg_0000000000000000000000000000000000000000000000000000000000000000");
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    it_response_free(&r);
+    r = delete_job(running, it_token("read", NULL));
+    CHECK_PROBLEM(r, 403, "forbidden");
+    it_response_free(&r);
+    r = delete_job(running, it_token("write", "other"));
+    CHECK_PROBLEM(r, 403, "forbidden");
+    it_response_free(&r);
+
+    /* a running job: 202 as it is now, then stopped by the worker */
+    r = delete_job(running, token);
+    CHECK_STATUS(r, 202);
+    CHECK_STR(it_json_str(&r, "state"), "running");
+    CHECK(json_is_true(json_object_get(r.json, "cancel_requested")));
+    CHECK(json_is_null(json_object_get(r.json, "error")));
+    it_response_free(&r);
+    /* a cancelled job is not the one an equal request gets */
+    long long after = start_convert("acme/big", "1", "{\"dtype\":\"F16\"}");
+    CHECK(after != running && after > 0);
+    it_response d = delete_job(after, token);
+    CHECK(d.status == 200 || d.status == 202);
+    it_response_free(&d);
+    r = wait_job(running);
+    CHECK_STR(it_json_str(&r, "state"), "failed");
+    CHECK_STR(error_reason_of(&r), "cancelled");
+    CHECK_EQ_U64(error_status_of(&r), 409);
+    CHECK(json_is_null(json_object_get(r.json, "version")));
+    CHECK(progress_of(&r, "bytes_done") < progress_of(&r, "bytes_total"));
+    it_response_free(&r);
+    r = wait_job(after);
+    CHECK_STR(error_reason_of(&r), "cancelled");
+    it_response_free(&r);
+
+    /* no version appeared, latest did not move, no temp file is left, and the
+     * finished shard's blob stays for gc */
+    CHECK_EQ_U64(versions_of("acme/big", &latest), versions_before);
+    CHECK_EQ_U64(latest, latest_before);
+    CHECK_EQ_U64(it_count_tmp_settled(), 0);
+    CHECK(it_count_blobs() > blobs_before);
+
+    /* done jobs cannot be cancelled; unknown ids are 404 for a writer */
+    r = it_get("/v1/jobs?state=done&limit=1");
+    json_t *done = json_array_get(json_object_get(r.json, "jobs"), 0);
+    long long done_id = it_json_int(done, "id");
+    it_response_free(&r);
+    CHECK(done_id > 0);
+    r = delete_job(done_id, token);
+    CHECK_PROBLEM(r, 409, "job_finished");
+    it_response_free(&r);
+    r = delete_job(999999, token);
+    CHECK_PROBLEM(r, 404, "job_not_found");
+    it_response_free(&r);
+    r = it_request("DELETE", "/v1/jobs/abc", &(it_request_opts){.token = token});
+    CHECK_PROBLEM(r, 404, "job_not_found");
+    it_response_free(&r);
+    r = delete_job(999999, NULL);
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    it_response_free(&r);
+    restart(NULL);
+}
+
+/* Walks GET /v1/jobs{query} page by page (limit 2); returns every id seen, in order. */
+static size_t walk_jobs(const char *query, long long *ids, size_t cap)
+{
+    char url[512], cursor[256] = "";
+    size_t count = 0;
+    for (int page = 0; page < 100; page++) {
+        snprintf(url, sizeof url, "/v1/jobs?limit=2%s%s%s", query, cursor[0] ? "&cursor=" : "",
+                 cursor);
+        it_response r = it_get(url);
+        CHECK_STATUS(r, 200);
+        json_t *jobs = r.json ? json_object_get(r.json, "jobs") : NULL;
+        CHECK(json_array_size(jobs) <= 2);
+        for (size_t i = 0; i < json_array_size(jobs) && count < cap; i++)
+            ids[count++] = it_json_int(json_array_get(jobs, i), "id");
+        const char *next = r.json ? json_string_value(json_object_get(r.json, "next_cursor")) : NULL;
+        snprintf(cursor, sizeof cursor, "%s", next ? next : "");
+        it_response_free(&r);
+        if (cursor[0] == '\0')
+            break;
+    }
+    return count;
+}
+
+/* Every job of the list matches key=value (a string member). */
+static bool all_jobs_have(const char *url, const char *key, const char *value, size_t *count)
+{
+    it_response r = it_get(url);
+    json_t *jobs = r.json ? json_object_get(r.json, "jobs") : NULL;
+    bool all = r.status == 200 && json_is_array(jobs);
+    for (size_t i = 0; all && i < json_array_size(jobs); i++)
+        all = strcmp(json_string_value(json_object_get(json_array_get(jobs, i), key)), value) == 0;
+    *count = json_array_size(jobs);
+    it_response_free(&r);
+    return all;
+}
+
+TEST(job_list)
+{
+    it_response r = it_get("/v1/jobs?limit=1000");
+    CHECK_STATUS(r, 200);
+    json_t *jobs = r.json ? json_object_get(r.json, "jobs") : NULL;
+    size_t total = json_array_size(jobs);
+    CHECK(total >= 8);
+    CHECK(json_is_null(json_object_get(r.json, "next_cursor")));
+    /* newest first; each item is the job as GET /v1/jobs/{id} shows it */
+    json_t *newest = json_array_get(jobs, 0);
+    long long newest_id = it_json_int(newest, "id");
+    it_response one = get_job(newest_id);
+    CHECK(one.json != NULL && json_equal(one.json, newest));
+    it_response_free(&one);
+    it_response_free(&r);
+
+    /* the pages cover every job once, newest first */
+    long long ids[256];
+    size_t walked = walk_jobs("", ids, 256);
+    CHECK_EQ_U64(walked, total);
+    CHECK_EQ_U64(ids[0], newest_id);
+    for (size_t i = 1; i < walked; i++)
+        CHECK(ids[i] < ids[i - 1]); /* descending: no duplicate */
+
+    /* filters, alone and together, also when paged */
+    size_t done = 0, failed = 0, conv = 0, big_failed = 0, running = 0;
+    CHECK(all_jobs_have("/v1/jobs?state=done", "state", "done", &done));
+    CHECK(all_jobs_have("/v1/jobs?state=failed", "state", "failed", &failed));
+    CHECK(all_jobs_have("/v1/jobs?state=running", "state", "running", &running));
+    CHECK(all_jobs_have("/v1/jobs?model=acme/conv", "model", "acme/conv", &conv));
+    CHECK(all_jobs_have("/v1/jobs?state=failed&model=acme/big", "model", "acme/big", &big_failed));
+    CHECK(done >= 3 && failed >= 4 && running == 0 && conv == 2 && big_failed >= 3);
+    CHECK_EQ_U64(walk_jobs("&state=failed", ids, 256), failed);
+    size_t none = 0;
+    CHECK(all_jobs_have("/v1/jobs?model=acme/none", "model", "", &none) && none == 0);
+
+    /* bad values */
+    static const char *const bad[] = {"/v1/jobs?state=cancelled", "/v1/jobs?state=",
+                                      "/v1/jobs?model=acme", "/v1/jobs?model=acme/",
+                                      "/v1/jobs?model=a/b/c", "/v1/jobs?model=acme/..",
+                                      "/v1/jobs?limit=0", "/v1/jobs?limit=1001",
+                                      "/v1/jobs?cursor=!!", "/v1/jobs?cursor=YWJj"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = it_get(bad[i]);
+        CHECK_PROBLEM(r, 400, "invalid_request");
+        it_response_free(&r);
+    }
+}
+
+/* Under --auth-read the list needs a read token and keeps to a namespace-limited
+ * token's org, as GET /v1/jobs/{id} does. */
+TEST(job_list_auth_read)
+{
+    static const it_tensor_spec small[] = {{"w.weight", "F32", 1, {8}}};
+    it_buf file = {0};
+    build_values(&file, small, 1, NULL, 31);
+    const char *path = "model.safetensors";
+    publish_model("zeta/small", &path, &file, 1);
+    it_buf_free(&file);
+    long long zeta_job = start_convert("zeta/small", "1", "{\"dtype\":\"BF16\"}");
+    it_response r = wait_job(zeta_job);
+    CHECK_STR(it_json_str(&r, "state"), "done");
+    it_response_free(&r);
+
+    it_kill_server();
+    static const char *const auth_read[] = {"--auth-read", NULL};
+    if (it_server_start_args(auth_read, NULL) != 0) {
+        it_dump_log(it_srv.log);
+        fprintf(stderr, "the server did not restart\n");
+        exit(2);
+    }
+    r = it_get("/v1/jobs");
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    it_response_free(&r);
+    const char *acme_reader = it_token("read", "acme");
+    r = it_request("GET", "/v1/jobs?limit=1000", &(it_request_opts){.token = acme_reader});
+    CHECK_STATUS(r, 200);
+    json_t *jobs = r.json ? json_object_get(r.json, "jobs") : NULL;
+    CHECK(json_array_size(jobs) > 0);
+    for (size_t i = 0; i < json_array_size(jobs); i++)
+        CHECK(strncmp(json_string_value(json_object_get(json_array_get(jobs, i), "model")),
+                      "acme/", 5) == 0);
+    it_response_free(&r);
+    r = it_request("GET", "/v1/jobs?model=zeta/small", &(it_request_opts){.token = acme_reader});
+    CHECK_PROBLEM(r, 403, "forbidden");
+    it_response_free(&r);
+    r = it_request("GET", "/v1/jobs?model=zeta/small",
+                   &(it_request_opts){.token = it_token("read", NULL)});
+    CHECK_STATUS(r, 200);
+    jobs = r.json ? json_object_get(r.json, "jobs") : NULL;
+    CHECK(json_array_size(jobs) == 1 &&
+          it_json_int(json_array_get(jobs, 0), "id") == zeta_job);
+    it_response_free(&r);
+    restart(NULL);
+}
+
 int main(int argc, char **argv)
 {
     unsetenv("TENSORGATE_TEST_CONVERT_DELAY_MS");
@@ -566,6 +829,9 @@ int main(int argc, char **argv)
     RUN(kill_9_mid_job_resumes);
     RUN(kill_9_too_often_fails);
     RUN(missing_source_blob_fails_the_job);
+    RUN(cancel_queued_and_running_jobs);
+    RUN(job_list);
+    RUN(job_list_auth_read);
     for (int i = 0; i < 4; i++)
         it_buf_free(&files[i]);
     for (int i = 0; i < 3; i++)
