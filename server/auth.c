@@ -71,8 +71,8 @@ static bool authorize(tg_request *req, tg_scope scope, const char *org, char *to
     while (*token == ' ')
         token++;
     tg_scope granted = TG_SCOPE_NONE;
-    tg_cat_status status = tg_token_lookup(req->server->catalog, token, &granted, token_namespace,
-                                           namespace_size);
+    tg_cat_status status =
+        tg_token_lookup(req->server->catalog, token, &granted, token_namespace, namespace_size);
     if (status == TG_CAT_ERROR) {
         tg_respond_problem(req, 500, "internal", "the token store is unavailable");
         return false;

@@ -232,8 +232,9 @@ tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filt
                                   int64_t before_id, unsigned limit,
                                   void (*visit)(void *ctx, const tg_job *job), void *ctx);
 /* Cancels a job; *was gets its state before. A queued job fails at once with
- * reason "cancelled" (files an interrupted attempt left in job_files go). A running job keeps running, marked (cancel_requested) for the worker,
- * which stops it and fails it; tg_catalog_job_commit refuses a marked job and
+ * reason "cancelled" (files an interrupted attempt left in job_files go). A
+ * running job keeps running, marked (cancel_requested) for the worker, which
+ * stops it and fails it; tg_catalog_job_commit refuses a marked job and
  * tg_catalog_job_recover fails one. A done or failed job is left as it is. out
  * gets the job after. TG_CAT_NOT_FOUND when there is no such job. */
 tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,

@@ -217,7 +217,7 @@ int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_co
                               tg_convert_survey *out, char *detail, size_t detail_len)
 {
     version_plan vp;
-    job_failure failure;
+    job_failure failure = {"", ""};
     int rc = plan_version(server, version_id, spec, &vp, &failure);
     if (rc == 0)
         *out = vp.survey;

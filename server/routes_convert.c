@@ -151,9 +151,9 @@ void tg_route_version_convert(tg_request *req)
         goto out;
     }
     bool existing = false;
-    tg_cat_status status = tg_catalog_job_create(server->catalog, model->id, version.id,
-                                                 st_dtype_name(spec.to), globs_text,
-                                                 survey.bytes_total, job, &existing);
+    tg_cat_status status =
+        tg_catalog_job_create(server->catalog, model->id, version.id, st_dtype_name(spec.to),
+                              globs_text, survey.bytes_total, job, &existing);
     if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
         goto out;

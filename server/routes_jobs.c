@@ -54,15 +54,14 @@ json_t *tg_job_json(const tg_job *job)
     snprintf(url, sizeof url, "/v1/jobs/%lld", (long long)job->id);
     snprintf(model, sizeof model, "%s/%s", job->org, job->name);
     json_t *tensors = json_loads(job->tensors, 0, NULL);
-    json_t *body = json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I}, s:I, s:s, s:b}",
-                             "id", (json_int_t)job->id, "url", url, "kind", "convert", "state",
-                             tg_job_state_name(job->state), "model", model, "source_version",
-                             (json_int_t)job->source_number, "dtype", job->dtype, "tensors",
-                             tensors ? tensors : json_array(), "progress", "bytes_done",
-                             (json_int_t)job->bytes_done, "bytes_total",
-                             (json_int_t)job->bytes_total, "attempts", (json_int_t)job->attempts,
-                             "created_at", job->created_at, "cancel_requested",
-                             job->cancel_requested);
+    json_t *body = json_pack(
+        "{s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I}, s:I, s:s, s:b}", "id",
+        (json_int_t)job->id, "url", url, "kind", "convert", "state", tg_job_state_name(job->state),
+        "model", model, "source_version", (json_int_t)job->source_number, "dtype", job->dtype,
+        "tensors", tensors ? tensors : json_array(), "progress", "bytes_done",
+        (json_int_t)job->bytes_done, "bytes_total", (json_int_t)job->bytes_total, "attempts",
+        (json_int_t)job->attempts, "created_at", job->created_at, "cancel_requested",
+        job->cancel_requested);
     if (body == NULL)
         return NULL;
     json_object_set_new(body, "started_at",
@@ -205,7 +204,8 @@ void tg_route_jobs_list(tg_request *req)
     if (has_next) {
         json_array_remove(page.jobs, limit);
         json_t *last = json_array_get(page.jobs, limit - 1);
-        snprintf(next, sizeof next, "%lld", (long long)json_integer_value(json_object_get(last, "id")));
+        snprintf(next, sizeof next, "%lld",
+                 (long long)json_integer_value(json_object_get(last, "id")));
     }
     json_t *body = json_object();
     json_object_set_new(body, "jobs", page.jobs);
@@ -260,9 +260,10 @@ static void respond_cancel(tg_request *req, tg_job_state was, const tg_job *job)
     case TG_JOB_FAILED:
         break;
     }
-    tg_respond_problem(req, 409, "job_finished",
-                       "job %lld already failed (%s); only a queued or running job can be cancelled",
-                       (long long)job->id, job->error_reason);
+    tg_respond_problem(
+        req, 409, "job_finished",
+        "job %lld already failed (%s); only a queued or running job can be cancelled",
+        (long long)job->id, job->error_reason);
 }
 
 static void cancel_job(tg_request *req, int64_t id, tg_job *job)

@@ -699,7 +699,8 @@ static size_t walk_jobs(const char *query, long long *ids, size_t cap)
         CHECK(json_array_size(jobs) <= 2);
         for (size_t i = 0; i < json_array_size(jobs) && count < cap; i++)
             ids[count++] = it_json_int(json_array_get(jobs, i), "id");
-        const char *next = r.json ? json_string_value(json_object_get(r.json, "next_cursor")) : NULL;
+        const char *next =
+            r.json ? json_string_value(json_object_get(r.json, "next_cursor")) : NULL;
         snprintf(cursor, sizeof cursor, "%s", next ? next : "");
         it_response_free(&r);
         if (cursor[0] == '\0')
@@ -758,11 +759,11 @@ TEST(job_list)
     CHECK(all_jobs_have("/v1/jobs?model=acme/none", "model", "", &none) && none == 0);
 
     /* bad values */
-    static const char *const bad[] = {"/v1/jobs?state=cancelled", "/v1/jobs?state=",
-                                      "/v1/jobs?model=acme", "/v1/jobs?model=acme/",
-                                      "/v1/jobs?model=a/b/c", "/v1/jobs?model=acme/..",
-                                      "/v1/jobs?limit=0", "/v1/jobs?limit=1001",
-                                      "/v1/jobs?cursor=!!", "/v1/jobs?cursor=YWJj"};
+    static const char *const bad[] = {
+        "/v1/jobs?state=cancelled", "/v1/jobs?state=",      "/v1/jobs?model=acme",
+        "/v1/jobs?model=acme/",     "/v1/jobs?model=a/b/c", "/v1/jobs?model=acme/..",
+        "/v1/jobs?limit=0",         "/v1/jobs?limit=1001",  "/v1/jobs?cursor=!!",
+        "/v1/jobs?cursor=YWJj"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = it_get(bad[i]);
         CHECK_PROBLEM(r, 400, "invalid_request");
@@ -801,8 +802,8 @@ TEST(job_list_auth_read)
     json_t *jobs = r.json ? json_object_get(r.json, "jobs") : NULL;
     CHECK(json_array_size(jobs) > 0);
     for (size_t i = 0; i < json_array_size(jobs); i++)
-        CHECK(strncmp(json_string_value(json_object_get(json_array_get(jobs, i), "model")),
-                      "acme/", 5) == 0);
+        CHECK(strncmp(json_string_value(json_object_get(json_array_get(jobs, i), "model")), "acme/",
+                      5) == 0);
     it_response_free(&r);
     r = it_request("GET", "/v1/jobs?model=zeta/small", &(it_request_opts){.token = acme_reader});
     CHECK_PROBLEM(r, 403, "forbidden");
@@ -811,8 +812,7 @@ TEST(job_list_auth_read)
                    &(it_request_opts){.token = it_token("read", NULL)});
     CHECK_STATUS(r, 200);
     jobs = r.json ? json_object_get(r.json, "jobs") : NULL;
-    CHECK(json_array_size(jobs) == 1 &&
-          it_json_int(json_array_get(jobs, 0), "id") == zeta_job);
+    CHECK(json_array_size(jobs) == 1 && it_json_int(json_array_get(jobs, 0), "id") == zeta_job);
     it_response_free(&r);
     restart(NULL);
 }

@@ -411,15 +411,15 @@ static job_ids list_jobs(tg_catalog *catalog, const tg_job_filter *filter, int64
 }
 
 /* A published version 1 of org/name, for jobs to convert. */
-static void published_model(tg_catalog *catalog, const char *org, const char *name,
-                            tg_model *model, tg_version *v1)
+static void published_model(tg_catalog *catalog, const char *org, const char *name, tg_model *model,
+                            tg_version *v1)
 {
     CHECK(tg_catalog_model_create(catalog, org, name, "", model) == TG_CAT_OK);
     CHECK(tg_catalog_version_create(catalog, model->id, v1) == TG_CAT_OK);
     tg_version published;
-    CHECK(tg_catalog_version_publish(catalog, v1->id,
-                                     "7777777777777777777777777777777777777777777777777777777777777777",
-                                     &published) == TG_CAT_OK);
+    CHECK(tg_catalog_version_publish(
+              catalog, v1->id, "7777777777777777777777777777777777777777777777777777777777777777",
+              &published) == TG_CAT_OK);
 }
 
 /* An equal POST gets the job still queued or running; a different one, or one after
@@ -508,7 +508,8 @@ TEST(jobs_list_filters_and_pages)
     tg_job_filter org = {.org = "other"};
     seen = list_jobs(catalog, &org, 0, 100);
     CHECK(seen.count == 2 && seen.ids[0] == ids[4]);
-    tg_job_filter queued_one = {.has_state = true, .state = TG_JOB_QUEUED, .org = "acme", .name = "one"};
+    tg_job_filter queued_one = {
+        .has_state = true, .state = TG_JOB_QUEUED, .org = "acme", .name = "one"};
     CHECK_EQ_U64(list_jobs(catalog, &queued_one, 0, 100).count, 2);
     tg_job_filter nobody = {.org = "acme", .name = "none"};
     CHECK_EQ_U64(list_jobs(catalog, &nobody, 0, 100).count, 0);
@@ -535,8 +536,11 @@ TEST(jobs_cancel)
     CHECK(tg_catalog_job_cancel(catalog, 999, &was, &got) == TG_CAT_NOT_FOUND);
 
     /* queued: failed now, and files left by an interrupted attempt go */
-    tg_file_record made = {.path = "model.safetensors", .kind = "safetensors", .size = 60,
-                           .sha256 = "8888888888888888888888888888888888888888888888888888888888888888"};
+    tg_file_record made = {.path = "model.safetensors",
+                           .kind = "safetensors",
+                           .size = 60,
+                           .sha256 =
+                               "8888888888888888888888888888888888888888888888888888888888888888"};
     CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[]", 60, &job, &existing) ==
           TG_CAT_OK);
     CHECK(!job.cancel_requested);
@@ -551,7 +555,8 @@ TEST(jobs_cancel)
     CHECK_STR(got.error_reason, "cancelled");
     CHECK(got.finished_at[0] != '\0');
     bool referenced = true;
-    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
     CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
     /* failed: left alone */
     CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
@@ -577,7 +582,8 @@ TEST(jobs_cancel)
     CHECK(got.state == TG_JOB_FAILED);
     CHECK_STR(got.error_reason, "cancelled");
     CHECK(strstr(got.error_detail, "cancelled while it ran") != NULL);
-    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
     tg_version none;
     CHECK(tg_catalog_version_get(catalog, model.id, 2, &none) == TG_CAT_NOT_FOUND);
 
