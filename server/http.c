@@ -405,12 +405,61 @@ static const char *status_title(unsigned status)
     }
 }
 
+/* Length of the valid UTF-8 sequence at p (strict: no overlong forms, no
+ * surrogates, nothing above U+10FFFF, no NUL), or 0 when the byte at p does not
+ * start one. n is the bytes available at p. */
+static size_t utf8_sequence(const unsigned char *p, size_t n)
+{
+    if (p[0] >= 0x01 && p[0] < 0x80)
+        return 1;
+    size_t len = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+void tg_utf8_clean(const char *in, char *out, size_t out_len)
+{
+    const unsigned char *p = (const unsigned char *)in;
+    size_t n = strlen(in), o = 0;
+    while (n > 0 && o + 1 < out_len) {
+        size_t len = utf8_sequence(p, n);
+        if (len == 0) {
+            /* a byte that is not UTF-8 is written as text, \xNN, as details do elsewhere */
+            if (o + 5 > out_len)
+                break;
+            snprintf(out + o, 5, "\\x%02x", p[0]);
+            o += 4;
+            len = 1;
+        } else {
+            if (o + len + 1 > out_len)
+                break; /* never cut a character in half */
+            memcpy(out + o, p, len);
+            o += len;
+        }
+        p += len;
+        n -= len;
+    }
+    out[o] = '\0';
+}
+
 json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
 {
     char type[160];
     snprintf(type, sizeof type, "https://tensorgate.dev/problems/%s", reason);
+    /* details echo client input (paths, names): make them valid UTF-8 so the
+     * problem can always be written */
+    char clean[2048];
+    tg_utf8_clean(detail, clean, sizeof clean);
     return json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", status_title(status),
-                     "status", (json_int_t)status, "detail", detail, "reason", reason);
+                     "status", (json_int_t)status, "detail", clean, "reason", reason);
 }
 
 static void respond_problem_json(tg_request *req, unsigned status, json_t *problem)
@@ -460,8 +509,9 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
                             verdict->error.offset == ST_NO_OFFSET
                                 ? json_null()
                                 : json_integer((json_int_t)verdict->error.offset));
-        json_object_set_new(problem, "tensor",
-                            verdict->error.tensor[0] ? json_string(verdict->error.tensor) : json_null());
+        char tensor[sizeof verdict->error.tensor * 4];
+        tg_utf8_clean(verdict->error.tensor, tensor, sizeof tensor);
+        json_object_set_new(problem, "tensor", verdict->error.tensor[0] ? json_string(tensor) : json_null());
         json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
     }
     respond_problem_json(req, status, problem);
@@ -548,6 +598,14 @@ static void client_address(struct MHD_Connection *connection, char *out, size_t 
 /* Route lookup: sets req->route, or answers 404/405. */
 static void route_request(tg_request *req, const char *url)
 {
+    if (req->url_has_nul) {
+        /* libmicrohttpd decodes %00 into a NUL, which would silently end the path or
+         * value there (a.safetensors%00x would name a.safetensors) */
+        tg_respond_problem(req, 400, "invalid_request",
+                           "the URL holds an encoded NUL byte (%%00); paths, names and query "
+                           "values cannot contain one");
+        return;
+    }
     segment url_segments[SEGMENTS_MAX];
     int url_count = split_path(url, url_segments);
     if (url_count < 0) {
@@ -679,8 +737,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     (void)version;
     tg_server *server = cls;
     tg_request *req = *con_cls;
-    if (req == NULL) {
-        req = calloc(1, sizeof *req);
+    if (req == NULL || req->server == NULL) {
+        if (req == NULL)
+            req = calloc(1, sizeof *req);
         if (req == NULL)
             return MHD_NO;
         *con_cls = req;
@@ -763,6 +822,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return req->close_now ? MHD_NO : MHD_YES;
 }
 
+/* The raw request URI, before libmicrohttpd decodes it: the request's state is
+ * made here so that what decoding hides (an encoded NUL) is remembered. Its return
+ * value becomes the request's *con_cls; NULL (out of memory) is made again later. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    (void)cls;
+    (void)connection;
+    tg_request *req = calloc(1, sizeof *req);
+    if (req != NULL)
+        req->url_has_nul = strstr(uri, "%00") != NULL;
+    return req;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                          enum MHD_RequestTerminationCode code)
 {
@@ -836,6 +908,7 @@ int tg_http_start(tg_server *server, char *err, size_t err_len)
         /* Bounds what one connection may hold: request line + headers + read buffer. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
         MHD_OPTION_END);

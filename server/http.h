@@ -63,6 +63,7 @@ struct tg_request {
     char *body; /* JSON routes: the body, NUL-terminated */
     size_t body_len;
     bool body_too_large;
+    bool url_has_nul; /* the raw URI holds %00 (refused before routing) */
     void *state;         /* stream routes: their own state */
     bool close_now;      /* stream routes: stop reading and close the connection */
     bool in_upload_data; /* inside the feed callback: MHD cannot queue a response now */
@@ -93,6 +94,9 @@ void tg_respond_problem(tg_request *req, unsigned status, const char *reason, co
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict);
 /* The problem+json body alone (for tests and for the scan verdict). */
 json_t *tg_problem_json(unsigned status, const char *reason, const char *detail);
+/* Copies in to out as valid UTF-8: each byte that does not begin a valid sequence
+ * becomes the text \xNN; truncated (on a character boundary) to fit out_len. */
+void tg_utf8_clean(const char *in, char *out, size_t out_len);
 
 /* Pagination: ?limit= (default 50, 1..1000) and ?cursor= decoded into key.
  * On a bad value answers 400 invalid_request and returns false. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "auth.h"
 #include "routes.h"
@@ -357,10 +358,18 @@ void tg_route_alias_set(tg_request *req)
     const char *alias = tg_param(req, "alias");
     if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
         return;
-    if (alias != NULL && strcmp(alias, "latest") == 0) {
-        tg_respond_problem(req, 400, "reserved_alias",
-                           "'latest' is automatic: the newest published version");
-        return;
+    /* latest is automatic; main and HEAD are what Hugging Face clients ask for and
+     * mean latest there (routes_hf.c): an alias under any of these names, in any
+     * case, would make the two APIs disagree about a version */
+    static const char *const reserved[] = {"latest", "main", "head"};
+    for (size_t i = 0; alias != NULL && i < sizeof reserved / sizeof reserved[0]; i++) {
+        if (strcasecmp(alias, reserved[i]) == 0) {
+            tg_respond_problem(req, 400, "reserved_alias",
+                               "'%s' is reserved: latest, main and HEAD (in any case) always "
+                               "name the newest published version",
+                               alias);
+            return;
+        }
     }
     if (alias == NULL || !tg_valid_alias(alias)) {
         tg_respond_problem(req, 400, "invalid_name",

@@ -309,6 +309,51 @@ TEST(get_keeps_connection_alive)
     close(fd);
 }
 
+/* %00 would end a decoded path or value early (a%00b.safetensors would name a):
+ * refused before routing. Input that is not UTF-8, or that a detail cuts inside
+ * a character, still gets its problem+json (the detail shows the bytes as \xNN). */
+TEST(encoded_nul_and_bad_utf8)
+{
+    it_tensor_spec t = {"w", "F32", 1, {4}};
+    it_buf b = {0};
+    it_build_safetensors(&b, &t, 1, NULL, 7);
+    it_response r = it_send("PUT", VBASE "/files/a%00b.safetensors", write_token, b.data, b.len);
+    CHECK_PROBLEM(r, 400, "invalid_request");
+    it_response_free(&r);
+    it_buf_free(&b);
+    r = it_get(VBASE "/files/a");
+    CHECK_PROBLEM(r, 404, "file_not_found");
+    it_response_free(&r);
+    static const char *const nul_urls[] = {"/v1/jobs/1%00", VBASE "/tensors/w%00zz",
+                                           "/v1/models?q=a%00b", VBASE "/files%00"};
+    for (size_t i = 0; i < sizeof nul_urls / sizeof nul_urls[0]; i++) {
+        r = it_get(nul_urls[i]);
+        CHECK_PROBLEM(r, 400, "invalid_request");
+        it_response_free(&r);
+    }
+
+    char long_name[512];
+    snprintf(long_name, sizeof long_name, VBASE "/tensors/%0199d%%C3%%A9", 0);
+    const struct {
+        const char *url;
+        unsigned status;
+        const char *reason;
+    } bad[] = {
+        {VBASE "/tensors/%ff", 404, "tensor_not_found"},
+        {long_name, 404, "tensor_not_found"},
+        {"/v1/jobs/%ff%fe", 404, "job_not_found"},
+        {"/v1/preloads/%ff%fe", 404, "preload_not_found"},
+        {"/api/models/acme/edge/tree/%ff%fe", 404, "version_not_found"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = it_get(bad[i].url);
+        CHECK_PROBLEM(r, bad[i].status, bad[i].reason);
+        if (i == 0)
+            CHECK(strstr(it_json_str(&r, "detail"), "\\xff") != NULL);
+        it_response_free(&r);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const char *const flags[] = {"--timeout", "100", NULL};
@@ -321,5 +366,6 @@ int main(int argc, char **argv)
     RUN(get_keeps_connection_alive);
     RUN(header_cache_per_path);
     RUN(token_list_and_revoke);
+    RUN(encoded_nul_and_bad_utf8);
     return it_finish(argv[0]);
 }

@@ -386,9 +386,14 @@ TEST(aliases)
     CHECK_EQ_U64(it_json_int(r.json, "version"), 1);
     it_response_free(&r);
 
-    r = it_send_json("PUT", BASE "/aliases/latest", write_token, "{\"version\":1}");
-    CHECK_PROBLEM(r, 400, "reserved_alias");
-    it_response_free(&r);
+    static const char *const reserved[] = {"latest", "LATEST", "main", "Main", "HEAD", "head"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        char url[256];
+        snprintf(url, sizeof url, BASE "/aliases/%s", reserved[i]);
+        r = it_send_json("PUT", url, write_token, "{\"version\":1}");
+        CHECK_PROBLEM(r, 400, "reserved_alias");
+        it_response_free(&r);
+    }
 
     r = it_get(BASE "/versions/stable/files/" SHARD1);
     CHECK_STATUS(r, 200);
