@@ -287,14 +287,15 @@ tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const c
     return status;
 }
 
-tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *query, const char *after_org,
-                                    const char *after_name, unsigned limit,
+tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *org, const char *query,
+                                    const char *after_org, const char *after_name, unsigned limit,
                                     void (*visit)(void *ctx, const tg_model *model), void *ctx)
 {
     static const char sql[] =
         "SELECT " MODEL_COLUMNS " FROM models"
         " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
         "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
+        "   AND (?5 IS NULL OR org = ?5)"
         " ORDER BY org, name LIMIT ?4";
     lock(catalog);
     sqlite3_stmt *st = statement(catalog, sql);
@@ -304,6 +305,7 @@ tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *query, cons
         bind_text(st, 2, after_name ? after_name : "");
         bind_text(st, 3, (query && query[0]) ? query : NULL);
         sqlite3_bind_int64(st, 4, limit);
+        bind_text(st, 5, org);
         int rc = SQLITE_ERROR;
         tg_model *model = malloc(sizeof *model);
         while (model && (rc = sqlite3_step(st)) == SQLITE_ROW) {

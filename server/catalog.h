@@ -88,9 +88,10 @@ tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, cons
 tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const char *name,
                                    tg_model *out);
 /* Models ordered by (org, name) after the key (after_org, after_name) (both NULL: from
- * the start), whose "org/name" contains query (NULL: all); at most limit. */
-tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *query, const char *after_org,
-                                    const char *after_name, unsigned limit,
+ * the start), of org (NULL: every org), whose "org/name" contains query (NULL: all);
+ * at most limit. */
+tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *org, const char *query,
+                                    const char *after_org, const char *after_name, unsigned limit,
                                     void (*visit)(void *ctx, const tg_model *model), void *ctx);
 tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id);
 

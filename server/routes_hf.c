@@ -441,7 +441,9 @@ static void add_model(void *ctx, const tg_model *model)
 
 void tg_route_hf_models_list(tg_request *req)
 {
-    if (!tg_auth_read(req, NULL))
+    /* a namespace-limited token (under --auth-read) lists its org's models only */
+    char token_namespace[TG_NAME_MAX + 1];
+    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
         return;
     unsigned limit;
     char key[512];
@@ -473,7 +475,8 @@ void tg_route_hf_models_list(tg_request *req)
     }
     /* One more than asked tells whether a next page exists. */
     tg_cat_status status =
-        tg_catalog_model_list(req->server->catalog, search, has_cursor ? after_org : NULL,
+        tg_catalog_model_list(req->server->catalog, token_namespace[0] ? token_namespace : NULL,
+                              search, has_cursor ? after_org : NULL,
                               has_cursor ? after_name : NULL, limit + 1, add_model, &page);
     json_t *items = json_array();
     unsigned shown = page.count > limit ? limit : page.count;

@@ -166,7 +166,9 @@ static void add_model_summary(void *ctx, const tg_model *model)
 
 void tg_route_models_list(tg_request *req)
 {
-    if (!tg_auth_read(req, NULL))
+    /* a namespace-limited token (under --auth-read) lists its org's models only */
+    char token_namespace[TG_NAME_MAX + 1];
+    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
         return;
     unsigned limit;
     char key[512];
@@ -192,7 +194,8 @@ void tg_route_models_list(tg_request *req)
     model_page page = {.models = json_array()};
     /* One more than asked tells whether a next page exists. */
     tg_cat_status status =
-        tg_catalog_model_list(req->server->catalog, query, has_cursor ? after_org : NULL,
+        tg_catalog_model_list(req->server->catalog, token_namespace[0] ? token_namespace : NULL,
+                              query, has_cursor ? after_org : NULL,
                               has_cursor ? after_name : NULL, limit + 1, add_model_summary, &page);
     if (status != TG_CAT_OK || page.models == NULL) {
         json_decref(page.models);

@@ -577,15 +577,31 @@ void tg_route_preload_create(tg_request *req)
 
 /* ---- GET /v1/preloads, GET|DELETE /v1/preloads/{id} ---- */
 
+/* Keeps the preloads of org's models only (the org of a namespace-limited token). */
+static void keep_org(json_t *list, const char *org)
+{
+    json_t *preloads = json_object_get(list, "preloads");
+    size_t org_len = strlen(org);
+    for (size_t i = json_array_size(preloads); i-- > 0;) {
+        const char *model = json_string_value(json_object_get(json_array_get(preloads, i), "model"));
+        if (model == NULL || strncmp(model, org, org_len) != 0 || model[org_len] != '/')
+            json_array_remove(preloads, i);
+    }
+}
+
 void tg_route_preloads_list(tg_request *req)
 {
-    if (!tg_auth_read(req, NULL))
+    char token_namespace[TG_NAME_MAX + 1];
+    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
         return;
     if (manager == NULL) {
         tg_respond_problem(req, 503, "device_unavailable", "preloads are not started");
         return;
     }
-    tg_respond_json(req, 200, tg_preload_list(manager));
+    json_t *list = tg_preload_list(manager);
+    if (list != NULL && token_namespace[0] != '\0')
+        keep_org(list, token_namespace);
+    tg_respond_json(req, 200, list);
 }
 
 /* The {id} and the org of its model; answers 404 itself. */
@@ -595,7 +611,9 @@ static bool lookup_preload(tg_request *req, const char **id, char *org, size_t o
     char model[2 * TG_NAME_MAX + 2];
     if (manager == NULL || *id == NULL || strlen(*id) != TG_PRELOAD_ID_LEN ||
         !tg_preload_model(manager, *id, model, sizeof model)) {
-        tg_respond_problem(req, 404, "preload_not_found", "no preload %s", *id ? *id : "");
+        /* under --auth-read, only a reader learns that an id does not exist */
+        if (tg_auth_read(req, NULL))
+            tg_respond_problem(req, 404, "preload_not_found", "no preload %s", *id ? *id : "");
         return false;
     }
     snprintf(org, org_len, "%.*s", (int)strcspn(model, "/"), model);

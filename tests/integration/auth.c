@@ -3,7 +3,7 @@
  * nothing stored by a refused write; --auth-read closes the reads. */
 #include "harness.h"
 
-static const char *read_token, *write_acme, *write_other, *write_any, *admin_token;
+static const char *read_token, *read_acme, *write_acme, *write_other, *write_any, *admin_token;
 
 static void check_unauthorized(const it_response *r)
 {
@@ -140,6 +140,36 @@ TEST(auth_read)
     r = it_request("GET", "/v1/models/other/auth", &(it_request_opts){.token = read_token});
     CHECK_STATUS(r, 200);
     it_response_free(&r);
+    /* a read token limited to acme lists acme's models only (both model lists),
+     * and is refused other orgs' items */
+    r = it_send_json("POST", "/v1/models", write_acme, "{\"name\":\"acme/listed\"}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    static const char *const lists[] = {"/v1/models?limit=100", "/api/models?limit=100"};
+    for (size_t i = 0; i < 2; i++) {
+        r = it_request("GET", lists[i], &(it_request_opts){.token = read_acme});
+        CHECK_STATUS(r, 200);
+        json_t *models = json_is_array(r.json) ? r.json : json_object_get(r.json, "models");
+        CHECK_EQ_U64(json_array_size(models), 1);
+        for (size_t m = 0; m < json_array_size(models); m++) {
+            json_t *item = json_array_get(models, m);
+            const char *name = json_string_value(json_object_get(item, "name"));
+            if (name == NULL)
+                name = json_string_value(json_object_get(item, "id"));
+            CHECK(name != NULL && strncmp(name, "acme/", 5) == 0);
+        }
+        it_response_free(&r);
+    }
+    r = it_request("GET", "/v1/models/other/auth", &(it_request_opts){.token = read_acme});
+    CHECK_PROBLEM(r, 403, "forbidden");
+    it_response_free(&r);
+    r = it_request("GET", "/v1/preloads", &(it_request_opts){.token = read_acme});
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    /* whether a preload id exists is told to readers only */
+    r = it_get("/v1/preloads/0123456789abcdef0123456789abcdef");
+    check_unauthorized(&r);
+    it_response_free(&r);
     /* health stays open for probes */
     r = it_get("/healthz");
     CHECK_STATUS(r, 200);
@@ -150,6 +180,7 @@ int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
     read_token = it_token("read", NULL);
+    read_acme = it_token("read", "acme");
     write_acme = it_token("write", "acme");
     write_other = it_token("write", "other");
     write_any = it_token("write", NULL);

@@ -91,18 +91,24 @@ TEST(models_and_listing)
     CHECK_STR(got.description, "desc");
     CHECK(tg_catalog_model_get(catalog, "acme", "nope", &got) == TG_CAT_NOT_FOUND);
     int count = 0;
-    CHECK(tg_catalog_model_list(catalog, NULL, NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
     CHECK_EQ_U64(count, 3);
     count = 0;
-    CHECK(tg_catalog_model_list(catalog, "llama", NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, "llama", NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
     CHECK_EQ_U64(count, 2);
+    count = 0; /* one org's models (a namespace-limited token's list) */
+    CHECK(tg_catalog_model_list(catalog, "acme", NULL, NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 2);
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, "zeta", "llama", NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 1);
     /* Keyset paging: after acme/bert comes acme/llama, then zeta/llama-2. */
     count = 0;
-    CHECK(tg_catalog_model_list(catalog, NULL, "acme", "bert", 1, remember_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "bert", 1, remember_model, &count) == TG_CAT_OK);
     CHECK_EQ_U64(count, 1);
     CHECK_STR(last_model, "acme/llama");
     count = 0;
-    CHECK(tg_catalog_model_list(catalog, NULL, "acme", "llama", 5, remember_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "llama", 5, remember_model, &count) == TG_CAT_OK);
     CHECK_EQ_U64(count, 1);
     CHECK_STR(last_model, "zeta/llama-2");
     tg_catalog_close(catalog);
