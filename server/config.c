@@ -19,7 +19,7 @@ void tg_config_defaults(tg_config *config)
     config->threads = 8;
     config->connection_timeout = 60;
     config->connection_limit = 1024;
-    config->per_ip_limit = 0;
+    config->per_ip_limit = 64; /* one client cannot take every connection */
     config->drain_limit = 64ULL << 20;
 }
 

@@ -581,6 +581,32 @@ json_t *tg_json_body(tg_request *req)
     return value;
 }
 
+bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fields)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(body, key, value) {
+        size_t i = 0;
+        while (fields[i] != NULL && strcmp(fields[i], key) != 0)
+            i++;
+        if (fields[i] != NULL)
+            continue;
+        char names[256] = "";
+        for (size_t f = 0; fields[f] != NULL; f++) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, "%s\"%s\"", f ? ", " : "", fields[f]);
+        }
+        if (fields[0] == NULL)
+            tg_respond_problem(req, 400, "invalid_request",
+                               "unknown field \"%.64s\": this route takes an empty body or {}", key);
+        else
+            tg_respond_problem(req, 400, "invalid_request",
+                               "unknown field \"%.64s\": the body may have %s", key, names);
+        return false;
+    }
+    return true;
+}
+
 /* ---- request lifecycle ---- */
 
 static void client_address(struct MHD_Connection *connection, char *out, size_t out_len)

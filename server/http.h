@@ -110,6 +110,9 @@ void tg_set_next_cursor(json_t *body, const char *key_or_null);
 /* Parses the JSON body (JSON_REJECT_DUPLICATES) as an object; answers 400 invalid_json
  * (or 413) and returns NULL on failure. An empty body gives an empty object. */
 json_t *tg_json_body(tg_request *req);
+/* True when every member of body is one of fields (NULL-terminated); otherwise
+ * answers 400 invalid_request naming the unknown field and returns false. */
+bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fields);
 
 /* Metrics (Prometheus text, /metrics). */
 void tg_metrics_rejection(tg_server *server, const char *reason);

@@ -47,15 +47,9 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
     memset(spec, 0, sizeof *spec);
     json_t *dtype = json_object_get(body, "dtype");
     json_t *tensors = json_object_get(body, "tensors");
-    const char *key;
-    json_t *value;
-    json_object_foreach(body, key, value) {
-        if (strcmp(key, "dtype") != 0 && strcmp(key, "tensors") != 0) {
-            tg_respond_problem(req, 400, "invalid_request",
-                               "unknown field \"%.64s\": the body has \"dtype\" and \"tensors\"", key);
-            return false;
-        }
-    }
+    static const char *const fields[] = {"dtype", "tensors", NULL};
+    if (!tg_json_known_fields(req, body, fields))
+        return false;
     if (!json_is_string(dtype)) {
         tg_respond_problem(req, 400, "invalid_request", "\"dtype\" (a dtype name such as \"BF16\") is required");
         return false;

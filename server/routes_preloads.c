@@ -452,6 +452,9 @@ static void create_preload(tg_request *req, json_t *body)
         tg_respond_problem(req, 503, "device_unavailable", "preloads are not started");
         return;
     }
+    static const char *const fields[] = {"model", "version", "tensors", "device", "dtype", NULL};
+    if (!tg_json_known_fields(req, body, fields))
+        return;
     const char *model_name = json_string_value(json_object_get(body, "model"));
     json_t *version_value = json_object_get(body, "version");
     json_t *patterns = json_object_get(body, "tensors");

@@ -14,6 +14,13 @@ void tg_route_version_create(tg_request *req)
 {
     if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
         return;
+    /* no body, or {}: a body that is anything else is a client mistake, not a draft */
+    json_t *body = tg_json_body(req);
+    static const char *const no_fields[] = {NULL};
+    bool body_ok = body != NULL && tg_json_known_fields(req, body, no_fields);
+    json_decref(body);
+    if (!body_ok)
+        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;

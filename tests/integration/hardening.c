@@ -354,6 +354,71 @@ TEST(encoded_nul_and_bad_utf8)
     }
 }
 
+/* Bodies a route does not take are refused, and refused bodies make nothing: a
+ * version POST takes no body or {}, a preload POST only its own fields. */
+TEST(bodies_checked)
+{
+    it_response first = it_send_json("POST", "/v1/models/acme/edge/versions", write_token, "{}");
+    CHECK_STATUS(first, 201);
+    long long before = it_json_int(first.json, "version");
+    it_response_free(&first);
+    static const char *const bad_versions[][2] = {
+        {"not json", "invalid_json"}, {"[]", "invalid_json"}, {"{\"a\":1,\"a\":2}", "invalid_json"},
+        {"{\"version\":5}", "invalid_request"}};
+    for (size_t i = 0; i < sizeof bad_versions / sizeof bad_versions[0]; i++) {
+        it_response r = it_send("POST", "/v1/models/acme/edge/versions", write_token,
+                                bad_versions[i][0], strlen(bad_versions[i][0]));
+        CHECK_PROBLEM(r, 400, bad_versions[i][1]);
+        it_response_free(&r);
+    }
+    /* none of them made a draft: the next one is numbered right after the first */
+    it_response r = it_send_json("POST", "/v1/models/acme/edge/versions", write_token, "{}");
+    CHECK_STATUS(r, 201);
+    CHECK_EQ_U64(it_json_int(r.json, "version"), before + 1);
+    it_response_free(&r);
+    r = it_send_json("POST", "/v1/preloads", write_token,
+                     "{\"model\":\"acme/edge\",\"device\":\"host\",\"extra\":1}");
+    CHECK_PROBLEM(r, 400, "invalid_request");
+    CHECK(strstr(it_json_str(&r, "detail"), "extra") != NULL);
+    it_response_free(&r);
+}
+
+/* One client address holds at most --max-per-ip connections (default 64): the next
+ * is closed at once, and a slot frees when one of its connections closes. */
+TEST(connections_per_client_bounded)
+{
+    CHECK(it_server_stop() == 0);
+    static const char *const flags[] = {"--timeout", "100", "--max-per-ip", "2", NULL};
+    CHECK(it_server_start_args(flags, NULL) == 0);
+    int held[2] = {it_connect(), it_connect()};
+    CHECK(held[0] >= 0 && held[1] >= 0);
+    usleep(200 * 1000); /* both accepted */
+    int extra = it_connect();
+    CHECK(extra >= 0);
+    static const char get[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    char resp[1024];
+    if (extra >= 0) {
+        it_write_all(extra, get, sizeof get - 1);
+        CHECK_EQ_U64(it_read_some(extra, resp, sizeof resp, 2000), 0);
+        close(extra);
+    }
+    close(held[0]);
+    usleep(200 * 1000);
+    int again = it_connect();
+    CHECK(again >= 0);
+    if (again >= 0) {
+        CHECK(it_write_all(again, get, sizeof get - 1));
+        size_t got = it_read_some(again, resp, sizeof resp - 1, 2000);
+        resp[got] = '\0';
+        CHECK(strncmp(resp, "HTTP/1.1 200", 12) == 0);
+        close(again);
+    }
+    close(held[1]);
+    CHECK(it_server_stop() == 0);
+    static const char *const normal[] = {"--timeout", "100", NULL};
+    CHECK(it_server_start_args(normal, NULL) == 0);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const flags[] = {"--timeout", "100", NULL};
@@ -367,5 +432,7 @@ int main(int argc, char **argv)
     RUN(header_cache_per_path);
     RUN(token_list_and_revoke);
     RUN(encoded_nul_and_bad_utf8);
+    RUN(bodies_checked);
+    RUN(connections_per_client_bounded);
     return it_finish(argv[0]);
 }

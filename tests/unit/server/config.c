@@ -43,6 +43,7 @@ TEST(flags_override_environment)
     CHECK_STR(config.listen_host, "127.0.0.1");
     CHECK_EQ_U64(config.listen_port, 8080);
     CHECK_STR(config.data_dir, "./data");
+    CHECK_EQ_U64(config.per_ip_limit, 64);
     setenv("TENSORGATE_LISTEN", "0.0.0.0:9000", 1);
     setenv("TENSORGATE_DATA", "/srv/tg", 1);
     setenv("TENSORGATE_MAX_BODY", "1G", 1);
