@@ -47,8 +47,8 @@ static void describe_byte(unsigned char c, char *buf, size_t cap)
 }
 
 /* Lexes an optional integer at *pos: '-'? digit+. Returns false (and leaves *pos) when
- * there is no integer there. A magnitude above INT64_MAX sets *overflow; the digits are
- * still consumed so the syntax check can go on. */
+ * there is no integer there. A value outside int64 ([-2^63, 2^63 - 1], as in NumPy)
+ * sets *overflow; the digits are still consumed so the syntax check can go on. */
 static bool lex_integer(const char *text, size_t len, size_t *pos, int64_t *value, bool *overflow,
                         bool *syntax_error)
 {
@@ -64,13 +64,14 @@ static bool lex_integer(const char *text, size_t len, size_t *pos, int64_t *valu
             *syntax_error = true;
         return false;
     }
+    /* the largest magnitude: 2^63 when negative (INT64_MIN), 2^63 - 1 otherwise */
+    uint64_t limit = (uint64_t)INT64_MAX + (negative ? 1 : 0);
     uint64_t magnitude = 0;
     bool too_big = false;
     while (p < len && text[p] >= '0' && text[p] <= '9') {
         uint64_t digit = (uint64_t)(text[p] - '0');
         if (!too_big && (__builtin_mul_overflow(magnitude, 10, &magnitude) ||
-                         __builtin_add_overflow(magnitude, digit, &magnitude) ||
-                         magnitude > (uint64_t)INT64_MAX))
+                         __builtin_add_overflow(magnitude, digit, &magnitude) || magnitude > limit))
             too_big = true;
         p++;
     }
@@ -78,8 +79,11 @@ static bool lex_integer(const char *text, size_t len, size_t *pos, int64_t *valu
     if (too_big) {
         *overflow = true;
         *value = 0;
+    } else if (negative) {
+        /* -(m - 1) - 1 reaches INT64_MIN without negating 2^63 */
+        *value = magnitude == 0 ? 0 : -(int64_t)(magnitude - 1) - 1;
     } else {
-        *value = negative ? -(int64_t)magnitude : (int64_t)magnitude;
+        *value = (int64_t)magnitude;
     }
     return true;
 }
@@ -153,7 +157,9 @@ static st_slice_status lex_items(const char *text, size_t len, slice_item *items
     *item_count = count;
     if (overflow_item != SIZE_MAX)
         return fail(err, ST_SLICE_OVERFLOW, overflow_item,
-                    "an integer in index %zu does not fit in 64 bits", overflow_item);
+                    "an integer in index %zu is outside the signed 64-bit range "
+                    "[-9223372036854775808, 9223372036854775807]",
+                    overflow_item);
     return ST_SLICE_OK;
 }
 
@@ -177,11 +183,15 @@ static bool zero_aware_product(const uint64_t *values, size_t n, uint64_t *produ
 }
 
 /* Applies one slice item to a dimension of size n (n <= INT64_MAX), like CPython's
- * PySlice_Unpack + PySlice_AdjustIndices. All values lie in [-INT64_MAX, INT64_MAX] (the
- * lexer refuses INT64_MIN), so none of the sums below can overflow. */
+ * PySlice_Unpack + PySlice_AdjustIndices. Bounds may be INT64_MIN: adding n >= 0 to a
+ * negative bound cannot overflow. A step of INT64_MIN becomes -INT64_MAX, as CPython
+ * does (PySlice_Unpack): both exceed any span of the dimension, so the selection is the
+ * same, and -step stays representable. */
 static void adjust_slice(const slice_item *item, int64_t n, st_slice_dim *dim)
 {
     int64_t step = item->has_step ? item->step : 1;
+    if (step == INT64_MIN)
+        step = -INT64_MAX;
     int64_t start = item->has_start ? item->start : (step < 0 ? INT64_MAX : 0);
     int64_t stop = item->has_stop ? item->stop : (step < 0 ? INT64_MIN : INT64_MAX);
     if (start < 0) {
@@ -209,6 +219,28 @@ static void adjust_slice(const slice_item *item, int64_t n, st_slice_dim *dim)
     dim->step = step;
     dim->count = count;
     dim->keep = true;
+}
+
+/* The dimension to blame for runs that are not whole bytes (rank >= 1): dimensions
+ * [loop_rank, rank) lie inside one run. With none (loop_rank == rank) the innermost
+ * dimension is stepped or reversed, so each run is one value: blame it; else the
+ * outermost dimension inside the run, whose selection sets the run's length. */
+static size_t run_dimension(size_t loop_rank, size_t rank)
+{
+    return loop_rank < rank ? loop_rank : rank - 1;
+}
+
+/* The dimension to blame for a first value inside a byte: the innermost one whose
+ * start moves the first value by a count that is not a multiple of group. One exists,
+ * since their sum (the first value) is not a multiple. */
+static size_t start_dimension(const st_slice_dim *dims, const uint64_t *stride, size_t rank,
+                              unsigned group)
+{
+    for (size_t d = rank; d-- > 0;) {
+        if (((uint64_t)dims[d].start * stride[d]) % group != 0)
+            return d;
+    }
+    return 0;
 }
 
 /* Elements-to-bytes for an element count known to be a multiple of the dtype's
@@ -245,7 +277,7 @@ st_slice_status st_slice_parse(const char *text, size_t len, const uint64_t *sha
     if (status != ST_SLICE_OK)
         return status;
     if (item_count > rank)
-        return fail(err, ST_SLICE_TOO_MANY_INDICES, rank,
+        return fail(err, ST_SLICE_TOO_MANY_INDICES, ST_SLICE_NO_DIM,
                     "too many indices: the tensor has %zu dimension%s, but %zu were given", rank,
                     rank == 1 ? "" : "s", item_count);
 
@@ -342,20 +374,26 @@ st_slice_status st_slice_parse(const char *text, size_t len, const uint64_t *sha
         first_element += (uint64_t)out->dims[d].start * stride[d];
 
     if (group > 1) {
-        if (run_elements % group != 0)
-            return fail(
-                err, ST_SLICE_SUB_BYTE, 0,
-                "%s packs %u values in %u byte%s: a selection must be made of runs of whole "
-                "bytes, not runs of %llu value%s",
-                st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
-                (unsigned long long)run_elements, run_elements == 1 ? "" : "s");
-        if (first_element % group != 0)
-            return fail(
-                err, ST_SLICE_SUB_BYTE, 0,
-                "%s packs %u values in %u byte%s: the selection starts at value %llu, inside "
-                "a byte",
-                st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
-                (unsigned long long)first_element);
+        if (run_elements % group != 0 && rank == 0)
+            return fail(err, ST_SLICE_SUB_BYTE, ST_SLICE_NO_DIM,
+                        "%s packs %u values in %u byte%s: a scalar is one value, not whole bytes",
+                        st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s");
+        if (run_elements % group != 0) {
+            size_t d = run_dimension(r, rank);
+            return fail(err, ST_SLICE_SUB_BYTE, d,
+                        "%s packs %u values in %u byte%s: the selection in dimension %zu makes "
+                        "runs of %llu value%s, not of whole bytes",
+                        st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s", d,
+                        (unsigned long long)run_elements, run_elements == 1 ? "" : "s");
+        }
+        if (first_element % group != 0) {
+            size_t d = start_dimension(out->dims, stride, rank, group);
+            return fail(err, ST_SLICE_SUB_BYTE, d,
+                        "%s packs %u values in %u byte%s: the selection starts at value %llu, "
+                        "inside a byte (dimension %zu starts at index %lld)",
+                        st_dtype_name(dtype), group, group_bytes, group_bytes == 1 ? "" : "s",
+                        (unsigned long long)first_element, d, (long long)out->dims[d].start);
+        }
         for (size_t d = 0; d < r; d++) {
             const st_slice_dim *dim = &out->dims[d];
             uint64_t magnitude = (uint64_t)(dim->step < 0 ? -dim->step : dim->step);

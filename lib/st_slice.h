@@ -56,9 +56,13 @@ typedef struct st_slice {
     int64_t loop_step_bytes[ST_SLICE_RANK_MAX]; /* byte distance between neighbours in loop dimension d */
 } st_slice;
 
+/* st_slice_error.dim when no single dimension is concerned (too many indices, a
+ * scalar). */
+#define ST_SLICE_NO_DIM SIZE_MAX
+
 typedef struct st_slice_error {
     st_slice_status status;
-    size_t dim;          /* the dimension concerned */
+    size_t dim;          /* the dimension concerned, or ST_SLICE_NO_DIM */
     char detail[200];    /* "index 7 is out of bounds for dimension 1 with size 4" */
 } st_slice_error;
 

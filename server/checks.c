@@ -173,20 +173,24 @@ bool tg_parse_u64(const char *text, uint64_t *out)
     return true;
 }
 
-/* Parses digits at *p (at least one), advancing *p; false on overflow. Leading zeros are allowed (RFC 9110). */
+/* Parses digits at *p (at least one), advancing *p. Leading zeros are allowed
+ * (RFC 9110). A value above UINT64_MAX saturates to UINT64_MAX: it is still a
+ * syntactically valid position, larger than any body, so a first-byte-pos that
+ * overflows is unsatisfiable and a last-byte-pos that overflows means "to the end". */
 static bool parse_digits(const char **p, uint64_t *out)
 {
     const char *s = *p;
     uint64_t value = 0;
+    bool saturated = false;
     if (*s < '0' || *s > '9')
         return false;
     for (; *s >= '0' && *s <= '9'; s++) {
-        if (__builtin_mul_overflow(value, 10, &value) ||
-            __builtin_add_overflow(value, (uint64_t)(*s - '0'), &value))
-            return false;
+        if (!saturated && (__builtin_mul_overflow(value, 10, &value) ||
+                           __builtin_add_overflow(value, (uint64_t)(*s - '0'), &value)))
+            saturated = true;
     }
     *p = s;
-    *out = value;
+    *out = saturated ? UINT64_MAX : value;
     return true;
 }
 

@@ -139,8 +139,8 @@ static int parse_slice(const char *text, const st_tensor *tensor, st_slice *slic
         set_error(err, 422, "unsupported_tensor", SIZE_MAX, "%s", serr.detail);
         break;
     default:
-        set_error(err, 400, "invalid_slice", serr.dim, "slice (dimension %zu): %s", serr.dim,
-                  serr.detail);
+        /* the detail names the dimension where one is concerned */
+        set_error(err, 400, "invalid_slice", serr.dim, "slice: %s", serr.detail);
         break;
     }
     return -1;

@@ -423,6 +423,19 @@ TEST(ranges_on_the_representation)
     const char *content_range = it_header(&r, "Content-Range", value, sizeof value);
     CHECK(content_range != NULL && strncmp(content_range, "bytes */", 8) == 0);
     it_response_free(&r);
+    /* a first-byte-pos past u64 is as unsatisfiable as one just past the end, on the
+     * tensor route and the file route alike (the range parser is shared) */
+    static const char *const huge[] = {"Range: bytes=99999999999999999999-", NULL};
+    static const char *const largest[] = {"Range: bytes=18446744073709551615-", NULL};
+    const char *const targets[] = {url, BASE "/versions/1/files/" SHARD1};
+    for (size_t t = 0; t < 2; t++) {
+        r = get_with(targets[t], huge);
+        CHECK_PROBLEM(r, 416, "range_not_satisfiable");
+        it_response_free(&r);
+        r = get_with(targets[t], largest);
+        CHECK_PROBLEM(r, 416, "range_not_satisfiable");
+        it_response_free(&r);
+    }
     /* validators: 304 for the same representation, not for another one */
     char inm[160];
     snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
@@ -468,6 +481,10 @@ TEST(refusals)
     it_response_free(&r);
     r = it_get(BASE "/versions/1/tensors/embed.weight?slice=0,0,0");
     CHECK_PROBLEM(r, 400, "invalid_slice");
+    /* more indices than dimensions: said as such, with no made-up "dimension 2" */
+    detail = it_json_str(&r, "detail");
+    CHECK(detail && strstr(detail, "too many indices") && strstr(detail, "2 dimensions") &&
+          strstr(detail, "3 were given") && !strstr(detail, "dimension 2"));
     it_response_free(&r);
     r = it_get(BASE "/versions/1/tensors/embed.weight?dtype=float32");
     CHECK_PROBLEM(r, 400, "invalid_dtype");

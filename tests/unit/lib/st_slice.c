@@ -171,6 +171,15 @@ TEST(error_details)
     CHECK_EQ_U64(err.dim, 1);
     CHECK_EQ_U64(st_slice_parse("1,2,3", 5, shape, 2, ST_F32, &s, &err), ST_SLICE_TOO_MANY_INDICES);
     CHECK_STR(err.detail, "too many indices: the tensor has 2 dimensions, but 3 were given");
+    CHECK_EQ_U64(err.dim, ST_SLICE_NO_DIM);
+    CHECK_EQ_U64(st_slice_parse("-9223372036854775808", 20, shape, 2, ST_F32, &s, &err),
+                 ST_SLICE_INDEX_RANGE);
+    CHECK_STR(err.detail,
+              "index -9223372036854775808 is out of bounds for dimension 0 with size 3");
+    CHECK_EQ_U64(st_slice_parse("0,99999999999999999999", 22, shape, 2, ST_F32, &s, &err),
+                 ST_SLICE_OVERFLOW);
+    CHECK_STR(err.detail, "an integer in index 1 is outside the signed 64-bit range "
+                          "[-9223372036854775808, 9223372036854775807]");
     CHECK_EQ_U64(st_slice_parse("1, 2", 4, shape, 2, ST_F32, &s, &err), ST_SLICE_SYNTAX);
     CHECK_STR(err.detail, "unexpected byte 0x20 at position 2");
 }
@@ -204,7 +213,16 @@ TEST(hostile_text)
         {"None", 0, ST_SLICE_SYNTAX},
         {"\xff", 0, ST_SLICE_SYNTAX},
         {"99999999999999999999", 0, ST_SLICE_OVERFLOW},
-        {"-9223372036854775808", 0, ST_SLICE_OVERFLOW},
+        /* INT64_MIN fits int64 (NumPy takes it): out of range as an index, a bound or a
+         * step as a slice; one less does not fit */
+        {"-9223372036854775808", 0, ST_SLICE_INDEX_RANGE},
+        {"-9223372036854775808:", 0, ST_SLICE_OK},
+        {":-9223372036854775808", 0, ST_SLICE_OK},
+        {"::-9223372036854775808", 0, ST_SLICE_OK},
+        {"-9223372036854775808:9223372036854775807:-9223372036854775808", 0, ST_SLICE_OK},
+        {"-9223372036854775809", 0, ST_SLICE_OVERFLOW},
+        {"9223372036854775808", 0, ST_SLICE_OVERFLOW},
+        {"-0", 0, ST_SLICE_OK},
         {"9223372036854775807:", 0, ST_SLICE_OK},
         {"::-9223372036854775807", 0, ST_SLICE_OK},
         {"99999999999999999999999999999999:,", 0, ST_SLICE_SYNTAX},
@@ -330,6 +348,44 @@ TEST(sub_byte_dtypes)
                  ST_SLICE_SUB_BYTE);
     /* a scalar F4 is half a byte */
     CHECK_EQ_U64(st_slice_parse("", 0, NULL, 0, ST_F4, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, ST_SLICE_NO_DIM);
+    CHECK(strstr(err.detail, "scalar") != NULL);
+}
+
+/* Sub-byte refusals name the dimension whose selection cuts a byte. */
+TEST(sub_byte_errors_name_the_dimension)
+{
+    st_slice s;
+    st_slice_error err;
+    uint64_t f4[] = {4, 6};
+    /* stepping the last dimension makes runs of one value: dimension 1, not 0 */
+    CHECK_EQ_U64(st_slice_parse(":,::2", 5, f4, 2, ST_F4, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, 1);
+    CHECK(strstr(err.detail, "dimension 1") != NULL && strstr(err.detail, "dimension 0") == NULL);
+    CHECK_EQ_U64(st_slice_parse("::-1,::-1", 9, f4, 2, ST_F4, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, 1);
+    /* three values of each row */
+    CHECK_EQ_U64(st_slice_parse(":,0:3", 5, f4, 2, ST_F4, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, 1);
+    CHECK(strstr(err.detail, "runs of 3 values") != NULL);
+    /* a row starting at an odd column */
+    CHECK_EQ_U64(st_slice_parse("2,1:3", 5, f4, 2, ST_F4, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, 1);
+    CHECK(strstr(err.detail, "dimension 1 starts at index 1") != NULL);
+    /* rows of 1.5 bytes: an odd row starts inside a byte (dimension 0) */
+    uint64_t f4_odd[] = {5, 3};
+    CHECK_EQ_U64(st_slice_parse("1:3", 3, f4_odd, 2, ST_F4, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, 0);
+    CHECK(strstr(err.detail, "dimension 0 starts at index 1") != NULL);
+    /* stepping rows of 1.5 bytes by 2 (3 bytes) is fine; by 1 row in a loop it is not */
+    CHECK_EQ_U64(st_slice_parse("::2,0:2", 7, f4_odd, 2, ST_F4, &s, &err), ST_SLICE_OK);
+    CHECK_EQ_U64(st_slice_parse("::3,0:2", 7, f4_odd, 2, ST_F4, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, 0);
+    CHECK(strstr(err.detail, "stepping dimension 0 by 3") != NULL);
+    /* F6 in 3-D: the last dimension reversed */
+    uint64_t f6[] = {2, 3, 4};
+    CHECK_EQ_U64(st_slice_parse(":,:,::-1", 8, f6, 3, ST_F6_E3M2, &s, &err), ST_SLICE_SUB_BYTE);
+    CHECK_EQ_U64(err.dim, 2);
 }
 
 TEST(sizes_are_checked)
@@ -385,6 +441,7 @@ int main(int argc, char **argv)
     RUN(hostile_text);
     RUN(runs_merge_whole_trailing_dimensions);
     RUN(sub_byte_dtypes);
+    RUN(sub_byte_errors_name_the_dimension);
     RUN(sizes_are_checked);
     return test_report(argv[0]);
 }

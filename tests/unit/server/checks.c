@@ -133,7 +133,25 @@ TEST(range_unsatisfiable_and_ignored)
     CHECK(tg_range_parse("bytes=-", 216, &first, &length) == TG_RANGE_NONE);
     CHECK(tg_range_parse("bytes=a-b", 216, &first, &length) == TG_RANGE_NONE);
     CHECK(tg_range_parse("bytes=1-2x", 216, &first, &length) == TG_RANGE_NONE);
-    CHECK(tg_range_parse("bytes=99999999999999999999-", 216, &first, &length) == TG_RANGE_NONE);
+    /* A first-byte-pos beyond u64 is still past the end: unsatisfiable, like
+     * 18446744073709551615 (RFC 9110 14.1.2), never ignored. */
+    CHECK(tg_range_parse("bytes=99999999999999999999-", 216, &first, &length) ==
+          TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=18446744073709551615-", 216, &first, &length) ==
+          TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=00000000000000000000000099999999999999999999-", 216, &first,
+                         &length) == TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=99999999999999999999-99999999999999999999", UINT64_MAX, &first,
+                         &length) == TG_RANGE_UNSATISFIABLE);
+    /* An overflowing last-byte-pos means "to the end"; an overflowing suffix, the whole body. */
+    CHECK(tg_range_parse("bytes=10-99999999999999999999", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 10);
+    CHECK_EQ_U64(length, 206);
+    CHECK(tg_range_parse("bytes=-99999999999999999999", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 0);
+    CHECK_EQ_U64(length, 216);
+    /* an overflowing first-byte-pos above a smaller last-byte-pos is invalid: ignored */
+    CHECK(tg_range_parse("bytes=99999999999999999999-5", 216, &first, &length) == TG_RANGE_NONE);
     /* The largest values do not wrap. */
     CHECK(tg_range_parse("bytes=0-18446744073709551615", UINT64_MAX, &first, &length) == TG_RANGE_OK);
     CHECK_EQ_U64(length, UINT64_MAX);

@@ -382,6 +382,10 @@ TEST(errors)
     e = refused(&f, "f32_3d", ":,:,:,1", NULL, NULL);
     CHECK_STR(e.reason, "invalid_slice");
     CHECK(strstr(e.detail, "too many indices") != NULL);
+    CHECK(strstr(e.detail, "dimension 3") == NULL);
+    CHECK_EQ_U64(e.dim, SIZE_MAX);
+    e = refused(&f, "f32_3d", "-9223372036854775808", NULL, NULL);
+    CHECK_STR(e.reason, "slice_out_of_range");
     static const char *const hostile[] = {
         "1:2:3:4", "a",    " 1",  "1,", ",",  "--1",      "1::0", "99999999999999999999",
         "1;2",     "\xff", "0x1", "+1", "1 ", ":,:,:,:,:"};
