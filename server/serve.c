@@ -17,6 +17,7 @@
 #include "http.h"
 #include "log.h"
 #include "routes_preloads.h"
+#include "reclaim.h"
 #include "store.h"
 #include "checks.h"
 
@@ -274,44 +275,30 @@ typedef struct gc_state {
     unsigned long long bytes;
 } gc_state;
 
-static void gc_blob(gc_state *gc, const char *hex)
-{
-    bool referenced = true;
-    if (tg_catalog_blob_referenced(gc->catalog, hex, &referenced) != TG_CAT_OK) {
-        gc->errors++;
-        return;
-    }
-    if (referenced) {
-        gc->kept++;
-        return;
-    }
-    char path[4400];
-    struct stat st;
-    if (tg_store_blob_path(gc->store, hex, path, sizeof path) == 0 && stat(path, &st) == 0)
-        gc->bytes += (unsigned long long)st.st_size;
-    if (!gc->dry_run && tg_store_remove_blob(gc->store, hex) != 0) {
-        gc->errors++;
-        return;
-    }
-    printf("%s %s\n", gc->dry_run ? "would remove" : "removed", hex);
-    gc->removed++;
-}
-
-/* One blob, decided and removed under the exclusive blobs lock: a server commits
- * a blob and the row that references it under the shared lock, so an unreferenced
- * blob seen here cannot be gaining a row (upload or conversion job) meanwhile. */
+/* One blob: decided and removed under the exclusive blobs lock (reclaim.h), so gc
+ * is safe beside a running server. */
 static int gc_visit(void *ctx, const char *hex)
 {
     gc_state *gc = ctx;
-    int lock = tg_store_lock_blobs(gc->store, true, true);
-    if (lock < 0) {
-        fprintf(stderr, "tensorgate gc: cannot lock %s/blobs.lock: %s\n", gc->store->root,
-                strerror(errno));
+    char path[4400];
+    struct stat st;
+    unsigned long long size = 0;
+    if (tg_store_blob_path(gc->store, hex, path, sizeof path) == 0 && stat(path, &st) == 0)
+        size = (unsigned long long)st.st_size;
+    switch (tg_blob_reclaim(gc->store, gc->catalog, hex, gc->dry_run)) {
+    case TG_RECLAIM_KEPT:
+        gc->kept++;
+        break;
+    case TG_RECLAIM_REMOVED:
+        printf("%s %s\n", gc->dry_run ? "would remove" : "removed", hex);
+        gc->removed++;
+        gc->bytes += size;
+        break;
+    case TG_RECLAIM_ERROR:
+        fprintf(stderr, "tensorgate gc: %s: %s\n", hex, strerror(errno));
         gc->errors++;
-        return 1;
+        break;
     }
-    gc_blob(gc, hex);
-    tg_store_unlock(lock);
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "routes.h"
 #include "checks.h"
+#include "reclaim.h"
 
 /* Tests only: TENSORGATE_TEST_COMMIT_DELAY_MS (at most 10 s) widens the gap between
  * a blob's commit and its catalog row, so a test can run gc inside it. */
@@ -376,10 +377,21 @@ void tg_route_upload_finish(tg_request *req)
     }
     test_commit_delay();
     pthread_mutex_lock(&server->publish_lock);
+    tg_file_record *replaced = malloc(sizeof *replaced);
+    if (replaced != NULL &&
+        tg_catalog_file_get(server->catalog, up->version.id, file.path, replaced) != TG_CAT_OK) {
+        free(replaced);
+        replaced = NULL;
+    }
     tg_cat_status status = tg_catalog_file_put(server->catalog, up->version.id, &file, stats);
     pthread_mutex_unlock(&server->publish_lock);
     tg_store_unlock(blobs_lock);
     free(stats);
+    /* the content this upload replaced goes now if nothing else uses it (never while
+     * holding the shared lock: reclaiming takes the exclusive one) */
+    if (status == TG_CAT_OK && replaced != NULL && strcmp(replaced->sha256, file.sha256) != 0)
+        (void)tg_blob_reclaim(&server->store, server->catalog, replaced->sha256, false);
+    free(replaced);
     if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",
                            "version %lld was published during the upload", (long long)up->version.number);

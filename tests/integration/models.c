@@ -43,6 +43,11 @@ static void build_files(void)
     it_buf_printf(&config_json, "{\"model_type\":\"tiny\",\"hidden_size\":2,\"vocab_size\":4}");
 }
 
+static it_response upload_to(const char *url, const it_buf *b)
+{
+    return it_send("PUT", url, write_token, b->data, b->len);
+}
+
 static it_response upload(const char *rev, const char *path, const it_buf *b)
 {
     char url[512];
@@ -543,7 +548,7 @@ TEST(restart_keeps_catalog)
 
 /* gc beside a running server. The server is restarted with its commit widened
  * (TENSORGATE_TEST_COMMIT_DELAY_MS) and a file is uploaded whose blob is already
- * there, unreferenced (the file was deleted): the store keeps the blob, then adds
+ * there, unreferenced (left by a crash): the store keeps the blob, then adds
  * the row. gc runs inside that gap. Commits and gc exclude each other
  * (blobs.lock), so gc waits and then sees the blob referenced; without the lock
  * it would remove the blob under the new row. gc must also leave tmp/ alone. */
@@ -570,12 +575,17 @@ TEST(gc_beside_a_running_server)
     snprintf(url, sizeof url, BASE "/versions/%lld/files/notes.txt",
              (long long)it_json_int(r.json, "version"));
     it_response_free(&r);
-    r = it_send("PUT", url, write_token, notes_text, sizeof notes_text - 1);
-    CHECK_STATUS(r, 201);
-    it_response_free(&r);
-    r = it_send("DELETE", url, write_token, NULL, 0);
-    CHECK_STATUS(r, 204);
-    it_response_free(&r);
+    /* the blob is already in the store with no row: what a crash between a blob's
+     * commit and its row, or a deleted model, leaves behind */
+    char hex[65], blob_dir[512], blob[700];
+    it_sha256_hex(notes_text, sizeof notes_text - 1, hex);
+    snprintf(blob_dir, sizeof blob_dir, "%s/blobs/sha256/%.2s", it_srv.data, hex);
+    mkdir(blob_dir, 0755);
+    snprintf(blob, sizeof blob, "%s/%s", blob_dir, hex);
+    FILE *f = fopen(blob, "wb");
+    CHECK(f != NULL && fwrite(notes_text, 1, sizeof notes_text - 1, f) == sizeof notes_text - 1);
+    if (f != NULL)
+        fclose(f);
     /* an upload in flight, as the server's tmp/ holds it */
     char in_flight[512];
     snprintf(in_flight, sizeof in_flight, "%s/tmp/upload-inflight", it_srv.data);
@@ -600,6 +610,43 @@ TEST(gc_beside_a_running_server)
     it_response_free(&r);
     CHECK(it_server_stop() == 0);
     CHECK(it_server_start_args(NULL, NULL) == 0);
+}
+
+/* A draft's file that is replaced or deleted gives its blob back at once when no
+ * other row uses it; content another file still uses stays. */
+TEST(replaced_content_reclaimed)
+{
+    it_response r = it_send("POST", BASE "/versions", write_token, NULL, 0);
+    CHECK_STATUS(r, 201);
+    char base[256];
+    snprintf(base, sizeof base, BASE "/versions/%lld/files", (long long)it_json_int(r.json, "version"));
+    it_response_free(&r);
+    char url[512], shared_url[512];
+    snprintf(url, sizeof url, "%s/readme.txt", base);
+    snprintf(shared_url, sizeof shared_url, "%s/" SHARD1, base);
+    int blobs = it_count_blobs();
+    static const char *const texts[] = {"first draft text\n", "second draft text\n", "third\n"};
+    for (size_t i = 0; i < 3; i++) {
+        r = it_send("PUT", url, write_token, texts[i], strlen(texts[i]));
+        CHECK_STATUS(r, 201);
+        it_response_free(&r);
+        CHECK_EQ_U64(it_count_blobs(), blobs + 1); /* the replaced text is gone */
+    }
+    r = it_send("DELETE", url, write_token, NULL, 0);
+    CHECK_STATUS(r, 204);
+    it_response_free(&r);
+    CHECK_EQ_U64(it_count_blobs(), blobs);
+    /* shard 1's bytes are version 1's too: deleting this copy keeps the blob */
+    r = upload_to(shared_url, &shard1);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    r = it_send("DELETE", shared_url, write_token, NULL, 0);
+    CHECK_STATUS(r, 204);
+    it_response_free(&r);
+    CHECK_EQ_U64(it_count_blobs(), blobs);
+    r = it_get(BASE "/versions/1/files/" SHARD1);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
 }
 
 /* One server per data directory: a second one is refused at once and says why. */
@@ -714,6 +761,7 @@ int main(int argc, char **argv)
     RUN(publish_checks);
     RUN(restart_keeps_catalog);
     RUN(gc_beside_a_running_server);
+    RUN(replaced_content_reclaimed);
     RUN(second_server_refused);
     RUN(delete_model);
     RUN(newer_schema_refused);

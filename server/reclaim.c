@@ -1,0 +1,21 @@
+#include "reclaim.h"
+
+#include <errno.h>
+
+tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const char *hex,
+                                  bool dry_run)
+{
+    int lock = tg_store_lock_blobs(store, true, true);
+    if (lock < 0)
+        return TG_RECLAIM_ERROR;
+    bool referenced = true;
+    tg_reclaim_result result = TG_RECLAIM_ERROR;
+    if (tg_catalog_blob_referenced(catalog, hex, &referenced) == TG_CAT_OK) {
+        if (referenced)
+            result = TG_RECLAIM_KEPT;
+        else if (dry_run || tg_store_remove_blob(store, hex) == 0 || errno == ENOENT)
+            result = TG_RECLAIM_REMOVED;
+    }
+    tg_store_unlock(lock);
+    return result;
+}
