@@ -17,13 +17,12 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "index_cache.h"
 #include "index_check.h"
 #include "log.h"
 #include "routes.h"
 #include "tensor_stream.h"
 
-/* An index above this is not read (the gate bounds sidecars at 16 MiB by default). */
-#define INDEX_READ_MAX (64u * 1024 * 1024)
 /* MHD's buffer for generated bodies. */
 #define STREAM_BLOCK (128 * 1024)
 
@@ -212,39 +211,19 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
 }
 
 /* The weight_map entry for name in one index file, as a path in the version
- * (the index's directory + the entry), or false. */
+ * (the index's directory + the entry), or false. The parsed weight_map is cached
+ * by the blob's sha256 (index_cache.h): a lookup is a binary search. */
 static bool index_lookup(tg_request *req, const tg_file_record *index, const char *name,
                          char *shard, size_t shard_len)
 {
-    if (index->size > INDEX_READ_MAX)
+    char file[TG_PATH_MAX + 1];
+    if (tg_index_cache_lookup(&req->server->store, index->sha256, index->size, name, file,
+                              sizeof file) != TG_INDEX_FOUND)
         return false;
-    int fd = tg_store_open_blob(&req->server->store, index->sha256);
-    if (fd < 0)
-        return false;
-    char *text = malloc((size_t)index->size + 1);
-    size_t done = 0;
-    while (text != NULL && done < index->size) {
-        ssize_t n = pread(fd, text + done, (size_t)index->size - done, (off_t)done);
-        if (n <= 0)
-            break;
-        done += (size_t)n;
-    }
-    close(fd);
-    bool found = false;
-    if (text != NULL && done == index->size) {
-        json_t *root = json_loadb(text, done, JSON_REJECT_DUPLICATES, NULL);
-        const char *file =
-            json_string_value(json_object_get(json_object_get(root, "weight_map"), name));
-        if (file != NULL) {
-            const char *slash = strrchr(index->path, '/');
-            int dir_len = slash ? (int)(slash - index->path + 1) : 0;
-            int n = snprintf(shard, shard_len, "%.*s%s", dir_len, index->path, file);
-            found = n > 0 && (size_t)n < shard_len;
-        }
-        json_decref(root);
-    }
-    free(text);
-    return found;
+    const char *slash = strrchr(index->path, '/');
+    int dir_len = slash ? (int)(slash - index->path + 1) : 0;
+    int n = snprintf(shard, shard_len, "%.*s%s", dir_len, index->path, file);
+    return n > 0 && (size_t)n < shard_len;
 }
 
 /* Finds the tensor: through an index first (one header read), else every shard.

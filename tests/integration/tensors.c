@@ -506,6 +506,46 @@ TEST(refusals)
     it_response_free(&r);
 }
 
+/* Indexes that do not help (not a weight_map of strings, or naming the wrong shard)
+ * leave the shards' headers to find the tensor; a second GET through the same index
+ * blob (now cached) gives the same answer. */
+TEST(unhelpful_indexes_fall_back_to_the_headers)
+{
+    it_response r = it_send_json("POST", BASE "/versions", write_token, "{}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    r = it_send("PUT", BASE "/versions/3/files/a/model.safetensors", write_token, shards[2].bytes,
+                shards[2].len);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    static const char bad_value[] = "{\"weight_map\":{\"only.weight\":5}}";
+    static const char wrong_shard[] =
+        "{\"weight_map\":{\"only.weight\":\"model-00009-of-00009.safetensors\"}}";
+    r = it_send("PUT", BASE "/versions/3/files/a/model.safetensors.index.json", write_token,
+                bad_value, strlen(bad_value));
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    r = it_send("PUT", BASE "/versions/3/files/b/model.safetensors.index.json", write_token,
+                wrong_shard, strlen(wrong_shard));
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    for (int round = 0; round < 2; round++) {
+        char value[256];
+        r = it_get(BASE "/versions/3/tensors/only.weight");
+        CHECK_STATUS(r, 200);
+        CHECK_STR(it_header(&r, "X-Tensor-File", value, sizeof value), "a/model.safetensors");
+        it_response_free(&r);
+        r = it_get(BASE "/versions/3/tensors/missing");
+        CHECK_PROBLEM(r, 404, "tensor_not_found");
+        it_response_free(&r);
+        /* the published version's index, cached after the first GET */
+        r = it_get(BASE "/versions/1/tensors/ids");
+        CHECK_STATUS(r, 200);
+        CHECK_STR(it_header(&r, "X-Tensor-File", value, sizeof value), SHARD2);
+        it_response_free(&r);
+    }
+}
+
 int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
@@ -518,6 +558,7 @@ int main(int argc, char **argv)
     RUN(slices_conversions_npy);
     RUN(ranges_on_the_representation);
     RUN(refusals);
+    RUN(unhelpful_indexes_fall_back_to_the_headers);
     for (int i = 0; i < 3; i++) {
         st_file_free(&shards[i].file);
         free(shards[i].bytes);
