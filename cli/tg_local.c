@@ -112,8 +112,18 @@ void tg_local_print_verdict(FILE *out, const char *path, const st_verdict *verdi
     fprintf(out, "%s: refused: %s", path, st_reason_name(err->reason));
     if (err->offset != ST_NO_OFFSET)
         fprintf(out, " at offset %" PRIu64, err->offset);
-    if (err->tensor[0] != '\0')
-        fprintf(out, " (tensor %s)", err->tensor);
+    if (err->tensor_len > 0) {
+        /* control bytes (a refused name may hold U+0000) shown as \xNN, as details do */
+        fputs(" (tensor ", out);
+        for (size_t i = 0; i < err->tensor_len; i++) {
+            unsigned char c = (unsigned char)err->tensor[i];
+            if (c < 0x20 || c == 0x7f)
+                fprintf(out, "\\x%02x", c);
+            else
+                fputc(c, out);
+        }
+        fputc(')', out);
+    }
     fprintf(out, ": %s [format %s]\n", err->detail, st_format_name(verdict->format));
 }
 
@@ -150,7 +160,11 @@ static size_t utf8_sequence_length(const unsigned char *p, size_t left)
 
 json_t *tg_local_json_string(const char *text)
 {
-    size_t len = strlen(text);
+    return tg_local_json_stringn(text, strlen(text));
+}
+
+json_t *tg_local_json_stringn(const char *text, size_t len)
+{
     json_t *value = json_stringn(text, len);
     if (value != NULL)
         return value;
@@ -197,8 +211,9 @@ json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict)
                             ? json_integer((json_int_t)err->offset)
                             : json_null());
     json_object_set_new(object, "tensor",
-                        refused && err->tensor[0] != '\0' ? tg_local_json_string(err->tensor)
-                                                          : json_null());
+                        refused && err->tensor_len > 0
+                            ? tg_local_json_stringn(err->tensor, err->tensor_len)
+                            : json_null());
     json_object_set_new(object, "format", json_string(st_format_name(verdict->format)));
     return object;
 }

@@ -36,11 +36,15 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash
 void tg_local_print_verdict(FILE *out, const char *path, const st_verdict *verdict,
                             const st_file *file);
 
-/* The verdict as one JSON object: file, valid, reason, detail, offset, tensor, format. */
+/* The verdict as one JSON object: file, valid, reason, detail, offset, tensor, format.
+ * "tensor" is the name whole (err->tensor_len bytes, U+0000 included), as POST /v1/scan
+ * gives it. */
 json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict);
 
 /* A JSON string from bytes that may not be UTF-8: invalid bytes become U+FFFD. */
 json_t *tg_local_json_string(const char *text);
+/* The same for len bytes that may hold NUL (JSON writes it as \u0000). */
+json_t *tg_local_json_stringn(const char *text, size_t len);
 
 /* Prints a JSON value compactly on one line. */
 void tg_local_print_json(FILE *out, const json_t *value);

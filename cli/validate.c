@@ -17,7 +17,10 @@ static void validate_usage(FILE *out)
         "Runs the gate over each FILE (\"-\" is standard input) and prints one verdict per line.\n"
         "  --json              one JSON object per file: file, valid, reason, detail, offset,\n"
         "                      tensor, format\n"
-        "  --sidecar           also accept strict JSON and UTF-8 text (16 MiB at most)\n"
+        "  --sidecar           judge FILE as a model version's sidecar, as an upload of its\n"
+        "                      name is: a FILE named *.json must be strict JSON (an object or\n"
+        "                      array); any other also passes as UTF-8 text or safetensors\n"
+        "                      (JSON and text 16 MiB at most)\n"
         "  --max-header BYTES  refuse headers larger than BYTES (at most 100000000)\n"
         "  --refuse-nonfinite  refuse NaN or Inf values in floating tensors\n"
         "Exit status: 0 all valid, 1 any refused, 2 an I/O or usage error.\n");
@@ -73,8 +76,12 @@ int tg_cmd_validate(int argc, char **argv)
     }
     bool any_error = false, any_refused = false;
     for (int i = optind; i < argc; i++) {
+        /* --sidecar: the kind an upload of this name gets (*.json: strict JSON only) */
+        st_gate_config file_config = config;
+        if (config.kind == ST_GATE_SIDECAR && strcmp(argv[i], "-") != 0)
+            file_config.kind = st_gate_sidecar_kind(argv[i]);
         tg_local_run run;
-        if (tg_local_gate_file(argv[i], &config, false, &run) != 0) {
+        if (tg_local_gate_file(argv[i], &file_config, false, &run) != 0) {
             any_error = true;
             continue;
         }

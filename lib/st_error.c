@@ -56,7 +56,23 @@ void st_error_clear(st_error *err)
     err->reason = ST_OK;
     err->offset = ST_NO_OFFSET;
     err->tensor[0] = '\0';
+    err->tensor_len = 0;
     err->detail[0] = '\0';
+}
+
+void st_error_set_tensor(st_error *err, const char *name, size_t len)
+{
+    size_t n = name != NULL ? len : 0;
+    if (n > ST_TENSOR_NAME_MAX) {
+        /* cut before the character that crosses the bound: back over continuation bytes */
+        n = ST_TENSOR_NAME_MAX;
+        while (n > 0 && ((unsigned char)name[n] & 0xc0) == 0x80)
+            n--;
+    }
+    if (n > 0)
+        memcpy(err->tensor, name, n);
+    err->tensor[n] = '\0';
+    err->tensor_len = n;
 }
 
 st_reason st_error_set(st_error *err, st_reason reason, uint64_t offset, const char *tensor,
@@ -66,12 +82,7 @@ st_reason st_error_set(st_error *err, st_reason reason, uint64_t offset, const c
         return reason;
     err->reason = reason;
     err->offset = offset;
-    err->tensor[0] = '\0';
-    if (tensor != NULL) {
-        size_t n = strnlen(tensor, ST_TENSOR_NAME_MAX);
-        memcpy(err->tensor, tensor, n);
-        err->tensor[n] = '\0';
-    }
+    st_error_set_tensor(err, tensor, tensor != NULL ? strnlen(tensor, ST_TENSOR_NAME_MAX + 1) : 0);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->detail, sizeof err->detail, fmt, ap);

@@ -7,6 +7,7 @@
 #ifndef ST_ERROR_H
 #define ST_ERROR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define ST_TENSOR_NAME_MAX 1024
@@ -65,17 +66,24 @@ typedef struct st_error {
     st_reason reason;
     uint64_t offset;                    /* byte offset in the file, or ST_NO_OFFSET */
     char tensor[ST_TENSOR_NAME_MAX + 1]; /* the tensor concerned, or "" */
+    size_t tensor_len;                  /* bytes of tensor: a name may hold U+0000 (a
+                                         * refused one), so this, not strlen, is its end */
     char detail[256];                   /* one human sentence */
 } st_error;
 
 /* Stable snake_case name of a reason code ("header_too_large"); "unknown" out of range. */
 const char *st_reason_name(st_reason reason);
 
+/* Copies len bytes of name (which may hold NUL bytes) into err->tensor, cut to
+ * ST_TENSOR_NAME_MAX bytes at a UTF-8 character boundary; sets err->tensor_len. */
+void st_error_set_tensor(st_error *err, const char *name, size_t len);
+
 /* Clears err to ST_OK, no offset, no tensor, empty detail. */
 void st_error_clear(st_error *err);
 
 /* Fills err and returns reason, so callers can `return st_error_set(...)`.
- * tensor may be NULL; it is truncated to ST_TENSOR_NAME_MAX bytes. */
+ * tensor may be NULL; it is truncated to ST_TENSOR_NAME_MAX bytes (never inside a
+ * UTF-8 character). */
 st_reason st_error_set(st_error *err, st_reason reason, uint64_t offset, const char *tensor,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 

@@ -6,12 +6,15 @@
  *            whether this is a safetensors attempt (at most ST_SNIFF_HEAD_MAX bytes);
  *   HEADER   a safetensors attempt: buffer until 8 + N bytes are in, then parse;
  *   DATA     the data section streams through st_scanner, never buffered;
- *   SIDECAR  (sidecar kind only) JSON or text, buffered up to sidecar_max_size;
+ *   SIDECAR  (sidecar kinds only) JSON or text, buffered up to sidecar_max_size;
  *   TAIL     not safetensors (nor JSON/text) and st_sniff cannot name it from the
  *            head: keep the head and the last ST_SNIFF_TAIL_MAX bytes (a ring) and
  *            sniff again with the tail at the end, so a ZIP behind a junk prefix
  *            (found from its end-of-central-directory) is named as such; streaming
- *            then gives the verdict st_gate_check_buffer gives;
+ *            then gives the verdict st_gate_check_buffer gives. The refusal is
+ *            already certain here (st_gate_refusal_certain): only the format's name
+ *            waits, and until the end the verdict holds the refusal the head gives,
+ *            so a caller that stops before the end still has a deterministic answer;
  *   DONE     a final verdict was reached.
  *
  * The candidate rule ("is this a safetensors attempt?", DESIGN §3: framing first).
@@ -38,6 +41,8 @@
  * Not an attempt: safetensors kind refuses the format named by st_sniff on the
  * first ST_SNIFF_HEAD_MAX bytes at once, or, when the head names none, at the end
  * with the tail (TAIL); sidecar kind judges the content as JSON or text.
+ * The JSON sidecar kind (a *.json name) skips the rule: nothing but strict JSON (an
+ * object or array) passes, and a head that cannot start one is refused at once.
  *
  * Determinism: every decision reads a fixed prefix (8 bytes, the first non-space
  * header byte, min(size, ST_SNIFF_HEAD_MAX) bytes for st_sniff, 8 + N bytes for the
@@ -53,6 +58,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SIDECAR_DEFAULT_MAX (16u * 1024u * 1024u)
 
@@ -258,7 +264,9 @@ static bool head_complete(const st_gate *gate, bool at_end)
     return at_end || gate->buf_len >= ST_SNIFF_HEAD_MAX;
 }
 
-static void refuse_format(st_gate *gate, st_format format, const st_sniff_info *info)
+/* Fills the verdict with a refused_format refusal; the caller decides whether it is
+ * final (finish_refused) or provisional (TAIL). */
+static void set_format_refusal(st_gate *gate, st_format format, const st_sniff_info *info)
 {
     if (info != NULL && info->detail[0] != '\0')
         st_error_set(&gate->verdict.error, ST_REFUSED_FORMAT, ST_NO_OFFSET, NULL,
@@ -266,7 +274,31 @@ static void refuse_format(st_gate *gate, st_format format, const st_sniff_info *
     else
         st_error_set(&gate->verdict.error, ST_REFUSED_FORMAT, ST_NO_OFFSET, NULL,
                      "not safetensors: %s", st_format_name(format));
+    gate->verdict.valid = false;
+    gate->verdict.format = format;
+}
+
+static void refuse_format(st_gate *gate, st_format format, const st_sniff_info *info)
+{
+    set_format_refusal(gate, format, info);
     finish_refused(gate, format);
+}
+
+/* The refusal of content that is not safetensors and that no strong signal named:
+ * refused_format with what st_sniff said (unknown, text, JSON, a weak signal), except
+ * that a sidecar's unknown/text/JSON (which failed the JSON and text checks) is
+ * sidecar_text_invalid. Fills the verdict without finishing (see set_format_refusal). */
+static void set_unnamed_refusal(st_gate *gate, st_format format, const st_sniff_info *info)
+{
+    if (gate->config.kind != ST_GATE_SAFETENSORS &&
+        (format == ST_FORMAT_TEXT || format == ST_FORMAT_JSON || format == ST_FORMAT_UNKNOWN)) {
+        st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
+                     "neither JSON nor UTF-8 text");
+        gate->verdict.valid = false;
+        gate->verdict.format = ST_FORMAT_UNKNOWN;
+        return;
+    }
+    set_format_refusal(gate, format, info);
 }
 
 /* Grows buf to hold at least want bytes (want <= buf_bound), doubling. */
@@ -443,9 +475,13 @@ static void ring_append(st_gate *gate, const uint8_t *data, size_t len)
 
 /* Every byte seen so far is in buf (HEAD and SIDECAR buffer all they see), so the
  * ring starts from buf's end; of buf only the head_keep bytes st_sniff was given
- * stay, the same whatever the chunking. */
-static void tail_begin(st_gate *gate, size_t head_keep)
+ * stay, the same whatever the chunking. The refusal is certain from here on: the
+ * verdict holds the head's refusal (head_format, head_info: st_sniff on those
+ * head_keep bytes alone) until tail_finish replaces it. */
+static void tail_begin(st_gate *gate, size_t head_keep, st_format head_format,
+                       const st_sniff_info *head_info)
 {
+    set_unnamed_refusal(gate, head_format, head_info);
     gate->ring = malloc(ST_SNIFF_TAIL_MAX);
     if (gate->ring == NULL) {
         fail_out_of_memory(gate);
@@ -474,26 +510,22 @@ static void tail_finish(st_gate *gate)
     st_format format =
         st_sniff(gate->buf, sniff_head_len(gate), tail, gate->ring_len, gate->seen, &info);
     free(tail);
-    if (gate->config.kind == ST_GATE_SIDECAR &&
-        (format == ST_FORMAT_TEXT || format == ST_FORMAT_JSON || format == ST_FORMAT_UNKNOWN)) {
-        st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
-                     "neither JSON nor UTF-8 text");
-        finish_refused(gate, ST_FORMAT_UNKNOWN);
-        return;
-    }
-    refuse_format(gate, format, &info);
+    set_unnamed_refusal(gate, format, &info);
+    finish_refused(gate, gate->verdict.format);
 }
 
 /* ---- SIDECAR phase ---- */
 
 /* The first token of a JSON object is `{` then `"` or `}`; of an array `[` then a
  * value or `]` (whitespace allowed between). Anything else (`[![badge]...`, a
- * `{{ template }}`) is judged as text. Looks within the buffered head. */
-static bool sidecar_looks_like_json(const uint8_t *p, size_t len)
+ * `{{ template }}`) is judged as text. Looks within the buffered head; when false,
+ * *bad is the offset of the byte that rules JSON out (len: only whitespace). */
+static bool sidecar_looks_like_json(const uint8_t *p, size_t len, size_t *bad)
 {
     size_t i = 0;
     while (i < len && is_json_space(p[i]))
         i++;
+    *bad = i;
     if (i >= len || (p[i] != '{' && p[i] != '['))
         return false;
     uint8_t open = p[i++];
@@ -501,6 +533,7 @@ static bool sidecar_looks_like_json(const uint8_t *p, size_t len)
         i++;
     if (i >= len)
         return true; /* `{` or `[` then only whitespace: invalid JSON, say so */
+    *bad = i;
     uint8_t c = p[i];
     if (open == '{')
         return c == '"' || c == '}';
@@ -530,40 +563,67 @@ static size_t sidecar_head_len(const st_gate *gate)
     return gate->buf_len < window ? gate->buf_len : window;
 }
 
-static void sidecar_refuse_not_text(st_gate *gate)
+/* A JSON sidecar (*.json) whose first tokens cannot start an object or array (bad:
+ * the byte that rules it out, inside the head): no strict JSON can follow, so it is
+ * refused from the head, as sidecar_json_invalid unless a strong format names it. The
+ * sentence and the offset depend on the head alone. */
+static void json_sidecar_refuse_start(st_gate *gate, size_t len, size_t bad, bool at_end)
 {
-    st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
-                 "neither JSON nor UTF-8 text");
-    finish_refused(gate, ST_FORMAT_UNKNOWN);
+    st_sniff_info info;
+    st_format format = sniff_head_window(gate, len, true, at_end, &info);
+    if (format_is_strong(format)) {
+        refuse_format(gate, format, &info);
+        return;
+    }
+    if (len - bad >= 3 && memcmp(gate->buf + bad, "\xef\xbb\xbf", 3) == 0)
+        st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID, bad, NULL,
+                     "a .json file must hold a JSON object or array; it starts with a UTF-8 "
+                     "byte order mark, which strict JSON does not allow");
+    else
+        st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID, bad, NULL,
+                     "a .json file must hold a JSON object or array; byte 0x%02x at offset "
+                     "%zu cannot appear there",
+                     gate->buf[bad], bad);
+    finish_refused(gate, ST_FORMAT_JSON);
+}
+
+/* Neither JSON nor text: a strong format is named from the head at once; anything
+ * else waits for the end, where the tail may name it (the refusal is certain). */
+static void sidecar_classify_other(st_gate *gate, size_t len, bool at_end)
+{
+    st_sniff_info info;
+    st_format format = sniff_head_window(gate, len, true, at_end, &info);
+    if (format_is_strong(format)) {
+        refuse_format(gate, format, &info);
+    } else if (!at_end) {
+        tail_begin(gate, len, format, &info);
+    } else {
+        set_unnamed_refusal(gate, format, &info);
+        finish_refused(gate, gate->verdict.format);
+    }
 }
 
 /* Classifies the sidecar from its first sidecar_window bytes (or all of it). */
 static void sidecar_classify(st_gate *gate, bool at_end)
 {
     size_t len = sidecar_head_len(gate);
-    if (sidecar_looks_like_json(gate->buf, len)) {
+    size_t bad = 0;
+    bool json_kind = gate->config.kind == ST_GATE_SIDECAR_JSON;
+    if (sidecar_looks_like_json(gate->buf, len, &bad) || (json_kind && bad == len)) {
+        /* (a *.json head of whitespace only: the parser judges the whole) */
         gate->sidecar = SIDECAR_JSON;
     } else if (st_sniff_is_pickle(gate->buf, len)) {
         st_sniff_info info;
         (void)sniff_head_window(gate, len, true, at_end, &info);
         refuse_format(gate, ST_FORMAT_PICKLE, &info);
         return;
+    } else if (json_kind) {
+        json_sidecar_refuse_start(gate, len, bad, at_end);
+        return;
     } else if (st_sniff_is_text(gate->buf, len, at_end && len == gate->buf_len)) {
         gate->sidecar = SIDECAR_TEXT;
     } else {
-        /* neither JSON nor text: a strong format is named from the head at once;
-         * anything else waits for the end, where the tail may name it */
-        st_sniff_info info;
-        st_format format = sniff_head_window(gate, len, true, at_end, &info);
-        if (format_is_strong(format))
-            refuse_format(gate, format, &info);
-        else if (!at_end)
-            tail_begin(gate, len);
-        else if (format != ST_FORMAT_TEXT && format != ST_FORMAT_JSON &&
-                 format != ST_FORMAT_UNKNOWN)
-            refuse_format(gate, format, &info);
-        else
-            sidecar_refuse_not_text(gate);
+        sidecar_classify_other(gate, len, at_end);
         return;
     }
     if (gate->declared_size != ST_FILE_SIZE_UNKNOWN && gate->declared_size > gate->sidecar_limit)
@@ -584,6 +644,13 @@ static bool sidecar_refuse_strong_format(st_gate *gate)
 
 static void sidecar_final(st_gate *gate)
 {
+    if (gate->sidecar == SIDECAR_JSON && gate->buf_len == 0) {
+        /* only a *.json sidecar is judged as JSON when empty (jansson wants a buffer) */
+        st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID, 0, NULL,
+                     "a .json file must hold a JSON object or array; this one is empty");
+        finish_refused(gate, ST_FORMAT_JSON);
+        return;
+    }
     if (gate->sidecar == SIDECAR_JSON) {
         json_error_t jerr;
         json_t *root =
@@ -656,7 +723,7 @@ static void not_an_attempt(st_gate *gate, bool at_end)
     st_sniff_info info;
     st_format format = sniff_head(gate, true, at_end, &info);
     if (!at_end && !format_is_strong(format)) {
-        tail_begin(gate, ST_SNIFF_HEAD_MAX);
+        tail_begin(gate, ST_SNIFF_HEAD_MAX, format, &info);
         return;
     }
     refuse_format(gate, format, &info);
@@ -664,6 +731,11 @@ static void not_an_attempt(st_gate *gate, bool at_end)
 
 static void head_step(st_gate *gate, bool at_end)
 {
+    /* a *.json sidecar is never a safetensors attempt: only strict JSON passes */
+    if (gate->config.kind == ST_GATE_SIDECAR_JSON) {
+        sidecar_begin(gate, at_end);
+        return;
+    }
     if (gate->buf_len < 8) {
         if (!at_end)
             return;
@@ -769,6 +841,20 @@ static void gate_step(st_gate *gate, bool at_end)
 }
 
 /* ---- public API ---- */
+
+st_gate_kind st_gate_sidecar_kind(const char *name)
+{
+    size_t len = name != NULL ? strlen(name) : 0;
+    if (len >= 5 && strcasecmp(name + len - 5, ".json") == 0)
+        return ST_GATE_SIDECAR_JSON;
+    return ST_GATE_SIDECAR;
+}
+
+bool st_gate_refusal_certain(const st_gate *gate)
+{
+    /* TAIL is entered only for content already refused whatever its end holds */
+    return gate->status == ST_GATE_REFUSED || gate->phase == PHASE_TAIL;
+}
 
 st_gate *st_gate_new(const st_gate_config *config, uint64_t declared_size)
 {

@@ -22,9 +22,18 @@
 #include "st_stats.h"
 
 typedef enum st_gate_kind {
-    ST_GATE_SAFETENSORS, /* only safetensors passes */
-    ST_GATE_SIDECAR,     /* safetensors, strict JSON or UTF-8 text pass (JSON/text bounded in size) */
+    ST_GATE_SAFETENSORS,  /* only safetensors passes */
+    ST_GATE_SIDECAR,      /* safetensors, strict JSON or UTF-8 text pass (JSON/text bounded in size) */
+    ST_GATE_SIDECAR_JSON, /* a sidecar named *.json: only strict JSON passes (bounded in size) */
 } st_gate_kind;
+
+/* The kind of a sidecar (a file not named *.safetensors) by its name: a name ending in
+ * ".json" (any case) must hold strict JSON, ST_GATE_SIDECAR_JSON; any other name is
+ * ST_GATE_SIDECAR, judged by content alone. Strict JSON (DESIGN §3): one RFC 8259
+ * object or array, UTF-8 with no byte order mark, no duplicate key, numbers that fit a
+ * double, only whitespace around it; anything else is sidecar_json_invalid, or
+ * refused_format when the content is strongly identified (a pickle, an archive). */
+st_gate_kind st_gate_sidecar_kind(const char *name);
 
 typedef struct st_gate_config {
     st_limits limits;
@@ -58,7 +67,17 @@ st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len);
 /* End of input: checks the exact size and the policy; returns ACCEPTED or REFUSED. */
 st_gate_status st_gate_finish(st_gate *gate);
 
+/* The verdict once the gate is final. While st_gate_refusal_certain() holds and the
+ * gate is not final yet: the refusal the head alone gives (what an answer given before
+ * the end of the input says); st_gate_finish may still name the format from the tail. */
 void st_gate_verdict(const st_gate *gate, st_verdict *out);
+
+/* True once the input can no longer be accepted, whatever follows: the gate refused,
+ * or it only waits for the end to name the format of content that is not safetensors
+ * (nor JSON/text) from its tail (a ZIP behind a prefix). A caller storing the input may
+ * stop storing it then; feeding on (memory stays bounded) and finishing gives the same
+ * final verdict as st_gate_check_buffer. */
+bool st_gate_refusal_certain(const st_gate *gate);
 
 /* After acceptance of a safetensors file: the parsed header and per-tensor stats
  * (NULL for JSON/text sidecars). Owned by the gate. */

@@ -133,14 +133,6 @@ typedef struct file_arena {
 
 /* ---------------------------------------------------------------- errors */
 
-static void copy_tensor_name(st_error *e, const char *name, size_t len)
-{
-    size_t n = len < ST_TENSOR_NAME_MAX ? len : ST_TENSOR_NAME_MAX;
-    if (name != NULL && n > 0)
-        memcpy(e->tensor, name, n);
-    e->tensor[name != NULL ? n : 0] = '\0';
-}
-
 static st_reason verror(st_error *e, st_reason reason, uint64_t offset, const char *tensor,
                         size_t tensor_len, const char *fmt, va_list ap)
     __attribute__((format(printf, 6, 0)));
@@ -150,7 +142,7 @@ static st_reason verror(st_error *e, st_reason reason, uint64_t offset, const ch
 {
     e->reason = reason;
     e->offset = offset;
-    copy_tensor_name(e, tensor, tensor_len);
+    st_error_set_tensor(e, tensor, tensor_len);
     vsnprintf(e->detail, sizeof e->detail, fmt, ap);
     return reason;
 }
@@ -661,7 +653,7 @@ static st_reason duplicate_error(parser *p, const key_record *dup, bool in_root)
                           : "key '%s' appears twice in the same object",
                   buf);
     if (in_root)
-        copy_tensor_name(p->err, s, dup->len);
+        st_error_set_tensor(p->err, s, dup->len);
     return ST_JSON_DUPLICATE_KEY;
 }
 

@@ -1,6 +1,10 @@
 /* POST /v1/scan: the gate over the body, nothing stored, the verdict as JSON
  * (the fields of `tensorgate validate --json` minus "file"). ?kind=sidecar lets
- * strict JSON and UTF-8 text pass too. */
+ * strict JSON and UTF-8 text pass too; ?kind=json judges the body as a sidecar named
+ * *.json is judged (strict JSON only), as `validate --sidecar x.json` does.
+ * A scan stores nothing, so unlike an upload it reads a body whose refusal is already
+ * certain to its end (up to --max-body; memory stays bounded): its verdict then names
+ * the format exactly as `tensorgate validate` does (a ZIP behind a long prefix). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +21,10 @@ void tg_route_scan_start(tg_request *req)
     st_gate_kind kind = ST_GATE_SAFETENSORS;
     if (kind_text != NULL && strcmp(kind_text, "sidecar") == 0) {
         kind = ST_GATE_SIDECAR;
+    } else if (kind_text != NULL && strcmp(kind_text, "json") == 0) {
+        kind = ST_GATE_SIDECAR_JSON;
     } else if (kind_text != NULL && strcmp(kind_text, "safetensors") != 0) {
-        tg_respond_problem(req, 400, "invalid_request", "kind is 'safetensors' or 'sidecar'");
+        tg_respond_problem(req, 400, "invalid_request", "kind is 'safetensors', 'sidecar' or 'json'");
         return;
     }
     uint64_t declared = tg_request_body_size(req);
@@ -67,6 +73,22 @@ static json_t *string_or_null(const char *text)
     return (text && text[0]) ? json_string(text) : json_null();
 }
 
+/* The tensor name whole, err->tensor_len bytes: a refused name may hold U+0000, which
+ * JSON writes as \u0000 (as `tensorgate validate --json` does). Names come decoded from
+ * a header checked to be UTF-8, so json_stringn takes them; the cleaned form is only a
+ * guard. */
+static json_t *tensor_or_null(const st_error *err)
+{
+    if (err->tensor_len == 0)
+        return json_null();
+    json_t *name = json_stringn(err->tensor, err->tensor_len);
+    if (name != NULL)
+        return name;
+    char clean[sizeof err->tensor * 4];
+    tg_utf8_clean(err->tensor, clean, sizeof clean);
+    return json_string(clean);
+}
+
 void tg_route_scan_finish(tg_request *req)
 {
     tg_ingest *ingest = req->state;
@@ -97,7 +119,7 @@ void tg_route_scan_finish(tg_request *req)
     json_object_set_new(body, "offset", (valid || verdict.error.offset == ST_NO_OFFSET)
                                             ? json_null()
                                             : json_integer((json_int_t)verdict.error.offset));
-    json_object_set_new(body, "tensor", valid ? json_null() : string_or_null(verdict.error.tensor));
+    json_object_set_new(body, "tensor", valid ? json_null() : tensor_or_null(&verdict.error));
     json_object_set_new(body, "format", json_string(st_format_name(verdict.format)));
     json_object_set_new(body, "size", json_integer((json_int_t)size));
     json_object_set_new(body, "sha256", json_string(sha));

@@ -993,6 +993,40 @@ def family_sidecar():
     add("sidecar_torch_zip_named_tokenizer", torch_zip(torch_state()), "refused_format", "pytorch-zip", ext="json", mode="sidecar", note="torch zip named tokenizer.json")
     add("sidecar_binary_blob", det_bytes(2048, "blob"), "sidecar_text_invalid", "unknown", ext="txt", mode="sidecar", note="random bytes named .txt")
     add("sidecar_gzip_blob", gzip_bytes(b"hello\n" * 50), "refused_format", "compressed", ext="txt", mode="sidecar", note="gzip named .txt")
+    # A name ending in .json must hold strict JSON (one object or array, no BOM, numbers
+    # that fit a double, nothing after it); the same bytes under another name are
+    # judged by content (the *_txt twins). validate --sidecar picks the kind by name.
+    bom_json = "\ufeff".encode() + b'{"a": 1}'
+    add("sidecar_json_bom", bom_json, "sidecar_json_invalid", "json", offset=0, ext="json", mode="sidecar",
+        note="UTF-8 BOM then an object, named .json: strict JSON has no BOM")
+    add("sidecar_json_bom_txt", bom_json, fmt="text", ext="txt", mode="sidecar", note="the same bytes named .txt: text")
+    add("sidecar_json_top_null", b"null", "sidecar_json_invalid", "json", offset=0, ext="json", mode="sidecar",
+        note="a bare null named .json: a JSON sidecar is an object or array")
+    add("sidecar_json_top_null_txt", b"null", fmt="text", ext="txt", mode="sidecar", note="the same bytes named .txt: text")
+    add("sidecar_json_top_number_overflow", b"1e99999", "sidecar_json_invalid", "json", offset=0, ext="json", mode="sidecar",
+        note="a bare number that overflows a double, named .json")
+    add("sidecar_json_top_string", b'"text"\n', "sidecar_json_invalid", "json", offset=0, ext="json", mode="sidecar",
+        note="a bare string named .json")
+    add("sidecar_json_number_overflow_inside", b'{"scale": 1e99999}', "sidecar_json_invalid", "json", ext="json", mode="sidecar",
+        note="a number that overflows a double inside an object")
+    add("sidecar_json_number_overflow_inside_txt", b'{"scale": 1e99999}', "sidecar_json_invalid", "json", ext="txt", mode="sidecar",
+        note="the same named .txt: JSON by its first token, so judged as JSON too")
+    add("sidecar_json_trailing_word", b'{"a": 1} trailing', "sidecar_json_invalid", "json", offset=17, ext="json", mode="sidecar",
+        note="an object then a word")
+    add("sidecar_json_empty", b"", "sidecar_json_invalid", "json", offset=0, ext="json", mode="sidecar",
+        note="an empty file named .json")
+    add("sidecar_json_whitespace_only", b"  \n", "sidecar_json_invalid", "json", ext="json", mode="sidecar",
+        note="only whitespace named .json")
+    add("sidecar_json_markdown", b"# Not JSON\n", "sidecar_json_invalid", "json", offset=0, ext="json", mode="sidecar",
+        note="Markdown named .json")
+    add("sidecar_json_template", b"{{ bos_token }}", "sidecar_json_invalid", "json", offset=1, ext="json", mode="sidecar",
+        note="a template named .json: '{' then '{' cannot start an object")
+    add("sidecar_json_safetensors_named_json", build([("w", "F32", (2,))]), "sidecar_json_invalid", "json", ext="json", mode="sidecar",
+        note="valid safetensors named .json: a .json name must hold JSON")
+    add("sidecar_json_leading_whitespace", b'\n\t {"a": [1, 2.5e3, -0.0]}\n', fmt="json", ext="json", mode="sidecar",
+        note="whitespace around an object and floats are strict JSON")
+    add("sidecar_json_top_array", b'[{"id": 1}, {"id": 2}]', fmt="json", ext="json", mode="sidecar",
+        note="a top-level array is a JSON sidecar")
 
 def family_large():
     """Cases too big to commit: run.sh writes them with --large (standard library only)."""

@@ -636,6 +636,167 @@ TEST(feeding_never_changes_the_verdict)
     input_free(&base);
 }
 
+/* F12: a *.json sidecar holds strict JSON (one object or array, no BOM, numbers that
+ * fit a double, nothing after it) or is refused; other names judge by content. */
+TEST(json_sidecars_are_strict)
+{
+    CHECK(st_gate_sidecar_kind("config.json") == ST_GATE_SIDECAR_JSON);
+    CHECK(st_gate_sidecar_kind("sub/tokenizer.JSON") == ST_GATE_SIDECAR_JSON);
+    CHECK(st_gate_sidecar_kind("README.md") == ST_GATE_SIDECAR);
+    CHECK(st_gate_sidecar_kind("json") == ST_GATE_SIDECAR);
+    CHECK(st_gate_sidecar_kind("x.jsonl") == ST_GATE_SIDECAR);
+    CHECK(st_gate_sidecar_kind(".json") == ST_GATE_SIDECAR_JSON);
+
+    st_gate_config j = config_of(ST_GATE_SIDECAR_JSON);
+    st_gate_config any = config_of(ST_GATE_SIDECAR);
+    const char *bom = "\xef\xbb\xbf{\"a\":1}";
+    st_verdict v = expect(&j, make_raw(bom, strlen(bom)), false, ST_FORMAT_JSON,
+                          ST_SIDECAR_JSON_INVALID);
+    CHECK_EQ_U64(v.error.offset, 0);
+    CHECK(strstr(v.error.detail, "byte order mark") != NULL);
+    expect(&any, make_raw(bom, strlen(bom)), true, ST_FORMAT_TEXT, ST_OK);
+    expect(&j, make_raw("null", 4), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&any, make_raw("null", 4), true, ST_FORMAT_TEXT, ST_OK);
+    expect(&j, make_raw("1e99999", 7), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&j, make_raw("\"s\"", 3), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&j, make_raw("{\"a\":1e99999}", 13), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&any, make_raw("{\"a\":1e99999}", 13), false, ST_FORMAT_JSON,
+           ST_SIDECAR_JSON_INVALID);
+    expect(&j, make_raw("{\"a\":1} trailing", 16), false, ST_FORMAT_JSON,
+           ST_SIDECAR_JSON_INVALID);
+    expect(&j, make_raw("", 0), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&j, make_raw(" \n", 2), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    v = expect(&j, make_raw("{{ bos }}", 9), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    CHECK_EQ_U64(v.error.offset, 1);
+    expect(&j, make_raw("# title\n", 8), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    /* safetensors is not JSON; a pickle or an archive is still named */
+    expect(&j, make_st(ONE_F32, f32_data, 24), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    static const uint8_t p2[] = {0x80, 0x02, '}', 'q', 0x00, '.'};
+    expect(&j, make_raw(p2, sizeof p2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    uint8_t zip[64];
+    memset(zip, 0, sizeof zip);
+    memcpy(zip, "PK\3\4\x14\0\0\0\0\0", 10);
+    expect(&j, make_raw(zip, sizeof zip), false, ST_FORMAT_ZIP, ST_REFUSED_FORMAT);
+    /* strict JSON passes, whitespace around it included */
+    const char *ok = "\n\t {\"a\": [1, 2.5e3, -0.0], \"b\": null}\n";
+    expect(&j, make_raw(ok, strlen(ok)), true, ST_FORMAT_JSON, ST_OK);
+    expect(&j, make_raw("[1,2]", 5), true, ST_FORMAT_JSON, ST_OK);
+    /* a head of whitespace only (longer than the window) is left to the parser */
+    input spaced = {malloc(70000), 70000};
+    memset(spaced.bytes, ' ', spaced.len);
+    memcpy(spaced.bytes + spaced.len - 2, "{}", 2);
+    expect(&j, spaced, true, ST_FORMAT_JSON, ST_OK);
+    /* bounded like any sidecar */
+    st_gate_config small = j;
+    small.sidecar_max_size = 10;
+    expect(&small, make_raw("{\"a\":12345678}", 14), false, ST_FORMAT_JSON, ST_SIDECAR_TOO_LARGE);
+}
+
+/* Feeds in until st_gate_refusal_certain(); returns the bytes fed then (in->len if
+ * never) and the provisional verdict. */
+static size_t feed_until_certain(const st_gate_config *config, const input *in, size_t piece,
+                                 st_verdict *provisional, st_verdict *final)
+{
+    st_gate *gate = st_gate_new(config, in->len);
+    size_t pos = 0, certain_at = in->len;
+    memset(provisional, 0, sizeof *provisional);
+    while (pos < in->len) {
+        size_t n = in->len - pos < piece ? in->len - pos : piece;
+        st_gate_feed(gate, in->bytes + pos, n);
+        pos += n;
+        if (certain_at == in->len && st_gate_refusal_certain(gate)) {
+            certain_at = pos;
+            st_gate_verdict(gate, provisional);
+        }
+    }
+    st_gate_finish(gate);
+    st_gate_verdict(gate, final);
+    st_gate_free(gate);
+    return certain_at;
+}
+
+/* F3: content refused whatever follows is known so from its head; until the end the
+ * verdict holds the head's refusal, the same in every feeding. */
+TEST(refusal_is_certain_before_the_end)
+{
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    /* N = 2^40 (above the limit), byte 8 'x': not an attempt, nothing named */
+    input doomed = {malloc(300000), 300000};
+    memset(doomed.bytes, 'x', doomed.len);
+    put_le(doomed.bytes, 1ULL << 40, 8);
+    st_verdict first = {0}, provisional, final, whole;
+    st_gate_check_buffer(&c, doomed.bytes, doomed.len, &whole);
+    const size_t pieces[] = {1, 7, 4096, 65536, 100000};
+    for (size_t k = 0; k < sizeof pieces / sizeof pieces[0]; k++) {
+        if (pieces[k] == 1)
+            doomed.len = 70000; /* byte by byte on a shorter body */
+        size_t at = feed_until_certain(&c, &doomed, pieces[k], &provisional, &final);
+        doomed.len = 300000;
+        CHECK(at >= ST_SNIFF_HEAD_MAX && at < ST_SNIFF_HEAD_MAX + pieces[k] + 1);
+        CHECK(!provisional.valid && provisional.error.reason == ST_REFUSED_FORMAT);
+        CHECK(provisional.format == ST_FORMAT_UNKNOWN);
+        if (k == 0)
+            first = provisional;
+        CHECK(verdicts_equal(&first, &provisional));
+        CHECK(final.error.reason == whole.error.reason && final.format == whole.format);
+    }
+    /* the gate stays bounded and keeps reading after certainty */
+    st_gate *gate = st_gate_new(&c, ST_FILE_SIZE_UNKNOWN);
+    for (int i = 0; i < 100; i++)
+        CHECK(st_gate_feed(gate, doomed.bytes, doomed.len) == ST_GATE_CONTINUE);
+    CHECK(st_gate_refusal_certain(gate));
+    CHECK(st_gate_finish(gate) == ST_GATE_REFUSED);
+    st_gate_free(gate);
+    input_free(&doomed);
+
+    /* a ZIP behind a long prefix: certain from the head ("unknown"), named at the end */
+    static const uint8_t pickled[] = {0x80, 0x02, 'N', '.'};
+    input prefixed = make_prefixed_zip(100 * 1024, false, "archive/data.pkl", pickled, 4);
+    feed_until_certain(&c, &prefixed, 4096, &provisional, &final);
+    CHECK(provisional.format == ST_FORMAT_UNKNOWN);
+    CHECK(final.format == ST_FORMAT_PYTORCH_ZIP || final.format == ST_FORMAT_ZIP);
+    /* the sidecar kind: the head's refusal is sidecar_text_invalid */
+    st_gate_config sc = config_of(ST_GATE_SIDECAR);
+    feed_until_certain(&sc, &prefixed, 4096, &provisional, &final);
+    CHECK(provisional.error.reason == ST_SIDECAR_TEXT_INVALID);
+    CHECK(final.error.reason == ST_REFUSED_FORMAT);
+    input_free(&prefixed);
+
+    /* never for what can still pass, nor before the header is judged */
+    input valid = make_st(ONE_F32, f32_data, 24);
+    CHECK(feed_until_certain(&c, &valid, 1, &provisional, &final) == valid.len);
+    CHECK(final.valid);
+    input_free(&valid);
+    input text = {malloc(200000), 200000};
+    memset(text.bytes, 'a', text.len);
+    CHECK(feed_until_certain(&sc, &text, 4096, &provisional, &final) == text.len);
+    CHECK(final.valid);
+    input_free(&text);
+}
+
+/* F11: the tensor of a verdict is the whole name, U+0000 included. */
+TEST(tensor_names_keep_their_length)
+{
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    input in = make_st("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+                       "x", 1);
+    st_verdict v = expect(&c, in, false, ST_FORMAT_SAFETENSORS, ST_TENSOR_NAME_CONTROL);
+    CHECK_EQ_U64(v.error.tensor_len, 3);
+    CHECK(memcmp(v.error.tensor, "a\0b", 4) == 0);
+    /* a name cut at the bound is cut between characters: 1,023 ASCII bytes then 'é' */
+    st_error err;
+    st_error_clear(&err);
+    char name[1025];
+    memset(name, 'a', 1023);
+    memcpy(name + 1023, "\xc3\xa9", 2);
+    st_error_set_tensor(&err, name, 1025);
+    CHECK_EQ_U64(err.tensor_len, 1023);
+    st_error_set(&err, ST_TENSOR_NAME_EMPTY, 0, "ab", "x");
+    CHECK_EQ_U64(err.tensor_len, 2);
+    st_error_clear(&err);
+    CHECK_EQ_U64(err.tensor_len, 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -647,5 +808,8 @@ int main(int argc, char **argv)
     RUN(nonfinite_policy);
     RUN(sidecars);
     RUN(feeding_never_changes_the_verdict);
+    RUN(json_sidecars_are_strict);
+    RUN(refusal_is_certain_before_the_end);
+    RUN(tensor_names_keep_their_length);
     return test_report(argv[0]);
 }
