@@ -5,6 +5,7 @@
 #   tensor GET of a 1 GiB F32 tensor            vs  the same bytes by the file route with Range
 #   ?slice=::2,::2 and a column-block slice     vs  memcpy of the same output size (C helper)
 #   ?dtype=BF16 and ?dtype=F16 (input bytes/s)  vs  the plain tensor GET of the same tensor
+#   GET through a 120k-name index (first, cached) vs  the GET of a version without an index
 # Every download is one `curl -o /dev/null` on loopback; figures are best and
 # median of a few repetitions. BENCH_QUICK=1 uses a 64 MiB tensor (a smoke run,
 # figures meaningless). Timing never fails anything: the script fails only when
@@ -230,3 +231,50 @@ for dt in BF16 F16; do
     line "?dtype=$dt (GB/s of F32 input)" "$got" GB/s "plain tensor GET same tensor" "$t_plain" GB/s \
         "$(ratio "$(best_of "$got")" "$(best_of "$t_plain")")"
 done
+
+# 4. a tensor GET through a large index (120,000 weight_map names, ~14 MB): the
+#    first GET reads and parses it, later ones find the shard in the index cache;
+#    vs the same tensor from a version without an index (latency, ms)
+"$py" - "$work" <<'EOF2'
+import json, struct, sys
+w = sys.argv[1]
+h = json.dumps({"x": {"dtype": "F32", "shape": [256], "data_offsets": [0, 1024]}},
+               separators=(",", ":")).encode()
+h += b" " * ((8 - len(h) % 8) % 8)
+open(w + "/small.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + bytes(1024))
+names = ("model.layers.%d.mlp.experts.%d.gate_up_proj.weight_scale_inv" % (i // 1000, i % 1000)
+         for i in range(120000))
+wm = {n: "model-%05d-of-00160.safetensors" % (i % 160 + 1) for i, n in enumerate(names)}
+wm["x"] = "model-00001-of-00160.safetensors"
+json.dump({"metadata": {}, "weight_map": wm}, open(w + "/index.json", "w"), indent=2)
+EOF2
+shard=model-00001-of-00160.safetensors
+must 201 api POST /v1/models/bench/t/versions
+must 201 api PUT /v1/models/bench/t/versions/2/files/$shard -T "$work/small.safetensors"
+must 201 api PUT /v1/models/bench/t/versions/2/files/model.safetensors.index.json -T "$work/index.json"
+must 201 api POST /v1/models/bench/t/versions
+must 201 api PUT /v1/models/bench/t/versions/3/files/$shard -T "$work/small.safetensors"
+index_bytes=$(wc -c <"$work/index.json")
+# latency URL -> "best/median" ms over $reps GETs (best is the lowest)
+latency() {
+    figures=""
+    r=0
+    while [ $r -lt "$reps" ]; do
+        out=$(curl -sS -o /dev/null -w '%{http_code} %{time_total}' "$1")
+        [ "${out%% *}" = 200 ] || { echo "bench/tensors.sh: GET $1 -> ${out%% *}" >&2; exit 2; }
+        figures="$figures $(awk -v s="${out#* }" 'BEGIN { printf "%.3f", s * 1e3 }')"
+        r=$((r + 1))
+    done
+    # shellcheck disable=SC2086 # split the figures, one per line
+    printf '%s\n' $figures | sort -g | awk '{ v[NR] = $1 } END {
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "%.2f/%.2f", v[1], m }'
+}
+first=$(curl -sS -o /dev/null -w '%{time_total}' "$base/v1/models/bench/t/versions/2/tensors/x")
+first_ms=$(awk -v s="$first" 'BEGIN { printf "%.1f", s * 1e3 }')
+cached=$(latency "$base/v1/models/bench/t/versions/2/tensors/x")
+plain=$(latency "$base/v1/models/bench/t/versions/3/tensors/x")
+line "tensor GET via $(human "$index_bytes") index, first" "$first_ms" ms \
+    "GET, version without index" "$plain" ms "$(ratio "$first_ms" "$(best_of "$plain")")"
+line "tensor GET via $(human "$index_bytes") index, cached" "$cached" ms \
+    "GET, version without index" "$plain" ms "$(ratio "$(best_of "$cached")" "$(best_of "$plain")")"
