@@ -6,8 +6,18 @@
  * body (auth, names, draft state, declared size) answer at the headers, before a
  * byte is read; a refusal found in the body stops all work at once (temp file
  * deleted, nothing more hashed, written or parsed) and the rest of the body is
- * dropped unread-into-anything until the end, where the problem is sent. A body
- * that goes on past --drain-limit after a refusal gets its connection closed. */
+ * dropped until the end, where the problem is sent. A body that goes on past
+ * --drain-limit after a refusal gets its connection closed.
+ *
+ * "A refusal found" includes one that is only certain (st_gate_refusal_certain):
+ * content that is not safetensors and that the first 64 KiB do not name waits for
+ * its end, where the gate looks for a ZIP end record to name the format. The upload
+ * stops storing it at once all the same; the drained rest goes on feeding the gate
+ * (its head and a 64 KiB tail ring, nothing on disk), so a body that ends within the
+ * drain limit is answered with the final verdict, the one `tensorgate validate` and
+ * POST /v1/scan give. A longer one is answered at once, with the refusal the head
+ * gives (refused_format, format from the first 64 KiB: "unknown" where validate may
+ * say "zip"), and its connection closed. */
 #include "upload.h"
 
 #include <stdio.h>
@@ -52,6 +62,7 @@ int tg_ingest_init(tg_ingest *ingest, tg_server *server, st_gate_kind kind, uint
     ingest->declared = declared;
     ingest->max_body = server->config.max_body;
     ingest->drain_limit = server->config.drain_limit;
+    ingest->stop_when_certain = with_file;
     st_gate_config config = {
         .limits = {.max_header_size = server->config.max_header, .max_depth = 0},
         .kind = kind,
@@ -80,14 +91,35 @@ static void stop(tg_ingest *ingest, tg_ingest_state state)
     ingest->temp_path[0] = '\0';
 }
 
+/* After a stop: the bytes are counted and dropped; a pending verdict's gate still
+ * reads them (bounded: TAIL keeps a ring), a scan still hashes them. */
+static void drain(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len)
+{
+    ingest->drained += len;
+    if (ingest->hash_after_stop)
+        EVP_DigestUpdate(ingest->sha, data, len);
+    if (ingest->verdict_pending)
+        (void)st_gate_feed(ingest->gate, data, len);
+    if (ingest->drained > ingest->drain_limit)
+        req->close_now = true;
+}
+
+/* True when the chunk just fed ends the ingest as a refusal: final, or (an upload)
+ * certain with the format's name pending until the end of the body. */
+static bool refusal_reached(tg_ingest *ingest, st_gate_status status)
+{
+    if (status == ST_GATE_REFUSED)
+        return true;
+    if (!ingest->stop_when_certain || !st_gate_refusal_certain(ingest->gate))
+        return false;
+    ingest->verdict_pending = true;
+    return true;
+}
+
 void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len)
 {
     if (ingest->state != TG_INGEST_OPEN) {
-        ingest->drained += len;
-        if (ingest->hash_after_stop)
-            EVP_DigestUpdate(ingest->sha, data, len);
-        if (ingest->drained > ingest->drain_limit)
-            req->close_now = true;
+        drain(ingest, req, data, len);
         return;
     }
     uint64_t after;
@@ -101,7 +133,7 @@ void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, siz
         stop(ingest, TG_INGEST_FAILED);
         return;
     }
-    if (status == ST_GATE_REFUSED) {
+    if (refusal_reached(ingest, status)) {
         stop(ingest, TG_INGEST_REFUSED);
         ingest->drained += len;
         if (ingest->hash_after_stop) {
@@ -122,6 +154,15 @@ void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, siz
 
 void tg_ingest_finish(tg_ingest *ingest)
 {
+    if (ingest->verdict_pending) {
+        /* the whole body went through the gate: its final verdict (the tail may name
+         * the format); still a refusal */
+        ingest->verdict_pending = false;
+        (void)st_gate_finish(ingest->gate);
+        if (st_gate_out_of_memory(ingest->gate))
+            ingest->state = TG_INGEST_FAILED;
+        return;
+    }
     if (ingest->state != TG_INGEST_OPEN)
         return;
     st_gate_status status = st_gate_finish(ingest->gate);
@@ -239,14 +280,18 @@ void tg_route_upload_start(tg_request *req)
         tg_respond_problem(req, 413, "payload_too_large", "%s", detail);
         return;
     }
-    /* A .safetensors name must hold safetensors; any other name is a sidecar, which
-     * may be strict JSON, UTF-8 text or safetensors. Content decides, never the name. */
-    st_gate_kind kind = tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : ST_GATE_SIDECAR;
+    /* A .safetensors name must hold safetensors, a .json name strict JSON; any other
+     * name is a sidecar, which may be strict JSON, UTF-8 text or safetensors, and
+     * there content decides, never the name. */
+    st_gate_kind kind =
+        tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
     if (tg_ingest_init(&up->ingest, req->server, kind, declared, true) != 0) {
         tg_respond_problem(req, 500, "internal", "cannot start the upload (temp file or memory)");
         return;
     }
 }
+
+static void upload_answer(tg_request *req, bool body_ended);
 
 void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
 {
@@ -256,7 +301,8 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     tg_ingest *ingest = &up->ingest;
     tg_ingest_state before = ingest->state;
     tg_ingest_feed(ingest, req, data, len);
-    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_REFUSED)
+    /* a pending verdict is recorded when it is answered (the end may name the format) */
+    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_REFUSED && !ingest->verdict_pending)
         record_gate_refusal(req, up);
     if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_TOO_LARGE)
         record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
@@ -273,7 +319,7 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
                           ingest->drain_limit);
     if (long_rest || req->close_now) {
         req->close_now = false;
-        tg_route_upload_finish(req);
+        upload_answer(req, false);
         req->close_now = true;
     }
 }
@@ -292,7 +338,9 @@ static char *stats_text(const st_file *file, const st_tensor_stats *stats, uint6
     return text;
 }
 
-void tg_route_upload_finish(tg_request *req)
+/* body_ended: the whole body was read (else the answer goes out mid-body, after a
+ * stop, and a pending verdict stays the head's refusal). */
+static void upload_answer(tg_request *req, bool body_ended)
 {
     upload *up = req->state;
     tg_server *server = req->server;
@@ -314,7 +362,11 @@ void tg_route_upload_finish(tg_request *req)
                            (unsigned long long)ingest->seen, (unsigned long long)ingest->declared);
         return;
     }
-    tg_ingest_finish(ingest);
+    /* a body cut short of its Content-Length (the client half-closed during the drain)
+     * did not end: a pending verdict stays the head's */
+    uint64_t received = ingest->seen + ingest->drained;
+    if (body_ended && (ingest->declared == ST_FILE_SIZE_UNKNOWN || received == ingest->declared))
+        tg_ingest_finish(ingest);
     st_verdict verdict;
     st_gate_verdict(ingest->gate, &verdict);
     switch (ingest->state) {
@@ -407,6 +459,11 @@ void tg_route_upload_finish(tg_request *req)
     }
 }
 
+void tg_route_upload_finish(tg_request *req)
+{
+    upload_answer(req, true);
+}
+
 void tg_route_upload_cleanup(tg_request *req)
 {
     upload *up = req->state;
@@ -426,6 +483,9 @@ void tg_route_upload_cleanup(tg_request *req)
                      (unsigned long long)up->ingest.seen);
         record_rejection(req, up, "body_length_mismatch", NULL, detail, up->ingest.seen);
     }
+    /* a refusal whose answer never went out (the client left while the rest drained) */
+    if (up->ingest.gate != NULL && up->ingest.state == TG_INGEST_REFUSED)
+        record_gate_refusal(req, up);
     tg_ingest_free(&up->ingest);
     free(up);
     req->state = NULL;

@@ -12,7 +12,8 @@
 
 typedef enum tg_ingest_state {
     TG_INGEST_OPEN,      /* still reading */
-    TG_INGEST_REFUSED,   /* the gate refused: see st_gate_verdict */
+    TG_INGEST_REFUSED,   /* the gate refused, or (storing ingest) its refusal is certain:
+                          * see st_gate_verdict and verdict_pending */
     TG_INGEST_TOO_LARGE, /* more than --max-body */
     TG_INGEST_NO_SPACE,  /* disk full while writing the temp file */
     TG_INGEST_FAILED,    /* I/O or allocation failure */
@@ -29,18 +30,23 @@ typedef struct tg_ingest {
     uint64_t drained;        /* bytes dropped after the ingest stopped */
     uint64_t drain_limit;
     bool hash_after_stop;    /* scan: the verdict's sha256 covers the whole body */
+    bool stop_when_certain;  /* upload: stop storing once st_gate_refusal_certain() */
+    bool verdict_pending;    /* REFUSED while the gate waits for the end to name the
+                              * format: the drained rest still feeds the gate */
     tg_ingest_state state;
 } tg_ingest;
 
 /* The declared body size of the request: Content-Length, or ST_FILE_SIZE_UNKNOWN. */
 uint64_t tg_request_body_size(const tg_request *req);
 
-/* with_file: write to a temp file in the store. Returns -1 on allocation/I-O failure. */
+/* with_file: write to a temp file in the store; such an ingest also stops (temp file
+ * deleted, nothing more written or hashed) as soon as the refusal is certain, before
+ * the gate's final verdict (stop_when_certain). Returns -1 on allocation/I-O failure. */
 int tg_ingest_init(tg_ingest *ingest, tg_server *server, st_gate_kind kind, uint64_t declared,
                    bool with_file);
 /* Consumes one chunk. Sets req->close_now when too much was drained after a stop. */
 void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len);
-/* At the end of the body: runs st_gate_finish when still open. */
+/* At the end of the body: runs st_gate_finish when still open or the verdict is pending. */
 void tg_ingest_finish(tg_ingest *ingest);
 /* SHA-256 hex of the bytes hashed. */
 void tg_ingest_digest(tg_ingest *ingest, char hex[65]);

@@ -122,6 +122,20 @@ run 1 "sidecar zip" "$BIN" validate --json --sidecar torch_zip.safetensors
 json "zip in a sidecar" 'd["reason"] == "refused_format" and d["format"] == "pytorch-zip"'
 run 1 "sidecar truncated safetensors" "$BIN" validate --json --sidecar truncated.safetensors
 json "still a safetensors error" 'd["reason"] == "data_truncated"'
+# a name ending in .json must hold strict JSON; the same bytes named .txt are text
+printf '\357\273\277{"a":1}' >bom.json
+cp bom.json bom.txt
+printf 'null' >null.json
+run 1 "sidecar strict json" "$BIN" validate --json --sidecar bom.json bom.txt null.json
+json "BOM and bare null refused under .json" '[(l["valid"], l["reason"], l["format"]) for l in lines] == [(False, "sidecar_json_invalid", "json"), (True, None, "text"), (False, "sidecar_json_invalid", "json")]'
+run 0 "stdin sidecar is judged by content" sh -c "\"$BIN\" validate --sidecar - < bom.json"
+
+# ---- the tensor of a verdict is the whole name, U+0000 included ----
+"$PY" -c 'import struct,sys; h=b"{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}"; sys.stdout.buffer.write(struct.pack("<Q", len(h)) + h + b"x")' >nul_name.safetensors
+run 1 "nul in a tensor name" "$BIN" validate --json nul_name.safetensors
+json "tensor keeps its NUL" 'd["reason"] == "tensor_name_control" and d["tensor"] == "a\x00b"'
+run 1 "nul in a tensor name, text line" "$BIN" validate nul_name.safetensors
+out_has "text line shows it escaped" '\(tensor a\\x00b\)'
 
 # ---- inspect ----
 run 0 "inspect" "$BIN" inspect valid.safetensors

@@ -2,8 +2,10 @@
  * status, reason and format; nothing stored after a refusal (no catalog row,
  * no blob, tmp/ empty); refusals listed in /v1/rejections; 413 and truncated
  * bodies; chunked uploads; a bad header refused before the body is read;
- * POST /v1/scan verdicts. The server runs with --max-body 4 MiB until the
- * early-refusal test restarts it without. */
+ * POST /v1/scan verdicts; *.json sidecars are strict JSON; a doomed upload (not
+ * safetensors, refusal certain from its head) stops storing at once. The server runs
+ * with --max-body 4 MiB until the early-refusal test restarts it without (and the
+ * doomed-upload test with --drain-limit 512 MiB). */
 #include "harness.h"
 
 #define MAX_BODY (4u * 1024 * 1024)
@@ -179,6 +181,50 @@ TEST(sidecars)
     CHECK_EQ_U64(files_in_version(), files_before + 2);
 }
 
+/* F12: a *.json sidecar must be strict JSON: the same bytes are refused under a .json
+ * name and judged by content under another one; POST /v1/scan?kind=json agrees. */
+TEST(json_sidecars_are_strict)
+{
+    static const struct {
+        const char *body;
+        size_t len;
+    } bad[] = {
+        {"\xef\xbb\xbf{\"a\":1}", 10},
+        {"null", 4},
+        {"1e99999", 7},
+        {"{\"a\":1} trailing", 16},
+        {"{\"a\":1e99999}", 13},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect_refused("strict.json", bad[i].body, bad[i].len, 422, "sidecar_json_invalid", "json");
+        char url[64];
+        snprintf(url, sizeof url, "/v1/scan?kind=json");
+        it_response r = it_send("POST", url, NULL, bad[i].body, bad[i].len);
+        CHECK_STATUS(r, 200);
+        CHECK(json_is_false(json_object_get(r.json, "valid")));
+        CHECK_STR(it_json_str(&r, "reason"), "sidecar_json_invalid");
+        it_response_free(&r);
+    }
+    /* a bare null is text under a .md name */
+    it_response r = it_send("PUT", VBASE "/files/notes.md", write_token, bad[1].body, bad[1].len);
+    CHECK_STATUS(r, 201);
+    CHECK_STR(it_json_str(&r, "kind"), "text");
+    it_response_free(&r);
+    r = it_send("DELETE", VBASE "/files/notes.md", write_token, NULL, 0);
+    CHECK(r.status == 200 || r.status == 204);
+    it_response_free(&r);
+    /* strict JSON with whitespace around it passes */
+    const char *good = "\n {\"a\": [1, 2.5e3]}\n";
+    r = it_send("PUT", VBASE "/files/strict.json", write_token, good, strlen(good));
+    CHECK_STATUS(r, 201);
+    CHECK_STR(it_json_str(&r, "kind"), "json");
+    it_response_free(&r);
+    r = it_send("DELETE", VBASE "/files/strict.json", write_token, NULL, 0);
+    CHECK(r.status == 200 || r.status == 204);
+    it_response_free(&r);
+}
+
 TEST(too_large_and_truncated)
 {
     /* a valid file over --max-body: 413 from Content-Length */
@@ -350,6 +396,178 @@ TEST(early_refusal_before_body)
     it_buf_free(&b);
 }
 
+/* Total bytes of the files in DATA/tmp now. */
+static uint64_t tmp_bytes(void)
+{
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/tmp", it_srv.data);
+    DIR *d = opendir(dir);
+    uint64_t total = 0;
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char p[1024];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] != '.' && stat(p, &st) == 0 && S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_size;
+    }
+    if (d != NULL)
+        closedir(d);
+    return total;
+}
+
+/* A body of `total` bytes: u64 LE 2^40 (above --max-header), then 'x' (not `{`): the
+ * refusal is certain from the first 64 KiB. Sampling tmp/ once past 100 MiB. */
+typedef struct doomed_body {
+    uint64_t total;
+    uint64_t sent;
+    uint64_t tmp_at_100mib; /* UINT64_MAX until sampled */
+} doomed_body;
+
+static size_t doomed_read(char *buffer, size_t size, size_t nitems, void *userdata)
+{
+    doomed_body *b = userdata;
+    size_t n = size * nitems;
+    if (n > b->total - b->sent)
+        n = (size_t)(b->total - b->sent);
+    memset(buffer, 'x', n);
+    for (uint64_t i = b->sent; i < 8 && i < b->sent + n; i++)
+        buffer[i - b->sent] = (char)(((1ULL << 40) >> (8 * i)) & 0xff);
+    b->sent += n;
+    if (b->sent > (100u << 20) && b->tmp_at_100mib == UINT64_MAX)
+        b->tmp_at_100mib = tmp_bytes();
+    return n;
+}
+
+/* PUT VBASE/files/path with the doomed body sent chunked (unknown size). */
+static it_response put_doomed(const char *path, doomed_body *body)
+{
+    it_response r;
+    memset(&r, 0, sizeof r);
+    char url[512], auth[400];
+    snprintf(url, sizeof url, "%s" VBASE "/files/%s", it_srv.base, path);
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", write_token);
+    struct curl_slist *hl = curl_slist_append(NULL, auth);
+    hl = curl_slist_append(hl, "Expect:");
+    hl = curl_slist_append(hl, "Content-Type: application/octet-stream");
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, doomed_read);
+    curl_easy_setopt(c, CURLOPT_READDATA, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, it_write_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, it_header_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    r.curl_code = curl_easy_perform(c);
+    if (r.curl_code == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    else
+        fprintf(stderr, "doomed upload: curl: %s\n", curl_easy_strerror(r.curl_code));
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(c);
+    if (r.body.len > 0 && r.body.data[0] == '{')
+        r.json = json_loadb((const char *)r.body.data, r.body.len, 0, NULL);
+    return r;
+}
+
+/* F3: an upload whose head already dooms it (N above the limit, no `{` at byte 8) is
+ * not written to tmp/: 300 MiB streamed, nothing on disk past the first chunks, the
+ * refusal answered with the final verdict at the end (within the drain limit); a
+ * declared 10 GB body is answered after its first bytes and the connection closed. */
+TEST(doomed_upload_is_not_stored)
+{
+    int status = it_server_stop();
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    static const char *const drain[] = {"--drain-limit", "536870912", NULL};
+    CHECK(it_server_start_args(drain, NULL) == 0);
+    int files_before = files_in_version();
+    int blobs_before = it_count_blobs();
+    doomed_body body = {300u << 20, 0, UINT64_MAX};
+    it_response r = put_doomed("doomed.safetensors", &body);
+    CHECK_PROBLEM(r, 415, "refused_format");
+    CHECK_STR(it_json_str(&r, "format"), "unknown");
+    it_response_free(&r);
+    refusals_made++;
+    CHECK_EQ_U64(body.sent, 300u << 20);
+    CHECK(body.tmp_at_100mib != UINT64_MAX && body.tmp_at_100mib <= (1u << 20));
+    if (body.tmp_at_100mib > (1u << 20))
+        fprintf(stderr, "  tmp/ held %llu bytes after 100 MiB\n",
+                (unsigned long long)body.tmp_at_100mib);
+    CHECK_EQ_U64(it_count_tmp_settled(), 0);
+    CHECK_EQ_U64(files_in_version(), files_before);
+    CHECK_EQ_U64(it_count_blobs(), blobs_before);
+
+    /* declared 10 GB: answered after the first 1 MiB, connection closed */
+    int fd = it_connect();
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    char head[512];
+    int hl = snprintf(head, sizeof head,
+                      "PUT " VBASE "/files/doomed2.safetensors HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      "Authorization: Bearer %s\r\nContent-Length: 10000000000\r\n\r\n",
+                      write_token);
+    CHECK(it_write_all(fd, head, (size_t)hl));
+    static unsigned char chunk[1 << 20];
+    memset(chunk, 'x', sizeof chunk);
+    for (int i = 0; i < 8; i++)
+        chunk[i] = (unsigned char)(((1ULL << 40) >> (8 * i)) & 0xff);
+    CHECK(it_write_all(fd, chunk, sizeof chunk));
+    char resp[4096];
+    it_read_some(fd, resp, sizeof resp, 8000);
+    CHECK(strncmp(resp, "HTTP/1.1 415", 12) == 0);
+    CHECK(strstr(resp, "refused_format") != NULL && strstr(resp, "\"unknown\"") != NULL);
+    if (strncmp(resp, "HTTP/1.1 415", 12) != 0)
+        fprintf(stderr, "doomed 10 GB: got %.200s\n", resp[0] ? resp : "(nothing within 8 s)");
+    close(fd);
+    refusals_made++;
+    CHECK_EQ_U64(it_count_tmp_settled(), 0);
+
+    /* a ZIP behind a 100 KiB prefix: the upload names it as the scan does */
+    it_buf zip = {0}, prefixed = {0};
+    it_build_pytorch_zip(&zip);
+    unsigned char junk[100 * 1024];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (unsigned char)(i * 7 + 1);
+    it_buf_append(&prefixed, junk, sizeof junk);
+    it_buf_append(&prefixed, zip.data, zip.len);
+    r = it_send("POST", "/v1/scan", NULL, prefixed.data, prefixed.len);
+    char scan_format[32];
+    snprintf(scan_format, sizeof scan_format, "%s",
+             it_json_str(&r, "format") ? it_json_str(&r, "format") : "");
+    CHECK(strcmp(scan_format, "zip") == 0 || strcmp(scan_format, "pytorch-zip") == 0);
+    it_response_free(&r);
+    expect_refused("prefixed.safetensors", prefixed.data, prefixed.len, 415, "refused_format",
+                   scan_format);
+    it_buf_free(&zip);
+    it_buf_free(&prefixed);
+
+    /* the refusals are listed with their format */
+    r = it_request("GET", "/v1/rejections?limit=1000", &(it_request_opts){.token = admin_token});
+    json_t *list = json_object_get(r.json, "rejections");
+    bool saw_doomed = false, saw_doomed2 = false;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *e = json_array_get(list, i);
+        const char *path = json_string_value(json_object_get(e, "path"));
+        const char *reason = json_string_value(json_object_get(e, "reason"));
+        const char *format = json_string_value(json_object_get(e, "format"));
+        bool refused_unknown = reason && strcmp(reason, "refused_format") == 0 && format &&
+                               strcmp(format, "unknown") == 0;
+        if (path && strcmp(path, "doomed.safetensors") == 0)
+            saw_doomed = refused_unknown;
+        if (path && strcmp(path, "doomed2.safetensors") == 0)
+            saw_doomed2 = refused_unknown;
+    }
+    CHECK(saw_doomed);
+    CHECK(saw_doomed2);
+    it_response_free(&r);
+}
+
 TEST(rejections_listed)
 {
     it_response r = it_get("/v1/rejections");
@@ -446,6 +664,20 @@ TEST(scan_verdicts)
     CHECK_STR(it_json_str(&r, "format"), "json");
     it_response_free(&r);
 
+    /* F11: a tensor name holding U+0000 comes back whole */
+    it_build_raw_safetensors(&b, "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+                             1);
+    r = scan(b.data, b.len, NULL);
+    CHECK_STATUS(r, 200);
+    /* (the harness parses without JSON_ALLOW_NUL, which \u0000 needs) */
+    json_t *verdict = json_loadb((const char *)r.body.data, r.body.len, JSON_ALLOW_NUL, NULL);
+    CHECK_STR(json_string_value(json_object_get(verdict, "reason")), "tensor_name_control");
+    json_t *tensor = json_object_get(verdict, "tensor");
+    CHECK(json_is_string(tensor) && json_string_length(tensor) == 3 &&
+          memcmp(json_string_value(tensor), "a\0b", 3) == 0);
+    json_decref(verdict);
+    it_response_free(&r);
+
     /* the scan stores nothing */
     CHECK_EQ_U64(it_count_blobs(), blobs_before);
     CHECK_EQ_U64(it_count_tmp_settled(), 0);
@@ -462,9 +694,11 @@ int main(int argc, char **argv)
     RUN(invalid_headers_422);
     RUN(refused_formats_415);
     RUN(sidecars);
+    RUN(json_sidecars_are_strict);
     RUN(too_large_and_truncated);
     RUN(chunked_upload);
     RUN(early_refusal_before_body);
+    RUN(doomed_upload_is_not_stored);
     RUN(rejections_listed);
     RUN(scan_verdicts);
     return it_finish(argv[0]);
