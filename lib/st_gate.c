@@ -642,31 +642,37 @@ static bool sidecar_refuse_strong_format(st_gate *gate)
     return true;
 }
 
-static void sidecar_final(st_gate *gate)
+/* Judges a sidecar classified as JSON, whole, with jansson (RFC 8259, an object or
+ * array at the top, no duplicate key, no NUL in strings, numbers that fit a double). */
+static void sidecar_final_json(st_gate *gate)
 {
-    if (gate->sidecar == SIDECAR_JSON && gate->buf_len == 0) {
+    if (gate->buf_len == 0) {
         /* only a *.json sidecar is judged as JSON when empty (jansson wants a buffer) */
         st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID, 0, NULL,
                      "a .json file must hold a JSON object or array; this one is empty");
         finish_refused(gate, ST_FORMAT_JSON);
         return;
     }
-    if (gate->sidecar == SIDECAR_JSON) {
-        json_error_t jerr;
-        json_t *root =
-            json_loadb((const char *)gate->buf, gate->buf_len, JSON_REJECT_DUPLICATES, &jerr);
-        if (root == NULL) {
-            if (sidecar_refuse_strong_format(gate))
-                return;
-            st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID,
-                         jerr.position >= 0 ? (uint64_t)jerr.position : ST_NO_OFFSET, NULL,
-                         "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-                         jerr.text);
-            finish_refused(gate, ST_FORMAT_JSON);
+    json_error_t jerr;
+    json_t *root =
+        json_loadb((const char *)gate->buf, gate->buf_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        if (sidecar_refuse_strong_format(gate))
             return;
-        }
-        json_decref(root);
-        finish_accepted(gate, ST_FORMAT_JSON);
+        st_error_set(&gate->verdict.error, ST_SIDECAR_JSON_INVALID,
+                     jerr.position >= 0 ? (uint64_t)jerr.position : ST_NO_OFFSET, NULL,
+                     "invalid JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        finish_refused(gate, ST_FORMAT_JSON);
+        return;
+    }
+    json_decref(root);
+    finish_accepted(gate, ST_FORMAT_JSON);
+}
+
+static void sidecar_final(st_gate *gate)
+{
+    if (gate->sidecar == SIDECAR_JSON) {
+        sidecar_final_json(gate);
         return;
     }
     if (!st_sniff_is_text(gate->buf, gate->buf_len, true)) {

@@ -22,8 +22,8 @@
 #include "st_stats.h"
 
 typedef enum st_gate_kind {
-    ST_GATE_SAFETENSORS,  /* only safetensors passes */
-    ST_GATE_SIDECAR,      /* safetensors, strict JSON or UTF-8 text pass (JSON/text bounded in size) */
+    ST_GATE_SAFETENSORS, /* only safetensors passes */
+    ST_GATE_SIDECAR, /* safetensors, strict JSON or UTF-8 text pass (JSON/text bounded in size) */
     ST_GATE_SIDECAR_JSON, /* a sidecar named *.json: only strict JSON passes (bounded in size) */
 } st_gate_kind;
 

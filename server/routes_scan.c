@@ -24,7 +24,8 @@ void tg_route_scan_start(tg_request *req)
     } else if (kind_text != NULL && strcmp(kind_text, "json") == 0) {
         kind = ST_GATE_SIDECAR_JSON;
     } else if (kind_text != NULL && strcmp(kind_text, "safetensors") != 0) {
-        tg_respond_problem(req, 400, "invalid_request", "kind is 'safetensors', 'sidecar' or 'json'");
+        tg_respond_problem(req, 400, "invalid_request",
+                           "kind is 'safetensors', 'sidecar' or 'json'");
         return;
     }
     uint64_t declared = tg_request_body_size(req);

@@ -189,12 +189,8 @@ TEST(json_sidecars_are_strict)
         const char *body;
         size_t len;
     } bad[] = {
-        {"\xef\xbb\xbf{\"a\":1}", 10},
-        {"null", 4},
-        {"1e99999", 7},
-        {"{\"a\":1} trailing", 16},
-        {"{\"a\":1e99999}", 13},
-        {"", 0},
+        {"\xef\xbb\xbf{\"a\":1}", 10}, {"null", 4}, {"1e99999", 7}, {"{\"a\":1} trailing", 16},
+        {"{\"a\":1e99999}", 13},       {"", 0},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         expect_refused("strict.json", bad[i].body, bad[i].len, 422, "sidecar_json_invalid", "json");
@@ -665,8 +661,8 @@ TEST(scan_verdicts)
     it_response_free(&r);
 
     /* F11: a tensor name holding U+0000 comes back whole */
-    it_build_raw_safetensors(&b, "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
-                             1);
+    it_build_raw_safetensors(
+        &b, "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1);
     r = scan(b.data, b.len, NULL);
     CHECK_STATUS(r, 200);
     /* (the harness parses without JSON_ALLOW_NUL, which \u0000 needs) */

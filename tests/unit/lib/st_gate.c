@@ -650,8 +650,8 @@ TEST(json_sidecars_are_strict)
     st_gate_config j = config_of(ST_GATE_SIDECAR_JSON);
     st_gate_config any = config_of(ST_GATE_SIDECAR);
     const char *bom = "\xef\xbb\xbf{\"a\":1}";
-    st_verdict v = expect(&j, make_raw(bom, strlen(bom)), false, ST_FORMAT_JSON,
-                          ST_SIDECAR_JSON_INVALID);
+    st_verdict v =
+        expect(&j, make_raw(bom, strlen(bom)), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     CHECK_EQ_U64(v.error.offset, 0);
     CHECK(strstr(v.error.detail, "byte order mark") != NULL);
     expect(&any, make_raw(bom, strlen(bom)), true, ST_FORMAT_TEXT, ST_OK);
@@ -660,10 +660,8 @@ TEST(json_sidecars_are_strict)
     expect(&j, make_raw("1e99999", 7), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     expect(&j, make_raw("\"s\"", 3), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     expect(&j, make_raw("{\"a\":1e99999}", 13), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
-    expect(&any, make_raw("{\"a\":1e99999}", 13), false, ST_FORMAT_JSON,
-           ST_SIDECAR_JSON_INVALID);
-    expect(&j, make_raw("{\"a\":1} trailing", 16), false, ST_FORMAT_JSON,
-           ST_SIDECAR_JSON_INVALID);
+    expect(&any, make_raw("{\"a\":1e99999}", 13), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    expect(&j, make_raw("{\"a\":1} trailing", 16), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     expect(&j, make_raw("", 0), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     expect(&j, make_raw(" \n", 2), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
     v = expect(&j, make_raw("{{ bos }}", 9), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
@@ -778,8 +776,8 @@ TEST(refusal_is_certain_before_the_end)
 TEST(tensor_names_keep_their_length)
 {
     st_gate_config c = config_of(ST_GATE_SAFETENSORS);
-    input in = make_st("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
-                       "x", 1);
+    input in =
+        make_st("{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", "x", 1);
     st_verdict v = expect(&c, in, false, ST_FORMAT_SAFETENSORS, ST_TENSOR_NAME_CONTROL);
     CHECK_EQ_U64(v.error.tensor_len, 3);
     CHECK(memcmp(v.error.tensor, "a\0b", 4) == 0);
