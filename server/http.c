@@ -509,9 +509,17 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
                             verdict->error.offset == ST_NO_OFFSET
                                 ? json_null()
                                 : json_integer((json_int_t)verdict->error.offset));
-        char tensor[sizeof verdict->error.tensor * 4];
-        tg_utf8_clean(verdict->error.tensor, tensor, sizeof tensor);
-        json_object_set_new(problem, "tensor", verdict->error.tensor[0] ? json_string(tensor) : json_null());
+        /* the name in full (it may hold U+0000); bytes that are not UTF-8 as \xNN */
+        json_t *tensor = json_null();
+        if (verdict->error.tensor_len > 0) {
+            tensor = json_stringn(verdict->error.tensor, verdict->error.tensor_len);
+            if (tensor == NULL) {
+                char clean[sizeof verdict->error.tensor * 4];
+                tg_utf8_clean(verdict->error.tensor, clean, sizeof clean);
+                tensor = json_string(clean);
+            }
+        }
+        json_object_set_new(problem, "tensor", tensor);
         json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
     }
     respond_problem_json(req, status, problem);

@@ -354,6 +354,24 @@ TEST(encoded_nul_and_bad_utf8)
     }
 }
 
+/* An upload refused for a tensor name holding U+0000 names the tensor in full. */
+TEST(refused_name_in_full)
+{
+    it_buf b = {0};
+    it_build_raw_safetensors(
+        &b, "{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
+    it_response r = it_send("PUT", VBASE "/files/nul.safetensors", write_token, b.data, b.len);
+    CHECK_STATUS(r, 422);
+    /* the body holds \u0000, which jansson reads only when asked to */
+    json_t *problem = json_loadb((const char *)r.body.data, r.body.len, JSON_ALLOW_NUL, NULL);
+    CHECK_STR(json_string_value(json_object_get(problem, "reason")), "tensor_name_control");
+    json_t *tensor = json_object_get(problem, "tensor");
+    CHECK(json_string_length(tensor) == 3 && memcmp(json_string_value(tensor), "a\0b", 3) == 0);
+    json_decref(problem);
+    it_response_free(&r);
+    it_buf_free(&b);
+}
+
 /* Bodies a route does not take are refused, and refused bodies make nothing: a
  * version POST takes no body or {}, a preload POST only its own fields. */
 TEST(bodies_checked)
@@ -432,6 +450,7 @@ int main(int argc, char **argv)
     RUN(header_cache_per_path);
     RUN(token_list_and_revoke);
     RUN(encoded_nul_and_bad_utf8);
+    RUN(refused_name_in_full);
     RUN(bodies_checked);
     RUN(connections_per_client_bounded);
     return it_finish(argv[0]);
