@@ -1,6 +1,7 @@
 /* Header JSON cache (see header_cache.h): a chained hash table over a doubly
  * linked recency list, one mutex, a byte budget. */
 #include "header_cache.h"
+#include "lru.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -11,8 +12,8 @@
 #define BUCKETS 4096
 
 typedef struct entry {
+    tg_lru_node lru; /* first: an entry is its node */
     struct entry *bucket_next;
-    struct entry *newer, *older;
     uint64_t hash;
     char *key; /* "sha256\npath" */
     char *text;
@@ -22,7 +23,7 @@ typedef struct entry {
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *buckets[BUCKETS];
-static entry *newest, *oldest;
+static tg_lru recency;
 /* Invariant: used_bytes is the sum of the charges of the entries in the table. */
 static size_t used_bytes;
 
@@ -44,37 +45,13 @@ static bool key_equals(const entry *e, const char *sha256, const char *path)
            strcmp(e->key + sha_len + 1, path) == 0;
 }
 
-static void unlink_recency(entry *e)
-{
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        newest = e->older;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        oldest = e->newer;
-    e->newer = e->older = NULL;
-}
-
-static void push_newest(entry *e)
-{
-    e->older = newest;
-    e->newer = NULL;
-    if (newest)
-        newest->newer = e;
-    newest = e;
-    if (oldest == NULL)
-        oldest = e;
-}
-
 static void remove_entry(entry *e)
 {
     entry **link = &buckets[e->hash % BUCKETS];
     while (*link != e)
         link = &(*link)->bucket_next;
     *link = e->bucket_next;
-    unlink_recency(e);
+    tg_lru_unlink(&recency, &e->lru);
     used_bytes -= e->charge;
     free(e->key);
     free(e->text);
@@ -94,8 +71,8 @@ char *tg_header_cache_get(const char *sha256, const char *path, size_t *len)
             memcpy(copy, e->text, e->text_len + 1);
             *len = e->text_len;
         }
-        unlink_recency(e);
-        push_newest(e);
+        tg_lru_unlink(&recency, &e->lru);
+        tg_lru_push_newest(&recency, &e->lru);
         break;
     }
     pthread_mutex_unlock(&cache_lock);
@@ -134,11 +111,11 @@ void tg_header_cache_put(const char *sha256, const char *path, const char *text,
             break;
         }
     }
-    while (used_bytes + charge > TG_HEADER_CACHE_BYTES && oldest)
-        remove_entry(oldest);
+    while (used_bytes + charge > TG_HEADER_CACHE_BYTES && recency.oldest)
+        remove_entry((entry *)recency.oldest);
     e->bucket_next = buckets[e->hash % BUCKETS];
     buckets[e->hash % BUCKETS] = e;
-    push_newest(e);
+    tg_lru_push_newest(&recency, &e->lru);
     used_bytes += charge;
     pthread_mutex_unlock(&cache_lock);
 }
@@ -146,7 +123,7 @@ void tg_header_cache_put(const char *sha256, const char *path, const char *text,
 void tg_header_cache_clear(void)
 {
     pthread_mutex_lock(&cache_lock);
-    while (oldest)
-        remove_entry(oldest);
+    while (recency.oldest)
+        remove_entry((entry *)recency.oldest);
     pthread_mutex_unlock(&cache_lock);
 }

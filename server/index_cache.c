@@ -5,6 +5,7 @@
  * NUL-terminated strings the entries point into by offset; each distinct shard
  * string is stored once (an index names tens of shards for up to ~10^5 tensors). */
 #include "index_cache.h"
+#include "lru.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -28,8 +29,8 @@ typedef struct weight_map {
 } weight_map;
 
 typedef struct entry {
+    tg_lru_node lru; /* first: an entry is its node; a loading entry is not on the list */
     struct entry *bucket_next;
-    struct entry *newer, *older; /* recency list; a loading entry is not on it */
     uint64_t hash;
     char sha256[TG_SHA256_HEX_LEN + 1];
     bool loading;    /* one thread is parsing the blob; others wait on `loaded` */
@@ -41,7 +42,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 /* signalled when an entry stops loading, or a parse ends */
 static pthread_cond_t loaded = PTHREAD_COND_INITIALIZER;
 static entry *buckets[BUCKETS];
-static entry *newest, *oldest;
+static tg_lru recency;
 static size_t budget_bytes = TG_INDEX_CACHE_BYTES;
 static size_t budget_entries = TG_INDEX_CACHE_ENTRIES;
 static unsigned builds_running;
@@ -67,30 +68,6 @@ static entry *find(const char *sha256, uint64_t h)
     return NULL;
 }
 
-static void unlink_recency(entry *e)
-{
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        newest = e->older;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        oldest = e->newer;
-    e->newer = e->older = NULL;
-}
-
-static void push_newest(entry *e)
-{
-    e->older = newest;
-    e->newer = NULL;
-    if (newest)
-        newest->newer = e;
-    newest = e;
-    if (oldest == NULL)
-        oldest = e;
-}
-
 static void unlink_bucket(entry *e)
 {
     entry **link = &buckets[e->hash % BUCKETS];
@@ -104,7 +81,7 @@ static void unlink_bucket(entry *e)
 static void remove_kept(entry *e)
 {
     unlink_bucket(e);
-    unlink_recency(e);
+    tg_lru_unlink(&recency, &e->lru);
     stats.bytes -= e->charge;
     stats.entries--;
     free(e->map);
@@ -288,12 +265,12 @@ static void keep(entry *e, weight_map *map)
     e->loading = false;
     e->map = map;
     e->charge = sizeof *e + (map ? map->bytes : 0);
-    while (oldest != NULL &&
+    while (recency.oldest != NULL &&
            (stats.entries + 1 > budget_entries || stats.bytes + e->charge > budget_bytes)) {
-        remove_kept(oldest);
+        remove_kept((entry *)recency.oldest);
         stats.evictions++;
     }
-    push_newest(e);
+    tg_lru_push_newest(&recency, &e->lru);
     stats.entries++;
     stats.bytes += e->charge;
 }
@@ -349,8 +326,8 @@ tg_index_lookup tg_index_cache_lookup(const tg_store *store, const char *sha256,
     tg_index_lookup result = TG_INDEX_UNUSABLE;
     if (e != NULL) {
         stats.hits++;
-        unlink_recency(e);
-        push_newest(e);
+        tg_lru_unlink(&recency, &e->lru);
+        tg_lru_push_newest(&recency, &e->lru);
         result = answer(e->map, name, shard, shard_len);
     } else if ((e = calloc(1, sizeof *e)) != NULL) {
         memcpy(e->sha256, sha256, TG_SHA256_HEX_LEN + 1);
@@ -374,8 +351,8 @@ void tg_index_cache_stats_get(tg_index_cache_stats *out)
 /* Drops the kept entries; loading ones belong to their loaders. Under the lock. */
 static void drop_kept(void)
 {
-    while (oldest)
-        remove_kept(oldest);
+    while (recency.oldest)
+        remove_kept((entry *)recency.oldest);
 }
 
 void tg_index_cache_configure(size_t bytes, size_t entries)
