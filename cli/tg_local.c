@@ -127,8 +127,7 @@ void tg_local_print_verdict(FILE *out, const char *path, const st_verdict *verdi
     fprintf(out, ": %s [format %s]\n", err->detail, st_format_name(verdict->format));
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if none starts there. */
-static size_t utf8_sequence_length(const unsigned char *p, size_t left)
+size_t tg_local_utf8_sequence_length(const unsigned char *p, size_t left)
 {
     unsigned char c = p[0];
     if (c < 0x80)
@@ -177,7 +176,7 @@ json_t *tg_local_json_stringn(const char *text, size_t len)
     const unsigned char *p = (const unsigned char *)text;
     size_t used = 0;
     for (size_t i = 0; i < len;) {
-        size_t n = utf8_sequence_length(p + i, len - i);
+        size_t n = tg_local_utf8_sequence_length(p + i, len - i);
         if (n == 0) {
             memcpy(clean + used, "\xef\xbf\xbd", 3);
             used += 3;
@@ -191,6 +190,11 @@ json_t *tg_local_json_stringn(const char *text, size_t len)
     value = json_stringn(clean, used);
     free(clean);
     return value;
+}
+
+json_t *tg_local_tensor_json(const st_error *err)
+{
+    return err->tensor_len > 0 ? tg_local_json_stringn(err->tensor, err->tensor_len) : json_null();
 }
 
 json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict)
@@ -210,10 +214,7 @@ json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict)
                         refused && err->offset != ST_NO_OFFSET && err->offset <= INT64_MAX
                             ? json_integer((json_int_t)err->offset)
                             : json_null());
-    json_object_set_new(object, "tensor",
-                        refused && err->tensor_len > 0
-                            ? tg_local_json_stringn(err->tensor, err->tensor_len)
-                            : json_null());
+    json_object_set_new(object, "tensor", refused ? tg_local_tensor_json(err) : json_null());
     json_object_set_new(object, "format", json_string(st_format_name(verdict->format)));
     return object;
 }

@@ -46,6 +46,14 @@ json_t *tg_local_json_string(const char *text);
 /* The same for len bytes that may hold NUL (JSON writes it as \u0000). */
 json_t *tg_local_json_stringn(const char *text, size_t len);
 
+/* The tensor a refusal names, whole (err->tensor_len bytes, U+0000 included), or
+ * null when it names none: the "tensor" of validate --json, /v1/scan and upload
+ * problems. */
+json_t *tg_local_tensor_json(const st_error *err);
+/* Length of the valid UTF-8 sequence at p (1..4; no overlong forms, surrogates or
+ * code points above U+10FFFF), or 0 if none starts there; left bytes are readable. */
+size_t tg_local_utf8_sequence_length(const unsigned char *p, size_t left);
+
 /* Prints a JSON value compactly on one line. */
 void tg_local_print_json(FILE *out, const json_t *value);
 

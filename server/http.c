@@ -19,6 +19,7 @@
 #include "checks.h"
 #include "upload.h"
 #include "rate_limit.h"
+#include "tg_local.h"
 
 /* The routing table: every route of the server, in one place. The first pattern
  * that matches with the right method wins; a pattern that matches with another
@@ -405,32 +406,14 @@ static const char *status_title(unsigned status)
     }
 }
 
-/* Length of the valid UTF-8 sequence at p (strict: no overlong forms, no
- * surrogates, nothing above U+10FFFF, no NUL), or 0 when the byte at p does not
- * start one. n is the bytes available at p. */
-static size_t utf8_sequence(const unsigned char *p, size_t n)
-{
-    if (p[0] >= 0x01 && p[0] < 0x80)
-        return 1;
-    size_t len = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-    if (len == 0 || len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
-        return 0;
-    return len;
-}
-
-void tg_utf8_clean(const char *in, char *out, size_t out_len)
+/* Copies in to out as valid UTF-8: each byte that does not begin a valid sequence
+ * becomes the text \xNN; truncated (on a character boundary) to fit out_len. */
+static void utf8_clean(const char *in, char *out, size_t out_len)
 {
     const unsigned char *p = (const unsigned char *)in;
     size_t n = strlen(in), o = 0;
     while (n > 0 && o + 1 < out_len) {
-        size_t len = utf8_sequence(p, n);
+        size_t len = tg_local_utf8_sequence_length(p, n);
         if (len == 0) {
             /* a byte that is not UTF-8 is written as text, \xNN, as details do elsewhere */
             if (o + 5 > out_len)
@@ -457,7 +440,7 @@ json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
     /* details echo client input (paths, names): make them valid UTF-8 so the
      * problem can always be written */
     char clean[2048];
-    tg_utf8_clean(detail, clean, sizeof clean);
+    utf8_clean(detail, clean, sizeof clean);
     return json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", status_title(status),
                      "status", (json_int_t)status, "detail", clean, "reason", reason);
 }
@@ -509,17 +492,7 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
                             verdict->error.offset == ST_NO_OFFSET
                                 ? json_null()
                                 : json_integer((json_int_t)verdict->error.offset));
-        /* the name in full (it may hold U+0000); bytes that are not UTF-8 as \xNN */
-        json_t *tensor = json_null();
-        if (verdict->error.tensor_len > 0) {
-            tensor = json_stringn(verdict->error.tensor, verdict->error.tensor_len);
-            if (tensor == NULL) {
-                char clean[sizeof verdict->error.tensor * 4];
-                tg_utf8_clean(verdict->error.tensor, clean, sizeof clean);
-                tensor = json_string(clean);
-            }
-        }
-        json_object_set_new(problem, "tensor", tensor);
+        json_object_set_new(problem, "tensor", tg_local_tensor_json(&verdict->error));
         json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
     }
     respond_problem_json(req, status, problem);

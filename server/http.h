@@ -94,9 +94,6 @@ void tg_respond_problem(tg_request *req, unsigned status, const char *reason, co
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict);
 /* The problem+json body alone (for tests and for the scan verdict). */
 json_t *tg_problem_json(unsigned status, const char *reason, const char *detail);
-/* Copies in to out as valid UTF-8: each byte that does not begin a valid sequence
- * becomes the text \xNN; truncated (on a character boundary) to fit out_len. */
-void tg_utf8_clean(const char *in, char *out, size_t out_len);
 
 /* Pagination: ?limit= (default 50, 1..1000) and ?cursor= decoded into key.
  * On a bad value answers 400 invalid_request and returns false. */

@@ -1,6 +1,7 @@
 #include "reclaim.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const char *hex,
                                   bool dry_run)
@@ -18,4 +19,13 @@ tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const ch
     }
     tg_store_unlock(lock);
     return result;
+}
+
+void tg_file_blob(tg_catalog *catalog, int64_t version_id, const char *path,
+                  char hex[TG_SHA256_HEX_LEN + 1])
+{
+    tg_file_record file;
+    hex[0] = '\0';
+    if (tg_catalog_file_get(catalog, version_id, path, &file) == TG_CAT_OK)
+        snprintf(hex, TG_SHA256_HEX_LEN + 1, "%s", file.sha256);
 }

@@ -21,4 +21,9 @@ typedef enum tg_reclaim_result {
 tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const char *hex,
                                   bool dry_run);
 
+/* The blob path holds in version_id now, into hex; "" when it holds none. Read
+ * before a row is replaced or deleted, to reclaim the blob after. */
+void tg_file_blob(tg_catalog *catalog, int64_t version_id, const char *path,
+                  char hex[TG_SHA256_HEX_LEN + 1]);
+
 #endif

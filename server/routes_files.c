@@ -382,18 +382,13 @@ void tg_route_file_delete(tg_request *req)
     const char *path;
     if (lookup_path(req, model, &version, &path)) {
         pthread_mutex_lock(&req->server->publish_lock);
-        tg_file_record *gone = malloc(sizeof *gone);
-        if (gone != NULL &&
-            tg_catalog_file_get(req->server->catalog, version.id, path, gone) != TG_CAT_OK) {
-            free(gone);
-            gone = NULL;
-        }
+        char gone[TG_SHA256_HEX_LEN + 1];
+        tg_file_blob(req->server->catalog, version.id, path, gone);
         tg_cat_status status = tg_catalog_file_delete(req->server->catalog, version.id, path);
         pthread_mutex_unlock(&req->server->publish_lock);
         /* its content goes now if nothing else uses it */
-        if (status == TG_CAT_OK && gone != NULL)
-            (void)tg_blob_reclaim(&req->server->store, req->server->catalog, gone->sha256, false);
-        free(gone);
+        if (status == TG_CAT_OK && gone[0] != '\0')
+            (void)tg_blob_reclaim(&req->server->store, req->server->catalog, gone, false);
         if (status == TG_CAT_OK)
             tg_respond_empty(req, 204);
         else if (status == TG_CAT_CONFLICT)

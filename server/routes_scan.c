@@ -11,6 +11,7 @@
 
 #include "auth.h"
 #include "routes.h"
+#include "tg_local.h"
 #include "upload.h"
 
 void tg_route_scan_start(tg_request *req)
@@ -74,22 +75,6 @@ static json_t *string_or_null(const char *text)
     return (text && text[0]) ? json_string(text) : json_null();
 }
 
-/* The tensor name whole, err->tensor_len bytes: a refused name may hold U+0000, which
- * JSON writes as \u0000 (as `tensorgate validate --json` does). Names come decoded from
- * a header checked to be UTF-8, so json_stringn takes them; the cleaned form is only a
- * guard. */
-static json_t *tensor_or_null(const st_error *err)
-{
-    if (err->tensor_len == 0)
-        return json_null();
-    json_t *name = json_stringn(err->tensor, err->tensor_len);
-    if (name != NULL)
-        return name;
-    char clean[sizeof err->tensor * 4];
-    tg_utf8_clean(err->tensor, clean, sizeof clean);
-    return json_string(clean);
-}
-
 void tg_route_scan_finish(tg_request *req)
 {
     tg_ingest *ingest = req->state;
@@ -120,7 +105,7 @@ void tg_route_scan_finish(tg_request *req)
     json_object_set_new(body, "offset", (valid || verdict.error.offset == ST_NO_OFFSET)
                                             ? json_null()
                                             : json_integer((json_int_t)verdict.error.offset));
-    json_object_set_new(body, "tensor", valid ? json_null() : tensor_or_null(&verdict.error));
+    json_object_set_new(body, "tensor", valid ? json_null() : tg_local_tensor_json(&verdict.error));
     json_object_set_new(body, "format", json_string(st_format_name(verdict.format)));
     json_object_set_new(body, "size", json_integer((json_int_t)size));
     json_object_set_new(body, "sha256", json_string(sha));

@@ -429,21 +429,16 @@ static void upload_answer(tg_request *req, bool body_ended)
     }
     test_commit_delay();
     pthread_mutex_lock(&server->publish_lock);
-    tg_file_record *replaced = malloc(sizeof *replaced);
-    if (replaced != NULL &&
-        tg_catalog_file_get(server->catalog, up->version.id, file.path, replaced) != TG_CAT_OK) {
-        free(replaced);
-        replaced = NULL;
-    }
+    char replaced[TG_SHA256_HEX_LEN + 1];
+    tg_file_blob(server->catalog, up->version.id, file.path, replaced);
     tg_cat_status status = tg_catalog_file_put(server->catalog, up->version.id, &file, stats);
     pthread_mutex_unlock(&server->publish_lock);
     tg_store_unlock(blobs_lock);
     free(stats);
     /* the content this upload replaced goes now if nothing else uses it (never while
      * holding the shared lock: reclaiming takes the exclusive one) */
-    if (status == TG_CAT_OK && replaced != NULL && strcmp(replaced->sha256, file.sha256) != 0)
-        (void)tg_blob_reclaim(&server->store, server->catalog, replaced->sha256, false);
-    free(replaced);
+    if (status == TG_CAT_OK && replaced[0] != '\0' && strcmp(replaced, file.sha256) != 0)
+        (void)tg_blob_reclaim(&server->store, server->catalog, replaced, false);
     if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",
                            "version %lld was published during the upload", (long long)up->version.number);
