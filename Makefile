@@ -58,7 +58,7 @@ INTEGRATION_BIN := $(INTEGRATION_SRC:%.c=$(BUILD)/%)
 BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
-.PHONY: all deps run test check-build test-binaries bench fuzz install clean format lint
+.PHONY: all deps run test check-build test-binaries bench fuzz install clean format format-check lint
 
 all: $(BIN) $(LIB_A) $(CLIENT_A) $(CLIENT_SO)
 
@@ -153,8 +153,16 @@ install: all
 	install -D -m 0644 $(CLIENT_SO) $(DESTDIR)$(PREFIX)/lib/libtgclient.so
 	install -D -m 0644 client/tg_preload_client.h $(DESTDIR)$(PREFIX)/include/tg_preload_client.h
 
+# Every C source and header the project owns, for format and format-check.
+FORMAT_FILES = $(sort $(wildcard lib/*.[ch] server/*.[ch] cli/*.[ch] client/*.[ch] bench/*.c \
+	tests/unit/*.h tests/unit/*/*.c tests/property/*.c tests/integration/*.[ch] tests/fuzz/*.c))
+
 format:
-	clang-format -i $(LIB_SRC) $(wildcard lib/*.h server/*.[ch] cli/*.[ch])
+	clang-format -i $(FORMAT_FILES)
+
+# Fails when a file differs from what clang-format (the repository's .clang-format) would write.
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_FILES)
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -Ilib -Iserver lib server cli

@@ -181,7 +181,7 @@ void tg_route_hf_file(tg_request *req)
         free(model);
         return;
     }
-    tg_file_record file;
+    tg_file_record file = {0};
     tg_cat_status status = TG_CAT_NOT_FOUND;
     /* A path that cannot be a file of a version is simply not an entry of it. */
     if (path != NULL && tg_valid_file_path(path, NULL))
