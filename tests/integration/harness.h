@@ -951,8 +951,8 @@ IT_FN const char *it_token_revoked(const char *scope, const char *namespace_)
         fprintf(stderr, "harness: `%s` failed\n", cmd);
         return "";
     }
-    snprintf(cmd, sizeof cmd, "'%s' token revoke --data '%s' %lld 2>/dev/null", it_binary, it_srv.data,
-             newest);
+    snprintf(cmd, sizeof cmd, "'%s' token revoke --data '%s' %lld 2>/dev/null", it_binary,
+             it_srv.data, newest);
     if (system(cmd) != 0) {
         fprintf(stderr, "harness: `%s` failed\n", cmd);
         return "";
