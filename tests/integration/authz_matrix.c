@@ -366,17 +366,19 @@ static char *probe(const row *r, const attempt *a)
 
 static void check_refusal(const row *r, const it_response *resp, int want)
 {
-    if (strcmp(r->method, "HEAD") == 0)
-        return; /* no body; the status was checked */
-    CHECK_STR(it_reason(resp), want == 401 ? "unauthorized" : "forbidden");
-    char ct[128];
-    it_header(resp, "Content-Type", ct, sizeof ct);
-    CHECK_STR(ct, "application/problem+json");
     if (want == 401) {
         char www[128];
         const char *h = it_header(resp, "WWW-Authenticate", www, sizeof www);
         CHECK(h != NULL && strncasecmp(h, "Bearer", 6) == 0);
     }
+    if (strcmp(r->method, "HEAD") == 0) {
+        CHECK_EQ_U64(resp->body.len, 0); /* HEAD: the status and headers only */
+        return;
+    }
+    CHECK_STR(it_reason(resp), want == 401 ? "unauthorized" : "forbidden");
+    char ct[128];
+    it_header(resp, "Content-Type", ct, sizeof ct);
+    CHECK_STR(ct, "application/problem+json");
 }
 
 /* A list answered to a token limited to 'other' under --auth-read shows nothing of acme. */
