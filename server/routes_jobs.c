@@ -228,9 +228,18 @@ void tg_route_job_get(tg_request *req)
         if (tg_auth_read(req, job->org))
             respond_job(req, 200, job);
     } else if (status == TG_CAT_NOT_FOUND) {
-        /* reads may need a token: the same 404 for every unknown id, after auth */
-        if (tg_auth_read(req, NULL))
+        /* reads may need a token: the same 404 for every unknown id, after auth; a token
+         * limited to a namespace gets the 403 another namespace's job gets, so walking
+         * the sequential ids tells it nothing about the other namespaces' jobs */
+        char token_namespace[TG_NAME_MAX + 1];
+        if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace)) {
+            /* answered 401 */
+        } else if (token_namespace[0] != '\0') {
+            tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
+                               token_namespace);
+        } else {
             tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
+        }
     } else {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
     }

@@ -929,4 +929,35 @@ IT_FN size_t it_read_some(int fd, char *out, size_t cap, int timeout_ms)
     return got;
 }
 
+/* ---------- tokens: revoked ones ---------- */
+
+/* Creates a token (as it_token) and revokes it with `tensorgate token revoke`, so
+ * the text is one the server once knew and must now refuse. The id revoked is the
+ * newest in `tensorgate token list` (ids grow). Returns "" if anything failed. */
+IT_FN const char *it_token_revoked(const char *scope, const char *namespace_)
+{
+    const char *token = it_token(scope, namespace_);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' token list --data '%s'", it_binary, it_srv.data);
+    FILE *p = popen(cmd, "r");
+    long long newest = 0;
+    char line[512];
+    while (p != NULL && fgets(line, sizeof line, p) != NULL) {
+        long long id = atoll(line); /* the header line reads 0 */
+        if (id > newest)
+            newest = id;
+    }
+    if (p == NULL || pclose(p) != 0 || newest <= 0 || token[0] == '\0') {
+        fprintf(stderr, "harness: `%s` failed\n", cmd);
+        return "";
+    }
+    snprintf(cmd, sizeof cmd, "'%s' token revoke --data '%s' %lld 2>/dev/null", it_binary,
+             it_srv.data, newest);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "harness: `%s` failed\n", cmd);
+        return "";
+    }
+    return token;
+}
+
 #endif

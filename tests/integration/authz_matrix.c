@@ -1,0 +1,681 @@
+/* Every route x every token kind: a table with one row per operation of
+ * openapi.yaml (an operation without a row, or a row without an operation, fails),
+ * each tried with no token, a token never issued, a revoked admin token, an
+ * unlimited read token, a read, a write and an admin token of another namespace, a
+ * write token of the namespace and an unlimited admin token, first with open reads and then under
+ * --auth-read (same data). Each attempt must get exactly the status the contract names: 401
+ * unauthorized (with WWW-Authenticate: Bearer) where a token is needed and missing or revoked, 403
+ * forbidden for too little scope or another namespace, the route's 2xx otherwise.
+ * A refused write must leave what it aimed at as it was (an admin GET of it, the
+ * probe, answers the same before and after). Lists under --auth-read keep a token
+ * limited to another namespace to that namespace. The preload socket's hand-off is
+ * tried with the same kinds of token. */
+#include <sys/un.h>
+
+#include "harness.h"
+#include "tg_preload_client.h"
+
+typedef enum kind {
+    K_NONE,
+    K_UNKNOWN,
+    K_REVOKED,
+    K_READ,
+    K_READ_OTHER,
+    K_WRITE_OTHER,
+    K_WRITE,
+    K_ADMIN_OTHER,
+    K_ADMIN,
+    K_COUNT
+} kind;
+
+static const char *const kind_names[K_COUNT] = {"no token",
+                                                "unknown token",
+                                                "revoked admin token",
+                                                "read token",
+                                                "read token of 'other'",
+                                                "write token of 'other'",
+                                                "write token of 'acme'",
+                                                "admin token of 'other'",
+                                                "admin token"};
+static char tokens[K_COUNT][128];
+
+/* What a route needs (DESIGN §7, openapi.yaml's Auth paragraph). */
+typedef enum need {
+    N_OPEN,     /* service routes: never a token */
+    N_READ,     /* read scope on the org; open unless --auth-read */
+    N_LIST,     /* read scope, any namespace, the list kept to the token's namespace */
+    N_READ_ANY, /* read scope, no org (POST /v1/scan) */
+    N_WRITE,    /* write scope on the org */
+    N_ADMIN     /* admin scope */
+} need;
+
+/* How a refused write is shown to have changed nothing. */
+typedef enum probe_kind { P_NONE, P_BODY, P_STATUS, P_COUNT } probe_kind;
+
+typedef struct attempt {
+    char path[512];
+    char body[512];
+    char probe[512];
+    char count_key[32]; /* P_COUNT: the array counted */
+} attempt;
+
+typedef struct row {
+    const char *method;
+    const char *op; /* the path as openapi.yaml writes it */
+    need need;
+    int ok;     /* the status when allowed */
+    int ok_alt; /* another allowed status, or 0 */
+    const char *path;
+    enum { B_NONE, B_JSON, B_MODEL } body_kind;
+    const char *body;
+    probe_kind probe;
+    void (*prepare)(attempt *a); /* a fresh target for this attempt (admin token) */
+    bool seen;                   /* the document has this operation */
+} row;
+
+static it_buf model_file;
+static char job_id[32];
+static char preload_id[32];
+static char draft_w[16]; /* a draft of acme/w that the file rows write into */
+static int serial;
+static bool auth_read;
+static char socket_path[100];
+
+static const char *admin(void)
+{
+    return tokens[K_ADMIN];
+}
+
+static void must(it_response r, int status, const char *what)
+{
+    if (r.status != status)
+        fprintf(stderr, "setup: %s -> %ld: %.300s\n", what, r.status,
+                r.body.data ? (const char *)r.body.data : "");
+    CHECK_STATUS(r, status);
+}
+
+static void put_file(const char *model, const char *version, const char *path, const void *data,
+                     size_t len)
+{
+    char url[512];
+    snprintf(url, sizeof url, "/v1/models/%s/versions/%s/files/%s", model, version, path);
+    it_response r = it_send("PUT", url, admin(), data, len);
+    must(r, 201, url);
+    it_response_free(&r);
+}
+
+static void create_model(const char *name)
+{
+    char body[200];
+    snprintf(body, sizeof body, "{\"name\":\"%s\"}", name);
+    it_response r = it_send_json("POST", "/v1/models", admin(), body);
+    must(r, 201, body);
+    it_response_free(&r);
+}
+
+/* A new draft of model; its number goes to out. */
+static void create_draft(const char *model, char *out, size_t cap)
+{
+    char url[300];
+    snprintf(url, sizeof url, "/v1/models/%s/versions", model);
+    it_response r = it_send("POST", url, admin(), NULL, 0);
+    must(r, 201, url);
+    snprintf(out, cap, "%lld", r.json ? it_json_int(r.json, "version") : -1);
+    it_response_free(&r);
+}
+
+/* model with version 1 published: model.safetensors (tensor w) and sub/config.json. */
+static void create_published(const char *model)
+{
+    create_model(model);
+    char v[16];
+    create_draft(model, v, sizeof v);
+    put_file(model, v, "model.safetensors", model_file.data, model_file.len);
+    static const char sidecar[] = "{\"model_type\":\"authz\"}";
+    put_file(model, v, "sub/config.json", sidecar, strlen(sidecar));
+    char url[300];
+    snprintf(url, sizeof url, "/v1/models/%s/versions/%s/publish", model, v);
+    it_response r = it_send("POST", url, admin(), NULL, 0);
+    must(r, 200, url);
+    it_response_free(&r);
+}
+
+static bool wait_json_state(const char *path, const char *want)
+{
+    for (int i = 0; i < 500; i++) {
+        it_response r = it_request("GET", path, &(it_request_opts){.token = admin()});
+        const char *state = it_json_str(&r, "state");
+        bool done = r.status == 200 && state != NULL && strcmp(state, want) == 0;
+        it_response_free(&r);
+        if (done)
+            return true;
+        usleep(20 * 1000);
+    }
+    fprintf(stderr, "setup: %s never reached state %s\n", path, want);
+    return false;
+}
+
+/* A host preload of acme/m's tensor w, resident; its id goes to out (17 bytes). */
+static void create_preload(char *out)
+{
+    it_response r = it_send_json("POST", "/v1/preloads", admin(),
+                                 "{\"model\":\"acme/m\",\"version\":1,\"device\":\"host\","
+                                 "\"tensors\":[\"w\"]}");
+    must(r, 202, "POST /v1/preloads");
+    const char *id = it_json_str(&r, "id");
+    snprintf(out, 17, "%s", id ? id : "");
+    it_response_free(&r);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/preloads/%s", out);
+    CHECK(wait_json_state(path, "resident"));
+}
+
+/* ---- fresh targets for the writes ---- */
+
+static void prep_model_create(attempt *a)
+{
+    snprintf(a->body, sizeof a->body, "{\"name\":\"acme/new-%d\"}", ++serial);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/new-%d", serial);
+}
+
+static void prep_model_delete(attempt *a)
+{
+    char name[64];
+    snprintf(name, sizeof name, "acme/del-%d", ++serial);
+    create_model(name);
+    snprintf(a->path, sizeof a->path, "/v1/models/%s", name);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/%s", name);
+}
+
+static void prep_publish(attempt *a)
+{
+    char v[16];
+    create_draft("acme/w", v, sizeof v);
+    put_file("acme/w", v, "model.safetensors", model_file.data, model_file.len);
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s/publish", v);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/w/versions/%s", v);
+}
+
+static void prep_alias(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/aliases/a%d", ++serial);
+}
+
+static void prep_file_put(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s/files/up-%d.safetensors",
+             draft_w, ++serial);
+}
+
+static void prep_file_delete(attempt *a)
+{
+    char path[64];
+    snprintf(path, sizeof path, "del-%d.safetensors", ++serial);
+    put_file("acme/w", draft_w, path, model_file.data, model_file.len);
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s/files/%s", draft_w, path);
+}
+
+static void prep_preload_delete(attempt *a)
+{
+    char id[17];
+    create_preload(id);
+    snprintf(a->path, sizeof a->path, "/v1/preloads/%s", id);
+    snprintf(a->probe, sizeof a->probe, "/v1/preloads/%s", id);
+}
+
+static void prep_job(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/jobs/%s", job_id);
+}
+
+static void prep_preload(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/preloads/%s", preload_id);
+}
+
+#define M "/v1/models/acme/m"
+#define V "/v1/models/{org}/{name}/versions/{rev}"
+
+/* One row per operation of openapi.yaml. acme/m is the read fixture (version 1
+ * published); acme/w takes the writes; acme/cv the conversions. A probe with no
+ * prepare is the row's fixed probe path (the prepare may set its own). */
+static row rows[] = {
+    {"GET", "/v1/models", N_LIST, 200, 0, "/v1/models", B_NONE, NULL, P_NONE, NULL, false},
+    {"POST", "/v1/models", N_WRITE, 201, 0, "/v1/models", B_JSON, NULL, P_BODY, prep_model_create,
+     false},
+    {"GET", "/v1/models/{org}/{name}", N_READ, 200, 0, M, B_NONE, NULL, P_NONE, NULL, false},
+    {"DELETE", "/v1/models/{org}/{name}", N_ADMIN, 204, 0, NULL, B_NONE, NULL, P_BODY,
+     prep_model_delete, false},
+    {"POST", "/v1/models/{org}/{name}/versions", N_WRITE, 201, 0, "/v1/models/acme/w/versions",
+     B_NONE, NULL, P_BODY, NULL, false},
+    {"GET", V, N_READ, 200, 0, M "/versions/1", B_NONE, NULL, P_NONE, NULL, false},
+    {"POST", V "/publish", N_WRITE, 200, 0, NULL, B_NONE, NULL, P_BODY, prep_publish, false},
+    {"PUT", "/v1/models/{org}/{name}/aliases/{alias}", N_WRITE, 200, 0, NULL, B_JSON,
+     "{\"version\":1}", P_BODY, prep_alias, false},
+    {"GET", V "/files", N_READ, 200, 0, M "/versions/1/files", B_NONE, NULL, P_NONE, NULL, false},
+    {"PUT", V "/files/{path}", N_WRITE, 201, 0, NULL, B_MODEL, NULL, P_BODY, prep_file_put, false},
+    {"GET", V "/files/{path}", N_READ, 200, 0, M "/versions/1/files/model.safetensors", B_NONE,
+     NULL, P_NONE, NULL, false},
+    {"HEAD", V "/files/{path}", N_READ, 200, 0, M "/versions/1/files/model.safetensors", B_NONE,
+     NULL, P_NONE, NULL, false},
+    {"DELETE", V "/files/{path}", N_WRITE, 204, 0, NULL, B_NONE, NULL, P_BODY, prep_file_delete,
+     false},
+    {"GET", V "/files/{path}/header", N_READ, 200, 0,
+     M "/versions/1/files/model.safetensors/header", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", V "/tensors", N_READ, 200, 0, M "/versions/1/tensors", B_NONE, NULL, P_NONE, NULL,
+     false},
+    {"GET", V "/tensors/{tensor}", N_READ, 200, 0, M "/versions/1/tensors/w", B_NONE, NULL, P_NONE,
+     NULL, false},
+    {"HEAD", V "/tensors/{tensor}", N_READ, 200, 0, M "/versions/1/tensors/w", B_NONE, NULL, P_NONE,
+     NULL, false},
+    {"POST", V "/convert", N_WRITE, 202, 0, "/v1/models/acme/cv/versions/1/convert", B_JSON,
+     "{\"dtype\":\"F16\"}", P_COUNT, NULL, false},
+    {"GET", "/v1/jobs", N_LIST, 200, 0, "/v1/jobs", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/jobs/{id}", N_READ, 200, 0, NULL, B_NONE, NULL, P_NONE, prep_job, false},
+    /* the job is done: an allowed cancel is 409 job_finished (after the token check) */
+    {"DELETE", "/v1/jobs/{id}", N_WRITE, 409, 0, NULL, B_NONE, NULL, P_BODY, prep_job, false},
+    {"POST", "/v1/preloads", N_WRITE, 202, 0, "/v1/preloads", B_JSON,
+     "{\"model\":\"acme/m\",\"version\":1,\"device\":\"host\",\"tensors\":[\"w\"]}", P_COUNT, NULL,
+     false},
+    {"GET", "/v1/preloads", N_LIST, 200, 0, "/v1/preloads", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/preloads/{id}", N_READ, 200, 0, NULL, B_NONE, NULL, P_NONE, prep_preload, false},
+    {"DELETE", "/v1/preloads/{id}", N_WRITE, 204, 202, NULL, B_NONE, NULL, P_STATUS,
+     prep_preload_delete, false},
+    {"POST", "/v1/scan", N_READ_ANY, 200, 0, "/v1/scan", B_MODEL, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/rejections", N_ADMIN, 200, 0, "/v1/rejections", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/healthz", N_OPEN, 200, 0, "/healthz", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/readyz", N_OPEN, 200, 0, "/readyz", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/metrics", N_OPEN, 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/openapi.yaml", N_OPEN, 200, 0, "/openapi.yaml", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/{org}/{name}/resolve/{rev}/{path}", N_READ, 200, 0,
+     "/acme/m/resolve/1/model.safetensors", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/{org}/{name}/raw/{rev}/{path}", N_READ, 200, 0, "/acme/m/raw/1/sub/config.json",
+     B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/api/models", N_LIST, 200, 0, "/api/models", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/api/models/{org}/{name}", N_READ, 200, 0, "/api/models/acme/m", B_NONE, NULL, P_NONE,
+     NULL, false},
+    {"GET", "/api/models/{org}/{name}/revision/{rev}", N_READ, 200, 0,
+     "/api/models/acme/m/revision/1", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/api/models/{org}/{name}/tree/{rev}", N_READ, 200, 0, "/api/models/acme/m/tree/1",
+     B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/api/models/{org}/{name}/tree/{rev}/{path}", N_READ, 200, 0,
+     "/api/models/acme/m/tree/1/sub", B_NONE, NULL, P_NONE, NULL, false},
+};
+#define ROW_COUNT (sizeof rows / sizeof rows[0])
+
+/* The status the contract names for this route, token kind and mode. */
+static int expected_status(const row *r, kind k)
+{
+    bool needs_token =
+        r->need == N_WRITE || r->need == N_ADMIN ||
+        (auth_read && (r->need == N_READ || r->need == N_LIST || r->need == N_READ_ANY));
+    if (r->need == N_OPEN || !needs_token)
+        return r->ok; /* an open route does not look at the token at all */
+    if (k == K_NONE || k == K_UNKNOWN || k == K_REVOKED)
+        return 401;
+    bool other = k == K_READ_OTHER || k == K_WRITE_OTHER || k == K_ADMIN_OTHER;
+    switch (r->need) {
+    case N_READ:
+        return other ? 403 : r->ok;
+    case N_LIST:
+    case N_READ_ANY:
+        return r->ok;
+    case N_WRITE:
+        return k == K_WRITE || k == K_ADMIN ? r->ok : 403;
+    case N_ADMIN:
+        return k == K_ADMIN ? r->ok : 403;
+    case N_OPEN:
+        break;
+    }
+    return r->ok;
+}
+
+static it_response perform(const row *r, const attempt *a, const char *token)
+{
+    const char *body = r->body;
+    if (a->body[0] != '\0')
+        body = a->body;
+    if (r->body_kind == B_JSON)
+        return it_send_json(r->method, a->path, token, body ? body : "{}");
+    if (r->body_kind == B_MODEL)
+        return it_send(r->method, a->path, token, model_file.data, model_file.len);
+    return it_request(r->method, a->path, &(it_request_opts){.token = token});
+}
+
+/* The probe's answer as one comparable string (malloc'd). */
+static char *probe(const row *r, const attempt *a)
+{
+    if (r->probe == P_NONE || a->probe[0] == '\0')
+        return NULL;
+    it_response p = it_request("GET", a->probe, &(it_request_opts){.token = admin()});
+    char *out = NULL;
+    if (r->probe == P_STATUS) {
+        if (asprintf(&out, "%ld", p.status) < 0)
+            out = NULL;
+    } else if (r->probe == P_COUNT) {
+        json_t *list = json_object_get(p.json, a->count_key);
+        if (asprintf(&out, "%ld %zu", p.status, json_array_size(list)) < 0)
+            out = NULL;
+    } else if (asprintf(&out, "%ld %s", p.status, p.body.data ? (const char *)p.body.data : "") <
+               0) {
+        out = NULL;
+    }
+    it_response_free(&p);
+    return out;
+}
+
+static void check_refusal(const row *r, const it_response *resp, int want)
+{
+    if (want == 401) {
+        char www[128];
+        const char *h = it_header(resp, "WWW-Authenticate", www, sizeof www);
+        CHECK(h != NULL && strncasecmp(h, "Bearer", 6) == 0);
+    }
+    if (strcmp(r->method, "HEAD") == 0) {
+        CHECK_EQ_U64(resp->body.len, 0); /* HEAD: the status and headers only */
+        return;
+    }
+    CHECK_STR(it_reason(resp), want == 401 ? "unauthorized" : "forbidden");
+    char ct[128];
+    it_header(resp, "Content-Type", ct, sizeof ct);
+    CHECK_STR(ct, "application/problem+json");
+}
+
+/* A list answered to a token limited to 'other' under --auth-read shows nothing of acme. */
+static void check_list_scope(const row *r, kind k, const it_response *resp)
+{
+    if (r->need != N_LIST || !auth_read ||
+        (k != K_READ_OTHER && k != K_WRITE_OTHER && k != K_ADMIN_OTHER))
+        return;
+    const char *body = resp->body.data ? (const char *)resp->body.data : "";
+    bool leaks = strstr(body, "acme/") != NULL;
+    CHECK(!leaks);
+    if (leaks)
+        fprintf(stderr, "  %s %s with a %s shows acme: %.300s\n", r->method, r->op, kind_names[k],
+                body);
+    if (strcmp(r->op, "/v1/models") == 0 || strcmp(r->op, "/api/models") == 0)
+        CHECK(strstr(body, "other/m") != NULL);
+}
+
+static void run_row(row *r)
+{
+    for (kind k = 0; k < K_COUNT; k++) {
+        attempt a;
+        memset(&a, 0, sizeof a);
+        if (r->path != NULL)
+            snprintf(a.path, sizeof a.path, "%s", r->path);
+        if (r->probe == P_BODY && r->prepare == NULL)
+            snprintf(a.probe, sizeof a.probe, "%s", "/v1/models/acme/w");
+        if (r->probe == P_COUNT && strcmp(r->op, "/v1/preloads") == 0) {
+            snprintf(a.probe, sizeof a.probe, "/v1/preloads");
+            snprintf(a.count_key, sizeof a.count_key, "preloads");
+        } else if (r->probe == P_COUNT) {
+            snprintf(a.probe, sizeof a.probe, "/v1/jobs?model=acme/cv&limit=1000");
+            snprintf(a.count_key, sizeof a.count_key, "jobs");
+        }
+        if (r->prepare != NULL)
+            r->prepare(&a);
+        if (r->probe == P_BODY && a.probe[0] == '\0') {
+            if (strstr(a.path, "/files/") != NULL)
+                snprintf(a.probe, sizeof a.probe, "/v1/models/acme/w/versions/%s/files", draft_w);
+            else if (strncmp(a.path, "/v1/jobs/", 9) == 0)
+                snprintf(a.probe, sizeof a.probe, "%s", a.path);
+            else
+                snprintf(a.probe, sizeof a.probe, "/v1/models/acme/w");
+        }
+        int want = expected_status(r, k);
+        char *before = want >= 400 && want != r->ok ? probe(r, &a) : NULL;
+        it_response resp = perform(r, &a, k == K_NONE ? NULL : tokens[k]);
+        bool ok =
+            resp.status == want || (want == r->ok && r->ok_alt != 0 && resp.status == r->ok_alt);
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "  %s %s (%s), %s%s: %ld, expected %d: %.300s\n", r->method, r->op,
+                    a.path, kind_names[k], auth_read ? ", --auth-read" : "", resp.status, want,
+                    resp.body.data ? (const char *)resp.body.data : "");
+        if (want == 401 || want == 403)
+            check_refusal(r, &resp, want);
+        if (want == r->ok)
+            check_list_scope(r, k, &resp);
+        /* wait for what an allowed preload started, so later probes see a settled list */
+        if (resp.status == 202 && strcmp(r->op, "/v1/preloads") == 0) {
+            char path[64];
+            snprintf(path, sizeof path, "/v1/preloads/%.16s",
+                     it_json_str(&resp, "id") ? it_json_str(&resp, "id") : "");
+            CHECK(wait_json_state(path, "resident"));
+        }
+        it_response_free(&resp);
+        if (before != NULL) {
+            char *after = probe(r, &a);
+            bool same = after != NULL && strcmp(before, after) == 0;
+            CHECK(same);
+            if (!same)
+                fprintf(stderr,
+                        "  refused %s %s (%s) changed %s:\n    before %.300s\n    after  %.300s\n",
+                        r->method, a.path, kind_names[k], a.probe, before,
+                        after ? after : "(none)");
+            free(after);
+        }
+        free(before);
+    }
+}
+
+/* ---- the document's operations ---- */
+
+static bool read_file(const char *path, it_buf *out)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        it_buf_append(out, chunk, n);
+    fclose(f);
+    return true;
+}
+
+/* As tests/integration/routes.c: a path is a line "  /...:" of the paths section,
+ * an operation a line "    get:" below it. Marks each row the document has and
+ * fails for an operation with no row. */
+TEST(every_operation_has_a_row)
+{
+    it_buf spec = {0};
+    CHECK(read_file("openapi.yaml", &spec));
+    static const char *const methods[] = {"get",  "put",   "post",   "delete",
+                                          "head", "patch", "options"};
+    bool in_paths = false;
+    char current[256] = "";
+    int operations = 0;
+    for (char *line = strtok((char *)spec.data, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "paths:", 6) == 0) {
+            in_paths = true;
+            continue;
+        }
+        if (!in_paths)
+            continue;
+        if (line[0] != ' ' && line[0] != '#' && line[0] != '\0')
+            break;
+        if (strncmp(line, "  /", 3) == 0) {
+            char *colon = strrchr(line, ':');
+            if (colon != NULL) {
+                *colon = '\0';
+                snprintf(current, sizeof current, "%s", line + 2);
+            }
+            continue;
+        }
+        for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+            size_t ml = strlen(methods[m]);
+            if (strncmp(line, "    ", 4) != 0 || strncmp(line + 4, methods[m], ml) != 0 ||
+                line[4 + ml] != ':' || current[0] == '\0')
+                continue;
+            operations++;
+            bool found = false;
+            for (size_t i = 0; i < ROW_COUNT; i++) {
+                if (strcasecmp(rows[i].method, methods[m]) == 0 &&
+                    strcmp(rows[i].op, current) == 0) {
+                    rows[i].seen = true;
+                    found = true;
+                }
+            }
+            CHECK(found);
+            if (!found)
+                fprintf(stderr, "  %s %s has no row in the authorization matrix\n", methods[m],
+                        current);
+        }
+    }
+    for (size_t i = 0; i < ROW_COUNT; i++) {
+        CHECK(rows[i].seen);
+        if (!rows[i].seen)
+            fprintf(stderr, "  row %s %s is not an operation of openapi.yaml\n", rows[i].method,
+                    rows[i].op);
+    }
+    CHECK(operations >= 30);
+    CHECK_EQ_U64(operations, ROW_COUNT);
+    it_buf_free(&spec);
+}
+
+TEST(every_route_every_token)
+{
+    for (size_t i = 0; i < ROW_COUNT; i++)
+        run_row(&rows[i]);
+}
+
+/* The hand-off takes a token with read scope on the preload's model's org, in
+ * both modes (the socket is never open). */
+TEST(preload_socket_tokens)
+{
+    struct {
+        kind k;
+        const char *want; /* NULL: the lease is granted */
+    } cases[] = {
+        {K_NONE, "unauthorized"}, {K_UNKNOWN, "unauthorized"},  {K_REVOKED, "unauthorized"},
+        {K_READ, NULL},           {K_READ_OTHER, "forbidden"},  {K_WRITE_OTHER, "forbidden"},
+        {K_WRITE, NULL},          {K_ADMIN_OTHER, "forbidden"}, {K_ADMIN, NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_preload_client *c = NULL;
+        char err[512] = "";
+        int rc = tg_preload_open(socket_path, cases[i].k == K_NONE ? "" : tokens[cases[i].k],
+                                 preload_id, &c, err, sizeof err);
+        bool ok = cases[i].want == NULL
+                      ? rc == 0 && c != NULL && tg_preload_find(c, "w") != NULL
+                      : rc != 0 && strncmp(err, cases[i].want, strlen(cases[i].want)) == 0 &&
+                            err[strlen(cases[i].want)] == ':';
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "  preload socket, %s%s: rc %d, %s (expected %s)\n",
+                    kind_names[cases[i].k], auth_read ? ", --auth-read" : "", rc, err,
+                    cases[i].want ? cases[i].want : "a lease");
+        tg_preload_close(c);
+    }
+    /* a request without the token field at all is no request */
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path);
+    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0);
+    char line[128];
+    snprintf(line, sizeof line, "{\"preload\":\"%s\"}\n", preload_id);
+    CHECK(it_write_all(fd, line, strlen(line)));
+    char reply[1024];
+    it_read_some(fd, reply, sizeof reply, 5000);
+    CHECK(strstr(reply, "\"error\"") != NULL && strstr(reply, "\"invalid_request\"") != NULL);
+    close(fd);
+}
+
+/* An id that names nothing: a token limited to a namespace learns nothing from it
+ * (403, as for another namespace's job or preload), so it cannot count or find the
+ * other namespaces' jobs by walking the (sequential) job ids; an unlimited token
+ * that may act gets 404. Reads of an unknown id are open without --auth-read. */
+TEST(unknown_ids)
+{
+    static const struct {
+        const char *method, *path;
+        bool write;
+    } ids[] = {{"GET", "/v1/jobs/999999", false},
+               {"DELETE", "/v1/jobs/999999", true},
+               {"GET", "/v1/preloads/ffffffffffffffff", false},
+               {"DELETE", "/v1/preloads/ffffffffffffffff", true}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        for (kind k = 0; k < K_COUNT; k++) {
+            bool limited =
+                k == K_READ_OTHER || k == K_WRITE_OTHER || k == K_ADMIN_OTHER || k == K_WRITE;
+            int want;
+            if (!ids[i].write && !auth_read)
+                want = 404;
+            else if (k == K_NONE || k == K_UNKNOWN || k == K_REVOKED)
+                want = 401;
+            else if (ids[i].write && k == K_READ)
+                want = 403;
+            else
+                want = limited && (ids[i].write || strncmp(ids[i].path, "/v1/jobs/", 9) == 0) ? 403
+                                                                                              : 404;
+            it_response r = it_request(ids[i].method, ids[i].path,
+                                       &(it_request_opts){.token = k == K_NONE ? NULL : tokens[k]});
+            CHECK(r.status == want);
+            if (r.status != want)
+                fprintf(stderr, "  %s %s, %s%s: %ld, expected %d: %.300s\n", ids[i].method,
+                        ids[i].path, kind_names[k], auth_read ? ", --auth-read" : "", r.status,
+                        want, r.body.data ? (const char *)r.body.data : "");
+            it_response_free(&r);
+        }
+    }
+}
+
+static void setup(void)
+{
+    it_tensor_spec t = {"w", "F32", 1, {4}};
+    it_build_safetensors(&model_file, &t, 1, NULL, 5);
+    create_published("acme/m");
+    create_published("acme/w");
+    create_published("acme/cv");
+    create_published("other/m");
+    create_draft("acme/w", draft_w, sizeof draft_w);
+    it_response r =
+        it_send_json("PUT", "/v1/models/acme/m/aliases/stable", admin(), "{\"version\":1}");
+    must(r, 200, "alias");
+    it_response_free(&r);
+    r = it_send_json("POST", "/v1/models/acme/m/versions/1/convert", admin(),
+                     "{\"dtype\":\"F16\"}");
+    must(r, 202, "convert");
+    snprintf(job_id, sizeof job_id, "%lld", r.json ? it_json_int(r.json, "id") : -1);
+    it_response_free(&r);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job_id);
+    CHECK(wait_json_state(path, "done"));
+    create_preload(preload_id);
+}
+
+int main(int argc, char **argv)
+{
+    it_init(argc, argv, NULL);
+    snprintf(socket_path, sizeof socket_path, "%.80s/preload.sock", it_srv.data);
+    snprintf(tokens[K_REVOKED], sizeof tokens[0], "%s", it_token_revoked("admin", NULL));
+    snprintf(tokens[K_READ], sizeof tokens[0], "%s", it_token("read", NULL));
+    snprintf(tokens[K_READ_OTHER], sizeof tokens[0], "%s", it_token("read", "other"));
+    snprintf(tokens[K_WRITE_OTHER], sizeof tokens[0], "%s", it_token("write", "other"));
+    snprintf(tokens[K_WRITE], sizeof tokens[0], "%s", it_token("write", "acme"));
+    snprintf(tokens[K_ADMIN_OTHER], sizeof tokens[0], "%s", it_token("admin", "other"));
+    /* the form of a token, never issued */
+    snprintf(tokens[K_UNKNOWN], sizeof tokens[0], "tg_%064d", 7);
+    snprintf(tokens[K_ADMIN], sizeof tokens[0], "%s", it_token("admin", NULL));
+    for (kind k = K_UNKNOWN; k < K_COUNT; k++)
+        CHECK(strncmp(tokens[k], "tg_", 3) == 0);
+    RUN(every_operation_has_a_row);
+    setup();
+    RUN(every_route_every_token);
+    RUN(preload_socket_tokens);
+    RUN(unknown_ids);
+
+    /* the same data, the same tokens, reads closed */
+    int status = it_server_stop();
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    static const char *const flags[] = {"--auth-read", NULL};
+    CHECK(it_server_start_args(flags, NULL) == 0);
+    auth_read = true;
+    create_preload(preload_id); /* preloads do not outlive the server */
+    RUN(every_route_every_token);
+    RUN(preload_socket_tokens);
+    RUN(unknown_ids);
+    it_buf_free(&model_file);
+    return it_finish(argv[0]);
+}
