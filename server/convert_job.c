@@ -21,6 +21,7 @@
 
 #include "index_check.h"
 #include "log.h"
+#include "reclaim.h"
 #include "routes.h"
 #include "st_convert.h"
 #include "st_gate.h"
@@ -72,6 +73,9 @@ static bool cancel_asked(int64_t job_id)
 typedef struct job_failure {
     char reason[48];
     char detail[TG_JOB_DETAIL_MAX];
+    /* a blob committed for a job whose row was gone by the time it was recorded (its
+     * model deleted): nothing references it, the worker reclaims it */
+    char orphan[65];
 } job_failure;
 
 static int __attribute__((format(printf, 3, 4)))
@@ -217,7 +221,7 @@ int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_co
                               tg_convert_survey *out, char *detail, size_t detail_len)
 {
     version_plan vp;
-    job_failure failure = {"", ""};
+    job_failure failure = {"", "", ""};
     int rc = plan_version(server, version_id, spec, &vp, &failure);
     if (rc == 0)
         *out = vp.survey;
@@ -656,6 +660,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
     tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, stats);
     if (status == TG_CAT_NOT_FOUND) {
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
+        snprintf(failure->orphan, sizeof failure->orphan, "%s", made.sha256);
         goto out;
     }
     if (status != TG_CAT_OK) {
@@ -796,9 +801,10 @@ static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *
     if (sink_commit(&s, source->path, &made, &stats, failure) != 0)
         goto out;
     tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, "[]");
-    if (status == TG_CAT_NOT_FOUND)
+    if (status == TG_CAT_NOT_FOUND) {
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
-    else if (status != TG_CAT_OK)
+        snprintf(failure->orphan, sizeof failure->orphan, "%s", made.sha256);
+    } else if (status != TG_CAT_OK)
         fail(failure, "internal", "the catalog failed recording %s", source->path);
     else
         rc = 0;
@@ -994,17 +1000,27 @@ static void *worker_main(void *arg)
             tg_log(TG_LOG_INFO, "job %lld: converting %s/%s version %lld to %s (attempt %lld)",
                    (long long)job->id, job->org, job->name, (long long)job->source_number,
                    job->dtype, (long long)job->attempts);
-            job_failure failure = {"", ""};
+            job_failure failure = {"", "", ""};
             int rc = run_job(server, job, &failure);
             if (rc < 0) {
                 tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, failure.reason,
                        failure.detail);
                 /* A cancelled job keeps the detail the cancel stored (NULL); one whose
-                 * model was deleted is gone, and failing it changes nothing. Its
-                 * job_files rows go, their blobs left for gc. */
+                 * model was deleted is gone (ids are never reused, so no other job is
+                 * touched), and failing it changes nothing. Its job_files rows go, and
+                 * their blobs with them when nothing else uses them. */
+                tg_file_records made = {0};
+                (void)tg_catalog_job_file_list(server->catalog, job->id, tg_file_records_collect,
+                                               &made);
                 bool cancelled = strcmp(failure.reason, "cancelled") == 0;
                 tg_catalog_job_fail(server->catalog, job->id, failure.reason,
                                     cancelled ? NULL : failure.detail);
+                for (size_t i = 0; i < made.count; i++)
+                    (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256,
+                                          false);
+                free(made.items);
+                if (failure.orphan[0] != '\0')
+                    (void)tg_blob_reclaim(&server->store, server->catalog, failure.orphan, false);
             } else if (rc > 0) {
                 tg_log(TG_LOG_INFO, "job %lld: stopped; it resumes at the next start",
                        (long long)job->id);
