@@ -80,8 +80,7 @@ static bool authorize(tg_request *req, tg_scope scope, const char *org, char *to
         return false;
     }
     if (strncasecmp(header, "Bearer ", 7) != 0) {
-        tg_respond_problem(req, 401, "unauthorized",
-                           "the Authorization header must be 'Bearer <token>'");
+        tg_respond_problem(req, 401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
         return false;
     }
     const char *token = header + 7;
