@@ -958,7 +958,11 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
     tg_version version;
     tg_cat_status status = tg_catalog_job_commit(server->catalog, job->id, digest, &version);
     if (status == TG_CAT_NOT_FOUND || status == TG_CAT_CONFLICT) {
+        /* cancelled, its model deleted, or its token revoked (the commit failed it
+         * then): its rows are gone, and its blobs go unless something else uses them */
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
+        for (size_t i = 0; i < made.count; i++)
+            (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256, false);
         goto out;
     }
     if (status != TG_CAT_OK) {
