@@ -735,11 +735,12 @@ static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *
     }
     json_error_t error;
     root = json_loads(text, JSON_REJECT_DUPLICATES, &error);
-    json_t *metadata = root ? json_object_get(root, "metadata") : NULL;
-    if (!json_is_object(root) || (metadata != NULL && !json_is_object(metadata))) {
-        fail(failure, "index_mismatch", "%s is not an index object", source->path);
+    char shape[300];
+    if (!tg_index_shape_check(root, source->path, shape, sizeof shape)) {
+        fail(failure, "index_mismatch", "%s", shape);
         goto out;
     }
+    json_t *metadata = json_object_get(root, "metadata");
     uint64_t total = 0;
     size_t count = 0;
     for (size_t i = 0; i < vp->files.count; i++) {

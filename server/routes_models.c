@@ -225,6 +225,11 @@ void tg_route_model_create(tg_request *req)
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;
+    static const char *const fields[] = {"name", "description", NULL};
+    if (!tg_json_known_fields(req, body, fields)) {
+        json_decref(body);
+        return;
+    }
     const char *full_name = json_string_value(json_object_get(body, "name"));
     json_t *description_value = json_object_get(body, "description");
     const char *description = "";
@@ -415,6 +420,9 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     body = tg_json_body(req);
     if (body == NULL)
+        goto out;
+    static const char *const fields[] = {"version", NULL};
+    if (!tg_json_known_fields(req, body, fields))
         goto out;
     json_t *number_value = json_object_get(body, "version");
     if (!json_is_integer(number_value) || json_integer_value(number_value) < 1) {

@@ -4,7 +4,9 @@
  * another's rows (ids are never reused, and each commit re-checks the model's
  * identity and the token), nothing is left half-made: no row, no temp file, no
  * blob nothing references (`tensorgate gc --dry-run` finds none), and
- * `tensorgate fsck` passes. */
+ * `tensorgate fsck` passes. Also: unknown JSON members refused by POST /v1/models
+ * and PUT .../aliases, and an index whose metadata is not an object refused at
+ * publish. */
 #include "harness.h"
 
 #define BASE "/v1/models"
@@ -392,6 +394,59 @@ TEST(job_of_revoked_token_makes_no_version)
     restart_with_convert_delay(NULL);
 }
 
+/* POST /v1/models and PUT .../aliases/{alias} refuse unknown members, as the
+ * schema (additionalProperties: false) and the other routes do. */
+TEST(unknown_fields_are_refused)
+{
+    it_response r = it_send_json("POST", BASE, admin, "{\"name\":\"acme/strict\",\"privat\":true}");
+    CHECK_PROBLEM(r, 400, "invalid_request");
+    it_response_free(&r);
+    r = it_get(BASE "/acme/strict");
+    CHECK_EQ_U64(r.status, 404);
+    it_response_free(&r);
+    create_draft("acme/strict", admin);
+    r = it_send("PUT", BASE "/acme/strict/versions/1/files/config.json", admin, "{}", 2);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    r = it_send_json("POST", BASE "/acme/strict/versions/1/publish", admin, NULL);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    r = it_send_json("PUT", BASE "/acme/strict/aliases/prod", admin, "{\"version\":1,\"force\":true}");
+    CHECK_PROBLEM(r, 400, "invalid_request");
+    it_response_free(&r);
+    r = it_get(BASE "/acme/strict/aliases/prod");
+    CHECK(r.status != 200);
+    it_response_free(&r);
+    delete_model("acme/strict");
+}
+
+/* An index whose metadata is not an object is refused at publish, by the same check
+ * a conversion of the version would apply (it used to publish, then fail every job). */
+TEST(index_metadata_must_be_an_object)
+{
+    create_draft("acme/indexed", admin);
+    static const it_tensor_spec t[] = {{"w", "F32", 1, {4}}};
+    it_buf shard = {0};
+    it_build_safetensors(&shard, t, 1, NULL, 3);
+    it_response r = it_send("PUT", BASE "/acme/indexed/versions/1/files/model-00001-of-00001.safetensors",
+                            admin, shard.data, shard.len);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    it_buf_free(&shard);
+    const char *index = "{\"metadata\":\"total_size=16\","
+                        "\"weight_map\":{\"w\":\"model-00001-of-00001.safetensors\"}}";
+    r = it_send("PUT", BASE "/acme/indexed/versions/1/files/model.safetensors.index.json", admin,
+                index, strlen(index));
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    r = it_send_json("POST", BASE "/acme/indexed/versions/1/publish", admin, NULL);
+    CHECK_PROBLEM(r, 422, "index_mismatch");
+    CHECK(r.body.data != NULL && strstr((const char *)r.body.data, "not an object") != NULL);
+    it_response_free(&r);
+    delete_model("acme/indexed");
+    check_store_clean();
+}
+
 int main(int argc, char **argv)
 {
     unsetenv("TENSORGATE_TEST_CONVERT_DELAY_MS");
@@ -403,5 +458,7 @@ int main(int argc, char **argv)
     RUN(upload_cut_by_restart_leaves_nothing);
     RUN(job_of_deleted_model_touches_no_other_job);
     RUN(job_of_revoked_token_makes_no_version);
+    RUN(unknown_fields_are_refused);
+    RUN(index_metadata_must_be_an_object);
     return it_finish(argv[0]);
 }
