@@ -169,7 +169,8 @@ static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err
         }
         if (!foreign_keys_hold(catalog)) {
             exec(catalog, "ROLLBACK");
-            snprintf(err, err_len, "migration %d failed: it leaves rows whose foreign key has no parent",
+            snprintf(err, err_len,
+                     "migration %d failed: it leaves rows whose foreign key has no parent",
                      version);
             exec(catalog, "PRAGMA foreign_keys=ON");
             return TG_CAT_ERROR;
@@ -691,9 +692,8 @@ static tg_cat_status check_token_covers(tg_catalog *catalog, const char *hash, i
 static tg_cat_status check_guard(tg_catalog *catalog, const tg_commit_guard *guard,
                                  int64_t version_id, const char **why)
 {
-    static const char sql[] =
-        "SELECT v.state FROM versions v JOIN models m ON m.id = v.model_id"
-        " WHERE v.id = ? AND m.id = ? AND m.org = ? AND m.name = ?";
+    static const char sql[] = "SELECT v.state FROM versions v JOIN models m ON m.id = v.model_id"
+                              " WHERE v.id = ? AND m.id = ? AND m.org = ? AND m.name = ?";
     sqlite3_stmt *st = statement(catalog, sql);
     if (st == NULL)
         return TG_CAT_ERROR;
@@ -708,7 +708,7 @@ static tg_cat_status check_guard(tg_catalog *catalog, const tg_commit_guard *gua
         status = TG_CAT_NOT_FOUND;
     } else if (rc == SQLITE_ROW) {
         status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
-                                                                                  : TG_CAT_CONFLICT;
+                                                                                : TG_CAT_CONFLICT;
         if (status == TG_CAT_CONFLICT)
             *why = "version_published";
     }
@@ -1182,8 +1182,8 @@ const char *tg_job_state_name(tg_job_state state)
 }
 
 #define JOB_COLUMNS                                                                                \
-    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"           \
-    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"      \
+    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
+    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
     " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id"
 #define JOB_FROM                                                                                   \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = j.source_version_id"
@@ -1269,8 +1269,8 @@ tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
 
 tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
                                        int64_t source_version_id, const char *dtype,
-                                       const char *tensors_json, uint64_t bytes_total,
-                                       tg_job *out, bool *existing)
+                                       const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                       bool *existing)
 {
     static const char sql[] =
         "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
@@ -1654,10 +1654,11 @@ tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const c
     if (job->token_id > 0) {
         status = check_token_covers(catalog, NULL, job->token_id, job->org, &why);
         if (status == TG_CAT_NOT_FOUND) {
-            status = fail_job(catalog, job_id, why,
-                              strcmp(why, "token_revoked") == 0
-                                  ? "the token that asked for the job was revoked before it finished"
-                                  : "the token that asked for the job no longer covers its model");
+            status =
+                fail_job(catalog, job_id, why,
+                         strcmp(why, "token_revoked") == 0
+                             ? "the token that asked for the job was revoked before it finished"
+                             : "the token that asked for the job no longer covers its model");
             free(job);
             if (status == TG_CAT_OK && exec(catalog, "COMMIT") == SQLITE_OK) {
                 status = TG_CAT_CONFLICT;

@@ -6,9 +6,9 @@
 #include <strings.h>
 
 #include "auth.h"
-#include "routes.h"
 #include "checks.h"
 #include "reclaim.h"
+#include "routes.h"
 
 tg_model *tg_model_alloc(tg_request *req)
 {

@@ -463,8 +463,9 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_respond_problem(req, 403, "forbidden",
                            "the token no longer covers '%s'; nothing was stored", up->model.org);
     } else if (status == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "version_not_found",
-                           "the model or the version was deleted during the upload; nothing was stored");
+        tg_respond_problem(
+            req, 404, "version_not_found",
+            "the model or the version was deleted during the upload; nothing was stored");
     } else if (status != TG_CAT_OK) {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
     } else {

@@ -42,7 +42,8 @@ static void check_store_clean(void)
             usleep(20 * 1000);
         out.len = 0;
         CHECK_EQ_U64(tg_command("gc --dry-run", &out), 0);
-        orphan = out.data != NULL && out.len > 0 && strstr((const char *)out.data, "would remove") != NULL;
+        orphan = out.data != NULL && out.len > 0 &&
+                 strstr((const char *)out.data, "would remove") != NULL;
     }
     if (orphan) {
         fprintf(stderr, "orphan blobs: %s\n", (const char *)out.data);
@@ -411,7 +412,8 @@ TEST(unknown_fields_are_refused)
     r = it_send_json("POST", BASE "/acme/strict/versions/1/publish", admin, NULL);
     CHECK_STATUS(r, 200);
     it_response_free(&r);
-    r = it_send_json("PUT", BASE "/acme/strict/aliases/prod", admin, "{\"version\":1,\"force\":true}");
+    r = it_send_json("PUT", BASE "/acme/strict/aliases/prod", admin,
+                     "{\"version\":1,\"force\":true}");
     CHECK_PROBLEM(r, 400, "invalid_request");
     it_response_free(&r);
     r = it_get(BASE "/acme/strict/aliases/prod");
@@ -428,8 +430,9 @@ TEST(index_metadata_must_be_an_object)
     static const it_tensor_spec t[] = {{"w", "F32", 1, {4}}};
     it_buf shard = {0};
     it_build_safetensors(&shard, t, 1, NULL, 3);
-    it_response r = it_send("PUT", BASE "/acme/indexed/versions/1/files/model-00001-of-00001.safetensors",
-                            admin, shard.data, shard.len);
+    it_response r =
+        it_send("PUT", BASE "/acme/indexed/versions/1/files/model-00001-of-00001.safetensors",
+                admin, shard.data, shard.len);
     CHECK_STATUS(r, 201);
     it_response_free(&r);
     it_buf_free(&shard);
