@@ -53,6 +53,22 @@ tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *
     return tg_catalog_token_lookup(catalog, hash, granted, token_namespace, namespace_size);
 }
 
+bool tg_auth_token_hash(const tg_request *req, char hash[65])
+{
+    hash[0] = '\0';
+    const char *header = tg_header(req, "Authorization");
+    if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
+        return false;
+    const char *token = header + 7;
+    while (*token == ' ')
+        token++;
+    size_t token_len = strlen(token);
+    if (token_len == 0 || token_len > 256)
+        return false;
+    tg_sha256_hex(token, token_len, hash);
+    return true;
+}
+
 /* tg_auth_require, also giving the token's namespace ("" when unlimited). */
 static bool authorize(tg_request *req, tg_scope scope, const char *org, char *token_namespace,
                       size_t namespace_size)

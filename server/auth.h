@@ -31,6 +31,11 @@ tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *
  * returns false. */
 bool tg_auth_require(tg_request *req, tg_scope scope, const char *org);
 
+/* The SHA-256 hex of the request's bearer token, for work that re-checks at its
+ * commit that the token still exists (tg_commit_guard); false (hash "") when the
+ * request carries none. */
+bool tg_auth_token_hash(const tg_request *req, char hash[65]);
+
 /* Reads: open unless --auth-read. */
 bool tg_auth_read(tg_request *req, const char *org);
 /* tg_auth_read for a list of what several orgs own: also gives the namespace the

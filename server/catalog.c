@@ -110,6 +110,17 @@ static void unlock(tg_catalog *catalog)
     pthread_mutex_unlock(&catalog->lock);
 }
 
+/* PRAGMA foreign_key_check finds no row: every foreign key has its parent. */
+static bool foreign_keys_hold(tg_catalog *catalog)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(catalog->db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK)
+        return false;
+    bool hold = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+    return hold;
+}
+
 static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err_len)
 {
     if (exec(catalog, "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -134,6 +145,14 @@ static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err
                  current, MIGRATION_COUNT);
         return TG_CAT_ERROR;
     }
+    /* A migration may rebuild a table (new, copy, drop, rename: SQLite cannot change a
+     * key in place), and with foreign keys on the DROP would cascade into every row
+     * that references it. So they are off while migrations run (the pragma cannot
+     * change inside a transaction) and each migration checks them before its commit. */
+    if (current < MIGRATION_COUNT && exec(catalog, "PRAGMA foreign_keys=OFF") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(catalog->db));
+        return TG_CAT_ERROR;
+    }
     for (int version = current + 1; version <= MIGRATION_COUNT; version++) {
         char now[TG_TIME_LEN];
         tg_time_now(now);
@@ -148,11 +167,24 @@ static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err
             exec(catalog, "ROLLBACK");
             goto fail;
         }
+        if (!foreign_keys_hold(catalog)) {
+            exec(catalog, "ROLLBACK");
+            snprintf(err, err_len,
+                     "migration %d failed: it leaves rows whose foreign key has no parent",
+                     version);
+            exec(catalog, "PRAGMA foreign_keys=ON");
+            return TG_CAT_ERROR;
+        }
         if (exec(catalog, "COMMIT") != SQLITE_OK)
             goto fail;
         continue;
     fail:
         snprintf(err, err_len, "migration %d failed: %s", version, sqlite3_errmsg(catalog->db));
+        exec(catalog, "PRAGMA foreign_keys=ON");
+        return TG_CAT_ERROR;
+    }
+    if (exec(catalog, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(catalog->db));
         return TG_CAT_ERROR;
     }
     catalog->schema_version = MIGRATION_COUNT;
@@ -621,9 +653,85 @@ static tg_cat_status check_draft(tg_catalog *catalog, int64_t version_id)
     return status;
 }
 
+/* Caller holds the lock inside a transaction: TG_CAT_OK when the token hash names a
+ * token that still exists, has at least write scope and whose namespace (if any)
+ * is org; else TG_CAT_NOT_FOUND with *why "token_revoked" or "forbidden". */
+static tg_cat_status check_token_covers(tg_catalog *catalog, const char *hash, int64_t id,
+                                        const char *org, const char **why)
+{
+    static const char by_hash[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    static const char by_id[] = "SELECT scope, namespace FROM tokens WHERE id = ?";
+    sqlite3_stmt *st = statement(catalog, hash != NULL ? by_hash : by_id);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    if (hash != NULL)
+        bind_text(st, 1, hash);
+    else
+        sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_DONE) {
+        *why = "token_revoked";
+        status = TG_CAT_NOT_FOUND;
+    } else if (rc == SQLITE_ROW) {
+        const char *scope = (const char *)sqlite3_column_text(st, 0);
+        const char *ns = (const char *)sqlite3_column_text(st, 1);
+        status = TG_CAT_OK;
+        if (scope == NULL || strcmp(scope, "read") == 0 || (ns != NULL && strcmp(ns, org) != 0)) {
+            *why = "forbidden";
+            status = TG_CAT_NOT_FOUND;
+        }
+    }
+    sqlite3_reset(st);
+    return status;
+}
+
+/* Caller holds the lock inside a transaction: the guard's model still exists with
+ * the same id, org and name, version_id is one of its versions and a draft, and
+ * the guard's token still covers the model. */
+static tg_cat_status check_guard(tg_catalog *catalog, const tg_commit_guard *guard,
+                                 int64_t version_id, const char **why)
+{
+    static const char sql[] = "SELECT v.state FROM versions v JOIN models m ON m.id = v.model_id"
+                              " WHERE v.id = ? AND m.id = ? AND m.org = ? AND m.name = ?";
+    sqlite3_stmt *st = statement(catalog, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, version_id);
+    sqlite3_bind_int64(st, 2, guard->model_id);
+    bind_text(st, 3, guard->org);
+    bind_text(st, 4, guard->name);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_DONE) {
+        *why = "version_not_found";
+        status = TG_CAT_NOT_FOUND;
+    } else if (rc == SQLITE_ROW) {
+        status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
+                                                                                : TG_CAT_CONFLICT;
+        if (status == TG_CAT_CONFLICT)
+            *why = "version_published";
+    }
+    sqlite3_reset(st);
+    if (status == TG_CAT_OK && guard->token_hash != NULL)
+        status = check_token_covers(catalog, guard->token_hash, 0, guard->org, why);
+    return status;
+}
+
 tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
                                   const tg_file_record *file, const char *tensor_stats)
 {
+    return tg_catalog_file_put_guarded(catalog, NULL, version_id, file, tensor_stats, NULL);
+}
+
+tg_cat_status tg_catalog_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
+                                          int64_t version_id, const tg_file_record *file,
+                                          const char *tensor_stats, const char **why)
+{
+    const char *why_local = NULL;
+    if (why == NULL)
+        why = &why_local;
+    *why = NULL;
     static const char sql[] =
         "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
         " nan, inf, tensor_stats, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
@@ -634,7 +742,8 @@ tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
     /* The draft check and the insert are one transaction: a publish cannot slip between. */
     if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
         goto out;
-    status = check_draft(catalog, version_id);
+    status = guard != NULL ? check_guard(catalog, guard, version_id, why)
+                           : check_draft(catalog, version_id);
     if (status == TG_CAT_OK) {
         sqlite3_stmt *st = statement(catalog, sql);
         status = TG_CAT_ERROR;
@@ -1010,6 +1119,49 @@ tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256
     return status;
 }
 
+tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
+{
+    static const char sql[] = "SELECT id FROM tokens WHERE hash = ?";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, hash);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *id = sqlite3_column_int64(st, 0);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
+tg_cat_status tg_catalog_model_blobs(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
+{
+    static const char sql[] =
+        "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"
+        " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"
+        " WHERE j.model_id = ?1";
+    lock(catalog);
+    sqlite3_stmt *st = statement(catalog, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            visit(ctx, (const char *)sqlite3_column_text(st, 0));
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    unlock(catalog);
+    return status;
+}
+
 /* ---- jobs ---- */
 
 /* Runs one prepared write of a job transaction; caller holds the lock. */
@@ -1030,9 +1182,9 @@ const char *tg_job_state_name(tg_job_state state)
 }
 
 #define JOB_COLUMNS                                                                                \
-    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"           \
-    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"      \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at"
+    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
+    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
+    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id"
 #define JOB_FROM                                                                                   \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = j.source_version_id"
 
@@ -1061,6 +1213,7 @@ static void read_job(sqlite3_stmt *st, tg_job *out)
     copy_text(out->created_at, sizeof out->created_at, st, 15);
     copy_text(out->started_at, sizeof out->started_at, st, 16);
     copy_text(out->finished_at, sizeof out->finished_at, st, 17);
+    out->token_id = sqlite3_column_int64(st, 18);
 }
 
 /* Caller holds the lock. */
@@ -1110,9 +1263,18 @@ tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
                                     const char *tensors_json, uint64_t bytes_total, tg_job *out,
                                     bool *existing)
 {
+    return tg_catalog_job_create_by(catalog, 0, model_id, source_version_id, dtype, tensors_json,
+                                    bytes_total, out, existing);
+}
+
+tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                       int64_t source_version_id, const char *dtype,
+                                       const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                       bool *existing)
+{
     static const char sql[] =
         "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
-        " created_at) VALUES ('convert', 'queued', ?, ?, ?, ?, ?, ?)";
+        " created_at, token_id) VALUES ('convert', 'queued', ?, ?, ?, ?, ?, ?, ?)";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     *existing = false;
@@ -1134,6 +1296,10 @@ tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
         bind_text(st, 4, tensors_json);
         sqlite3_bind_int64(st, 5, (int64_t)bytes_total);
         bind_text(st, 6, now);
+        if (token_id > 0)
+            sqlite3_bind_int64(st, 7, token_id);
+        else
+            sqlite3_bind_null(st, 7);
         int rc = sqlite3_step(st);
         sqlite3_reset(st);
         if (rc == SQLITE_DONE)
@@ -1481,6 +1647,30 @@ tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const c
     if (status != TG_CAT_OK) {
         free(job);
         goto rollback;
+    }
+    /* the token that asked for the job must still exist and cover the model: a
+     * revoked token's job fails here rather than publish under a dead grant */
+    const char *why = NULL;
+    if (job->token_id > 0) {
+        status = check_token_covers(catalog, NULL, job->token_id, job->org, &why);
+        if (status == TG_CAT_NOT_FOUND) {
+            status =
+                fail_job(catalog, job_id, why,
+                         strcmp(why, "token_revoked") == 0
+                             ? "the token that asked for the job was revoked before it finished"
+                             : "the token that asked for the job no longer covers its model");
+            free(job);
+            if (status == TG_CAT_OK && exec(catalog, "COMMIT") == SQLITE_OK) {
+                status = TG_CAT_CONFLICT;
+                goto out;
+            }
+            status = TG_CAT_ERROR;
+            goto rollback;
+        }
+        if (status != TG_CAT_OK) {
+            free(job);
+            goto rollback;
+        }
     }
     status = TG_CAT_ERROR;
     sqlite3_stmt *st = statement(catalog, version_sql);

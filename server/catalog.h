@@ -123,6 +123,21 @@ tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
  * TG_CAT_CONFLICT when the version is published. tensor_stats is JSON text. */
 tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
                                   const tg_file_record *file, const char *tensor_stats);
+/* What an upload that began earlier re-checks in the transaction of its commit: the
+ * model still exists with the id, org and name it had at the start (ids are never
+ * reused, schema 3), the version is one of its drafts, and the token (by hash; NULL:
+ * none to check) still exists, has write scope and covers org. A failed check
+ * answers TG_CAT_NOT_FOUND (why: "version_not_found", "token_revoked",
+ * "forbidden") or TG_CAT_CONFLICT (why: "version_published"), writing nothing. */
+typedef struct tg_commit_guard {
+    int64_t model_id;
+    const char *org;
+    const char *name;
+    const char *token_hash;
+} tg_commit_guard;
+tg_cat_status tg_catalog_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
+                                          int64_t version_id, const tg_file_record *file,
+                                          const char *tensor_stats, const char **why);
 tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
                                   tg_file_record *out);
 /* Per-tensor [[nan, inf], ...] in file order, malloc'd JSON text. */
@@ -168,6 +183,8 @@ typedef struct tg_token_info {
 /* Every token, oldest first. */
 tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
                                     void (*visit)(void *ctx, const tg_token_info *token), void *ctx);
+/* The id of the token with this hash; NOT_FOUND if none. */
+tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id);
 /* Deletes the token: it is refused (401) from the next request on. NOT_FOUND if no such id. */
 tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id);
 
@@ -175,6 +192,10 @@ tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id);
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
                                    int (*visit)(void *ctx, const char *sha256, uint64_t size),
                                    void *ctx);
+/* Every blob a file of one of the model's versions or of its jobs references (read
+ * before deleting the model, to reclaim those nothing else uses after). */
+tg_cat_status tg_catalog_model_blobs(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const char *sha256), void *ctx);
 tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced);
 
 /* jobs (schema 2): background work such as conversion into a derived version.
@@ -206,6 +227,7 @@ typedef struct tg_job {
     char created_at[TG_TIME_LEN];
     char started_at[TG_TIME_LEN];  /* "" until started */
     char finished_at[TG_TIME_LEN]; /* "" until done or failed */
+    int64_t token_id;              /* the token that asked for it (schema 3), else 0 */
 } tg_job;
 
 const char *tg_job_state_name(tg_job_state state);
@@ -218,6 +240,13 @@ tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
                                     int64_t source_version_id, const char *dtype,
                                     const char *tensors_json, uint64_t bytes_total, tg_job *out,
                                     bool *existing);
+/* The same, recording the token that asks (token_id > 0): tg_catalog_job_commit fails
+ * the job (reason "token_revoked" or "forbidden", answering TG_CAT_CONFLICT) when that
+ * token was revoked or no longer covers the model by then. */
+tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                       int64_t source_version_id, const char *dtype,
+                                       const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                       bool *existing);
 tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out);
 
 /* Which jobs a list keeps; each member set to NULL (state: has_state false) keeps all. */

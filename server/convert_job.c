@@ -21,6 +21,7 @@
 
 #include "index_check.h"
 #include "log.h"
+#include "reclaim.h"
 #include "routes.h"
 #include "st_convert.h"
 #include "st_gate.h"
@@ -72,6 +73,9 @@ static bool cancel_asked(int64_t job_id)
 typedef struct job_failure {
     char reason[48];
     char detail[TG_JOB_DETAIL_MAX];
+    /* a blob committed for a job whose row was gone by the time it was recorded (its
+     * model deleted): nothing references it, the worker reclaims it */
+    char orphan[65];
 } job_failure;
 
 static int __attribute__((format(printf, 3, 4)))
@@ -217,7 +221,7 @@ int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_co
                               tg_convert_survey *out, char *detail, size_t detail_len)
 {
     version_plan vp;
-    job_failure failure = {"", ""};
+    job_failure failure = {"", "", ""};
     int rc = plan_version(server, version_id, spec, &vp, &failure);
     if (rc == 0)
         *out = vp.survey;
@@ -656,6 +660,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
     tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, stats);
     if (status == TG_CAT_NOT_FOUND) {
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
+        snprintf(failure->orphan, sizeof failure->orphan, "%s", made.sha256);
         goto out;
     }
     if (status != TG_CAT_OK) {
@@ -730,11 +735,12 @@ static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *
     }
     json_error_t error;
     root = json_loads(text, JSON_REJECT_DUPLICATES, &error);
-    json_t *metadata = root ? json_object_get(root, "metadata") : NULL;
-    if (!json_is_object(root) || (metadata != NULL && !json_is_object(metadata))) {
-        fail(failure, "index_mismatch", "%s is not an index object", source->path);
+    char shape[300];
+    if (!tg_index_shape_check(root, source->path, shape, sizeof shape)) {
+        fail(failure, "index_mismatch", "%s", shape);
         goto out;
     }
+    json_t *metadata = json_object_get(root, "metadata");
     uint64_t total = 0;
     size_t count = 0;
     for (size_t i = 0; i < vp->files.count; i++) {
@@ -796,9 +802,10 @@ static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *
     if (sink_commit(&s, source->path, &made, &stats, failure) != 0)
         goto out;
     tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, "[]");
-    if (status == TG_CAT_NOT_FOUND)
+    if (status == TG_CAT_NOT_FOUND) {
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
-    else if (status != TG_CAT_OK)
+        snprintf(failure->orphan, sizeof failure->orphan, "%s", made.sha256);
+    } else if (status != TG_CAT_OK)
         fail(failure, "internal", "the catalog failed recording %s", source->path);
     else
         rc = 0;
@@ -952,7 +959,11 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
     tg_version version;
     tg_cat_status status = tg_catalog_job_commit(server->catalog, job->id, digest, &version);
     if (status == TG_CAT_NOT_FOUND || status == TG_CAT_CONFLICT) {
+        /* cancelled, its model deleted, or its token revoked (the commit failed it
+         * then): its rows are gone, and its blobs go unless something else uses them */
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
+        for (size_t i = 0; i < made.count; i++)
+            (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256, false);
         goto out;
     }
     if (status != TG_CAT_OK) {
@@ -994,17 +1005,27 @@ static void *worker_main(void *arg)
             tg_log(TG_LOG_INFO, "job %lld: converting %s/%s version %lld to %s (attempt %lld)",
                    (long long)job->id, job->org, job->name, (long long)job->source_number,
                    job->dtype, (long long)job->attempts);
-            job_failure failure = {"", ""};
+            job_failure failure = {"", "", ""};
             int rc = run_job(server, job, &failure);
             if (rc < 0) {
                 tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, failure.reason,
                        failure.detail);
                 /* A cancelled job keeps the detail the cancel stored (NULL); one whose
-                 * model was deleted is gone, and failing it changes nothing. Its
-                 * job_files rows go, their blobs left for gc. */
+                 * model was deleted is gone (ids are never reused, so no other job is
+                 * touched), and failing it changes nothing. Its job_files rows go, and
+                 * their blobs with them when nothing else uses them. */
+                tg_file_records made = {0};
+                (void)tg_catalog_job_file_list(server->catalog, job->id, tg_file_records_collect,
+                                               &made);
                 bool cancelled = strcmp(failure.reason, "cancelled") == 0;
                 tg_catalog_job_fail(server->catalog, job->id, failure.reason,
                                     cancelled ? NULL : failure.detail);
+                for (size_t i = 0; i < made.count; i++)
+                    (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256,
+                                          false);
+                free(made.items);
+                if (failure.orphan[0] != '\0')
+                    (void)tg_blob_reclaim(&server->store, server->catalog, failure.orphan, false);
             } else if (rc > 0) {
                 tg_log(TG_LOG_INFO, "job %lld: stopped; it resumes at the next start",
                        (long long)job->id);

@@ -99,22 +99,35 @@ static const located_name *find_name(const located_name *all, size_t n, const ch
     return NULL;
 }
 
+bool tg_index_shape_check(const struct json_t *index, const char *index_path, char *detail,
+                          size_t detail_len)
+{
+    if (index == NULL || !json_is_object(index)) {
+        snprintf(detail, detail_len, "%s is not a JSON object", index_path);
+        return false;
+    }
+    if (!json_is_object(json_object_get(index, "weight_map"))) {
+        snprintf(detail, detail_len, "%s has no \"weight_map\" object", index_path);
+        return false;
+    }
+    json_t *metadata = json_object_get(index, "metadata");
+    if (metadata != NULL && !json_is_object(metadata)) {
+        snprintf(detail, detail_len, "%s has a \"metadata\" that is not an object", index_path);
+        return false;
+    }
+    return true;
+}
+
 bool tg_index_check(const char *index_path, const char *json_text, size_t json_len,
                     const tg_shard *shards, size_t count, char *detail, size_t detail_len)
 {
     json_error_t error;
     json_t *index = json_loadb(json_text, json_len, JSON_REJECT_DUPLICATES, &error);
-    if (index == NULL || !json_is_object(index)) {
-        snprintf(detail, detail_len, "%s is not a JSON object", index_path);
+    if (!tg_index_shape_check(index, index_path, detail, detail_len)) {
         json_decref(index);
         return false;
     }
     json_t *weight_map = json_object_get(index, "weight_map");
-    if (!json_is_object(weight_map)) {
-        snprintf(detail, detail_len, "%s has no \"weight_map\" object", index_path);
-        json_decref(index);
-        return false;
-    }
     const char *slash = strrchr(index_path, '/');
     size_t dir_len = slash ? (size_t)(slash - index_path) + 1 : 0;
     size_t n = 0;

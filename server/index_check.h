@@ -18,6 +18,13 @@ typedef struct tg_shard {
  * the tensor and both files. */
 bool tg_shards_disjoint(const tg_shard *shards, size_t count, char *detail, size_t detail_len);
 
+struct json_t;
+/* The shape both publish (through tg_index_check) and a conversion job require of a
+ * parsed index: an object with a "weight_map" object and, if present, a "metadata"
+ * object. On failure detail says which. */
+bool tg_index_shape_check(const struct json_t *index, const char *index_path, char *detail,
+                          size_t detail_len);
+
 /* Checks an index (JSON text of the file at index_path) against shards (the
  * .safetensors files of the index's directory): every weight_map entry names a
  * shard (relative to the index's directory) that holds that tensor, no tensor is in

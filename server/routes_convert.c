@@ -145,9 +145,15 @@ void tg_route_version_convert(tg_request *req)
         goto out;
     }
     bool existing = false;
-    tg_cat_status status =
-        tg_catalog_job_create(server->catalog, model->id, version.id, st_dtype_name(spec.to),
-                              globs_text, survey.bytes_total, job, &existing);
+    /* the job remembers its token: its commit fails it if the token was revoked by then */
+    char token_hash[65];
+    int64_t token_id = 0;
+    if (tg_auth_token_hash(req, token_hash) &&
+        tg_catalog_token_id(server->catalog, token_hash, &token_id) != TG_CAT_OK)
+        token_id = 0;
+    tg_cat_status status = tg_catalog_job_create_by(server->catalog, token_id, model->id,
+                                                    version.id, st_dtype_name(spec.to), globs_text,
+                                                    survey.bytes_total, job, &existing);
     if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
         goto out;

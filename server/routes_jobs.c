@@ -24,6 +24,10 @@ static unsigned failure_status(const char *reason)
         return 422;
     if (strcmp(reason, "cancelled") == 0)
         return 409;
+    if (strcmp(reason, "token_revoked") == 0)
+        return 401;
+    if (strcmp(reason, "forbidden") == 0)
+        return 403;
     return 500;
 }
 

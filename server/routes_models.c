@@ -6,8 +6,9 @@
 #include <strings.h>
 
 #include "auth.h"
-#include "routes.h"
 #include "checks.h"
+#include "reclaim.h"
+#include "routes.h"
 
 tg_model *tg_model_alloc(tg_request *req)
 {
@@ -224,6 +225,11 @@ void tg_route_model_create(tg_request *req)
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;
+    static const char *const fields[] = {"name", "description", NULL};
+    if (!tg_json_known_fields(req, body, fields)) {
+        json_decref(body);
+        return;
+    }
     const char *full_name = json_string_value(json_object_get(body, "name"));
     json_t *description_value = json_object_get(body, "description");
     const char *description = "";
@@ -334,6 +340,25 @@ void tg_route_model_get(tg_request *req)
     free(model);
 }
 
+typedef struct model_blobs {
+    char (*items)[TG_SHA256_HEX_LEN + 1];
+    size_t count, cap;
+} model_blobs;
+
+static void collect_blob(void *ctx, const char *sha256)
+{
+    model_blobs *blobs = ctx;
+    if (blobs->count == blobs->cap) {
+        size_t cap = blobs->cap ? blobs->cap * 2 : 16;
+        void *grown = realloc(blobs->items, cap * sizeof *blobs->items);
+        if (grown == NULL)
+            return; /* the rest stay for gc */
+        blobs->items = grown;
+        blobs->cap = cap;
+    }
+    snprintf(blobs->items[blobs->count++], TG_SHA256_HEX_LEN + 1, "%s", sha256);
+}
+
 void tg_route_model_delete(tg_request *req)
 {
     if (!tg_auth_require(req, TG_SCOPE_ADMIN, tg_param(req, "org")))
@@ -342,10 +367,18 @@ void tg_route_model_delete(tg_request *req)
     if (model == NULL)
         return;
     if (tg_lookup_model(req, model)) {
-        /* Blobs stay until `tensorgate gc`: another version may share them. */
+        /* Its blobs go with it when nothing else uses them (another model's version
+         * may share one: tg_blob_reclaim keeps those). Its jobs' rows go too; their
+         * ids are never reused, so a worker still running one only finds it gone.
+         * Uploads in flight to it find it gone at their commit (404). */
+        model_blobs blobs = {0};
+        (void)tg_catalog_model_blobs(req->server->catalog, model->id, collect_blob, &blobs);
         pthread_mutex_lock(&req->server->publish_lock);
         tg_cat_status status = tg_catalog_model_delete(req->server->catalog, model->id);
         pthread_mutex_unlock(&req->server->publish_lock);
+        for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
+            (void)tg_blob_reclaim(&req->server->store, req->server->catalog, blobs.items[i], false);
+        free(blobs.items);
         if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
             tg_respond_empty(req, 204);
         else
@@ -387,6 +420,9 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     body = tg_json_body(req);
     if (body == NULL)
+        goto out;
+    static const char *const fields[] = {"version", NULL};
+    if (!tg_json_known_fields(req, body, fields))
         goto out;
     json_t *number_value = json_object_get(body, "version");
     if (!json_is_integer(number_value) || json_integer_value(number_value) < 1) {

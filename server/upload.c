@@ -200,7 +200,8 @@ typedef struct upload {
     tg_model model;
     tg_version version;
     char path[TG_PATH_MAX + 1];
-    bool recorded; /* the refusal is in the rejections table */
+    char token_hash[65]; /* re-checked at the commit: a token revoked mid-body stores nothing */
+    bool recorded;       /* the refusal is in the rejections table */
 } upload;
 
 static void record_rejection(tg_request *req, upload *up, const char *reason, const char *format,
@@ -246,6 +247,7 @@ void tg_route_upload_start(tg_request *req)
     }
     up->ingest.fd = -1;
     req->state = up;
+    (void)tg_auth_token_hash(req, up->token_hash);
     if (!tg_lookup_model(req, &up->model))
         return;
     const char *path = tg_param(req, "path");
@@ -431,7 +433,16 @@ static void upload_answer(tg_request *req, bool body_ended)
     pthread_mutex_lock(&server->publish_lock);
     char replaced[TG_SHA256_HEX_LEN + 1];
     tg_file_blob(server->catalog, up->version.id, file.path, replaced);
-    tg_cat_status status = tg_catalog_file_put(server->catalog, up->version.id, &file, stats);
+    /* The body took a while: the commit re-checks, in its transaction, that the model
+     * is still the one the upload began for (same id, org and name), the version is
+     * still its draft, and the token still exists and covers the org. */
+    tg_commit_guard guard = {.model_id = up->model.id,
+                             .org = up->model.org,
+                             .name = up->model.name,
+                             .token_hash = up->token_hash[0] != '\0' ? up->token_hash : NULL};
+    const char *why = NULL;
+    tg_cat_status status =
+        tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, &file, stats, &why);
     pthread_mutex_unlock(&server->publish_lock);
     tg_store_unlock(blobs_lock);
     free(stats);
@@ -439,11 +450,22 @@ static void upload_answer(tg_request *req, bool body_ended)
      * holding the shared lock: reclaiming takes the exclusive one) */
     if (status == TG_CAT_OK && replaced[0] != '\0' && strcmp(replaced, file.sha256) != 0)
         (void)tg_blob_reclaim(&server->store, server->catalog, replaced, false);
+    /* a lost upload gives its blob back at once when no row uses it */
+    if (status != TG_CAT_OK)
+        (void)tg_blob_reclaim(&server->store, server->catalog, file.sha256, false);
     if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",
                            "version %lld was published during the upload", (long long)up->version.number);
+    } else if (status == TG_CAT_NOT_FOUND && why != NULL && strcmp(why, "token_revoked") == 0) {
+        tg_respond_problem(req, 401, "token_revoked",
+                           "the token was revoked during the upload; nothing was stored");
+    } else if (status == TG_CAT_NOT_FOUND && why != NULL && strcmp(why, "forbidden") == 0) {
+        tg_respond_problem(req, 403, "forbidden",
+                           "the token no longer covers '%s'; nothing was stored", up->model.org);
     } else if (status == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "version_not_found", "the version was deleted during the upload");
+        tg_respond_problem(
+            req, 404, "version_not_found",
+            "the model or the version was deleted during the upload; nothing was stored");
     } else if (status != TG_CAT_OK) {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
     } else {

@@ -277,7 +277,7 @@ TEST(jobs_commit_fail_recover)
     tg_catalog *catalog = open_fresh();
     if (catalog == NULL)
         return;
-    CHECK_EQ_U64(tg_catalog_schema_version(catalog), 2);
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), tg_catalog_known_schema_version());
     tg_model model;
     CHECK(tg_catalog_model_create(catalog, "acme", "jobs", "", &model) == TG_CAT_OK);
     tg_version v1;
@@ -641,11 +641,211 @@ TEST(schema_1_catalog_is_migrated)
     CHECK(tg_catalog_open(old_path, &catalog, err, sizeof err) == TG_CAT_OK);
     if (catalog == NULL)
         return;
-    CHECK_EQ_U64(tg_catalog_schema_version(catalog), 2);
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), tg_catalog_known_schema_version());
     tg_version version;
     CHECK(tg_catalog_version_get(catalog, 1, 1, &version) == TG_CAT_OK);
     CHECK_EQ_U64(version.derived_from, 0);
     CHECK_STR(version.derived_dtype, "");
+    tg_catalog_close(catalog);
+}
+
+static int64_t scalar(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t value = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        value = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return value;
+}
+
+/* A catalog at schema 2 with rows in every table opens at schema 3: every row, id,
+ * index and foreign key (with its cascade) is kept, and from then on an id is never
+ * handed out twice, even the highest one after its row is deleted. */
+TEST(schema_2_catalog_is_migrated_to_stable_ids)
+{
+    char old_path[160];
+    snprintf(old_path, sizeof old_path, "%s/v2.db", dir);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(old_path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
+                       " applied_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, tg_catalog_migration_sql(1), NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, tg_catalog_migration_sql(2), NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(
+              db,
+              "INSERT INTO schema_migrations VALUES (1, 'then'), (2, 'then');"
+              "INSERT INTO models(id, org, name, created_at) VALUES (1, 'acme', 'a', 't'),"
+              " (2, 'other', 'b', 't');"
+              "INSERT INTO versions(id, model_id, number, state, created_at, digest) VALUES"
+              " (1, 1, 1, 'published', 't', 'd1'), (2, 1, 2, 'draft', 't', NULL),"
+              " (3, 2, 1, 'published', 't', 'd3');"
+              "INSERT INTO versions(id, model_id, number, state, created_at, derived_from,"
+              " derived_dtype) VALUES (4, 1, 3, 'published', 't', 1, 'F16');"
+              "INSERT INTO files(version_id, path, kind, size, sha256, created_at) VALUES"
+              " (1, 'm.safetensors', 'safetensors', 8, 'aa', 't'),"
+              " (3, 'm.safetensors', 'safetensors', 8, 'bb', 't');"
+              "INSERT INTO aliases VALUES (1, 'prod', 1), (2, 'prod', 1);"
+              "INSERT INTO jobs(id, kind, state, model_id, source_version_id, dtype, created_at)"
+              " VALUES (1, 'convert', 'done', 1, 1, 'F16', 't'),"
+              " (2, 'convert', 'running', 2, 3, 'BF16', 't');"
+              "INSERT INTO job_files(job_id, path, kind, size, sha256) VALUES"
+              " (2, 'm.safetensors', 'safetensors', 8, 'cc');"
+              "INSERT INTO tokens(id, hash, scope, namespace, created_at) VALUES"
+              " (1, 'h1', 'admin', NULL, 't'), (2, 'h2', 'write', 'other', 't');"
+              "INSERT INTO rejections(time, reason) VALUES ('t', 'refused_format');",
+              NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(old_path, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog == NULL) {
+        fprintf(stderr, "open: %s\n", err);
+        return;
+    }
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), 3);
+    tg_model model;
+    CHECK(tg_catalog_model_get(catalog, "other", "b", &model) == TG_CAT_OK);
+    CHECK_EQ_U64(model.id, 2);
+    tg_version version;
+    CHECK(tg_catalog_version_get(catalog, 1, 3, &version) == TG_CAT_OK);
+    CHECK_EQ_U64(version.id, 4);
+    CHECK_EQ_U64(version.derived_from, 1);
+    CHECK_STR(version.derived_dtype, "F16");
+    tg_job job;
+    CHECK(tg_catalog_job_get(catalog, 2, &job) == TG_CAT_OK);
+    CHECK(job.state == TG_JOB_RUNNING);
+    CHECK_STR(job.org, "other");
+    CHECK_EQ_U64(job.token_id, 0);
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, "h2", &token_id) == TG_CAT_OK);
+    CHECK_EQ_U64(token_id, 2);
+    /* the highest model goes (its version, file, alias, job and job file cascade) and
+     * a new model does not get its id back; neither do a version, a job or a token */
+    CHECK(tg_catalog_model_delete(catalog, 2) == TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, 2, &job) == TG_CAT_NOT_FOUND);
+    tg_model again;
+    CHECK(tg_catalog_model_create(catalog, "acme", "new", "", &again) == TG_CAT_OK);
+    CHECK_EQ_U64(again.id, 3);
+    tg_version draft;
+    CHECK(tg_catalog_version_create(catalog, again.id, &draft) == TG_CAT_OK);
+    CHECK_EQ_U64(draft.id, 5);
+    CHECK(tg_catalog_token_revoke(catalog, 2) == TG_CAT_OK);
+    CHECK(tg_catalog_token_add(catalog, "h3", TG_SCOPE_READ, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_token_id(catalog, "h3", &token_id) == TG_CAT_OK);
+    CHECK_EQ_U64(token_id, 3);
+    tg_catalog_close(catalog);
+
+    CHECK(sqlite3_open(old_path, &db) == SQLITE_OK);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM versions WHERE model_id = 2"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM files"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM aliases"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM job_files"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM jobs"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM rejections"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
+                            " ('versions_by_digest', 'jobs_by_state', 'files_by_sha256',"
+                            " 'job_files_by_sha256')"),
+                 4);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_new'"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%_new%'"), 0);
+    sqlite3_close(db);
+}
+
+/* The guard of a long upload: a deleted and re-made model, a published version or a
+ * revoked or narrowed token makes the commit write nothing. */
+TEST(guarded_file_put)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "evil", "guard", "", &model) == TG_CAT_OK);
+    tg_version v1;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    const char *hash = "cccc000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "evil") == TG_CAT_OK);
+    tg_file_record file;
+    memset(&file, 0, sizeof file);
+    snprintf(file.path, sizeof file.path, "a.json");
+    snprintf(file.kind, sizeof file.kind, "json");
+    snprintf(file.sha256, sizeof file.sha256, "dd");
+    tg_commit_guard guard = {model.id, "evil", "guard", hash};
+    const char *why = NULL;
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) == TG_CAT_OK);
+    tg_commit_guard other_org = {model.id, "acme", "guard", hash};
+    CHECK(tg_catalog_file_put_guarded(catalog, &other_org, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "version_not_found");
+    /* the model goes and another comes: the old ids name nothing */
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    tg_model victim;
+    CHECK(tg_catalog_model_create(catalog, "acme", "victim", "", &victim) == TG_CAT_OK);
+    tg_version vv;
+    CHECK(tg_catalog_version_create(catalog, victim.id, &vv) == TG_CAT_OK);
+    CHECK(victim.id != model.id && vv.id != v1.id);
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    /* a revoked token */
+    CHECK(tg_catalog_model_create(catalog, "evil", "guard", "", &model) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    guard.model_id = model.id;
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, hash, &token_id) == TG_CAT_OK);
+    CHECK(tg_catalog_token_revoke(catalog, token_id) == TG_CAT_OK);
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "token_revoked");
+    tg_file_record got;
+    CHECK(tg_catalog_file_get(catalog, v1.id, "a.json", &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_file_get(catalog, vv.id, "a.json", &got) == TG_CAT_NOT_FOUND);
+    /* a token of another namespace */
+    const char *other = "eeee000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, other, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    guard.token_hash = other;
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "forbidden");
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    CHECK(tg_catalog_model_delete(catalog, victim.id) == TG_CAT_OK);
+    tg_catalog_close(catalog);
+}
+
+/* A job remembers its token: revoked before the commit, the job fails token_revoked. */
+TEST(job_of_revoked_token_fails_at_commit)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "tokjob", "", &model) == TG_CAT_OK);
+    tg_version v1;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    const char *digest = "0000000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_version_publish(catalog, v1.id, digest, &v1) == TG_CAT_OK);
+    const char *hash = "ffff000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, hash, &token_id) == TG_CAT_OK);
+    tg_job job, got;
+    bool existing = false;
+    CHECK(tg_catalog_job_create_by(catalog, token_id, model.id, v1.id, "F16", "[]", 10, &job,
+                                   &existing) == TG_CAT_OK);
+    CHECK_EQ_U64(job.token_id, token_id);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_token_revoke(catalog, token_id) == TG_CAT_OK);
+    tg_version made;
+    const char *other = "1111111111111111111111111111111111111111111111111111111111111111";
+    CHECK(tg_catalog_job_commit(catalog, job.id, other, &made) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "token_revoked");
+    CHECK(tg_catalog_version_get(catalog, model.id, 2, &made) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
     tg_catalog_close(catalog);
 }
 
@@ -682,6 +882,9 @@ int main(int argc, char **argv)
     RUN(jobs_list_filters_and_pages);
     RUN(jobs_cancel);
     RUN(schema_1_catalog_is_migrated);
+    RUN(schema_2_catalog_is_migrated_to_stable_ids);
+    RUN(guarded_file_put);
+    RUN(job_of_revoked_token_fails_at_commit);
     RUN(newer_schema_is_refused);
     char command[160];
     snprintf(command, sizeof command, "rm -rf %s", dir);
