@@ -69,9 +69,10 @@ bool tg_auth_token_hash(const tg_request *req, char hash[65])
     return true;
 }
 
-/* tg_auth_require, also giving the token's namespace ("" when unlimited). */
-static bool authorize(tg_request *req, tg_scope scope, const char *org, char *token_namespace,
-                      size_t namespace_size)
+/* The token's presence, validity and scope: answers 401/403 and returns false when one
+ * fails; gives the token's namespace ("" when unlimited). */
+static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespace,
+                            size_t namespace_size)
 {
     token_namespace[0] = '\0';
     const char *header = tg_header(req, "Authorization");
@@ -101,6 +102,15 @@ static bool authorize(tg_request *req, tg_scope scope, const char *org, char *to
         tg_respond_problem(req, 403, "forbidden", "the token's scope is too small for this route");
         return false;
     }
+    return true;
+}
+
+/* tg_auth_require, also giving the token's namespace ("" when unlimited). */
+static bool authorize(tg_request *req, tg_scope scope, const char *org, char *token_namespace,
+                      size_t namespace_size)
+{
+    if (!authorize_token(req, scope, token_namespace, namespace_size))
+        return false;
     if (token_namespace[0] != '\0' && scope > TG_SCOPE_READ &&
         (org == NULL || strcmp(org, token_namespace) != 0)) {
         tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
@@ -114,6 +124,12 @@ static bool authorize(tg_request *req, tg_scope scope, const char *org, char *to
         return false;
     }
     return true;
+}
+
+bool tg_auth_require_scope(tg_request *req, tg_scope scope)
+{
+    char token_namespace[TG_NAME_MAX + 1];
+    return authorize_token(req, scope, token_namespace, sizeof token_namespace);
 }
 
 bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)

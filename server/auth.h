@@ -31,6 +31,12 @@ tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *
  * returns false. */
 bool tg_auth_require(tg_request *req, tg_scope scope, const char *org);
 
+/* The first half of tg_auth_require, for a route whose org is only known from its body:
+ * answers 401/403 (and returns false) unless the request carries a valid token of at
+ * least scope. The route then reads its body and calls tg_auth_require with the org,
+ * so a request without a valid token is 401 whatever its body holds. */
+bool tg_auth_require_scope(tg_request *req, tg_scope scope);
+
 /* The SHA-256 hex of the request's bearer token, for work that re-checks at its
  * commit that the token still exists (tg_commit_guard); false (hash "") when the
  * request carries none. */

@@ -222,6 +222,9 @@ static json_t *model_json(tg_server *server, const tg_model *model);
 
 void tg_route_model_create(tg_request *req)
 {
+    /* No token, or one that cannot write anywhere: 401/403 before the body is judged. */
+    if (!tg_auth_require_scope(req, TG_SCOPE_WRITE))
+        return;
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;

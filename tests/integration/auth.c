@@ -28,6 +28,20 @@ TEST(model_creation_scopes)
     r = it_send_json("POST", "/v1/models", write_other, body);
     CHECK_PROBLEM(r, 403, "forbidden");
     it_response_free(&r);
+    /* The token is judged before the body: a bad body without a valid token is 401, a
+     * read token's is 403, never the body's 400 (which would tell a stranger how far it got). */
+    static const char *const bad_bodies[] = {"{", "{\"name\":\"no-slash\"}", "{\"x\":1}"};
+    for (size_t i = 0; i < sizeof bad_bodies / sizeof bad_bodies[0]; i++) {
+        r = it_send_json("POST", "/v1/models", NULL, bad_bodies[i]);
+        check_unauthorized(&r);
+        it_response_free(&r);
+        r = it_send_json("POST", "/v1/models", read_token, bad_bodies[i]);
+        CHECK_PROBLEM(r, 403, "forbidden");
+        it_response_free(&r);
+        r = it_send_json("POST", "/v1/models", write_acme, bad_bodies[i]);
+        CHECK(r.status == 400);
+        it_response_free(&r);
+    }
     /* nothing was created by the refused requests */
     r = it_get("/v1/models/acme/auth");
     CHECK_PROBLEM(r, 404, "model_not_found");
