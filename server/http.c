@@ -813,7 +813,10 @@ static bool framing_refused(tg_request *req, const char *version, tg_refusal *re
     const union MHD_ConnectionInfo *size =
         MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     bool http_1_0 = version != NULL && strcmp(version, "HTTP/1.0") == 0;
-    return tg_framing_verdict(&framing, http_1_0, size ? size->header_size : 0, refusal);
+    /* the target has its own bound (414 uri_too_long, answered at routing) */
+    size_t head = size ? size->header_size : 0;
+    size_t fields = head > req->target.length ? head - req->target.length : 0;
+    return tg_framing_verdict(&framing, http_1_0, fields, refusal);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,

@@ -12,7 +12,7 @@
 #define TG_URI_MAX (16 * 1024)          /* request-target bytes: 414 uri_too_long */
 #define TG_QUERY_ARGS_MAX 64            /* query arguments: 400 too_many_query_arguments */
 #define TG_HEADER_FIELDS_MAX 64         /* header fields: 431 headers_too_large */
-#define TG_HEADER_BYTES_MAX (32 * 1024) /* request line + header fields: 431 headers_too_large */
+#define TG_HEADER_BYTES_MAX (32 * 1024) /* head bytes less the target: 431 headers_too_large */
 #define TG_JSON_DEPTH_MAX 32  /* nested arrays/objects in a JSON body: 400 json_too_deep */
 #define TG_SEGMENTS_MAX 300   /* path segments; more match no route (404) */
 #define TG_ROUTE_PARAMS_MAX 4 /* {placeholders} in one pattern */
@@ -69,7 +69,8 @@ typedef struct tg_refusal {
 } tg_refusal;
 
 /* Decides on a request's fields (http_1_0: the request line said HTTP/1.0;
- * header_bytes: request line and fields as received). Returns true and fills out
+ * header_bytes: the head as received, request line and fields up to the empty line,
+ * less the request target, which has its own bound). Returns true and fills out
  * when the request must be refused before routing:
  *   400 malformed_header   a field name that is not a token ("Content-Length : 7")
  *   400 ambiguous_framing  Transfer-Encoding with Content-Length, two Content-Length
