@@ -970,6 +970,22 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
  * the socket (problem+json, Connection: close, write side shut): libmicrohttpd's own
  * answer then cannot be sent and the connection closes. When no single request fits,
  * nothing is done. */
+/* True when the request's Content-Length is not digits that fit 64 bits: what
+ * libmicrohttpd refused, checked again so that no other request is answered. */
+static bool content_length_unparsable(tg_request *req)
+{
+    const char *value =
+        MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "Content-Length");
+    if (value == NULL)
+        return false;
+    uint64_t n = 0;
+    for (const char *p = value; *p != '\0'; p++)
+        if (*p < '0' || *p > '9' || __builtin_mul_overflow(n, 10, &n) ||
+            __builtin_add_overflow(n, (uint64_t)(*p - '0'), &n))
+            return true;
+    return value[0] == '\0';
+}
+
 static void refuse_from_log(tg_server *server, unsigned status, const char *reason,
                             const char *detail)
 {
@@ -985,7 +1001,7 @@ static void refuse_from_log(tg_server *server, unsigned status, const char *reas
         candidates++;
     }
     pthread_mutex_unlock(&phase_lock);
-    if (candidates != 1 || found->responded)
+    if (candidates != 1 || found->responded || !content_length_unparsable(found))
         return;
     phase_leave(found);
     found->started = true; /* libmicrohttpd will not call on_request for it */
