@@ -213,7 +213,7 @@ static int split_path(const char *path, segment *out)
  * (malloc'd) when req is not NULL. */
 static bool match_pattern(const char *pattern, const segment *url, int url_count, tg_request *req)
 {
-    tg_param_span spans[TG_ROUTE_PARAMS_MAX];
+    tg_param_span spans[TG_ROUTE_PARAMS_MAX] = {{0}};
     int count = 0;
     if (!tg_match_pattern(pattern, url, url_count, req ? spans : NULL, &count))
         return false;
