@@ -137,6 +137,12 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(shell pkg-config --libs jansson) -lm
 
+# fuzz_http also drives the server's pure HTTP parsing (no libmicrohttpd, no daemon).
+FUZZ_HTTP_SRC := server/http_parse.c server/checks.c
+build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(LIB_SRC) $(wildcard lib/*.h) $(FUZZ_HTTP_SRC) server/http_parse.h server/checks.h
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -Iserver -o $@ $< $(LIB_SRC) $(FUZZ_HTTP_SRC) $(shell pkg-config --libs jansson) -lm
+
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BIN)
 

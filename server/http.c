@@ -84,8 +84,9 @@ static const tg_route routes[] = {
 
 /* ---- metrics ---- */
 
-static const unsigned known_statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403, 404, 405,
-                                          406, 409, 411, 413, 415, 416, 422, 429, 500, 503, 507};
+static const unsigned known_statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403,
+                                          404, 405, 406, 409, 411, 413, 414, 415, 416,
+                                          422, 429, 431, 500, 501, 503, 507};
 #define STATUS_SLOTS (sizeof known_statuses / sizeof known_statuses[0] + 1)
 #define REJECTION_REASONS_MAX 64
 
@@ -199,76 +200,28 @@ char *tg_metrics_render(tg_server *server)
 
 /* ---- routing ---- */
 
-typedef struct segment {
-    const char *text;
-    size_t len;
-} segment;
+typedef tg_segment segment;
 
-#define SEGMENTS_MAX 300
+#define SEGMENTS_MAX TG_SEGMENTS_MAX
 
-/* Splits "/a/b/c" into segments (empty ones kept). Returns the count, or -1 if too many. */
 static int split_path(const char *path, segment *out)
 {
-    if (path[0] != '/')
-        return -1;
-    int count = 0;
-    const char *p = path + 1;
-    for (;;) {
-        if (count == SEGMENTS_MAX)
-            return -1;
-        const char *slash = strchr(p, '/');
-        out[count].text = p;
-        out[count].len = slash ? (size_t)(slash - p) : strlen(p);
-        count++;
-        if (slash == NULL)
-            return count;
-        p = slash + 1;
-    }
+    return tg_split_path(path, out, SEGMENTS_MAX);
 }
 
-/* Matches url segments against a pattern; fills req->param_names/params (malloc'd)
- * when req is not NULL. */
+/* Matches url segments against a pattern (http_parse.c); fills req->param_names/params
+ * (malloc'd) when req is not NULL. */
 static bool match_pattern(const char *pattern, const segment *url, int url_count, tg_request *req)
 {
-    segment pat[16];
-    int pat_count = split_path(pattern, pat);
-    if (pat_count < 0 || pat_count > 16)
+    tg_param_span spans[TG_ROUTE_PARAMS_MAX] = {{0}};
+    int count = 0;
+    if (!tg_match_pattern(pattern, url, url_count, req ? spans : NULL, &count))
         return false;
-    int u = 0, params = 0;
-    for (int p = 0; p < pat_count; p++) {
-        bool placeholder = pat[p].len >= 2 && pat[p].text[0] == '{';
-        bool tail = placeholder && pat[p].len >= 3 && pat[p].text[pat[p].len - 2] == '*';
-        if (!placeholder) {
-            if (u >= url_count || url[u].len != pat[p].len ||
-                memcmp(url[u].text, pat[p].text, pat[p].len) != 0)
-                return false;
-            u++;
-            continue;
-        }
-        int take = 1;
-        if (tail)
-            take = url_count - u - (pat_count - p - 1);
-        if (take < 1 || u + take > url_count)
-            return false;
-        if (!tail && url[u].len == 0)
-            return false;
-        if (req != NULL && params < TG_PARAMS_MAX) {
-            const char *begin = url[u].text;
-            const char *end = url[u + take - 1].text + url[u + take - 1].len;
-            static const char *const names[] = {"org",  "name", "rev", "alias",
-                                                "path", "id",   "tensor"};
-            for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
-                size_t name_len = strlen(names[n]);
-                if (strncmp(pat[p].text + 1, names[n], name_len) == 0 &&
-                    (pat[p].text[1 + name_len] == '}' || pat[p].text[1 + name_len] == '*'))
-                    req->param_names[params] = names[n];
-            }
-            req->params[params] = strndup(begin, (size_t)(end - begin));
-            params++;
-        }
-        u += take;
+    for (int i = 0; req != NULL && i < count && i < TG_PARAMS_MAX; i++) {
+        req->param_names[i] = spans[i].name;
+        req->params[i] = strndup(spans[i].text, spans[i].len);
     }
-    return u == url_count;
+    return true;
 }
 
 const char *tg_param(const tg_request *req, const char *name)
@@ -341,6 +294,8 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
         return;
     }
     MHD_add_response_header(response, "Cache-Control", "no-store");
+    if (req->close_after)
+        MHD_add_response_header(response, "Connection", "close");
     MHD_queue_response(req->connection, status, response);
     MHD_destroy_response(response);
     if (!req->is_head)
@@ -395,11 +350,14 @@ static const char *status_title(unsigned status)
     case 409: return "Conflict";
     case 411: return "Length Required";
     case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
     case 416: return "Range Not Satisfiable";
     case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
     case 507: return "Insufficient Storage";
     default: return "Error";
@@ -547,6 +505,12 @@ json_t *tg_json_body(tg_request *req)
     }
     if (req->body_len == 0)
         return json_object();
+    if (!tg_json_depth_within(req->body, req->body_len, TG_JSON_DEPTH_MAX)) {
+        tg_respond_problem(req, 400, "json_too_deep",
+                           "the body nests arrays and objects more than %d deep",
+                           TG_JSON_DEPTH_MAX);
+        return NULL;
+    }
     json_error_t error;
     json_t *value = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &error);
     if (value == NULL) {
@@ -611,6 +575,18 @@ static void route_request(tg_request *req, const char *url)
         tg_respond_problem(req, 400, "invalid_request",
                            "the URL holds an encoded NUL byte (%%00); paths, names and query "
                            "values cannot contain one");
+        return;
+    }
+    if (req->target.length > TG_URI_MAX) {
+        tg_respond_problem(req, 414, "uri_too_long",
+                           "the request target has %zu bytes, more than %d", req->target.length,
+                           TG_URI_MAX);
+        return;
+    }
+    if (req->target.query_args > TG_QUERY_ARGS_MAX) {
+        tg_respond_problem(req, 400, "too_many_query_arguments",
+                           "the query has %zu arguments, more than %d", req->target.query_args,
+                           TG_QUERY_ARGS_MAX);
         return;
     }
     segment url_segments[SEGMENTS_MAX];
@@ -737,26 +713,139 @@ static bool declares_body(const tg_request *req)
     return length != NULL && strspn(length, "0") != strlen(length);
 }
 
+/* The request's state lives with its connection: allocated when libmicrohttpd accepts
+ * the connection (on_connection), reset by each request on it (on_uri), released when
+ * the request ends (on_completed) and freed when the connection closes. Nothing is
+ * allocated per request before on_request, and what a request holds is released at
+ * the latest when its connection closes: libmicrohttpd 0.9.75 ends some requests it
+ * refuses itself without the completion callback (a query with thousands of
+ * arguments exhausts the connection's pool), and they used to leak their state. */
+
+/* Requests between their URI and their first on_request (the header phase), for
+ * refuse_from_log; each is touched only by the thread that serves its connection. */
+static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
+static tg_request *phase_head;
+
+static void phase_enter(tg_request *req)
+{
+    pthread_mutex_lock(&phase_lock);
+    req->owner = pthread_self();
+    req->phase_prev = NULL;
+    req->phase_next = phase_head;
+    if (phase_head != NULL)
+        phase_head->phase_prev = req;
+    phase_head = req;
+    req->in_header_phase = true;
+    pthread_mutex_unlock(&phase_lock);
+}
+
+static void phase_leave(tg_request *req)
+{
+    if (!req->in_header_phase)
+        return;
+    pthread_mutex_lock(&phase_lock);
+    if (req->phase_prev != NULL)
+        req->phase_prev->phase_next = req->phase_next;
+    else
+        phase_head = req->phase_next;
+    if (req->phase_next != NULL)
+        req->phase_next->phase_prev = req->phase_prev;
+    req->phase_prev = req->phase_next = NULL;
+    req->in_header_phase = false;
+    pthread_mutex_unlock(&phase_lock);
+}
+
+/* Releases what the request holds (route cleanup, parameters, body) and counts it. */
+static void end_request(tg_server *server, tg_request *req, enum MHD_RequestTerminationCode code)
+{
+    phase_leave(req);
+    if (!req->live)
+        return;
+    req->live = false;
+    if (req->route && req->route->cleanup)
+        req->route->cleanup(req);
+    if (req->responded) {
+        size_t r = route_index(req->route);
+        __atomic_fetch_add(&server->metrics->requests[r][status_slot(req->status)], 1,
+                           __ATOMIC_RELAXED);
+    }
+    if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->route)
+        tg_log(TG_LOG_DEBUG, "%s %s from %s ended early (code %d)", req->method,
+               req->route->pattern, req->client, (int)code);
+    for (int i = 0; i < TG_PARAMS_MAX; i++) {
+        free(req->params[i]);
+        req->params[i] = NULL;
+    }
+    free(req->body);
+    req->body = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)connection;
+    tg_server *server = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = calloc(1, sizeof(tg_request)); /* NULL: its requests are refused */
+        return;
+    }
+    tg_request *req = *socket_context;
+    if (req != NULL) {
+        end_request(server, req, MHD_REQUEST_TERMINATED_WITH_ERROR);
+        free(req);
+    }
+    *socket_context = NULL;
+}
+
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    tg_framing_add(cls, key, value ? value : "");
+    return MHD_YES;
+}
+
+/* The framing checks of http_parse.c on the request's header fields. */
+static bool framing_refused(tg_request *req, const char *version, tg_refusal *refusal)
+{
+    tg_framing framing = {0};
+    MHD_get_connection_values(req->connection, MHD_HEADER_KIND, collect_field, &framing);
+    const union MHD_ConnectionInfo *size =
+        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    bool http_1_0 = version != NULL && strcmp(version, "HTTP/1.0") == 0;
+    /* the target has its own bound (414 uri_too_long, answered at routing) */
+    size_t head = size ? size->header_size : 0;
+    size_t fields = head > req->target.length ? head - req->target.length : 0;
+    return tg_framing_verdict(&framing, http_1_0, fields, refusal);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
-    (void)version;
     tg_server *server = cls;
     tg_request *req = *con_cls;
-    if (req == NULL || req->server == NULL) {
-        if (req == NULL)
-            req = calloc(1, sizeof *req);
-        if (req == NULL)
-            return MHD_NO;
-        *con_cls = req;
+    if (req == NULL)
+        return MHD_NO; /* no state for this connection (out of memory) */
+    if (!req->started) {
+        req->started = true;
+        phase_leave(req);
         req->server = server;
         req->connection = connection;
         req->method = method;
         req->is_head = strcmp(method, "HEAD") == 0;
         client_address(connection, req->client, sizeof req->client);
+        /* Framing first, before any handler: a request whose end is in doubt is refused
+         * and its connection closed, so nothing after it can run as another request. */
+        tg_refusal refusal;
+        bool refused = framing_refused(req, version, &refusal);
         unsigned retry_after = tg_rate_limit_take(req->client, server->config.rate_limit,
                                                   server->config.rate_burst);
+        if (refused) {
+            req->close_after = refusal.close;
+            tg_respond_problem(req, refusal.status, refusal.reason, "%s", refusal.detail);
+            return MHD_YES;
+        }
         if (retry_after != 0) {
             respond_rate_limited(req, retry_after);
             return req->close_now ? MHD_NO : MHD_YES;
@@ -829,16 +918,36 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     return req->close_now ? MHD_NO : MHD_YES;
 }
 
-/* The raw request URI, before libmicrohttpd decodes it: the request's state is
- * made here so that what decoding hides (an encoded NUL) is remembered. Its return
- * value becomes the request's *con_cls; NULL (out of memory) is made again later. */
+/* The raw request target, before libmicrohttpd decodes it or splits its query: the
+ * connection's request state is reset here, so that what decoding hides (an encoded
+ * NUL) and the target's size are known. Over TG_URI_MAX bytes or TG_QUERY_ARGS_MAX
+ * arguments the query is cut off here, in libmicrohttpd's buffer (0.9.75 passes the
+ * buffer that it then parses, and splits the arguments after this callback):
+ * thousands of arguments would exhaust the connection's memory pool, and
+ * libmicrohttpd would then end the request with no answer. The request is answered
+ * 414 or 400 instead. The return value becomes the request's *con_cls. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connection)
 {
-    (void)cls;
-    (void)connection;
-    tg_request *req = calloc(1, sizeof *req);
-    if (req != NULL)
-        req->url_has_nul = strstr(uri, "%00") != NULL;
+    tg_server *server = cls;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    tg_request *req = info ? info->socket_context : NULL;
+    if (req == NULL)
+        return NULL;
+    /* a request libmicrohttpd ended without the completion callback */
+    end_request(server, req, MHD_REQUEST_TERMINATED_WITH_ERROR);
+    memset(req, 0, sizeof *req);
+    req->server = server;
+    req->connection = connection;
+    req->live = true;
+    tg_target_inspect(uri, &req->target);
+    req->url_has_nul = req->target.has_nul;
+    if (req->target.length > TG_URI_MAX || req->target.query_args > TG_QUERY_ARGS_MAX) {
+        char *query = strchr(uri, '?');
+        if (query != NULL)
+            query[1] = '\0';
+    }
+    phase_enter(req);
     return req;
 }
 
@@ -846,36 +955,78 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
                          enum MHD_RequestTerminationCode code)
 {
     (void)connection;
-    tg_server *server = cls;
     tg_request *req = *con_cls;
-    if (req == NULL)
-        return;
-    if (req->route && req->route->cleanup)
-        req->route->cleanup(req);
-    if (req->responded) {
-        size_t r = route_index(req->route);
-        __atomic_fetch_add(&server->metrics->requests[r][status_slot(req->status)], 1,
-                           __ATOMIC_RELAXED);
-    }
-    if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->route)
-        tg_log(TG_LOG_DEBUG, "%s %s from %s ended early (code %d)", req->method,
-               req->route->pattern, req->client, (int)code);
-    for (int i = 0; i < TG_PARAMS_MAX; i++)
-        free(req->params[i]);
-    free(req->body);
-    free(req);
+    if (req != NULL)
+        end_request(cls, req, code);
     *con_cls = NULL;
+}
+
+/* libmicrohttpd 0.9.75 refuses a Content-Length it cannot parse ("-1", "+80", "abc") or
+ * that overflows by itself, before any callback of the request, and writes that
+ * answer's head twice (the second becomes the body of the first). Its log message is
+ * the only notice. It is written by the thread that serves the connection, while that
+ * connection is the one of the thread's requests in the header phase whose header is
+ * complete (its size is known only from then on). That request is answered here on
+ * the socket (problem+json, Connection: close, write side shut): libmicrohttpd's own
+ * answer then cannot be sent and the connection closes. When no single request fits,
+ * nothing is done. */
+/* True when the request's Content-Length is not digits that fit 64 bits: what
+ * libmicrohttpd refused, checked again so that no other request is answered. */
+static bool content_length_unparsable(tg_request *req)
+{
+    const char *value =
+        MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "Content-Length");
+    if (value == NULL)
+        return false;
+    uint64_t n = 0;
+    for (const char *p = value; *p != '\0'; p++)
+        if (*p < '0' || *p > '9' || __builtin_mul_overflow(n, 10, &n) ||
+            __builtin_add_overflow(n, (uint64_t)(*p - '0'), &n))
+            return true;
+    return value[0] == '\0';
+}
+
+static void refuse_from_log(tg_server *server, unsigned status, const char *reason,
+                            const char *detail)
+{
+    pthread_t self = pthread_self();
+    tg_request *found = NULL;
+    int candidates = 0;
+    pthread_mutex_lock(&phase_lock);
+    for (tg_request *r = phase_head; r != NULL; r = r->phase_next) {
+        if (!pthread_equal(r->owner, self) ||
+            MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) == NULL)
+            continue;
+        found = r;
+        candidates++;
+    }
+    pthread_mutex_unlock(&phase_lock);
+    if (candidates != 1 || found->responded || !content_length_unparsable(found))
+        return;
+    phase_leave(found);
+    found->started = true; /* libmicrohttpd will not call on_request for it */
+    client_address(found->connection, found->client, sizeof found->client);
+    tg_rate_limit_take(found->client, server->config.rate_limit, server->config.rate_burst);
+    found->in_upload_data = true; /* answer on the socket */
+    tg_respond_problem(found, status, reason, "%s", detail);
+    found->in_upload_data = false;
 }
 
 static void __attribute__((format(printf, 2, 0))) on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t len = strlen(line);
     while (len > 0 && line[len - 1] == '\n')
         line[--len] = '\0';
     tg_log(TG_LOG_DEBUG, "microhttpd: %s", line);
+    /* the messages of libmicrohttpd 0.9.75's parse_connection_headers() */
+    if (strncmp(line, "Failed to parse `Content-Length' header", 39) == 0)
+        refuse_from_log(cls, 400, "bad_content_length",
+                        "Content-Length must be a decimal number of bytes");
+    else if (strncmp(line, "Too large value of 'Content-Length' header", 42) == 0)
+        refuse_from_log(cls, 413, "payload_too_large",
+                        "Content-Length is larger than 2^64 - 1 bytes");
 }
 
 int tg_http_start(tg_server *server, char *err, size_t err_len)
@@ -915,8 +1066,9 @@ int tg_http_start(tg_server *server, char *err, size_t err_len)
         /* Bounds what one connection may hold: request line + headers + read buffer. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, server,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, server,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, server,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
         MHD_OPTION_END);
     freeaddrinfo(resolved);

@@ -12,6 +12,7 @@
 
 #include "catalog.h"
 #include "config.h"
+#include "http_parse.h"
 #include "st_gate.h"
 #include "store.h"
 
@@ -64,6 +65,14 @@ struct tg_request {
     size_t body_len;
     bool body_too_large;
     bool url_has_nul; /* the raw URI holds %00 (refused before routing) */
+    tg_target_info target; /* the raw request target's length and query arguments */
+    bool started;          /* on_request has been called for this request */
+    bool live;             /* begun (URI seen) and not yet ended: its cleanup is due */
+    bool close_after;      /* answer with "Connection: close" (framing refusals) */
+    /* requests between their URI and their first on_request (http.c's header phase) */
+    tg_request *phase_prev, *phase_next;
+    bool in_header_phase;
+    pthread_t owner;
     void *state;         /* stream routes: their own state */
     bool close_now;      /* stream routes: stop reading and close the connection */
     bool in_upload_data; /* inside the feed callback: MHD cannot queue a response now */

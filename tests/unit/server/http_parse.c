@@ -1,0 +1,111 @@
+/* Unit tests for server/http_parse.c: path split and pattern match, the request
+ * target's counts, the framing verdict, the JSON depth bound. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_parse.h"
+#include "test.h"
+
+TEST(patterns)
+{
+    tg_segment url[TG_SEGMENTS_MAX];
+    int n =
+        tg_split_path("/v1/models/acme/m/versions/1/files/a/b.safetensors", url, TG_SEGMENTS_MAX);
+    CHECK_EQ_U64(n, 9);
+    tg_param_span p[TG_ROUTE_PARAMS_MAX];
+    int count = 0;
+    CHECK(tg_match_pattern("/v1/models/{org}/{name}/versions/{rev}/files/{path*}", url, n, p,
+                           &count));
+    CHECK_EQ_U64(count, 4);
+    CHECK_STR(p[3].name, "path");
+    CHECK(p[3].len == strlen("a/b.safetensors") && memcmp(p[3].text, "a/b.safetensors", 15) == 0);
+    CHECK(!tg_match_pattern("/v1/models/{org}/{name}", url, n, NULL, NULL));
+    n = tg_split_path("/v1/models//m", url, TG_SEGMENTS_MAX);
+    CHECK(!tg_match_pattern("/v1/models/{org}/{name}", url, n, NULL, NULL)); /* empty {org} */
+    CHECK_EQ_U64(tg_split_path("v1", url, TG_SEGMENTS_MAX), (uint64_t)-1);
+    CHECK_EQ_U64(tg_split_path("/a/b/c", url, 2), (uint64_t)-1);
+}
+
+TEST(targets)
+{
+    tg_target_info t;
+    tg_target_inspect("/healthz", &t);
+    CHECK_EQ_U64(t.query_args, 0);
+    tg_target_inspect("/healthz?", &t);
+    CHECK_EQ_U64(t.query_args, 0);
+    tg_target_inspect("/healthz?a&b=1&&c", &t);
+    CHECK_EQ_U64(t.query_args, 4);
+    CHECK_EQ_U64(t.length, strlen("/healthz?a&b=1&&c"));
+    CHECK(!t.has_nul);
+    tg_target_inspect("/a%00b", &t);
+    CHECK(t.has_nul);
+}
+
+/* The verdict on fields given as "Name", "value", ..., NULL. */
+static const char *verdict(bool http_1_0, size_t bytes, unsigned *status, ...)
+{
+    tg_framing f = {0};
+    va_list ap;
+    va_start(ap, status);
+    for (const char *name = va_arg(ap, const char *); name != NULL; name = va_arg(ap, const char *))
+        tg_framing_add(&f, name, va_arg(ap, const char *));
+    va_end(ap);
+    static tg_refusal r;
+    if (!tg_framing_verdict(&f, http_1_0, bytes, &r)) {
+        *status = 0;
+        return "";
+    }
+    *status = r.status;
+    return r.reason;
+}
+
+TEST(framing)
+{
+    unsigned s;
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", NULL), "");
+    CHECK_STR(verdict(false, 100, &s, "host", "x", "transfer-encoding", "Chunked", NULL), "");
+    CHECK_STR(verdict(true, 100, &s, NULL), "");
+    CHECK_STR(verdict(false, 100, &s, NULL), "missing_host");
+    CHECK_EQ_U64(s, 400);
+    CHECK_STR(verdict(false, 100, &s, "Host", "a", "HOST", "b", NULL), "duplicate_host");
+    CHECK_STR(
+        verdict(false, 100, &s, "Host", "x", "Content-Length", "3", "content-length", "3", NULL),
+        "ambiguous_framing");
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "Content-Length", "3", "Transfer-Encoding",
+                      "chunked", NULL),
+              "ambiguous_framing");
+    CHECK_STR(verdict(true, 100, &s, "Transfer-Encoding", "chunked", NULL), "ambiguous_framing");
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "Transfer-Encoding", "identity", NULL),
+              "unsupported_transfer_encoding");
+    CHECK_EQ_U64(s, 501);
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "Content-Length ", "7", NULL),
+              "malformed_header");
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "", "7", NULL), "malformed_header");
+    CHECK_STR(verdict(false, TG_HEADER_BYTES_MAX, &s, "Host", "x", NULL), "");
+    CHECK_STR(verdict(false, TG_HEADER_BYTES_MAX + 1, &s, "Host", "x", NULL), "headers_too_large");
+    CHECK_EQ_U64(s, 431);
+}
+
+TEST(json_depth)
+{
+    CHECK(tg_json_depth_within("{}", 2, 1));
+    CHECK(!tg_json_depth_within("{\"a\":[]}", 8, 1));
+    CHECK(tg_json_depth_within("{\"a\":\"[[[[\"}", 12, 1)); /* brackets in a string */
+    CHECK(tg_json_depth_within("[\"\\\"[[\"]", 8, 1));      /* an escaped quote */
+    char deep[80];
+    memset(deep, '[', 33);
+    memset(deep + 33, ']', 33);
+    CHECK(!tg_json_depth_within(deep, 66, TG_JSON_DEPTH_MAX));
+    CHECK(tg_json_depth_within(deep + 1, 64, TG_JSON_DEPTH_MAX));
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    RUN(patterns);
+    RUN(targets);
+    RUN(framing);
+    RUN(json_depth);
+    return test_report(argv[0]);
+}
