@@ -3,6 +3,7 @@
 #include "catalog.h"
 #include "embedded.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -105,8 +106,18 @@ static void lock(tg_catalog *catalog)
     pthread_mutex_lock(&catalog->lock);
 }
 
+/* Set on this thread when a catalog call failed for a full disk; see
+ * tg_catalog_take_disk_full. */
+static _Thread_local bool disk_full;
+
 static void unlock(tg_catalog *catalog)
 {
+    /* SQLite answers SQLITE_FULL when a write finds no room (ENOSPC); an fsync or a
+     * truncate that does gives SQLITE_IOERR_* with the errno kept. */
+    int code = sqlite3_errcode(catalog->db);
+    int sys = sqlite3_system_errno(catalog->db);
+    if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT)))
+        disk_full = true;
     pthread_mutex_unlock(&catalog->lock);
 }
 
@@ -119,6 +130,13 @@ static bool foreign_keys_hold(tg_catalog *catalog)
     bool hold = sqlite3_step(st) == SQLITE_DONE;
     sqlite3_finalize(st);
     return hold;
+}
+
+bool tg_catalog_take_disk_full(void)
+{
+    bool was = disk_full;
+    disk_full = false;
+    return was;
 }
 
 static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err_len)

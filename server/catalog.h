@@ -74,6 +74,11 @@ typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCO
  * schema is newer than this binary knows is refused. err gets one sentence. */
 tg_cat_status tg_catalog_open(const char *path, tg_catalog **out, char *err, size_t err_len);
 void tg_catalog_close(tg_catalog *catalog);
+
+/* True (and cleared) when a catalog call on this thread failed since the last
+ * take because the disk is full (SQLITE_FULL, or an I/O error with ENOSPC/EDQUOT):
+ * the server then answers its 500 as 507 insufficient_storage (http.c). */
+bool tg_catalog_take_disk_full(void);
 /* A trivial query, for /readyz. */
 tg_cat_status tg_catalog_ping(tg_catalog *catalog);
 /* The schema version the catalog is at, and the newest this binary knows. */

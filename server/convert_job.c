@@ -580,10 +580,11 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
         fail(failure, "internal", "cannot start writing %s (memory or temp file)", source->path);
         goto out;
     }
-    in_fd = tg_store_open_blob(&server->store, source->sha256);
+    tg_blob_check check;
+    in_fd = tg_store_open_blob_checked(&server->store, source->sha256, source->size, &check);
     if (in_fd < 0) {
-        fail(failure, "source_unreadable", "the blob %s of %s is missing", source->sha256,
-             source->path);
+        fail(failure, "source_unreadable", "the blob %s of %s is missing or damaged (run fsck)",
+             source->sha256, source->path);
         goto out;
     }
     /* The plan's header is at most max_header + 8 bytes: written in pieces of the buffer. */

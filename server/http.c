@@ -432,6 +432,14 @@ static void respond_problem_json(tg_request *req, unsigned status, json_t *probl
 
 void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
 {
+    /* A catalog write that failed for a full disk is the client-visible cause. */
+    if (tg_catalog_take_disk_full() && status == 500) {
+        respond_problem_json(req, 507,
+                             tg_problem_json(507, "insufficient_storage",
+                                             "the server's disk is full; the catalog could not "
+                                             "record the change, and nothing was changed"));
+        return;
+    }
     char detail[512];
     va_list ap;
     va_start(ap, fmt);
@@ -825,6 +833,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 {
     tg_server *server = cls;
     tg_request *req = *con_cls;
+    (void)tg_catalog_take_disk_full(); /* only this call's catalog failures count */
     if (req == NULL)
         return MHD_NO; /* no state for this connection (out of memory) */
     if (!req->started) {

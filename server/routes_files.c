@@ -12,23 +12,51 @@
 #include "reclaim.h"
 #include "routes.h"
 #include "checks.h"
+#include "log.h"
+
+void tg_respond_blob_damaged(tg_request *req, const char *path)
+{
+    tg_respond_problem(req, 500, "blob_damaged",
+                       "the stored content of %s is damaged (missing, cut short or no longer "
+                       "what was uploaded); an operator must run tensorgate fsck, or upload the "
+                       "file again to repair it",
+                       path);
+}
+
+int tg_open_file_blob(tg_request *req, const tg_file_record *file)
+{
+    tg_blob_check check;
+    int fd = tg_store_open_blob_checked(&req->server->store, file->sha256, file->size, &check);
+    if (fd >= 0)
+        return fd;
+    if (check == TG_BLOB_UNREADABLE)
+        tg_respond_problem(req, 500, "internal", "the stored content of %s cannot be opened: %s",
+                           file->path, strerror(errno));
+    else
+        tg_respond_blob_damaged(req, file->path);
+    return -1;
+}
 
 int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st_file *out,
                         st_error *err)
 {
     memset(out, 0, sizeof *out);
     st_error_clear(err);
-    int fd = tg_store_open_blob(&server->store, sha256);
+    tg_blob_check check;
+    int fd = tg_store_open_blob_checked(&server->store, sha256, size, &check);
     if (fd < 0) {
-        st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL, "the blob is missing");
-        return -1;
+        st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL,
+                     check == TG_BLOB_UNREADABLE ? "the blob cannot be opened"
+                     : check == TG_BLOB_MISSING  ? "the blob is missing"
+                                                 : "the blob's size on disk is not the catalog's");
+        return check == TG_BLOB_UNREADABLE ? -2 : -1;
     }
     st_limits limits = {.max_header_size = server->config.max_header, .max_depth = 0};
     uint8_t prefix[8];
     uint64_t header_size = 0;
     int rc = -1;
     uint8_t *buf = NULL;
-    if (pread(fd, prefix, sizeof prefix, 0) != (ssize_t)sizeof prefix) {
+    if (tg_store_read_at(fd, prefix, sizeof prefix, 0) != 0) {
         st_error_set(err, ST_FILE_TOO_SMALL, 0, NULL, "the blob is shorter than 8 bytes");
         goto out;
     }
@@ -39,23 +67,86 @@ int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st
     buf = malloc(total);
     if (buf == NULL) {
         st_error_set(err, ST_HEADER_TOO_LARGE, 0, NULL, "out of memory for the header");
+        rc = -2;
         goto out;
     }
-    size_t done = 0;
-    while (done < total) {
-        ssize_t n = pread(fd, buf + done, total - done, (off_t)done);
-        if (n <= 0) {
-            st_error_set(err, ST_HEADER_TRUNCATED, done, NULL, "the blob ended inside the header");
-            goto out;
-        }
-        done += (size_t)n;
+    if (tg_store_read_at(fd, buf, total, 0) != 0) {
+        st_error_set(err, ST_HEADER_TRUNCATED, 0, NULL, "the blob ended inside the header");
+        goto out;
     }
     if (st_header_parse(buf, total, size, &limits, out, err) == ST_OK)
         rc = 0;
 out:
     free(buf);
     close(fd);
+    /* The gate accepted this header at upload and the size matches: a header that
+     * no longer reads is damage, except one over a --max-header lowered since. */
+    if (rc == -1 && err->reason != ST_HEADER_TOO_LARGE)
+        tg_store_mark_damaged(&server->store, sha256, "its safetensors header no longer reads: %s",
+                              err->detail);
+    else if (rc == -1)
+        rc = -2;
     return rc;
+}
+
+/* ---- file bodies: pread, never sendfile ----
+ * MHD's sendfile path (0.9.75) loops forever when the file ends before the
+ * response's length (sendfile returns 0 and MHD tries again), so a blob cut short
+ * while it is being sent would spin a worker. Bodies are read here instead, and a
+ * short read ends the response with an error: MHD closes the connection. */
+
+typedef struct blob_body {
+    tg_store *store;
+    int fd;
+    uint64_t offset; /* file offset of the body's first byte */
+    uint64_t size;   /* the catalog's size of the blob */
+    char sha256[TG_SHA256_HEX_LEN + 1];
+} blob_body;
+
+static ssize_t read_blob_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    blob_body *body = cls;
+    uint64_t at = body->offset + pos;
+    for (;;) {
+        ssize_t n = at > (uint64_t)INT64_MAX ? -1 : pread(body->fd, buf, max, (off_t)at);
+        if (n > 0)
+            return n;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0)
+            tg_store_mark_damaged(body->store, body->sha256,
+                                  "it ended at byte %llu while being sent; the catalog says %llu",
+                                  (unsigned long long)at, (unsigned long long)body->size);
+        else
+            tg_log(TG_LOG_ERROR, "reading blob %s at %llu failed: %s", body->sha256,
+                   (unsigned long long)at, strerror(errno));
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+}
+
+static void free_blob_body(void *cls)
+{
+    blob_body *body = cls;
+    close(body->fd);
+    free(body);
+}
+
+struct MHD_Response *tg_blob_response(tg_server *server, int fd, const char *sha256, uint64_t size,
+                                      uint64_t offset, uint64_t length)
+{
+    blob_body *body = malloc(sizeof *body);
+    struct MHD_Response *response = NULL;
+    if (body != NULL) {
+        *body = (blob_body){&server->store, fd, offset, size, ""};
+        snprintf(body->sha256, sizeof body->sha256, "%s", sha256);
+        response = MHD_create_response_from_callback(length, TG_BLOB_BLOCK, read_blob_body, body,
+                                                     free_blob_body);
+    }
+    if (response == NULL) {
+        free(body);
+        close(fd);
+    }
+    return response;
 }
 
 /* Model, version and a valid {path}: the common start of the per-file routes. */
@@ -147,19 +238,9 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
         tg_respond(req, 304, response, 0);
         return;
     }
-    int fd = tg_store_open_blob(&req->server->store, file->sha256);
-    if (fd < 0) {
-        tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
-                           file->path);
+    int fd = tg_open_file_blob(req, file);
+    if (fd < 0)
         return;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != file->size) {
-        close(fd);
-        tg_respond_problem(req, 500, "internal", "the stored blob for %s has the wrong size (run fsck)",
-                           file->path);
-        return;
-    }
     uint64_t total = file->size, first = 0, length = total;
     const char *range = tg_header(req, "Range");
     /* If-Range with another validator: the client's copy changed, send it all. */
@@ -198,12 +279,14 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
         first = 0;
         length = total;
     }
-    /* sendfile from the blob; MHD closes fd with the response. */
-    struct MHD_Response *response =
-        length == 0 ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
-                    : MHD_create_response_from_fd_at_offset64(length, fd, first);
-    if (length == 0 || response == NULL)
+    /* read from the blob (tg_blob_response owns fd from here) */
+    struct MHD_Response *response = NULL;
+    if (length == 0) {
         close(fd);
+        response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    } else {
+        response = tg_blob_response(req->server, fd, file->sha256, file->size, first, length);
+    }
     if (response) {
         MHD_add_response_header(response, "Content-Type", "application/octet-stream");
         MHD_add_response_header(response, "ETag", etag);
@@ -348,7 +431,10 @@ void tg_route_file_header(tg_request *req)
     st_file file;
     st_error err;
     char *stats = NULL;
-    if (tg_blob_read_header(req->server, record.sha256, record.size, &file, &err) != 0) {
+    int read = tg_blob_read_header(req->server, record.sha256, record.size, &file, &err);
+    if (read == -1) {
+        tg_respond_blob_damaged(req, path);
+    } else if (read != 0) {
         tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s", path,
                            err.detail);
     } else {

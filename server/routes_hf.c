@@ -282,7 +282,9 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
     if (!add_parameters(req->server, &files, counts, &total, &any)) {
         free(files.items);
         json_decref(body);
-        respond_internal(req, "a stored safetensors header cannot be read (run fsck)");
+        respond_hf_error(req, 500, NULL, "blob_damaged", NULL, "%s",
+                         "a stored safetensors header is damaged or unreadable; an operator "
+                         "must run tensorgate fsck");
         return NULL;
     }
     free(files.items);

@@ -8,6 +8,7 @@
  * chunks. */
 #include "routes_tensors.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -147,10 +148,15 @@ void tg_route_tensors_list(tg_request *req)
             continue;
         st_file file;
         st_error err;
-        if (tg_blob_read_header(req->server, list.items[i].sha256, list.items[i].size, &file,
-                                &err) != 0) {
-            tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s",
-                               list.items[i].path, err.detail);
+        int read =
+            tg_blob_read_header(req->server, list.items[i].sha256, list.items[i].size, &file, &err);
+        if (read != 0) {
+            if (read == -1)
+                tg_respond_blob_damaged(req, list.items[i].path);
+            else
+                tg_respond_problem(req, 500, "internal",
+                                   "the stored header of %s cannot be read: %s", list.items[i].path,
+                                   err.detail);
             json_decref(page.tensors);
             free(list.items);
             return;
@@ -184,22 +190,26 @@ void tg_route_tensors_list(tg_request *req)
 
 /* ---- GET|HEAD .../tensors/{tensor*} ---- */
 
-/* Where a tensor was found: its file and the parsed header (to free). */
+/* Where a tensor was found: its file and the parsed header (to free); after a
+ * failure, record is the file whose header could not be read. */
 typedef struct located {
     const tg_file_record *record;
     st_file file;
     const st_tensor *tensor;
 } located;
 
-/* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 unreadable. */
+/* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 the blob
+ * is damaged, -2 its header cannot be read otherwise. */
 static int find_in_file(tg_request *req, const tg_file_record *record, const char *name,
                         located *out)
 {
     st_error err;
-    if (tg_blob_read_header(req->server, record->sha256, record->size, &out->file, &err) != 0) {
+    int read = tg_blob_read_header(req->server, record->sha256, record->size, &out->file, &err);
+    if (read != 0) {
         tg_log(TG_LOG_ERROR, "the stored header of %s (%s) cannot be read: %s", record->path,
                record->sha256, err.detail);
-        return -1;
+        out->record = record;
+        return read;
     }
     out->tensor = st_file_find(&out->file, name, strlen(name));
     if (out->tensor == NULL) {
@@ -227,7 +237,7 @@ static bool index_lookup(tg_request *req, const tg_file_record *index, const cha
 }
 
 /* Finds the tensor: through an index first (one header read), else every shard.
- * 1 found, 0 absent, -1 a stored header could not be read. */
+ * 1 found, 0 absent, -1 / -2 a stored header could not be read (find_in_file). */
 static int locate(tg_request *req, const tg_file_records *list, const char *name, located *out)
 {
     for (size_t i = 0; i < list->count; i++) {
@@ -259,6 +269,9 @@ typedef struct body_source {
     tg_tensor_stream *stream;
     int fd;
     uint64_t first; /* the Range's first byte of the representation */
+    tg_store *store;
+    uint64_t size; /* the catalog's size of the blob */
+    char sha256[TG_SHA256_HEX_LEN + 1];
 } body_source;
 
 static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
@@ -266,8 +279,16 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
     body_source *source = cls;
     ssize_t n = tg_tensor_stream_read(source->stream, source->first + pos, (uint8_t *)buf, max);
     if (n < 0) {
-        tg_log(TG_LOG_ERROR, "reading a tensor body failed at %llu: %m",
-               (unsigned long long)(source->first + pos));
+        /* a short read (EIO) means the blob is shorter than its catalog size */
+        if (errno == EIO)
+            tg_store_mark_damaged(source->store, source->sha256,
+                                  "it ended early while a tensor was read; the catalog says %llu "
+                                  "bytes",
+                                  (unsigned long long)source->size);
+        else
+            tg_log(TG_LOG_ERROR, "reading a tensor body failed at %llu: %m",
+                   (unsigned long long)(source->first + pos));
+        /* never 0: MHD would ask again forever; an error closes the connection */
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
@@ -399,15 +420,15 @@ static void serve_tensor(tg_request *req, int fd, const located *at, const char 
     if (length == 0) {
         response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     } else if (plan->contiguous) {
-        /* sendfile of the file's own bytes; MHD closes fd with the response */
-        response =
-            MHD_create_response_from_fd_at_offset64(length, fd, plan->contiguous_offset + first);
-        if (response != NULL)
-            fd = -1;
+        /* the file's own bytes, read from the blob (tg_blob_response owns fd) */
+        response = tg_blob_response(req->server, fd, at->record->sha256, at->record->size,
+                                    plan->contiguous_offset + first, length);
+        fd = -1;
     } else {
         body_source *source = malloc(sizeof *source);
         if (source != NULL) {
-            *source = (body_source){stream, fd, first};
+            *source = (body_source){stream, fd, first, &req->server->store, at->record->size, ""};
+            snprintf(source->sha256, sizeof source->sha256, "%s", at->record->sha256);
             response = MHD_create_response_from_callback(length, STREAM_BLOCK, read_body, source,
                                                          free_body);
             if (response != NULL) {
@@ -458,15 +479,14 @@ void tg_route_tensor_get(tg_request *req)
     if (rc == 0) {
         tg_respond_problem(req, 404, "tensor_not_found", "version %lld has no tensor %.200s",
                            (long long)version.number, name);
+    } else if (rc == -1) {
+        tg_respond_blob_damaged(req, at.record->path);
     } else if (rc < 0) {
-        tg_respond_problem(req, 500, "internal", "a stored header of version %lld cannot be read",
-                           (long long)version.number);
+        tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read",
+                           at.record->path);
     } else {
-        int fd = tg_store_open_blob(&req->server->store, at.record->sha256);
-        if (fd < 0)
-            tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
-                               at.record->path);
-        else
+        int fd = tg_open_file_blob(req, at.record);
+        if (fd >= 0)
             serve_tensor(req, fd, &at, name);
         st_file_free(&at.file);
     }

@@ -324,17 +324,30 @@ int tg_cmd_gc(int argc, char **argv)
 
 typedef struct fsck_state {
     tg_store *store;
-    unsigned long checked, bad;
+    tg_catalog *catalog;
+    unsigned long checked, bad, healed;
 } fsck_state;
+
+/* One blob's verdict; a damaged one is recorded (store.h), a whole one's record goes. */
+static void fsck_bad(fsck_state *fsck, const char *sha256, bool recorded, const char *why)
+{
+    fsck->bad++;
+    if (!recorded)
+        tg_store_mark_damaged(fsck->store, sha256, "fsck: %s", why);
+}
 
 static int fsck_visit(void *ctx, const char *sha256, uint64_t size)
 {
     fsck_state *fsck = ctx;
     fsck->checked++;
+    char record[320];
+    bool recorded = tg_store_damage_record(fsck->store, sha256, record, sizeof record);
+    if (recorded)
+        printf("recorded-damaged %s (%s)\n", sha256, record);
     int fd = tg_store_open_blob(fsck->store, sha256);
     if (fd < 0) {
         printf("missing %s\n", sha256);
-        fsck->bad++;
+        fsck_bad(fsck, sha256, recorded, "missing");
         return 0;
     }
     EVP_MD_CTX *ctx_sha = EVP_MD_CTX_new();
@@ -356,14 +369,32 @@ static int fsck_visit(void *ctx, const char *sha256, uint64_t size)
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     if (n < 0) {
         printf("unreadable %s\n", sha256);
-        fsck->bad++;
+        fsck_bad(fsck, sha256, recorded, "unreadable");
     } else if (total != size) {
         printf("size-mismatch %s (catalog %llu, blob %llu)\n", sha256, (unsigned long long)size,
                (unsigned long long)total);
-        fsck->bad++;
+        fsck_bad(fsck, sha256, recorded, "size differs from the catalog's");
     } else if (strcmp(hex, sha256) != 0) {
         printf("hash-mismatch %s (content hashes to %s)\n", sha256, hex);
-        fsck->bad++;
+        fsck_bad(fsck, sha256, recorded, "content hashes to another digest");
+    } else if (recorded) {
+        /* repaired since (or a false alarm): whole now, the record goes */
+        printf("whole-again %s (its damage record is removed)\n", sha256);
+        tg_store_clear_damaged(fsck->store, sha256);
+        fsck->healed++;
+    }
+    return 0;
+}
+
+/* A damage record of a blob no file references any more (gc removed it): dropped. */
+static int fsck_record_visit(void *ctx, const char *sha256)
+{
+    fsck_state *fsck = ctx;
+    bool referenced = true;
+    if (tg_catalog_blob_referenced(fsck->catalog, sha256, &referenced) == TG_CAT_OK &&
+        !referenced) {
+        printf("stale-record %s (no file uses this blob; the record is removed)\n", sha256);
+        tg_store_clear_damaged(fsck->store, sha256);
     }
     return 0;
 }
@@ -377,13 +408,16 @@ int tg_cmd_fsck(int argc, char **argv)
     tg_catalog *catalog = NULL;
     if (open_data(data_dir, &store, &catalog, NULL, "fsck") != 0)
         return 2;
-    fsck_state fsck = {.store = &store};
+    fsck_state fsck = {.store = &store, .catalog = catalog};
     tg_cat_status status = tg_catalog_blob_each(catalog, fsck_visit, &fsck);
+    if (status == TG_CAT_OK)
+        tg_store_each_damaged(&store, fsck_record_visit, &fsck);
     tg_catalog_close(catalog);
     if (status != TG_CAT_OK) {
         fprintf(stderr, "tensorgate fsck: the catalog could not be read\n");
         return 2;
     }
-    fprintf(stderr, "tensorgate fsck: %lu blob(s) checked, %lu bad\n", fsck.checked, fsck.bad);
+    fprintf(stderr, "tensorgate fsck: %lu blob(s) checked, %lu bad, %lu whole again\n",
+            fsck.checked, fsck.bad, fsck.healed);
     return fsck.bad ? 1 : 0;
 }

@@ -4,12 +4,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 int tg_is_sha256_hex(const char *text)
 {
@@ -177,6 +183,36 @@ int tg_store_blob_path(const tg_store *store, const char *hex, char *path, size_
     return (n < 0 || (size_t)n >= path_len) ? -1 : 0;
 }
 
+bool tg_store_file_matches(const char *path, const char *hex, uint64_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size;
+    EVP_MD_CTX *sha = same ? EVP_MD_CTX_new() : NULL;
+    size_t chunk = 1u << 20;
+    unsigned char *buf = same ? malloc(chunk) : NULL;
+    same = sha != NULL && buf != NULL && EVP_DigestInit_ex(sha, EVP_sha256(), NULL) == 1;
+    uint64_t done = 0;
+    while (same && done < size) {
+        size_t n = size - done < chunk ? (size_t)(size - done) : chunk;
+        same = tg_store_read_at(fd, buf, n, done) == 0 && EVP_DigestUpdate(sha, buf, n) == 1;
+        done += n;
+    }
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_len = 0;
+    same = same && EVP_DigestFinal_ex(sha, digest, &digest_len) == 1 && digest_len == 32;
+    char text[TG_SHA256_HEX_LEN + 1];
+    for (unsigned i = 0; same && i < 32; i++)
+        snprintf(text + 2 * i, 3, "%02x", digest[i]);
+    same = same && strcmp(text, hex) == 0;
+    EVP_MD_CTX_free(sha);
+    free(buf);
+    close(fd);
+    return same;
+}
+
 tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *temp_path,
                                      const char *hex)
 {
@@ -188,7 +224,8 @@ tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *
     snprintf(dir, sizeof dir, "%s/%.2s", store->blob_dir, hex);
     /* The bytes are durable before the name appears, so a crash never leaves a
      * blob name over partial content. */
-    if (fsync(fd) != 0) {
+    struct stat temp_st;
+    if (fsync(fd) != 0 || fstat(fd, &temp_st) != 0) {
         tg_store_status status = status_of_errno();
         tg_store_temp_discard(fd, temp_path);
         return status;
@@ -200,10 +237,18 @@ tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *
         return status;
     }
     struct stat st;
-    if (stat(final_path, &st) == 0) {
-        /* Content-addressed: the same name means the same bytes; keep one copy. */
-        unlink(temp_path);
-        return TG_STORE_OK;
+    if (lstat(final_path, &st) == 0) {
+        /* Content-addressed: the same name must mean the same bytes. A whole copy is
+         * kept; a damaged one is healed with the new copy (rename over it below). */
+        if (tg_store_file_matches(final_path, hex, (uint64_t)temp_st.st_size)) {
+            unlink(temp_path);
+            tg_store_clear_damaged(store, hex);
+            return TG_STORE_OK;
+        }
+        tg_log(TG_LOG_WARN,
+               "blob %s on disk is damaged (%llu bytes, %llu expected, or another hash); "
+               "replacing it with the new copy",
+               hex, (unsigned long long)st.st_size, (unsigned long long)temp_st.st_size);
     }
     if (rename(temp_path, final_path) != 0) {
         tg_store_status status = status_of_errno();
@@ -212,6 +257,7 @@ tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *
     }
     if (fsync_dir(dir) != 0)
         return status_of_errno();
+    tg_store_clear_damaged(store, hex);
     return TG_STORE_OK;
 }
 
@@ -223,6 +269,142 @@ int tg_store_open_blob(const tg_store *store, const char *hex)
         return -1;
     }
     return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int tg_store_open_blob_checked(const tg_store *store, const char *hex, uint64_t size,
+                               tg_blob_check *check)
+{
+    int fd = tg_store_open_blob(store, hex);
+    if (fd < 0) {
+        int saved = errno;
+        *check = saved == ENOENT ? TG_BLOB_MISSING : TG_BLOB_UNREADABLE;
+        if (saved == ENOENT)
+            tg_store_mark_damaged(store, hex, "missing (the catalog says %llu bytes)",
+                                  (unsigned long long)size);
+        errno = saved;
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int saved = errno;
+        close(fd);
+        *check = TG_BLOB_UNREADABLE;
+        errno = saved;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+        close(fd);
+        *check = TG_BLOB_DAMAGED;
+        tg_store_mark_damaged(store, hex, "%llu bytes on disk, the catalog says %llu",
+                              (unsigned long long)st.st_size, (unsigned long long)size);
+        errno = EIO;
+        return -1;
+    }
+    *check = TG_BLOB_OK;
+    return fd;
+}
+
+int tg_store_read_at(int fd, void *buf, size_t len, uint64_t offset)
+{
+    size_t done = 0;
+    while (done < len) {
+        if (offset + done > (uint64_t)INT64_MAX) {
+            errno = EOVERFLOW;
+            return -1;
+        }
+        ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = EIO; /* the file ends before the catalog says it does */
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* DATA/damaged/<hex>; -1 when hex is not a blob name. */
+static int damage_path(const tg_store *store, const char *hex, char *path, size_t path_len)
+{
+    if (!tg_is_sha256_hex(hex))
+        return -1;
+    int n = snprintf(path, path_len, "%s/damaged/%s", store->root, hex);
+    return (n < 0 || (size_t)n >= path_len) ? -1 : 0;
+}
+
+void tg_store_mark_damaged(const tg_store *store, const char *hex, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    tg_log(TG_LOG_ERROR, "blob %s is damaged: %s; run tensorgate fsck (or upload the file again)",
+           hex, why);
+    char dir[4300], path[4400];
+    if (damage_path(store, hex, path, sizeof path) != 0)
+        return;
+    snprintf(dir, sizeof dir, "%s/damaged", store->root);
+    if (make_dir(dir) != 0)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    char line[320];
+    time_t now = time(NULL);
+    struct tm tm;
+    char stamp[32] = "";
+    if (gmtime_r(&now, &tm) != NULL)
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int n = snprintf(line, sizeof line, "%s %s\n", stamp, why);
+    if (n > 0)
+        (void)tg_store_write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    close(fd);
+}
+
+bool tg_store_damage_record(const tg_store *store, const char *hex, char *why, size_t why_len)
+{
+    char path[4400];
+    if (damage_path(store, hex, path, sizeof path) != 0)
+        return false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    if (why != NULL && why_len > 0) {
+        ssize_t n = read(fd, why, why_len - 1);
+        why[n > 0 ? (size_t)n : 0] = '\0';
+        why[strcspn(why, "\n")] = '\0';
+    }
+    close(fd);
+    return true;
+}
+
+void tg_store_clear_damaged(const tg_store *store, const char *hex)
+{
+    char path[4400];
+    if (damage_path(store, hex, path, sizeof path) == 0 && unlink(path) == 0)
+        tg_log(TG_LOG_INFO, "blob %s is whole again; its damage record is removed", hex);
+}
+
+int tg_store_each_damaged(const tg_store *store, int (*visit)(void *ctx, const char *hex),
+                          void *ctx)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/damaged", store->root);
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return errno == ENOENT ? 0 : -1;
+    struct dirent *entry;
+    int stop = 0;
+    while (!stop && (entry = readdir(dir)) != NULL)
+        if (tg_is_sha256_hex(entry->d_name))
+            stop = visit(ctx, entry->d_name);
+    closedir(dir);
+    return 0;
 }
 
 int tg_store_each_blob(const tg_store *store, int (*visit)(void *ctx, const char *hex), void *ctx)

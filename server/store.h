@@ -50,8 +50,13 @@ int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path
 /* Writes all of buf to fd (retries short writes). */
 tg_store_status tg_store_write_all(int fd, const void *buf, size_t len);
 
-/* fsyncs the temp file, renames it to the blob named hex (dropping the temp when
- * the blob already exists), fsyncs the directory. Closes fd in every case. */
+/* fsyncs the temp file, renames it to the blob named hex, fsyncs the directory.
+ * Closes fd in every case. When a blob named hex already exists it is verified
+ * (same size and it hashes to hex): a whole one is kept and the temp dropped (one
+ * copy of identical content); a damaged one (bit flip, truncation) is replaced by
+ * the temp, atomically (rename over it), and its damage record removed. The check
+ * re-reads the existing blob once, which costs less than the upload that brought
+ * the same bytes (received, hashed, written and fsynced). */
 tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *temp_path,
                                      const char *hex);
 
@@ -61,8 +66,47 @@ void tg_store_temp_discard(int fd, const char *temp_path);
 /* DATA/blobs/sha256/ab/<hex>. Returns -1 if hex is not 64 lowercase hex digits. */
 int tg_store_blob_path(const tg_store *store, const char *hex, char *path, size_t path_len);
 
-/* Opens a blob read-only; -1 with errno set when absent. */
+/* Opens a blob read-only; -1 with errno set when absent. Readers that know the
+ * catalog's size use tg_store_open_blob_checked. */
 int tg_store_open_blob(const tg_store *store, const char *hex);
+
+/* What reading a blob as the catalog describes it found. */
+typedef enum tg_blob_check {
+    TG_BLOB_OK = 0,
+    TG_BLOB_MISSING,    /* no file at the blob's path */
+    TG_BLOB_DAMAGED,    /* its size on disk is not the catalog's, or a read ended early */
+    TG_BLOB_UNREADABLE, /* open or fstat failed otherwise (errno kept) */
+} tg_blob_check;
+
+/* Opens a blob for reading and checks its size on disk (fstat) against size, the
+ * catalog's: the one way the read paths open a blob. A missing or wrong-sized blob
+ * is marked damaged. Returns the fd, or -1 with *check saying why (never OK). */
+int tg_store_open_blob_checked(const tg_store *store, const char *hex, uint64_t size,
+                               tg_blob_check *check);
+
+/* Reads exactly len bytes at offset (retries short reads and EINTR). 0, or -1 with
+ * errno: EIO when the file ends first (it is shorter than the catalog says; the
+ * caller marks the blob damaged), EOVERFLOW when offset + len passes INT64_MAX. */
+int tg_store_read_at(int fd, void *buf, size_t len, uint64_t offset);
+
+/* Damaged blobs: a read path that finds a blob missing, of the wrong size or
+ * ending early records it as DATA/damaged/<hex> (one line: what was found and
+ * when) and logs an error line; `tensorgate fsck` lists the records, re-hashes
+ * those blobs and removes the record of one that is whole again. A commit of the
+ * same content replaces a damaged blob and removes its record. Marking is best
+ * effort (a full disk may refuse the record; the log line still goes out). */
+void tg_store_mark_damaged(const tg_store *store, const char *hex, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* True when hex has a damage record; why (may be NULL) gets its line. */
+bool tg_store_damage_record(const tg_store *store, const char *hex, char *why, size_t why_len);
+void tg_store_clear_damaged(const tg_store *store, const char *hex);
+/* Calls visit for every damage record (a blob name); stops when visit returns nonzero. */
+int tg_store_each_damaged(const tg_store *store, int (*visit)(void *ctx, const char *hex),
+                          void *ctx);
+
+/* True when the file at path is hex's content: a regular file of size bytes whose
+ * SHA-256 is hex (reads it all). */
+bool tg_store_file_matches(const char *path, const char *hex, uint64_t size);
 
 /* Calls visit for every blob file name (64 hex) found; stops when visit returns nonzero. */
 int tg_store_each_blob(const tg_store *store, int (*visit)(void *ctx, const char *hex), void *ctx);

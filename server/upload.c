@@ -340,6 +340,13 @@ static char *stats_text(const st_file *file, const st_tensor_stats *stats, uint6
     return text;
 }
 
+/* Refusals that depend on the file's size (the declared one, while the body streams). */
+static bool judged_declared_size(st_reason reason)
+{
+    return reason == ST_FILE_TOO_SMALL || reason == ST_HEADER_TRUNCATED ||
+           reason == ST_DATA_TRAILING || reason == ST_DATA_TRUNCATED;
+}
+
 /* body_ended: the whole body was read (else the answer goes out mid-body, after a
  * stop, and a pending verdict stays the head's refusal). */
 static void upload_answer(tg_request *req, bool body_ended)
@@ -371,6 +378,18 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_ingest_finish(ingest);
     st_verdict verdict;
     st_gate_verdict(ingest->gate, &verdict);
+    /* The gate judged the file at its declared size; a body that then ended short of
+     * it (half-closed) makes a size-based refusal moot: the length is what is wrong. */
+    if (body_ended && ingest->state == TG_INGEST_REFUSED &&
+        ingest->declared != ST_FILE_SIZE_UNKNOWN && received < ingest->declared &&
+        judged_declared_size(verdict.error.reason)) {
+        record_rejection(req, up, "body_length_mismatch", NULL,
+                         "the body length differs from Content-Length", received);
+        tg_respond_problem(req, 400, "body_length_mismatch",
+                           "received %llu bytes, Content-Length said %llu",
+                           (unsigned long long)received, (unsigned long long)ingest->declared);
+        return;
+    }
     switch (ingest->state) {
     case TG_INGEST_OPEN:
         break;

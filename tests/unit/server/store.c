@@ -122,11 +122,72 @@ TEST(blobs_lock_shared_and_exclusive)
     CHECK(system(cmd) == 0);
 }
 
+/* The read paths' checked open, exact reads, damage records, and a commit that
+ * heals a damaged blob (cut short, or a flipped bit) with the new copy. */
+TEST(checked_open_damage_records_and_healing)
+{
+    char root[64];
+    snprintf(root, sizeof root, "/tmp/tg-store-XXXXXX");
+    CHECK(mkdtemp(root) != NULL);
+    char err[256], path[4400], why[256];
+    tg_store store;
+    CHECK(tg_store_open(&store, root, err, sizeof err) == 0);
+    CHECK(tg_store_blob_path(&store, hex_a, path, sizeof path) == 0);
+    tg_blob_check check = TG_BLOB_OK;
+    CHECK(tg_store_open_blob_checked(&store, hex_a, 5, &check) == -1);
+    CHECK(check == TG_BLOB_MISSING);
+    CHECK(tg_store_damage_record(&store, hex_a, why, sizeof why));
+    CHECK(strstr(why, "missing") != NULL);
+
+    for (int round = 0; round < 3; round++) {
+        int fd = -1;
+        char temp[4400];
+        CHECK(tg_store_temp_create(&store, &fd, temp, sizeof temp) == 0);
+        CHECK(tg_store_write_all(fd, "hello", 5) == TG_STORE_OK);
+        CHECK(tg_store_commit_blob(&store, fd, temp, hex_a) == TG_STORE_OK);
+        CHECK(access(temp, F_OK) != 0);
+        /* every commit leaves the whole content and no record */
+        CHECK(tg_store_file_matches(path, hex_a, 5));
+        CHECK(!tg_store_damage_record(&store, hex_a, NULL, 0));
+        if (round == 0) {
+            CHECK(truncate(path, 3) == 0); /* cut short: healed by the next commit */
+            CHECK(tg_store_open_blob_checked(&store, hex_a, 5, &check) == -1);
+            CHECK(check == TG_BLOB_DAMAGED);
+            CHECK(tg_store_damage_record(&store, hex_a, why, sizeof why));
+            CHECK(strstr(why, "3 bytes on disk, the catalog says 5") != NULL);
+        } else if (round == 1) {
+            int w = open(path, O_WRONLY);
+            CHECK(w >= 0 && pwrite(w, "j", 1, 0) == 1); /* same size, another hash */
+            close(w);
+            CHECK(!tg_store_file_matches(path, hex_a, 5));
+        }
+    }
+    int fd = tg_store_open_blob_checked(&store, hex_a, 5, &check);
+    CHECK(fd >= 0 && check == TG_BLOB_OK);
+    char buf[8] = "";
+    CHECK(tg_store_read_at(fd, buf, 4, 1) == 0 && memcmp(buf, "ello", 4) == 0);
+    errno = 0;
+    CHECK(tg_store_read_at(fd, buf, 8, 0) == -1 && errno == EIO); /* never a loop on EOF */
+    close(fd);
+    int records = 0;
+    tg_store_mark_damaged(&store, hex_a, "test %d", 1);
+    tg_store_each_damaged(&store, count_blob, &records);
+    CHECK_EQ_U64(records, 1);
+    tg_store_clear_damaged(&store, hex_a);
+    records = 0;
+    tg_store_each_damaged(&store, count_blob, &records);
+    CHECK_EQ_U64(records, 0);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", root);
+    CHECK(system(command) == 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     RUN(layout_commit_and_dedupe);
     RUN(sha256_hex_shape);
     RUN(blobs_lock_shared_and_exclusive);
+    RUN(checked_open_damage_records_and_healing);
     return test_report(argv[0]);
 }
