@@ -10,6 +10,7 @@
 #include "header_cache.h"
 #include "auth.h"
 #include "reclaim.h"
+#include "resources.h"
 #include "routes.h"
 #include "checks.h"
 
@@ -20,7 +21,10 @@ int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st
     st_error_clear(err);
     int fd = tg_store_open_blob(&server->store, sha256);
     if (fd < 0) {
-        st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL, "the blob is missing");
+        int saved = errno; /* kept for the caller: EMFILE is not "missing" (resources.h) */
+        st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL,
+                     saved == ENOENT ? "the blob is missing" : "the blob cannot be opened now");
+        errno = saved;
         return -1;
     }
     st_limits limits = {.max_header_size = server->config.max_header, .max_depth = 0};
@@ -149,8 +153,11 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     }
     int fd = tg_store_open_blob(&req->server->store, file->sha256);
     if (fd < 0) {
-        tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
-                           file->path);
+        if (tg_errno_is_exhaustion(errno))
+            tg_respond_problem(req, 503, "resource_exhausted", "the server is out of descriptors or memory; retry later");
+        else
+            tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
+                               file->path);
         return;
     }
     struct stat st;

@@ -8,6 +8,7 @@
  * chunks. */
 #include "routes_tensors.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "index_cache.h"
 #include "index_check.h"
 #include "log.h"
+#include "resources.h"
 #include "routes.h"
 #include "tensor_stream.h"
 
@@ -463,7 +465,9 @@ void tg_route_tensor_get(tg_request *req)
                            (long long)version.number);
     } else {
         int fd = tg_store_open_blob(&req->server->store, at.record->sha256);
-        if (fd < 0)
+        if (fd < 0 && tg_errno_is_exhaustion(errno))
+            tg_respond_problem(req, 503, "resource_exhausted", "the server is out of descriptors or memory; retry later");
+        else if (fd < 0)
             tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
                                at.record->path);
         else
