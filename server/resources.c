@@ -1,6 +1,7 @@
 /* Bounded resources: the descriptor limit and its plan, tallies, who pays. See resources.h. */
 #include "resources.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -296,4 +297,49 @@ void tg_header_budget_release(void *context, size_t bytes)
     tg_header_budget *budget = context;
     if (budget->tally != NULL)
         tg_tally_give(budget->tally, budget->client, bytes);
+}
+
+static int open_descriptors(void)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL)
+        return -1;
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL)
+        count += entry->d_name[0] != '.';
+    closedir(dir);
+    return count - 1; /* the directory's own descriptor */
+}
+
+char *tg_resources_metrics_append(char *text)
+{
+    if (text == NULL)
+        return NULL;
+    char extra[1400];
+    int n = snprintf(extra, sizeof extra,
+                     "# HELP tensorgate_fd_limit The process's descriptor limit (soft, raised to the hard one at start).\n"
+                     "# TYPE tensorgate_fd_limit gauge\n"
+                     "tensorgate_fd_limit %llu\n"
+                     "# HELP tensorgate_fd_open Descriptors open now.\n"
+                     "# TYPE tensorgate_fd_open gauge\n"
+                     "tensorgate_fd_open %d\n"
+                     "# HELP tensorgate_uploads_in_progress Uploads between their headers and their answer.\n"
+                     "# TYPE tensorgate_uploads_in_progress gauge\n"
+                     "tensorgate_uploads_in_progress %llu\n"
+                     "# HELP tensorgate_header_memory_bytes Bytes of header (and sidecar) buffers held by uploads and "
+                     "scans.\n"
+                     "# TYPE tensorgate_header_memory_bytes gauge\n"
+                     "tensorgate_header_memory_bytes %llu\n",
+                     (unsigned long long)tg_fd_limit(), open_descriptors(),
+                     (unsigned long long)(uploads ? tg_tally_total(uploads) : 0),
+                     (unsigned long long)(header_memory ? tg_tally_total(header_memory) : 0));
+    if (n < 0 || (size_t)n >= sizeof extra)
+        return text;
+    size_t len = strlen(text);
+    char *joined = realloc(text, len + (size_t)n + 1);
+    if (joined == NULL)
+        return text;
+    memcpy(joined + len, extra, (size_t)n + 1);
+    return joined;
 }

@@ -94,4 +94,8 @@ void tg_header_budget_init(tg_header_budget *budget, tg_request *req);
 bool tg_header_budget_reserve(void *budget, size_t bytes);
 void tg_header_budget_release(void *budget, size_t bytes);
 
+/* Appends the resource gauges to a /metrics text (realloc'd; NULL stays NULL):
+ * descriptor limit and open descriptors, uploads in progress, header memory. */
+char *tg_resources_metrics_append(char *text);
+
 #endif
