@@ -109,8 +109,8 @@ struct st_gate {
     size_t ring_len;
     size_t ring_next;
     bool out_of_memory;
-    bool over_budget;  /* the out_of_memory stop was config.reserve's refusal */
-    size_t reserved;   /* bytes granted by config.reserve, released by st_gate_free */
+    bool over_budget; /* the out_of_memory stop was config.reserve's refusal */
+    size_t reserved;  /* bytes granted by config.reserve, released by st_gate_free */
     st_verdict verdict;
 };
 

@@ -139,10 +139,12 @@ static const option_spec options[] = {
     {"--scan-auth", "TENSORGATE_SCAN_AUTH", OPT_FLAG, offsetof(tg_config, scan_auth), 0, 0},
     {"--header-memory-per-client", "TENSORGATE_HEADER_MEMORY_PER_CLIENT", OPT_BYTES,
      offsetof(tg_config, header_memory_per_client), 0, 0},
-    {"--header-memory", "TENSORGATE_HEADER_MEMORY", OPT_BYTES, offsetof(tg_config, header_memory), 0, 0},
+    {"--header-memory", "TENSORGATE_HEADER_MEMORY", OPT_BYTES, offsetof(tg_config, header_memory),
+     0, 0},
     {"--max-uploads-per-namespace", "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE", OPT_COUNT,
      offsetof(tg_config, max_uploads_per_namespace), 1, 1000000},
-    {"--max-uploads", "TENSORGATE_MAX_UPLOADS", OPT_COUNT, offsetof(tg_config, max_uploads), 0, 1000000},
+    {"--max-uploads", "TENSORGATE_MAX_UPLOADS", OPT_COUNT, offsetof(tg_config, max_uploads), 0,
+     1000000},
     {"--max-jobs-per-namespace", "TENSORGATE_MAX_JOBS_PER_NAMESPACE", OPT_COUNT,
      offsetof(tg_config, max_jobs_per_namespace), 1, 1000000},
     {"--max-jobs", "TENSORGATE_MAX_JOBS", OPT_COUNT, offsetof(tg_config, max_jobs), 1, 1000000},
@@ -165,8 +167,10 @@ const char *tg_config_usage(void)
            "TENSORGATE_DRAIN_LIMIT, TENSORGATE_REFUSE_NONFINITE, TENSORGATE_RATE_LIMIT,\n"
            "TENSORGATE_RATE_BURST, TENSORGATE_SCAN_AUTH, TENSORGATE_HEADER_MEMORY,\n"
            "TENSORGATE_HEADER_MEMORY_PER_CLIENT, TENSORGATE_MAX_UPLOADS,\n"
-           "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE, TENSORGATE_MAX_JOBS, TENSORGATE_MAX_JOBS_PER_NAMESPACE.\n"
-           "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the rate);\n"
+           "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE, TENSORGATE_MAX_JOBS, "
+           "TENSORGATE_MAX_JOBS_PER_NAMESPACE.\n"
+           "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
+           "rate);\n"
            "--header-memory 1G, --header-memory-per-client 256M (0: no bound); --max-uploads 0\n"
            "(from the descriptor limit), --max-uploads-per-namespace 16; --max-jobs 1000,\n"
            "--max-jobs-per-namespace 64. --max-connections is lowered to what the descriptor\n"

@@ -305,8 +305,9 @@ int tg_preload_manager_create(const tg_preload_manager_config *config, tg_preloa
     m->cuda = config->cuda;
     m->copy_threads = config->copy_threads ? config->copy_threads : DEFAULT_COPY_THREADS;
     m->chunk_bytes = config->chunk_bytes ? config->chunk_bytes : DEFAULT_CHUNK_BYTES;
-    m->max_preloads = config->max_preloads && config->max_preloads < PRELOADS_MAX ? config->max_preloads
-                                                                                  : PRELOADS_MAX;
+    m->max_preloads = config->max_preloads && config->max_preloads < PRELOADS_MAX
+                          ? config->max_preloads
+                          : PRELOADS_MAX;
     m->max_per_owner = config->max_per_owner;
     if (m->host && m->host->device_count(m->host->context) > 0) {
         device_record *d = &m->devices[m->device_count++];
@@ -517,7 +518,8 @@ tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_requ
     }
     if (m->max_per_owner != 0 && owned >= m->max_per_owner) {
         pthread_mutex_unlock(&m->lock);
-        set_error(err, err_len, "%u preloads are held for this token or namespace, its quota; delete some",
+        set_error(err, err_len,
+                  "%u preloads are held for this token or namespace, its quota; delete some",
                   owned);
         preload_free(p);
         return TG_PRELOAD_QUOTA;

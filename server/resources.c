@@ -45,7 +45,8 @@ uint64_t tg_fd_limit_raise(void)
     if (limit.rlim_cur != limit.rlim_max) {
         limit.rlim_cur = limit.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-            tg_log(TG_LOG_WARN, "descriptors: cannot raise the soft limit %llu to the hard limit %llu: %s",
+            tg_log(TG_LOG_WARN,
+                   "descriptors: cannot raise the soft limit %llu to the hard limit %llu: %s",
                    (unsigned long long)before, (unsigned long long)limit.rlim_max, strerror(errno));
             limit.rlim_cur = before;
         } else {
@@ -53,7 +54,8 @@ uint64_t tg_fd_limit_raise(void)
                    (unsigned long long)before, (unsigned long long)limit.rlim_cur);
         }
     } else {
-        tg_log(TG_LOG_INFO, "descriptors: limit %llu (soft = hard)", (unsigned long long)limit.rlim_cur);
+        tg_log(TG_LOG_INFO, "descriptors: limit %llu (soft = hard)",
+               (unsigned long long)limit.rlim_cur);
     }
     return limit_value(limit.rlim_cur);
 }
@@ -66,7 +68,9 @@ void tg_fd_plan_for(uint64_t fd_limit, tg_fd_plan *plan)
     plan->fd_limit = fd_limit;
     uint64_t preloads = fd_limit / 4, connections = fd_limit / 8;
     plan->preloads = (unsigned)(preloads > 4096 ? 4096 : preloads < 1 ? 1 : preloads);
-    plan->preload_connections = (unsigned)(connections > 1024 ? 1024 : connections < 16 ? 16 : connections);
+    plan->preload_connections = (unsigned)(connections > 1024 ? 1024
+                                           : connections < 16 ? 16
+                                                              : connections);
     uint64_t used = (uint64_t)plan->preloads + plan->preload_connections + FD_RESERVED;
     uint64_t http = used < fd_limit ? (fd_limit - used) / 2 : 0;
     plan->http_connections = (unsigned)(http > 1000000 ? 1000000 : http < 16 ? 16 : http);
@@ -74,7 +78,8 @@ void tg_fd_plan_for(uint64_t fd_limit, tg_fd_plan *plan)
 
 bool tg_errno_is_exhaustion(int error)
 {
-    return error == EMFILE || error == ENFILE || error == ENOMEM || error == ENOBUFS || error == EAGAIN;
+    return error == EMFILE || error == ENFILE || error == ENOMEM || error == ENOBUFS ||
+           error == EAGAIN;
 }
 
 /* ---- tallies ---- */
@@ -123,7 +128,8 @@ tg_tally_result tg_tally_take(tg_tally *tally, const char *key, uint64_t amount,
     tally_entry *entry = find_entry(tally, key);
     uint64_t held = entry ? entry->amount : 0;
     tg_tally_result result = TG_TALLY_OK;
-    /* the key's own cap first: a tenant over its share is told so even when the whole is full too */
+    /* the key's own cap first: a tenant over its share is told so even when the whole is full too
+     */
     if (key_max != 0 && (amount > key_max || held > key_max - amount))
         result = TG_TALLY_KEY_FULL;
     else if (global_max != 0 && (amount > global_max || tally->total > global_max - amount))
@@ -225,8 +231,8 @@ void tg_request_owner(tg_request *req, char *owner, size_t owner_len)
             token++;
         tg_scope granted = TG_SCOPE_NONE;
         char token_namespace[TG_NAME_MAX + 1] = "";
-        if (tg_token_lookup(req->server->catalog, token, &granted, token_namespace, sizeof token_namespace) ==
-            TG_CAT_OK) {
+        if (tg_token_lookup(req->server->catalog, token, &granted, token_namespace,
+                            sizeof token_namespace) == TG_CAT_OK) {
             if (token_namespace[0] != '\0') {
                 snprintf(owner, owner_len, "ns:%s", token_namespace);
             } else {
@@ -240,15 +246,20 @@ void tg_request_owner(tg_request *req, char *owner, size_t owner_len)
     snprintf(owner, owner_len, "client:%s", req->client);
 }
 
-void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_after, const char *fmt, ...)
+void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_after,
+                      const char *fmt, ...)
 {
     char detail[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    unsigned status = result == TG_TALLY_KEY_FULL ? 429 : result == TG_TALLY_GLOBAL_FULL ? 503 : 500;
-    const char *reason = status == 429 ? "quota_exceeded" : status == 503 ? "resource_exhausted" : "internal";
+    unsigned status = result == TG_TALLY_KEY_FULL      ? 429
+                      : result == TG_TALLY_GLOBAL_FULL ? 503
+                                                       : 500;
+    const char *reason = status == 429   ? "quota_exceeded"
+                         : status == 503 ? "resource_exhausted"
+                                         : "internal";
     if (req->in_upload_data || retry_after == 0 || status == 500) {
         /* inside a body MHD cannot take a response object: the plain problem */
         tg_respond_problem(req, status, reason, "%s", detail);
@@ -262,7 +273,8 @@ void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_af
         return;
     }
     size_t len = strlen(text);
-    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response) {
         char seconds[16];
         snprintf(seconds, sizeof seconds, "%u", retry_after);
@@ -288,7 +300,8 @@ bool tg_header_budget_reserve(void *context, size_t bytes)
     tg_header_budget *budget = context;
     if (budget->tally == NULL)
         return true;
-    budget->refused = tg_tally_take(budget->tally, budget->client, bytes, budget->client_max, budget->global_max);
+    budget->refused =
+        tg_tally_take(budget->tally, budget->client, bytes, budget->client_max, budget->global_max);
     return budget->refused == TG_TALLY_OK;
 }
 
@@ -317,23 +330,26 @@ char *tg_resources_metrics_append(char *text)
     if (text == NULL)
         return NULL;
     char extra[1400];
-    int n = snprintf(extra, sizeof extra,
-                     "# HELP tensorgate_fd_limit The process's descriptor limit (soft, raised to the hard one at start).\n"
-                     "# TYPE tensorgate_fd_limit gauge\n"
-                     "tensorgate_fd_limit %llu\n"
-                     "# HELP tensorgate_fd_open Descriptors open now.\n"
-                     "# TYPE tensorgate_fd_open gauge\n"
-                     "tensorgate_fd_open %d\n"
-                     "# HELP tensorgate_uploads_in_progress Uploads between their headers and their answer.\n"
-                     "# TYPE tensorgate_uploads_in_progress gauge\n"
-                     "tensorgate_uploads_in_progress %llu\n"
-                     "# HELP tensorgate_header_memory_bytes Bytes of header (and sidecar) buffers held by uploads and "
-                     "scans.\n"
-                     "# TYPE tensorgate_header_memory_bytes gauge\n"
-                     "tensorgate_header_memory_bytes %llu\n",
-                     (unsigned long long)tg_fd_limit(), open_descriptors(),
-                     (unsigned long long)(uploads ? tg_tally_total(uploads) : 0),
-                     (unsigned long long)(header_memory ? tg_tally_total(header_memory) : 0));
+    int n = snprintf(
+        extra, sizeof extra,
+        "# HELP tensorgate_fd_limit The process's descriptor limit (soft, raised to the hard one "
+        "at start).\n"
+        "# TYPE tensorgate_fd_limit gauge\n"
+        "tensorgate_fd_limit %llu\n"
+        "# HELP tensorgate_fd_open Descriptors open now.\n"
+        "# TYPE tensorgate_fd_open gauge\n"
+        "tensorgate_fd_open %d\n"
+        "# HELP tensorgate_uploads_in_progress Uploads between their headers and their answer.\n"
+        "# TYPE tensorgate_uploads_in_progress gauge\n"
+        "tensorgate_uploads_in_progress %llu\n"
+        "# HELP tensorgate_header_memory_bytes Bytes of header (and sidecar) buffers held by "
+        "uploads and "
+        "scans.\n"
+        "# TYPE tensorgate_header_memory_bytes gauge\n"
+        "tensorgate_header_memory_bytes %llu\n",
+        (unsigned long long)tg_fd_limit(), open_descriptors(),
+        (unsigned long long)(uploads ? tg_tally_total(uploads) : 0),
+        (unsigned long long)(header_memory ? tg_tally_total(header_memory) : 0));
     if (n < 0 || (size_t)n >= sizeof extra)
         return text;
     size_t len = strlen(text);

@@ -79,8 +79,8 @@ void tg_request_owner(tg_request *req, char *owner, size_t owner_len);
 
 /* 429 quota_exceeded (Retry-After: retry_after) or 503 resource_exhausted, with the
  * sentence; for a tally refusal. */
-void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_after, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_after,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* A header-memory budget for one ingest: the gate's reserve/release hooks charge
  * the client (req->client) and the server's total. */

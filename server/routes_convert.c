@@ -42,17 +42,18 @@ static pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* True when a new job fits --max-jobs and the org's --max-jobs-per-namespace (jobs are
  * the org's: a job belongs to a model, whoever asked); otherwise answers 429/503. */
-static bool job_fits(tg_request *req, const tg_model *model, const tg_version *version, const char *dtype,
-                     const char *tensors)
+static bool job_fits(tg_request *req, const tg_model *model, const tg_version *version,
+                     const char *dtype, const char *tensors)
 {
     const tg_config *config = &req->server->config;
     job_count count = {model->org, version->id, dtype, tensors, 0, 0, false};
     tg_job_filter filter = {.has_state = true, .state = TG_JOB_QUEUED};
-    tg_cat_status status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u, count_job,
-                                               &count);
+    tg_cat_status status = tg_catalog_job_list(req->server->catalog, &filter, 0,
+                                               config->max_jobs + 1u, count_job, &count);
     filter.state = TG_JOB_RUNNING;
     if (status == TG_CAT_OK)
-        status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u, count_job, &count);
+        status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
+                                     count_job, &count);
     if (status != TG_CAT_OK) {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
         return false;
@@ -60,15 +61,17 @@ static bool job_fits(tg_request *req, const tg_model *model, const tg_version *v
     if (count.equal)
         return true;
     if (count.of_org >= config->max_jobs_per_namespace) {
-        tg_respond_quota(req, TG_TALLY_KEY_FULL, 10,
-                         "%s has %u conversion jobs queued or running, its limit (--max-jobs-per-namespace); "
-                         "retry when one ends",
-                         model->org, count.of_org);
+        tg_respond_quota(
+            req, TG_TALLY_KEY_FULL, 10,
+            "%s has %u conversion jobs queued or running, its limit (--max-jobs-per-namespace); "
+            "retry when one ends",
+            model->org, count.of_org);
         return false;
     }
     if (count.all >= config->max_jobs) {
         tg_respond_quota(req, TG_TALLY_GLOBAL_FULL, 10,
-                         "the server has %u conversion jobs queued or running, its limit (--max-jobs); retry later",
+                         "the server has %u conversion jobs queued or running, its limit "
+                         "(--max-jobs); retry later",
                          count.all);
         return false;
     }

@@ -154,7 +154,8 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     int fd = tg_store_open_blob(&req->server->store, file->sha256);
     if (fd < 0) {
         if (tg_errno_is_exhaustion(errno))
-            tg_respond_problem(req, 503, "resource_exhausted", "the server is out of descriptors or memory; retry later");
+            tg_respond_problem(req, 503, "resource_exhausted",
+                               "the server is out of descriptors or memory; retry later");
         else
             tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
                                file->path);

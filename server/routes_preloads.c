@@ -28,7 +28,7 @@ typedef struct preload_options {
     uint64_t budget_host, budget_cuda;
     unsigned fake_devices;
     unsigned copy_threads;
-    unsigned max_preloads;  /* 0: from the descriptor limit (resources.h) */
+    unsigned max_preloads;      /* 0: from the descriptor limit (resources.h) */
     unsigned max_per_namespace; /* 0: a quarter of max_preloads */
 } preload_options;
 
@@ -191,7 +191,8 @@ int tg_preloads_start(tg_server *server, char *err, size_t err_len)
     tg_fd_plan plan;
     tg_fd_plan_for(tg_fd_limit(), &plan);
     unsigned max_preloads = options.max_preloads ? options.max_preloads : plan.preloads;
-    unsigned max_per_namespace = options.max_per_namespace ? options.max_per_namespace : max_preloads / 4;
+    unsigned max_per_namespace =
+        options.max_per_namespace ? options.max_per_namespace : max_preloads / 4;
     if (max_per_namespace == 0)
         max_per_namespace = 1;
     tg_preload_manager_config config = {
@@ -205,7 +206,8 @@ int tg_preloads_start(tg_server *server, char *err, size_t err_len)
         .cuda_budget = options.budget_cuda,
         .copy_threads = options.copy_threads,
     };
-    tg_log(TG_LOG_INFO, "preload: at most %u preloads, %u per namespace or token, %u hand-off connections",
+    tg_log(TG_LOG_INFO,
+           "preload: at most %u preloads, %u per namespace or token, %u hand-off connections",
            max_preloads, max_per_namespace, plan.preload_connections);
     if (config.host == NULL || config.cuda == NULL) {
         if (config.host)
@@ -407,7 +409,8 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
                 tg_respond_problem(req, 503, "resource_exhausted",
                                    "the server is out of descriptors or memory; retry later");
             else
-                tg_respond_problem(req, 500, "internal", "the stored blob of %s cannot be read (run fsck)",
+                tg_respond_problem(req, 500, "internal",
+                                   "the stored blob of %s cannot be read (run fsck)",
                                    s->files.files[i].path);
             return false;
         }

@@ -466,7 +466,8 @@ void tg_route_tensor_get(tg_request *req)
     } else {
         int fd = tg_store_open_blob(&req->server->store, at.record->sha256);
         if (fd < 0 && tg_errno_is_exhaustion(errno))
-            tg_respond_problem(req, 503, "resource_exhausted", "the server is out of descriptors or memory; retry later");
+            tg_respond_problem(req, 503, "resource_exhausted",
+                               "the server is out of descriptors or memory; retry later");
         else if (fd < 0)
             tg_respond_problem(req, 500, "internal", "the stored blob for %s is missing (run fsck)",
                                at.record->path);

@@ -74,14 +74,17 @@ int tg_cmd_serve(int argc, char **argv)
     tg_fd_plan_for(tg_fd_limit_raise(), &plan);
     if (server.config.connection_limit > plan.http_connections) {
         tg_log(TG_LOG_WARN, "descriptors: --max-connections %u lowered to %u for a limit of %llu",
-               server.config.connection_limit, plan.http_connections, (unsigned long long)plan.fd_limit);
+               server.config.connection_limit, plan.http_connections,
+               (unsigned long long)plan.fd_limit);
         server.config.connection_limit = plan.http_connections;
     }
     if (server.config.max_uploads == 0)
-        server.config.max_uploads = plan.http_connections / 2 < 256 ? plan.http_connections / 2 : 256;
-    tg_log(TG_LOG_INFO, "descriptors: %llu; at most %u connections, %u concurrent uploads, %u preloads",
-           (unsigned long long)plan.fd_limit, server.config.connection_limit, server.config.max_uploads,
-           plan.preloads);
+        server.config.max_uploads =
+            plan.http_connections / 2 < 256 ? plan.http_connections / 2 : 256;
+    tg_log(TG_LOG_INFO,
+           "descriptors: %llu; at most %u connections, %u concurrent uploads, %u preloads",
+           (unsigned long long)plan.fd_limit, server.config.connection_limit,
+           server.config.max_uploads, plan.preloads);
     if (tg_resources_start() != 0) {
         fprintf(stderr, "tensorgate serve: out of memory\n");
         return 1;

@@ -188,14 +188,17 @@ void tg_ingest_finish(tg_ingest *ingest)
 void tg_ingest_respond_over_budget(tg_ingest *ingest, tg_request *req)
 {
     if (ingest->budget.refused == TG_TALLY_KEY_FULL)
-        tg_respond_quota(req, TG_TALLY_KEY_FULL, 1,
-                         "this client's streams hold %llu bytes of header memory, its limit "
-                         "(--header-memory-per-client); retry when they end",
-                         (unsigned long long)tg_tally_of(ingest->budget.tally, ingest->budget.client));
+        tg_respond_quota(
+            req, TG_TALLY_KEY_FULL, 1,
+            "this client's streams hold %llu bytes of header memory, its limit "
+            "(--header-memory-per-client); retry when they end",
+            (unsigned long long)tg_tally_of(ingest->budget.tally, ingest->budget.client));
     else
-        tg_respond_quota(req, ingest->budget.refused == TG_TALLY_GLOBAL_FULL ? TG_TALLY_GLOBAL_FULL : TG_TALLY_ERROR,
-                         1, "the server's header memory (--header-memory, %llu bytes) is in use; retry later",
-                         (unsigned long long)ingest->budget.global_max);
+        tg_respond_quota(
+            req,
+            ingest->budget.refused == TG_TALLY_GLOBAL_FULL ? TG_TALLY_GLOBAL_FULL : TG_TALLY_ERROR,
+            1, "the server's header memory (--header-memory, %llu bytes) is in use; retry later",
+            (unsigned long long)ingest->budget.global_max);
 }
 
 void tg_ingest_digest(tg_ingest *ingest, char hex[65])
@@ -281,10 +284,12 @@ void tg_route_upload_start(tg_request *req)
                                           req->server->config.max_uploads_per_namespace,
                                           req->server->config.max_uploads);
     if (taken != TG_TALLY_OK) {
-        tg_respond_quota(req, taken, 5, "%s", taken == TG_TALLY_KEY_FULL
-                         ? "this token or namespace has its limit of uploads in progress "
-                           "(--max-uploads-per-namespace); retry when one ends"
-                         : "the server has its limit of uploads in progress (--max-uploads); retry later");
+        tg_respond_quota(
+            req, taken, 5, "%s",
+            taken == TG_TALLY_KEY_FULL
+                ? "this token or namespace has its limit of uploads in progress "
+                  "(--max-uploads-per-namespace); retry when one ends"
+                : "the server has its limit of uploads in progress (--max-uploads); retry later");
         return;
     }
     up->counted = true;
@@ -330,10 +335,12 @@ void tg_route_upload_start(tg_request *req)
     errno = 0;
     if (tg_ingest_init(&up->ingest, req, kind, declared, true) != 0) {
         if (tg_errno_is_exhaustion(errno))
-            tg_respond_problem(req, 503, "resource_exhausted",
-                               "the server is out of descriptors or memory for a temp file; retry later");
+            tg_respond_problem(
+                req, 503, "resource_exhausted",
+                "the server is out of descriptors or memory for a temp file; retry later");
         else
-            tg_respond_problem(req, 500, "internal", "cannot start the upload (temp file or memory)");
+            tg_respond_problem(req, 500, "internal",
+                               "cannot start the upload (temp file or memory)");
         return;
     }
 }

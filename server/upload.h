@@ -18,8 +18,9 @@ typedef enum tg_ingest_state {
     TG_INGEST_TOO_LARGE, /* more than --max-body */
     TG_INGEST_NO_SPACE,  /* disk full while writing the temp file */
     TG_INGEST_FAILED,    /* I/O or allocation failure */
-    TG_INGEST_OVER_BUDGET, /* the header memory budget refused (budget.refused says whose):
-                            * 429 quota_exceeded or 503 resource_exhausted, connection closed */
+    /* the header memory budget refused (budget.refused says whose): 429 quota_exceeded
+     * or 503 resource_exhausted, connection closed */
+    TG_INGEST_OVER_BUDGET,
 } tg_ingest_state;
 
 typedef struct tg_ingest {

@@ -25,7 +25,8 @@ static char socket_path[400];
 
 /* ---------- helpers ---------- */
 
-static void upload_model(const char *base, const char *token, const it_tensor_spec *tensors, int count)
+static void upload_model(const char *base, const char *token, const it_tensor_spec *tensors,
+                         int count)
 {
     char path[256];
     char body[128];
@@ -138,7 +139,8 @@ static int connect_from(const char *source)
     a.sin_family = AF_INET;
     a.sin_port = htons((uint16_t)it_srv.port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&local, sizeof local) != 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    if (bind(fd, (struct sockaddr *)&local, sizeof local) != 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
         close(fd);
         return -1;
     }
@@ -222,16 +224,19 @@ TEST(uploads_are_capped_per_namespace)
     it_tensor_spec t[] = {{"x", "F32", 1, {16}}};
     it_buf file = {0};
     it_build_safetensors(&file, t, 1, NULL, 3);
-    it_response r = it_send("PUT", OTHER "/versions/2/files/third.safetensors", other_write, file.data, file.len);
+    it_response r = it_send("PUT", OTHER "/versions/2/files/third.safetensors", other_write,
+                            file.data, file.len);
     CHECK_PROBLEM(r, 429, "quota_exceeded");
     it_response_free(&r);
-    r = it_send("PUT", ACME "/versions/2/files/meanwhile.safetensors", acme_write, file.data, file.len);
+    r = it_send("PUT", ACME "/versions/2/files/meanwhile.safetensors", acme_write, file.data,
+                file.len);
     CHECK_STATUS(r, 201);
     it_response_free(&r);
     for (int i = 0; i < 2; i++)
         close(held[i]);
     CHECK(wait_metric("tensorgate_uploads_in_progress", 0));
-    r = it_send("PUT", OTHER "/versions/2/files/third.safetensors", other_write, file.data, file.len);
+    r = it_send("PUT", OTHER "/versions/2/files/third.safetensors", other_write, file.data,
+                file.len);
     CHECK_STATUS(r, 201);
     it_response_free(&r);
     it_buf_free(&file);
@@ -242,7 +247,8 @@ TEST(uploads_are_capped_per_namespace)
  * seconds until it is cancelled. */
 TEST(jobs_are_capped_per_namespace)
 {
-    it_response r = it_send_json("POST", OTHER "/versions/1/convert", other_write, "{\"dtype\":\"BF16\"}");
+    it_response r =
+        it_send_json("POST", OTHER "/versions/1/convert", other_write, "{\"dtype\":\"BF16\"}");
     CHECK_STATUS(r, 202);
     long long first = job_id(&r);
     it_response_free(&r);
@@ -273,7 +279,8 @@ static int start_big_scan(const char *source, uint64_t header_len, size_t send_l
     if (fd < 0)
         return -1;
     char head[256];
-    int n = snprintf(head, sizeof head, "POST /v1/scan HTTP/1.1\r\nHost: x\r\nContent-Length: %llu\r\n\r\n",
+    int n = snprintf(head, sizeof head,
+                     "POST /v1/scan HTTP/1.1\r\nHost: x\r\nContent-Length: %llu\r\n\r\n",
                      (unsigned long long)(8 + header_len + 64));
     unsigned char *body = malloc(8 + send_len);
     for (int i = 0; i < 8; i++)
@@ -383,7 +390,8 @@ TEST(preload_memory_freed_though_the_fd_is_kept)
         CHECK(st.st_size == 0);
         CHECK(st.st_blocks == 0);
         if (st.st_size != 0)
-            fprintf(stderr, "cycle %d: the kept memfd still holds %lld bytes\n", cycle, (long long)st.st_size);
+            fprintf(stderr, "cycle %d: the kept memfd still holds %lld bytes\n", cycle,
+                    (long long)st.st_size);
     }
     /* over all the cycles what the kept descriptors pin stays at 0 (not 5 x 64 KiB,
      * past the 256 KiB --preload-budget-host) and the server counts nothing held */
@@ -400,7 +408,8 @@ TEST(preload_memory_freed_though_the_fd_is_kept)
     json_t *devices = r.json ? json_object_get(r.json, "devices") : NULL;
     long long host_used = -1;
     for (size_t i = 0; i < json_array_size(devices); i++) {
-        const char *device = json_string_value(json_object_get(json_array_get(devices, i), "device"));
+        const char *device =
+            json_string_value(json_object_get(json_array_get(devices, i), "device"));
         if (device != NULL && strcmp(device, "host") == 0)
             host_used = it_json_int(json_array_get(devices, i), "used_bytes");
     }
@@ -422,8 +431,9 @@ TEST(scan_auth)
     it_response r = it_send("POST", "/v1/scan", NULL, file.data, file.len);
     CHECK_PROBLEM(r, 401, "unauthorized");
     it_response_free(&r);
-    r = it_send("POST", "/v1/scan", "tg_0000000000000000000000000000000000000000000000000000000000000000",
-                file.data, file.len);
+    r = it_send("POST", "/v1/scan",
+                "tg_0000000000000000000000000000000000000000000000000000000000000000", file.data,
+                file.len);
     CHECK_PROBLEM(r, 401, "unauthorized");
     it_response_free(&r);
     r = it_send("POST", "/v1/scan", acme_read, file.data, file.len);
@@ -441,11 +451,16 @@ int main(int argc, char **argv)
         return 2;
     }
     setenv("TENSORGATE_TEST_CONVERT_DELAY_MS", "500", 1);
-    static const char *const flags[] = {"--preload-budget-host",       "262144",
-                                        "--header-memory",             "1M",
-                                        "--header-memory-per-client",  "600K",
-                                        "--max-uploads-per-namespace", "2",
-                                        "--max-jobs-per-namespace",    "1",
+    static const char *const flags[] = {"--preload-budget-host",
+                                        "262144",
+                                        "--header-memory",
+                                        "1M",
+                                        "--header-memory-per-client",
+                                        "600K",
+                                        "--max-uploads-per-namespace",
+                                        "2",
+                                        "--max-jobs-per-namespace",
+                                        "1",
                                         NULL};
     it_init(argc, argv, flags);
     unsetenv("TENSORGATE_TEST_CONVERT_DELAY_MS");
