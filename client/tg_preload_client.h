@@ -10,9 +10,13 @@
  *   }
  *
  * The open connection is the lease: the server keeps the memory until
- * tg_preload_close (or this process's death). For a CUDA preload the fd is a
- * CUDA VMM POSIX-fd handle: import it with cuMemImportFromShareableHandle and map
- * it; tg_preload_data returns NULL there. Links with jansson. */
+ * tg_preload_close (or this process's death). Use the memory only while the lease
+ * is held: a host preload's fd is read-only, and once the preload is deleted or
+ * evicted after the lease the server truncates the memfd to 0 bytes, so a kept fd
+ * names nothing and a kept mapping raises SIGBUS (docs/preload-handoff.md).
+ * For a CUDA preload the fd is a CUDA VMM POSIX-fd handle: import it with
+ * cuMemImportFromShareableHandle and map it; tg_preload_data returns NULL there.
+ * Links with jansson. */
 #ifndef TG_PRELOAD_CLIENT_H
 #define TG_PRELOAD_CLIENT_H
 

@@ -8,7 +8,9 @@ Connects to the preload hand-off socket, sends {"token","preload"} as one JSON
 line, receives the layout line with the sealed memfd attached (SCM_RIGHTS),
 maps it read-only and builds one array per tensor over the mapping. The open
 socket is the lease: the server keeps the memory until this process closes it
-(or dies). --check compares every tensor with the original file's bytes;
+(or dies). Use the arrays only while the socket is open: after the lease ends a
+DELETE or an eviction truncates the memfd to 0 bytes (touching the mapping then
+raises SIGBUS; docs/preload-handoff.md). --check compares every tensor with the original file's bytes;
 --hold keeps the lease until stdin closes.
 """
 import argparse

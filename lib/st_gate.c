@@ -109,6 +109,8 @@ struct st_gate {
     size_t ring_len;
     size_t ring_next;
     bool out_of_memory;
+    bool over_budget; /* the out_of_memory stop was config.reserve's refusal */
+    size_t reserved;  /* bytes granted by config.reserve, released by st_gate_free */
     st_verdict verdict;
 };
 
@@ -316,6 +318,15 @@ static bool buffer_reserve(st_gate *gate, size_t want)
     }
     if (cap > gate->buf_bound && want <= gate->buf_bound)
         cap = gate->buf_bound;
+    /* Only growth past what was granted before is asked for: a buffer released after
+     * the header keeps its grant, so a later one (none today) would reuse it. */
+    if (gate->config.reserve != NULL && cap > gate->reserved) {
+        if (!gate->config.reserve(gate->config.budget_context, cap - gate->reserved)) {
+            gate->over_budget = true;
+            return false;
+        }
+        gate->reserved = cap;
+    }
     uint8_t *grown = realloc(gate->buf, cap);
     if (grown == NULL)
         return false;
@@ -896,6 +907,8 @@ void st_gate_free(st_gate *gate)
         st_file_free(&gate->file);
     free(gate->buf);
     free(gate->ring);
+    if (gate->reserved > 0 && gate->config.release != NULL)
+        gate->config.release(gate->config.budget_context, gate->reserved);
     free(gate);
 }
 
@@ -979,6 +992,11 @@ uint64_t st_gate_bytes_seen(const st_gate *gate)
 bool st_gate_out_of_memory(const st_gate *gate)
 {
     return gate->out_of_memory;
+}
+
+bool st_gate_over_budget(const st_gate *gate)
+{
+    return gate->over_budget;
 }
 
 void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,

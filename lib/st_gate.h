@@ -40,6 +40,14 @@ typedef struct st_gate_config {
     st_gate_kind kind;
     bool refuse_nonfinite;     /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
     uint64_t sidecar_max_size; /* 0 means 16 MiB */
+    /* Optional memory budget (NULL: none). reserve is asked before the gate's buffer
+     * (the head, the header, a sidecar) grows by bytes; false stops the gate as an
+     * allocation failure would, with st_gate_over_budget() true. What was granted is
+     * given back in one release call by st_gate_free, not when the buffer goes: the
+     * parsed header that replaces it lives as long as the gate. */
+    bool (*reserve)(void *budget_context, size_t bytes);
+    void (*release)(void *budget_context, size_t bytes);
+    void *budget_context;
 } st_gate_config;
 
 typedef enum st_gate_status {
@@ -89,6 +97,8 @@ uint64_t st_gate_bytes_seen(const st_gate *gate);
  * a judgement of the content (valid false, reason ST_OK); callers answer with a
  * server error, not a refusal. */
 bool st_gate_out_of_memory(const st_gate *gate);
+/* True when that stop was the budget's refusal (st_gate_config.reserve said no). */
+bool st_gate_over_budget(const st_gate *gate);
 
 /* Whole-buffer convenience: runs the gate over buf as one file. */
 void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,

@@ -21,6 +21,11 @@ void tg_config_defaults(tg_config *config)
     config->connection_limit = 1024;
     config->per_ip_limit = 64; /* one client cannot take every connection */
     config->drain_limit = 64ULL << 20;
+    config->header_memory = 1ULL << 30;
+    config->header_memory_per_client = 256ULL << 20;
+    config->max_uploads_per_namespace = 16;
+    config->max_jobs = 1000;
+    config->max_jobs_per_namespace = 64;
 }
 
 int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port)
@@ -131,6 +136,18 @@ static const option_spec options[] = {
      offsetof(tg_config, refuse_nonfinite), 0, 0},
     {"--rate-limit", "TENSORGATE_RATE_LIMIT", OPT_COUNT, offsetof(tg_config, rate_limit), 0, 1000000},
     {"--rate-burst", "TENSORGATE_RATE_BURST", OPT_COUNT, offsetof(tg_config, rate_burst), 0, 1000000},
+    {"--scan-auth", "TENSORGATE_SCAN_AUTH", OPT_FLAG, offsetof(tg_config, scan_auth), 0, 0},
+    {"--header-memory-per-client", "TENSORGATE_HEADER_MEMORY_PER_CLIENT", OPT_BYTES,
+     offsetof(tg_config, header_memory_per_client), 0, 0},
+    {"--header-memory", "TENSORGATE_HEADER_MEMORY", OPT_BYTES, offsetof(tg_config, header_memory),
+     0, 0},
+    {"--max-uploads-per-namespace", "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE", OPT_COUNT,
+     offsetof(tg_config, max_uploads_per_namespace), 1, 1000000},
+    {"--max-uploads", "TENSORGATE_MAX_UPLOADS", OPT_COUNT, offsetof(tg_config, max_uploads), 0,
+     1000000},
+    {"--max-jobs-per-namespace", "TENSORGATE_MAX_JOBS_PER_NAMESPACE", OPT_COUNT,
+     offsetof(tg_config, max_jobs_per_namespace), 1, 1000000},
+    {"--max-jobs", "TENSORGATE_MAX_JOBS", OPT_COUNT, offsetof(tg_config, max_jobs), 1, 1000000},
 };
 
 const char *tg_config_usage(void)
@@ -140,12 +157,24 @@ const char *tg_config_usage(void)
            "                        [--timeout SECONDS] [--max-connections N] [--max-per-ip N]\n"
            "                        [--drain-limit BYTES] [--refuse-nonfinite]\n"
            "                        [--rate-limit REQUESTS_PER_SECOND] [--rate-burst N]\n"
+           "                        [--scan-auth] [--header-memory BYTES]\n"
+           "                        [--header-memory-per-client BYTES] [--max-uploads N]\n"
+           "                        [--max-uploads-per-namespace N] [--max-jobs N]\n"
+           "                        [--max-jobs-per-namespace N]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_MAX_CONNECTIONS, TENSORGATE_MAX_PER_IP,\n"
            "TENSORGATE_DRAIN_LIMIT, TENSORGATE_REFUSE_NONFINITE, TENSORGATE_RATE_LIMIT,\n"
-           "TENSORGATE_RATE_BURST. Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off),\n"
-           "--rate-burst 0 (twice the rate).\n";
+           "TENSORGATE_RATE_BURST, TENSORGATE_SCAN_AUTH, TENSORGATE_HEADER_MEMORY,\n"
+           "TENSORGATE_HEADER_MEMORY_PER_CLIENT, TENSORGATE_MAX_UPLOADS,\n"
+           "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE, TENSORGATE_MAX_JOBS, "
+           "TENSORGATE_MAX_JOBS_PER_NAMESPACE.\n"
+           "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
+           "rate);\n"
+           "--header-memory 1G, --header-memory-per-client 256M (0: no bound); --max-uploads 0\n"
+           "(from the descriptor limit), --max-uploads-per-namespace 16; --max-jobs 1000,\n"
+           "--max-jobs-per-namespace 64. --max-connections is lowered to what the descriptor\n"
+           "limit can carry.\n";
 }
 
 static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,

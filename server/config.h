@@ -21,6 +21,18 @@ typedef struct tg_config {
     bool refuse_nonfinite;        /* TENSORGATE_REFUSE_NONFINITE / --refuse-nonfinite */
     unsigned rate_limit;          /* TENSORGATE_RATE_LIMIT / --rate-limit: requests per second per client IP, 0 = off */
     unsigned rate_burst;          /* TENSORGATE_RATE_BURST / --rate-burst: bucket size, 0 = twice the rate */
+    bool scan_auth; /* TENSORGATE_SCAN_AUTH / --scan-auth: POST /v1/scan needs a read token */
+    uint64_t
+        header_memory; /* TENSORGATE_HEADER_MEMORY / --header-memory: all gates' buffers together */
+    uint64_t header_memory_per_client; /* TENSORGATE_HEADER_MEMORY_PER_CLIENT /
+                                          --header-memory-per-client */
+    unsigned max_uploads; /* TENSORGATE_MAX_UPLOADS / --max-uploads: concurrent uploads, 0 = from
+                             the fd limit */
+    unsigned max_uploads_per_namespace; /* TENSORGATE_MAX_UPLOADS_PER_NAMESPACE /
+                                           --max-uploads-per-namespace */
+    unsigned max_jobs; /* TENSORGATE_MAX_JOBS / --max-jobs: queued + running jobs */
+    unsigned
+        max_jobs_per_namespace; /* TENSORGATE_MAX_JOBS_PER_NAMESPACE / --max-jobs-per-namespace */
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

@@ -81,6 +81,7 @@ typedef struct preload {
     bool evict_when_loaded; /* DELETE arrived while queued or loading */
     uint64_t last_used;     /* manager clock tick; smaller is older */
     char created_at[32];
+    char owner[96]; /* who is charged for it (tg_preload_request.owner) */
 } preload;
 
 struct tg_preload_manager {
@@ -92,6 +93,7 @@ struct tg_preload_manager {
     int device_count;
     unsigned copy_threads;
     size_t chunk_bytes;
+    unsigned max_preloads, max_per_owner;
     preload *head, *tail; /* submission order */
     size_t preload_count;
     uint64_t clock;
@@ -303,6 +305,10 @@ int tg_preload_manager_create(const tg_preload_manager_config *config, tg_preloa
     m->cuda = config->cuda;
     m->copy_threads = config->copy_threads ? config->copy_threads : DEFAULT_COPY_THREADS;
     m->chunk_bytes = config->chunk_bytes ? config->chunk_bytes : DEFAULT_CHUNK_BYTES;
+    m->max_preloads = config->max_preloads && config->max_preloads < PRELOADS_MAX
+                          ? config->max_preloads
+                          : PRELOADS_MAX;
+    m->max_per_owner = config->max_per_owner;
     if (m->host && m->host->device_count(m->host->context) > 0) {
         device_record *d = &m->devices[m->device_count++];
         snprintf(d->name, sizeof d->name, "host");
@@ -385,6 +391,7 @@ static preload *preload_new(const tg_preload_request *request, const tg_preload_
     p->convert = request->convert;
     p->dtype = request->dtype;
     p->total = total;
+    snprintf(p->owner, sizeof p->owner, "%s", request->owner ? request->owner : "");
     p->file_paths = calloc(request->file_count ? request->file_count : 1, sizeof *p->file_paths);
     p->tensors = calloc(request->tensor_count ? request->tensor_count : 1, sizeof *p->tensors);
     if (p->model == NULL || p->file_paths == NULL || p->tensors == NULL)
@@ -499,6 +506,30 @@ tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_requ
 
     preload *evicted = NULL;
     pthread_mutex_lock(&m->lock);
+    /* Counts before bytes: each preload that is not failed holds (or will hold) a
+     * descriptor, a share of a limit every other request needs too. The owner's
+     * own share first, so a tenant over it is told so (429), not the others. */
+    unsigned holding = 0, owned = 0;
+    for (preload *q = m->head; q; q = q->next) {
+        if (q->state == STATE_FAILED)
+            continue;
+        holding++;
+        owned += strcmp(q->owner, p->owner) == 0;
+    }
+    if (m->max_per_owner != 0 && owned >= m->max_per_owner) {
+        pthread_mutex_unlock(&m->lock);
+        set_error(err, err_len,
+                  "%u preloads are held for this token or namespace, its quota; delete some",
+                  owned);
+        preload_free(p);
+        return TG_PRELOAD_QUOTA;
+    }
+    if (holding >= m->max_preloads) {
+        pthread_mutex_unlock(&m->lock);
+        set_error(err, err_len, "the server holds %u preloads, its limit; delete some", holding);
+        preload_free(p);
+        return TG_PRELOAD_BUDGET;
+    }
     uint64_t used = device_used(m, device);
     /* What eviction could free: resident preloads nobody leases. */
     uint64_t freeable = 0;

@@ -34,6 +34,13 @@ typedef struct tg_preload_manager_config {
     uint64_t cuda_budget;    /* bytes per device; 0: the device's total */
     unsigned copy_threads;   /* copy workers per load (at most the backend's streams); 0: 4 */
     size_t chunk_bytes;      /* one bounce buffer; 0: 8 MiB */
+    /* Preloads that hold (or will hold) an allocation, i.e. not failed: a host
+     * preload holds a descriptor (its memfd), so this is a share of the fd limit.
+     * 0: 4,096. Past it a submit is TG_PRELOAD_BUDGET. */
+    unsigned max_preloads;
+    /* The same per owner (tg_preload_request.owner); 0: no cap. Past it a submit
+     * is TG_PRELOAD_QUOTA. */
+    unsigned max_per_owner;
 } tg_preload_manager_config;
 
 typedef enum tg_preload_status {
@@ -44,6 +51,7 @@ typedef enum tg_preload_status {
     TG_PRELOAD_NOT_FOUND,          /* 404: no preload with that id */
     TG_PRELOAD_NOT_RESIDENT,       /* 409: a lease asked while queued, loading, failed or evicting */
     TG_PRELOAD_INVALID,            /* 400: the request is malformed (conversion not supported, ...) */
+    TG_PRELOAD_QUOTA,              /* 429: the owner holds its share of preloads */
     TG_PRELOAD_ERROR,              /* 500 */
 } tg_preload_status;
 
@@ -68,6 +76,7 @@ typedef struct tg_preload_request {
     const char *const *file_paths; /* blob paths, opened by the loader */
     size_t tensor_count;
     const tg_preload_source_tensor *tensors; /* in load order (file order) */
+    const char *owner; /* who is charged (resources.h tg_request_owner); NULL: "" */
 } tg_preload_request;
 
 /* One tensor of a planned allocation. */

@@ -1,9 +1,18 @@
 /* The "host" preload backend: one allocation is one memfd. The manager fills it
  * through map_for_fill (a writable shared mapping the workers pread into: one copy)
  * or copy() (pwrite from a bounce buffer); finish() unmaps the writable mapping
- * first (F_SEAL_WRITE is refused while one exists), then seals against writes,
- * shrinking and growing, so a consumer that maps the fd read-only sees bytes
- * nobody can change. */
+ * first (F_SEAL_WRITE is refused while one exists), then seals against writes and
+ * growing, and seals the seals, so a consumer that maps the fd read-only sees bytes
+ * nobody else can change.
+ *
+ * Shrinking is deliberately NOT sealed: the server must be able to take the memory
+ * back. A consumer may keep the descriptor it received after its lease ended (the
+ * lease is the socket, the fd is only a name of the memory); so release() first
+ * truncates the memfd to 0 bytes, which frees its pages whoever still holds a
+ * descriptor or a mapping, and only then closes it. The consumer's descriptor is a
+ * read-only open file description (export_fd), so it can neither truncate, write,
+ * grow nor add seals. A consumer touching its mapping after the lease ended gets
+ * SIGBUS: it may use the memory only while it holds the lease socket open. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,6 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "preload_backend.h"
 
 typedef struct host_allocation {
@@ -89,6 +99,10 @@ static void host_release(void *context, tg_device_allocation *allocation)
         return;
     if (h->fill_map != NULL)
         munmap(h->fill_map, h->fill_map_bytes);
+    /* Frees the pages now even if a consumer kept a descriptor or a mapping (shrinking
+     * is not sealed); closing alone would leave them to the consumer's close. */
+    if (ftruncate(h->fd, 0) != 0)
+        tg_log(TG_LOG_ERROR, "preload: cannot truncate a released memfd: %s", strerror(errno));
     close(h->fd);
     free(h);
     allocation->handle = NULL;
@@ -155,7 +169,7 @@ static int host_finish(void *context, tg_device_allocation *allocation, char *er
         munmap(h->fill_map, h->fill_map_bytes);
         h->fill_map = NULL;
     }
-    if (fcntl(h->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    if (fcntl(h->fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
         snprintf(err, err_len, "sealing the memfd: %s", strerror(errno));
         return -1;
     }
@@ -163,8 +177,10 @@ static int host_finish(void *context, tg_device_allocation *allocation, char *er
 }
 
 /* A read-only open file description of the memfd (through /proc), so the
- * consumer's fd cannot even be used to try writes; dup() where /proc is absent
- * (the seals refuse writes either way). */
+ * consumer's fd cannot write, truncate (the server's release() relies on that: it
+ * alone may shrink the memfd) or add seals. Without /proc there is no way to give a
+ * read-only description of a memfd, and a dup() would let the consumer truncate or
+ * pin the memory: refused then. */
 static int host_export_fd(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
 {
     (void)context;
@@ -173,9 +189,7 @@ static int host_export_fd(void *context, tg_device_allocation *allocation, char 
     snprintf(path, sizeof path, "/proc/self/fd/%d", h->fd);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        snprintf(err, err_len, "duplicating the memfd: %s", strerror(errno));
+        snprintf(err, err_len, "opening the memfd read-only through /proc: %s", strerror(errno));
     return fd;
 }
 

@@ -235,7 +235,8 @@ static void *acceptor_main(void *arg)
         }
         tg_log(TG_LOG_DEBUG, "preload socket: connection from pid %d uid %u", (int)peer.pid, (unsigned)peer.uid);
         pthread_mutex_lock(&s->lock);
-        bool room = s->connections < CONNECTIONS_MAX;
+        bool room = s->connections <
+                    (s->config.max_connections ? s->config.max_connections : CONNECTIONS_MAX);
         if (room)
             s->connections++;
         pthread_mutex_unlock(&s->lock);

@@ -35,6 +35,7 @@ typedef struct tg_preload_socket_config {
     tg_preload_manager *manager;
     tg_preload_authorize_fn authorize;
     void *authorize_context;
+    unsigned max_connections; /* open connections (leases) at once, each a descriptor; 0: 1,024 */
 } tg_preload_socket_config;
 
 /* Binds path (a stale socket file there is replaced; any other file is an error)

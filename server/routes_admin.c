@@ -7,6 +7,7 @@
 #include "auth.h"
 #include "embedded.h"
 #include "routes.h"
+#include "resources.h"
 #include "routes_preloads.h"
 #include "checks.h"
 
@@ -33,7 +34,8 @@ void tg_route_readyz(tg_request *req)
 
 void tg_route_metrics(tg_request *req)
 {
-    char *text = tg_preloads_metrics_append(tg_metrics_render(req->server));
+    char *text =
+        tg_resources_metrics_append(tg_preloads_metrics_append(tg_metrics_render(req->server)));
     if (text == NULL) {
         tg_respond_problem(req, 500, "internal", "out of memory");
         return;

@@ -10,6 +10,7 @@
 #include "header_cache.h"
 #include "auth.h"
 #include "reclaim.h"
+#include "resources.h"
 #include "routes.h"
 #include "checks.h"
 #include "log.h"
@@ -29,7 +30,9 @@ int tg_open_file_blob(tg_request *req, const tg_file_record *file)
     int fd = tg_store_open_blob_checked(&req->server->store, file->sha256, file->size, &check);
     if (fd >= 0)
         return fd;
-    if (check == TG_BLOB_UNREADABLE)
+    if (check == TG_BLOB_UNREADABLE && tg_errno_is_exhaustion(errno))
+        tg_respond_exhausted(req, NULL);
+    else if (check == TG_BLOB_UNREADABLE)
         tg_respond_problem(req, 500, "internal", "the stored content of %s cannot be opened: %s",
                            file->path, strerror(errno));
     else
@@ -45,10 +48,12 @@ int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st
     tg_blob_check check;
     int fd = tg_store_open_blob_checked(&server->store, sha256, size, &check);
     if (fd < 0) {
+        int saved = errno; /* kept for the caller: EMFILE is not "missing" (resources.h) */
         st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL,
-                     check == TG_BLOB_UNREADABLE ? "the blob cannot be opened"
+                     check == TG_BLOB_UNREADABLE ? "the blob cannot be opened now"
                      : check == TG_BLOB_MISSING  ? "the blob is missing"
                                                  : "the blob's size on disk is not the catalog's");
+        errno = saved;
         return check == TG_BLOB_UNREADABLE ? -2 : -1;
     }
     st_limits limits = {.max_header_size = server->config.max_header, .max_depth = 0};
@@ -434,6 +439,8 @@ void tg_route_file_header(tg_request *req)
     int read = tg_blob_read_header(req->server, record.sha256, record.size, &file, &err);
     if (read == -1) {
         tg_respond_blob_damaged(req, path);
+    } else if (read == -2 && tg_errno_is_exhaustion(errno)) {
+        tg_respond_exhausted(req, NULL);
     } else if (read != 0) {
         tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s", path,
                            err.detail);

@@ -2,6 +2,7 @@
  * flags, start and stop; its /readyz and /metrics lines. */
 #include "routes_preloads.h"
 
+#include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "preload.h"
 #include "preload_socket.h"
+#include "resources.h"
 #include "routes.h"
 #include "st_convert.h"
 #include "st_header.h"
@@ -26,6 +28,8 @@ typedef struct preload_options {
     uint64_t budget_host, budget_cuda;
     unsigned fake_devices;
     unsigned copy_threads;
+    unsigned max_preloads;      /* 0: from the descriptor limit (resources.h) */
+    unsigned max_per_namespace; /* 0: a quarter of max_preloads */
 } preload_options;
 
 /* One server per process: the options taken from argv, then the running service. */
@@ -80,6 +84,10 @@ static int apply_option(const char *flag, const char *value, char *err, size_t e
         options.fake_devices = (unsigned)number;
     } else if (strcmp(flag, "--preload-copy-threads") == 0 && number >= 1 && number <= 64) {
         options.copy_threads = (unsigned)number;
+    } else if (strcmp(flag, "--preload-max") == 0 && number <= 4096) {
+        options.max_preloads = (unsigned)number;
+    } else if (strcmp(flag, "--preload-max-per-namespace") == 0 && number <= 4096) {
+        options.max_per_namespace = (unsigned)number;
     } else {
         snprintf(err, err_len, "%s: '%s' is out of range", flag, value);
         return -1;
@@ -94,6 +102,8 @@ static const char *const option_flags[][2] = {
     {"--preload-budget-cuda", "TENSORGATE_PRELOAD_BUDGET_CUDA"},
     {"--preload-fake-devices", "TENSORGATE_PRELOAD_FAKE_DEVICES"},
     {"--preload-copy-threads", "TENSORGATE_PRELOAD_COPY_THREADS"},
+    {"--preload-max", "TENSORGATE_PRELOAD_MAX"},
+    {"--preload-max-per-namespace", "TENSORGATE_PRELOAD_MAX_PER_NAMESPACE"},
 };
 #define OPTION_COUNT (sizeof option_flags / sizeof option_flags[0])
 
@@ -141,8 +151,11 @@ const char *tg_preload_options_usage(void)
     return "preload flags: [--preload-socket PATH] [--preload-allow-uid UID,...]\n"
            "               [--preload-budget-host BYTES] [--preload-budget-cuda BYTES]\n"
            "               [--preload-fake-devices N] [--preload-copy-threads N]\n"
+           "               [--preload-max N] [--preload-max-per-namespace N]\n"
            "(env TENSORGATE_PRELOAD_SOCKET, _ALLOW_UID, _BUDGET_HOST, _BUDGET_CUDA, _FAKE_DEVICES,\n"
-           "_COPY_THREADS; the socket defaults to DATA/preload.sock)\n";
+           "_COPY_THREADS, _MAX, _MAX_PER_NAMESPACE; the socket defaults to DATA/preload.sock;\n"
+           "--preload-max 0 is a quarter of the descriptor limit (at most 4096),\n"
+           "--preload-max-per-namespace 0 a quarter of --preload-max)\n";
 }
 
 /* ---- the service ---- */
@@ -174,7 +187,17 @@ static bool authorize_token(void *context, const char *token, const char *model,
 
 int tg_preloads_start(tg_server *server, char *err, size_t err_len)
 {
+    /* Each held host preload is a descriptor: the count is a share of the limit. */
+    tg_fd_plan plan;
+    tg_fd_plan_for(tg_fd_limit(), &plan);
+    unsigned max_preloads = options.max_preloads ? options.max_preloads : plan.preloads;
+    unsigned max_per_namespace =
+        options.max_per_namespace ? options.max_per_namespace : max_preloads / 4;
+    if (max_per_namespace == 0)
+        max_per_namespace = 1;
     tg_preload_manager_config config = {
+        .max_preloads = max_preloads,
+        .max_per_owner = max_per_namespace,
         .host = tg_preload_host_backend(),
         .cuda = options.fake_devices ? tg_preload_fake_backend((int)options.fake_devices,
                                                                options.budget_cuda ? options.budget_cuda : 1ULL << 30)
@@ -183,6 +206,9 @@ int tg_preloads_start(tg_server *server, char *err, size_t err_len)
         .cuda_budget = options.budget_cuda,
         .copy_threads = options.copy_threads,
     };
+    tg_log(TG_LOG_INFO,
+           "preload: at most %u preloads, %u per namespace or token, %u hand-off connections",
+           max_preloads, max_per_namespace, plan.preload_connections);
     if (config.host == NULL || config.cuda == NULL) {
         if (config.host)
             config.host->destroy(config.host->context);
@@ -207,7 +233,8 @@ int tg_preloads_start(tg_server *server, char *err, size_t err_len)
     tg_preload_socket_config socket_config = {.manager = manager,
                                               .authorize = authorize_token,
                                               .authorize_context = server,
-                                              .allowed_count = options.allowed_count};
+                                              .allowed_count = options.allowed_count,
+                                              .max_connections = plan.preload_connections};
     memcpy(socket_config.allowed_uids, options.allowed_uids, sizeof options.allowed_uids);
     char path[4200];
     bool default_path = options.socket_path[0] == '\0';
@@ -322,6 +349,7 @@ static void respond_status(tg_request *req, tg_preload_status status, const char
     case TG_PRELOAD_BAD_DEVICE: tg_respond_problem(req, 400, "invalid_device", "%s", err); break;
     case TG_PRELOAD_DEVICE_UNAVAILABLE: tg_respond_problem(req, 503, "device_unavailable", "%s", err); break;
     case TG_PRELOAD_BUDGET: tg_respond_problem(req, 507, "preload_budget", "%s", err); break;
+    case TG_PRELOAD_QUOTA: tg_respond_quota(req, TG_TALLY_KEY_FULL, 5, "%s", err); break;
     case TG_PRELOAD_NOT_FOUND: tg_respond_problem(req, 404, "preload_not_found", "%s", err); break;
     case TG_PRELOAD_NOT_RESIDENT: tg_respond_problem(req, 409, "not_resident", "%s", err); break;
     case TG_PRELOAD_INVALID: tg_respond_problem(req, 422, "unsupported_conversion", "%s", err); break;
@@ -373,11 +401,16 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
     for (size_t i = 0; i < n; i++) {
         st_error error;
         char blob[4400];
+        errno = 0;
         if (tg_blob_read_header(server, s->files.files[i].sha256, s->files.files[i].size, &s->headers[i], &error) != 0 ||
             tg_store_blob_path(&server->store, s->files.files[i].sha256, blob, sizeof blob) != 0 ||
             (s->blob_paths[i] = strdup(blob)) == NULL) {
-            tg_respond_problem(req, 500, "internal", "the stored blob of %s cannot be read (run fsck)",
-                               s->files.files[i].path);
+            if (tg_errno_is_exhaustion(errno))
+                tg_respond_exhausted(req, NULL);
+            else
+                tg_respond_problem(req, 500, "internal",
+                                   "the stored blob of %s cannot be read (run fsck)",
+                                   s->files.files[i].path);
             return false;
         }
         total_tensors += s->headers[i].tensor_count;
@@ -532,6 +565,8 @@ static void create_preload(tg_request *req, json_t *body)
                choose_tensors(req, &version, patterns, &sources)) {
         char model_text[2 * (TG_NAME_MAX + 2) + 2];
         snprintf(model_text, sizeof model_text, "%s/%s", org, name);
+        char owner[TG_TALLY_KEY_MAX];
+        tg_request_owner(req, owner, sizeof owner);
         tg_preload_request request = {model_text,
                                       version.number,
                                       device,
@@ -540,7 +575,8 @@ static void create_preload(tg_request *req, json_t *body)
                                       sources.files.count,
                                       (const char *const *)sources.blob_paths,
                                       sources.tensor_count,
-                                      sources.tensors};
+                                      sources.tensors,
+                                      owner};
         char id[TG_PRELOAD_ID_LEN + 1];
         status = tg_preload_submit(manager, &request, id, err, sizeof err);
         if (status != TG_PRELOAD_OK) {

@@ -4,7 +4,11 @@
  * *.json is judged (strict JSON only), as `validate --sidecar x.json` does.
  * A scan stores nothing, so unlike an upload it reads a body whose refusal is already
  * certain to its end (up to --max-body; memory stays bounded): its verdict then names
- * the format exactly as `tensorgate validate` does (a ZIP behind a long prefix). */
+ * the format exactly as `tensorgate validate` does (a ZIP behind a long prefix).
+ * The header it buffers is charged to the client's and the server's header memory
+ * (--header-memory-per-client, --header-memory): past either the scan is answered at
+ * once (429 quota_exceeded / 503 resource_exhausted) and its connection closed.
+ * --scan-auth makes scans need a token. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +20,10 @@
 
 void tg_route_scan_start(tg_request *req)
 {
-    if (!tg_auth_read(req, NULL))
+    /* --scan-auth: any valid token of read scope or more (a namespace-limited one too:
+     * a scan reads nothing stored); otherwise scans are open unless --auth-read. */
+    if (req->server->config.scan_auth ? !tg_auth_require(req, TG_SCOPE_READ, NULL)
+                                      : !tg_auth_read(req, NULL))
         return;
     const char *kind_text = tg_query(req, "kind");
     st_gate_kind kind = ST_GATE_SAFETENSORS;
@@ -41,7 +48,7 @@ void tg_route_scan_start(tg_request *req)
         return;
     }
     req->state = ingest;
-    if (tg_ingest_init(ingest, req->server, kind, declared, false) != 0) {
+    if (tg_ingest_init(ingest, req, kind, declared, false) != 0) {
         tg_respond_problem(req, 500, "internal", "out of memory");
         return;
     }
@@ -83,6 +90,10 @@ void tg_route_scan_finish(tg_request *req)
         return;
     }
     tg_ingest_finish(ingest);
+    if (ingest->state == TG_INGEST_OVER_BUDGET) {
+        tg_ingest_respond_over_budget(ingest, req);
+        return;
+    }
     if (ingest->state == TG_INGEST_TOO_LARGE) {
         tg_respond_problem(req, 413, "payload_too_large", "the body is larger than %llu bytes",
                            (unsigned long long)req->server->config.max_body);

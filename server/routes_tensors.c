@@ -21,6 +21,7 @@
 #include "index_cache.h"
 #include "index_check.h"
 #include "log.h"
+#include "resources.h"
 #include "routes.h"
 #include "tensor_stream.h"
 
@@ -199,13 +200,16 @@ typedef struct located {
 } located;
 
 /* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 the blob
- * is damaged, -2 its header cannot be read otherwise. */
+ * is damaged, -2 its header cannot be read otherwise, -3 the server is out of
+ * descriptors or memory to open it. */
 static int find_in_file(tg_request *req, const tg_file_record *record, const char *name,
                         located *out)
 {
     st_error err;
     int read = tg_blob_read_header(req->server, record->sha256, record->size, &out->file, &err);
     if (read != 0) {
+        if (read == -2 && tg_errno_is_exhaustion(errno))
+            return -3; /* out of descriptors or memory: 503, not the blob's fault */
         tg_log(TG_LOG_ERROR, "the stored header of %s (%s) cannot be read: %s", record->path,
                record->sha256, err.detail);
         out->record = record;
@@ -237,7 +241,7 @@ static bool index_lookup(tg_request *req, const tg_file_record *index, const cha
 }
 
 /* Finds the tensor: through an index first (one header read), else every shard.
- * 1 found, 0 absent, -1 / -2 a stored header could not be read (find_in_file). */
+ * 1 found, 0 absent, -1 / -2 / -3 a stored header could not be read (find_in_file). */
 static int locate(tg_request *req, const tg_file_records *list, const char *name, located *out)
 {
     for (size_t i = 0; i < list->count; i++) {
@@ -481,6 +485,8 @@ void tg_route_tensor_get(tg_request *req)
                            (long long)version.number, name);
     } else if (rc == -1) {
         tg_respond_blob_damaged(req, at.record->path);
+    } else if (rc == -3) {
+        tg_respond_exhausted(req, NULL);
     } else if (rc < 0) {
         tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read",
                            at.record->path);

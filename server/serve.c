@@ -18,6 +18,7 @@
 #include "log.h"
 #include "routes_preloads.h"
 #include "reclaim.h"
+#include "resources.h"
 #include "store.h"
 #include "checks.h"
 
@@ -67,6 +68,27 @@ int tg_cmd_serve(int argc, char **argv)
     }
     if (getenv("TENSORGATE_DEBUG") != NULL)
         tg_log_set_level(TG_LOG_DEBUG);
+    /* Descriptors: the soft limit goes up to the hard one, then is shared out so no
+     * one use (preloads, connections) can take what the others need (resources.h). */
+    tg_fd_plan plan;
+    tg_fd_plan_for(tg_fd_limit_raise(), &plan);
+    if (server.config.connection_limit > plan.http_connections) {
+        tg_log(TG_LOG_WARN, "descriptors: --max-connections %u lowered to %u for a limit of %llu",
+               server.config.connection_limit, plan.http_connections,
+               (unsigned long long)plan.fd_limit);
+        server.config.connection_limit = plan.http_connections;
+    }
+    if (server.config.max_uploads == 0)
+        server.config.max_uploads =
+            plan.http_connections / 2 < 256 ? plan.http_connections / 2 : 256;
+    tg_log(TG_LOG_INFO,
+           "descriptors: %llu; at most %u connections, %u concurrent uploads, %u preloads",
+           (unsigned long long)plan.fd_limit, server.config.connection_limit,
+           server.config.max_uploads, plan.preloads);
+    if (tg_resources_start() != 0) {
+        fprintf(stderr, "tensorgate serve: out of memory\n");
+        return 1;
+    }
     int claim_fd = -1;
     if (open_data(server.config.data_dir, &server.store, &server.catalog, &claim_fd, "serve") != 0) {
         tg_store_unlock(claim_fd);
@@ -117,6 +139,7 @@ int tg_cmd_serve(int argc, char **argv)
     tg_catalog_close(server.catalog);
     pthread_mutex_destroy(&server.publish_lock);
     tg_store_unlock(claim_fd);
+    tg_resources_stop();
     tg_log(TG_LOG_INFO, "stopped");
     return 0;
 }

@@ -20,6 +20,7 @@
  * say "zip"), and its connection closed. */
 #include "upload.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,12 @@ uint64_t tg_request_body_size(const tg_request *req)
     return ST_FILE_SIZE_UNKNOWN;
 }
 
-int tg_ingest_init(tg_ingest *ingest, tg_server *server, st_gate_kind kind, uint64_t declared,
+int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64_t declared,
                    bool with_file)
 {
+    tg_server *server = req->server;
     memset(ingest, 0, sizeof *ingest);
+    tg_header_budget_init(&ingest->budget, req);
     ingest->fd = -1;
     ingest->declared = declared;
     ingest->max_body = server->config.max_body;
@@ -68,6 +71,9 @@ int tg_ingest_init(tg_ingest *ingest, tg_server *server, st_gate_kind kind, uint
         .kind = kind,
         .refuse_nonfinite = server->config.refuse_nonfinite,
         .sidecar_max_size = 0,
+        .reserve = tg_header_budget_reserve,
+        .release = tg_header_budget_release,
+        .budget_context = &ingest->budget,
     };
     ingest->gate = st_gate_new(&config, declared);
     ingest->sha = EVP_MD_CTX_new();
@@ -129,6 +135,13 @@ void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, siz
         return;
     }
     st_gate_status status = st_gate_feed(ingest->gate, data, len);
+    if (st_gate_over_budget(ingest->gate)) {
+        /* refused at once, the rest unread: holding the connection is what pins memory */
+        stop(ingest, TG_INGEST_OVER_BUDGET);
+        ingest->drained += len;
+        req->close_now = true;
+        return;
+    }
     if (st_gate_out_of_memory(ingest->gate)) {
         stop(ingest, TG_INGEST_FAILED);
         return;
@@ -167,9 +180,25 @@ void tg_ingest_finish(tg_ingest *ingest)
         return;
     st_gate_status status = st_gate_finish(ingest->gate);
     if (st_gate_out_of_memory(ingest->gate))
-        stop(ingest, TG_INGEST_FAILED);
+        stop(ingest, st_gate_over_budget(ingest->gate) ? TG_INGEST_OVER_BUDGET : TG_INGEST_FAILED);
     else if (status != ST_GATE_ACCEPTED)
         stop(ingest, TG_INGEST_REFUSED);
+}
+
+void tg_ingest_respond_over_budget(tg_ingest *ingest, tg_request *req)
+{
+    if (ingest->budget.refused == TG_TALLY_KEY_FULL)
+        tg_respond_quota(
+            req, TG_TALLY_KEY_FULL, 1,
+            "this client's streams hold %llu bytes of header memory, its limit "
+            "(--header-memory-per-client); retry when they end",
+            (unsigned long long)tg_tally_of(ingest->budget.tally, ingest->budget.client));
+    else
+        tg_respond_quota(
+            req,
+            ingest->budget.refused == TG_TALLY_GLOBAL_FULL ? TG_TALLY_GLOBAL_FULL : TG_TALLY_ERROR,
+            1, "the server's header memory (--header-memory, %llu bytes) is in use; retry later",
+            (unsigned long long)ingest->budget.global_max);
 }
 
 void tg_ingest_digest(tg_ingest *ingest, char hex[65])
@@ -200,8 +229,10 @@ typedef struct upload {
     tg_model model;
     tg_version version;
     char path[TG_PATH_MAX + 1];
-    char token_hash[65]; /* re-checked at the commit: a token revoked mid-body stores nothing */
-    bool recorded;       /* the refusal is in the rejections table */
+    char token_hash[65];          /* re-checked at the commit: a token revoked mid-body stores nothing */
+    bool recorded;                /* the refusal is in the rejections table */
+    char owner[TG_TALLY_KEY_MAX]; /* charged one concurrent upload while counted */
+    bool counted;
 } upload;
 
 static void record_rejection(tg_request *req, upload *up, const char *reason, const char *format,
@@ -248,6 +279,22 @@ void tg_route_upload_start(tg_request *req)
     up->ingest.fd = -1;
     req->state = up;
     (void)tg_auth_token_hash(req, up->token_hash);
+    /* Concurrent uploads per token or namespace and in all (each holds a connection
+     * and a temp file descriptor); given back in cleanup. */
+    tg_request_owner(req, up->owner, sizeof up->owner);
+    tg_tally_result taken = tg_tally_take(tg_uploads_tally(), up->owner, 1,
+                                          req->server->config.max_uploads_per_namespace,
+                                          req->server->config.max_uploads);
+    if (taken != TG_TALLY_OK) {
+        tg_respond_quota(
+            req, taken, 5, "%s",
+            taken == TG_TALLY_KEY_FULL
+                ? "this token or namespace has its limit of uploads in progress "
+                  "(--max-uploads-per-namespace); retry when one ends"
+                : "the server has its limit of uploads in progress (--max-uploads); retry later");
+        return;
+    }
+    up->counted = true;
     if (!tg_lookup_model(req, &up->model))
         return;
     const char *path = tg_param(req, "path");
@@ -287,8 +334,13 @@ void tg_route_upload_start(tg_request *req)
      * there content decides, never the name. */
     st_gate_kind kind =
         tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
-    if (tg_ingest_init(&up->ingest, req->server, kind, declared, true) != 0) {
-        tg_respond_problem(req, 500, "internal", "cannot start the upload (temp file or memory)");
+    errno = 0;
+    if (tg_ingest_init(&up->ingest, req, kind, declared, true) != 0) {
+        if (tg_errno_is_exhaustion(errno))
+            tg_respond_exhausted(req, "a temp file");
+        else
+            tg_respond_problem(req, 500, "internal",
+                               "cannot start the upload (temp file or memory)");
         return;
     }
 }
@@ -407,6 +459,9 @@ static void upload_answer(tg_request *req, bool body_ended)
     case TG_INGEST_FAILED:
         tg_respond_problem(req, 500, "internal", "the upload could not be written");
         return;
+    case TG_INGEST_OVER_BUDGET:
+        tg_ingest_respond_over_budget(ingest, req);
+        return;
     }
     tg_file_record file;
     memset(&file, 0, sizeof file);
@@ -523,6 +578,8 @@ void tg_route_upload_cleanup(tg_request *req)
     if (up->ingest.gate != NULL && up->ingest.state == TG_INGEST_REFUSED)
         record_gate_refusal(req, up);
     tg_ingest_free(&up->ingest);
+    if (up->counted)
+        tg_tally_give(tg_uploads_tally(), up->owner, 1);
     free(up);
     req->state = NULL;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "http.h"
+#include "resources.h"
 
 typedef enum tg_ingest_state {
     TG_INGEST_OPEN,      /* still reading */
@@ -17,6 +18,9 @@ typedef enum tg_ingest_state {
     TG_INGEST_TOO_LARGE, /* more than --max-body */
     TG_INGEST_NO_SPACE,  /* disk full while writing the temp file */
     TG_INGEST_FAILED,    /* I/O or allocation failure */
+    /* the header memory budget refused (budget.refused says whose): 429 quota_exceeded
+     * or 503 resource_exhausted, connection closed */
+    TG_INGEST_OVER_BUDGET,
 } tg_ingest_state;
 
 typedef struct tg_ingest {
@@ -34,6 +38,7 @@ typedef struct tg_ingest {
     bool verdict_pending;    /* REFUSED while the gate waits for the end to name the
                               * format: the drained rest still feeds the gate */
     tg_ingest_state state;
+    tg_header_budget budget; /* the gate's buffer is charged to the client and the server */
 } tg_ingest;
 
 /* The declared body size of the request: Content-Length, or ST_FILE_SIZE_UNKNOWN. */
@@ -42,8 +47,10 @@ uint64_t tg_request_body_size(const tg_request *req);
 /* with_file: write to a temp file in the store; such an ingest also stops (temp file
  * deleted, nothing more written or hashed) as soon as the refusal is certain, before
  * the gate's final verdict (stop_when_certain). Returns -1 on allocation/I-O failure. */
-int tg_ingest_init(tg_ingest *ingest, tg_server *server, st_gate_kind kind, uint64_t declared,
+int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64_t declared,
                    bool with_file);
+/* Answers an ingest stopped as TG_INGEST_OVER_BUDGET (429 or 503, with the numbers). */
+void tg_ingest_respond_over_budget(tg_ingest *ingest, tg_request *req);
 /* Consumes one chunk. Sets req->close_now when too much was drained after a stop. */
 void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len);
 /* At the end of the body: runs st_gate_finish when still open or the verdict is pending. */

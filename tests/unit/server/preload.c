@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -69,7 +70,7 @@ static tg_preload_status submit_bytes(tg_preload_manager *m, const char *device,
     shape[0] = bytes;
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, bytes};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, device, false, ST_U8, 1, files, 1, &t};
+    tg_preload_request r = {"org/m", 1, device, false, ST_U8, 1, files, 1, &t, NULL};
     char err[300];
     return tg_preload_submit(m, &r, id, err, sizeof err);
 }
@@ -96,7 +97,7 @@ TEST(plan_aligns_every_tensor_and_converts_sizes)
         {"e", ST_F16, 1, s100, 0, 491, 200},
     };
     const char *files[] = {"x"};
-    tg_preload_request r = {"o/n", 1, "host", false, ST_F32, 1, files, 5, t};
+    tg_preload_request r = {"o/n", 1, "host", false, ST_F32, 1, files, 5, t, NULL};
     tg_preload_slot slots[5];
     uint64_t total = 0;
     char err[256];
@@ -128,7 +129,7 @@ TEST(plan_aligns_every_tensor_and_converts_sizes)
     CHECK(tg_preload_plan(&r, slots, &total, err, sizeof err) == TG_PRELOAD_INVALID);
     CHECK(strstr(err, "F8_E8M0") != NULL);
 
-    tg_preload_request none = {"o/n", 1, "host", false, ST_F32, 1, files, 0, t};
+    tg_preload_request none = {"o/n", 1, "host", false, ST_F32, 1, files, 0, t, NULL};
     CHECK(tg_preload_plan(&none, slots, &total, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_EQ_U64(total, TG_PRELOAD_ALIGN);
 }
@@ -162,7 +163,7 @@ TEST(device_strings)
     uint64_t shape[1] = {10};
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 10};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 1, &t};
+    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 1, &t, NULL};
     char err[300] = "";
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_DEVICE_UNAVAILABLE);
     CHECK_STR(err, "the fake backend has no devices");
@@ -225,7 +226,7 @@ TEST(load_places_bytes_across_chunks_and_files)
         {"b0", ST_U8, 1, s[4], 1, 100, 3000},  {"b1", ST_U8, 1, s[5], 1, 3100, 7},
     };
     const char *files[] = {a, b};
-    tg_preload_request r = {"org/m", 3, "cuda:0", false, ST_U8, 2, files, 6, t};
+    tg_preload_request r = {"org/m", 3, "cuda:0", false, ST_U8, 2, files, 6, t, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -268,7 +269,7 @@ TEST(conversion_matches_st_convert)
     uint64_t shape[1] = {n}, ishape[1] = {2};
     tg_preload_source_tensor t[] = {{"w", ST_F32, 1, shape, 0, 8, n * 4}, {"i", ST_U8, 1, ishape, 0, 0, 2}};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", true, ST_BF16, 1, files, 2, t};
+    tg_preload_request r = {"org/m", 1, "cuda:0", true, ST_BF16, 1, files, 2, t, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -332,7 +333,7 @@ TEST(one_worker_copies_in_file_order)
         offset += s[i][0];
     }
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 5, t};
+    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 5, t, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     copy_count = 0;
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
@@ -529,7 +530,7 @@ static void check_host_fill_path(bool direct)
         {"w", ST_F32, 1, s[4], 1, 4, n * 4},
     };
     const char *files[] = {a, b};
-    tg_preload_request r = {"org/m", 1, "host", true, ST_F16, 2, files, 5, t};
+    tg_preload_request r = {"org/m", 1, "host", true, ST_F16, 2, files, 5, t, NULL};
     char id[TG_PRELOAD_ID_LEN + 1];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -542,7 +543,7 @@ static void check_host_fill_path(bool direct)
     int lease_fd = -1;
     char *layout = NULL;
     CHECK(tg_preload_lease(m, id, &lease_fd, &layout, err, sizeof err) == TG_PRELOAD_OK);
-    CHECK(fcntl(lease_fd, F_GET_SEALS) == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
+    CHECK(fcntl(lease_fd, F_GET_SEALS) == (F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
     json_t *reply = json_loads(layout, 0, NULL);
     json_t *w = json_array_get(json_object_get(reply, "layout"), 4);
     CHECK_STR(json_string_value(json_object_get(w, "dtype")), "F16");
@@ -589,7 +590,7 @@ TEST(host_preload_is_a_sealed_read_only_memfd)
     uint64_t s[2][1] = {{123457}, {100000}};
     tg_preload_source_tensor t[] = {{"p", ST_U8, 1, s[0], 0, 17, 123457}, {"q", ST_U8, 1, s[1], 0, 200000, 100000}};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 2, t};
+    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 2, t, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -599,15 +600,49 @@ TEST(host_preload_is_a_sealed_read_only_memfd)
     char *layout = NULL;
     CHECK(tg_preload_lease(m, id, &fd, &layout, err, sizeof err) == TG_PRELOAD_OK);
     int seals = fcntl(fd, F_GET_SEALS);
-    CHECK(seals == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
+    /* not against shrinking: the server truncates it when it frees it */
+    CHECK(seals == (F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL));
     CHECK((fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY);
     CHECK(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
     CHECK(ftruncate(fd, 0) != 0);
+    CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0);
     CHECK(strstr(layout, "\"mappable\":true") != NULL);
     free(layout);
-    close(fd);
     tg_preload_unlease(m, id);
+    /* the fd kept past the lease names nothing once the preload is freed */
+    bool deferred = true;
+    CHECK(tg_preload_evict(m, id, &deferred) == TG_PRELOAD_OK && !deferred);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_size == 0 && st.st_blocks == 0);
+    close(fd);
     free(data);
+    tg_preload_manager_destroy(m);
+}
+
+TEST(preload_counts_per_owner_and_in_all)
+{
+    tg_preload_manager_config config = {.host = tg_preload_host_backend(),
+                                        .cuda = tg_preload_fake_backend(0, 0),
+                                        .max_preloads = 3,
+                                        .max_per_owner = 2};
+    tg_preload_manager *m = NULL;
+    CHECK(tg_preload_manager_create(&config, &m, NULL, 0) == 0);
+    const char *path = write_file("owners.bin", 1000, 4);
+    uint64_t shape[1] = {10};
+    tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 10};
+    const char *files[] = {path};
+    tg_preload_request a = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:a"};
+    tg_preload_request b = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:b"};
+    char id[TG_PRELOAD_ID_LEN + 1], first[TG_PRELOAD_ID_LEN + 1], err[300];
+    CHECK(tg_preload_submit(m, &a, first, err, sizeof err) == TG_PRELOAD_OK);
+    CHECK(tg_preload_submit(m, &a, id, err, sizeof err) == TG_PRELOAD_OK);
+    CHECK(tg_preload_submit(m, &a, id, err, sizeof err) == TG_PRELOAD_QUOTA);
+    CHECK(tg_preload_submit(m, &b, id, err, sizeof err) == TG_PRELOAD_OK);
+    CHECK(tg_preload_submit(m, &b, id, err, sizeof err) == TG_PRELOAD_BUDGET); /* 3 in all */
+    bool deferred = false;
+    CHECK(tg_preload_evict(m, first, &deferred) == TG_PRELOAD_OK);
+    CHECK_STR(tg_preload_wait(m, first, 5000), "gone");
+    CHECK(tg_preload_submit(m, &b, id, err, sizeof err) == TG_PRELOAD_OK);
     tg_preload_manager_destroy(m);
 }
 
@@ -649,6 +684,7 @@ int main(int argc, char **argv)
     RUN(host_fill_paths_place_the_same_bytes);
     RUN(host_preload_is_a_sealed_read_only_memfd);
     RUN(delete_while_queued_or_loading);
+    RUN(preload_counts_per_owner_and_in_all);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", temp_dir);
     if (system(cmd) != 0)
