@@ -18,6 +18,7 @@ void tg_config_defaults(tg_config *config)
     config->max_header = 100000000ULL;
     config->threads = 8;
     config->connection_timeout = 60;
+    config->header_timeout = 30;
     config->connection_limit = 1024;
     config->per_ip_limit = 64; /* one client cannot take every connection */
     config->drain_limit = 64ULL << 20;
@@ -128,6 +129,7 @@ static const option_spec options[] = {
     {"--max-header", "TENSORGATE_MAX_HEADER", OPT_BYTES, offsetof(tg_config, max_header), 0, 0},
     {"--threads", "TENSORGATE_THREADS", OPT_COUNT, offsetof(tg_config, threads), 1, 256},
     {"--timeout", "TENSORGATE_TIMEOUT", OPT_COUNT, offsetof(tg_config, connection_timeout), 1, 86400},
+    {"--header-timeout", "TENSORGATE_HEADER_TIMEOUT", OPT_COUNT, offsetof(tg_config, header_timeout), 1, 86400},
     {"--max-connections", "TENSORGATE_MAX_CONNECTIONS", OPT_COUNT,
      offsetof(tg_config, connection_limit), 1, 100000},
     {"--max-per-ip", "TENSORGATE_MAX_PER_IP", OPT_COUNT, offsetof(tg_config, per_ip_limit), 0, 100000},
@@ -154,7 +156,8 @@ const char *tg_config_usage(void)
 {
     return "usage: tensorgate serve [--listen HOST:PORT] [--data DIR] [--auth-read]\n"
            "                        [--max-body BYTES] [--max-header BYTES] [--threads N]\n"
-           "                        [--timeout SECONDS] [--max-connections N] [--max-per-ip N]\n"
+           "                        [--timeout SECONDS] [--header-timeout SECONDS]\n"
+           "                        [--max-connections N] [--max-per-ip N]\n"
            "                        [--drain-limit BYTES] [--refuse-nonfinite]\n"
            "                        [--rate-limit REQUESTS_PER_SECOND] [--rate-burst N]\n"
            "                        [--scan-auth] [--header-memory BYTES]\n"
@@ -163,7 +166,8 @@ const char *tg_config_usage(void)
            "                        [--max-jobs-per-namespace N]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
-           "TENSORGATE_TIMEOUT, TENSORGATE_MAX_CONNECTIONS, TENSORGATE_MAX_PER_IP,\n"
+           "TENSORGATE_TIMEOUT, TENSORGATE_HEADER_TIMEOUT, TENSORGATE_MAX_CONNECTIONS,\n"
+           "TENSORGATE_MAX_PER_IP,\n"
            "TENSORGATE_DRAIN_LIMIT, TENSORGATE_REFUSE_NONFINITE, TENSORGATE_RATE_LIMIT,\n"
            "TENSORGATE_RATE_BURST, TENSORGATE_SCAN_AUTH, TENSORGATE_HEADER_MEMORY,\n"
            "TENSORGATE_HEADER_MEMORY_PER_CLIENT, TENSORGATE_MAX_UPLOADS,\n"
@@ -171,6 +175,7 @@ const char *tg_config_usage(void)
            "TENSORGATE_MAX_JOBS_PER_NAMESPACE.\n"
            "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
            "rate);\n"
+           "--timeout 60, --header-timeout 30 (a request's head, kept-alive waits included);\n"
            "--header-memory 1G, --header-memory-per-client 256M (0: no bound); --max-uploads 0\n"
            "(from the descriptor limit), --max-uploads-per-namespace 16; --max-jobs 1000,\n"
            "--max-jobs-per-namespace 64. --max-connections is lowered to what the descriptor\n"

@@ -15,6 +15,7 @@ typedef struct tg_config {
     uint64_t max_header;          /* TENSORGATE_MAX_HEADER / --max-header: largest safetensors header N */
     unsigned threads;             /* TENSORGATE_THREADS / --threads: MHD thread pool size */
     unsigned connection_timeout;  /* TENSORGATE_TIMEOUT / --timeout: idle seconds before a connection is dropped */
+    unsigned header_timeout; /* TENSORGATE_HEADER_TIMEOUT / --header-timeout: seconds a request's head may take */
     unsigned connection_limit;    /* TENSORGATE_MAX_CONNECTIONS / --max-connections */
     unsigned per_ip_limit;        /* TENSORGATE_MAX_PER_IP / --max-per-ip */
     uint64_t drain_limit;         /* TENSORGATE_DRAIN_LIMIT / --drain-limit: body bytes read after a refusal before closing */

@@ -98,6 +98,13 @@ struct tg_metrics {
         char reason[48];
         uint64_t count;
     } rejections[REJECTION_REASONS_MAX];
+    uint64_t header_timeouts; /* connections closed by the header deadline */
+    char *timeout_answer;     /* the whole 408 response the sweeper writes */
+    /* the header-deadline sweeper thread */
+    pthread_t sweeper;
+    bool sweeper_running, sweeper_stop;
+    pthread_mutex_t sweeper_lock;
+    pthread_cond_t sweeper_wake;
 };
 
 static size_t status_slot(unsigned status)
@@ -188,6 +195,12 @@ char *tg_metrics_render(tg_server *server)
                "tensorgate_bytes_out_total %llu\n",
            (unsigned long long)__atomic_load_n(&m->bytes_in, __ATOMIC_RELAXED),
            (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED));
+    append(&b,
+           "# HELP tensorgate_header_timeouts_total Connections closed because a request's head "
+           "took longer than --header-timeout.\n"
+           "# TYPE tensorgate_header_timeouts_total counter\n"
+           "tensorgate_header_timeouts_total %llu\n",
+           (unsigned long long)__atomic_load_n(&m->header_timeouts, __ATOMIC_RELAXED));
     append(&b, "# HELP tensorgate_rejections_total Uploads refused, by reason.\n"
                "# TYPE tensorgate_rejections_total counter\n");
     pthread_mutex_lock(&m->lock);
@@ -347,6 +360,7 @@ static const char *status_title(unsigned status)
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 411: return "Length Required";
     case 413: return "Content Too Large";
@@ -729,14 +743,25 @@ static bool declares_body(const tg_request *req)
  * refuses itself without the completion callback (a query with thousands of
  * arguments exhausts the connection's pool), and they used to leak their state. */
 
-/* Requests between their URI and their first on_request (the header phase), for
- * refuse_from_log; each is touched only by the thread that serves its connection. */
+/* Connections in the header phase: from the accept, or from the end of the previous
+ * request on a kept-alive connection, to the request's first on_request. Used by
+ * refuse_from_log and by the header deadline (header_sweeper); each entry is touched
+ * only by the thread that serves its connection, and by the sweeper under the lock. */
 static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
 static tg_request *phase_head;
 
-static void phase_enter(tg_request *req)
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* since: when the head began (0: now). */
+static void phase_enter(tg_request *req, double since)
 {
     pthread_mutex_lock(&phase_lock);
+    req->phase_since = since > 0 ? since : monotonic_seconds();
     req->owner = pthread_self();
     req->phase_prev = NULL;
     req->phase_next = phase_head;
@@ -794,7 +819,13 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
     (void)connection;
     tg_server *server = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        *socket_context = calloc(1, sizeof(tg_request)); /* NULL: its requests are refused */
+        tg_request *fresh = calloc(1, sizeof(tg_request)); /* NULL: its requests are refused */
+        *socket_context = fresh;
+        if (fresh != NULL) {
+            fresh->server = server;
+            fresh->connection = connection;
+            phase_enter(fresh, 0); /* the first head's clock starts at the accept */
+        }
         return;
     }
     tg_request *req = *socket_context;
@@ -943,6 +974,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
     tg_request *req = info ? info->socket_context : NULL;
     if (req == NULL)
         return NULL;
+    /* the head's clock keeps running from the accept or the previous request's end */
+    double since = req->in_header_phase ? req->phase_since : 0;
     /* a request libmicrohttpd ended without the completion callback */
     end_request(server, req, MHD_REQUEST_TERMINATED_WITH_ERROR);
     memset(req, 0, sizeof *req);
@@ -956,7 +989,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
         if (query != NULL)
             query[1] = '\0';
     }
-    phase_enter(req);
+    phase_enter(req, since);
     return req;
 }
 
@@ -965,9 +998,83 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 {
     (void)connection;
     tg_request *req = *con_cls;
-    if (req != NULL)
+    if (req != NULL) {
         end_request(cls, req, code);
+        /* a kept-alive connection waits for its next head: the deadline applies again */
+        if (code == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            phase_enter(req, 0);
+    }
     *con_cls = NULL;
+}
+
+/* The header deadline (--header-timeout): libmicrohttpd 0.9.75's timeout is an idle
+ * timeout, so a client that sends one header byte every few seconds (slowloris) would
+ * hold its connection for ever. Once a second the sweeper shuts down the socket of
+ * every connection whose head has taken longer than the deadline; libmicrohttpd then
+ * sees the end of the stream and closes it. A head already begun (its request line
+ * read) is told why first with 408 request_timeout. The lock makes this safe:
+ * libmicrohttpd calls on_connection(CLOSED), which takes the entry off the list under
+ * the same lock, before it closes the descriptor. */
+static void sweep_header_deadlines(tg_server *server)
+{
+    double now = monotonic_seconds();
+    double limit = (double)server->config.header_timeout;
+    pthread_mutex_lock(&phase_lock);
+    for (tg_request *r = phase_head; r != NULL; r = r->phase_next) {
+        if (r->header_deadline_hit || now - r->phase_since <= limit)
+            continue;
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (info == NULL)
+            continue;
+        r->header_deadline_hit = true;
+        const char *answer = server->metrics->timeout_answer;
+        if (r->live && answer != NULL)
+            (void)!send(info->connect_fd, answer, strlen(answer), MSG_DONTWAIT | MSG_NOSIGNAL);
+        shutdown(info->connect_fd, SHUT_RDWR);
+        __atomic_fetch_add(&server->metrics->header_timeouts, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&phase_lock);
+}
+
+/* The 408 the sweeper writes, head and problem+json body, made once at start. */
+static char *timeout_answer_text(void)
+{
+    json_t *problem = tg_problem_json(
+        408, "request_timeout",
+        "the request's head was not complete within the header timeout (--header-timeout)");
+    char *body = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    json_decref(problem);
+    if (body == NULL)
+        return NULL;
+    char *text = NULL;
+    if (asprintf(&text,
+                 "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\n"
+                 "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                 strlen(body), body) < 0)
+        text = NULL;
+    free(body);
+    return text;
+}
+
+static void *header_sweeper(void *arg)
+{
+    tg_server *server = arg;
+    pthread_mutex_lock(&server->metrics->sweeper_lock);
+    while (!server->metrics->sweeper_stop) {
+        struct timespec wake;
+        clock_gettime(CLOCK_REALTIME, &wake);
+        wake.tv_sec += 1;
+        pthread_cond_timedwait(&server->metrics->sweeper_wake, &server->metrics->sweeper_lock,
+                               &wake);
+        if (server->metrics->sweeper_stop)
+            break;
+        pthread_mutex_unlock(&server->metrics->sweeper_lock);
+        sweep_header_deadlines(server);
+        pthread_mutex_lock(&server->metrics->sweeper_lock);
+    }
+    pthread_mutex_unlock(&server->metrics->sweeper_lock);
+    return NULL;
 }
 
 /* libmicrohttpd 0.9.75 refuses a Content-Length it cannot parse ("-1", "+80", "abc") or
@@ -1088,16 +1195,35 @@ int tg_http_start(tg_server *server, char *err, size_t err_len)
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
     server->port = info ? info->port : server->config.listen_port;
+    server->metrics->timeout_answer = timeout_answer_text();
+    pthread_mutex_init(&server->metrics->sweeper_lock, NULL);
+    pthread_cond_init(&server->metrics->sweeper_wake, NULL);
+    if (pthread_create(&server->metrics->sweeper, NULL, header_sweeper, server) != 0) {
+        snprintf(err, err_len, "cannot start the header-deadline thread");
+        MHD_stop_daemon(server->daemon);
+        server->daemon = NULL;
+        return -1;
+    }
+    server->metrics->sweeper_running = true;
     return 0;
 }
 
 void tg_http_stop(tg_server *server)
 {
+    if (server->metrics && server->metrics->sweeper_running) {
+        pthread_mutex_lock(&server->metrics->sweeper_lock);
+        server->metrics->sweeper_stop = true;
+        pthread_cond_signal(&server->metrics->sweeper_wake);
+        pthread_mutex_unlock(&server->metrics->sweeper_lock);
+        pthread_join(server->metrics->sweeper, NULL);
+        server->metrics->sweeper_running = false;
+    }
     if (server->daemon) {
         MHD_stop_daemon(server->daemon);
         server->daemon = NULL;
     }
     if (server->metrics) {
+        free(server->metrics->timeout_answer);
         pthread_mutex_destroy(&server->metrics->lock);
         free(server->metrics);
         server->metrics = NULL;

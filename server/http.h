@@ -72,6 +72,8 @@ struct tg_request {
     /* requests between their URI and their first on_request (http.c's header phase) */
     tg_request *phase_prev, *phase_next;
     bool in_header_phase;
+    bool header_deadline_hit; /* the sweeper closed it: the head took too long */
+    double phase_since;       /* monotonic seconds: when this head began (accept or last end) */
     pthread_t owner;
     void *state;         /* stream routes: their own state */
     bool close_now;      /* stream routes: stop reading and close the connection */
