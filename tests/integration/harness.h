@@ -407,6 +407,12 @@ typedef struct it_request_opts {
     size_t body_len;
     bool has_body;
     bool chunked; /* send body with Transfer-Encoding: chunked */
+    /* Ask with Expect: 100-continue and send the body only after the server's go-ahead
+     * (what curl does by itself for large bodies). A refusal answered at the headers
+     * (413 from Content-Length) then always reaches the client: without it the client
+     * is still sending when the server closes, and the reset of a socket closed with
+     * unread data can destroy the answer before the client reads it. */
+    bool expect_continue;
 } it_request_opts;
 
 IT_FN void it_response_free(it_response *r)
@@ -448,8 +454,13 @@ IT_FN it_response it_request(const char *method, const char *path, const it_requ
     }
     for (int i = 0; o->headers != NULL && o->headers[i] != NULL; i++)
         hl = curl_slist_append(hl, o->headers[i]);
-    /* no 100-continue round trip: the body follows the headers at once */
-    hl = curl_slist_append(hl, "Expect:");
+    /* no 100-continue round trip unless asked: the body follows the headers at once */
+    if (o->expect_continue) {
+        hl = curl_slist_append(hl, "Expect: 100-continue");
+        curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, (long)(IT_REQUEST_SECONDS * 1000));
+    } else {
+        hl = curl_slist_append(hl, "Expect:");
+    }
 
     it_stream stream = {o->body, o->body_len, 0, 0};
     if (strcmp(method, "HEAD") == 0) {
