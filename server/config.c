@@ -21,6 +21,7 @@ void tg_config_defaults(tg_config *config)
     config->connection_limit = 1024;
     config->per_ip_limit = 64; /* one client cannot take every connection */
     config->drain_limit = 64ULL << 20;
+    config->header_cache_bytes = 256ULL << 20; /* TG_PARSED_HEADER_CACHE_BYTES */
 }
 
 int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port)
@@ -131,6 +132,8 @@ static const option_spec options[] = {
      offsetof(tg_config, refuse_nonfinite), 0, 0},
     {"--rate-limit", "TENSORGATE_RATE_LIMIT", OPT_COUNT, offsetof(tg_config, rate_limit), 0, 1000000},
     {"--rate-burst", "TENSORGATE_RATE_BURST", OPT_COUNT, offsetof(tg_config, rate_burst), 0, 1000000},
+    {"--header-cache-bytes", "TENSORGATE_HEADER_CACHE_BYTES", OPT_BYTES,
+     offsetof(tg_config, header_cache_bytes), 0, 0},
 };
 
 const char *tg_config_usage(void)
@@ -140,12 +143,14 @@ const char *tg_config_usage(void)
            "                        [--timeout SECONDS] [--max-connections N] [--max-per-ip N]\n"
            "                        [--drain-limit BYTES] [--refuse-nonfinite]\n"
            "                        [--rate-limit REQUESTS_PER_SECOND] [--rate-burst N]\n"
+           "                        [--header-cache-bytes BYTES]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_MAX_CONNECTIONS, TENSORGATE_MAX_PER_IP,\n"
            "TENSORGATE_DRAIN_LIMIT, TENSORGATE_REFUSE_NONFINITE, TENSORGATE_RATE_LIMIT,\n"
-           "TENSORGATE_RATE_BURST. Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off),\n"
-           "--rate-burst 0 (twice the rate).\n";
+           "TENSORGATE_RATE_BURST, TENSORGATE_HEADER_CACHE_BYTES. Defaults: 127.0.0.1:8080,\n"
+           "./data; --rate-limit 0 (off), --rate-burst 0 (twice the rate), --header-cache-bytes\n"
+           "256M (parsed safetensors headers kept for tensor reads; 0 keeps none).\n";
 }
 
 static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,

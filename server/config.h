@@ -21,6 +21,7 @@ typedef struct tg_config {
     bool refuse_nonfinite;        /* TENSORGATE_REFUSE_NONFINITE / --refuse-nonfinite */
     unsigned rate_limit;          /* TENSORGATE_RATE_LIMIT / --rate-limit: requests per second per client IP, 0 = off */
     unsigned rate_burst;          /* TENSORGATE_RATE_BURST / --rate-burst: bucket size, 0 = twice the rate */
+    uint64_t header_cache_bytes;  /* TENSORGATE_HEADER_CACHE_BYTES / --header-cache-bytes: parsed headers kept */
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

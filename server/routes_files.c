@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "header_cache.h"
+#include "parsed_header_cache.h"
 #include "auth.h"
 #include "reclaim.h"
 #include "routes.h"
@@ -16,46 +17,7 @@
 int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st_file *out,
                         st_error *err)
 {
-    memset(out, 0, sizeof *out);
-    st_error_clear(err);
-    int fd = tg_store_open_blob(&server->store, sha256);
-    if (fd < 0) {
-        st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL, "the blob is missing");
-        return -1;
-    }
-    st_limits limits = {.max_header_size = server->config.max_header, .max_depth = 0};
-    uint8_t prefix[8];
-    uint64_t header_size = 0;
-    int rc = -1;
-    uint8_t *buf = NULL;
-    if (pread(fd, prefix, sizeof prefix, 0) != (ssize_t)sizeof prefix) {
-        st_error_set(err, ST_FILE_TOO_SMALL, 0, NULL, "the blob is shorter than 8 bytes");
-        goto out;
-    }
-    /* N is re-checked against the limit and the size before it sizes an allocation. */
-    if (st_header_length(prefix, sizeof prefix, size, &limits, &header_size, err) != ST_OK)
-        goto out;
-    size_t total = (size_t)(8 + header_size);
-    buf = malloc(total);
-    if (buf == NULL) {
-        st_error_set(err, ST_HEADER_TOO_LARGE, 0, NULL, "out of memory for the header");
-        goto out;
-    }
-    size_t done = 0;
-    while (done < total) {
-        ssize_t n = pread(fd, buf + done, total - done, (off_t)done);
-        if (n <= 0) {
-            st_error_set(err, ST_HEADER_TRUNCATED, done, NULL, "the blob ended inside the header");
-            goto out;
-        }
-        done += (size_t)n;
-    }
-    if (st_header_parse(buf, total, size, &limits, out, err) == ST_OK)
-        rc = 0;
-out:
-    free(buf);
-    close(fd);
-    return rc;
+    return tg_header_read_parse(&server->store, sha256, size, server->config.max_header, out, err);
 }
 
 /* Model, version and a valid {path}: the common start of the per-file routes. */

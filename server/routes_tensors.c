@@ -20,6 +20,7 @@
 #include "index_cache.h"
 #include "index_check.h"
 #include "log.h"
+#include "parsed_header_cache.h"
 #include "routes.h"
 #include "tensor_stream.h"
 
@@ -141,22 +142,23 @@ void tg_route_tensors_list(tg_request *req)
     page.tensors = json_array();
     bool ok = page.tensors != NULL;
     /* files in path order, each file's tensors in file order; every header is
-     * read (they are cached) so the total is known */
+     * read (parsed once and kept: parsed_header_cache.h) so the total is known */
     for (size_t i = 0; ok && i < list.count; i++) {
         if (!is_safetensors(&list.items[i]))
             continue;
-        st_file file;
         st_error err;
-        if (tg_blob_read_header(req->server, list.items[i].sha256, list.items[i].size, &file,
-                                &err) != 0) {
+        const st_file *file =
+            tg_parsed_header_acquire(&req->server->store, list.items[i].sha256,
+                                     list.items[i].size, req->server->config.max_header, &err);
+        if (file == NULL) {
             tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s",
                                list.items[i].path, err.detail);
             json_decref(page.tensors);
             free(list.items);
             return;
         }
-        ok = page_add_file(&page, &file, list.items[i].path);
-        st_file_free(&file);
+        ok = page_add_file(&page, file, list.items[i].path);
+        tg_parsed_header_release(file);
     }
     free(list.items);
     if (!ok) {
@@ -184,11 +186,13 @@ void tg_route_tensors_list(tg_request *req)
 
 /* ---- GET|HEAD .../tensors/{tensor*} ---- */
 
-/* Where a tensor was found: its file and the parsed header (to free). */
+/* Where a tensor was found: its file and the parsed header. `held` is the cache's
+ * (parsed_header_cache.h), to release; `file` a copy of its fields, valid as long. */
 typedef struct located {
     const tg_file_record *record;
     st_file file;
     const st_tensor *tensor;
+    const st_file *held;
 } located;
 
 /* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 unreadable. */
@@ -196,14 +200,17 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
                         located *out)
 {
     st_error err;
-    if (tg_blob_read_header(req->server, record->sha256, record->size, &out->file, &err) != 0) {
+    out->held = tg_parsed_header_acquire(&req->server->store, record->sha256, record->size,
+                                         req->server->config.max_header, &err);
+    if (out->held == NULL) {
         tg_log(TG_LOG_ERROR, "the stored header of %s (%s) cannot be read: %s", record->path,
                record->sha256, err.detail);
         return -1;
     }
-    out->tensor = st_file_find(&out->file, name, strlen(name));
+    out->file = *out->held;
+    out->tensor = st_file_find(out->held, name, strlen(name));
     if (out->tensor == NULL) {
-        st_file_free(&out->file);
+        tg_parsed_header_release(out->held);
         return 0;
     }
     out->record = record;
@@ -468,7 +475,8 @@ void tg_route_tensor_get(tg_request *req)
                                at.record->path);
         else
             serve_tensor(req, fd, &at, name);
-        st_file_free(&at.file);
+        /* the response does not use the header: the stream copied what it needs */
+        tg_parsed_header_release(at.held);
     }
     free(list.items);
 }
