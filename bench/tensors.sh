@@ -6,6 +6,7 @@
 #   ?slice=::2,::2 and a column-block slice     vs  memcpy of the same output size (C helper)
 #   ?dtype=BF16 and ?dtype=F16 (input bytes/s)  vs  the plain tensor GET of the same tensor
 #   GET through a 120k-name index (first, cached) vs  the GET of a version without an index
+#   GET on a 300k-tensor (~20 MB header) file (first, cached) vs  the same on a 10-tensor file
 # Every download is one `curl -o /dev/null` on loopback; figures are best and
 # median of a few repetitions. BENCH_QUICK=1 uses a 64 MiB tensor (a smoke run,
 # figures meaningless). Timing never fails anything: the script fails only when
@@ -278,3 +279,59 @@ line "tensor GET via $(human "$index_bytes") index, first" "$first_ms" ms \
     "GET, version without index" "$plain" ms "$(ratio "$first_ms" "$(best_of "$plain")")"
 line "tensor GET via $(human "$index_bytes") index, cached" "$cached" ms \
     "GET, version without index" "$plain" ms "$(ratio "$(best_of "$cached")" "$(best_of "$plain")")"
+
+# 5. a tensor GET on a file with a 300,000-tensor header (~20 MB): the first GET
+#    reads and parses the header, later ones use the parsed-header cache; vs the
+#    same GETs on a 10-tensor file (latency, ms), and the server's peak RSS during
+#    32 concurrent GETs on a third, not yet read, 300,000-tensor file
+"$py" - "$work" <<'EOF2'
+import json, struct, sys
+w = sys.argv[1]
+def write(path, count, seed):
+    t = {"model.layers.%d.experts.%d.w%d" % (i // 1000, i % 1000, seed):
+         {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]} for i in range(count)}
+    h = json.dumps(t, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + bytes(count))
+write(w + "/big.safetensors", 300000, 0)
+write(w + "/big2.safetensors", 300000, 1)
+write(w + "/ten.safetensors", 10, 0)
+EOF2
+big_header=$(($(wc -c <"$work/big.safetensors") - 300000 - 8))
+version_of_resp() { sed -n 's/.*"version":\([0-9]*\).*/\1/p' "$work/resp"; }
+must 201 api POST /v1/models/bench/t/versions
+v_big=$(version_of_resp)
+must 201 api PUT "/v1/models/bench/t/versions/$v_big/files/model.safetensors" -T "$work/big.safetensors"
+must 201 api POST /v1/models/bench/t/versions
+v_ten=$(version_of_resp)
+must 201 api PUT "/v1/models/bench/t/versions/$v_ten/files/model.safetensors" -T "$work/ten.safetensors"
+must 201 api POST /v1/models/bench/t/versions
+v_big2=$(version_of_resp)
+must 201 api PUT "/v1/models/bench/t/versions/$v_big2/files/model.safetensors" -T "$work/big2.safetensors"
+rm -f "$work/big.safetensors" "$work/big2.safetensors" "$work/ten.safetensors"
+big_url="$base/v1/models/bench/t/versions/$v_big/tensors/model.layers.150.experts.0.w0"
+ten_url="$base/v1/models/bench/t/versions/$v_ten/tensors/model.layers.0.experts.5.w0"
+ms_once() { awk -v s="$(curl -sS -o /dev/null -w '%{time_total}' "$1")" 'BEGIN { printf "%.1f", s * 1e3 }'; }
+big_first=$(ms_once "$big_url")
+ten_first=$(ms_once "$ten_url")
+big_cached=$(latency "$big_url")
+ten_cached=$(latency "$ten_url")
+line "tensor GET, $(human "$big_header") header (300k tensors), first" "$big_first" ms \
+    "GET, 10-tensor file, first" "$ten_first" ms "$(ratio "$big_first" "$ten_first")"
+line "tensor GET, $(human "$big_header") header (300k tensors), cached" "$big_cached" ms \
+    "GET, 10-tensor file, cached" "$ten_cached" ms "$(ratio "$(best_of "$big_cached")" "$(best_of "$ten_cached")")"
+status_kib() { sed -n "s/^$1:[[:space:]]*\([0-9]*\).*/\1/p" "/proc/$server_pid/status"; }
+rss_before=$(status_kib VmRSS)
+echo 5 >"/proc/$server_pid/clear_refs" 2>/dev/null || true # VmHWM starts again from VmRSS
+i=0
+pids=""
+while [ $i -lt 32 ]; do
+    curl -sS -o /dev/null "$base/v1/models/bench/t/versions/$v_big2/tensors/model.layers.$i.experts.1.w1" &
+    pids="$pids $!"
+    i=$((i + 1))
+done
+# shellcheck disable=SC2086 # one pid per word
+wait $pids
+rss_peak=$(status_kib VmHWM)
+printf '%-50s %16s %-4s  anchor %-28s %16s %-4s\n' "server peak RSS during 32 concurrent GETs (cold)" \
+    "$((rss_peak / 1024))" MiB "RSS before them" "$((rss_before / 1024))" MiB

@@ -27,6 +27,7 @@ void tg_config_defaults(tg_config *config)
     config->max_uploads_per_namespace = 16;
     config->max_jobs = 1000;
     config->max_jobs_per_namespace = 64;
+    config->header_cache_bytes = 256ULL << 20; /* TG_PARSED_HEADER_CACHE_BYTES */
 }
 
 int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port)
@@ -150,6 +151,8 @@ static const option_spec options[] = {
     {"--max-jobs-per-namespace", "TENSORGATE_MAX_JOBS_PER_NAMESPACE", OPT_COUNT,
      offsetof(tg_config, max_jobs_per_namespace), 1, 1000000},
     {"--max-jobs", "TENSORGATE_MAX_JOBS", OPT_COUNT, offsetof(tg_config, max_jobs), 1, 1000000},
+    {"--header-cache-bytes", "TENSORGATE_HEADER_CACHE_BYTES", OPT_BYTES,
+     offsetof(tg_config, header_cache_bytes), 0, 0},
 };
 
 const char *tg_config_usage(void)
@@ -164,6 +167,7 @@ const char *tg_config_usage(void)
            "                        [--header-memory-per-client BYTES] [--max-uploads N]\n"
            "                        [--max-uploads-per-namespace N] [--max-jobs N]\n"
            "                        [--max-jobs-per-namespace N]\n"
+           "                        [--header-cache-bytes BYTES]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_HEADER_TIMEOUT, TENSORGATE_MAX_CONNECTIONS,\n"
@@ -172,14 +176,15 @@ const char *tg_config_usage(void)
            "TENSORGATE_RATE_BURST, TENSORGATE_SCAN_AUTH, TENSORGATE_HEADER_MEMORY,\n"
            "TENSORGATE_HEADER_MEMORY_PER_CLIENT, TENSORGATE_MAX_UPLOADS,\n"
            "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE, TENSORGATE_MAX_JOBS, "
-           "TENSORGATE_MAX_JOBS_PER_NAMESPACE.\n"
+           "TENSORGATE_MAX_JOBS_PER_NAMESPACE, TENSORGATE_HEADER_CACHE_BYTES.\n"
            "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
            "rate);\n"
            "--timeout 60, --header-timeout 30 (a request's head, kept-alive waits included);\n"
            "--header-memory 1G, --header-memory-per-client 256M (0: no bound); --max-uploads 0\n"
            "(from the descriptor limit), --max-uploads-per-namespace 16; --max-jobs 1000,\n"
            "--max-jobs-per-namespace 64. --max-connections is lowered to what the descriptor\n"
-           "limit can carry.\n";
+           "limit can carry. --header-cache-bytes 256M (parsed safetensors headers kept for\n"
+           "tensor reads; 0 keeps none).\n";
 }
 
 static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,

@@ -34,6 +34,7 @@ typedef struct tg_config {
     unsigned max_jobs; /* TENSORGATE_MAX_JOBS / --max-jobs: queued + running jobs */
     unsigned
         max_jobs_per_namespace; /* TENSORGATE_MAX_JOBS_PER_NAMESPACE / --max-jobs-per-namespace */
+    uint64_t header_cache_bytes;  /* TENSORGATE_HEADER_CACHE_BYTES / --header-cache-bytes: parsed headers kept */
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "log.h"
+#include "parsed_header_cache.h"
 #include "routes.h"
 #include "routes_hf.h"
 #include "routes_preloads.h"
@@ -208,6 +209,9 @@ char *tg_metrics_render(tg_server *server)
         append(&b, "tensorgate_rejections_total{reason=\"%s\"} %llu\n", m->rejections[i].reason,
                (unsigned long long)m->rejections[i].count);
     pthread_mutex_unlock(&m->lock);
+    char header_cache[2048];
+    if (tg_parsed_header_metrics(header_cache, sizeof header_cache) < (int)sizeof header_cache)
+        append(&b, "%s", header_cache);
     return b.data;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "header_cache.h"
+#include "parsed_header_cache.h"
 #include "auth.h"
 #include "reclaim.h"
 #include "resources.h"
@@ -43,55 +44,7 @@ int tg_open_file_blob(tg_request *req, const tg_file_record *file)
 int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st_file *out,
                         st_error *err)
 {
-    memset(out, 0, sizeof *out);
-    st_error_clear(err);
-    tg_blob_check check;
-    int fd = tg_store_open_blob_checked(&server->store, sha256, size, &check);
-    if (fd < 0) {
-        int saved = errno; /* kept for the caller: EMFILE is not "missing" (resources.h) */
-        st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL,
-                     check == TG_BLOB_UNREADABLE ? "the blob cannot be opened now"
-                     : check == TG_BLOB_MISSING  ? "the blob is missing"
-                                                 : "the blob's size on disk is not the catalog's");
-        errno = saved;
-        return check == TG_BLOB_UNREADABLE ? -2 : -1;
-    }
-    st_limits limits = {.max_header_size = server->config.max_header, .max_depth = 0};
-    uint8_t prefix[8];
-    uint64_t header_size = 0;
-    int rc = -1;
-    uint8_t *buf = NULL;
-    if (tg_store_read_at(fd, prefix, sizeof prefix, 0) != 0) {
-        st_error_set(err, ST_FILE_TOO_SMALL, 0, NULL, "the blob is shorter than 8 bytes");
-        goto out;
-    }
-    /* N is re-checked against the limit and the size before it sizes an allocation. */
-    if (st_header_length(prefix, sizeof prefix, size, &limits, &header_size, err) != ST_OK)
-        goto out;
-    size_t total = (size_t)(8 + header_size);
-    buf = malloc(total);
-    if (buf == NULL) {
-        st_error_set(err, ST_HEADER_TOO_LARGE, 0, NULL, "out of memory for the header");
-        rc = -2;
-        goto out;
-    }
-    if (tg_store_read_at(fd, buf, total, 0) != 0) {
-        st_error_set(err, ST_HEADER_TRUNCATED, 0, NULL, "the blob ended inside the header");
-        goto out;
-    }
-    if (st_header_parse(buf, total, size, &limits, out, err) == ST_OK)
-        rc = 0;
-out:
-    free(buf);
-    close(fd);
-    /* The gate accepted this header at upload and the size matches: a header that
-     * no longer reads is damage, except one over a --max-header lowered since. */
-    if (rc == -1 && err->reason != ST_HEADER_TOO_LARGE)
-        tg_store_mark_damaged(&server->store, sha256, "its safetensors header no longer reads: %s",
-                              err->detail);
-    else if (rc == -1)
-        rc = -2;
-    return rc;
+    return tg_header_read_parse(&server->store, sha256, size, server->config.max_header, out, err);
 }
 
 /* ---- file bodies: pread, never sendfile ----

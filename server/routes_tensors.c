@@ -21,6 +21,7 @@
 #include "index_cache.h"
 #include "index_check.h"
 #include "log.h"
+#include "parsed_header_cache.h"
 #include "resources.h"
 #include "routes.h"
 #include "tensor_stream.h"
@@ -143,17 +144,21 @@ void tg_route_tensors_list(tg_request *req)
     page.tensors = json_array();
     bool ok = page.tensors != NULL;
     /* files in path order, each file's tensors in file order; every header is
-     * read (they are cached) so the total is known */
+     * read (parsed once and kept: parsed_header_cache.h) so the total is known */
     for (size_t i = 0; ok && i < list.count; i++) {
         if (!is_safetensors(&list.items[i]))
             continue;
-        st_file file;
         st_error err;
-        int read =
-            tg_blob_read_header(req->server, list.items[i].sha256, list.items[i].size, &file, &err);
-        if (read != 0) {
-            if (read == -1)
+        int failure = 0;
+        const st_file *file =
+            tg_parsed_header_acquire(&req->server->store, list.items[i].sha256,
+                                     list.items[i].size, req->server->config.max_header, &err,
+                                     &failure);
+        if (file == NULL) {
+            if (failure == -1)
                 tg_respond_blob_damaged(req, list.items[i].path);
+            else if (tg_errno_is_exhaustion(errno))
+                tg_respond_exhausted(req, NULL);
             else
                 tg_respond_problem(req, 500, "internal",
                                    "the stored header of %s cannot be read: %s", list.items[i].path,
@@ -162,8 +167,8 @@ void tg_route_tensors_list(tg_request *req)
             free(list.items);
             return;
         }
-        ok = page_add_file(&page, &file, list.items[i].path);
-        st_file_free(&file);
+        ok = page_add_file(&page, file, list.items[i].path);
+        tg_parsed_header_release(file);
     }
     free(list.items);
     if (!ok) {
@@ -191,12 +196,14 @@ void tg_route_tensors_list(tg_request *req)
 
 /* ---- GET|HEAD .../tensors/{tensor*} ---- */
 
-/* Where a tensor was found: its file and the parsed header (to free); after a
- * failure, record is the file whose header could not be read. */
+/* Where a tensor was found: its file and the parsed header. `held` is the cache's
+ * (parsed_header_cache.h), to release; `file` a copy of its fields, valid as long.
+ * After a failure, record is the file whose header could not be read. */
 typedef struct located {
     const tg_file_record *record;
     st_file file;
     const st_tensor *tensor;
+    const st_file *held;
 } located;
 
 /* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 the blob
@@ -206,8 +213,10 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
                         located *out)
 {
     st_error err;
-    int read = tg_blob_read_header(req->server, record->sha256, record->size, &out->file, &err);
-    if (read != 0) {
+    int read = 0;
+    out->held = tg_parsed_header_acquire(&req->server->store, record->sha256, record->size,
+                                         req->server->config.max_header, &err, &read);
+    if (out->held == NULL) {
         if (read == -2 && tg_errno_is_exhaustion(errno))
             return -3; /* out of descriptors or memory: 503, not the blob's fault */
         tg_log(TG_LOG_ERROR, "the stored header of %s (%s) cannot be read: %s", record->path,
@@ -215,9 +224,10 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
         out->record = record;
         return read;
     }
-    out->tensor = st_file_find(&out->file, name, strlen(name));
+    out->file = *out->held;
+    out->tensor = st_file_find(out->held, name, strlen(name));
     if (out->tensor == NULL) {
-        st_file_free(&out->file);
+        tg_parsed_header_release(out->held);
         return 0;
     }
     out->record = record;
@@ -494,7 +504,8 @@ void tg_route_tensor_get(tg_request *req)
         int fd = tg_open_file_blob(req, at.record);
         if (fd >= 0)
             serve_tensor(req, fd, &at, name);
-        st_file_free(&at.file);
+        /* the response does not use the header: the stream copied what it needs */
+        tg_parsed_header_release(at.held);
     }
     free(list.items);
 }

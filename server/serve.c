@@ -16,6 +16,7 @@
 #include "convert_job.h"
 #include "http.h"
 #include "log.h"
+#include "parsed_header_cache.h"
 #include "routes_preloads.h"
 #include "reclaim.h"
 #include "resources.h"
@@ -95,6 +96,8 @@ int tg_cmd_serve(int argc, char **argv)
         return 1;
     }
     pthread_mutex_init(&server.publish_lock, NULL);
+    tg_parsed_header_cache_configure((size_t)server.config.header_cache_bytes,
+                                     TG_PARSED_HEADER_CACHE_ENTRIES);
 
     /* The signals are taken by sigwait in this thread; MHD's threads inherit the mask. */
     sigset_t stop_signals;
