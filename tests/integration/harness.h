@@ -434,7 +434,8 @@ IT_FN it_response it_request(const char *method, const char *path, const it_requ
     if (o == NULL)
         o = &none;
     CURL *c = curl_easy_init();
-    char url[2048];
+    /* long enough for every limit's test (the request target is bounded at 16 KiB) */
+    static _Thread_local char url[20480];
     snprintf(url, sizeof url, "%s%s", it_srv.base, path);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, IT_REQUEST_SECONDS);

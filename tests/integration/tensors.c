@@ -506,6 +506,44 @@ TEST(refusals)
     it_response_free(&r);
 }
 
+/* README "Limits": the ?slice= text is read up to 4,096 bytes (at the limit it is
+ * judged as a slice, one past it is 400 invalid_slice whatever it holds), and one
+ * Range is honoured (two or more: the whole representation, 200). */
+TEST(limits_at_and_past)
+{
+    char path[8192];
+    int prefix = snprintf(path, sizeof path, BASE "/versions/1/tensors/embed.weight?slice=");
+    /* "000...01:3": leading zeros make any length; 4,096 bytes in all */
+    size_t text = 4096;
+    memset(path + prefix, '0', text - 3);
+    memcpy(path + prefix + text - 3, "1:3", 4);
+    it_response r = it_get(path);
+    CHECK_STATUS(r, 200);
+    char h[64];
+    CHECK_STR(it_header(&r, "X-Tensor-Shape", h, sizeof h), "[2,1024]");
+    it_response_free(&r);
+    memset(path + prefix, '0', text - 2);
+    memcpy(path + prefix + text - 2, "1:3", 4); /* 4,097 bytes */
+    r = it_get(path);
+    CHECK_PROBLEM(r, 400, "invalid_slice");
+    const char *detail = it_json_str(&r, "detail");
+    CHECK(detail && strstr(detail, "4096"));
+    it_response_free(&r);
+
+    static const char *const one[] = {"Range: bytes=0-3", NULL};
+    r = it_request("GET", BASE "/versions/1/tensors/embed.weight", &(it_request_opts){.headers = one});
+    CHECK_STATUS(r, 206);
+    CHECK_EQ_U64(r.body.len, 4);
+    it_response_free(&r);
+    static const char *const two[] = {"Range: bytes=0-3,8-11", NULL};
+    r = it_request("GET", BASE "/versions/1/tensors/embed.weight", &(it_request_opts){.headers = two});
+    CHECK_STATUS(r, 200);
+    it_response whole = it_get(BASE "/versions/1/tensors/embed.weight");
+    CHECK_EQ_U64(r.body.len, whole.body.len);
+    it_response_free(&whole);
+    it_response_free(&r);
+}
+
 /* Indexes that do not help (not a weight_map of strings, or naming the wrong shard)
  * leave the shards' headers to find the tensor; a second GET through the same index
  * blob (now cached) gives the same answer. */
@@ -558,6 +596,7 @@ int main(int argc, char **argv)
     RUN(slices_conversions_npy);
     RUN(ranges_on_the_representation);
     RUN(refusals);
+    RUN(limits_at_and_past);
     RUN(unhelpful_indexes_fall_back_to_the_headers);
     for (int i = 0; i < 3; i++) {
         st_file_free(&shards[i].file);
