@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "sha256.h"
 #include "st_stats.h"
 #include "tg_local.h"
 
@@ -19,16 +20,6 @@ static void inspect_usage(FILE *out)
             "Validates FILE and prints its tensor table (name, dtype, shape, absolute\n"
             "begin/end, NaN and Inf counts), parameters per dtype, metadata and SHA-256.\n"
             "Exit status: 0 valid, 1 refused (the verdict is printed), 2 an I/O or usage error.\n");
-}
-
-static void hex_digest(const uint8_t digest[32], char out[65])
-{
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hex[digest[i] >> 4];
-        out[2 * i + 1] = hex[digest[i] & 15];
-    }
-    out[64] = '\0';
 }
 
 /* "[2, 3]" into a malloc'd string; NULL on allocation failure. */
@@ -51,7 +42,7 @@ static int print_text(const char *path, const tg_local_run *run, const st_file *
                       const st_tensor_stats *stats)
 {
     char sha[65];
-    hex_digest(run->sha256, sha);
+    tg_hex_encode(run->sha256, sizeof run->sha256, sha);
     printf("file: %s\n", path);
     printf("size: %" PRIu64 " bytes\n", run->size);
     printf("sha256: %s\n", sha);
@@ -121,7 +112,7 @@ static json_t *inspect_json(const char *path, const tg_local_run *run, const st_
                             const st_tensor_stats *stats)
 {
     char sha[65];
-    hex_digest(run->sha256, sha);
+    tg_hex_encode(run->sha256, sizeof run->sha256, sha);
     json_t *root = json_object();
     json_t *tensors = json_array();
     json_t *parameters = json_object();

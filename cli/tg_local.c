@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
+#include "sha256.h"
 
 int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash, tg_local_run *run)
 {
@@ -33,10 +33,13 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash
     uint64_t declared = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : ST_FILE_SIZE_UNKNOWN;
     run->gate = st_gate_new(config, declared);
     uint8_t *chunk = malloc(TG_LOCAL_READ_SIZE);
-    EVP_MD_CTX *md = hash ? EVP_MD_CTX_new() : NULL;
-    if (run->gate == NULL || chunk == NULL || (hash && md == NULL) ||
-        (md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)) {
+    tg_sha256 md = {0};
+    if (run->gate == NULL || chunk == NULL) {
         fprintf(stderr, "tensorgate: %s: out of memory\n", path);
+        goto fail_all;
+    }
+    if (hash && tg_sha256_init(&md, "local") != 0) {
+        fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
         goto fail_all;
     }
     st_gate_status status = ST_GATE_CONTINUE;
@@ -51,7 +54,7 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash
         if (got == 0)
             break;
         run->size += (uint64_t)got;
-        if (md != NULL && EVP_DigestUpdate(md, chunk, (size_t)got) != 1) {
+        if (hash && tg_sha256_update(&md, chunk, (size_t)got) != 0) {
             fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
             goto fail_all;
         }
@@ -62,9 +65,8 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash
     }
     if (status == ST_GATE_CONTINUE) {
         st_gate_finish(run->gate);
-        if (md != NULL) {
-            unsigned int len = 0;
-            if (EVP_DigestFinal_ex(md, run->sha256, &len) != 1 || len != sizeof run->sha256) {
+        if (hash) {
+            if (tg_sha256_final(&md, run->sha256) != 0) {
                 fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
                 goto fail_all;
             }
@@ -78,14 +80,14 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash
         fprintf(stderr, "tensorgate: %s: out of memory in the gate\n", path);
         goto fail_all;
     }
-    EVP_MD_CTX_free(md);
+    tg_sha256_free(&md);
     free(chunk);
     if (!is_stdin)
         close(fd);
     return 0;
 
 fail_all:
-    EVP_MD_CTX_free(md);
+    tg_sha256_free(&md);
     free(chunk);
     st_gate_free(run->gate);
     run->gate = NULL;

@@ -1,20 +1,11 @@
 /* Tokens and scopes (see auth.h). */
 #include "auth.h"
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 
-void tg_sha256_hex(const void *data, size_t len, char hex[65])
-{
-    unsigned char digest[32];
-    unsigned int digest_len = 0;
-    EVP_Digest(data, len, digest, &digest_len, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-    hex[64] = '\0';
-}
+#include "sha256.h"
 
 int tg_token_generate(char token[TG_TOKEN_LEN + 1], char hash[65])
 {
@@ -22,11 +13,8 @@ int tg_token_generate(char token[TG_TOKEN_LEN + 1], char hash[65])
     if (RAND_bytes(random, sizeof random) != 1)
         return -1;
     memcpy(token, "tg_", 3);
-    for (int i = 0; i < 32; i++)
-        snprintf(token + 3 + 2 * i, 3, "%02x", random[i]);
-    token[TG_TOKEN_LEN] = '\0';
-    tg_sha256_hex(token, TG_TOKEN_LEN, hash);
-    return 0;
+    tg_hex_encode(random, sizeof random, token + 3);
+    return tg_sha256_hex(token, TG_TOKEN_LEN, hash, "token");
 }
 
 tg_scope tg_scope_from_name(const char *name)
@@ -49,24 +37,24 @@ tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *
     if (token_len == 0 || token_len > 256)
         return TG_CAT_NOT_FOUND;
     char hash[65];
-    tg_sha256_hex(token, token_len, hash);
+    if (tg_sha256_hex(token, token_len, hash, "token") != 0)
+        return TG_CAT_ERROR;
     return tg_catalog_token_lookup(catalog, hash, granted, token_namespace, namespace_size);
 }
 
-bool tg_auth_token_hash(const tg_request *req, char hash[65])
+int tg_auth_token_hash(const tg_request *req, char hash[65])
 {
     hash[0] = '\0';
     const char *header = tg_header(req, "Authorization");
     if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
-        return false;
+        return 0;
     const char *token = header + 7;
     while (*token == ' ')
         token++;
     size_t token_len = strlen(token);
     if (token_len == 0 || token_len > 256)
-        return false;
-    tg_sha256_hex(token, token_len, hash);
-    return true;
+        return 0;
+    return tg_sha256_hex(token, token_len, hash, "token") == 0 ? 1 : -1;
 }
 
 /* The token's presence, validity and scope: answers 401/403 and returns false when one
@@ -91,7 +79,9 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
     tg_cat_status status =
         tg_token_lookup(req->server->catalog, token, &granted, token_namespace, namespace_size);
     if (status == TG_CAT_ERROR) {
-        tg_respond_problem(req, 500, "internal", "the token store is unavailable");
+        tg_respond_problem(req, 500, "internal",
+                           "the token could not be checked (the token store "
+                           "or its hash failed)");
         return false;
     }
     if (status != TG_CAT_OK) {

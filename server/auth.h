@@ -12,16 +12,15 @@
 
 #define TG_TOKEN_LEN (3 + 64)
 
-/* A new random token (TG_TOKEN_LEN chars + NUL) and its hash. Returns -1 if the RNG fails. */
+/* A new random token (TG_TOKEN_LEN chars + NUL) and its hash. Returns -1 if the RNG or
+ * the hash fails. */
 int tg_token_generate(char token[TG_TOKEN_LEN + 1], char hash[65]);
-/* SHA-256 hex of text. */
-void tg_sha256_hex(const void *data, size_t len, char hex[65]);
 
 tg_scope tg_scope_from_name(const char *name);
 
 /* Looks a bearer token up by its hash: TG_CAT_OK with its scope and namespace ("" when
  * unlimited), TG_CAT_NOT_FOUND for an unknown, empty or oversized (> 256 bytes) token,
- * TG_CAT_ERROR when the catalog fails. */
+ * TG_CAT_ERROR when the catalog or the hash fails. */
 tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *granted,
                               char *token_namespace, size_t namespace_size);
 
@@ -38,9 +37,9 @@ bool tg_auth_require(tg_request *req, tg_scope scope, const char *org);
 bool tg_auth_require_scope(tg_request *req, tg_scope scope);
 
 /* The SHA-256 hex of the request's bearer token, for work that re-checks at its
- * commit that the token still exists (tg_commit_guard); false (hash "") when the
- * request carries none. */
-bool tg_auth_token_hash(const tg_request *req, char hash[65]);
+ * commit that the token still exists (tg_commit_guard): 1, or 0 (hash "") when the
+ * request carries none, or -1 (hash "") when the hash failed (answer 500). */
+int tg_auth_token_hash(const tg_request *req, char hash[65]);
 
 /* Reads: open unless --auth-read. */
 bool tg_auth_read(tg_request *req, const char *org);

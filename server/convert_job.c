@@ -10,7 +10,6 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "log.h"
 #include "reclaim.h"
 #include "routes.h"
+#include "sha256.h"
 #include "st_convert.h"
 #include "st_gate.h"
 #include "st_stats.h"
@@ -242,7 +242,7 @@ typedef struct sink {
     int fd;
     char temp_path[4400];
     st_gate *gate;
-    EVP_MD_CTX *sha;
+    tg_sha256 sha;
     uint8_t *buffers[2];
     uint8_t *buf; /* the buffer being filled: buffers[filling] */
     int filling;
@@ -282,7 +282,8 @@ static void sink_write(sink *s, const uint8_t *data, size_t len, bool *failed, b
         *failed = true;
         return;
     }
-    EVP_DigestUpdate(s->sha, data, len);
+    if (tg_sha256_update(&s->sha, data, len) != 0)
+        *failed = true; /* sink_fail names it: s->sha.failed */
 }
 
 static void *sink_writer(void *arg)
@@ -332,12 +333,11 @@ static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t siz
         .sidecar_max_size = 0,
     };
     s->gate = st_gate_new(&config, size);
-    s->sha = EVP_MD_CTX_new();
     s->buffers[0] = malloc(cap);
     s->buffers[1] = malloc(cap);
     s->buf = s->buffers[0];
-    if (s->gate == NULL || s->sha == NULL || s->buffers[0] == NULL || s->buffers[1] == NULL ||
-        EVP_DigestInit_ex(s->sha, EVP_sha256(), NULL) != 1)
+    if (tg_sha256_init(&s->sha, "convert") != 0 || s->gate == NULL || s->buffers[0] == NULL ||
+        s->buffers[1] == NULL)
         return -1;
     if (tg_store_temp_create(&server->store, &s->fd, s->temp_path, sizeof s->temp_path) != 0) {
         s->fd = -1;
@@ -398,7 +398,7 @@ static void sink_free(sink *s)
     if (s->blobs_locked)
         tg_store_unlock(s->blobs_lock);
     st_gate_free(s->gate);
-    EVP_MD_CTX_free(s->sha);
+    tg_sha256_free(&s->sha);
     free(s->buffers[0]);
     free(s->buffers[1]);
     memset(s, 0, sizeof *s);
@@ -414,20 +414,12 @@ static int sink_fail(sink *s, const char *path, job_failure *failure)
         return fail(failure, "insufficient_storage", "the disk is full writing %s", path);
     if (s->write_errno != 0)
         return fail(failure, "internal", "writing %s failed: %s", path, strerror(s->write_errno));
+    if (s->sha.failed)
+        return fail(failure, "internal", "the SHA-256 of the written %s failed", path);
     if (verdict.error.reason != ST_OK)
         return fail(failure, "internal", "the written %s does not pass the gate: %s: %s", path,
                     st_reason_name(verdict.error.reason), verdict.error.detail);
     return fail(failure, "internal", "writing %s failed", path);
-}
-
-static void hex_digest(EVP_MD_CTX *sha, char hex[65])
-{
-    unsigned char digest[32];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(sha, digest, &len);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-    hex[64] = '\0';
 }
 
 /* Finishes the gate (which must accept what we wrote), commits the blob and fills
@@ -447,7 +439,8 @@ static int sink_commit(sink *s, const char *path, tg_file_record *file, char **s
     memset(file, 0, sizeof *file);
     snprintf(file->path, sizeof file->path, "%s", path);
     file->size = s->written;
-    hex_digest(s->sha, file->sha256);
+    if (tg_sha256_final_hex(&s->sha, file->sha256) != 0)
+        return fail(failure, "internal", "the SHA-256 of the written %s failed", path);
     const st_file *parsed = st_gate_file(s->gate);
     *stats_text = NULL;
     json_t *stats = json_array();
@@ -868,21 +861,23 @@ static int job_spec(const tg_job *job, tg_convert_spec *spec, json_t **globs_jso
     return 0;
 }
 
-/* The version digest, as publish computes it, over the new version's files. */
-static void final_digest(const version_plan *vp, const tg_file_records *made, char hex[65])
+/* The version digest, as publish computes it, over the new version's files. Returns
+ * 0, or -1 (hex "") when out of memory or the digest failed. */
+static int final_digest(const version_plan *vp, const tg_file_records *made, char hex[65])
 {
     tg_file_record *files = malloc((vp->files.count ? vp->files.count : 1) * sizeof *files);
     if (files == NULL) {
         hex[0] = '\0';
-        return;
+        return -1;
     }
     /* same paths as the source, in the catalog's path order */
     for (size_t i = 0; i < vp->files.count; i++) {
         const tg_file_record *replaced = find_path(made, vp->files.items[i].path);
         files[i] = replaced ? *replaced : vp->files.items[i];
     }
-    tg_manifest_digest(files, vp->files.count, hex);
+    int rc = tg_manifest_digest(files, vp->files.count, hex);
     free(files);
+    return rc;
 }
 
 /* Runs a claimed job to its commit. Returns 0 done, 1 stopped (stays running), -1 failed. */
@@ -952,9 +947,8 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
         goto out;
     }
     char digest[65];
-    final_digest(&vp, &made, digest);
-    if (digest[0] == '\0') {
-        fail(failure, "internal", "out of memory");
+    if (final_digest(&vp, &made, digest) != 0) {
+        fail(failure, "internal", "the new version's digest could not be computed");
         goto out;
     }
     tg_version version;

@@ -13,6 +13,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "sha256.h"
 
 /* ---- descriptors ---- */
 
@@ -244,8 +245,10 @@ void tg_request_owner(tg_request *req, char *owner, size_t owner_len)
                 snprintf(owner, owner_len, "ns:%s", token_namespace);
             } else {
                 char hash[65];
-                tg_sha256_hex(token, strlen(token), hash);
-                snprintf(owner, owner_len, "token:%.16s", hash);
+                if (tg_sha256_hex(token, strlen(token), hash, "token") == 0)
+                    snprintf(owner, owner_len, "token:%.16s", hash);
+                else /* the hash failed: the client's address is the owner */
+                    snprintf(owner, owner_len, "client:%s", req->client);
             }
             return;
         }

@@ -23,8 +23,9 @@ void tg_route_alias_set(tg_request *req);
 void tg_route_version_create(tg_request *req);
 void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
-/* The version digest: SHA-256 over "path sha256 size\n" lines of the files in path order. */
-void tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65]);
+/* The version digest: SHA-256 over "path sha256 size\n" lines of the files in path order.
+ * Returns 0, or -1 when the digest failed (hex is then ""). */
+int tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65]);
 
 /* routes_files.c */
 void tg_route_files_list(tg_request *req);

@@ -211,8 +211,12 @@ void tg_route_version_convert(tg_request *req)
     /* the job remembers its token: its commit fails it if the token was revoked by then */
     char token_hash[65];
     int64_t token_id = 0;
-    if (tg_auth_token_hash(req, token_hash) &&
-        tg_catalog_token_id(server->catalog, token_hash, &token_id) != TG_CAT_OK)
+    int hashed = tg_auth_token_hash(req, token_hash);
+    if (hashed < 0) {
+        tg_respond_problem(req, 500, "internal", "the token's SHA-256 failed");
+        goto out;
+    }
+    if (hashed > 0 && tg_catalog_token_id(server->catalog, token_hash, &token_id) != TG_CAT_OK)
         token_id = 0;
     pthread_mutex_lock(&admission_lock);
     if (!job_fits(req, model, &version, st_dtype_name(spec.to), globs_text)) {

@@ -549,7 +549,8 @@ static bool is_below(const char *path, const char *dir, size_t dir_len)
 }
 
 /* A directory entry; its oid is the manifest digest of the files below it (the files
- * below one directory are contiguous in path order, starting at first). */
+ * below one directory are contiguous in path order, starting at first). NULL when out
+ * of memory or the digest failed. */
 static json_t *directory_entry_json(const tg_file_records *files, size_t first, const char *dir,
                                     size_t dir_len)
 {
@@ -557,7 +558,8 @@ static json_t *directory_entry_json(const tg_file_records *files, size_t first, 
     while (end < files->count && is_below(files->items[end].path, dir, dir_len))
         end++;
     char oid[65];
-    tg_manifest_digest(files->items + first, end - first, oid);
+    if (tg_manifest_digest(files->items + first, end - first, oid) != 0)
+        return NULL;
     return json_pack("{s:s, s:s, s:i, s:s%}", "type", "directory", "oid", oid, "size", 0, "path",
                      dir, dir_len);
 }
@@ -578,8 +580,12 @@ static json_t *tree_entries(const tg_file_records *files, const char *prefix, bo
         for (const char *slash = strchr(path + rel_start, '/'); slash != NULL;
              slash = recursive ? strchr(slash + 1, '/') : NULL) {
             size_t dir_len = (size_t)(slash - path);
-            if (!is_below(previous, path, dir_len))
-                json_array_append_new(entries, directory_entry_json(files, i, path, dir_len));
+            if (!is_below(previous, path, dir_len) &&
+                json_array_append_new(entries, directory_entry_json(files, i, path, dir_len)) !=
+                    0) {
+                json_decref(entries);
+                return NULL;
+            }
         }
         if (recursive || strchr(path + rel_start, '/') == NULL)
             json_array_append_new(entries, file_entry_json(&files->items[i]));
@@ -626,7 +632,8 @@ void tg_route_hf_tree(tg_request *req)
         goto out;
     entries = tree_entries(&files, prefix ? prefix : "", recursive);
     if (entries == NULL) {
-        respond_internal(req, "out of memory");
+        respond_internal(req, "the tree could not be listed (out of memory, or a directory's "
+                              "digest failed)");
         goto out;
     }
     if (prefix != NULL && json_array_size(entries) == 0) {

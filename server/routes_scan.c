@@ -106,7 +106,10 @@ void tg_route_scan_finish(tg_request *req)
     st_verdict verdict;
     st_gate_verdict(ingest->gate, &verdict);
     char sha[65];
-    tg_ingest_digest(ingest, sha);
+    if (tg_ingest_digest(ingest, sha) != 0) {
+        tg_respond_problem(req, 500, "internal", "the scan's SHA-256 failed");
+        return;
+    }
     bool valid = ingest->state == TG_INGEST_OPEN && verdict.valid;
     uint64_t size = ingest->seen + ingest->drained;
     json_t *body = json_object();

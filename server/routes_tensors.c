@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "parsed_header_cache.h"
 #include "resources.h"
 #include "routes.h"
+#include "sha256.h"
 #include "tensor_stream.h"
 
 /* MHD's buffer for generated bodies. */
@@ -321,24 +321,17 @@ static void free_body(void *cls)
 static bool representation_etag(const char *sha256, const char *name, const tg_tensor_options *o,
                                 char out[35])
 {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int digest_len = 0;
+    unsigned char digest[TG_SHA256_SIZE];
     const char *parts[] = {sha256, name, o->slice ? o->slice : "", o->dtype ? o->dtype : "",
                            o->format ? o->format : "raw"};
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    bool ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1;
+    tg_sha256 sha;
+    bool ok = tg_sha256_init(&sha, "etag") == 0;
     for (size_t i = 0; ok && i < sizeof parts / sizeof parts[0]; i++)
-        ok = EVP_DigestUpdate(ctx, parts[i], strlen(parts[i]) + 1) == 1; /* NUL separates parts */
-    ok = ok && EVP_DigestFinal_ex(ctx, digest, &digest_len) == 1 && digest_len >= 16;
-    EVP_MD_CTX_free(ctx);
+        ok = tg_sha256_update(&sha, parts[i], strlen(parts[i]) + 1) == 0; /* NUL separates parts */
+    ok = tg_sha256_final(&sha, digest) == 0 && ok;
     if (!ok)
         return false;
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        out[2 * i] = hex[digest[i] >> 4];
-        out[2 * i + 1] = hex[digest[i] & 15];
-    }
-    out[32] = '\0';
+    tg_hex_encode(digest, 16, out);
     return true;
 }
 

@@ -1,5 +1,4 @@
 /* /v1/models/{org}/{name}/versions[/{rev}[/publish]] */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "index_check.h"
 #include "log.h"
 #include "routes.h"
+#include "sha256.h"
 
 void tg_route_version_create(tg_request *req)
 {
@@ -59,22 +59,22 @@ void tg_route_version_get(tg_request *req)
 
 /* The version digest: SHA-256 over "path sha256 size\n" lines sorted by path (the
  * catalog lists files in byte order of path). */
-void tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65])
+int tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65])
 {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    tg_sha256 sha;
+    if (tg_sha256_init(&sha, "manifest") != 0)
+        return tg_sha256_final_hex(&sha, hex);
     for (size_t i = 0; i < count; i++) {
         char line[TG_PATH_MAX + 100];
         int n = snprintf(line, sizeof line, "%s %s %llu\n", files[i].path, files[i].sha256,
                          (unsigned long long)files[i].size);
-        EVP_DigestUpdate(ctx, line, (size_t)n);
+        if (n < 0 || (size_t)n >= sizeof line || tg_sha256_update(&sha, line, (size_t)n) != 0) {
+            tg_sha256_free(&sha);
+            hex[0] = '\0';
+            return -1;
+        }
     }
-    unsigned char digest[32];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx, digest, &len);
-    EVP_MD_CTX_free(ctx);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return tg_sha256_final_hex(&sha, hex);
 }
 
 static size_t dir_length(const char *path)
@@ -243,7 +243,13 @@ void tg_route_version_publish(tg_request *req)
         goto out_unlock;
     }
     char digest[65];
-    tg_manifest_digest(files.items, files.count, digest);
+    if (tg_manifest_digest(files.items, files.count, digest) != 0) {
+        /* nothing is frozen without its digest: the version stays a draft */
+        tg_respond_problem(req, 500, "internal",
+                           "the version digest could not be computed; the version is still a "
+                           "draft");
+        goto out_unlock;
+    }
     tg_version published;
     tg_cat_status status = tg_catalog_version_publish(server->catalog, version.id, digest, &published);
     if (status == TG_CAT_CONFLICT) {

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sha256.h"
 
 int tg_is_sha256_hex(const char *text)
 {
@@ -190,24 +190,19 @@ bool tg_store_file_matches(const char *path, const char *hex, uint64_t size)
         return false;
     struct stat st;
     bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size;
-    EVP_MD_CTX *sha = same ? EVP_MD_CTX_new() : NULL;
+    tg_sha256 sha = {0};
     size_t chunk = 1u << 20;
     unsigned char *buf = same ? malloc(chunk) : NULL;
-    same = sha != NULL && buf != NULL && EVP_DigestInit_ex(sha, EVP_sha256(), NULL) == 1;
+    same = buf != NULL && tg_sha256_init(&sha, "store") == 0;
     uint64_t done = 0;
     while (same && done < size) {
         size_t n = size - done < chunk ? (size_t)(size - done) : chunk;
-        same = tg_store_read_at(fd, buf, n, done) == 0 && EVP_DigestUpdate(sha, buf, n) == 1;
+        same = tg_store_read_at(fd, buf, n, done) == 0 && tg_sha256_update(&sha, buf, n) == 0;
         done += n;
     }
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int digest_len = 0;
-    same = same && EVP_DigestFinal_ex(sha, digest, &digest_len) == 1 && digest_len == 32;
     char text[TG_SHA256_HEX_LEN + 1];
-    for (unsigned i = 0; same && i < 32; i++)
-        snprintf(text + 2 * i, 3, "%02x", digest[i]);
-    same = same && strcmp(text, hex) == 0;
-    EVP_MD_CTX_free(sha);
+    same = same && tg_sha256_final_hex(&sha, text) == 0 && strcmp(text, hex) == 0;
+    tg_sha256_free(&sha);
     free(buf);
     close(fd);
     return same;

@@ -76,9 +76,7 @@ int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64
         .budget_context = &ingest->budget,
     };
     ingest->gate = st_gate_new(&config, declared);
-    ingest->sha = EVP_MD_CTX_new();
-    if (ingest->gate == NULL || ingest->sha == NULL ||
-        EVP_DigestInit_ex(ingest->sha, EVP_sha256(), NULL) != 1)
+    if (tg_sha256_init(&ingest->sha, with_file ? "upload" : "scan") != 0 || ingest->gate == NULL)
         return -1;
     if (with_file &&
         tg_store_temp_create(&server->store, &ingest->fd, ingest->temp_path, sizeof ingest->temp_path) != 0) {
@@ -103,7 +101,7 @@ static void drain(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_
 {
     ingest->drained += len;
     if (ingest->hash_after_stop)
-        EVP_DigestUpdate(ingest->sha, data, len);
+        (void)tg_sha256_update(&ingest->sha, data, len);
     if (ingest->verdict_pending)
         (void)st_gate_feed(ingest->gate, data, len);
     if (ingest->drained > ingest->drain_limit)
@@ -150,7 +148,7 @@ void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, siz
         stop(ingest, TG_INGEST_REFUSED);
         ingest->drained += len;
         if (ingest->hash_after_stop) {
-            EVP_DigestUpdate(ingest->sha, data, len);
+            (void)tg_sha256_update(&ingest->sha, data, len);
         }
         return;
     }
@@ -161,7 +159,7 @@ void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, siz
             return;
         }
     }
-    EVP_DigestUpdate(ingest->sha, data, len);
+    (void)tg_sha256_update(&ingest->sha, data, len); /* a failure shows at the digest */
     ingest->seen = after;
 }
 
@@ -201,14 +199,9 @@ void tg_ingest_respond_over_budget(tg_ingest *ingest, tg_request *req)
             (unsigned long long)ingest->budget.global_max);
 }
 
-void tg_ingest_digest(tg_ingest *ingest, char hex[65])
+int tg_ingest_digest(tg_ingest *ingest, char hex[65])
 {
-    unsigned char digest[32];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ingest->sha, digest, &len);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-    hex[64] = '\0';
+    return tg_sha256_final_hex(&ingest->sha, hex);
 }
 
 void tg_ingest_free(tg_ingest *ingest)
@@ -218,8 +211,7 @@ void tg_ingest_free(tg_ingest *ingest)
     ingest->temp_path[0] = '\0';
     st_gate_free(ingest->gate);
     ingest->gate = NULL;
-    EVP_MD_CTX_free(ingest->sha);
-    ingest->sha = NULL;
+    tg_sha256_free(&ingest->sha);
 }
 
 /* ---- the upload route ---- */
@@ -278,7 +270,10 @@ void tg_route_upload_start(tg_request *req)
     }
     up->ingest.fd = -1;
     req->state = up;
-    (void)tg_auth_token_hash(req, up->token_hash);
+    if (tg_auth_token_hash(req, up->token_hash) < 0) {
+        tg_respond_problem(req, 500, "internal", "the token's SHA-256 failed");
+        return;
+    }
     /* Concurrent uploads per token or namespace and in all (each holds a connection
      * and a temp file descriptor); given back in cleanup. */
     tg_request_owner(req, up->owner, sizeof up->owner);
@@ -467,7 +462,10 @@ static void upload_answer(tg_request *req, bool body_ended)
     memset(&file, 0, sizeof file);
     snprintf(file.path, sizeof file.path, "%s", up->path);
     file.size = ingest->seen;
-    tg_ingest_digest(ingest, file.sha256);
+    if (tg_ingest_digest(ingest, file.sha256) != 0) {
+        tg_respond_problem(req, 500, "internal", "the upload's SHA-256 failed; nothing was stored");
+        return;
+    }
     const st_file *parsed = st_gate_file(ingest->gate);
     if (parsed != NULL)
         snprintf(file.kind, sizeof file.kind, "safetensors");

@@ -4,12 +4,12 @@
 #ifndef TG_UPLOAD_H
 #define TG_UPLOAD_H
 
-#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "http.h"
 #include "resources.h"
+#include "sha256.h"
 
 typedef enum tg_ingest_state {
     TG_INGEST_OPEN,      /* still reading */
@@ -25,7 +25,7 @@ typedef enum tg_ingest_state {
 
 typedef struct tg_ingest {
     st_gate *gate;
-    EVP_MD_CTX *sha;
+    tg_sha256 sha;           /* a failed update shows at tg_ingest_digest */
     int fd;                  /* temp file, -1 when not storing (scan) or discarded */
     char temp_path[4400];
     uint64_t declared;       /* Content-Length, or ST_FILE_SIZE_UNKNOWN (chunked) */
@@ -55,8 +55,9 @@ void tg_ingest_respond_over_budget(tg_ingest *ingest, tg_request *req);
 void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len);
 /* At the end of the body: runs st_gate_finish when still open or the verdict is pending. */
 void tg_ingest_finish(tg_ingest *ingest);
-/* SHA-256 hex of the bytes hashed. */
-void tg_ingest_digest(tg_ingest *ingest, char hex[65]);
+/* SHA-256 hex of the bytes hashed. Returns 0, or -1 (hex "") when the digest failed:
+ * the caller answers 500 internal. */
+int tg_ingest_digest(tg_ingest *ingest, char hex[65]);
 void tg_ingest_free(tg_ingest *ingest);
 
 #endif

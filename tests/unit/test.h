@@ -1,6 +1,8 @@
 /* The unit-test harness: a handful of macros, no framework.
  * Each test file is one program: TEST(...) functions called from main via RUN(...),
- * ending with `return test_report(argv[0]);`, which prints "N passed, N failed". */
+ * ending with `return test_report(argv[0]);`, which prints "N passed, N failed" and fails
+ * the program when a check failed or when none ran (a test that checks nothing proves
+ * nothing: a skipped RUN, a loop that never iterates, a main that forgot its tests). */
 #ifndef TG_TEST_H
 #define TG_TEST_H
 
@@ -57,6 +59,10 @@ static const char *test_current = "";
 static inline int test_report(const char *program)
 {
     printf("%s: %d passed, %d failed\n", program, test_checks_passed, test_checks_failed);
+    if (test_checks_passed + test_checks_failed == 0) {
+        fprintf(stderr, "%s: no check ran\n", program);
+        return 1;
+    }
     return test_checks_failed == 0 ? 0 : 1;
 }
 
