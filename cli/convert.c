@@ -34,7 +34,8 @@ static void convert_usage(FILE *out)
                  "whose names match a GLOB (default: all of them) to DTYPE, one of those six,\n"
                  "rounding as PyTorch's .to() does; other tensors are copied unchanged. OUT keeps\n"
                  "IN's metadata and is written atomically.\n"
-                 "Exit status: 0 written, 1 IN refused by the gate, 2 an I/O or usage error.\n");
+                 "Exit status: 0 written, 1 IN refused by the gate, 2 an I/O, out-of-memory or "
+                 "usage error.\n");
 }
 
 static int write_all(int fd, const void *data, size_t len)

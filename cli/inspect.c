@@ -14,12 +14,12 @@
 
 static void inspect_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: tensorgate inspect [--json] [--max-header BYTES] FILE\n"
-            "\n"
-            "Validates FILE and prints its tensor table (name, dtype, shape, absolute\n"
-            "begin/end, NaN and Inf counts), parameters per dtype, metadata and SHA-256.\n"
-            "Exit status: 0 valid, 1 refused (the verdict is printed), 2 an I/O or usage error.\n");
+    fprintf(out, "usage: tensorgate inspect [--json] [--max-header BYTES] FILE\n"
+                 "\n"
+                 "Validates FILE and prints its tensor table (name, dtype, shape, absolute\n"
+                 "begin/end, NaN and Inf counts), parameters per dtype, metadata and SHA-256.\n"
+                 "Exit status: 0 valid, 1 refused (the verdict is printed), 2 an I/O, "
+                 "out-of-memory or usage error.\n");
 }
 
 /* "[2, 3]" into a malloc'd string; NULL on allocation failure. */

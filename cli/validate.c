@@ -1,5 +1,5 @@
 /* tensorgate validate: the gate over local files, one verdict per file.
- * Exit status: 0 all valid, 1 any refused, 2 an I/O or usage error. */
+ * Exit status: 0 all valid, 1 any refused, 2 an I/O, out-of-memory or usage error. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +23,7 @@ static void validate_usage(FILE *out)
         "                      (JSON and text 16 MiB at most)\n"
         "  --max-header BYTES  refuse headers larger than BYTES (at most 100000000)\n"
         "  --refuse-nonfinite  refuse NaN or Inf values in floating tensors\n"
-        "Exit status: 0 all valid, 1 any refused, 2 an I/O or usage error.\n");
+        "Exit status: 0 all valid, 1 any refused, 2 an I/O, out-of-memory or usage error.\n");
 }
 
 int tg_cmd_validate(int argc, char **argv)

@@ -42,6 +42,7 @@ static const char *const reason_names[ST_REASON_COUNT] = {
     [ST_SIDECAR_TOO_LARGE] = "sidecar_too_large",
     [ST_SIDECAR_JSON_INVALID] = "sidecar_json_invalid",
     [ST_SIDECAR_TEXT_INVALID] = "sidecar_text_invalid",
+    [ST_OUT_OF_MEMORY] = "out_of_memory",
 };
 
 const char *st_reason_name(st_reason reason)

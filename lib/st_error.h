@@ -16,9 +16,9 @@
 typedef enum st_reason {
     ST_OK = 0,
     /* framing */
-    ST_FILE_TOO_SMALL,        /* fewer than 8 bytes */
-    ST_HEADER_TOO_LARGE,      /* N above the limit */
-    ST_HEADER_TRUNCATED,      /* 8+N beyond the end of the file */
+    ST_FILE_TOO_SMALL,   /* fewer than 8 bytes */
+    ST_HEADER_TOO_LARGE, /* N above the limit */
+    ST_HEADER_TRUNCATED, /* 8+N beyond the end of the file */
     /* header bytes and JSON grammar */
     ST_HEADER_NOT_UTF8,       /* invalid UTF-8 anywhere in the header */
     ST_HEADER_START,          /* first header byte is not '{' */
@@ -30,35 +30,38 @@ typedef enum st_reason {
     ST_INTEGER_FORMAT,        /* sign, leading zero, fraction or exponent */
     ST_INTEGER_OVERFLOW,      /* integer does not fit in u64 */
     /* tensor entries */
-    ST_TENSOR_NOT_OBJECT,     /* entry is not an object (array form, string, ...) */
-    ST_TENSOR_UNKNOWN_FIELD,  /* a field other than dtype, shape, data_offsets */
-    ST_TENSOR_MISSING_FIELD,  /* dtype, shape or data_offsets missing */
-    ST_DTYPE_INVALID,         /* dtype is not a string */
-    ST_DTYPE_UNKNOWN,         /* dtype string is not one of the 22 names */
-    ST_SHAPE_INVALID,         /* shape is not an array of integers */
-    ST_OFFSETS_INVALID,       /* data_offsets not [begin, end] integers with begin <= end */
+    ST_TENSOR_NOT_OBJECT,    /* entry is not an object (array form, string, ...) */
+    ST_TENSOR_UNKNOWN_FIELD, /* a field other than dtype, shape, data_offsets */
+    ST_TENSOR_MISSING_FIELD, /* dtype, shape or data_offsets missing */
+    ST_DTYPE_INVALID,        /* dtype is not a string */
+    ST_DTYPE_UNKNOWN,        /* dtype string is not one of the 22 names */
+    ST_SHAPE_INVALID,        /* shape is not an array of integers */
+    ST_OFFSETS_INVALID,      /* data_offsets not [begin, end] integers with begin <= end */
     ST_TENSOR_NAME_EMPTY,
-    ST_TENSOR_NAME_TOO_LONG,  /* more than ST_TENSOR_NAME_MAX bytes */
-    ST_TENSOR_NAME_CONTROL,   /* a control character (U+0000-U+001F, U+007F-U+009F) in the name */
-    ST_METADATA_NOT_OBJECT,   /* __metadata__ is not an object */
+    ST_TENSOR_NAME_TOO_LONG, /* more than ST_TENSOR_NAME_MAX bytes */
+    ST_TENSOR_NAME_CONTROL,  /* a control character (U+0000-U+001F, U+007F-U+009F) in the name */
+    ST_METADATA_NOT_OBJECT,  /* __metadata__ is not an object */
     ST_METADATA_VALUE_NOT_STRING,
     /* sizes */
-    ST_SIZE_OVERFLOW,         /* shape product or byte size overflows u64 */
-    ST_SUB_BYTE_PARTIAL,      /* sub-byte dtype whose bits are not a whole number of bytes */
-    ST_SIZE_MISMATCH,         /* end - begin differs from the computed byte size */
+    ST_SIZE_OVERFLOW,    /* shape product or byte size overflows u64 */
+    ST_SUB_BYTE_PARTIAL, /* sub-byte dtype whose bits are not a whole number of bytes */
+    ST_SIZE_MISMATCH,    /* end - begin differs from the computed byte size */
     /* data section coverage */
-    ST_DATA_HOLE,             /* bytes between tensors (or before the first) covered by none */
-    ST_DATA_OVERLAP,          /* two tensors share bytes */
-    ST_DATA_TRAILING,         /* bytes after the last tensor */
-    ST_DATA_TRUNCATED,        /* the file ends before the last tensor does */
+    ST_DATA_HOLE,      /* bytes between tensors (or before the first) covered by none */
+    ST_DATA_OVERLAP,   /* two tensors share bytes */
+    ST_DATA_TRAILING,  /* bytes after the last tensor */
+    ST_DATA_TRUNCATED, /* the file ends before the last tensor does */
     /* policy on values */
-    ST_NONFINITE_VALUES,      /* NaN or Inf where the policy refuses them */
+    ST_NONFINITE_VALUES, /* NaN or Inf where the policy refuses them */
     /* not safetensors at all: the format is named separately (st_format) */
     ST_REFUSED_FORMAT,
     /* sidecar files */
     ST_SIDECAR_TOO_LARGE,
     ST_SIDECAR_JSON_INVALID,
-    ST_SIDECAR_TEXT_INVALID,  /* not UTF-8 text, or text that is a pickle */
+    ST_SIDECAR_TEXT_INVALID, /* not UTF-8 text, or text that is a pickle */
+    /* not a verdict on the content: an allocation failed (a server error, never a
+     * refusal; the gate reports it as st_gate_out_of_memory) */
+    ST_OUT_OF_MEMORY,
     ST_REASON_COUNT
 } st_reason;
 

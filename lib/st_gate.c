@@ -54,6 +54,7 @@
  * SIDECAR: sidecar_max_size), so it never exceeds twice the bytes received nor the
  * bound; TAIL holds at most ST_SNIFF_HEAD_MAX + ST_SNIFF_TAIL_MAX bytes. */
 #include "st_gate.h"
+#include "st_alloc.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -206,11 +207,12 @@ static void finish_accepted(st_gate *gate, st_format format)
 }
 
 /* Allocation failure is not a verdict on the content: the gate stops with
- * valid = false, reason ST_OK, and st_gate_out_of_memory() true. */
+ * valid = false, reason ST_OUT_OF_MEMORY, and st_gate_out_of_memory() true. */
 static void fail_out_of_memory(st_gate *gate)
 {
     gate->out_of_memory = true;
-    st_error_set(&gate->verdict.error, ST_OK, ST_NO_OFFSET, NULL, "out of memory in the gate");
+    st_error_set(&gate->verdict.error, ST_OUT_OF_MEMORY, ST_NO_OFFSET, NULL,
+                 "out of memory in the gate");
     finish_refused(gate, ST_FORMAT_UNKNOWN);
 }
 
@@ -327,7 +329,7 @@ static bool buffer_reserve(st_gate *gate, size_t want)
         }
         gate->reserved = cap;
     }
-    uint8_t *grown = realloc(gate->buf, cap);
+    uint8_t *grown = st_realloc(gate->buf, cap);
     if (grown == NULL)
         return false;
     gate->buf = grown;
@@ -440,6 +442,11 @@ static void header_step(st_gate *gate, bool at_end)
     uint64_t file_size = known_size(gate, false);
     st_reason reason = st_header_parse(gate->buf, header_end, file_size, &gate->config.limits,
                                        &gate->file, &gate->verdict.error);
+    if (reason == ST_OUT_OF_MEMORY) {
+        /* the header could not be held: no verdict on it */
+        fail_out_of_memory(gate);
+        return;
+    }
     if (reason != ST_OK) {
         finish_refused(gate, ST_FORMAT_SAFETENSORS);
         return;
@@ -493,7 +500,7 @@ static void tail_begin(st_gate *gate, size_t head_keep, st_format head_format,
                        const st_sniff_info *head_info)
 {
     set_unnamed_refusal(gate, head_format, head_info);
-    gate->ring = malloc(ST_SNIFF_TAIL_MAX);
+    gate->ring = st_malloc(ST_SNIFF_TAIL_MAX);
     if (gate->ring == NULL) {
         fail_out_of_memory(gate);
         return;
@@ -506,7 +513,7 @@ static void tail_begin(st_gate *gate, size_t head_keep, st_format head_format,
 
 static void tail_finish(st_gate *gate)
 {
-    uint8_t *tail = malloc(gate->ring_len ? gate->ring_len : 1);
+    uint8_t *tail = st_malloc(gate->ring_len ? gate->ring_len : 1);
     if (tail == NULL) {
         fail_out_of_memory(gate);
         return;
@@ -667,6 +674,10 @@ static void sidecar_final_json(st_gate *gate)
     json_error_t jerr;
     json_t *root =
         json_loadb((const char *)gate->buf, gate->buf_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL && json_error_code(&jerr) == json_error_out_of_memory) {
+        fail_out_of_memory(gate); /* jansson's allocation, not the file's fault */
+        return;
+    }
     if (root == NULL) {
         if (sidecar_refuse_strong_format(gate))
             return;
@@ -875,7 +886,7 @@ bool st_gate_refusal_certain(const st_gate *gate)
 
 st_gate *st_gate_new(const st_gate_config *config, uint64_t declared_size)
 {
-    st_gate *gate = calloc(1, sizeof *gate);
+    st_gate *gate = st_calloc(1, sizeof *gate);
     if (gate == NULL)
         return NULL;
     gate->config = *config;

@@ -94,8 +94,8 @@ const st_tensor_stats *st_gate_stats(const st_gate *gate);
 uint64_t st_gate_bytes_seen(const st_gate *gate);
 
 /* True when the gate stopped because an allocation failed: the verdict is then not
- * a judgement of the content (valid false, reason ST_OK); callers answer with a
- * server error, not a refusal. */
+ * a judgement of the content (valid false, reason ST_OUT_OF_MEMORY); callers answer
+ * with a server error, not a refusal, and never record it as the file's fault. */
 bool st_gate_out_of_memory(const st_gate *gate);
 /* True when that stop was the budget's refusal (st_gate_config.reserve said no). */
 bool st_gate_over_budget(const st_gate *gate);

@@ -25,6 +25,7 @@
  * Memory: every buffer has a capacity bound derived from N before anything is
  * allocated (see bounds below), and the result lives in one allocation. */
 #include "st_header.h"
+#include "st_alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -215,7 +216,7 @@ static bool reserve(void **array, size_t *cap, size_t need, size_t max, size_t e
     size_t bytes;
     if (__builtin_mul_overflow(next, elem, &bytes))
         return false;
-    void *grown = realloc(*array, bytes);
+    void *grown = st_realloc(*array, bytes);
     if (grown == NULL)
         return false;
     *array = grown;
@@ -225,7 +226,7 @@ static bool reserve(void **array, size_t *cap, size_t need, size_t max, size_t e
 
 static st_reason out_of_memory(parser *p, size_t pos, const char *what)
 {
-    return grammar_error(p, ST_HEADER_TOO_LARGE, pos,
+    return grammar_error(p, ST_OUT_OF_MEMORY, pos,
                          "the header needs more memory for %s than this process can allocate",
                          what);
 }
@@ -594,7 +595,7 @@ static bool sort_keys(const char *strings, key_record *keys, size_t count)
 {
     if (count < 2)
         return true;
-    key_record *tmp = malloc(count * sizeof *tmp);
+    key_record *tmp = st_malloc(count * sizeof *tmp);
     if (tmp == NULL)
         return false;
     key_record *src = keys, *dst = tmp;
@@ -1233,7 +1234,7 @@ static bool sort_drafts(const parser *p, uint32_t *order, size_t count)
 {
     if (count < 2)
         return true;
-    uint32_t *tmp = malloc(count * sizeof *tmp);
+    uint32_t *tmp = st_malloc(count * sizeof *tmp);
     if (tmp == NULL)
         return false;
     uint32_t *src = order, *dst = tmp;
@@ -1340,7 +1341,7 @@ static st_reason build_file(parser *p, const uint32_t *order, st_file *out)
     size_t off_shapes = off_metadata + m * sizeof(st_metadata_entry);
     size_t off_strings = off_shapes + s * sizeof(uint64_t);
     size_t total = off_strings + names;
-    char *base = malloc(total);
+    char *base = st_malloc(total);
     if (base == NULL)
         return out_of_memory(p, 0, "the tensor table");
     file_arena *arena = (file_arena *)base;
@@ -1351,7 +1352,7 @@ static st_reason build_file(parser *p, const uint32_t *order, st_file *out)
     char *strings = base + off_strings;
 
     /* position of each draft in file order, to map the name index */
-    uint32_t *position = malloc((t ? t : 1) * sizeof *position);
+    uint32_t *position = st_malloc((t ? t : 1) * sizeof *position);
     if (position == NULL) {
         free(base);
         return out_of_memory(p, 0, "the tensor table");
@@ -1501,18 +1502,18 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     p.max_depth = depth < n ? depth : n; /* each level takes a byte */
     for (unsigned d = 0; d < ST_DTYPE_COUNT; d++)
         p.dtype_len[d] = (uint8_t)strlen(st_dtype_name((st_dtype)d));
-    p.strings = malloc(n + 1);
-    p.frames = malloc(p.max_depth * sizeof *p.frames);
+    p.strings = st_malloc(n + 1);
+    p.frames = st_malloc(p.max_depth * sizeof *p.frames);
     if (p.strings == NULL || p.frames == NULL) {
         parser_free(&p);
-        return st_error_set(err, ST_HEADER_TOO_LARGE, 0, NULL,
+        return st_error_set(err, ST_OUT_OF_MEMORY, 0, NULL,
                             "a header of %llu bytes needs more memory than can be allocated",
                             (unsigned long long)n);
     }
 
     r = parse_document(&p);
     /* duplicates in objects still open may come before the error */
-    if (r != ST_OK && r != ST_JSON_DUPLICATE_KEY && r != ST_HEADER_TOO_LARGE)
+    if (r != ST_OK && r != ST_JSON_DUPLICATE_KEY && r != ST_OUT_OF_MEMORY)
         prefer_earlier_duplicate(&p);
     if (r != ST_OK) {
         r = err->reason;
@@ -1534,7 +1535,7 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     r = check_sizes(&p);
     uint32_t *order = NULL;
     if (r == ST_OK) {
-        order = malloc((p.tensor_count ? p.tensor_count : 1) * sizeof *order);
+        order = st_malloc((p.tensor_count ? p.tensor_count : 1) * sizeof *order);
         if (order == NULL)
             r = out_of_memory(&p, 0, "sorting tensors");
     }

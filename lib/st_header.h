@@ -62,8 +62,9 @@ st_reason st_header_length(const uint8_t *prefix, size_t prefix_len, uint64_t fi
  * (a shorter buffer is ST_HEADER_TRUNCATED). file_size is the whole file's size and
  * is used for the exact-coverage rules; ST_FILE_SIZE_UNKNOWN skips the rules that need
  * it (ST_DATA_TRAILING / ST_DATA_TRUNCATED / ST_HEADER_TRUNCATED against the file) and the
- * caller must then check at the end that the size is data_start + data_size. On ST_OK, out is filled and must be freed
- * with st_file_free; on error, out is left empty (safe to free) and err is set. */
+ * caller must then check at the end that the size is data_start + data_size. On ST_OK, out is
+ * filled and must be freed with st_file_free; on error, out is left empty (safe to free) and err is
+ * set. ST_OUT_OF_MEMORY is an allocation failure, not a verdict on the header. */
 st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size,
                           const st_limits *limits, st_file *out, st_error *err);
 

@@ -6,6 +6,7 @@
  * holds the first carry_len bytes of an element of scanner->tensor that the
  * previous chunk cut, and carry_len < that element's width. */
 #include "st_stats.h"
+#include "st_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ int st_scanner_init(st_scanner *scanner, const st_file *file)
     scanner->file = file;
     if (file->tensor_count > 0) {
         /* calloc checks tensor_count * size for overflow */
-        scanner->stats = calloc(file->tensor_count, sizeof *scanner->stats);
+        scanner->stats = st_calloc(file->tensor_count, sizeof *scanner->stats);
         if (scanner->stats == NULL)
             return -1;
     }

@@ -10,6 +10,7 @@
  * Everything written is also what st_header_parse accepts, so names and metadata are
  * checked against the strict grammar here instead of producing a file the gate refuses. */
 #include "st_write.h"
+#include "st_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ static void put(json_buffer *b, const void *data, size_t n)
         size_t cap = b->cap < 256 ? 256 : b->cap;
         while (cap < need)
             cap = cap > b->limit / 2 ? b->limit : cap * 2;
-        uint8_t *grown = realloc(b->bytes, cap);
+        uint8_t *grown = st_realloc(b->bytes, cap);
         if (grown == NULL) {
             b->no_memory = true;
             return;
@@ -238,7 +239,7 @@ static st_reason check_metadata(const st_metadata_entry *metadata, size_t count,
     }
     if (count < 2)
         return ST_OK;
-    const st_metadata_entry **sorted = malloc(count * sizeof *sorted);
+    const st_metadata_entry **sorted = st_malloc(count * sizeof *sorted);
     if (sorted == NULL)
         return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
                             "out of memory sorting %zu metadata entries", count);
@@ -292,10 +293,10 @@ st_reason st_write_plan_make(const st_write_tensor *tensors, size_t count,
     size_t array_bytes;
     if (__builtin_mul_overflow(count + 1, sizeof(uint64_t), &array_bytes))
         return st_error_set(err, ST_SIZE_OVERFLOW, ST_NO_OFFSET, NULL, "too many tensors");
-    plan->order = malloc(array_bytes);
-    plan->begin = malloc(array_bytes);
-    plan->bytes = malloc(array_bytes);
-    size_t *scratch = malloc(array_bytes);
+    plan->order = st_malloc(array_bytes);
+    plan->begin = st_malloc(array_bytes);
+    plan->bytes = st_malloc(array_bytes);
+    size_t *scratch = st_malloc(array_bytes);
     if (plan->order == NULL || plan->begin == NULL || plan->bytes == NULL || scratch == NULL) {
         free(scratch);
         st_write_plan_free(plan);
@@ -432,7 +433,7 @@ st_reason st_write_to_buffer(const st_write_tensor *tensors, const void *const *
         return st_error_set(err, ST_SIZE_OVERFLOW, ST_NO_OFFSET, NULL,
                             "the file does not fit in memory");
     }
-    uint8_t *file = malloc(total > 0 ? (size_t)total : 1);
+    uint8_t *file = st_malloc(total > 0 ? (size_t)total : 1);
     if (file == NULL) {
         st_write_plan_free(&plan);
         return st_error_set(err, ST_SIZE_OVERFLOW, ST_NO_OFFSET, NULL,

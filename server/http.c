@@ -468,6 +468,12 @@ void tg_respond_problem(tg_request *req, unsigned status, const char *reason, co
 
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
 {
+    if (verdict->error.reason == ST_OUT_OF_MEMORY) {
+        /* the server's failure, not a verdict on the file */
+        tg_respond_problem(req, 500, "internal",
+                           "the server ran out of memory checking the file; nothing was stored");
+        return;
+    }
     unsigned status = verdict->error.reason == ST_REFUSED_FORMAT ? 415 : 422;
     const char *detail = verdict->error.detail[0] ? verdict->error.detail : "the upload was refused";
     json_t *problem = tg_problem_json(status, st_reason_name(verdict->error.reason), detail);

@@ -81,7 +81,7 @@ int tg_header_read_parse(const tg_store *store, const char *sha256, uint64_t siz
     size_t total = (size_t)(8 + header_size);
     buf = malloc(total);
     if (buf == NULL) {
-        st_error_set(err, ST_HEADER_TOO_LARGE, 0, NULL, "out of memory for the header");
+        st_error_set(err, ST_OUT_OF_MEMORY, 0, NULL, "out of memory for the header");
         rc = -2;
         goto out;
     }
@@ -95,8 +95,9 @@ out:
     free(buf);
     close(fd);
     /* The gate accepted this header at upload and the size matches: a header that
-     * no longer reads is damage, except one over a --max-header lowered since. */
-    if (rc == -1 && err->reason != ST_HEADER_TOO_LARGE)
+     * no longer reads is damage, except one over a --max-header lowered since, or one
+     * this process has no memory for. */
+    if (rc == -1 && err->reason != ST_HEADER_TOO_LARGE && err->reason != ST_OUT_OF_MEMORY)
         tg_store_mark_damaged(store, sha256, "its safetensors header no longer reads: %s",
                               err->detail);
     else if (rc == -1)
@@ -276,7 +277,7 @@ const st_file *tg_parsed_header_acquire(const tg_store *store, const char *sha25
         e = calloc(1, sizeof *e);
         if (e == NULL) {
             pthread_mutex_unlock(&cache_lock);
-            st_error_set(err, ST_HEADER_TOO_LARGE, 0, NULL, "out of memory for the header");
+            st_error_set(err, ST_OUT_OF_MEMORY, 0, NULL, "out of memory for the header");
             errno = ENOMEM;
             return NULL;
         }

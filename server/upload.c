@@ -255,6 +255,8 @@ static void record_gate_refusal(tg_request *req, upload *up)
 {
     st_verdict verdict;
     st_gate_verdict(up->ingest.gate, &verdict);
+    if (verdict.error.reason == ST_OUT_OF_MEMORY)
+        return; /* the server's failure: never recorded as the file's */
     record_rejection(req, up, st_reason_name(verdict.error.reason), st_format_name(verdict.format),
                      verdict.error.detail, st_gate_bytes_seen(up->ingest.gate));
 }
