@@ -226,17 +226,27 @@ static int split_path(const char *path, segment *out)
     return tg_split_path(path, out, SEGMENTS_MAX);
 }
 
-/* Matches url segments against a pattern (http_parse.c); fills req->param_names/params
- * (malloc'd) when req is not NULL. */
-static bool match_pattern(const char *pattern, const segment *url, int url_count, tg_request *req)
+_Static_assert(TG_PARAMS_MAX >= TG_ROUTE_PARAMS_MAX, "a request holds every placeholder");
+
+/* Matches url segments against a pattern (http_parse.c). */
+static bool match_pattern(const char *pattern, const segment *url, int url_count)
+{
+    return tg_match_pattern(pattern, url, url_count, NULL, NULL);
+}
+
+/* Fills req->param_names/params (malloc'd) from a pattern that matched; false when
+ * out of memory. */
+static bool take_params(const char *pattern, const segment *url, int url_count, tg_request *req)
 {
     tg_param_span spans[TG_ROUTE_PARAMS_MAX] = {{0}};
     int count = 0;
-    if (!tg_match_pattern(pattern, url, url_count, req ? spans : NULL, &count))
+    if (!tg_match_pattern(pattern, url, url_count, spans, &count))
         return false;
-    for (int i = 0; req != NULL && i < count && i < TG_PARAMS_MAX; i++) {
+    for (int i = 0; i < count; i++) {
         req->param_names[i] = spans[i].name;
         req->params[i] = strndup(spans[i].text, spans[i].len);
+        if (req->params[i] == NULL)
+            return false;
     }
     return true;
 }
@@ -630,10 +640,13 @@ static void route_request(tg_request *req, const char *url)
     const char *match_method = req->is_head ? "GET" : req->method;
     char allow[128] = "";
     for (size_t i = 0; i < ROUTE_COUNT; i++) {
-        if (!match_pattern(routes[i].pattern, url_segments, url_count, NULL))
+        if (!match_pattern(routes[i].pattern, url_segments, url_count))
             continue;
         if (strcmp(routes[i].method, match_method) == 0) {
-            match_pattern(routes[i].pattern, url_segments, url_count, req);
+            if (!take_params(routes[i].pattern, url_segments, url_count, req)) {
+                tg_respond_problem(req, 500, "internal", "out of memory");
+                return;
+            }
             req->route = &routes[i];
             return;
         }
@@ -1157,6 +1170,14 @@ static void __attribute__((format(printf, 2, 0))) on_mhd_log(void *cls, const ch
 
 int tg_http_start(tg_server *server, char *err, size_t err_len)
 {
+    /* a pattern that cannot match (too many or unknown placeholders) is a bug here */
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        char why[128];
+        if (!tg_pattern_valid(routes[i].pattern, why, sizeof why)) {
+            snprintf(err, err_len, "route %s %s: %s", routes[i].method, routes[i].pattern, why);
+            return -1;
+        }
+    }
     server->metrics = calloc(1, sizeof *server->metrics);
     if (server->metrics == NULL) {
         snprintf(err, err_len, "out of memory");

@@ -24,17 +24,68 @@ int tg_split_path(const char *path, tg_segment *out, int max)
     }
 }
 
+static bool is_placeholder(const tg_segment *seg)
+{
+    return seg->len >= 2 && seg->text[0] == '{';
+}
+
+static bool is_tail(const tg_segment *seg)
+{
+    return is_placeholder(seg) && seg->len >= 3 && seg->text[seg->len - 2] == '*';
+}
+
+/* The known name of a placeholder segment "{name}" or "{name*}", or NULL. */
+static const char *placeholder_name(const tg_segment *seg)
+{
+    static const char *const names[] = {"org", "name", "rev", "alias", "path", "id", "tensor"};
+    size_t inner = seg->len - 2 - (is_tail(seg) ? 1 : 0);
+    if (seg->text[seg->len - 1] != '}')
+        return NULL;
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
+        if (strlen(names[n]) == inner && strncmp(seg->text + 1, names[n], inner) == 0)
+            return names[n];
+    return NULL;
+}
+
+bool tg_pattern_valid(const char *pattern, char *why, size_t why_len)
+{
+    tg_segment pat[TG_PATTERN_SEGMENTS_MAX];
+    int pat_count = tg_split_path(pattern, pat, TG_PATTERN_SEGMENTS_MAX);
+    if (pat_count < 0) {
+        snprintf(why, why_len, "not a path of at most %d segments", TG_PATTERN_SEGMENTS_MAX);
+        return false;
+    }
+    int placeholders = 0;
+    for (int p = 0; p < pat_count; p++) {
+        if (!is_placeholder(&pat[p]))
+            continue;
+        if (++placeholders > TG_ROUTE_PARAMS_MAX) {
+            snprintf(why, why_len, "more than %d placeholders", TG_ROUTE_PARAMS_MAX);
+            return false;
+        }
+        if (placeholder_name(&pat[p]) == NULL) {
+            snprintf(why, why_len, "unknown placeholder %.*s", (int)pat[p].len, pat[p].text);
+            return false;
+        }
+        if (is_tail(&pat[p]) && p != pat_count - 1) {
+            snprintf(why, why_len, "%.*s is not the last segment", (int)pat[p].len, pat[p].text);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
                       tg_param_span *params, int *param_count)
 {
-    tg_segment pat[16];
-    int pat_count = tg_split_path(pattern, pat, 16);
+    tg_segment pat[TG_PATTERN_SEGMENTS_MAX];
+    int pat_count = tg_split_path(pattern, pat, TG_PATTERN_SEGMENTS_MAX);
     if (pat_count < 0)
         return false;
     int u = 0, found = 0;
     for (int p = 0; p < pat_count; p++) {
-        bool placeholder = pat[p].len >= 2 && pat[p].text[0] == '{';
-        bool tail = placeholder && pat[p].len >= 3 && pat[p].text[pat[p].len - 2] == '*';
+        bool placeholder = is_placeholder(&pat[p]);
+        bool tail = is_tail(&pat[p]);
         if (!placeholder) {
             if (u >= url_count || url[u].len != pat[p].len ||
                 memcmp(url[u].text, pat[p].text, pat[p].len) != 0)
@@ -49,22 +100,18 @@ bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
             return false;
         if (!tail && url[u].len == 0)
             return false;
-        if (params != NULL && found < TG_ROUTE_PARAMS_MAX) {
+        /* the same refusals with and without params: both calls agree */
+        const char *name = placeholder_name(&pat[p]);
+        if (name == NULL || found == TG_ROUTE_PARAMS_MAX || (tail && p != pat_count - 1))
+            return false;
+        if (params != NULL) {
             const char *begin = url[u].text;
             const char *end = url[u + take - 1].text + url[u + take - 1].len;
-            static const char *const names[] = {"org",  "name", "rev",   "alias",
-                                                "path", "id",   "tensor"};
-            params[found].name = NULL;
-            for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
-                size_t name_len = strlen(names[n]);
-                if (strncmp(pat[p].text + 1, names[n], name_len) == 0 &&
-                    (pat[p].text[1 + name_len] == '}' || pat[p].text[1 + name_len] == '*'))
-                    params[found].name = names[n];
-            }
+            params[found].name = name;
             params[found].text = begin;
             params[found].len = (size_t)(end - begin);
-            found++;
         }
+        found++;
         u += take;
     }
     if (param_count != NULL)

@@ -16,6 +16,7 @@
 #define TG_JSON_DEPTH_MAX 32  /* nested arrays/objects in a JSON body: 400 json_too_deep */
 #define TG_SEGMENTS_MAX 300   /* path segments; more match no route (404) */
 #define TG_ROUTE_PARAMS_MAX 4 /* {placeholders} in one pattern */
+#define TG_PATTERN_SEGMENTS_MAX 16 /* segments of one route pattern */
 
 typedef struct tg_segment {
     const char *text;
@@ -34,10 +35,16 @@ typedef struct tg_param_span {
 
 /* Matches url segments against a pattern ("/v1/models/{org}/{name}"; "{path*}" takes
  * one or more segments, a plain {x} one non-empty segment). When params is not NULL
- * it gets the placeholders' spans (at most TG_ROUTE_PARAMS_MAX) and *param_count
- * their number. */
+ * it gets the placeholders' spans and *param_count their number. A pattern that
+ * tg_pattern_valid refuses matches nothing (never a dropped or unnamed parameter). */
 bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
                       tg_param_span *params, int *param_count);
+
+/* True when pattern can be matched: it starts with '/', has at most
+ * TG_PATTERN_SEGMENTS_MAX segments and TG_ROUTE_PARAMS_MAX placeholders, each "{name}"
+ * or "{name*}" (the last segment only) with a name of tg_param_span. Otherwise false
+ * with the reason in why. The server checks its route table with it at start. */
+bool tg_pattern_valid(const char *pattern, char *why, size_t why_len);
 
 /* What the raw request target (as received, before decoding) says about the limits. */
 typedef struct tg_target_info {

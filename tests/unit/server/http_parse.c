@@ -27,6 +27,57 @@ TEST(patterns)
     CHECK_EQ_U64(tg_split_path("/a/b/c", url, 2), (uint64_t)-1);
 }
 
+/* A pattern whose placeholders cannot all be given (more than TG_ROUTE_PARAMS_MAX, an
+ * unknown name, a {x*} before the end, more than TG_PATTERN_SEGMENTS_MAX segments)
+ * matches nothing, with or without params, and tg_pattern_valid names the problem:
+ * they matched, the fifth placeholder dropped and an unknown name left NULL. */
+TEST(pattern_limits)
+{
+    tg_segment url[TG_SEGMENTS_MAX];
+    tg_param_span p[TG_ROUTE_PARAMS_MAX];
+    int count = -1;
+    char why[128] = "";
+    int n = tg_split_path("/a/b/c/d/e", url, TG_SEGMENTS_MAX);
+    CHECK_EQ_U64(n, 5);
+    const char *five = "/{org}/{name}/{rev}/{alias}/{id}";
+    CHECK(!tg_match_pattern(five, url, n, NULL, NULL));
+    CHECK(!tg_match_pattern(five, url, n, p, &count));
+    CHECK(!tg_pattern_valid(five, why, sizeof why));
+    CHECK(strstr(why, "placeholders") != NULL);
+    const char *four = "/{org}/{name}/{rev}/{alias}/e";
+    CHECK(tg_pattern_valid(four, why, sizeof why));
+    CHECK(tg_match_pattern(four, url, n, p, &count));
+    CHECK_EQ_U64(count, 4);
+    CHECK_STR(p[3].name, "alias");
+
+    n = tg_split_path("/v1/x", url, TG_SEGMENTS_MAX);
+    CHECK(!tg_match_pattern("/v1/{bogus}", url, n, NULL, NULL));
+    CHECK(!tg_match_pattern("/v1/{bogus}", url, n, p, &count));
+    CHECK(!tg_pattern_valid("/v1/{bogus}", why, sizeof why));
+    CHECK(strstr(why, "{bogus}") != NULL);
+    CHECK(!tg_match_pattern("/v1/{orgx}", url, n, p, &count)); /* a known name's prefix */
+    CHECK(!tg_match_pattern("/v1/{or}", url, n, p, &count));
+    CHECK(!tg_pattern_valid("/v1/{org", why, sizeof why));
+    CHECK(tg_match_pattern("/v1/{org}", url, n, p, &count));
+    CHECK_STR(p[0].name, "org");
+
+    n = tg_split_path("/a/b/c", url, TG_SEGMENTS_MAX);
+    CHECK(!tg_pattern_valid("/{path*}/c", why, sizeof why));
+    CHECK(!tg_match_pattern("/{path*}/c", url, n, NULL, NULL));
+    CHECK(tg_pattern_valid("/a/{path*}", why, sizeof why));
+    CHECK(tg_match_pattern("/a/{path*}", url, n, p, &count));
+    CHECK(p[0].len == 3 && memcmp(p[0].text, "b/c", 3) == 0);
+
+    /* 17 segments: beyond the pattern bound, however the url reads */
+    const char *long_pattern = "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a";
+    n = tg_split_path(long_pattern, url, TG_SEGMENTS_MAX);
+    CHECK_EQ_U64(n, 17);
+    CHECK(!tg_pattern_valid(long_pattern, why, sizeof why));
+    CHECK(!tg_match_pattern(long_pattern, url, n, NULL, NULL));
+    CHECK(tg_pattern_valid(long_pattern + 2, why, sizeof why)); /* 16 */
+    CHECK(!tg_pattern_valid("v1/models", why, sizeof why));
+}
+
 TEST(targets)
 {
     tg_target_info t;
@@ -104,6 +155,7 @@ int main(int argc, char **argv)
 {
     (void)argc;
     RUN(patterns);
+    RUN(pattern_limits);
     RUN(targets);
     RUN(framing);
     RUN(json_depth);
