@@ -67,10 +67,6 @@ bool tg_pattern_valid(const char *pattern, char *why, size_t why_len)
             snprintf(why, why_len, "unknown placeholder %.*s", (int)pat[p].len, pat[p].text);
             return false;
         }
-        if (is_tail(&pat[p]) && p != pat_count - 1) {
-            snprintf(why, why_len, "%.*s is not the last segment", (int)pat[p].len, pat[p].text);
-            return false;
-        }
     }
     return true;
 }
@@ -102,7 +98,7 @@ bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
             return false;
         /* the same refusals with and without params: both calls agree */
         const char *name = placeholder_name(&pat[p]);
-        if (name == NULL || found == TG_ROUTE_PARAMS_MAX || (tail && p != pat_count - 1))
+        if (name == NULL || found == TG_ROUTE_PARAMS_MAX)
             return false;
         if (params != NULL) {
             const char *begin = url[u].text;

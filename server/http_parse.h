@@ -42,7 +42,7 @@ bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
 
 /* True when pattern can be matched: it starts with '/', has at most
  * TG_PATTERN_SEGMENTS_MAX segments and TG_ROUTE_PARAMS_MAX placeholders, each "{name}"
- * or "{name*}" (the last segment only) with a name of tg_param_span. Otherwise false
+ * or "{name*}" with a name of tg_param_span. Otherwise false
  * with the reason in why. The server checks its route table with it at start. */
 bool tg_pattern_valid(const char *pattern, char *why, size_t why_len);
 
