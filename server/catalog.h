@@ -3,7 +3,14 @@
  * A narrow interface over SQLite (WAL, prepared statements, migrations applied in
  * order at open) so another backend could replace it. Every function is safe to
  * call from any server thread. Records are plain structs with bounded fields;
- * the HTTP layer validates names and paths before they get here. */
+ * the HTTP layer validates names and paths before they get here.
+ *
+ * Visitors (every `visit` callback below) run while the catalog holds its lock (one
+ * non-recursive mutex over the connection), row by row. A visitor must therefore not
+ * call any tg_catalog_* function (it would deadlock), must not take a lock that
+ * another thread holds while calling into the catalog (lock order: catalog last), and
+ * should be quick: copy what it needs (tg_file_records_collect) and do slow work
+ * (I/O, hashing, HTTP) after the call returns. */
 #ifndef TG_CATALOG_H
 #define TG_CATALOG_H
 
