@@ -18,15 +18,16 @@ typedef struct tg_local_run {
     st_gate *gate; /* finished; the caller frees it with st_gate_free */
     st_verdict verdict;
     uint64_t size; /* bytes read (the whole file when it was read to its end) */
-    bool hashed;   /* sha256 holds the SHA-256 of the whole file */
+    bool hashed;   /* sha256 holds the SHA-256 of the whole file (never after a refusal) */
     uint8_t sha256[32];
 } tg_local_run;
 
 /* Streams path ("-" is standard input) through a gate of config, with the size from
- * fstat declared for regular files. Stops reading at a refusal unless hash is set
- * (then the whole file is read and hashed in the same pass). Returns 0 with run
- * filled, or -1 after printing an I/O error (a directory, a missing file, ...) to
- * stderr. */
+ * fstat declared for regular files. Stops reading at a refusal, hash or not: the rest
+ * of a refused file is never read, so run->size is what was read and run->hashed is
+ * false. With hash set, a file read to its end is hashed in the same pass (hashed
+ * true). Returns 0 with run filled, or -1 after printing an I/O, out-of-memory or
+ * SHA-256 error to stderr. */
 int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash,
                        tg_local_run *run);
 
