@@ -90,8 +90,8 @@ int main(int argc, char **argv)
             tensors[i] = (tg_preload_source_tensor){"t", ST_U8, 1, shapes[i], 0, (uint64_t)i * each, each};
         }
         const char *files[] = {path};
-        tg_preload_request request = {"bench/preload", 1, "host", false, ST_U8, 1, files, TENSORS, tensors,
-                                      NULL};
+        tg_preload_request request = {"bench/preload", 1,       "host", false, ST_U8, 1,   files,
+                                      TENSORS,         tensors, NULL,   0,     0,     NULL};
         double best_gbps = 0, best_wall = 1e9;
         for (int round = 0; round < 3; round++) {
             char id[TG_PRELOAD_ID_LEN + 1];

@@ -790,6 +790,49 @@ out:
     return status;
 }
 
+tg_cat_status tg_catalog_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
+                                     int64_t version_id, const char **why)
+{
+    static const char model_sql[] = "SELECT 1 FROM models WHERE id = ? AND org = ? AND name = ?";
+    static const char version_sql[] = "SELECT 1 FROM versions WHERE id = ? AND model_id = ?";
+    *why = NULL;
+    lock(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    /* One read transaction: the three answers come from the same state. */
+    if (exec(catalog, "BEGIN") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(catalog, model_sql);
+    if (st != NULL) {
+        sqlite3_bind_int64(st, 1, guard->model_id);
+        bind_text(st, 2, guard->org);
+        bind_text(st, 3, guard->name);
+        int rc = sqlite3_step(st);
+        status = rc == SQLITE_ROW ? TG_CAT_OK : rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+        if (status == TG_CAT_NOT_FOUND)
+            *why = "model_deleted";
+        sqlite3_reset(st);
+    }
+    if (status == TG_CAT_OK && (st = statement(catalog, version_sql)) == NULL)
+        status = TG_CAT_ERROR;
+    if (status == TG_CAT_OK) {
+        sqlite3_bind_int64(st, 1, version_id);
+        sqlite3_bind_int64(st, 2, guard->model_id);
+        int rc = sqlite3_step(st);
+        status = rc == SQLITE_ROW ? TG_CAT_OK : rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+        if (status == TG_CAT_NOT_FOUND)
+            *why = "version_deleted";
+        sqlite3_reset(st);
+    }
+    if (status == TG_CAT_OK && guard->token_hash != NULL)
+        status = check_token_covers(catalog, guard->token_hash, 0, guard->org, why);
+    /* Read only: nothing to keep, so the transaction ends the same way whatever the answer. */
+    if (exec(catalog, "ROLLBACK") != SQLITE_OK)
+        status = TG_CAT_ERROR;
+out:
+    unlock(catalog);
+    return status;
+}
+
 tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
                                   tg_file_record *out)
 {

@@ -150,6 +150,14 @@ typedef struct tg_commit_guard {
 tg_cat_status tg_catalog_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
                                           int64_t version_id, const tg_file_record *file,
                                           const char *tensor_stats, const char **why);
+/* The same re-check for work that reads a version rather than writing one (a
+ * preload, before it becomes resident and before each hand-out): the model still
+ * exists with the guard's id, org and name, version_id is still one of its versions
+ * (draft or published), and the token (NULL: none) still exists, has write scope and
+ * covers org. A failed check answers TG_CAT_NOT_FOUND with why "model_deleted",
+ * "version_deleted", "token_revoked" or "forbidden". Writes nothing. */
+tg_cat_status tg_catalog_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
+                                     int64_t version_id, const char **why);
 tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
                                   tg_file_record *out);
 /* Per-tensor [[nan, inf], ...] in file order, malloc'd JSON text. */

@@ -82,6 +82,12 @@ typedef struct preload {
     uint64_t last_used;     /* manager clock tick; smaller is older */
     char created_at[32];
     char owner[96]; /* who is charged for it (tg_preload_request.owner) */
+    /* What it was asked for (tg_preload_identity); fixed from submit on. */
+    int64_t model_id, version_id;
+    char token_hash[65];
+    char reason[40];       /* the failure's code; set once, with error */
+    bool cancelled;        /* atomic: revoked while loading, the copy stops */
+    bool delete_requested; /* DELETE arrived while it was leased or loading */
 } preload;
 
 struct tg_preload_manager {
@@ -101,6 +107,9 @@ struct tg_preload_manager {
     pthread_t loader;
     bool loader_started;
     uint64_t evictions, loads_done, loads_failed, bytes_loaded;
+    tg_preload_recheck_fn recheck;
+    void *recheck_context;
+    char *test_hold_path; /* tg_preload_manager_config.test_hold_path; NULL: none */
 };
 
 static double now_seconds(void)
@@ -237,6 +246,39 @@ static void preload_release(preload *p)
     preload_free(p);
 }
 
+/* Revokes p (a failed re-check, its model deleted): the first reason stands. It
+ * gives no lease any more; what holds it decides when its memory goes: nothing (now),
+ * the loader (at the load's end), leases (at the last one's end). It then stays
+ * listed, failed, saying why. Caller holds the lock; p is on the list. */
+static void revoke_locked(preload *p, const char *reason, const char *detail)
+{
+    if (p->reason[0] != '\0' || p->state == STATE_FAILED)
+        return; /* already failed or revoked: holds no memory or will not */
+    snprintf(p->reason, sizeof p->reason, "%s", reason);
+    snprintf(p->error, sizeof p->error, "%s", detail);
+    tg_log(TG_LOG_INFO, "preload %s (%s v%lld) revoked: %s", p->id, p->model, (long long)p->version,
+           detail);
+    if (p->state == STATE_QUEUED) {
+        p->state = STATE_FAILED;
+    } else if (p->state == STATE_LOADING || p->evict_when_loaded) {
+        __atomic_store_n(&p->cancelled, true, __ATOMIC_RELEASE); /* the loader finishes it */
+    } else if (p->leases > 0) {
+        p->state = STATE_EVICTING; /* tg_preload_unlease finishes it */
+    } else {
+        /* Released under the lock, as in tg_preload_evict. */
+        if (p->allocated) {
+            p->device->backend->release(p->device->backend->context, &p->allocation);
+            p->allocated = false;
+        }
+        p->state = STATE_FAILED;
+    }
+}
+
+static tg_preload_identity identity_of(const preload *p)
+{
+    return (tg_preload_identity){p->model, p->model_id, p->version_id, p->token_hash};
+}
+
 static void list_remove(tg_preload_manager *m, preload *target)
 {
     preload *prev = NULL;
@@ -309,6 +351,14 @@ int tg_preload_manager_create(const tg_preload_manager_config *config, tg_preloa
                           ? config->max_preloads
                           : PRELOADS_MAX;
     m->max_per_owner = config->max_per_owner;
+    m->recheck = config->recheck;
+    m->recheck_context = config->recheck_context;
+    if (config->test_hold_path != NULL &&
+        (m->test_hold_path = strdup(config->test_hold_path)) == NULL) {
+        set_error(err, err_len, "out of memory");
+        tg_preload_manager_destroy(m);
+        return -1;
+    }
     if (m->host && m->host->device_count(m->host->context) > 0) {
         device_record *d = &m->devices[m->device_count++];
         snprintf(d->name, sizeof d->name, "host");
@@ -370,6 +420,7 @@ void tg_preload_manager_destroy(tg_preload_manager *m)
         m->cuda->destroy(m->cuda->context);
     pthread_cond_destroy(&m->changed);
     pthread_mutex_destroy(&m->lock);
+    free(m->test_hold_path);
     free(m);
 }
 
@@ -392,6 +443,10 @@ static preload *preload_new(const tg_preload_request *request, const tg_preload_
     p->dtype = request->dtype;
     p->total = total;
     snprintf(p->owner, sizeof p->owner, "%s", request->owner ? request->owner : "");
+    p->model_id = request->model_id;
+    p->version_id = request->version_id;
+    snprintf(p->token_hash, sizeof p->token_hash, "%s",
+             request->token_hash ? request->token_hash : "");
     p->file_paths = calloc(request->file_count ? request->file_count : 1, sizeof *p->file_paths);
     p->tensors = calloc(request->tensor_count ? request->tensor_count : 1, sizeof *p->tensors);
     if (p->model == NULL || p->file_paths == NULL || p->tensors == NULL)
@@ -760,7 +815,8 @@ static void job_fail(copy_job *job, const char *fmt, ...)
 static bool job_stopped(copy_job *job)
 {
     return __atomic_load_n(&job->failed, __ATOMIC_ACQUIRE) ||
-           __atomic_load_n(&job->manager->stopping, __ATOMIC_ACQUIRE);
+           __atomic_load_n(&job->manager->stopping, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&job->target->cancelled, __ATOMIC_ACQUIRE);
 }
 
 /* pread until len bytes are in, or fails (a short file is an error). */
@@ -983,8 +1039,20 @@ static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
         set_error(err, err_len, "%s", job.error);
         goto out;
     }
+    /* Tests only (TENSORGATE_TEST_PRELOAD_HOLD): wait here, loading, memory held,
+     * while the file exists (at most 20 s), unless revoked or stopping. */
+    for (unsigned waited = 0;
+         m->test_hold_path != NULL && waited < 20000 && access(m->test_hold_path, F_OK) == 0 &&
+         !__atomic_load_n(&p->cancelled, __ATOMIC_ACQUIRE) &&
+         !__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE);
+         waited += 10)
+        usleep(10 * 1000);
     if (__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
         set_error(err, err_len, "the server is stopping");
+        goto out;
+    }
+    if (__atomic_load_n(&p->cancelled, __ATOMIC_ACQUIRE)) {
+        set_error(err, err_len, "the load was cancelled");
         goto out;
     }
     if (b->finish(b->context, &p->allocation, backend_err, sizeof backend_err) != 0) {
@@ -1037,11 +1105,36 @@ static void *loader_main(void *arg)
 
         char err[300] = "";
         int rc = load(m, next, err, sizeof err);
+        /* Before it becomes resident: is it still what it was asked for, by a token
+         * that still covers it? (Without the lock: the catalog is slow; a revoke
+         * meanwhile sets cancelled, seen below.) Its identity is fixed, the loader
+         * owns it. */
+        char reason[40] = "", detail[300] = "";
+        tg_preload_recheck_result checked = TG_PRELOAD_RECHECK_OK;
+        if (rc == 0 && m->recheck != NULL && !__atomic_load_n(&next->cancelled, __ATOMIC_ACQUIRE)) {
+            tg_preload_identity identity = identity_of(next);
+            checked = m->recheck(m->recheck_context, &identity, reason, sizeof reason, detail,
+                                 sizeof detail);
+        }
 
         pthread_mutex_lock(&m->lock);
         preload *to_release = NULL;
-        if (rc != 0) {
+        if (checked == TG_PRELOAD_RECHECK_REVOKED)
+            revoke_locked(next, reason, detail);
+        else if (checked == TG_PRELOAD_RECHECK_ERROR)
+            revoke_locked(next, "internal",
+                          detail[0] ? detail : "the preload could not be re-checked");
+        if (next->reason[0] != '\0') {
+            /* Revoked while loading or at the re-check: its memory goes now. */
+            if (next->allocated) {
+                next->device->backend->release(next->device->backend->context, &next->allocation);
+                next->allocated = false;
+            }
             next->state = STATE_FAILED;
+            m->loads_failed++;
+        } else if (rc != 0) {
+            next->state = STATE_FAILED;
+            snprintf(next->reason, sizeof next->reason, "load_failed");
             snprintf(next->error, sizeof next->error, "%s", err);
             m->loads_failed++;
             tg_log(TG_LOG_WARN, "preload %s (%s v%lld on %s) failed: %s", next->id, next->model,
@@ -1100,6 +1193,7 @@ static json_t *describe_locked(const preload *p, bool with_layout)
         return NULL;
     json_object_set_new(body, "dtype", p->convert ? json_string(st_dtype_name(p->dtype)) : json_null());
     json_object_set_new(body, "error", p->error[0] ? json_string(p->error) : json_null());
+    json_object_set_new(body, "reason", p->reason[0] ? json_string(p->reason) : json_null());
     if (with_layout)
         json_object_set_new(body, "layout", layout_json(p));
     return body;
@@ -1153,6 +1247,31 @@ bool tg_preload_model(tg_preload_manager *m, const char *id, char *model, size_t
     return p != NULL;
 }
 
+bool tg_preload_reason(tg_preload_manager *m, const char *id, char *reason, size_t reason_len)
+{
+    pthread_mutex_lock(&m->lock);
+    preload *p = find(m, id);
+    snprintf(reason, reason_len, "%s", p ? p->reason : "");
+    pthread_mutex_unlock(&m->lock);
+    return reason[0] != '\0';
+}
+
+unsigned tg_preload_revoke_model(tg_preload_manager *m, int64_t model_id, const char *reason,
+                                 const char *detail)
+{
+    unsigned touched = 0;
+    pthread_mutex_lock(&m->lock);
+    for (preload *p = m->head; p; p = p->next) {
+        if (p->model_id != model_id || p->reason[0] != '\0' || p->state == STATE_FAILED)
+            continue;
+        revoke_locked(p, reason, detail);
+        touched++;
+    }
+    pthread_cond_broadcast(&m->changed);
+    pthread_mutex_unlock(&m->lock);
+    return touched;
+}
+
 tg_preload_status tg_preload_evict(tg_preload_manager *m, const char *id, bool *deferred)
 {
     *deferred = false;
@@ -1170,10 +1289,12 @@ tg_preload_status tg_preload_evict(tg_preload_manager *m, const char *id, bool *
     } else if (p->state == STATE_LOADING || p->evict_when_loaded) {
         /* The loader owns it until the load ends; it then frees it. */
         p->evict_when_loaded = true;
+        p->delete_requested = true;
         p->state = STATE_EVICTING;
         *deferred = true;
     } else if (p->leases > 0) {
         p->state = STATE_EVICTING;
+        p->delete_requested = true;
         *deferred = true;
         tg_log(TG_LOG_INFO, "preload %s: eviction deferred, %u lease(s) held", p->id, p->leases);
     } else {
@@ -1201,6 +1322,11 @@ tg_preload_status tg_preload_lease(tg_preload_manager *m, const char *id, int *f
         set_error(err, err_len, "no preload %s", id);
         return TG_PRELOAD_NOT_FOUND;
     }
+    if (p->reason[0] != '\0') {
+        set_error(err, err_len, "preload %s is %s: %s", id, state_names[p->state], p->error);
+        pthread_mutex_unlock(&m->lock);
+        return TG_PRELOAD_NOT_RESIDENT;
+    }
     if (p->state != STATE_RESIDENT || p->evict_when_loaded) {
         set_error(err, err_len, "preload %s is %s, not resident", id, state_names[p->state]);
         pthread_mutex_unlock(&m->lock);
@@ -1219,6 +1345,31 @@ tg_preload_status tg_preload_lease(tg_preload_manager *m, const char *id, int *f
     tg_device_backend *b = p->device->backend;
     tg_device_allocation *allocation = &p->allocation;
     pthread_mutex_unlock(&m->lock);
+
+    /* Before the hand-out: still what it was asked for? The lease taken above keeps
+     * p (and its identity) alive while the catalog answers without the lock. */
+    if (m->recheck != NULL) {
+        char reason[40] = "", detail[300] = "";
+        tg_preload_identity identity = identity_of(p);
+        tg_preload_recheck_result checked =
+            m->recheck(m->recheck_context, &identity, reason, sizeof reason, detail, sizeof detail);
+        if (checked != TG_PRELOAD_RECHECK_OK) {
+            json_decref(reply);
+            if (checked == TG_PRELOAD_RECHECK_REVOKED) {
+                pthread_mutex_lock(&m->lock);
+                revoke_locked(p, reason, detail);
+                pthread_mutex_unlock(&m->lock);
+                set_error(err, err_len, "preload %s: %s", id, detail);
+            } else {
+                set_error(err, err_len, "preload %s cannot be re-checked: %s", id,
+                          detail[0] ? detail : "the catalog failed");
+            }
+            /* a revoked one's memory goes here when this was the last lease */
+            tg_preload_unlease(m, id);
+            return checked == TG_PRELOAD_RECHECK_REVOKED ? TG_PRELOAD_NOT_RESIDENT
+                                                         : TG_PRELOAD_ERROR;
+        }
+    }
 
     char backend_err[256] = "";
     *fd = b->export_fd(b->context, allocation, backend_err, sizeof backend_err);
@@ -1246,7 +1397,17 @@ void tg_preload_unlease(tg_preload_manager *m, const char *id)
     if (p && p->leases > 0) {
         p->leases--;
         p->last_used = ++m->clock;
-        if (p->leases == 0 && p->state == STATE_EVICTING) {
+        if (p->leases == 0 && p->state == STATE_EVICTING && !p->delete_requested &&
+            p->reason[0] != '\0') {
+            /* Revoked while leased: its memory goes, its record stays to say why. */
+            if (p->allocated) {
+                p->device->backend->release(p->device->backend->context, &p->allocation);
+                p->allocated = false;
+            }
+            p->state = STATE_FAILED;
+            tg_log(TG_LOG_INFO, "preload %s: last lease ended, revoked (%s), memory released",
+                   p->id, p->reason);
+        } else if (p->leases == 0 && p->state == STATE_EVICTING) {
             list_remove(m, p);
             to_release = p;
             tg_log(TG_LOG_INFO, "preload %s: last lease ended, deferred eviction done", p->id);

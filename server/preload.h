@@ -11,7 +11,14 @@
  *
  * States: queued -> loading -> resident; a failure at any point -> failed (no
  * memory held). DELETE or eviction of an unleased preload frees it at once; of a
- * leased (or loading) one it is "evicting" until the last lease ends. */
+ * leased (or loading) one it is "evicting" until the last lease ends.
+ *
+ * Identity: a preload keeps what it was asked for (model and version ids, the
+ * asking token's hash) and the manager's recheck callback judges it when the load
+ * ends and before each hand-out. A failed re-check, or tg_preload_revoke_model,
+ * revokes it: no lease is given any more, its memory goes as soon as nobody holds
+ * it, and it stays listed as failed with a reason ("model_deleted", ...) until
+ * DELETE. */
 #ifndef TG_PRELOAD_H
 #define TG_PRELOAD_H
 
@@ -27,6 +34,25 @@
 
 typedef struct tg_preload_manager tg_preload_manager;
 
+/* What a preload was asked for, as its re-check sees it. */
+typedef struct tg_preload_identity {
+    const char *model; /* "org/name" */
+    int64_t model_id;  /* catalog ids (never reused) */
+    int64_t version_id;
+    const char *token_hash; /* SHA-256 hex of the token that asked; "" when none */
+} tg_preload_identity;
+
+typedef enum tg_preload_recheck_result {
+    TG_PRELOAD_RECHECK_OK = 0,
+    TG_PRELOAD_RECHECK_REVOKED, /* reason gets a code ("model_deleted", ...), detail a sentence */
+    TG_PRELOAD_RECHECK_ERROR,   /* could not tell (the catalog failed); detail says so */
+} tg_preload_recheck_result;
+
+typedef tg_preload_recheck_result (*tg_preload_recheck_fn)(void *context,
+                                                           const tg_preload_identity *identity,
+                                                           char *reason, size_t reason_len,
+                                                           char *detail, size_t detail_len);
+
 typedef struct tg_preload_manager_config {
     tg_device_backend *host; /* "host"; owned by the manager from create on (may be NULL) */
     tg_device_backend *cuda; /* "cuda:N" (the CUDA or the fake backend); owned; may be NULL */
@@ -41,6 +67,15 @@ typedef struct tg_preload_manager_config {
     /* The same per owner (tg_preload_request.owner); 0: no cap. Past it a submit
      * is TG_PRELOAD_QUOTA. */
     unsigned max_per_owner;
+    /* Called (without the manager's lock) when a load has copied everything, before
+     * the preload becomes resident, and on each lease before the fd is exported.
+     * NULL: no re-check. */
+    tg_preload_recheck_fn recheck;
+    void *recheck_context;
+    /* Tests only: while this file exists (at most 20 s), each load waits after its
+     * copy, still loading and holding its memory, so a test can act in the middle
+     * and then let it go on. NULL: none. */
+    const char *test_hold_path;
 } tg_preload_manager_config;
 
 typedef enum tg_preload_status {
@@ -77,6 +112,10 @@ typedef struct tg_preload_request {
     size_t tensor_count;
     const tg_preload_source_tensor *tensors; /* in load order (file order) */
     const char *owner; /* who is charged (resources.h tg_request_owner); NULL: "" */
+    /* For the re-check (tg_preload_identity); 0 / NULL when there is nothing to check. */
+    int64_t model_id;
+    int64_t version_id;
+    const char *token_hash;
 } tg_preload_request;
 
 /* One tensor of a planned allocation. */
@@ -122,6 +161,17 @@ json_t *tg_preload_describe(tg_preload_manager *manager, const char *id, bool wi
 json_t *tg_preload_list(tg_preload_manager *manager);
 /* The model ("org/name") of a preload, for authorization; false if there is none. */
 bool tg_preload_model(tg_preload_manager *manager, const char *id, char *model, size_t model_len);
+/* The reason code a failed or revoked preload gives ("model_deleted", "token_revoked",
+ * "load_failed", ...); false (reason "") when it has none or there is no such preload. */
+bool tg_preload_reason(tg_preload_manager *manager, const char *id, char *reason,
+                       size_t reason_len);
+
+/* Revokes every preload of the model with this catalog id (reason, detail: why, as a
+ * failed re-check would): queued ones fail now, loading ones stop and fail, resident
+ * ones give their memory back now or, when leased, at their last lease's end. Each
+ * stays listed as failed with the reason until DELETE. Returns how many it touched. */
+unsigned tg_preload_revoke_model(tg_preload_manager *manager, int64_t model_id, const char *reason,
+                                 const char *detail);
 
 /* Evicts now, or (leased, or loading) marks it evicting so the last lease's end or
  * the load's end frees it; *deferred says which. TG_PRELOAD_NOT_FOUND if absent. */
@@ -129,7 +179,9 @@ tg_preload_status tg_preload_evict(tg_preload_manager *manager, const char *id, 
 
 /* A lease on a resident preload: a new fd naming the allocation (the caller sends
  * and closes it) and the layout as JSON text (malloc'd, one line). While any lease
- * is held the allocation is not freed. Each successful call needs one unlease. */
+ * is held the allocation is not freed. Each successful call needs one unlease.
+ * The preload is re-checked first: a revoked one is TG_PRELOAD_NOT_RESIDENT
+ * (tg_preload_reason says why), a re-check that could not tell TG_PRELOAD_ERROR. */
 tg_preload_status tg_preload_lease(tg_preload_manager *manager, const char *id, int *fd,
                                    char **layout_text, char *err, size_t err_len);
 void tg_preload_unlease(tg_preload_manager *manager, const char *id);

@@ -157,9 +157,14 @@ static void handle(connection *c)
         tg_preload_status status =
             tg_preload_lease(s->config.manager, id, &allocation_fd, &layout, detail, sizeof detail);
         if (status != TG_PRELOAD_OK) {
+            /* A revoked preload says why ("model_deleted", "token_revoked", ...). */
+            char reason[40] = "";
+            if (status == TG_PRELOAD_NOT_RESIDENT &&
+                !tg_preload_reason(s->config.manager, id, reason, sizeof reason))
+                snprintf(reason, sizeof reason, "not_resident");
             send_error(c->fd,
                        status == TG_PRELOAD_NOT_FOUND      ? "preload_not_found"
-                       : status == TG_PRELOAD_NOT_RESIDENT ? "not_resident"
+                       : status == TG_PRELOAD_NOT_RESIDENT ? reason
                                                            : "internal",
                        detail);
         } else {

@@ -7,7 +7,10 @@
  * {"token":"...","preload":"<id>"}; the token needs read scope on the model's
  * namespace. The server answers one line of JSON: the layout (tg_preload_lease)
  * with the fd attached to its first byte, or {"error":REASON,"detail":SENTENCE}
- * and closes. The open connection is the lease: when the client closes it or
+ * and closes (REASON: invalid_request, preload_not_found, unauthorized, forbidden,
+ * not_resident, internal, or a revoked preload's reason: model_deleted,
+ * version_deleted, token_revoked, ...; the preload is re-checked before each
+ * hand-out, see preload.h). The open connection is the lease: when the client closes it or
  * dies, the lease ends, and a deferred DELETE or eviction then happens. */
 #ifndef TG_PRELOAD_SOCKET_H
 #define TG_PRELOAD_SOCKET_H

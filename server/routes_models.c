@@ -9,6 +9,7 @@
 #include "checks.h"
 #include "reclaim.h"
 #include "routes.h"
+#include "routes_preloads.h"
 
 tg_model *tg_model_alloc(tg_request *req)
 {
@@ -379,6 +380,8 @@ void tg_route_model_delete(tg_request *req)
         pthread_mutex_lock(&req->server->publish_lock);
         tg_cat_status status = tg_catalog_model_delete(req->server->catalog, model->id);
         pthread_mutex_unlock(&req->server->publish_lock);
+        if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
+            tg_preloads_model_deleted(model->id, model->org, model->name);
         for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
             (void)tg_blob_reclaim(&req->server->store, req->server->catalog, blobs.items[i], false);
         free(blobs.items);

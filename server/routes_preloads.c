@@ -185,6 +185,66 @@ static bool authorize_token(void *context, const char *token, const char *model,
     return true;
 }
 
+/* The manager's re-check (when a load ends, before each hand-out): the model and
+ * version are still the ones asked for and the asking token still covers the org. */
+static tg_preload_recheck_result recheck_preload(void *context, const tg_preload_identity *identity,
+                                                 char *reason, size_t reason_len, char *detail,
+                                                 size_t detail_len)
+{
+    tg_server *server = context;
+    if (identity->model_id <= 0)
+        return TG_PRELOAD_RECHECK_OK; /* not from the catalog: nothing to check */
+    char org[TG_NAME_MAX + 1], name[TG_NAME_MAX + 1];
+    size_t org_len = strcspn(identity->model, "/");
+    snprintf(org, sizeof org, "%.*s", (int)org_len, identity->model);
+    snprintf(name, sizeof name, "%s",
+             identity->model[org_len] ? identity->model + org_len + 1 : "");
+    tg_commit_guard guard = {.model_id = identity->model_id,
+                             .org = org,
+                             .name = name,
+                             .token_hash = identity->token_hash[0] ? identity->token_hash : NULL};
+    const char *why = NULL;
+    tg_cat_status status =
+        tg_catalog_guard_check(server->catalog, &guard, identity->version_id, &why);
+    if (status == TG_CAT_OK)
+        return TG_PRELOAD_RECHECK_OK;
+    if (status != TG_CAT_NOT_FOUND || why == NULL) {
+        snprintf(detail, detail_len, "the catalog failed while re-checking the preload");
+        return TG_PRELOAD_RECHECK_ERROR;
+    }
+    snprintf(reason, reason_len, "%s", why);
+    if (strcmp(why, "model_deleted") == 0)
+        snprintf(detail, detail_len, "model %s was deleted; the preload's memory is released",
+                 identity->model);
+    else if (strcmp(why, "version_deleted") == 0)
+        snprintf(detail, detail_len,
+                 "the version of %s was deleted; the preload's memory is released",
+                 identity->model);
+    else if (strcmp(why, "token_revoked") == 0)
+        snprintf(
+            detail, detail_len,
+            "the token that asked for the preload was revoked; the preload's memory is released");
+    else
+        snprintf(detail, detail_len,
+                 "the token that asked for the preload no longer covers '%s'; the preload's memory "
+                 "is released",
+                 org);
+    return TG_PRELOAD_RECHECK_REVOKED;
+}
+
+void tg_preloads_model_deleted(int64_t model_id, const char *org, const char *name)
+{
+    if (manager == NULL)
+        return;
+    char detail[300];
+    snprintf(detail, sizeof detail, "model %s/%s was deleted; the preload's memory is released",
+             org, name);
+    unsigned touched = tg_preload_revoke_model(manager, model_id, "model_deleted", detail);
+    if (touched > 0)
+        tg_log(TG_LOG_INFO, "preload: %u preload(s) of %s/%s revoked with the model", touched, org,
+               name);
+}
+
 int tg_preloads_start(tg_server *server, char *err, size_t err_len)
 {
     /* Each held host preload is a descriptor: the count is a share of the limit. */
@@ -199,13 +259,21 @@ int tg_preloads_start(tg_server *server, char *err, size_t err_len)
         .max_preloads = max_preloads,
         .max_per_owner = max_per_namespace,
         .host = tg_preload_host_backend(),
-        .cuda = options.fake_devices ? tg_preload_fake_backend((int)options.fake_devices,
-                                                               options.budget_cuda ? options.budget_cuda : 1ULL << 30)
+        .cuda = options.fake_devices ? tg_preload_fake_backend(
+                                           (int)options.fake_devices,
+                                           options.budget_cuda ? options.budget_cuda : 1ULL << 30)
                                      : tg_preload_cuda_backend(),
         .host_budget = options.budget_host,
         .cuda_budget = options.budget_cuda,
         .copy_threads = options.copy_threads,
+        .recheck = recheck_preload,
+        .recheck_context = server,
     };
+    /* Tests only: while this file exists (at most 20 s), a load waits before it can
+     * become resident, so a test can delete or revoke in the middle without timing. */
+    const char *hold = getenv("TENSORGATE_TEST_PRELOAD_HOLD");
+    if (hold != NULL && hold[0] != '\0')
+        config.test_hold_path = hold;
     tg_log(TG_LOG_INFO,
            "preload: at most %u preloads, %u per namespace or token, %u hand-off connections",
            max_preloads, max_per_namespace, plan.preload_connections);
@@ -567,6 +635,8 @@ static void create_preload(tg_request *req, json_t *body)
         snprintf(model_text, sizeof model_text, "%s/%s", org, name);
         char owner[TG_TALLY_KEY_MAX];
         tg_request_owner(req, owner, sizeof owner);
+        char token_hash[65];
+        (void)tg_auth_token_hash(req, token_hash);
         tg_preload_request request = {model_text,
                                       version.number,
                                       device,
@@ -576,7 +646,10 @@ static void create_preload(tg_request *req, json_t *body)
                                       (const char *const *)sources.blob_paths,
                                       sources.tensor_count,
                                       sources.tensors,
-                                      owner};
+                                      owner,
+                                      model->id,
+                                      version.id,
+                                      token_hash};
         char id[TG_PRELOAD_ID_LEN + 1];
         status = tg_preload_submit(manager, &request, id, err, sizeof err);
         if (status != TG_PRELOAD_OK) {
@@ -607,6 +680,10 @@ static void create_preload(tg_request *req, json_t *body)
 
 void tg_route_preload_create(tg_request *req)
 {
+    /* No token, or one that cannot write anywhere: 401/403 before the body is judged;
+     * the namespace is checked once the body names the model. */
+    if (!tg_auth_require_scope(req, TG_SCOPE_WRITE))
+        return;
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "http.h"
 
@@ -31,6 +32,10 @@ void tg_preloads_stop(void);
 void tg_preloads_readyz(json_t *body);
 /* Appends the preload metrics to a /metrics text (malloc'd; realloc'd here). */
 char *tg_preloads_metrics_append(char *text);
+
+/* DELETE of a model: revokes its preloads (reason "model_deleted"): their memory goes
+ * now, or at the last lease's end, and each stays listed as failed, saying why. */
+void tg_preloads_model_deleted(int64_t model_id, const char *org, const char *name);
 
 void tg_route_preload_create(tg_request *req);
 void tg_route_preloads_list(tg_request *req);

@@ -170,6 +170,24 @@ static bool wait_state(const char *id, const char *want)
     return false;
 }
 
+/* Polls GET /v1/preloads/{id} until it shows `leases` leases (at most ~10 s): a
+ * consumer's close reaches the server's lease thread a little after the consumer
+ * exits, so what follows a lease's end waits for the server to have seen it. */
+static bool wait_leases(const char *id, long long leases)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/preloads/%s", id);
+    for (int i = 0; i < 500; i++) {
+        it_response r = it_get(path);
+        bool done = r.status == 200 && it_json_int(r.json, "leases") == leases;
+        it_response_free(&r);
+        if (done)
+            return true;
+        usleep(20 * 1000);
+    }
+    return false;
+}
+
 static void copy_id(const it_response *r, char *id)
 {
     const char *text = it_json_str(r, "id");
@@ -216,6 +234,22 @@ TEST(errors_are_problems)
     it_response r = it_send_json("POST", "/v1/preloads", NULL, "{\"model\":\"org/pre\"}");
     CHECK_PROBLEM(r, 401, "unauthorized");
     it_response_free(&r);
+    /* The token is judged before the body: no token is 401, a read token 403,
+     * whatever the body holds (not JSON, an unknown field, a bad name). */
+    static const char *const bad_bodies[] = {"{not json", "{\"model\":\"org/pre\",\"bogus\":1}",
+                                             "{\"model\":\"no-slash\"}", "[]"};
+    for (size_t i = 0; i < sizeof bad_bodies / sizeof bad_bodies[0]; i++) {
+        r = it_send_json("POST", "/v1/preloads", NULL, bad_bodies[i]);
+        CHECK_PROBLEM(r, 401, "unauthorized");
+        it_response_free(&r);
+        r = it_send_json("POST", "/v1/preloads", read_token, bad_bodies[i]);
+        CHECK_PROBLEM(r, 403, "forbidden");
+        it_response_free(&r);
+        /* a writer still gets the body's own error */
+        r = post_preload(bad_bodies[i]);
+        CHECK(r.status == 400);
+        it_response_free(&r);
+    }
     r = it_send_json("POST", "/v1/preloads", read_token, "{\"model\":\"org/pre\"}");
     CHECK_PROBLEM(r, 403, "forbidden");
     it_response_free(&r);
@@ -306,6 +340,8 @@ TEST(preload_hand_off_lease_and_kill)
             fprintf(stderr, "host_numpy.py: %s", line);
         }
         CHECK(p != NULL && pclose(p) == 0 && ok);
+        /* its lease ends when the server sees its socket close, a little after it exits */
+        CHECK(wait_leases(id, 0));
     }
 
     consumer c = consumer_start(id, read_token);
@@ -347,7 +383,9 @@ TEST(conversion_during_preload)
     consumer c = consumer_start(id, read_token);
     CHECK_STR(consumer_line(&c), "verified 2");
     consumer_end(&c, false);
-    /* Closing normally releases too; unleased, DELETE is immediate. */
+    /* Closing normally releases too (once the server has seen the close); unleased,
+     * DELETE is immediate. */
+    CHECK(wait_leases(id, 0));
     r = it_request("DELETE", path, &(it_request_opts){.token = write_token});
     CHECK_STATUS(r, 204);
     it_response_free(&r);

@@ -70,7 +70,7 @@ static tg_preload_status submit_bytes(tg_preload_manager *m, const char *device,
     shape[0] = bytes;
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, bytes};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, device, false, ST_U8, 1, files, 1, &t, NULL};
+    tg_preload_request r = {"org/m", 1, device, false, ST_U8, 1, files, 1, &t, NULL, 0, 0, NULL};
     char err[300];
     return tg_preload_submit(m, &r, id, err, sizeof err);
 }
@@ -97,7 +97,7 @@ TEST(plan_aligns_every_tensor_and_converts_sizes)
         {"e", ST_F16, 1, s100, 0, 491, 200},
     };
     const char *files[] = {"x"};
-    tg_preload_request r = {"o/n", 1, "host", false, ST_F32, 1, files, 5, t, NULL};
+    tg_preload_request r = {"o/n", 1, "host", false, ST_F32, 1, files, 5, t, NULL, 0, 0, NULL};
     tg_preload_slot slots[5];
     uint64_t total = 0;
     char err[256];
@@ -129,7 +129,7 @@ TEST(plan_aligns_every_tensor_and_converts_sizes)
     CHECK(tg_preload_plan(&r, slots, &total, err, sizeof err) == TG_PRELOAD_INVALID);
     CHECK(strstr(err, "F8_E8M0") != NULL);
 
-    tg_preload_request none = {"o/n", 1, "host", false, ST_F32, 1, files, 0, t, NULL};
+    tg_preload_request none = {"o/n", 1, "host", false, ST_F32, 1, files, 0, t, NULL, 0, 0, NULL};
     CHECK(tg_preload_plan(&none, slots, &total, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_EQ_U64(total, TG_PRELOAD_ALIGN);
 }
@@ -163,7 +163,7 @@ TEST(device_strings)
     uint64_t shape[1] = {10};
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 10};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 1, &t, NULL};
+    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 1, &t, NULL, 0, 0, NULL};
     char err[300] = "";
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_DEVICE_UNAVAILABLE);
     CHECK_STR(err, "the fake backend has no devices");
@@ -226,7 +226,7 @@ TEST(load_places_bytes_across_chunks_and_files)
         {"b0", ST_U8, 1, s[4], 1, 100, 3000},  {"b1", ST_U8, 1, s[5], 1, 3100, 7},
     };
     const char *files[] = {a, b};
-    tg_preload_request r = {"org/m", 3, "cuda:0", false, ST_U8, 2, files, 6, t, NULL};
+    tg_preload_request r = {"org/m", 3, "cuda:0", false, ST_U8, 2, files, 6, t, NULL, 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -269,7 +269,7 @@ TEST(conversion_matches_st_convert)
     uint64_t shape[1] = {n}, ishape[1] = {2};
     tg_preload_source_tensor t[] = {{"w", ST_F32, 1, shape, 0, 8, n * 4}, {"i", ST_U8, 1, ishape, 0, 0, 2}};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", true, ST_BF16, 1, files, 2, t, NULL};
+    tg_preload_request r = {"org/m", 1, "cuda:0", true, ST_BF16, 1, files, 2, t, NULL, 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -333,7 +333,7 @@ TEST(one_worker_copies_in_file_order)
         offset += s[i][0];
     }
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 5, t, NULL};
+    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 5, t, NULL, 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     copy_count = 0;
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
@@ -530,7 +530,7 @@ static void check_host_fill_path(bool direct)
         {"w", ST_F32, 1, s[4], 1, 4, n * 4},
     };
     const char *files[] = {a, b};
-    tg_preload_request r = {"org/m", 1, "host", true, ST_F16, 2, files, 5, t, NULL};
+    tg_preload_request r = {"org/m", 1, "host", true, ST_F16, 2, files, 5, t, NULL, 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -590,7 +590,7 @@ TEST(host_preload_is_a_sealed_read_only_memfd)
     uint64_t s[2][1] = {{123457}, {100000}};
     tg_preload_source_tensor t[] = {{"p", ST_U8, 1, s[0], 0, 17, 123457}, {"q", ST_U8, 1, s[1], 0, 200000, 100000}};
     const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 2, t, NULL};
+    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 2, t, NULL, 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -631,8 +631,8 @@ TEST(preload_counts_per_owner_and_in_all)
     uint64_t shape[1] = {10};
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 10};
     const char *files[] = {path};
-    tg_preload_request a = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:a"};
-    tg_preload_request b = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:b"};
+    tg_preload_request a = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:a", 0, 0, NULL};
+    tg_preload_request b = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:b", 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], first[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &a, first, err, sizeof err) == TG_PRELOAD_OK);
     CHECK(tg_preload_submit(m, &a, id, err, sizeof err) == TG_PRELOAD_OK);
@@ -666,6 +666,108 @@ TEST(delete_while_queued_or_loading)
     tg_preload_manager_destroy(m);
 }
 
+/* The re-check the manager asks for (tg_preload_manager_config.recheck), answered
+ * from here: the verdict for each model id. */
+static tg_preload_recheck_result verdicts[16];
+static const char *verdict_reasons[16];
+static unsigned rechecks;
+
+static tg_preload_recheck_result recheck_from_table(void *context,
+                                                    const tg_preload_identity *identity,
+                                                    char *reason, size_t reason_len, char *detail,
+                                                    size_t detail_len)
+{
+    (void)context;
+    __atomic_fetch_add(&rechecks, 1, __ATOMIC_RELAXED);
+    tg_preload_recheck_result verdict = verdicts[identity->model_id & 15];
+    if (verdict == TG_PRELOAD_RECHECK_REVOKED) {
+        snprintf(reason, reason_len, "%s", verdict_reasons[identity->model_id & 15]);
+        snprintf(detail, detail_len, "revoked by the test");
+    } else if (verdict == TG_PRELOAD_RECHECK_ERROR) {
+        snprintf(detail, detail_len, "the test's catalog failed");
+    }
+    return verdict;
+}
+
+static const char *reason_in(tg_preload_manager *m, const char *id)
+{
+    static char text[40];
+    json_t *d = tg_preload_describe(m, id, false);
+    snprintf(text, sizeof text, "%s",
+             d && json_string_value(json_object_get(d, "reason"))
+                 ? json_string_value(json_object_get(d, "reason"))
+                 : "");
+    json_decref(d);
+    return text;
+}
+
+TEST(revoked_preloads_are_never_handed_out_and_give_memory_back)
+{
+    memset(verdicts, 0, sizeof verdicts);
+    tg_preload_manager_config config = {.host = tg_preload_host_backend(),
+                                        .cuda = tg_preload_fake_backend(0, 0),
+                                        .recheck = recheck_from_table};
+    tg_preload_manager *m = NULL;
+    CHECK(tg_preload_manager_create(&config, &m, NULL, 0) == 0);
+    const char *path = write_file("revoke.bin", 4096, 5);
+    uint64_t shape[1] = {4096};
+    tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 4096};
+    const char *files[] = {path};
+    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, NULL, 1, 10, "hash"};
+    char id[TG_PRELOAD_ID_LEN + 1], other[TG_PRELOAD_ID_LEN + 1], err[300], reason[40];
+
+    /* model 1 revoked while leased: the lessee keeps it, nobody else gets it, the
+     * last lease's end frees it and the record says why */
+    CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
+    tg_preload_request r2 = r;
+    r2.model_id = 2;
+    CHECK(tg_preload_submit(m, &r2, other, err, sizeof err) == TG_PRELOAD_OK);
+    CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
+    CHECK_STR(tg_preload_wait(m, other, 10000), "resident");
+    int fd = -1;
+    char *layout = NULL;
+    CHECK(tg_preload_lease(m, id, &fd, &layout, err, sizeof err) == TG_PRELOAD_OK);
+    free(layout);
+    CHECK(tg_preload_revoke_model(m, 1, "model_deleted", "model org/m was deleted") == 1);
+    CHECK_STR(state_of(m, id), "evicting");
+    CHECK_STR(reason_in(m, id), "model_deleted");
+    int fd2 = -1;
+    CHECK(tg_preload_lease(m, id, &fd2, &layout, err, sizeof err) == TG_PRELOAD_NOT_RESIDENT);
+    CHECK(tg_preload_reason(m, id, reason, sizeof reason) && strcmp(reason, "model_deleted") == 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_size > 0);
+    tg_preload_unlease(m, id);
+    CHECK_STR(state_of(m, id), "failed");
+    CHECK(fstat(fd, &st) == 0 && st.st_size == 0); /* the memory is gone */
+    close(fd);
+    CHECK_STR(state_of(m, other), "resident"); /* another model's preload is untouched */
+    bool deferred = true;
+    CHECK(tg_preload_evict(m, id, &deferred) == TG_PRELOAD_OK && !deferred);
+    CHECK_STR(tg_preload_wait(m, id, 1000), "gone");
+
+    /* revoked at the load's end: never resident */
+    verdicts[3] = TG_PRELOAD_RECHECK_REVOKED;
+    verdict_reasons[3] = "token_revoked";
+    r2.model_id = 3;
+    CHECK(tg_preload_submit(m, &r2, id, err, sizeof err) == TG_PRELOAD_OK);
+    CHECK_STR(tg_preload_wait(m, id, 10000), "failed");
+    CHECK_STR(reason_in(m, id), "token_revoked");
+
+    /* revoked at a hand-out: refused, freed at once (no other lease) */
+    verdicts[2] = TG_PRELOAD_RECHECK_ERROR;
+    CHECK(tg_preload_lease(m, other, &fd, &layout, err, sizeof err) == TG_PRELOAD_ERROR);
+    CHECK_STR(state_of(m, other), "resident"); /* could not tell: kept, not handed out */
+    verdicts[2] = TG_PRELOAD_RECHECK_REVOKED;
+    verdict_reasons[2] = "model_deleted";
+    unsigned before = rechecks;
+    CHECK(tg_preload_lease(m, other, &fd, &layout, err, sizeof err) == TG_PRELOAD_NOT_RESIDENT);
+    CHECK(rechecks == before + 1);
+    CHECK_STR(state_of(m, other), "failed");
+    CHECK_STR(reason_in(m, other), "model_deleted");
+    CHECK(strstr(err, "revoked by the test") != NULL);
+    tg_preload_manager_destroy(m);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -685,6 +787,7 @@ int main(int argc, char **argv)
     RUN(host_preload_is_a_sealed_read_only_memfd);
     RUN(delete_while_queued_or_loading);
     RUN(preload_counts_per_owner_and_in_all);
+    RUN(revoked_preloads_are_never_handed_out_and_give_memory_back);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", temp_dir);
     if (system(cmd) != 0)
