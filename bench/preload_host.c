@@ -1,7 +1,7 @@
 /* bench/preload_host: host preload GB/s (the manager's copy engine: workers pread
  * straight into a writable mapping of a memfd, then it is unmapped and sealed; and,
- * for comparison, the two-copy path: pread into bounce buffers, pwrite) of a 1 GiB file (BENCH_QUICK=1:
- * 256 MiB; or the MiB given as argv[1]) next to memcpy GB/s measured in the same
+ * for comparison, the two-copy path: pread into bounce buffers, pwrite) of a 1 GiB file
+ * (BENCH_QUICK=1: 256 MiB; or the MiB given as argv[1]) next to memcpy GB/s measured in the same
  * run. The file is written first, so it is read from the page cache: this is the
  * engine's cost, not the disk's. Figures never fail the run. */
 #include <fcntl.h>
@@ -71,7 +71,8 @@ int main(int argc, char **argv)
      * one-copy path (map_for_fill), then the bounce-buffer path (no map_for_fill). */
     for (int mode = 0; mode < 2; mode++) {
         unsigned threads = 4;
-        tg_preload_manager_config config = {.host = tg_preload_host_backend(), .host_budget = (uint64_t)bytes * 2,
+        tg_preload_manager_config config = {.host = tg_preload_host_backend(),
+                                            .host_budget = (uint64_t)bytes * 2,
                                             .copy_threads = threads};
         if (config.host != NULL && mode == 1)
             config.host->map_for_fill = NULL;
@@ -87,7 +88,8 @@ int main(int argc, char **argv)
         uint64_t each = bytes / TENSORS;
         for (int i = 0; i < TENSORS; i++) {
             shapes[i][0] = each;
-            tensors[i] = (tg_preload_source_tensor){"t", ST_U8, 1, shapes[i], 0, (uint64_t)i * each, each};
+            tensors[i] =
+                (tg_preload_source_tensor){"t", ST_U8, 1, shapes[i], 0, (uint64_t)i * each, each};
         }
         const char *files[] = {path};
         tg_preload_request request = {"bench/preload", 1,       "host", false, ST_U8, 1,   files,
@@ -106,7 +108,8 @@ int main(int argc, char **argv)
             double gbps = json_real_value(json_object_get(described, "gbps"));
             json_decref(described);
             if (state == NULL || strcmp(state, "resident") != 0) {
-                fprintf(stderr, "preload_host: the load ended %s\n", state ? state : "in a timeout");
+                fprintf(stderr, "preload_host: the load ended %s\n",
+                        state ? state : "in a timeout");
                 return 1;
             }
             if (gbps > best_gbps)
@@ -117,10 +120,12 @@ int main(int argc, char **argv)
             tg_preload_evict(manager, id, &deferred);
         }
         tg_preload_manager_destroy(manager);
-        printf("preload host %zu MiB, %u copy threads, %s: %.1f GB/s copy, %.1f GB/s incl. allocate+seal "
+        printf("preload host %zu MiB, %u copy threads, %s: %.1f GB/s copy, %.1f GB/s incl. "
+               "allocate+seal "
                "(anchor memcpy: %.1f GB/s, ratio %.2f) (sink %u)\n",
-               mib, threads, mode == 0 ? "pread into the memfd mapping" : "bounce buffers + pwrite", best_gbps,
-               (double)bytes / best_wall / 1e9, memcpy_gbps, best_gbps / memcpy_gbps, sink);
+               mib, threads, mode == 0 ? "pread into the memfd mapping" : "bounce buffers + pwrite",
+               best_gbps, (double)bytes / best_wall / 1e9, memcpy_gbps, best_gbps / memcpy_gbps,
+               sink);
     }
     unlink(path);
     free(buffer);

@@ -48,7 +48,8 @@ static int receive_reply(tg_preload_client *c, char *err, size_t err_len)
         if (cap - len < 4096) {
             size_t new_cap = cap ? cap * 2 : 65536;
             if (new_cap > TG_PRELOAD_CLIENT_REPLY_MAX + 1) {
-                snprintf(err, err_len, "the server's reply is longer than %u bytes", TG_PRELOAD_CLIENT_REPLY_MAX);
+                snprintf(err, err_len, "the server's reply is longer than %u bytes",
+                         TG_PRELOAD_CLIENT_REPLY_MAX);
                 return -1;
             }
             char *grown = realloc(c->reply, new_cap);
@@ -117,7 +118,8 @@ static int parse_layout(tg_preload_client *c, char *err, size_t err_len)
     json_t *layout = json_object_get(c->layout_json, "layout");
     json_t *bytes = json_object_get(c->layout_json, "bytes");
     const char *device = json_string_value(json_object_get(c->layout_json, "device"));
-    if (!json_is_array(layout) || !json_is_integer(bytes) || json_integer_value(bytes) < 0 || device == NULL) {
+    if (!json_is_array(layout) || !json_is_integer(bytes) || json_integer_value(bytes) < 0 ||
+        device == NULL) {
         snprintf(err, err_len, "the reply has no layout");
         return -1;
     }
@@ -138,7 +140,8 @@ static int parse_layout(tg_preload_client *c, char *err, size_t err_len)
         t->dtype = json_string_value(json_object_get(e, "dtype"));
         if (t->name == NULL || t->dtype == NULL || !json_is_array(shape) ||
             json_array_size(shape) > TG_PRELOAD_CLIENT_RANK_MAX || !json_is_integer(offset) ||
-            !json_is_integer(size) || json_integer_value(offset) < 0 || json_integer_value(size) < 0) {
+            !json_is_integer(size) || json_integer_value(offset) < 0 ||
+            json_integer_value(size) < 0) {
             snprintf(err, err_len, "layout entry %zu is malformed", i);
             return -1;
         }
@@ -173,7 +176,8 @@ int tg_preload_open(const char *socket_path, const char *token, const char *prel
         goto fail;
     }
     memcpy(address.sun_path, socket_path, strlen(socket_path) + 1);
-    if (c->socket_fd < 0 || connect(c->socket_fd, (struct sockaddr *)&address, sizeof address) != 0) {
+    if (c->socket_fd < 0 ||
+        connect(c->socket_fd, (struct sockaddr *)&address, sizeof address) != 0) {
         snprintf(err, err_len, "cannot connect to %s: %s", socket_path, strerror(errno));
         goto fail;
     }

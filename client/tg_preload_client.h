@@ -29,10 +29,10 @@
 
 typedef struct tg_preload_tensor {
     const char *name;
-    const char *dtype;        /* "BF16", "F32", ... as placed */
+    const char *dtype; /* "BF16", "F32", ... as placed */
     size_t rank;
     uint64_t shape[TG_PRELOAD_CLIENT_RANK_MAX];
-    uint64_t offset;          /* in the allocation; a multiple of 256 */
+    uint64_t offset; /* in the allocation; a multiple of 256 */
     uint64_t bytes;
 } tg_preload_tensor;
 
@@ -55,9 +55,9 @@ const tg_preload_tensor *tg_preload_find(const tg_preload_client *client, const 
 /* The tensor's bytes in the read-only mapping; NULL when the allocation is not mappable. */
 const void *tg_preload_data(const tg_preload_client *client, const tg_preload_tensor *tensor);
 
-int tg_preload_fd(const tg_preload_client *client);            /* owned by the client */
-const char *tg_preload_device(const tg_preload_client *client); /* "host", "cuda:0" */
-uint64_t tg_preload_bytes(const tg_preload_client *client);     /* size of the allocation */
+int tg_preload_fd(const tg_preload_client *client);                  /* owned by the client */
+const char *tg_preload_device(const tg_preload_client *client);      /* "host", "cuda:0" */
+uint64_t tg_preload_bytes(const tg_preload_client *client);          /* size of the allocation */
 const char *tg_preload_layout_json(const tg_preload_client *client); /* the server's reply line */
 
 #endif

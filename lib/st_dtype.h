@@ -43,7 +43,8 @@ bool st_dtype_from_name(const char *name, size_t len, st_dtype *out);
 /* Bits per element: 4, 6, 8, 16, 32 or 64. */
 unsigned st_dtype_bits(st_dtype dtype);
 
-/* True for every floating-point dtype (F4, F6_*, F8_*, F16, BF16, F32, F64; C64 counts as float). */
+/* True for every floating-point dtype (F4, F6_*, F8_*, F16, BF16, F32, F64; C64 counts as float).
+ */
 bool st_dtype_is_float(st_dtype dtype);
 
 /* Position in the reference writer's order: tensors are written by ascending rank

@@ -67,11 +67,11 @@ typedef enum st_reason {
 
 typedef struct st_error {
     st_reason reason;
-    uint64_t offset;                    /* byte offset in the file, or ST_NO_OFFSET */
+    uint64_t offset;                     /* byte offset in the file, or ST_NO_OFFSET */
     char tensor[ST_TENSOR_NAME_MAX + 1]; /* the tensor concerned, or "" */
     size_t tensor_len;                   /* bytes of tensor: a name may hold U+0000 (a
                                           * refused one), so this, not strlen, is its end */
-    char detail[256];                   /* one human sentence */
+    char detail[256];                    /* one human sentence */
 } st_error;
 
 /* Stable snake_case name of a reason code ("header_too_large"); "unknown" out of range. */

@@ -58,8 +58,8 @@ typedef enum st_gate_status {
 
 typedef struct st_verdict {
     bool valid;
-    st_format format;   /* what the content is (safetensors when valid) */
-    st_error error;     /* reason ST_OK when valid */
+    st_format format; /* what the content is (safetensors when valid) */
+    st_error error;   /* reason ST_OK when valid */
 } st_verdict;
 
 typedef struct st_gate st_gate;

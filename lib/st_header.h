@@ -39,16 +39,16 @@ typedef struct st_metadata_entry {
 } st_metadata_entry;
 
 typedef struct st_file {
-    uint64_t header_size;  /* N */
-    uint64_t data_start;   /* 8 + N: absolute offset of the data section */
-    uint64_t file_size;    /* as passed, or ST_FILE_SIZE_UNKNOWN */
-    uint64_t data_size;    /* end of the last tensor: the data section's exact size */
+    uint64_t header_size; /* N */
+    uint64_t data_start;  /* 8 + N: absolute offset of the data section */
+    uint64_t file_size;   /* as passed, or ST_FILE_SIZE_UNKNOWN */
+    uint64_t data_size;   /* end of the last tensor: the data section's exact size */
     size_t tensor_count;
-    st_tensor *tensors;    /* sorted by begin offset (file order); ties by name */
+    st_tensor *tensors; /* sorted by begin offset (file order); ties by name */
     size_t metadata_count;
     st_metadata_entry *metadata; /* in header order */
-    bool has_metadata;     /* __metadata__ was present (possibly empty) */
-    void *internal;        /* arena and name index; owned */
+    bool has_metadata;           /* __metadata__ was present (possibly empty) */
+    void *internal;              /* arena and name index; owned */
 } st_file;
 
 /* Reads N from the first 8 bytes and checks the framing that needs only N:

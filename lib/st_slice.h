@@ -20,12 +20,12 @@
 
 typedef enum st_slice_status {
     ST_SLICE_OK = 0,
-    ST_SLICE_SYNTAX,          /* not the grammar above */
-    ST_SLICE_TOO_MANY_INDICES,/* more items than dimensions */
-    ST_SLICE_INDEX_RANGE,     /* integer index outside [-dim, dim) */
+    ST_SLICE_SYNTAX,           /* not the grammar above */
+    ST_SLICE_TOO_MANY_INDICES, /* more items than dimensions */
+    ST_SLICE_INDEX_RANGE,      /* integer index outside [-dim, dim) */
     ST_SLICE_STEP_ZERO,
-    ST_SLICE_RANK,            /* tensor rank above ST_SLICE_RANK_MAX */
-    ST_SLICE_SUB_BYTE,        /* sub-byte dtype and a selection that does not start/end on whole bytes */
+    ST_SLICE_RANK,     /* tensor rank above ST_SLICE_RANK_MAX */
+    ST_SLICE_SUB_BYTE, /* sub-byte dtype and a selection that does not start/end on whole bytes */
     ST_SLICE_OVERFLOW,
 } st_slice_status;
 
@@ -37,9 +37,9 @@ typedef struct st_slice_dim {
 } st_slice_dim;
 
 typedef struct st_slice {
-    size_t rank;                         /* the tensor's rank */
+    size_t rank; /* the tensor's rank */
     st_slice_dim dims[ST_SLICE_RANK_MAX];
-    size_t out_rank;                     /* dimensions kept */
+    size_t out_rank; /* dimensions kept */
     uint64_t out_shape[ST_SLICE_RANK_MAX];
     uint64_t out_elements;
     uint64_t out_bytes;
@@ -53,7 +53,8 @@ typedef struct st_slice {
      * (odometer, last fastest); the dimensions after them lie inside one run. */
     size_t loop_rank;
     uint64_t first_offset;                      /* byte offset of run 0 */
-    int64_t loop_step_bytes[ST_SLICE_RANK_MAX]; /* byte distance between neighbours in loop dimension d */
+    int64_t loop_step_bytes[ST_SLICE_RANK_MAX]; /* byte distance between neighbours in loop
+                                                   dimension d */
 } st_slice;
 
 /* st_slice_error.dim when no single dimension is concerned (too many indices, a
@@ -62,8 +63,8 @@ typedef struct st_slice {
 
 typedef struct st_slice_error {
     st_slice_status status;
-    size_t dim;          /* the dimension concerned, or ST_SLICE_NO_DIM */
-    char detail[200];    /* "index 7 is out of bounds for dimension 1 with size 4" */
+    size_t dim;       /* the dimension concerned, or ST_SLICE_NO_DIM */
+    char detail[200]; /* "index 7 is out of bounds for dimension 1 with size 4" */
 } st_slice_error;
 
 /* Parses text (len bytes) against a tensor shape and dtype. */
@@ -77,9 +78,9 @@ uint64_t st_slice_run_offset(const st_slice *slice, uint64_t i);
 /* Iterator form for streaming: walks the runs in order without recomputing from scratch. */
 typedef struct st_slice_cursor {
     const st_slice *slice;
-    uint64_t next;                       /* index of the next run */
-    uint64_t index[ST_SLICE_RANK_MAX];   /* odometer over the non-run dimensions */
-    uint64_t offset;                     /* added: byte offset of run `next` */
+    uint64_t next;                     /* index of the next run */
+    uint64_t index[ST_SLICE_RANK_MAX]; /* odometer over the non-run dimensions */
+    uint64_t offset;                   /* added: byte offset of run `next` */
 } st_slice_cursor;
 
 void st_slice_cursor_init(st_slice_cursor *cursor, const st_slice *slice);

@@ -17,10 +17,10 @@ typedef struct st_tensor_stats {
 
 typedef struct st_scanner {
     const st_file *file;
-    st_tensor_stats *stats;  /* file->tensor_count entries, same order as file->tensors */
-    uint64_t position;       /* bytes of the data section seen so far */
-    size_t tensor;           /* index (file order) of the tensor at position */
-    uint8_t carry[16];       /* partial element across chunk boundaries */
+    st_tensor_stats *stats; /* file->tensor_count entries, same order as file->tensors */
+    uint64_t position;      /* bytes of the data section seen so far */
+    size_t tensor;          /* index (file order) of the tensor at position */
+    uint8_t carry[16];      /* partial element across chunk boundaries */
     size_t carry_len;
     uint64_t total_nan, total_inf;
 } st_scanner;
@@ -32,6 +32,7 @@ void st_scanner_feed(st_scanner *scanner, const uint8_t *data, size_t len);
 void st_scanner_free(st_scanner *scanner);
 
 /* Parameters (elements) per dtype, over all tensors of file. counts has ST_DTYPE_COUNT entries. */
-void st_file_parameter_counts(const st_file *file, uint64_t counts[ST_DTYPE_COUNT], uint64_t *total);
+void st_file_parameter_counts(const st_file *file, uint64_t counts[ST_DTYPE_COUNT],
+                              uint64_t *total);
 
 #endif

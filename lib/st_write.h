@@ -23,11 +23,11 @@ typedef struct st_write_tensor {
 } st_write_tensor;
 
 typedef struct st_write_plan {
-    uint8_t *header;      /* 8-byte length + JSON + padding; malloc'd */
-    size_t header_len;    /* 8 + N */
-    size_t *order;        /* count indices into the input, in data-section order; malloc'd */
-    uint64_t *begin;      /* per input tensor: data offset (relative to the data section) */
-    uint64_t *bytes;      /* per input tensor: byte size */
+    uint8_t *header;   /* 8-byte length + JSON + padding; malloc'd */
+    size_t header_len; /* 8 + N */
+    size_t *order;     /* count indices into the input, in data-section order; malloc'd */
+    uint64_t *begin;   /* per input tensor: data offset (relative to the data section) */
+    uint64_t *bytes;   /* per input tensor: byte size */
     uint64_t data_size;
     size_t count;
 } st_write_plan;

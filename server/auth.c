@@ -69,7 +69,8 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
         return false;
     }
     if (strncasecmp(header, "Bearer ", 7) != 0) {
-        tg_respond_problem(req, 401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
+        tg_respond_problem(req, 401, "unauthorized",
+                           "the Authorization header must be 'Bearer <token>'");
         return false;
     }
     const char *token = header + 7;

@@ -181,7 +181,8 @@ static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err
         /* One transaction per migration: a crash leaves the catalog at a whole version. */
         if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
             goto fail;
-        if (exec(catalog, tg_migrations[version - 1].sql) != SQLITE_OK || exec(catalog, record) != SQLITE_OK) {
+        if (exec(catalog, tg_migrations[version - 1].sql) != SQLITE_OK ||
+            exec(catalog, record) != SQLITE_OK) {
             exec(catalog, "ROLLBACK");
             goto fail;
         }
@@ -218,9 +219,9 @@ tg_cat_status tg_catalog_open(const char *path, tg_catalog **out, char *err, siz
         return TG_CAT_ERROR;
     }
     pthread_mutex_init(&catalog->lock, NULL);
-    int rc = sqlite3_open_v2(path, &catalog->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                             NULL);
+    int rc =
+        sqlite3_open_v2(path, &catalog->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, err_len, "cannot open the catalog %s: %s", path,
                  catalog->db ? sqlite3_errmsg(catalog->db) : sqlite3_errstr(rc));
@@ -228,7 +229,8 @@ tg_cat_status tg_catalog_open(const char *path, tg_catalog **out, char *err, siz
         return TG_CAT_ERROR;
     }
     sqlite3_busy_timeout(catalog->db, 10000);
-    /* WAL: readers never block the writer; synchronous=FULL: a committed row survives power loss. */
+    /* WAL: readers never block the writer; synchronous=FULL: a committed row survives power loss.
+     */
     if (exec(catalog, "PRAGMA journal_mode=WAL") != SQLITE_OK ||
         exec(catalog, "PRAGMA synchronous=FULL") != SQLITE_OK ||
         exec(catalog, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
@@ -302,7 +304,8 @@ tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, cons
             out->id = sqlite3_last_insert_rowid(catalog->db);
             snprintf(out->org, sizeof out->org, "%s", org);
             snprintf(out->name, sizeof out->name, "%s", name);
-            snprintf(out->description, sizeof out->description, "%s", description ? description : "");
+            snprintf(out->description, sizeof out->description, "%s",
+                     description ? description : "");
             memcpy(out->created_at, now, sizeof now);
             status = TG_CAT_OK;
         } else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_UNIQUE) {
@@ -341,12 +344,11 @@ tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *org, const 
                                     const char *after_org, const char *after_name, unsigned limit,
                                     void (*visit)(void *ctx, const tg_model *model), void *ctx)
 {
-    static const char sql[] =
-        "SELECT " MODEL_COLUMNS " FROM models"
-        " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
-        "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
-        "   AND (?5 IS NULL OR org = ?5)"
-        " ORDER BY org, name LIMIT ?4";
+    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models"
+                              " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
+                              "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
+                              "   AND (?5 IS NULL OR org = ?5)"
+                              " ORDER BY org, name LIMIT ?4";
     lock(catalog);
     sqlite3_stmt *st = statement(catalog, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -399,7 +401,7 @@ tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
 
 /* ---- versions ---- */
 
-#define VERSION_COLUMNS \
+#define VERSION_COLUMNS                                                                            \
     "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
 
 static void read_version(sqlite3_stmt *st, tg_version *out)
@@ -664,7 +666,7 @@ static tg_cat_status check_draft(tg_catalog *catalog, int64_t version_id)
     tg_cat_status status = TG_CAT_ERROR;
     if (rc == SQLITE_ROW)
         status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
-                                                                                  : TG_CAT_CONFLICT;
+                                                                                : TG_CAT_CONFLICT;
     else if (rc == SQLITE_DONE)
         status = TG_CAT_NOT_FOUND;
     sqlite3_reset(st);
@@ -905,10 +907,9 @@ out:
     return status;
 }
 
-tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id,
-                                   const char *after_path, unsigned limit,
-                                   void (*visit)(void *ctx, const tg_file_record *file),
-                                   void *ctx)
+tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
+                                   unsigned limit,
+                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
 {
     static const char sql[] =
         "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
@@ -999,7 +1000,8 @@ tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, 
             r.id = sqlite3_column_int64(st, 0);
             copy_text(r.time, sizeof r.time, st, 1);
             copy_text(r.model, sizeof r.model, st, 2);
-            r.version = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+            r.version =
+                sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
             copy_text(r.path, sizeof r.path, st, 4);
             copy_text(r.reason, sizeof r.reason, st, 5);
             copy_text(r.format, sizeof r.format, st, 6);
@@ -1020,10 +1022,14 @@ tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, 
 static const char *scope_name(tg_scope scope)
 {
     switch (scope) {
-    case TG_SCOPE_READ: return "read";
-    case TG_SCOPE_WRITE: return "write";
-    case TG_SCOPE_ADMIN: return "admin";
-    case TG_SCOPE_NONE: break;
+    case TG_SCOPE_READ:
+        return "read";
+    case TG_SCOPE_WRITE:
+        return "write";
+    case TG_SCOPE_ADMIN:
+        return "admin";
+    case TG_SCOPE_NONE:
+        break;
     }
     return NULL;
 }
@@ -1247,7 +1253,8 @@ const char *tg_job_state_name(tg_job_state state)
     " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
     " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id"
 #define JOB_FROM                                                                                   \
-    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = j.source_version_id"
+    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
+    "j.source_version_id"
 
 static void read_job(sqlite3_stmt *st, tg_job *out)
 {
@@ -1449,8 +1456,8 @@ out:
     return status;
 }
 
-tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts,
-                                     unsigned *requeued, unsigned *failed)
+tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
+                                     unsigned *failed)
 {
     /* a cancel asked before the stop is kept: such a job fails, never resumes */
     static const char cancelled_sql[] =
@@ -1647,9 +1654,8 @@ tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
                                        void (*visit)(void *ctx, const tg_file_record *file),
                                        void *ctx)
 {
-    static const char sql[] =
-        "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
-        " FROM job_files WHERE job_id = ? ORDER BY path";
+    static const char sql[] = "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
+                              " FROM job_files WHERE job_id = ? ORDER BY path";
     lock(catalog);
     sqlite3_stmt *st = statement(catalog, sql);
     tg_cat_status status = TG_CAT_ERROR;

@@ -18,10 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TG_NAME_MAX 64           /* each of org and name */
-#define TG_PATH_MAX 255          /* a file path inside a version */
+#define TG_NAME_MAX 64  /* each of org and name */
+#define TG_PATH_MAX 255 /* a file path inside a version */
 #define TG_DESCRIPTION_MAX 4096
-#define TG_TIME_LEN 32           /* "2024-01-02T03:04:05Z" */
+#define TG_TIME_LEN 32 /* "2024-01-02T03:04:05Z" */
 
 typedef struct tg_catalog tg_catalog;
 
@@ -165,10 +165,9 @@ tg_cat_status tg_catalog_file_stats(tg_catalog *catalog, int64_t version_id, con
                                     char **tensor_stats);
 tg_cat_status tg_catalog_file_delete(tg_catalog *catalog, int64_t version_id, const char *path);
 /* Files ordered by path after after_path (NULL: from the start); limit 0 means all. */
-tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id,
-                                   const char *after_path, unsigned limit,
-                                   void (*visit)(void *ctx, const tg_file_record *file),
-                                   void *ctx);
+tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
+                                   unsigned limit,
+                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx);
 
 /* A growable array of file records in the order visited; failed means an
  * allocation failed and the array is incomplete. Start from {0}; free items. */
@@ -202,7 +201,8 @@ typedef struct tg_token_info {
 } tg_token_info;
 /* Every token, oldest first. */
 tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
-                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx);
+                                    void (*visit)(void *ctx, const tg_token_info *token),
+                                    void *ctx);
 /* The id of the token with this hash; NOT_FOUND if none. */
 tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id);
 /* Deletes the token: it is refused (401) from the next request on. NOT_FOUND if no such id. */
@@ -224,7 +224,12 @@ tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256
 #define TG_JOB_TENSORS_MAX 8192 /* the JSON text of a job's tensor globs */
 #define TG_JOB_DETAIL_MAX 300
 
-typedef enum tg_job_state { TG_JOB_QUEUED, TG_JOB_RUNNING, TG_JOB_DONE, TG_JOB_FAILED } tg_job_state;
+typedef enum tg_job_state {
+    TG_JOB_QUEUED,
+    TG_JOB_RUNNING,
+    TG_JOB_DONE,
+    TG_JOB_FAILED
+} tg_job_state;
 
 typedef struct tg_job {
     int64_t id;
@@ -294,8 +299,8 @@ tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out);
 /* At start: jobs left running by a stopped or killed server go back to queued, or
  * fail with reason "interrupted" once they have been tried max_attempts times;
  * a running job whose cancel was asked fails with reason "cancelled". */
-tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts,
-                                     unsigned *requeued, unsigned *failed);
+tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
+                                     unsigned *failed);
 tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
                                       uint64_t bytes_total);
 /* queued or running -> failed; its job_files rows go (their blobs become garbage

@@ -201,7 +201,8 @@ static const char *skip_spaces(const char *p)
     return p;
 }
 
-tg_range_result tg_range_parse(const char *header, uint64_t total, uint64_t *first, uint64_t *length)
+tg_range_result tg_range_parse(const char *header, uint64_t total, uint64_t *first,
+                               uint64_t *length)
 {
     if (header == NULL)
         return TG_RANGE_NONE;

@@ -27,13 +27,15 @@ int tg_cursor_encode(const char *key, char *out, size_t out_len);
 int tg_cursor_decode(const char *cursor, char *key, size_t key_len);
 
 typedef enum tg_range_result {
-    TG_RANGE_NONE,          /* no usable Range: serve the whole body (absent, malformed, multi-range, other unit) */
-    TG_RANGE_OK,            /* serve [first, first + length) with 206 */
+    TG_RANGE_NONE, /* no usable Range: serve the whole body (absent, malformed, multi-range, other
+                      unit) */
+    TG_RANGE_OK,   /* serve [first, first + length) with 206 */
     TG_RANGE_UNSATISFIABLE, /* 416 with Content-Range: bytes STAR/total */
 } tg_range_result;
 
 /* Parses a Range header value (may be NULL) against a body of total bytes. */
-tg_range_result tg_range_parse(const char *header, uint64_t total, uint64_t *first, uint64_t *length);
+tg_range_result tg_range_parse(const char *header, uint64_t total, uint64_t *first,
+                               uint64_t *length);
 
 /* True when an If-None-Match value matches the strong entity tag "etag" (given
  * without quotes): "*", or a list holding "etag" or W/"etag". */

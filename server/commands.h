@@ -8,9 +8,9 @@ int tg_cmd_inspect(int argc, char **argv);  /* cli/inspect.c */
 int tg_cmd_convert(int argc, char **argv);  /* cli/convert.c */
 
 /* server/: the gateway and its maintenance commands */
-int tg_cmd_serve(int argc, char **argv);    /* server/serve.c */
-int tg_cmd_token(int argc, char **argv);    /* server/serve.c */
-int tg_cmd_gc(int argc, char **argv);       /* server/serve.c */
-int tg_cmd_fsck(int argc, char **argv);     /* server/serve.c */
+int tg_cmd_serve(int argc, char **argv); /* server/serve.c */
+int tg_cmd_token(int argc, char **argv); /* server/serve.c */
+int tg_cmd_gc(int argc, char **argv);    /* server/serve.c */
+int tg_cmd_fsck(int argc, char **argv);  /* server/serve.c */
 
 #endif

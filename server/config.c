@@ -80,12 +80,30 @@ int tg_parse_bytes(const char *text, uint64_t *out)
     }
     unsigned shift = 0;
     switch (*p) {
-    case '\0': break;
-    case 'K': case 'k': shift = 10; p++; break;
-    case 'M': case 'm': shift = 20; p++; break;
-    case 'G': case 'g': shift = 30; p++; break;
-    case 'T': case 't': shift = 40; p++; break;
-    default: return -1;
+    case '\0':
+        break;
+    case 'K':
+    case 'k':
+        shift = 10;
+        p++;
+        break;
+    case 'M':
+    case 'm':
+        shift = 20;
+        p++;
+        break;
+    case 'G':
+    case 'g':
+        shift = 30;
+        p++;
+        break;
+    case 'T':
+    case 't':
+        shift = 40;
+        p++;
+        break;
+    default:
+        return -1;
     }
     if (*p == 'i' || *p == 'B')
         p += (*p == 'i' && p[1] == 'B') ? 2 : 1;
@@ -129,16 +147,21 @@ static const option_spec options[] = {
     {"--max-body", "TENSORGATE_MAX_BODY", OPT_BYTES, offsetof(tg_config, max_body), 0, 0},
     {"--max-header", "TENSORGATE_MAX_HEADER", OPT_BYTES, offsetof(tg_config, max_header), 0, 0},
     {"--threads", "TENSORGATE_THREADS", OPT_COUNT, offsetof(tg_config, threads), 1, 256},
-    {"--timeout", "TENSORGATE_TIMEOUT", OPT_COUNT, offsetof(tg_config, connection_timeout), 1, 86400},
-    {"--header-timeout", "TENSORGATE_HEADER_TIMEOUT", OPT_COUNT, offsetof(tg_config, header_timeout), 1, 86400},
+    {"--timeout", "TENSORGATE_TIMEOUT", OPT_COUNT, offsetof(tg_config, connection_timeout), 1,
+     86400},
+    {"--header-timeout", "TENSORGATE_HEADER_TIMEOUT", OPT_COUNT,
+     offsetof(tg_config, header_timeout), 1, 86400},
     {"--max-connections", "TENSORGATE_MAX_CONNECTIONS", OPT_COUNT,
      offsetof(tg_config, connection_limit), 1, 100000},
-    {"--max-per-ip", "TENSORGATE_MAX_PER_IP", OPT_COUNT, offsetof(tg_config, per_ip_limit), 0, 100000},
+    {"--max-per-ip", "TENSORGATE_MAX_PER_IP", OPT_COUNT, offsetof(tg_config, per_ip_limit), 0,
+     100000},
     {"--drain-limit", "TENSORGATE_DRAIN_LIMIT", OPT_BYTES, offsetof(tg_config, drain_limit), 0, 0},
     {"--refuse-nonfinite", "TENSORGATE_REFUSE_NONFINITE", OPT_FLAG,
      offsetof(tg_config, refuse_nonfinite), 0, 0},
-    {"--rate-limit", "TENSORGATE_RATE_LIMIT", OPT_COUNT, offsetof(tg_config, rate_limit), 0, 1000000},
-    {"--rate-burst", "TENSORGATE_RATE_BURST", OPT_COUNT, offsetof(tg_config, rate_burst), 0, 1000000},
+    {"--rate-limit", "TENSORGATE_RATE_LIMIT", OPT_COUNT, offsetof(tg_config, rate_limit), 0,
+     1000000},
+    {"--rate-burst", "TENSORGATE_RATE_BURST", OPT_COUNT, offsetof(tg_config, rate_burst), 0,
+     1000000},
     {"--scan-auth", "TENSORGATE_SCAN_AUTH", OPT_FLAG, offsetof(tg_config, scan_auth), 0, 0},
     {"--header-memory-per-client", "TENSORGATE_HEADER_MEMORY_PER_CLIENT", OPT_BYTES,
      offsetof(tg_config, header_memory_per_client), 0, 0},

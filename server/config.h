@@ -7,22 +7,26 @@
 #include <stdint.h>
 
 typedef struct tg_config {
-    char listen_host[256];        /* TENSORGATE_LISTEN / --listen HOST:PORT */
-    uint16_t listen_port;         /* 0 picks a free port */
-    char data_dir[4096];          /* TENSORGATE_DATA / --data */
-    bool auth_read;               /* TENSORGATE_AUTH_READ / --auth-read: reads need a token */
-    uint64_t max_body;            /* TENSORGATE_MAX_BODY / --max-body: largest upload (413 above) */
-    uint64_t max_header;          /* TENSORGATE_MAX_HEADER / --max-header: largest safetensors header N */
-    unsigned threads;             /* TENSORGATE_THREADS / --threads: MHD thread pool size */
-    unsigned connection_timeout;  /* TENSORGATE_TIMEOUT / --timeout: idle seconds before a connection is dropped */
-    unsigned header_timeout; /* TENSORGATE_HEADER_TIMEOUT / --header-timeout: seconds a request's head may take */
-    unsigned connection_limit;    /* TENSORGATE_MAX_CONNECTIONS / --max-connections */
-    unsigned per_ip_limit;        /* TENSORGATE_MAX_PER_IP / --max-per-ip */
-    uint64_t drain_limit;         /* TENSORGATE_DRAIN_LIMIT / --drain-limit: body bytes read after a refusal before closing */
-    bool refuse_nonfinite;        /* TENSORGATE_REFUSE_NONFINITE / --refuse-nonfinite */
-    unsigned rate_limit;          /* TENSORGATE_RATE_LIMIT / --rate-limit: requests per second per client IP, 0 = off */
-    unsigned rate_burst;          /* TENSORGATE_RATE_BURST / --rate-burst: bucket size, 0 = twice the rate */
-    bool scan_auth; /* TENSORGATE_SCAN_AUTH / --scan-auth: POST /v1/scan needs a read token */
+    char listen_host[256]; /* TENSORGATE_LISTEN / --listen HOST:PORT */
+    uint16_t listen_port;  /* 0 picks a free port */
+    char data_dir[4096];   /* TENSORGATE_DATA / --data */
+    bool auth_read;        /* TENSORGATE_AUTH_READ / --auth-read: reads need a token */
+    uint64_t max_body;     /* TENSORGATE_MAX_BODY / --max-body: largest upload (413 above) */
+    uint64_t max_header;   /* TENSORGATE_MAX_HEADER / --max-header: largest safetensors header N */
+    unsigned threads;      /* TENSORGATE_THREADS / --threads: MHD thread pool size */
+    unsigned connection_timeout; /* TENSORGATE_TIMEOUT / --timeout: idle seconds before a connection
+                                    is dropped */
+    unsigned header_timeout;   /* TENSORGATE_HEADER_TIMEOUT / --header-timeout: seconds a request's
+                                  head may take */
+    unsigned connection_limit; /* TENSORGATE_MAX_CONNECTIONS / --max-connections */
+    unsigned per_ip_limit;     /* TENSORGATE_MAX_PER_IP / --max-per-ip */
+    uint64_t drain_limit; /* TENSORGATE_DRAIN_LIMIT / --drain-limit: body bytes read after a refusal
+                             before closing */
+    bool refuse_nonfinite; /* TENSORGATE_REFUSE_NONFINITE / --refuse-nonfinite */
+    unsigned rate_limit; /* TENSORGATE_RATE_LIMIT / --rate-limit: requests per second per client IP,
+                            0 = off */
+    unsigned rate_burst; /* TENSORGATE_RATE_BURST / --rate-burst: bucket size, 0 = twice the rate */
+    bool scan_auth;      /* TENSORGATE_SCAN_AUTH / --scan-auth: POST /v1/scan needs a read token */
     uint64_t
         header_memory; /* TENSORGATE_HEADER_MEMORY / --header-memory: all gates' buffers together */
     uint64_t header_memory_per_client; /* TENSORGATE_HEADER_MEMORY_PER_CLIENT /
@@ -33,8 +37,9 @@ typedef struct tg_config {
                                            --max-uploads-per-namespace */
     unsigned max_jobs; /* TENSORGATE_MAX_JOBS / --max-jobs: queued + running jobs */
     unsigned
-        max_jobs_per_namespace; /* TENSORGATE_MAX_JOBS_PER_NAMESPACE / --max-jobs-per-namespace */
-    uint64_t header_cache_bytes;  /* TENSORGATE_HEADER_CACHE_BYTES / --header-cache-bytes: parsed headers kept */
+        max_jobs_per_namespace;  /* TENSORGATE_MAX_JOBS_PER_NAMESPACE / --max-jobs-per-namespace */
+    uint64_t header_cache_bytes; /* TENSORGATE_HEADER_CACHE_BYTES / --header-cache-bytes: parsed
+                                    headers kept */
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

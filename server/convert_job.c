@@ -50,7 +50,8 @@ static struct {
     pthread_cond_t wake;
     pthread_t thread;
     bool started;
-    bool stopping; /* read without the lock by the converter: set once, never cleared while running */
+    bool stopping; /* read without the lock by the converter: set once, never cleared while running
+                    */
     bool pending;
     tg_server *server;
     unsigned delay_ms;
@@ -93,7 +94,7 @@ fail(job_failure *failure, const char *reason, const char *fmt, ...)
 
 /* Per file of the source version. */
 typedef struct file_plan {
-    bool is_shard;       /* a .safetensors file: header loaded */
+    bool is_shard; /* a .safetensors file: header loaded */
     st_file header;
     st_dtype *out_dtype; /* per tensor (file order): the dtype it is written as */
     size_t converted;    /* tensors whose dtype changes */
@@ -175,8 +176,9 @@ static int plan_version(tg_server *server, int64_t version_id, const tg_convert_
             continue;
         st_error err;
         if (tg_blob_read_header(server, f->sha256, f->size, &fp->header, &err) != 0)
-            return fail(failure, "source_unreadable", "the header of %s (blob %s) cannot be read: %s",
-                        f->path, f->sha256, err.detail);
+            return fail(failure, "source_unreadable",
+                        "the header of %s (blob %s) cannot be read: %s", f->path, f->sha256,
+                        err.detail);
         fp->is_shard = true;
         vp->survey.shards++;
         size_t count = fp->header.tensor_count;
@@ -476,8 +478,8 @@ static int sink_commit(sink *s, const char *path, tg_file_record *file, char **s
                     strerror(errno));
     }
     s->blobs_locked = true;
-    tg_store_status committed = tg_store_commit_blob(&s->server->store, s->fd, s->temp_path,
-                                                     file->sha256);
+    tg_store_status committed =
+        tg_store_commit_blob(&s->server->store, s->fd, s->temp_path, file->sha256);
     s->fd = -1;
     s->temp_path[0] = '\0';
     if (committed == TG_STORE_OK)
@@ -564,7 +566,8 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
     int in_fd = -1, rc = -1;
     char *stats = NULL;
     if (shard_write_plan(fp, &plan, &err) != ST_OK) {
-        fail(failure, "internal", "the converted %s cannot be laid out: %s", source->path, err.detail);
+        fail(failure, "internal", "the converted %s cannot be laid out: %s", source->path,
+             err.detail);
         goto out;
     }
     size_t chunk = runner.delay_ms > 0 ? TEST_OUT_CHUNK_BYTES : OUT_CHUNK_BYTES;
@@ -848,7 +851,8 @@ static int job_spec(const tg_job *job, tg_convert_spec *spec, json_t **globs_jso
     memset(spec, 0, sizeof *spec);
     if (!st_dtype_from_name(job->dtype, strlen(job->dtype), &spec->to) ||
         !tg_convert_target_supported(spec->to))
-        return fail(failure, "internal", "the job's dtype '%s' is not a conversion target", job->dtype);
+        return fail(failure, "internal", "the job's dtype '%s' is not a conversion target",
+                    job->dtype);
     *globs_json = json_loads(job->tensors, 0, NULL);
     if (!json_is_array(*globs_json) || json_array_size(*globs_json) > TG_CONVERT_GLOBS_MAX)
         return fail(failure, "internal", "the job's tensor globs cannot be read");
@@ -934,7 +938,8 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
             continue;
         bool changed = false;
         for (size_t j = 0; j < vp.files.count; j++)
-            if (vp.plans[j].converted > 0 && same_dir(vp.files.items[i].path, vp.files.items[j].path))
+            if (vp.plans[j].converted > 0 &&
+                same_dir(vp.files.items[i].path, vp.files.items[j].path))
                 changed = true;
         if (changed && rewrite_index(server, job->id, &vp, i, failure) != 0)
             goto out;

@@ -11,16 +11,16 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "checks.h"
 #include "log.h"
 #include "parsed_header_cache.h"
+#include "rate_limit.h"
 #include "routes.h"
 #include "routes_hf.h"
 #include "routes_preloads.h"
 #include "routes_tensors.h"
-#include "checks.h"
-#include "upload.h"
-#include "rate_limit.h"
 #include "tg_local.h"
+#include "upload.h"
 
 /* The routing table: every route of the server, in one place. The first pattern
  * that matches with the right method wins; a pattern that matches with another
@@ -37,8 +37,8 @@ static const tg_route routes[] = {
     {"POST", "/v1/models", TG_BODY_JSON, tg_route_model_create, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_get, NULL, NULL, NULL},
     {"DELETE", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_delete, NULL, NULL, NULL},
-    {"PUT", "/v1/models/{org}/{name}/aliases/{alias}", TG_BODY_JSON, tg_route_alias_set, NULL,
-     NULL, NULL},
+    {"PUT", "/v1/models/{org}/{name}/aliases/{alias}", TG_BODY_JSON, tg_route_alias_set, NULL, NULL,
+     NULL},
     {"POST", "/v1/models/{org}/{name}/versions", TG_BODY_JSON, tg_route_version_create, NULL, NULL,
      NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}", TG_BODY_NONE, tg_route_version_get, NULL,
@@ -50,15 +50,14 @@ static const tg_route routes[] = {
     {"GET", "/v1/jobs", TG_BODY_NONE, tg_route_jobs_list, NULL, NULL, NULL},
     {"GET", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_get, NULL, NULL, NULL},
     {"DELETE", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_delete, NULL, NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files", TG_BODY_NONE, tg_route_files_list,
-     NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files", TG_BODY_NONE, tg_route_files_list, NULL,
+     NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header", TG_BODY_NONE,
      tg_route_file_header, NULL, NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE,
-     tg_route_file_get, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE, tg_route_file_get,
+     NULL, NULL, NULL},
     {"PUT", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_STREAM,
-     tg_route_upload_finish, tg_route_upload_start, tg_route_upload_feed,
-     tg_route_upload_cleanup},
+     tg_route_upload_finish, tg_route_upload_start, tg_route_upload_feed, tg_route_upload_cleanup},
     {"DELETE", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE,
      tg_route_file_delete, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors", TG_BODY_NONE, tg_route_tensors_list,
@@ -75,10 +74,12 @@ static const tg_route routes[] = {
     {"GET", "/api/models/{org}/{name}", TG_BODY_NONE, tg_route_hf_model_info, NULL, NULL, NULL},
     {"GET", "/api/models/{org}/{name}/revision/{rev}", TG_BODY_NONE, tg_route_hf_model_info, NULL,
      NULL, NULL},
-    {"GET", "/api/models/{org}/{name}/tree/{rev}", TG_BODY_NONE, tg_route_hf_tree, NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/tree/{rev}", TG_BODY_NONE, tg_route_hf_tree, NULL, NULL,
+     NULL},
     {"GET", "/api/models/{org}/{name}/tree/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_tree, NULL,
      NULL, NULL},
-    {"GET", "/{org}/{name}/resolve/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL, NULL},
+    {"GET", "/{org}/{name}/resolve/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL,
+     NULL},
     {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL, NULL},
 };
 #define ROUTE_COUNT (sizeof routes / sizeof routes[0])
@@ -143,7 +144,8 @@ static void __attribute__((format(printf, 2, 3))) append(text_buffer *b, const c
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+        int n =
+            vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
         va_end(ap);
         if (n < 0)
             return;
@@ -181,19 +183,23 @@ char *tg_metrics_render(tg_server *server)
             else
                 snprintf(status, sizeof status, "other");
             if (r < ROUTE_COUNT)
-                append(&b, "tensorgate_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
+                append(&b,
+                       "tensorgate_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
                        routes[r].method, routes[r].pattern, status, (unsigned long long)count);
             else
-                append(&b, "tensorgate_requests_total{method=\"\",route=\"unmatched\",status=\"%s\"} %llu\n",
+                append(&b,
+                       "tensorgate_requests_total{method=\"\",route=\"unmatched\",status=\"%s\"} "
+                       "%llu\n",
                        status, (unsigned long long)count);
         }
     }
-    append(&b, "# HELP tensorgate_bytes_in_total Request body bytes received.\n"
-               "# TYPE tensorgate_bytes_in_total counter\n"
-               "tensorgate_bytes_in_total %llu\n"
-               "# HELP tensorgate_bytes_out_total Response body bytes sent.\n"
-               "# TYPE tensorgate_bytes_out_total counter\n"
-               "tensorgate_bytes_out_total %llu\n",
+    append(&b,
+           "# HELP tensorgate_bytes_in_total Request body bytes received.\n"
+           "# TYPE tensorgate_bytes_in_total counter\n"
+           "tensorgate_bytes_in_total %llu\n"
+           "# HELP tensorgate_bytes_out_total Response body bytes sent.\n"
+           "# TYPE tensorgate_bytes_out_total counter\n"
+           "tensorgate_bytes_out_total %llu\n",
            (unsigned long long)__atomic_load_n(&m->bytes_in, __ATOMIC_RELAXED),
            (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED));
     append(&b,
@@ -274,7 +280,8 @@ const char *tg_query(const tg_request *req, const char *name)
 static const char *status_title(unsigned status);
 
 /* Writes a complete small response on the connection's socket (see http.h). */
-static void respond_raw(tg_request *req, unsigned status, const char *content_type, const char *body)
+static void respond_raw(tg_request *req, unsigned status, const char *content_type,
+                        const char *body)
 {
     req->responded = true;
     req->status = status;
@@ -300,7 +307,8 @@ static void respond_raw(tg_request *req, unsigned status, const char *content_ty
     __atomic_fetch_add(&req->server->metrics->bytes_out, body_len, __ATOMIC_RELAXED);
 }
 
-void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response, uint64_t body_bytes)
+void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
+                uint64_t body_bytes)
 {
     if (req->responded) {
         if (response)
@@ -361,34 +369,56 @@ void tg_respond_json(tg_request *req, unsigned status, json_t *body)
 
 void tg_respond_empty(tg_request *req, unsigned status)
 {
-    struct MHD_Response *response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     tg_respond(req, status, response, 0);
 }
 
 static const char *status_title(unsigned status)
 {
     switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 416: return "Range Not Satisfiable";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 507: return "Insufficient Storage";
-    default: return "Error";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 416:
+        return "Range Not Satisfiable";
+    case 422:
+        return "Unprocessable Content";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 507:
+        return "Insufficient Storage";
+    default:
+        return "Error";
     }
 }
 
@@ -485,7 +515,8 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
         return;
     }
     unsigned status = verdict->error.reason == ST_REFUSED_FORMAT ? 415 : 422;
-    const char *detail = verdict->error.detail[0] ? verdict->error.detail : "the upload was refused";
+    const char *detail =
+        verdict->error.detail[0] ? verdict->error.detail : "the upload was refused";
     json_t *problem = tg_problem_json(status, st_reason_name(verdict->error.reason), detail);
     if (problem) {
         json_object_set_new(problem, "offset",
@@ -572,7 +603,8 @@ bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fiel
 {
     const char *key;
     json_t *value;
-    json_object_foreach(body, key, value) {
+    json_object_foreach(body, key, value)
+    {
         size_t i = 0;
         while (fields[i] != NULL && strcmp(fields[i], key) != 0)
             i++;
@@ -585,7 +617,8 @@ bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fiel
         }
         if (fields[0] == NULL)
             tg_respond_problem(req, 400, "invalid_request",
-                               "unknown field \"%.64s\": this route takes an empty body or {}", key);
+                               "unknown field \"%.64s\": this route takes an empty body or {}",
+                               key);
         else
             tg_respond_problem(req, 400, "invalid_request",
                                "unknown field \"%.64s\": the body may have %s", key, names);
@@ -604,7 +637,8 @@ static void client_address(struct MHD_Connection *connection, char *out, size_t 
     if (info == NULL || info->client_addr == NULL)
         return;
     const struct sockaddr *sa = info->client_addr;
-    socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t len =
+        sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     getnameinfo(sa, len, out, (socklen_t)out_len, NULL, 0, NI_NUMERICHOST);
 }
 
@@ -652,8 +686,8 @@ static void route_request(tg_request *req, const char *url)
         }
         if (strstr(allow, routes[i].method) == NULL) {
             size_t used = strlen(allow);
-            snprintf(allow + used, sizeof allow - used, "%s%s%s", used ? ", " : "", routes[i].method,
-                     strcmp(routes[i].method, "GET") == 0 ? ", HEAD" : "");
+            snprintf(allow + used, sizeof allow - used, "%s%s%s", used ? ", " : "",
+                     routes[i].method, strcmp(routes[i].method, "GET") == 0 ? ", HEAD" : "");
         }
     }
     if (allow[0] == '\0') {
@@ -670,7 +704,8 @@ static void route_request(tg_request *req, const char *url)
         return;
     }
     size_t len = strlen(text);
-    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response) {
         MHD_add_response_header(response, "Content-Type", "application/problem+json");
         MHD_add_response_header(response, "Allow", allow);
@@ -708,7 +743,8 @@ static bool client_finished_sending(struct MHD_Connection *connection)
  * the last chunk arrived is known only to libmicrohttpd. Returns true when it answered. */
 static bool finish_truncated_body(tg_request *req)
 {
-    if (req->responded || req->close_now || req->route == NULL || req->route->body != TG_BODY_STREAM)
+    if (req->responded || req->close_now || req->route == NULL ||
+        req->route->body != TG_BODY_STREAM)
         return false;
     uint64_t declared = tg_request_body_size(req);
     if (declared == ST_FILE_SIZE_UNKNOWN || req->bytes_in >= declared ||
@@ -736,7 +772,8 @@ static void respond_rate_limited(tg_request *req, unsigned retry_after)
         return;
     }
     size_t len = strlen(text);
-    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response) {
         char seconds[16];
         snprintf(seconds, sizeof seconds, "%u", retry_after);
@@ -902,8 +939,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
          * and its connection closed, so nothing after it can run as another request. */
         tg_refusal refusal;
         bool refused = framing_refused(req, version, &refusal);
-        unsigned retry_after = tg_rate_limit_take(req->client, server->config.rate_limit,
-                                                  server->config.rate_burst);
+        unsigned retry_after =
+            tg_rate_limit_take(req->client, server->config.rate_limit, server->config.rate_burst);
         if (refused) {
             req->close_after = refusal.close;
             tg_respond_problem(req, refusal.status, refusal.reason, "%s", refusal.detail);
@@ -1204,27 +1241,24 @@ int tg_http_start(tg_server *server, char *err, size_t err_len)
     if (resolved->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     server->daemon = MHD_start_daemon(
-        flags, server->config.listen_port, NULL, NULL, on_request, server,
-        MHD_OPTION_SOCK_ADDR, resolved->ai_addr,
-        MHD_OPTION_THREAD_POOL_SIZE, server->config.threads,
+        flags, server->config.listen_port, NULL, NULL, on_request, server, MHD_OPTION_SOCK_ADDR,
+        resolved->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, server->config.threads,
         MHD_OPTION_CONNECTION_TIMEOUT, server->config.connection_timeout,
         MHD_OPTION_CONNECTION_LIMIT, server->config.connection_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, server->config.per_ip_limit,
         /* Bounds what one connection may hold: request line + headers + read buffer. */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, server,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, server,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, server,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, server, MHD_OPTION_URI_LOG_CALLBACK, on_uri, server,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+        server, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     freeaddrinfo(resolved);
     if (server->daemon == NULL) {
         snprintf(err, err_len, "cannot listen on %s:%u (in use, or not an address of this host)",
                  server->config.listen_host, server->config.listen_port);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
     server->port = info ? info->port : server->config.listen_port;
     server->metrics->timeout_answer = timeout_answer_text();
     pthread_mutex_init(&server->metrics->sweeper_lock, NULL);

@@ -64,7 +64,7 @@ struct tg_request {
     char *body; /* JSON routes: the body, NUL-terminated */
     size_t body_len;
     bool body_too_large;
-    bool url_has_nul; /* the raw URI holds %00 (refused before routing) */
+    bool url_has_nul;      /* the raw URI holds %00 (refused before routing) */
     tg_target_info target; /* the raw request target's length and query arguments */
     bool started;          /* on_request has been called for this request */
     bool live;             /* begun (URI seen) and not yet ended: its cleanup is due */
@@ -96,7 +96,8 @@ const char *tg_query(const tg_request *req, const char *name);
  * where libmicrohttpd 0.9 cannot queue a response, the response is written to the
  * socket directly with "Connection: close" and the connection is then closed:
  * the client gets its answer without sending the rest of the body. */
-void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response, uint64_t body_bytes);
+void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
+                uint64_t body_bytes);
 void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals body */
 void tg_respond_empty(tg_request *req, unsigned status);
 void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)

@@ -13,9 +13,9 @@
 #define TG_QUERY_ARGS_MAX 64            /* query arguments: 400 too_many_query_arguments */
 #define TG_HEADER_FIELDS_MAX 64         /* header fields: 431 headers_too_large */
 #define TG_HEADER_BYTES_MAX (32 * 1024) /* head bytes less the target: 431 headers_too_large */
-#define TG_JSON_DEPTH_MAX 32  /* nested arrays/objects in a JSON body: 400 json_too_deep */
-#define TG_SEGMENTS_MAX 300   /* path segments; more match no route (404) */
-#define TG_ROUTE_PARAMS_MAX 4 /* {placeholders} in one pattern */
+#define TG_JSON_DEPTH_MAX 32       /* nested arrays/objects in a JSON body: 400 json_too_deep */
+#define TG_SEGMENTS_MAX 300        /* path segments; more match no route (404) */
+#define TG_ROUTE_PARAMS_MAX 4      /* {placeholders} in one pattern */
 #define TG_PATTERN_SEGMENTS_MAX 16 /* segments of one route pattern */
 
 typedef struct tg_segment {

@@ -141,7 +141,8 @@ bool tg_index_check(const char *index_path, const char *json_text, size_t json_l
         goto out;
     const char *tensor;
     json_t *file_value;
-    json_object_foreach(weight_map, tensor, file_value) {
+    json_object_foreach(weight_map, tensor, file_value)
+    {
         const char *file = json_string_value(file_value);
         if (file == NULL) {
             snprintf(detail, detail_len, "weight_map entry '%.200s' is not a file name", tensor);
@@ -156,16 +157,18 @@ bool tg_index_check(const char *index_path, const char *json_text, size_t json_l
             }
         }
         if (shard == count) {
-            snprintf(detail, detail_len,
-                     "weight_map maps tensor '%.200s' to '%.200s', which is not a .safetensors file "
-                     "of this version",
-                     tensor, file);
+            snprintf(
+                detail, detail_len,
+                "weight_map maps tensor '%.200s' to '%.200s', which is not a .safetensors file "
+                "of this version",
+                tensor, file);
             goto out;
         }
         const located_name *found = find_name(all, n, tensor);
         if (found == NULL) {
-            snprintf(detail, detail_len, "weight_map maps tensor '%.200s' to %s, which does not hold it",
-                     tensor, shards[shard].path);
+            snprintf(detail, detail_len,
+                     "weight_map maps tensor '%.200s' to %s, which does not hold it", tensor,
+                     shards[shard].path);
             goto out;
         }
         if (found->shard != shard) {

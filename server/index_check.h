@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 typedef struct tg_shard {
-    const char *path;         /* the shard's path in the version */
+    const char *path; /* the shard's path in the version */
     size_t tensor_count;
     const char *const *names; /* tensor names, NUL-terminated */
     uint64_t data_bytes;      /* the shard's tensor bytes (its data section size) */

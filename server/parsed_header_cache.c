@@ -25,9 +25,9 @@ typedef struct entry {
     struct entry *bucket_next;
     uint64_t hash;
     char sha256[TG_SHA256_HEX_LEN + 1];
-    bool loading; /* one thread is parsing the blob; others wait on `loaded` */
-    bool kept;    /* in the table and on the recency list */
-    bool failed;  /* the parse failed: err, failure and failure_errno say why; file is empty */
+    bool loading;      /* one thread is parsing the blob; others wait on `loaded` */
+    bool kept;         /* in the table and on the recency list */
+    bool failed;       /* the parse failed: err, failure and failure_errno say why; file is empty */
     int failure;       /* tg_header_read_parse's -1 (damaged) or -2 (otherwise) */
     int failure_errno; /* errno after a -2 (EMFILE is not damage) */
     unsigned refs;

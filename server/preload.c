@@ -119,7 +119,8 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void set_error(char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_error(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void set_error(char *err, size_t err_len, const char *fmt, ...)
 {
     if (err == NULL || err_len == 0)
@@ -147,7 +148,8 @@ tg_preload_status tg_preload_plan(const tg_preload_request *request, tg_preload_
                                   uint64_t *total, char *err, size_t err_len)
 {
     if (request->convert && !is_convertible(request->dtype)) {
-        set_error(err, err_len, "dtype %s is not a conversion target (F64, F32, F16, BF16, F8_E4M3, F8_E5M2)",
+        set_error(err, err_len,
+                  "dtype %s is not a conversion target (F64, F32, F16, BF16, F8_E4M3, F8_E5M2)",
                   st_dtype_name(request->dtype));
         return TG_PRELOAD_INVALID;
     }
@@ -155,7 +157,8 @@ tg_preload_status tg_preload_plan(const tg_preload_request *request, tg_preload_
     for (size_t i = 0; i < request->tensor_count; i++) {
         const tg_preload_source_tensor *t = &request->tensors[i];
         if (t->file >= request->file_count) {
-            set_error(err, err_len, "tensor %s names file %zu of %zu", t->name, t->file, request->file_count);
+            set_error(err, err_len, "tensor %s names file %zu of %zu", t->name, t->file,
+                      request->file_count);
             return TG_PRELOAD_ERROR;
         }
         st_dtype placed = t->dtype;
@@ -374,7 +377,8 @@ int tg_preload_manager_create(const tg_preload_manager_config *config, tg_preloa
     } else {
         int count = m->cuda->device_count(m->cuda->context);
         if (count <= 0) {
-            const char *why = m->cuda->why_unavailable ? m->cuda->why_unavailable(m->cuda->context) : NULL;
+            const char *why =
+                m->cuda->why_unavailable ? m->cuda->why_unavailable(m->cuda->context) : NULL;
             snprintf(m->cuda_why, sizeof m->cuda_why, "%s", why && why[0] ? why : "no CUDA device");
         }
         for (int i = 0; i < count && m->device_count < DEVICES_MAX; i++) {
@@ -501,8 +505,8 @@ static int new_id(tg_preload_manager *m, char id[TG_PRELOAD_ID_LEN + 1])
 }
 
 /* The device record a device string names, or the reason there is none. */
-static tg_preload_status resolve_device(tg_preload_manager *m, const char *name, device_record **out, char *err,
-                                        size_t err_len)
+static tg_preload_status resolve_device(tg_preload_manager *m, const char *name,
+                                        device_record **out, char *err, size_t err_len)
 {
     const char *kind;
     int index;
@@ -530,7 +534,8 @@ static tg_preload_status resolve_device(tg_preload_manager *m, const char *name,
     return TG_PRELOAD_OK;
 }
 
-tg_preload_status tg_preload_check_device(tg_preload_manager *m, const char *device, char *err, size_t err_len)
+tg_preload_status tg_preload_check_device(tg_preload_manager *m, const char *device, char *err,
+                                          size_t err_len)
 {
     device_record *record;
     return resolve_device(m, device, &record, err, err_len);
@@ -543,7 +548,8 @@ tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_requ
     tg_preload_status device_status = resolve_device(m, request->device, &device, err, err_len);
     if (device_status != TG_PRELOAD_OK)
         return device_status;
-    tg_preload_slot *slots = calloc(request->tensor_count ? request->tensor_count : 1, sizeof *slots);
+    tg_preload_slot *slots =
+        calloc(request->tensor_count ? request->tensor_count : 1, sizeof *slots);
     if (slots == NULL) {
         set_error(err, err_len, "out of memory");
         return TG_PRELOAD_ERROR;
@@ -593,11 +599,12 @@ tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_requ
             freeable += q->total;
     if (total > device->budget || used - freeable + total > device->budget) {
         pthread_mutex_unlock(&m->lock);
-        set_error(err, err_len,
-                  "%s needs %llu bytes; its budget is %llu bytes, of which %llu are held by leased, "
-                  "loading or queued preloads",
-                  device->name, (unsigned long long)total, (unsigned long long)device->budget,
-                  (unsigned long long)(used - freeable));
+        set_error(
+            err, err_len,
+            "%s needs %llu bytes; its budget is %llu bytes, of which %llu are held by leased, "
+            "loading or queued preloads",
+            device->name, (unsigned long long)total, (unsigned long long)device->budget,
+            (unsigned long long)(used - freeable));
         preload_free(p);
         return TG_PRELOAD_BUDGET;
     }
@@ -630,8 +637,9 @@ tg_preload_status tg_preload_submit(tg_preload_manager *m, const tg_preload_requ
         list_remove(m, oldest);
         used -= oldest->total;
         m->evictions++;
-        tg_log(TG_LOG_INFO, "preload %s (%s v%lld on %s, %llu bytes) evicted to make room", oldest->id,
-               oldest->model, (long long)oldest->version, device->name, (unsigned long long)oldest->total);
+        tg_log(TG_LOG_INFO, "preload %s (%s v%lld on %s, %llu bytes) evicted to make room",
+               oldest->id, oldest->model, (long long)oldest->version, device->name,
+               (unsigned long long)oldest->total);
         /* Released before the new preload is queued, under the lock: the loader must
          * not allocate the new one while the device still holds the old. */
         preload_release(oldest);
@@ -705,7 +713,8 @@ static int grow(void **items, size_t *cap, size_t count, size_t item_size)
 
 static copy_chunk *plan_chunk(copy_plan *plan)
 {
-    if (grow((void **)&plan->chunks, &plan->chunk_cap, plan->chunk_count, sizeof *plan->chunks) != 0)
+    if (grow((void **)&plan->chunks, &plan->chunk_cap, plan->chunk_count, sizeof *plan->chunks) !=
+        0)
         return NULL;
     copy_chunk *c = &plan->chunks[plan->chunk_count++];
     memset(c, 0, sizeof *c);
@@ -713,10 +722,11 @@ static copy_chunk *plan_chunk(copy_plan *plan)
     return c;
 }
 
-static int plan_segment(copy_plan *plan, copy_chunk *chunk, uint64_t buffer_offset, uint64_t target_offset,
-                        uint64_t len)
+static int plan_segment(copy_plan *plan, copy_chunk *chunk, uint64_t buffer_offset,
+                        uint64_t target_offset, uint64_t len)
 {
-    if (grow((void **)&plan->segments, &plan->segment_cap, plan->segment_count, sizeof *plan->segments) != 0)
+    if (grow((void **)&plan->segments, &plan->segment_cap, plan->segment_count,
+             sizeof *plan->segments) != 0)
         return -1;
     plan->segments[plan->segment_count++] = (copy_segment){buffer_offset, target_offset, len};
     chunk->segment_count++;
@@ -735,7 +745,8 @@ static int build_copy_plan(const preload *p, size_t chunk_bytes, copy_plan *plan
             continue;
         if (e->slot.dtype != e->source_dtype) {
             open_chunk = NULL;
-            uint64_t in_size = st_dtype_bits(e->source_dtype) / 8, out_size = st_dtype_bits(e->slot.dtype) / 8;
+            uint64_t in_size = st_dtype_bits(e->source_dtype) / 8,
+                     out_size = st_dtype_bits(e->slot.dtype) / 8;
             uint64_t per_chunk = chunk_bytes / (in_size > out_size ? in_size : out_size);
             uint64_t elements = e->source_bytes / in_size;
             for (uint64_t done = 0; done < elements; done += per_chunk) {
@@ -770,7 +781,8 @@ static int build_copy_plan(const preload *p, size_t chunk_bytes, copy_plan *plan
             }
             uint64_t room = chunk_bytes - open_chunk->source_len;
             uint64_t n = e->source_bytes - done < room ? e->source_bytes - done : room;
-            if (plan_segment(plan, open_chunk, open_chunk->source_len, e->slot.offset + done, n) != 0)
+            if (plan_segment(plan, open_chunk, open_chunk->source_len, e->slot.offset + done, n) !=
+                0)
                 return -1;
             open_chunk->source_len += n;
             done += n;
@@ -786,7 +798,8 @@ typedef struct copy_job {
     const copy_plan *plan;
     const int *fds;
     size_t chunk_bytes;
-    unsigned char *fill_map; /* the backend's writable mapping of the allocation, or NULL: use copy() */
+    unsigned char
+        *fill_map;     /* the backend's writable mapping of the allocation, or NULL: use copy() */
     size_t next_chunk; /* atomic: the next chunk a worker claims */
     bool failed;       /* atomic */
     pthread_mutex_t error_lock;
@@ -820,7 +833,8 @@ static bool job_stopped(copy_job *job)
 }
 
 /* pread until len bytes are in, or fails (a short file is an error). */
-static int read_fully(int fd, void *buffer, uint64_t len, uint64_t offset, char *err, size_t err_len)
+static int read_fully(int fd, void *buffer, uint64_t len, uint64_t offset, char *err,
+                      size_t err_len)
 {
     uint64_t done = 0;
     while (done < len) {
@@ -828,8 +842,8 @@ static int read_fully(int fd, void *buffer, uint64_t len, uint64_t offset, char 
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            set_error(err, err_len, "reading at offset %llu: %s", (unsigned long long)(offset + done),
-                      strerror(errno));
+            set_error(err, err_len, "reading at offset %llu: %s",
+                      (unsigned long long)(offset + done), strerror(errno));
             return -1;
         }
         if (n == 0) {
@@ -863,12 +877,14 @@ static void *fill_worker_main(void *arg)
                 job_fail(job, "out of memory for a conversion buffer");
                 break;
             }
-            if (read_fully(job->fds[c->file], staging, c->source_len, c->source_offset, err, sizeof err) != 0) {
+            if (read_fully(job->fds[c->file], staging, c->source_len, c->source_offset, err,
+                           sizeof err) != 0) {
                 job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
                 break;
             }
             /* The plan put one segment of elements * output size here, inside the allocation. */
-            st_convert(c->from, c->to, staging, job->fill_map + first->target_offset, (size_t)c->elements);
+            st_convert(c->from, c->to, staging, job->fill_map + first->target_offset,
+                       (size_t)c->elements);
             bytes = first->len;
         } else {
             for (size_t s = 0; s < c->segment_count; s++) {
@@ -919,12 +935,14 @@ static void *copy_worker_main(void *arg)
                 job_fail(job, "out of memory for a conversion buffer");
                 break;
             }
-            if (read_fully(job->fds[c->file], staging, c->source_len, c->source_offset, err, sizeof err) != 0) {
+            if (read_fully(job->fds[c->file], staging, c->source_len, c->source_offset, err,
+                           sizeof err) != 0) {
                 job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
                 break;
             }
             st_convert(c->from, c->to, staging, buffer, (size_t)c->elements);
-        } else if (read_fully(job->fds[c->file], buffer, c->source_len, c->source_offset, err, sizeof err) != 0) {
+        } else if (read_fully(job->fds[c->file], buffer, c->source_len, c->source_offset, err,
+                              sizeof err) != 0) {
             job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
             break;
         }
@@ -940,8 +958,8 @@ static void *copy_worker_main(void *arg)
         for (size_t s = 0; s < c->segment_count; s++) {
             const copy_segment *seg = &job->plan->segments[c->first_segment + s];
             if (b->copy(b->context, &job->target->allocation, seg->target_offset,
-                        (const char *)buffer + seg->buffer_offset, (size_t)seg->len, worker->stream, err,
-                        sizeof err) != 0) {
+                        (const char *)buffer + seg->buffer_offset, (size_t)seg->len, worker->stream,
+                        err, sizeof err) != 0) {
                 job_fail(job, "device copy failed: %s", err);
                 break;
             }
@@ -992,9 +1010,10 @@ static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
     }
     tg_device_allocation allocation = {0};
     char backend_err[256] = "";
-    if (b->allocate(b->context, p->device->index, p->total, &allocation, backend_err, sizeof backend_err) != 0) {
-        set_error(err, err_len, "cannot allocate %llu bytes on %s: %s", (unsigned long long)p->total,
-                  p->device->name, backend_err);
+    if (b->allocate(b->context, p->device->index, p->total, &allocation, backend_err,
+                    sizeof backend_err) != 0) {
+        set_error(err, err_len, "cannot allocate %llu bytes on %s: %s",
+                  (unsigned long long)p->total, p->device->name, backend_err);
         goto out;
     }
     pthread_mutex_lock(&m->lock);
@@ -1002,7 +1021,11 @@ static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
     p->allocated = true;
     pthread_mutex_unlock(&m->lock);
 
-    copy_job job = {.manager = m, .target = p, .backend = b, .plan = &plan, .fds = fds,
+    copy_job job = {.manager = m,
+                    .target = p,
+                    .backend = b,
+                    .plan = &plan,
+                    .fds = fds,
                     .chunk_bytes = m->chunk_bytes};
     pthread_mutex_init(&job.error_lock, NULL);
     if (b->map_for_fill != NULL) {
@@ -1061,7 +1084,8 @@ static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
     }
     pthread_mutex_lock(&m->lock);
     p->seconds = seconds;
-    p->gbps = seconds > 0 ? (double)__atomic_load_n(&p->copied, __ATOMIC_RELAXED) / seconds / 1e9 : 0;
+    p->gbps =
+        seconds > 0 ? (double)__atomic_load_n(&p->copied, __ATOMIC_RELAXED) / seconds / 1e9 : 0;
     p->device->last_gbps = p->gbps;
     pthread_mutex_unlock(&m->lock);
     rc = 0;
@@ -1144,7 +1168,8 @@ static void *loader_main(void *arg)
             next->last_used = ++m->clock;
             m->loads_done++;
             m->bytes_loaded += next->total;
-            tg_log(TG_LOG_INFO, "preload %s (%s v%lld, %zu tensors, %llu bytes) resident on %s at %.2f GB/s",
+            tg_log(TG_LOG_INFO,
+                   "preload %s (%s v%lld, %zu tensors, %llu bytes) resident on %s at %.2f GB/s",
                    next->id, next->model, (long long)next->version, next->tensor_count,
                    (unsigned long long)next->total, next->device->name, next->gbps);
         }
@@ -1170,10 +1195,11 @@ static json_t *layout_json(const preload *p)
         json_t *shape = json_array();
         for (size_t d = 0; d < e->rank; d++)
             json_array_append_new(shape, json_integer((json_int_t)e->shape[d]));
-        json_array_append_new(layout, json_pack("{s:s, s:s, s:o, s:I, s:I, s:s}", "name", e->name, "dtype",
-                                                st_dtype_name(e->slot.dtype), "shape", shape, "offset",
-                                                (json_int_t)e->slot.offset, "bytes", (json_int_t)e->slot.bytes,
-                                                "source_dtype", st_dtype_name(e->source_dtype)));
+        json_array_append_new(layout, json_pack("{s:s, s:s, s:o, s:I, s:I, s:s}", "name", e->name,
+                                                "dtype", st_dtype_name(e->slot.dtype), "shape",
+                                                shape, "offset", (json_int_t)e->slot.offset,
+                                                "bytes", (json_int_t)e->slot.bytes, "source_dtype",
+                                                st_dtype_name(e->source_dtype)));
     }
     return layout;
 }
@@ -1182,16 +1208,18 @@ static json_t *layout_json(const preload *p)
 static json_t *describe_locked(const preload *p, bool with_layout)
 {
     uint64_t copied = __atomic_load_n(&p->copied, __ATOMIC_RELAXED);
-    json_t *body = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:s}", "id", p->id,
-                             "model", p->model, "version", (json_int_t)p->version, "device", p->device->name,
-                             "backend", p->device->backend->kind, "state", state_names[p->state],
-                             "bytes_planned", (json_int_t)p->total, "bytes_copied", (json_int_t)copied,
-                             "mapped_bytes", (json_int_t)(p->allocated ? p->allocation.mapped_bytes : 0),
-                             "gbps", p->gbps, "seconds", p->seconds, "leases", (json_int_t)p->leases,
-                             "tensor_count", (json_int_t)p->tensor_count, "created_at", p->created_at);
+    json_t *body = json_pack(
+        "{s:s, s:s, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:s}", "id", p->id,
+        "model", p->model, "version", (json_int_t)p->version, "device", p->device->name, "backend",
+        p->device->backend->kind, "state", state_names[p->state], "bytes_planned",
+        (json_int_t)p->total, "bytes_copied", (json_int_t)copied, "mapped_bytes",
+        (json_int_t)(p->allocated ? p->allocation.mapped_bytes : 0), "gbps", p->gbps, "seconds",
+        p->seconds, "leases", (json_int_t)p->leases, "tensor_count", (json_int_t)p->tensor_count,
+        "created_at", p->created_at);
     if (body == NULL)
         return NULL;
-    json_object_set_new(body, "dtype", p->convert ? json_string(st_dtype_name(p->dtype)) : json_null());
+    json_object_set_new(body, "dtype",
+                        p->convert ? json_string(st_dtype_name(p->dtype)) : json_null());
     json_object_set_new(body, "error", p->error[0] ? json_string(p->error) : json_null());
     json_object_set_new(body, "reason", p->reason[0] ? json_string(p->reason) : json_null());
     if (with_layout)
@@ -1213,16 +1241,16 @@ static json_t *devices_locked(tg_preload_manager *m)
     json_t *devices = json_array();
     for (int i = 0; i < m->device_count; i++) {
         device_record *d = &m->devices[i];
-        json_array_append_new(devices, json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I}", "device", d->name,
-                                                 "backend", d->backend->kind, "name", d->info.name, "uuid",
-                                                 d->info.uuid, "available", 1, "total_bytes",
-                                                 (json_int_t)d->info.total_bytes, "budget_bytes",
-                                                 (json_int_t)d->budget, "used_bytes",
-                                                 (json_int_t)device_used(m, d)));
+        json_array_append_new(
+            devices,
+            json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I}", "device", d->name, "backend",
+                      d->backend->kind, "name", d->info.name, "uuid", d->info.uuid, "available", 1,
+                      "total_bytes", (json_int_t)d->info.total_bytes, "budget_bytes",
+                      (json_int_t)d->budget, "used_bytes", (json_int_t)device_used(m, d)));
     }
     if (find_device(m, "cuda", 0) == NULL)
-        json_array_append_new(devices, json_pack("{s:s, s:b, s:s}", "device", "cuda", "available", 0, "reason",
-                                                 m->cuda_why));
+        json_array_append_new(devices, json_pack("{s:s, s:b, s:s}", "device", "cuda", "available",
+                                                 0, "reason", m->cuda_why));
     return devices;
 }
 
@@ -1310,8 +1338,8 @@ tg_preload_status tg_preload_evict(tg_preload_manager *m, const char *id, bool *
     return TG_PRELOAD_OK;
 }
 
-tg_preload_status tg_preload_lease(tg_preload_manager *m, const char *id, int *fd, char **layout_text,
-                                   char *err, size_t err_len)
+tg_preload_status tg_preload_lease(tg_preload_manager *m, const char *id, int *fd,
+                                   char **layout_text, char *err, size_t err_len)
 {
     *fd = -1;
     *layout_text = NULL;
@@ -1336,12 +1364,12 @@ tg_preload_status tg_preload_lease(tg_preload_manager *m, const char *id, int *f
      * allocation while the fd is exported. */
     p->leases++;
     p->last_used = ++m->clock;
-    json_t *reply = json_pack("{s:s, s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:I, s:o}", "preload", p->id, "model",
-                              p->model, "version", (json_int_t)p->version, "device", p->device->name,
-                              "backend", p->device->backend->kind, "mappable",
-                              strcmp(p->device->backend->kind, "cuda") != 0, "bytes", (json_int_t)p->total,
-                              "mapped_bytes", (json_int_t)p->allocation.mapped_bytes, "alignment",
-                              (json_int_t)TG_PRELOAD_ALIGN, "layout", layout_json(p));
+    json_t *reply = json_pack(
+        "{s:s, s:s, s:I, s:s, s:s, s:b, s:I, s:I, s:I, s:o}", "preload", p->id, "model", p->model,
+        "version", (json_int_t)p->version, "device", p->device->name, "backend",
+        p->device->backend->kind, "mappable", strcmp(p->device->backend->kind, "cuda") != 0,
+        "bytes", (json_int_t)p->total, "mapped_bytes", (json_int_t)p->allocation.mapped_bytes,
+        "alignment", (json_int_t)TG_PRELOAD_ALIGN, "layout", layout_json(p));
     tg_device_backend *b = p->device->backend;
     tg_device_allocation *allocation = &p->allocation;
     pthread_mutex_unlock(&m->lock);
@@ -1456,8 +1484,9 @@ json_t *tg_preload_devices_status(tg_preload_manager *m)
     for (int i = 0; i < m->device_count; i++)
         if (strcmp(m->devices[i].kind, "cuda") == 0)
             cuda_count++;
-    json_t *body = json_pack("{s:{s:b}, s:{s:b, s:i, s:s}}", "host", "available", host, "cuda", "available",
-                             cuda_count > 0, "devices", cuda_count, "backend", m->cuda ? m->cuda->kind : "none");
+    json_t *body = json_pack("{s:{s:b}, s:{s:b, s:i, s:s}}", "host", "available", host, "cuda",
+                             "available", cuda_count > 0, "devices", cuda_count, "backend",
+                             m->cuda ? m->cuda->kind : "none");
     if (body && cuda_count == 0)
         json_object_set_new(json_object_get(body, "cuda"), "reason", json_string(m->cuda_why));
     pthread_mutex_unlock(&m->lock);
@@ -1478,7 +1507,8 @@ static void add_text(text *t, const char *fmt, ...)
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
+        int n =
+            vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
         va_end(ap);
         if (n < 0) {
             t->failed = true;
@@ -1528,7 +1558,8 @@ char *tg_preload_metrics(tg_preload_manager *m)
     char reason[400];
     label_escape(cuda_count ? "" : m->cuda_why, reason, sizeof reason);
     add_text(&t,
-             "# HELP tensorgate_preload_device_available 1 when preloads can go to this kind of device.\n"
+             "# HELP tensorgate_preload_device_available 1 when preloads can go to this kind of "
+             "device.\n"
              "# TYPE tensorgate_preload_device_available gauge\n"
              "tensorgate_preload_device_available{kind=\"host\",reason=\"\"} %d\n"
              "tensorgate_preload_device_available{kind=\"cuda\",reason=\"%s\"} %d\n",
@@ -1538,35 +1569,41 @@ char *tg_preload_metrics(tg_preload_manager *m)
     for (int i = 0; i < m->device_count; i++)
         add_text(&t, "tensorgate_preload_budget_bytes{device=\"%s\"} %llu\n", m->devices[i].name,
                  (unsigned long long)m->devices[i].budget);
-    add_text(&t, "# HELP tensorgate_preload_used_bytes Bytes held or promised by preloads on each device.\n"
-                 "# TYPE tensorgate_preload_used_bytes gauge\n");
+    add_text(
+        &t,
+        "# HELP tensorgate_preload_used_bytes Bytes held or promised by preloads on each device.\n"
+        "# TYPE tensorgate_preload_used_bytes gauge\n");
     for (int i = 0; i < m->device_count; i++)
         add_text(&t, "tensorgate_preload_used_bytes{device=\"%s\"} %llu\n", m->devices[i].name,
                  (unsigned long long)device_used(m, &m->devices[i]));
-    add_text(&t, "# HELP tensorgate_preload_last_gbps Copy rate of the last preload loaded on each device.\n"
-                 "# TYPE tensorgate_preload_last_gbps gauge\n");
+    add_text(
+        &t,
+        "# HELP tensorgate_preload_last_gbps Copy rate of the last preload loaded on each device.\n"
+        "# TYPE tensorgate_preload_last_gbps gauge\n");
     for (int i = 0; i < m->device_count; i++)
         add_text(&t, "tensorgate_preload_last_gbps{device=\"%s\"} %.3f\n", m->devices[i].name,
                  m->devices[i].last_gbps);
     unsigned counts[5] = {0};
     for (preload *p = m->head; p; p = p->next)
         counts[p->state]++;
-    add_text(&t, "# HELP tensorgate_preloads Preloads by state.\n# TYPE tensorgate_preloads gauge\n");
+    add_text(&t,
+             "# HELP tensorgate_preloads Preloads by state.\n# TYPE tensorgate_preloads gauge\n");
     for (int s = 0; s < 5; s++)
         add_text(&t, "tensorgate_preloads{state=\"%s\"} %u\n", state_names[s], counts[s]);
-    add_text(&t,
-             "# HELP tensorgate_preload_loads_total Preload loads finished, by result.\n"
-             "# TYPE tensorgate_preload_loads_total counter\n"
-             "tensorgate_preload_loads_total{result=\"resident\"} %llu\n"
-             "tensorgate_preload_loads_total{result=\"failed\"} %llu\n"
-             "# HELP tensorgate_preload_loaded_bytes_total Bytes of preloads that became resident.\n"
-             "# TYPE tensorgate_preload_loaded_bytes_total counter\n"
-             "tensorgate_preload_loaded_bytes_total %llu\n"
-             "# HELP tensorgate_preload_evictions_total Preloads evicted to make room.\n"
-             "# TYPE tensorgate_preload_evictions_total counter\n"
-             "tensorgate_preload_evictions_total %llu\n",
-             (unsigned long long)m->loads_done, (unsigned long long)m->loads_failed,
-             (unsigned long long)m->bytes_loaded, (unsigned long long)m->evictions);
+    add_text(
+        &t,
+        "# HELP tensorgate_preload_loads_total Preload loads finished, by result.\n"
+        "# TYPE tensorgate_preload_loads_total counter\n"
+        "tensorgate_preload_loads_total{result=\"resident\"} %llu\n"
+        "tensorgate_preload_loads_total{result=\"failed\"} %llu\n"
+        "# HELP tensorgate_preload_loaded_bytes_total Bytes of preloads that became resident.\n"
+        "# TYPE tensorgate_preload_loaded_bytes_total counter\n"
+        "tensorgate_preload_loaded_bytes_total %llu\n"
+        "# HELP tensorgate_preload_evictions_total Preloads evicted to make room.\n"
+        "# TYPE tensorgate_preload_evictions_total counter\n"
+        "tensorgate_preload_evictions_total %llu\n",
+        (unsigned long long)m->loads_done, (unsigned long long)m->loads_failed,
+        (unsigned long long)m->bytes_loaded, (unsigned long long)m->evictions);
     pthread_mutex_unlock(&m->lock);
     if (t.failed) {
         free(t.data);

@@ -84,10 +84,10 @@ typedef enum tg_preload_status {
     TG_PRELOAD_DEVICE_UNAVAILABLE, /* 503: the backend has no devices (no CUDA driver) */
     TG_PRELOAD_BUDGET,             /* 507: does not fit even after evicting unleased preloads */
     TG_PRELOAD_NOT_FOUND,          /* 404: no preload with that id */
-    TG_PRELOAD_NOT_RESIDENT,       /* 409: a lease asked while queued, loading, failed or evicting */
-    TG_PRELOAD_INVALID,            /* 400: the request is malformed (conversion not supported, ...) */
-    TG_PRELOAD_QUOTA,              /* 429: the owner holds its share of preloads */
-    TG_PRELOAD_ERROR,              /* 500 */
+    TG_PRELOAD_NOT_RESIDENT, /* 409: a lease asked while queued, loading, failed or evicting */
+    TG_PRELOAD_INVALID,      /* 400: the request is malformed (conversion not supported, ...) */
+    TG_PRELOAD_QUOTA,        /* 429: the owner holds its share of preloads */
+    TG_PRELOAD_ERROR,        /* 500 */
 } tg_preload_status;
 
 /* One tensor chosen from a source file, in the file's dtype. */
@@ -120,9 +120,9 @@ typedef struct tg_preload_request {
 
 /* One tensor of a planned allocation. */
 typedef struct tg_preload_slot {
-    st_dtype dtype;   /* as placed (after conversion) */
-    uint64_t offset;  /* in the allocation, a multiple of TG_PRELOAD_ALIGN */
-    uint64_t bytes;   /* as placed */
+    st_dtype dtype;  /* as placed (after conversion) */
+    uint64_t offset; /* in the allocation, a multiple of TG_PRELOAD_ALIGN */
+    uint64_t bytes;  /* as placed */
 } tg_preload_slot;
 
 /* Plans the layout: slots[i] for tensors[i], in order, each at the next multiple of
@@ -139,8 +139,8 @@ bool tg_preload_parse_device(const char *device, const char **kind, int *index);
 
 /* Whether device names a device that can take a preload now: TG_PRELOAD_OK,
  * TG_PRELOAD_BAD_DEVICE or TG_PRELOAD_DEVICE_UNAVAILABLE (err: the backend's reason). */
-tg_preload_status tg_preload_check_device(tg_preload_manager *manager, const char *device, char *err,
-                                          size_t err_len);
+tg_preload_status tg_preload_check_device(tg_preload_manager *manager, const char *device,
+                                          char *err, size_t err_len);
 
 int tg_preload_manager_create(const tg_preload_manager_config *config, tg_preload_manager **out,
                               char *err, size_t err_len);

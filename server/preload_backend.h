@@ -20,16 +20,16 @@
 #define TG_PRELOAD_ALIGN 256 /* every tensor starts at a multiple of this in the allocation */
 
 typedef struct tg_device_info {
-    char name[128];     /* "host", "NVIDIA H100 80GB HBM3", "fake device 0" */
-    char uuid[64];      /* "GPU-xxxxxxxx-..." for CUDA; "" where none */
+    char name[128]; /* "host", "NVIDIA H100 80GB HBM3", "fake device 0" */
+    char uuid[64];  /* "GPU-xxxxxxxx-..." for CUDA; "" where none */
     uint64_t total_bytes;
 } tg_device_info;
 
 typedef struct tg_device_allocation {
-    int device;         /* device index (0 for host) */
-    uint64_t bytes;     /* size asked for */
+    int device;            /* device index (0 for host) */
+    uint64_t bytes;        /* size asked for */
     uint64_t mapped_bytes; /* size actually reserved (granularity-rounded) */
-    void *handle;       /* backend's own state */
+    void *handle;          /* backend's own state */
 } tg_device_allocation;
 
 typedef struct tg_device_backend {
@@ -43,8 +43,8 @@ typedef struct tg_device_backend {
     int (*device_info)(void *context, int device, tg_device_info *out);
 
     /* One allocation of at least bytes on device. Returns 0, or -1 with err filled. */
-    int (*allocate)(void *context, int device, uint64_t bytes, tg_device_allocation *out,
-                    char *err, size_t err_len);
+    int (*allocate)(void *context, int device, uint64_t bytes, tg_device_allocation *out, char *err,
+                    size_t err_len);
     void (*release)(void *context, tg_device_allocation *allocation);
 
     /* Pinned (page-locked where the backend can) host memory for bounce buffers. */
@@ -54,8 +54,8 @@ typedef struct tg_device_backend {
     /* Copies len bytes from a bounce buffer into allocation at offset, on copy stream
      * `stream` (0 .. streams-1). May return before the copy is done; the buffer must
      * not be reused until wait(stream) returns. Returns 0 or -1 with err. */
-    int (*copy)(void *context, tg_device_allocation *allocation, uint64_t offset,
-                const void *src, size_t len, int stream, char *err, size_t err_len);
+    int (*copy)(void *context, tg_device_allocation *allocation, uint64_t offset, const void *src,
+                size_t len, int stream, char *err, size_t err_len);
     int (*wait)(void *context, int stream, char *err, size_t err_len);
     int streams;
 
@@ -74,7 +74,8 @@ typedef struct tg_device_backend {
      * into directly instead of going through bounce buffers and copy(): one copy
      * instead of two. Valid until finish() or release(), which unmap it. NULL (err
      * filled): the manager uses copy(). */
-    void *(*map_for_fill)(void *context, tg_device_allocation *allocation, char *err, size_t err_len);
+    void *(*map_for_fill)(void *context, tg_device_allocation *allocation, char *err,
+                          size_t err_len);
 } tg_device_backend;
 
 /* Constructors. Each returns NULL only on allocation failure; an unavailable device

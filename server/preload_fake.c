@@ -44,8 +44,8 @@ static int fake_device_info(void *context, int device, tg_device_info *out)
     return 0;
 }
 
-static int fake_allocate(void *context, int device, uint64_t bytes, tg_device_allocation *out, char *err,
-                         size_t err_len)
+static int fake_allocate(void *context, int device, uint64_t bytes, tg_device_allocation *out,
+                         char *err, size_t err_len)
 {
     fake_context *f = context;
     memset(out, 0, sizeof *out);
@@ -106,15 +106,15 @@ static void fake_buffer_free(void *context, void *buffer, size_t bytes)
     free(buffer);
 }
 
-static int fake_copy(void *context, tg_device_allocation *allocation, uint64_t offset, const void *src,
-                     size_t len, int stream, char *err, size_t err_len)
+static int fake_copy(void *context, tg_device_allocation *allocation, uint64_t offset,
+                     const void *src, size_t len, int stream, char *err, size_t err_len)
 {
     fake_context *f = context;
     uint64_t end;
-    if (stream < 0 || stream >= f->backend.streams || __builtin_add_overflow(offset, (uint64_t)len, &end) ||
-        end > allocation->bytes) {
-        snprintf(err, err_len, "copy of %zu bytes at %llu on stream %d is outside the allocation", len,
-                 (unsigned long long)offset, stream);
+    if (stream < 0 || stream >= f->backend.streams ||
+        __builtin_add_overflow(offset, (uint64_t)len, &end) || end > allocation->bytes) {
+        snprintf(err, err_len, "copy of %zu bytes at %llu on stream %d is outside the allocation",
+                 len, (unsigned long long)offset, stream);
         return -1;
     }
     memcpy((char *)allocation->handle + offset, src, len);
@@ -140,7 +140,8 @@ static int fake_finish(void *context, tg_device_allocation *allocation, char *er
     return 0;
 }
 
-static int fake_export_fd(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
+static int fake_export_fd(void *context, tg_device_allocation *allocation, char *err,
+                          size_t err_len)
 {
     (void)context;
     int fd = memfd_create("tensorgate-fake-device", MFD_CLOEXEC | MFD_ALLOW_SEALING);

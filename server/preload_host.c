@@ -55,8 +55,8 @@ static int host_device_info(void *context, int device, tg_device_info *out)
     return 0;
 }
 
-static int host_allocate(void *context, int device, uint64_t bytes, tg_device_allocation *out, char *err,
-                         size_t err_len)
+static int host_allocate(void *context, int device, uint64_t bytes, tg_device_allocation *out,
+                         char *err, size_t err_len)
 {
     (void)context;
     memset(out, 0, sizeof *out);
@@ -64,7 +64,8 @@ static int host_allocate(void *context, int device, uint64_t bytes, tg_device_al
     uint64_t page_size = page > 0 ? (uint64_t)page : 4096;
     uint64_t rounded = (bytes + page_size - 1) / page_size * page_size;
     if (device != 0 || rounded < bytes || rounded > (uint64_t)LLONG_MAX) {
-        snprintf(err, err_len, "no host device %d or size %llu too large", device, (unsigned long long)bytes);
+        snprintf(err, err_len, "no host device %d or size %llu too large", device,
+                 (unsigned long long)bytes);
         return -1;
     }
     host_allocation *h = calloc(1, sizeof *h);
@@ -79,7 +80,8 @@ static int host_allocate(void *context, int device, uint64_t bytes, tg_device_al
         return -1;
     }
     if (ftruncate(h->fd, (off_t)rounded) != 0) {
-        snprintf(err, err_len, "sizing the memfd to %llu bytes: %s", (unsigned long long)rounded, strerror(errno));
+        snprintf(err, err_len, "sizing the memfd to %llu bytes: %s", (unsigned long long)rounded,
+                 strerror(errno));
         close(h->fd);
         free(h);
         return -1;
@@ -113,7 +115,8 @@ static void host_release(void *context, tg_device_allocation *allocation)
 static void *host_buffer_alloc(void *context, size_t bytes)
 {
     (void)context;
-    void *buffer = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void *buffer = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (buffer == MAP_FAILED)
         return NULL;
     (void)mlock(buffer, bytes);
@@ -126,8 +129,8 @@ static void host_buffer_free(void *context, void *buffer, size_t bytes)
     munmap(buffer, bytes);
 }
 
-static int host_copy(void *context, tg_device_allocation *allocation, uint64_t offset, const void *src,
-                     size_t len, int stream, char *err, size_t err_len)
+static int host_copy(void *context, tg_device_allocation *allocation, uint64_t offset,
+                     const void *src, size_t len, int stream, char *err, size_t err_len)
 {
     (void)context;
     (void)stream;
@@ -144,7 +147,8 @@ static int host_copy(void *context, tg_device_allocation *allocation, uint64_t o
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            snprintf(err, err_len, "writing the memfd: %s", n < 0 ? strerror(errno) : "no progress");
+            snprintf(err, err_len, "writing the memfd: %s",
+                     n < 0 ? strerror(errno) : "no progress");
             return -1;
         }
         done += (size_t)n;
@@ -181,7 +185,8 @@ static int host_finish(void *context, tg_device_allocation *allocation, char *er
  * alone may shrink the memfd) or add seals. Without /proc there is no way to give a
  * read-only description of a memfd, and a dup() would let the consumer truncate or
  * pin the memory: refused then. */
-static int host_export_fd(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
+static int host_export_fd(void *context, tg_device_allocation *allocation, char *err,
+                          size_t err_len)
 {
     (void)context;
     host_allocation *h = allocation->handle;
@@ -193,7 +198,8 @@ static int host_export_fd(void *context, tg_device_allocation *allocation, char 
     return fd;
 }
 
-static void *host_map_for_fill(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
+static void *host_map_for_fill(void *context, tg_device_allocation *allocation, char *err,
+                               size_t err_len)
 {
     (void)context;
     host_allocation *h = allocation->handle;

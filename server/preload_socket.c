@@ -134,7 +134,8 @@ static void handle(connection *c)
     setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
     if (read_line(c->fd, line, sizeof line) != 0) {
-        send_error(c->fd, "invalid_request", "send one line of JSON: {\"token\":\"...\",\"preload\":\"ID\"}");
+        send_error(c->fd, "invalid_request",
+                   "send one line of JSON: {\"token\":\"...\",\"preload\":\"ID\"}");
         return;
     }
     json_error_t error;
@@ -143,11 +144,12 @@ static void handle(connection *c)
     const char *id = json_string_value(json_object_get(request, "preload"));
     char model[256], why[32] = "", detail[300] = "";
     if (!json_is_object(request) || token == NULL || id == NULL) {
-        send_error(c->fd, "invalid_request", "the request must be {\"token\":\"...\",\"preload\":\"ID\"}");
+        send_error(c->fd, "invalid_request",
+                   "the request must be {\"token\":\"...\",\"preload\":\"ID\"}");
     } else if (!tg_preload_model(s->config.manager, id, model, sizeof model)) {
         send_error(c->fd, "preload_not_found", "no such preload");
-    } else if (!s->config.authorize(s->config.authorize_context, token, model, why, sizeof why, detail,
-                                    sizeof detail)) {
+    } else if (!s->config.authorize(s->config.authorize_context, token, model, why, sizeof why,
+                                    detail, sizeof detail)) {
         tg_log(TG_LOG_INFO, "preload socket: pid %d uid %u refused for %s: %s", (int)c->peer.pid,
                (unsigned)c->peer.uid, id, detail);
         send_error(c->fd, why, detail);
@@ -172,8 +174,8 @@ static void handle(connection *c)
             close(allocation_fd);
             free(layout);
             if (sent == 0) {
-                tg_log(TG_LOG_INFO, "preload socket: lease on %s to pid %d uid %u", id, (int)c->peer.pid,
-                       (unsigned)c->peer.uid);
+                tg_log(TG_LOG_INFO, "preload socket: lease on %s to pid %d uid %u", id,
+                       (int)c->peer.pid, (unsigned)c->peer.uid);
                 /* The lease lasts as long as the connection: wait for the peer to close
                  * (or die) or for the server to stop. Bytes the peer sends are ignored. */
                 struct pollfd fds[2] = {{c->fd, POLLIN, 0}, {s->stop_pipe[0], POLLIN, 0}};
@@ -190,7 +192,8 @@ static void handle(connection *c)
                     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
                         break;
                 }
-                tg_log(TG_LOG_INFO, "preload socket: lease on %s by pid %d ended", id, (int)c->peer.pid);
+                tg_log(TG_LOG_INFO, "preload socket: lease on %s by pid %d ended", id,
+                       (int)c->peer.pid);
             }
             tg_preload_unlease(s->config.manager, id);
         }
@@ -232,13 +235,14 @@ static void *acceptor_main(void *arg)
             continue;
         }
         if (!uid_allowed(s, peer.uid)) {
-            tg_log(TG_LOG_WARN, "preload socket: refused pid %d uid %u (not an allowed uid)", (int)peer.pid,
-                   (unsigned)peer.uid);
+            tg_log(TG_LOG_WARN, "preload socket: refused pid %d uid %u (not an allowed uid)",
+                   (int)peer.pid, (unsigned)peer.uid);
             send_error(fd, "forbidden_uid", "this uid may not use the preload socket");
             close(fd);
             continue;
         }
-        tg_log(TG_LOG_DEBUG, "preload socket: connection from pid %d uid %u", (int)peer.pid, (unsigned)peer.uid);
+        tg_log(TG_LOG_DEBUG, "preload socket: connection from pid %d uid %u", (int)peer.pid,
+               (unsigned)peer.uid);
         pthread_mutex_lock(&s->lock);
         bool room = s->connections <
                     (s->config.max_connections ? s->config.max_connections : CONNECTIONS_MAX);
@@ -275,8 +279,8 @@ static void *acceptor_main(void *arg)
     return NULL;
 }
 
-int tg_preload_socket_start(const tg_preload_socket_config *config, tg_preload_socket **out, char *err,
-                            size_t err_len)
+int tg_preload_socket_start(const tg_preload_socket_config *config, tg_preload_socket **out,
+                            char *err, size_t err_len)
 {
     tg_preload_socket *s = calloc(1, sizeof *s);
     if (s == NULL) {

@@ -28,8 +28,8 @@ typedef struct tg_preload_socket tg_preload_socket;
 
 /* True when token may read model ("org/name"); otherwise why gets a reason code
  * ("unauthorized", "forbidden") and the sentence goes to detail. */
-typedef bool (*tg_preload_authorize_fn)(void *context, const char *token, const char *model, char *why,
-                                        size_t why_len, char *detail, size_t detail_len);
+typedef bool (*tg_preload_authorize_fn)(void *context, const char *token, const char *model,
+                                        char *why, size_t why_len, char *detail, size_t detail_len);
 
 typedef struct tg_preload_socket_config {
     const char *path;
@@ -43,8 +43,8 @@ typedef struct tg_preload_socket_config {
 
 /* Binds path (a stale socket file there is replaced; any other file is an error)
  * and starts accepting. err gets one sentence on failure. */
-int tg_preload_socket_start(const tg_preload_socket_config *config, tg_preload_socket **out, char *err,
-                            size_t err_len);
+int tg_preload_socket_start(const tg_preload_socket_config *config, tg_preload_socket **out,
+                            char *err, size_t err_len);
 /* Stops accepting, ends every connection (releasing its lease) and removes the file. */
 void tg_preload_socket_stop(tg_preload_socket *socket_server);
 

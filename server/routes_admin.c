@@ -5,11 +5,11 @@
 #include <sys/statvfs.h>
 
 #include "auth.h"
-#include "embedded.h"
-#include "routes.h"
-#include "resources.h"
-#include "routes_preloads.h"
 #include "checks.h"
+#include "embedded.h"
+#include "resources.h"
+#include "routes.h"
+#include "routes_preloads.h"
 
 void tg_route_healthz(tg_request *req)
 {
@@ -22,8 +22,9 @@ void tg_route_readyz(tg_request *req)
     bool catalog_ok = tg_catalog_ping(server->catalog) == TG_CAT_OK;
     struct statvfs vfs;
     bool store_ok = statvfs(server->store.blob_dir, &vfs) == 0;
-    json_t *body = json_pack("{s:s, s:s, s:s, s:i}", "status", (catalog_ok && store_ok) ? "ready" : "not_ready",
-                             "catalog", catalog_ok ? "ok" : "error", "store", store_ok ? "ok" : "error",
+    json_t *body = json_pack("{s:s, s:s, s:s, s:i}", "status",
+                             (catalog_ok && store_ok) ? "ready" : "not_ready", "catalog",
+                             catalog_ok ? "ok" : "error", "store", store_ok ? "ok" : "error",
                              "schema_version", tg_catalog_schema_version(server->catalog));
     if (store_ok && body)
         json_object_set_new(body, "store_free_bytes",
@@ -41,9 +42,11 @@ void tg_route_metrics(tg_request *req)
         return;
     }
     size_t len = strlen(text);
-    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response)
-        MHD_add_response_header(response, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        MHD_add_response_header(response, "Content-Type",
+                                "text/plain; version=0.0.4; charset=utf-8");
     else
         free(text);
     tg_respond(req, 200, response, len);
@@ -72,8 +75,8 @@ static json_t *text_or_null(const char *text)
 static void add_rejection(void *ctx, const tg_rejection *r)
 {
     rejection_page *page = ctx;
-    json_t *item = json_pack("{s:I, s:s, s:s, s:I}", "id", (json_int_t)r->id, "time", r->time, "reason",
-                             r->reason, "size", (json_int_t)r->size);
+    json_t *item = json_pack("{s:I, s:s, s:s, s:I}", "id", (json_int_t)r->id, "time", r->time,
+                             "reason", r->reason, "size", (json_int_t)r->size);
     if (item == NULL)
         return;
     json_object_set_new(item, "model", text_or_null(r->model));
@@ -101,8 +104,8 @@ void tg_route_rejections(tg_request *req)
         return;
     }
     rejection_page page = {.items = json_array()};
-    if (tg_catalog_rejection_list(req->server->catalog, (int64_t)before, limit + 1, add_rejection, &page) !=
-        TG_CAT_OK) {
+    if (tg_catalog_rejection_list(req->server->catalog, (int64_t)before, limit + 1, add_rejection,
+                                  &page) != TG_CAT_OK) {
         json_decref(page.items);
         tg_respond_problem(req, 500, "internal", "the catalog failed");
         return;
@@ -111,7 +114,8 @@ void tg_route_rejections(tg_request *req)
     bool has_next = page.count > limit;
     if (has_next) {
         json_array_remove(page.items, limit);
-        json_int_t last = json_integer_value(json_object_get(json_array_get(page.items, limit - 1), "id"));
+        json_int_t last =
+            json_integer_value(json_object_get(json_array_get(page.items, limit - 1), "id"));
         snprintf(next, sizeof next, "%lld", (long long)last);
     }
     json_t *body = json_object();

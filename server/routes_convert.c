@@ -89,7 +89,8 @@ static void respond_accepted(tg_request *req, const tg_job *job)
         return;
     }
     size_t len = strlen(text);
-    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response == NULL) {
         free(text);
         tg_respond(req, 500, NULL, 0);
@@ -114,11 +115,13 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
     if (!tg_json_known_fields(req, body, fields))
         return false;
     if (!json_is_string(dtype)) {
-        tg_respond_problem(req, 400, "invalid_request", "\"dtype\" (a dtype name such as \"BF16\") is required");
+        tg_respond_problem(req, 400, "invalid_request",
+                           "\"dtype\" (a dtype name such as \"BF16\") is required");
         return false;
     }
     const char *name = json_string_value(dtype);
-    if (!st_dtype_from_name(name, strlen(name), &spec->to) || !tg_convert_target_supported(spec->to)) {
+    if (!st_dtype_from_name(name, strlen(name), &spec->to) ||
+        !tg_convert_target_supported(spec->to)) {
         tg_respond_problem(req, 422, "unsupported_dtype",
                            "cannot convert to \"%.32s\": the targets are F64, F32, F16, BF16, "
                            "F8_E4M3 and F8_E5M2",
@@ -129,9 +132,10 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
         return true; /* every floating tensor */
     if (!json_is_array(tensors) || json_array_size(tensors) == 0 ||
         json_array_size(tensors) > TG_CONVERT_GLOBS_MAX) {
-        tg_respond_problem(req, 400, "invalid_request",
-                           "\"tensors\" is an array of 1 to %d name globs (omit it for all tensors)",
-                           TG_CONVERT_GLOBS_MAX);
+        tg_respond_problem(
+            req, 400, "invalid_request",
+            "\"tensors\" is an array of 1 to %d name globs (omit it for all tensors)",
+            TG_CONVERT_GLOBS_MAX);
         return false;
     }
     for (size_t i = 0; i < json_array_size(tensors); i++) {
@@ -184,10 +188,9 @@ void tg_route_version_convert(tg_request *req)
         goto out;
     }
     if (survey.unmatched_glob >= 0) {
-        tg_respond_problem(req, 422, "tensors_not_found",
-                           "\"%s\" matches no tensor of %s/%s version %lld",
-                           spec.globs[survey.unmatched_glob], model->org, model->name,
-                           (long long)version.number);
+        tg_respond_problem(
+            req, 422, "tensors_not_found", "\"%s\" matches no tensor of %s/%s version %lld",
+            spec.globs[survey.unmatched_glob], model->org, model->name, (long long)version.number);
         goto out;
     }
     if (survey.tensors_converted == 0) {

@@ -7,14 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "header_cache.h"
-#include "parsed_header_cache.h"
 #include "auth.h"
+#include "checks.h"
+#include "header_cache.h"
+#include "log.h"
+#include "parsed_header_cache.h"
 #include "reclaim.h"
 #include "resources.h"
 #include "routes.h"
-#include "checks.h"
-#include "log.h"
 
 void tg_respond_blob_damaged(tg_request *req, const char *path)
 {
@@ -152,8 +152,8 @@ void tg_route_files_list(tg_request *req)
     }
     if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
         file_page page = {.files = json_array()};
-        tg_cat_status status = tg_catalog_file_list(req->server->catalog, version.id,
-                                                    has_cursor ? key : NULL, limit + 1, add_file, &page);
+        tg_cat_status status = tg_catalog_file_list(
+            req->server->catalog, version.id, has_cursor ? key : NULL, limit + 1, add_file, &page);
         if (status != TG_CAT_OK) {
             json_decref(page.files);
             tg_respond_problem(req, 500, "internal", "the catalog failed");
@@ -161,7 +161,8 @@ void tg_route_files_list(tg_request *req)
             const char *next = NULL;
             if (page.count > limit) {
                 json_array_remove(page.files, limit);
-                next = json_string_value(json_object_get(json_array_get(page.files, limit - 1), "path"));
+                next = json_string_value(
+                    json_object_get(json_array_get(page.files, limit - 1), "path"));
             }
             json_t *body = json_object();
             json_object_set(body, "files", page.files);
@@ -178,7 +179,8 @@ void tg_route_files_list(tg_request *req)
 /* Adds NULL-terminated name/value pairs (may be NULL) to a response. */
 static void add_extra_headers(struct MHD_Response *response, const char *const *extra_headers)
 {
-    for (size_t i = 0; response != NULL && extra_headers != NULL && extra_headers[i] != NULL; i += 2)
+    for (size_t i = 0; response != NULL && extra_headers != NULL && extra_headers[i] != NULL;
+         i += 2)
         MHD_add_response_header(response, extra_headers[i], extra_headers[i + 1]);
 }
 
@@ -187,7 +189,8 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     char etag[70];
     snprintf(etag, sizeof etag, "\"%s\"", file->sha256);
     if (tg_etag_matches(tg_header(req, "If-None-Match"), file->sha256)) {
-        struct MHD_Response *response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *response =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         if (response) {
             MHD_add_response_header(response, "ETag", etag);
             MHD_add_response_header(response, "Accept-Ranges", "bytes");
@@ -210,7 +213,8 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     if (result == TG_RANGE_UNSATISFIABLE) {
         close(fd);
         snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
-        json_t *problem = tg_problem_json(416, "range_not_satisfiable", "the range is outside the file");
+        json_t *problem =
+            tg_problem_json(416, "range_not_satisfiable", "the range is outside the file");
         char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
         json_decref(problem);
         size_t len = text ? strlen(text) : 0;
@@ -282,7 +286,8 @@ void tg_route_file_get(tg_request *req)
 
 /* ---- GET .../files/{path}/header ---- */
 
-static json_t *header_json(const tg_file_record *record, const st_file *file, const char *stats_text)
+static json_t *header_json(const tg_file_record *record, const st_file *file,
+                           const char *stats_text)
 {
     json_error_t error;
     json_t *stats = json_loads(stats_text ? stats_text : "[]", 0, &error);
@@ -306,8 +311,10 @@ static json_t *header_json(const tg_file_record *record, const st_file *file, co
                                    (json_int_t)(file->data_start + t->end));
         if (tensor == NULL)
             continue;
-        json_object_set_new(tensor, "nan", json_integer(json_integer_value(json_array_get(pair, 0))));
-        json_object_set_new(tensor, "inf", json_integer(json_integer_value(json_array_get(pair, 1))));
+        json_object_set_new(tensor, "nan",
+                            json_integer(json_integer_value(json_array_get(pair, 0))));
+        json_object_set_new(tensor, "inf",
+                            json_integer(json_integer_value(json_array_get(pair, 1))));
         json_array_append_new(tensors, tensor);
     }
     uint64_t counts[ST_DTYPE_COUNT], total = 0;
@@ -315,14 +322,15 @@ static json_t *header_json(const tg_file_record *record, const st_file *file, co
     json_t *parameters = json_object();
     for (int d = 0; d < ST_DTYPE_COUNT; d++)
         if (counts[d] > 0)
-            json_object_set_new(parameters, st_dtype_name((st_dtype)d), json_integer((json_int_t)counts[d]));
+            json_object_set_new(parameters, st_dtype_name((st_dtype)d),
+                                json_integer((json_int_t)counts[d]));
     json_decref(stats);
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I}", "path", record->path,
-                     "sha256", record->sha256, "size", (json_int_t)record->size, "header_size",
-                     (json_int_t)file->header_size, "data_start", (json_int_t)file->data_start,
-                     "metadata", metadata, "tensors", tensors, "parameters", parameters,
-                     "parameters_total", (json_int_t)total, "nan_total", (json_int_t)record->nan,
-                     "inf_total", (json_int_t)record->inf);
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I}", "path",
+                     record->path, "sha256", record->sha256, "size", (json_int_t)record->size,
+                     "header_size", (json_int_t)file->header_size, "data_start",
+                     (json_int_t)file->data_start, "metadata", metadata, "tensors", tensors,
+                     "parameters", parameters, "parameters_total", (json_int_t)total, "nan_total",
+                     (json_int_t)record->nan, "inf_total", (json_int_t)record->inf);
 }
 
 /* 200 with the rendered header JSON; takes text (malloc'd). */

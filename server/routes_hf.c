@@ -42,7 +42,8 @@ respond_hf_error(tg_request *req, unsigned status, const char *error_code, const
         return;
     }
     size_t len = strlen(text);
-    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response == NULL) {
         free(text);
     } else {
@@ -177,7 +178,8 @@ void tg_route_hf_file(tg_request *req)
     const char *path = tg_param(req, "path");
     const char *rev = tg_param(req, "rev");
     /* The route's pattern guarantees {rev}; each lookup answers its own 404. */
-    if (rev == NULL || !hf_lookup_repo(req, model) || !hf_lookup_revision(req, model, rev, &version)) {
+    if (rev == NULL || !hf_lookup_repo(req, model) ||
+        !hf_lookup_revision(req, model, rev, &version)) {
         free(model);
         return;
     }
@@ -197,8 +199,13 @@ void tg_route_hf_file(tg_request *req)
         snprintf(linked_etag, sizeof linked_etag, "\"%s\"", file.sha256);
         snprintf(linked_size, sizeof linked_size, "%" PRIu64, file.size);
         /* The commit and the LFS-style validators ride on every answer, 206 and 304 too. */
-        const char *const hub_headers[] = {"X-Repo-Commit", version.digest, "X-Linked-Etag",
-                                           linked_etag, "X-Linked-Size", linked_size, NULL};
+        const char *const hub_headers[] = {"X-Repo-Commit",
+                                           version.digest,
+                                           "X-Linked-Etag",
+                                           linked_etag,
+                                           "X-Linked-Size",
+                                           linked_size,
+                                           NULL};
         tg_serve_file(req, &file, hub_headers);
     }
     free(model);
@@ -240,16 +247,16 @@ static json_t *model_summary_json(const tg_model *model, const tg_version *versi
     snprintf(repo, sizeof repo, "%s/%s", model->org, model->name);
     /* The Hub's _id is a 24-hex object id; the catalog row id stands in for it. */
     snprintf(object_id, sizeof object_id, "%024llx", (unsigned long long)model->id);
-    json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:i, s:i, s:[s], s:s, s:s}",
-                             "_id", object_id, "id", repo, "modelId", repo, "author", model->org,
-                             "private", 0, "gated", 0, "disabled", 0, "downloads", 0, "likes", 0,
-                             "tags", "safetensors", "library_name", "safetensors", "createdAt",
-                             model->created_at);
+    json_t *body =
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:i, s:i, s:[s], s:s, s:s}", "_id",
+                  object_id, "id", repo, "modelId", repo, "author", model->org, "private", 0,
+                  "gated", 0, "disabled", 0, "downloads", 0, "likes", 0, "tags", "safetensors",
+                  "library_name", "safetensors", "createdAt", model->created_at);
     if (body == NULL)
         return NULL;
     json_object_set_new(body, "sha", version ? json_string(version->digest) : json_null());
-    json_object_set_new(body, "lastModified", json_string(version ? version->published_at
-                                                                  : model->created_at));
+    json_object_set_new(body, "lastModified",
+                        json_string(version ? version->published_at : model->created_at));
     json_object_set_new(body, "description", json_string(model->description));
     return body;
 }
@@ -294,9 +301,9 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
             if (counts[d] > 0)
                 json_object_set_new(parameters, st_dtype_name((st_dtype)d),
                                     json_integer((json_int_t)counts[d]));
-        json_object_set_new(body, "safetensors",
-                            json_pack("{s:o, s:I}", "parameters", parameters, "total",
-                                      (json_int_t)total));
+        json_object_set_new(
+            body, "safetensors",
+            json_pack("{s:o, s:I}", "parameters", parameters, "total", (json_int_t)total));
     }
     return body;
 }
@@ -391,7 +398,8 @@ static void request_origin(tg_request *req, char *out, size_t cap)
 }
 
 /* Adds Link: <url>; rel="next" to response, url = origin + path_and_query. */
-static void add_next_link(tg_request *req, struct MHD_Response *response, const char *path_and_query)
+static void add_next_link(tg_request *req, struct MHD_Response *response,
+                          const char *path_and_query)
 {
     char origin[300], link[HF_URL_MAX + 400];
     request_origin(req, origin, sizeof origin);
@@ -409,7 +417,8 @@ static void respond_page(tg_request *req, json_t *items, const char *next_path_o
         return;
     }
     size_t len = strlen(text);
-    struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response == NULL) {
         free(text);
     } else {
@@ -455,8 +464,10 @@ void tg_route_hf_models_list(tg_request *req)
     char after_org[TG_NAME_MAX + 1] = "", after_name[TG_NAME_MAX + 1] = "";
     if (has_cursor) {
         const char *slash = strchr(key, '/');
-        if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX || strlen(slash + 1) > TG_NAME_MAX) {
-            tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX ||
+            strlen(slash + 1) > TG_NAME_MAX) {
+            tg_respond_problem(req, 400, "invalid_request",
+                               "the cursor is not one this server issued");
             return;
         }
         memcpy(after_org, key, (size_t)(slash - key));
@@ -476,19 +487,19 @@ void tg_route_hf_models_list(tg_request *req)
         return;
     }
     /* One more than asked tells whether a next page exists. */
-    tg_cat_status status =
-        tg_catalog_model_list(req->server->catalog, token_namespace[0] ? token_namespace : NULL,
-                              search, has_cursor ? after_org : NULL,
-                              has_cursor ? after_name : NULL, limit + 1, add_model, &page);
+    tg_cat_status status = tg_catalog_model_list(
+        req->server->catalog, token_namespace[0] ? token_namespace : NULL, search,
+        has_cursor ? after_org : NULL, has_cursor ? after_name : NULL, limit + 1, add_model, &page);
     json_t *items = json_array();
     unsigned shown = page.count > limit ? limit : page.count;
     for (unsigned i = 0; status == TG_CAT_OK && !page.failed && i < shown; i++) {
         tg_version version;
         tg_cat_status found =
             tg_catalog_version_latest_published(req->server->catalog, page.models[i].id, &version);
-        json_t *item = found == TG_CAT_OK || found == TG_CAT_NOT_FOUND
-                           ? model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL)
-                           : NULL;
+        json_t *item =
+            found == TG_CAT_OK || found == TG_CAT_NOT_FOUND
+                ? model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL)
+                : NULL;
         if (item == NULL || json_array_append_new(items, item) != 0)
             page.failed = true;
     }
@@ -532,9 +543,10 @@ static json_t *file_entry_json(const tg_file_record *file)
                               (json_int_t)file->size, "path", file->path);
     if (entry != NULL && strcmp(file->kind, "safetensors") == 0) {
         /* The size of the git-lfs pointer file the Hub would store for this blob. */
-        int pointer_size = snprintf(NULL, 0,
-                                    "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %" PRIu64 "\n",
-                                    file->sha256, file->size);
+        int pointer_size = snprintf(
+            NULL, 0,
+            "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %" PRIu64 "\n",
+            file->sha256, file->size);
         json_object_set_new(entry, "lfs",
                             json_pack("{s:s, s:I, s:i}", "oid", file->sha256, "size",
                                       (json_int_t)file->size, "pointerSize", pointer_size));
@@ -609,9 +621,9 @@ void tg_route_hf_tree(tg_request *req)
         return;
     }
     const char *recursive_text = tg_query(req, "recursive");
-    bool recursive = recursive_text != NULL && (strcmp(recursive_text, "true") == 0 ||
-                                                strcmp(recursive_text, "True") == 0 ||
-                                                strcmp(recursive_text, "1") == 0);
+    bool recursive = recursive_text != NULL &&
+                     (strcmp(recursive_text, "true") == 0 || strcmp(recursive_text, "True") == 0 ||
+                      strcmp(recursive_text, "1") == 0);
     const char *rev = tg_param(req, "rev"), *prefix = tg_param(req, "path");
     tg_model *model = malloc(sizeof *model);
     if (model == NULL) {
@@ -621,7 +633,8 @@ void tg_route_hf_tree(tg_request *req)
     tg_version version;
     tg_file_records files = {0};
     json_t *entries = NULL;
-    if (rev == NULL || !hf_lookup_repo(req, model) || !hf_lookup_revision(req, model, rev, &version))
+    if (rev == NULL || !hf_lookup_repo(req, model) ||
+        !hf_lookup_revision(req, model, rev, &version))
         goto out;
     if (prefix != NULL && !tg_valid_file_path(prefix, NULL)) {
         respond_hf_error(req, 404, "EntryNotFound", "file_not_found", version.digest,

@@ -121,22 +121,22 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
 {
     char full_name[2 * TG_NAME_MAX + 2];
     snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
-    json_t *body = json_pack("{s:s, s:I, s:s, s:s}", "model", full_name, "version",
-                             (json_int_t)version->number, "state",
-                             version->published ? "published" : "draft", "created_at",
-                             version->created_at);
+    json_t *body = json_pack(
+        "{s:s, s:I, s:s, s:s}", "model", full_name, "version", (json_int_t)version->number, "state",
+        version->published ? "published" : "draft", "created_at", version->created_at);
     if (body == NULL)
         return NULL;
     json_object_set_new(body, "published_at", string_or_null(version->published_at));
     json_object_set_new(body, "digest", string_or_null(version->digest));
     /* lineage of a version made by a conversion job; null for uploaded ones */
-    json_object_set_new(body, "derived_from", version->derived_from > 0
-                                                  ? json_integer((json_int_t)version->derived_from)
+    json_object_set_new(body, "derived_from",
+                        version->derived_from > 0 ? json_integer((json_int_t)version->derived_from)
                                                   : json_null());
     json_object_set_new(body, "dtype", string_or_null(version->derived_dtype));
     if (with_files) {
         json_t *files = json_array();
-        if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, add_file, files) != TG_CAT_OK) {
+        if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, add_file, files) !=
+            TG_CAT_OK) {
             json_decref(files);
             json_decref(body);
             return NULL;
@@ -180,8 +180,10 @@ void tg_route_models_list(tg_request *req)
     char after_org[TG_NAME_MAX + 1] = "", after_name[TG_NAME_MAX + 1] = "";
     if (has_cursor) {
         char *slash = strchr(key, '/');
-        if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX || strlen(slash + 1) > TG_NAME_MAX) {
-            tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX ||
+            strlen(slash + 1) > TG_NAME_MAX) {
+            tg_respond_problem(req, 400, "invalid_request",
+                               "the cursor is not one this server issued");
             return;
         }
         memcpy(after_org, key, (size_t)(slash - key));
@@ -197,8 +199,8 @@ void tg_route_models_list(tg_request *req)
     /* One more than asked tells whether a next page exists. */
     tg_cat_status status =
         tg_catalog_model_list(req->server->catalog, token_namespace[0] ? token_namespace : NULL,
-                              query, has_cursor ? after_org : NULL,
-                              has_cursor ? after_name : NULL, limit + 1, add_model_summary, &page);
+                              query, has_cursor ? after_org : NULL, has_cursor ? after_name : NULL,
+                              limit + 1, add_model_summary, &page);
     if (status != TG_CAT_OK || page.models == NULL) {
         json_decref(page.models);
         tg_respond_problem(req, 500, "internal", "the catalog failed");
@@ -239,7 +241,8 @@ void tg_route_model_create(tg_request *req)
     const char *description = "";
     if (full_name == NULL) {
         json_decref(body);
-        tg_respond_problem(req, 400, "invalid_request", "\"name\" (a string \"org/name\") is required");
+        tg_respond_problem(req, 400, "invalid_request",
+                           "\"name\" (a string \"org/name\") is required");
         return;
     }
     if (description_value != NULL && !json_is_null(description_value)) {
@@ -254,7 +257,8 @@ void tg_route_model_create(tg_request *req)
     }
     char org[TG_NAME_MAX + 2], name[TG_NAME_MAX + 2];
     const char *slash = strchr(full_name, '/');
-    if (slash == NULL || (size_t)(slash - full_name) > TG_NAME_MAX || strlen(slash + 1) > TG_NAME_MAX) {
+    if (slash == NULL || (size_t)(slash - full_name) > TG_NAME_MAX ||
+        strlen(slash + 1) > TG_NAME_MAX) {
         json_decref(body);
         tg_respond_problem(req, 400, "invalid_name", "a model name is org/name");
         return;
@@ -273,9 +277,9 @@ void tg_route_model_create(tg_request *req)
         return;
     }
     tg_model *model = malloc(sizeof *model);
-    tg_cat_status status = model ? tg_catalog_model_create(req->server->catalog, org, name,
-                                                            description, model)
-                                 : TG_CAT_ERROR;
+    tg_cat_status status =
+        model ? tg_catalog_model_create(req->server->catalog, org, name, description, model)
+              : TG_CAT_ERROR;
     json_decref(body);
     if (status == TG_CAT_EXISTS)
         tg_respond_problem(req, 409, "model_exists", "the model %s/%s already exists", org, name);
@@ -295,9 +299,9 @@ static void add_alias(void *ctx, const char *alias, int64_t number)
 
 static void add_version(void *ctx, const tg_version *version)
 {
-    json_t *item = json_pack("{s:I, s:s, s:s}", "version", (json_int_t)version->number, "state",
-                             version->published ? "published" : "draft", "created_at",
-                             version->created_at);
+    json_t *item =
+        json_pack("{s:I, s:s, s:s}", "version", (json_int_t)version->number, "state",
+                  version->published ? "published" : "draft", "created_at", version->created_at);
     if (item == NULL)
         return;
     json_object_set_new(item, "published_at", string_or_null(version->published_at));
@@ -414,8 +418,9 @@ void tg_route_alias_set(tg_request *req)
         }
     }
     if (alias == NULL || !tg_valid_alias(alias)) {
-        tg_respond_problem(req, 400, "invalid_name",
-                           "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
+        tg_respond_problem(
+            req, 400, "invalid_name",
+            "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
         return;
     }
     tg_model *model = tg_model_alloc(req);
@@ -432,12 +437,14 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     json_t *number_value = json_object_get(body, "version");
     if (!json_is_integer(number_value) || json_integer_value(number_value) < 1) {
-        tg_respond_problem(req, 400, "invalid_request", "\"version\" (a version number) is required");
+        tg_respond_problem(req, 400, "invalid_request",
+                           "\"version\" (a version number) is required");
         goto out;
     }
     int64_t number = json_integer_value(number_value);
     tg_version version;
-    tg_cat_status status = tg_catalog_version_get(req->server->catalog, model->id, number, &version);
+    tg_cat_status status =
+        tg_catalog_version_get(req->server->catalog, model->id, number, &version);
     if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, 404, "version_not_found", "%s/%s has no version %lld", model->org,
                            model->name, (long long)number);
@@ -457,7 +464,8 @@ void tg_route_alias_set(tg_request *req)
         tg_respond_problem(req, 500, "internal", "the catalog failed");
         goto out;
     }
-    tg_respond_json(req, 200, json_pack("{s:s, s:I}", "alias", alias, "version", (json_int_t)number));
+    tg_respond_json(req, 200,
+                    json_pack("{s:s, s:I}", "alias", alias, "version", (json_int_t)number));
 out:
     json_decref(body);
     free(model);

@@ -49,8 +49,8 @@ static int parse_uids(const char *text, char *err, size_t err_len)
         unsigned long uid = strtoul(p, &end, 10);
         if (end == p || (*end != ',' && *end != '\0') || uid > 0xfffffffeUL ||
             options.allowed_count == TG_PRELOAD_SOCKET_UIDS_MAX) {
-            snprintf(err, err_len, "--preload-allow-uid: '%s' is not a list of at most %d uids", text,
-                     TG_PRELOAD_SOCKET_UIDS_MAX);
+            snprintf(err, err_len, "--preload-allow-uid: '%s' is not a list of at most %d uids",
+                     text, TG_PRELOAD_SOCKET_UIDS_MAX);
             return -1;
         }
         options.allowed_uids[options.allowed_count++] = (uid_t)uid;
@@ -152,7 +152,8 @@ const char *tg_preload_options_usage(void)
            "               [--preload-budget-host BYTES] [--preload-budget-cuda BYTES]\n"
            "               [--preload-fake-devices N] [--preload-copy-threads N]\n"
            "               [--preload-max N] [--preload-max-per-namespace N]\n"
-           "(env TENSORGATE_PRELOAD_SOCKET, _ALLOW_UID, _BUDGET_HOST, _BUDGET_CUDA, _FAKE_DEVICES,\n"
+           "(env TENSORGATE_PRELOAD_SOCKET, _ALLOW_UID, _BUDGET_HOST, _BUDGET_CUDA, "
+           "_FAKE_DEVICES,\n"
            "_COPY_THREADS, _MAX, _MAX_PER_NAMESPACE; the socket defaults to DATA/preload.sock;\n"
            "--preload-max 0 is a quarter of the descriptor limit (at most 4096),\n"
            "--preload-max-per-namespace 0 a quarter of --preload-max)\n";
@@ -161,8 +162,8 @@ const char *tg_preload_options_usage(void)
 /* ---- the service ---- */
 
 /* The hand-off socket's check: the token has read scope on the model's namespace. */
-static bool authorize_token(void *context, const char *token, const char *model, char *why, size_t why_len,
-                            char *detail, size_t detail_len)
+static bool authorize_token(void *context, const char *token, const char *model, char *why,
+                            size_t why_len, char *detail, size_t detail_len)
 {
     tg_server *server = context;
     tg_scope granted = TG_SCOPE_NONE;
@@ -171,8 +172,9 @@ static bool authorize_token(void *context, const char *token, const char *model,
         tg_token_lookup(server->catalog, token, &granted, token_namespace, sizeof token_namespace);
     if (status != TG_CAT_OK || granted < TG_SCOPE_READ) {
         snprintf(why, why_len, "unauthorized");
-        snprintf(detail, detail_len, "%s", status == TG_CAT_ERROR ? "the token store is unavailable"
-                                                                  : "the token is not valid");
+        snprintf(detail, detail_len, "%s",
+                 status == TG_CAT_ERROR ? "the token store is unavailable"
+                                        : "the token is not valid");
         return false;
     }
     size_t org_len = strcspn(model, "/");
@@ -295,7 +297,8 @@ int tg_preloads_start(tg_server *server, char *err, size_t err_len)
                (long long)json_integer_value(json_object_get(cuda, "devices")),
                json_string_value(json_object_get(cuda, "backend")));
     else
-        tg_log(TG_LOG_INFO, "preload: GPU unavailable: %s", json_string_value(json_object_get(cuda, "reason")));
+        tg_log(TG_LOG_INFO, "preload: GPU unavailable: %s",
+               json_string_value(json_object_get(cuda, "reason")));
     json_decref(devices);
 
     tg_preload_socket_config socket_config = {.manager = manager,
@@ -342,7 +345,9 @@ void tg_preloads_readyz(json_t *body)
     if (body == NULL)
         return;
     if (manager == NULL) {
-        json_object_set_new(body, "gpu", json_pack("{s:b, s:s}", "available", 0, "reason", "preloads are not started"));
+        json_object_set_new(
+            body, "gpu",
+            json_pack("{s:b, s:s}", "available", 0, "reason", "preloads are not started"));
         return;
     }
     json_t *devices = tg_preload_devices_status(manager);
@@ -414,14 +419,30 @@ static bool has_glob(const char *pattern)
 static void respond_status(tg_request *req, tg_preload_status status, const char *err)
 {
     switch (status) {
-    case TG_PRELOAD_BAD_DEVICE: tg_respond_problem(req, 400, "invalid_device", "%s", err); break;
-    case TG_PRELOAD_DEVICE_UNAVAILABLE: tg_respond_problem(req, 503, "device_unavailable", "%s", err); break;
-    case TG_PRELOAD_BUDGET: tg_respond_problem(req, 507, "preload_budget", "%s", err); break;
-    case TG_PRELOAD_QUOTA: tg_respond_quota(req, TG_TALLY_KEY_FULL, 5, "%s", err); break;
-    case TG_PRELOAD_NOT_FOUND: tg_respond_problem(req, 404, "preload_not_found", "%s", err); break;
-    case TG_PRELOAD_NOT_RESIDENT: tg_respond_problem(req, 409, "not_resident", "%s", err); break;
-    case TG_PRELOAD_INVALID: tg_respond_problem(req, 422, "unsupported_conversion", "%s", err); break;
-    default: tg_respond_problem(req, 500, "internal", "%s", err[0] ? err : "the preload failed"); break;
+    case TG_PRELOAD_BAD_DEVICE:
+        tg_respond_problem(req, 400, "invalid_device", "%s", err);
+        break;
+    case TG_PRELOAD_DEVICE_UNAVAILABLE:
+        tg_respond_problem(req, 503, "device_unavailable", "%s", err);
+        break;
+    case TG_PRELOAD_BUDGET:
+        tg_respond_problem(req, 507, "preload_budget", "%s", err);
+        break;
+    case TG_PRELOAD_QUOTA:
+        tg_respond_quota(req, TG_TALLY_KEY_FULL, 5, "%s", err);
+        break;
+    case TG_PRELOAD_NOT_FOUND:
+        tg_respond_problem(req, 404, "preload_not_found", "%s", err);
+        break;
+    case TG_PRELOAD_NOT_RESIDENT:
+        tg_respond_problem(req, 409, "not_resident", "%s", err);
+        break;
+    case TG_PRELOAD_INVALID:
+        tg_respond_problem(req, 422, "unsupported_conversion", "%s", err);
+        break;
+    default:
+        tg_respond_problem(req, 500, "internal", "%s", err[0] ? err : "the preload failed");
+        break;
     }
 }
 
@@ -450,10 +471,12 @@ static void sources_free(preload_sources *s)
 
 /* Reads every safetensors file's header of the version (in path order) and picks
  * the tensors that match a pattern, in file order. Answers the error itself. */
-static bool choose_tensors(tg_request *req, const tg_version *version, json_t *patterns, preload_sources *s)
+static bool choose_tensors(tg_request *req, const tg_version *version, json_t *patterns,
+                           preload_sources *s)
 {
     tg_server *server = req->server;
-    if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, collect_file, &s->files) != TG_CAT_OK ||
+    if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, collect_file, &s->files) !=
+            TG_CAT_OK ||
         s->files.failed) {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
         return false;
@@ -470,7 +493,8 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
         st_error error;
         char blob[4400];
         errno = 0;
-        if (tg_blob_read_header(server, s->files.files[i].sha256, s->files.files[i].size, &s->headers[i], &error) != 0 ||
+        if (tg_blob_read_header(server, s->files.files[i].sha256, s->files.files[i].size,
+                                &s->headers[i], &error) != 0 ||
             tg_store_blob_path(&server->store, s->files.files[i].sha256, blob, sizeof blob) != 0 ||
             (s->blob_paths[i] = strdup(blob)) == NULL) {
             if (tg_errno_is_exhaustion(errno))
@@ -505,9 +529,14 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
             }
             if (!chosen)
                 continue;
-            s->tensors[s->tensor_count++] = (tg_preload_source_tensor){
-                tensor->name, tensor->dtype, tensor->rank, tensor->shape, f, h->data_start + tensor->begin,
-                tensor->end - tensor->begin};
+            s->tensors[s->tensor_count++] =
+                (tg_preload_source_tensor){tensor->name,
+                                           tensor->dtype,
+                                           tensor->rank,
+                                           tensor->shape,
+                                           f,
+                                           h->data_start + tensor->begin,
+                                           tensor->end - tensor->begin};
         }
     }
     for (size_t p = 0; p < pattern_count; p++) {
@@ -530,7 +559,8 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
 
 /* Resolves "version" (a number, "latest", an alias or a digest) the way {rev} is
  * resolved in URLs: it becomes the request's {rev} parameter for tg_lookup_version. */
-static bool lookup_version_text(tg_request *req, const tg_model *model, const char *text, tg_version *version)
+static bool lookup_version_text(tg_request *req, const tg_model *model, const char *text,
+                                tg_version *version)
 {
     int slot = -1;
     for (int i = 0; i < TG_PARAMS_MAX && slot < 0; i++)
@@ -568,8 +598,9 @@ static void create_preload(tg_request *req, json_t *body)
         snprintf(name, sizeof name, "%s", slash + 1);
     }
     if (!tg_valid_name_part(org) || !tg_valid_name_part(name)) {
-        tg_respond_problem(req, 400, "invalid_name", "\"model\" must be \"org/name\", each part "
-                                                     "[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+        tg_respond_problem(req, 400, "invalid_name",
+                           "\"model\" must be \"org/name\", each part "
+                           "[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
         return;
     }
     if (!tg_auth_require(req, TG_SCOPE_WRITE, org))
@@ -578,22 +609,28 @@ static void create_preload(tg_request *req, json_t *body)
     if (version_value == NULL) {
         snprintf(version_text, sizeof version_text, "latest");
     } else if (json_is_integer(version_value) && json_integer_value(version_value) >= 0) {
-        snprintf(version_text, sizeof version_text, "%lld", (long long)json_integer_value(version_value));
+        snprintf(version_text, sizeof version_text, "%lld",
+                 (long long)json_integer_value(version_value));
     } else if (!json_is_string(version_value) || json_string_length(version_value) == 0 ||
                json_string_length(version_value) >= 128) {
-        tg_respond_problem(req, 400, "invalid_request", "\"version\" must be a number, an alias or a digest");
+        tg_respond_problem(req, 400, "invalid_request",
+                           "\"version\" must be a number, an alias or a digest");
         return;
     }
-    const char *version_string = json_is_string(version_value) ? json_string_value(version_value) : version_text;
-    if (patterns != NULL && (!json_is_array(patterns) || json_array_size(patterns) > PATTERNS_MAX)) {
-        tg_respond_problem(req, 400, "invalid_request", "\"tensors\" must be an array of at most %d name patterns",
+    const char *version_string =
+        json_is_string(version_value) ? json_string_value(version_value) : version_text;
+    if (patterns != NULL &&
+        (!json_is_array(patterns) || json_array_size(patterns) > PATTERNS_MAX)) {
+        tg_respond_problem(req, 400, "invalid_request",
+                           "\"tensors\" must be an array of at most %d name patterns",
                            PATTERNS_MAX);
         return;
     }
     for (size_t i = 0; i < json_array_size(patterns); i++) {
         json_t *p = json_array_get(patterns, i);
         if (!json_is_string(p) || json_string_length(p) == 0 || json_string_length(p) > 1024) {
-            tg_respond_problem(req, 400, "invalid_request", "each of \"tensors\" must be a tensor name or a glob");
+            tg_respond_problem(req, 400, "invalid_request",
+                               "each of \"tensors\" must be a tensor name or a glob");
             return;
         }
     }
@@ -661,7 +698,8 @@ static void create_preload(tg_request *req, json_t *body)
             char *text = described ? json_dumps(described, JSON_COMPACT) : NULL;
             json_decref(described);
             struct MHD_Response *response =
-                text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
+                text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
+                     : NULL;
             size_t len = text ? strlen(text) : 0;
             if (response == NULL) {
                 free(text);
@@ -699,7 +737,8 @@ static void keep_org(json_t *list, const char *org)
     json_t *preloads = json_object_get(list, "preloads");
     size_t org_len = strlen(org);
     for (size_t i = json_array_size(preloads); i-- > 0;) {
-        const char *model = json_string_value(json_object_get(json_array_get(preloads, i), "model"));
+        const char *model =
+            json_string_value(json_object_get(json_array_get(preloads, i), "model"));
         if (model == NULL || strncmp(model, org, org_len) != 0 || model[org_len] != '/')
             json_array_remove(preloads, i);
     }

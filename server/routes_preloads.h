@@ -16,7 +16,8 @@
  *   --preload-allow-uid UID[,..] TENSORGATE_PRELOAD_ALLOW_UID    besides the server's uid and root
  *   --preload-budget-host BYTES  TENSORGATE_PRELOAD_BUDGET_HOST  default half of the RAM
  *   --preload-budget-cuda BYTES  TENSORGATE_PRELOAD_BUDGET_CUDA  per device; default its total
- *   --preload-fake-devices N     TENSORGATE_PRELOAD_FAKE_DEVICES cuda:N served by the fake backend (tests)
+ *   --preload-fake-devices N     TENSORGATE_PRELOAD_FAKE_DEVICES cuda:N served by the fake backend
+ * (tests)
  *   --preload-copy-threads N     TENSORGATE_PRELOAD_COPY_THREADS copy workers per load (default 4)
  * Returns 0, or -1 with one sentence in err. */
 int tg_preload_options_take(int *argc, char **argv, char *err, size_t err_len);

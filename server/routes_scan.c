@@ -38,8 +38,9 @@ void tg_route_scan_start(tg_request *req)
     }
     uint64_t declared = tg_request_body_size(req);
     if (declared != ST_FILE_SIZE_UNKNOWN && declared > req->server->config.max_body) {
-        tg_respond_problem(req, 413, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
-                           (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
+        tg_respond_problem(
+            req, 413, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
+            (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
         return;
     }
     tg_ingest *ingest = calloc(1, sizeof *ingest);
@@ -66,10 +67,11 @@ void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len)
     /* Refused: a long rest of the body is not read; the verdict goes out now (its
      * size and sha256 then cover the bytes read so far) and the connection closes. */
     uint64_t received = ingest->seen + ingest->drained;
-    bool long_rest = req->close_now ||
-                     (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
-                      ingest->declared - (received < ingest->declared ? received : ingest->declared) >
-                          ingest->drain_limit);
+    bool long_rest =
+        req->close_now ||
+        (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
+         ingest->declared - (received < ingest->declared ? received : ingest->declared) >
+             ingest->drain_limit);
     if (long_rest) {
         req->close_now = false;
         tg_route_scan_finish(req);
@@ -114,11 +116,13 @@ void tg_route_scan_finish(tg_request *req)
     uint64_t size = ingest->seen + ingest->drained;
     json_t *body = json_object();
     json_object_set_new(body, "valid", json_boolean(valid));
-    json_object_set_new(body, "reason", valid ? json_null() : json_string(st_reason_name(verdict.error.reason)));
+    json_object_set_new(body, "reason",
+                        valid ? json_null() : json_string(st_reason_name(verdict.error.reason)));
     json_object_set_new(body, "detail", valid ? json_null() : string_or_null(verdict.error.detail));
-    json_object_set_new(body, "offset", (valid || verdict.error.offset == ST_NO_OFFSET)
-                                            ? json_null()
-                                            : json_integer((json_int_t)verdict.error.offset));
+    json_object_set_new(body, "offset",
+                        (valid || verdict.error.offset == ST_NO_OFFSET)
+                            ? json_null()
+                            : json_integer((json_int_t)verdict.error.offset));
     json_object_set_new(body, "tensor", valid ? json_null() : tg_local_tensor_json(&verdict.error));
     json_object_set_new(body, "format", json_string(st_format_name(verdict.format)));
     json_object_set_new(body, "size", json_integer((json_int_t)size));

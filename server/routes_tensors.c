@@ -77,12 +77,12 @@ static json_t *tensor_json(const st_file *file, const st_tensor *t, const char *
 typedef struct tensor_page {
     json_t *tensors;
     unsigned limit;
-    uint64_t total;       /* tensors in the version */
-    const char *after;    /* cursor's file path, or NULL: from the start */
+    uint64_t total;    /* tensors in the version */
+    const char *after; /* cursor's file path, or NULL: from the start */
     const char *after_name;
-    bool after_found;     /* the cursor's tensor was seen */
+    bool after_found;             /* the cursor's tensor was seen */
     char last[TENSOR_CURSOR_MAX]; /* cursor key of the last entry added */
-    bool more;            /* an entry beyond the page exists */
+    bool more;                    /* an entry beyond the page exists */
 } tensor_page;
 
 /* Adds one file's tensors that come after the cursor to the page. */
@@ -128,7 +128,8 @@ void tg_route_tensors_list(tg_request *req)
     if (has_cursor) {
         char *newline = strchr(key, '\n');
         if (newline == NULL) {
-            tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+            tg_respond_problem(req, 400, "invalid_request",
+                               "the cursor is not one this server issued");
             return;
         }
         *newline = '\0';
@@ -151,9 +152,8 @@ void tg_route_tensors_list(tg_request *req)
         st_error err;
         int failure = 0;
         const st_file *file =
-            tg_parsed_header_acquire(&req->server->store, list.items[i].sha256,
-                                     list.items[i].size, req->server->config.max_header, &err,
-                                     &failure);
+            tg_parsed_header_acquire(&req->server->store, list.items[i].sha256, list.items[i].size,
+                                     req->server->config.max_header, &err, &failure);
         if (file == NULL) {
             if (failure == -1)
                 tg_respond_blob_damaged(req, list.items[i].path);
@@ -183,8 +183,8 @@ void tg_route_tensors_list(tg_request *req)
                            "changed); list again from the start");
         return;
     }
-    json_t *body = json_pack("{s:I, s:I, s:I, s:o}", "version", (json_int_t)version.number,
-                             "count", (json_int_t)json_array_size(page.tensors), "total",
+    json_t *body = json_pack("{s:I, s:I, s:I, s:o}", "version", (json_int_t)version.number, "count",
+                             (json_int_t)json_array_size(page.tensors), "total",
                              (json_int_t)page.total, "tensors", page.tensors);
     if (body == NULL) {
         tg_respond_problem(req, 500, "internal", "out of memory");

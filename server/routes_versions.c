@@ -28,7 +28,8 @@ void tg_route_version_create(tg_request *req)
         tg_version version;
         tg_cat_status status = tg_catalog_version_create(req->server->catalog, model->id, &version);
         if (status == TG_CAT_NOT_FOUND)
-            tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org, model->name);
+            tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org,
+                               model->name);
         else if (status != TG_CAT_OK)
             tg_respond_problem(req, 500, "internal", "the catalog failed");
         else
@@ -181,7 +182,8 @@ static int check_shards(tg_server *server, const tg_file_records *files, char *d
                 result = -1;
                 break;
             }
-            if (!tg_index_check(anchor->path, text, anchor->size, shards, count, detail, detail_len))
+            if (!tg_index_check(anchor->path, text, anchor->size, shards, count, detail,
+                                detail_len))
                 result = 1;
             free(text);
         } else if (count > 1 && !tg_shards_disjoint(shards, count, detail, detail_len)) {
@@ -215,8 +217,9 @@ void tg_route_version_publish(tg_request *req)
     if (!tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
         goto out_free;
     if (version.published) {
-        tg_respond_problem(req, 409, "version_published", "version %lld of %s/%s is already published",
-                           (long long)version.number, model->org, model->name);
+        tg_respond_problem(req, 409, "version_published",
+                           "version %lld of %s/%s is already published", (long long)version.number,
+                           model->org, model->name);
         goto out_free;
     }
     /* Uploads and deletes commit under the same lock: what is checked is what is frozen. */
@@ -251,10 +254,12 @@ void tg_route_version_publish(tg_request *req)
         goto out_unlock;
     }
     tg_version published;
-    tg_cat_status status = tg_catalog_version_publish(server->catalog, version.id, digest, &published);
+    tg_cat_status status =
+        tg_catalog_version_publish(server->catalog, version.id, digest, &published);
     if (status == TG_CAT_CONFLICT) {
-        tg_respond_problem(req, 409, "version_published", "version %lld of %s/%s is already published",
-                           (long long)version.number, model->org, model->name);
+        tg_respond_problem(req, 409, "version_published",
+                           "version %lld of %s/%s is already published", (long long)version.number,
+                           model->org, model->name);
     } else if (status != TG_CAT_OK) {
         tg_respond_problem(req, 500, "internal", "the catalog failed");
     } else {

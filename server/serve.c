@@ -91,7 +91,8 @@ int tg_cmd_serve(int argc, char **argv)
         return 1;
     }
     int claim_fd = -1;
-    if (open_data(server.config.data_dir, &server.store, &server.catalog, &claim_fd, "serve") != 0) {
+    if (open_data(server.config.data_dir, &server.store, &server.catalog, &claim_fd, "serve") !=
+        0) {
         tg_store_unlock(claim_fd);
         return 1;
     }
@@ -156,12 +157,14 @@ static const char *data_dir_default(void)
 
 static int token_usage(FILE *out)
 {
-    fprintf(out, "usage: tensorgate token create [--data DIR] --scope read|write|admin [--namespace ORG]\n"
-                 "       tensorgate token list [--data DIR]\n"
-                 "       tensorgate token revoke [--data DIR] ID\n"
-                 "create prints the new token as the last line of stdout; it is shown only once.\n"
-                 "list prints one line per token: id, scope, namespace (- if none), created\n"
-                 "(never the token). revoke deletes the token: the server refuses it (401) at once.\n");
+    fprintf(
+        out,
+        "usage: tensorgate token create [--data DIR] --scope read|write|admin [--namespace ORG]\n"
+        "       tensorgate token list [--data DIR]\n"
+        "       tensorgate token revoke [--data DIR] ID\n"
+        "create prints the new token as the last line of stdout; it is shown only once.\n"
+        "list prints one line per token: id, scope, namespace (- if none), created\n"
+        "(never the token). revoke deletes the token: the server refuses it (401) at once.\n");
     return out == stdout ? 0 : 2;
 }
 
@@ -191,7 +194,8 @@ static int token_list_or_revoke(int argc, char **argv)
     }
     uint64_t id = 0;
     if (revoke && (id_text == NULL || !tg_parse_u64(id_text, &id) || id == 0 || id > INT64_MAX)) {
-        fprintf(stderr, "tensorgate token revoke: give the token's id (see `tensorgate token list`)\n");
+        fprintf(stderr,
+                "tensorgate token revoke: give the token's id (see `tensorgate token list`)\n");
         return 2;
     }
     tg_store store;
@@ -210,7 +214,8 @@ static int token_list_or_revoke(int argc, char **argv)
         if (status == TG_CAT_OK) {
             fprintf(stderr, "tensorgate: revoked token %llu\n", (unsigned long long)id);
         } else if (status == TG_CAT_NOT_FOUND) {
-            fprintf(stderr, "tensorgate token revoke: no token has id %llu\n", (unsigned long long)id);
+            fprintf(stderr, "tensorgate token revoke: no token has id %llu\n",
+                    (unsigned long long)id);
             rc = 1;
         } else {
             fprintf(stderr, "tensorgate token revoke: the catalog failed\n");
@@ -286,7 +291,8 @@ static const char *parse_data_only(int argc, char **argv, const char *command, b
         } else if (dry_run && strcmp(argv[i], "--dry-run") == 0) {
             *dry_run = true;
         } else {
-            fprintf(stderr, "usage: tensorgate %s [--data DIR]%s\n", command, dry_run ? " [--dry-run]" : "");
+            fprintf(stderr, "usage: tensorgate %s [--data DIR]%s\n", command,
+                    dry_run ? " [--dry-run]" : "");
             return NULL;
         }
     }
@@ -343,8 +349,8 @@ int tg_cmd_gc(int argc, char **argv)
     gc.catalog = catalog;
     tg_store_each_blob(&store, gc_visit, &gc);
     tg_catalog_close(catalog);
-    fprintf(stderr, "tensorgate gc: %lu blob(s) %s (%llu bytes), %lu kept, %lu error(s)\n", gc.removed,
-            dry_run ? "unreferenced" : "removed", gc.bytes, gc.kept, gc.errors);
+    fprintf(stderr, "tensorgate gc: %lu blob(s) %s (%llu bytes), %lu kept, %lu error(s)\n",
+            gc.removed, dry_run ? "unreferenced" : "removed", gc.bytes, gc.kept, gc.errors);
     return gc.errors ? 1 : 0;
 }
 

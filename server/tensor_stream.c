@@ -356,8 +356,8 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
  * store. Offsets are signed integers, never pointers, so none points outside the
  * window, not even the one computed after the last run. */
 #define COPY_STRIDED(size)                                                                         \
-    for (uint64_t k = 0; k < count; k++, at += step, dst += (size))                               \
-        memcpy(dst, window + at, (size))
+    for (uint64_t k = 0; k < count; k++, at += step, dst += (size))                                \
+    memcpy(dst, window + at, (size))
 
 static void copy_strided(uint8_t *dst, const uint8_t *window, int64_t at, int64_t step,
                          uint64_t count, size_t size)
@@ -424,7 +424,7 @@ static int64_t gather_row(tg_tensor_stream *s, uint8_t *dst, uint64_t bytes)
         } else {
             begin = hi - lo > TG_TENSOR_CHUNK ? first : lo;
             end = s->tensor_bytes - begin > TG_TENSOR_CHUNK ? begin + TG_TENSOR_CHUNK
-                                                             : s->tensor_bytes;
+                                                            : s->tensor_bytes;
         }
         if (refill(s, begin, end) != 0)
             return -1;

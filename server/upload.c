@@ -27,11 +27,11 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "checks.h"
 #include "index_check.h"
 #include "log.h"
-#include "routes.h"
-#include "checks.h"
 #include "reclaim.h"
+#include "routes.h"
 
 /* Tests only: TENSORGATE_TEST_COMMIT_DELAY_MS (at most 10 s) widens the gap between
  * a blob's commit and its catalog row, so a test can run gc inside it. */
@@ -78,8 +78,8 @@ int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64
     ingest->gate = st_gate_new(&config, declared);
     if (tg_sha256_init(&ingest->sha, with_file ? "upload" : "scan") != 0 || ingest->gate == NULL)
         return -1;
-    if (with_file &&
-        tg_store_temp_create(&server->store, &ingest->fd, ingest->temp_path, sizeof ingest->temp_path) != 0) {
+    if (with_file && tg_store_temp_create(&server->store, &ingest->fd, ingest->temp_path,
+                                          sizeof ingest->temp_path) != 0) {
         ingest->temp_path[0] = '\0';
         return -1;
     }
@@ -221,8 +221,8 @@ typedef struct upload {
     tg_model model;
     tg_version version;
     char path[TG_PATH_MAX + 1];
-    char token_hash[65];          /* re-checked at the commit: a token revoked mid-body stores nothing */
-    bool recorded;                /* the refusal is in the rejections table */
+    char token_hash[65]; /* re-checked at the commit: a token revoked mid-body stores nothing */
+    bool recorded;       /* the refusal is in the rejections table */
     char owner[TG_TALLY_KEY_MAX]; /* charged one concurrent upload while counted */
     bool counted;
 } upload;
@@ -247,8 +247,8 @@ static void record_rejection(tg_request *req, upload *up, const char *reason, co
     if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s (%s)", r.model, r.path, reason);
     tg_metrics_rejection(req->server, reason);
-    tg_log(TG_LOG_INFO, "refused %s v%lld %s from %s: %s (%s)", r.model, (long long)r.version, r.path,
-           r.client, reason, detail);
+    tg_log(TG_LOG_INFO, "refused %s v%lld %s from %s: %s (%s)", r.model, (long long)r.version,
+           r.path, r.client, reason, detail);
 }
 
 static void record_gate_refusal(tg_request *req, upload *up)
@@ -304,8 +304,9 @@ void tg_route_upload_start(tg_request *req)
      * segment is `header` could never be read back by its own URL. */
     const char *last_slash = strrchr(path, '/');
     if (strcmp(last_slash ? last_slash + 1 : path, "header") == 0) {
-        tg_respond_problem(req, 400, "invalid_path",
-                           "a file path may not end in the segment 'header' (reserved for the header route)");
+        tg_respond_problem(
+            req, 400, "invalid_path",
+            "a file path may not end in the segment 'header' (reserved for the header route)");
         return;
     }
     snprintf(up->path, sizeof up->path, "%s", path);
@@ -364,10 +365,11 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
      * normally at the end; a long one (more than --drain-limit left, by Content-Length
      * or by what was dropped so far) gets the answer now and the connection closed. */
     uint64_t received = ingest->seen + ingest->drained;
-    bool long_rest = ingest->drained > ingest->drain_limit ||
-                     (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
-                      ingest->declared - (received < ingest->declared ? received : ingest->declared) >
-                          ingest->drain_limit);
+    bool long_rest =
+        ingest->drained > ingest->drain_limit ||
+        (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
+         ingest->declared - (received < ingest->declared ? received : ingest->declared) >
+             ingest->drain_limit);
     if (long_rest || req->close_now) {
         req->close_now = false;
         upload_answer(req, false);
@@ -375,12 +377,14 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     }
 }
 
-static char *stats_text(const st_file *file, const st_tensor_stats *stats, uint64_t *nan, uint64_t *inf)
+static char *stats_text(const st_file *file, const st_tensor_stats *stats, uint64_t *nan,
+                        uint64_t *inf)
 {
     json_t *array = json_array();
     *nan = *inf = 0;
     for (size_t i = 0; file && stats && i < file->tensor_count; i++) {
-        json_array_append_new(array, json_pack("[I,I]", (json_int_t)stats[i].nan, (json_int_t)stats[i].inf));
+        json_array_append_new(
+            array, json_pack("[I,I]", (json_int_t)stats[i].nan, (json_int_t)stats[i].inf));
         *nan += stats[i].nan;
         *inf += stats[i].inf;
     }
@@ -414,9 +418,10 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_store_temp_discard(ingest->fd, ingest->temp_path);
         ingest->fd = -1;
         ingest->temp_path[0] = '\0';
-        record_rejection(req, up, "body_length_mismatch", NULL, "the body length differs from Content-Length",
-                         ingest->seen);
-        tg_respond_problem(req, 400, "body_length_mismatch", "received %llu bytes, Content-Length said %llu",
+        record_rejection(req, up, "body_length_mismatch", NULL,
+                         "the body length differs from Content-Length", ingest->seen);
+        tg_respond_problem(req, 400, "body_length_mismatch",
+                           "received %llu bytes, Content-Length said %llu",
                            (unsigned long long)ingest->seen, (unsigned long long)ingest->declared);
         return;
     }
@@ -451,7 +456,8 @@ static void upload_answer(tg_request *req, bool body_ended)
                            (unsigned long long)server->config.max_body);
         return;
     case TG_INGEST_NO_SPACE:
-        tg_respond_problem(req, 507, "insufficient_storage", "the server's disk is full; nothing was stored");
+        tg_respond_problem(req, 507, "insufficient_storage",
+                           "the server's disk is full; nothing was stored");
         return;
     case TG_INGEST_FAILED:
         tg_respond_problem(req, 500, "internal", "the upload could not be written");
@@ -472,7 +478,8 @@ static void upload_answer(tg_request *req, bool body_ended)
     if (parsed != NULL)
         snprintf(file.kind, sizeof file.kind, "safetensors");
     else
-        snprintf(file.kind, sizeof file.kind, "%s", verdict.format == ST_FORMAT_JSON ? "json" : "text");
+        snprintf(file.kind, sizeof file.kind, "%s",
+                 verdict.format == ST_FORMAT_JSON ? "json" : "text");
     char *stats = stats_text(parsed, st_gate_stats(ingest->gate), &file.nan, &file.inf);
     if (parsed != NULL) {
         uint64_t counts[ST_DTYPE_COUNT];
@@ -488,17 +495,20 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_store_temp_discard(ingest->fd, ingest->temp_path);
         ingest->fd = -1;
         ingest->temp_path[0] = '\0';
-        tg_respond_problem(req, 500, "internal", "the blob store's lock cannot be taken; nothing was stored");
+        tg_respond_problem(req, 500, "internal",
+                           "the blob store's lock cannot be taken; nothing was stored");
         return;
     }
-    tg_store_status committed = tg_store_commit_blob(&server->store, ingest->fd, ingest->temp_path, file.sha256);
+    tg_store_status committed =
+        tg_store_commit_blob(&server->store, ingest->fd, ingest->temp_path, file.sha256);
     ingest->fd = -1;
     ingest->temp_path[0] = '\0';
     if (committed != TG_STORE_OK) {
         tg_store_unlock(blobs_lock);
         free(stats);
         if (committed == TG_STORE_NO_SPACE)
-            tg_respond_problem(req, 507, "insufficient_storage", "the server's disk is full; nothing was stored");
+            tg_respond_problem(req, 507, "insufficient_storage",
+                               "the server's disk is full; nothing was stored");
         else
             tg_respond_problem(req, 500, "internal", "the blob could not be stored");
         return;
@@ -529,7 +539,8 @@ static void upload_answer(tg_request *req, bool body_ended)
         (void)tg_blob_reclaim(&server->store, server->catalog, file.sha256, false);
     if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",
-                           "version %lld was published during the upload", (long long)up->version.number);
+                           "version %lld was published during the upload",
+                           (long long)up->version.number);
     } else if (status == TG_CAT_NOT_FOUND && why != NULL && strcmp(why, "token_revoked") == 0) {
         tg_respond_problem(req, 401, "token_revoked",
                            "the token was revoked during the upload; nothing was stored");
@@ -569,9 +580,10 @@ void tg_route_upload_cleanup(tg_request *req)
                      "the client closed the connection after %llu of %llu body bytes",
                      (unsigned long long)up->ingest.seen, (unsigned long long)up->ingest.declared);
         else
-            snprintf(detail, sizeof detail,
-                     "the client closed the connection after %llu body bytes, before the last chunk",
-                     (unsigned long long)up->ingest.seen);
+            snprintf(
+                detail, sizeof detail,
+                "the client closed the connection after %llu body bytes, before the last chunk",
+                (unsigned long long)up->ingest.seen);
         record_rejection(req, up, "body_length_mismatch", NULL, detail, up->ingest.seen);
     }
     /* a refusal whose answer never went out (the client left while the rest drained) */

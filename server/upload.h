@@ -25,18 +25,18 @@ typedef enum tg_ingest_state {
 
 typedef struct tg_ingest {
     st_gate *gate;
-    tg_sha256 sha;           /* a failed update shows at tg_ingest_digest */
-    int fd;                  /* temp file, -1 when not storing (scan) or discarded */
+    tg_sha256 sha; /* a failed update shows at tg_ingest_digest */
+    int fd;        /* temp file, -1 when not storing (scan) or discarded */
     char temp_path[4400];
-    uint64_t declared;       /* Content-Length, or ST_FILE_SIZE_UNKNOWN (chunked) */
-    uint64_t seen;           /* body bytes accepted into the gate/hash */
+    uint64_t declared; /* Content-Length, or ST_FILE_SIZE_UNKNOWN (chunked) */
+    uint64_t seen;     /* body bytes accepted into the gate/hash */
     uint64_t max_body;
-    uint64_t drained;        /* bytes dropped after the ingest stopped */
+    uint64_t drained; /* bytes dropped after the ingest stopped */
     uint64_t drain_limit;
-    bool hash_after_stop;    /* scan: the verdict's sha256 covers the whole body */
-    bool stop_when_certain;  /* upload: stop storing once st_gate_refusal_certain() */
-    bool verdict_pending;    /* REFUSED while the gate waits for the end to name the
-                              * format: the drained rest still feeds the gate */
+    bool hash_after_stop;   /* scan: the verdict's sha256 covers the whole body */
+    bool stop_when_certain; /* upload: stop storing once st_gate_refusal_certain() */
+    bool verdict_pending;   /* REFUSED while the gate waits for the end to name the
+                             * format: the drained rest still feeds the gate */
     tg_ingest_state state;
     tg_header_budget budget; /* the gate's buffer is charged to the client and the server */
 } tg_ingest;

@@ -229,20 +229,22 @@ static void build_model(void)
     build_values(&files[1], shard2, 3, NULL, 2);
     uint64_t total = (files[0].len - 8 - it_header_len(&files[0])) +
                      (files[1].len - 8 - it_header_len(&files[1]));
-    it_buf_printf(&files[2],
-                  "{\n  \"metadata\": {\"total_size\": %llu, \"note\": \"kept\"},\n  \"weight_map\": {\n"
-                  "    \"a.weight\": \"%s\", \"a.bias\": \"%s\", \"emb.weight\": \"%s\",\n"
-                  "    \"empty.weight\": \"%s\", \"b.weight\": \"%s\", \"pos\": \"%s\",\n"
-                  "    \"scale.weight\": \"%s\"\n  }\n}\n",
-                  (unsigned long long)total, paths[0], paths[0], paths[0], paths[0], paths[1],
-                  paths[1], paths[1]);
+    it_buf_printf(
+        &files[2],
+        "{\n  \"metadata\": {\"total_size\": %llu, \"note\": \"kept\"},\n  \"weight_map\": {\n"
+        "    \"a.weight\": \"%s\", \"a.bias\": \"%s\", \"emb.weight\": \"%s\",\n"
+        "    \"empty.weight\": \"%s\", \"b.weight\": \"%s\", \"pos\": \"%s\",\n"
+        "    \"scale.weight\": \"%s\"\n  }\n}\n",
+        (unsigned long long)total, paths[0], paths[0], paths[0], paths[0], paths[1], paths[1],
+        paths[1]);
     it_buf_printf(&files[3], "{\"architectures\":[\"Test\"]}\n");
 }
 
 TEST(derived_version_bf16)
 {
     publish_model("acme/conv", paths, files, 4);
-    long long id = start_convert("acme/conv", "latest", "{\"dtype\":\"BF16\",\"tensors\":[\"*.weight\"]}");
+    long long id =
+        start_convert("acme/conv", "latest", "{\"dtype\":\"BF16\",\"tensors\":[\"*.weight\"]}");
     it_response r = wait_job(id);
     CHECK_STATUS(r, 200);
     CHECK_STR(it_json_str(&r, "state"), "done");
@@ -330,7 +332,8 @@ TEST(derived_version_f16_all_tensors)
     check_values("acme/conv", 3, paths[1], "F16", "");
     long status;
     json_t *model = get_json(BASE "/acme/conv", &status);
-    CHECK_EQ_U64(json_integer_value(json_object_get(json_object_get(model, "aliases"), "latest")), 3);
+    CHECK_EQ_U64(json_integer_value(json_object_get(json_object_get(model, "aliases"), "latest")),
+                 3);
     json_decref(model);
 }
 
@@ -489,8 +492,9 @@ TEST(kill_9_mid_job_resumes)
     CHECK_EQ_U64(it_count_tmp_settled(), 0);
     it_kill_server(); /* gc wants the data directory to itself */
     char command[1000];
-    snprintf(command, sizeof command, "'%s' gc --dry-run --data '%s' 2>/dev/null | grep -c 'would remove'",
-             it_binary, it_srv.data);
+    snprintf(command, sizeof command,
+             "'%s' gc --dry-run --data '%s' 2>/dev/null | grep -c 'would remove'", it_binary,
+             it_srv.data);
     FILE *gc = popen(command, "r");
     char count[32] = "";
     if (gc != NULL) {

@@ -33,7 +33,10 @@ static void expect_refused(const char *path, const void *body, size_t len, long 
     char url[512];
     snprintf(url, sizeof url, VBASE "/files/%s", path);
     /* 413 is decided from Content-Length at the headers: the body waits for the go-ahead */
-    it_request_opts o = {.token = write_token, .body = body, .body_len = len, .has_body = true,
+    it_request_opts o = {.token = write_token,
+                         .body = body,
+                         .body_len = len,
+                         .has_body = true,
                          .expect_continue = status == 413};
     it_response r = it_request("PUT", url, &o);
     CHECK_PROBLEM(r, status, reason);
@@ -153,8 +156,8 @@ TEST(sidecars)
     /* a protocol-0 pickle is ASCII, but never a README */
     int files_before = files_in_version();
     int blobs_before = it_count_blobs();
-    it_response r = it_send("PUT", VBASE "/files/README.md", write_token, it_pickle_p0,
-                            strlen(it_pickle_p0));
+    it_response r =
+        it_send("PUT", VBASE "/files/README.md", write_token, it_pickle_p0, strlen(it_pickle_p0));
     CHECK(r.status == 415 || r.status == 422);
     const char *reason = it_reason(&r);
     CHECK(reason != NULL &&
@@ -572,8 +575,7 @@ TEST(rejections_listed)
     it_response r = it_get("/v1/rejections");
     CHECK_PROBLEM(r, 401, "unauthorized");
     it_response_free(&r);
-    r = it_request("GET", "/v1/rejections",
-                   &(it_request_opts){.token = write_token});
+    r = it_request("GET", "/v1/rejections", &(it_request_opts){.token = write_token});
     CHECK_PROBLEM(r, 403, "forbidden");
     it_response_free(&r);
 

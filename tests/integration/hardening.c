@@ -25,8 +25,8 @@ static void setup(void)
 /* Rejections recorded for path with this reason. */
 static int rejections_for(const char *path, const char *reason)
 {
-    it_response r = it_request("GET", "/v1/rejections?limit=1000",
-                               &(it_request_opts){.token = admin_token});
+    it_response r =
+        it_request("GET", "/v1/rejections?limit=1000", &(it_request_opts){.token = admin_token});
     int n = 0;
     json_t *list = json_object_get(r.json, "rejections");
     for (size_t i = 0; i < json_array_size(list); i++) {
@@ -293,7 +293,8 @@ TEST(get_keeps_connection_alive)
                                         "/v1/no/such/route", "/healthz"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         char head[512];
-        int hl = snprintf(head, sizeof head, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", paths[i]);
+        int hl =
+            snprintf(head, sizeof head, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", paths[i]);
         CHECK(it_write_all(fd, head, (size_t)hl));
         char resp[8192];
         size_t got = it_read_some(fd, resp, sizeof resp, 2000);
@@ -380,9 +381,10 @@ TEST(bodies_checked)
     CHECK_STATUS(first, 201);
     long long before = it_json_int(first.json, "version");
     it_response_free(&first);
-    static const char *const bad_versions[][2] = {
-        {"not json", "invalid_json"}, {"[]", "invalid_json"}, {"{\"a\":1,\"a\":2}", "invalid_json"},
-        {"{\"version\":5}", "invalid_request"}};
+    static const char *const bad_versions[][2] = {{"not json", "invalid_json"},
+                                                  {"[]", "invalid_json"},
+                                                  {"{\"a\":1,\"a\":2}", "invalid_json"},
+                                                  {"{\"version\":5}", "invalid_request"}};
     for (size_t i = 0; i < sizeof bad_versions / sizeof bad_versions[0]; i++) {
         it_response r = it_send("POST", "/v1/models/acme/edge/versions", write_token,
                                 bad_versions[i][0], strlen(bad_versions[i][0]));

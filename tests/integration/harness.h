@@ -110,10 +110,10 @@ IT_FN void it_sha256_hex(const void *data, size_t len, char out[65])
 typedef struct it_server {
     pid_t pid;
     int port;
-    char root[256];     /* mkdtemp directory: data/ and server.log inside */
-    char data[300];     /* the --data directory */
-    char log[400];      /* the server's stderr */
-    char base[64];      /* http://127.0.0.1:PORT */
+    char root[256]; /* mkdtemp directory: data/ and server.log inside */
+    char data[300]; /* the --data directory */
+    char log[400];  /* the server's stderr */
+    char base[64];  /* http://127.0.0.1:PORT */
 } it_server;
 
 static char it_build_dir[512] = "build";
@@ -491,7 +491,8 @@ IT_FN it_response it_request(const char *method, const char *path, const it_requ
     if (r.curl_code == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
     else
-        fprintf(stderr, "harness: %s %s: curl: %s\n", method, path, curl_easy_strerror(r.curl_code));
+        fprintf(stderr, "harness: %s %s: curl: %s\n", method, path,
+                curl_easy_strerror(r.curl_code));
     curl_slist_free_all(hl);
     curl_easy_cleanup(c);
     if (r.body.len > 0 && (r.body.data[0] == '{' || r.body.data[0] == '['))
@@ -499,10 +500,13 @@ IT_FN it_response it_request(const char *method, const char *path, const it_requ
     return r;
 }
 
-IT_FN it_response it_get(const char *path) { return it_request("GET", path, NULL); }
+IT_FN it_response it_get(const char *path)
+{
+    return it_request("GET", path, NULL);
+}
 
-IT_FN it_response it_send(const char *method, const char *path, const char *token,
-                           const void *body, size_t len)
+IT_FN it_response it_send(const char *method, const char *path, const char *token, const void *body,
+                          size_t len)
 {
     it_request_opts o;
     memset(&o, 0, sizeof o);
@@ -514,7 +518,7 @@ IT_FN it_response it_send(const char *method, const char *path, const char *toke
 }
 
 IT_FN it_response it_send_json(const char *method, const char *path, const char *token,
-                                const char *json_text)
+                               const char *json_text)
 {
     static const char *const json_type[] = {"Content-Type: application/json", NULL};
     it_request_opts o;
@@ -571,7 +575,10 @@ IT_FN long long it_json_int(const json_t *obj, const char *key)
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
-IT_FN const char *it_reason(const it_response *r) { return it_json_str(r, "reason"); }
+IT_FN const char *it_reason(const it_response *r)
+{
+    return it_json_str(r, "reason");
+}
 
 /* CHECK that a response has the status; on failure print the body to help. */
 #define CHECK_STATUS(resp, code)                                                                   \
@@ -581,7 +588,7 @@ IT_FN const char *it_reason(const it_response *r) { return it_json_str(r, "reaso
             test_checks_passed++;                                                                  \
         } else {                                                                                   \
             test_checks_failed++;                                                                  \
-            fprintf(stderr, "%s:%d: %s: status %ld, expected %d; body: %.400s\n", __FILE__,       \
+            fprintf(stderr, "%s:%d: %s: status %ld, expected %d; body: %.400s\n", __FILE__,        \
                     __LINE__, test_current, it_got_, (int)(code),                                  \
                     (resp).body.data ? (const char *)(resp).body.data : "");                       \
         }                                                                                          \
@@ -675,7 +682,7 @@ IT_FN uint64_t it_dtype_bytes(const char *dtype)
  * spaces to a multiple of 8, data filled from `seed` (deterministic, finite
  * floats for F32: small integers). metadata_json may be NULL or an object text. */
 IT_FN void it_build_safetensors(it_buf *out, const it_tensor_spec *t, int count,
-                                 const char *metadata_json, unsigned seed)
+                                const char *metadata_json, unsigned seed)
 {
     it_buf h = {0};
     uint64_t offset = 0;
@@ -835,12 +842,12 @@ IT_FN void it_build_zip(it_buf *out, const char *const *names, const it_buf *con
 }
 
 /* A protocol-2 pickle of {'w': 1} like torch.save's data.pkl would start. */
-IT_UNUSED static const unsigned char it_pickle_p2[] = {0x80, 0x02, '}', 'q', 0x00, 'X', 0x01, 0x00, 0x00,
-                                             0x00, 'w',  'q', 0x01, 'K', 0x01, 's',  '.'};
+IT_UNUSED static const unsigned char it_pickle_p2[] = {
+    0x80, 0x02, '}', 'q', 0x00, 'X', 0x01, 0x00, 0x00, 0x00, 'w', 'q', 0x01, 'K', 0x01, 's', '.'};
 /* pickle.dumps({'w': 1}, protocol=4) */
-IT_UNUSED static const unsigned char it_pickle_p4[] = {0x80, 0x04, 0x95, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00,
-                                             0x00, 0x00, '}',  0x94, 0x8c, 0x01, 'w',  0x94, 'K',
-                                             0x01, 's',  '.'};
+IT_UNUSED static const unsigned char it_pickle_p4[] = {0x80, 0x04, 0x95, 0x0a, 0x00, 0x00, 0x00,
+                                                       0x00, 0x00, 0x00, 0x00, '}',  0x94, 0x8c,
+                                                       0x01, 'w',  0x94, 'K',  0x01, 's',  '.'};
 /* pickle.dumps({'a': 1}, protocol=0): plain ASCII text */
 IT_UNUSED static const char it_pickle_p0[] = "(dp0\nVa\np1\nI1\ns.";
 

@@ -133,8 +133,8 @@ TEST(publish_models)
     upload(SINGLE, 1, &config_file);
     upload(SINGLE, 1, &readme_file);
     publish(SINGLE, 1, single_digest);
-    it_response r = it_send_json("PUT", "/v1/models/" SINGLE "/aliases/stable", write_token,
-                                 "{\"version\":1}");
+    it_response r =
+        it_send_json("PUT", "/v1/models/" SINGLE "/aliases/stable", write_token, "{\"version\":1}");
     CHECK_STATUS(r, 200);
     it_response_free(&r);
     /* version 2 stays a draft: invisible to the Hub routes */
@@ -160,7 +160,8 @@ TEST(resolve_headers)
     const char *const revisions[] = {"main", "HEAD", "latest", "1", "stable", single_digest};
     for (int k = 0; k < 2; k++) {
         for (size_t v = 0; v < sizeof revisions / sizeof revisions[0]; v++) {
-            snprintf(url, sizeof url, "/" SINGLE "/%s/%s/model.safetensors", kinds[k], revisions[v]);
+            snprintf(url, sizeof url, "/" SINGLE "/%s/%s/model.safetensors", kinds[k],
+                     revisions[v]);
             it_response r = it_request("HEAD", url, NULL);
             CHECK_STATUS(r, 200);
             check_header(&r, "X-Repo-Commit", single_digest);
@@ -229,7 +230,8 @@ TEST(ranges_are_206)
         it_response_free(&r);
     }
     /* past the end: 416 with the total */
-    it_response r = request_with("GET", "/" SINGLE "/resolve/main/config.json", "Range: bytes=999999-");
+    it_response r =
+        request_with("GET", "/" SINGLE "/resolve/main/config.json", "Range: bytes=999999-");
     CHECK_STATUS(r, 416);
     snprintf(want, sizeof want, "bytes */%zu", config_file.bytes.len);
     check_header(&r, "Content-Range", want);
@@ -272,9 +274,11 @@ TEST(not_found_codes)
         /* version 2 is a draft: not a revision of the Hub view */
         check_hub_404(method, "/" SINGLE "/resolve/2/config.json", "RevisionNotFound",
                       "version_not_found");
-        check_hub_404(method,
-                      "/" SINGLE "/resolve/0000000000000000000000000000000000000000000000000000000000000000/config.json",
-                      "RevisionNotFound", "version_not_found");
+        check_hub_404(
+            method,
+            "/" SINGLE
+            "/resolve/0000000000000000000000000000000000000000000000000000000000000000/config.json",
+            "RevisionNotFound", "version_not_found");
         check_hub_404(method, "/" SINGLE "/resolve/main/nope.safetensors", "EntryNotFound",
                       "file_not_found");
         check_hub_404(method, "/" SINGLE "/raw/main/docs", "EntryNotFound", "file_not_found");
@@ -332,7 +336,8 @@ static json_t *count_parameters(const built_file *const *files, int count, uint6
     *total = 0;
     for (int d = 0; d < ST_DTYPE_COUNT; d++) {
         if (counts[d] > 0)
-            json_object_set_new(object, st_dtype_name((st_dtype)d), json_integer((json_int_t)counts[d]));
+            json_object_set_new(object, st_dtype_name((st_dtype)d),
+                                json_integer((json_int_t)counts[d]));
         *total += counts[d];
     }
     return object;
@@ -398,7 +403,8 @@ TEST(model_info)
     json_decref(want);
 
     check_hub_404("GET", "/api/models/acme/missing", "RepoNotFound", "model_not_found");
-    check_hub_404("GET", "/api/models/" SINGLE "/revision/2", "RevisionNotFound", "version_not_found");
+    check_hub_404("GET", "/api/models/" SINGLE "/revision/2", "RevisionNotFound",
+                  "version_not_found");
 }
 
 /* Follows Link rel="next" from url; returns every item of every page (a new array). */
@@ -446,7 +452,8 @@ TEST(models_list_and_paging)
     json_t *all = follow_pages("/api/models?search=acme/hf&limit=2", &pages);
     CHECK(json_array_size(all) == 4);
     CHECK(pages == 2);
-    const char *const want[] = {"acme/hf-alpha", "acme/hf-sharded", "acme/hf-single", "acme/hf-zeta"};
+    const char *const want[] = {"acme/hf-alpha", "acme/hf-sharded", "acme/hf-single",
+                                "acme/hf-zeta"};
     for (size_t i = 0; i < 4 && i < json_array_size(all); i++) {
         json_t *item = json_array_get(all, i);
         CHECK_STR(json_string_value(json_object_get(item, "id")), want[i]);
@@ -498,9 +505,10 @@ TEST(tree)
     CHECK_STR(json_string_value(json_object_get(lfs, "oid")), single_model.sha256);
     CHECK(it_json_int(lfs, "size") == (long long)single_model.bytes.len);
     char pointer[256];
-    int pointer_size = snprintf(pointer, sizeof pointer,
-                                "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %zu\n",
-                                single_model.sha256, single_model.bytes.len);
+    int pointer_size =
+        snprintf(pointer, sizeof pointer,
+                 "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %zu\n",
+                 single_model.sha256, single_model.bytes.len);
     CHECK(it_json_int(lfs, "pointerSize") == pointer_size);
     json_t *config = find_entry(r.json, "config.json");
     CHECK(config != NULL && json_object_get(config, "lfs") == NULL);
@@ -555,8 +563,9 @@ static json_t *tensor_table(const built_file *const *files, int count)
                 json_array_append_new(shape, json_integer((json_int_t)tensor->shape[d]));
             /* data_offsets as in the header: relative to the data section */
             json_object_set_new(table, tensor->name,
-                                json_pack("{s:s, s:o, s:[I,I]}", "dtype", st_dtype_name(tensor->dtype),
-                                          "shape", shape, "data_offsets", (json_int_t)tensor->begin,
+                                json_pack("{s:s, s:o, s:[I,I]}", "dtype",
+                                          st_dtype_name(tensor->dtype), "shape", shape,
+                                          "data_offsets", (json_int_t)tensor->begin,
                                           (json_int_t)tensor->end));
         }
         st_file_free(&file);
@@ -572,13 +581,12 @@ static json_t *client_case(const char *repo, const char *revision, bool sharded,
     json_t *files = json_array();
     for (int i = 0; i < path_count; i++)
         json_array_append_new(files, json_string(paths[i]));
-    return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:{s:s, s:I, s:s}}", "repo", repo,
-                     "revision", revision, "sharded", sharded, "tensors",
-                     tensor_table(weights, weight_count), "parameters",
-                     parameters_json(weights, weight_count, &total), "clientParameters",
-                     count_parameters(weights, weight_count, &total, true), "files", files,
-                     "download", "path", download->path, "size", (json_int_t)download->bytes.len,
-                     "sha256", download->sha256);
+    return json_pack(
+        "{s:s, s:s, s:b, s:o, s:o, s:o, s:o, s:{s:s, s:I, s:s}}", "repo", repo, "revision",
+        revision, "sharded", sharded, "tensors", tensor_table(weights, weight_count), "parameters",
+        parameters_json(weights, weight_count, &total), "clientParameters",
+        count_parameters(weights, weight_count, &total, true), "files", files, "download", "path",
+        download->path, "size", (json_int_t)download->bytes.len, "sha256", download->sha256);
 }
 
 TEST(javascript_client)
@@ -634,7 +642,8 @@ int main(int argc, char **argv)
     RUN(models_list_and_paging);
     RUN(tree);
     RUN(javascript_client);
-    built_file *files[] = {&single_model, &shard1, &shard2, &sharded_index, &config_file, &readme_file};
+    built_file *files[] = {&single_model,  &shard1,      &shard2,
+                           &sharded_index, &config_file, &readme_file};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         it_buf_free(&files[i]->bytes);
     return it_finish(argv[0]);

@@ -452,10 +452,9 @@ TEST(publish_checks)
     CHECK_EQ_U64(it_json_int(r.json, "version"), 3);
     it_response_free(&r);
     it_buf bad_index = {0};
-    it_buf_printf(&bad_index,
-                  "{\"metadata\":{\"total_size\":88},\"weight_map\":{"
-                  "\"embed.weight\":\"" SHARD1 "\",\"layers.0.weight\":\"" SHARD1 "\","
-                  "\"lm_head.weight\":\"" SHARD1 "\",\"norm.weight\":\"" SHARD2 "\"}}");
+    it_buf_printf(&bad_index, "{\"metadata\":{\"total_size\":88},\"weight_map\":{"
+                              "\"embed.weight\":\"" SHARD1 "\",\"layers.0.weight\":\"" SHARD1 "\","
+                              "\"lm_head.weight\":\"" SHARD1 "\",\"norm.weight\":\"" SHARD2 "\"}}");
     r = upload("3", SHARD1, &shard1);
     CHECK_STATUS(r, 201);
     it_response_free(&r);
@@ -619,7 +618,8 @@ TEST(replaced_content_reclaimed)
     it_response r = it_send("POST", BASE "/versions", write_token, NULL, 0);
     CHECK_STATUS(r, 201);
     char base[256];
-    snprintf(base, sizeof base, BASE "/versions/%lld/files", (long long)it_json_int(r.json, "version"));
+    snprintf(base, sizeof base, BASE "/versions/%lld/files",
+             (long long)it_json_int(r.json, "version"));
     it_response_free(&r);
     char url[512], shared_url[512];
     snprintf(url, sizeof url, "%s/readme.txt", base);
@@ -701,14 +701,13 @@ static int bump_schema(const char *db_path)
             char sql[400];
             const char *table = (const char *)sqlite3_column_text(st, 0);
             snprintf(sql, sizeof sql,
-                     "INSERT INTO \"%s\" (version, applied_at) VALUES (9999, '2099-01-01')",
-                     table);
+                     "INSERT INTO \"%s\" (version, applied_at) VALUES (9999, '2099-01-01')", table);
             if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
                 continue;
             snprintf(sql, sizeof sql, "INSERT INTO \"%s\" (version) VALUES (9999)", table);
             if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
-                fprintf(stderr, "note: could not add a row to %s: %s\n",
-                        sqlite3_column_text(st, 0), sqlite3_errmsg(db));
+                fprintf(stderr, "note: could not add a row to %s: %s\n", sqlite3_column_text(st, 0),
+                        sqlite3_errmsg(db));
         }
         sqlite3_finalize(st);
     }

@@ -115,7 +115,8 @@ static consumer consumer_start(const char *id, const char *token)
         dup2(from_child[1], 1);
         close(to_child[1]);
         close(from_child[0]);
-        execl(self_path, self_path, "consumer", "-", socket_path, token, id, model_file, (char *)NULL);
+        execl(self_path, self_path, "consumer", "-", socket_path, token, id, model_file,
+              (char *)NULL);
         _exit(127);
     }
     close(to_child[0]);
@@ -205,10 +206,14 @@ static void setup_model(void)
     /* One file, in the reference writer's spirit but not its order: file order is the
      * data offset order, which is what the layout must follow. */
     it_tensor_spec tensors[] = {
-        {"model.layers.0.w", "F32", 2, {64, 64}},  {"model.layers.0.b", "F32", 1, {63}},
-        {"model.layers.1.w", "F32", 2, {33, 17}},  {"emb", "I64", 1, {10}},
-        {"big.a", "F32", 1, {24576}},              {"big.b", "F32", 1, {24576}},
-        {"big.c", "F32", 1, {24576}},              {"huge", "F32", 1, {70000}},
+        {"model.layers.0.w", "F32", 2, {64, 64}},
+        {"model.layers.0.b", "F32", 1, {63}},
+        {"model.layers.1.w", "F32", 2, {33, 17}},
+        {"emb", "I64", 1, {10}},
+        {"big.a", "F32", 1, {24576}},
+        {"big.b", "F32", 1, {24576}},
+        {"big.c", "F32", 1, {24576}},
+        {"huge", "F32", 1, {70000}},
     };
     it_buf file = {0};
     it_build_safetensors(&file, tensors, 8, NULL, 42);
@@ -220,7 +225,8 @@ static void setup_model(void)
     FILE *out = fopen(model_file, "wb");
     CHECK(out && fwrite(file.data, 1, file.len, out) == file.len);
     fclose(out);
-    r = it_send("PUT", MODEL "/versions/1/files/model.safetensors", write_token, file.data, file.len);
+    r = it_send("PUT", MODEL "/versions/1/files/model.safetensors", write_token, file.data,
+                file.len);
     CHECK_STATUS(r, 201);
     it_response_free(&r);
     r = it_send("POST", MODEL "/versions/1/publish", write_token, NULL, 0);
@@ -289,7 +295,8 @@ TEST(errors_are_problems)
         CHECK_STR(it_json_str(&r, "detail"), json_string_value(json_object_get(gpu, "reason")));
         it_response_free(&r);
         it_response m = it_get("/metrics");
-        CHECK(m.body.data && strstr((char *)m.body.data, "tensorgate_preload_device_available{kind=\"cuda\"") &&
+        CHECK(m.body.data &&
+              strstr((char *)m.body.data, "tensorgate_preload_device_available{kind=\"cuda\"") &&
               strstr((char *)m.body.data, "\"} 0\n"));
         it_response_free(&m);
     }
@@ -298,7 +305,8 @@ TEST(errors_are_problems)
 
 TEST(preload_hand_off_lease_and_kill)
 {
-    it_response r = post_preload("{\"model\":\"org/pre\",\"version\":\"latest\",\"tensors\":[\"model.layers.0.*\"]}");
+    it_response r = post_preload(
+        "{\"model\":\"org/pre\",\"version\":\"latest\",\"tensors\":[\"model.layers.0.*\"]}");
     CHECK_STATUS(r, 202);
     char id[17], location[128], want[128];
     copy_id(&r, id);
@@ -313,8 +321,10 @@ TEST(preload_hand_off_lease_and_kill)
     json_t *layout = json_object_get(r.json, "layout");
     CHECK(json_array_size(layout) == 2);
     /* File order: .w was written before .b. */
-    CHECK_STR(json_string_value(json_object_get(json_array_get(layout, 0), "name")), "model.layers.0.w");
-    CHECK_STR(json_string_value(json_object_get(json_array_get(layout, 1), "name")), "model.layers.0.b");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(layout, 0), "name")),
+              "model.layers.0.w");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(layout, 1), "name")),
+              "model.layers.0.b");
     CHECK(it_json_int(json_array_get(layout, 1), "offset") % 256 == 0);
     CHECK(it_json_int(json_array_get(layout, 1), "offset") == 16384);
     CHECK(it_json_int(r.json, "bytes_copied") == 64 * 64 * 4 + 63 * 4);
@@ -331,8 +341,10 @@ TEST(preload_hand_off_lease_and_kill)
     /* The Python example maps the same memory as NumPy arrays and checks the bytes. */
     if (access("/usr/bin/python3", X_OK) == 0) {
         char cmd[1600], line[256];
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 examples/host_numpy.py --socket '%s' --token '%s' --preload %s "
-                 "--check '%s' 2>&1", socket_path, read_token, id, model_file);
+        snprintf(cmd, sizeof cmd,
+                 "/usr/bin/python3 examples/host_numpy.py --socket '%s' --token '%s' --preload %s "
+                 "--check '%s' 2>&1",
+                 socket_path, read_token, id, model_file);
         FILE *p = popen(cmd, "r");
         bool ok = false;
         while (p && fgets(line, sizeof line, p) != NULL) {
@@ -365,7 +377,8 @@ TEST(preload_hand_off_lease_and_kill)
 
 TEST(conversion_during_preload)
 {
-    it_response r = post_preload("{\"model\":\"org/pre\",\"tensors\":[\"model.layers.1.w\",\"emb\"],\"dtype\":\"BF16\"}");
+    it_response r = post_preload(
+        "{\"model\":\"org/pre\",\"tensors\":[\"model.layers.1.w\",\"emb\"],\"dtype\":\"BF16\"}");
     CHECK_STATUS(r, 202);
     char id[17], path[64];
     copy_id(&r, id);
@@ -411,7 +424,10 @@ static const char *state_of(const char *id)
     char path[64];
     snprintf(path, sizeof path, "/v1/preloads/%s", id);
     it_response r = it_get(path);
-    snprintf(state, sizeof state, "%s", r.status == 404 ? "gone" : it_json_str(&r, "state") ? it_json_str(&r, "state") : "?");
+    snprintf(state, sizeof state, "%s",
+             r.status == 404            ? "gone"
+             : it_json_str(&r, "state") ? it_json_str(&r, "state")
+                                        : "?");
     it_response_free(&r);
     return state;
 }
@@ -436,7 +452,8 @@ TEST(lru_eviction_under_a_small_budget)
     CHECK_STR(state_of(c3), "gone");
     CHECK_STR(state_of(a), "resident");
     /* A is leased, D is not: 112 KiB more fits only by evicting D. */
-    it_response r = post_preload("{\"model\":\"org/pre\",\"tensors\":[\"big.c\",\"model.layers.0.w\"]}");
+    it_response r =
+        post_preload("{\"model\":\"org/pre\",\"tensors\":[\"big.c\",\"model.layers.0.w\"]}");
     CHECK_STATUS(r, 202);
     char e[17];
     copy_id(&r, e);
@@ -447,7 +464,8 @@ TEST(lru_eviction_under_a_small_budget)
     /* A leased twice now; the next admission evicts the unleased one again. */
     consumer holder2 = consumer_start(a, read_token);
     CHECK_STR(consumer_line(&holder2), "verified 1");
-    r = post_preload("{\"model\":\"org/pre\",\"tensors\":[\"big.a\",\"model.layers.0.w\",\"model.layers.1.w\"]}");
+    r = post_preload("{\"model\":\"org/"
+                     "pre\",\"tensors\":[\"big.a\",\"model.layers.0.w\",\"model.layers.1.w\"]}");
     CHECK_STATUS(r, 202);
     it_response_free(&r);
     /* A (leased, 96 KiB) + 192 KiB is over the 256 KiB budget whatever is evicted: 507. */

@@ -38,8 +38,8 @@ static bool read_file(const char *path, it_buf *out)
  * operation a line "    get:" (or put, post, delete, head, patch, options). */
 static void parse_spec(void)
 {
-    static const char *const methods[] = {"get", "put", "post", "delete", "head", "patch",
-                                          "options"};
+    static const char *const methods[] = {"get",  "put",   "post",   "delete",
+                                          "head", "patch", "options"};
     char *text = (char *)spec.data;
     bool in_paths = false;
     char current[256] = "";

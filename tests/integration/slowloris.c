@@ -28,9 +28,9 @@ static long long header_timeouts(void)
 {
     it_response r = it_get("/metrics");
     long long n = -1;
-    const char *line = r.body.data ? strstr((const char *)r.body.data,
-                                            "\ntensorgate_header_timeouts_total ")
-                                   : NULL;
+    const char *line =
+        r.body.data ? strstr((const char *)r.body.data, "\ntensorgate_header_timeouts_total ")
+                    : NULL;
     if (line != NULL)
         n = atoll(line + strlen("\ntensorgate_header_timeouts_total "));
     it_response_free(&r);

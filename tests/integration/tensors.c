@@ -531,12 +531,14 @@ TEST(limits_at_and_past)
     it_response_free(&r);
 
     static const char *const one[] = {"Range: bytes=0-3", NULL};
-    r = it_request("GET", BASE "/versions/1/tensors/embed.weight", &(it_request_opts){.headers = one});
+    r = it_request("GET", BASE "/versions/1/tensors/embed.weight",
+                   &(it_request_opts){.headers = one});
     CHECK_STATUS(r, 206);
     CHECK_EQ_U64(r.body.len, 4);
     it_response_free(&r);
     static const char *const two[] = {"Range: bytes=0-3,8-11", NULL};
-    r = it_request("GET", BASE "/versions/1/tensors/embed.weight", &(it_request_opts){.headers = two});
+    r = it_request("GET", BASE "/versions/1/tensors/embed.weight",
+                   &(it_request_opts){.headers = two});
     CHECK_STATUS(r, 200);
     it_response whole = it_get(BASE "/versions/1/tensors/embed.weight");
     CHECK_EQ_U64(r.body.len, whole.body.len);

@@ -27,7 +27,7 @@ static const char *test_current = "";
             test_checks_passed++;                                                                  \
         } else {                                                                                   \
             test_checks_failed++;                                                                  \
-            fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, test_current,    \
+            fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, test_current,     \
                     #cond);                                                                        \
         }                                                                                          \
     } while (0)

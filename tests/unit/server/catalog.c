@@ -91,24 +91,30 @@ TEST(models_and_listing)
     CHECK_STR(got.description, "desc");
     CHECK(tg_catalog_model_get(catalog, "acme", "nope", &got) == TG_CAT_NOT_FOUND);
     int count = 0;
-    CHECK(tg_catalog_model_list(catalog, NULL, NULL, NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
     CHECK_EQ_U64(count, 3);
     count = 0;
-    CHECK(tg_catalog_model_list(catalog, NULL, "llama", NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, "llama", NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
     CHECK_EQ_U64(count, 2);
     count = 0; /* one org's models (a namespace-limited token's list) */
-    CHECK(tg_catalog_model_list(catalog, "acme", NULL, NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, "acme", NULL, NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
     CHECK_EQ_U64(count, 2);
     count = 0;
-    CHECK(tg_catalog_model_list(catalog, "zeta", "llama", NULL, NULL, 10, count_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, "zeta", "llama", NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
     CHECK_EQ_U64(count, 1);
     /* Keyset paging: after acme/bert comes acme/llama, then zeta/llama-2. */
     count = 0;
-    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "bert", 1, remember_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "bert", 1, remember_model, &count) ==
+          TG_CAT_OK);
     CHECK_EQ_U64(count, 1);
     CHECK_STR(last_model, "acme/llama");
     count = 0;
-    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "llama", 5, remember_model, &count) == TG_CAT_OK);
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "llama", 5, remember_model, &count) ==
+          TG_CAT_OK);
     CHECK_EQ_U64(count, 1);
     CHECK_STR(last_model, "zeta/llama-2");
     tg_catalog_close(catalog);
@@ -134,9 +140,14 @@ TEST(versions_files_publish)
     CHECK_EQ_U64(v2.number, 2);
     CHECK(!v1.published);
     CHECK_STR(v1.digest, "");
-    tg_file_record file = {.path = "model.safetensors", .kind = "safetensors", .size = 216,
-                           .sha256 = "e2f04c5decbaf0c217371661bd0e14aa8b8e3d75fc884a20ea7bf128c7d7c852",
-                           .tensors = 2, .parameters = 16, .nan = 1};
+    tg_file_record file = {.path = "model.safetensors",
+                           .kind = "safetensors",
+                           .size = 216,
+                           .sha256 =
+                               "e2f04c5decbaf0c217371661bd0e14aa8b8e3d75fc884a20ea7bf128c7d7c852",
+                           .tensors = 2,
+                           .parameters = 16,
+                           .nan = 1};
     CHECK(tg_catalog_file_put(catalog, v1.id, &file, "[[1,0],[0,0]]") == TG_CAT_OK);
     file.size = 217; /* replacing the same path in a draft */
     CHECK(tg_catalog_file_put(catalog, v1.id, &file, "[[1,0],[0,0]]") == TG_CAT_OK);
@@ -198,7 +209,8 @@ TEST(versions_files_publish)
     CHECK(tg_catalog_blob_referenced(catalog, "ff", &referenced) == TG_CAT_OK && !referenced);
     /* Deleting the model takes its versions, files and aliases. */
     CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
-    CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
     CHECK(tg_catalog_version_get(catalog, model.id, 1, &latest) == TG_CAT_NOT_FOUND);
     tg_catalog_close(catalog);
 }
@@ -284,17 +296,24 @@ TEST(jobs_commit_fail_recover)
     CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
     CHECK_EQ_U64(v1.derived_from, 0);
     CHECK_STR(v1.derived_dtype, "");
-    tg_file_record shard = {.path = "model.safetensors", .kind = "safetensors", .size = 100,
-                            .sha256 = "1111111111111111111111111111111111111111111111111111111111111111",
-                            .tensors = 2, .parameters = 20};
-    tg_file_record config = {.path = "config.json", .kind = "json", .size = 2,
-                             .sha256 = "2222222222222222222222222222222222222222222222222222222222222222"};
+    tg_file_record shard = {.path = "model.safetensors",
+                            .kind = "safetensors",
+                            .size = 100,
+                            .sha256 =
+                                "1111111111111111111111111111111111111111111111111111111111111111",
+                            .tensors = 2,
+                            .parameters = 20};
+    tg_file_record config = {
+        .path = "config.json",
+        .kind = "json",
+        .size = 2,
+        .sha256 = "2222222222222222222222222222222222222222222222222222222222222222"};
     CHECK(tg_catalog_file_put(catalog, v1.id, &shard, "[[0,0],[0,0]]") == TG_CAT_OK);
     CHECK(tg_catalog_file_put(catalog, v1.id, &config, NULL) == TG_CAT_OK);
     tg_version published;
-    CHECK(tg_catalog_version_publish(catalog, v1.id,
-                                     "3333333333333333333333333333333333333333333333333333333333333333",
-                                     &published) == TG_CAT_OK);
+    CHECK(tg_catalog_version_publish(
+              catalog, v1.id, "3333333333333333333333333333333333333333333333333333333333333333",
+              &published) == TG_CAT_OK);
 
     static tg_job job, got;
     bool existing = true;
@@ -363,7 +382,8 @@ TEST(jobs_commit_fail_recover)
              "6666666666666666666666666666666666666666666666666666666666666666");
     CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
     CHECK(tg_catalog_job_fail(catalog, job.id, "internal", "broken") == TG_CAT_OK);
-    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
     CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
     CHECK(got.state == TG_JOB_FAILED);
     CHECK_STR(got.error_reason, "internal");
@@ -385,7 +405,8 @@ TEST(jobs_commit_fail_recover)
     CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
     CHECK(got.state == TG_JOB_FAILED);
     CHECK_STR(got.error_reason, "interrupted");
-    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && !referenced);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
     CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
 
     /* deleting the model takes its jobs */

@@ -64,7 +64,8 @@ TEST(file_paths)
 
 TEST(cursor_round_trip)
 {
-    const char *keys[] = {"a", "ab", "abc", "abcd", "acme/llama", "sub/model-00001-of-00002.safetensors",
+    const char *keys[] = {"a",        "ab",         "abc",
+                          "abcd",     "acme/llama", "sub/model-00001-of-00002.safetensors",
                           "\xff\xfe", "12345"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char cursor[128], back[128];
@@ -81,12 +82,12 @@ TEST(cursor_round_trip)
 TEST(cursor_rejects_garbage)
 {
     char key[64];
-    CHECK(tg_cursor_decode("a", key, sizeof key) == -1);        /* 6 bits: no whole byte */
-    CHECK(tg_cursor_decode("YQ==", key, sizeof key) == -1);     /* padding is not issued */
-    CHECK(tg_cursor_decode("Y+", key, sizeof key) == -1);       /* not base64url */
-    CHECK(tg_cursor_decode("YR", key, sizeof key) == -1);       /* nonzero leftover bits */
-    CHECK(tg_cursor_decode("AA", key, sizeof key) == -1);       /* a NUL byte */
-    CHECK(tg_cursor_decode("YWJjZGVmZ2g", key, 4) == -1);      /* does not fit */
+    CHECK(tg_cursor_decode("a", key, sizeof key) == -1);    /* 6 bits: no whole byte */
+    CHECK(tg_cursor_decode("YQ==", key, sizeof key) == -1); /* padding is not issued */
+    CHECK(tg_cursor_decode("Y+", key, sizeof key) == -1);   /* not base64url */
+    CHECK(tg_cursor_decode("YR", key, sizeof key) == -1);   /* nonzero leftover bits */
+    CHECK(tg_cursor_decode("AA", key, sizeof key) == -1);   /* a NUL byte */
+    CHECK(tg_cursor_decode("YWJjZGVmZ2g", key, 4) == -1);   /* does not fit */
     CHECK(tg_cursor_decode("YQ", key, sizeof key) == 0);
     CHECK_STR(key, "a");
     CHECK(tg_cursor_decode("", key, sizeof key) == 0);
@@ -153,7 +154,8 @@ TEST(range_unsatisfiable_and_ignored)
     /* an overflowing first-byte-pos above a smaller last-byte-pos is invalid: ignored */
     CHECK(tg_range_parse("bytes=99999999999999999999-5", 216, &first, &length) == TG_RANGE_NONE);
     /* The largest values do not wrap. */
-    CHECK(tg_range_parse("bytes=0-18446744073709551615", UINT64_MAX, &first, &length) == TG_RANGE_OK);
+    CHECK(tg_range_parse("bytes=0-18446744073709551615", UINT64_MAX, &first, &length) ==
+          TG_RANGE_OK);
     CHECK_EQ_U64(length, UINT64_MAX);
 }
 

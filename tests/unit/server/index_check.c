@@ -11,16 +11,16 @@ static const tg_shard two_shards[] = {
     {"model-00002-of-00002.safetensors", 2, shard2_names, 60},
 };
 
-static const char good_index[] =
-    "{\"metadata\":{\"total_size\":160},\"weight_map\":{"
-    "\"model.embed.weight\":\"model-00001-of-00002.safetensors\","
-    "\"layers.0.w\":\"model-00001-of-00002.safetensors\","
-    "\"layers.1.w\":\"model-00002-of-00002.safetensors\","
-    "\"lm_head.weight\":\"model-00002-of-00002.safetensors\"}}";
+static const char good_index[] = "{\"metadata\":{\"total_size\":160},\"weight_map\":{"
+                                 "\"model.embed.weight\":\"model-00001-of-00002.safetensors\","
+                                 "\"layers.0.w\":\"model-00001-of-00002.safetensors\","
+                                 "\"layers.1.w\":\"model-00002-of-00002.safetensors\","
+                                 "\"lm_head.weight\":\"model-00002-of-00002.safetensors\"}}";
 
 static bool check(const char *json, const tg_shard *shards, size_t count, char *detail)
 {
-    return tg_index_check("model.safetensors.index.json", json, strlen(json), shards, count, detail, 256);
+    return tg_index_check("model.safetensors.index.json", json, strlen(json), shards, count, detail,
+                          256);
 }
 
 TEST(agreeing_index_passes)
@@ -85,7 +85,8 @@ TEST(total_size_wrong)
     at[2] = '1'; /* 161 */
     CHECK(!check(json, two_shards, 2, detail));
     CHECK(strstr(detail, "total_size") != NULL);
-    CHECK(!check("{\"metadata\":{\"total_size\":\"160\"},\"weight_map\":{}}", two_shards, 2, detail));
+    CHECK(
+        !check("{\"metadata\":{\"total_size\":\"160\"},\"weight_map\":{}}", two_shards, 2, detail));
 }
 
 TEST(tensor_in_two_shards)
@@ -114,8 +115,8 @@ TEST(index_in_subdirectory)
     tg_shard shards[] = {{"unet/diffusion_pytorch_model.safetensors", 1, names, 8}};
     char detail[256] = "";
     const char *json = "{\"weight_map\":{\"t\":\"diffusion_pytorch_model.safetensors\"}}";
-    CHECK(tg_index_check("unet/diffusion_pytorch_model.safetensors.index.json", json, strlen(json), shards,
-                         1, detail, sizeof detail));
+    CHECK(tg_index_check("unet/diffusion_pytorch_model.safetensors.index.json", json, strlen(json),
+                         shards, 1, detail, sizeof detail));
     CHECK(!tg_index_check("model.safetensors.index.json", json, strlen(json), shards, 1, detail,
                           sizeof detail));
 }

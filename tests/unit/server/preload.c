@@ -47,7 +47,8 @@ static unsigned char *read_file(const char *path, size_t *len)
     return data;
 }
 
-static tg_preload_manager *fake_manager(int devices, uint64_t budget, unsigned threads, size_t chunk)
+static tg_preload_manager *fake_manager(int devices, uint64_t budget, unsigned threads,
+                                        size_t chunk)
 {
     tg_preload_manager_config config = {.host = tg_preload_host_backend(),
                                         .cuda = tg_preload_fake_backend(devices, budget),
@@ -90,10 +91,8 @@ TEST(plan_aligns_every_tensor_and_converts_sizes)
 {
     uint64_t s3[1] = {3}, s100[1] = {100}, s2x5[2] = {2, 5}, empty[1] = {0};
     tg_preload_source_tensor t[] = {
-        {"a", ST_U8, 1, s3, 0, 8, 3},
-        {"b", ST_F32, 1, s100, 0, 11, 400},
-        {"c", ST_I64, 2, s2x5, 0, 411, 80},
-        {"d", ST_F32, 1, empty, 0, 491, 0},
+        {"a", ST_U8, 1, s3, 0, 8, 3},        {"b", ST_F32, 1, s100, 0, 11, 400},
+        {"c", ST_I64, 2, s2x5, 0, 411, 80},  {"d", ST_F32, 1, empty, 0, 491, 0},
         {"e", ST_F16, 1, s100, 0, 491, 200},
     };
     const char *files[] = {"x"};
@@ -138,8 +137,10 @@ TEST(device_strings)
 {
     const char *kind;
     int index;
-    CHECK(tg_preload_parse_device("host", &kind, &index) && strcmp(kind, "host") == 0 && index == 0);
-    CHECK(tg_preload_parse_device("cuda:0", &kind, &index) && strcmp(kind, "cuda") == 0 && index == 0);
+    CHECK(tg_preload_parse_device("host", &kind, &index) && strcmp(kind, "host") == 0 &&
+          index == 0);
+    CHECK(tg_preload_parse_device("cuda:0", &kind, &index) && strcmp(kind, "cuda") == 0 &&
+          index == 0);
     CHECK(tg_preload_parse_device("cuda:12", &kind, &index) && index == 12);
     CHECK(!tg_preload_parse_device("cuda:", &kind, &index));
     CHECK(!tg_preload_parse_device("cuda:01", &kind, &index));
@@ -158,7 +159,8 @@ TEST(device_strings)
     tg_preload_manager_destroy(m);
 
     /* No CUDA devices: 503 with the backend's sentence. */
-    tg_preload_manager_config config = {.host = tg_preload_host_backend(), .cuda = tg_preload_fake_backend(0, 0)};
+    tg_preload_manager_config config = {.host = tg_preload_host_backend(),
+                                        .cuda = tg_preload_fake_backend(0, 0)};
     CHECK(tg_preload_manager_create(&config, &m, NULL, 0) == 0);
     uint64_t shape[1] = {10};
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 10};
@@ -174,15 +176,17 @@ TEST(device_strings)
               "the fake backend has no devices");
     json_decref(status);
     char *metrics = tg_preload_metrics(m);
-    CHECK(metrics && strstr(metrics, "tensorgate_preload_device_available{kind=\"cuda\",reason=\"the fake backend "
-                                     "has no devices\"} 0") != NULL);
+    CHECK(metrics &&
+          strstr(metrics,
+                 "tensorgate_preload_device_available{kind=\"cuda\",reason=\"the fake backend "
+                 "has no devices\"} 0") != NULL);
     free(metrics);
     tg_preload_manager_destroy(m);
 }
 
 /* Maps a lease's fd and compares every slot with the file's bytes. */
-static void check_lease_bytes(tg_preload_manager *m, const char *id, const unsigned char *file, size_t tensors,
-                              const tg_preload_source_tensor *t)
+static void check_lease_bytes(tg_preload_manager *m, const char *id, const unsigned char *file,
+                              size_t tensors, const tg_preload_source_tensor *t)
 {
     int fd = -1;
     char *layout = NULL;
@@ -221,9 +225,9 @@ TEST(load_places_bytes_across_chunks_and_files)
     unsigned char *a_data = read_file(a, &a_len), *b_data = read_file(b, &b_len);
     uint64_t s[6][1] = {{10}, {5000}, {1}, {60000}, {3000}, {7}};
     tg_preload_source_tensor t[] = {
-        {"a0", ST_U8, 1, s[0], 0, 0, 10},      {"a1", ST_U8, 1, s[1], 0, 10, 5000},
-        {"a2", ST_U8, 1, s[2], 0, 5010, 1},    {"a3", ST_U8, 1, s[3], 0, 9000, 60000},
-        {"b0", ST_U8, 1, s[4], 1, 100, 3000},  {"b1", ST_U8, 1, s[5], 1, 3100, 7},
+        {"a0", ST_U8, 1, s[0], 0, 0, 10},     {"a1", ST_U8, 1, s[1], 0, 10, 5000},
+        {"a2", ST_U8, 1, s[2], 0, 5010, 1},   {"a3", ST_U8, 1, s[3], 0, 9000, 60000},
+        {"b0", ST_U8, 1, s[4], 1, 100, 3000}, {"b1", ST_U8, 1, s[5], 1, 3100, 7},
     };
     const char *files[] = {a, b};
     tg_preload_request r = {"org/m", 3, "cuda:0", false, ST_U8, 2, files, 6, t, NULL, 0, 0, NULL};
@@ -231,7 +235,8 @@ TEST(load_places_bytes_across_chunks_and_files)
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
     json_t *d = tg_preload_describe(m, id, true);
-    CHECK_EQ_U64(json_integer_value(json_object_get(d, "bytes_copied")), 10 + 5000 + 1 + 60000 + 3000 + 7);
+    CHECK_EQ_U64(json_integer_value(json_object_get(d, "bytes_copied")),
+                 10 + 5000 + 1 + 60000 + 3000 + 7);
     CHECK_STR(json_string_value(json_object_get(d, "model")), "org/m");
     CHECK_EQ_U64(json_integer_value(json_object_get(d, "version")), 3);
     CHECK(json_array_size(json_object_get(d, "layout")) == 6);
@@ -267,7 +272,8 @@ TEST(conversion_matches_st_convert)
     CHECK(write(fd, values, n * 4) == (ssize_t)(n * 4));
     close(fd);
     uint64_t shape[1] = {n}, ishape[1] = {2};
-    tg_preload_source_tensor t[] = {{"w", ST_F32, 1, shape, 0, 8, n * 4}, {"i", ST_U8, 1, ishape, 0, 0, 2}};
+    tg_preload_source_tensor t[] = {{"w", ST_F32, 1, shape, 0, 8, n * 4},
+                                    {"i", ST_U8, 1, ishape, 0, 0, 2}};
     const char *files[] = {path};
     tg_preload_request r = {"org/m", 1, "cuda:0", true, ST_BF16, 1, files, 2, t, NULL, 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
@@ -304,12 +310,13 @@ TEST(conversion_matches_st_convert)
 
 /* A fake backend whose copies are recorded, to see the order the engine uses. */
 static tg_device_backend *recorded;
-static int (*fake_copy)(void *, tg_device_allocation *, uint64_t, const void *, size_t, int, char *, size_t);
+static int (*fake_copy)(void *, tg_device_allocation *, uint64_t, const void *, size_t, int, char *,
+                        size_t);
 static uint64_t copy_offsets[4096];
 static size_t copy_count;
 
-static int recording_copy(void *context, tg_device_allocation *allocation, uint64_t offset, const void *src,
-                          size_t len, int stream, char *err, size_t err_len)
+static int recording_copy(void *context, tg_device_allocation *allocation, uint64_t offset,
+                          const void *src, size_t len, int stream, char *err, size_t err_len)
 {
     if (copy_count < 4096)
         copy_offsets[copy_count++] = offset;
@@ -463,7 +470,8 @@ TEST(delete_of_a_leased_preload_waits_for_the_last_lease)
     CHECK(!deferred);
     CHECK_STR(state_of(m, id), "gone");
     CHECK(tg_preload_evict(m, id, &deferred) == TG_PRELOAD_NOT_FOUND);
-    CHECK(tg_preload_lease(m, "0000000000000000", &fd3, &layout, err, sizeof err) == TG_PRELOAD_NOT_FOUND);
+    CHECK(tg_preload_lease(m, "0000000000000000", &fd3, &layout, err, sizeof err) ==
+          TG_PRELOAD_NOT_FOUND);
     tg_preload_manager_destroy(m);
 }
 
@@ -504,8 +512,8 @@ static void check_host_fill_path(bool direct)
     CHECK(host != NULL && host->map_for_fill != NULL);
     if (!direct)
         host->map_for_fill = NULL;
-    tg_preload_manager_config config = {.host = host, .host_budget = 64u << 20, .copy_threads = 3,
-                                        .chunk_bytes = 4096};
+    tg_preload_manager_config config = {
+        .host = host, .host_budget = 64u << 20, .copy_threads = 3, .chunk_bytes = 4096};
     tg_preload_manager *m = NULL;
     char err[300];
     CHECK(tg_preload_manager_create(&config, &m, err, sizeof err) == 0);
@@ -535,7 +543,8 @@ static void check_host_fill_path(bool direct)
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
     json_t *d = tg_preload_describe(m, id, false);
-    CHECK_EQ_U64(json_integer_value(json_object_get(d, "bytes_copied")), 10 + 5000 + 1 + 60000 + n * 2);
+    CHECK_EQ_U64(json_integer_value(json_object_get(d, "bytes_copied")),
+                 10 + 5000 + 1 + 60000 + n * 2);
     json_decref(d);
 
     uint16_t *expected = malloc(n * 2);
@@ -554,8 +563,8 @@ static void check_host_fill_path(bool direct)
         for (size_t i = 0; i < 4; i++) {
             json_t *e = json_array_get(json_object_get(reply, "layout"), i);
             CHECK_STR(json_string_value(json_object_get(e, "name")), t[i].name);
-            CHECK(memcmp(map + json_integer_value(json_object_get(e, "offset")), a_data + t[i].offset, t[i].bytes) ==
-                  0);
+            CHECK(memcmp(map + json_integer_value(json_object_get(e, "offset")),
+                         a_data + t[i].offset, t[i].bytes) == 0);
         }
         CHECK(memcmp(map + json_integer_value(json_object_get(w, "offset")), expected, n * 2) == 0);
         munmap(map, bytes);
@@ -588,7 +597,8 @@ TEST(host_preload_is_a_sealed_read_only_memfd)
     size_t len;
     unsigned char *data = read_file(path, &len);
     uint64_t s[2][1] = {{123457}, {100000}};
-    tg_preload_source_tensor t[] = {{"p", ST_U8, 1, s[0], 0, 17, 123457}, {"q", ST_U8, 1, s[1], 0, 200000, 100000}};
+    tg_preload_source_tensor t[] = {{"p", ST_U8, 1, s[0], 0, 17, 123457},
+                                    {"q", ST_U8, 1, s[1], 0, 200000, 100000}};
     const char *files[] = {path};
     tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 2, t, NULL, 0, 0, NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];

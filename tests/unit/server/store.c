@@ -8,7 +8,8 @@
 #include "store.h"
 #include "test.h"
 
-static const char *hex_a = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"; /* "hello" */
+static const char *hex_a =
+    "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"; /* "hello" */
 
 static int count_blob(void *ctx, const char *hex)
 {

@@ -450,8 +450,8 @@ TEST(larger_than_the_window)
     /* the strided ones cover the row-at-once gather: rows and outer walk in the same
      * or opposite directions, rows of 1, 2, 3 and many elements, windows mid-row */
     static const char *const row_slices[] = {
-        NULL,       "::-1",      "::3,5:900",  "::-7,::-2", ":,7",      "100:1400,-1",
-        "::2,::2",  "::-1,1::2", "::2,::-2",   "::-3,::-5", ":,::341",  "7:1500:5,3:10:2",
+        NULL,       "::-1",      "::3,5:900", "::-7,::-2", ":,7",     "100:1400,-1",
+        "::2,::2",  "::-1,1::2", "::2,::-2",  "::-3,::-5", ":,::341", "7:1500:5,3:10:2",
         "::-1,::4", ":,-2::-511"};
     for (size_t i = 0; i < sizeof row_slices / sizeof row_slices[0]; i++) {
         tg_tensor_options raw = {row_slices[i], NULL, NULL},
@@ -461,9 +461,8 @@ TEST(larger_than_the_window)
         CHECK(stream_matches(&f, "rows", &conv, 70000, 20));
         CHECK(stream_matches(&f, "rows", &npy, 1 << 16, 20));
     }
-    static const char *const wide_slices[] = {":,5",           "::-1,-3",      ":,::40000",
-                                              "::-2,::-65535", "3:9,100:70000", "::-3,::3",
-                                              ":,::-2"};
+    static const char *const wide_slices[] = {
+        ":,5", "::-1,-3", ":,::40000", "::-2,::-65535", "3:9,100:70000", "::-3,::3", ":,::-2"};
     for (size_t i = 0; i < sizeof wide_slices / sizeof wide_slices[0]; i++) {
         tg_tensor_options raw = {wide_slices[i], NULL, NULL}, conv = {wide_slices[i], "F16", NULL};
         CHECK(stream_matches(&f, "wide", &raw, 9, 20));
