@@ -7,6 +7,8 @@
  * `tensorgate fsck` passes. Also: unknown JSON members refused by POST /v1/models
  * and PUT .../aliases, and an index whose metadata is not an object refused at
  * publish. */
+#include <pthread.h>
+
 #include "harness.h"
 
 #define BASE "/v1/models"
@@ -239,6 +241,62 @@ TEST(upload_losing_to_publish_leaves_no_blob)
     delete_model("acme/race");
 }
 
+/* Publish and a model DELETE sent at the same moment, from two threads, a dozen
+ * times: whichever wins, the model is gone afterwards, its file's blob with it, and
+ * the store is clean (fsck, no orphan for gc). Publish answers 200 when it came
+ * first and 404 when the delete did; nothing else. */
+typedef struct race_call {
+    const char *method;
+    char url[256];
+    long status;
+} race_call;
+
+static void *race_send(void *arg)
+{
+    race_call *c = arg;
+    it_response r = it_send_json(c->method, c->url, admin, NULL);
+    c->status = r.status;
+    it_response_free(&r);
+    return NULL;
+}
+
+TEST(publish_racing_delete_leaves_one_outcome)
+{
+    for (int i = 0; i < 12; i++) {
+        char model[64], url[256];
+        snprintf(model, sizeof model, "acme/pubdel%d", i);
+        create_draft(model, admin);
+        it_tensor_spec t = {"w", "F32", 1, {64 + (uint64_t)i}};
+        it_buf file = {0};
+        it_build_safetensors(&file, &t, 1, NULL, (unsigned)(1000 + i));
+        snprintf(url, sizeof url, BASE "/%s/versions/1/files/model.safetensors", model);
+        it_response up = it_send("PUT", url, admin, file.data, file.len);
+        CHECK_STATUS(up, 201);
+        char sha[65] = "";
+        if (it_json_str(&up, "sha256") != NULL)
+            snprintf(sha, sizeof sha, "%s", it_json_str(&up, "sha256"));
+        it_response_free(&up);
+        it_buf_free(&file);
+
+        race_call publish = {.method = "POST"}, del = {.method = "DELETE"};
+        snprintf(publish.url, sizeof publish.url, BASE "/%s/versions/1/publish", model);
+        snprintf(del.url, sizeof del.url, BASE "/%s", model);
+        pthread_t a, b;
+        CHECK(pthread_create(&a, NULL, race_send, &publish) == 0);
+        CHECK(pthread_create(&b, NULL, race_send, &del) == 0);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        CHECK_EQ_U64(del.status, 204);
+        CHECK(publish.status == 200 || publish.status == 404);
+        snprintf(url, sizeof url, BASE "/%s", model);
+        it_response r = it_get(url);
+        CHECK_PROBLEM(r, 404, "model_not_found");
+        it_response_free(&r);
+        CHECK(sha[0] != '\0' && !it_blob_exists(sha));
+    }
+    check_store_clean();
+}
+
 /* The server killed mid-body: after the restart no row, no temp file, no blob. */
 TEST(upload_cut_by_restart_leaves_nothing)
 {
@@ -459,6 +517,7 @@ int main(int argc, char **argv)
     RUN(upload_with_token_revoked_mid_body_stores_nothing);
     RUN(upload_losing_to_publish_leaves_no_blob);
     RUN(upload_cut_by_restart_leaves_nothing);
+    RUN(publish_racing_delete_leaves_one_outcome);
     RUN(job_of_deleted_model_touches_no_other_job);
     RUN(job_of_revoked_token_makes_no_version);
     RUN(unknown_fields_are_refused);
