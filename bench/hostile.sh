@@ -59,7 +59,7 @@ server_pid=$!
 port=""
 i=0
 while [ $i -lt 300 ]; do
-    port=$(sed -n 's|.*tensorgate: listening on http://[^:]*:\([0-9]*\).*|\1|p' "$work/server.log" | tail -n 1)
+    port=$(sed -n 's|.*tensorgate: listening on http://[^:]*:\([0-9]*\).*|\1|p' "$work/server.log" 2>/dev/null | tail -n 1)
     [ -n "$port" ] && break
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.05
