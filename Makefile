@@ -143,6 +143,11 @@ build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(LIB_SRC) $(wildcard lib/*.h) $(FU
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -Iserver -o $@ $< $(LIB_SRC) $(FUZZ_HTTP_SRC) $(shell pkg-config --libs jansson) -lm
 
+# fuzz_range drives server/checks.c's Range parser.
+build-fuzz/fuzz_range: tests/fuzz/fuzz_range.c $(LIB_SRC) $(wildcard lib/*.h) server/checks.c server/checks.h
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -Iserver -o $@ $< $(LIB_SRC) server/checks.c $(shell pkg-config --libs jansson) -lm
+
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BIN)
 

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +148,37 @@ int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path
     return *fd < 0 ? -1 : 0;
 }
 
+/* ---- write fault injection (tests only; see store.h) ---- */
+
+static pthread_once_t enospc_once = PTHREAD_ONCE_INIT;
+static atomic_ulong enospc_at;    /* the write to fail, counting from 1; 0: none */
+static atomic_ulong enospc_count; /* writes counted so far in this process */
+
+/* TENSORGATE_TEST_ENOSPC_AT=N */
+static void enospc_read_environment(void)
+{
+    const char *spec = getenv("TENSORGATE_TEST_ENOSPC_AT");
+    if (spec == NULL || *spec < '0' || *spec > '9')
+        return;
+    char *end = NULL;
+    unsigned long nth = strtoul(spec, &end, 10);
+    if (*end == '\0')
+        atomic_store(&enospc_at, nth);
+}
+
+/* True (errno ENOSPC) when this write is the one a test asked to fail. */
+static bool injected_enospc(void)
+{
+    pthread_once(&enospc_once, enospc_read_environment);
+    unsigned long at = atomic_load_explicit(&enospc_at, memory_order_relaxed);
+    if (at == 0)
+        return false;
+    if (atomic_fetch_add(&enospc_count, 1) + 1 != at)
+        return false;
+    errno = ENOSPC;
+    return true;
+}
+
 static tg_store_status status_of_errno(void)
 {
     return (errno == ENOSPC || errno == EDQUOT) ? TG_STORE_NO_SPACE : TG_STORE_ERROR;
@@ -155,7 +188,7 @@ tg_store_status tg_store_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = injected_enospc() ? -1 : write(fd, p, len);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -220,7 +253,7 @@ tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *
     /* The bytes are durable before the name appears, so a crash never leaves a
      * blob name over partial content. */
     struct stat temp_st;
-    if (fsync(fd) != 0 || fstat(fd, &temp_st) != 0) {
+    if (injected_enospc() || fsync(fd) != 0 || fstat(fd, &temp_st) != 0) {
         tg_store_status status = status_of_errno();
         tg_store_temp_discard(fd, temp_path);
         return status;

@@ -47,7 +47,12 @@ void tg_store_unlock(int fd);
 /* A new temp file in tmp/: fd open for writing, path filled. */
 int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path_len);
 
-/* Writes all of buf to fd (retries short writes). */
+/* Writes all of buf to fd (retries short writes).
+ *
+ * Fault injection (tests only): with the environment variable
+ * TENSORGATE_TEST_ENOSPC_AT=N (read once, at the first write) the Nth write of the
+ * process fails with ENOSPC, once. Writes are counted from 1: each write(2) of
+ * tg_store_write_all and the temp file's fsync in tg_store_commit_blob. */
 tg_store_status tg_store_write_all(int fd, const void *buf, size_t len);
 
 /* fsyncs the temp file, renames it to the blob named hex, fsyncs the directory.
