@@ -27,6 +27,7 @@
 #include "st_header.h"
 #include "st_alloc.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,7 @@ static bool reserve(void **array, size_t *cap, size_t need, size_t max, size_t e
         return false;
     *array = grown;
     *cap = next;
+    assert(need <= *cap && *cap <= max);
     return true;
 }
 
@@ -487,6 +489,8 @@ static st_reason scan_string(parser *p, bool keep, bool allow_nul, uint32_t *off
         }
         i += escape_len;
     }
+    /* each escape decoded to at most its own length, each raw byte to itself */
+    assert(o <= i - start - 1);
     out[o] = '\0';
     *offset = (uint32_t)p->strings_used;
     *len = (uint32_t)o;

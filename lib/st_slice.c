@@ -8,6 +8,7 @@
  * PySlice_AdjustIndices. */
 #include "st_slice.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -331,6 +332,7 @@ st_slice_status st_slice_parse(const char *text, size_t len, const uint64_t *sha
     /* counts never exceed their dimension, so this product is at most `elements` */
     if (!zero_aware_product(counts, rank, &out->out_elements))
         return fail(err, ST_SLICE_OVERFLOW, 0, "the selection's size overflows 64 bits");
+    assert(out->out_elements <= elements);
 
     /* Sub-byte packing: `group` consecutive elements fill exactly `group_bytes` bytes
      * (F4: 2 in 1, F6: 4 in 3, byte-sized types: 1 in bits/8). */

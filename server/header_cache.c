@@ -3,6 +3,7 @@
 #include "header_cache.h"
 #include "lru.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -52,6 +53,7 @@ static void remove_entry(entry *e)
         link = &(*link)->bucket_next;
     *link = e->bucket_next;
     tg_lru_unlink(&recency, &e->lru);
+    assert(used_bytes >= e->charge);
     used_bytes -= e->charge;
     free(e->key);
     free(e->text);
@@ -117,6 +119,8 @@ void tg_header_cache_put(const char *sha256, const char *path, const char *text,
     buckets[e->hash % BUCKETS] = e;
     tg_lru_push_newest(&recency, &e->lru);
     used_bytes += charge;
+    /* an entry takes at most an eighth of the budget, and the oldest went until it fit */
+    assert(used_bytes <= TG_HEADER_CACHE_BYTES);
     pthread_mutex_unlock(&cache_lock);
 }
 
@@ -125,5 +129,6 @@ void tg_header_cache_clear(void)
     pthread_mutex_lock(&cache_lock);
     while (recency.oldest)
         remove_entry((entry *)recency.oldest);
+    assert(used_bytes == 0);
     pthread_mutex_unlock(&cache_lock);
 }

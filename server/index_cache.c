@@ -7,6 +7,7 @@
 #include "index_cache.h"
 #include "lru.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -50,6 +51,20 @@ static unsigned builds_running;
  * recency list (the kept ones); loading entries are charged nothing. */
 static tg_index_cache_stats stats;
 
+/* Checks the invariant above by walking the list (under the lock; O(entries)). */
+static void check_stats(void)
+{
+    uint64_t entries = 0, bytes = 0;
+    for (const tg_lru_node *n = recency.newest; n != NULL; n = n->older) {
+        assert(!((const struct entry *)n)->loading);
+        entries++;
+        bytes += ((const struct entry *)n)->charge;
+    }
+    assert(stats.entries == entries && stats.bytes == bytes);
+    (void)entries;
+    (void)bytes;
+}
+
 /* ---- the table ---- */
 
 static uint64_t hash_key(const char *sha256)
@@ -80,6 +95,7 @@ static void unlink_bucket(entry *e)
  * lock, so nothing can still be reading its map. */
 static void remove_kept(entry *e)
 {
+    assert(!e->loading && stats.entries > 0 && stats.bytes >= e->charge);
     unlink_bucket(e);
     tg_lru_unlink(&recency, &e->lru);
     stats.bytes -= e->charge;
@@ -262,6 +278,7 @@ static size_t entry_bound(void)
  * until it fits both bounds, then puts it first. */
 static void keep(entry *e, weight_map *map)
 {
+    assert(e->loading);
     e->loading = false;
     e->map = map;
     e->charge = sizeof *e + (map ? map->bytes : 0);
@@ -287,6 +304,7 @@ static tg_index_lookup load(entry *e, const tg_store *store, uint64_t size, cons
     weight_map *map = NULL;
     build_status status = build_map(store, e->sha256, (size_t)size, &map);
     pthread_mutex_lock(&cache_lock);
+    assert(builds_running > 0);
     builds_running--;
     stats.parses++;
     tg_index_lookup result =
@@ -344,6 +362,7 @@ tg_index_lookup tg_index_cache_lookup(const tg_store *store, const char *sha256,
 void tg_index_cache_stats_get(tg_index_cache_stats *out)
 {
     pthread_mutex_lock(&cache_lock);
+    check_stats();
     *out = stats;
     pthread_mutex_unlock(&cache_lock);
 }
@@ -368,6 +387,7 @@ void tg_index_cache_clear(void)
 {
     pthread_mutex_lock(&cache_lock);
     drop_kept();
+    assert(stats.entries == 0 && stats.bytes == 0);
     stats = (tg_index_cache_stats){0}; /* entries and bytes are 0 with every kept entry gone */
     pthread_mutex_unlock(&cache_lock);
 }

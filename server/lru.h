@@ -4,6 +4,7 @@
 #ifndef TG_LRU_H
 #define TG_LRU_H
 
+#include <assert.h>
 #include <stddef.h>
 
 typedef struct tg_lru_node {
@@ -17,6 +18,9 @@ typedef struct tg_lru {
 /* Takes n off the list (n must be on it). */
 static inline void tg_lru_unlink(tg_lru *lru, tg_lru_node *n)
 {
+    /* on the list: linked both ways, or an end of it */
+    assert(n->newer != NULL ? n->newer->older == n : lru->newest == n);
+    assert(n->older != NULL ? n->older->newer == n : lru->oldest == n);
     if (n->newer)
         n->newer->older = n->older;
     else
@@ -26,11 +30,13 @@ static inline void tg_lru_unlink(tg_lru *lru, tg_lru_node *n)
     else
         lru->oldest = n->newer;
     n->newer = n->older = NULL;
+    assert((lru->newest == NULL) == (lru->oldest == NULL));
 }
 
 /* Puts n (not on the list) at the newest end. */
 static inline void tg_lru_push_newest(tg_lru *lru, tg_lru_node *n)
 {
+    assert(n->newer == NULL && n->older == NULL && lru->newest != n);
     n->older = lru->newest;
     n->newer = NULL;
     if (lru->newest)

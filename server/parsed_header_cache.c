@@ -10,6 +10,7 @@
 #include "parsed_header_cache.h"
 #include "lru.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -47,6 +48,21 @@ static unsigned parses_running;
 /* Invariant: stats.entries and stats.bytes are the count and the sum of charges of
  * the kept entries; stats.in_use counts the entries with refs > 0. */
 static tg_parsed_header_stats stats;
+
+/* Checks the invariant above by walking the list (under the lock; O(entries)). */
+static void check_stats(void)
+{
+    size_t entries = 0, bytes = 0;
+    for (const tg_lru_node *n = recency.newest; n != NULL; n = n->older) {
+        const struct entry *e = (const struct entry *)n;
+        assert(e->kept && !e->loading && !e->failed);
+        entries++;
+        bytes += e->charge;
+    }
+    assert(stats.entries == entries && stats.bytes == bytes);
+    (void)entries;
+    (void)bytes;
+}
 
 /* ---- reading and parsing one blob ---- */
 
@@ -155,6 +171,7 @@ static void destroy(entry *e)
 /* Takes a kept entry out of the table and the list; frees it unless someone holds it. */
 static void drop_kept(entry *e)
 {
+    assert(e->kept && stats.entries > 0 && stats.bytes >= e->charge);
     unlink_bucket(e);
     tg_lru_unlink(&recency, &e->lru);
     e->kept = false;
@@ -187,6 +204,7 @@ static void hold(entry *e)
 
 static void unhold(entry *e)
 {
+    assert(e->refs > 0 && stats.in_use > 0);
     if (--e->refs > 0)
         return;
     stats.in_use--;
@@ -218,6 +236,7 @@ static void load(entry *e, const tg_store *store, uint64_t size, uint64_t max_he
     int saved_errno = errno;
     size_t charge = rc == 0 ? sizeof *e + file_bytes(&file) : 0;
     pthread_mutex_lock(&cache_lock);
+    assert(parses_running > 0 && e->loading && !e->kept && e->refs > 0);
     parses_running--;
     stats.parses++;
     e->loading = false;
@@ -317,6 +336,7 @@ void tg_parsed_header_release(const st_file *file)
 void tg_parsed_header_stats_get(tg_parsed_header_stats *out)
 {
     pthread_mutex_lock(&cache_lock);
+    check_stats();
     *out = stats;
     pthread_mutex_unlock(&cache_lock);
 }
@@ -366,6 +386,7 @@ void tg_parsed_header_cache_clear(void)
 {
     pthread_mutex_lock(&cache_lock);
     drop_all();
+    assert(stats.entries == 0 && stats.bytes == 0);
     size_t in_use = stats.in_use;
     stats = (tg_parsed_header_stats){0};
     stats.in_use = in_use;

@@ -8,6 +8,7 @@
 #include "rate_limit.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -94,10 +95,13 @@ unsigned tg_rate_limit_take(const char *client, unsigned rate, unsigned burst)
     double capacity = burst ? (double)burst : 2.0 * rate;
     char key[64];
     tg_rate_limit_key(client, key, sizeof key);
-    double now = now_seconds();
     unsigned wait = 0;
     pthread_mutex_lock(&table_lock);
+    /* read under the lock, so a bucket's time only goes forward (a time read before
+     * another thread's later update would take tokens back) */
+    double now = now_seconds();
     bucket *b = find_bucket(key, now, capacity, rate);
+    assert(now >= b->updated && b->tokens >= 0.0);
     /* Refill for the time since the last request, capped at the bucket's size. */
     b->tokens += (now - b->updated) * rate;
     if (b->tokens > capacity)
@@ -109,6 +113,8 @@ unsigned tg_rate_limit_take(const char *client, unsigned rate, unsigned burst)
         double seconds = (1.0 - b->tokens) / rate;
         wait = (unsigned)seconds + 1;
     }
+    /* a bucket holds between nothing and its capacity */
+    assert(b->tokens >= 0.0 && b->tokens <= capacity);
     pthread_mutex_unlock(&table_lock);
     return wait;
 }

@@ -1,6 +1,7 @@
 /* Bounded resources: the descriptor limit and its plan, tallies, who pays. See resources.h. */
 #include "resources.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -121,6 +122,19 @@ void tg_tally_free(tg_tally *tally)
     free(tally);
 }
 
+/* The invariant of a tally (under its lock; O(keys)): total is the sum of the
+ * entries' amounts, and an entry holds something. */
+static void tally_check(const tg_tally *tally)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < tally->count; i++) {
+        assert(tally->entries[i].amount > 0);
+        sum += tally->entries[i].amount;
+    }
+    assert(sum == tally->total && tally->count <= tally->cap);
+    (void)sum;
+}
+
 static tally_entry *find_entry(tg_tally *tally, const char *key)
 {
     for (size_t i = 0; i < tally->count; i++)
@@ -142,7 +156,8 @@ tg_tally_result tg_tally_take(tg_tally *tally, const char *key, uint64_t amount,
         result = TG_TALLY_KEY_FULL;
     else if (global_max != 0 && (amount > global_max || tally->total > global_max - amount))
         result = TG_TALLY_GLOBAL_FULL;
-    if (result == TG_TALLY_OK && entry == NULL) {
+    /* nothing taken: no entry either ("only keys holding something") */
+    if (result == TG_TALLY_OK && entry == NULL && amount > 0) {
         if (tally->count == tally->cap) {
             size_t cap = tally->cap ? tally->cap * 2 : 16;
             tally_entry *grown = realloc(tally->entries, cap * sizeof *grown);
@@ -159,10 +174,11 @@ tg_tally_result tg_tally_take(tg_tally *tally, const char *key, uint64_t amount,
             entry->amount = 0;
         }
     }
-    if (result == TG_TALLY_OK) {
+    if (result == TG_TALLY_OK && amount > 0) {
         entry->amount += amount;
         tally->total += amount;
     }
+    tally_check(tally);
     pthread_mutex_unlock(&tally->lock);
     return result;
 }
@@ -178,6 +194,7 @@ void tg_tally_give(tg_tally *tally, const char *key, uint64_t amount)
         if (entry->amount == 0)
             *entry = tally->entries[--tally->count]; /* unordered: the last takes its place */
     }
+    tally_check(tally);
     pthread_mutex_unlock(&tally->lock);
 }
 

@@ -6,6 +6,12 @@
 #ifndef TG_TEST_H
 #define TG_TEST_H
 
+/* The invariants stated as assert() in lib/ and server/ are checked in every test
+ * build (normal and ASan): a test build never defines NDEBUG. */
+#ifdef NDEBUG
+#error "tests are built with assert() enabled: do not define NDEBUG"
+#endif
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
