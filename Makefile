@@ -115,21 +115,26 @@ $(CLIENT_SO): $(CLIENT_SRC)
 $(BIN): $(BUILD)/server/main.o $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Test and bench programs compile and link in one step; DEPFLAGS writes the
+# headers each one includes (test.h, harness.h, lib/, server/ ...) to $@.d, so
+# a change to any of them rebuilds the program (the .d files are included below).
+DEPFLAGS = -MMD -MP -MF $@.d -MT $@
+
 $(BUILD)/tests/unit/%: tests/unit/%.c $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/tests/property/%: tests/property/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
 $(BUILD)/tests/integration/%: tests/integration/%.c tests/integration/harness.h $(LIB_A) $(CLIENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(CLIENT_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(CLIENT_A) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 # libFuzzer targets: clang, ASan+UBSan, the lib sources compiled in.
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags jansson)
@@ -177,3 +182,4 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(CLIENT_SRC:%.c=$(BUILD)/%.d) $(BUILD)/server/main.d
+-include $(UNIT_BIN:=.d) $(PROPERTY_BIN:=.d) $(INTEGRATION_BIN:=.d) $(BENCH_BIN:=.d)
