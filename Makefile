@@ -175,8 +175,16 @@ format:
 format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)
 
+# cppcheck, then clang-tidy (the checks of .clang-tidy, every finding an error)
+# with the build's flags, two files at a time.
+TIDY_SRC = $(sort $(wildcard lib/*.c server/*.c cli/*.c client/*.c))
+TIDY_FLAGS = -std=c11 -D_GNU_SOURCE -pthread -Ilib -Iserver -Icli -Iclient $(PKG_CFLAGS) $(CUDA_CFLAGS)
+CLANG_TIDY ?= clang-tidy-14
+
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -Ilib -Iserver lib server cli
+	@echo "clang-tidy: $(words $(TIDY_SRC)) files"
+	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -n1 sh -c '$(CLANG_TIDY) --quiet --warnings-as-errors="*" "$$0" -- $(TIDY_FLAGS) 2>/dev/null || { echo "clang-tidy: $$0 has findings (above)" >&2; exit 255; }'
 
 clean:
 	rm -rf build build-asan build-fuzz

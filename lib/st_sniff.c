@@ -1346,9 +1346,8 @@ static bool onnx_signal(const uint8_t *head, size_t head_len, uint64_t file_size
         return false;
     size_t fields = 0;
     uint64_t first_field = 0;
-    size_t field_start = pos;
     while (pos < head_len) {
-        field_start = pos;
+        size_t field_start = pos;
         if (!read_varint(head, head_len, &pos, &tag)) {
             pos = field_start;
             break;

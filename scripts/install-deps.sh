@@ -6,7 +6,7 @@
 # Used by the Makefile (make run / make test / make bench), .ci/run and docker/Dockerfile.
 set -eu
 
-packages="gcc make pkg-config clang libclang-rt-14-dev clang-format cppcheck
+packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy cppcheck
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev
 curl sqlite3 coreutils python3 python3-numpy python3-torch"
 
