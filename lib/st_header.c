@@ -1,4 +1,4 @@
-/* The strict safetensors header parser and validator (DESIGN §3).
+/* The strict safetensors header parser and validator (docs/DESIGN.md §3).
  *
  * The JSON grammar is written here for this one purpose, so that exactly one
  * reading of a header exists: no general JSON library decides what we accept.

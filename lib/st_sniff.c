@@ -1,4 +1,4 @@
-/* Content classification of what is not safetensors (DESIGN §3).
+/* Content classification of what is not safetensors (docs/DESIGN.md §3).
  *
  * Everything here reads untrusted bytes: every offset and length taken from the
  * input is compared against the bytes actually present before use, nothing is
