@@ -115,21 +115,26 @@ $(CLIENT_SO): $(CLIENT_SRC)
 $(BIN): $(BUILD)/server/main.o $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Test and bench programs compile and link in one step; DEPFLAGS writes the
+# headers each one includes (test.h, harness.h, lib/, server/ ...) to $@.d, so
+# a change to any of them rebuilds the program (the .d files are included below).
+DEPFLAGS = -MMD -MP -MF $@.d -MT $@
+
 $(BUILD)/tests/unit/%: tests/unit/%.c $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/tests/property/%: tests/property/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
 $(BUILD)/tests/integration/%: tests/integration/%.c tests/integration/harness.h $(LIB_A) $(CLIENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(CLIENT_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(CLIENT_A) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 # libFuzzer targets: clang, ASan+UBSan, the lib sources compiled in.
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags jansson)
@@ -175,10 +180,19 @@ format:
 format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)
 
+# cppcheck, then clang-tidy (the checks of .clang-tidy, every finding an error)
+# with the build's flags, two files at a time.
+TIDY_SRC = $(sort $(wildcard lib/*.c server/*.c cli/*.c client/*.c))
+TIDY_FLAGS = -std=c11 -D_GNU_SOURCE -pthread -Ilib -Iserver -Icli -Iclient $(PKG_CFLAGS) $(CUDA_CFLAGS)
+CLANG_TIDY ?= clang-tidy-14
+
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -Ilib -Iserver lib server cli
+	@echo "clang-tidy: $(words $(TIDY_SRC)) files"
+	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -n1 sh -c '$(CLANG_TIDY) --quiet --warnings-as-errors="*" "$$0" -- $(TIDY_FLAGS) 2>/dev/null || { echo "clang-tidy: $$0 has findings (above)" >&2; exit 255; }'
 
 clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(CLIENT_SRC:%.c=$(BUILD)/%.d) $(BUILD)/server/main.d
+-include $(UNIT_BIN:=.d) $(PROPERTY_BIN:=.d) $(INTEGRATION_BIN:=.d) $(BENCH_BIN:=.d)

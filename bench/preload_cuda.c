@@ -4,7 +4,7 @@
  *            (the host-to-device limit of the link, ~55 GB/s on PCIe Gen5 x16);
  *   preload  the file's data section through the backend: 4 threads pread into
  *            pinned bounce buffers (two per thread), each thread copying on its
- *            own stream, as the preload manager's copy engine does (DESIGN §6);
+ *            own stream, as the preload manager's copy engine does (docs/DESIGN.md §6);
  *   torch    /usr/bin/python3: the same tensors read from the same file into CPU
  *            tensors, then .to("cuda") and a synchronize.
  * The file is written first, so every reader sees a warm page cache.

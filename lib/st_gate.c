@@ -17,7 +17,7 @@
  *            so a caller that stops before the end still has a deterministic answer;
  *   DONE     a final verdict was reached.
  *
- * The candidate rule ("is this a safetensors attempt?", DESIGN §3: framing first).
+ * The candidate rule ("is this a safetensors attempt?", docs/DESIGN.md §3: framing first).
  * Let N be the u64 LE of bytes 0..7 and H the header bytes 8 .. 8+N-1.
  *   1. Fewer than 8 bytes in the whole file: not an attempt. A strongly identified
  *      format (pickle, archives, ...) is refused as that format; anything else is

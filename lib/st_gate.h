@@ -29,7 +29,7 @@ typedef enum st_gate_kind {
 
 /* The kind of a sidecar (a file not named *.safetensors) by its name: a name ending in
  * ".json" (any case) must hold strict JSON, ST_GATE_SIDECAR_JSON; any other name is
- * ST_GATE_SIDECAR, judged by content alone. Strict JSON (DESIGN §3): one RFC 8259
+ * ST_GATE_SIDECAR, judged by content alone. Strict JSON (docs/DESIGN.md §3): one RFC 8259
  * object or array, UTF-8 with no byte order mark, no duplicate key, numbers that fit a
  * double, only whitespace around it; anything else is sidecar_json_invalid, or
  * refused_format when the content is strongly identified (a pickle, an archive). */

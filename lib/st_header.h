@@ -1,4 +1,4 @@
-/* The strict safetensors header parser and validator (DESIGN §3).
+/* The strict safetensors header parser and validator (docs/DESIGN.md §3).
  *
  * It reads a buffer that holds at least the first 8+N bytes of a file plus the
  * file's total size, so a server can judge a header before the body arrives.

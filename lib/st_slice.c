@@ -476,7 +476,7 @@ bool st_slice_cursor_next(st_slice_cursor *cursor, uint64_t *offset)
 #define GATHER_FIXED(size)                                                                         \
     for (uint64_t k = 0; k < count; k++) {                                                         \
         memcpy(out, tensor + offset, size);                                                        \
-        out += size;                                                                               \
+        out += (size);                                                                             \
         offset += step;                                                                            \
     }
 

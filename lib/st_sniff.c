@@ -1,4 +1,4 @@
-/* Content classification of what is not safetensors (DESIGN §3).
+/* Content classification of what is not safetensors (docs/DESIGN.md §3).
  *
  * Everything here reads untrusted bytes: every offset and length taken from the
  * input is compared against the bytes actually present before use, nothing is
@@ -1346,9 +1346,8 @@ static bool onnx_signal(const uint8_t *head, size_t head_len, uint64_t file_size
         return false;
     size_t fields = 0;
     uint64_t first_field = 0;
-    size_t field_start = pos;
     while (pos < head_len) {
-        field_start = pos;
+        size_t field_start = pos;
         if (!read_varint(head, head_len, &pos, &tag)) {
             pos = field_start;
             break;

@@ -1,4 +1,4 @@
-/* Content classification of what is not safetensors (DESIGN §3).
+/* Content classification of what is not safetensors (docs/DESIGN.md §3).
  * Never looks at a file name. Works on the first bytes of a file (head) and,
  * when available, its last bytes (tail) plus the total size. */
 #ifndef ST_SNIFF_H

@@ -3,10 +3,13 @@
 # Only what is missing is installed; running it again does nothing.
 #   scripts/install-deps.sh          build + run + test
 #   scripts/install-deps.sh --bench  also the benchmark anchors (nginx, wrk)
+#   scripts/install-deps.sh --build  only what `make` needs (the Docker build stage)
+#   scripts/install-deps.sh --runtime   only the shared libraries the tensorgate
+#                                       binary loads (the Docker runtime stage)
 # Used by the Makefile (make run / make test / make bench), .ci/run and docker/Dockerfile.
 set -eu
 
-packages="gcc make pkg-config clang libclang-rt-14-dev clang-format cppcheck
+packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy cppcheck
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev
 curl sqlite3 coreutils python3 python3-numpy python3-torch"
 
@@ -14,8 +17,16 @@ if [ "${1:-}" = "--bench" ]; then
     packages="$packages nginx-light wrk"
 fi
 
+if [ "${1:-}" = "--build" ]; then
+    packages="gcc make pkg-config libc6-dev
+libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev"
+elif [ "${1:-}" = "--runtime" ]; then
+    # The libraries of the build's LDLIBS (libcrypto is in libssl3); with Debian's
+    # --as-needed linking `ldd tensorgate` shows no libcurl, which only the tests use,
+    # but it stays so that a build without --as-needed still starts.
+    packages="libmicrohttpd12 libsqlite3-0 libjansson4 libssl3 libcurl4"
 # Node.js runs the OpenAPI linter; a machine that already has a node on PATH keeps it.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+elif ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     packages="$packages nodejs npm"
 fi
 

@@ -54,7 +54,7 @@ if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
     suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-10}"
 fi
 suite "format check (clang-format)" make --no-print-directory format-check
-suite "lint (cppcheck)" make --no-print-directory lint
+suite "lint (cppcheck, clang-tidy)" make --no-print-directory lint
 if [ -x scripts/lint-openapi.sh ] && [ -f openapi.yaml ]; then
     suite "openapi lint" scripts/lint-openapi.sh
 fi

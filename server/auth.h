@@ -1,4 +1,4 @@
-/* Bearer tokens and scopes (DESIGN §7). Tokens are "tg_" + 64 hex digits of
+/* Bearer tokens and scopes (docs/DESIGN.md §7). Tokens are "tg_" + 64 hex digits of
  * RAND_bytes, shown once; the catalog keeps only their SHA-256 hex. Scopes nest:
  * admin > write > read. A namespace-limited token acts only on that org. */
 #ifndef TG_AUTH_H

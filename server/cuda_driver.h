@@ -1,6 +1,6 @@
 /* The CUDA driver API as a typed table of function pointers, filled at run time
  * with dlopen("libcuda.so.1") + dlsym, so the tensorgate binary never links
- * libcuda and runs the same with or without a GPU (DESIGN §1, §6).
+ * libcuda and runs the same with or without a GPU (docs/DESIGN.md §1, §6).
  *
  * The table is a plain struct so a test can fill it with its own functions (a
  * fake driver) and exercise the CUDA backend without a GPU. The types come from

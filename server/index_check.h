@@ -1,4 +1,4 @@
-/* Publish-time agreement of model.safetensors.index.json with the shards (DESIGN §3).
+/* Publish-time agreement of model.safetensors.index.json with the shards (docs/DESIGN.md §3).
  * Pure: the caller reads the headers; these functions only compare names. */
 #ifndef TG_INDEX_CHECK_H
 #define TG_INDEX_CHECK_H

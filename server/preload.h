@@ -1,4 +1,4 @@
-/* The preload manager (DESIGN §6): places chosen tensors of one model version in
+/* The preload manager (docs/DESIGN.md §6): places chosen tensors of one model version in
  * one allocation on one device ("host" or "cuda:N"), tracks each preload's state,
  * lends it out under leases and evicts least-recently-used unleased preloads to
  * keep every device within its byte budget.

@@ -1,4 +1,4 @@
-/* The device backends of the preload manager (DESIGN §6): where a preload's one
+/* The device backends of the preload manager (docs/DESIGN.md §6): where a preload's one
  * allocation lives and how bytes get into it. Three implement it:
  *   preload_host.c  "host"   a sealed memfd, mappable read-only by other processes
  *   preload_cuda.c  "cuda"   CUDA driver API through dlopen("libcuda.so.1"): cuMemCreate

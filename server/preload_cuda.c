@@ -1,4 +1,4 @@
-/* The "cuda" preload backend (DESIGN §6): one CUDA VMM allocation per preload,
+/* The "cuda" preload backend (docs/DESIGN.md §6): one CUDA VMM allocation per preload,
  * created shareable as a POSIX file descriptor, filled with cuMemcpyHtoDAsync on
  * a few streams per device, and handed to consumers as a new fd each time.
  *

@@ -1,4 +1,4 @@
-/* The preload hand-off socket (DESIGN §6): a unix stream socket where a colocated
+/* The preload hand-off socket (docs/DESIGN.md §6): a unix stream socket where a colocated
  * process asks for a resident preload and receives the allocation's fd by
  * SCM_RIGHTS together with the layout.
  *

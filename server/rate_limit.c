@@ -77,6 +77,8 @@ static bucket *find_bucket(const char *key, double now, double capacity, unsigne
             return &set[w];
         bool refilled = set[w].updated == 0 || (now - set[w].updated) * rate >= capacity;
         if (refilled)
+            /* Two rules (a refilled bucket; else the longest idle) pick the same way. */
+            /* NOLINTNEXTLINE(bugprone-branch-clone) */
             victim = &set[w];
         else if (victim->updated != 0 && (now - victim->updated) * rate < capacity &&
                  set[w].updated < victim->updated)

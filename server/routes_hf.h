@@ -1,4 +1,4 @@
-/* Read routes the Hugging Face Hub clients use (DESIGN §4), so HF_ENDPOINT
+/* Read routes the Hugging Face Hub clients use (docs/DESIGN.md §4), so HF_ENDPOINT
  * (huggingface_hub) and hubUrl (@huggingface/hub) can point at tensorgate:
  * /{org}/{name}/resolve|raw/{rev}/{path}, /api/models[...]. Only published
  * versions are visible here: a Hub revision needs a commit id (the version digest). */
