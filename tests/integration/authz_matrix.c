@@ -39,7 +39,7 @@ static const char *const kind_names[K_COUNT] = {"no token",
                                                 "admin token"};
 static char tokens[K_COUNT][128];
 
-/* What a route needs (DESIGN §7, openapi.yaml's Auth paragraph). */
+/* What a route needs (docs/DESIGN.md §7, openapi.yaml's Auth paragraph). */
 typedef enum need {
     N_OPEN,     /* service routes: never a token */
     N_READ,     /* read scope on the org; open unless --auth-read */
