@@ -461,7 +461,11 @@ json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
                      "status", (json_int_t)status, "detail", clean, "reason", reason);
 }
 
-static void respond_problem_json(tg_request *req, unsigned status, json_t *problem)
+/* The one way a problem+json is answered: steals problem; headers are name/value
+ * pairs, NULL-terminated (a pair whose value is NULL is skipped). Inside a body's
+ * feed, where libmicrohttpd takes no response object, the plain problem is written. */
+static void respond_problem_json(tg_request *req, unsigned status, json_t *problem,
+                                 const char *const *headers)
 {
     char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
     json_decref(problem);
@@ -482,28 +486,48 @@ static void respond_problem_json(tg_request *req, unsigned status, json_t *probl
         free(text);
     } else {
         MHD_add_response_header(response, "Content-Type", "application/problem+json");
+        for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
+            if (headers[i + 1] != NULL)
+                MHD_add_response_header(response, headers[i], headers[i + 1]);
         if (status == 401)
             MHD_add_response_header(response, "WWW-Authenticate", "Bearer realm=\"tensorgate\"");
     }
     tg_respond(req, status, response, len);
 }
 
-void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
+static void __attribute__((format(printf, 5, 0)))
+respond_problem_va(tg_request *req, unsigned status, const char *reason, const char *const *headers,
+                   const char *fmt, va_list ap)
 {
     /* A catalog write that failed for a full disk is the client-visible cause. */
     if (tg_catalog_take_disk_full() && status == 500) {
         respond_problem_json(req, 507,
                              tg_problem_json(507, "insufficient_storage",
                                              "the server's disk is full; the catalog could not "
-                                             "record the change, and nothing was changed"));
+                                             "record the change, and nothing was changed"),
+                             NULL);
         return;
     }
     char detail[512];
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    respond_problem_json(req, status, tg_problem_json(status, reason, detail), headers);
+}
+
+void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    respond_problem_va(req, status, reason, NULL, fmt, ap);
     va_end(ap);
-    respond_problem_json(req, status, tg_problem_json(status, reason, detail));
+}
+
+void tg_respond_problem_headers(tg_request *req, unsigned status, const char *reason,
+                                const char *const *headers, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_problem_va(req, status, reason, headers, fmt, ap);
+    va_end(ap);
 }
 
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
@@ -526,7 +550,7 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
         json_object_set_new(problem, "tensor", tg_local_tensor_json(&verdict->error));
         json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
     }
-    respond_problem_json(req, status, problem);
+    respond_problem_json(req, status, problem, NULL);
 }
 
 bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor)
@@ -694,25 +718,9 @@ static void route_request(tg_request *req, const char *url)
         tg_respond_problem(req, 404, "not_found", "no such route");
         return;
     }
-    char detail[256];
-    snprintf(detail, sizeof detail, "%s is not allowed here; allowed: %s", req->method, allow);
-    json_t *problem = tg_problem_json(405, "method_not_allowed", detail);
-    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
-    json_decref(problem);
-    if (text == NULL) {
-        tg_respond(req, 500, NULL, 0);
-        return;
-    }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response) {
-        MHD_add_response_header(response, "Content-Type", "application/problem+json");
-        MHD_add_response_header(response, "Allow", allow);
-    } else {
-        free(text);
-    }
-    tg_respond(req, 405, response, len);
+    const char *const headers[] = {"Allow", allow, NULL};
+    tg_respond_problem_headers(req, 405, "method_not_allowed", headers,
+                               "%s is not allowed here; allowed: %s", req->method, allow);
 }
 
 static size_t route_index(const tg_route *route)
@@ -760,29 +768,13 @@ static bool finish_truncated_body(tg_request *req)
 /* 429 rate_limited with Retry-After (seconds). */
 static void respond_rate_limited(tg_request *req, unsigned retry_after)
 {
-    char detail[160];
-    snprintf(detail, sizeof detail,
-             "more than %u requests per second from this client; retry after %u s",
-             req->server->config.rate_limit, retry_after);
-    json_t *problem = tg_problem_json(429, "rate_limited", detail);
-    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
-    json_decref(problem);
-    if (text == NULL) {
-        tg_respond(req, 500, NULL, 0);
-        return;
-    }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response) {
-        char seconds[16];
-        snprintf(seconds, sizeof seconds, "%u", retry_after);
-        MHD_add_response_header(response, "Content-Type", "application/problem+json");
-        MHD_add_response_header(response, "Retry-After", seconds);
-    } else {
-        free(text);
-    }
-    tg_respond(req, 429, response, len);
+    char seconds[16];
+    snprintf(seconds, sizeof seconds, "%u", retry_after);
+    const char *const headers[] = {"Retry-After", seconds, NULL};
+    tg_respond_problem_headers(
+        req, 429, "rate_limited", headers,
+        "more than %u requests per second from this client; retry after %u s",
+        req->server->config.rate_limit, retry_after);
 }
 
 /* True when the request has a body to read: chunked, or a Content-Length above 0. */

@@ -102,6 +102,11 @@ void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals 
 void tg_respond_empty(tg_request *req, unsigned status);
 void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The same with extra response headers: name/value pairs, NULL-terminated (a pair
+ * whose value is NULL is left out). Every problem answer goes through these two. */
+void tg_respond_problem_headers(tg_request *req, unsigned status, const char *reason,
+                                const char *const *headers, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* A gate refusal: 415 for ST_REFUSED_FORMAT, else 422; reason, offset, tensor, format. */
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict);
 /* The problem+json body alone (for tests and for the scan verdict). */

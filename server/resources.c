@@ -287,30 +287,11 @@ void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_af
     const char *reason = status == 429   ? "quota_exceeded"
                          : status == 503 ? "resource_exhausted"
                                          : "internal";
-    if (req->in_upload_data || retry_after == 0 || status == 500) {
-        /* inside a body MHD cannot take a response object: the plain problem */
-        tg_respond_problem(req, status, reason, "%s", detail);
-        return;
-    }
-    json_t *problem = tg_problem_json(status, reason, detail);
-    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
-    json_decref(problem);
-    if (text == NULL) {
-        tg_respond(req, 500, NULL, 0);
-        return;
-    }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response) {
-        char seconds[16];
-        snprintf(seconds, sizeof seconds, "%u", retry_after);
-        MHD_add_response_header(response, "Content-Type", "application/problem+json");
-        MHD_add_response_header(response, "Retry-After", seconds);
-    } else {
-        free(text);
-    }
-    tg_respond(req, status, response, len);
+    char seconds[16];
+    snprintf(seconds, sizeof seconds, "%u", retry_after);
+    const char *const headers[] = {"Retry-After", retry_after && status != 500 ? seconds : NULL,
+                                   NULL};
+    tg_respond_problem_headers(req, status, reason, headers, "%s", detail);
 }
 
 void tg_header_budget_init(tg_header_budget *budget, tg_request *req)

@@ -213,22 +213,18 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     if (result == TG_RANGE_UNSATISFIABLE) {
         close(fd);
         snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
-        json_t *problem =
-            tg_problem_json(416, "range_not_satisfiable", "the range is outside the file");
-        char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
-        json_decref(problem);
-        size_t len = text ? strlen(text) : 0;
-        struct MHD_Response *response =
-            text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE) : NULL;
-        if (response) {
-            MHD_add_response_header(response, "Content-Type", "application/problem+json");
-            MHD_add_response_header(response, "Content-Range", content_range);
-            MHD_add_response_header(response, "ETag", etag);
-        } else {
-            free(text);
+        /* Content-Range and ETag, then the route's own (the Hub's X-Repo-Commit, ...) */
+        const char *headers[2 * 12 + 1] = {"Content-Range", content_range, "ETag", etag};
+        size_t n = 4;
+        for (size_t i = 0; extra_headers != NULL && extra_headers[i] != NULL &&
+                           n + 2 < sizeof headers / sizeof headers[0];
+             i += 2) {
+            headers[n++] = extra_headers[i];
+            headers[n++] = extra_headers[i + 1];
         }
-        add_extra_headers(response, extra_headers);
-        tg_respond(req, 416, response, len);
+        headers[n] = NULL;
+        tg_respond_problem_headers(req, 416, "range_not_satisfiable", headers,
+                                   "the range is outside the file");
         return;
     }
     unsigned status = 200;

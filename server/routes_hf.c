@@ -34,28 +34,15 @@ respond_hf_error(tg_request *req, unsigned status, const char *error_code, const
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    json_t *problem = tg_problem_json(status, reason, detail);
-    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
-    json_decref(problem);
-    if (text == NULL) {
-        tg_respond(req, 500, NULL, 0);
-        return;
-    }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response == NULL) {
-        free(text);
-    } else {
-        MHD_add_response_header(response, "Content-Type", "application/problem+json");
-        if (error_code != NULL) {
-            MHD_add_response_header(response, "X-Error-Code", error_code);
-            MHD_add_response_header(response, "X-Error-Message", detail);
-        }
-        if (repo_commit != NULL && repo_commit[0] != '\0')
-            MHD_add_response_header(response, "X-Repo-Commit", repo_commit);
-    }
-    tg_respond(req, status, response, len);
+    const char *const headers[] = {"X-Error-Code",
+                                   error_code,
+                                   "X-Error-Message",
+                                   error_code != NULL ? detail : NULL,
+                                   "X-Repo-Commit",
+                                   repo_commit != NULL && repo_commit[0] != '\0' ? repo_commit
+                                                                                 : NULL,
+                                   NULL};
+    tg_respond_problem_headers(req, status, reason, headers, "%s", detail);
 }
 
 static void respond_internal(tg_request *req, const char *what)

@@ -359,22 +359,10 @@ static void respond_unsatisfiable(tg_request *req, uint64_t total, const char *e
 {
     char content_range[64];
     snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
-    json_t *problem =
-        tg_problem_json(416, "range_not_satisfiable", "the range is outside the tensor's bytes");
-    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
-    json_decref(problem);
-    size_t len = text ? strlen(text) : 0;
-    struct MHD_Response *response =
-        text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE) : NULL;
-    if (response) {
-        MHD_add_response_header(response, "Content-Type", "application/problem+json");
-        MHD_add_response_header(response, "Content-Range", content_range);
-        if (etag[0] != '\0')
-            MHD_add_response_header(response, "ETag", etag);
-    } else {
-        free(text);
-    }
-    tg_respond(req, 416, response, len);
+    const char *const headers[] = {"Content-Range", content_range, "ETag",
+                                   etag[0] != '\0' ? etag : NULL, NULL};
+    tg_respond_problem_headers(req, 416, "range_not_satisfiable", headers,
+                               "the range is outside the tensor's bytes");
 }
 
 /* Plans and sends the tensor; owns fd from here. */
