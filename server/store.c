@@ -216,31 +216,6 @@ int tg_store_blob_path(const tg_store *store, const char *hex, char *path, size_
     return (n < 0 || (size_t)n >= path_len) ? -1 : 0;
 }
 
-bool tg_store_file_matches(const char *path, const char *hex, uint64_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    struct stat st;
-    bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size;
-    tg_sha256 sha = {0};
-    size_t chunk = 1u << 20;
-    unsigned char *buf = same ? malloc(chunk) : NULL;
-    same = buf != NULL && tg_sha256_init(&sha, "store") == 0;
-    uint64_t done = 0;
-    while (same && done < size) {
-        size_t n = size - done < chunk ? (size_t)(size - done) : chunk;
-        same = tg_store_read_at(fd, buf, n, done) == 0 && tg_sha256_update(&sha, buf, n) == 0;
-        done += n;
-    }
-    char text[TG_SHA256_HEX_LEN + 1];
-    same = same && tg_sha256_final_hex(&sha, text) == 0 && strcmp(text, hex) == 0;
-    tg_sha256_free(&sha);
-    free(buf);
-    close(fd);
-    return same;
-}
-
 tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *temp_path,
                                      const char *hex)
 {
@@ -264,20 +239,16 @@ tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *
         unlink(temp_path);
         return status;
     }
+    /* Content-addressed: the temp file was hashed to hex while it was written, so it
+     * is a whole copy of the blob. It goes in by rename even when a blob of that name
+     * is already there: one copy of identical content stays (the old inode lives on
+     * for readers that have it open), and a damaged one (bit flip, truncation) is
+     * healed, without re-reading what is on disk. */
     struct stat st;
-    if (lstat(final_path, &st) == 0) {
-        /* Content-addressed: the same name must mean the same bytes. A whole copy is
-         * kept; a damaged one is healed with the new copy (rename over it below). */
-        if (tg_store_file_matches(final_path, hex, (uint64_t)temp_st.st_size)) {
-            unlink(temp_path);
-            tg_store_clear_damaged(store, hex);
-            return TG_STORE_OK;
-        }
+    if (lstat(final_path, &st) == 0 && (uint64_t)st.st_size != (uint64_t)temp_st.st_size)
         tg_log(TG_LOG_WARN,
-               "blob %s on disk is damaged (%llu bytes, %llu expected, or another hash); "
-               "replacing it with the new copy",
-               hex, (unsigned long long)st.st_size, (unsigned long long)temp_st.st_size);
-    }
+               "blob %s on disk has %llu bytes, not %llu: replacing it with the new copy", hex,
+               (unsigned long long)st.st_size, (unsigned long long)temp_st.st_size);
     if (rename(temp_path, final_path) != 0) {
         tg_store_status status = status_of_errno();
         unlink(temp_path);

@@ -56,12 +56,10 @@ int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path
 tg_store_status tg_store_write_all(int fd, const void *buf, size_t len);
 
 /* fsyncs the temp file, renames it to the blob named hex, fsyncs the directory.
- * Closes fd in every case. When a blob named hex already exists it is verified
- * (same size and it hashes to hex): a whole one is kept and the temp dropped (one
- * copy of identical content); a damaged one (bit flip, truncation) is replaced by
- * the temp, atomically (rename over it), and its damage record removed. The check
- * re-reads the existing blob once, which costs less than the upload that brought
- * the same bytes (received, hashed, written and fsynced). */
+ * Closes fd in every case. The temp file must hash to hex (the ingest hashed it as
+ * it was written). A blob named hex that is already there is replaced by it,
+ * atomically (rename over it): identical content stays one copy, and a damaged copy
+ * (bit flip, truncation) is healed without re-reading it; its damage record goes. */
 tg_store_status tg_store_commit_blob(const tg_store *store, int fd, const char *temp_path,
                                      const char *hex);
 
@@ -108,10 +106,6 @@ void tg_store_clear_damaged(const tg_store *store, const char *hex);
 /* Calls visit for every damage record (a blob name); stops when visit returns nonzero. */
 int tg_store_each_damaged(const tg_store *store, int (*visit)(void *ctx, const char *hex),
                           void *ctx);
-
-/* True when the file at path is hex's content: a regular file of size bytes whose
- * SHA-256 is hex (reads it all). */
-bool tg_store_file_matches(const char *path, const char *hex, uint64_t size);
 
 /* Calls visit for every blob file name (64 hex) found; stops when visit returns nonzero. */
 int tg_store_each_blob(const tg_store *store, int (*visit)(void *ctx, const char *hex), void *ctx);

@@ -18,6 +18,18 @@ static int count_blob(void *ctx, const char *hex)
     return 0;
 }
 
+/* True when the file at path holds exactly the len bytes of want. */
+static bool file_is(const char *path, const char *want, size_t len)
+{
+    char buf[64];
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return n == len && memcmp(buf, want, len) == 0;
+}
+
 TEST(layout_commit_and_dedupe)
 {
     char root[64];
@@ -148,7 +160,7 @@ TEST(checked_open_damage_records_and_healing)
         CHECK(tg_store_commit_blob(&store, fd, temp, hex_a) == TG_STORE_OK);
         CHECK(access(temp, F_OK) != 0);
         /* every commit leaves the whole content and no record */
-        CHECK(tg_store_file_matches(path, hex_a, 5));
+        CHECK(file_is(path, "hello", 5));
         CHECK(!tg_store_damage_record(&store, hex_a, NULL, 0));
         if (round == 0) {
             CHECK(truncate(path, 3) == 0); /* cut short: healed by the next commit */
@@ -160,7 +172,7 @@ TEST(checked_open_damage_records_and_healing)
             int w = open(path, O_WRONLY);
             CHECK(w >= 0 && pwrite(w, "j", 1, 0) == 1); /* same size, another hash */
             close(w);
-            CHECK(!tg_store_file_matches(path, hex_a, 5));
+            CHECK(!file_is(path, "hello", 5));
         }
     }
     int fd = tg_store_open_blob_checked(&store, hex_a, 5, &check);
