@@ -2,6 +2,7 @@
  * statements are prepared once and cached by their SQL text. */
 #include "catalog.h"
 #include "embedded.h"
+#include "log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -65,7 +66,7 @@ static sqlite3_stmt *statement(tg_catalog *catalog, const char *sql)
             sqlite3_stmt *st = NULL;
             if (sqlite3_prepare_v3(catalog->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
                 SQLITE_OK) {
-                fprintf(stderr, "tensorgate: catalog: %s\n", sqlite3_errmsg(catalog->db));
+                tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(catalog->db));
                 return NULL;
             }
             catalog->cache[i].sql = sql;
@@ -95,7 +96,7 @@ static int exec(tg_catalog *catalog, const char *sql)
     char *message = NULL;
     int rc = sqlite3_exec(catalog->db, sql, NULL, NULL, &message);
     if (rc != SQLITE_OK) {
-        fprintf(stderr, "tensorgate: catalog: %s\n", message ? message : sqlite3_errstr(rc));
+        tg_log(TG_LOG_ERROR, "catalog: %s", message ? message : sqlite3_errstr(rc));
         sqlite3_free(message);
     }
     return rc;

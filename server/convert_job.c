@@ -491,26 +491,6 @@ static int sink_commit(sink *s, const char *path, tg_file_record *file, char **s
     return fail(failure, "internal", "storing %s failed: %s", path, strerror(errno));
 }
 
-/* Reads exactly len bytes at offset; a short read means the blob is damaged. */
-static int pread_all(int fd, void *data, size_t len, uint64_t offset)
-{
-    uint8_t *p = data;
-    while (len > 0) {
-        ssize_t got = pread(fd, p, len, (off_t)offset);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) {
-            if (got == 0)
-                errno = EIO;
-            return -1;
-        }
-        p += got;
-        len -= (size_t)got;
-        offset += (uint64_t)got;
-    }
-    return 0;
-}
-
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -608,7 +588,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
             while (left > 0) {
                 size_t room = s.cap - s.used;
                 size_t n = left < room ? (size_t)left : room;
-                if (pread_all(in_fd, s.buf + s.used, n, at) != 0)
+                if (tg_store_read_at(in_fd, s.buf + s.used, n, at) != 0)
                     goto read_failed;
                 s.used += n;
                 at += n;
@@ -632,7 +612,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
                     n = room;
                 if (n > left)
                     n = (size_t)left;
-                if (pread_all(in_fd, source_buf, n * from_size, at) != 0)
+                if (tg_store_read_at(in_fd, source_buf, n * from_size, at) != 0)
                     goto read_failed;
                 st_convert(tensor->dtype, to, source_buf, s.buf + s.used, n);
                 s.used += n * to_size;
@@ -702,7 +682,7 @@ static char *read_blob_text(tg_server *server, const tg_file_record *file)
     if (fd < 0)
         return NULL;
     char *text = malloc((size_t)file->size + 1);
-    if (text != NULL && pread_all(fd, text, (size_t)file->size, 0) != 0) {
+    if (text != NULL && tg_store_read_at(fd, text, (size_t)file->size, 0) != 0) {
         free(text);
         text = NULL;
     }

@@ -25,6 +25,7 @@
 
 #include "st_convert.h"
 #include "st_npy.h"
+#include "store.h"
 
 /* 256 + 24 * rank bytes always hold an .npy header (st_npy.h). */
 #define NPY_HEADER_CAP (256 + 24 * ST_SLICE_RANK_MAX)
@@ -287,36 +288,12 @@ static void seek(tg_tensor_stream *s, uint64_t pos)
     s->positioned = true;
 }
 
-static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t offset)
-{
-    size_t done = 0;
-    while (done < len) {
-        if (offset + done > (uint64_t)INT64_MAX) {
-            errno = EOVERFLOW;
-            return -1;
-        }
-        ssize_t n = pread(fd, buf + done, len - done, (off_t)(offset + done));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (n == 0) {
-            /* the file is shorter than its header says */
-            errno = EIO;
-            return -1;
-        }
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 /* Reads the tensor's bytes [begin, end) (end - begin <= TG_TENSOR_CHUNK, end <=
  * tensor_bytes) into the window. */
 static int refill(tg_tensor_stream *s, uint64_t begin, uint64_t end)
 {
     s->window_len = 0;
-    if (pread_full(s->fd, s->window, (size_t)(end - begin), s->tensor_base + begin) != 0)
+    if (tg_store_read_at(s->fd, s->window, (size_t)(end - begin), s->tensor_base + begin) != 0)
         return -1;
     s->window_begin = begin;
     s->window_len = (size_t)(end - begin);
