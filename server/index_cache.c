@@ -6,6 +6,7 @@
  * string is stored once (an index names tens of shards for up to ~10^5 tensors). */
 #include "index_cache.h"
 #include "lru.h"
+#include "sha_table.h"
 
 #include <assert.h>
 #include <jansson.h>
@@ -14,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define BUCKETS 1024
 
 typedef struct map_entry {
     uint32_t name;  /* arena offset */
@@ -31,9 +30,7 @@ typedef struct weight_map {
 
 typedef struct entry {
     tg_lru_node lru; /* first: an entry is its node; a loading entry is not on the list */
-    struct entry *bucket_next;
-    uint64_t hash;
-    char sha256[TG_SHA256_HEX_LEN + 1];
+    tg_sha_node key; /* in the table while findable */
     bool loading;    /* one thread is parsing the blob; others wait on `loaded` */
     weight_map *map; /* NULL: the blob is not a usable index (remembered) */
     size_t charge;   /* bytes counted against the budget */
@@ -42,7 +39,7 @@ typedef struct entry {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 /* signalled when an entry stops loading, or a parse ends */
 static pthread_cond_t loaded = PTHREAD_COND_INITIALIZER;
-static entry *buckets[BUCKETS];
+static tg_sha_table table;
 static tg_lru recency;
 static size_t budget_bytes = TG_INDEX_CACHE_BYTES;
 static size_t budget_entries = TG_INDEX_CACHE_ENTRIES;
@@ -67,28 +64,14 @@ static void check_stats(void)
 
 /* ---- the table ---- */
 
-static uint64_t hash_key(const char *sha256)
+static entry *find(const char *sha256)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = sha256; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
-}
-
-static entry *find(const char *sha256, uint64_t h)
-{
-    for (entry *e = buckets[h % BUCKETS]; e; e = e->bucket_next)
-        if (e->hash == h && strcmp(e->sha256, sha256) == 0)
-            return e;
-    return NULL;
+    return TG_SHA_ENTRY(tg_sha_table_find(&table, sha256), entry, key);
 }
 
 static void unlink_bucket(entry *e)
 {
-    entry **link = &buckets[e->hash % BUCKETS];
-    while (*link != e)
-        link = &(*link)->bucket_next;
-    *link = e->bucket_next;
+    tg_sha_table_remove(&table, &e->key);
 }
 
 /* Removes a kept entry (under the lock); readers copy answers out under the same
@@ -302,7 +285,7 @@ static tg_index_lookup load(entry *e, const tg_store *store, uint64_t size, cons
     builds_running++;
     pthread_mutex_unlock(&cache_lock);
     weight_map *map = NULL;
-    build_status status = build_map(store, e->sha256, (size_t)size, &map);
+    build_status status = build_map(store, e->key.sha256, (size_t)size, &map);
     pthread_mutex_lock(&cache_lock);
     assert(builds_running > 0);
     builds_running--;
@@ -329,7 +312,6 @@ tg_index_lookup tg_index_cache_lookup(const tg_store *store, const char *sha256,
 {
     if (strlen(sha256) != TG_SHA256_HEX_LEN)
         return TG_INDEX_UNUSABLE;
-    uint64_t h = hash_key(sha256);
     pthread_mutex_lock(&cache_lock);
     /* the blob's text is at most the map's size plus its JSON syntax, so a blob above
      * the entry bound is not read */
@@ -339,7 +321,7 @@ tg_index_lookup tg_index_cache_lookup(const tg_store *store, const char *sha256,
         return TG_INDEX_UNUSABLE;
     }
     entry *e;
-    while ((e = find(sha256, h)) != NULL && e->loading)
+    while ((e = find(sha256)) != NULL && e->loading)
         pthread_cond_wait(&loaded, &cache_lock);
     tg_index_lookup result = TG_INDEX_UNUSABLE;
     if (e != NULL) {
@@ -348,11 +330,8 @@ tg_index_lookup tg_index_cache_lookup(const tg_store *store, const char *sha256,
         tg_lru_push_newest(&recency, &e->lru);
         result = answer(e->map, name, shard, shard_len);
     } else if ((e = calloc(1, sizeof *e)) != NULL) {
-        memcpy(e->sha256, sha256, TG_SHA256_HEX_LEN + 1);
-        e->hash = h;
         e->loading = true;
-        e->bucket_next = buckets[h % BUCKETS];
-        buckets[h % BUCKETS] = e;
+        tg_sha_table_add(&table, &e->key, sha256);
         result = load(e, store, size, name, shard, shard_len);
     }
     pthread_mutex_unlock(&cache_lock);

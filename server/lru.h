@@ -1,4 +1,4 @@
-/* An intrusive recency list for the in-memory caches (header_cache.c,
+/* An intrusive recency list for the in-memory caches (header_cache.c, parsed_header_cache.c,
  * index_cache.c): each cached entry embeds a tg_lru_node as its first member, the
  * cache keeps one tg_lru, and evicts from `oldest`. The caller holds its lock. */
 #ifndef TG_LRU_H

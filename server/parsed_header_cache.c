@@ -9,6 +9,7 @@
  * Eviction removes kept entries nobody holds, oldest first. */
 #include "parsed_header_cache.h"
 #include "lru.h"
+#include "sha_table.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -19,13 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BUCKETS 1024
-
 typedef struct entry {
-    tg_lru_node lru; /* first: a kept entry is its node */
-    struct entry *bucket_next;
-    uint64_t hash;
-    char sha256[TG_SHA256_HEX_LEN + 1];
+    tg_lru_node lru;   /* first: a kept entry is its node */
+    tg_sha_node key;   /* in the table while findable */
     bool loading;      /* one thread is parsing the blob; others wait on `loaded` */
     bool kept;         /* in the table and on the recency list */
     bool failed;       /* the parse failed: err, failure and failure_errno say why; file is empty */
@@ -40,7 +37,7 @@ typedef struct entry {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 /* signalled when an entry stops loading, or a parse ends */
 static pthread_cond_t loaded = PTHREAD_COND_INITIALIZER;
-static entry *buckets[BUCKETS];
+static tg_sha_table table;
 static tg_lru recency;
 static size_t budget_bytes = TG_PARSED_HEADER_CACHE_BYTES;
 static size_t budget_entries = TG_PARSED_HEADER_CACHE_ENTRIES;
@@ -137,29 +134,14 @@ static size_t file_bytes(const st_file *f)
 
 /* ---- the table (everything below runs under cache_lock) ---- */
 
-static uint64_t hash_key(const char *sha256)
+static entry *find(const char *sha256)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = sha256; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
-}
-
-static entry *find(const char *sha256, uint64_t h)
-{
-    for (entry *e = buckets[h % BUCKETS]; e; e = e->bucket_next)
-        if (e->hash == h && strcmp(e->sha256, sha256) == 0)
-            return e;
-    return NULL;
+    return TG_SHA_ENTRY(tg_sha_table_find(&table, sha256), entry, key);
 }
 
 static void unlink_bucket(entry *e)
 {
-    entry **link = &buckets[e->hash % BUCKETS];
-    while (*link != e)
-        link = &(*link)->bucket_next;
-    *link = e->bucket_next;
-    e->bucket_next = NULL;
+    tg_sha_table_remove(&table, &e->key);
 }
 
 static void destroy(entry *e)
@@ -232,7 +214,7 @@ static void load(entry *e, const tg_store *store, uint64_t size, uint64_t max_he
     pthread_mutex_unlock(&cache_lock);
     st_file file;
     st_error err;
-    int rc = tg_header_read_parse(store, e->sha256, size, max_header, &file, &err);
+    int rc = tg_header_read_parse(store, e->key.sha256, size, max_header, &file, &err);
     int saved_errno = errno;
     size_t charge = rc == 0 ? sizeof *e + file_bytes(&file) : 0;
     pthread_mutex_lock(&cache_lock);
@@ -279,9 +261,8 @@ const st_file *tg_parsed_header_acquire(const tg_store *store, const char *sha25
         errno = EINVAL;
         return NULL;
     }
-    uint64_t h = hash_key(sha256);
     pthread_mutex_lock(&cache_lock);
-    entry *e = find(sha256, h);
+    entry *e = find(sha256);
     if (e != NULL) {
         hold(e); /* so it outlives its load, whatever the load decides */
         while (e->loading)
@@ -300,11 +281,8 @@ const st_file *tg_parsed_header_acquire(const tg_store *store, const char *sha25
             errno = ENOMEM;
             return NULL;
         }
-        memcpy(e->sha256, sha256, TG_SHA256_HEX_LEN + 1);
-        e->hash = h;
         e->loading = true;
-        e->bucket_next = buckets[h % BUCKETS];
-        buckets[h % BUCKETS] = e;
+        tg_sha_table_add(&table, &e->key, sha256);
         hold(e);
         load(e, store, size, max_header);
     }
