@@ -1,8 +1,10 @@
 # tensorgate — make | make run | make test | make bench | make fuzz | make install
 #
-# Sources are found by wildcard: a new lib/*.c joins libtensorgate.a, a new
-# server/*.c or cli/*.c joins the binary, a new tests/unit/**/X.c becomes a test
-# program, a new tests/fuzz/fuzz_X.c a fuzz target, a new bench/X.c a benchmark.
+# Sources are found by wildcard, by layer (docs/ARCHITECTURE.md): a new lib/**.c
+# joins libtensorgate.a, a new common/*.c or server/LAYER/*.c joins libtgserver.a,
+# a new cmd/*.c joins the binary (never libtgserver.a), a new tests/unit/**/X.c
+# becomes a test program, a new tests/fuzz/fuzz_X.c a fuzz target, a new bench/X.c
+# a benchmark. scripts/layer-check.sh enforces which layer may include which.
 
 BUILD ?= build
 SAN ?= 0
@@ -24,7 +26,11 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla -Wformat=2
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) -Ilib -Iserver -Icli -Iclient $(PKG_CFLAGS) $(CUDA_CFLAGS)
+# Every layer folder is on the include path: headers are named by their base name
+# (unique across the tree), and scripts/layer-check.sh resolves each name to its layer.
+LAYERS := lib common server/storage server/ingest server/jobs server/preload server/core server/routes cmd client
+INCLUDES := $(LAYERS:%=-I%)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(INCLUDES) $(PKG_CFLAGS) $(CUDA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lpthread -ldl -lm
 
 ifeq ($(SAN),1)
@@ -34,9 +40,11 @@ ALL_CFLAGS += $(SANFLAGS) -O1
 LDFLAGS += $(SANFLAGS)
 endif
 
-LIB_SRC := $(sort $(wildcard lib/*.c))
-SERVER_SRC := $(sort $(filter-out server/main.c,$(wildcard server/*.c)) $(wildcard cli/*.c))
-UNIT_SRC := $(sort $(wildcard tests/unit/*/*.c))
+LIB_SRC := $(sort $(wildcard lib/*.c lib/*/*.c))
+LIB_HDR := $(sort $(wildcard lib/*.h lib/*/*.h))
+SERVER_SRC := $(sort $(wildcard common/*.c server/*/*.c))
+CMD_SRC := $(sort $(filter-out cmd/main.c,$(wildcard cmd/*.c)))
+UNIT_SRC := $(sort $(wildcard tests/unit/*/*.c tests/unit/*/*/*.c))
 PROPERTY_SRC := $(sort $(wildcard tests/property/*.c))
 INTEGRATION_SRC := $(sort $(wildcard tests/integration/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -47,6 +55,10 @@ SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o $(BUILD
 MIGRATIONS := $(sort $(wildcard migrations/*.sql))
 LIB_A := $(BUILD)/libtensorgate.a
 SERVER_A := $(BUILD)/libtgserver.a
+# The commands (cmd/: serve, validate, inspect, convert, token, gc, fsck) apart
+# from main: the binary and the command tests link it; libtgserver.a never does.
+CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
+CMD_A := $(BUILD)/libtgcmd.a
 # The preload client library for colocated consumers (C, and Python through ctypes).
 CLIENT_SRC := $(sort $(wildcard client/*.c))
 CLIENT_A := $(BUILD)/libtgclient.a
@@ -76,7 +88,7 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	scripts/run-tests.sh
 
-test-binaries: $(BIN) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(BENCH_BIN)
+test-binaries: $(BIN) $(CMD_A) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -86,12 +98,12 @@ $(BUILD)/gen/openapi_yaml.c: openapi.yaml scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $< tg_openapi_yaml $@
 
-# Every migrations/NNNN_*.sql, in order, as the table tg_migrations (server/embedded.h).
+# Every migrations/NNNN_*.sql, in order, as the table tg_migrations (common/embedded.h).
 $(BUILD)/gen/migrations.c: $(MIGRATIONS) scripts/embed.sh scripts/embed-migrations.sh
 	@mkdir -p $(dir $@)
 	scripts/embed-migrations.sh $@ $(MIGRATIONS)
 
-$(BUILD)/gen/migrations.o: server/embedded.h
+$(BUILD)/gen/migrations.o: common/embedded.h
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -104,6 +116,10 @@ $(SERVER_A): $(SERVER_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(CMD_A): $(CMD_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(CLIENT_A): $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -112,7 +128,7 @@ $(CLIENT_SO): $(CLIENT_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson)
 
-$(BIN): $(BUILD)/server/main.o $(SERVER_A) $(LIB_A)
+$(BIN): $(BUILD)/cmd/main.o $(CMD_A) $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Test and bench programs compile and link in one step; DEPFLAGS writes the
@@ -120,9 +136,10 @@ $(BIN): $(BUILD)/server/main.o $(SERVER_A) $(LIB_A)
 # a change to any of them rebuilds the program (the .d files are included below).
 DEPFLAGS = -MMD -MP -MF $@.d -MT $@
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(SERVER_A) $(LIB_A)
+# Unit tests may call the commands too (tests/unit/cmd, the allocation walk).
+$(BUILD)/tests/unit/%: tests/unit/%.c $(CMD_A) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(CMD_A) $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/tests/property/%: tests/property/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -137,21 +154,21 @@ $(BUILD)/bench/%: bench/%.c $(SERVER_A) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 # libFuzzer targets: clang, ASan+UBSan, the lib sources compiled in.
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags jansson)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags jansson)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(LIB_HDR)
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(shell pkg-config --libs jansson) -lm
 
 # fuzz_http also drives the server's pure HTTP parsing (no libmicrohttpd, no daemon).
-FUZZ_HTTP_SRC := server/http_parse.c server/checks.c
-build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(LIB_SRC) $(wildcard lib/*.h) $(FUZZ_HTTP_SRC) server/http_parse.h server/checks.h
+FUZZ_HTTP_SRC := server/core/http_parse.c server/core/checks.c
+build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(LIB_SRC) $(LIB_HDR) $(FUZZ_HTTP_SRC) server/core/http_parse.h server/core/checks.h
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -Iserver -o $@ $< $(LIB_SRC) $(FUZZ_HTTP_SRC) $(shell pkg-config --libs jansson) -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(FUZZ_HTTP_SRC) $(shell pkg-config --libs jansson) -lm
 
-# fuzz_range drives server/checks.c's Range parser.
-build-fuzz/fuzz_range: tests/fuzz/fuzz_range.c $(LIB_SRC) $(wildcard lib/*.h) server/checks.c server/checks.h
+# fuzz_range drives server/core/checks.c's Range parser.
+build-fuzz/fuzz_range: tests/fuzz/fuzz_range.c $(LIB_SRC) $(LIB_HDR) server/core/checks.c server/core/checks.h
 	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -Iserver -o $@ $< $(LIB_SRC) server/checks.c $(shell pkg-config --libs jansson) -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) server/core/checks.c $(shell pkg-config --libs jansson) -lm
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BIN)
@@ -170,8 +187,9 @@ install: all
 	install -D -m 0644 client/tg_preload_client.h $(DESTDIR)$(PREFIX)/include/tg_preload_client.h
 
 # Every C source and header the project owns, for format and format-check.
-FORMAT_FILES = $(sort $(wildcard lib/*.[ch] server/*.[ch] cli/*.[ch] client/*.[ch] bench/*.c \
-	tests/unit/*.h tests/unit/*/*.c tests/property/*.c tests/integration/*.[ch] tests/fuzz/*.c))
+FORMAT_FILES = $(sort $(wildcard lib/*.[ch] lib/*/*.[ch] common/*.[ch] server/*/*.[ch] cmd/*.[ch] client/*.[ch] \
+	bench/*.c tests/unit/*.h tests/unit/*/*.c tests/unit/*/*/*.c tests/property/*.c tests/integration/*.[ch] \
+	tests/fuzz/*.c))
 
 format:
 	clang-format -i $(FORMAT_FILES)
@@ -182,17 +200,17 @@ format-check:
 
 # cppcheck, then clang-tidy (the checks of .clang-tidy, every finding an error)
 # with the build's flags, two files at a time.
-TIDY_SRC = $(sort $(wildcard lib/*.c server/*.c cli/*.c client/*.c))
-TIDY_FLAGS = -std=c11 -D_GNU_SOURCE -pthread -Ilib -Iserver -Icli -Iclient $(PKG_CFLAGS) $(CUDA_CFLAGS)
+TIDY_SRC = $(sort $(wildcard lib/*.c lib/*/*.c common/*.c server/*/*.c cmd/*.c client/*.c))
+TIDY_FLAGS = -std=c11 -D_GNU_SOURCE -pthread $(INCLUDES) $(PKG_CFLAGS) $(CUDA_CFLAGS)
 CLANG_TIDY ?= clang-tidy-14
 
 lint:
-	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr -Ilib -Iserver lib server cli
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr $(INCLUDES) lib common server cmd
 	@echo "clang-tidy: $(words $(TIDY_SRC)) files"
 	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -n1 sh -c '$(CLANG_TIDY) --quiet --warnings-as-errors="*" "$$0" -- $(TIDY_FLAGS) 2>/dev/null || { echo "clang-tidy: $$0 has findings (above)" >&2; exit 255; }'
 
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(CLIENT_SRC:%.c=$(BUILD)/%.d) $(BUILD)/server/main.d
+-include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(CLIENT_SRC:%.c=$(BUILD)/%.d) $(BUILD)/cmd/main.d
 -include $(UNIT_BIN:=.d) $(PROPERTY_BIN:=.d) $(INTEGRATION_BIN:=.d) $(BENCH_BIN:=.d)

@@ -1,5 +1,5 @@
 /* The client of the preload hand-off socket, for processes on the same host as
- * tensorgate (see server/preload_socket.h for the protocol).
+ * tensorgate (see server/preload/preload_socket.h for the protocol).
  *
  *   tg_preload_client *c;
  *   if (tg_preload_open("/data/preload.sock", token, id, &c, err, sizeof err) == 0) {

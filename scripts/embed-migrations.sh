@@ -1,6 +1,6 @@
 #!/bin/sh
 # embed-migrations.sh OUT.c MIGRATION.sql...: writes a C file defining tg_migrations, the
-# table of (version, name, sql) declared in server/embedded.h, one row per file in
+# table of (version, name, sql) declared in common/embedded.h, one row per file in
 # version order. Each file must be named NNNN_*.sql and the numbers must run 1, 2, 3...
 # with no gap, since the catalog applies row i as schema version i + 1.
 set -eu

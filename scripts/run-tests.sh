@@ -53,6 +53,7 @@ fi
 if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
     suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-10}"
 fi
+suite "layer check (includes, SQL, blob paths, links)" scripts/layer-check.sh build
 suite "format check (clang-format)" make --no-print-directory format-check
 suite "lint (cppcheck, clang-tidy)" make --no-print-directory lint
 if [ -x scripts/lint-openapi.sh ] && [ -f openapi.yaml ]; then

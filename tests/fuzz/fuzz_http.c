@@ -1,6 +1,6 @@
 /* libFuzzer target for the HTTP layer's pure parsing, in-process (no daemon):
- * server/http_parse.c (path split, route pattern match, request-target limits,
- * framing verdict, JSON depth), server/checks.c's Range parser and lib/st_slice.c
+ * server/core/http_parse.c (path split, route pattern match, request-target limits,
+ * framing verdict, JSON depth), server/core/checks.c's Range parser and lib/st_slice.c
  * on the ?slice= value.
  *
  * Input: a raw HTTP/1.x request head and body ("GET /p?q HTTP/1.1\r\nName: v\r\n\r\nbody").
@@ -26,7 +26,7 @@
             __builtin_trap();                                                                      \
     } while (0)
 
-/* the patterns of server/http.c's routing table */
+/* the patterns of server/core/http.c's routing table */
 static const char *const patterns[] = {
     "/healthz",
     "/v1/scan",

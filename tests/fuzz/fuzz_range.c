@@ -1,4 +1,4 @@
-/* libFuzzer target for server/checks.c's Range parser, tg_range_parse.
+/* libFuzzer target for server/core/checks.c's Range parser, tg_range_parse.
  *
  * Input: byte 0 picks the body size (0: 0 bytes, 1: 1 byte, 2: UINT64_MAX, 3: the next
  * 8 bytes little-endian, else byte 0 itself), the rest is the header value (cut at a

@@ -1,5 +1,5 @@
 /* A failed SHA-256 is an error, never a digest: with TENSORGATE_TEST_SHA256_FAIL=WHAT:N
- * (server/sha256.h) the server's Nth OpenSSL call of the digests named WHAT fails, once.
+ * (common/sha256.h) the server's Nth OpenSSL call of the digests named WHAT fails, once.
  *  - publish: each of the version digest's calls (allocation, init, the one file's
  *    line, final) failing answers 500 internal and leaves the version a draft; the
  *    next publish freezes it with the digest of its manifest;

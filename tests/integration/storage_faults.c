@@ -1,5 +1,5 @@
 /* A full disk at every write of an upload: with TENSORGATE_TEST_ENOSPC_AT=N
- * (server/store.h) the server's Nth blob-store write (each write(2) of a temp file,
+ * (server/storage/store.h) the server's Nth blob-store write (each write(2) of a temp file,
  * each temp file's fsync before its rename) fails with ENOSPC, once.
  *
  * For N = 1, 2, 3, ... the server restarts with the knob and a fresh draft receives a

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Value check of the tensor streaming engine (server/tensor_stream.c).
+"""Value check of the tensor streaming engine (server/ingest/tensor_stream.c).
 
 Writes safetensors files with torch/numpy, asks the engine CLI
-(`tensor_values batch REQUESTS RESULTS`, built from tests/unit/server/tensor_values.c)
+(`tensor_values batch REQUESTS RESULTS`, built from tests/unit/server/ingest/tensor_values.c)
 for raw and .npy bodies under ?slice= / ?dtype= / ?format=, and compares them with
 an independent reference:
   - slicing: NumPy basic indexing on the source bits (the slice text parsed here

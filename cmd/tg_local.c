@@ -1,0 +1,209 @@
+/* Helpers of the local file commands: see tg_local.h. */
+#include "tg_local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash, tg_local_run *run)
+{
+    memset(run, 0, sizeof *run);
+    bool is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "tensorgate: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "tensorgate: %s: %s\n", path, strerror(errno));
+        goto fail_fd;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tensorgate: %s: is a directory\n", path);
+        goto fail_fd;
+    }
+    /* only a regular file's size is known up front; pipes stream with it unknown */
+    uint64_t declared = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : ST_FILE_SIZE_UNKNOWN;
+    run->gate = st_gate_new(config, declared);
+    uint8_t *chunk = malloc(TG_LOCAL_READ_SIZE);
+    tg_sha256 md = {0};
+    if (run->gate == NULL || chunk == NULL) {
+        fprintf(stderr, "tensorgate: %s: out of memory\n", path);
+        goto fail_all;
+    }
+    if (hash && tg_sha256_init(&md, "local") != 0) {
+        fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
+        goto fail_all;
+    }
+    st_gate_status status = ST_GATE_CONTINUE;
+    for (;;) {
+        ssize_t got = read(fd, chunk, TG_LOCAL_READ_SIZE);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "tensorgate: %s: read: %s\n", path, strerror(errno));
+            goto fail_all;
+        }
+        if (got == 0)
+            break;
+        run->size += (uint64_t)got;
+        if (hash && tg_sha256_update(&md, chunk, (size_t)got) != 0) {
+            fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
+            goto fail_all;
+        }
+        status = st_gate_feed(run->gate, chunk, (size_t)got);
+        /* a refusal is final: the rest of the file cannot change it */
+        if (status != ST_GATE_CONTINUE)
+            break;
+    }
+    if (status == ST_GATE_CONTINUE) {
+        st_gate_finish(run->gate);
+        if (hash) {
+            if (tg_sha256_final(&md, run->sha256) != 0) {
+                fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
+                goto fail_all;
+            }
+            run->hashed = true;
+        }
+    } else {
+        st_gate_finish(run->gate);
+    }
+    st_gate_verdict(run->gate, &run->verdict);
+    if (st_gate_out_of_memory(run->gate)) {
+        fprintf(stderr, "tensorgate: %s: out of memory in the gate\n", path);
+        goto fail_all;
+    }
+    tg_sha256_free(&md);
+    free(chunk);
+    if (!is_stdin)
+        close(fd);
+    return 0;
+
+fail_all:
+    tg_sha256_free(&md);
+    free(chunk);
+    st_gate_free(run->gate);
+    run->gate = NULL;
+fail_fd:
+    if (!is_stdin)
+        close(fd);
+    return -1;
+}
+
+void tg_local_print_verdict(FILE *out, const char *path, const st_verdict *verdict,
+                            const st_file *file)
+{
+    if (verdict->valid) {
+        if (verdict->format == ST_FORMAT_SAFETENSORS) {
+            size_t count = file != NULL ? file->tensor_count : 0;
+            fprintf(out, "%s: valid (safetensors, %zu tensor%s)\n", path, count,
+                    count == 1 ? "" : "s");
+        } else {
+            fprintf(out, "%s: valid (%s)\n", path, st_format_name(verdict->format));
+        }
+        return;
+    }
+    const st_error *err = &verdict->error;
+    fprintf(out, "%s: refused: %s", path, st_reason_name(err->reason));
+    if (err->offset != ST_NO_OFFSET)
+        fprintf(out, " at offset %" PRIu64, err->offset);
+    if (err->tensor_len > 0) {
+        /* control bytes (a refused name may hold U+0000) shown as \xNN, as details do */
+        fputs(" (tensor ", out);
+        for (size_t i = 0; i < err->tensor_len; i++) {
+            unsigned char c = (unsigned char)err->tensor[i];
+            if (c < 0x20 || c == 0x7f)
+                fprintf(out, "\\x%02x", c);
+            else
+                fputc(c, out);
+        }
+        fputc(')', out);
+    }
+    fprintf(out, ": %s [format %s]\n", err->detail, st_format_name(verdict->format));
+}
+
+json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict)
+{
+    const st_error *err = &verdict->error;
+    bool refused = !verdict->valid;
+    json_t *object = json_object();
+    if (object == NULL)
+        return NULL;
+    json_object_set_new(object, "file", st_json_string_lossy(path));
+    json_object_set_new(object, "valid", json_boolean(verdict->valid));
+    json_object_set_new(object, "reason",
+                        refused ? json_string(st_reason_name(err->reason)) : json_null());
+    json_object_set_new(object, "detail",
+                        refused ? st_json_string_lossy(err->detail) : json_null());
+    json_object_set_new(object, "offset",
+                        refused && err->offset != ST_NO_OFFSET && err->offset <= INT64_MAX
+                            ? json_integer((json_int_t)err->offset)
+                            : json_null());
+    json_object_set_new(object, "tensor", refused ? st_error_tensor_json(err) : json_null());
+    json_object_set_new(object, "format", json_string(st_format_name(verdict->format)));
+    return object;
+}
+
+void tg_local_print_json(FILE *out, const json_t *value)
+{
+    char *text = json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text == NULL) {
+        fprintf(stderr, "tensorgate: out of memory\n");
+        return;
+    }
+    fprintf(out, "%s\n", text);
+    free(text);
+}
+
+bool tg_local_parse_header_limit(const char *text, uint64_t *out)
+{
+    uint64_t value = 0;
+    if (text[0] == '\0')
+        return false;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        if (__builtin_mul_overflow(value, 10, &value) ||
+            __builtin_add_overflow(value, (uint64_t)(*p - '0'), &value))
+            return false;
+    }
+    if (value == 0 || value > ST_HEADER_SIZE_MAX)
+        return false;
+    *out = value;
+    return true;
+}
+
+bool tg_local_header_limit_option(const char *command, const char *text, uint64_t *out)
+{
+    if (tg_local_parse_header_limit(text, out))
+        return true;
+    fprintf(stderr, "tensorgate %s: --max-header wants 1 to 100000000 bytes, not '%s'\n", command,
+            text);
+    return false;
+}
+
+void tg_local_print_option_error(const char *command, const char *option)
+{
+    fprintf(stderr, "tensorgate %s: unknown or incomplete option '%s'\n", command, option);
+}
+
+int tg_local_print_run_verdict(FILE *out, const char *path, const tg_local_run *run, bool json)
+{
+    if (!json) {
+        tg_local_print_verdict(out, path, &run->verdict, st_gate_file(run->gate));
+        return 0;
+    }
+    json_t *object = tg_local_verdict_json(path, &run->verdict);
+    if (object == NULL)
+        return -1;
+    tg_local_print_json(out, object);
+    json_decref(object);
+    return 0;
+}

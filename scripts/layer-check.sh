@@ -1,0 +1,124 @@
+#!/bin/sh
+# The layer check (docs/ARCHITECTURE.md): dependencies only go down.
+#
+#   lib -> common -> storage -> ingest | preload -> jobs -> core -> routes -> cmd
+#
+# Fails on
+#   1. a quoted #include of a header that lives in a layer the including file may
+#      not use (a layer above, or a sibling: ingest and preload never include each
+#      other);
+#   2. <sqlite3.h> or <libpq-fe.h> outside server/storage/, and SQL text
+#      ("SELECT ...", "INSERT INTO ...") outside server/storage/;
+#   3. a blob path ("blobs/") outside server/storage/;
+#   4. with BUILD set (a build folder), any object of libtgserver.a that needs a
+#      symbol only cmd/ defines (the server never links command code).
+# Headers are named by base name (every layer folder is on the include path), so
+# a name must be unique across the tree: a duplicate fails too.
+#
+# usage: scripts/layer-check.sh [BUILD]
+set -eu
+cd "$(dirname "$0")/.."
+
+status=0
+known=0
+# scripts/layer-exceptions.txt: violations being removed, one "FILE HEADER" a line;
+# each is reported but does not fail the check. The goal is an empty file.
+exceptions=scripts/layer-exceptions.txt
+fail() {
+    echo "layer-check: $*" >&2
+    status=1
+}
+violation() { # FILE HEADER MESSAGE
+    if [ -f "$exceptions" ] && grep -qx "$1 $2" "$exceptions"; then
+        echo "layer-check: known, to remove: $3" >&2
+        known=$((known + 1))
+    else
+        fail "$3"
+    fi
+}
+
+# The folders each layer may include from (besides itself).
+allowed() {
+    case $1 in
+    lib | lib/*) echo "lib" ;;
+    common) echo "lib common" ;;
+    server/storage) echo "lib common server/storage" ;;
+    server/ingest) echo "lib common server/storage server/ingest" ;;
+    server/preload) echo "lib common server/storage server/preload" ;;
+    server/jobs) echo "lib common server/storage server/ingest server/jobs" ;;
+    server/core) echo "lib common server/storage server/ingest server/preload server/jobs server/core" ;;
+    server/routes) echo "lib common server/storage server/ingest server/preload server/jobs server/core server/routes" ;;
+    cmd) echo "lib common server/storage server/ingest server/preload server/jobs server/core server/routes cmd client" ;;
+    client) echo "client" ;;
+    *) echo "" ;;
+    esac
+}
+
+sources=$(find lib common server cmd client -name '*.[ch]' | sort)
+
+# 0. header base names are unique
+dups=$(for f in $sources; do case $f in *.h) basename "$f" ;; esac; done | sort | uniq -d)
+for d in $dups; do
+    fail "header name $d is used twice: $(find lib common server cmd client -name "$d" | tr '\n' ' ')"
+done
+
+# base name -> folder, for every header of the tree
+map=$(for f in $sources; do case $f in *.h) printf '%s %s\n' "$(basename "$f")" "$(dirname "$f")" ;; esac; done)
+
+checked=0
+for f in $sources; do
+    dir=$(dirname "$f")
+    case $dir in lib/*) layer=lib ;; *) layer=$dir ;; esac
+    ok=$(allowed "$dir")
+    if [ -z "$ok" ]; then
+        fail "$f: folder $dir is not a layer (add it to scripts/layer-check.sh and docs/ARCHITECTURE.md)"
+        continue
+    fi
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+        checked=$((checked + 1))
+        base=$(basename "$inc")
+        target=$(printf '%s\n' "$map" | awk -v b="$base" '$1 == b { print $2; exit }')
+        if [ -z "$target" ]; then
+            fail "$f includes \"$inc\", which is no header of the tree"
+            continue
+        fi
+        [ "$target" = "$dir" ] && continue
+        case $target in lib/*) tl=lib ;; *) tl=$target ;; esac
+        [ "$tl" = "$layer" ] && continue
+        allowed_here=0
+        for a in $ok; do [ "$a" = "$tl" ] && allowed_here=1; done
+        [ $allowed_here -eq 1 ] || violation "$f" "$base" "$f ($layer) includes \"$inc\" from $target: a layer it may not use"
+    done
+done
+
+# 2. and 3. SQL, database headers and blob paths stay in server/storage
+for f in $sources; do
+    case $f in server/storage/*) continue ;; esac
+    if grep -nE '#[[:space:]]*include[[:space:]]*<(sqlite3|libpq-fe)\.h>' "$f" >/dev/null; then
+        fail "$f includes a database header: only server/storage/ talks to the database"
+    fi
+    if grep -nE '"[[:space:]]*(SELECT|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE TABLE|BEGIN IMMEDIATE)[[:space:]]' "$f" >/dev/null; then
+        fail "$f holds SQL text: only server/storage/ writes SQL ($(grep -nE '"[[:space:]]*(SELECT|INSERT INTO|UPDATE [a-z_]+ SET|DELETE FROM|CREATE TABLE|BEGIN IMMEDIATE)[[:space:]]' "$f" | head -n 1 | cut -d: -f1))"
+    fi
+    if grep -n '"blobs/\|/blobs/\|"blobs"' "$f" >/dev/null; then
+        fail "$f names the blob folder: only server/storage/ knows where blobs live"
+    fi
+done
+
+# 4. libtgserver.a never needs cmd/ code
+linked=0
+if [ $# -ge 1 ] && [ -f "$1/libtgserver.a" ] && [ -f "$1/libtgcmd.a" ]; then
+    tmp=$(mktemp -d)
+    nm --defined-only -g "$1/libtgcmd.a" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$tmp/cmd"
+    nm -u "$1/libtgserver.a" 2>/dev/null | awk 'NF >= 2 { print $NF }' | sort -u >"$tmp/needs"
+    for s in $(comm -12 "$tmp/cmd" "$tmp/needs"); do
+        fail "libtgserver.a needs $s, which only cmd/ defines"
+    done
+    rm -rf "$tmp"
+    linked=1
+fi
+
+if [ $status -eq 0 ]; then
+    echo "layer-check: $checked includes in $(echo "$sources" | wc -l) files follow the layer rule ($known known exceptions); link check: $([ $linked -eq 1 ] && echo done || echo skipped)"
+fi
+exit $status

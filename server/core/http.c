@@ -1,0 +1,1288 @@
+/* libmicrohttpd glue: the routing table, request lifecycle, responses, metrics. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "checks.h"
+#include "log.h"
+#include "parsed_header_cache.h"
+#include "rate_limit.h"
+#include "routes.h"
+#include "routes_hf.h"
+#include "routes_preloads.h"
+#include "routes_tensors.h"
+#include "st_utf8.h"
+#include "upload.h"
+
+/* The routing table: every route of the server, in one place. The first pattern
+ * that matches with the right method wins; a pattern that matches with another
+ * method gives 405. */
+static const tg_route routes[] = {
+    {"GET", "/healthz", TG_BODY_NONE, tg_route_healthz, NULL, NULL, NULL},
+    {"GET", "/readyz", TG_BODY_NONE, tg_route_readyz, NULL, NULL, NULL},
+    {"GET", "/metrics", TG_BODY_NONE, tg_route_metrics, NULL, NULL, NULL},
+    {"GET", "/openapi.yaml", TG_BODY_NONE, tg_route_openapi, NULL, NULL, NULL},
+    {"POST", "/v1/scan", TG_BODY_STREAM, tg_route_scan_finish, tg_route_scan_start,
+     tg_route_scan_feed, tg_route_scan_cleanup},
+    {"GET", "/v1/rejections", TG_BODY_NONE, tg_route_rejections, NULL, NULL, NULL},
+    {"GET", "/v1/models", TG_BODY_NONE, tg_route_models_list, NULL, NULL, NULL},
+    {"POST", "/v1/models", TG_BODY_JSON, tg_route_model_create, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_get, NULL, NULL, NULL},
+    {"DELETE", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_delete, NULL, NULL, NULL},
+    {"PUT", "/v1/models/{org}/{name}/aliases/{alias}", TG_BODY_JSON, tg_route_alias_set, NULL, NULL,
+     NULL},
+    {"POST", "/v1/models/{org}/{name}/versions", TG_BODY_JSON, tg_route_version_create, NULL, NULL,
+     NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}", TG_BODY_NONE, tg_route_version_get, NULL,
+     NULL, NULL},
+    {"POST", "/v1/models/{org}/{name}/versions/{rev}/publish", TG_BODY_JSON,
+     tg_route_version_publish, NULL, NULL, NULL},
+    {"POST", "/v1/models/{org}/{name}/versions/{rev}/convert", TG_BODY_JSON,
+     tg_route_version_convert, NULL, NULL, NULL},
+    {"GET", "/v1/jobs", TG_BODY_NONE, tg_route_jobs_list, NULL, NULL, NULL},
+    {"GET", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_get, NULL, NULL, NULL},
+    {"DELETE", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_delete, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files", TG_BODY_NONE, tg_route_files_list, NULL,
+     NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header", TG_BODY_NONE,
+     tg_route_file_header, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE, tg_route_file_get,
+     NULL, NULL, NULL},
+    {"PUT", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_STREAM,
+     tg_route_upload_finish, tg_route_upload_start, tg_route_upload_feed, tg_route_upload_cleanup},
+    {"DELETE", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE,
+     tg_route_file_delete, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors", TG_BODY_NONE, tg_route_tensors_list,
+     NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors/{tensor*}", TG_BODY_NONE,
+     tg_route_tensor_get, NULL, NULL, NULL},
+    {"POST", "/v1/preloads", TG_BODY_JSON, tg_route_preload_create, NULL, NULL, NULL},
+    {"GET", "/v1/preloads", TG_BODY_NONE, tg_route_preloads_list, NULL, NULL, NULL},
+    {"GET", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_get, NULL, NULL, NULL},
+    {"DELETE", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_delete, NULL, NULL, NULL},
+    /* Hugging Face Hub read routes. Last, so every fixed route above wins: the
+     * "/{org}/{name}/..." patterns match only what nothing else did. */
+    {"GET", "/api/models", TG_BODY_NONE, tg_route_hf_models_list, NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}", TG_BODY_NONE, tg_route_hf_model_info, NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/revision/{rev}", TG_BODY_NONE, tg_route_hf_model_info, NULL,
+     NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/tree/{rev}", TG_BODY_NONE, tg_route_hf_tree, NULL, NULL,
+     NULL},
+    {"GET", "/api/models/{org}/{name}/tree/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_tree, NULL,
+     NULL, NULL},
+    {"GET", "/{org}/{name}/resolve/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL,
+     NULL},
+    {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL, NULL},
+};
+#define ROUTE_COUNT (sizeof routes / sizeof routes[0])
+
+/* ---- metrics ---- */
+
+static const unsigned known_statuses[] = {200, 201, 202, 204, 206, 304, 400, 401, 403,
+                                          404, 405, 406, 409, 411, 413, 414, 415, 416,
+                                          422, 429, 431, 500, 501, 503, 507};
+#define STATUS_SLOTS (sizeof known_statuses / sizeof known_statuses[0] + 1)
+#define REJECTION_REASONS_MAX 64
+
+struct tg_metrics {
+    uint64_t requests[ROUTE_COUNT + 1][STATUS_SLOTS]; /* last route row: unmatched */
+    uint64_t bytes_in, bytes_out;
+    pthread_mutex_t lock; /* guards the rejection table */
+    struct {
+        char reason[48];
+        uint64_t count;
+    } rejections[REJECTION_REASONS_MAX];
+    uint64_t header_timeouts; /* connections closed by the header deadline */
+    char *timeout_answer;     /* the whole 408 response the sweeper writes */
+    /* the header-deadline sweeper thread */
+    pthread_t sweeper;
+    bool sweeper_running, sweeper_stop;
+    pthread_mutex_t sweeper_lock;
+    pthread_cond_t sweeper_wake;
+};
+
+static size_t status_slot(unsigned status)
+{
+    for (size_t i = 0; i < STATUS_SLOTS - 1; i++)
+        if (known_statuses[i] == status)
+            return i;
+    return STATUS_SLOTS - 1;
+}
+
+void tg_metrics_rejection(tg_server *server, const char *reason)
+{
+    tg_metrics *m = server->metrics;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < REJECTION_REASONS_MAX; i++) {
+        if (m->rejections[i].reason[0] == '\0')
+            snprintf(m->rejections[i].reason, sizeof m->rejections[i].reason, "%s", reason);
+        if (strcmp(m->rejections[i].reason, reason) == 0) {
+            m->rejections[i].count++;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+typedef struct text_buffer {
+    char *data;
+    size_t len, cap;
+} text_buffer;
+
+static void __attribute__((format(printf, 2, 3))) append(text_buffer *b, const char *fmt, ...)
+{
+    if (b->data == NULL && b->cap != 0)
+        return; /* an earlier allocation failed */
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n =
+            vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (b->data && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+        char *grown = realloc(b->data, cap);
+        if (grown == NULL) {
+            free(b->data);
+            b->data = NULL;
+            b->cap = 1;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+}
+
+char *tg_metrics_render(tg_server *server)
+{
+    tg_metrics *m = server->metrics;
+    text_buffer b = {0};
+    append(&b, "# HELP tensorgate_requests_total HTTP requests by route and status.\n"
+               "# TYPE tensorgate_requests_total counter\n");
+    for (size_t r = 0; r <= ROUTE_COUNT; r++) {
+        for (size_t s = 0; s < STATUS_SLOTS; s++) {
+            uint64_t count = __atomic_load_n(&m->requests[r][s], __ATOMIC_RELAXED);
+            if (count == 0)
+                continue;
+            char status[8];
+            if (s < STATUS_SLOTS - 1)
+                snprintf(status, sizeof status, "%u", known_statuses[s]);
+            else
+                snprintf(status, sizeof status, "other");
+            if (r < ROUTE_COUNT)
+                append(&b,
+                       "tensorgate_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
+                       routes[r].method, routes[r].pattern, status, (unsigned long long)count);
+            else
+                append(&b,
+                       "tensorgate_requests_total{method=\"\",route=\"unmatched\",status=\"%s\"} "
+                       "%llu\n",
+                       status, (unsigned long long)count);
+        }
+    }
+    append(&b,
+           "# HELP tensorgate_bytes_in_total Request body bytes received.\n"
+           "# TYPE tensorgate_bytes_in_total counter\n"
+           "tensorgate_bytes_in_total %llu\n"
+           "# HELP tensorgate_bytes_out_total Response body bytes sent.\n"
+           "# TYPE tensorgate_bytes_out_total counter\n"
+           "tensorgate_bytes_out_total %llu\n",
+           (unsigned long long)__atomic_load_n(&m->bytes_in, __ATOMIC_RELAXED),
+           (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED));
+    append(&b,
+           "# HELP tensorgate_header_timeouts_total Connections closed because a request's head "
+           "took longer than --header-timeout.\n"
+           "# TYPE tensorgate_header_timeouts_total counter\n"
+           "tensorgate_header_timeouts_total %llu\n",
+           (unsigned long long)__atomic_load_n(&m->header_timeouts, __ATOMIC_RELAXED));
+    append(&b, "# HELP tensorgate_rejections_total Uploads refused, by reason.\n"
+               "# TYPE tensorgate_rejections_total counter\n");
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < REJECTION_REASONS_MAX && m->rejections[i].reason[0]; i++)
+        append(&b, "tensorgate_rejections_total{reason=\"%s\"} %llu\n", m->rejections[i].reason,
+               (unsigned long long)m->rejections[i].count);
+    pthread_mutex_unlock(&m->lock);
+    char header_cache[2048];
+    if (tg_parsed_header_metrics(header_cache, sizeof header_cache) < (int)sizeof header_cache)
+        append(&b, "%s", header_cache);
+    return b.data;
+}
+
+/* ---- routing ---- */
+
+typedef tg_segment segment;
+
+#define SEGMENTS_MAX TG_SEGMENTS_MAX
+
+static int split_path(const char *path, segment *out)
+{
+    return tg_split_path(path, out, SEGMENTS_MAX);
+}
+
+_Static_assert(TG_PARAMS_MAX >= TG_ROUTE_PARAMS_MAX, "a request holds every placeholder");
+
+/* Matches url segments against a pattern (http_parse.c). */
+static bool match_pattern(const char *pattern, const segment *url, int url_count)
+{
+    return tg_match_pattern(pattern, url, url_count, NULL, NULL);
+}
+
+/* Fills req->param_names/params (malloc'd) from a pattern that matched; false when
+ * out of memory. */
+static bool take_params(const char *pattern, const segment *url, int url_count, tg_request *req)
+{
+    tg_param_span spans[TG_ROUTE_PARAMS_MAX] = {{0}};
+    int count = 0;
+    if (!tg_match_pattern(pattern, url, url_count, spans, &count))
+        return false;
+    for (int i = 0; i < count; i++) {
+        req->param_names[i] = spans[i].name;
+        req->params[i] = strndup(spans[i].text, spans[i].len);
+        if (req->params[i] == NULL)
+            return false;
+    }
+    return true;
+}
+
+const char *tg_param(const tg_request *req, const char *name)
+{
+    for (int i = 0; i < TG_PARAMS_MAX; i++)
+        if (req->param_names[i] && strcmp(req->param_names[i], name) == 0)
+            return req->params[i];
+    return NULL;
+}
+
+const char *tg_header(const tg_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
+}
+
+const char *tg_query(const tg_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* ---- responses ---- */
+
+static const char *status_title(unsigned status);
+
+/* Writes a complete small response on the connection's socket (see http.h). */
+static void respond_raw(tg_request *req, unsigned status, const char *content_type,
+                        const char *body)
+{
+    req->responded = true;
+    req->status = status;
+    req->close_now = true;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info == NULL)
+        return;
+    char head[512];
+    size_t body_len = strlen(body);
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+                     status, status_title(status), content_type, body_len);
+    if (n < 0 || (size_t)n >= sizeof head)
+        return;
+    struct iovec parts[2] = {{head, (size_t)n}, {(void *)(uintptr_t)body, body_len}};
+    /* A few hundred bytes on a connection whose send buffer is empty: one writev.
+     * The write side is then shut so the client sees the end of the response. */
+    ssize_t written = writev(info->connect_fd, parts, 2);
+    (void)written;
+    shutdown(info->connect_fd, SHUT_WR);
+    __atomic_fetch_add(&req->server->metrics->bytes_out, body_len, __ATOMIC_RELAXED);
+}
+
+void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
+                uint64_t body_bytes)
+{
+    if (req->responded) {
+        if (response)
+            MHD_destroy_response(response);
+        return;
+    }
+    if (req->in_upload_data) {
+        if (response)
+            MHD_destroy_response(response);
+        respond_raw(req, status, "text/plain", "");
+        return;
+    }
+    req->responded = true;
+    req->status = status;
+    if (response == NULL) {
+        tg_log(TG_LOG_ERROR, "out of memory building a %u response", status);
+        req->close_now = true;
+        return;
+    }
+    MHD_add_response_header(response, "Cache-Control", "no-store");
+    if (req->close_after)
+        MHD_add_response_header(response, "Connection", "close");
+    MHD_queue_response(req->connection, status, response);
+    MHD_destroy_response(response);
+    if (!req->is_head)
+        __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
+}
+
+static void respond_text(tg_request *req, unsigned status, char *text, const char *content_type)
+{
+    if (text == NULL) {
+        tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    if (req->in_upload_data) {
+        if (!req->responded)
+            respond_raw(req, status, content_type, text);
+        free(text);
+        return;
+    }
+    size_t len = strlen(text);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response == NULL) {
+        free(text);
+    } else {
+        MHD_add_response_header(response, "Content-Type", content_type);
+    }
+    tg_respond(req, status, response, len);
+}
+
+void tg_respond_json(tg_request *req, unsigned status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    respond_text(req, status, text, "application/json");
+}
+
+void tg_respond_empty(tg_request *req, unsigned status)
+{
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    tg_respond(req, status, response, 0);
+}
+
+static const char *status_title(unsigned status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 416:
+        return "Range Not Satisfiable";
+    case 422:
+        return "Unprocessable Content";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 507:
+        return "Insufficient Storage";
+    default:
+        return "Error";
+    }
+}
+
+/* Copies in to out as valid UTF-8: each byte that does not begin a valid sequence
+ * becomes the text \xNN; truncated (on a character boundary) to fit out_len. */
+static void utf8_clean(const char *in, char *out, size_t out_len)
+{
+    const unsigned char *p = (const unsigned char *)in;
+    size_t n = strlen(in), o = 0;
+    while (n > 0 && o + 1 < out_len) {
+        size_t len = st_utf8_sequence_length(p, n);
+        if (len == 0) {
+            /* a byte that is not UTF-8 is written as text, \xNN, as details do elsewhere */
+            if (o + 5 > out_len)
+                break;
+            snprintf(out + o, 5, "\\x%02x", p[0]);
+            o += 4;
+            len = 1;
+        } else {
+            if (o + len + 1 > out_len)
+                break; /* never cut a character in half */
+            memcpy(out + o, p, len);
+            o += len;
+        }
+        p += len;
+        n -= len;
+    }
+    out[o] = '\0';
+}
+
+json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
+{
+    char type[160];
+    snprintf(type, sizeof type, "https://tensorgate.dev/problems/%s", reason);
+    /* details echo client input (paths, names): make them valid UTF-8 so the
+     * problem can always be written */
+    char clean[2048];
+    utf8_clean(detail, clean, sizeof clean);
+    return json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", status_title(status),
+                     "status", (json_int_t)status, "detail", clean, "reason", reason);
+}
+
+/* The one way a problem+json is answered: steals problem; headers are name/value
+ * pairs, NULL-terminated (a pair whose value is NULL is skipped). Inside a body's
+ * feed, where libmicrohttpd takes no response object, the plain problem is written. */
+static void respond_problem_json(tg_request *req, unsigned status, json_t *problem,
+                                 const char *const *headers)
+{
+    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    json_decref(problem);
+    if (text == NULL) {
+        tg_respond(req, 500, NULL, 0);
+        return;
+    }
+    if (req->in_upload_data) {
+        if (!req->responded)
+            respond_raw(req, status, "application/problem+json", text);
+        free(text);
+        return;
+    }
+    size_t len = strlen(text);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (response == NULL) {
+        free(text);
+    } else {
+        MHD_add_response_header(response, "Content-Type", "application/problem+json");
+        for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
+            if (headers[i + 1] != NULL)
+                MHD_add_response_header(response, headers[i], headers[i + 1]);
+        if (status == 401)
+            MHD_add_response_header(response, "WWW-Authenticate", "Bearer realm=\"tensorgate\"");
+    }
+    tg_respond(req, status, response, len);
+}
+
+static void __attribute__((format(printf, 5, 0)))
+respond_problem_va(tg_request *req, unsigned status, const char *reason, const char *const *headers,
+                   const char *fmt, va_list ap)
+{
+    /* A catalog write that failed for a full disk is the client-visible cause. */
+    if (tg_catalog_take_disk_full() && status == 500) {
+        respond_problem_json(req, 507,
+                             tg_problem_json(507, "insufficient_storage",
+                                             "the server's disk is full; the catalog could not "
+                                             "record the change, and nothing was changed"),
+                             NULL);
+        return;
+    }
+    char detail[512];
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    respond_problem_json(req, status, tg_problem_json(status, reason, detail), headers);
+}
+
+void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_problem_va(req, status, reason, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void tg_respond_problem_headers(tg_request *req, unsigned status, const char *reason,
+                                const char *const *headers, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_problem_va(req, status, reason, headers, fmt, ap);
+    va_end(ap);
+}
+
+void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
+{
+    if (verdict->error.reason == ST_OUT_OF_MEMORY) {
+        /* the server's failure, not a verdict on the file */
+        tg_respond_problem(req, 500, "internal",
+                           "the server ran out of memory checking the file; nothing was stored");
+        return;
+    }
+    unsigned status = verdict->error.reason == ST_REFUSED_FORMAT ? 415 : 422;
+    const char *detail =
+        verdict->error.detail[0] ? verdict->error.detail : "the upload was refused";
+    json_t *problem = tg_problem_json(status, st_reason_name(verdict->error.reason), detail);
+    if (problem) {
+        json_object_set_new(problem, "offset",
+                            verdict->error.offset == ST_NO_OFFSET
+                                ? json_null()
+                                : json_integer((json_int_t)verdict->error.offset));
+        json_object_set_new(problem, "tensor", st_error_tensor_json(&verdict->error));
+        json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
+    }
+    respond_problem_json(req, status, problem, NULL);
+}
+
+bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor)
+{
+    return tg_list_params_bounded(req, 50, 1000, limit, key, key_len, has_cursor);
+}
+
+bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned max_limit,
+                            unsigned *limit, char *key, size_t key_len, bool *has_cursor)
+{
+    const char *limit_text = tg_query(req, "limit");
+    uint64_t value = default_limit;
+    if (limit_text != NULL &&
+        (!tg_parse_u64(limit_text, &value) || value < 1 || value > max_limit)) {
+        tg_respond_problem(req, 400, "invalid_request", "limit must be an integer from 1 to %u",
+                           max_limit);
+        return false;
+    }
+    *limit = (unsigned)value;
+    const char *cursor = tg_query(req, "cursor");
+    *has_cursor = cursor != NULL && cursor[0] != '\0';
+    key[0] = '\0';
+    if (*has_cursor && tg_cursor_decode(cursor, key, key_len) != 0) {
+        tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        return false;
+    }
+    return true;
+}
+
+void tg_set_next_cursor(json_t *body, const char *key_or_null)
+{
+    if (key_or_null == NULL) {
+        json_object_set_new(body, "next_cursor", json_null());
+        return;
+    }
+    char cursor[2048];
+    if (tg_cursor_encode(key_or_null, cursor, sizeof cursor) != 0)
+        json_object_set_new(body, "next_cursor", json_null());
+    else
+        json_object_set_new(body, "next_cursor", json_string(cursor));
+}
+
+json_t *tg_json_body(tg_request *req)
+{
+    if (req->body_too_large) {
+        tg_respond_problem(req, 413, "payload_too_large", "a JSON body is limited to %d bytes",
+                           TG_JSON_BODY_MAX);
+        return NULL;
+    }
+    if (req->body_len == 0)
+        return json_object();
+    if (!tg_json_depth_within(req->body, req->body_len, TG_JSON_DEPTH_MAX)) {
+        tg_respond_problem(req, 400, "json_too_deep",
+                           "the body nests arrays and objects more than %d deep",
+                           TG_JSON_DEPTH_MAX);
+        return NULL;
+    }
+    json_error_t error;
+    json_t *value = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &error);
+    if (value == NULL) {
+        tg_respond_problem(req, 400, "invalid_json", "the body is not valid JSON: %s (line %d)",
+                           error.text, error.line);
+        return NULL;
+    }
+    if (!json_is_object(value)) {
+        json_decref(value);
+        tg_respond_problem(req, 400, "invalid_json", "the body must be a JSON object");
+        return NULL;
+    }
+    return value;
+}
+
+bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fields)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(body, key, value)
+    {
+        size_t i = 0;
+        while (fields[i] != NULL && strcmp(fields[i], key) != 0)
+            i++;
+        if (fields[i] != NULL)
+            continue;
+        char names[256] = "";
+        for (size_t f = 0; fields[f] != NULL; f++) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, "%s\"%s\"", f ? ", " : "", fields[f]);
+        }
+        if (fields[0] == NULL)
+            tg_respond_problem(req, 400, "invalid_request",
+                               "unknown field \"%.64s\": this route takes an empty body or {}",
+                               key);
+        else
+            tg_respond_problem(req, 400, "invalid_request",
+                               "unknown field \"%.64s\": the body may have %s", key, names);
+        return false;
+    }
+    return true;
+}
+
+/* ---- request lifecycle ---- */
+
+static void client_address(struct MHD_Connection *connection, char *out, size_t out_len)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, out_len, "unknown");
+    if (info == NULL || info->client_addr == NULL)
+        return;
+    const struct sockaddr *sa = info->client_addr;
+    socklen_t len =
+        sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    getnameinfo(sa, len, out, (socklen_t)out_len, NULL, 0, NI_NUMERICHOST);
+}
+
+/* Route lookup: sets req->route, or answers 404/405. */
+static void route_request(tg_request *req, const char *url)
+{
+    if (req->url_has_nul) {
+        /* libmicrohttpd decodes %00 into a NUL, which would silently end the path or
+         * value there (a.safetensors%00x would name a.safetensors) */
+        tg_respond_problem(req, 400, "invalid_request",
+                           "the URL holds an encoded NUL byte (%%00); paths, names and query "
+                           "values cannot contain one");
+        return;
+    }
+    if (req->target.length > TG_URI_MAX) {
+        tg_respond_problem(req, 414, "uri_too_long",
+                           "the request target has %zu bytes, more than %d", req->target.length,
+                           TG_URI_MAX);
+        return;
+    }
+    if (req->target.query_args > TG_QUERY_ARGS_MAX) {
+        tg_respond_problem(req, 400, "too_many_query_arguments",
+                           "the query has %zu arguments, more than %d", req->target.query_args,
+                           TG_QUERY_ARGS_MAX);
+        return;
+    }
+    segment url_segments[SEGMENTS_MAX];
+    int url_count = split_path(url, url_segments);
+    if (url_count < 0) {
+        tg_respond_problem(req, 404, "not_found", "no such route");
+        return;
+    }
+    const char *match_method = req->is_head ? "GET" : req->method;
+    char allow[128] = "";
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        if (!match_pattern(routes[i].pattern, url_segments, url_count))
+            continue;
+        if (strcmp(routes[i].method, match_method) == 0) {
+            if (!take_params(routes[i].pattern, url_segments, url_count, req)) {
+                tg_respond_problem(req, 500, "internal", "out of memory");
+                return;
+            }
+            req->route = &routes[i];
+            return;
+        }
+        if (strstr(allow, routes[i].method) == NULL) {
+            size_t used = strlen(allow);
+            snprintf(allow + used, sizeof allow - used, "%s%s%s", used ? ", " : "",
+                     routes[i].method, strcmp(routes[i].method, "GET") == 0 ? ", HEAD" : "");
+        }
+    }
+    if (allow[0] == '\0') {
+        tg_respond_problem(req, 404, "not_found", "no such route");
+        return;
+    }
+    const char *const headers[] = {"Allow", allow, NULL};
+    tg_respond_problem_headers(req, 405, "method_not_allowed", headers,
+                               "%s is not allowed here; allowed: %s", req->method, allow);
+}
+
+static size_t route_index(const tg_route *route)
+{
+    return route ? (size_t)(route - routes) : ROUTE_COUNT;
+}
+
+/* True when the client has shut its sending side and nothing of it is left unread:
+ * a one-byte MSG_PEEK reads 0 (end of stream) rather than a byte or EAGAIN. */
+static bool client_finished_sending(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info == NULL)
+        return false;
+    char byte;
+    return recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* A stream route whose client half-closed (shutdown(SHUT_WR)) before sending all of its
+ * Content-Length: the body can never complete. libmicrohttpd 0.9.75 would wait for the
+ * rest until the idle timeout: with MHD_USE_EPOLL it is edge-triggered and, after a short
+ * read, misses a FIN that came with the last data (about half the time); otherwise it
+ * sees the FIN only after the callback and closes without an answer. So after each body
+ * callback the socket is peeked: at the end of the stream the handler answers now (on
+ * the socket, as from inside the body) and the connection is closed, which runs the
+ * route's cleanup at once (temp file deleted). Chunked bodies are not checked: whether
+ * the last chunk arrived is known only to libmicrohttpd. Returns true when it answered. */
+static bool finish_truncated_body(tg_request *req)
+{
+    if (req->responded || req->close_now || req->route == NULL ||
+        req->route->body != TG_BODY_STREAM)
+        return false;
+    uint64_t declared = tg_request_body_size(req);
+    if (declared == ST_FILE_SIZE_UNKNOWN || req->bytes_in >= declared ||
+        !client_finished_sending(req->connection))
+        return false;
+    req->in_upload_data = true;
+    req->route->handle(req);
+    req->in_upload_data = false;
+    req->close_now = true;
+    return true;
+}
+
+/* 429 rate_limited with Retry-After (seconds). */
+static void respond_rate_limited(tg_request *req, unsigned retry_after)
+{
+    char seconds[16];
+    snprintf(seconds, sizeof seconds, "%u", retry_after);
+    const char *const headers[] = {"Retry-After", seconds, NULL};
+    tg_respond_problem_headers(
+        req, 429, "rate_limited", headers,
+        "more than %u requests per second from this client; retry after %u s",
+        req->server->config.rate_limit, retry_after);
+}
+
+/* True when the request has a body to read: chunked, or a Content-Length above 0. */
+static bool declares_body(const tg_request *req)
+{
+    const char *encoding = tg_header(req, "Transfer-Encoding");
+    if (encoding != NULL)
+        return true;
+    const char *length = tg_header(req, "Content-Length");
+    return length != NULL && strspn(length, "0") != strlen(length);
+}
+
+/* The request's state lives with its connection: allocated when libmicrohttpd accepts
+ * the connection (on_connection), reset by each request on it (on_uri), released when
+ * the request ends (on_completed) and freed when the connection closes. Nothing is
+ * allocated per request before on_request, and what a request holds is released at
+ * the latest when its connection closes: libmicrohttpd 0.9.75 ends some requests it
+ * refuses itself without the completion callback (a query with thousands of
+ * arguments exhausts the connection's pool), and they used to leak their state. */
+
+/* Connections in the header phase: from the accept, or from the end of the previous
+ * request on a kept-alive connection, to the request's first on_request. Used by
+ * refuse_from_log and by the header deadline (header_sweeper); each entry is touched
+ * only by the thread that serves its connection, and by the sweeper under the lock. */
+static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
+static tg_request *phase_head;
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* since: when the head began (0: now). */
+static void phase_enter(tg_request *req, double since)
+{
+    pthread_mutex_lock(&phase_lock);
+    req->phase_since = since > 0 ? since : monotonic_seconds();
+    req->owner = pthread_self();
+    req->phase_prev = NULL;
+    req->phase_next = phase_head;
+    if (phase_head != NULL)
+        phase_head->phase_prev = req;
+    phase_head = req;
+    req->in_header_phase = true;
+    pthread_mutex_unlock(&phase_lock);
+}
+
+static void phase_leave(tg_request *req)
+{
+    if (!req->in_header_phase)
+        return;
+    pthread_mutex_lock(&phase_lock);
+    if (req->phase_prev != NULL)
+        req->phase_prev->phase_next = req->phase_next;
+    else
+        phase_head = req->phase_next;
+    if (req->phase_next != NULL)
+        req->phase_next->phase_prev = req->phase_prev;
+    req->phase_prev = req->phase_next = NULL;
+    req->in_header_phase = false;
+    pthread_mutex_unlock(&phase_lock);
+}
+
+/* Releases what the request holds (route cleanup, parameters, body) and counts it. */
+static void end_request(tg_server *server, tg_request *req, enum MHD_RequestTerminationCode code)
+{
+    phase_leave(req);
+    if (!req->live)
+        return;
+    req->live = false;
+    if (req->route && req->route->cleanup)
+        req->route->cleanup(req);
+    if (req->responded) {
+        size_t r = route_index(req->route);
+        __atomic_fetch_add(&server->metrics->requests[r][status_slot(req->status)], 1,
+                           __ATOMIC_RELAXED);
+    }
+    if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->route)
+        tg_log(TG_LOG_DEBUG, "%s %s from %s ended early (code %d)", req->method,
+               req->route->pattern, req->client, (int)code);
+    for (int i = 0; i < TG_PARAMS_MAX; i++) {
+        free(req->params[i]);
+        req->params[i] = NULL;
+    }
+    free(req->body);
+    req->body = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)connection;
+    tg_server *server = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        tg_request *fresh = calloc(1, sizeof(tg_request)); /* NULL: its requests are refused */
+        *socket_context = fresh;
+        if (fresh != NULL) {
+            fresh->server = server;
+            fresh->connection = connection;
+            phase_enter(fresh, 0); /* the first head's clock starts at the accept */
+        }
+        return;
+    }
+    tg_request *req = *socket_context;
+    if (req != NULL) {
+        end_request(server, req, MHD_REQUEST_TERMINATED_WITH_ERROR);
+        free(req);
+    }
+    *socket_context = NULL;
+}
+
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    tg_framing_add(cls, key, value ? value : "");
+    return MHD_YES;
+}
+
+/* The framing checks of http_parse.c on the request's header fields. */
+static bool framing_refused(tg_request *req, const char *version, tg_refusal *refusal)
+{
+    tg_framing framing = {0};
+    MHD_get_connection_values(req->connection, MHD_HEADER_KIND, collect_field, &framing);
+    const union MHD_ConnectionInfo *size =
+        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    bool http_1_0 = version != NULL && strcmp(version, "HTTP/1.0") == 0;
+    /* the target has its own bound (414 uri_too_long, answered at routing) */
+    size_t head = size ? size->header_size : 0;
+    size_t fields = head > req->target.length ? head - req->target.length : 0;
+    return tg_framing_verdict(&framing, http_1_0, fields, refusal);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    tg_server *server = cls;
+    tg_request *req = *con_cls;
+    (void)tg_catalog_take_disk_full(); /* only this call's catalog failures count */
+    if (req == NULL)
+        return MHD_NO; /* no state for this connection (out of memory) */
+    if (!req->started) {
+        req->started = true;
+        phase_leave(req);
+        req->server = server;
+        req->connection = connection;
+        req->method = method;
+        req->is_head = strcmp(method, "HEAD") == 0;
+        client_address(connection, req->client, sizeof req->client);
+        /* Framing first, before any handler: a request whose end is in doubt is refused
+         * and its connection closed, so nothing after it can run as another request. */
+        tg_refusal refusal;
+        bool refused = framing_refused(req, version, &refusal);
+        unsigned retry_after =
+            tg_rate_limit_take(req->client, server->config.rate_limit, server->config.rate_burst);
+        if (refused) {
+            req->close_after = refusal.close;
+            tg_respond_problem(req, refusal.status, refusal.reason, "%s", refusal.detail);
+            return MHD_YES;
+        }
+        if (retry_after != 0) {
+            respond_rate_limited(req, retry_after);
+            return req->close_now ? MHD_NO : MHD_YES;
+        }
+        /* libmicrohttpd 0.9 closes the connection after a response queued at the headers
+         * (it will not read past an unread body), so a request without a body is answered
+         * on the next call instead, when the request is complete and the connection can be
+         * kept alive. One that declares a body is still answered (and closed) now. */
+        if (!declares_body(req))
+            return MHD_YES;
+        route_request(req, url);
+        if (req->responded)
+            return MHD_YES;
+        const tg_route *route = req->route;
+        if (route->body == TG_BODY_NONE) {
+            route->handle(req);
+        } else if (route->body == TG_BODY_JSON) {
+            const char *length = tg_header(req, "Content-Length");
+            uint64_t declared;
+            if (length && tg_parse_u64(length, &declared) && declared > TG_JSON_BODY_MAX)
+                tg_respond_problem(req, 413, "payload_too_large",
+                                   "a JSON body is limited to %d bytes", TG_JSON_BODY_MAX);
+        } else {
+            route->start(req);
+        }
+        if (req->close_now)
+            return MHD_NO;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t len = *upload_data_size;
+        *upload_data_size = 0;
+        req->bytes_in += len;
+        __atomic_fetch_add(&server->metrics->bytes_in, len, __ATOMIC_RELAXED);
+        if (req->route == NULL || req->responded)
+            return req->close_now ? MHD_NO : MHD_YES;
+        if (req->route->body == TG_BODY_JSON) {
+            /* Bounded: past the limit the rest is dropped and the handler answers 413. */
+            if (req->body_too_large || req->body_len + len > TG_JSON_BODY_MAX) {
+                req->body_too_large = true;
+                return MHD_YES;
+            }
+            char *grown = realloc(req->body, req->body_len + len + 1);
+            if (grown == NULL)
+                return MHD_NO;
+            req->body = grown;
+            memcpy(req->body + req->body_len, upload_data, len);
+            req->body_len += len;
+            req->body[req->body_len] = '\0';
+        } else if (req->route->body == TG_BODY_STREAM) {
+            req->in_upload_data = true;
+            req->route->feed(req, (const uint8_t *)upload_data, len);
+            req->in_upload_data = false;
+            finish_truncated_body(req);
+            if (req->close_now)
+                return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (!req->responded && req->route == NULL) {
+        /* a request without a body, deferred from the first call */
+        route_request(req, url);
+        if (!req->responded && req->route->body == TG_BODY_STREAM)
+            req->route->start(req);
+    }
+    if (!req->responded && req->route != NULL)
+        req->route->handle(req);
+    if (!req->responded)
+        tg_respond_problem(req, 500, "internal", "the handler gave no answer");
+    return req->close_now ? MHD_NO : MHD_YES;
+}
+
+/* The raw request target, before libmicrohttpd decodes it or splits its query: the
+ * connection's request state is reset here, so that what decoding hides (an encoded
+ * NUL) and the target's size are known. Over TG_URI_MAX bytes or TG_QUERY_ARGS_MAX
+ * arguments the query is cut off here, in libmicrohttpd's buffer (0.9.75 passes the
+ * buffer that it then parses, and splits the arguments after this callback):
+ * thousands of arguments would exhaust the connection's memory pool, and
+ * libmicrohttpd would then end the request with no answer. The request is answered
+ * 414 or 400 instead. The return value becomes the request's *con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    tg_server *server = cls;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    tg_request *req = info ? info->socket_context : NULL;
+    if (req == NULL)
+        return NULL;
+    /* the head's clock keeps running from the accept or the previous request's end */
+    double since = req->in_header_phase ? req->phase_since : 0;
+    /* a request libmicrohttpd ended without the completion callback */
+    end_request(server, req, MHD_REQUEST_TERMINATED_WITH_ERROR);
+    memset(req, 0, sizeof *req);
+    req->server = server;
+    req->connection = connection;
+    req->live = true;
+    tg_target_inspect(uri, &req->target);
+    req->url_has_nul = req->target.has_nul;
+    if (req->target.length > TG_URI_MAX || req->target.query_args > TG_QUERY_ARGS_MAX) {
+        char *query = strchr(uri, '?');
+        if (query != NULL)
+            query[1] = '\0';
+    }
+    phase_enter(req, since);
+    return req;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                         enum MHD_RequestTerminationCode code)
+{
+    (void)connection;
+    tg_request *req = *con_cls;
+    if (req != NULL) {
+        end_request(cls, req, code);
+        /* a kept-alive connection waits for its next head: the deadline applies again */
+        if (code == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            phase_enter(req, 0);
+    }
+    *con_cls = NULL;
+}
+
+/* The header deadline (--header-timeout): libmicrohttpd 0.9.75's timeout is an idle
+ * timeout, so a client that sends one header byte every few seconds (slowloris) would
+ * hold its connection for ever. Once a second the sweeper shuts down the socket of
+ * every connection whose head has taken longer than the deadline; libmicrohttpd then
+ * sees the end of the stream and closes it. A head already begun (its request line
+ * read) is told why first with 408 request_timeout. The lock makes this safe:
+ * libmicrohttpd calls on_connection(CLOSED), which takes the entry off the list under
+ * the same lock, before it closes the descriptor. */
+static void sweep_header_deadlines(tg_server *server)
+{
+    double now = monotonic_seconds();
+    double limit = (double)server->config.header_timeout;
+    pthread_mutex_lock(&phase_lock);
+    for (tg_request *r = phase_head; r != NULL; r = r->phase_next) {
+        if (r->header_deadline_hit || now - r->phase_since <= limit)
+            continue;
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (info == NULL)
+            continue;
+        r->header_deadline_hit = true;
+        const char *answer = server->metrics->timeout_answer;
+        if (r->live && answer != NULL)
+            (void)!send(info->connect_fd, answer, strlen(answer), MSG_DONTWAIT | MSG_NOSIGNAL);
+        shutdown(info->connect_fd, SHUT_RDWR);
+        __atomic_fetch_add(&server->metrics->header_timeouts, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&phase_lock);
+}
+
+/* The 408 the sweeper writes, head and problem+json body, made once at start. */
+static char *timeout_answer_text(void)
+{
+    json_t *problem = tg_problem_json(
+        408, "request_timeout",
+        "the request's head was not complete within the header timeout (--header-timeout)");
+    char *body = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    json_decref(problem);
+    if (body == NULL)
+        return NULL;
+    char *text = NULL;
+    if (asprintf(&text,
+                 "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\n"
+                 "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                 strlen(body), body) < 0)
+        text = NULL;
+    free(body);
+    return text;
+}
+
+static void *header_sweeper(void *arg)
+{
+    tg_server *server = arg;
+    pthread_mutex_lock(&server->metrics->sweeper_lock);
+    while (!server->metrics->sweeper_stop) {
+        struct timespec wake;
+        clock_gettime(CLOCK_REALTIME, &wake);
+        wake.tv_sec += 1;
+        pthread_cond_timedwait(&server->metrics->sweeper_wake, &server->metrics->sweeper_lock,
+                               &wake);
+        if (server->metrics->sweeper_stop)
+            break;
+        pthread_mutex_unlock(&server->metrics->sweeper_lock);
+        sweep_header_deadlines(server);
+        pthread_mutex_lock(&server->metrics->sweeper_lock);
+    }
+    pthread_mutex_unlock(&server->metrics->sweeper_lock);
+    return NULL;
+}
+
+/* libmicrohttpd 0.9.75 refuses a Content-Length it cannot parse ("-1", "+80", "abc") or
+ * that overflows by itself, before any callback of the request, and writes that
+ * answer's head twice (the second becomes the body of the first). Its log message is
+ * the only notice. It is written by the thread that serves the connection, while that
+ * connection is the one of the thread's requests in the header phase whose header is
+ * complete (its size is known only from then on). That request is answered here on
+ * the socket (problem+json, Connection: close, write side shut): libmicrohttpd's own
+ * answer then cannot be sent and the connection closes. When no single request fits,
+ * nothing is done. */
+/* True when the request's Content-Length is not digits that fit 64 bits: what
+ * libmicrohttpd refused, checked again so that no other request is answered. */
+static bool content_length_unparsable(tg_request *req)
+{
+    const char *value =
+        MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, "Content-Length");
+    if (value == NULL)
+        return false;
+    uint64_t n = 0;
+    for (const char *p = value; *p != '\0'; p++)
+        if (*p < '0' || *p > '9' || __builtin_mul_overflow(n, 10, &n) ||
+            __builtin_add_overflow(n, (uint64_t)(*p - '0'), &n))
+            return true;
+    return value[0] == '\0';
+}
+
+static void refuse_from_log(tg_server *server, unsigned status, const char *reason,
+                            const char *detail)
+{
+    pthread_t self = pthread_self();
+    tg_request *found = NULL;
+    int candidates = 0;
+    pthread_mutex_lock(&phase_lock);
+    for (tg_request *r = phase_head; r != NULL; r = r->phase_next) {
+        if (!pthread_equal(r->owner, self) ||
+            MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE) == NULL)
+            continue;
+        found = r;
+        candidates++;
+    }
+    pthread_mutex_unlock(&phase_lock);
+    if (candidates != 1 || found->responded || !content_length_unparsable(found))
+        return;
+    phase_leave(found);
+    found->started = true; /* libmicrohttpd will not call on_request for it */
+    client_address(found->connection, found->client, sizeof found->client);
+    tg_rate_limit_take(found->client, server->config.rate_limit, server->config.rate_burst);
+    found->in_upload_data = true; /* answer on the socket */
+    tg_respond_problem(found, status, reason, "%s", detail);
+    found->in_upload_data = false;
+}
+
+static void __attribute__((format(printf, 2, 0))) on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t len = strlen(line);
+    while (len > 0 && line[len - 1] == '\n')
+        line[--len] = '\0';
+    tg_log(TG_LOG_DEBUG, "microhttpd: %s", line);
+    /* the messages of libmicrohttpd 0.9.75's parse_connection_headers() */
+    if (strncmp(line, "Failed to parse `Content-Length' header", 39) == 0)
+        refuse_from_log(cls, 400, "bad_content_length",
+                        "Content-Length must be a decimal number of bytes");
+    else if (strncmp(line, "Too large value of 'Content-Length' header", 42) == 0)
+        refuse_from_log(cls, 413, "payload_too_large",
+                        "Content-Length is larger than 2^64 - 1 bytes");
+}
+
+int tg_http_start(tg_server *server, char *err, size_t err_len)
+{
+    /* a pattern that cannot match (too many or unknown placeholders) is a bug here */
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        char why[128];
+        if (!tg_pattern_valid(routes[i].pattern, why, sizeof why)) {
+            snprintf(err, err_len, "route %s %s: %s", routes[i].method, routes[i].pattern, why);
+            return -1;
+        }
+    }
+    server->metrics = calloc(1, sizeof *server->metrics);
+    if (server->metrics == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&server->metrics->lock, NULL);
+
+    struct addrinfo hints = {0}, *resolved = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    char port_text[8];
+    snprintf(port_text, sizeof port_text, "%u", server->config.listen_port);
+    int rc = getaddrinfo(server->config.listen_host, port_text, &hints, &resolved);
+    if (rc != 0 || resolved == NULL) {
+        snprintf(err, err_len, "cannot resolve listen address %s: %s", server->config.listen_host,
+                 gai_strerror(rc));
+        return -1;
+    }
+    /* poll(), level-triggered, rather than MHD_USE_EPOLL: 0.9.75's edge-triggered epoll
+     * loses a client's FIN that arrives with its last data (see finish_truncated_body),
+     * leaving the connection and its upload until the idle timeout. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    if (resolved->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    server->daemon = MHD_start_daemon(
+        flags, server->config.listen_port, NULL, NULL, on_request, server, MHD_OPTION_SOCK_ADDR,
+        resolved->ai_addr, MHD_OPTION_THREAD_POOL_SIZE, server->config.threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, server->config.connection_timeout,
+        MHD_OPTION_CONNECTION_LIMIT, server->config.connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, server->config.per_ip_limit,
+        /* Bounds what one connection may hold: request line + headers + read buffer. */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, server, MHD_OPTION_URI_LOG_CALLBACK, on_uri, server,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+        server, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    freeaddrinfo(resolved);
+    if (server->daemon == NULL) {
+        snprintf(err, err_len, "cannot listen on %s:%u (in use, or not an address of this host)",
+                 server->config.listen_host, server->config.listen_port);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    server->port = info ? info->port : server->config.listen_port;
+    server->metrics->timeout_answer = timeout_answer_text();
+    pthread_mutex_init(&server->metrics->sweeper_lock, NULL);
+    pthread_cond_init(&server->metrics->sweeper_wake, NULL);
+    if (pthread_create(&server->metrics->sweeper, NULL, header_sweeper, server) != 0) {
+        snprintf(err, err_len, "cannot start the header-deadline thread");
+        MHD_stop_daemon(server->daemon);
+        server->daemon = NULL;
+        return -1;
+    }
+    server->metrics->sweeper_running = true;
+    return 0;
+}
+
+void tg_http_stop(tg_server *server)
+{
+    if (server->metrics && server->metrics->sweeper_running) {
+        pthread_mutex_lock(&server->metrics->sweeper_lock);
+        server->metrics->sweeper_stop = true;
+        pthread_cond_signal(&server->metrics->sweeper_wake);
+        pthread_mutex_unlock(&server->metrics->sweeper_lock);
+        pthread_join(server->metrics->sweeper, NULL);
+        server->metrics->sweeper_running = false;
+    }
+    if (server->daemon) {
+        MHD_stop_daemon(server->daemon);
+        server->daemon = NULL;
+    }
+    if (server->metrics) {
+        free(server->metrics->timeout_answer);
+        pthread_mutex_destroy(&server->metrics->lock);
+        free(server->metrics);
+        server->metrics = NULL;
+    }
+}

@@ -1,0 +1,141 @@
+/* POST /v1/scan: the gate over the body, nothing stored, the verdict as JSON
+ * (the fields of `tensorgate validate --json` minus "file"). ?kind=sidecar lets
+ * strict JSON and UTF-8 text pass too; ?kind=json judges the body as a sidecar named
+ * *.json is judged (strict JSON only), as `validate --sidecar x.json` does.
+ * A scan stores nothing, so unlike an upload it reads a body whose refusal is already
+ * certain to its end (up to --max-body; memory stays bounded): its verdict then names
+ * the format exactly as `tensorgate validate` does (a ZIP behind a long prefix).
+ * The header it buffers is charged to the client's and the server's header memory
+ * (--header-memory-per-client, --header-memory): past either the scan is answered at
+ * once (429 quota_exceeded / 503 resource_exhausted) and its connection closed.
+ * --scan-auth makes scans need a token. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "routes.h"
+#include "st_utf8.h"
+#include "upload.h"
+
+void tg_route_scan_start(tg_request *req)
+{
+    /* --scan-auth: any valid token of read scope or more (a namespace-limited one too:
+     * a scan reads nothing stored); otherwise scans are open unless --auth-read. */
+    if (req->server->config.scan_auth ? !tg_auth_require(req, TG_SCOPE_READ, NULL)
+                                      : !tg_auth_read(req, NULL))
+        return;
+    const char *kind_text = tg_query(req, "kind");
+    st_gate_kind kind = ST_GATE_SAFETENSORS;
+    if (kind_text != NULL && strcmp(kind_text, "sidecar") == 0) {
+        kind = ST_GATE_SIDECAR;
+    } else if (kind_text != NULL && strcmp(kind_text, "json") == 0) {
+        kind = ST_GATE_SIDECAR_JSON;
+    } else if (kind_text != NULL && strcmp(kind_text, "safetensors") != 0) {
+        tg_respond_problem(req, 400, "invalid_request",
+                           "kind is 'safetensors', 'sidecar' or 'json'");
+        return;
+    }
+    uint64_t declared = tg_request_body_size(req);
+    if (declared != ST_FILE_SIZE_UNKNOWN && declared > req->server->config.max_body) {
+        tg_respond_problem(
+            req, 413, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
+            (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
+        return;
+    }
+    tg_ingest *ingest = calloc(1, sizeof *ingest);
+    if (ingest == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    req->state = ingest;
+    if (tg_ingest_init(ingest, req, kind, declared, false) != 0) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    ingest->hash_after_stop = true;
+}
+
+void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len)
+{
+    tg_ingest *ingest = req->state;
+    if (ingest == NULL)
+        return;
+    tg_ingest_feed(ingest, req, data, len);
+    if (ingest->state == TG_INGEST_OPEN)
+        return;
+    /* Refused: a long rest of the body is not read; the verdict goes out now (its
+     * size and sha256 then cover the bytes read so far) and the connection closes. */
+    uint64_t received = ingest->seen + ingest->drained;
+    bool long_rest =
+        req->close_now ||
+        (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
+         ingest->declared - (received < ingest->declared ? received : ingest->declared) >
+             ingest->drain_limit);
+    if (long_rest) {
+        req->close_now = false;
+        tg_route_scan_finish(req);
+        req->close_now = true;
+    }
+}
+
+static json_t *string_or_null(const char *text)
+{
+    return (text && text[0]) ? json_string(text) : json_null();
+}
+
+void tg_route_scan_finish(tg_request *req)
+{
+    tg_ingest *ingest = req->state;
+    if (ingest == NULL || ingest->gate == NULL) {
+        tg_respond_problem(req, 500, "internal", "the scan was not started");
+        return;
+    }
+    tg_ingest_finish(ingest);
+    if (ingest->state == TG_INGEST_OVER_BUDGET) {
+        tg_ingest_respond_over_budget(ingest, req);
+        return;
+    }
+    if (ingest->state == TG_INGEST_TOO_LARGE) {
+        tg_respond_problem(req, 413, "payload_too_large", "the body is larger than %llu bytes",
+                           (unsigned long long)req->server->config.max_body);
+        return;
+    }
+    if (ingest->state == TG_INGEST_FAILED) {
+        tg_respond_problem(req, 500, "internal", "the scan ran out of memory");
+        return;
+    }
+    st_verdict verdict;
+    st_gate_verdict(ingest->gate, &verdict);
+    char sha[65];
+    if (tg_ingest_digest(ingest, sha) != 0) {
+        tg_respond_problem(req, 500, "internal", "the scan's SHA-256 failed");
+        return;
+    }
+    bool valid = ingest->state == TG_INGEST_OPEN && verdict.valid;
+    uint64_t size = ingest->seen + ingest->drained;
+    json_t *body = json_object();
+    json_object_set_new(body, "valid", json_boolean(valid));
+    json_object_set_new(body, "reason",
+                        valid ? json_null() : json_string(st_reason_name(verdict.error.reason)));
+    json_object_set_new(body, "detail", valid ? json_null() : string_or_null(verdict.error.detail));
+    json_object_set_new(body, "offset",
+                        (valid || verdict.error.offset == ST_NO_OFFSET)
+                            ? json_null()
+                            : json_integer((json_int_t)verdict.error.offset));
+    json_object_set_new(body, "tensor", valid ? json_null() : st_error_tensor_json(&verdict.error));
+    json_object_set_new(body, "format", json_string(st_format_name(verdict.format)));
+    json_object_set_new(body, "size", json_integer((json_int_t)size));
+    json_object_set_new(body, "sha256", json_string(sha));
+    tg_respond_json(req, 200, body);
+}
+
+void tg_route_scan_cleanup(tg_request *req)
+{
+    tg_ingest *ingest = req->state;
+    if (ingest == NULL)
+        return;
+    tg_ingest_free(ingest);
+    free(ingest);
+    req->state = NULL;
+}

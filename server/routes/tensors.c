@@ -1,0 +1,495 @@
+/* GET .../versions/{rev}/tensors: every tensor of a version, across its shards.
+ * GET|HEAD .../versions/{rev}/tensors/{tensor*}: one tensor's bytes, found through
+ * the version's *.safetensors.index.json (weight_map) or else by reading the
+ * shards' headers; ?slice= ?dtype= ?format=raw|npy and Range apply to the
+ * tensor's representation, which server/ingest/tensor_stream.c plans and generates.
+ * A plain tensor (or a slice that is one range of the file) goes out with
+ * sendfile from the blob; anything else streams through the engine in bounded
+ * chunks. */
+#include "routes_tensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "checks.h"
+#include "index_cache.h"
+#include "index_check.h"
+#include "log.h"
+#include "parsed_header_cache.h"
+#include "resources.h"
+#include "routes.h"
+#include "sha256.h"
+#include "tensor_stream.h"
+
+/* MHD's buffer for generated bodies. */
+#define STREAM_BLOCK (128 * 1024)
+
+/* Model, version and all the version's files; answers the error itself. */
+static bool lookup_files(tg_request *req, tg_version *version, tg_file_records *list)
+{
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
+        return false;
+    bool ok = tg_lookup_model(req, model) && tg_lookup_version(req, model, version);
+    free(model);
+    if (!ok)
+        return false;
+    tg_cat_status status = tg_catalog_file_list(req->server->catalog, version->id, NULL, 0,
+                                                tg_file_records_collect, list);
+    if (status != TG_CAT_OK || list->failed) {
+        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        return false;
+    }
+    return true;
+}
+
+static bool is_safetensors(const tg_file_record *file)
+{
+    return strcmp(file->kind, "safetensors") == 0;
+}
+
+/* ---- GET .../tensors ---- */
+
+static json_t *tensor_json(const st_file *file, const st_tensor *t, const char *path)
+{
+    json_t *shape = json_array();
+    for (size_t d = 0; d < t->rank; d++)
+        json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
+    return json_pack("{s:s%, s:s, s:o, s:s, s:[I,I]}", "name", t->name, t->name_len, "dtype",
+                     st_dtype_name(t->dtype), "shape", shape, "file", path, "data_offsets",
+                     (json_int_t)(file->data_start + t->begin),
+                     (json_int_t)(file->data_start + t->end));
+}
+
+/* The tensor list is paged by position: a cursor holds "<file path>\n<tensor
+ * name>" of the last entry sent (paths and names hold no control characters).
+ * Entries are small, and clients usually want a whole model, so a page holds up
+ * to 1000 by default and 10000 at most. */
+#define TENSOR_PAGE_DEFAULT 1000
+#define TENSOR_PAGE_MAX 10000
+#define TENSOR_CURSOR_MAX (TG_PATH_MAX + 1 + ST_TENSOR_NAME_MAX + 1)
+
+typedef struct tensor_page {
+    json_t *tensors;
+    unsigned limit;
+    uint64_t total;    /* tensors in the version */
+    const char *after; /* cursor's file path, or NULL: from the start */
+    const char *after_name;
+    bool after_found;             /* the cursor's tensor was seen */
+    char last[TENSOR_CURSOR_MAX]; /* cursor key of the last entry added */
+    bool more;                    /* an entry beyond the page exists */
+} tensor_page;
+
+/* Adds one file's tensors that come after the cursor to the page. */
+static bool page_add_file(tensor_page *page, const st_file *file, const char *path)
+{
+    page->total += file->tensor_count;
+    int order = page->after ? strcmp(path, page->after) : 1;
+    if (order < 0)
+        return true;
+    size_t t = 0;
+    if (order == 0) {
+        const st_tensor *mark = st_file_find(file, page->after_name, strlen(page->after_name));
+        if (mark == NULL)
+            return true; /* answered as a stale cursor once every file is seen */
+        page->after_found = true;
+        t = (size_t)(mark - file->tensors) + 1;
+    }
+    for (; t < file->tensor_count; t++) {
+        if (json_array_size(page->tensors) == page->limit) {
+            page->more = true;
+            return true;
+        }
+        const st_tensor *tensor = &file->tensors[t];
+        json_t *item = tensor_json(file, tensor, path);
+        if (item == NULL || json_array_append_new(page->tensors, item) != 0)
+            return false;
+        snprintf(page->last, sizeof page->last, "%s\n%.*s", path, (int)tensor->name_len,
+                 tensor->name);
+    }
+    return true;
+}
+
+void tg_route_tensors_list(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tensor_page page = {0};
+    char key[TENSOR_CURSOR_MAX];
+    bool has_cursor;
+    if (!tg_list_params_bounded(req, TENSOR_PAGE_DEFAULT, TENSOR_PAGE_MAX, &page.limit, key,
+                                sizeof key, &has_cursor))
+        return;
+    if (has_cursor) {
+        char *newline = strchr(key, '\n');
+        if (newline == NULL) {
+            tg_respond_problem(req, 400, "invalid_request",
+                               "the cursor is not one this server issued");
+            return;
+        }
+        *newline = '\0';
+        page.after = key;
+        page.after_name = newline + 1;
+    }
+    tg_version version;
+    tg_file_records list = {0};
+    if (!lookup_files(req, &version, &list)) {
+        free(list.items);
+        return;
+    }
+    page.tensors = json_array();
+    bool ok = page.tensors != NULL;
+    /* files in path order, each file's tensors in file order; every header is
+     * read (parsed once and kept: parsed_header_cache.h) so the total is known */
+    for (size_t i = 0; ok && i < list.count; i++) {
+        if (!is_safetensors(&list.items[i]))
+            continue;
+        st_error err;
+        int failure = 0;
+        const st_file *file =
+            tg_parsed_header_acquire(&req->server->store, list.items[i].sha256, list.items[i].size,
+                                     req->server->config.max_header, &err, &failure);
+        if (file == NULL) {
+            if (failure == -1)
+                tg_respond_blob_damaged(req, list.items[i].path);
+            else if (tg_errno_is_exhaustion(errno))
+                tg_respond_exhausted(req, NULL);
+            else
+                tg_respond_problem(req, 500, "internal",
+                                   "the stored header of %s cannot be read: %s", list.items[i].path,
+                                   err.detail);
+            json_decref(page.tensors);
+            free(list.items);
+            return;
+        }
+        ok = page_add_file(&page, file, list.items[i].path);
+        tg_parsed_header_release(file);
+    }
+    free(list.items);
+    if (!ok) {
+        json_decref(page.tensors);
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    if (has_cursor && !page.after_found) {
+        json_decref(page.tensors);
+        tg_respond_problem(req, 400, "invalid_request",
+                           "the cursor's position is no longer in this version (a draft's file "
+                           "changed); list again from the start");
+        return;
+    }
+    json_t *body = json_pack("{s:I, s:I, s:I, s:o}", "version", (json_int_t)version.number, "count",
+                             (json_int_t)json_array_size(page.tensors), "total",
+                             (json_int_t)page.total, "tensors", page.tensors);
+    if (body == NULL) {
+        tg_respond_problem(req, 500, "internal", "out of memory");
+        return;
+    }
+    tg_set_next_cursor(body, page.more ? page.last : NULL);
+    tg_respond_json(req, 200, body);
+}
+
+/* ---- GET|HEAD .../tensors/{tensor*} ---- */
+
+/* Where a tensor was found: its file and the parsed header. `held` is the cache's
+ * (parsed_header_cache.h), to release; `file` a copy of its fields, valid as long.
+ * After a failure, record is the file whose header could not be read. */
+typedef struct located {
+    const tg_file_record *record;
+    st_file file;
+    const st_tensor *tensor;
+    const st_file *held;
+} located;
+
+/* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 the blob
+ * is damaged, -2 its header cannot be read otherwise, -3 the server is out of
+ * descriptors or memory to open it. */
+static int find_in_file(tg_request *req, const tg_file_record *record, const char *name,
+                        located *out)
+{
+    st_error err;
+    int read = 0;
+    out->held = tg_parsed_header_acquire(&req->server->store, record->sha256, record->size,
+                                         req->server->config.max_header, &err, &read);
+    if (out->held == NULL) {
+        if (read == -2 && tg_errno_is_exhaustion(errno))
+            return -3; /* out of descriptors or memory: 503, not the blob's fault */
+        tg_log(TG_LOG_ERROR, "the stored header of %s (%s) cannot be read: %s", record->path,
+               record->sha256, err.detail);
+        out->record = record;
+        return read;
+    }
+    out->file = *out->held;
+    out->tensor = st_file_find(out->held, name, strlen(name));
+    if (out->tensor == NULL) {
+        tg_parsed_header_release(out->held);
+        return 0;
+    }
+    out->record = record;
+    return 1;
+}
+
+/* The weight_map entry for name in one index file, as a path in the version
+ * (the index's directory + the entry), or false. The parsed weight_map is cached
+ * by the blob's sha256 (index_cache.h): a lookup is a binary search. */
+static bool index_lookup(tg_request *req, const tg_file_record *index, const char *name,
+                         char *shard, size_t shard_len)
+{
+    char file[TG_PATH_MAX + 1];
+    if (tg_index_cache_lookup(&req->server->store, index->sha256, index->size, name, file,
+                              sizeof file) != TG_INDEX_FOUND)
+        return false;
+    const char *slash = strrchr(index->path, '/');
+    int dir_len = slash ? (int)(slash - index->path + 1) : 0;
+    int n = snprintf(shard, shard_len, "%.*s%s", dir_len, index->path, file);
+    return n > 0 && (size_t)n < shard_len;
+}
+
+/* Finds the tensor: through an index first (one header read), else every shard.
+ * 1 found, 0 absent, -1 / -2 / -3 a stored header could not be read (find_in_file). */
+static int locate(tg_request *req, const tg_file_records *list, const char *name, located *out)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        char shard[TG_PATH_MAX + 1];
+        if (!tg_is_index_path(list->items[i].path) ||
+            !index_lookup(req, &list->items[i], name, shard, sizeof shard))
+            continue;
+        for (size_t k = 0; k < list->count; k++) {
+            if (strcmp(list->items[k].path, shard) == 0 && is_safetensors(&list->items[k])) {
+                int rc = find_in_file(req, &list->items[k], name, out);
+                if (rc != 0)
+                    return rc;
+            }
+        }
+    }
+    /* no index, or an index that disagrees (a draft is not checked yet): read them all */
+    for (size_t i = 0; i < list->count; i++) {
+        if (!is_safetensors(&list->items[i]))
+            continue;
+        int rc = find_in_file(req, &list->items[i], name, out);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* What the generated body's reader needs; freed with the response. */
+typedef struct body_source {
+    tg_tensor_stream *stream;
+    int fd;
+    uint64_t first; /* the Range's first byte of the representation */
+    tg_store *store;
+    uint64_t size; /* the catalog's size of the blob */
+    char sha256[TG_SHA256_HEX_LEN + 1];
+} body_source;
+
+static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    body_source *source = cls;
+    ssize_t n = tg_tensor_stream_read(source->stream, source->first + pos, (uint8_t *)buf, max);
+    if (n < 0) {
+        /* a short read (EIO) means the blob is shorter than its catalog size */
+        if (errno == EIO)
+            tg_store_mark_damaged(source->store, source->sha256,
+                                  "it ended early while a tensor was read; the catalog says %llu "
+                                  "bytes",
+                                  (unsigned long long)source->size);
+        else
+            tg_log(TG_LOG_ERROR, "reading a tensor body failed at %llu: %m",
+                   (unsigned long long)(source->first + pos));
+        /* never 0: MHD would ask again forever; an error closes the connection */
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void free_body(void *cls)
+{
+    body_source *source = cls;
+    tg_tensor_stream_free(source->stream);
+    close(source->fd);
+    free(source);
+}
+
+/* Strong validator of the representation: the blob, the tensor and the options.
+ * False (no validator) only if the digest fails. */
+static bool representation_etag(const char *sha256, const char *name, const tg_tensor_options *o,
+                                char out[35])
+{
+    unsigned char digest[TG_SHA256_SIZE];
+    const char *parts[] = {sha256, name, o->slice ? o->slice : "", o->dtype ? o->dtype : "",
+                           o->format ? o->format : "raw"};
+    tg_sha256 sha;
+    bool ok = tg_sha256_init(&sha, "etag") == 0;
+    for (size_t i = 0; ok && i < sizeof parts / sizeof parts[0]; i++)
+        ok = tg_sha256_update(&sha, parts[i], strlen(parts[i]) + 1) == 0; /* NUL separates parts */
+    ok = tg_sha256_final(&sha, digest) == 0 && ok;
+    if (!ok)
+        return false;
+    tg_hex_encode(digest, 16, out);
+    return true;
+}
+
+static void add_tensor_headers(struct MHD_Response *response, const tg_tensor_plan *plan,
+                               const char *path, const char *etag)
+{
+    char shape[TG_TENSOR_SHAPE_TEXT_MAX], offsets[48];
+    tg_tensor_shape_text(plan->out_shape, plan->out_rank, shape, sizeof shape);
+    snprintf(offsets, sizeof offsets, "[%llu,%llu]", (unsigned long long)plan->source_begin,
+             (unsigned long long)plan->source_end);
+    MHD_add_response_header(response, "Content-Type",
+                            plan->format == TG_TENSOR_NPY ? "application/x-npy"
+                                                          : "application/octet-stream");
+    MHD_add_response_header(response, "X-Tensor-Dtype", st_dtype_name(plan->out_dtype));
+    MHD_add_response_header(response, "X-Tensor-Shape", shape);
+    MHD_add_response_header(response, "X-Tensor-Source-Dtype", st_dtype_name(plan->source_dtype));
+    MHD_add_response_header(response, "X-Tensor-File", path);
+    MHD_add_response_header(response, "X-Tensor-Data-Offsets", offsets);
+    MHD_add_response_header(response, "Accept-Ranges", "bytes");
+    if (etag[0] != '\0')
+        MHD_add_response_header(response, "ETag", etag);
+}
+
+static void respond_unsatisfiable(tg_request *req, uint64_t total, const char *etag)
+{
+    char content_range[64];
+    snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
+    const char *const headers[] = {"Content-Range", content_range, "ETag",
+                                   etag[0] != '\0' ? etag : NULL, NULL};
+    tg_respond_problem_headers(req, 416, "range_not_satisfiable", headers,
+                               "the range is outside the tensor's bytes");
+}
+
+/* Plans and sends the tensor; owns fd from here. */
+static void serve_tensor(tg_request *req, int fd, const located *at, const char *name)
+{
+    tg_tensor_options options = {tg_query(req, "slice"), tg_query(req, "dtype"),
+                                 tg_query(req, "format")};
+    tg_tensor_stream *stream;
+    tg_tensor_error err;
+    /* locate fills at->tensor whenever it returns a positive rc (the only
+     * caller's path here). */
+    /* NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage) */
+    if (tg_tensor_stream_open(fd, &at->file, at->tensor, &options, &stream, &err) != 0) {
+        close(fd);
+        tg_respond_problem(req, err.status, err.reason, "%s", err.detail);
+        return;
+    }
+    const tg_tensor_plan *plan = tg_tensor_stream_plan(stream);
+    char tag[35] = "", etag[40] = "";
+    bool has_etag = representation_etag(at->record->sha256, name, &options, tag);
+    if (has_etag)
+        snprintf(etag, sizeof etag, "\"%s\"", tag);
+    if (has_etag && tg_etag_matches(tg_header(req, "If-None-Match"), tag)) {
+        tg_tensor_stream_free(stream);
+        close(fd);
+        struct MHD_Response *response =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (response) {
+            MHD_add_response_header(response, "ETag", etag);
+            MHD_add_response_header(response, "Accept-Ranges", "bytes");
+        }
+        tg_respond(req, 304, response, 0);
+        return;
+    }
+    /* Range applies to the representation's bytes (after slice, conversion, npy header). */
+    uint64_t total = plan->length, first = 0, length = total;
+    const char *range = tg_header(req, "Range");
+    const char *if_range = tg_header(req, "If-Range");
+    if (if_range != NULL && (!has_etag || strcmp(if_range, etag) != 0))
+        range = NULL;
+    tg_range_result result = tg_range_parse(range, total, &first, &length);
+    if (result == TG_RANGE_UNSATISFIABLE) {
+        tg_tensor_stream_free(stream);
+        close(fd);
+        respond_unsatisfiable(req, total, etag);
+        return;
+    }
+    if (result != TG_RANGE_OK) {
+        first = 0;
+        length = total;
+    }
+    struct MHD_Response *response = NULL;
+    if (length == 0) {
+        response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    } else if (plan->contiguous) {
+        /* the file's own bytes, read from the blob (tg_blob_response owns fd) */
+        response = tg_blob_response(req->server, fd, at->record->sha256, at->record->size,
+                                    plan->contiguous_offset + first, length);
+        fd = -1;
+    } else {
+        body_source *source = malloc(sizeof *source);
+        if (source != NULL) {
+            *source = (body_source){stream, fd, first, &req->server->store, at->record->size, ""};
+            snprintf(source->sha256, sizeof source->sha256, "%s", at->record->sha256);
+            response = MHD_create_response_from_callback(length, STREAM_BLOCK, read_body, source,
+                                                         free_body);
+            if (response != NULL) {
+                stream = NULL; /* owned by the response now */
+                fd = -1;
+            } else {
+                free(source);
+            }
+        }
+    }
+    if (response != NULL) {
+        add_tensor_headers(response, plan, at->record->path, etag);
+        if (result == TG_RANGE_OK) {
+            char content_range[96];
+            snprintf(content_range, sizeof content_range, "bytes %llu-%llu/%llu",
+                     (unsigned long long)first, (unsigned long long)(first + length - 1),
+                     (unsigned long long)total);
+            MHD_add_response_header(response, "Content-Range", content_range);
+        }
+    }
+    /* the plan lives in the stream: headers are added before it may be freed */
+    if (stream != NULL)
+        tg_tensor_stream_free(stream);
+    if (fd >= 0)
+        close(fd);
+    tg_respond(req, result == TG_RANGE_OK ? 206 : 200, response, length);
+}
+
+void tg_route_tensor_get(tg_request *req)
+{
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    const char *name = tg_param(req, "tensor");
+    size_t name_len = name ? strlen(name) : 0;
+    if (name_len == 0 || name_len > ST_TENSOR_NAME_MAX) {
+        tg_respond_problem(req, 400, "invalid_request", "a tensor name has 1 to %d bytes",
+                           ST_TENSOR_NAME_MAX);
+        return;
+    }
+    tg_version version;
+    tg_file_records list = {0};
+    if (!lookup_files(req, &version, &list)) {
+        free(list.items);
+        return;
+    }
+    located at;
+    int rc = locate(req, &list, name, &at);
+    if (rc == 0) {
+        tg_respond_problem(req, 404, "tensor_not_found", "version %lld has no tensor %.200s",
+                           (long long)version.number, name);
+    } else if (rc == -1) {
+        tg_respond_blob_damaged(req, at.record->path);
+    } else if (rc == -3) {
+        tg_respond_exhausted(req, NULL);
+    } else if (rc < 0) {
+        tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read",
+                           at.record->path);
+    } else {
+        int fd = tg_open_file_blob(req, at.record);
+        if (fd >= 0)
+            serve_tensor(req, fd, &at, name);
+        /* the response does not use the header: the stream copied what it needs */
+        tg_parsed_header_release(at.held);
+    }
+    free(list.items);
+}

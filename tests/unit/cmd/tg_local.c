@@ -1,0 +1,84 @@
+/* Unit tests for cmd/tg_local.c's tg_local_gate_file: a refused file is not read to
+ * its end, nor hashed, even when a hash is asked for (as tg_local.h now says; it said
+ * the whole refused file was hashed); a valid file is hashed whole. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sha256.h"
+#include "test.h"
+#include "tg_local.h"
+
+/* A file of 8 + header bytes and then data_len zero bytes, in a temp path. */
+static bool write_file(char *path, const char *header, size_t data_len)
+{
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return false;
+    size_t n = strlen(header);
+    uint8_t prefix[8];
+    for (int k = 0; k < 8; k++)
+        prefix[k] = (uint8_t)((uint64_t)n >> (8 * k));
+    bool ok = write(fd, prefix, 8) == 8 && write(fd, header, n) == (ssize_t)n;
+    uint8_t *zeros = calloc(1, data_len ? data_len : 1);
+    ok = ok && zeros != NULL && write(fd, zeros, data_len) == (ssize_t)data_len;
+    free(zeros);
+    close(fd);
+    return ok;
+}
+
+TEST(refused_file_stops_unhashed)
+{
+    char path[] = "/tmp/tg-local-XXXXXX";
+    size_t data = 3u * TG_LOCAL_READ_SIZE;
+    CHECK(write_file(path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},}",
+                     data));
+    st_gate_config config;
+    memset(&config, 0, sizeof config);
+    config.kind = ST_GATE_SAFETENSORS;
+    tg_local_run run;
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, true, &run), 0);
+    CHECK(!run.verdict.valid);
+    CHECK_STR(st_reason_name(run.verdict.error.reason), "json_syntax");
+    CHECK(!run.hashed);
+    CHECK_EQ_U64(run.size, TG_LOCAL_READ_SIZE); /* one read, not the file's 3 MiB */
+    st_gate_free(run.gate);
+    unlink(path);
+}
+
+TEST(valid_file_hashed_whole)
+{
+    char path[] = "/tmp/tg-local-XXXXXX";
+    const char *header =
+        "{\"a\":{\"dtype\":\"U8\",\"shape\":[3000000],\"data_offsets\":[0,3000000]}}";
+    CHECK(write_file(path, header, 3000000));
+    st_gate_config config;
+    memset(&config, 0, sizeof config);
+    config.kind = ST_GATE_SAFETENSORS;
+    tg_local_run run;
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, true, &run), 0);
+    CHECK(run.verdict.valid);
+    CHECK(run.hashed);
+    uint64_t total = 8 + strlen(header) + 3000000;
+    CHECK_EQ_U64(run.size, total);
+    /* the digest is the file's */
+    FILE *f = fopen(path, "rb");
+    uint8_t *all = malloc(total);
+    CHECK(f != NULL && all != NULL && fread(all, 1, total, f) == total);
+    char want[65], got[65];
+    CHECK_EQ_U64(tg_sha256_hex(all, total, want, "test"), 0);
+    tg_hex_encode(run.sha256, sizeof run.sha256, got);
+    CHECK_STR(got, want);
+    free(all);
+    if (f != NULL)
+        fclose(f);
+    st_gate_free(run.gate);
+    unlink(path);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    RUN(refused_file_stops_unhashed);
+    RUN(valid_file_hashed_whole);
+    return test_report(argv[0]);
+}

@@ -1,0 +1,200 @@
+/* Unit tests for server/core/checks.c: names, paths, cursors, Range, If-None-Match. */
+#include <stdlib.h>
+
+#include "checks.h"
+#include "test.h"
+
+TEST(name_parts)
+{
+    CHECK(tg_valid_name_part("acme"));
+    CHECK(tg_valid_name_part("Llama-3.1_8B"));
+    CHECK(tg_valid_name_part("a"));
+    CHECK(!tg_valid_name_part(""));
+    CHECK(!tg_valid_name_part("-lead"));
+    CHECK(!tg_valid_name_part(".hidden"));
+    CHECK(!tg_valid_name_part("a..b"));
+    CHECK(!tg_valid_name_part("a/b"));
+    CHECK(!tg_valid_name_part("a b"));
+    CHECK(!tg_valid_name_part("caf\xc3\xa9"));
+    char long_name[66];
+    memset(long_name, 'a', 65);
+    long_name[65] = '\0';
+    CHECK(!tg_valid_name_part(long_name));
+    long_name[64] = '\0';
+    CHECK(tg_valid_name_part(long_name));
+}
+
+TEST(aliases)
+{
+    CHECK(tg_valid_alias("stable"));
+    CHECK(tg_valid_alias("v1"));
+    CHECK(tg_valid_alias("latest")); /* reserved by the route, not by the grammar */
+    CHECK(!tg_valid_alias("12"));
+    CHECK(!tg_valid_alias("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+    CHECK(tg_valid_alias("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeF"));
+}
+
+TEST(file_paths)
+{
+    const char *why = NULL;
+    CHECK(tg_valid_file_path("model.safetensors", &why));
+    CHECK(why == NULL);
+    CHECK(tg_valid_file_path("text_encoder/model-00001-of-00002.safetensors", NULL));
+    CHECK(tg_valid_file_path(".gitattributes", NULL));
+    CHECK(!tg_valid_file_path("", &why));
+    CHECK(!tg_valid_file_path("/etc/passwd", &why));
+    CHECK_STR(why, "the path is absolute");
+    CHECK(!tg_valid_file_path("a/../b", &why));
+    CHECK_STR(why, "the path has a '.' or '..' segment");
+    CHECK(!tg_valid_file_path("./a", NULL));
+    CHECK(!tg_valid_file_path("..", NULL));
+    CHECK(!tg_valid_file_path("a//b", &why));
+    CHECK_STR(why, "the path has an empty segment");
+    CHECK(!tg_valid_file_path("a/", NULL));
+    CHECK(!tg_valid_file_path("a\\b", NULL));
+    CHECK(!tg_valid_file_path("a\x01", NULL));
+    CHECK(!tg_valid_file_path("sp ace", NULL));
+    char path[300];
+    memset(path, 'a', 256);
+    path[256] = '\0';
+    CHECK(!tg_valid_file_path(path, &why));
+    path[255] = '\0';
+    CHECK(tg_valid_file_path(path, NULL));
+}
+
+TEST(cursor_round_trip)
+{
+    const char *keys[] = {"a",        "ab",         "abc",
+                          "abcd",     "acme/llama", "sub/model-00001-of-00002.safetensors",
+                          "\xff\xfe", "12345"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char cursor[128], back[128];
+        CHECK(tg_cursor_encode(keys[i], cursor, sizeof cursor) == 0);
+        CHECK(strchr(cursor, '=') == NULL);
+        CHECK(strchr(cursor, '/') == NULL && strchr(cursor, '+') == NULL);
+        CHECK(tg_cursor_decode(cursor, back, sizeof back) == 0);
+        CHECK_STR(back, keys[i]);
+    }
+    char out[8];
+    CHECK(tg_cursor_encode("acme/llama", out, sizeof out) == -1);
+}
+
+TEST(cursor_rejects_garbage)
+{
+    char key[64];
+    CHECK(tg_cursor_decode("a", key, sizeof key) == -1);    /* 6 bits: no whole byte */
+    CHECK(tg_cursor_decode("YQ==", key, sizeof key) == -1); /* padding is not issued */
+    CHECK(tg_cursor_decode("Y+", key, sizeof key) == -1);   /* not base64url */
+    CHECK(tg_cursor_decode("YR", key, sizeof key) == -1);   /* nonzero leftover bits */
+    CHECK(tg_cursor_decode("AA", key, sizeof key) == -1);   /* a NUL byte */
+    CHECK(tg_cursor_decode("YWJjZGVmZ2g", key, 4) == -1);   /* does not fit */
+    CHECK(tg_cursor_decode("YQ", key, sizeof key) == 0);
+    CHECK_STR(key, "a");
+    CHECK(tg_cursor_decode("", key, sizeof key) == 0);
+    CHECK_STR(key, "");
+}
+
+TEST(range_single)
+{
+    uint64_t first = 99, length = 99;
+    CHECK(tg_range_parse("bytes=0-7", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 0);
+    CHECK_EQ_U64(length, 8);
+    CHECK(tg_range_parse("bytes=8-", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 8);
+    CHECK_EQ_U64(length, 208);
+    CHECK(tg_range_parse("bytes=-16", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 200);
+    CHECK_EQ_U64(length, 16);
+    CHECK(tg_range_parse("bytes=-1000", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 0);
+    CHECK_EQ_U64(length, 216);
+    CHECK(tg_range_parse("bytes=100-100000", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 100);
+    CHECK_EQ_U64(length, 116);
+    CHECK(tg_range_parse("bytes=215-215", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(length, 1);
+    CHECK(tg_range_parse(" Bytes = 1-2 ", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 1);
+    CHECK_EQ_U64(length, 2);
+}
+
+TEST(range_unsatisfiable_and_ignored)
+{
+    uint64_t first, length;
+    CHECK(tg_range_parse("bytes=216-", 216, &first, &length) == TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=1000-2000", 216, &first, &length) == TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=-0", 216, &first, &length) == TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=0-0", 0, &first, &length) == TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=-5", 0, &first, &length) == TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse(NULL, 216, &first, &length) == TG_RANGE_NONE);
+    CHECK(tg_range_parse("bytes=5-2", 216, &first, &length) == TG_RANGE_NONE);
+    CHECK(tg_range_parse("bytes=0-1,4-5", 216, &first, &length) == TG_RANGE_NONE);
+    CHECK(tg_range_parse("items=0-1", 216, &first, &length) == TG_RANGE_NONE);
+    CHECK(tg_range_parse("bytes=-", 216, &first, &length) == TG_RANGE_NONE);
+    CHECK(tg_range_parse("bytes=a-b", 216, &first, &length) == TG_RANGE_NONE);
+    CHECK(tg_range_parse("bytes=1-2x", 216, &first, &length) == TG_RANGE_NONE);
+    /* A first-byte-pos beyond u64 is still past the end: unsatisfiable, like
+     * 18446744073709551615 (RFC 9110 14.1.2), never ignored. */
+    CHECK(tg_range_parse("bytes=99999999999999999999-", 216, &first, &length) ==
+          TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=18446744073709551615-", 216, &first, &length) ==
+          TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=00000000000000000000000099999999999999999999-", 216, &first,
+                         &length) == TG_RANGE_UNSATISFIABLE);
+    CHECK(tg_range_parse("bytes=99999999999999999999-99999999999999999999", UINT64_MAX, &first,
+                         &length) == TG_RANGE_UNSATISFIABLE);
+    /* An overflowing last-byte-pos means "to the end"; an overflowing suffix, the whole body. */
+    CHECK(tg_range_parse("bytes=10-99999999999999999999", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 10);
+    CHECK_EQ_U64(length, 206);
+    CHECK(tg_range_parse("bytes=-99999999999999999999", 216, &first, &length) == TG_RANGE_OK);
+    CHECK_EQ_U64(first, 0);
+    CHECK_EQ_U64(length, 216);
+    /* an overflowing first-byte-pos above a smaller last-byte-pos is invalid: ignored */
+    CHECK(tg_range_parse("bytes=99999999999999999999-5", 216, &first, &length) == TG_RANGE_NONE);
+    /* The largest values do not wrap. */
+    CHECK(tg_range_parse("bytes=0-18446744073709551615", UINT64_MAX, &first, &length) ==
+          TG_RANGE_OK);
+    CHECK_EQ_U64(length, UINT64_MAX);
+}
+
+TEST(etags)
+{
+    const char *tag = "e2f04c5d";
+    CHECK(tg_etag_matches("\"e2f04c5d\"", tag));
+    CHECK(tg_etag_matches("W/\"e2f04c5d\"", tag));
+    CHECK(tg_etag_matches("\"x\", \"e2f04c5d\"", tag));
+    CHECK(tg_etag_matches("*", tag));
+    CHECK(!tg_etag_matches("\"e2f04c5\"", tag));
+    CHECK(!tg_etag_matches("e2f04c5d", tag));
+    CHECK(!tg_etag_matches("\"unterminated", tag));
+    CHECK(!tg_etag_matches(NULL, tag));
+}
+
+TEST(parse_u64)
+{
+    uint64_t v = 7;
+    CHECK(tg_parse_u64("0", &v) && v == 0);
+    CHECK(tg_parse_u64("18446744073709551615", &v) && v == UINT64_MAX);
+    CHECK(!tg_parse_u64("18446744073709551616", &v));
+    CHECK(!tg_parse_u64("01", &v));
+    CHECK(!tg_parse_u64("-1", &v));
+    CHECK(!tg_parse_u64("", &v));
+    CHECK(!tg_parse_u64("1 ", &v));
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    RUN(name_parts);
+    RUN(aliases);
+    RUN(file_paths);
+    RUN(cursor_round_trip);
+    RUN(cursor_rejects_garbage);
+    RUN(range_single);
+    RUN(range_unsatisfiable_and_ignored);
+    RUN(etags);
+    RUN(parse_u64);
+    return test_report(argv[0]);
+}

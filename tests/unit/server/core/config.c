@@ -1,0 +1,82 @@
+/* Unit tests for server/core/config.c: flags, environment, HOST:PORT and byte counts. */
+#include <stdlib.h>
+
+#include "config.h"
+#include "test.h"
+
+TEST(listen_addresses)
+{
+    char host[64];
+    uint16_t port = 1;
+    CHECK(tg_parse_listen("127.0.0.1:0", host, sizeof host, &port) == 0);
+    CHECK_STR(host, "127.0.0.1");
+    CHECK_EQ_U64(port, 0);
+    CHECK(tg_parse_listen("[::1]:8080", host, sizeof host, &port) == 0);
+    CHECK_STR(host, "::1");
+    CHECK_EQ_U64(port, 8080);
+    CHECK(tg_parse_listen("localhost:65535", host, sizeof host, &port) == 0);
+    CHECK(tg_parse_listen("localhost:65536", host, sizeof host, &port) == -1);
+    CHECK(tg_parse_listen("localhost", host, sizeof host, &port) == -1);
+    CHECK(tg_parse_listen(":80", host, sizeof host, &port) == -1);
+    CHECK(tg_parse_listen("h:8x", host, sizeof host, &port) == -1);
+    CHECK(tg_parse_listen("[::1]8080", host, sizeof host, &port) == -1);
+}
+
+TEST(byte_counts)
+{
+    uint64_t v = 0;
+    CHECK(tg_parse_bytes("1024", &v) == 0 && v == 1024);
+    CHECK(tg_parse_bytes("16M", &v) == 0 && v == 16ULL << 20);
+    CHECK(tg_parse_bytes("2GiB", &v) == 0 && v == 2ULL << 30);
+    CHECK(tg_parse_bytes("1T", &v) == 0 && v == 1ULL << 40);
+    CHECK(tg_parse_bytes("", &v) == -1);
+    CHECK(tg_parse_bytes("12Q", &v) == -1);
+    CHECK(tg_parse_bytes("-1", &v) == -1);
+    CHECK(tg_parse_bytes("99999999999999999999", &v) == -1);
+    CHECK(tg_parse_bytes("17179869184G", &v) == -1); /* 2^34 GiB overflows */
+}
+
+TEST(flags_override_environment)
+{
+    tg_config config;
+    tg_config_defaults(&config);
+    CHECK_STR(config.listen_host, "127.0.0.1");
+    CHECK_EQ_U64(config.listen_port, 8080);
+    CHECK_STR(config.data_dir, "./data");
+    CHECK_EQ_U64(config.per_ip_limit, 64);
+    setenv("TENSORGATE_LISTEN", "0.0.0.0:9000", 1);
+    setenv("TENSORGATE_DATA", "/srv/tg", 1);
+    setenv("TENSORGATE_MAX_BODY", "1G", 1);
+    char err[256];
+    char *argv1[] = {"serve", "--listen", "127.0.0.1:0", "--auth-read", "--threads=4", NULL};
+    CHECK(tg_config_load(&config, 5, argv1, err, sizeof err) == 0);
+    CHECK_STR(config.listen_host, "127.0.0.1");
+    CHECK_EQ_U64(config.listen_port, 0);
+    CHECK_STR(config.data_dir, "/srv/tg");
+    CHECK_EQ_U64(config.max_body, 1ULL << 30);
+    CHECK(config.auth_read);
+    CHECK_EQ_U64(config.threads, 4);
+    char *argv2[] = {"serve", "--bogus", NULL};
+    CHECK(tg_config_load(&config, 2, argv2, err, sizeof err) == -1);
+    CHECK(strstr(err, "--bogus") != NULL);
+    char *argv3[] = {"serve", "--threads", "0", NULL};
+    CHECK(tg_config_load(&config, 3, argv3, err, sizeof err) == -1);
+    char *argv4[] = {"serve", "--data", NULL};
+    CHECK(tg_config_load(&config, 2, argv4, err, sizeof err) == -1);
+    char *argv5[] = {"serve", "--help", NULL};
+    CHECK(tg_config_load(&config, 2, argv5, err, sizeof err) == 1);
+    setenv("TENSORGATE_LISTEN", "nonsense", 1);
+    CHECK(tg_config_load(&config, 1, argv1, err, sizeof err) == -1);
+    unsetenv("TENSORGATE_LISTEN");
+    unsetenv("TENSORGATE_DATA");
+    unsetenv("TENSORGATE_MAX_BODY");
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    RUN(listen_addresses);
+    RUN(byte_counts);
+    RUN(flags_override_environment);
+    return test_report(argv[0]);
+}

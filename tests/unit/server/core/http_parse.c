@@ -1,0 +1,164 @@
+/* Unit tests for server/core/http_parse.c: path split and pattern match, the request
+ * target's counts, the framing verdict, the JSON depth bound. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_parse.h"
+#include "test.h"
+
+TEST(patterns)
+{
+    tg_segment url[TG_SEGMENTS_MAX];
+    int n =
+        tg_split_path("/v1/models/acme/m/versions/1/files/a/b.safetensors", url, TG_SEGMENTS_MAX);
+    CHECK_EQ_U64(n, 9);
+    tg_param_span p[TG_ROUTE_PARAMS_MAX];
+    int count = 0;
+    CHECK(tg_match_pattern("/v1/models/{org}/{name}/versions/{rev}/files/{path*}", url, n, p,
+                           &count));
+    CHECK_EQ_U64(count, 4);
+    CHECK_STR(p[3].name, "path");
+    CHECK(p[3].len == strlen("a/b.safetensors") && memcmp(p[3].text, "a/b.safetensors", 15) == 0);
+    CHECK(!tg_match_pattern("/v1/models/{org}/{name}", url, n, NULL, NULL));
+    n = tg_split_path("/v1/models//m", url, TG_SEGMENTS_MAX);
+    CHECK(!tg_match_pattern("/v1/models/{org}/{name}", url, n, NULL, NULL)); /* empty {org} */
+    CHECK_EQ_U64(tg_split_path("v1", url, TG_SEGMENTS_MAX), (uint64_t)-1);
+    CHECK_EQ_U64(tg_split_path("/a/b/c", url, 2), (uint64_t)-1);
+}
+
+/* A pattern whose placeholders cannot all be given (more than TG_ROUTE_PARAMS_MAX, an
+ * unknown name, more than TG_PATTERN_SEGMENTS_MAX segments)
+ * matches nothing, with or without params, and tg_pattern_valid names the problem:
+ * they matched, the fifth placeholder dropped and an unknown name left NULL. */
+TEST(pattern_limits)
+{
+    tg_segment url[TG_SEGMENTS_MAX];
+    tg_param_span p[TG_ROUTE_PARAMS_MAX];
+    int count = -1;
+    char why[128] = "";
+    int n = tg_split_path("/a/b/c/d/e", url, TG_SEGMENTS_MAX);
+    CHECK_EQ_U64(n, 5);
+    const char *five = "/{org}/{name}/{rev}/{alias}/{id}";
+    CHECK(!tg_match_pattern(five, url, n, NULL, NULL));
+    CHECK(!tg_match_pattern(five, url, n, p, &count));
+    CHECK(!tg_pattern_valid(five, why, sizeof why));
+    CHECK(strstr(why, "placeholders") != NULL);
+    const char *four = "/{org}/{name}/{rev}/{alias}/e";
+    CHECK(tg_pattern_valid(four, why, sizeof why));
+    CHECK(tg_match_pattern(four, url, n, p, &count));
+    CHECK_EQ_U64(count, 4);
+    CHECK_STR(p[3].name, "alias");
+
+    n = tg_split_path("/v1/x", url, TG_SEGMENTS_MAX);
+    CHECK(!tg_match_pattern("/v1/{bogus}", url, n, NULL, NULL));
+    CHECK(!tg_match_pattern("/v1/{bogus}", url, n, p, &count));
+    CHECK(!tg_pattern_valid("/v1/{bogus}", why, sizeof why));
+    CHECK(strstr(why, "{bogus}") != NULL);
+    CHECK(!tg_match_pattern("/v1/{orgx}", url, n, p, &count)); /* a known name's prefix */
+    CHECK(!tg_match_pattern("/v1/{or}", url, n, p, &count));
+    CHECK(!tg_pattern_valid("/v1/{org", why, sizeof why));
+    CHECK(tg_match_pattern("/v1/{org}", url, n, p, &count));
+    CHECK_STR(p[0].name, "org");
+
+    n = tg_split_path("/a/b/c", url, TG_SEGMENTS_MAX);
+    CHECK(tg_pattern_valid("/{path*}/c", why, sizeof why)); /* .../{path*}/header */
+    CHECK(tg_match_pattern("/{path*}/c", url, n, p, &count));
+    CHECK(p[0].len == 3 && memcmp(p[0].text, "a/b", 3) == 0);
+    CHECK(tg_pattern_valid("/a/{path*}", why, sizeof why));
+    CHECK(tg_match_pattern("/a/{path*}", url, n, p, &count));
+    CHECK(p[0].len == 3 && memcmp(p[0].text, "b/c", 3) == 0);
+
+    /* 17 segments: beyond the pattern bound, however the url reads */
+    const char *long_pattern = "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a";
+    n = tg_split_path(long_pattern, url, TG_SEGMENTS_MAX);
+    CHECK_EQ_U64(n, 17);
+    CHECK(!tg_pattern_valid(long_pattern, why, sizeof why));
+    CHECK(!tg_match_pattern(long_pattern, url, n, NULL, NULL));
+    CHECK(tg_pattern_valid(long_pattern + 2, why, sizeof why)); /* 16 */
+    CHECK(!tg_pattern_valid("v1/models", why, sizeof why));
+}
+
+TEST(targets)
+{
+    tg_target_info t;
+    tg_target_inspect("/healthz", &t);
+    CHECK_EQ_U64(t.query_args, 0);
+    tg_target_inspect("/healthz?", &t);
+    CHECK_EQ_U64(t.query_args, 0);
+    tg_target_inspect("/healthz?a&b=1&&c", &t);
+    CHECK_EQ_U64(t.query_args, 4);
+    CHECK_EQ_U64(t.length, strlen("/healthz?a&b=1&&c"));
+    CHECK(!t.has_nul);
+    tg_target_inspect("/a%00b", &t);
+    CHECK(t.has_nul);
+}
+
+/* The verdict on fields given as "Name", "value", ..., NULL. */
+static const char *verdict(bool http_1_0, size_t bytes, unsigned *status, ...)
+{
+    tg_framing f = {0};
+    va_list ap;
+    va_start(ap, status);
+    for (const char *name = va_arg(ap, const char *); name != NULL; name = va_arg(ap, const char *))
+        tg_framing_add(&f, name, va_arg(ap, const char *));
+    va_end(ap);
+    static tg_refusal r;
+    if (!tg_framing_verdict(&f, http_1_0, bytes, &r)) {
+        *status = 0;
+        return "";
+    }
+    *status = r.status;
+    return r.reason;
+}
+
+TEST(framing)
+{
+    unsigned s;
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", NULL), "");
+    CHECK_STR(verdict(false, 100, &s, "host", "x", "transfer-encoding", "Chunked", NULL), "");
+    CHECK_STR(verdict(true, 100, &s, NULL), "");
+    CHECK_STR(verdict(false, 100, &s, NULL), "missing_host");
+    CHECK_EQ_U64(s, 400);
+    CHECK_STR(verdict(false, 100, &s, "Host", "a", "HOST", "b", NULL), "duplicate_host");
+    CHECK_STR(
+        verdict(false, 100, &s, "Host", "x", "Content-Length", "3", "content-length", "3", NULL),
+        "ambiguous_framing");
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "Content-Length", "3", "Transfer-Encoding",
+                      "chunked", NULL),
+              "ambiguous_framing");
+    CHECK_STR(verdict(true, 100, &s, "Transfer-Encoding", "chunked", NULL), "ambiguous_framing");
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "Transfer-Encoding", "identity", NULL),
+              "unsupported_transfer_encoding");
+    CHECK_EQ_U64(s, 501);
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "Content-Length ", "7", NULL),
+              "malformed_header");
+    CHECK_STR(verdict(false, 100, &s, "Host", "x", "", "7", NULL), "malformed_header");
+    CHECK_STR(verdict(false, TG_HEADER_BYTES_MAX, &s, "Host", "x", NULL), "");
+    CHECK_STR(verdict(false, TG_HEADER_BYTES_MAX + 1, &s, "Host", "x", NULL), "headers_too_large");
+    CHECK_EQ_U64(s, 431);
+}
+
+TEST(json_depth)
+{
+    CHECK(tg_json_depth_within("{}", 2, 1));
+    CHECK(!tg_json_depth_within("{\"a\":[]}", 8, 1));
+    CHECK(tg_json_depth_within("{\"a\":\"[[[[\"}", 12, 1)); /* brackets in a string */
+    CHECK(tg_json_depth_within("[\"\\\"[[\"]", 8, 1));      /* an escaped quote */
+    char deep[80];
+    memset(deep, '[', 33);
+    memset(deep + 33, ']', 33);
+    CHECK(!tg_json_depth_within(deep, 66, TG_JSON_DEPTH_MAX));
+    CHECK(tg_json_depth_within(deep + 1, 64, TG_JSON_DEPTH_MAX));
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    RUN(patterns);
+    RUN(pattern_limits);
+    RUN(targets);
+    RUN(framing);
+    RUN(json_depth);
+    return test_report(argv[0]);
+}

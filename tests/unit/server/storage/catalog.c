@@ -1,0 +1,915 @@
+/* Unit tests for server/storage/catalog.c on a temporary SQLite file. Run from the repo
+ * root (the migration files are compared with the embedded table). */
+#include <glob.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "embedded.h"
+#include "test.h"
+
+static char dir[64];
+static char db_path[128];
+
+static tg_catalog *open_fresh(void)
+{
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(db_path, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog == NULL)
+        fprintf(stderr, "open: %s\n", err);
+    return catalog;
+}
+
+/* Reads a whole migration file into text (NUL-terminated); false if it cannot. */
+static bool read_migration_file(const char *path, char *text, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    size_t len = fread(text, 1, size - 1, f);
+    bool whole = feof(f) && !ferror(f);
+    fclose(f);
+    text[len] = '\0';
+    return whole;
+}
+
+TEST(embedded_migrations_match_files_in_order)
+{
+    glob_t files;
+    CHECK(glob("migrations/*.sql", 0, NULL, &files) == 0);
+    /* glob sorts the names, and NNNN_ makes name order version order. */
+    CHECK_EQ_U64(files.gl_pathc, tg_migrations_count);
+    CHECK_EQ_U64((uint64_t)tg_catalog_known_schema_version(), tg_migrations_count);
+    for (size_t i = 0; i < files.gl_pathc && i < tg_migrations_count; i++) {
+        const tg_migration *row = &tg_migrations[i];
+        CHECK_EQ_U64((uint64_t)row->version, i + 1);
+        CHECK_STR(row->name, files.gl_pathv[i] + strlen("migrations/"));
+        char prefix[8];
+        snprintf(prefix, sizeof prefix, "%04d_", row->version);
+        CHECK(strncmp(row->name, prefix, strlen(prefix)) == 0);
+        static char text[1 << 16];
+        CHECK(read_migration_file(files.gl_pathv[i], text, sizeof text));
+        CHECK_STR(text, row->sql);
+        CHECK(tg_catalog_migration_sql(row->version) == row->sql);
+    }
+    globfree(&files);
+    CHECK(tg_catalog_migration_sql(0) == NULL);
+    CHECK(tg_catalog_migration_sql(tg_catalog_known_schema_version() + 1) == NULL);
+}
+
+static void count_model(void *ctx, const tg_model *model)
+{
+    (void)model;
+    (*(int *)ctx)++;
+}
+
+static char last_model[200];
+static void remember_model(void *ctx, const tg_model *model)
+{
+    (*(int *)ctx)++;
+    snprintf(last_model, sizeof last_model, "%s/%s", model->org, model->name);
+}
+
+TEST(models_and_listing)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), tg_catalog_known_schema_version());
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "llama", "desc", &model) == TG_CAT_OK);
+    CHECK(model.id > 0);
+    CHECK(tg_catalog_model_create(catalog, "acme", "llama", "", &model) == TG_CAT_EXISTS);
+    CHECK(tg_catalog_model_create(catalog, "acme", "bert", "", &model) == TG_CAT_OK);
+    CHECK(tg_catalog_model_create(catalog, "zeta", "llama-2", "", &model) == TG_CAT_OK);
+    tg_model got;
+    CHECK(tg_catalog_model_get(catalog, "acme", "llama", &got) == TG_CAT_OK);
+    CHECK_STR(got.description, "desc");
+    CHECK(tg_catalog_model_get(catalog, "acme", "nope", &got) == TG_CAT_NOT_FOUND);
+    int count = 0;
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(count, 3);
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, NULL, "llama", NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(count, 2);
+    count = 0; /* one org's models (a namespace-limited token's list) */
+    CHECK(tg_catalog_model_list(catalog, "acme", NULL, NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(count, 2);
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, "zeta", "llama", NULL, NULL, 10, count_model, &count) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(count, 1);
+    /* Keyset paging: after acme/bert comes acme/llama, then zeta/llama-2. */
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "bert", 1, remember_model, &count) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(count, 1);
+    CHECK_STR(last_model, "acme/llama");
+    count = 0;
+    CHECK(tg_catalog_model_list(catalog, NULL, NULL, "acme", "llama", 5, remember_model, &count) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(count, 1);
+    CHECK_STR(last_model, "zeta/llama-2");
+    tg_catalog_close(catalog);
+}
+
+static void count_file(void *ctx, const tg_file_record *file)
+{
+    (void)file;
+    (*(int *)ctx)++;
+}
+
+TEST(versions_files_publish)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    CHECK(tg_catalog_model_get(catalog, "acme", "llama", &model) == TG_CAT_OK);
+    tg_version v1, v2;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v2) == TG_CAT_OK);
+    CHECK_EQ_U64(v1.number, 1);
+    CHECK_EQ_U64(v2.number, 2);
+    CHECK(!v1.published);
+    CHECK_STR(v1.digest, "");
+    tg_file_record file = {.path = "model.safetensors",
+                           .kind = "safetensors",
+                           .size = 216,
+                           .sha256 =
+                               "e2f04c5decbaf0c217371661bd0e14aa8b8e3d75fc884a20ea7bf128c7d7c852",
+                           .tensors = 2,
+                           .parameters = 16,
+                           .nan = 1};
+    CHECK(tg_catalog_file_put(catalog, v1.id, &file, "[[1,0],[0,0]]") == TG_CAT_OK);
+    file.size = 217; /* replacing the same path in a draft */
+    CHECK(tg_catalog_file_put(catalog, v1.id, &file, "[[1,0],[0,0]]") == TG_CAT_OK);
+    tg_file_record got;
+    CHECK(tg_catalog_file_get(catalog, v1.id, "model.safetensors", &got) == TG_CAT_OK);
+    CHECK_EQ_U64(got.size, 217);
+    CHECK_EQ_U64(got.nan, 1);
+    char *stats = NULL;
+    CHECK(tg_catalog_file_stats(catalog, v1.id, "model.safetensors", &stats) == TG_CAT_OK);
+    CHECK_STR(stats, "[[1,0],[0,0]]");
+    free(stats);
+    tg_version latest;
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_NOT_FOUND);
+    const char *digest = "88daf6cb738d0000000000000000000000000000000000000000000000000000";
+    tg_version published;
+    CHECK(tg_catalog_version_publish(catalog, v1.id, digest, &published) == TG_CAT_OK);
+    CHECK(published.published);
+    CHECK_STR(published.digest, digest);
+    CHECK(published.published_at[0] != '\0');
+    CHECK(tg_catalog_version_publish(catalog, v1.id, digest, &published) == TG_CAT_CONFLICT);
+    /* A published version is frozen. */
+    CHECK(tg_catalog_file_put(catalog, v1.id, &file, NULL) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_file_delete(catalog, v1.id, "model.safetensors") == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
+    CHECK_EQ_U64(latest.number, 1);
+    tg_version by_digest;
+    CHECK(tg_catalog_version_by_digest(catalog, model.id, digest, &by_digest) == TG_CAT_OK);
+    CHECK_EQ_U64(by_digest.number, 1);
+    CHECK(tg_catalog_alias_set(catalog, model.id, "stable", 1) == TG_CAT_OK);
+    int64_t number = 0;
+    CHECK(tg_catalog_alias_get(catalog, model.id, "stable", &number) == TG_CAT_OK);
+    CHECK_EQ_U64(number, 1);
+    CHECK(tg_catalog_alias_get(catalog, model.id, "beta", &number) == TG_CAT_NOT_FOUND);
+    /* Draft files: list paging by path, delete. */
+    const char *paths[] = {"b.json", "a.json", "c/d.txt"};
+    for (int i = 0; i < 3; i++) {
+        tg_file_record f = {.kind = "json", .size = 2, .sha256 = "00"};
+        snprintf(f.path, sizeof f.path, "%s", paths[i]);
+        CHECK(tg_catalog_file_put(catalog, v2.id, &f, NULL) == TG_CAT_OK);
+    }
+    int count = 0;
+    CHECK(tg_catalog_file_list(catalog, v2.id, "a.json", 10, count_file, &count) == TG_CAT_OK);
+    CHECK_EQ_U64(count, 2);
+    tg_file_records all = {0};
+    CHECK(tg_catalog_file_list(catalog, v2.id, NULL, 0, tg_file_records_collect, &all) ==
+          TG_CAT_OK);
+    CHECK(!all.failed);
+    CHECK_EQ_U64(all.count, 3);
+    if (all.count == 3) {
+        CHECK_STR(all.items[0].path, "a.json");
+        CHECK_STR(all.items[1].path, "b.json");
+        CHECK_STR(all.items[2].path, "c/d.txt");
+    }
+    free(all.items);
+    CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_OK);
+    CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_NOT_FOUND);
+    bool referenced = false;
+    CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK && referenced);
+    CHECK(tg_catalog_blob_referenced(catalog, "ff", &referenced) == TG_CAT_OK && !referenced);
+    /* Deleting the model takes its versions, files and aliases. */
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
+    CHECK(tg_catalog_version_get(catalog, model.id, 1, &latest) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+/* The collector keeps every record, in visit order, across its reallocations. */
+TEST(file_records_collect_keeps_order)
+{
+    tg_file_records list = {0};
+    for (uint64_t i = 0; i < 100; i++) {
+        tg_file_record file = {.size = i};
+        snprintf(file.path, sizeof file.path, "f%03u", (unsigned)i);
+        tg_file_records_collect(&list, &file);
+    }
+    CHECK(!list.failed);
+    CHECK_EQ_U64(list.count, 100);
+    CHECK(list.cap >= list.count);
+    for (size_t i = 0; i < list.count; i++) {
+        char path[8];
+        snprintf(path, sizeof path, "f%03u", (unsigned)i);
+        CHECK_EQ_U64(list.items[i].size, i);
+        CHECK_STR(list.items[i].path, path);
+    }
+    free(list.items);
+}
+
+static void count_rejection(void *ctx, const tg_rejection *r)
+{
+    int64_t *last = ctx;
+    *last = r->id;
+}
+
+TEST(rejections_and_tokens)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    for (int i = 0; i < 5; i++) {
+        tg_rejection r = {.version = i == 0 ? -1 : i, .size = (uint64_t)i};
+        tg_time_now(r.time);
+        snprintf(r.reason, sizeof r.reason, "refused_format");
+        snprintf(r.client, sizeof r.client, "127.0.0.1");
+        CHECK(tg_catalog_rejection_add(catalog, &r) == TG_CAT_OK);
+    }
+    int64_t last = 0;
+    CHECK(tg_catalog_rejection_list(catalog, 0, 2, count_rejection, &last) == TG_CAT_OK);
+    CHECK_EQ_U64(last, 4); /* newest first: 5, 4 */
+    CHECK(tg_catalog_rejection_list(catalog, last, 100, count_rejection, &last) == TG_CAT_OK);
+    CHECK_EQ_U64(last, 1);
+    const char *hash = "aaaa000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_READ, NULL) == TG_CAT_EXISTS);
+    tg_scope scope = TG_SCOPE_NONE;
+    char ns[65];
+    CHECK(tg_catalog_token_lookup(catalog, hash, &scope, ns, sizeof ns) == TG_CAT_OK);
+    CHECK(scope == TG_SCOPE_WRITE);
+    CHECK_STR(ns, "acme");
+    CHECK(tg_catalog_token_lookup(catalog, "bbbb", &scope, ns, sizeof ns) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+static void remember_file(void *ctx, const tg_file_record *file)
+{
+    tg_file_record *files = ctx;
+    for (int i = 0; i < 4; i++) {
+        if (files[i].path[0] == '\0') {
+            files[i] = *file;
+            return;
+        }
+    }
+}
+
+/* A conversion job from claim to commit: its version appears only at the commit,
+ * with the source's files carried over and the job's files in place of theirs. */
+TEST(jobs_commit_fail_recover)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), tg_catalog_known_schema_version());
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "jobs", "", &model) == TG_CAT_OK);
+    tg_version v1;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    CHECK_EQ_U64(v1.derived_from, 0);
+    CHECK_STR(v1.derived_dtype, "");
+    tg_file_record shard = {.path = "model.safetensors",
+                            .kind = "safetensors",
+                            .size = 100,
+                            .sha256 =
+                                "1111111111111111111111111111111111111111111111111111111111111111",
+                            .tensors = 2,
+                            .parameters = 20};
+    tg_file_record config = {
+        .path = "config.json",
+        .kind = "json",
+        .size = 2,
+        .sha256 = "2222222222222222222222222222222222222222222222222222222222222222"};
+    CHECK(tg_catalog_file_put(catalog, v1.id, &shard, "[[0,0],[0,0]]") == TG_CAT_OK);
+    CHECK(tg_catalog_file_put(catalog, v1.id, &config, NULL) == TG_CAT_OK);
+    tg_version published;
+    CHECK(tg_catalog_version_publish(
+              catalog, v1.id, "3333333333333333333333333333333333333333333333333333333333333333",
+              &published) == TG_CAT_OK);
+
+    static tg_job job, got;
+    bool existing = true;
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"*.weight\"]", 60, &job,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing);
+    CHECK(job.state == TG_JOB_QUEUED);
+    CHECK_STR(job.org, "acme");
+    CHECK_STR(job.name, "jobs");
+    CHECK_EQ_U64(job.source_number, 1);
+    CHECK_STR(job.tensors, "[\"*.weight\"]");
+    CHECK_STR(tg_job_state_name(job.state), "queued");
+    /* a job's file can only be recorded while it runs */
+    tg_file_record made = shard;
+    snprintf(made.sha256, sizeof made.sha256, "%s",
+             "4444444444444444444444444444444444444444444444444444444444444444");
+    made.size = 60;
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, "[[0,0],[0,0]]") == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK_EQ_U64(got.id, job.id);
+    CHECK(got.state == TG_JOB_RUNNING);
+    CHECK_EQ_U64(got.attempts, 1);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, "[[0,0],[0,0]]") == TG_CAT_OK);
+    CHECK(tg_catalog_job_progress(catalog, job.id, 60, 60) == TG_CAT_OK);
+    /* the job's blob is referenced (gc keeps it) and listed by fsck's walk */
+    bool referenced = false;
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK && referenced);
+    /* nothing visible yet: no version 2, latest still 1 */
+    tg_version latest;
+    CHECK(tg_catalog_version_get(catalog, model.id, 2, &latest) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
+    CHECK_EQ_U64(latest.number, 1);
+
+    tg_version derived;
+    const char *digest = "5555555555555555555555555555555555555555555555555555555555555555";
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_OK);
+    CHECK_EQ_U64(derived.number, 2);
+    CHECK(derived.published);
+    CHECK_STR(derived.digest, digest);
+    CHECK_EQ_U64(derived.derived_from, 1);
+    CHECK_STR(derived.derived_dtype, "BF16");
+    CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
+    CHECK_EQ_U64(latest.number, 2);
+    tg_file_record files[4];
+    memset(files, 0, sizeof files);
+    CHECK(tg_catalog_file_list(catalog, derived.id, NULL, 0, remember_file, files) == TG_CAT_OK);
+    CHECK_STR(files[0].path, "config.json");
+    CHECK_STR(files[0].sha256, config.sha256); /* carried over: same blob */
+    CHECK_STR(files[1].path, "model.safetensors");
+    CHECK_STR(files[1].sha256, made.sha256);
+    CHECK_EQ_U64(files[1].size, 60);
+    CHECK(files[2].path[0] == '\0');
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_DONE);
+    CHECK_EQ_U64(got.result_version, 2);
+    CHECK(got.finished_at[0] != '\0');
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_job_get(catalog, 999, &got) == TG_CAT_NOT_FOUND);
+
+    /* a failed job leaves no version and drops its files */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    snprintf(made.sha256, sizeof made.sha256, "%s",
+             "6666666666666666666666666666666666666666666666666666666666666666");
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_job_fail(catalog, job.id, "internal", "broken") == TG_CAT_OK);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "internal");
+    CHECK_STR(got.error_detail, "broken");
+    CHECK(tg_catalog_version_get(catalog, model.id, 3, &latest) == TG_CAT_NOT_FOUND);
+
+    /* recovery at start: a running job is requeued, and fails once tried too often */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    unsigned requeued = 0, failed = 0;
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+        CHECK_EQ_U64(got.attempts, (uint64_t)attempt);
+        CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+        CHECK(tg_catalog_job_recover(catalog, 2, &requeued, &failed) == TG_CAT_OK);
+        CHECK_EQ_U64(requeued, attempt == 1 ? 1 : 0);
+        CHECK_EQ_U64(failed, attempt == 1 ? 0 : 1);
+    }
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "interrupted");
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+
+    /* deleting the model takes its jobs */
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+/* Collects the ids a job list visits, in order. */
+typedef struct job_ids {
+    int64_t ids[16];
+    size_t count;
+} job_ids;
+
+static void remember_job(void *ctx, const tg_job *job)
+{
+    job_ids *seen = ctx;
+    if (seen->count < 16)
+        seen->ids[seen->count] = job->id;
+    seen->count++;
+}
+
+static job_ids list_jobs(tg_catalog *catalog, const tg_job_filter *filter, int64_t before,
+                         unsigned limit)
+{
+    job_ids seen = {{0}, 0};
+    CHECK(tg_catalog_job_list(catalog, filter, before, limit, remember_job, &seen) == TG_CAT_OK);
+    return seen;
+}
+
+/* A published version 1 of org/name, for jobs to convert. */
+static void published_model(tg_catalog *catalog, const char *org, const char *name, tg_model *model,
+                            tg_version *v1)
+{
+    CHECK(tg_catalog_model_create(catalog, org, name, "", model) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model->id, v1) == TG_CAT_OK);
+    tg_version published;
+    CHECK(tg_catalog_version_publish(
+              catalog, v1->id, "7777777777777777777777777777777777777777777777777777777777777777",
+              &published) == TG_CAT_OK);
+}
+
+/* An equal POST gets the job still queued or running; a different one, or one after
+ * the first is cancelled or finished, queues a new job. */
+TEST(jobs_create_is_idempotent)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    tg_version v1;
+    published_model(catalog, "acme", "same", &model, &v1);
+    static tg_job first, again, other;
+    bool existing = true;
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &first,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &again,
+                                &existing) == TG_CAT_OK);
+    CHECK(existing);
+    CHECK_EQ_U64(again.id, first.id);
+    /* the globs as given: another order or dtype is another job */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[\"a*\"]", 10, &other,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing && other.id != first.id);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\",\"b\"]", 10, &other,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing && other.id != first.id);
+    /* running still counts */
+    static tg_job claimed;
+    CHECK(tg_catalog_job_claim(catalog, &claimed) == TG_CAT_OK);
+    CHECK_EQ_U64(claimed.id, first.id);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &again,
+                                &existing) == TG_CAT_OK);
+    CHECK(existing && again.id == first.id && again.state == TG_JOB_RUNNING);
+    /* a running job being cancelled does not: it will never make the version */
+    tg_job_state was;
+    CHECK(tg_catalog_job_cancel(catalog, first.id, &was, &again) == TG_CAT_OK);
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[\"a*\"]", 10, &again,
+                                &existing) == TG_CAT_OK);
+    CHECK(!existing && again.id != first.id);
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    tg_catalog_close(catalog);
+}
+
+TEST(jobs_list_filters_and_pages)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model a, b;
+    tg_version va, vb;
+    published_model(catalog, "acme", "one", &a, &va);
+    published_model(catalog, "other", "two", &b, &vb);
+    static tg_job job;
+    bool existing;
+    int64_t ids[5];
+    const char *dtypes[5] = {"BF16", "F16", "F32", "F64", "F8_E4M3"};
+    for (int i = 0; i < 5; i++) {
+        tg_model *m = i < 3 ? &a : &b;
+        tg_version *v = i < 3 ? &va : &vb;
+        CHECK(tg_catalog_job_create(catalog, m->id, v->id, dtypes[i], "[]", 10, &job, &existing) ==
+              TG_CAT_OK);
+        ids[i] = job.id;
+    }
+    CHECK(tg_catalog_job_claim(catalog, &job) == TG_CAT_OK); /* ids[0] runs */
+    /* newest first, all of them */
+    tg_job_filter all = {0};
+    job_ids seen = list_jobs(catalog, &all, 0, 100);
+    CHECK_EQ_U64(seen.count, 5);
+    CHECK_EQ_U64(seen.ids[0], ids[4]);
+    CHECK_EQ_U64(seen.ids[4], ids[0]);
+    /* pages: below the last id seen, no gap and no repeat */
+    seen = list_jobs(catalog, &all, 0, 2);
+    CHECK(seen.count == 2 && seen.ids[1] == ids[3]);
+    seen = list_jobs(catalog, &all, ids[3], 2);
+    CHECK(seen.count == 2 && seen.ids[0] == ids[2] && seen.ids[1] == ids[1]);
+    seen = list_jobs(catalog, &all, ids[1], 2);
+    CHECK(seen.count == 1 && seen.ids[0] == ids[0]);
+    /* by state, by model, by org, combined */
+    tg_job_filter running = {.has_state = true, .state = TG_JOB_RUNNING};
+    seen = list_jobs(catalog, &running, 0, 100);
+    CHECK(seen.count == 1 && seen.ids[0] == ids[0]);
+    tg_job_filter one = {.org = "acme", .name = "one"};
+    CHECK_EQ_U64(list_jobs(catalog, &one, 0, 100).count, 3);
+    tg_job_filter org = {.org = "other"};
+    seen = list_jobs(catalog, &org, 0, 100);
+    CHECK(seen.count == 2 && seen.ids[0] == ids[4]);
+    tg_job_filter queued_one = {
+        .has_state = true, .state = TG_JOB_QUEUED, .org = "acme", .name = "one"};
+    CHECK_EQ_U64(list_jobs(catalog, &queued_one, 0, 100).count, 2);
+    tg_job_filter nobody = {.org = "acme", .name = "none"};
+    CHECK_EQ_U64(list_jobs(catalog, &nobody, 0, 100).count, 0);
+    CHECK(tg_catalog_model_delete(catalog, a.id) == TG_CAT_OK);
+    CHECK(tg_catalog_model_delete(catalog, b.id) == TG_CAT_OK);
+    CHECK_EQ_U64(list_jobs(catalog, &all, 0, 100).count, 0);
+    tg_catalog_close(catalog);
+}
+
+/* Cancel: a queued job fails at once; a running one is marked, refused at its next
+ * file and at its commit, failed by the worker (keeping the cancel's detail) or
+ * by recovery; a finished one is left alone. */
+TEST(jobs_cancel)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    tg_version v1;
+    published_model(catalog, "acme", "cancel", &model, &v1);
+    static tg_job job, got;
+    bool existing;
+    tg_job_state was = TG_JOB_DONE;
+    CHECK(tg_catalog_job_cancel(catalog, 999, &was, &got) == TG_CAT_NOT_FOUND);
+
+    /* queued: failed now, and files left by an interrupted attempt go */
+    tg_file_record made = {.path = "model.safetensors",
+                           .kind = "safetensors",
+                           .size = 60,
+                           .sha256 =
+                               "8888888888888888888888888888888888888888888888888888888888888888"};
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(!job.cancel_requested);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+    unsigned requeued, failed;
+    CHECK(tg_catalog_job_recover(catalog, 3, &requeued, &failed) == TG_CAT_OK);
+    CHECK_EQ_U64(requeued, 1);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_QUEUED);
+    CHECK(got.state == TG_JOB_FAILED && got.cancel_requested);
+    CHECK_STR(got.error_reason, "cancelled");
+    CHECK(got.finished_at[0] != '\0');
+    bool referenced = true;
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+    /* failed: left alone */
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_FAILED && got.state == TG_JOB_FAILED);
+
+    /* running: marked, still running; its next file and its commit are refused */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_RUNNING);
+    CHECK(got.state == TG_JOB_RUNNING && got.cancel_requested);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK); /* again: the same */
+    CHECK(was == TG_JOB_RUNNING && got.state == TG_JOB_RUNNING);
+    CHECK(tg_catalog_job_file_put(catalog, job.id, &made, NULL) == TG_CAT_NOT_FOUND);
+    tg_version derived;
+    const char *digest = "9999999999999999999999999999999999999999999999999999999999999999";
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_CONFLICT);
+    /* the worker fails it; NULL keeps the cancel's detail */
+    CHECK(tg_catalog_job_fail(catalog, job.id, "cancelled", NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "cancelled");
+    CHECK(strstr(got.error_detail, "cancelled while it ran") != NULL);
+    CHECK(tg_catalog_blob_referenced(catalog, made.sha256, &referenced) == TG_CAT_OK &&
+          !referenced);
+    tg_version none;
+    CHECK(tg_catalog_version_get(catalog, model.id, 2, &none) == TG_CAT_NOT_FOUND);
+
+    /* marked, then the server stopped: recovery fails it instead of resuming it */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "BF16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_recover(catalog, 3, &requeued, &failed) == TG_CAT_OK);
+    CHECK(requeued == 0 && failed == 1);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "cancelled");
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_NOT_FOUND);
+
+    /* done: left alone */
+    CHECK(tg_catalog_job_create(catalog, model.id, v1.id, "F16", "[]", 60, &job, &existing) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_job_commit(catalog, job.id, digest, &derived) == TG_CAT_OK);
+    CHECK(tg_catalog_job_cancel(catalog, job.id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_DONE && got.state == TG_JOB_DONE && !got.cancel_requested);
+    CHECK_EQ_U64(got.result_version, 2);
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    tg_catalog_close(catalog);
+}
+
+/* A catalog made at schema 1 opens at schema 2: its versions gain NULL lineage. */
+TEST(schema_1_catalog_is_migrated)
+{
+    char old_path[160];
+    snprintf(old_path, sizeof old_path, "%s/v1.db", dir);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(old_path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
+                       " applied_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, tg_catalog_migration_sql(1), NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO schema_migrations VALUES (1, 'then');"
+                       "INSERT INTO models(org, name, created_at) VALUES ('acme', 'old', 'then');"
+                       "INSERT INTO versions(model_id, number, state, created_at)"
+                       " VALUES (1, 1, 'draft', 'then')",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(old_path, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog == NULL)
+        return;
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), tg_catalog_known_schema_version());
+    tg_version version;
+    CHECK(tg_catalog_version_get(catalog, 1, 1, &version) == TG_CAT_OK);
+    CHECK_EQ_U64(version.derived_from, 0);
+    CHECK_STR(version.derived_dtype, "");
+    tg_catalog_close(catalog);
+}
+
+static int64_t scalar(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t value = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        value = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return value;
+}
+
+/* A catalog at schema 2 with rows in every table opens at schema 3: every row, id,
+ * index and foreign key (with its cascade) is kept, and from then on an id is never
+ * handed out twice, even the highest one after its row is deleted. */
+TEST(schema_2_catalog_is_migrated_to_stable_ids)
+{
+    char old_path[160];
+    snprintf(old_path, sizeof old_path, "%s/v2.db", dir);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(old_path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
+                       " applied_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, tg_catalog_migration_sql(1), NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, tg_catalog_migration_sql(2), NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(
+              db,
+              "INSERT INTO schema_migrations VALUES (1, 'then'), (2, 'then');"
+              "INSERT INTO models(id, org, name, created_at) VALUES (1, 'acme', 'a', 't'),"
+              " (2, 'other', 'b', 't');"
+              "INSERT INTO versions(id, model_id, number, state, created_at, digest) VALUES"
+              " (1, 1, 1, 'published', 't', 'd1'), (2, 1, 2, 'draft', 't', NULL),"
+              " (3, 2, 1, 'published', 't', 'd3');"
+              "INSERT INTO versions(id, model_id, number, state, created_at, derived_from,"
+              " derived_dtype) VALUES (4, 1, 3, 'published', 't', 1, 'F16');"
+              "INSERT INTO files(version_id, path, kind, size, sha256, created_at) VALUES"
+              " (1, 'm.safetensors', 'safetensors', 8, 'aa', 't'),"
+              " (3, 'm.safetensors', 'safetensors', 8, 'bb', 't');"
+              "INSERT INTO aliases VALUES (1, 'prod', 1), (2, 'prod', 1);"
+              "INSERT INTO jobs(id, kind, state, model_id, source_version_id, dtype, created_at)"
+              " VALUES (1, 'convert', 'done', 1, 1, 'F16', 't'),"
+              " (2, 'convert', 'running', 2, 3, 'BF16', 't');"
+              "INSERT INTO job_files(job_id, path, kind, size, sha256) VALUES"
+              " (2, 'm.safetensors', 'safetensors', 8, 'cc');"
+              "INSERT INTO tokens(id, hash, scope, namespace, created_at) VALUES"
+              " (1, 'h1', 'admin', NULL, 't'), (2, 'h2', 'write', 'other', 't');"
+              "INSERT INTO rejections(time, reason) VALUES ('t', 'refused_format');",
+              NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(old_path, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog == NULL) {
+        fprintf(stderr, "open: %s\n", err);
+        return;
+    }
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), 3);
+    tg_model model;
+    CHECK(tg_catalog_model_get(catalog, "other", "b", &model) == TG_CAT_OK);
+    CHECK_EQ_U64(model.id, 2);
+    tg_version version;
+    CHECK(tg_catalog_version_get(catalog, 1, 3, &version) == TG_CAT_OK);
+    CHECK_EQ_U64(version.id, 4);
+    CHECK_EQ_U64(version.derived_from, 1);
+    CHECK_STR(version.derived_dtype, "F16");
+    tg_job job;
+    CHECK(tg_catalog_job_get(catalog, 2, &job) == TG_CAT_OK);
+    CHECK(job.state == TG_JOB_RUNNING);
+    CHECK_STR(job.org, "other");
+    CHECK_EQ_U64(job.token_id, 0);
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, "h2", &token_id) == TG_CAT_OK);
+    CHECK_EQ_U64(token_id, 2);
+    /* the highest model goes (its version, file, alias, job and job file cascade) and
+     * a new model does not get its id back; neither do a version, a job or a token */
+    CHECK(tg_catalog_model_delete(catalog, 2) == TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, 2, &job) == TG_CAT_NOT_FOUND);
+    tg_model again;
+    CHECK(tg_catalog_model_create(catalog, "acme", "new", "", &again) == TG_CAT_OK);
+    CHECK_EQ_U64(again.id, 3);
+    tg_version draft;
+    CHECK(tg_catalog_version_create(catalog, again.id, &draft) == TG_CAT_OK);
+    CHECK_EQ_U64(draft.id, 5);
+    CHECK(tg_catalog_token_revoke(catalog, 2) == TG_CAT_OK);
+    CHECK(tg_catalog_token_add(catalog, "h3", TG_SCOPE_READ, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_token_id(catalog, "h3", &token_id) == TG_CAT_OK);
+    CHECK_EQ_U64(token_id, 3);
+    tg_catalog_close(catalog);
+
+    CHECK(sqlite3_open(old_path, &db) == SQLITE_OK);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM versions WHERE model_id = 2"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM files"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM aliases"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM job_files"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM jobs"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM rejections"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
+                            " ('versions_by_digest', 'jobs_by_state', 'files_by_sha256',"
+                            " 'job_files_by_sha256')"),
+                 4);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_new'"), 0);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%_new%'"), 0);
+    sqlite3_close(db);
+}
+
+/* The guard of a long upload: a deleted and re-made model, a published version or a
+ * revoked or narrowed token makes the commit write nothing. */
+TEST(guarded_file_put)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "evil", "guard", "", &model) == TG_CAT_OK);
+    tg_version v1;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    const char *hash = "cccc000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "evil") == TG_CAT_OK);
+    tg_file_record file;
+    memset(&file, 0, sizeof file);
+    snprintf(file.path, sizeof file.path, "a.json");
+    snprintf(file.kind, sizeof file.kind, "json");
+    snprintf(file.sha256, sizeof file.sha256, "dd");
+    tg_commit_guard guard = {model.id, "evil", "guard", hash};
+    const char *why = NULL;
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) == TG_CAT_OK);
+    tg_commit_guard other_org = {model.id, "acme", "guard", hash};
+    CHECK(tg_catalog_file_put_guarded(catalog, &other_org, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "version_not_found");
+    /* the model goes and another comes: the old ids name nothing */
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    tg_model victim;
+    CHECK(tg_catalog_model_create(catalog, "acme", "victim", "", &victim) == TG_CAT_OK);
+    tg_version vv;
+    CHECK(tg_catalog_version_create(catalog, victim.id, &vv) == TG_CAT_OK);
+    CHECK(victim.id != model.id && vv.id != v1.id);
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    /* a revoked token */
+    CHECK(tg_catalog_model_create(catalog, "evil", "guard", "", &model) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    guard.model_id = model.id;
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, hash, &token_id) == TG_CAT_OK);
+    CHECK(tg_catalog_token_revoke(catalog, token_id) == TG_CAT_OK);
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "token_revoked");
+    tg_file_record got;
+    CHECK(tg_catalog_file_get(catalog, v1.id, "a.json", &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_file_get(catalog, vv.id, "a.json", &got) == TG_CAT_NOT_FOUND);
+    /* a token of another namespace */
+    const char *other = "eeee000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, other, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    guard.token_hash = other;
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, v1.id, &file, NULL, &why) ==
+          TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "forbidden");
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    CHECK(tg_catalog_model_delete(catalog, victim.id) == TG_CAT_OK);
+    tg_catalog_close(catalog);
+}
+
+/* A job remembers its token: revoked before the commit, the job fails token_revoked. */
+TEST(job_of_revoked_token_fails_at_commit)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "tokjob", "", &model) == TG_CAT_OK);
+    tg_version v1;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    const char *digest = "0000000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_version_publish(catalog, v1.id, digest, &v1) == TG_CAT_OK);
+    const char *hash = "ffff000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, hash, &token_id) == TG_CAT_OK);
+    tg_job job, got;
+    bool existing = false;
+    CHECK(tg_catalog_job_create_by(catalog, token_id, model.id, v1.id, "F16", "[]", 10, &job,
+                                   &existing) == TG_CAT_OK);
+    CHECK_EQ_U64(job.token_id, token_id);
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_token_revoke(catalog, token_id) == TG_CAT_OK);
+    tg_version made;
+    const char *other = "1111111111111111111111111111111111111111111111111111111111111111";
+    CHECK(tg_catalog_job_commit(catalog, job.id, other, &made) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_job_get(catalog, job.id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.error_reason, "token_revoked");
+    CHECK(tg_catalog_version_get(catalog, model.id, 2, &made) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    tg_catalog_close(catalog);
+}
+
+TEST(newer_schema_is_refused)
+{
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(db_path, &db) == SQLITE_OK);
+    char sql[128];
+    snprintf(sql, sizeof sql, "INSERT INTO schema_migrations VALUES (%d, 'future')",
+             tg_catalog_known_schema_version() + 1);
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open(db_path, &catalog, err, sizeof err) == TG_CAT_ERROR);
+    CHECK(catalog == NULL);
+    CHECK(strstr(err, "newer than this tensorgate knows") != NULL);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    snprintf(dir, sizeof dir, "/tmp/tg-catalog-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return 1;
+    snprintf(db_path, sizeof db_path, "%s/catalog.db", dir);
+    RUN(embedded_migrations_match_files_in_order);
+    RUN(models_and_listing);
+    RUN(versions_files_publish);
+    RUN(file_records_collect_keeps_order);
+    RUN(rejections_and_tokens);
+    RUN(jobs_commit_fail_recover);
+    RUN(jobs_create_is_idempotent);
+    RUN(jobs_list_filters_and_pages);
+    RUN(jobs_cancel);
+    RUN(schema_1_catalog_is_migrated);
+    RUN(schema_2_catalog_is_migrated_to_stable_ids);
+    RUN(guarded_file_put);
+    RUN(job_of_revoked_token_fails_at_commit);
+    RUN(newer_schema_is_refused);
+    char command[160];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    if (system(command) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return test_report(argv[0]);
+}
