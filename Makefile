@@ -46,7 +46,8 @@ SERVER_SRC := $(sort $(wildcard common/*.c server/*/*.c))
 CMD_SRC := $(sort $(filter-out cmd/main.c,$(wildcard cmd/*.c)))
 UNIT_SRC := $(sort $(wildcard tests/unit/*/*.c tests/unit/*/*/*.c))
 PROPERTY_SRC := $(sort $(wildcard tests/property/*.c))
-INTEGRATION_SRC := $(sort $(wildcard tests/integration/*.c))
+# tests/integration/harness.c is no program: compiled once into HARNESS_A (below).
+INTEGRATION_SRC := $(sort $(filter-out tests/integration/harness.c,$(wildcard tests/integration/*.c)))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
@@ -64,6 +65,10 @@ CLIENT_SRC := $(sort $(wildcard client/*.c))
 CLIENT_A := $(BUILD)/libtgclient.a
 CLIENT_SO := $(BUILD)/libtgclient.so
 BIN := $(BUILD)/tensorgate
+# The integration harness (tests/integration/harness.h), compiled once per build:
+# the integration programs and the route tests (tests/unit/server/routes) link it.
+HARNESS_OBJ := $(BUILD)/tests/integration/harness.o
+HARNESS_A := $(BUILD)/tests/integration/libharness.a
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 PROPERTY_BIN := $(PROPERTY_SRC:%.c=$(BUILD)/%)
 INTEGRATION_BIN := $(INTEGRATION_SRC:%.c=$(BUILD)/%)
@@ -141,13 +146,26 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(CMD_A) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(CMD_A) $(SERVER_A) $(LIB_A) $(LDLIBS)
 
+# The route tests are black-box tests of server/routes/X.c through the harness
+# against the real binary (one server per program); they link the harness too.
+$(BUILD)/tests/unit/server/routes/%: tests/unit/server/routes/%.c $(HARNESS_A) $(CMD_A) $(SERVER_A) $(LIB_A) $(CLIENT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS_A) $(CMD_A) $(SERVER_A) $(LIB_A) $(CLIENT_A) $(LDLIBS)
+
 $(BUILD)/tests/property/%: tests/property/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
 
-$(BUILD)/tests/integration/%: tests/integration/%.c tests/integration/harness.h $(LIB_A) $(CLIENT_A)
+$(HARNESS_OBJ): tests/integration/harness.c tests/integration/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(CLIENT_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -Itests/integration -Itests/unit -c $< -o $@
+
+$(HARNESS_A): $(HARNESS_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/integration/%: tests/integration/%.c tests/integration/harness.h $(HARNESS_A) $(LIB_A) $(CLIENT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/integration -Itests/unit $(LDFLAGS) -o $@ $< $(HARNESS_A) $(CLIENT_A) $(LIB_A) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -213,4 +231,4 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(CLIENT_SRC:%.c=$(BUILD)/%.d) $(BUILD)/cmd/main.d
--include $(UNIT_BIN:=.d) $(PROPERTY_BIN:=.d) $(INTEGRATION_BIN:=.d) $(BENCH_BIN:=.d)
+-include $(UNIT_BIN:=.d) $(PROPERTY_BIN:=.d) $(INTEGRATION_BIN:=.d) $(BENCH_BIN:=.d) $(HARNESS_OBJ:.o=.d)
