@@ -411,8 +411,10 @@ static bool case_parse(case_file *c, char *text, char *err, size_t err_len)
         } else if (strcmp(key, "expect-close") == 0) {
             c->expect_close = strcmp(value, "yes") == 0;
         } else if (strcmp(key, "expect-responses") == 0) {
-            c->expect_responses = atoi(value);
-            if (c->expect_responses <= 0) {
+            char *end;
+            long n = strtol(value, &end, 10);
+            c->expect_responses = n > 0 && n < 1000 && *end == '\0' ? (int)n : 0;
+            if (c->expect_responses == 0) {
                 snprintf(err, err_len, "line %d: expect-responses needs a positive count", line_no);
                 return false;
             }
@@ -472,16 +474,21 @@ static bool case_parse(case_file *c, char *text, char *err, size_t err_len)
 
 /* ---------- sending ---------- */
 
-/* Status lines ("HTTP/1.x NNN ") in a reply: an answer's body need not end in a
- * newline, so the next answer may follow it on the same line. */
+/* "HTTP/1.x NNN " at p. */
+static bool is_status_line(const char *p)
+{
+    return strncmp(p, "HTTP/1.", 7) == 0 && isdigit((unsigned char)p[7]) && p[8] == ' ' &&
+           isdigit((unsigned char)p[9]) && isdigit((unsigned char)p[10]) &&
+           isdigit((unsigned char)p[11]) && p[12] == ' ';
+}
+
+/* Status lines in a reply: an answer's body need not end in a newline, so the
+ * next answer may follow it on the same line. */
 static int count_status_lines(const char *reply)
 {
     int n = 0;
-    for (const char *p = strstr(reply, "HTTP/1."); p != NULL; p = strstr(p + 1, "HTTP/1.")) {
-        if (isdigit((unsigned char)p[7]) && p[8] == ' ' && isdigit((unsigned char)p[9]) &&
-            isdigit((unsigned char)p[10]) && isdigit((unsigned char)p[11]) && p[12] == ' ')
-            n++;
-    }
+    for (const char *p = strstr(reply, "HTTP/1."); p != NULL; p = strstr(p + 1, "HTTP/1."))
+        n += is_status_line(p);
     return n;
 }
 
@@ -532,9 +539,8 @@ static it_response send_raw(const case_file *c, bool *closed, int *responses)
         return r;
     }
     const char *text = (const char *)reply.data;
-    unsigned status = 0;
-    if (sscanf(text, "HTTP/1.%*c %u", &status) == 1)
-        r.status = status;
+    if (is_status_line(text))
+        r.status = strtol(text + 9, NULL, 10);
     *responses = count_status_lines(text);
     const char *head_end = strstr(text, "\r\n\r\n");
     size_t head_len = head_end ? (size_t)(head_end - text) : reply.len;

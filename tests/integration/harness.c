@@ -500,6 +500,52 @@ const char *it_reason(const it_response *r)
     return it_json_str(r, "reason");
 }
 
+/* Prints what went wrong with a setup request; true when it had the status. */
+static bool setup_step(it_response *r, long status, const char *what)
+{
+    bool ok = r->status == status;
+    if (!ok)
+        fprintf(stderr, "harness: %s -> %ld, expected %ld: %.300s\n", what, r->status, status,
+                r->body.data ? (const char *)r->body.data : "");
+    return ok;
+}
+
+int it_make_version(const char *token, const char *model, const char *path, const it_buf *file,
+                    bool publish)
+{
+    char url[600], body[300];
+    snprintf(body, sizeof body, "{\"name\":\"%s\"}", model);
+    it_response r = it_send_json("POST", "/v1/models", token, body);
+    bool ok = r.status == 409 ? strcmp(it_reason(&r) ? it_reason(&r) : "", "model_exists") == 0
+                              : setup_step(&r, 201, body);
+    it_response_free(&r);
+    if (!ok)
+        return -1;
+    snprintf(url, sizeof url, "/v1/models/%s/versions", model);
+    r = it_send("POST", url, token, NULL, 0);
+    long long version = setup_step(&r, 201, url) ? it_json_int(r.json, "version") : -1;
+    it_response_free(&r);
+    if (version <= 0)
+        return -1;
+    if (file != NULL) {
+        snprintf(url, sizeof url, "/v1/models/%s/versions/%lld/files/%s", model, version, path);
+        r = it_send("PUT", url, token, file->data, file->len);
+        ok = setup_step(&r, 201, url);
+        it_response_free(&r);
+        if (!ok)
+            return -1;
+    }
+    if (publish) {
+        snprintf(url, sizeof url, "/v1/models/%s/versions/%lld/publish", model, version);
+        r = it_send("POST", url, token, NULL, 0);
+        ok = setup_step(&r, 200, url);
+        it_response_free(&r);
+        if (!ok)
+            return -1;
+    }
+    return (int)version;
+}
+
 /* ---------- the data directory ---------- */
 
 /* Number of regular files below dir (recursively); 0 if it does not exist. */

@@ -166,6 +166,12 @@ const char *it_reason(const it_response *r);
         CHECK_STR(it_ct_, "application/problem+json");                                             \
     } while (0)
 
+/* Creates MODEL ("org/name"; one that exists already is fine), opens a new draft,
+ * uploads `file` as `path` when file is not NULL, and publishes the draft when
+ * `publish`. Returns the version number, or -1 after printing what failed. */
+int it_make_version(const char *token, const char *model, const char *path, const it_buf *file,
+                    bool publish);
+
 /* ---------- the data directory ---------- */
 
 int it_count_blobs(void);
@@ -228,14 +234,21 @@ size_t it_read_some(int fd, char *out, size_t cap, int timeout_ms);
 #include "test.h"
 
 /* Stops the server (the contract: it exits cleanly on SIGTERM, a check), dumps its
- * log if a check failed, and reports (test_report: fails when none ran). */
+ * log if a check failed, and reports (test_report). Fails when no check ran
+ * before this one: a program whose tests checked nothing proves nothing. */
 static inline int it_finish(const char *program)
 {
+    int ran = test_checks_passed + test_checks_failed;
     int status = it_server_stop();
     CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (test_checks_failed > 0)
         it_dump_log(it_srv.log);
-    return test_report(program);
+    int rc = test_report(program);
+    if (ran == 0) {
+        fprintf(stderr, "%s: no check ran before the server's stop\n", program);
+        return 1;
+    }
+    return rc;
 }
 #endif
 
