@@ -19,6 +19,7 @@
 #include "parsed_header_cache.h"
 #include "reclaim.h"
 #include "resources.h"
+#include "route_table.h"
 #include "routes_preloads.h"
 #include "sha256.h"
 #include "store.h"
@@ -120,7 +121,9 @@ int tg_cmd_serve(int argc, char **argv)
         tg_catalog_close(server.catalog);
         return 1;
     }
-    if (tg_http_start(&server, err, sizeof err) != 0) {
+    size_t route_count = 0;
+    const tg_route *routes = tg_routes(&route_count);
+    if (tg_http_start(&server, routes, route_count, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_preloads_stop();
         tg_convert_jobs_stop();

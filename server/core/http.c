@@ -1,4 +1,5 @@
-/* libmicrohttpd glue: the routing table, request lifecycle, responses, metrics. */
+/* libmicrohttpd glue: the router over the table given at start, request lifecycle,
+ * responses, metrics. */
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -15,74 +16,7 @@
 #include "log.h"
 #include "parsed_header_cache.h"
 #include "rate_limit.h"
-#include "routes.h"
-#include "routes_hf.h"
-#include "routes_preloads.h"
-#include "routes_tensors.h"
 #include "st_utf8.h"
-#include "upload.h"
-
-/* The routing table: every route of the server, in one place. The first pattern
- * that matches with the right method wins; a pattern that matches with another
- * method gives 405. */
-static const tg_route routes[] = {
-    {"GET", "/healthz", TG_BODY_NONE, tg_route_healthz, NULL, NULL, NULL},
-    {"GET", "/readyz", TG_BODY_NONE, tg_route_readyz, NULL, NULL, NULL},
-    {"GET", "/metrics", TG_BODY_NONE, tg_route_metrics, NULL, NULL, NULL},
-    {"GET", "/openapi.yaml", TG_BODY_NONE, tg_route_openapi, NULL, NULL, NULL},
-    {"POST", "/v1/scan", TG_BODY_STREAM, tg_route_scan_finish, tg_route_scan_start,
-     tg_route_scan_feed, tg_route_scan_cleanup},
-    {"GET", "/v1/rejections", TG_BODY_NONE, tg_route_rejections, NULL, NULL, NULL},
-    {"GET", "/v1/models", TG_BODY_NONE, tg_route_models_list, NULL, NULL, NULL},
-    {"POST", "/v1/models", TG_BODY_JSON, tg_route_model_create, NULL, NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_get, NULL, NULL, NULL},
-    {"DELETE", "/v1/models/{org}/{name}", TG_BODY_NONE, tg_route_model_delete, NULL, NULL, NULL},
-    {"PUT", "/v1/models/{org}/{name}/aliases/{alias}", TG_BODY_JSON, tg_route_alias_set, NULL, NULL,
-     NULL},
-    {"POST", "/v1/models/{org}/{name}/versions", TG_BODY_JSON, tg_route_version_create, NULL, NULL,
-     NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}", TG_BODY_NONE, tg_route_version_get, NULL,
-     NULL, NULL},
-    {"POST", "/v1/models/{org}/{name}/versions/{rev}/publish", TG_BODY_JSON,
-     tg_route_version_publish, NULL, NULL, NULL},
-    {"POST", "/v1/models/{org}/{name}/versions/{rev}/convert", TG_BODY_JSON,
-     tg_route_version_convert, NULL, NULL, NULL},
-    {"GET", "/v1/jobs", TG_BODY_NONE, tg_route_jobs_list, NULL, NULL, NULL},
-    {"GET", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_get, NULL, NULL, NULL},
-    {"DELETE", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_delete, NULL, NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files", TG_BODY_NONE, tg_route_files_list, NULL,
-     NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header", TG_BODY_NONE,
-     tg_route_file_header, NULL, NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE, tg_route_file_get,
-     NULL, NULL, NULL},
-    {"PUT", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_STREAM,
-     tg_route_upload_finish, tg_route_upload_start, tg_route_upload_feed, tg_route_upload_cleanup},
-    {"DELETE", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE,
-     tg_route_file_delete, NULL, NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors", TG_BODY_NONE, tg_route_tensors_list,
-     NULL, NULL, NULL},
-    {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors/{tensor*}", TG_BODY_NONE,
-     tg_route_tensor_get, NULL, NULL, NULL},
-    {"POST", "/v1/preloads", TG_BODY_JSON, tg_route_preload_create, NULL, NULL, NULL},
-    {"GET", "/v1/preloads", TG_BODY_NONE, tg_route_preloads_list, NULL, NULL, NULL},
-    {"GET", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_get, NULL, NULL, NULL},
-    {"DELETE", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_delete, NULL, NULL, NULL},
-    /* Hugging Face Hub read routes. Last, so every fixed route above wins: the
-     * "/{org}/{name}/..." patterns match only what nothing else did. */
-    {"GET", "/api/models", TG_BODY_NONE, tg_route_hf_models_list, NULL, NULL, NULL},
-    {"GET", "/api/models/{org}/{name}", TG_BODY_NONE, tg_route_hf_model_info, NULL, NULL, NULL},
-    {"GET", "/api/models/{org}/{name}/revision/{rev}", TG_BODY_NONE, tg_route_hf_model_info, NULL,
-     NULL, NULL},
-    {"GET", "/api/models/{org}/{name}/tree/{rev}", TG_BODY_NONE, tg_route_hf_tree, NULL, NULL,
-     NULL},
-    {"GET", "/api/models/{org}/{name}/tree/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_tree, NULL,
-     NULL, NULL},
-    {"GET", "/{org}/{name}/resolve/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL,
-     NULL},
-    {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, tg_route_hf_file, NULL, NULL, NULL},
-};
-#define ROUTE_COUNT (sizeof routes / sizeof routes[0])
 
 /* ---- metrics ---- */
 
@@ -93,7 +27,9 @@ static const unsigned known_statuses[] = {200, 201, 202, 204, 206, 304, 400, 401
 #define REJECTION_REASONS_MAX 64
 
 struct tg_metrics {
-    uint64_t requests[ROUTE_COUNT + 1][STATUS_SLOTS]; /* last route row: unmatched */
+    /* by route row and status slot: (route_count + 1) * STATUS_SLOTS counters, the
+     * last route row for requests that matched no route */
+    uint64_t *requests;
     uint64_t bytes_in, bytes_out;
     pthread_mutex_t lock; /* guards the rejection table */
     struct {
@@ -172,9 +108,11 @@ char *tg_metrics_render(tg_server *server)
     text_buffer b = {0};
     append(&b, "# HELP tensorgate_requests_total HTTP requests by route and status.\n"
                "# TYPE tensorgate_requests_total counter\n");
-    for (size_t r = 0; r <= ROUTE_COUNT; r++) {
+    const tg_route *routes = server->routes;
+    size_t route_count = server->route_count;
+    for (size_t r = 0; r <= route_count; r++) {
         for (size_t s = 0; s < STATUS_SLOTS; s++) {
-            uint64_t count = __atomic_load_n(&m->requests[r][s], __ATOMIC_RELAXED);
+            uint64_t count = __atomic_load_n(&m->requests[r * STATUS_SLOTS + s], __ATOMIC_RELAXED);
             if (count == 0)
                 continue;
             char status[8];
@@ -182,7 +120,7 @@ char *tg_metrics_render(tg_server *server)
                 snprintf(status, sizeof status, "%u", known_statuses[s]);
             else
                 snprintf(status, sizeof status, "other");
-            if (r < ROUTE_COUNT)
+            if (r < route_count)
                 append(&b,
                        "tensorgate_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
                        routes[r].method, routes[r].pattern, status, (unsigned long long)count);
@@ -273,6 +211,18 @@ const char *tg_header(const tg_request *req, const char *name)
 const char *tg_query(const tg_request *req, const char *name)
 {
     return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, name);
+}
+
+uint64_t tg_request_body_size(const tg_request *req)
+{
+    const char *encoding = tg_header(req, "Transfer-Encoding");
+    if (encoding != NULL && strcasestr(encoding, "chunked") != NULL)
+        return ST_FILE_SIZE_UNKNOWN;
+    const char *length = tg_header(req, "Content-Length");
+    uint64_t value;
+    if (length != NULL && tg_parse_u64(length, &value))
+        return value;
+    return ST_FILE_SIZE_UNKNOWN;
 }
 
 /* ---- responses ---- */
@@ -696,8 +646,9 @@ static void route_request(tg_request *req, const char *url)
         return;
     }
     const char *match_method = req->is_head ? "GET" : req->method;
+    const tg_route *routes = req->server->routes;
     char allow[128] = "";
-    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+    for (size_t i = 0; i < req->server->route_count; i++) {
         if (!match_pattern(routes[i].pattern, url_segments, url_count))
             continue;
         if (strcmp(routes[i].method, match_method) == 0) {
@@ -723,9 +674,10 @@ static void route_request(tg_request *req, const char *url)
                                "%s is not allowed here; allowed: %s", req->method, allow);
 }
 
-static size_t route_index(const tg_route *route)
+/* The route's row in the request counters; the last row for no route. */
+static size_t route_index(const tg_server *server, const tg_route *route)
 {
-    return route ? (size_t)(route - routes) : ROUTE_COUNT;
+    return route ? (size_t)(route - server->routes) : server->route_count;
 }
 
 /* True when the client has shut its sending side and nothing of it is left unread:
@@ -850,9 +802,9 @@ static void end_request(tg_server *server, tg_request *req, enum MHD_RequestTerm
     if (req->route && req->route->cleanup)
         req->route->cleanup(req);
     if (req->responded) {
-        size_t r = route_index(req->route);
-        __atomic_fetch_add(&server->metrics->requests[r][status_slot(req->status)], 1,
-                           __ATOMIC_RELAXED);
+        size_t r = route_index(server, req->route);
+        __atomic_fetch_add(&server->metrics->requests[r * STATUS_SLOTS + status_slot(req->status)],
+                           1, __ATOMIC_RELAXED);
     }
     if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->route)
         tg_log(TG_LOG_DEBUG, "%s %s from %s ended early (code %d)", req->method,
@@ -1197,18 +1149,47 @@ static void __attribute__((format(printf, 2, 0))) on_mhd_log(void *cls, const ch
                         "Content-Length is larger than 2^64 - 1 bytes");
 }
 
-int tg_http_start(tg_server *server, char *err, size_t err_len)
+/* A row the router can run: a method, a pattern that can match (not too many or
+ * unknown placeholders), the functions its body kind needs. */
+static bool route_valid(const tg_route *route, char *why, size_t why_len)
 {
-    /* a pattern that cannot match (too many or unknown placeholders) is a bug here */
-    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+    if (route->method == NULL || route->pattern == NULL) {
+        snprintf(why, why_len, "a route needs a method and a pattern");
+        return false;
+    }
+    if (!tg_pattern_valid(route->pattern, why, why_len))
+        return false;
+    if (route->handle == NULL ||
+        (route->body == TG_BODY_STREAM && (route->start == NULL || route->feed == NULL))) {
+        snprintf(why, why_len, "a route needs a handler (a stream route also start and feed)");
+        return false;
+    }
+    return true;
+}
+
+int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count, char *err,
+                  size_t err_len)
+{
+    /* a row that cannot be run is a bug in the table */
+    for (size_t i = 0; i < route_count; i++) {
         char why[128];
-        if (!tg_pattern_valid(routes[i].pattern, why, sizeof why)) {
-            snprintf(err, err_len, "route %s %s: %s", routes[i].method, routes[i].pattern, why);
+        if (!route_valid(&routes[i], why, sizeof why)) {
+            snprintf(err, err_len, "route %s %s: %s", routes[i].method ? routes[i].method : "?",
+                     routes[i].pattern ? routes[i].pattern : "?", why);
             return -1;
         }
     }
+    server->routes = routes;
+    server->route_count = route_count;
     server->metrics = calloc(1, sizeof *server->metrics);
     if (server->metrics == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    server->metrics->requests = calloc((route_count + 1) * STATUS_SLOTS, sizeof(uint64_t));
+    if (server->metrics->requests == NULL) {
+        free(server->metrics);
+        server->metrics = NULL;
         snprintf(err, err_len, "out of memory");
         return -1;
     }
@@ -1281,6 +1262,7 @@ void tg_http_stop(tg_server *server)
     }
     if (server->metrics) {
         free(server->metrics->timeout_answer);
+        free(server->metrics->requests);
         pthread_mutex_destroy(&server->metrics->lock);
         free(server->metrics);
         server->metrics = NULL;

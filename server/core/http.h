@@ -1,6 +1,7 @@
 /* libmicrohttpd glue: the server object, the request each handler sees, the
- * routing table (http.c, one table in one place), and the one way to build
- * responses (JSON, problem+json, files). */
+ * router (a routing table given at start, matched in order: 404/405, parameters),
+ * and the one way to build responses (JSON, problem+json, files). The table itself
+ * lives above, in server/routes/ (route_table.h): nothing here names a handler. */
 #ifndef TG_HTTP_H
 #define TG_HTTP_H
 
@@ -20,6 +21,7 @@
 #define TG_PARAMS_MAX 4
 
 typedef struct tg_metrics tg_metrics;
+typedef struct tg_route tg_route;
 
 typedef struct tg_server {
     tg_config config;
@@ -31,6 +33,9 @@ typedef struct tg_server {
      * files a publish checked are the files it freezes. */
     pthread_mutex_t publish_lock;
     tg_metrics *metrics;
+    /* the routing table given to tg_http_start (not owned) */
+    const tg_route *routes;
+    size_t route_count;
 } tg_server;
 
 typedef enum tg_body_kind {
@@ -41,7 +46,7 @@ typedef enum tg_body_kind {
 
 typedef struct tg_request tg_request;
 
-typedef struct tg_route {
+struct tg_route {
     const char *method;  /* a GET route also answers HEAD */
     const char *pattern; /* "/v1/models/{org}/{name}"; "{path*}" takes one or more segments */
     tg_body_kind body;
@@ -50,7 +55,7 @@ typedef struct tg_route {
     void (*start)(tg_request *req); /* may respond, then no body is read */
     void (*feed)(tg_request *req, const uint8_t *data, size_t len);
     void (*cleanup)(tg_request *req); /* always called when the request ends */
-} tg_route;
+};
 
 struct tg_request {
     tg_server *server;
@@ -83,14 +88,20 @@ struct tg_request {
     uint64_t bytes_in;
 };
 
-/* Starts the daemon on config->listen_host:listen_port; fills server->port. */
-int tg_http_start(tg_server *server, char *err, size_t err_len);
+/* Starts the daemon on config->listen_host:listen_port with the routing table
+ * routes[0..route_count) (kept, not copied: it must outlive the server; the first
+ * pattern that matches with the right method wins, one that matches with another
+ * method gives 405); fills server->port. Every pattern must pass tg_pattern_valid. */
+int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count, char *err,
+                  size_t err_len);
 void tg_http_stop(tg_server *server);
 
 /* Request accessors. */
 const char *tg_param(const tg_request *req, const char *name); /* a {placeholder}; NULL if absent */
 const char *tg_header(const tg_request *req, const char *name);
 const char *tg_query(const tg_request *req, const char *name);
+/* The declared body size: Content-Length, or ST_FILE_SIZE_UNKNOWN (chunked, absent). */
+uint64_t tg_request_body_size(const tg_request *req);
 
 /* Responses: each request gets exactly one. From inside a stream route's feed,
  * where libmicrohttpd 0.9 cannot queue a response, the response is written to the

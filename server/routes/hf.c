@@ -1,10 +1,8 @@
-/* Hugging Face Hub read routes (routes_hf.h): the file bytes under /resolve/ and
+/* Hugging Face Hub read routes (declared in routes.h): the file bytes under /resolve/ and
  * /raw/, model info, model list and file tree in the Hub's JSON shapes. The bytes
  * go through routes_files.c's tg_serve_file (Range, ETag, sendfile); this file adds
  * the Hub's headers (X-Repo-Commit, X-Linked-Etag, X-Linked-Size) and errors
  * (X-Error-Code: RepoNotFound | RevisionNotFound | EntryNotFound). */
-#include "routes_hf.h"
-
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,7 +50,9 @@ static void respond_internal(tg_request *req, const char *what)
 
 /* ---- repo and revision ---- */
 
-const char *tg_hf_revision(const char *rev)
+/* The Hub's revision names mapped to tensorgate's {rev}: "main" and "HEAD" (the
+ * clients' defaults) mean "latest"; anything else passes through. */
+static const char *hf_revision(const char *rev)
 {
     if (strcmp(rev, "main") == 0 || strcmp(rev, "HEAD") == 0)
         return "latest";
@@ -98,7 +98,7 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
                                tg_version *version)
 {
     tg_catalog *catalog = req->server->catalog;
-    const char *rev = tg_hf_revision(hub_rev);
+    const char *rev = hf_revision(hub_rev);
     tg_cat_status status = TG_CAT_NOT_FOUND;
     if (all_digits(rev)) {
         uint64_t number;

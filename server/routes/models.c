@@ -405,7 +405,7 @@ void tg_route_alias_set(tg_request *req)
     if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
         return;
     /* latest is automatic; main and HEAD are what Hugging Face clients ask for and
-     * mean latest there (routes_hf.c): an alias under any of these names, in any
+     * mean latest there (hf.c): an alias under any of these names, in any
      * case, would make the two APIs disagree about a version */
     static const char *const reserved[] = {"latest", "main", "head"};
     for (size_t i = 0; alias != NULL && i < sizeof reserved / sizeof reserved[0]; i++) {

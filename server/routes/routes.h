@@ -1,5 +1,6 @@
-/* Route handlers, one resource per file, listed in http.c's routing table, and
- * the lookups they share. */
+/* Route handlers, one resource per file, listed in the routing table
+ * (server/routes/table.c), and the lookups they share. Every handler is declared
+ * here; the table names them, the HTTP layer (server/core/) never does. */
 #ifndef TG_ROUTES_H
 #define TG_ROUTES_H
 
@@ -50,6 +51,31 @@ void tg_route_scan_cleanup(tg_request *req);
 
 /* routes_convert.c */
 void tg_route_version_convert(tg_request *req);
+
+/* tensors.c: GET .../versions/{rev}/tensors (list) and
+ * GET|HEAD .../versions/{rev}/tensors/{tensor*} (bytes) */
+void tg_route_tensors_list(tg_request *req);
+void tg_route_tensor_get(tg_request *req);
+
+/* preloads.c: POST|GET /v1/preloads, GET|DELETE /v1/preloads/{id} (the preload
+ * service itself: routes_preloads.h) */
+void tg_route_preload_create(tg_request *req);
+void tg_route_preloads_list(tg_request *req);
+void tg_route_preload_get(tg_request *req);
+void tg_route_preload_delete(tg_request *req);
+
+/* hf.c: the read routes the Hugging Face Hub clients use (docs/DESIGN.md §4), so
+ * HF_ENDPOINT (huggingface_hub) and hubUrl (@huggingface/hub) can point at
+ * tensorgate. Only published versions are visible there: a Hub revision needs a
+ * commit id (the version digest). */
+/* GET|HEAD /{org}/{name}/resolve/{rev}/{path*} and /{org}/{name}/raw/{rev}/{path*} */
+void tg_route_hf_file(tg_request *req);
+/* GET /api/models: ?search= ?limit= ?cursor=, Link: <absolute>; rel="next" */
+void tg_route_hf_models_list(tg_request *req);
+/* GET /api/models/{org}/{name} and /api/models/{org}/{name}/revision/{rev} */
+void tg_route_hf_model_info(tg_request *req);
+/* GET /api/models/{org}/{name}/tree/{rev}[/{path*}]: ?recursive= ?limit= ?cursor= */
+void tg_route_hf_tree(tg_request *req);
 
 /* routes_jobs.c */
 void tg_route_jobs_list(tg_request *req);

@@ -1,6 +1,7 @@
-/* /v1/preloads: the HTTP resource over the preload manager, the hand-off
- * socket's life, the preload flags, and the lines preloads add to /readyz and
- * /metrics. The server has one preload service (started by serve). */
+/* The preload service as the server runs it (preloads.c): the hand-off socket's
+ * life, the preload flags, and the lines preloads add to /readyz and /metrics. The
+ * server has one preload service (started by serve). Its /v1/preloads handlers are
+ * declared with the others in routes.h. */
 #ifndef TG_ROUTES_PRELOADS_H
 #define TG_ROUTES_PRELOADS_H
 
@@ -37,10 +38,5 @@ char *tg_preloads_metrics_append(char *text);
 /* DELETE of a model: revokes its preloads (reason "model_deleted"): their memory goes
  * now, or at the last lease's end, and each stays listed as failed, saying why. */
 void tg_preloads_model_deleted(int64_t model_id, const char *org, const char *name);
-
-void tg_route_preload_create(tg_request *req);
-void tg_route_preloads_list(tg_request *req);
-void tg_route_preload_get(tg_request *req);
-void tg_route_preload_delete(tg_request *req);
 
 #endif

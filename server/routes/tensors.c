@@ -6,8 +6,6 @@
  * A plain tensor (or a slice that is one range of the file) goes out with
  * sendfile from the blob; anything else streams through the engine in bounded
  * chunks. */
-#include "routes_tensors.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -43,18 +43,6 @@ static void test_commit_delay(void)
         usleep((useconds_t)(ms > 10000 ? 10000 : ms) * 1000);
 }
 
-uint64_t tg_request_body_size(const tg_request *req)
-{
-    const char *encoding = tg_header(req, "Transfer-Encoding");
-    if (encoding != NULL && strcasestr(encoding, "chunked") != NULL)
-        return ST_FILE_SIZE_UNKNOWN;
-    const char *length = tg_header(req, "Content-Length");
-    uint64_t value;
-    if (length != NULL && tg_parse_u64(length, &value))
-        return value;
-    return ST_FILE_SIZE_UNKNOWN;
-}
-
 int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64_t declared,
                    bool with_file)
 {

@@ -41,9 +41,6 @@ typedef struct tg_ingest {
     tg_header_budget budget; /* the gate's buffer is charged to the client and the server */
 } tg_ingest;
 
-/* The declared body size of the request: Content-Length, or ST_FILE_SIZE_UNKNOWN. */
-uint64_t tg_request_body_size(const tg_request *req);
-
 /* with_file: write to a temp file in the store; such an ingest also stops (temp file
  * deleted, nothing more written or hashed) as soon as the refusal is certain, before
  * the gate's final verdict (stop_when_certain). Returns -1 on allocation/I-O failure. */
