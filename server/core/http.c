@@ -287,7 +287,13 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
         __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
 }
 
-static void respond_text(tg_request *req, unsigned status, char *text, const char *content_type)
+/* The one way a JSON or problem+json text is answered: takes text (malloc'd; NULL
+ * answers 500 with no body); headers are name/value pairs, NULL-terminated (a pair
+ * whose value is NULL is skipped); a 401 also says how to authenticate. Inside a
+ * body's feed, where libmicrohttpd takes no response object, the plain text is
+ * written on the socket without them. */
+static void respond_text(tg_request *req, unsigned status, char *text, const char *content_type,
+                         const char *const *headers)
 {
     if (text == NULL) {
         tg_respond(req, 500, NULL, 0);
@@ -306,15 +312,26 @@ static void respond_text(tg_request *req, unsigned status, char *text, const cha
         free(text);
     } else {
         MHD_add_response_header(response, "Content-Type", content_type);
+        for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
+            if (headers[i + 1] != NULL)
+                MHD_add_response_header(response, headers[i], headers[i + 1]);
+        if (status == 401)
+            MHD_add_response_header(response, "WWW-Authenticate", "Bearer realm=\"tensorgate\"");
     }
     tg_respond(req, status, response, len);
 }
 
 void tg_respond_json(tg_request *req, unsigned status, json_t *body)
 {
+    tg_respond_json_headers(req, status, body, NULL);
+}
+
+void tg_respond_json_headers(tg_request *req, unsigned status, json_t *body,
+                             const char *const *headers)
+{
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    respond_text(req, status, text, "application/json");
+    respond_text(req, status, text, "application/json", headers);
 }
 
 void tg_respond_empty(tg_request *req, unsigned status)
@@ -411,38 +428,13 @@ json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
                      "status", (json_int_t)status, "detail", clean, "reason", reason);
 }
 
-/* The one way a problem+json is answered: steals problem; headers are name/value
- * pairs, NULL-terminated (a pair whose value is NULL is skipped). Inside a body's
- * feed, where libmicrohttpd takes no response object, the plain problem is written. */
+/* The one way a problem+json is answered: steals problem; headers as respond_text's. */
 static void respond_problem_json(tg_request *req, unsigned status, json_t *problem,
                                  const char *const *headers)
 {
     char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
     json_decref(problem);
-    if (text == NULL) {
-        tg_respond(req, 500, NULL, 0);
-        return;
-    }
-    if (req->in_upload_data) {
-        if (!req->responded)
-            respond_raw(req, status, "application/problem+json", text);
-        free(text);
-        return;
-    }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response == NULL) {
-        free(text);
-    } else {
-        MHD_add_response_header(response, "Content-Type", "application/problem+json");
-        for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
-            if (headers[i + 1] != NULL)
-                MHD_add_response_header(response, headers[i], headers[i + 1]);
-        if (status == 401)
-            MHD_add_response_header(response, "WWW-Authenticate", "Bearer realm=\"tensorgate\"");
-    }
-    tg_respond(req, status, response, len);
+    respond_text(req, status, text, "application/problem+json", headers);
 }
 
 static void __attribute__((format(printf, 5, 0)))

@@ -110,6 +110,10 @@ uint64_t tg_request_body_size(const tg_request *req);
 void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
                 uint64_t body_bytes);
 void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals body */
+/* The same with extra response headers: name/value pairs, NULL-terminated (a pair
+ * whose value is NULL is left out), e.g. Location or Link. */
+void tg_respond_json_headers(tg_request *req, unsigned status, json_t *body,
+                             const char *const *headers);
 void tg_respond_empty(tg_request *req, unsigned status);
 void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

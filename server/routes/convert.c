@@ -82,26 +82,14 @@ static bool job_fits(tg_request *req, const tg_model *model, const tg_version *v
 static void respond_accepted(tg_request *req, const tg_job *job)
 {
     json_t *body = tg_job_json(job);
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (text == NULL) {
+    if (body == NULL) {
         tg_respond_problem(req, 500, "internal", "out of memory");
-        return;
-    }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response == NULL) {
-        free(text);
-        tg_respond(req, 500, NULL, 0);
         return;
     }
     char location[64];
     snprintf(location, sizeof location, "/v1/jobs/%lld", (long long)job->id);
-    MHD_add_response_header(response, "Content-Type", "application/json");
-    MHD_add_response_header(response, "Location", location);
-    MHD_add_response_header(response, "Retry-After", "1");
-    tg_respond(req, 202, response, len);
+    const char *const headers[] = {"Location", location, "Retry-After", "1", NULL};
+    tg_respond_json_headers(req, 202, body, headers);
 }
 
 /* Reads {"dtype": NAME, "tensors": [GLOB, ...]} into spec (globs point into body).

@@ -384,36 +384,22 @@ static void request_origin(tg_request *req, char *out, size_t cap)
         snprintf(out, cap, "%s://127.0.0.1:%u", scheme, (unsigned)req->server->port);
 }
 
-/* Adds Link: <url>; rel="next" to response, url = origin + path_and_query. */
-static void add_next_link(tg_request *req, struct MHD_Response *response,
-                          const char *path_and_query)
-{
-    char origin[300], link[HF_URL_MAX + 400];
-    request_origin(req, origin, sizeof origin);
-    snprintf(link, sizeof link, "<%s%s>; rel=\"next\"", origin, path_and_query);
-    MHD_add_response_header(response, "Link", link);
-}
-
-/* A 200 JSON array answer with an optional Link to the next page. */
+/* A 200 JSON array answer with an optional Link: <url>; rel="next" to the next
+ * page, url = origin + next_path_or_null. */
 static void respond_page(tg_request *req, json_t *items, const char *next_path_or_null)
 {
-    char *text = items ? json_dumps(items, JSON_COMPACT) : NULL;
-    json_decref(items);
-    if (text == NULL) {
+    if (items == NULL) {
         respond_internal(req, "out of memory");
         return;
     }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response == NULL) {
-        free(text);
-    } else {
-        MHD_add_response_header(response, "Content-Type", "application/json");
-        if (next_path_or_null != NULL)
-            add_next_link(req, response, next_path_or_null);
+    char link[HF_URL_MAX + 400];
+    if (next_path_or_null != NULL) {
+        char origin[300];
+        request_origin(req, origin, sizeof origin);
+        snprintf(link, sizeof link, "<%s%s>; rel=\"next\"", origin, next_path_or_null);
     }
-    tg_respond(req, 200, response, len);
+    const char *const headers[] = {"Link", next_path_or_null != NULL ? link : NULL, NULL};
+    tg_respond_json_headers(req, 200, items, headers);
 }
 
 /* ---- GET /api/models ---- */

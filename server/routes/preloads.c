@@ -694,22 +694,10 @@ static void create_preload(tg_request *req, json_t *body)
         } else {
             tg_log(TG_LOG_INFO, "preload %s: %s v%lld, %zu tensors to %s, by %s", id, model_text,
                    (long long)version.number, sources.tensor_count, device, req->client);
-            json_t *described = tg_preload_describe(manager, id, true);
-            char *text = described ? json_dumps(described, JSON_COMPACT) : NULL;
-            json_decref(described);
-            struct MHD_Response *response =
-                text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
-                     : NULL;
-            size_t len = text ? strlen(text) : 0;
-            if (response == NULL) {
-                free(text);
-            } else {
-                char location[64];
-                snprintf(location, sizeof location, "/v1/preloads/%s", id);
-                MHD_add_response_header(response, "Content-Type", "application/json");
-                MHD_add_response_header(response, "Location", location);
-            }
-            tg_respond(req, 202, response, len);
+            char location[64];
+            snprintf(location, sizeof location, "/v1/preloads/%s", id);
+            const char *const headers[] = {"Location", location, NULL};
+            tg_respond_json_headers(req, 202, tg_preload_describe(manager, id, true), headers);
         }
     }
     sources_free(&sources);

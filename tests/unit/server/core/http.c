@@ -62,6 +62,13 @@ static void problem_headers(tg_request *req)
     tg_respond_problem_headers(req, 409, "conflict", headers, "taken: %s", "yes");
 }
 
+/* JSON with extra headers (Location; the NULL-valued pair left out). */
+static void created(tg_request *req)
+{
+    const char *const headers[] = {"Location", "/t/items/7", "X-Skipped", NULL, NULL};
+    tg_respond_json_headers(req, 201, json_pack("{s:i}", "id", 7), headers);
+}
+
 static void unauthorized(tg_request *req)
 {
     tg_respond_problem(req, 401, "unauthorized", "a token is needed");
@@ -155,6 +162,7 @@ static const tg_route test_routes[] = {
     {"GET", "/t/silent", TG_BODY_NONE, silent, NULL, NULL, NULL},
     {"GET", "/t/problem", TG_BODY_NONE, problem_headers, NULL, NULL, NULL},
     {"GET", "/t/unauthorized", TG_BODY_NONE, unauthorized, NULL, NULL, NULL},
+    {"POST", "/t/created", TG_BODY_NONE, created, NULL, NULL, NULL},
     {"GET", "/t/list", TG_BODY_NONE, list, NULL, NULL, NULL},
     /* last: matches only what nothing above did (as the Hub routes of the real table) */
     {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, echo_params, NULL, NULL, NULL},
@@ -573,6 +581,13 @@ TEST(problems)
     CHECK_STR(json_str(r.json, "title"), "Conflict");
     CHECK_EQ_U64(json_integer_value(json_object_get(r.json, "status")), 409);
     CHECK_STR(json_str(r.json, "detail"), "taken: yes");
+    json_decref(r.json);
+    request("POST", "/t/created", NULL, 0, false, NULL, &r);
+    CHECK_EQ_U64(r.status, 201);
+    CHECK_STR(header_value(&r, "Location", value, sizeof value), "/t/items/7");
+    CHECK_STR(header_value(&r, "X-Skipped", value, sizeof value), "");
+    CHECK_STR(header_value(&r, "Content-Type", value, sizeof value), "application/json");
+    CHECK_EQ_U64(json_integer_value(json_object_get(r.json, "id")), 7);
     json_decref(r.json);
     get("/t/unauthorized", &r);
     CHECK_EQ_U64(r.status, 401);
