@@ -472,6 +472,14 @@ void tg_respond_problem_headers(tg_request *req, unsigned status, const char *re
     va_end(ap);
 }
 
+void tg_respond_internal(tg_request *req, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_problem_va(req, 500, "internal", NULL, fmt, ap);
+    va_end(ap);
+}
+
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
 {
     if (verdict->error.reason == ST_OUT_OF_MEMORY) {

@@ -62,6 +62,12 @@ static void problem_headers(tg_request *req)
     tg_respond_problem_headers(req, 409, "conflict", headers, "taken: %s", "yes");
 }
 
+/* 500 internal through its one function */
+static void internal(tg_request *req)
+{
+    tg_respond_internal(req, "the %s failed (%d)", "disk", 5);
+}
+
 /* JSON with extra headers (Location; the NULL-valued pair left out). */
 static void created(tg_request *req)
 {
@@ -163,6 +169,7 @@ static const tg_route test_routes[] = {
     {"GET", "/t/problem", TG_BODY_NONE, problem_headers, NULL, NULL, NULL},
     {"GET", "/t/unauthorized", TG_BODY_NONE, unauthorized, NULL, NULL, NULL},
     {"POST", "/t/created", TG_BODY_NONE, created, NULL, NULL, NULL},
+    {"GET", "/t/internal", TG_BODY_NONE, internal, NULL, NULL, NULL},
     {"GET", "/t/list", TG_BODY_NONE, list, NULL, NULL, NULL},
     /* last: matches only what nothing above did (as the Hub routes of the real table) */
     {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, echo_params, NULL, NULL, NULL},
@@ -490,6 +497,13 @@ TEST(no_answer_is_500)
     CHECK_STR(json_str(r.json, "reason"), "internal");
     CHECK_STR(json_str(r.json, "detail"), "the handler gave no answer");
     CHECK_STR(json_str(r.json, "title"), "Internal Server Error");
+    json_decref(r.json);
+    get("/t/internal", &r);
+    CHECK_EQ_U64(r.status, 500);
+    CHECK_STR(json_str(r.json, "reason"), "internal");
+    CHECK_STR(json_str(r.json, "type"), "https://tensorgate.dev/problems/internal");
+    CHECK_STR(json_str(r.json, "detail"), "the disk failed (5)");
+    CHECK_EQ_U64(json_integer_value(json_object_get(r.json, "status")), 500);
     json_decref(r.json);
 }
 
