@@ -80,9 +80,8 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
     tg_cat_status status =
         tg_token_lookup(req->server->catalog, token, &granted, token_namespace, namespace_size);
     if (status == TG_CAT_ERROR) {
-        tg_respond_problem(req, 500, "internal",
-                           "the token could not be checked (the token store "
-                           "or its hash failed)");
+        tg_respond_internal(req, "the token could not be checked (the token store "
+                                 "or its hash failed)");
         return false;
     }
     if (status != TG_CAT_OK) {

@@ -484,8 +484,8 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
 {
     if (verdict->error.reason == ST_OUT_OF_MEMORY) {
         /* the server's failure, not a verdict on the file */
-        tg_respond_problem(req, 500, "internal",
-                           "the server ran out of memory checking the file; nothing was stored");
+        tg_respond_internal(req,
+                            "the server ran out of memory checking the file; nothing was stored");
         return;
     }
     unsigned status = verdict->error.reason == ST_REFUSED_FORMAT ? 415 : 422;
@@ -653,7 +653,7 @@ static void route_request(tg_request *req, const char *url)
             continue;
         if (strcmp(routes[i].method, match_method) == 0) {
             if (!take_params(routes[i].pattern, url_segments, url_count, req)) {
-                tg_respond_problem(req, 500, "internal", "out of memory");
+                tg_respond_internal(req, "out of memory");
                 return;
             }
             req->route = &routes[i];
@@ -958,7 +958,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (!req->responded && req->route != NULL)
         req->route->handle(req);
     if (!req->responded)
-        tg_respond_problem(req, 500, "internal", "the handler gave no answer");
+        tg_respond_internal(req, "the handler gave no answer");
     return req->close_now ? MHD_NO : MHD_YES;
 }
 

@@ -126,7 +126,8 @@ void tg_respond_problem_headers(tg_request *req, unsigned status, const char *re
 /* 500 internal: the server's own failure (out of memory, the catalog failed, an I/O
  * error), the detail saying what failed. The one place a 500 is answered (and, when
  * the catalog's disk is full, the 507 insufficient_storage it becomes). */
-void tg_respond_internal(tg_request *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tg_respond_internal(tg_request *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* A gate refusal: 415 for ST_REFUSED_FORMAT, else 422; reason, offset, tensor, format. */
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict);
 /* The problem+json body alone (for tests and for the scan verdict). */

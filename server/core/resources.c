@@ -281,16 +281,15 @@ void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_af
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    unsigned status = result == TG_TALLY_KEY_FULL      ? 429
-                      : result == TG_TALLY_GLOBAL_FULL ? 503
-                                                       : 500;
-    const char *reason = status == 429   ? "quota_exceeded"
-                         : status == 503 ? "resource_exhausted"
-                                         : "internal";
+    if (result != TG_TALLY_KEY_FULL && result != TG_TALLY_GLOBAL_FULL) {
+        tg_respond_internal(req, "%s", detail);
+        return;
+    }
+    unsigned status = result == TG_TALLY_KEY_FULL ? 429 : 503;
+    const char *reason = status == 429 ? "quota_exceeded" : "resource_exhausted";
     char seconds[16];
     snprintf(seconds, sizeof seconds, "%u", retry_after);
-    const char *const headers[] = {"Retry-After", retry_after && status != 500 ? seconds : NULL,
-                                   NULL};
+    const char *const headers[] = {"Retry-After", retry_after ? seconds : NULL, NULL};
     tg_respond_problem_headers(req, status, reason, headers, "%s", detail);
 }
 

@@ -38,7 +38,7 @@ void tg_route_metrics(tg_request *req)
     char *text =
         tg_resources_metrics_append(tg_preloads_metrics_append(tg_metrics_render(req->server)));
     if (text == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     size_t len = strlen(text);
@@ -107,7 +107,7 @@ void tg_route_rejections(tg_request *req)
     if (tg_catalog_rejection_list(req->server->catalog, (int64_t)before, limit + 1, add_rejection,
                                   &page) != TG_CAT_OK) {
         json_decref(page.items);
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         return;
     }
     char next[32];

@@ -55,7 +55,7 @@ static bool job_fits(tg_request *req, const tg_model *model, const tg_version *v
         status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
                                      count_job, &count);
     if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         return false;
     }
     if (count.equal)
@@ -83,7 +83,7 @@ static void respond_accepted(tg_request *req, const tg_job *job)
 {
     json_t *body = tg_job_json(job);
     if (body == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     char location[64];
@@ -151,7 +151,7 @@ void tg_route_version_convert(tg_request *req)
     json_t *body = NULL;
     char *globs_text = NULL;
     if (model == NULL || job == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         goto out;
     }
     tg_version version;
@@ -172,7 +172,7 @@ void tg_route_version_convert(tg_request *req)
     tg_convert_survey survey;
     char detail[512];
     if (tg_convert_survey_version(server, version.id, &spec, &survey, detail, sizeof detail) != 0) {
-        tg_respond_problem(req, 500, "internal", "%s", detail);
+        tg_respond_internal(req, "%s", detail);
         goto out;
     }
     if (survey.unmatched_glob >= 0) {
@@ -204,7 +204,7 @@ void tg_route_version_convert(tg_request *req)
     int64_t token_id = 0;
     int hashed = tg_auth_token_hash(req, token_hash);
     if (hashed < 0) {
-        tg_respond_problem(req, 500, "internal", "the token's SHA-256 failed");
+        tg_respond_internal(req, "the token's SHA-256 failed");
         goto out;
     }
     if (hashed > 0 && tg_catalog_token_id(server->catalog, token_hash, &token_id) != TG_CAT_OK)
@@ -223,7 +223,7 @@ void tg_route_version_convert(tg_request *req)
         goto out;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         goto out;
     }
     if (!existing)

@@ -34,8 +34,8 @@ int tg_open_file_blob(tg_request *req, const tg_file_record *file)
     if (check == TG_BLOB_UNREADABLE && tg_errno_is_exhaustion(errno))
         tg_respond_exhausted(req, NULL);
     else if (check == TG_BLOB_UNREADABLE)
-        tg_respond_problem(req, 500, "internal", "the stored content of %s cannot be opened: %s",
-                           file->path, strerror(errno));
+        tg_respond_internal(req, "the stored content of %s cannot be opened: %s", file->path,
+                            strerror(errno));
     else
         tg_respond_blob_damaged(req, file->path);
     return -1;
@@ -147,7 +147,7 @@ void tg_route_files_list(tg_request *req)
     tg_model *model = malloc(sizeof *model);
     tg_version version;
     if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
@@ -156,7 +156,7 @@ void tg_route_files_list(tg_request *req)
             req->server->catalog, version.id, has_cursor ? key : NULL, limit + 1, add_file, &page);
         if (status != TG_CAT_OK) {
             json_decref(page.files);
-            tg_respond_problem(req, 500, "internal", "the catalog failed");
+            tg_respond_internal(req, "the catalog failed");
         } else {
             const char *next = NULL;
             if (page.count > limit) {
@@ -275,7 +275,7 @@ void tg_route_file_get(tg_request *req)
             tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else
-            tg_respond_problem(req, 500, "internal", "the catalog failed");
+            tg_respond_internal(req, "the catalog failed");
     }
     free(model);
 }
@@ -372,7 +372,7 @@ void tg_route_file_header(tg_request *req)
         return;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         free(model);
         return;
     }
@@ -399,15 +399,14 @@ void tg_route_file_header(tg_request *req)
     } else if (read == -2 && tg_errno_is_exhaustion(errno)) {
         tg_respond_exhausted(req, NULL);
     } else if (read != 0) {
-        tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read: %s", path,
-                           err.detail);
+        tg_respond_internal(req, "the stored header of %s cannot be read: %s", path, err.detail);
     } else {
         tg_catalog_file_stats(catalog, version.id, path, &stats);
         json_t *body = header_json(&record, &file, stats);
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
         if (text == NULL) {
-            tg_respond_problem(req, 500, "internal", "out of memory");
+            tg_respond_internal(req, "out of memory");
         } else {
             size_t len = strlen(text);
             tg_header_cache_put(record.sha256, record.path, text, len);
@@ -449,7 +448,7 @@ void tg_route_file_delete(tg_request *req)
             tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else
-            tg_respond_problem(req, 500, "internal", "the catalog failed");
+            tg_respond_internal(req, "the catalog failed");
     }
     free(model);
 }

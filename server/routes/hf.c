@@ -45,7 +45,7 @@ respond_hf_error(tg_request *req, unsigned status, const char *error_code, const
 
 static void respond_internal(tg_request *req, const char *what)
 {
-    respond_hf_error(req, 500, NULL, "internal", NULL, "%s", what);
+    tg_respond_internal(req, "%s", what);
 }
 
 /* ---- repo and revision ---- */

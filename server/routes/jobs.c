@@ -99,7 +99,7 @@ static void respond_job(tg_request *req, unsigned status, const tg_job *job)
 {
     json_t *body = tg_job_json(job);
     if (body == NULL)
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
     else
         tg_respond_json(req, status, body);
 }
@@ -200,7 +200,7 @@ void tg_route_jobs_list(tg_request *req)
                                      : TG_CAT_ERROR;
     if (status != TG_CAT_OK || page.failed) {
         json_decref(page.jobs);
-        tg_respond_problem(req, 500, "internal", "the catalog failed listing the jobs");
+        tg_respond_internal(req, "the catalog failed listing the jobs");
         return;
     }
     char next[32];
@@ -223,7 +223,7 @@ void tg_route_job_get(tg_request *req)
 {
     tg_job *job = malloc(sizeof *job);
     if (job == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     int64_t id = 0;
@@ -245,7 +245,7 @@ void tg_route_job_get(tg_request *req)
             tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
         }
     } else {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
     }
     free(job);
 }
@@ -288,14 +288,14 @@ static void cancel_job(tg_request *req, int64_t id, tg_job *job)
     else if (status == TG_CAT_NOT_FOUND) /* its model was deleted meanwhile */
         tg_respond_problem(req, 404, "job_not_found", "no job %lld", (long long)id);
     else
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
 }
 
 void tg_route_job_delete(tg_request *req)
 {
     tg_job *job = malloc(sizeof *job);
     if (job == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     int64_t id = 0;
@@ -308,7 +308,7 @@ void tg_route_job_delete(tg_request *req)
         if (tg_auth_require(req, TG_SCOPE_WRITE, NULL))
             tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
     } else {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
     }
     free(job);
 }

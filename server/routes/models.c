@@ -15,7 +15,7 @@ tg_model *tg_model_alloc(tg_request *req)
 {
     tg_model *model = malloc(sizeof *model);
     if (model == NULL)
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
     return model;
 }
 
@@ -33,7 +33,7 @@ bool tg_lookup_model(tg_request *req, tg_model *model)
         return false;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         return false;
     }
     return true;
@@ -92,7 +92,7 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
         return false;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         return false;
     }
     return true;
@@ -203,7 +203,7 @@ void tg_route_models_list(tg_request *req)
                               limit + 1, add_model_summary, &page);
     if (status != TG_CAT_OK || page.models == NULL) {
         json_decref(page.models);
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         return;
     }
     const char *next = NULL;
@@ -284,7 +284,7 @@ void tg_route_model_create(tg_request *req)
     if (status == TG_CAT_EXISTS)
         tg_respond_problem(req, 409, "model_exists", "the model %s/%s already exists", org, name);
     else if (status != TG_CAT_OK)
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
     else
         tg_respond_json(req, 201, model_json(req->server, model));
     free(model);
@@ -341,7 +341,7 @@ void tg_route_model_get(tg_request *req)
     if (tg_lookup_model(req, model)) {
         json_t *body = model_json(req->server, model);
         if (body == NULL)
-            tg_respond_problem(req, 500, "internal", "the catalog failed");
+            tg_respond_internal(req, "the catalog failed");
         else
             tg_respond_json(req, 200, body);
     }
@@ -392,7 +392,7 @@ void tg_route_model_delete(tg_request *req)
         if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
             tg_respond_empty(req, 204);
         else
-            tg_respond_problem(req, 500, "internal", "the catalog failed");
+            tg_respond_internal(req, "the catalog failed");
     }
     free(model);
 }
@@ -451,7 +451,7 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         goto out;
     }
     if (!version.published) {
@@ -461,7 +461,7 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     }
     if (tg_catalog_alias_set(req->server->catalog, model->id, alias, number) != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         goto out;
     }
     tg_respond_json(req, 200,

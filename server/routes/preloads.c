@@ -441,7 +441,7 @@ static void respond_status(tg_request *req, tg_preload_status status, const char
         tg_respond_problem(req, 422, "unsupported_conversion", "%s", err);
         break;
     default:
-        tg_respond_problem(req, 500, "internal", "%s", err[0] ? err : "the preload failed");
+        tg_respond_internal(req, "%s", err[0] ? err : "the preload failed");
         break;
     }
 }
@@ -478,14 +478,14 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
     if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, collect_file, &s->files) !=
             TG_CAT_OK ||
         s->files.failed) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         return false;
     }
     size_t n = s->files.count;
     s->headers = calloc(n ? n : 1, sizeof *s->headers);
     s->blob_paths = calloc(n ? n : 1, sizeof *s->blob_paths);
     if (s->headers == NULL || s->blob_paths == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return false;
     }
     size_t total_tensors = 0;
@@ -500,9 +500,8 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
             if (tg_errno_is_exhaustion(errno))
                 tg_respond_exhausted(req, NULL);
             else
-                tg_respond_problem(req, 500, "internal",
-                                   "the stored blob of %s cannot be read (run fsck)",
-                                   s->files.files[i].path);
+                tg_respond_internal(req, "the stored blob of %s cannot be read (run fsck)",
+                                    s->files.files[i].path);
             return false;
         }
         total_tensors += s->headers[i].tensor_count;
@@ -512,7 +511,7 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
     s->tensors = calloc(total_tensors ? total_tensors : 1, sizeof *s->tensors);
     if (pattern_matched == NULL || s->tensors == NULL) {
         free(pattern_matched);
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return false;
     }
     for (size_t f = 0; f < n; f++) {
@@ -569,7 +568,7 @@ static bool lookup_version_text(tg_request *req, const tg_model *model, const ch
     char *copy = strdup(text);
     if (slot < 0 || copy == NULL) {
         free(copy);
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return false;
     }
     req->param_names[slot] = "rev";
@@ -665,7 +664,7 @@ static void create_preload(tg_request *req, json_t *body)
     if (found == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", org, name);
     } else if (found != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
     } else if (lookup_version_text(req, model, version_string, &version) &&
                choose_tensors(req, &version, patterns, &sources)) {
         char model_text[2 * (TG_NAME_MAX + 2) + 2];

@@ -45,12 +45,12 @@ void tg_route_scan_start(tg_request *req)
     }
     tg_ingest *ingest = calloc(1, sizeof *ingest);
     if (ingest == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     req->state = ingest;
     if (tg_ingest_init(ingest, req, kind, declared, false) != 0) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     ingest->hash_after_stop = true;
@@ -88,7 +88,7 @@ void tg_route_scan_finish(tg_request *req)
 {
     tg_ingest *ingest = req->state;
     if (ingest == NULL || ingest->gate == NULL) {
-        tg_respond_problem(req, 500, "internal", "the scan was not started");
+        tg_respond_internal(req, "the scan was not started");
         return;
     }
     tg_ingest_finish(ingest);
@@ -102,14 +102,14 @@ void tg_route_scan_finish(tg_request *req)
         return;
     }
     if (ingest->state == TG_INGEST_FAILED) {
-        tg_respond_problem(req, 500, "internal", "the scan ran out of memory");
+        tg_respond_internal(req, "the scan ran out of memory");
         return;
     }
     st_verdict verdict;
     st_gate_verdict(ingest->gate, &verdict);
     char sha[65];
     if (tg_ingest_digest(ingest, sha) != 0) {
-        tg_respond_problem(req, 500, "internal", "the scan's SHA-256 failed");
+        tg_respond_internal(req, "the scan's SHA-256 failed");
         return;
     }
     bool valid = ingest->state == TG_INGEST_OPEN && verdict.valid;

@@ -40,7 +40,7 @@ static bool lookup_files(tg_request *req, tg_version *version, tg_file_records *
     tg_cat_status status = tg_catalog_file_list(req->server->catalog, version->id, NULL, 0,
                                                 tg_file_records_collect, list);
     if (status != TG_CAT_OK || list->failed) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         return false;
     }
     return true;
@@ -158,9 +158,8 @@ void tg_route_tensors_list(tg_request *req)
             else if (tg_errno_is_exhaustion(errno))
                 tg_respond_exhausted(req, NULL);
             else
-                tg_respond_problem(req, 500, "internal",
-                                   "the stored header of %s cannot be read: %s", list.items[i].path,
-                                   err.detail);
+                tg_respond_internal(req, "the stored header of %s cannot be read: %s",
+                                    list.items[i].path, err.detail);
             json_decref(page.tensors);
             free(list.items);
             return;
@@ -171,7 +170,7 @@ void tg_route_tensors_list(tg_request *req)
     free(list.items);
     if (!ok) {
         json_decref(page.tensors);
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     if (has_cursor && !page.after_found) {
@@ -185,7 +184,7 @@ void tg_route_tensors_list(tg_request *req)
                              (json_int_t)json_array_size(page.tensors), "total",
                              (json_int_t)page.total, "tensors", page.tensors);
     if (body == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     tg_set_next_cursor(body, page.more ? page.last : NULL);
@@ -480,8 +479,7 @@ void tg_route_tensor_get(tg_request *req)
     } else if (rc == -3) {
         tg_respond_exhausted(req, NULL);
     } else if (rc < 0) {
-        tg_respond_problem(req, 500, "internal", "the stored header of %s cannot be read",
-                           at.record->path);
+        tg_respond_internal(req, "the stored header of %s cannot be read", at.record->path);
     } else {
         int fd = tg_open_file_blob(req, at.record);
         if (fd >= 0)

@@ -255,13 +255,13 @@ void tg_route_upload_start(tg_request *req)
         return;
     upload *up = calloc(1, sizeof *up);
     if (up == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     up->ingest.fd = -1;
     req->state = up;
     if (tg_auth_token_hash(req, up->token_hash) < 0) {
-        tg_respond_problem(req, 500, "internal", "the token's SHA-256 failed");
+        tg_respond_internal(req, "the token's SHA-256 failed");
         return;
     }
     /* Concurrent uploads per token or namespace and in all (each holds a connection
@@ -325,8 +325,7 @@ void tg_route_upload_start(tg_request *req)
         if (tg_errno_is_exhaustion(errno))
             tg_respond_exhausted(req, "a temp file");
         else
-            tg_respond_problem(req, 500, "internal",
-                               "cannot start the upload (temp file or memory)");
+            tg_respond_internal(req, "cannot start the upload (temp file or memory)");
         return;
     }
 }
@@ -395,7 +394,7 @@ static void upload_answer(tg_request *req, bool body_ended)
     upload *up = req->state;
     tg_server *server = req->server;
     if (up == NULL || up->ingest.gate == NULL) {
-        tg_respond_problem(req, 500, "internal", "the upload was not started");
+        tg_respond_internal(req, "the upload was not started");
         return;
     }
     tg_ingest *ingest = &up->ingest;
@@ -448,7 +447,7 @@ static void upload_answer(tg_request *req, bool body_ended)
                            "the server's disk is full; nothing was stored");
         return;
     case TG_INGEST_FAILED:
-        tg_respond_problem(req, 500, "internal", "the upload could not be written");
+        tg_respond_internal(req, "the upload could not be written");
         return;
     case TG_INGEST_OVER_BUDGET:
         tg_ingest_respond_over_budget(ingest, req);
@@ -459,7 +458,7 @@ static void upload_answer(tg_request *req, bool body_ended)
     snprintf(file.path, sizeof file.path, "%s", up->path);
     file.size = ingest->seen;
     if (tg_ingest_digest(ingest, file.sha256) != 0) {
-        tg_respond_problem(req, 500, "internal", "the upload's SHA-256 failed; nothing was stored");
+        tg_respond_internal(req, "the upload's SHA-256 failed; nothing was stored");
         return;
     }
     const st_file *parsed = st_gate_file(ingest->gate);
@@ -483,8 +482,7 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_store_temp_discard(ingest->fd, ingest->temp_path);
         ingest->fd = -1;
         ingest->temp_path[0] = '\0';
-        tg_respond_problem(req, 500, "internal",
-                           "the blob store's lock cannot be taken; nothing was stored");
+        tg_respond_internal(req, "the blob store's lock cannot be taken; nothing was stored");
         return;
     }
     tg_store_status committed =
@@ -498,7 +496,7 @@ static void upload_answer(tg_request *req, bool body_ended)
             tg_respond_problem(req, 507, "insufficient_storage",
                                "the server's disk is full; nothing was stored");
         else
-            tg_respond_problem(req, 500, "internal", "the blob could not be stored");
+            tg_respond_internal(req, "the blob could not be stored");
         return;
     }
     test_commit_delay();
@@ -540,7 +538,7 @@ static void upload_answer(tg_request *req, bool body_ended)
             req, 404, "version_not_found",
             "the model or the version was deleted during the upload; nothing was stored");
     } else if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
     } else {
         tg_log(TG_LOG_INFO, "stored %s/%s v%lld %s (%llu bytes, sha256 %s)", up->model.org,
                up->model.name, (long long)up->version.number, file.path,

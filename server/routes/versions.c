@@ -31,7 +31,7 @@ void tg_route_version_create(tg_request *req)
             tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org,
                                model->name);
         else if (status != TG_CAT_OK)
-            tg_respond_problem(req, 500, "internal", "the catalog failed");
+            tg_respond_internal(req, "the catalog failed");
         else
             tg_respond_json(req, 201, tg_version_json(req->server, model, &version, true));
     }
@@ -49,7 +49,7 @@ void tg_route_version_get(tg_request *req)
     if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
         json_t *body = tg_version_json(req->server, model, &version, true);
         if (body == NULL)
-            tg_respond_problem(req, 500, "internal", "the catalog failed");
+            tg_respond_internal(req, "the catalog failed");
         else
             tg_respond_json(req, 200, body);
     }
@@ -210,7 +210,7 @@ void tg_route_version_publish(tg_request *req)
     tg_model *model = malloc(sizeof *model);
     tg_file_records files = {0};
     if (model == NULL) {
-        tg_respond_problem(req, 500, "internal", "out of memory");
+        tg_respond_internal(req, "out of memory");
         return;
     }
     tg_version version;
@@ -227,7 +227,7 @@ void tg_route_version_publish(tg_request *req)
     if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect,
                              &files) != TG_CAT_OK ||
         files.failed) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
         goto out_unlock;
     }
     if (files.count == 0) {
@@ -238,7 +238,7 @@ void tg_route_version_publish(tg_request *req)
     char detail[512] = "";
     int check = check_shards(server, &files, detail, sizeof detail);
     if (check < 0) {
-        tg_respond_problem(req, 500, "internal", "the shard headers could not be read");
+        tg_respond_internal(req, "the shard headers could not be read");
         goto out_unlock;
     }
     if (check > 0) {
@@ -248,9 +248,8 @@ void tg_route_version_publish(tg_request *req)
     char digest[65];
     if (tg_manifest_digest(files.items, files.count, digest) != 0) {
         /* nothing is frozen without its digest: the version stays a draft */
-        tg_respond_problem(req, 500, "internal",
-                           "the version digest could not be computed; the version is still a "
-                           "draft");
+        tg_respond_internal(req, "the version digest could not be computed; the version is still a "
+                                 "draft");
         goto out_unlock;
     }
     tg_version published;
@@ -261,7 +260,7 @@ void tg_route_version_publish(tg_request *req)
                            "version %lld of %s/%s is already published", (long long)version.number,
                            model->org, model->name);
     } else if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 500, "internal", "the catalog failed");
+        tg_respond_internal(req, "the catalog failed");
     } else {
         tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
                (long long)published.number, digest);
