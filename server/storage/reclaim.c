@@ -6,6 +6,12 @@
 tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const char *hex,
                                   bool dry_run)
 {
+    /* A name that is not a digest names no blob; refused before tg_store_remove_blob,
+     * whose -1 for it leaves errno as it was (a stale ENOENT read as "already gone"). */
+    if (!tg_is_sha256_hex(hex)) {
+        errno = EINVAL;
+        return TG_RECLAIM_ERROR;
+    }
     int lock = tg_store_lock_blobs(store, true, true);
     if (lock < 0)
         return TG_RECLAIM_ERROR;

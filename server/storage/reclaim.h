@@ -15,7 +15,8 @@
 typedef enum tg_reclaim_result {
     TG_RECLAIM_KEPT,    /* still referenced */
     TG_RECLAIM_REMOVED, /* unreferenced: removed (or, dry run, would be) */
-    TG_RECLAIM_ERROR,   /* the lock, the catalog or the unlink failed; nothing removed */
+    TG_RECLAIM_ERROR,   /* hex is not a digest, or the lock, the catalog or the unlink
+                           failed; nothing removed */
 } tg_reclaim_result;
 
 tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const char *hex,
