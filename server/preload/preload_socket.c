@@ -20,6 +20,7 @@
 
 #define CONNECTIONS_MAX 1024
 #define HANDSHAKE_SECONDS 5
+#define ACCEPT_RETRY_MS 100 /* after accept() found no descriptor or memory */
 
 struct tg_preload_socket {
     tg_preload_socket_config config;
@@ -226,8 +227,16 @@ static void *acceptor_main(void *arg)
         if (ready < 0 || fds[1].revents)
             break;
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            /* Out of descriptors or memory: the connection stays pending and poll()
+             * reports it again at once, so wait a little (or for stop) instead of
+             * spinning a core until some come back. */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                struct pollfd stop = {s->stop_pipe[0], POLLIN, 0};
+                (void)poll(&stop, 1, ACCEPT_RETRY_MS);
+            }
             continue;
+        }
         struct ucred peer;
         socklen_t peer_len = sizeof peer;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0) {
