@@ -18,12 +18,11 @@
 
 #include "commands.h"
 #include "st_convert.h"
-#include "st_write.h"
+#include "st_convert_stream.h"
 #include "tg_local.h"
 
-/* Elements per conversion chunk: 1 MiB of the widest (8-byte) dtype. */
-#define CONVERT_CHUNK_ELEMENTS (128u * 1024u)
-#define COPY_CHUNK_BYTES (1u << 20)
+/* The converter's chunk (st_convert_stream): memory is two of these. */
+#define CONVERT_CHUNK_BYTES ((size_t)1 << 20)
 #define GLOBS_MAX 256
 
 static void convert_usage(FILE *out)
@@ -76,6 +75,34 @@ static int pread_all(int fd, void *data, size_t len, uint64_t offset)
     return 0;
 }
 
+/* The converter's two sides: IN read at offsets, OUT.tmp written in order. */
+typedef struct file_io {
+    int in_fd, out_fd;
+    int error; /* errno of the failed read or write */
+    uint64_t written;
+} file_io;
+
+static int read_input(void *ctx, void *buf, size_t len, uint64_t offset)
+{
+    file_io *io = ctx;
+    if (pread_all(io->in_fd, buf, len, offset) != 0) {
+        io->error = errno;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_output(void *ctx, const void *data, size_t len)
+{
+    file_io *io = ctx;
+    if (write_all(io->out_fd, data, len) != 0) {
+        io->error = errno;
+        return -1;
+    }
+    io->written += len;
+    return 0;
+}
+
 typedef struct globs {
     char *storage;
     const char *pattern[GLOBS_MAX];
@@ -103,9 +130,10 @@ static bool globs_parse(const char *text, globs *out)
     }
 }
 
-/* No globs means every tensor. Counts the matches of each glob. */
-static bool globs_match(globs *g, const char *name)
+/* No globs means every tensor. Counts the matches of each glob (st_convert_select_fn). */
+static bool globs_match(void *ctx, const char *name)
 {
+    globs *g = ctx;
     if (g->count == 0)
         return true;
     bool any = false;
@@ -116,37 +144,6 @@ static bool globs_match(globs *g, const char *name)
         }
     }
     return any;
-}
-
-/* Copies or converts one tensor from in_fd at absolute offset source to out_fd. */
-static int stream_tensor(int in_fd, int out_fd, uint64_t source, const st_tensor *t, st_dtype to,
-                         uint8_t *src_buf, uint8_t *dst_buf)
-{
-    if (t->dtype == to) {
-        uint64_t left = t->end - t->begin;
-        while (left > 0) {
-            size_t n = left < COPY_CHUNK_BYTES ? (size_t)left : COPY_CHUNK_BYTES;
-            if (pread_all(in_fd, src_buf, n, source) != 0 || write_all(out_fd, src_buf, n) != 0)
-                return -1;
-            source += n;
-            left -= n;
-        }
-        return 0;
-    }
-    /* both dtypes are among the six convertible ones: whole bytes per element */
-    size_t from_size = st_dtype_bits(t->dtype) / 8, to_size = st_dtype_bits(to) / 8;
-    uint64_t left = t->elements;
-    while (left > 0) {
-        size_t n = left < CONVERT_CHUNK_ELEMENTS ? (size_t)left : CONVERT_CHUNK_ELEMENTS;
-        if (pread_all(in_fd, src_buf, n * from_size, source) != 0)
-            return -1;
-        st_convert(t->dtype, to, src_buf, dst_buf, n);
-        if (write_all(out_fd, dst_buf, n * to_size) != 0)
-            return -1;
-        source += n * from_size;
-        left -= n;
-    }
-    return 0;
 }
 
 static int fsync_parent_directory(const char *path)
@@ -225,10 +222,7 @@ int tg_cmd_convert(int argc, char **argv)
     int status = 2;
     int in_fd = -1, out_fd = -1;
     char *tmp_path = NULL;
-    st_write_tensor *wanted = NULL;
-    uint8_t *src_buf = NULL, *dst_buf = NULL;
-    st_write_plan plan;
-    memset(&plan, 0, sizeof plan);
+    st_dtype *dtypes = NULL;
     tg_local_run run;
     memset(&run, 0, sizeof run);
 
@@ -251,39 +245,17 @@ int tg_cmd_convert(int argc, char **argv)
     }
     const st_file *file = st_gate_file(run.gate);
 
-    size_t count = file->tensor_count, converted = 0;
-    wanted = calloc(count + 1, sizeof *wanted);
-    src_buf = malloc(COPY_CHUNK_BYTES);
-    dst_buf = malloc(COPY_CHUNK_BYTES);
-    if (wanted == NULL || src_buf == NULL || dst_buf == NULL) {
+    size_t count = file->tensor_count;
+    dtypes = calloc(count + 1, sizeof *dtypes);
+    if (dtypes == NULL) {
         fprintf(stderr, "tensorgate convert: out of memory\n");
         goto done;
     }
-    for (size_t i = 0; i < count; i++) {
-        const st_tensor *t = &file->tensors[i];
-        bool match = globs_match(&patterns, t->name);
-        wanted[i].name = t->name;
-        wanted[i].rank = t->rank;
-        wanted[i].shape = t->shape;
-        wanted[i].dtype = t->dtype;
-        if (match && st_convert_supported(t->dtype, to) && t->dtype != to) {
-            wanted[i].dtype = to;
-            converted++;
-        }
-    }
+    size_t converted = st_convert_choose(file, to, globs_match, &patterns, dtypes);
     for (size_t g = 0; g < patterns.count; g++)
         if (patterns.matched[g] == 0)
             fprintf(stderr, "tensorgate convert: warning: '%s' matches no tensor\n",
                     patterns.pattern[g]);
-
-    st_error err;
-    st_error_clear(&err);
-    if (st_write_plan_make(wanted, count, file->metadata, file->metadata_count, file->has_metadata,
-                           &plan, &err) != ST_OK) {
-        fprintf(stderr, "tensorgate convert: cannot plan %s: %s: %s\n", out_path,
-                st_reason_name(err.reason), err.detail);
-        goto done;
-    }
 
     size_t path_len = strlen(out_path);
     tmp_path = malloc(path_len + 5);
@@ -300,28 +272,22 @@ int tg_cmd_convert(int argc, char **argv)
         tmp_path = NULL; /* not ours to unlink */
         goto done;
     }
-    if (write_all(out_fd, plan.header, plan.header_len) != 0)
+    file_io io = {in_fd, out_fd, 0, 0};
+    st_convert_options convert_options = {.dtypes = dtypes, .chunk_bytes = CONVERT_CHUNK_BYTES};
+    st_error err;
+    st_convert_status converted_status =
+        st_convert_stream(file, read_input, &io, write_output, &io, &convert_options, &err);
+    if (converted_status == ST_CONVERT_READ_FAILED || converted_status == ST_CONVERT_WRITE_FAILED) {
+        errno = io.error;
         goto write_failed;
-    uint64_t written = 0;
-    for (size_t k = 0; k < plan.count; k++) {
-        size_t i = plan.order[k];
-        /* the plan lays tensors out back to back in this order */
-        if (plan.begin[i] != written) {
-            fprintf(stderr,
-                    "tensorgate convert: internal error: plan offsets are not contiguous\n");
-            goto done;
-        }
-        const st_tensor *t = &file->tensors[i];
-        if (stream_tensor(in_fd, out_fd, file->data_start + t->begin, t, wanted[i].dtype, src_buf,
-                          dst_buf) != 0)
-            goto write_failed;
-        written += plan.bytes[i];
     }
-    if (written != plan.data_size) {
-        fprintf(stderr,
-                "tensorgate convert: internal error: %" PRIu64
-                " data bytes written, plan says %" PRIu64 "\n",
-                written, plan.data_size);
+    if (converted_status == ST_CONVERT_NO_MEMORY) {
+        fprintf(stderr, "tensorgate convert: out of memory\n");
+        goto done;
+    }
+    if (converted_status != ST_CONVERT_OK) {
+        fprintf(stderr, "tensorgate convert: cannot plan %s: %s: %s\n", out_path,
+                st_reason_name(err.reason), err.detail);
         goto done;
     }
     if (fstat(in_fd, &after) != 0 || after.st_ino != before.st_ino ||
@@ -350,7 +316,7 @@ int tg_cmd_convert(int argc, char **argv)
     printf("%s -> %s: %zu of %zu tensors converted to %s, %zu kept; %" PRIu64 " -> %" PRIu64
            " bytes\n",
            in_path, out_path, converted, count, st_dtype_name(to), count - converted, run.size,
-           (uint64_t)plan.header_len + plan.data_size);
+           io.written);
     status = 0;
     goto done;
 
@@ -366,10 +332,7 @@ done:
     }
     if (in_fd >= 0)
         close(in_fd);
-    st_write_plan_free(&plan);
-    free(wanted);
-    free(src_buf);
-    free(dst_buf);
+    free(dtypes);
     free(patterns.storage);
     st_gate_free(run.gate);
     fflush(stdout);
