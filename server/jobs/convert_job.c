@@ -20,6 +20,8 @@
 
 #include "index_check.h"
 #include "log.h"
+#include "manifest.h"
+#include "parsed_header_cache.h"
 #include "reclaim.h"
 #include "routes.h"
 #include "sha256.h"
@@ -175,7 +177,8 @@ static int plan_version(tg_server *server, int64_t version_id, const tg_convert_
         if (strcmp(f->kind, "safetensors") != 0)
             continue;
         st_error err;
-        if (tg_blob_read_header(server, f->sha256, f->size, &fp->header, &err) != 0)
+        if (tg_header_read_parse(&server->store, f->sha256, f->size, server->config.max_header,
+                                 &fp->header, &err) != 0)
             return fail(failure, "source_unreadable",
                         "the header of %s (blob %s) cannot be read: %s", f->path, f->sha256,
                         err.detail);

@@ -41,12 +41,6 @@ int tg_open_file_blob(tg_request *req, const tg_file_record *file)
     return -1;
 }
 
-int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st_file *out,
-                        st_error *err)
-{
-    return tg_header_read_parse(&server->store, sha256, size, server->config.max_header, out, err);
-}
-
 /* ---- file bodies: pread, never sendfile ----
  * MHD's sendfile path (0.9.75) loops forever when the file ends before the
  * response's length (sendfile returns 0 and MHD tries again), so a blob cut short
@@ -393,7 +387,8 @@ void tg_route_file_header(tg_request *req)
     st_file file;
     st_error err;
     char *stats = NULL;
-    int read = tg_blob_read_header(req->server, record.sha256, record.size, &file, &err);
+    int read = tg_header_read_parse(&req->server->store, record.sha256, record.size,
+                                    req->server->config.max_header, &file, &err);
     if (read == -1) {
         tg_respond_blob_damaged(req, path);
     } else if (read == -2 && tg_errno_is_exhaustion(errno)) {

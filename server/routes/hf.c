@@ -11,6 +11,8 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "manifest.h"
+#include "parsed_header_cache.h"
 #include "routes.h"
 #include "st_stats.h"
 
@@ -211,7 +213,8 @@ static bool add_parameters(tg_server *server, const tg_file_records *files,
             continue;
         st_file parsed;
         st_error err;
-        if (tg_blob_read_header(server, record->sha256, record->size, &parsed, &err) != 0)
+        if (tg_header_read_parse(&server->store, record->sha256, record->size,
+                                 server->config.max_header, &parsed, &err) != 0)
             return false;
         uint64_t file_counts[ST_DTYPE_COUNT], file_total = 0;
         st_file_parameter_counts(&parsed, file_counts, &file_total);

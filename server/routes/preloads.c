@@ -1,5 +1,6 @@
 /* POST|GET /v1/preloads, GET|DELETE /v1/preloads/{id}; the preload service's
  * flags, start and stop; its /readyz and /metrics lines. */
+#include "parsed_header_cache.h"
 #include "routes_preloads.h"
 
 #include <errno.h>
@@ -493,8 +494,8 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
         st_error error;
         char blob[4400];
         errno = 0;
-        if (tg_blob_read_header(server, s->files.files[i].sha256, s->files.files[i].size,
-                                &s->headers[i], &error) != 0 ||
+        if (tg_header_read_parse(&server->store, s->files.files[i].sha256, s->files.files[i].size,
+                                 server->config.max_header, &s->headers[i], &error) != 0 ||
             tg_store_blob_path(&server->store, s->files.files[i].sha256, blob, sizeof blob) != 0 ||
             (s->blob_paths[i] = strdup(blob)) == NULL) {
             if (tg_errno_is_exhaustion(errno))

@@ -24,9 +24,6 @@ void tg_route_alias_set(tg_request *req);
 void tg_route_version_create(tg_request *req);
 void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
-/* The version digest: SHA-256 over "path sha256 size\n" lines of the files in path order.
- * Returns 0, or -1 when the digest failed (hex is then ""). */
-int tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65]);
 
 /* routes_files.c */
 void tg_route_files_list(tg_request *req);
@@ -93,14 +90,6 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
 json_t *tg_file_json(const tg_file_record *file);
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files);
-
-/* routes_files.c: parses the header of a stored safetensors blob (bounded by its N,
- * which the gate checked at upload). 0 on success (out must be freed with
- * st_file_free); -1 when the blob is damaged (missing, wrong size, a header that
- * no longer reads: marked damaged, see store.h); -2 on another failure (out of
- * memory, open failed, a header over a lowered --max-header). */
-int tg_blob_read_header(tg_server *server, const char *sha256, uint64_t size, st_file *out,
-                        st_error *err);
 
 /* 500 blob_damaged naming path: its stored content is missing or not what the
  * catalog recorded; an operator runs fsck or uploads the file again. */

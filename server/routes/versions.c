@@ -7,8 +7,9 @@
 #include "auth.h"
 #include "index_check.h"
 #include "log.h"
+#include "manifest.h"
+#include "parsed_header_cache.h"
 #include "routes.h"
-#include "sha256.h"
 
 void tg_route_version_create(tg_request *req)
 {
@@ -57,26 +58,6 @@ void tg_route_version_get(tg_request *req)
 }
 
 /* ---- publish ---- */
-
-/* The version digest: SHA-256 over "path sha256 size\n" lines sorted by path (the
- * catalog lists files in byte order of path). */
-int tg_manifest_digest(const tg_file_record *files, size_t count, char hex[65])
-{
-    tg_sha256 sha;
-    if (tg_sha256_init(&sha, "manifest") != 0)
-        return tg_sha256_final_hex(&sha, hex);
-    for (size_t i = 0; i < count; i++) {
-        char line[TG_PATH_MAX + 100];
-        int n = snprintf(line, sizeof line, "%s %s %llu\n", files[i].path, files[i].sha256,
-                         (unsigned long long)files[i].size);
-        if (n < 0 || (size_t)n >= sizeof line || tg_sha256_update(&sha, line, (size_t)n) != 0) {
-            tg_sha256_free(&sha);
-            hex[0] = '\0';
-            return -1;
-        }
-    }
-    return tg_sha256_final_hex(&sha, hex);
-}
 
 static size_t dir_length(const char *path)
 {
@@ -137,7 +118,8 @@ static int check_shards(tg_server *server, const tg_file_records *files, char *d
         if (strcmp(f->kind, "safetensors") != 0 || !tg_is_safetensors_path(f->path))
             continue;
         st_error err;
-        if (tg_blob_read_header(server, f->sha256, f->size, &loaded[i].file, &err) != 0) {
+        if (tg_header_read_parse(&server->store, f->sha256, f->size, server->config.max_header,
+                                 &loaded[i].file, &err) != 0) {
             tg_log(TG_LOG_ERROR, "publish: cannot read the header of %s (%s): %s", f->path,
                    f->sha256, err.detail);
             goto out;

@@ -4,7 +4,7 @@
  * digest whole again (the injection fires once). */
 #include <stdlib.h>
 
-#include "routes.h"
+#include "manifest.h"
 #include "sha256.h"
 #include "test.h"
 
@@ -140,7 +140,7 @@ TEST(every_call_failing_is_an_error)
     CHECK_EQ_U64(tg_sha256_hex("abc", 3, hex, "inject"), 0);
 }
 
-/* The version digest (routes_versions.c): an error, never a digest of stack. */
+/* The version digest (server/ingest/manifest.c): an error, never a digest of stack. */
 TEST(manifest_digest_failure_propagates)
 {
     tg_file_record files[2];
