@@ -43,35 +43,33 @@ void tg_route_scan_start(tg_request *req)
             (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
         return;
     }
-    tg_ingest *ingest = calloc(1, sizeof *ingest);
-    if (ingest == NULL) {
+    tg_body_ingest *body = calloc(1, sizeof *body);
+    if (body == NULL) {
         tg_respond_internal(req, "out of memory");
         return;
     }
-    req->state = ingest;
-    if (tg_ingest_init(ingest, req, kind, declared, false) != 0) {
+    req->state = body;
+    if (tg_body_ingest_begin(body, req, kind, declared, false) != 0) {
         tg_respond_internal(req, "out of memory");
         return;
     }
-    ingest->hash_after_stop = true;
 }
 
 void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len)
 {
-    tg_ingest *ingest = req->state;
-    if (ingest == NULL)
+    tg_body_ingest *body = req->state;
+    if (body == NULL)
         return;
-    tg_ingest_feed(ingest, req, data, len);
-    if (ingest->state == TG_INGEST_OPEN)
+    tg_ingest *ingest = &body->ingest;
+    if (tg_body_ingest_feed(body, req, data, len) == TG_INGEST_OPEN)
         return;
     /* Refused: a long rest of the body is not read; the verdict goes out now (its
      * size and sha256 then cover the bytes read so far) and the connection closes. */
-    uint64_t received = ingest->seen + ingest->drained;
-    bool long_rest =
-        req->close_now ||
-        (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
-         ingest->declared - (received < ingest->declared ? received : ingest->declared) >
-             ingest->drain_limit);
+    uint64_t received = tg_ingest_received(ingest);
+    uint64_t declared = ingest->config.declared;
+    bool long_rest = req->close_now || (declared != ST_FILE_SIZE_UNKNOWN &&
+                                        declared - (received < declared ? received : declared) >
+                                            ingest->config.drain_limit);
     if (long_rest) {
         req->close_now = false;
         tg_route_scan_finish(req);
@@ -86,14 +84,15 @@ static json_t *string_or_null(const char *text)
 
 void tg_route_scan_finish(tg_request *req)
 {
-    tg_ingest *ingest = req->state;
-    if (ingest == NULL || ingest->gate == NULL) {
+    tg_body_ingest *state = req->state;
+    if (state == NULL || state->ingest.gate == NULL) {
         tg_respond_internal(req, "the scan was not started");
         return;
     }
+    tg_ingest *ingest = &state->ingest;
     tg_ingest_finish(ingest);
     if (ingest->state == TG_INGEST_OVER_BUDGET) {
-        tg_ingest_respond_over_budget(ingest, req);
+        tg_body_ingest_respond_over_budget(state, req);
         return;
     }
     if (ingest->state == TG_INGEST_TOO_LARGE) {
@@ -113,7 +112,7 @@ void tg_route_scan_finish(tg_request *req)
         return;
     }
     bool valid = ingest->state == TG_INGEST_OPEN && verdict.valid;
-    uint64_t size = ingest->seen + ingest->drained;
+    uint64_t size = tg_ingest_received(ingest);
     json_t *body = json_object();
     json_object_set_new(body, "valid", json_boolean(valid));
     json_object_set_new(body, "reason",
@@ -132,10 +131,10 @@ void tg_route_scan_finish(tg_request *req)
 
 void tg_route_scan_cleanup(tg_request *req)
 {
-    tg_ingest *ingest = req->state;
-    if (ingest == NULL)
+    tg_body_ingest *body = req->state;
+    if (body == NULL)
         return;
-    tg_ingest_free(ingest);
-    free(ingest);
+    tg_ingest_abort(&body->ingest);
+    free(body);
     req->state = NULL;
 }

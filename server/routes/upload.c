@@ -43,169 +43,58 @@ static void test_commit_delay(void)
         usleep((useconds_t)(ms > 10000 ? 10000 : ms) * 1000);
 }
 
-int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64_t declared,
-                   bool with_file)
+int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kind,
+                         uint64_t declared, bool with_file)
 {
     tg_server *server = req->server;
-    memset(ingest, 0, sizeof *ingest);
-    tg_header_budget_init(&ingest->budget, req);
-    ingest->fd = -1;
-    ingest->declared = declared;
-    ingest->max_body = server->config.max_body;
-    ingest->drain_limit = server->config.drain_limit;
-    ingest->stop_when_certain = with_file;
-    st_gate_config config = {
-        .limits = {.max_header_size = server->config.max_header, .max_depth = 0},
+    tg_header_budget_init(&body->budget, req);
+    tg_ingest_config config = {
         .kind = kind,
+        .declared = declared,
+        .max_bytes = server->config.max_body,
+        .max_header = server->config.max_header,
         .refuse_nonfinite = server->config.refuse_nonfinite,
-        .sidecar_max_size = 0,
         .reserve = tg_header_budget_reserve,
         .release = tg_header_budget_release,
-        .budget_context = &ingest->budget,
+        .budget_context = &body->budget,
+        .store = with_file ? &server->store : NULL,
+        .digest_name = with_file ? "upload" : "scan",
+        .stop_when_certain = with_file,
+        .hash_after_stop = !with_file, /* a scan's sha256 covers the whole body */
+        .check_length = with_file,
+        .drain_limit = server->config.drain_limit,
     };
-    ingest->gate = st_gate_new(&config, declared);
-    if (tg_sha256_init(&ingest->sha, with_file ? "upload" : "scan") != 0 || ingest->gate == NULL)
-        return -1;
-    if (with_file && tg_store_temp_create(&server->store, &ingest->fd, ingest->temp_path,
-                                          sizeof ingest->temp_path) != 0) {
-        ingest->temp_path[0] = '\0';
-        return -1;
-    }
-    return 0;
+    return tg_ingest_begin(&body->ingest, &config);
 }
 
-static void stop(tg_ingest *ingest, tg_ingest_state state)
+tg_ingest_state tg_body_ingest_feed(tg_body_ingest *body, tg_request *req, const uint8_t *data,
+                                    size_t len)
 {
-    ingest->state = state;
-    /* Nothing of a refused or failed upload stays on disk. */
-    tg_store_temp_discard(ingest->fd, ingest->temp_path);
-    ingest->fd = -1;
-    ingest->temp_path[0] = '\0';
-}
-
-/* After a stop: the bytes are counted and dropped; a pending verdict's gate still
- * reads them (bounded: TAIL keeps a ring), a scan still hashes them. */
-static void drain(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len)
-{
-    ingest->drained += len;
-    if (ingest->hash_after_stop)
-        (void)tg_sha256_update(&ingest->sha, data, len);
-    if (ingest->verdict_pending)
-        (void)st_gate_feed(ingest->gate, data, len);
-    if (ingest->drained > ingest->drain_limit)
+    tg_ingest_state state = tg_ingest_feed(&body->ingest, data, len);
+    if (body->ingest.abandon)
         req->close_now = true;
+    return state;
 }
 
-/* True when the chunk just fed ends the ingest as a refusal: final, or (an upload)
- * certain with the format's name pending until the end of the body. */
-static bool refusal_reached(tg_ingest *ingest, st_gate_status status)
+void tg_body_ingest_respond_over_budget(tg_body_ingest *body, tg_request *req)
 {
-    if (status == ST_GATE_REFUSED)
-        return true;
-    if (!ingest->stop_when_certain || !st_gate_refusal_certain(ingest->gate))
-        return false;
-    ingest->verdict_pending = true;
-    return true;
-}
-
-void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, size_t len)
-{
-    if (ingest->state != TG_INGEST_OPEN) {
-        drain(ingest, req, data, len);
-        return;
-    }
-    uint64_t after;
-    if (__builtin_add_overflow(ingest->seen, (uint64_t)len, &after) || after > ingest->max_body) {
-        stop(ingest, TG_INGEST_TOO_LARGE);
-        ingest->drained += len;
-        return;
-    }
-    st_gate_status status = st_gate_feed(ingest->gate, data, len);
-    if (st_gate_over_budget(ingest->gate)) {
-        /* refused at once, the rest unread: holding the connection is what pins memory */
-        stop(ingest, TG_INGEST_OVER_BUDGET);
-        ingest->drained += len;
-        req->close_now = true;
-        return;
-    }
-    if (st_gate_out_of_memory(ingest->gate)) {
-        stop(ingest, TG_INGEST_FAILED);
-        return;
-    }
-    if (refusal_reached(ingest, status)) {
-        stop(ingest, TG_INGEST_REFUSED);
-        ingest->drained += len;
-        if (ingest->hash_after_stop) {
-            (void)tg_sha256_update(&ingest->sha, data, len);
-        }
-        return;
-    }
-    if (ingest->fd >= 0) {
-        tg_store_status written = tg_store_write_all(ingest->fd, data, len);
-        if (written != TG_STORE_OK) {
-            stop(ingest, written == TG_STORE_NO_SPACE ? TG_INGEST_NO_SPACE : TG_INGEST_FAILED);
-            return;
-        }
-    }
-    (void)tg_sha256_update(&ingest->sha, data, len); /* a failure shows at the digest */
-    ingest->seen = after;
-}
-
-void tg_ingest_finish(tg_ingest *ingest)
-{
-    if (ingest->verdict_pending) {
-        /* the whole body went through the gate: its final verdict (the tail may name
-         * the format); still a refusal */
-        ingest->verdict_pending = false;
-        (void)st_gate_finish(ingest->gate);
-        if (st_gate_out_of_memory(ingest->gate))
-            ingest->state = TG_INGEST_FAILED;
-        return;
-    }
-    if (ingest->state != TG_INGEST_OPEN)
-        return;
-    st_gate_status status = st_gate_finish(ingest->gate);
-    if (st_gate_out_of_memory(ingest->gate))
-        stop(ingest, st_gate_over_budget(ingest->gate) ? TG_INGEST_OVER_BUDGET : TG_INGEST_FAILED);
-    else if (status != ST_GATE_ACCEPTED)
-        stop(ingest, TG_INGEST_REFUSED);
-}
-
-void tg_ingest_respond_over_budget(tg_ingest *ingest, tg_request *req)
-{
-    if (ingest->budget.refused == TG_TALLY_KEY_FULL)
-        tg_respond_quota(
-            req, TG_TALLY_KEY_FULL, 1,
-            "this client's streams hold %llu bytes of header memory, its limit "
-            "(--header-memory-per-client); retry when they end",
-            (unsigned long long)tg_tally_of(ingest->budget.tally, ingest->budget.client));
+    if (body->budget.refused == TG_TALLY_KEY_FULL)
+        tg_respond_quota(req, TG_TALLY_KEY_FULL, 1,
+                         "this client's streams hold %llu bytes of header memory, its limit "
+                         "(--header-memory-per-client); retry when they end",
+                         (unsigned long long)tg_tally_of(body->budget.tally, body->budget.client));
     else
         tg_respond_quota(
             req,
-            ingest->budget.refused == TG_TALLY_GLOBAL_FULL ? TG_TALLY_GLOBAL_FULL : TG_TALLY_ERROR,
-            1, "the server's header memory (--header-memory, %llu bytes) is in use; retry later",
-            (unsigned long long)ingest->budget.global_max);
-}
-
-int tg_ingest_digest(tg_ingest *ingest, char hex[65])
-{
-    return tg_sha256_final_hex(&ingest->sha, hex);
-}
-
-void tg_ingest_free(tg_ingest *ingest)
-{
-    tg_store_temp_discard(ingest->fd, ingest->temp_path);
-    ingest->fd = -1;
-    ingest->temp_path[0] = '\0';
-    st_gate_free(ingest->gate);
-    ingest->gate = NULL;
-    tg_sha256_free(&ingest->sha);
+            body->budget.refused == TG_TALLY_GLOBAL_FULL ? TG_TALLY_GLOBAL_FULL : TG_TALLY_ERROR, 1,
+            "the server's header memory (--header-memory, %llu bytes) is in use; retry later",
+            (unsigned long long)body->budget.global_max);
 }
 
 /* ---- the upload route ---- */
 
 typedef struct upload {
-    tg_ingest ingest;
+    tg_body_ingest body; /* body.ingest: the pipeline; its gate is NULL until started */
     tg_model model;
     tg_version version;
     char path[TG_PATH_MAX + 1];
@@ -242,11 +131,11 @@ static void record_rejection(tg_request *req, upload *up, const char *reason, co
 static void record_gate_refusal(tg_request *req, upload *up)
 {
     st_verdict verdict;
-    st_gate_verdict(up->ingest.gate, &verdict);
+    st_gate_verdict(up->body.ingest.gate, &verdict);
     if (verdict.error.reason == ST_OUT_OF_MEMORY)
         return; /* the server's failure: never recorded as the file's */
     record_rejection(req, up, st_reason_name(verdict.error.reason), st_format_name(verdict.format),
-                     verdict.error.detail, st_gate_bytes_seen(up->ingest.gate));
+                     verdict.error.detail, st_gate_bytes_seen(up->body.ingest.gate));
 }
 
 void tg_route_upload_start(tg_request *req)
@@ -258,7 +147,6 @@ void tg_route_upload_start(tg_request *req)
         tg_respond_internal(req, "out of memory");
         return;
     }
-    up->ingest.fd = -1;
     req->state = up;
     if (tg_auth_token_hash(req, up->token_hash) < 0) {
         tg_respond_internal(req, "the token's SHA-256 failed");
@@ -321,7 +209,7 @@ void tg_route_upload_start(tg_request *req)
     st_gate_kind kind =
         tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
     errno = 0;
-    if (tg_ingest_init(&up->ingest, req, kind, declared, true) != 0) {
+    if (tg_body_ingest_begin(&up->body, req, kind, declared, true) != 0) {
         if (tg_errno_is_exhaustion(errno))
             tg_respond_exhausted(req, "a temp file");
         else
@@ -337,9 +225,9 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     upload *up = req->state;
     if (up == NULL)
         return;
-    tg_ingest *ingest = &up->ingest;
+    tg_ingest *ingest = &up->body.ingest;
     tg_ingest_state before = ingest->state;
-    tg_ingest_feed(ingest, req, data, len);
+    tg_body_ingest_feed(&up->body, req, data, len);
     /* a pending verdict is recorded when it is answered (the end may name the format) */
     if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_REFUSED && !ingest->verdict_pending)
         record_gate_refusal(req, up);
@@ -351,12 +239,12 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     /* Stopped. A short rest of the body is read and dropped, and the answer goes out
      * normally at the end; a long one (more than --drain-limit left, by Content-Length
      * or by what was dropped so far) gets the answer now and the connection closed. */
-    uint64_t received = ingest->seen + ingest->drained;
-    bool long_rest =
-        ingest->drained > ingest->drain_limit ||
-        (ingest->declared != ST_FILE_SIZE_UNKNOWN &&
-         ingest->declared - (received < ingest->declared ? received : ingest->declared) >
-             ingest->drain_limit);
+    uint64_t received = tg_ingest_received(ingest);
+    uint64_t declared = ingest->config.declared;
+    uint64_t drain_limit = ingest->config.drain_limit;
+    bool long_rest = ingest->drained > drain_limit ||
+                     (declared != ST_FILE_SIZE_UNKNOWN &&
+                      declared - (received < declared ? received : declared) > drain_limit);
     if (long_rest || req->close_now) {
         req->close_now = false;
         upload_answer(req, false);
@@ -364,27 +252,45 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     }
 }
 
-static char *stats_text(const st_file *file, const st_tensor_stats *stats, uint64_t *nan,
-                        uint64_t *inf)
+/* The upload's catalog row, written by the pipeline's commit with the blob durable
+ * and the shared blobs lock held. */
+typedef struct upload_row {
+    tg_server *server;
+    upload *up;
+    char replaced[TG_SHA256_HEX_LEN + 1]; /* the blob the path held before, or "" */
+    tg_cat_status status;
+    const char *why;
+} upload_row;
+
+static void record_upload_row(void *ctx, const tg_file_record *file, const char *stats)
 {
-    json_t *array = json_array();
-    *nan = *inf = 0;
-    for (size_t i = 0; file && stats && i < file->tensor_count; i++) {
-        json_array_append_new(
-            array, json_pack("[I,I]", (json_int_t)stats[i].nan, (json_int_t)stats[i].inf));
-        *nan += stats[i].nan;
-        *inf += stats[i].inf;
-    }
-    char *text = json_dumps(array, JSON_COMPACT);
-    json_decref(array);
-    return text;
+    upload_row *row = ctx;
+    tg_server *server = row->server;
+    upload *up = row->up;
+    test_commit_delay();
+    pthread_mutex_lock(&server->publish_lock);
+    tg_file_blob(server->catalog, up->version.id, file->path, row->replaced);
+    /* The body took a while: the commit re-checks, in its transaction, that the model
+     * is still the one the upload began for (same id, org and name), the version is
+     * still its draft, and the token still exists and covers the org. */
+    tg_commit_guard guard = {.model_id = up->model.id,
+                             .org = up->model.org,
+                             .name = up->model.name,
+                             .token_hash = up->token_hash[0] != '\0' ? up->token_hash : NULL};
+    row->status = tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, file, stats,
+                                              &row->why);
+    pthread_mutex_unlock(&server->publish_lock);
 }
 
-/* Refusals that depend on the file's size (the declared one, while the body streams). */
-static bool judged_declared_size(st_reason reason)
+static void respond_length_mismatch(tg_request *req, upload *up)
 {
-    return reason == ST_FILE_TOO_SMALL || reason == ST_HEADER_TRUNCATED ||
-           reason == ST_DATA_TRAILING || reason == ST_DATA_TRUNCATED;
+    tg_ingest *ingest = &up->body.ingest;
+    uint64_t received = tg_ingest_received(ingest);
+    record_rejection(req, up, "body_length_mismatch", NULL,
+                     "the body length differs from Content-Length", received);
+    tg_respond_problem(req, 400, "body_length_mismatch",
+                       "received %llu bytes, Content-Length said %llu",
+                       (unsigned long long)received, (unsigned long long)ingest->config.declared);
 }
 
 /* body_ended: the whole body was read (else the answer goes out mid-body, after a
@@ -393,47 +299,24 @@ static void upload_answer(tg_request *req, bool body_ended)
 {
     upload *up = req->state;
     tg_server *server = req->server;
-    if (up == NULL || up->ingest.gate == NULL) {
+    if (up == NULL || up->body.ingest.gate == NULL) {
         tg_respond_internal(req, "the upload was not started");
         return;
     }
-    tg_ingest *ingest = &up->ingest;
-    /* A body that ended short of its Content-Length (the client half-closed) is refused
-     * for its length, before the gate would call the cut file truncated. */
-    if (ingest->state == TG_INGEST_OPEN && ingest->declared != ST_FILE_SIZE_UNKNOWN &&
-        ingest->seen != ingest->declared) {
-        tg_store_temp_discard(ingest->fd, ingest->temp_path);
-        ingest->fd = -1;
-        ingest->temp_path[0] = '\0';
-        record_rejection(req, up, "body_length_mismatch", NULL,
-                         "the body length differs from Content-Length", ingest->seen);
-        tg_respond_problem(req, 400, "body_length_mismatch",
-                           "received %llu bytes, Content-Length said %llu",
-                           (unsigned long long)ingest->seen, (unsigned long long)ingest->declared);
-        return;
-    }
-    /* a body cut short of its Content-Length (the client half-closed during the drain)
-     * did not end: a pending verdict stays the head's */
-    uint64_t received = ingest->seen + ingest->drained;
-    if (body_ended && (ingest->declared == ST_FILE_SIZE_UNKNOWN || received == ingest->declared))
+    tg_ingest *ingest = &up->body.ingest;
+    /* The end: the gate's final verdict, or, for a body that ended short of its
+     * Content-Length (the client half-closed), body_length_mismatch, before the gate
+     * would call the cut file truncated. */
+    if (body_ended)
         tg_ingest_finish(ingest);
     st_verdict verdict;
     st_gate_verdict(ingest->gate, &verdict);
-    /* The gate judged the file at its declared size; a body that then ended short of
-     * it (half-closed) makes a size-based refusal moot: the length is what is wrong. */
-    if (body_ended && ingest->state == TG_INGEST_REFUSED &&
-        ingest->declared != ST_FILE_SIZE_UNKNOWN && received < ingest->declared &&
-        judged_declared_size(verdict.error.reason)) {
-        record_rejection(req, up, "body_length_mismatch", NULL,
-                         "the body length differs from Content-Length", received);
-        tg_respond_problem(req, 400, "body_length_mismatch",
-                           "received %llu bytes, Content-Length said %llu",
-                           (unsigned long long)received, (unsigned long long)ingest->declared);
-        return;
-    }
     switch (ingest->state) {
     case TG_INGEST_OPEN:
         break;
+    case TG_INGEST_LENGTH_MISMATCH:
+        respond_length_mismatch(req, up);
+        return;
     case TG_INGEST_REFUSED:
         record_gate_refusal(req, up);
         tg_respond_gate_problem(req, &verdict);
@@ -447,79 +330,36 @@ static void upload_answer(tg_request *req, bool body_ended)
                            "the server's disk is full; nothing was stored");
         return;
     case TG_INGEST_FAILED:
+    case TG_INGEST_COMMITTED:
         tg_respond_internal(req, "the upload could not be written");
         return;
     case TG_INGEST_OVER_BUDGET:
-        tg_ingest_respond_over_budget(ingest, req);
+        tg_body_ingest_respond_over_budget(&up->body, req);
         return;
     }
+    /* Durable blob first, catalog row second (record_upload_row), both under the
+     * shared blobs lock, so a concurrent gc cannot take the blob from under its row. */
     tg_file_record file;
-    memset(&file, 0, sizeof file);
-    snprintf(file.path, sizeof file.path, "%s", up->path);
-    file.size = ingest->seen;
-    if (tg_ingest_digest(ingest, file.sha256) != 0) {
-        tg_respond_internal(req, "the upload's SHA-256 failed; nothing was stored");
-        return;
-    }
-    const st_file *parsed = st_gate_file(ingest->gate);
-    if (parsed != NULL)
-        snprintf(file.kind, sizeof file.kind, "safetensors");
-    else
-        snprintf(file.kind, sizeof file.kind, "%s",
-                 verdict.format == ST_FORMAT_JSON ? "json" : "text");
-    char *stats = stats_text(parsed, st_gate_stats(ingest->gate), &file.nan, &file.inf);
-    if (parsed != NULL) {
-        uint64_t counts[ST_DTYPE_COUNT];
-        file.tensors = parsed->tensor_count;
-        st_file_parameter_counts(parsed, counts, &file.parameters);
-    }
-    /* Durable blob first, catalog row second: a crash in between leaves only an
-     * unreferenced blob, which gc removes. Both under the shared blobs lock, so a
-     * concurrent gc cannot take the blob from under its row. */
-    int blobs_lock = tg_store_lock_blobs(&server->store, false, true);
-    if (blobs_lock < 0) {
-        free(stats);
-        tg_store_temp_discard(ingest->fd, ingest->temp_path);
-        ingest->fd = -1;
-        ingest->temp_path[0] = '\0';
-        tg_respond_internal(req, "the blob store's lock cannot be taken; nothing was stored");
-        return;
-    }
-    tg_store_status committed =
-        tg_store_commit_blob(&server->store, ingest->fd, ingest->temp_path, file.sha256);
-    ingest->fd = -1;
-    ingest->temp_path[0] = '\0';
-    if (committed != TG_STORE_OK) {
-        tg_store_unlock(blobs_lock);
-        free(stats);
-        if (committed == TG_STORE_NO_SPACE)
+    upload_row row = {.server = server, .up = up, .replaced = "", .status = TG_CAT_ERROR};
+    if (tg_ingest_commit(ingest, up->path, &file, record_upload_row, &row) != 0) {
+        if (ingest->error == TG_INGEST_ERROR_DIGEST)
+            tg_respond_internal(req, "the upload's SHA-256 failed; nothing was stored");
+        else if (ingest->error == TG_INGEST_ERROR_LOCK)
+            tg_respond_internal(req, "the blob store's lock cannot be taken; nothing was stored");
+        else if (ingest->state == TG_INGEST_NO_SPACE)
             tg_respond_problem(req, 507, "insufficient_storage",
                                "the server's disk is full; nothing was stored");
+        else if (ingest->error == TG_INGEST_ERROR_MEMORY)
+            tg_respond_internal(req, "out of memory");
         else
             tg_respond_internal(req, "the blob could not be stored");
         return;
     }
-    test_commit_delay();
-    pthread_mutex_lock(&server->publish_lock);
-    char replaced[TG_SHA256_HEX_LEN + 1];
-    tg_file_blob(server->catalog, up->version.id, file.path, replaced);
-    /* The body took a while: the commit re-checks, in its transaction, that the model
-     * is still the one the upload began for (same id, org and name), the version is
-     * still its draft, and the token still exists and covers the org. */
-    tg_commit_guard guard = {.model_id = up->model.id,
-                             .org = up->model.org,
-                             .name = up->model.name,
-                             .token_hash = up->token_hash[0] != '\0' ? up->token_hash : NULL};
-    const char *why = NULL;
-    tg_cat_status status =
-        tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, &file, stats, &why);
-    pthread_mutex_unlock(&server->publish_lock);
-    tg_store_unlock(blobs_lock);
-    free(stats);
+    tg_cat_status status = row.status;
     /* the content this upload replaced goes now if nothing else uses it (never while
      * holding the shared lock: reclaiming takes the exclusive one) */
-    if (status == TG_CAT_OK && replaced[0] != '\0' && strcmp(replaced, file.sha256) != 0)
-        (void)tg_blob_reclaim(&server->store, server->catalog, replaced, false);
+    if (status == TG_CAT_OK && row.replaced[0] != '\0' && strcmp(row.replaced, file.sha256) != 0)
+        (void)tg_blob_reclaim(&server->store, server->catalog, row.replaced, false);
     /* a lost upload gives its blob back at once when no row uses it */
     if (status != TG_CAT_OK)
         (void)tg_blob_reclaim(&server->store, server->catalog, file.sha256, false);
@@ -527,10 +367,11 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_respond_problem(req, 409, "version_published",
                            "version %lld was published during the upload",
                            (long long)up->version.number);
-    } else if (status == TG_CAT_NOT_FOUND && why != NULL && strcmp(why, "token_revoked") == 0) {
+    } else if (status == TG_CAT_NOT_FOUND && row.why != NULL &&
+               strcmp(row.why, "token_revoked") == 0) {
         tg_respond_problem(req, 401, "token_revoked",
                            "the token was revoked during the upload; nothing was stored");
-    } else if (status == TG_CAT_NOT_FOUND && why != NULL && strcmp(why, "forbidden") == 0) {
+    } else if (status == TG_CAT_NOT_FOUND && row.why != NULL && strcmp(row.why, "forbidden") == 0) {
         tg_respond_problem(req, 403, "forbidden",
                            "the token no longer covers '%s'; nothing was stored", up->model.org);
     } else if (status == TG_CAT_NOT_FOUND) {
@@ -557,25 +398,26 @@ void tg_route_upload_cleanup(tg_request *req)
     upload *up = req->state;
     if (up == NULL)
         return;
+    tg_ingest *ingest = &up->body.ingest;
     /* The connection ended before an answer (the client closed mid-body): the body is
      * short of its length, a refusal like any other. The temp file goes just below. */
-    if (!req->responded && up->ingest.gate != NULL && up->ingest.state == TG_INGEST_OPEN) {
+    if (!req->responded && ingest->gate != NULL && ingest->state == TG_INGEST_OPEN) {
         char detail[160];
-        if (up->ingest.declared != ST_FILE_SIZE_UNKNOWN)
+        if (ingest->config.declared != ST_FILE_SIZE_UNKNOWN)
             snprintf(detail, sizeof detail,
                      "the client closed the connection after %llu of %llu body bytes",
-                     (unsigned long long)up->ingest.seen, (unsigned long long)up->ingest.declared);
+                     (unsigned long long)ingest->seen, (unsigned long long)ingest->config.declared);
         else
             snprintf(
                 detail, sizeof detail,
                 "the client closed the connection after %llu body bytes, before the last chunk",
-                (unsigned long long)up->ingest.seen);
-        record_rejection(req, up, "body_length_mismatch", NULL, detail, up->ingest.seen);
+                (unsigned long long)ingest->seen);
+        record_rejection(req, up, "body_length_mismatch", NULL, detail, ingest->seen);
     }
     /* a refusal whose answer never went out (the client left while the rest drained) */
-    if (up->ingest.gate != NULL && up->ingest.state == TG_INGEST_REFUSED)
+    if (ingest->gate != NULL && ingest->state == TG_INGEST_REFUSED)
         record_gate_refusal(req, up);
-    tg_ingest_free(&up->ingest);
+    tg_ingest_abort(ingest);
     if (up->counted)
         tg_tally_give(tg_uploads_tally(), up->owner, 1);
     free(up);

@@ -1,0 +1,297 @@
+/* The ingest pipeline (see pipeline.h). */
+#include "pipeline.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "st_stats.h"
+
+int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
+{
+    memset(ingest, 0, sizeof *ingest);
+    ingest->config = *config;
+    ingest->fd = -1;
+    ingest->begun = true;
+    st_gate_config gate_config = {
+        .limits = {.max_header_size = config->max_header, .max_depth = 0},
+        .kind = config->kind,
+        .refuse_nonfinite = config->refuse_nonfinite,
+        .sidecar_max_size = 0,
+        .reserve = config->reserve,
+        .release = config->release,
+        .budget_context = config->budget_context,
+    };
+    ingest->gate = st_gate_new(&gate_config, config->declared);
+    if (ingest->gate == NULL) {
+        ingest->state = TG_INGEST_FAILED;
+        ingest->error = TG_INGEST_ERROR_MEMORY;
+        ingest->os_errno = errno;
+        return -1;
+    }
+    if (tg_sha256_init(&ingest->sha, config->digest_name) != 0) {
+        ingest->state = TG_INGEST_FAILED;
+        ingest->error = TG_INGEST_ERROR_DIGEST;
+        return -1;
+    }
+    if (config->store != NULL && tg_store_temp_create(config->store, &ingest->fd, ingest->temp_path,
+                                                      sizeof ingest->temp_path) != 0) {
+        int saved = errno;
+        ingest->fd = -1;
+        ingest->temp_path[0] = '\0';
+        ingest->state = TG_INGEST_FAILED;
+        ingest->error = TG_INGEST_ERROR_TEMP;
+        ingest->os_errno = saved;
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+static void discard_temp(tg_ingest *ingest)
+{
+    tg_store_temp_discard(ingest->fd, ingest->temp_path);
+    ingest->fd = -1;
+    ingest->temp_path[0] = '\0';
+}
+
+/* Nothing of a refused or failed ingest stays on disk. */
+static void stop(tg_ingest *ingest, tg_ingest_state state, tg_ingest_error error, int os_errno)
+{
+    ingest->state = state;
+    ingest->error = error;
+    ingest->os_errno = os_errno;
+    discard_temp(ingest);
+}
+
+/* After a stop: the bytes are counted and dropped; a pending verdict's gate still
+ * reads them (bounded: it keeps a tail ring), hash_after_stop still hashes them. */
+static void drain(tg_ingest *ingest, const uint8_t *data, size_t len)
+{
+    ingest->drained += len;
+    if (ingest->config.hash_after_stop)
+        (void)tg_sha256_update(&ingest->sha, data, len);
+    if (ingest->verdict_pending)
+        (void)st_gate_feed(ingest->gate, data, len);
+    if (ingest->drained > ingest->config.drain_limit)
+        ingest->abandon = true;
+}
+
+/* True when the chunk just fed ends the ingest as a refusal: final, or (with
+ * stop_when_certain) certain, with the format's name pending until the end. */
+static bool refusal_reached(tg_ingest *ingest, st_gate_status status)
+{
+    if (status == ST_GATE_REFUSED)
+        return true;
+    if (!ingest->config.stop_when_certain || !st_gate_refusal_certain(ingest->gate))
+        return false;
+    ingest->verdict_pending = true;
+    return true;
+}
+
+tg_ingest_state tg_ingest_feed(tg_ingest *ingest, const void *bytes, size_t len)
+{
+    const uint8_t *data = bytes;
+    assert(ingest->begun && ingest->gate != NULL);
+    if (ingest->state != TG_INGEST_OPEN || ingest->finished) {
+        drain(ingest, data, len);
+        return ingest->state;
+    }
+    uint64_t after;
+    if (__builtin_add_overflow(ingest->seen, (uint64_t)len, &after) ||
+        after > ingest->config.max_bytes) {
+        stop(ingest, TG_INGEST_TOO_LARGE, TG_INGEST_ERROR_NONE, 0);
+        ingest->drained += len;
+        return ingest->state;
+    }
+    st_gate_status status = st_gate_feed(ingest->gate, data, len);
+    if (st_gate_over_budget(ingest->gate)) {
+        /* refused at once, the rest unread: holding the source is what pins memory */
+        stop(ingest, TG_INGEST_OVER_BUDGET, TG_INGEST_ERROR_NONE, 0);
+        ingest->drained += len;
+        ingest->abandon = true;
+        return ingest->state;
+    }
+    if (st_gate_out_of_memory(ingest->gate)) {
+        stop(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_MEMORY, ENOMEM);
+        return ingest->state;
+    }
+    if (refusal_reached(ingest, status)) {
+        stop(ingest, TG_INGEST_REFUSED, TG_INGEST_ERROR_NONE, 0);
+        ingest->drained += len;
+        if (ingest->config.hash_after_stop)
+            (void)tg_sha256_update(&ingest->sha, data, len);
+        return ingest->state;
+    }
+    if (ingest->fd >= 0) {
+        tg_store_status written = tg_store_write_all(ingest->fd, data, len);
+        if (written != TG_STORE_OK) {
+            stop(ingest, written == TG_STORE_NO_SPACE ? TG_INGEST_NO_SPACE : TG_INGEST_FAILED,
+                 TG_INGEST_ERROR_WRITE, errno);
+            return ingest->state;
+        }
+    }
+    (void)tg_sha256_update(&ingest->sha, data, len); /* a failure shows at the digest */
+    ingest->seen = after;
+    return ingest->state;
+}
+
+uint64_t tg_ingest_received(const tg_ingest *ingest)
+{
+    return ingest->seen + ingest->drained;
+}
+
+/* Refusals that depend on the file's size (the declared one, while it streams). */
+static bool judged_declared_size(st_reason reason)
+{
+    return reason == ST_FILE_TOO_SMALL || reason == ST_HEADER_TRUNCATED ||
+           reason == ST_DATA_TRAILING || reason == ST_DATA_TRUNCATED;
+}
+
+tg_ingest_state tg_ingest_finish(tg_ingest *ingest)
+{
+    assert(ingest->begun && ingest->gate != NULL);
+    if (ingest->finished)
+        return ingest->state;
+    ingest->finished = true;
+    uint64_t declared = ingest->config.declared;
+    uint64_t received = tg_ingest_received(ingest);
+    if (ingest->config.check_length && declared != ST_FILE_SIZE_UNKNOWN && received != declared) {
+        /* The gate judged the file at its declared size: a source that ended at
+         * another makes the length what is wrong, also when the gate refused for a
+         * reason that depends on the size. A pending verdict stays the head's. */
+        if (ingest->state == TG_INGEST_OPEN) {
+            stop(ingest, TG_INGEST_LENGTH_MISMATCH, TG_INGEST_ERROR_NONE, 0);
+        } else if (ingest->state == TG_INGEST_REFUSED && received < declared) {
+            st_verdict verdict;
+            st_gate_verdict(ingest->gate, &verdict);
+            if (judged_declared_size(verdict.error.reason))
+                ingest->state = TG_INGEST_LENGTH_MISMATCH;
+        }
+        return ingest->state;
+    }
+    if (ingest->verdict_pending) {
+        /* the whole source went through the gate: its final verdict (the tail may
+         * name the format); still a refusal */
+        ingest->verdict_pending = false;
+        (void)st_gate_finish(ingest->gate);
+        if (st_gate_out_of_memory(ingest->gate))
+            stop(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_MEMORY, ENOMEM);
+        return ingest->state;
+    }
+    if (ingest->state != TG_INGEST_OPEN)
+        return ingest->state;
+    st_gate_status status = st_gate_finish(ingest->gate);
+    if (st_gate_out_of_memory(ingest->gate)) {
+        if (st_gate_over_budget(ingest->gate))
+            stop(ingest, TG_INGEST_OVER_BUDGET, TG_INGEST_ERROR_NONE, 0);
+        else
+            stop(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_MEMORY, ENOMEM);
+    } else if (status != ST_GATE_ACCEPTED) {
+        stop(ingest, TG_INGEST_REFUSED, TG_INGEST_ERROR_NONE, 0);
+    }
+    return ingest->state;
+}
+
+int tg_ingest_digest(tg_ingest *ingest, char hex[65])
+{
+    return tg_sha256_final_hex(&ingest->sha, hex);
+}
+
+/* The stats column: [[nan, inf], ...] per tensor of a safetensors file, [] otherwise;
+ * file's nan/inf get the totals. NULL when out of memory. */
+static char *stats_text(const st_file *parsed, const st_tensor_stats *stats, tg_file_record *file)
+{
+    json_t *array = json_array();
+    if (array == NULL)
+        return NULL;
+    file->nan = file->inf = 0;
+    for (size_t i = 0; parsed != NULL && stats != NULL && i < parsed->tensor_count; i++) {
+        if (json_array_append_new(array, json_pack("[I,I]", (json_int_t)stats[i].nan,
+                                                   (json_int_t)stats[i].inf)) != 0) {
+            json_decref(array);
+            return NULL;
+        }
+        file->nan += stats[i].nan;
+        file->inf += stats[i].inf;
+    }
+    char *text = json_dumps(array, JSON_COMPACT);
+    json_decref(array);
+    return text;
+}
+
+static int commit_failed(tg_ingest *ingest, tg_ingest_state state, tg_ingest_error error,
+                         int os_errno)
+{
+    stop(ingest, state, error, os_errno);
+    errno = os_errno;
+    return -1;
+}
+
+int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
+                     tg_ingest_record_fn record, void *ctx)
+{
+    assert(ingest->finished && ingest->state == TG_INGEST_OPEN && ingest->config.store != NULL &&
+           ingest->fd >= 0);
+    memset(file, 0, sizeof *file);
+    snprintf(file->path, sizeof file->path, "%s", path);
+    file->size = ingest->seen;
+    if (tg_ingest_digest(ingest, file->sha256) != 0)
+        return commit_failed(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_DIGEST, 0);
+    const st_file *parsed = st_gate_file(ingest->gate);
+    if (parsed != NULL) {
+        snprintf(file->kind, sizeof file->kind, "safetensors");
+        uint64_t counts[ST_DTYPE_COUNT];
+        file->tensors = parsed->tensor_count;
+        st_file_parameter_counts(parsed, counts, &file->parameters);
+    } else {
+        st_verdict verdict;
+        st_gate_verdict(ingest->gate, &verdict);
+        snprintf(file->kind, sizeof file->kind, "%s",
+                 verdict.format == ST_FORMAT_JSON ? "json" : "text");
+    }
+    char *stats = stats_text(parsed, st_gate_stats(ingest->gate), file);
+    if (stats == NULL)
+        return commit_failed(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_MEMORY, ENOMEM);
+    /* Durable blob first, catalog row second, both under the shared blobs lock: a
+     * crash in between leaves only an unreferenced blob, and a concurrent gc cannot
+     * take the blob from under its row. */
+    tg_store *store = ingest->config.store;
+    int blobs_lock = tg_store_lock_blobs(store, false, true);
+    if (blobs_lock < 0) {
+        int saved = errno;
+        free(stats);
+        return commit_failed(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_LOCK, saved);
+    }
+    tg_store_status committed =
+        tg_store_commit_blob(store, ingest->fd, ingest->temp_path, file->sha256);
+    int saved = errno;
+    ingest->fd = -1; /* closed, and the temp file renamed or removed, in every case */
+    ingest->temp_path[0] = '\0';
+    if (committed != TG_STORE_OK) {
+        tg_store_unlock(blobs_lock);
+        free(stats);
+        return commit_failed(ingest,
+                             committed == TG_STORE_NO_SPACE ? TG_INGEST_NO_SPACE : TG_INGEST_FAILED,
+                             TG_INGEST_ERROR_COMMIT, saved);
+    }
+    ingest->state = TG_INGEST_COMMITTED;
+    record(ctx, file, stats);
+    tg_store_unlock(blobs_lock);
+    free(stats);
+    return 0;
+}
+
+void tg_ingest_abort(tg_ingest *ingest)
+{
+    if (!ingest->begun)
+        return;
+    discard_temp(ingest);
+    st_gate_free(ingest->gate);
+    ingest->gate = NULL;
+    tg_sha256_free(&ingest->sha);
+    ingest->begun = false;
+}
