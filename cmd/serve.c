@@ -110,7 +110,9 @@ int tg_cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     /* The worker starts first (jobs left running are queued again) so a POST can wake it. */
-    if (tg_convert_jobs_start(&server, err, sizeof err) != 0) {
+    tg_jobs_context jobs = {
+        .catalog = server.catalog, .store = &server.store, .max_header = server.config.max_header};
+    if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_catalog_close(server.catalog);
         return 1;

@@ -1,9 +1,10 @@
 /* The conversion job runner (see convert_job.h).
  *
- * The streaming converter here does what cmd/convert.c does for one local file
- * (plan the output with st_write_plan_make, then read, convert and write tensor
- * by tensor in bounded chunks); it is a separate copy because the server's output
- * also goes through the gate, SHA-256 and the blob store in the same pass. */
+ * A shard is converted by lib's streaming converter (st_convert_stream, the one
+ * `tensorgate convert` uses), reading the source blob and writing through the
+ * ingest pipeline (tg_ingest: gate, SHA-256 and temp file in one pass, then the
+ * commit under the shared blobs lock). The pipeline runs on a writer thread fed
+ * from two buffers, so converting one chunk overlaps writing and hashing the last. */
 #include "convert_job.h"
 
 #include <errno.h>
@@ -22,19 +23,16 @@
 #include "log.h"
 #include "manifest.h"
 #include "parsed_header_cache.h"
+#include "pipeline.h"
 #include "reclaim.h"
-#include "routes.h"
-#include "sha256.h"
 #include "st_convert.h"
+#include "st_convert_stream.h"
 #include "st_gate.h"
-#include "st_stats.h"
-#include "st_write.h"
 
-/* Output is gathered in this much memory, then written, gated and hashed at once. */
-#define OUT_CHUNK_BYTES (8u << 20)
-#define SOURCE_CHUNK_BYTES (8u << 20)
+/* The converter's chunk: each write hands this much to the pipeline at once. */
+#define OUT_CHUNK_BYTES ((size_t)8 << 20)
 /* With the test delay set: small steps, so a test can stop the server mid-shard. */
-#define TEST_OUT_CHUNK_BYTES (64u << 10)
+#define TEST_OUT_CHUNK_BYTES ((size_t)64 << 10)
 /* Progress reaches the catalog at most this often (each write is an fsync). */
 #define PROGRESS_INTERVAL_NS (200 * 1000 * 1000LL)
 /* An index file is a sidecar: small by the gate's bound. */
@@ -55,7 +53,7 @@ static struct {
     bool stopping; /* read without the lock by the converter: set once, never cleared while running
                     */
     bool pending;
-    tg_server *server;
+    tg_jobs_context context;
     unsigned delay_ms;
     /* the running job a DELETE asked to stop (atomic; the catalog holds the
      * durable mark, this only spares the converter a catalog read per step) */
@@ -123,47 +121,37 @@ static void version_plan_free(version_plan *vp)
     memset(vp, 0, sizeof *vp);
 }
 
-static bool glob_match(const tg_convert_spec *spec, const char *name, size_t *hits)
+/* The spec's globs as st_convert_choose's selector: no globs means every tensor;
+ * counts the matches of each glob. */
+typedef struct glob_selector {
+    const tg_convert_spec *spec;
+    size_t *hits;
+} glob_selector;
+
+static bool glob_match(void *ctx, const char *name)
 {
+    glob_selector *selector = ctx;
+    const tg_convert_spec *spec = selector->spec;
     if (spec->glob_count == 0)
         return true;
     bool any = false;
     for (size_t g = 0; g < spec->glob_count; g++) {
         if (fnmatch(spec->globs[g], name, 0) == 0) {
-            hits[g]++;
+            selector->hits[g]++;
             any = true;
         }
     }
     return any;
 }
 
-/* The output layout of one shard: the tensors with their new dtypes. */
-static st_reason shard_write_plan(const file_plan *fp, st_write_plan *plan, st_error *err)
-{
-    const st_file *in = &fp->header;
-    st_write_tensor *wanted = calloc(in->tensor_count ? in->tensor_count : 1, sizeof *wanted);
-    if (wanted == NULL)
-        return st_error_set(err, ST_SIZE_OVERFLOW, ST_NO_OFFSET, NULL, "out of memory");
-    for (size_t t = 0; t < in->tensor_count; t++) {
-        wanted[t].name = in->tensors[t].name;
-        wanted[t].dtype = fp->out_dtype[t];
-        wanted[t].rank = in->tensors[t].rank;
-        wanted[t].shape = in->tensors[t].shape;
-    }
-    st_reason reason = st_write_plan_make(wanted, in->tensor_count, in->metadata,
-                                          in->metadata_count, in->has_metadata, plan, err);
-    free(wanted);
-    return reason;
-}
-
 /* Lists version_id's files, loads every shard header and decides each tensor's
  * output dtype. Returns 0, or -1 with failure set. */
-static int plan_version(tg_server *server, int64_t version_id, const tg_convert_spec *spec,
+static int plan_version(const tg_jobs_context *ctx, int64_t version_id, const tg_convert_spec *spec,
                         version_plan *vp, job_failure *failure)
 {
     memset(vp, 0, sizeof *vp);
     vp->survey.unmatched_glob = -1;
-    if (tg_catalog_file_list(server->catalog, version_id, NULL, 0, tg_file_records_collect,
+    if (tg_catalog_file_list(ctx->catalog, version_id, NULL, 0, tg_file_records_collect,
                              &vp->files) != TG_CAT_OK ||
         vp->files.failed)
         return fail(failure, "internal", "the catalog failed listing the source files");
@@ -171,14 +159,15 @@ static int plan_version(tg_server *server, int64_t version_id, const tg_convert_
     vp->glob_hits = calloc(TG_CONVERT_GLOBS_MAX, sizeof *vp->glob_hits);
     if (vp->plans == NULL || vp->glob_hits == NULL)
         return fail(failure, "internal", "out of memory");
+    glob_selector selector = {spec, vp->glob_hits};
     for (size_t i = 0; i < vp->files.count; i++) {
         const tg_file_record *f = &vp->files.items[i];
         file_plan *fp = &vp->plans[i];
         if (strcmp(f->kind, "safetensors") != 0)
             continue;
         st_error err;
-        if (tg_header_read_parse(&server->store, f->sha256, f->size, server->config.max_header,
-                                 &fp->header, &err) != 0)
+        if (tg_header_read_parse(ctx->store, f->sha256, f->size, ctx->max_header, &fp->header,
+                                 &err) != 0)
             return fail(failure, "source_unreadable",
                         "the header of %s (blob %s) cannot be read: %s", f->path, f->sha256,
                         err.detail);
@@ -188,20 +177,12 @@ static int plan_version(tg_server *server, int64_t version_id, const tg_convert_
         fp->out_dtype = calloc(count ? count : 1, sizeof *fp->out_dtype);
         if (fp->out_dtype == NULL)
             return fail(failure, "internal", "out of memory");
-        for (size_t t = 0; t < count; t++) {
-            const st_tensor *tensor = &fp->header.tensors[t];
-            fp->out_dtype[t] = tensor->dtype;
-            if (glob_match(spec, tensor->name, vp->glob_hits) && tensor->dtype != spec->to &&
-                st_convert_supported(tensor->dtype, spec->to)) {
-                fp->out_dtype[t] = spec->to;
-                fp->converted++;
-            }
-        }
+        fp->converted =
+            st_convert_choose(&fp->header, spec->to, glob_match, &selector, fp->out_dtype);
         if (fp->converted == 0)
             continue;
         st_write_plan plan;
-        memset(&plan, 0, sizeof plan);
-        if (shard_write_plan(fp, &plan, &err) != ST_OK) {
+        if (st_convert_plan(&fp->header, fp->out_dtype, &plan, &err) != ST_OK) {
             st_write_plan_free(&plan);
             return fail(failure, "internal", "the converted %s cannot be laid out: %s", f->path,
                         err.detail);
@@ -222,12 +203,13 @@ static int plan_version(tg_server *server, int64_t version_id, const tg_convert_
     return 0;
 }
 
-int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_convert_spec *spec,
-                              tg_convert_survey *out, char *detail, size_t detail_len)
+int tg_convert_survey_version(const tg_jobs_context *context, int64_t version_id,
+                              const tg_convert_spec *spec, tg_convert_survey *out, char *detail,
+                              size_t detail_len)
 {
     version_plan vp;
     job_failure failure = {"", "", ""};
-    int rc = plan_version(server, version_id, spec, &vp, &failure);
+    int rc = plan_version(context, version_id, spec, &vp, &failure);
     if (rc == 0)
         *out = vp.survey;
     else
@@ -236,262 +218,72 @@ int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_co
     return rc;
 }
 
-/* ---- writing one output file: gate, SHA-256 and temp file in one pass ----
- *
- * Double-buffered: the job's thread fills one buffer (reading and converting)
- * while the sink's writer thread writes the other to the temp file, feeds it to
- * the gate and hashes it, so conversion overlaps writing and hashing. */
+/* ---- what went wrong in the pipeline, as a job failure ---- */
 
-typedef struct sink {
-    tg_server *server;
-    int fd;
-    char temp_path[4400];
-    st_gate *gate;
-    tg_sha256 sha;
-    uint8_t *buffers[2];
-    uint8_t *buf; /* the buffer being filled: buffers[filling] */
-    int filling;
-    size_t used, cap;
-    uint64_t handed; /* bytes given to the writer */
-    /* shared with the writer thread, under lock: */
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    pthread_t writer;
-    bool writer_started;
-    const uint8_t *pending; /* a buffer for the writer, NULL when it is idle */
-    size_t pending_len;
-    bool quit;
-    bool failed; /* a write failed or the gate refused: no more writes */
-    bool no_space;
-    int write_errno;
-    uint64_t written;
-    bool initialized; /* lock and condition made */
-    /* blobs.lock (shared), taken by sink_commit and held until sink_free, so the
-     * blob and its job_files row are made where gc cannot come between them */
-    bool blobs_locked;
-    int blobs_lock;
-} sink;
-
-/* Writes one buffer through: temp file, gate, hash. Runs on the writer thread. */
-static void sink_write(sink *s, const uint8_t *data, size_t len, bool *failed, bool *no_space,
-                       int *write_errno)
+/* After the pipeline stopped (state not OPEN) or its commit failed. */
+static int ingest_failure(const tg_ingest *ingest, const char *path, job_failure *failure)
 {
-    tg_store_status status = tg_store_write_all(s->fd, data, len);
-    if (status != TG_STORE_OK) {
-        *failed = true;
-        *no_space = status == TG_STORE_NO_SPACE;
-        *write_errno = errno;
-        return;
-    }
-    if (st_gate_feed(s->gate, data, len) == ST_GATE_REFUSED) {
-        *failed = true;
-        return;
-    }
-    if (tg_sha256_update(&s->sha, data, len) != 0)
-        *failed = true; /* sink_fail names it: s->sha.failed */
-}
-
-static void *sink_writer(void *arg)
-{
-    sink *s = arg;
-    pthread_mutex_lock(&s->lock);
-    for (;;) {
-        while (s->pending == NULL && !s->quit)
-            pthread_cond_wait(&s->changed, &s->lock);
-        if (s->pending == NULL)
-            break;
-        const uint8_t *data = s->pending;
-        size_t len = s->pending_len;
-        bool failed = s->failed, no_space = false;
-        int write_errno = 0;
-        pthread_mutex_unlock(&s->lock);
-        if (!failed)
-            sink_write(s, data, len, &failed, &no_space, &write_errno);
-        pthread_mutex_lock(&s->lock);
-        if (failed && !s->failed) {
-            s->failed = true;
-            s->no_space = no_space;
-            s->write_errno = write_errno;
-        }
-        if (!s->failed)
-            s->written += len;
-        s->pending = NULL;
-        pthread_cond_broadcast(&s->changed);
-    }
-    pthread_mutex_unlock(&s->lock);
-    return NULL;
-}
-
-static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t size, size_t cap)
-{
-    memset(s, 0, sizeof *s);
-    s->server = server;
-    s->fd = -1;
-    s->cap = cap;
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->changed, NULL);
-    s->initialized = true;
-    st_gate_config config = {
-        .limits = {.max_header_size = server->config.max_header, .max_depth = 0},
-        .kind = kind,
-        .refuse_nonfinite = false, /* the values are the source's, which the gate accepted */
-        .sidecar_max_size = 0,
-    };
-    s->gate = st_gate_new(&config, size);
-    s->buffers[0] = malloc(cap);
-    s->buffers[1] = malloc(cap);
-    s->buf = s->buffers[0];
-    if (tg_sha256_init(&s->sha, "convert") != 0 || s->gate == NULL || s->buffers[0] == NULL ||
-        s->buffers[1] == NULL)
-        return -1;
-    if (tg_store_temp_create(&server->store, &s->fd, s->temp_path, sizeof s->temp_path) != 0) {
-        s->fd = -1;
-        s->temp_path[0] = '\0';
-        return -1;
-    }
-    s->writer_started = pthread_create(&s->writer, NULL, sink_writer, s) == 0;
-    return s->writer_started ? 0 : -1;
-}
-
-/* Waits until the writer is idle; false when a write failed. */
-static bool sink_wait_idle(sink *s)
-{
-    pthread_mutex_lock(&s->lock);
-    while (s->pending != NULL)
-        pthread_cond_wait(&s->changed, &s->lock);
-    bool ok = !s->failed;
-    if (!ok)
-        errno = s->write_errno;
-    pthread_mutex_unlock(&s->lock);
-    return ok;
-}
-
-/* Hands the filled buffer to the writer (after it finished the previous one) and
- * continues in the other buffer. */
-static int sink_flush(sink *s)
-{
-    if (s->used == 0)
-        return 0;
-    if (!sink_wait_idle(s))
-        return -1;
-    pthread_mutex_lock(&s->lock);
-    s->pending = s->buf;
-    s->pending_len = s->used;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
-    s->handed += s->used;
-    s->filling ^= 1;
-    s->buf = s->buffers[s->filling];
-    s->used = 0;
-    return 0;
-}
-
-static void sink_free(sink *s)
-{
-    if (s->writer_started) {
-        pthread_mutex_lock(&s->lock);
-        s->quit = true;
-        pthread_cond_broadcast(&s->changed);
-        pthread_mutex_unlock(&s->lock);
-        pthread_join(s->writer, NULL);
-    }
-    if (s->initialized) {
-        pthread_mutex_destroy(&s->lock);
-        pthread_cond_destroy(&s->changed);
-    }
-    tg_store_temp_discard(s->fd, s->temp_path);
-    if (s->blobs_locked)
-        tg_store_unlock(s->blobs_lock);
-    st_gate_free(s->gate);
-    tg_sha256_free(&s->sha);
-    free(s->buffers[0]);
-    free(s->buffers[1]);
-    memset(s, 0, sizeof *s);
-    s->fd = -1;
-}
-
-/* Fills failure after the writer stopped on an error (writer idle). */
-static int sink_fail(sink *s, const char *path, job_failure *failure)
-{
-    st_verdict verdict;
-    st_gate_verdict(s->gate, &verdict);
-    if (s->no_space)
+    if (ingest->state == TG_INGEST_NO_SPACE)
         return fail(failure, "insufficient_storage", "the disk is full writing %s", path);
-    if (s->write_errno != 0)
-        return fail(failure, "internal", "writing %s failed: %s", path, strerror(s->write_errno));
-    if (s->sha.failed)
-        return fail(failure, "internal", "the SHA-256 of the written %s failed", path);
-    if (verdict.error.reason != ST_OK)
+    if (ingest->state == TG_INGEST_REFUSED || ingest->state == TG_INGEST_LENGTH_MISMATCH) {
+        st_verdict verdict;
+        st_gate_verdict(ingest->gate, &verdict);
         return fail(failure, "internal", "the written %s does not pass the gate: %s: %s", path,
                     st_reason_name(verdict.error.reason), verdict.error.detail);
+    }
+    switch (ingest->error) {
+    case TG_INGEST_ERROR_WRITE:
+        return fail(failure, "internal", "writing %s failed: %s", path, strerror(ingest->os_errno));
+    case TG_INGEST_ERROR_DIGEST:
+        return fail(failure, "internal", "the SHA-256 of the written %s failed", path);
+    case TG_INGEST_ERROR_LOCK:
+        return fail(failure, "internal", "the blob store's lock cannot be taken: %s",
+                    strerror(ingest->os_errno));
+    case TG_INGEST_ERROR_COMMIT:
+        return fail(failure, "internal", "storing %s failed: %s", path, strerror(ingest->os_errno));
+    case TG_INGEST_ERROR_MEMORY:
+        return fail(failure, "internal", "out of memory writing %s", path);
+    case TG_INGEST_ERROR_TEMP:
+        return fail(failure, "internal", "cannot start writing %s (temp file): %s", path,
+                    strerror(ingest->os_errno));
+    case TG_INGEST_ERROR_NONE:
+        break;
+    }
     return fail(failure, "internal", "writing %s failed", path);
 }
 
-/* Finishes the gate (which must accept what we wrote), commits the blob and fills
- * file's kind/size/sha256 (and for safetensors its tensor facts and stats text). */
-static int sink_commit(sink *s, const char *path, tg_file_record *file, char **stats_text,
-                       job_failure *failure)
+/* The commit's record step: the job_files row, under the shared blobs lock. */
+typedef struct job_row {
+    const tg_jobs_context *ctx;
+    int64_t job_id;
+    bool with_stats; /* a shard's stats; an index records "[]" */
+    tg_cat_status status;
+} job_row;
+
+static void record_job_file(void *arg, const tg_file_record *file, const char *stats)
 {
-    /* everything written: the writer thread is idle from here on */
-    if (sink_flush(s) != 0 || !sink_wait_idle(s))
-        return sink_fail(s, path, failure);
-    if (st_gate_finish(s->gate) != ST_GATE_ACCEPTED) {
-        st_verdict verdict;
-        st_gate_verdict(s->gate, &verdict);
-        return fail(failure, "internal", "the written %s does not pass the gate: %s: %s", path,
-                    st_reason_name(verdict.error.reason), verdict.error.detail);
+    job_row *row = arg;
+    row->status = tg_catalog_job_file_put(row->ctx->catalog, row->job_id, file,
+                                          row->with_stats ? stats : "[]");
+}
+
+/* Commits a finished ingest and records it in job_files. made gets the record. */
+static int commit_job_file(const tg_jobs_context *ctx, int64_t job_id, tg_ingest *ingest,
+                           const char *path, bool with_stats, tg_file_record *made,
+                           job_failure *failure)
+{
+    if (tg_ingest_finish(ingest) != TG_INGEST_OPEN)
+        return ingest_failure(ingest, path, failure);
+    job_row row = {ctx, job_id, with_stats, TG_CAT_ERROR};
+    if (tg_ingest_commit(ingest, path, made, record_job_file, &row) != 0)
+        return ingest_failure(ingest, path, failure);
+    if (row.status == TG_CAT_NOT_FOUND) {
+        snprintf(failure->orphan, sizeof failure->orphan, "%s", made->sha256);
+        return fail(failure, "cancelled", "the job was cancelled or its model deleted");
     }
-    memset(file, 0, sizeof *file);
-    snprintf(file->path, sizeof file->path, "%s", path);
-    file->size = s->written;
-    if (tg_sha256_final_hex(&s->sha, file->sha256) != 0)
-        return fail(failure, "internal", "the SHA-256 of the written %s failed", path);
-    const st_file *parsed = st_gate_file(s->gate);
-    *stats_text = NULL;
-    json_t *stats = json_array();
-    if (stats == NULL)
-        return fail(failure, "internal", "out of memory");
-    if (parsed != NULL) {
-        snprintf(file->kind, sizeof file->kind, "safetensors");
-        const st_tensor_stats *tensor_stats = st_gate_stats(s->gate);
-        for (size_t t = 0; tensor_stats != NULL && t < parsed->tensor_count; t++) {
-            json_array_append_new(stats, json_pack("[I,I]", (json_int_t)tensor_stats[t].nan,
-                                                   (json_int_t)tensor_stats[t].inf));
-            file->nan += tensor_stats[t].nan;
-            file->inf += tensor_stats[t].inf;
-        }
-        uint64_t counts[ST_DTYPE_COUNT];
-        file->tensors = parsed->tensor_count;
-        st_file_parameter_counts(parsed, counts, &file->parameters);
-    } else {
-        snprintf(file->kind, sizeof file->kind, "json");
-    }
-    *stats_text = json_dumps(stats, JSON_COMPACT);
-    json_decref(stats);
-    if (*stats_text == NULL)
-        return fail(failure, "internal", "out of memory");
-    /* Durable blob first, job_files row second: a crash between leaves an
-     * unreferenced blob for gc, never a row without its blob. The caller records
-     * the row before sink_free releases the lock. */
-    s->blobs_lock = tg_store_lock_blobs(&s->server->store, false, true);
-    if (s->blobs_lock < 0) {
-        free(*stats_text);
-        *stats_text = NULL;
-        return fail(failure, "internal", "the blob store's lock cannot be taken: %s",
-                    strerror(errno));
-    }
-    s->blobs_locked = true;
-    tg_store_status committed =
-        tg_store_commit_blob(&s->server->store, s->fd, s->temp_path, file->sha256);
-    s->fd = -1;
-    s->temp_path[0] = '\0';
-    if (committed == TG_STORE_OK)
-        return 0;
-    free(*stats_text);
-    *stats_text = NULL;
-    if (committed == TG_STORE_NO_SPACE)
-        return fail(failure, "insufficient_storage", "the disk is full writing %s", path);
-    return fail(failure, "internal", "storing %s failed: %s", path, strerror(errno));
+    if (row.status != TG_CAT_OK)
+        return fail(failure, "internal", "the catalog failed recording %s", path);
+    return 0;
 }
 
 static int64_t now_ns(void)
@@ -508,158 +300,216 @@ typedef struct progress {
     int64_t last_saved_ns;
 } progress;
 
-static void progress_add(tg_server *server, progress *p, uint64_t bytes, bool force)
+static void progress_add(const tg_jobs_context *ctx, progress *p, uint64_t bytes, bool force)
 {
     p->done += bytes;
     int64_t now = now_ns();
     if (force || now - p->last_saved_ns >= PROGRESS_INTERVAL_NS) {
-        tg_catalog_job_progress(server->catalog, p->job_id, p->done, p->total);
+        tg_catalog_job_progress(ctx->catalog, p->job_id, p->done, p->total);
         p->last_saved_ns = now;
     }
 }
 
-/* After each step written: the test delay, and the stop check. */
-static int step_done(sink *s, progress *p, const char *path, job_failure *failure)
+/* ---- one shard: the converter writes through a double-buffered pipeline ----
+ *
+ * The converter's write callback (shard_write, on the job's thread) copies each
+ * chunk into the free buffer and hands it to the writer thread, which feeds it to
+ * the pipeline while the converter reads and converts the next chunk. */
+
+typedef struct shard_writer {
+    const tg_jobs_context *ctx;
+    tg_ingest ingest; /* touched by the writer thread while it has a buffer */
+    const char *path;
+    progress *p;
+    job_failure *failure;
+    uint8_t *buffers[2];
+    int filling; /* the buffer the next chunk goes to */
+    size_t cap;
+    /* shared with the writer thread, under lock: */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    pthread_t thread;
+    bool thread_started;
+    bool initialized;       /* lock and condition made */
+    const uint8_t *pending; /* a buffer for the writer, NULL when it is idle */
+    size_t pending_len;
+    bool quit;
+    /* the source blob */
+    int in_fd;
+    int read_errno;
+} shard_writer;
+
+static void *shard_writer_main(void *arg)
 {
-    uint64_t before = s->handed;
-    if (sink_flush(s) != 0)
-        return sink_fail(s, path, failure);
-    progress_add(s->server, p, s->handed - before, false);
+    shard_writer *w = arg;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        while (w->pending == NULL && !w->quit)
+            pthread_cond_wait(&w->changed, &w->lock);
+        if (w->pending == NULL)
+            break;
+        const uint8_t *data = w->pending;
+        size_t len = w->pending_len;
+        pthread_mutex_unlock(&w->lock);
+        (void)tg_ingest_feed(&w->ingest, data, len); /* a stop shows in its state */
+        pthread_mutex_lock(&w->lock);
+        w->pending = NULL;
+        pthread_cond_broadcast(&w->changed);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Waits until the writer is idle; false (failure filled) when the pipeline stopped. */
+static bool shard_writer_idle(shard_writer *w)
+{
+    pthread_mutex_lock(&w->lock);
+    while (w->pending != NULL)
+        pthread_cond_wait(&w->changed, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    if (w->ingest.state == TG_INGEST_OPEN)
+        return true;
+    ingest_failure(&w->ingest, w->path, w->failure);
+    return false;
+}
+
+static int shard_writer_open(shard_writer *w, const tg_jobs_context *ctx, uint64_t size, size_t cap)
+{
+    w->ctx = ctx;
+    w->cap = cap;
+    w->in_fd = -1;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->changed, NULL);
+    w->initialized = true;
+    tg_ingest_config config = {
+        .kind = ST_GATE_SAFETENSORS,
+        .declared = size,
+        .max_bytes = UINT64_MAX,
+        .max_header = ctx->max_header,
+        .refuse_nonfinite = false, /* the values are the source's, which the gate accepted */
+        .store = ctx->store,
+        .digest_name = "convert",
+        .drain_limit = UINT64_MAX,
+    };
+    if (tg_ingest_begin(&w->ingest, &config) != 0)
+        return -1;
+    w->buffers[0] = malloc(cap);
+    w->buffers[1] = malloc(cap);
+    if (w->buffers[0] == NULL || w->buffers[1] == NULL)
+        return -1;
+    w->thread_started = pthread_create(&w->thread, NULL, shard_writer_main, w) == 0;
+    return w->thread_started ? 0 : -1;
+}
+
+static void shard_writer_close(shard_writer *w)
+{
+    if (w->thread_started) {
+        pthread_mutex_lock(&w->lock);
+        w->quit = true;
+        pthread_cond_broadcast(&w->changed);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+    }
+    if (w->initialized) {
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->changed);
+    }
+    tg_ingest_abort(&w->ingest);
+    free(w->buffers[0]);
+    free(w->buffers[1]);
+    if (w->in_fd >= 0)
+        close(w->in_fd);
+    memset(w, 0, sizeof *w);
+    w->in_fd = -1;
+}
+
+/* st_convert_read_fn: the source blob. */
+static int shard_read(void *ctx, void *buf, size_t len, uint64_t offset)
+{
+    shard_writer *w = ctx;
+    if (tg_store_read_at(w->in_fd, buf, len, offset) != 0) {
+        w->read_errno = errno;
+        return -1;
+    }
+    return 0;
+}
+
+/* st_convert_write_fn: one chunk of the converted shard, then the step's checks
+ * (progress, the test delay, stop and cancel). */
+static int shard_write(void *ctx, const void *data, size_t len)
+{
+    shard_writer *w = ctx;
+    if (!shard_writer_idle(w))
+        return -1;
+    memcpy(w->buffers[w->filling], data, len);
+    pthread_mutex_lock(&w->lock);
+    w->pending = w->buffers[w->filling];
+    w->pending_len = len;
+    pthread_cond_broadcast(&w->changed);
+    pthread_mutex_unlock(&w->lock);
+    w->filling ^= 1;
+    progress_add(w->ctx, w->p, len, false);
     if (runner.delay_ms > 0)
         usleep(runner.delay_ms * 1000u);
     if (stopping())
-        return fail(failure, "stopped", "the server is stopping");
-    if (cancel_asked(p->job_id))
-        return fail(failure, "cancelled", "cancelled while it ran");
+        return fail(w->failure, "stopped", "the server is stopping");
+    if (cancel_asked(w->p->job_id))
+        return fail(w->failure, "cancelled", "cancelled while it ran");
     return 0;
 }
 
 /* Writes the converted copy of one shard and records it in job_files. */
-static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record *source,
-                         const file_plan *fp, progress *p, uint8_t *source_buf,
-                         job_failure *failure)
+static int convert_shard(const tg_jobs_context *ctx, int64_t job_id, const tg_file_record *source,
+                         const file_plan *fp, progress *p, job_failure *failure)
 {
-    const st_file *in = &fp->header;
-    st_write_plan plan;
-    memset(&plan, 0, sizeof plan);
-    st_error err;
-    sink s;
-    memset(&s, 0, sizeof s);
-    s.fd = -1;
-    int in_fd = -1, rc = -1;
-    char *stats = NULL;
-    if (shard_write_plan(fp, &plan, &err) != ST_OK) {
-        fail(failure, "internal", "the converted %s cannot be laid out: %s", source->path,
-             err.detail);
-        goto out;
-    }
+    shard_writer w;
+    memset(&w, 0, sizeof w);
+    int rc = -1;
     size_t chunk = runner.delay_ms > 0 ? TEST_OUT_CHUNK_BYTES : OUT_CHUNK_BYTES;
-    if (sink_open(&s, server, ST_GATE_SAFETENSORS, (uint64_t)plan.header_len + plan.data_size,
-                  chunk) != 0) {
+    if (shard_writer_open(&w, ctx, fp->out_size, chunk) != 0) {
         fail(failure, "internal", "cannot start writing %s (memory or temp file)", source->path);
         goto out;
     }
+    w.path = source->path;
+    w.p = p;
+    w.failure = failure;
     tg_blob_check check;
-    in_fd = tg_store_open_blob_checked(&server->store, source->sha256, source->size, &check);
-    if (in_fd < 0) {
+    w.in_fd = tg_store_open_blob_checked(ctx->store, source->sha256, source->size, &check);
+    if (w.in_fd < 0) {
         fail(failure, "source_unreadable", "the blob %s of %s is missing or damaged (run fsck)",
              source->sha256, source->path);
         goto out;
     }
-    /* The plan's header is at most max_header + 8 bytes: written in pieces of the buffer. */
-    for (size_t off = 0; off < plan.header_len;) {
-        size_t n = plan.header_len - off < s.cap - s.used ? plan.header_len - off : s.cap - s.used;
-        memcpy(s.buf + s.used, plan.header + off, n);
-        s.used += n;
-        off += n;
-        if (s.used == s.cap && step_done(&s, p, source->path, failure) != 0)
-            goto out;
-    }
-    uint64_t data_written = 0;
-    for (size_t k = 0; k < plan.count; k++) {
-        size_t t = plan.order[k];
-        const st_tensor *tensor = &in->tensors[t];
-        /* the plan lays tensors back to back in this order */
-        if (plan.begin[t] != data_written) {
-            fail(failure, "internal", "the plan of %s is not contiguous", source->path);
-            goto out;
-        }
-        uint64_t at = in->data_start + tensor->begin;
-        st_dtype to = fp->out_dtype[t];
-        if (to == tensor->dtype) {
-            uint64_t left = tensor->end - tensor->begin;
-            while (left > 0) {
-                size_t room = s.cap - s.used;
-                size_t n = left < room ? (size_t)left : room;
-                if (tg_store_read_at(in_fd, s.buf + s.used, n, at) != 0)
-                    goto read_failed;
-                s.used += n;
-                at += n;
-                left -= n;
-                if (s.used == s.cap && step_done(&s, p, source->path, failure) != 0)
-                    goto out;
-            }
-        } else {
-            /* both dtypes are among the whole-byte convertible ones */
-            size_t from_size = st_dtype_bits(tensor->dtype) / 8, to_size = st_dtype_bits(to) / 8;
-            uint64_t left = tensor->elements;
-            while (left > 0) {
-                size_t room = (s.cap - s.used) / to_size;
-                if (room == 0) {
-                    if (step_done(&s, p, source->path, failure) != 0)
-                        goto out;
-                    continue;
-                }
-                size_t n = SOURCE_CHUNK_BYTES / from_size;
-                if (n > room)
-                    n = room;
-                if (n > left)
-                    n = (size_t)left;
-                if (tg_store_read_at(in_fd, source_buf, n * from_size, at) != 0)
-                    goto read_failed;
-                st_convert(tensor->dtype, to, source_buf, s.buf + s.used, n);
-                s.used += n * to_size;
-                at += (uint64_t)n * from_size;
-                left -= n;
-                if (s.used == s.cap && step_done(&s, p, source->path, failure) != 0)
-                    goto out;
-            }
-        }
-        data_written += plan.bytes[t];
-    }
-    if (data_written != plan.data_size) {
-        fail(failure, "internal", "%s: %" PRIu64 " data bytes written, the plan says %" PRIu64,
-             source->path, data_written, plan.data_size);
+    st_convert_options options = {.dtypes = fp->out_dtype, .chunk_bytes = chunk};
+    st_error err;
+    switch (st_convert_stream(&fp->header, shard_read, &w, shard_write, &w, &options, &err)) {
+    case ST_CONVERT_OK:
+        break;
+    case ST_CONVERT_READ_FAILED:
+        fail(failure, "source_unreadable", "reading %s (blob %s): %s", source->path, source->sha256,
+             strerror(w.read_errno));
+        goto out;
+    case ST_CONVERT_WRITE_FAILED:
+        goto out; /* shard_write said why */
+    case ST_CONVERT_NO_MEMORY:
+        fail(failure, "internal", "out of memory converting %s", source->path);
+        goto out;
+    case ST_CONVERT_BAD_INPUT:
+        fail(failure, "internal", "the converted %s cannot be laid out: %s", source->path,
+             err.detail);
         goto out;
     }
-    uint64_t before = s.handed;
+    /* everything handed over: the writer thread is idle from here on */
+    if (!shard_writer_idle(&w))
+        goto out;
     tg_file_record made;
-    if (sink_commit(&s, source->path, &made, &stats, failure) != 0)
+    if (commit_job_file(ctx, job_id, &w.ingest, source->path, true, &made, failure) != 0)
         goto out;
-    progress_add(server, p, s.handed - before, false);
-    tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, stats);
-    if (status == TG_CAT_NOT_FOUND) {
-        fail(failure, "cancelled", "the job was cancelled or its model deleted");
-        snprintf(failure->orphan, sizeof failure->orphan, "%s", made.sha256);
-        goto out;
-    }
-    if (status != TG_CAT_OK) {
-        fail(failure, "internal", "the catalog failed recording %s", source->path);
-        goto out;
-    }
     tg_log(TG_LOG_INFO, "job %lld: %s converted (%zu tensors) -> %s, %llu bytes", (long long)job_id,
            source->path, fp->converted, made.sha256, (unsigned long long)made.size);
     rc = 0;
-    goto out;
-read_failed:
-    fail(failure, "source_unreadable", "reading %s (blob %s): %s", source->path, source->sha256,
-         strerror(errno));
 out:
-    if (in_fd >= 0)
-        close(in_fd);
-    free(stats);
-    sink_free(&s);
-    st_write_plan_free(&plan);
+    shard_writer_close(&w);
     return rc;
 }
 
@@ -677,11 +527,11 @@ static bool same_dir(const char *a, const char *b)
     return len == dir_length(b) && strncmp(a, b, len) == 0;
 }
 
-static char *read_blob_text(tg_server *server, const tg_file_record *file)
+static char *read_blob_text(const tg_jobs_context *ctx, const tg_file_record *file)
 {
     if (file->size > INDEX_MAX_BYTES)
         return NULL;
-    int fd = tg_store_open_blob(&server->store, file->sha256);
+    int fd = tg_store_open_blob(ctx->store, file->sha256);
     if (fd < 0)
         return NULL;
     char *text = malloc((size_t)file->size + 1);
@@ -697,18 +547,17 @@ static char *read_blob_text(tg_server *server, const tg_file_record *file)
 
 /* Rewrites the index at files[index] with total_size = the new tensor bytes of its
  * directory's shards, checks it against the new shards and records it. */
-static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *vp, size_t index,
-                         job_failure *failure)
+static int rewrite_index(const tg_jobs_context *ctx, int64_t job_id, const version_plan *vp,
+                         size_t index, job_failure *failure)
 {
     const tg_file_record *source = &vp->files.items[index];
     int rc = -1;
-    char *text = read_blob_text(server, source), *out_text = NULL, *stats = NULL;
+    char *text = read_blob_text(ctx, source), *out_text = NULL;
     json_t *root = NULL;
     tg_shard *shards = calloc(vp->files.count, sizeof *shards);
     const char ***names = calloc(vp->files.count, sizeof *names);
-    sink s;
-    memset(&s, 0, sizeof s);
-    s.fd = -1;
+    tg_ingest ingest;
+    memset(&ingest, 0, sizeof ingest);
     if (text == NULL || shards == NULL || names == NULL) {
         fail(failure, "source_unreadable", "the index %s cannot be read", source->path);
         goto out;
@@ -771,24 +620,36 @@ static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *
              source->path, detail);
         goto out;
     }
-    if (sink_open(&s, server, ST_GATE_SIDECAR, out_len + 1, out_len + 1) != 0) {
+    /* the rewritten index ends with a newline */
+    char *grown = realloc(out_text, out_len + 2);
+    if (grown == NULL) {
+        fail(failure, "internal", "out of memory");
+        goto out;
+    }
+    out_text = grown;
+    out_text[out_len] = '\n';
+    out_text[out_len + 1] = '\0';
+    tg_ingest_config config = {
+        .kind = ST_GATE_SIDECAR,
+        .declared = out_len + 1,
+        .max_bytes = UINT64_MAX,
+        .max_header = ctx->max_header,
+        .store = ctx->store,
+        .digest_name = "convert",
+        .drain_limit = UINT64_MAX,
+    };
+    if (tg_ingest_begin(&ingest, &config) != 0) {
         fail(failure, "internal", "cannot start writing %s (memory or temp file)", source->path);
         goto out;
     }
-    memcpy(s.buf, out_text, out_len);
-    s.buf[out_len] = '\n';
-    s.used = out_len + 1;
     tg_file_record made;
-    if (sink_commit(&s, source->path, &made, &stats, failure) != 0)
+    if (tg_ingest_feed(&ingest, out_text, out_len + 1) != TG_INGEST_OPEN) {
+        ingest_failure(&ingest, source->path, failure);
         goto out;
-    tg_cat_status status = tg_catalog_job_file_put(server->catalog, job_id, &made, "[]");
-    if (status == TG_CAT_NOT_FOUND) {
-        fail(failure, "cancelled", "the job was cancelled or its model deleted");
-        snprintf(failure->orphan, sizeof failure->orphan, "%s", made.sha256);
-    } else if (status != TG_CAT_OK)
-        fail(failure, "internal", "the catalog failed recording %s", source->path);
-    else
-        rc = 0;
+    }
+    if (commit_job_file(ctx, job_id, &ingest, source->path, false, &made, failure) != 0)
+        goto out;
+    rc = 0;
 out:
     for (size_t i = 0; names && i < vp->files.count; i++)
         free(names[i]);
@@ -796,9 +657,8 @@ out:
     free(shards);
     free(text);
     free(out_text);
-    free(stats);
     json_decref(root);
-    sink_free(&s);
+    tg_ingest_abort(&ingest);
     return rc;
 }
 
@@ -813,13 +673,13 @@ static const tg_file_record *find_path(const tg_file_records *list, const char *
 }
 
 /* A shard finished by an earlier attempt counts when its blob is still whole-sized. */
-static bool already_made(tg_server *server, const tg_file_records *made, const char *path,
+static bool already_made(const tg_jobs_context *ctx, const tg_file_records *made, const char *path,
                          uint64_t size)
 {
     const tg_file_record *file = find_path(made, path);
     if (file == NULL || file->size != size)
         return false;
-    int fd = tg_store_open_blob(&server->store, file->sha256);
+    int fd = tg_store_open_blob(ctx->store, file->sha256);
     if (fd < 0)
         return false;
     off_t end = lseek(fd, 0, SEEK_END);
@@ -868,53 +728,47 @@ static int final_digest(const version_plan *vp, const tg_file_records *made, cha
 }
 
 /* Runs a claimed job to its commit. Returns 0 done, 1 stopped (stays running), -1 failed. */
-static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
+static int run_job(const tg_jobs_context *ctx, const tg_job *job, job_failure *failure)
 {
     tg_convert_spec spec;
     json_t *globs_json = NULL;
     version_plan vp;
     memset(&vp, 0, sizeof vp);
     tg_file_records made = {0};
-    uint8_t *source_buf = NULL;
     int rc = -1;
     if (job_spec(job, &spec, &globs_json, failure) != 0)
         goto out;
-    if (plan_version(server, job->source_version_id, &spec, &vp, failure) != 0)
+    if (plan_version(ctx, job->source_version_id, &spec, &vp, failure) != 0)
         goto out;
     if (vp.survey.shards_converted == 0) {
         fail(failure, "nothing_to_convert", "no tensor of version %lld changes dtype",
              (long long)job->source_number);
         goto out;
     }
-    if (tg_catalog_job_file_list(server->catalog, job->id, tg_file_records_collect, &made) !=
+    if (tg_catalog_job_file_list(ctx->catalog, job->id, tg_file_records_collect, &made) !=
             TG_CAT_OK ||
         made.failed) {
         fail(failure, "internal", "the catalog failed listing the job's files");
         goto out;
     }
-    source_buf = malloc(SOURCE_CHUNK_BYTES);
-    if (source_buf == NULL) {
-        fail(failure, "internal", "out of memory");
-        goto out;
-    }
     progress p = {.job_id = job->id, .total = vp.survey.bytes_total};
     for (size_t i = 0; i < vp.files.count; i++) {
         const file_plan *fp = &vp.plans[i];
-        if (fp->converted > 0 && already_made(server, &made, vp.files.items[i].path, fp->out_size))
+        if (fp->converted > 0 && already_made(ctx, &made, vp.files.items[i].path, fp->out_size))
             p.done += fp->out_size;
     }
-    progress_add(server, &p, 0, true);
+    progress_add(ctx, &p, 0, true);
     if (p.done > 0)
         tg_log(TG_LOG_INFO, "job %lld: resuming at %llu of %llu bytes", (long long)job->id,
                (unsigned long long)p.done, (unsigned long long)p.total);
     for (size_t i = 0; i < vp.files.count; i++) {
         const file_plan *fp = &vp.plans[i];
-        if (fp->converted == 0 || already_made(server, &made, vp.files.items[i].path, fp->out_size))
+        if (fp->converted == 0 || already_made(ctx, &made, vp.files.items[i].path, fp->out_size))
             continue;
-        if (convert_shard(server, job->id, &vp.files.items[i], fp, &p, source_buf, failure) != 0)
+        if (convert_shard(ctx, job->id, &vp.files.items[i], fp, &p, failure) != 0)
             goto out;
     }
-    progress_add(server, &p, 0, true);
+    progress_add(ctx, &p, 0, true);
     /* every index of a directory with a converted shard gets the new total_size */
     for (size_t i = 0; i < vp.files.count; i++) {
         if (!tg_is_index_path(vp.files.items[i].path))
@@ -924,11 +778,11 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
             if (vp.plans[j].converted > 0 &&
                 same_dir(vp.files.items[i].path, vp.files.items[j].path))
                 changed = true;
-        if (changed && rewrite_index(server, job->id, &vp, i, failure) != 0)
+        if (changed && rewrite_index(ctx, job->id, &vp, i, failure) != 0)
             goto out;
     }
     made.count = 0;
-    if (tg_catalog_job_file_list(server->catalog, job->id, tg_file_records_collect, &made) !=
+    if (tg_catalog_job_file_list(ctx->catalog, job->id, tg_file_records_collect, &made) !=
             TG_CAT_OK ||
         made.failed) {
         fail(failure, "internal", "the catalog failed listing the job's files");
@@ -940,13 +794,13 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
         goto out;
     }
     tg_version version;
-    tg_cat_status status = tg_catalog_job_commit(server->catalog, job->id, digest, &version);
+    tg_cat_status status = tg_catalog_job_commit(ctx->catalog, job->id, digest, &version);
     if (status == TG_CAT_NOT_FOUND || status == TG_CAT_CONFLICT) {
         /* cancelled, its model deleted, or its token revoked (the commit failed it
          * then): its rows are gone, and its blobs go unless something else uses them */
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
         for (size_t i = 0; i < made.count; i++)
-            (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256, false);
+            (void)tg_blob_reclaim(ctx->store, ctx->catalog, made.items[i].sha256, false);
         goto out;
     }
     if (status != TG_CAT_OK) {
@@ -960,7 +814,6 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
 out:
     if (rc != 0 && strcmp(failure->reason, "stopped") == 0)
         rc = 1;
-    free(source_buf);
     free(made.items);
     version_plan_free(&vp);
     json_decref(globs_json);
@@ -969,7 +822,7 @@ out:
 
 static void *worker_main(void *arg)
 {
-    tg_server *server = arg;
+    const tg_jobs_context *ctx = arg;
     tg_job *job = malloc(sizeof *job);
     if (job == NULL) {
         tg_log(TG_LOG_ERROR, "conversion worker: out of memory; no job will run");
@@ -984,12 +837,12 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&runner.lock);
         if (stop)
             break;
-        while (!stopping() && tg_catalog_job_claim(server->catalog, job) == TG_CAT_OK) {
+        while (!stopping() && tg_catalog_job_claim(ctx->catalog, job) == TG_CAT_OK) {
             tg_log(TG_LOG_INFO, "job %lld: converting %s/%s version %lld to %s (attempt %lld)",
                    (long long)job->id, job->org, job->name, (long long)job->source_number,
                    job->dtype, (long long)job->attempts);
             job_failure failure = {"", "", ""};
-            int rc = run_job(server, job, &failure);
+            int rc = run_job(ctx, job, &failure);
             if (rc < 0) {
                 tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, failure.reason,
                        failure.detail);
@@ -998,17 +851,16 @@ static void *worker_main(void *arg)
                  * touched), and failing it changes nothing. Its job_files rows go, and
                  * their blobs with them when nothing else uses them. */
                 tg_file_records made = {0};
-                (void)tg_catalog_job_file_list(server->catalog, job->id, tg_file_records_collect,
+                (void)tg_catalog_job_file_list(ctx->catalog, job->id, tg_file_records_collect,
                                                &made);
                 bool cancelled = strcmp(failure.reason, "cancelled") == 0;
-                tg_catalog_job_fail(server->catalog, job->id, failure.reason,
+                tg_catalog_job_fail(ctx->catalog, job->id, failure.reason,
                                     cancelled ? NULL : failure.detail);
                 for (size_t i = 0; i < made.count; i++)
-                    (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256,
-                                          false);
+                    (void)tg_blob_reclaim(ctx->store, ctx->catalog, made.items[i].sha256, false);
                 free(made.items);
                 if (failure.orphan[0] != '\0')
-                    (void)tg_blob_reclaim(&server->store, server->catalog, failure.orphan, false);
+                    (void)tg_blob_reclaim(ctx->store, ctx->catalog, failure.orphan, false);
             } else if (rc > 0) {
                 tg_log(TG_LOG_INFO, "job %lld: stopped; it resumes at the next start",
                        (long long)job->id);
@@ -1019,10 +871,10 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int tg_convert_jobs_start(tg_server *server, char *err, size_t err_len)
+int tg_convert_jobs_start(const tg_jobs_context *context, char *err, size_t err_len)
 {
     unsigned requeued = 0, failed = 0;
-    if (tg_catalog_job_recover(server->catalog, TG_CONVERT_MAX_ATTEMPTS, &requeued, &failed) !=
+    if (tg_catalog_job_recover(context->catalog, TG_CONVERT_MAX_ATTEMPTS, &requeued, &failed) !=
         TG_CAT_OK) {
         snprintf(err, err_len, "cannot recover the jobs of a previous run");
         return -1;
@@ -1035,10 +887,10 @@ int tg_convert_jobs_start(tg_server *server, char *err, size_t err_len)
     if (runner.delay_ms > 10000)
         runner.delay_ms = 10000;
     pthread_mutex_lock(&runner.lock);
-    runner.server = server;
+    runner.context = *context;
     runner.stopping = false;
     runner.pending = true; /* look for queued jobs at once */
-    int rc = pthread_create(&runner.thread, NULL, worker_main, server);
+    int rc = pthread_create(&runner.thread, NULL, worker_main, &runner.context);
     runner.started = rc == 0;
     pthread_mutex_unlock(&runner.lock);
     if (rc != 0) {

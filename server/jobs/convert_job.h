@@ -3,9 +3,10 @@
  *
  * One worker thread runs the queued jobs of the catalog's jobs table in order.
  * A job converts, shard by shard, the floating tensors whose names match its
- * globs (bit-exact with PyTorch's .to()), streaming in bounded chunks; each new
- * shard goes through the gate, is hashed in the same pass, lands in the blob
- * store and is recorded in job_files. The indexes of changed directories are
+ * globs (bit-exact with PyTorch's .to()), streaming in bounded chunks with lib's
+ * converter (lib/st_convert_stream.h); each new shard goes through the ingest
+ * pipeline (server/ingest/pipeline.h: the gate, SHA-256 in the same pass, the blob
+ * store) and is recorded in job_files. The indexes of changed directories are
  * rewritten with the new total_size; every other file is carried over (same
  * blob). The new version appears only when tg_catalog_job_commit inserts it with
  * all its files in one transaction.
@@ -15,7 +16,10 @@
  * shards already in job_files, until it has been interrupted
  * TG_CONVERT_MAX_ATTEMPTS times, after which it is marked failed. A running job
  * whose cancel was asked (DELETE /v1/jobs/{id}) is marked in the catalog and fails
- * with reason "cancelled" at the worker's next step, or at the next start. */
+ * with reason "cancelled" at the worker's next step, or at the next start.
+ *
+ * The job system sits below the HTTP layer: it works on a tg_jobs_context (the
+ * catalog, the store, the limits it needs), never on the server or a request. */
 #ifndef TG_CONVERT_JOB_H
 #define TG_CONVERT_JOB_H
 
@@ -23,12 +27,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http.h"
+#include "catalog.h"
 #include "st_dtype.h"
+#include "store.h"
 
 #define TG_CONVERT_GLOBS_MAX 64
 #define TG_CONVERT_GLOB_LEN_MAX 256
 #define TG_CONVERT_MAX_ATTEMPTS 3
+
+/* What the job system works with: the server's catalog and blob store, and the
+ * limits it reads from the server's configuration. Made by cmd/serve.c for the
+ * worker and by the routes that survey a version (server/routes/convert.c); the
+ * catalog and the store must outlive the worker (tg_convert_jobs_stop). */
+typedef struct tg_jobs_context {
+    tg_catalog *catalog;
+    tg_store *store;
+    uint64_t max_header; /* --max-header: the bound on N of the headers read and written */
+} tg_jobs_context;
 
 /* What to convert: the target dtype and tensor-name globs (fnmatch; none: all). */
 typedef struct tg_convert_spec {
@@ -51,14 +66,16 @@ bool tg_convert_target_supported(st_dtype dtype);
 
 /* Reads the headers of version_id's shards and fills out. Returns 0, or -1 with
  * detail on a server error (catalog, unreadable blob). */
-int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_convert_spec *spec,
-                              tg_convert_survey *out, char *detail, size_t detail_len);
+int tg_convert_survey_version(const tg_jobs_context *context, int64_t version_id,
+                              const tg_convert_spec *spec, tg_convert_survey *out, char *detail,
+                              size_t detail_len);
 
-/* Starts the worker: jobs a previous process left running are queued again (or
- * failed after TG_CONVERT_MAX_ATTEMPTS), then queued jobs run. Returns -1 with err
- * set on failure. The environment variable TENSORGATE_TEST_CONVERT_DELAY_MS (tests
- * only) makes the worker write in 64 KiB steps and sleep that long after each. */
-int tg_convert_jobs_start(tg_server *server, char *err, size_t err_len);
+/* Starts the worker (one per process) on a copy of context: jobs a previous process
+ * left running are queued again (or failed after TG_CONVERT_MAX_ATTEMPTS), then
+ * queued jobs run. Returns -1 with err set on failure. The environment variable
+ * TENSORGATE_TEST_CONVERT_DELAY_MS (tests only) makes the worker write in 64 KiB
+ * steps and sleep that long after each. */
+int tg_convert_jobs_start(const tg_jobs_context *context, char *err, size_t err_len);
 /* Tells the worker a job was queued. */
 void tg_convert_jobs_wake(void);
 /* Tells the worker that tg_catalog_job_cancel marked job_id, which is running:

@@ -171,7 +171,10 @@ void tg_route_version_convert(tg_request *req)
         goto out;
     tg_convert_survey survey;
     char detail[512];
-    if (tg_convert_survey_version(server, version.id, &spec, &survey, detail, sizeof detail) != 0) {
+    tg_jobs_context jobs = {.catalog = server->catalog,
+                            .store = &server->store,
+                            .max_header = server->config.max_header};
+    if (tg_convert_survey_version(&jobs, version.id, &spec, &survey, detail, sizeof detail) != 0) {
         tg_respond_internal(req, "%s", detail);
         goto out;
     }
