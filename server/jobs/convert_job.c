@@ -503,6 +503,7 @@ static int convert_shard(const tg_jobs_context *ctx, int64_t job_id, const tg_fi
     if (!shard_writer_idle(&w))
         goto out;
     tg_file_record made;
+    memset(&made, 0, sizeof made);
     if (commit_job_file(ctx, job_id, &w.ingest, source->path, true, &made, failure) != 0)
         goto out;
     tg_log(TG_LOG_INFO, "job %lld: %s converted (%zu tensors) -> %s, %llu bytes", (long long)job_id,
@@ -643,6 +644,7 @@ static int rewrite_index(const tg_jobs_context *ctx, int64_t job_id, const versi
         goto out;
     }
     tg_file_record made;
+    memset(&made, 0, sizeof made);
     if (tg_ingest_feed(&ingest, out_text, out_len + 1) != TG_INGEST_OPEN) {
         ingest_failure(&ingest, source->path, failure);
         goto out;
