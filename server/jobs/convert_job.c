@@ -3,8 +3,8 @@
  * A shard is converted by lib's streaming converter (st_convert_stream, the one
  * `tensorgate convert` uses), reading the source blob and writing through the
  * ingest pipeline (tg_ingest: gate, SHA-256 and temp file in one pass, then the
- * commit under the shared blobs lock). The pipeline runs on a writer thread fed
- * from two buffers, so converting one chunk overlaps writing and hashing the last. */
+ * commit under the shared blobs lock). The pipeline runs on a writer thread, so
+ * converting one chunk overlaps writing and hashing the last. */
 #include "convert_job.h"
 
 #include <errno.h>
@@ -310,11 +310,12 @@ static void progress_add(const tg_jobs_context *ctx, progress *p, uint64_t bytes
     }
 }
 
-/* ---- one shard: the converter writes through a double-buffered pipeline ----
+/* ---- one shard: the converter writes through the pipeline on a writer thread ----
  *
- * The converter's write callback (shard_write, on the job's thread) copies each
- * chunk into the free buffer and hands it to the writer thread, which feeds it to
- * the pipeline while the converter reads and converts the next chunk. */
+ * The converter's write callback (shard_write, on the job's thread) waits for the
+ * writer thread to finish the last chunk, copies the new one into the writer's
+ * buffer and hands it over; the writer feeds it to the pipeline (gate, SHA-256,
+ * temp file) while the converter reads and converts the next chunk into its own. */
 
 typedef struct shard_writer {
     const tg_jobs_context *ctx;
@@ -322,9 +323,8 @@ typedef struct shard_writer {
     const char *path;
     progress *p;
     job_failure *failure;
-    uint8_t *buffers[2];
-    int filling; /* the buffer the next chunk goes to */
-    size_t cap;
+    uint8_t *buffer; /* the chunk the writer thread has or had */
+    size_t chunk;    /* its size */
     /* shared with the writer thread, under lock: */
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -373,10 +373,11 @@ static bool shard_writer_idle(shard_writer *w)
     return false;
 }
 
-static int shard_writer_open(shard_writer *w, const tg_jobs_context *ctx, uint64_t size, size_t cap)
+static int shard_writer_open(shard_writer *w, const tg_jobs_context *ctx, uint64_t size,
+                             size_t chunk)
 {
     w->ctx = ctx;
-    w->cap = cap;
+    w->chunk = chunk;
     w->in_fd = -1;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->changed, NULL);
@@ -393,9 +394,8 @@ static int shard_writer_open(shard_writer *w, const tg_jobs_context *ctx, uint64
     };
     if (tg_ingest_begin(&w->ingest, &config) != 0)
         return -1;
-    w->buffers[0] = malloc(cap);
-    w->buffers[1] = malloc(cap);
-    if (w->buffers[0] == NULL || w->buffers[1] == NULL)
+    w->buffer = malloc(chunk);
+    if (w->buffer == NULL)
         return -1;
     w->thread_started = pthread_create(&w->thread, NULL, shard_writer_main, w) == 0;
     return w->thread_started ? 0 : -1;
@@ -415,8 +415,7 @@ static void shard_writer_close(shard_writer *w)
         pthread_cond_destroy(&w->changed);
     }
     tg_ingest_abort(&w->ingest);
-    free(w->buffers[0]);
-    free(w->buffers[1]);
+    free(w->buffer);
     if (w->in_fd >= 0)
         close(w->in_fd);
     memset(w, 0, sizeof *w);
@@ -441,13 +440,14 @@ static int shard_write(void *ctx, const void *data, size_t len)
     shard_writer *w = ctx;
     if (!shard_writer_idle(w))
         return -1;
-    memcpy(w->buffers[w->filling], data, len);
+    if (len > w->chunk) /* st_convert_stream writes at most its chunk */
+        return fail(w->failure, "internal", "a write of %zu bytes exceeds the chunk", len);
+    memcpy(w->buffer, data, len);
     pthread_mutex_lock(&w->lock);
-    w->pending = w->buffers[w->filling];
+    w->pending = w->buffer;
     w->pending_len = len;
     pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);
-    w->filling ^= 1;
     progress_add(w->ctx, w->p, len, false);
     if (runner.delay_ms > 0)
         usleep(runner.delay_ms * 1000u);
