@@ -224,6 +224,16 @@ void tg_route_version_publish(tg_request *req)
     }
     /* Uploads and deletes commit under the same lock: what is checked is what is frozen. */
     pthread_mutex_lock(&server->publish_lock);
+    /* A model DELETE commits under the same lock, and the look-ups above ran before
+     * it: a delete that came first leaves no version here (a model's ids are never
+     * reused), and publish answers 404 as a request sent after the delete would.
+     * An error falls through to the listing, which answers it. */
+    tg_version current;
+    if (tg_catalog_version_get(server->catalog, model->id, version.number, &current) ==
+        TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org, model->name);
+        goto out_unlock;
+    }
     if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect,
                              &files) != TG_CAT_OK ||
         files.failed) {
