@@ -39,9 +39,10 @@ static int open_data(const char *data_dir, tg_store *store, tg_catalog **catalog
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
         return -1;
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/catalog.db", data_dir);
-    if (tg_catalog_open(path, catalog, err, sizeof err) != TG_CAT_OK) {
+    /* "sqlite:": a data directory whose name looks like a URL is still a path */
+    char url[4200];
+    snprintf(url, sizeof url, "sqlite:%s/catalog.db", data_dir);
+    if (tg_catalog_open(url, catalog, err, sizeof err) != TG_CAT_OK) {
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
         return -1;
     }

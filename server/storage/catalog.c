@@ -1,0 +1,387 @@
+/* The catalog's backend-independent part (catalog.h): tg_catalog_open picks the
+ * backend from the catalog URL, every other tg_catalog_* call goes through the
+ * backend's operation table (catalog_backend.h), and the helpers that need no
+ * database live here. */
+#include "catalog.h"
+#include "catalog_backend.h"
+#include "embedded.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void tg_time_now(char out[TG_TIME_LEN])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, TG_TIME_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* migrations/NNNN_*.sql, in order, compiled in by scripts/embed-migrations.sh:
+ * tg_migrations[i] is schema version i + 1. */
+const char *tg_catalog_migration_sql(int number)
+{
+    if (number < 1 || number > (int)tg_migrations_count)
+        return NULL;
+    return tg_migrations[number - 1].sql;
+}
+
+int tg_catalog_known_schema_version(void)
+{
+    return (int)tg_migrations_count;
+}
+
+/* Set on this thread when a catalog call failed for a full disk. */
+static _Thread_local bool disk_full;
+
+void tg_catalog_note_disk_full(void)
+{
+    disk_full = true;
+}
+
+bool tg_catalog_take_disk_full(void)
+{
+    bool was = disk_full;
+    disk_full = false;
+    return was;
+}
+
+static const char *const job_state_names[] = {"queued", "running", "done", "failed"};
+
+const char *tg_job_state_name(tg_job_state state)
+{
+    return (unsigned)state < sizeof job_state_names / sizeof job_state_names[0]
+               ? job_state_names[state]
+               : "unknown";
+}
+
+void tg_file_records_collect(void *ctx, const tg_file_record *file)
+{
+    tg_file_records *list = ctx;
+    if (list->failed)
+        return;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        tg_file_record *grown = realloc(list->items, cap * sizeof *grown);
+        if (grown == NULL) {
+            list->failed = true;
+            return;
+        }
+        list->items = grown;
+        list->cap = cap;
+    }
+    list->items[list->count++] = *file;
+}
+
+/* The length of a URL scheme followed by "://" at the start of text (letters,
+ * digits, '+', '-', '.' after a first letter), else 0. */
+static size_t url_scheme_length(const char *text)
+{
+    size_t n = 0;
+    if (!isalpha((unsigned char)text[0]))
+        return 0;
+    while (isalnum((unsigned char)text[n]) || text[n] == '+' || text[n] == '-' || text[n] == '.')
+        n++;
+    return strncmp(text + n, "://", 3) == 0 ? n : 0;
+}
+
+tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    if (strncmp(url, "sqlite:", 7) == 0)
+        return tg_catalog_sqlite_open(url + 7, out, err, err_len);
+    size_t scheme = url_scheme_length(url);
+    if (scheme > 0) {
+        if ((scheme == 10 && strncmp(url, "postgresql", scheme) == 0) ||
+            (scheme == 8 && strncmp(url, "postgres", scheme) == 0))
+            snprintf(err, err_len,
+                     "the PostgreSQL catalog (%.*s://) is not built into this tensorgate yet; "
+                     "use sqlite:PATH or a file path",
+                     (int)scheme, url);
+        else
+            snprintf(err, err_len,
+                     "unknown catalog URL scheme \"%.*s://\"; use sqlite:PATH or a file path",
+                     (int)scheme, url);
+        return TG_CAT_ERROR;
+    }
+    return tg_catalog_sqlite_open(url, out, err, err_len);
+}
+
+tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
+                                  const tg_file_record *file, const char *tensor_stats)
+{
+    return catalog->ops->file_put_guarded(catalog, NULL, version_id, file, tensor_stats, NULL);
+}
+
+tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
+                                    int64_t source_version_id, const char *dtype,
+                                    const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                    bool *existing)
+{
+    return catalog->ops->job_create_by(catalog, 0, model_id, source_version_id, dtype, tensors_json,
+                                       bytes_total, out, existing);
+}
+
+/* ---- dispatch: each call goes to the backend's operation of the same name ---- */
+
+void tg_catalog_close(tg_catalog *catalog)
+{
+    if (catalog != NULL)
+        catalog->ops->close(catalog);
+}
+
+tg_cat_status tg_catalog_ping(tg_catalog *catalog)
+{
+    return catalog->ops->ping(catalog);
+}
+
+int tg_catalog_schema_version(tg_catalog *catalog)
+{
+    return catalog->ops->schema_version(catalog);
+}
+
+tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, const char *name,
+                                      const char *description, tg_model *out)
+{
+    return catalog->ops->model_create(catalog, org, name, description, out);
+}
+
+tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const char *name,
+                                   tg_model *out)
+{
+    return catalog->ops->model_get(catalog, org, name, out);
+}
+
+tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *org, const char *query,
+                                    const char *after_org, const char *after_name, unsigned limit,
+                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    return catalog->ops->model_list(catalog, org, query, after_org, after_name, limit, visit, ctx);
+}
+
+tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
+{
+    return catalog->ops->model_delete(catalog, model_id);
+}
+
+tg_cat_status tg_catalog_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
+{
+    return catalog->ops->version_create(catalog, model_id, out);
+}
+
+tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                     tg_version *out)
+{
+    return catalog->ops->version_get(catalog, model_id, number, out);
+}
+
+tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
+                                           const char *digest, tg_version *out)
+{
+    return catalog->ops->version_by_digest(catalog, model_id, digest, out);
+}
+
+tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
+                                                  tg_version *out)
+{
+    return catalog->ops->version_latest_published(catalog, model_id, out);
+}
+
+tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
+                                      void (*visit)(void *ctx, const tg_version *version),
+                                      void *ctx)
+{
+    return catalog->ops->version_list(catalog, model_id, visit, ctx);
+}
+
+tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id,
+                                         const char *digest, tg_version *out)
+{
+    return catalog->ops->version_publish(catalog, version_id, digest, out);
+}
+
+tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t number)
+{
+    return catalog->ops->alias_set(catalog, model_id, alias, number);
+}
+
+tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t *number)
+{
+    return catalog->ops->alias_get(catalog, model_id, alias, number);
+}
+
+tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
+                                    void (*visit)(void *ctx, const char *alias, int64_t number),
+                                    void *ctx)
+{
+    return catalog->ops->alias_list(catalog, model_id, visit, ctx);
+}
+
+tg_cat_status tg_catalog_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
+                                          int64_t version_id, const tg_file_record *file,
+                                          const char *tensor_stats, const char **why)
+{
+    return catalog->ops->file_put_guarded(catalog, guard, version_id, file, tensor_stats, why);
+}
+
+tg_cat_status tg_catalog_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
+                                     int64_t version_id, const char **why)
+{
+    return catalog->ops->guard_check(catalog, guard, version_id, why);
+}
+
+tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
+                                  tg_file_record *out)
+{
+    return catalog->ops->file_get(catalog, version_id, path, out);
+}
+
+tg_cat_status tg_catalog_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
+                                    char **tensor_stats)
+{
+    return catalog->ops->file_stats(catalog, version_id, path, tensor_stats);
+}
+
+tg_cat_status tg_catalog_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
+{
+    return catalog->ops->file_delete(catalog, version_id, path);
+}
+
+tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
+                                   unsigned limit,
+                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
+{
+    return catalog->ops->file_list(catalog, version_id, after_path, limit, visit, ctx);
+}
+
+tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
+{
+    return catalog->ops->rejection_add(catalog, rejection);
+}
+
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+                                        void (*visit)(void *ctx, const tg_rejection *rejection),
+                                        void *ctx)
+{
+    return catalog->ops->rejection_list(catalog, before_id, limit, visit, ctx);
+}
+
+tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
+                                   const char *namespace_or_null)
+{
+    return catalog->ops->token_add(catalog, hash, scope, namespace_or_null);
+}
+
+tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
+                                      char *namespace_out, size_t namespace_len)
+{
+    return catalog->ops->token_lookup(catalog, hash, scope, namespace_out, namespace_len);
+}
+
+tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
+                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
+{
+    return catalog->ops->token_each(catalog, visit, ctx);
+}
+
+tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
+{
+    return catalog->ops->token_id(catalog, hash, id);
+}
+
+tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id)
+{
+    return catalog->ops->token_revoke(catalog, id);
+}
+
+tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
+                                   int (*visit)(void *ctx, const char *sha256, uint64_t size),
+                                   void *ctx)
+{
+    return catalog->ops->blob_each(catalog, visit, ctx);
+}
+
+tg_cat_status tg_catalog_model_blobs(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
+{
+    return catalog->ops->model_blobs(catalog, model_id, visit, ctx);
+}
+
+tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
+{
+    return catalog->ops->blob_referenced(catalog, sha256, referenced);
+}
+
+tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                       int64_t source_version_id, const char *dtype,
+                                       const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                       bool *existing)
+{
+    return catalog->ops->job_create_by(catalog, token_id, model_id, source_version_id, dtype,
+                                       tensors_json, bytes_total, out, existing);
+}
+
+tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
+{
+    return catalog->ops->job_get(catalog, job_id, out);
+}
+
+tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filter,
+                                  int64_t before_id, unsigned limit,
+                                  void (*visit)(void *ctx, const tg_job *job), void *ctx)
+{
+    return catalog->ops->job_list(catalog, filter, before_id, limit, visit, ctx);
+}
+
+tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
+                                    tg_job *out)
+{
+    return catalog->ops->job_cancel(catalog, job_id, was, out);
+}
+
+tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out)
+{
+    return catalog->ops->job_claim(catalog, out);
+}
+
+tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
+                                     unsigned *failed)
+{
+    return catalog->ops->job_recover(catalog, max_attempts, requeued, failed);
+}
+
+tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
+                                      uint64_t bytes_total)
+{
+    return catalog->ops->job_progress(catalog, job_id, bytes_done, bytes_total);
+}
+
+tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
+                                  const char *detail)
+{
+    return catalog->ops->job_fail(catalog, job_id, reason, detail);
+}
+
+tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
+                                      const tg_file_record *file, const char *tensor_stats)
+{
+    return catalog->ops->job_file_put(catalog, job_id, file, tensor_stats);
+}
+
+tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
+                                       void (*visit)(void *ctx, const tg_file_record *file),
+                                       void *ctx)
+{
+    return catalog->ops->job_file_list(catalog, job_id, visit, ctx);
+}
+
+tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
+                                    tg_version *out)
+{
+    return catalog->ops->job_commit(catalog, job_id, digest, out);
+}
