@@ -241,8 +241,7 @@ int tg_convert_survey_version(tg_server *server, int64_t version_id, const tg_co
 
 typedef struct sink {
     tg_server *server;
-    int fd;
-    char temp_path[4400];
+    tg_blob_writer *out; /* NULL before sink_open, after the commit or when dropped */
     st_gate *gate;
     tg_sha256 sha;
     uint8_t *buffers[2];
@@ -269,11 +268,11 @@ typedef struct sink {
     int blobs_lock;
 } sink;
 
-/* Writes one buffer through: temp file, gate, hash. Runs on the writer thread. */
+/* Writes one buffer through: blob, gate, hash. Runs on the writer thread. */
 static void sink_write(sink *s, const uint8_t *data, size_t len, bool *failed, bool *no_space,
                        int *write_errno)
 {
-    tg_store_status status = tg_store_write_all(s->fd, data, len);
+    tg_store_status status = tg_blob_write(s->out, data, len);
     if (status != TG_STORE_OK) {
         *failed = true;
         *no_space = status == TG_STORE_NO_SPACE;
@@ -323,7 +322,6 @@ static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t siz
 {
     memset(s, 0, sizeof *s);
     s->server = server;
-    s->fd = -1;
     s->cap = cap;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->changed, NULL);
@@ -341,11 +339,8 @@ static int sink_open(sink *s, tg_server *server, st_gate_kind kind, uint64_t siz
     if (tg_sha256_init(&s->sha, "convert") != 0 || s->gate == NULL || s->buffers[0] == NULL ||
         s->buffers[1] == NULL)
         return -1;
-    if (tg_store_temp_create(&server->store, &s->fd, s->temp_path, sizeof s->temp_path) != 0) {
-        s->fd = -1;
-        s->temp_path[0] = '\0';
+    if (tg_blob_write_begin(server->blobs, &s->out) != TG_STORE_OK)
         return -1;
-    }
     s->writer_started = pthread_create(&s->writer, NULL, sink_writer, s) == 0;
     return s->writer_started ? 0 : -1;
 }
@@ -396,15 +391,14 @@ static void sink_free(sink *s)
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->changed);
     }
-    tg_store_temp_discard(s->fd, s->temp_path);
+    tg_blob_write_abort(s->out);
     if (s->blobs_locked)
-        tg_store_unlock(s->blobs_lock);
+        tg_blobstore_unlock(s->server->blobs, s->blobs_lock);
     st_gate_free(s->gate);
     tg_sha256_free(&s->sha);
     free(s->buffers[0]);
     free(s->buffers[1]);
     memset(s, 0, sizeof *s);
-    s->fd = -1;
 }
 
 /* Fills failure after the writer stopped on an error (writer idle). */
@@ -470,7 +464,7 @@ static int sink_commit(sink *s, const char *path, tg_file_record *file, char **s
     /* Durable blob first, job_files row second: a crash between leaves an
      * unreferenced blob for gc, never a row without its blob. The caller records
      * the row before sink_free releases the lock. */
-    s->blobs_lock = tg_store_lock_blobs(&s->server->store, false, true);
+    s->blobs_lock = tg_blobstore_lock(s->server->blobs, false, true);
     if (s->blobs_lock < 0) {
         free(*stats_text);
         *stats_text = NULL;
@@ -478,10 +472,8 @@ static int sink_commit(sink *s, const char *path, tg_file_record *file, char **s
                     strerror(errno));
     }
     s->blobs_locked = true;
-    tg_store_status committed =
-        tg_store_commit_blob(&s->server->store, s->fd, s->temp_path, file->sha256);
-    s->fd = -1;
-    s->temp_path[0] = '\0';
+    tg_store_status committed = tg_blob_write_commit(s->out, file->sha256);
+    s->out = NULL;
     if (committed == TG_STORE_OK)
         return 0;
     free(*stats_text);
@@ -542,8 +534,8 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
     st_error err;
     sink s;
     memset(&s, 0, sizeof s);
-    s.fd = -1;
-    int in_fd = -1, rc = -1;
+    tg_blob_reader *source_blob = NULL;
+    int rc = -1;
     char *stats = NULL;
     if (shard_write_plan(fp, &plan, &err) != ST_OK) {
         fail(failure, "internal", "the converted %s cannot be laid out: %s", source->path,
@@ -557,8 +549,8 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
         goto out;
     }
     tg_blob_check check;
-    in_fd = tg_store_open_blob_checked(&server->store, source->sha256, source->size, &check);
-    if (in_fd < 0) {
+    source_blob = tg_blob_open(server->blobs, source->sha256, source->size, &check);
+    if (source_blob == NULL) {
         fail(failure, "source_unreadable", "the blob %s of %s is missing or damaged (run fsck)",
              source->sha256, source->path);
         goto out;
@@ -588,7 +580,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
             while (left > 0) {
                 size_t room = s.cap - s.used;
                 size_t n = left < room ? (size_t)left : room;
-                if (tg_store_read_at(in_fd, s.buf + s.used, n, at) != 0)
+                if (tg_blob_read_at(source_blob, s.buf + s.used, n, at) != 0)
                     goto read_failed;
                 s.used += n;
                 at += n;
@@ -612,7 +604,7 @@ static int convert_shard(tg_server *server, int64_t job_id, const tg_file_record
                     n = room;
                 if (n > left)
                     n = (size_t)left;
-                if (tg_store_read_at(in_fd, source_buf, n * from_size, at) != 0)
+                if (tg_blob_read_at(source_blob, source_buf, n * from_size, at) != 0)
                     goto read_failed;
                 st_convert(tensor->dtype, to, source_buf, s.buf + s.used, n);
                 s.used += n * to_size;
@@ -652,8 +644,7 @@ read_failed:
     fail(failure, "source_unreadable", "reading %s (blob %s): %s", source->path, source->sha256,
          strerror(errno));
 out:
-    if (in_fd >= 0)
-        close(in_fd);
+    tg_blob_close(source_blob);
     free(stats);
     sink_free(&s);
     st_write_plan_free(&plan);
@@ -678,15 +669,17 @@ static char *read_blob_text(tg_server *server, const tg_file_record *file)
 {
     if (file->size > INDEX_MAX_BYTES)
         return NULL;
-    int fd = tg_store_open_blob(&server->store, file->sha256);
-    if (fd < 0)
+    tg_blob_check check;
+    tg_blob_reader *blob =
+        tg_blob_open(server->blobs, file->sha256, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL)
         return NULL;
     char *text = malloc((size_t)file->size + 1);
-    if (text != NULL && tg_store_read_at(fd, text, (size_t)file->size, 0) != 0) {
+    if (text != NULL && tg_blob_read_at(blob, text, (size_t)file->size, 0) != 0) {
         free(text);
         text = NULL;
     }
-    close(fd);
+    tg_blob_close(blob);
     if (text != NULL)
         text[file->size] = '\0';
     return text;
@@ -705,7 +698,6 @@ static int rewrite_index(tg_server *server, int64_t job_id, const version_plan *
     const char ***names = calloc(vp->files.count, sizeof *names);
     sink s;
     memset(&s, 0, sizeof s);
-    s.fd = -1;
     if (text == NULL || shards == NULL || names == NULL) {
         fail(failure, "source_unreadable", "the index %s cannot be read", source->path);
         goto out;
@@ -816,12 +808,8 @@ static bool already_made(tg_server *server, const tg_file_records *made, const c
     const tg_file_record *file = find_path(made, path);
     if (file == NULL || file->size != size)
         return false;
-    int fd = tg_store_open_blob(&server->store, file->sha256);
-    if (fd < 0)
-        return false;
-    off_t end = lseek(fd, 0, SEEK_END);
-    close(fd);
-    return end >= 0 && (uint64_t)end == size;
+    uint64_t stored = 0;
+    return tg_blob_stat(server->blobs, file->sha256, &stored) == 0 && stored == size;
 }
 
 /* Parses the job's stored globs into spec (pointing into *globs_json). */
@@ -943,7 +931,7 @@ static int run_job(tg_server *server, const tg_job *job, job_failure *failure)
          * then): its rows are gone, and its blobs go unless something else uses them */
         fail(failure, "cancelled", "the job was cancelled or its model deleted");
         for (size_t i = 0; i < made.count; i++)
-            (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256, false);
+            (void)tg_blob_reclaim(server->blobs, server->catalog, made.items[i].sha256, false);
         goto out;
     }
     if (status != TG_CAT_OK) {
@@ -1001,11 +989,11 @@ static void *worker_main(void *arg)
                 tg_catalog_job_fail(server->catalog, job->id, failure.reason,
                                     cancelled ? NULL : failure.detail);
                 for (size_t i = 0; i < made.count; i++)
-                    (void)tg_blob_reclaim(&server->store, server->catalog, made.items[i].sha256,
+                    (void)tg_blob_reclaim(server->blobs, server->catalog, made.items[i].sha256,
                                           false);
                 free(made.items);
                 if (failure.orphan[0] != '\0')
-                    (void)tg_blob_reclaim(&server->store, server->catalog, failure.orphan, false);
+                    (void)tg_blob_reclaim(server->blobs, server->catalog, failure.orphan, false);
             } else if (rc > 0) {
                 tg_log(TG_LOG_INFO, "job %lld: stopped; it resumes at the next start",
                        (long long)job->id);

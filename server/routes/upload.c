@@ -49,7 +49,7 @@ int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64
     tg_server *server = req->server;
     memset(ingest, 0, sizeof *ingest);
     tg_header_budget_init(&ingest->budget, req);
-    ingest->fd = -1;
+    ingest->writer = NULL;
     ingest->declared = declared;
     ingest->max_body = server->config.max_body;
     ingest->drain_limit = server->config.drain_limit;
@@ -66,11 +66,8 @@ int tg_ingest_init(tg_ingest *ingest, tg_request *req, st_gate_kind kind, uint64
     ingest->gate = st_gate_new(&config, declared);
     if (tg_sha256_init(&ingest->sha, with_file ? "upload" : "scan") != 0 || ingest->gate == NULL)
         return -1;
-    if (with_file && tg_store_temp_create(&server->store, &ingest->fd, ingest->temp_path,
-                                          sizeof ingest->temp_path) != 0) {
-        ingest->temp_path[0] = '\0';
+    if (with_file && tg_blob_write_begin(server->blobs, &ingest->writer) != TG_STORE_OK)
         return -1;
-    }
     return 0;
 }
 
@@ -78,9 +75,8 @@ static void stop(tg_ingest *ingest, tg_ingest_state state)
 {
     ingest->state = state;
     /* Nothing of a refused or failed upload stays on disk. */
-    tg_store_temp_discard(ingest->fd, ingest->temp_path);
-    ingest->fd = -1;
-    ingest->temp_path[0] = '\0';
+    tg_blob_write_abort(ingest->writer);
+    ingest->writer = NULL;
 }
 
 /* After a stop: the bytes are counted and dropped; a pending verdict's gate still
@@ -140,8 +136,8 @@ void tg_ingest_feed(tg_ingest *ingest, tg_request *req, const uint8_t *data, siz
         }
         return;
     }
-    if (ingest->fd >= 0) {
-        tg_store_status written = tg_store_write_all(ingest->fd, data, len);
+    if (ingest->writer != NULL) {
+        tg_store_status written = tg_blob_write(ingest->writer, data, len);
         if (written != TG_STORE_OK) {
             stop(ingest, written == TG_STORE_NO_SPACE ? TG_INGEST_NO_SPACE : TG_INGEST_FAILED);
             return;
@@ -194,9 +190,8 @@ int tg_ingest_digest(tg_ingest *ingest, char hex[65])
 
 void tg_ingest_free(tg_ingest *ingest)
 {
-    tg_store_temp_discard(ingest->fd, ingest->temp_path);
-    ingest->fd = -1;
-    ingest->temp_path[0] = '\0';
+    tg_blob_write_abort(ingest->writer);
+    ingest->writer = NULL;
     st_gate_free(ingest->gate);
     ingest->gate = NULL;
     tg_sha256_free(&ingest->sha);
@@ -258,7 +253,7 @@ void tg_route_upload_start(tg_request *req)
         tg_respond_internal(req, "out of memory");
         return;
     }
-    up->ingest.fd = -1;
+    up->ingest.writer = NULL;
     req->state = up;
     if (tg_auth_token_hash(req, up->token_hash) < 0) {
         tg_respond_internal(req, "the token's SHA-256 failed");
@@ -402,9 +397,8 @@ static void upload_answer(tg_request *req, bool body_ended)
      * for its length, before the gate would call the cut file truncated. */
     if (ingest->state == TG_INGEST_OPEN && ingest->declared != ST_FILE_SIZE_UNKNOWN &&
         ingest->seen != ingest->declared) {
-        tg_store_temp_discard(ingest->fd, ingest->temp_path);
-        ingest->fd = -1;
-        ingest->temp_path[0] = '\0';
+        tg_blob_write_abort(ingest->writer);
+        ingest->writer = NULL;
         record_rejection(req, up, "body_length_mismatch", NULL,
                          "the body length differs from Content-Length", ingest->seen);
         tg_respond_problem(req, 400, "body_length_mismatch",
@@ -476,21 +470,18 @@ static void upload_answer(tg_request *req, bool body_ended)
     /* Durable blob first, catalog row second: a crash in between leaves only an
      * unreferenced blob, which gc removes. Both under the shared blobs lock, so a
      * concurrent gc cannot take the blob from under its row. */
-    int blobs_lock = tg_store_lock_blobs(&server->store, false, true);
+    int blobs_lock = tg_blobstore_lock(server->blobs, false, true);
     if (blobs_lock < 0) {
         free(stats);
-        tg_store_temp_discard(ingest->fd, ingest->temp_path);
-        ingest->fd = -1;
-        ingest->temp_path[0] = '\0';
+        tg_blob_write_abort(ingest->writer);
+        ingest->writer = NULL;
         tg_respond_internal(req, "the blob store's lock cannot be taken; nothing was stored");
         return;
     }
-    tg_store_status committed =
-        tg_store_commit_blob(&server->store, ingest->fd, ingest->temp_path, file.sha256);
-    ingest->fd = -1;
-    ingest->temp_path[0] = '\0';
+    tg_store_status committed = tg_blob_write_commit(ingest->writer, file.sha256);
+    ingest->writer = NULL;
     if (committed != TG_STORE_OK) {
-        tg_store_unlock(blobs_lock);
+        tg_blobstore_unlock(server->blobs, blobs_lock);
         free(stats);
         if (committed == TG_STORE_NO_SPACE)
             tg_respond_problem(req, 507, "insufficient_storage",
@@ -514,15 +505,15 @@ static void upload_answer(tg_request *req, bool body_ended)
     tg_cat_status status =
         tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, &file, stats, &why);
     pthread_mutex_unlock(&server->publish_lock);
-    tg_store_unlock(blobs_lock);
+    tg_blobstore_unlock(server->blobs, blobs_lock);
     free(stats);
     /* the content this upload replaced goes now if nothing else uses it (never while
      * holding the shared lock: reclaiming takes the exclusive one) */
     if (status == TG_CAT_OK && replaced[0] != '\0' && strcmp(replaced, file.sha256) != 0)
-        (void)tg_blob_reclaim(&server->store, server->catalog, replaced, false);
+        (void)tg_blob_reclaim(server->blobs, server->catalog, replaced, false);
     /* a lost upload gives its blob back at once when no row uses it */
     if (status != TG_CAT_OK)
-        (void)tg_blob_reclaim(&server->store, server->catalog, file.sha256, false);
+        (void)tg_blob_reclaim(server->blobs, server->catalog, file.sha256, false);
     if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",
                            "version %lld was published during the upload",

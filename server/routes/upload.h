@@ -25,11 +25,10 @@ typedef enum tg_ingest_state {
 
 typedef struct tg_ingest {
     st_gate *gate;
-    tg_sha256 sha; /* a failed update shows at tg_ingest_digest */
-    int fd;        /* temp file, -1 when not storing (scan) or discarded */
-    char temp_path[4400];
-    uint64_t declared; /* Content-Length, or ST_FILE_SIZE_UNKNOWN (chunked) */
-    uint64_t seen;     /* body bytes accepted into the gate/hash */
+    tg_sha256 sha;          /* a failed update shows at tg_ingest_digest */
+    tg_blob_writer *writer; /* the blob being written; NULL when not storing (scan) or dropped */
+    uint64_t declared;      /* Content-Length, or ST_FILE_SIZE_UNKNOWN (chunked) */
+    uint64_t seen;          /* body bytes accepted into the gate/hash */
     uint64_t max_body;
     uint64_t drained; /* bytes dropped after the ingest stopped */
     uint64_t drain_limit;

@@ -100,21 +100,17 @@ static char *read_small_blob(tg_server *server, const tg_file_record *file)
 {
     if (file->size > 64ULL * 1024 * 1024)
         return NULL;
-    int fd = tg_store_open_blob(&server->store, file->sha256);
-    if (fd < 0)
+    tg_blob_check check;
+    tg_blob_reader *blob =
+        tg_blob_open(server->blobs, file->sha256, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL)
         return NULL;
     char *text = malloc(file->size + 1);
-    size_t done = 0;
-    while (text && done < file->size) {
-        ssize_t n = pread(fd, text + done, file->size - done, (off_t)done);
-        if (n <= 0) {
-            free(text);
-            text = NULL;
-            break;
-        }
-        done += (size_t)n;
+    if (text != NULL && tg_blob_read_at(blob, text, (size_t)file->size, 0) != 0) {
+        free(text);
+        text = NULL;
     }
-    close(fd);
+    tg_blob_close(blob);
     if (text)
         text[file->size] = '\0';
     return text;
