@@ -13,15 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "index_cache.h"
-#include "store.h"
 
 #define NAMES 120000
 #define SHARDS 160
 #define THREADS 16
 #define CACHED_LOOKUPS 1000000
 
-static tg_store store;
+static tg_blobstore *store;
 static const char *sha = "1111111111111111111111111111111111111111111111111111111111111111";
 static size_t index_size;
 
@@ -55,11 +55,11 @@ static bool put_index(void)
                                 name, i % SHARDS + 1, SHARDS);
     }
     len += (size_t)snprintf(text + len, cap - len, "\n  }\n}\n");
-    int fd = -1;
-    char temp[4400];
-    bool ok = tg_store_temp_create(&store, &fd, temp, sizeof temp) == 0 &&
-              tg_store_write_all(fd, text, len) == TG_STORE_OK &&
-              tg_store_commit_blob(&store, fd, temp, sha) == TG_STORE_OK;
+    tg_blob_writer *writer = NULL;
+    bool ok = tg_blob_write_begin(store, &writer) == TG_STORE_OK &&
+              tg_blob_write(writer, text, len) == TG_STORE_OK;
+    ok = writer != NULL && (ok ? tg_blob_write_commit(writer, sha) == TG_STORE_OK
+                               : (tg_blob_write_abort(writer), false));
     free(text);
     index_size = len;
     return ok;
@@ -68,18 +68,19 @@ static bool put_index(void)
 /* The lookup every GET did before the cache. */
 static bool uncached_lookup(const char *name, char *shard, size_t shard_len)
 {
-    int fd = tg_store_open_blob(&store, sha);
-    if (fd < 0)
+    tg_blob_check check;
+    tg_blob_reader *blob = tg_blob_open(store, sha, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL)
         return false;
     char *text = malloc(index_size);
     size_t done = 0;
     while (text != NULL && done < index_size) {
-        ssize_t n = pread(fd, text + done, index_size - done, (off_t)done);
+        ssize_t n = tg_blob_read(blob, text + done, index_size - done, done);
         if (n <= 0)
             break;
         done += (size_t)n;
     }
-    close(fd);
+    tg_blob_close(blob);
     json_t *root = text ? json_loadb(text, done, JSON_REJECT_DUPLICATES, NULL) : NULL;
     free(text);
     const char *value =
@@ -105,7 +106,7 @@ static void *cached_lookups(void *arg)
     for (unsigned i = 0; i < CACHED_LOOKUPS / THREADS; i++) {
         char name[128], shard[64];
         name_of(next_random(&state) % NAMES, name, sizeof name);
-        if (tg_index_cache_lookup(&store, sha, index_size, name, shard, sizeof shard) !=
+        if (tg_index_cache_lookup(store, sha, index_size, name, shard, sizeof shard) !=
             TG_INDEX_FOUND)
             (*failed)++;
     }
@@ -116,7 +117,7 @@ int main(void)
 {
     char root[64], err[256];
     snprintf(root, sizeof root, "/tmp/tg-bench-index-XXXXXX");
-    if (mkdtemp(root) == NULL || tg_store_open(&store, root, err, sizeof err) != 0 ||
+    if (mkdtemp(root) == NULL || tg_blobstore_open(root, &store, err, sizeof err) != 0 ||
         !put_index()) {
         fprintf(stderr, "index_lookup: cannot set up the store in %s\n", root);
         return 1;
@@ -136,7 +137,7 @@ int main(void)
     }
     double t = now();
     tg_index_lookup first =
-        tg_index_cache_lookup(&store, sha, index_size, name, shard, sizeof shard);
+        tg_index_cache_lookup(store, sha, index_size, name, shard, sizeof shard);
     double first_s = now() - t;
     tg_index_cache_stats stats;
     tg_index_cache_stats_get(&stats);

@@ -2,8 +2,9 @@
  * straight into a writable mapping of a memfd, then it is unmapped and sealed; and,
  * for comparison, the two-copy path: pread into bounce buffers, pwrite) of a 1 GiB file
  * (BENCH_QUICK=1: 256 MiB; or the MiB given as argv[1]) next to memcpy GB/s measured in the same
- * run. The file is written first, so it is read from the page cache: this is the
- * engine's cost, not the disk's. Figures never fail the run. */
+ * run. The file is written first (as a blob of a local blob store in a temporary
+ * directory), so it is read from the page cache: this is the engine's cost, not the
+ * disk's. Figures never fail the run. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "log.h"
 #include "preload.h"
+#include "sha256.h"
 
 static double now_seconds(void)
 {
@@ -32,26 +35,26 @@ int main(int argc, char **argv)
     }
     size_t bytes = mib << 20;
     tg_log_set_level(TG_LOG_WARN);
-    char path[] = "/tmp/tg-bench-preload-XXXXXX";
-    int fd = mkstemp(path);
+    char dir[] = "/tmp/tg-bench-preload-XXXXXX", open_err[256], blob[TG_SHA256_HEX_LEN + 1];
+    tg_blobstore *blobs = NULL;
     unsigned char *buffer = malloc(bytes), *copy = malloc(bytes);
-    if (fd < 0 || buffer == NULL || copy == NULL) {
+    if (mkdtemp(dir) == NULL || tg_blobstore_open(dir, &blobs, open_err, sizeof open_err) != 0 ||
+        buffer == NULL || copy == NULL) {
         fprintf(stderr, "preload_host: cannot set up %zu MiB\n", mib);
         return 1;
     }
     for (size_t i = 0; i < bytes; i++)
         buffer[i] = (unsigned char)(i * 2654435761u >> 13);
-    size_t done = 0;
-    while (done < bytes) {
-        ssize_t n = write(fd, buffer + done, bytes - done);
-        if (n <= 0) {
-            fprintf(stderr, "preload_host: cannot write the file\n");
-            unlink(path);
-            return 1;
-        }
-        done += (size_t)n;
+    tg_blob_writer *writer = NULL;
+    bool written = tg_sha256_hex(buffer, bytes, blob, "bench") == 0 &&
+                   tg_blob_write_begin(blobs, &writer) == TG_STORE_OK &&
+                   tg_blob_write(writer, buffer, bytes) == TG_STORE_OK;
+    if (!written || tg_blob_write_commit(writer, blob) != TG_STORE_OK) {
+        if (!written)
+            tg_blob_write_abort(writer);
+        fprintf(stderr, "preload_host: cannot write the file\n");
+        return 1;
     }
-    close(fd);
 
     /* Anchor: memcpy of the same size (best of 3, the destination touched first). */
     memset(copy, 1, bytes);
@@ -91,9 +94,9 @@ int main(int argc, char **argv)
             tensors[i] =
                 (tg_preload_source_tensor){"t", ST_U8, 1, shapes[i], 0, (uint64_t)i * each, each};
         }
-        const char *files[] = {path};
-        tg_preload_request request = {"bench/preload", 1,       "host", false, ST_U8, 1,   files,
-                                      TENSORS,         tensors, NULL,   0,     0,     NULL};
+        const char *files[] = {blob};
+        tg_preload_request request = {"bench/preload", 1,       "host",  false, ST_U8, blobs, 1,
+                                      files,           TENSORS, tensors, NULL,  0,     0,     NULL};
         double best_gbps = 0, best_wall = 1e9;
         for (int round = 0; round < 3; round++) {
             char id[TG_PRELOAD_ID_LEN + 1];
@@ -127,7 +130,12 @@ int main(int argc, char **argv)
                best_gbps, (double)bytes / best_wall / 1e9, memcpy_gbps, best_gbps / memcpy_gbps,
                sink);
     }
-    unlink(path);
+    tg_blob_remove(blobs, blob);
+    tg_blobstore_close(blobs);
+    char command[64];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    if (system(command) != 0)
+        fprintf(stderr, "preload_host: could not remove %s\n", dir);
     free(buffer);
     return 0;
 }

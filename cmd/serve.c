@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "blobstore.h"
 #include "catalog.h"
 #include "checks.h"
 #include "commands.h"
@@ -22,30 +23,42 @@
 #include "route_table.h"
 #include "routes_preloads.h"
 #include "sha256.h"
-#include "store.h"
 
-/* Opens the data directory: layout, the server's claim on it (claim_fd, serve
- * only; NULL for the maintenance commands, which run beside a server), then the
- * catalog (migrations applied). */
-static int open_data(const char *data_dir, tg_store *store, tg_catalog **catalog, int *claim_fd,
+/* Opens the data directory: the blob store (layout created), the server's claim
+ * on it (claim: serve only; the maintenance commands run beside a server), then
+ * the catalog (migrations applied). Both are opened by URL with the data
+ * directory's own scheme ("file:", "sqlite:"): a directory whose name looks like a
+ * URL is still a path. On failure nothing stays open. */
+static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **catalog, bool claim,
                      const char *command)
 {
     char err[512];
-    if (tg_store_open(store, data_dir, err, sizeof err) != 0) {
+    char url[4200];
+    *blobs = NULL;
+    *catalog = NULL;
+    snprintf(url, sizeof url, "file:%s", data_dir);
+    if (tg_blobstore_open(url, blobs, err, sizeof err) != 0 ||
+        (claim && tg_blobstore_claim(*blobs, err, sizeof err) != 0)) {
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
+        tg_blobstore_close(*blobs);
+        *blobs = NULL;
         return -1;
     }
-    if (claim_fd != NULL && (*claim_fd = tg_store_claim(store, err, sizeof err)) < 0) {
+    snprintf(url, sizeof url, "sqlite:%s/catalog.db", data_dir);
+    if (tg_catalog_open(url, catalog, err, sizeof err) != TG_CAT_OK) {
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
-        return -1;
-    }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/catalog.db", data_dir);
-    if (tg_catalog_open(path, catalog, err, sizeof err) != TG_CAT_OK) {
-        fprintf(stderr, "tensorgate %s: %s\n", command, err);
+        tg_blobstore_close(*blobs);
+        *blobs = NULL;
         return -1;
     }
     return 0;
+}
+
+/* Closes what open_data opened (the claim goes with the blob store). */
+static void close_data(tg_blobstore *blobs, tg_catalog *catalog)
+{
+    tg_catalog_close(catalog);
+    tg_blobstore_close(blobs);
 }
 
 int tg_cmd_serve(int argc, char **argv)
@@ -91,12 +104,8 @@ int tg_cmd_serve(int argc, char **argv)
         fprintf(stderr, "tensorgate serve: out of memory\n");
         return 1;
     }
-    int claim_fd = -1;
-    if (open_data(server.config.data_dir, &server.store, &server.catalog, &claim_fd, "serve") !=
-        0) {
-        tg_store_unlock(claim_fd);
+    if (open_data(server.config.data_dir, &server.blobs, &server.catalog, true, "serve") != 0)
         return 1;
-    }
     pthread_mutex_init(&server.publish_lock, NULL);
     tg_parsed_header_cache_configure((size_t)server.config.header_cache_bytes,
                                      TG_PARSED_HEADER_CACHE_ENTRIES);
@@ -111,16 +120,16 @@ int tg_cmd_serve(int argc, char **argv)
 
     /* The worker starts first (jobs left running are queued again) so a POST can wake it. */
     tg_jobs_context jobs = {
-        .catalog = server.catalog, .store = &server.store, .max_header = server.config.max_header};
+        .catalog = server.catalog, .store = server.blobs, .max_header = server.config.max_header};
     if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
-        tg_catalog_close(server.catalog);
+        close_data(server.blobs, server.catalog);
         return 1;
     }
     if (tg_preloads_start(&server, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_convert_jobs_stop();
-        tg_catalog_close(server.catalog);
+        close_data(server.blobs, server.catalog);
         return 1;
     }
     size_t route_count = 0;
@@ -129,7 +138,7 @@ int tg_cmd_serve(int argc, char **argv)
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_preloads_stop();
         tg_convert_jobs_stop();
-        tg_catalog_close(server.catalog);
+        close_data(server.blobs, server.catalog);
         return 1;
     }
     bool v6 = strchr(server.config.listen_host, ':') != NULL;
@@ -145,9 +154,8 @@ int tg_cmd_serve(int argc, char **argv)
     tg_http_stop(&server);
     tg_preloads_stop();
     tg_convert_jobs_stop();
-    tg_catalog_close(server.catalog);
     pthread_mutex_destroy(&server.publish_lock);
-    tg_store_unlock(claim_fd);
+    close_data(server.blobs, server.catalog);
     tg_resources_stop();
     tg_log(TG_LOG_INFO, "stopped");
     return 0;
@@ -203,9 +211,9 @@ static int token_list_or_revoke(int argc, char **argv)
                 "tensorgate token revoke: give the token's id (see `tensorgate token list`)\n");
         return 2;
     }
-    tg_store store;
+    tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, NULL, "token") != 0)
+    if (open_data(data_dir, &blobs, &catalog, false, "token") != 0)
         return 1;
     int rc = 0;
     if (!revoke) {
@@ -227,7 +235,7 @@ static int token_list_or_revoke(int argc, char **argv)
             rc = 1;
         }
     }
-    tg_catalog_close(catalog);
+    close_data(blobs, catalog);
     return rc;
 }
 
@@ -267,9 +275,9 @@ int tg_cmd_token(int argc, char **argv)
         fprintf(stderr, "tensorgate token: --namespace must be an org name\n");
         return 2;
     }
-    tg_store store;
+    tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, NULL, "token") != 0)
+    if (open_data(data_dir, &blobs, &catalog, false, "token") != 0)
         return 1;
     char token[TG_TOKEN_LEN + 1], hash[65];
     int rc = 1;
@@ -283,7 +291,7 @@ int tg_cmd_token(int argc, char **argv)
         printf("%s\n", token);
         rc = 0;
     }
-    tg_catalog_close(catalog);
+    close_data(blobs, catalog);
     return rc;
 }
 
@@ -305,7 +313,7 @@ static const char *parse_data_only(int argc, char **argv, const char *command, b
 }
 
 typedef struct gc_state {
-    tg_store *store;
+    tg_blobstore *blobs;
     tg_catalog *catalog;
     bool dry_run;
     unsigned long removed, kept, errors;
@@ -317,12 +325,10 @@ typedef struct gc_state {
 static int gc_visit(void *ctx, const char *hex)
 {
     gc_state *gc = ctx;
-    char path[4400];
-    struct stat st;
-    unsigned long long size = 0;
-    if (tg_store_blob_path(gc->store, hex, path, sizeof path) == 0 && stat(path, &st) == 0)
-        size = (unsigned long long)st.st_size;
-    switch (tg_blob_reclaim(gc->store, gc->catalog, hex, gc->dry_run)) {
+    uint64_t size = 0;
+    if (tg_blob_stat(gc->blobs, hex, &size) != 0)
+        size = 0;
+    switch (tg_blob_reclaim(gc->blobs, gc->catalog, hex, gc->dry_run)) {
     case TG_RECLAIM_KEPT:
         gc->kept++;
         break;
@@ -346,32 +352,35 @@ int tg_cmd_gc(int argc, char **argv)
     if (data_dir == NULL)
         return 2;
     gc_state gc = {.dry_run = dry_run};
-    tg_store store;
+    tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, NULL, "gc") != 0)
+    if (open_data(data_dir, &blobs, &catalog, false, "gc") != 0)
         return 1;
-    gc.store = &store;
+    gc.blobs = blobs;
     gc.catalog = catalog;
-    tg_store_each_blob(&store, gc_visit, &gc);
-    tg_catalog_close(catalog);
+    if (tg_blob_each(blobs, gc_visit, &gc) != 0) {
+        fprintf(stderr, "tensorgate gc: the blob store could not be listed: %s\n", strerror(errno));
+        gc.errors++;
+    }
+    close_data(blobs, catalog);
     fprintf(stderr, "tensorgate gc: %lu blob(s) %s (%llu bytes), %lu kept, %lu error(s)\n",
             gc.removed, dry_run ? "unreferenced" : "removed", gc.bytes, gc.kept, gc.errors);
     return gc.errors ? 1 : 0;
 }
 
 typedef struct fsck_state {
-    tg_store *store;
+    tg_blobstore *blobs;
     tg_catalog *catalog;
     unsigned long checked, bad, healed;
     bool failed; /* a blob could not be hashed in this process: exit 2 */
 } fsck_state;
 
-/* One blob's verdict; a damaged one is recorded (store.h), a whole one's record goes. */
+/* One blob's verdict; a damaged one is recorded (blobstore.h), a whole one's record goes. */
 static void fsck_bad(fsck_state *fsck, const char *sha256, bool recorded, const char *why)
 {
     fsck->bad++;
     if (!recorded)
-        tg_store_mark_damaged(fsck->store, sha256, "fsck: %s", why);
+        tg_blob_mark_damaged(fsck->blobs, sha256, "fsck: %s", why);
 }
 
 static int fsck_visit(void *ctx, const char *sha256, uint64_t size)
@@ -379,11 +388,12 @@ static int fsck_visit(void *ctx, const char *sha256, uint64_t size)
     fsck_state *fsck = ctx;
     fsck->checked++;
     char record[320];
-    bool recorded = tg_store_damage_record(fsck->store, sha256, record, sizeof record);
+    bool recorded = tg_blob_damage_record(fsck->blobs, sha256, record, sizeof record);
     if (recorded)
         printf("recorded-damaged %s (%s)\n", sha256, record);
-    int fd = tg_store_open_blob(fsck->store, sha256);
-    if (fd < 0) {
+    tg_blob_check check;
+    tg_blob_reader *blob = tg_blob_open(fsck->blobs, sha256, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL) {
         printf("missing %s\n", sha256);
         fsck_bad(fsck, sha256, recorded, "missing");
         return 0;
@@ -393,11 +403,11 @@ static int fsck_visit(void *ctx, const char *sha256, uint64_t size)
     static unsigned char buf[1 << 20];
     uint64_t total = 0;
     ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) {
+    while ((n = tg_blob_read(blob, buf, sizeof buf, total)) > 0) {
         (void)tg_sha256_update(&sha, buf, (size_t)n); /* a failure shows at the final */
         total += (uint64_t)n;
     }
-    close(fd);
+    tg_blob_close(blob);
     char hex[65];
     bool hashed = tg_sha256_final_hex(&sha, hex) == 0;
     if (!hashed) {
@@ -417,7 +427,7 @@ static int fsck_visit(void *ctx, const char *sha256, uint64_t size)
     } else if (recorded) {
         /* repaired since (or a false alarm): whole now, the record goes */
         printf("whole-again %s (its damage record is removed)\n", sha256);
-        tg_store_clear_damaged(fsck->store, sha256);
+        tg_blob_clear_damaged(fsck->blobs, sha256);
         fsck->healed++;
     }
     return 0;
@@ -431,7 +441,7 @@ static int fsck_record_visit(void *ctx, const char *sha256)
     if (tg_catalog_blob_referenced(fsck->catalog, sha256, &referenced) == TG_CAT_OK &&
         !referenced) {
         printf("stale-record %s (no file uses this blob; the record is removed)\n", sha256);
-        tg_store_clear_damaged(fsck->store, sha256);
+        tg_blob_clear_damaged(fsck->blobs, sha256);
     }
     return 0;
 }
@@ -441,15 +451,15 @@ int tg_cmd_fsck(int argc, char **argv)
     const char *data_dir = parse_data_only(argc, argv, "fsck", NULL);
     if (data_dir == NULL)
         return 2;
-    tg_store store;
+    tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &store, &catalog, NULL, "fsck") != 0)
+    if (open_data(data_dir, &blobs, &catalog, false, "fsck") != 0)
         return 2;
-    fsck_state fsck = {.store = &store, .catalog = catalog};
+    fsck_state fsck = {.blobs = blobs, .catalog = catalog};
     tg_cat_status status = tg_catalog_blob_each(catalog, fsck_visit, &fsck);
     if (status == TG_CAT_OK)
-        tg_store_each_damaged(&store, fsck_record_visit, &fsck);
-    tg_catalog_close(catalog);
+        tg_blob_each_damaged(blobs, fsck_record_visit, &fsck);
+    close_data(blobs, catalog);
     if (status != TG_CAT_OK) {
         fprintf(stderr, "tensorgate fsck: the catalog could not be read\n");
         return 2;

@@ -11,11 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "blobstore.h"
 #include "catalog.h"
 #include "config.h"
 #include "http_parse.h"
 #include "st_gate.h"
-#include "store.h"
 
 #define TG_JSON_BODY_MAX (64 * 1024) /* request bodies of JSON routes */
 #define TG_PARAMS_MAX 4
@@ -26,7 +26,7 @@ typedef struct tg_route tg_route;
 typedef struct tg_server {
     tg_config config;
     tg_catalog *catalog;
-    tg_store store;
+    tg_blobstore *blobs; /* the blob store (blobstore.h) */
     struct MHD_Daemon *daemon;
     uint16_t port; /* the bound port (the real one when 0 was asked) */
     /* Serializes publish against the catalog writes of uploads and deletes, so the

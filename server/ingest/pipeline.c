@@ -14,7 +14,7 @@ int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
 {
     memset(ingest, 0, sizeof *ingest);
     ingest->config = *config;
-    ingest->fd = -1;
+    ingest->writer = NULL;
     ingest->begun = true;
     st_gate_config gate_config = {
         .limits = {.max_header_size = config->max_header, .max_depth = 0},
@@ -37,11 +37,10 @@ int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
         ingest->error = TG_INGEST_ERROR_DIGEST;
         return -1;
     }
-    if (config->store != NULL && tg_store_temp_create(config->store, &ingest->fd, ingest->temp_path,
-                                                      sizeof ingest->temp_path) != 0) {
+    if (config->store != NULL &&
+        tg_blob_write_begin(config->store, &ingest->writer) != TG_STORE_OK) {
         int saved = errno;
-        ingest->fd = -1;
-        ingest->temp_path[0] = '\0';
+        ingest->writer = NULL;
         ingest->state = TG_INGEST_FAILED;
         ingest->error = TG_INGEST_ERROR_TEMP;
         ingest->os_errno = saved;
@@ -51,11 +50,10 @@ int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
     return 0;
 }
 
-static void discard_temp(tg_ingest *ingest)
+static void drop_writer(tg_ingest *ingest)
 {
-    tg_store_temp_discard(ingest->fd, ingest->temp_path);
-    ingest->fd = -1;
-    ingest->temp_path[0] = '\0';
+    tg_blob_write_abort(ingest->writer);
+    ingest->writer = NULL;
 }
 
 /* Nothing of a refused or failed ingest stays on disk. */
@@ -64,7 +62,7 @@ static void stop(tg_ingest *ingest, tg_ingest_state state, tg_ingest_error error
     ingest->state = state;
     ingest->error = error;
     ingest->os_errno = os_errno;
-    discard_temp(ingest);
+    drop_writer(ingest);
 }
 
 /* After a stop: the bytes are counted and dropped; a pending verdict's gate still
@@ -126,8 +124,8 @@ tg_ingest_state tg_ingest_feed(tg_ingest *ingest, const void *bytes, size_t len)
             (void)tg_sha256_update(&ingest->sha, data, len);
         return ingest->state;
     }
-    if (ingest->fd >= 0) {
-        tg_store_status written = tg_store_write_all(ingest->fd, data, len);
+    if (ingest->writer != NULL) {
+        tg_store_status written = tg_blob_write(ingest->writer, data, len);
         if (written != TG_STORE_OK) {
             stop(ingest, written == TG_STORE_NO_SPACE ? TG_INGEST_NO_SPACE : TG_INGEST_FAILED,
                  TG_INGEST_ERROR_WRITE, errno);
@@ -235,7 +233,7 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
                      tg_ingest_record_fn record, void *ctx)
 {
     assert(ingest->finished && ingest->state == TG_INGEST_OPEN && ingest->config.store != NULL &&
-           ingest->fd >= 0);
+           ingest->writer != NULL);
     memset(file, 0, sizeof *file);
     snprintf(file->path, sizeof file->path, "%s", path);
     file->size = ingest->seen;
@@ -259,20 +257,18 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
     /* Durable blob first, catalog row second, both under the shared blobs lock: a
      * crash in between leaves only an unreferenced blob, and a concurrent gc cannot
      * take the blob from under its row. */
-    tg_store *store = ingest->config.store;
-    int blobs_lock = tg_store_lock_blobs(store, false, true);
+    tg_blobstore *store = ingest->config.store;
+    int blobs_lock = tg_blobstore_lock(store, false, true);
     if (blobs_lock < 0) {
         int saved = errno;
         free(stats);
         return commit_failed(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_LOCK, saved);
     }
-    tg_store_status committed =
-        tg_store_commit_blob(store, ingest->fd, ingest->temp_path, file->sha256);
+    tg_store_status committed = tg_blob_write_commit(ingest->writer, file->sha256);
     int saved = errno;
-    ingest->fd = -1; /* closed, and the temp file renamed or removed, in every case */
-    ingest->temp_path[0] = '\0';
+    ingest->writer = NULL; /* freed, and what it wrote committed or dropped, in every case */
     if (committed != TG_STORE_OK) {
-        tg_store_unlock(blobs_lock);
+        tg_blobstore_unlock(store, blobs_lock);
         free(stats);
         return commit_failed(ingest,
                              committed == TG_STORE_NO_SPACE ? TG_INGEST_NO_SPACE : TG_INGEST_FAILED,
@@ -280,7 +276,7 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
     }
     ingest->state = TG_INGEST_COMMITTED;
     record(ctx, file, stats);
-    tg_store_unlock(blobs_lock);
+    tg_blobstore_unlock(store, blobs_lock);
     free(stats);
     return 0;
 }
@@ -289,7 +285,7 @@ void tg_ingest_abort(tg_ingest *ingest)
 {
     if (!ingest->begun)
         return;
-    discard_temp(ingest);
+    drop_writer(ingest);
     st_gate_free(ingest->gate);
     ingest->gate = NULL;
     tg_sha256_free(&ingest->sha);

@@ -1,24 +1,23 @@
 /* The one ingest pipeline: every file the server stores, and every body it scans,
  * goes through it in one pass. The gate (lib/st_gate.h) judges the bytes as they
- * come, SHA-256 hashes them, and a storing ingest keeps them in a temp file of the
- * blob store; memory does not grow with the size (the gate buffers at most a
- * header, bounded by max_header, or a sidecar). A refusal stops the work at once:
- * the temp file goes, nothing more is written or hashed. At the end the verdict
- * decides, and an accepted file is committed: described (kind, tensor counts,
- * NaN/Inf stats), made a durable blob under its digest, and recorded by the caller
- * while the shared blobs lock keeps gc from coming between the blob and its row.
+ * come, SHA-256 hashes them, and a storing ingest writes them through a blob
+ * writer of the blob store (blobstore.h); memory does not grow with the size (the gate buffers at
+ * most a header, bounded by max_header, or a sidecar). A refusal stops the work at once: the writer
+ * is dropped, nothing more is written or hashed. At the end the verdict decides, and an accepted
+ * file is committed: described (kind, tensor counts, NaN/Inf stats), made a durable blob under its
+ * digest, and recorded by the caller while the shared blobs lock keeps gc from coming between the
+ * blob and its row.
  *
  * Used by uploads and scans (server/routes/upload.c, server/routes/scan.c) and by
  * conversion jobs (server/jobs/convert_job.c); it is the only user of the blob
- * store's temp-file write API above server/storage/. It knows no HTTP: it takes
+ * store's write API (tg_blob_write_*) above server/storage/. It knows no HTTP: it takes
  * bytes (begin, feed, finish, then commit or abort) and reports a state, and for a
  * failure what failed, which its callers map to their answers (a 507 for
  * TG_INGEST_NO_SPACE, a recorded refusal for TG_INGEST_REFUSED, ...). Quotas and
  * budgets are the caller's: it passes the gate's memory budget hooks in.
  *
- * Fault injection, for tests: the temp file's writes and the commit's fsync go
- * through tg_store_write_all and tg_store_commit_blob (TENSORGATE_TEST_ENOSPC_AT,
- * server/storage/store.h), the digest is named by the caller
+ * Fault injection, for tests: the writer's writes and the commit's fsync count
+ * for TENSORGATE_TEST_ENOSPC_AT (server/storage/blobstore.h), the digest is named by the caller
  * (TENSORGATE_TEST_SHA256_FAIL, common/sha256.h). */
 #ifndef TG_PIPELINE_H
 #define TG_PIPELINE_H
@@ -27,10 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blobstore.h"
 #include "catalog.h"
 #include "sha256.h"
 #include "st_gate.h"
-#include "store.h"
 
 typedef enum tg_ingest_state {
     TG_INGEST_OPEN,            /* taking bytes; after tg_ingest_finish: accepted, ready to commit */
@@ -69,7 +68,7 @@ typedef struct tg_ingest_config {
     bool (*reserve)(void *budget_context, size_t bytes);
     void (*release)(void *budget_context, size_t bytes);
     void *budget_context;
-    tg_store *store;         /* where the bytes are kept; NULL: nowhere (a scan) */
+    tg_blobstore *store;     /* where the bytes are kept; NULL: nowhere (a scan) */
     const char *digest_name; /* the SHA-256's static name ("upload", "scan", "convert") */
     /* stop storing as soon as the refusal is certain (st_gate_refusal_certain), before
      * the gate's final verdict: the rest still feeds the gate (bounded), which names
@@ -85,16 +84,15 @@ typedef struct tg_ingest_config {
 typedef struct tg_ingest {
     tg_ingest_config config;
     st_gate *gate;
-    tg_sha256 sha; /* a failed update shows at the digest */
-    int fd;        /* the temp file, -1 when not storing or discarded */
-    char temp_path[4400];
-    uint64_t seen;        /* bytes accepted into the gate, the hash and the temp file */
-    uint64_t drained;     /* bytes fed and dropped after a stop */
-    bool verdict_pending; /* REFUSED while the gate waits for the end to name the format */
-    bool abandon;         /* the rest of the source should not be read: over the budget,
-                           * or more than drain_limit dropped after a stop */
-    bool begun;           /* tg_ingest_begin ran: tg_ingest_abort has work */
-    bool finished;        /* tg_ingest_finish ran */
+    tg_sha256 sha;          /* a failed update shows at the digest */
+    tg_blob_writer *writer; /* the blob being written; NULL when not storing or dropped */
+    uint64_t seen;          /* bytes accepted into the gate, the hash and the temp file */
+    uint64_t drained;       /* bytes fed and dropped after a stop */
+    bool verdict_pending;   /* REFUSED while the gate waits for the end to name the format */
+    bool abandon;           /* the rest of the source should not be read: over the budget,
+                             * or more than drain_limit dropped after a stop */
+    bool begun;             /* tg_ingest_begin ran: tg_ingest_abort has work */
+    bool finished;          /* tg_ingest_finish ran */
     tg_ingest_state state;
     tg_ingest_error error;
     int os_errno;
@@ -132,8 +130,8 @@ typedef void (*tg_ingest_record_fn)(void *ctx, const tg_file_record *file, const
 
 /* Commits a storing ingest that finished accepted (state OPEN after
  * tg_ingest_finish): file gets path, size, sha256, kind ("safetensors", "json" or
- * "text") and the tensor facts; the temp file becomes the blob named by its digest
- * (tg_store_commit_blob, under the shared blobs lock); then record(ctx, file, stats)
+ * "text") and the tensor facts; what was written becomes the blob named by its
+ * digest (tg_blob_write_commit, under the shared blobs lock); then record(ctx, file, stats)
  * runs under that lock. Returns 0 (state COMMITTED), or -1 with state NO_SPACE or
  * FAILED and error set (DIGEST, MEMORY, LOCK, COMMIT): nothing stored, no temp file
  * left, record not called. */

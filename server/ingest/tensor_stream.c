@@ -25,7 +25,6 @@
 
 #include "st_convert.h"
 #include "st_npy.h"
-#include "store.h"
 
 /* 256 + 24 * rank bytes always hold an .npy header (st_npy.h). */
 #define NPY_HEADER_CAP (256 + 24 * ST_SLICE_RANK_MAX)
@@ -33,7 +32,8 @@
 struct tg_tensor_stream {
     tg_tensor_plan plan;
     st_slice slice;
-    int fd;
+    tg_tensor_read_fn read; /* NULL: plan only */
+    void *read_ctx;
     uint64_t tensor_base;  /* absolute file offset of the tensor's first byte */
     uint64_t tensor_bytes; /* end - begin */
     uint8_t header[NPY_HEADER_CAP];
@@ -147,9 +147,9 @@ static int parse_slice(const char *text, const st_tensor *tensor, st_slice *slic
     return -1;
 }
 
-int tg_tensor_stream_open(int fd, const st_file *file, const st_tensor *tensor,
-                          const tg_tensor_options *options, tg_tensor_stream **out,
-                          tg_tensor_error *err)
+int tg_tensor_stream_open(tg_tensor_read_fn read, void *read_ctx, const st_file *file,
+                          const st_tensor *tensor, const tg_tensor_options *options,
+                          tg_tensor_stream **out, tg_tensor_error *err)
 {
     static const tg_tensor_options no_options = {NULL, NULL, NULL};
     if (options == NULL)
@@ -166,7 +166,8 @@ int tg_tensor_stream_open(int fd, const st_file *file, const st_tensor *tensor,
         set_error(err, 500, "internal", SIZE_MAX, "out of memory");
         return -1;
     }
-    s->fd = fd;
+    s->read = read;
+    s->read_ctx = read_ctx;
     tg_tensor_plan *plan = &s->plan;
     plan->source_dtype = tensor->dtype;
     if (parse_format(options->format, &plan->format, err) != 0 ||
@@ -293,7 +294,7 @@ static void seek(tg_tensor_stream *s, uint64_t pos)
 static int refill(tg_tensor_stream *s, uint64_t begin, uint64_t end)
 {
     s->window_len = 0;
-    if (tg_store_read_at(s->fd, s->window, (size_t)(end - begin), s->tensor_base + begin) != 0)
+    if (s->read(s->read_ctx, s->window, (size_t)(end - begin), s->tensor_base + begin) != 0)
         return -1;
     s->window_begin = begin;
     s->window_len = (size_t)(end - begin);
@@ -538,7 +539,7 @@ ssize_t tg_tensor_stream_read(tg_tensor_stream *s, uint64_t pos, uint8_t *buf, s
     }
     if (produced == want)
         return (ssize_t)produced;
-    if (s->fd < 0) {
+    if (s->read == NULL) {
         errno = EBADF;
         return -1;
     }

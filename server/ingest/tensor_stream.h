@@ -77,13 +77,18 @@ typedef struct tg_tensor_plan {
 
 typedef struct tg_tensor_stream tg_tensor_stream;
 
+/* Reads exactly len bytes of the file at offset: 0, or -1 with errno (EIO when the
+ * file ends first). */
+typedef int (*tg_tensor_read_fn)(void *ctx, void *buf, size_t len, uint64_t offset);
+
 /* Plans the response for tensor (which must belong to file, parsed from the file
- * behind fd). The stream borrows fd: it never closes it, and fd must stay open
- * until tg_tensor_stream_free. fd may be -1 when only the plan is wanted (HEAD).
- * Returns 0, or -1 with err filled (no stream is returned). */
-int tg_tensor_stream_open(int fd, const st_file *file, const st_tensor *tensor,
-                          const tg_tensor_options *options, tg_tensor_stream **out,
-                          tg_tensor_error *err);
+ * read_ctx reads). The stream reads the file's bytes through read(read_ctx, ...)
+ * (the routes pass a blob reader of the blob store: tg_blob_read_at) and borrows
+ * read_ctx until tg_tensor_stream_free. read may be NULL when only the plan is
+ * wanted (HEAD). Returns 0, or -1 with err filled (no stream is returned). */
+int tg_tensor_stream_open(tg_tensor_read_fn read, void *read_ctx, const st_file *file,
+                          const st_tensor *tensor, const tg_tensor_options *options,
+                          tg_tensor_stream **out, tg_tensor_error *err);
 
 const tg_tensor_plan *tg_tensor_stream_plan(const tg_tensor_stream *stream);
 

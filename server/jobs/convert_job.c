@@ -335,7 +335,7 @@ typedef struct shard_writer {
     size_t pending_len;
     bool quit;
     /* the source blob */
-    int in_fd;
+    tg_blob_reader *in; /* NULL before it is opened */
     int read_errno;
 } shard_writer;
 
@@ -378,7 +378,6 @@ static int shard_writer_open(shard_writer *w, const tg_jobs_context *ctx, uint64
 {
     w->ctx = ctx;
     w->chunk = chunk;
-    w->in_fd = -1;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->changed, NULL);
     w->initialized = true;
@@ -416,17 +415,15 @@ static void shard_writer_close(shard_writer *w)
     }
     tg_ingest_abort(&w->ingest);
     free(w->buffer);
-    if (w->in_fd >= 0)
-        close(w->in_fd);
+    tg_blob_close(w->in);
     memset(w, 0, sizeof *w);
-    w->in_fd = -1;
 }
 
 /* st_convert_read_fn: the source blob. */
 static int shard_read(void *ctx, void *buf, size_t len, uint64_t offset)
 {
     shard_writer *w = ctx;
-    if (tg_store_read_at(w->in_fd, buf, len, offset) != 0) {
+    if (tg_blob_read_at(w->in, buf, len, offset) != 0) {
         w->read_errno = errno;
         return -1;
     }
@@ -474,8 +471,8 @@ static int convert_shard(const tg_jobs_context *ctx, int64_t job_id, const tg_fi
     w.p = p;
     w.failure = failure;
     tg_blob_check check;
-    w.in_fd = tg_store_open_blob_checked(ctx->store, source->sha256, source->size, &check);
-    if (w.in_fd < 0) {
+    w.in = tg_blob_open(ctx->store, source->sha256, source->size, &check);
+    if (w.in == NULL) {
         fail(failure, "source_unreadable", "the blob %s of %s is missing or damaged (run fsck)",
              source->sha256, source->path);
         goto out;
@@ -532,15 +529,16 @@ static char *read_blob_text(const tg_jobs_context *ctx, const tg_file_record *fi
 {
     if (file->size > INDEX_MAX_BYTES)
         return NULL;
-    int fd = tg_store_open_blob(ctx->store, file->sha256);
-    if (fd < 0)
+    tg_blob_check check;
+    tg_blob_reader *blob = tg_blob_open(ctx->store, file->sha256, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL)
         return NULL;
     char *text = malloc((size_t)file->size + 1);
-    if (text != NULL && tg_store_read_at(fd, text, (size_t)file->size, 0) != 0) {
+    if (text != NULL && tg_blob_read_at(blob, text, (size_t)file->size, 0) != 0) {
         free(text);
         text = NULL;
     }
-    close(fd);
+    tg_blob_close(blob);
     if (text != NULL)
         text[file->size] = '\0';
     return text;
@@ -681,12 +679,8 @@ static bool already_made(const tg_jobs_context *ctx, const tg_file_records *made
     const tg_file_record *file = find_path(made, path);
     if (file == NULL || file->size != size)
         return false;
-    int fd = tg_store_open_blob(ctx->store, file->sha256);
-    if (fd < 0)
-        return false;
-    off_t end = lseek(fd, 0, SEEK_END);
-    close(fd);
-    return end >= 0 && (uint64_t)end == size;
+    uint64_t stored;
+    return tg_blob_stat(ctx->store, file->sha256, &stored) == 0 && stored == size;
 }
 
 /* Parses the job's stored globs into spec (pointing into *globs_json). */

@@ -27,9 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blobstore.h"
 #include "catalog.h"
 #include "st_dtype.h"
-#include "store.h"
 
 #define TG_CONVERT_GLOBS_MAX 64
 #define TG_CONVERT_GLOB_LEN_MAX 256
@@ -41,7 +41,7 @@
  * catalog and the store must outlive the worker (tg_convert_jobs_stop). */
 typedef struct tg_jobs_context {
     tg_catalog *catalog;
-    tg_store *store;
+    tg_blobstore *store;
     uint64_t max_header; /* --max-header: the bound on N of the headers read and written */
 } tg_jobs_context;
 

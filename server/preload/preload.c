@@ -69,7 +69,8 @@ typedef struct preload {
     preload_state state;
     char error[300];
     size_t file_count;
-    char **file_paths;
+    tg_blobstore *blobs;
+    char **file_blobs; /* each file's blob name */
     size_t tensor_count;
     layout_entry *tensors;
     uint64_t total;
@@ -232,8 +233,8 @@ static void preload_free(preload *p)
     }
     free(p->tensors);
     for (size_t i = 0; i < p->file_count; i++)
-        free(p->file_paths[i]);
-    free(p->file_paths);
+        free(p->file_blobs[i]);
+    free(p->file_blobs);
     free(p->model);
     free(p);
 }
@@ -451,13 +452,14 @@ static preload *preload_new(const tg_preload_request *request, const tg_preload_
     p->version_id = request->version_id;
     snprintf(p->token_hash, sizeof p->token_hash, "%s",
              request->token_hash ? request->token_hash : "");
-    p->file_paths = calloc(request->file_count ? request->file_count : 1, sizeof *p->file_paths);
+    p->blobs = request->blobs;
+    p->file_blobs = calloc(request->file_count ? request->file_count : 1, sizeof *p->file_blobs);
     p->tensors = calloc(request->tensor_count ? request->tensor_count : 1, sizeof *p->tensors);
-    if (p->model == NULL || p->file_paths == NULL || p->tensors == NULL)
+    if (p->model == NULL || p->file_blobs == NULL || p->tensors == NULL)
         goto fail;
     for (size_t i = 0; i < request->file_count; i++) {
-        p->file_paths[i] = dup_text(request->file_paths[i]);
-        if (p->file_paths[i] == NULL)
+        p->file_blobs[i] = dup_text(request->file_blobs[i]);
+        if (p->file_blobs[i] == NULL)
             goto fail;
         p->file_count = i + 1;
     }
@@ -791,12 +793,17 @@ static int build_copy_plan(const preload *p, size_t chunk_bytes, copy_plan *plan
     return 0;
 }
 
+/* One file of a preload being loaded: its blob, open for reading. */
+typedef struct open_source {
+    tg_blob_reader *blob;
+} open_source;
+
 typedef struct copy_job {
     tg_preload_manager *manager;
     preload *target;
     tg_device_backend *backend;
     const copy_plan *plan;
-    const int *fds;
+    const open_source *sources; /* the files, in file order */
     size_t chunk_bytes;
     unsigned char
         *fill_map;     /* the backend's writable mapping of the allocation, or NULL: use copy() */
@@ -833,14 +840,12 @@ static bool job_stopped(copy_job *job)
 }
 
 /* pread until len bytes are in, or fails (a short file is an error). */
-static int read_fully(int fd, void *buffer, uint64_t len, uint64_t offset, char *err,
+static int read_fully(tg_blob_reader *blob, void *buffer, uint64_t len, uint64_t offset, char *err,
                       size_t err_len)
 {
     uint64_t done = 0;
     while (done < len) {
-        ssize_t n = pread(fd, (char *)buffer + done, (size_t)(len - done), (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = tg_blob_read(blob, (char *)buffer + done, (size_t)(len - done), offset + done);
         if (n < 0) {
             set_error(err, err_len, "reading at offset %llu: %s",
                       (unsigned long long)(offset + done), strerror(errno));
@@ -877,9 +882,9 @@ static void *fill_worker_main(void *arg)
                 job_fail(job, "out of memory for a conversion buffer");
                 break;
             }
-            if (read_fully(job->fds[c->file], staging, c->source_len, c->source_offset, err,
-                           sizeof err) != 0) {
-                job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
+            if (read_fully(job->sources[c->file].blob, staging, c->source_len, c->source_offset,
+                           err, sizeof err) != 0) {
+                job_fail(job, "blob %s: %s", job->target->file_blobs[c->file], err);
                 break;
             }
             /* The plan put one segment of elements * output size here, inside the allocation. */
@@ -889,9 +894,10 @@ static void *fill_worker_main(void *arg)
         } else {
             for (size_t s = 0; s < c->segment_count; s++) {
                 const copy_segment *seg = &first[s];
-                if (read_fully(job->fds[c->file], job->fill_map + seg->target_offset, seg->len,
-                               c->source_offset + seg->buffer_offset, err, sizeof err) != 0) {
-                    job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
+                if (read_fully(job->sources[c->file].blob, job->fill_map + seg->target_offset,
+                               seg->len, c->source_offset + seg->buffer_offset, err,
+                               sizeof err) != 0) {
+                    job_fail(job, "blob %s: %s", job->target->file_blobs[c->file], err);
                     break;
                 }
                 bytes += seg->len;
@@ -935,15 +941,15 @@ static void *copy_worker_main(void *arg)
                 job_fail(job, "out of memory for a conversion buffer");
                 break;
             }
-            if (read_fully(job->fds[c->file], staging, c->source_len, c->source_offset, err,
-                           sizeof err) != 0) {
-                job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
+            if (read_fully(job->sources[c->file].blob, staging, c->source_len, c->source_offset,
+                           err, sizeof err) != 0) {
+                job_fail(job, "blob %s: %s", job->target->file_blobs[c->file], err);
                 break;
             }
             st_convert(c->from, c->to, staging, buffer, (size_t)c->elements);
-        } else if (read_fully(job->fds[c->file], buffer, c->source_len, c->source_offset, err,
-                              sizeof err) != 0) {
-            job_fail(job, "%s: %s", job->target->file_paths[c->file], err);
+        } else if (read_fully(job->sources[c->file].blob, buffer, c->source_len, c->source_offset,
+                              err, sizeof err) != 0) {
+            job_fail(job, "blob %s: %s", job->target->file_blobs[c->file], err);
             break;
         }
         if (in_flight) {
@@ -987,22 +993,24 @@ out:
 static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
 {
     tg_device_backend *b = p->device->backend;
-    int *fds = calloc(p->file_count ? p->file_count : 1, sizeof *fds);
+    open_source *sources = calloc(p->file_count ? p->file_count : 1, sizeof *sources);
     copy_plan plan = {0};
     int rc = -1;
-    if (fds == NULL) {
+    if (sources == NULL) {
         set_error(err, err_len, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < p->file_count; i++)
-        fds[i] = -1;
     for (size_t i = 0; i < p->file_count; i++) {
-        fds[i] = open(p->file_paths[i], O_RDONLY | O_CLOEXEC);
-        if (fds[i] < 0) {
-            set_error(err, err_len, "cannot open %s: %s", p->file_paths[i], strerror(errno));
+        tg_blob_check check;
+        tg_blob_reader *blob =
+            tg_blob_open(p->blobs, p->file_blobs[i], TG_BLOB_SIZE_UNCHECKED, &check);
+        sources[i].blob = blob;
+        if (blob == NULL) {
+            set_error(err, err_len, "cannot open blob %s: %s", p->file_blobs[i], strerror(errno));
             goto out;
         }
-        posix_fadvise(fds[i], 0, 0, POSIX_FADV_SEQUENTIAL);
+        if (tg_blob_fd(blob) >= 0)
+            posix_fadvise(tg_blob_fd(blob), 0, 0, POSIX_FADV_SEQUENTIAL);
     }
     if (build_copy_plan(p, m->chunk_bytes, &plan) != 0) {
         set_error(err, err_len, "out of memory planning the copy");
@@ -1025,7 +1033,7 @@ static int load(tg_preload_manager *m, preload *p, char *err, size_t err_len)
                     .target = p,
                     .backend = b,
                     .plan = &plan,
-                    .fds = fds,
+                    .sources = sources,
                     .chunk_bytes = m->chunk_bytes};
     pthread_mutex_init(&job.error_lock, NULL);
     if (b->map_for_fill != NULL) {
@@ -1099,9 +1107,8 @@ out:
         pthread_mutex_unlock(&m->lock);
     }
     for (size_t i = 0; i < p->file_count; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    free(fds);
+        tg_blob_close(sources[i].blob);
+    free(sources);
     free(plan.chunks);
     free(plan.segments);
     return rc;

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blobstore.h"
 #include "preload_backend.h"
 #include "st_dtype.h"
 
@@ -107,8 +108,9 @@ typedef struct tg_preload_request {
     const char *device; /* "host" | "cuda:N" */
     bool convert;       /* convert floating tensors to dtype on the host before the copy */
     st_dtype dtype;
+    tg_blobstore *blobs; /* the store of the files' blobs */
     size_t file_count;
-    const char *const *file_paths; /* blob paths, opened by the loader */
+    const char *const *file_blobs; /* each file's blob name (sha256 hex), opened by the loader */
     size_t tensor_count;
     const tg_preload_source_tensor *tensors; /* in load order (file order) */
     const char *owner; /* who is charged (resources.h tg_request_owner); NULL: "" */

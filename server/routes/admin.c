@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "auth.h"
 #include "checks.h"
@@ -20,15 +19,14 @@ void tg_route_readyz(tg_request *req)
 {
     tg_server *server = req->server;
     bool catalog_ok = tg_catalog_ping(server->catalog) == TG_CAT_OK;
-    struct statvfs vfs;
-    bool store_ok = statvfs(server->store.blob_dir, &vfs) == 0;
+    uint64_t free_bytes = 0;
+    bool store_ok = tg_blobstore_space(server->blobs, &free_bytes) == 0;
     json_t *body = json_pack("{s:s, s:s, s:s, s:i}", "status",
                              (catalog_ok && store_ok) ? "ready" : "not_ready", "catalog",
                              catalog_ok ? "ok" : "error", "store", store_ok ? "ok" : "error",
                              "schema_version", tg_catalog_schema_version(server->catalog));
-    if (store_ok && body)
-        json_object_set_new(body, "store_free_bytes",
-                            json_integer((json_int_t)((uint64_t)vfs.f_bavail * vfs.f_frsize)));
+    if (store_ok && free_bytes != UINT64_MAX && body)
+        json_object_set_new(body, "store_free_bytes", json_integer((json_int_t)free_bytes));
     tg_preloads_readyz(body); /* "gpu" and "preload"; an absent GPU leaves the server ready */
     tg_respond_json(req, (catalog_ok && store_ok) ? 200 : 503, body);
 }

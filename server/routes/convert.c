@@ -172,7 +172,7 @@ void tg_route_version_convert(tg_request *req)
     tg_convert_survey survey;
     char detail[512];
     tg_jobs_context jobs = {.catalog = server->catalog,
-                            .store = &server->store,
+                            .store = server->blobs,
                             .max_header = server->config.max_header};
     if (tg_convert_survey_version(&jobs, version.id, &spec, &survey, detail, sizeof detail) != 0) {
         tg_respond_internal(req, "%s", detail);

@@ -25,12 +25,12 @@ void tg_respond_blob_damaged(tg_request *req, const char *path)
                        path);
 }
 
-int tg_open_file_blob(tg_request *req, const tg_file_record *file)
+tg_blob_reader *tg_open_file_blob(tg_request *req, const tg_file_record *file)
 {
     tg_blob_check check;
-    int fd = tg_store_open_blob_checked(&req->server->store, file->sha256, file->size, &check);
-    if (fd >= 0)
-        return fd;
+    tg_blob_reader *blob = tg_blob_open(req->server->blobs, file->sha256, file->size, &check);
+    if (blob != NULL)
+        return blob;
     if (check == TG_BLOB_UNREADABLE && tg_errno_is_exhaustion(errno))
         tg_respond_exhausted(req, NULL);
     else if (check == TG_BLOB_UNREADABLE)
@@ -38,65 +38,58 @@ int tg_open_file_blob(tg_request *req, const tg_file_record *file)
                             strerror(errno));
     else
         tg_respond_blob_damaged(req, file->path);
-    return -1;
+    return NULL;
 }
 
-/* ---- file bodies: pread, never sendfile ----
+/* ---- file bodies: read in blocks, never sendfile ----
  * MHD's sendfile path (0.9.75) loops forever when the file ends before the
  * response's length (sendfile returns 0 and MHD tries again), so a blob cut short
  * while it is being sent would spin a worker. Bodies are read here instead, and a
  * short read ends the response with an error: MHD closes the connection. */
 
 typedef struct blob_body {
-    tg_store *store;
-    int fd;
-    uint64_t offset; /* file offset of the body's first byte */
-    uint64_t size;   /* the catalog's size of the blob */
-    char sha256[TG_SHA256_HEX_LEN + 1];
+    tg_blobstore *blobs;
+    tg_blob_reader *blob;
+    uint64_t offset; /* blob offset of the body's first byte */
 } blob_body;
 
 static ssize_t read_blob_body(void *cls, uint64_t pos, char *buf, size_t max)
 {
     blob_body *body = cls;
     uint64_t at = body->offset + pos;
-    for (;;) {
-        ssize_t n = at > (uint64_t)INT64_MAX ? -1 : pread(body->fd, buf, max, (off_t)at);
-        if (n > 0)
-            return n;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n == 0)
-            tg_store_mark_damaged(body->store, body->sha256,
-                                  "it ended at byte %llu while being sent; the catalog says %llu",
-                                  (unsigned long long)at, (unsigned long long)body->size);
-        else
-            tg_log(TG_LOG_ERROR, "reading blob %s at %llu failed: %s", body->sha256,
-                   (unsigned long long)at, strerror(errno));
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
+    ssize_t n = tg_blob_read(body->blob, buf, max, at);
+    if (n > 0)
+        return n;
+    if (n == 0)
+        tg_blob_mark_damaged(body->blobs, tg_blob_name(body->blob),
+                             "it ended at byte %llu while being sent; the catalog says %llu",
+                             (unsigned long long)at, (unsigned long long)tg_blob_size(body->blob));
+    else
+        tg_log(TG_LOG_ERROR, "reading blob %s at %llu failed: %s", tg_blob_name(body->blob),
+               (unsigned long long)at, strerror(errno));
+    return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 static void free_blob_body(void *cls)
 {
     blob_body *body = cls;
-    close(body->fd);
+    tg_blob_close(body->blob);
     free(body);
 }
 
-struct MHD_Response *tg_blob_response(tg_server *server, int fd, const char *sha256, uint64_t size,
-                                      uint64_t offset, uint64_t length)
+struct MHD_Response *tg_blob_response(tg_server *server, tg_blob_reader *blob, uint64_t offset,
+                                      uint64_t length)
 {
     blob_body *body = malloc(sizeof *body);
     struct MHD_Response *response = NULL;
     if (body != NULL) {
-        *body = (blob_body){&server->store, fd, offset, size, ""};
-        snprintf(body->sha256, sizeof body->sha256, "%s", sha256);
+        *body = (blob_body){server->blobs, blob, offset};
         response = MHD_create_response_from_callback(length, TG_BLOB_BLOCK, read_blob_body, body,
                                                      free_blob_body);
     }
     if (response == NULL) {
         free(body);
-        close(fd);
+        tg_blob_close(blob);
     }
     return response;
 }
@@ -193,8 +186,8 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
         tg_respond(req, 304, response, 0);
         return;
     }
-    int fd = tg_open_file_blob(req, file);
-    if (fd < 0)
+    tg_blob_reader *blob = tg_open_file_blob(req, file);
+    if (blob == NULL)
         return;
     uint64_t total = file->size, first = 0, length = total;
     const char *range = tg_header(req, "Range");
@@ -205,7 +198,7 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     tg_range_result result = tg_range_parse(range, total, &first, &length);
     char content_range[96];
     if (result == TG_RANGE_UNSATISFIABLE) {
-        close(fd);
+        tg_blob_close(blob);
         snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
         /* Content-Range and ETag, then the route's own (the Hub's X-Repo-Commit, ...) */
         const char *headers[2 * 12 + 1] = {"Content-Range", content_range, "ETag", etag};
@@ -231,13 +224,13 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
         first = 0;
         length = total;
     }
-    /* read from the blob (tg_blob_response owns fd from here) */
+    /* read from the blob (tg_blob_response owns it from here) */
     struct MHD_Response *response = NULL;
     if (length == 0) {
-        close(fd);
+        tg_blob_close(blob);
         response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     } else {
-        response = tg_blob_response(req->server, fd, file->sha256, file->size, first, length);
+        response = tg_blob_response(req->server, blob, first, length);
     }
     if (response) {
         MHD_add_response_header(response, "Content-Type", "application/octet-stream");
@@ -387,7 +380,7 @@ void tg_route_file_header(tg_request *req)
     st_file file;
     st_error err;
     char *stats = NULL;
-    int read = tg_header_read_parse(&req->server->store, record.sha256, record.size,
+    int read = tg_header_read_parse(req->server->blobs, record.sha256, record.size,
                                     req->server->config.max_header, &file, &err);
     if (read == -1) {
         tg_respond_blob_damaged(req, path);
@@ -432,7 +425,7 @@ void tg_route_file_delete(tg_request *req)
         pthread_mutex_unlock(&req->server->publish_lock);
         /* its content goes now if nothing else uses it */
         if (status == TG_CAT_OK && gone[0] != '\0')
-            (void)tg_blob_reclaim(&req->server->store, req->server->catalog, gone, false);
+            (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, gone, false);
         if (status == TG_CAT_OK)
             tg_respond_empty(req, 204);
         else if (status == TG_CAT_CONFLICT)

@@ -213,7 +213,7 @@ static bool add_parameters(tg_server *server, const tg_file_records *files,
             continue;
         st_file parsed;
         st_error err;
-        if (tg_header_read_parse(&server->store, record->sha256, record->size,
+        if (tg_header_read_parse(server->blobs, record->sha256, record->size,
                                  server->config.max_header, &parsed, &err) != 0)
             return false;
         uint64_t file_counts[ST_DTYPE_COUNT], file_total = 0;

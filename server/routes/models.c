@@ -387,7 +387,7 @@ void tg_route_model_delete(tg_request *req)
         if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
             tg_preloads_model_deleted(model->id, model->org, model->name);
         for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
-            (void)tg_blob_reclaim(&req->server->store, req->server->catalog, blobs.items[i], false);
+            (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, blobs.items[i], false);
         free(blobs.items);
         if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
             tg_respond_empty(req, 204);

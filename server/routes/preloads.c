@@ -451,7 +451,7 @@ static void respond_status(tg_request *req, tg_preload_status status, const char
 typedef struct preload_sources {
     file_collection files;
     st_file *headers;
-    char **blob_paths;
+    const char **blob_names; /* each file's sha256, borrowed from files */
     tg_preload_source_tensor *tensors;
     size_t tensor_count;
 } preload_sources;
@@ -461,11 +461,9 @@ static void sources_free(preload_sources *s)
     for (size_t i = 0; i < s->files.count; i++) {
         if (s->headers)
             st_file_free(&s->headers[i]);
-        if (s->blob_paths)
-            free(s->blob_paths[i]);
     }
     free(s->headers);
-    free(s->blob_paths);
+    free(s->blob_names);
     free(s->tensors);
     free(s->files.files);
 }
@@ -484,20 +482,18 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
     }
     size_t n = s->files.count;
     s->headers = calloc(n ? n : 1, sizeof *s->headers);
-    s->blob_paths = calloc(n ? n : 1, sizeof *s->blob_paths);
-    if (s->headers == NULL || s->blob_paths == NULL) {
+    s->blob_names = calloc(n ? n : 1, sizeof *s->blob_names);
+    if (s->headers == NULL || s->blob_names == NULL) {
         tg_respond_internal(req, "out of memory");
         return false;
     }
     size_t total_tensors = 0;
     for (size_t i = 0; i < n; i++) {
         st_error error;
-        char blob[4400];
         errno = 0;
-        if (tg_header_read_parse(&server->store, s->files.files[i].sha256, s->files.files[i].size,
-                                 server->config.max_header, &s->headers[i], &error) != 0 ||
-            tg_store_blob_path(&server->store, s->files.files[i].sha256, blob, sizeof blob) != 0 ||
-            (s->blob_paths[i] = strdup(blob)) == NULL) {
+        s->blob_names[i] = s->files.files[i].sha256;
+        if (tg_header_read_parse(server->blobs, s->files.files[i].sha256, s->files.files[i].size,
+                                 server->config.max_header, &s->headers[i], &error) != 0) {
             if (tg_errno_is_exhaustion(errno))
                 tg_respond_exhausted(req, NULL);
             else
@@ -679,8 +675,9 @@ static void create_preload(tg_request *req, json_t *body)
                                       device,
                                       convert,
                                       dtype,
+                                      req->server->blobs,
                                       sources.files.count,
-                                      (const char *const *)sources.blob_paths,
+                                      sources.blob_names,
                                       sources.tensor_count,
                                       sources.tensors,
                                       owner,

@@ -94,16 +94,18 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
 /* 500 blob_damaged naming path: its stored content is missing or not what the
  * catalog recorded; an operator runs fsck or uploads the file again. */
 void tg_respond_blob_damaged(tg_request *req, const char *path);
-/* Opens file's blob for reading, checked against the catalog's size; -1 after
- * answering (500 blob_damaged, or 500 internal when open fails otherwise). */
-int tg_open_file_blob(tg_request *req, const tg_file_record *file);
+/* Opens file's blob for reading, checked against the catalog's size; NULL after
+ * answering (500 blob_damaged, 503 when out of descriptors, or 500 internal when
+ * the open fails otherwise). */
+tg_blob_reader *tg_open_file_blob(tg_request *req, const tg_file_record *file);
 
 /* MHD's buffer for bodies read from blobs. */
 #define TG_BLOB_BLOCK (256 * 1024)
-/* A response of length bytes of blob fd from offset, read with pread (never
- * sendfile): a read that ends early marks the blob damaged and ends the response
- * with an error (MHD closes the connection). Owns fd, also on failure (NULL). */
-struct MHD_Response *tg_blob_response(tg_server *server, int fd, const char *sha256, uint64_t size,
-                                      uint64_t offset, uint64_t length);
+/* A response of length bytes of the blob from offset, read in TG_BLOB_BLOCK
+ * pieces (never sendfile): a read that ends early marks the blob damaged and ends
+ * the response with an error (MHD closes the connection). Owns blob, also on
+ * failure (NULL). */
+struct MHD_Response *tg_blob_response(tg_server *server, tg_blob_reader *blob, uint64_t offset,
+                                      uint64_t length);
 
 #endif

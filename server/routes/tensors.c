@@ -150,7 +150,7 @@ void tg_route_tensors_list(tg_request *req)
         st_error err;
         int failure = 0;
         const st_file *file =
-            tg_parsed_header_acquire(&req->server->store, list.items[i].sha256, list.items[i].size,
+            tg_parsed_header_acquire(req->server->blobs, list.items[i].sha256, list.items[i].size,
                                      req->server->config.max_header, &err, &failure);
         if (file == NULL) {
             if (failure == -1)
@@ -211,7 +211,7 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
 {
     st_error err;
     int read = 0;
-    out->held = tg_parsed_header_acquire(&req->server->store, record->sha256, record->size,
+    out->held = tg_parsed_header_acquire(req->server->blobs, record->sha256, record->size,
                                          req->server->config.max_header, &err, &read);
     if (out->held == NULL) {
         if (read == -2 && tg_errno_is_exhaustion(errno))
@@ -238,7 +238,7 @@ static bool index_lookup(tg_request *req, const tg_file_record *index, const cha
                          char *shard, size_t shard_len)
 {
     char file[TG_PATH_MAX + 1];
-    if (tg_index_cache_lookup(&req->server->store, index->sha256, index->size, name, file,
+    if (tg_index_cache_lookup(req->server->blobs, index->sha256, index->size, name, file,
                               sizeof file) != TG_INDEX_FOUND)
         return false;
     const char *slash = strrchr(index->path, '/');
@@ -278,11 +278,9 @@ static int locate(tg_request *req, const tg_file_records *list, const char *name
 /* What the generated body's reader needs; freed with the response. */
 typedef struct body_source {
     tg_tensor_stream *stream;
-    int fd;
-    uint64_t first; /* the Range's first byte of the representation */
-    tg_store *store;
-    uint64_t size; /* the catalog's size of the blob */
-    char sha256[TG_SHA256_HEX_LEN + 1];
+    tg_blob_reader *blob; /* the stream reads its descriptor */
+    uint64_t first;       /* the Range's first byte of the representation */
+    tg_blobstore *blobs;
 } body_source;
 
 static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
@@ -292,10 +290,10 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
     if (n < 0) {
         /* a short read (EIO) means the blob is shorter than its catalog size */
         if (errno == EIO)
-            tg_store_mark_damaged(source->store, source->sha256,
-                                  "it ended early while a tensor was read; the catalog says %llu "
-                                  "bytes",
-                                  (unsigned long long)source->size);
+            tg_blob_mark_damaged(source->blobs, tg_blob_name(source->blob),
+                                 "it ended early while a tensor was read; the catalog says %llu "
+                                 "bytes",
+                                 (unsigned long long)tg_blob_size(source->blob));
         else
             tg_log(TG_LOG_ERROR, "reading a tensor body failed at %llu: %m",
                    (unsigned long long)(source->first + pos));
@@ -309,7 +307,7 @@ static void free_body(void *cls)
 {
     body_source *source = cls;
     tg_tensor_stream_free(source->stream);
-    close(source->fd);
+    tg_blob_close(source->blob);
     free(source);
 }
 
@@ -362,8 +360,15 @@ static void respond_unsatisfiable(tg_request *req, uint64_t total, const char *e
                                "the range is outside the tensor's bytes");
 }
 
-/* Plans and sends the tensor; owns fd from here. */
-static void serve_tensor(tg_request *req, int fd, const located *at, const char *name)
+/* tg_tensor_read_fn over a blob reader. */
+static int blob_read(void *ctx, void *buf, size_t len, uint64_t offset)
+{
+    return tg_blob_read_at(ctx, buf, len, offset);
+}
+
+/* Plans and sends the tensor; owns blob from here. The stream reads through the
+ * blob reader (any backend). */
+static void serve_tensor(tg_request *req, tg_blob_reader *blob, const located *at, const char *name)
 {
     tg_tensor_options options = {tg_query(req, "slice"), tg_query(req, "dtype"),
                                  tg_query(req, "format")};
@@ -372,8 +377,9 @@ static void serve_tensor(tg_request *req, int fd, const located *at, const char 
     /* locate fills at->tensor whenever it returns a positive rc (the only
      * caller's path here). */
     /* NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage) */
-    if (tg_tensor_stream_open(fd, &at->file, at->tensor, &options, &stream, &err) != 0) {
-        close(fd);
+    if (tg_tensor_stream_open(blob_read, blob, &at->file, at->tensor, &options, &stream, &err) !=
+        0) {
+        tg_blob_close(blob);
         tg_respond_problem(req, err.status, err.reason, "%s", err.detail);
         return;
     }
@@ -384,7 +390,7 @@ static void serve_tensor(tg_request *req, int fd, const located *at, const char 
         snprintf(etag, sizeof etag, "\"%s\"", tag);
     if (has_etag && tg_etag_matches(tg_header(req, "If-None-Match"), tag)) {
         tg_tensor_stream_free(stream);
-        close(fd);
+        tg_blob_close(blob);
         struct MHD_Response *response =
             MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         if (response) {
@@ -403,7 +409,7 @@ static void serve_tensor(tg_request *req, int fd, const located *at, const char 
     tg_range_result result = tg_range_parse(range, total, &first, &length);
     if (result == TG_RANGE_UNSATISFIABLE) {
         tg_tensor_stream_free(stream);
-        close(fd);
+        tg_blob_close(blob);
         respond_unsatisfiable(req, total, etag);
         return;
     }
@@ -415,20 +421,18 @@ static void serve_tensor(tg_request *req, int fd, const located *at, const char 
     if (length == 0) {
         response = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     } else if (plan->contiguous) {
-        /* the file's own bytes, read from the blob (tg_blob_response owns fd) */
-        response = tg_blob_response(req->server, fd, at->record->sha256, at->record->size,
-                                    plan->contiguous_offset + first, length);
-        fd = -1;
+        /* the file's own bytes, read from the blob (tg_blob_response owns it) */
+        response = tg_blob_response(req->server, blob, plan->contiguous_offset + first, length);
+        blob = NULL;
     } else {
         body_source *source = malloc(sizeof *source);
         if (source != NULL) {
-            *source = (body_source){stream, fd, first, &req->server->store, at->record->size, ""};
-            snprintf(source->sha256, sizeof source->sha256, "%s", at->record->sha256);
+            *source = (body_source){stream, blob, first, req->server->blobs};
             response = MHD_create_response_from_callback(length, STREAM_BLOCK, read_body, source,
                                                          free_body);
             if (response != NULL) {
                 stream = NULL; /* owned by the response now */
-                fd = -1;
+                blob = NULL;
             } else {
                 free(source);
             }
@@ -447,8 +451,7 @@ static void serve_tensor(tg_request *req, int fd, const located *at, const char 
     /* the plan lives in the stream: headers are added before it may be freed */
     if (stream != NULL)
         tg_tensor_stream_free(stream);
-    if (fd >= 0)
-        close(fd);
+    tg_blob_close(blob);
     tg_respond(req, result == TG_RANGE_OK ? 206 : 200, response, length);
 }
 
@@ -481,9 +484,9 @@ void tg_route_tensor_get(tg_request *req)
     } else if (rc < 0) {
         tg_respond_internal(req, "the stored header of %s cannot be read", at.record->path);
     } else {
-        int fd = tg_open_file_blob(req, at.record);
-        if (fd >= 0)
-            serve_tensor(req, fd, &at, name);
+        tg_blob_reader *blob = tg_open_file_blob(req, at.record);
+        if (blob != NULL)
+            serve_tensor(req, blob, &at, name);
         /* the response does not use the header: the stream copied what it needs */
         tg_parsed_header_release(at.held);
     }

@@ -57,7 +57,7 @@ int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kin
         .reserve = tg_header_budget_reserve,
         .release = tg_header_budget_release,
         .budget_context = &body->budget,
-        .store = with_file ? &server->store : NULL,
+        .store = with_file ? server->blobs : NULL,
         .digest_name = with_file ? "upload" : "scan",
         .stop_when_certain = with_file,
         .hash_after_stop = !with_file, /* a scan's sha256 covers the whole body */
@@ -359,10 +359,10 @@ static void upload_answer(tg_request *req, bool body_ended)
     /* the content this upload replaced goes now if nothing else uses it (never while
      * holding the shared lock: reclaiming takes the exclusive one) */
     if (status == TG_CAT_OK && row.replaced[0] != '\0' && strcmp(row.replaced, file.sha256) != 0)
-        (void)tg_blob_reclaim(&server->store, server->catalog, row.replaced, false);
+        (void)tg_blob_reclaim(server->blobs, server->catalog, row.replaced, false);
     /* a lost upload gives its blob back at once when no row uses it */
     if (status != TG_CAT_OK)
-        (void)tg_blob_reclaim(&server->store, server->catalog, file.sha256, false);
+        (void)tg_blob_reclaim(server->blobs, server->catalog, file.sha256, false);
     if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",
                            "version %lld was published during the upload",

@@ -81,21 +81,17 @@ static char *read_small_blob(tg_server *server, const tg_file_record *file)
 {
     if (file->size > 64ULL * 1024 * 1024)
         return NULL;
-    int fd = tg_store_open_blob(&server->store, file->sha256);
-    if (fd < 0)
+    tg_blob_check check;
+    tg_blob_reader *blob =
+        tg_blob_open(server->blobs, file->sha256, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL)
         return NULL;
     char *text = malloc(file->size + 1);
-    size_t done = 0;
-    while (text && done < file->size) {
-        ssize_t n = pread(fd, text + done, file->size - done, (off_t)done);
-        if (n <= 0) {
-            free(text);
-            text = NULL;
-            break;
-        }
-        done += (size_t)n;
+    if (text != NULL && tg_blob_read_at(blob, text, (size_t)file->size, 0) != 0) {
+        free(text);
+        text = NULL;
     }
-    close(fd);
+    tg_blob_close(blob);
     if (text)
         text[file->size] = '\0';
     return text;
@@ -118,7 +114,7 @@ static int check_shards(tg_server *server, const tg_file_records *files, char *d
         if (strcmp(f->kind, "safetensors") != 0 || !tg_is_safetensors_path(f->path))
             continue;
         st_error err;
-        if (tg_header_read_parse(&server->store, f->sha256, f->size, server->config.max_header,
+        if (tg_header_read_parse(server->blobs, f->sha256, f->size, server->config.max_header,
                                  &loaded[i].file, &err) != 0) {
             tg_log(TG_LOG_ERROR, "publish: cannot read the header of %s (%s): %s", f->path,
                    f->sha256, err.detail);
@@ -206,6 +202,16 @@ void tg_route_version_publish(tg_request *req)
     }
     /* Uploads and deletes commit under the same lock: what is checked is what is frozen. */
     pthread_mutex_lock(&server->publish_lock);
+    /* A model DELETE commits under the same lock, and the look-ups above ran before
+     * it: a delete that came first leaves no version here (a model's ids are never
+     * reused), and publish answers 404 as a request sent after the delete would.
+     * An error falls through to the listing, which answers it. */
+    tg_version current;
+    if (tg_catalog_version_get(server->catalog, model->id, version.number, &current) ==
+        TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org, model->name);
+        goto out_unlock;
+    }
     if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect,
                              &files) != TG_CAT_OK ||
         files.failed) {

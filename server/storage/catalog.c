@@ -1,32 +1,16 @@
-/* SQLite catalog (see catalog.h). One connection in WAL mode guarded by a mutex;
- * statements are prepared once and cached by their SQL text. */
+/* The catalog's backend-independent part (catalog.h): tg_catalog_open picks the
+ * backend from the catalog URL, every other tg_catalog_* call goes through the
+ * backend's operation table (catalog_backend.h), and the helpers that need no
+ * database live here. */
 #include "catalog.h"
+#include "catalog_backend.h"
 #include "embedded.h"
-#include "log.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <sqlite3.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* migrations/NNNN_*.sql, in order, compiled in by scripts/embed-migrations.sh:
- * tg_migrations[i] is schema version i + 1. */
-#define MIGRATION_COUNT ((int)tg_migrations_count)
-
-#define STATEMENT_CACHE_SIZE 64
-
-struct tg_catalog {
-    sqlite3 *db;
-    pthread_mutex_t lock;
-    struct {
-        const char *sql; /* identity: the static string's address */
-        sqlite3_stmt *statement;
-    } cache[STATEMENT_CACHE_SIZE];
-    int schema_version;
-};
 
 void tg_time_now(char out[TG_TIME_LEN])
 {
@@ -36,101 +20,26 @@ void tg_time_now(char out[TG_TIME_LEN])
     strftime(out, TG_TIME_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* migrations/NNNN_*.sql, in order, compiled in by scripts/embed-migrations.sh:
+ * tg_migrations[i] is schema version i + 1. */
 const char *tg_catalog_migration_sql(int number)
 {
-    if (number < 1 || number > MIGRATION_COUNT)
+    if (number < 1 || number > (int)tg_migrations_count)
         return NULL;
     return tg_migrations[number - 1].sql;
 }
 
 int tg_catalog_known_schema_version(void)
 {
-    return MIGRATION_COUNT;
+    return (int)tg_migrations_count;
 }
 
-int tg_catalog_schema_version(tg_catalog *catalog)
-{
-    return catalog->schema_version;
-}
-
-/* The cached statement for sql, reset and with bindings cleared; caller holds the lock. */
-static sqlite3_stmt *statement(tg_catalog *catalog, const char *sql)
-{
-    for (int i = 0; i < STATEMENT_CACHE_SIZE; i++) {
-        if (catalog->cache[i].sql == sql) {
-            sqlite3_reset(catalog->cache[i].statement);
-            sqlite3_clear_bindings(catalog->cache[i].statement);
-            return catalog->cache[i].statement;
-        }
-        if (catalog->cache[i].sql == NULL) {
-            sqlite3_stmt *st = NULL;
-            if (sqlite3_prepare_v3(catalog->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
-                SQLITE_OK) {
-                tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(catalog->db));
-                return NULL;
-            }
-            catalog->cache[i].sql = sql;
-            catalog->cache[i].statement = st;
-            return st;
-        }
-    }
-    return NULL;
-}
-
-static void copy_text(char *dst, size_t dst_len, sqlite3_stmt *st, int column)
-{
-    const unsigned char *text = sqlite3_column_text(st, column);
-    snprintf(dst, dst_len, "%s", text ? (const char *)text : "");
-}
-
-static void bind_text(sqlite3_stmt *st, int index, const char *text)
-{
-    if (text == NULL)
-        sqlite3_bind_null(st, index);
-    else
-        sqlite3_bind_text(st, index, text, -1, SQLITE_TRANSIENT);
-}
-
-static int exec(tg_catalog *catalog, const char *sql)
-{
-    char *message = NULL;
-    int rc = sqlite3_exec(catalog->db, sql, NULL, NULL, &message);
-    if (rc != SQLITE_OK) {
-        tg_log(TG_LOG_ERROR, "catalog: %s", message ? message : sqlite3_errstr(rc));
-        sqlite3_free(message);
-    }
-    return rc;
-}
-
-static void lock(tg_catalog *catalog)
-{
-    pthread_mutex_lock(&catalog->lock);
-}
-
-/* Set on this thread when a catalog call failed for a full disk; see
- * tg_catalog_take_disk_full. */
+/* Set on this thread when a catalog call failed for a full disk. */
 static _Thread_local bool disk_full;
 
-static void unlock(tg_catalog *catalog)
+void tg_catalog_note_disk_full(void)
 {
-    /* SQLite answers SQLITE_FULL when a write finds no room (ENOSPC); an fsync or a
-     * truncate that does gives SQLITE_IOERR_* with the errno kept. */
-    int code = sqlite3_errcode(catalog->db);
-    int sys = sqlite3_system_errno(catalog->db);
-    if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT)))
-        disk_full = true;
-    pthread_mutex_unlock(&catalog->lock);
-}
-
-/* PRAGMA foreign_key_check finds no row: every foreign key has its parent. */
-static bool foreign_keys_hold(tg_catalog *catalog)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(catalog->db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK)
-        return false;
-    bool hold = sqlite3_step(st) == SQLITE_DONE;
-    sqlite3_finalize(st);
-    return hold;
+    disk_full = true;
 }
 
 bool tg_catalog_take_disk_full(void)
@@ -140,799 +49,13 @@ bool tg_catalog_take_disk_full(void)
     return was;
 }
 
-static tg_cat_status apply_migrations(tg_catalog *catalog, char *err, size_t err_len)
+static const char *const job_state_names[] = {"queued", "running", "done", "failed"};
+
+const char *tg_job_state_name(tg_job_state state)
 {
-    if (exec(catalog, "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                      "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot create schema_migrations: %s", sqlite3_errmsg(catalog->db));
-        return TG_CAT_ERROR;
-    }
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(catalog->db, "SELECT coalesce(max(version), 0) FROM schema_migrations",
-                           -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW) {
-        snprintf(err, err_len, "cannot read schema_migrations: %s", sqlite3_errmsg(catalog->db));
-        sqlite3_finalize(st);
-        return TG_CAT_ERROR;
-    }
-    int current = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    if (current > MIGRATION_COUNT) {
-        snprintf(err, err_len,
-                 "the catalog is at schema version %d, newer than this tensorgate knows (%d); "
-                 "run a newer tensorgate",
-                 current, MIGRATION_COUNT);
-        return TG_CAT_ERROR;
-    }
-    /* A migration may rebuild a table (new, copy, drop, rename: SQLite cannot change a
-     * key in place), and with foreign keys on the DROP would cascade into every row
-     * that references it. So they are off while migrations run (the pragma cannot
-     * change inside a transaction) and each migration checks them before its commit. */
-    if (current < MIGRATION_COUNT && exec(catalog, "PRAGMA foreign_keys=OFF") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(catalog->db));
-        return TG_CAT_ERROR;
-    }
-    for (int version = current + 1; version <= MIGRATION_COUNT; version++) {
-        char now[TG_TIME_LEN];
-        tg_time_now(now);
-        char record[128];
-        snprintf(record, sizeof record,
-                 "INSERT INTO schema_migrations(version, applied_at) VALUES (%d, '%s')", version,
-                 now);
-        /* One transaction per migration: a crash leaves the catalog at a whole version. */
-        if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
-            goto fail;
-        if (exec(catalog, tg_migrations[version - 1].sql) != SQLITE_OK ||
-            exec(catalog, record) != SQLITE_OK) {
-            exec(catalog, "ROLLBACK");
-            goto fail;
-        }
-        if (!foreign_keys_hold(catalog)) {
-            exec(catalog, "ROLLBACK");
-            snprintf(err, err_len,
-                     "migration %d failed: it leaves rows whose foreign key has no parent",
-                     version);
-            exec(catalog, "PRAGMA foreign_keys=ON");
-            return TG_CAT_ERROR;
-        }
-        if (exec(catalog, "COMMIT") != SQLITE_OK)
-            goto fail;
-        continue;
-    fail:
-        snprintf(err, err_len, "migration %d failed: %s", version, sqlite3_errmsg(catalog->db));
-        exec(catalog, "PRAGMA foreign_keys=ON");
-        return TG_CAT_ERROR;
-    }
-    if (exec(catalog, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(catalog->db));
-        return TG_CAT_ERROR;
-    }
-    catalog->schema_version = MIGRATION_COUNT;
-    return TG_CAT_OK;
-}
-
-tg_cat_status tg_catalog_open(const char *path, tg_catalog **out, char *err, size_t err_len)
-{
-    *out = NULL;
-    tg_catalog *catalog = calloc(1, sizeof *catalog);
-    if (catalog == NULL) {
-        snprintf(err, err_len, "out of memory");
-        return TG_CAT_ERROR;
-    }
-    pthread_mutex_init(&catalog->lock, NULL);
-    int rc =
-        sqlite3_open_v2(path, &catalog->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(err, err_len, "cannot open the catalog %s: %s", path,
-                 catalog->db ? sqlite3_errmsg(catalog->db) : sqlite3_errstr(rc));
-        tg_catalog_close(catalog);
-        return TG_CAT_ERROR;
-    }
-    sqlite3_busy_timeout(catalog->db, 10000);
-    /* WAL: readers never block the writer; synchronous=FULL: a committed row survives power loss.
-     */
-    if (exec(catalog, "PRAGMA journal_mode=WAL") != SQLITE_OK ||
-        exec(catalog, "PRAGMA synchronous=FULL") != SQLITE_OK ||
-        exec(catalog, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot configure the catalog %s: %s", path,
-                 sqlite3_errmsg(catalog->db));
-        tg_catalog_close(catalog);
-        return TG_CAT_ERROR;
-    }
-    if (apply_migrations(catalog, err, err_len) != TG_CAT_OK) {
-        tg_catalog_close(catalog);
-        return TG_CAT_ERROR;
-    }
-    *out = catalog;
-    return TG_CAT_OK;
-}
-
-void tg_catalog_close(tg_catalog *catalog)
-{
-    if (catalog == NULL)
-        return;
-    for (int i = 0; i < STATEMENT_CACHE_SIZE; i++)
-        sqlite3_finalize(catalog->cache[i].statement);
-    sqlite3_close(catalog->db);
-    pthread_mutex_destroy(&catalog->lock);
-    free(catalog);
-}
-
-tg_cat_status tg_catalog_ping(tg_catalog *catalog)
-{
-    static const char sql[] = "SELECT count(*) FROM schema_migrations";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = (st && sqlite3_step(st) == SQLITE_ROW) ? TG_CAT_OK : TG_CAT_ERROR;
-    if (st)
-        sqlite3_reset(st);
-    unlock(catalog);
-    return status;
-}
-
-/* ---- models ---- */
-
-#define MODEL_COLUMNS "id, org, name, description, created_at"
-
-static void read_model(sqlite3_stmt *st, tg_model *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    copy_text(out->org, sizeof out->org, st, 1);
-    copy_text(out->name, sizeof out->name, st, 2);
-    copy_text(out->description, sizeof out->description, st, 3);
-    copy_text(out->created_at, sizeof out->created_at, st, 4);
-}
-
-tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, const char *name,
-                                      const char *description, tg_model *out)
-{
-    static const char sql[] =
-        "INSERT INTO models(org, name, description, created_at) VALUES (?, ?, ?, ?)";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, org);
-        bind_text(st, 2, name);
-        bind_text(st, 3, description ? description : "");
-        bind_text(st, 4, now);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE) {
-            memset(out, 0, sizeof *out);
-            out->id = sqlite3_last_insert_rowid(catalog->db);
-            snprintf(out->org, sizeof out->org, "%s", org);
-            snprintf(out->name, sizeof out->name, "%s", name);
-            snprintf(out->description, sizeof out->description, "%s",
-                     description ? description : "");
-            memcpy(out->created_at, now, sizeof now);
-            status = TG_CAT_OK;
-        } else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_UNIQUE) {
-            status = TG_CAT_EXISTS;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const char *name,
-                                   tg_model *out)
-{
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, org);
-        bind_text(st, 2, name);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            read_model(st, out);
-            status = TG_CAT_OK;
-        } else if (rc == SQLITE_DONE) {
-            status = TG_CAT_NOT_FOUND;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *org, const char *query,
-                                    const char *after_org, const char *after_name, unsigned limit,
-                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
-{
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models"
-                              " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
-                              "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
-                              "   AND (?5 IS NULL OR org = ?5)"
-                              " ORDER BY org, name LIMIT ?4";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, after_org);
-        bind_text(st, 2, after_name ? after_name : "");
-        bind_text(st, 3, (query && query[0]) ? query : NULL);
-        sqlite3_bind_int64(st, 4, limit);
-        bind_text(st, 5, org);
-        int rc = SQLITE_ERROR;
-        tg_model *model = malloc(sizeof *model);
-        while (model && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_model(st, model);
-            visit(ctx, model);
-        }
-        status = (model && rc == SQLITE_DONE) ? TG_CAT_OK : TG_CAT_ERROR;
-        free(model);
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-static tg_cat_status run_write(tg_catalog *catalog, sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (rc == SQLITE_DONE)
-        status = sqlite3_changes(catalog->db) > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
-    else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_UNIQUE ||
-             sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
-        status = TG_CAT_EXISTS;
-    sqlite3_reset(st);
-    return status;
-}
-
-tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
-{
-    static const char sql[] = "DELETE FROM models WHERE id = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        status = run_write(catalog, st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-/* ---- versions ---- */
-
-#define VERSION_COLUMNS                                                                            \
-    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
-
-static void read_version(sqlite3_stmt *st, tg_version *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    out->model_id = sqlite3_column_int64(st, 1);
-    out->number = sqlite3_column_int64(st, 2);
-    const unsigned char *state = sqlite3_column_text(st, 3);
-    out->published = state != NULL && strcmp((const char *)state, "published") == 0;
-    copy_text(out->created_at, sizeof out->created_at, st, 4);
-    copy_text(out->published_at, sizeof out->published_at, st, 5);
-    copy_text(out->digest, sizeof out->digest, st, 6);
-    out->derived_from = sqlite3_column_int64(st, 7); /* NULL reads as 0 */
-    copy_text(out->derived_dtype, sizeof out->derived_dtype, st, 8);
-}
-
-/* Runs a prepared single-row version query; caller holds the lock. */
-static tg_cat_status one_version(sqlite3_stmt *st, tg_version *out)
-{
-    int rc = sqlite3_step(st);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (rc == SQLITE_ROW) {
-        read_version(st, out);
-        status = TG_CAT_OK;
-    } else if (rc == SQLITE_DONE) {
-        status = TG_CAT_NOT_FOUND;
-    }
-    sqlite3_reset(st);
-    return status;
-}
-
-tg_cat_status tg_catalog_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
-{
-    static const char insert_sql[] =
-        "INSERT INTO versions(model_id, number, state, created_at)"
-        " SELECT ?1, coalesce(max(number), 0) + 1, 'draft', ?2 FROM versions WHERE model_id = ?1";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    sqlite3_stmt *st = statement(catalog, insert_sql);
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        bind_text(st, 2, now);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE) {
-            int64_t id = sqlite3_last_insert_rowid(catalog->db);
-            sqlite3_stmt *sel = statement(catalog, select_sql);
-            if (sel) {
-                sqlite3_bind_int64(sel, 1, id);
-                status = one_version(sel, out);
-            }
-        } else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_FOREIGNKEY) {
-            status = TG_CAT_NOT_FOUND;
-        }
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
-                                     tg_version *out)
-{
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        sqlite3_bind_int64(st, 2, number);
-        status = one_version(st, out);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
-                                           const char *digest, tg_version *out)
-{
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"
-        " ORDER BY number DESC LIMIT 1";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        bind_text(st, 2, digest);
-        status = one_version(st, out);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
-                                                  tg_version *out)
-{
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
-        " ORDER BY number DESC LIMIT 1";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        status = one_version(st, out);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
-                                      void (*visit)(void *ctx, const tg_version *version),
-                                      void *ctx)
-{
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        int rc;
-        tg_version version;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_version(st, &version);
-            visit(ctx, &version);
-        }
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id,
-                                         const char *digest, tg_version *out)
-{
-    static const char update_sql[] =
-        "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
-        " WHERE id = ? AND state = 'draft'";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    sqlite3_stmt *st = statement(catalog, update_sql);
-    if (st) {
-        bind_text(st, 1, now);
-        bind_text(st, 2, digest);
-        sqlite3_bind_int64(st, 3, version_id);
-        status = run_write(catalog, st);
-        /* No row changed: the version was already published (or is gone). */
-        if (status == TG_CAT_NOT_FOUND)
-            status = TG_CAT_CONFLICT;
-        if (status == TG_CAT_OK) {
-            sqlite3_stmt *sel = statement(catalog, select_sql);
-            status = TG_CAT_ERROR;
-            if (sel) {
-                sqlite3_bind_int64(sel, 1, version_id);
-                status = one_version(sel, out);
-            }
-        }
-    }
-    unlock(catalog);
-    return status;
-}
-
-/* ---- aliases ---- */
-
-tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
-                                   int64_t number)
-{
-    static const char sql[] =
-        "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"
-        " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        bind_text(st, 2, alias);
-        sqlite3_bind_int64(st, 3, number);
-        status = run_write(catalog, st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
-                                   int64_t *number)
-{
-    static const char sql[] = "SELECT number FROM aliases WHERE model_id = ? AND name = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        bind_text(st, 2, alias);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            *number = sqlite3_column_int64(st, 0);
-            status = TG_CAT_OK;
-        } else if (rc == SQLITE_DONE) {
-            status = TG_CAT_NOT_FOUND;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
-                                    void (*visit)(void *ctx, const char *alias, int64_t number),
-                                    void *ctx)
-{
-    static const char sql[] = "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            visit(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-/* ---- files ---- */
-
-#define FILE_COLUMNS "path, kind, size, sha256, tensors, parameters, nan, inf, created_at"
-
-static void read_file_record(sqlite3_stmt *st, tg_file_record *out)
-{
-    copy_text(out->path, sizeof out->path, st, 0);
-    copy_text(out->kind, sizeof out->kind, st, 1);
-    out->size = (uint64_t)sqlite3_column_int64(st, 2);
-    copy_text(out->sha256, sizeof out->sha256, st, 3);
-    out->tensors = (uint64_t)sqlite3_column_int64(st, 4);
-    out->parameters = (uint64_t)sqlite3_column_int64(st, 5);
-    out->nan = (uint64_t)sqlite3_column_int64(st, 6);
-    out->inf = (uint64_t)sqlite3_column_int64(st, 7);
-    copy_text(out->created_at, sizeof out->created_at, st, 8);
-}
-
-/* Caller holds the lock: TG_CAT_OK when the version exists and is a draft. */
-static tg_cat_status check_draft(tg_catalog *catalog, int64_t version_id)
-{
-    static const char sql[] = "SELECT state FROM versions WHERE id = ?";
-    sqlite3_stmt *st = statement(catalog, sql);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    sqlite3_bind_int64(st, 1, version_id);
-    int rc = sqlite3_step(st);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (rc == SQLITE_ROW)
-        status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
-                                                                                : TG_CAT_CONFLICT;
-    else if (rc == SQLITE_DONE)
-        status = TG_CAT_NOT_FOUND;
-    sqlite3_reset(st);
-    return status;
-}
-
-/* Caller holds the lock inside a transaction: TG_CAT_OK when the token hash names a
- * token that still exists, has at least write scope and whose namespace (if any)
- * is org; else TG_CAT_NOT_FOUND with *why "token_revoked" or "forbidden". */
-static tg_cat_status check_token_covers(tg_catalog *catalog, const char *hash, int64_t id,
-                                        const char *org, const char **why)
-{
-    static const char by_hash[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
-    static const char by_id[] = "SELECT scope, namespace FROM tokens WHERE id = ?";
-    sqlite3_stmt *st = statement(catalog, hash != NULL ? by_hash : by_id);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    if (hash != NULL)
-        bind_text(st, 1, hash);
-    else
-        sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (rc == SQLITE_DONE) {
-        *why = "token_revoked";
-        status = TG_CAT_NOT_FOUND;
-    } else if (rc == SQLITE_ROW) {
-        const char *scope = (const char *)sqlite3_column_text(st, 0);
-        const char *ns = (const char *)sqlite3_column_text(st, 1);
-        status = TG_CAT_OK;
-        if (scope == NULL || strcmp(scope, "read") == 0 || (ns != NULL && strcmp(ns, org) != 0)) {
-            *why = "forbidden";
-            status = TG_CAT_NOT_FOUND;
-        }
-    }
-    sqlite3_reset(st);
-    return status;
-}
-
-/* Caller holds the lock inside a transaction: the guard's model still exists with
- * the same id, org and name, version_id is one of its versions and a draft, and
- * the guard's token still covers the model. */
-static tg_cat_status check_guard(tg_catalog *catalog, const tg_commit_guard *guard,
-                                 int64_t version_id, const char **why)
-{
-    static const char sql[] = "SELECT v.state FROM versions v JOIN models m ON m.id = v.model_id"
-                              " WHERE v.id = ? AND m.id = ? AND m.org = ? AND m.name = ?";
-    sqlite3_stmt *st = statement(catalog, sql);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    sqlite3_bind_int64(st, 1, version_id);
-    sqlite3_bind_int64(st, 2, guard->model_id);
-    bind_text(st, 3, guard->org);
-    bind_text(st, 4, guard->name);
-    int rc = sqlite3_step(st);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (rc == SQLITE_DONE) {
-        *why = "version_not_found";
-        status = TG_CAT_NOT_FOUND;
-    } else if (rc == SQLITE_ROW) {
-        status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
-                                                                                : TG_CAT_CONFLICT;
-        if (status == TG_CAT_CONFLICT)
-            *why = "version_published";
-    }
-    sqlite3_reset(st);
-    if (status == TG_CAT_OK && guard->token_hash != NULL)
-        status = check_token_covers(catalog, guard->token_hash, 0, guard->org, why);
-    return status;
-}
-
-tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
-                                  const tg_file_record *file, const char *tensor_stats)
-{
-    return tg_catalog_file_put_guarded(catalog, NULL, version_id, file, tensor_stats, NULL);
-}
-
-tg_cat_status tg_catalog_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
-                                          int64_t version_id, const tg_file_record *file,
-                                          const char *tensor_stats, const char **why)
-{
-    const char *why_local = NULL;
-    if (why == NULL)
-        why = &why_local;
-    *why = NULL;
-    static const char sql[] =
-        "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
-        " nan, inf, tensor_stats, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    /* The draft check and the insert are one transaction: a publish cannot slip between. */
-    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
-        goto out;
-    status = guard != NULL ? check_guard(catalog, guard, version_id, why)
-                           : check_draft(catalog, version_id);
-    if (status == TG_CAT_OK) {
-        sqlite3_stmt *st = statement(catalog, sql);
-        status = TG_CAT_ERROR;
-        if (st) {
-            sqlite3_bind_int64(st, 1, version_id);
-            bind_text(st, 2, file->path);
-            bind_text(st, 3, file->kind);
-            sqlite3_bind_int64(st, 4, (int64_t)file->size);
-            bind_text(st, 5, file->sha256);
-            sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
-            sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
-            sqlite3_bind_int64(st, 8, (int64_t)file->nan);
-            sqlite3_bind_int64(st, 9, (int64_t)file->inf);
-            bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
-            bind_text(st, 11, now);
-            status = run_write(catalog, st);
-        }
-    }
-    if (exec(catalog, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK") != SQLITE_OK &&
-        status == TG_CAT_OK) {
-        exec(catalog, "ROLLBACK");
-        status = TG_CAT_ERROR;
-    }
-out:
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
-                                     int64_t version_id, const char **why)
-{
-    static const char model_sql[] = "SELECT 1 FROM models WHERE id = ? AND org = ? AND name = ?";
-    static const char version_sql[] = "SELECT 1 FROM versions WHERE id = ? AND model_id = ?";
-    *why = NULL;
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    /* One read transaction: the three answers come from the same state. */
-    if (exec(catalog, "BEGIN") != SQLITE_OK)
-        goto out;
-    sqlite3_stmt *st = statement(catalog, model_sql);
-    if (st != NULL) {
-        sqlite3_bind_int64(st, 1, guard->model_id);
-        bind_text(st, 2, guard->org);
-        bind_text(st, 3, guard->name);
-        int rc = sqlite3_step(st);
-        status = rc == SQLITE_ROW ? TG_CAT_OK : rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
-        if (status == TG_CAT_NOT_FOUND)
-            *why = "model_deleted";
-        sqlite3_reset(st);
-    }
-    if (status == TG_CAT_OK && (st = statement(catalog, version_sql)) == NULL)
-        status = TG_CAT_ERROR;
-    if (status == TG_CAT_OK) {
-        sqlite3_bind_int64(st, 1, version_id);
-        sqlite3_bind_int64(st, 2, guard->model_id);
-        int rc = sqlite3_step(st);
-        status = rc == SQLITE_ROW ? TG_CAT_OK : rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
-        if (status == TG_CAT_NOT_FOUND)
-            *why = "version_deleted";
-        sqlite3_reset(st);
-    }
-    if (status == TG_CAT_OK && guard->token_hash != NULL)
-        status = check_token_covers(catalog, guard->token_hash, 0, guard->org, why);
-    /* Read only: nothing to keep, so the transaction ends the same way whatever the answer. */
-    if (exec(catalog, "ROLLBACK") != SQLITE_OK)
-        status = TG_CAT_ERROR;
-out:
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
-                                  tg_file_record *out)
-{
-    static const char sql[] =
-        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, version_id);
-        bind_text(st, 2, path);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            read_file_record(st, out);
-            status = TG_CAT_OK;
-        } else if (rc == SQLITE_DONE) {
-            status = TG_CAT_NOT_FOUND;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
-                                    char **tensor_stats)
-{
-    static const char sql[] = "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?";
-    *tensor_stats = NULL;
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, version_id);
-        bind_text(st, 2, path);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            const char *text = (const char *)sqlite3_column_text(st, 0);
-            *tensor_stats = strdup(text ? text : "[]");
-            status = *tensor_stats ? TG_CAT_OK : TG_CAT_ERROR;
-        } else if (rc == SQLITE_DONE) {
-            status = TG_CAT_NOT_FOUND;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
-{
-    static const char sql[] = "DELETE FROM files WHERE version_id = ? AND path = ?";
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
-        goto out;
-    status = check_draft(catalog, version_id);
-    if (status == TG_CAT_OK) {
-        sqlite3_stmt *st = statement(catalog, sql);
-        status = TG_CAT_ERROR;
-        if (st) {
-            sqlite3_bind_int64(st, 1, version_id);
-            bind_text(st, 2, path);
-            status = run_write(catalog, st);
-        }
-    }
-    exec(catalog, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK");
-out:
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
-                                   unsigned limit,
-                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
-{
-    static const char sql[] =
-        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
-        " ORDER BY path LIMIT ?3";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, version_id);
-        bind_text(st, 2, after_path);
-        sqlite3_bind_int64(st, 3, limit == 0 ? -1 : (int64_t)limit);
-        int rc;
-        tg_file_record file;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_file_record(st, &file);
-            visit(ctx, &file);
-        }
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
+    return (unsigned)state < sizeof job_state_names / sizeof job_state_names[0]
+               ? job_state_names[state]
+               : "unknown";
 }
 
 void tg_file_records_collect(void *ctx, const tg_file_record *file)
@@ -953,378 +76,44 @@ void tg_file_records_collect(void *ctx, const tg_file_record *file)
     list->items[list->count++] = *file;
 }
 
-/* ---- rejections ---- */
-
-tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
+/* The length of a URL scheme followed by "://" at the start of text (letters,
+ * digits, '+', '-', '.' after a first letter), else 0. */
+static size_t url_scheme_length(const char *text)
 {
-    static const char sql[] =
-        "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, rejection->time);
-        bind_text(st, 2, rejection->model[0] ? rejection->model : NULL);
-        if (rejection->version >= 0)
-            sqlite3_bind_int64(st, 3, rejection->version);
+    size_t n = 0;
+    if (!isalpha((unsigned char)text[0]))
+        return 0;
+    while (isalnum((unsigned char)text[n]) || text[n] == '+' || text[n] == '-' || text[n] == '.')
+        n++;
+    return strncmp(text + n, "://", 3) == 0 ? n : 0;
+}
+
+tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    if (strncmp(url, "sqlite:", 7) == 0)
+        return tg_catalog_sqlite_open(url + 7, out, err, err_len);
+    size_t scheme = url_scheme_length(url);
+    if (scheme > 0) {
+        if ((scheme == 10 && strncmp(url, "postgresql", scheme) == 0) ||
+            (scheme == 8 && strncmp(url, "postgres", scheme) == 0))
+            snprintf(err, err_len,
+                     "the PostgreSQL catalog (%.*s://) is not built into this tensorgate yet; "
+                     "use sqlite:PATH or a file path",
+                     (int)scheme, url);
         else
-            sqlite3_bind_null(st, 3);
-        bind_text(st, 4, rejection->path[0] ? rejection->path : NULL);
-        bind_text(st, 5, rejection->reason);
-        bind_text(st, 6, rejection->format[0] ? rejection->format : NULL);
-        bind_text(st, 7, rejection->detail);
-        bind_text(st, 8, rejection->client);
-        sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
-        status = run_write(catalog, st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
-                                        void (*visit)(void *ctx, const tg_rejection *rejection),
-                                        void *ctx)
-{
-    static const char sql[] =
-        "SELECT id, time, model, version, path, reason, format, detail, client, size"
-        " FROM rejections WHERE (?1 <= 0 OR id < ?1) ORDER BY id DESC LIMIT ?2";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, before_id);
-        sqlite3_bind_int64(st, 2, limit);
-        int rc;
-        tg_rejection r;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            r.id = sqlite3_column_int64(st, 0);
-            copy_text(r.time, sizeof r.time, st, 1);
-            copy_text(r.model, sizeof r.model, st, 2);
-            r.version =
-                sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
-            copy_text(r.path, sizeof r.path, st, 4);
-            copy_text(r.reason, sizeof r.reason, st, 5);
-            copy_text(r.format, sizeof r.format, st, 6);
-            copy_text(r.detail, sizeof r.detail, st, 7);
-            copy_text(r.client, sizeof r.client, st, 8);
-            r.size = (uint64_t)sqlite3_column_int64(st, 9);
-            visit(ctx, &r);
-        }
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-/* ---- tokens ---- */
-
-static const char *scope_name(tg_scope scope)
-{
-    switch (scope) {
-    case TG_SCOPE_READ:
-        return "read";
-    case TG_SCOPE_WRITE:
-        return "write";
-    case TG_SCOPE_ADMIN:
-        return "admin";
-    case TG_SCOPE_NONE:
-        break;
-    }
-    return NULL;
-}
-
-tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
-                                   const char *namespace_or_null)
-{
-    static const char sql[] =
-        "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)";
-    const char *scope_text = scope_name(scope);
-    if (scope_text == NULL)
+            snprintf(err, err_len,
+                     "unknown catalog URL scheme \"%.*s://\"; use sqlite:PATH or a file path",
+                     (int)scheme, url);
         return TG_CAT_ERROR;
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, hash);
-        bind_text(st, 2, scope_text);
-        bind_text(st, 3, namespace_or_null);
-        bind_text(st, 4, now);
-        status = run_write(catalog, st);
     }
-    unlock(catalog);
-    return status;
+    return tg_catalog_sqlite_open(url, out, err, err_len);
 }
 
-tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
-                                      char *namespace_out, size_t namespace_len)
+tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
+                                  const tg_file_record *file, const char *tensor_stats)
 {
-    static const char sql[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, hash);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            const char *text = (const char *)sqlite3_column_text(st, 0);
-            *scope = TG_SCOPE_NONE;
-            if (text && strcmp(text, "read") == 0)
-                *scope = TG_SCOPE_READ;
-            else if (text && strcmp(text, "write") == 0)
-                *scope = TG_SCOPE_WRITE;
-            else if (text && strcmp(text, "admin") == 0)
-                *scope = TG_SCOPE_ADMIN;
-            copy_text(namespace_out, namespace_len, st, 1);
-            status = TG_CAT_OK;
-        } else if (rc == SQLITE_DONE) {
-            status = TG_CAT_NOT_FOUND;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-static tg_scope scope_from_text(const char *text)
-{
-    if (text && strcmp(text, "read") == 0)
-        return TG_SCOPE_READ;
-    if (text && strcmp(text, "write") == 0)
-        return TG_SCOPE_WRITE;
-    if (text && strcmp(text, "admin") == 0)
-        return TG_SCOPE_ADMIN;
-    return TG_SCOPE_NONE;
-}
-
-tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
-                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
-{
-    static const char sql[] = "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            tg_token_info token;
-            memset(&token, 0, sizeof token);
-            token.id = sqlite3_column_int64(st, 0);
-            token.scope = scope_from_text((const char *)sqlite3_column_text(st, 1));
-            copy_text(token.namespace_name, sizeof token.namespace_name, st, 2);
-            copy_text(token.created_at, sizeof token.created_at, st, 3);
-            visit(ctx, &token);
-        }
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id)
-{
-    static const char sql[] = "DELETE FROM tokens WHERE id = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, id);
-        status = run_write(catalog, st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-/* ---- blobs ---- */
-
-tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
-                                   int (*visit)(void *ctx, const char *sha256, uint64_t size),
-                                   void *ctx)
-{
-    /* A running job's finished files count too: their blobs are in the store. */
-    static const char sql[] = "SELECT sha256, size FROM files UNION"
-                              " SELECT sha256, size FROM job_files ORDER BY sha256";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            if (visit(ctx, (const char *)sqlite3_column_text(st, 0),
-                      (uint64_t)sqlite3_column_int64(st, 1)) != 0) {
-                rc = SQLITE_DONE;
-                break;
-            }
-        }
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
-{
-    static const char sql[] = "SELECT 1 FROM files WHERE sha256 = ?1"
-                              " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, sha256);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-            *referenced = rc == SQLITE_ROW;
-            status = TG_CAT_OK;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
-{
-    static const char sql[] = "SELECT id FROM tokens WHERE hash = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, hash);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            *id = sqlite3_column_int64(st, 0);
-            status = TG_CAT_OK;
-        } else if (rc == SQLITE_DONE) {
-            status = TG_CAT_NOT_FOUND;
-        }
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_model_blobs(tg_catalog *catalog, int64_t model_id,
-                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
-{
-    static const char sql[] =
-        "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"
-        " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"
-        " WHERE j.model_id = ?1";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            visit(ctx, (const char *)sqlite3_column_text(st, 0));
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-/* ---- jobs ---- */
-
-/* Runs one prepared write of a job transaction; caller holds the lock. */
-static bool step_done(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE;
-}
-
-static const char *const job_state_names[] = {"queued", "running", "done", "failed"};
-
-const char *tg_job_state_name(tg_job_state state)
-{
-    return (unsigned)state < sizeof job_state_names / sizeof job_state_names[0]
-               ? job_state_names[state]
-               : "unknown";
-}
-
-#define JOB_COLUMNS                                                                                \
-    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
-    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id"
-#define JOB_FROM                                                                                   \
-    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
-    "j.source_version_id"
-
-static void read_job(sqlite3_stmt *st, tg_job *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    const char *state = (const char *)sqlite3_column_text(st, 1);
-    out->state = TG_JOB_FAILED;
-    for (int i = 0; state != NULL && i < 4; i++)
-        if (strcmp(state, job_state_names[i]) == 0)
-            out->state = (tg_job_state)i;
-    out->model_id = sqlite3_column_int64(st, 2);
-    copy_text(out->org, sizeof out->org, st, 3);
-    copy_text(out->name, sizeof out->name, st, 4);
-    out->source_version_id = sqlite3_column_int64(st, 5);
-    out->source_number = sqlite3_column_int64(st, 6);
-    copy_text(out->dtype, sizeof out->dtype, st, 7);
-    copy_text(out->tensors, sizeof out->tensors, st, 8);
-    out->bytes_done = (uint64_t)sqlite3_column_int64(st, 9);
-    out->bytes_total = (uint64_t)sqlite3_column_int64(st, 10);
-    out->attempts = sqlite3_column_int64(st, 11);
-    out->result_version = sqlite3_column_int64(st, 12);
-    copy_text(out->error_reason, sizeof out->error_reason, st, 13);
-    copy_text(out->error_detail, sizeof out->error_detail, st, 14);
-    out->cancel_requested = strcmp(out->error_reason, "cancelled") == 0;
-    copy_text(out->created_at, sizeof out->created_at, st, 15);
-    copy_text(out->started_at, sizeof out->started_at, st, 16);
-    copy_text(out->finished_at, sizeof out->finished_at, st, 17);
-    out->token_id = sqlite3_column_int64(st, 18);
-}
-
-/* Caller holds the lock. */
-static tg_cat_status job_by_id(tg_catalog *catalog, int64_t job_id, tg_job *out)
-{
-    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = ?";
-    sqlite3_stmt *st = statement(catalog, sql);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    sqlite3_bind_int64(st, 1, job_id);
-    int rc = sqlite3_step(st);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (rc == SQLITE_ROW) {
-        read_job(st, out);
-        status = TG_CAT_OK;
-    } else if (rc == SQLITE_DONE) {
-        status = TG_CAT_NOT_FOUND;
-    }
-    sqlite3_reset(st);
-    return status;
-}
-
-/* The queued or running job (not being cancelled) that would make the same
- * version; caller holds the lock. TG_CAT_NOT_FOUND when there is none. */
-static tg_cat_status same_job(tg_catalog *catalog, int64_t source_version_id, const char *dtype,
-                              const char *tensors_json, tg_job *out)
-{
-    static const char sql[] =
-        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
-        " AND source_version_id = ? AND dtype = ? AND tensors = ? ORDER BY id LIMIT 1";
-    sqlite3_stmt *st = statement(catalog, sql);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    sqlite3_bind_int64(st, 1, source_version_id);
-    bind_text(st, 2, dtype);
-    bind_text(st, 3, tensors_json);
-    int rc = sqlite3_step(st);
-    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_reset(st);
-    if (rc == SQLITE_ROW)
-        return job_by_id(catalog, id, out);
-    return rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+    return catalog->ops->file_put_guarded(catalog, NULL, version_id, file, tensor_stats, NULL);
 }
 
 tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
@@ -1332,8 +121,200 @@ tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
                                     const char *tensors_json, uint64_t bytes_total, tg_job *out,
                                     bool *existing)
 {
-    return tg_catalog_job_create_by(catalog, 0, model_id, source_version_id, dtype, tensors_json,
-                                    bytes_total, out, existing);
+    return catalog->ops->job_create_by(catalog, 0, model_id, source_version_id, dtype, tensors_json,
+                                       bytes_total, out, existing);
+}
+
+/* ---- dispatch: each call goes to the backend's operation of the same name ---- */
+
+void tg_catalog_close(tg_catalog *catalog)
+{
+    if (catalog != NULL)
+        catalog->ops->close(catalog);
+}
+
+tg_cat_status tg_catalog_ping(tg_catalog *catalog)
+{
+    return catalog->ops->ping(catalog);
+}
+
+int tg_catalog_schema_version(tg_catalog *catalog)
+{
+    return catalog->ops->schema_version(catalog);
+}
+
+tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, const char *name,
+                                      const char *description, tg_model *out)
+{
+    return catalog->ops->model_create(catalog, org, name, description, out);
+}
+
+tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const char *name,
+                                   tg_model *out)
+{
+    return catalog->ops->model_get(catalog, org, name, out);
+}
+
+tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *org, const char *query,
+                                    const char *after_org, const char *after_name, unsigned limit,
+                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    return catalog->ops->model_list(catalog, org, query, after_org, after_name, limit, visit, ctx);
+}
+
+tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
+{
+    return catalog->ops->model_delete(catalog, model_id);
+}
+
+tg_cat_status tg_catalog_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
+{
+    return catalog->ops->version_create(catalog, model_id, out);
+}
+
+tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                     tg_version *out)
+{
+    return catalog->ops->version_get(catalog, model_id, number, out);
+}
+
+tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
+                                           const char *digest, tg_version *out)
+{
+    return catalog->ops->version_by_digest(catalog, model_id, digest, out);
+}
+
+tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
+                                                  tg_version *out)
+{
+    return catalog->ops->version_latest_published(catalog, model_id, out);
+}
+
+tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
+                                      void (*visit)(void *ctx, const tg_version *version),
+                                      void *ctx)
+{
+    return catalog->ops->version_list(catalog, model_id, visit, ctx);
+}
+
+tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id,
+                                         const char *digest, tg_version *out)
+{
+    return catalog->ops->version_publish(catalog, version_id, digest, out);
+}
+
+tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t number)
+{
+    return catalog->ops->alias_set(catalog, model_id, alias, number);
+}
+
+tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                   int64_t *number)
+{
+    return catalog->ops->alias_get(catalog, model_id, alias, number);
+}
+
+tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
+                                    void (*visit)(void *ctx, const char *alias, int64_t number),
+                                    void *ctx)
+{
+    return catalog->ops->alias_list(catalog, model_id, visit, ctx);
+}
+
+tg_cat_status tg_catalog_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
+                                          int64_t version_id, const tg_file_record *file,
+                                          const char *tensor_stats, const char **why)
+{
+    return catalog->ops->file_put_guarded(catalog, guard, version_id, file, tensor_stats, why);
+}
+
+tg_cat_status tg_catalog_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
+                                     int64_t version_id, const char **why)
+{
+    return catalog->ops->guard_check(catalog, guard, version_id, why);
+}
+
+tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
+                                  tg_file_record *out)
+{
+    return catalog->ops->file_get(catalog, version_id, path, out);
+}
+
+tg_cat_status tg_catalog_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
+                                    char **tensor_stats)
+{
+    return catalog->ops->file_stats(catalog, version_id, path, tensor_stats);
+}
+
+tg_cat_status tg_catalog_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
+{
+    return catalog->ops->file_delete(catalog, version_id, path);
+}
+
+tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
+                                   unsigned limit,
+                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
+{
+    return catalog->ops->file_list(catalog, version_id, after_path, limit, visit, ctx);
+}
+
+tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
+{
+    return catalog->ops->rejection_add(catalog, rejection);
+}
+
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+                                        void (*visit)(void *ctx, const tg_rejection *rejection),
+                                        void *ctx)
+{
+    return catalog->ops->rejection_list(catalog, before_id, limit, visit, ctx);
+}
+
+tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
+                                   const char *namespace_or_null)
+{
+    return catalog->ops->token_add(catalog, hash, scope, namespace_or_null);
+}
+
+tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
+                                      char *namespace_out, size_t namespace_len)
+{
+    return catalog->ops->token_lookup(catalog, hash, scope, namespace_out, namespace_len);
+}
+
+tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
+                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
+{
+    return catalog->ops->token_each(catalog, visit, ctx);
+}
+
+tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
+{
+    return catalog->ops->token_id(catalog, hash, id);
+}
+
+tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id)
+{
+    return catalog->ops->token_revoke(catalog, id);
+}
+
+tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
+                                   int (*visit)(void *ctx, const char *sha256, uint64_t size),
+                                   void *ctx)
+{
+    return catalog->ops->blob_each(catalog, visit, ctx);
+}
+
+tg_cat_status tg_catalog_model_blobs(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
+{
+    return catalog->ops->model_blobs(catalog, model_id, visit, ctx);
+}
+
+tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
+{
+    return catalog->ops->blob_referenced(catalog, sha256, referenced);
 }
 
 tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
@@ -1341,465 +322,66 @@ tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, in
                                        const char *tensors_json, uint64_t bytes_total, tg_job *out,
                                        bool *existing)
 {
-    static const char sql[] =
-        "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
-        " created_at, token_id) VALUES ('convert', 'queued', ?, ?, ?, ?, ?, ?, ?)";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    *existing = false;
-    /* The catalog lock makes the look-up and the insert one step within the
-     * process (one process serves a data dir): two equal requests queue one job. */
-    lock(catalog);
-    tg_cat_status status = same_job(catalog, source_version_id, dtype, tensors_json, out);
-    if (status != TG_CAT_NOT_FOUND) {
-        *existing = status == TG_CAT_OK;
-        unlock(catalog);
-        return status;
-    }
-    sqlite3_stmt *st = statement(catalog, sql);
-    status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, model_id);
-        sqlite3_bind_int64(st, 2, source_version_id);
-        bind_text(st, 3, dtype);
-        bind_text(st, 4, tensors_json);
-        sqlite3_bind_int64(st, 5, (int64_t)bytes_total);
-        bind_text(st, 6, now);
-        if (token_id > 0)
-            sqlite3_bind_int64(st, 7, token_id);
-        else
-            sqlite3_bind_null(st, 7);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE)
-            status = job_by_id(catalog, sqlite3_last_insert_rowid(catalog->db), out);
-        else if (sqlite3_extended_errcode(catalog->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
-            status = TG_CAT_NOT_FOUND;
-    }
-    unlock(catalog);
-    return status;
+    return catalog->ops->job_create_by(catalog, token_id, model_id, source_version_id, dtype,
+                                       tensors_json, bytes_total, out, existing);
 }
 
 tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
 {
-    lock(catalog);
-    tg_cat_status status = job_by_id(catalog, job_id, out);
-    unlock(catalog);
-    return status;
+    return catalog->ops->job_get(catalog, job_id, out);
 }
 
 tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filter,
                                   int64_t before_id, unsigned limit,
                                   void (*visit)(void *ctx, const tg_job *job), void *ctx)
 {
-    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM
-                              " WHERE (?1 IS NULL OR j.state = ?1) AND (?2 IS NULL OR m.org = ?2)"
-                              " AND (?3 IS NULL OR m.name = ?3) AND (?4 <= 0 OR j.id < ?4)"
-                              " ORDER BY j.id DESC LIMIT ?5";
-    tg_job *job = malloc(sizeof *job);
-    if (job == NULL)
-        return TG_CAT_ERROR;
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        bind_text(st, 1, filter->has_state ? tg_job_state_name(filter->state) : NULL);
-        bind_text(st, 2, filter->org);
-        bind_text(st, 3, filter->org ? filter->name : NULL);
-        sqlite3_bind_int64(st, 4, before_id);
-        sqlite3_bind_int64(st, 5, limit);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_job(st, job);
-            visit(ctx, job);
-        }
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    free(job);
-    return status;
-}
-
-tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out)
-{
-    static const char pick_sql[] = "SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1";
-    static const char claim_sql[] =
-        "UPDATE jobs SET state = 'running', attempts = attempts + 1,"
-        " started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'queued'";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    sqlite3_stmt *pick = statement(catalog, pick_sql);
-    if (pick == NULL)
-        goto out;
-    int rc = sqlite3_step(pick);
-    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(pick, 0) : 0;
-    sqlite3_reset(pick);
-    if (rc == SQLITE_DONE) {
-        status = TG_CAT_NOT_FOUND;
-        goto out;
-    }
-    if (rc != SQLITE_ROW)
-        goto out;
-    /* The catalog lock serializes claims within the process; one process serves a data dir. */
-    sqlite3_stmt *claim = statement(catalog, claim_sql);
-    if (claim == NULL)
-        goto out;
-    bind_text(claim, 1, now);
-    sqlite3_bind_int64(claim, 2, id);
-    status = run_write(catalog, claim);
-    if (status == TG_CAT_OK)
-        status = job_by_id(catalog, id, out);
-out:
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
-                                     unsigned *failed)
-{
-    /* a cancel asked before the stop is kept: such a job fails, never resumes */
-    static const char cancelled_sql[] =
-        "UPDATE jobs SET state = 'failed', finished_at = ? WHERE state = 'running'"
-        " AND error_reason = 'cancelled'";
-    static const char fail_sql[] =
-        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = 'interrupted',"
-        " error_detail = 'the server stopped during the job ' || attempts || ' times; given up'"
-        " WHERE state = 'running' AND attempts >= ?";
-    static const char drop_sql[] =
-        "DELETE FROM job_files WHERE job_id IN (SELECT id FROM jobs WHERE state = 'failed')";
-    static const char requeue_sql[] = "UPDATE jobs SET state = 'queued' WHERE state = 'running'";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    *requeued = *failed = 0;
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
-        goto out;
-    sqlite3_stmt *st = statement(catalog, cancelled_sql);
-    if (st == NULL)
-        goto rollback;
-    bind_text(st, 1, now);
-    if (!step_done(st))
-        goto rollback;
-    *failed = (unsigned)sqlite3_changes(catalog->db);
-    st = statement(catalog, fail_sql);
-    if (st == NULL)
-        goto rollback;
-    bind_text(st, 1, now);
-    sqlite3_bind_int64(st, 2, max_attempts);
-    if (!step_done(st))
-        goto rollback;
-    *failed += (unsigned)sqlite3_changes(catalog->db);
-    st = statement(catalog, drop_sql);
-    if (st == NULL || sqlite3_step(st) != SQLITE_DONE) {
-        if (st)
-            sqlite3_reset(st);
-        goto rollback;
-    }
-    sqlite3_reset(st);
-    st = statement(catalog, requeue_sql);
-    if (st == NULL || sqlite3_step(st) != SQLITE_DONE) {
-        if (st)
-            sqlite3_reset(st);
-        goto rollback;
-    }
-    sqlite3_reset(st);
-    *requeued = (unsigned)sqlite3_changes(catalog->db);
-    if (exec(catalog, "COMMIT") == SQLITE_OK) {
-        status = TG_CAT_OK;
-        goto out;
-    }
-rollback:
-    exec(catalog, "ROLLBACK");
-    *requeued = *failed = 0;
-out:
-    unlock(catalog);
-    return status;
-}
-
-tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
-                                      uint64_t bytes_total)
-{
-    static const char sql[] = "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, (int64_t)bytes_done);
-        sqlite3_bind_int64(st, 2, (int64_t)bytes_total);
-        sqlite3_bind_int64(st, 3, job_id);
-        status = run_write(catalog, st);
-    }
-    unlock(catalog);
-    return status;
-}
-
-/* queued or running -> failed, and its job_files rows go; detail NULL keeps the
- * stored one (a cancel's). Caller holds the lock inside a transaction. */
-static tg_cat_status fail_job(tg_catalog *catalog, int64_t job_id, const char *reason,
-                              const char *detail)
-{
-    static const char fail_sql[] =
-        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?,"
-        " error_detail = coalesce(?, error_detail) WHERE id = ? AND state IN ('queued', 'running')";
-    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    sqlite3_stmt *st = statement(catalog, fail_sql);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    bind_text(st, 1, now);
-    bind_text(st, 2, reason);
-    bind_text(st, 3, detail);
-    sqlite3_bind_int64(st, 4, job_id);
-    tg_cat_status status = run_write(catalog, st);
-    if (status != TG_CAT_OK)
-        return status;
-    st = statement(catalog, drop_sql);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    sqlite3_bind_int64(st, 1, job_id);
-    return step_done(st) ? TG_CAT_OK : TG_CAT_ERROR;
-}
-
-/* Ends the transaction: COMMIT when status is OK, else ROLLBACK. Caller holds the lock. */
-static tg_cat_status finish_transaction(tg_catalog *catalog, tg_cat_status status)
-{
-    if (status == TG_CAT_OK && exec(catalog, "COMMIT") == SQLITE_OK)
-        return TG_CAT_OK;
-    exec(catalog, "ROLLBACK");
-    return status == TG_CAT_OK ? TG_CAT_ERROR : status;
-}
-
-tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
-                                  const char *detail)
-{
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (exec(catalog, "BEGIN IMMEDIATE") == SQLITE_OK)
-        status = finish_transaction(catalog, fail_job(catalog, job_id, reason, detail));
-    unlock(catalog);
-    return status;
-}
-
-/* Marks a running job for the worker to stop; caller holds the lock. */
-static tg_cat_status mark_cancelled(tg_catalog *catalog, int64_t job_id)
-{
-    static const char sql[] =
-        "UPDATE jobs SET error_reason = 'cancelled',"
-        " error_detail = 'cancelled while it ran; its partial output was discarded'"
-        " WHERE id = ? AND state = 'running'";
-    sqlite3_stmt *st = statement(catalog, sql);
-    if (st == NULL)
-        return TG_CAT_ERROR;
-    sqlite3_bind_int64(st, 1, job_id);
-    return run_write(catalog, st);
+    return catalog->ops->job_list(catalog, filter, before_id, limit, visit, ctx);
 }
 
 tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                     tg_job *out)
 {
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
-        goto out;
-    /* read and change in one transaction: the worker's claim cannot come between */
-    status = job_by_id(catalog, job_id, out);
-    if (status == TG_CAT_OK) {
-        *was = out->state;
-        if (out->state == TG_JOB_QUEUED)
-            status = fail_job(catalog, job_id, "cancelled", "cancelled before it started");
-        else if (out->state == TG_JOB_RUNNING && !out->cancel_requested)
-            status = mark_cancelled(catalog, job_id);
-    }
-    if (status == TG_CAT_OK)
-        status = job_by_id(catalog, job_id, out);
-    status = finish_transaction(catalog, status);
-out:
-    unlock(catalog);
-    return status;
+    return catalog->ops->job_cancel(catalog, job_id, was, out);
+}
+
+tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out)
+{
+    return catalog->ops->job_claim(catalog, out);
+}
+
+tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
+                                     unsigned *failed)
+{
+    return catalog->ops->job_recover(catalog, max_attempts, requeued, failed);
+}
+
+tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
+                                      uint64_t bytes_total)
+{
+    return catalog->ops->job_progress(catalog, job_id, bytes_done, bytes_total);
+}
+
+tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
+                                  const char *detail)
+{
+    return catalog->ops->job_fail(catalog, job_id, reason, detail);
 }
 
 tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
                                       const tg_file_record *file, const char *tensor_stats)
 {
-    static const char sql[] =
-        "INSERT OR REPLACE INTO job_files(job_id, path, kind, size, sha256, tensors, parameters,"
-        " nan, inf, tensor_stats) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
-        " FROM jobs WHERE id = ?1 AND state = 'running' AND error_reason IS NULL";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, job_id);
-        bind_text(st, 2, file->path);
-        bind_text(st, 3, file->kind);
-        sqlite3_bind_int64(st, 4, (int64_t)file->size);
-        bind_text(st, 5, file->sha256);
-        sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
-        sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
-        sqlite3_bind_int64(st, 8, (int64_t)file->nan);
-        sqlite3_bind_int64(st, 9, (int64_t)file->inf);
-        bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
-        /* no row inserted: the job is gone, no longer running, or being cancelled */
-        status = run_write(catalog, st);
-    }
-    unlock(catalog);
-    return status;
+    return catalog->ops->job_file_put(catalog, job_id, file, tensor_stats);
 }
 
 tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
                                        void (*visit)(void *ctx, const tg_file_record *file),
                                        void *ctx)
 {
-    static const char sql[] = "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
-                              " FROM job_files WHERE job_id = ? ORDER BY path";
-    lock(catalog);
-    sqlite3_stmt *st = statement(catalog, sql);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, job_id);
-        int rc;
-        tg_file_record file;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_file_record(st, &file);
-            visit(ctx, &file);
-        }
-        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
-    }
-    unlock(catalog);
-    return status;
+    return catalog->ops->job_file_list(catalog, job_id, visit, ctx);
 }
 
 tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
                                     tg_version *out)
 {
-    static const char version_sql[] =
-        "INSERT INTO versions(model_id, number, state, created_at, published_at, digest,"
-        " derived_from, derived_dtype)"
-        " SELECT ?1, coalesce(max(number), 0) + 1, 'published', ?2, ?2, ?3, ?4, ?5"
-        " FROM versions WHERE model_id = ?1";
-    /* carried over: the source's files that the job did not replace (same blobs) */
-    static const char carried_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
-        " FROM files WHERE version_id = ?3"
-        " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)";
-    static const char made_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
-        " FROM job_files WHERE job_id = ?3";
-    static const char done_sql[] =
-        "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"
-        " bytes_done = bytes_total WHERE id = ?";
-    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
-    lock(catalog);
-    tg_cat_status status = TG_CAT_ERROR;
-    if (exec(catalog, "BEGIN IMMEDIATE") != SQLITE_OK)
-        goto out;
-    tg_job *job = malloc(sizeof *job);
-    if (job == NULL)
-        goto rollback;
-    status = job_by_id(catalog, job_id, job);
-    if (status == TG_CAT_OK && (job->state != TG_JOB_RUNNING || job->cancel_requested))
-        status = TG_CAT_CONFLICT;
-    if (status != TG_CAT_OK) {
-        free(job);
-        goto rollback;
-    }
-    /* the token that asked for the job must still exist and cover the model: a
-     * revoked token's job fails here rather than publish under a dead grant */
-    const char *why = NULL;
-    if (job->token_id > 0) {
-        status = check_token_covers(catalog, NULL, job->token_id, job->org, &why);
-        if (status == TG_CAT_NOT_FOUND) {
-            status =
-                fail_job(catalog, job_id, why,
-                         strcmp(why, "token_revoked") == 0
-                             ? "the token that asked for the job was revoked before it finished"
-                             : "the token that asked for the job no longer covers its model");
-            free(job);
-            if (status == TG_CAT_OK && exec(catalog, "COMMIT") == SQLITE_OK) {
-                status = TG_CAT_CONFLICT;
-                goto out;
-            }
-            status = TG_CAT_ERROR;
-            goto rollback;
-        }
-        if (status != TG_CAT_OK) {
-            free(job);
-            goto rollback;
-        }
-    }
-    status = TG_CAT_ERROR;
-    sqlite3_stmt *st = statement(catalog, version_sql);
-    if (st == NULL)
-        goto rollback_job;
-    sqlite3_bind_int64(st, 1, job->model_id);
-    bind_text(st, 2, now);
-    bind_text(st, 3, digest);
-    sqlite3_bind_int64(st, 4, job->source_number);
-    bind_text(st, 5, job->dtype);
-    if (!step_done(st))
-        goto rollback_job;
-    int64_t version_id = sqlite3_last_insert_rowid(catalog->db);
-    st = statement(catalog, carried_sql);
-    if (st == NULL)
-        goto rollback_job;
-    sqlite3_bind_int64(st, 1, version_id);
-    bind_text(st, 2, now);
-    sqlite3_bind_int64(st, 3, job->source_version_id);
-    sqlite3_bind_int64(st, 4, job_id);
-    if (!step_done(st))
-        goto rollback_job;
-    st = statement(catalog, made_sql);
-    if (st == NULL)
-        goto rollback_job;
-    sqlite3_bind_int64(st, 1, version_id);
-    bind_text(st, 2, now);
-    sqlite3_bind_int64(st, 3, job_id);
-    if (!step_done(st))
-        goto rollback_job;
-    st = statement(catalog, select_sql);
-    if (st == NULL)
-        goto rollback_job;
-    sqlite3_bind_int64(st, 1, version_id);
-    if (one_version(st, out) != TG_CAT_OK)
-        goto rollback_job;
-    st = statement(catalog, done_sql);
-    if (st == NULL)
-        goto rollback_job;
-    sqlite3_bind_int64(st, 1, out->number);
-    bind_text(st, 2, now);
-    sqlite3_bind_int64(st, 3, job_id);
-    if (!step_done(st))
-        goto rollback_job;
-    st = statement(catalog, drop_sql);
-    if (st == NULL)
-        goto rollback_job;
-    sqlite3_bind_int64(st, 1, job_id);
-    if (!step_done(st))
-        goto rollback_job;
-    free(job);
-    if (exec(catalog, "COMMIT") == SQLITE_OK) {
-        status = TG_CAT_OK;
-        goto out;
-    }
-    goto rollback;
-rollback_job:
-    free(job);
-rollback:
-    exec(catalog, "ROLLBACK");
-out:
-    unlock(catalog);
-    return status;
+    return catalog->ops->job_commit(catalog, job_id, digest, out);
 }

@@ -1,16 +1,23 @@
-/* The catalog: models, versions, files, aliases, rejections, tokens.
+/* The catalog: models, versions, files, aliases, rejections, tokens, jobs.
  *
- * A narrow interface over SQLite (WAL, prepared statements, migrations applied in
- * order at open) so another backend could replace it. Every function is safe to
- * call from any server thread. Records are plain structs with bounded fields;
- * the HTTP layer validates names and paths before they get here.
+ * A narrow, SQL-free interface with a backend behind it (catalog_backend.h):
+ * tg_catalog_open chooses it from the catalog URL. Today that is SQLite
+ * (catalog_sqlite.c: WAL, one writer connection, a pool of read connections so
+ * reads run concurrently, prepared statements, migrations applied in order at
+ * open). Every function is safe to call from any server thread. A write that has
+ * returned is seen by every call that starts after it, on any thread. Records are
+ * plain structs with bounded fields; the HTTP layer validates names and paths
+ * before they get here.
  *
- * Visitors (every `visit` callback below) run while the catalog holds its lock (one
- * non-recursive mutex over the connection), row by row. A visitor must therefore not
- * call any tg_catalog_* function (it would deadlock), must not take a lock that
- * another thread holds while calling into the catalog (lock order: catalog last), and
- * should be quick: copy what it needs (tg_file_records_collect) and do slow work
- * (I/O, hashing, HTTP) after the call returns. */
+ * Visitors (every `visit` callback below) run on the calling thread, row by row,
+ * while the call reads from its own read connection: the catalog holds no lock
+ * while a visitor runs. A visitor may therefore call any tg_catalog_* function,
+ * writes included (a nested read gets another connection and sees what has been
+ * committed; the outer iteration keeps the snapshot it started with), and may take
+ * its own locks in any order. It should still be quick: the open read snapshot
+ * keeps the WAL from being checkpointed past it. Copy what you need
+ * (tg_file_records_collect) and do slow work (I/O, hashing, HTTP) after the call
+ * returns. */
 #ifndef TG_CATALOG_H
 #define TG_CATALOG_H
 
@@ -77,9 +84,13 @@ typedef struct tg_rejection {
 
 typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCOPE_ADMIN } tg_scope;
 
-/* Opens (creating) the catalog and applies pending migrations. A catalog whose
- * schema is newer than this binary knows is refused. err gets one sentence. */
-tg_cat_status tg_catalog_open(const char *path, tg_catalog **out, char *err, size_t err_len);
+/* Opens (creating) the catalog that url names and applies pending migrations:
+ * "sqlite:PATH" or a plain file path is the SQLite backend; "postgresql://..."
+ * (the next backend) and any other "scheme://" are refused with a sentence. A
+ * catalog whose schema is newer than this binary knows is refused. err gets one
+ * sentence. */
+tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size_t err_len);
+/* Closes every connection the catalog holds; no call may be in flight. */
 void tg_catalog_close(tg_catalog *catalog);
 
 /* True (and cleared) when a catalog call on this thread failed since the last

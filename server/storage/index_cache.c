@@ -178,30 +178,24 @@ static build_status map_from_json(json_t *root, weight_map **out)
 }
 
 /* Reads exactly size bytes of the blob into a malloc'd buffer, or NULL. */
-static char *read_blob(const tg_store *store, const char *sha256, size_t size)
+static char *read_blob(tg_blobstore *store, const char *sha256, size_t size)
 {
-    int fd = tg_store_open_blob(store, sha256);
-    if (fd < 0)
+    tg_blob_check check;
+    tg_blob_reader *blob = tg_blob_open(store, sha256, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL)
         return NULL;
     char *text = malloc(size ? size : 1);
-    size_t done = 0;
-    while (text != NULL && done < size) {
-        ssize_t n = pread(fd, text + done, size - done, (off_t)done);
-        if (n <= 0)
-            break;
-        done += (size_t)n;
-    }
-    close(fd);
-    if (text != NULL && done != size) {
+    if (text != NULL && tg_blob_read_at(blob, text, size, 0) != 0) {
         free(text);
-        return NULL;
+        text = NULL;
     }
+    tg_blob_close(blob);
     return text;
 }
 
 /* Reads and parses one index blob (size already checked against the entry bound).
  * BUILD_FAILED: unreadable or out of memory, worth trying again later. */
-static build_status build_map(const tg_store *store, const char *sha256, size_t size,
+static build_status build_map(tg_blobstore *store, const char *sha256, size_t size,
                               weight_map **out)
 {
     *out = NULL;
@@ -277,7 +271,7 @@ static void keep(entry *e, weight_map *map)
 
 /* Parses the blob for the loading entry e (the caller holds the lock and returns
  * with it held), keeps the result when it is one to keep, and answers name. */
-static tg_index_lookup load(entry *e, const tg_store *store, uint64_t size, const char *name,
+static tg_index_lookup load(entry *e, tg_blobstore *store, uint64_t size, const char *name,
                             char *shard, size_t shard_len)
 {
     while (builds_running >= TG_INDEX_CACHE_BUILDS)
@@ -307,7 +301,7 @@ static tg_index_lookup load(entry *e, const tg_store *store, uint64_t size, cons
     return result;
 }
 
-tg_index_lookup tg_index_cache_lookup(const tg_store *store, const char *sha256, uint64_t size,
+tg_index_lookup tg_index_cache_lookup(tg_blobstore *store, const char *sha256, uint64_t size,
                                       const char *name, char *shard, size_t shard_len)
 {
     if (strlen(sha256) != TG_SHA256_HEX_LEN)

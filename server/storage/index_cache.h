@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "blobstore.h"
 
 #define TG_INDEX_CACHE_BYTES ((size_t)64 * 1024 * 1024)
 #define TG_INDEX_CACHE_ENTRIES 64
@@ -35,7 +35,7 @@ typedef enum tg_index_lookup {
 /* Looks name up in the weight_map of the index blob sha256 (size bytes, as the
  * catalog records it), parsing and caching the blob on a miss. On TG_INDEX_FOUND
  * shard holds the entry's value (relative to the index's directory), NUL-terminated. */
-tg_index_lookup tg_index_cache_lookup(const tg_store *store, const char *sha256, uint64_t size,
+tg_index_lookup tg_index_cache_lookup(tg_blobstore *store, const char *sha256, uint64_t size,
                                       const char *name, char *shard, size_t shard_len);
 
 typedef struct tg_index_cache_stats {

@@ -63,14 +63,14 @@ static void check_stats(void)
 
 /* ---- reading and parsing one blob ---- */
 
-int tg_header_read_parse(const tg_store *store, const char *sha256, uint64_t size,
+int tg_header_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
                          uint64_t max_header, st_file *out, st_error *err)
 {
     memset(out, 0, sizeof *out);
     st_error_clear(err);
     tg_blob_check check;
-    int fd = tg_store_open_blob_checked(store, sha256, size, &check);
-    if (fd < 0) {
+    tg_blob_reader *blob = tg_blob_open(store, sha256, size, &check);
+    if (blob == NULL) {
         int saved = errno; /* kept for the caller: EMFILE is not "missing" (resources.h) */
         st_error_set(err, ST_HEADER_TRUNCATED, ST_NO_OFFSET, NULL,
                      check == TG_BLOB_UNREADABLE ? "the blob cannot be opened now"
@@ -84,7 +84,7 @@ int tg_header_read_parse(const tg_store *store, const char *sha256, uint64_t siz
     uint64_t header_size = 0;
     int rc = -1;
     uint8_t *buf = NULL;
-    if (tg_store_read_at(fd, prefix, sizeof prefix, 0) != 0) {
+    if (tg_blob_read_at(blob, prefix, sizeof prefix, 0) != 0) {
         st_error_set(err, ST_FILE_TOO_SMALL, 0, NULL, "the blob is shorter than 8 bytes");
         goto out;
     }
@@ -98,7 +98,7 @@ int tg_header_read_parse(const tg_store *store, const char *sha256, uint64_t siz
         rc = -2;
         goto out;
     }
-    if (tg_store_read_at(fd, buf, total, 0) != 0) {
+    if (tg_blob_read_at(blob, buf, total, 0) != 0) {
         st_error_set(err, ST_HEADER_TRUNCATED, 0, NULL, "the blob ended inside the header");
         goto out;
     }
@@ -106,13 +106,13 @@ int tg_header_read_parse(const tg_store *store, const char *sha256, uint64_t siz
         rc = 0;
 out:
     free(buf);
-    close(fd);
+    tg_blob_close(blob);
     /* The gate accepted this header at upload and the size matches: a header that
      * no longer reads is damage, except one over a --max-header lowered since, or one
      * this process has no memory for. */
     if (rc == -1 && err->reason != ST_HEADER_TOO_LARGE && err->reason != ST_OUT_OF_MEMORY)
-        tg_store_mark_damaged(store, sha256, "its safetensors header no longer reads: %s",
-                              err->detail);
+        tg_blob_mark_damaged(store, sha256, "its safetensors header no longer reads: %s",
+                             err->detail);
     else if (rc == -1)
         rc = -2;
     return rc;
@@ -206,7 +206,7 @@ static void drop_all(void)
 /* Parses the blob for the loading entry e, which the caller holds (called with the
  * lock held, returns with it held). Keeps the result when it fits; else e leaves
  * the table and lives as long as its holders. */
-static void load(entry *e, const tg_store *store, uint64_t size, uint64_t max_header)
+static void load(entry *e, tg_blobstore *store, uint64_t size, uint64_t max_header)
 {
     while (parses_running >= TG_PARSED_HEADER_PARSES)
         pthread_cond_wait(&loaded, &cache_lock);
@@ -245,7 +245,7 @@ static void load(entry *e, const tg_store *store, uint64_t size, uint64_t max_he
     pthread_cond_broadcast(&loaded);
 }
 
-const st_file *tg_parsed_header_acquire(const tg_store *store, const char *sha256, uint64_t size,
+const st_file *tg_parsed_header_acquire(tg_blobstore *store, const char *sha256, uint64_t size,
                                         uint64_t max_header, st_error *err, int *failure)
 {
     st_error scratch;

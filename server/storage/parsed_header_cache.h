@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blobstore.h"
 #include "st_header.h"
-#include "store.h"
 
 /* Default byte budget (--header-cache-bytes) and entry bound. */
 #define TG_PARSED_HEADER_CACHE_BYTES ((size_t)256 * 1024 * 1024)
@@ -36,19 +36,19 @@
 #define TG_PARSED_HEADER_PARSES 2
 
 /* Reads blob sha256 (size bytes, as the catalog records it) through the checked
- * open (store.h) and parses its header with max_header as the bound on N; no cache.
+ * open (blobstore.h) and parses its header with max_header as the bound on N; no cache.
  * 0 and out filled (free it with st_file_free); -1 the blob is damaged (missing, the
  * wrong size, or a header that no longer reads; recorded for fsck); -2 it cannot be
  * read otherwise (errno kept: EMFILE is not damage) or N is over a lowered
  * max_header. err is set on failure and out left empty. */
-int tg_header_read_parse(const tg_store *store, const char *sha256, uint64_t size,
+int tg_header_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
                          uint64_t max_header, st_file *out, st_error *err);
 
 /* The parsed header of blob sha256, from the cache or read and parsed now (keyed by
  * sha256 alone: a server passes the same max_header every time). NULL with err set
  * when it cannot be read or parsed, *failure (may be NULL) tg_header_read_parse's
  * -1 or -2, and errno its errno. The caller must release what it gets. */
-const st_file *tg_parsed_header_acquire(const tg_store *store, const char *sha256, uint64_t size,
+const st_file *tg_parsed_header_acquire(tg_blobstore *store, const char *sha256, uint64_t size,
                                         uint64_t max_header, st_error *err, int *failure);
 /* Gives back a reference from tg_parsed_header_acquire (NULL is ignored). */
 void tg_parsed_header_release(const st_file *file);

@@ -3,16 +3,16 @@
 #include <errno.h>
 #include <stdio.h>
 
-tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const char *hex,
+tg_reclaim_result tg_blob_reclaim(tg_blobstore *store, tg_catalog *catalog, const char *hex,
                                   bool dry_run)
 {
-    /* A name that is not a digest names no blob; refused before tg_store_remove_blob,
-     * whose -1 for it leaves errno as it was (a stale ENOENT read as "already gone"). */
+    /* A name that is not a digest names no blob; refused before the store, whose
+     * -1 for it must not be read as "already gone". */
     if (!tg_is_sha256_hex(hex)) {
         errno = EINVAL;
         return TG_RECLAIM_ERROR;
     }
-    int lock = tg_store_lock_blobs(store, true, true);
+    int lock = tg_blobstore_lock(store, true, true);
     if (lock < 0)
         return TG_RECLAIM_ERROR;
     bool referenced = true;
@@ -20,10 +20,10 @@ tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const ch
     if (tg_catalog_blob_referenced(catalog, hex, &referenced) == TG_CAT_OK) {
         if (referenced)
             result = TG_RECLAIM_KEPT;
-        else if (dry_run || tg_store_remove_blob(store, hex) == 0 || errno == ENOENT)
+        else if (dry_run || tg_blob_remove(store, hex) == 0 || errno == ENOENT)
             result = TG_RECLAIM_REMOVED;
     }
-    tg_store_unlock(lock);
+    tg_blobstore_unlock(store, lock);
     return result;
 }
 

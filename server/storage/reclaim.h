@@ -1,6 +1,6 @@
 /* Removing a blob no catalog row references, safely beside uploads, conversion
  * jobs and other servers' gc: the decision and the unlink are made under the
- * exclusive blobs lock (store.h), while every commit of a blob and its row holds
+ * exclusive commit lock (blobstore.h), while every commit of a blob and its row holds
  * the shared one. Used by gc for each blob, and by the server for the blob a
  * draft's file no longer uses after a replace or a delete, so replaced content
  * does not pile up until the next gc. */
@@ -9,8 +9,9 @@
 
 #include <stdbool.h>
 
+#include "blobstore.h"
 #include "catalog.h"
-#include "store.h"
+#include "sha256.h"
 
 typedef enum tg_reclaim_result {
     TG_RECLAIM_KEPT,    /* still referenced */
@@ -19,7 +20,7 @@ typedef enum tg_reclaim_result {
                            failed; nothing removed */
 } tg_reclaim_result;
 
-tg_reclaim_result tg_blob_reclaim(tg_store *store, tg_catalog *catalog, const char *hex,
+tg_reclaim_result tg_blob_reclaim(tg_blobstore *store, tg_catalog *catalog, const char *hex,
                                   bool dry_run);
 
 /* The blob path holds in version_id now, into hex; "" when it holds none. Read

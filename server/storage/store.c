@@ -344,6 +344,11 @@ void tg_store_mark_damaged(const tg_store *store, const char *hex, const char *f
     va_end(ap);
     tg_log(TG_LOG_ERROR, "blob %s is damaged: %s; run tensorgate fsck (or upload the file again)",
            hex, why);
+    tg_store_record_damage(store, hex, why);
+}
+
+void tg_store_record_damage(const tg_store *store, const char *hex, const char *why)
+{
     char dir[4300], path[4400];
     if (damage_path(store, hex, path, sizeof path) != 0)
         return;

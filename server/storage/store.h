@@ -1,4 +1,6 @@
-/* The local blob store: content-addressed files under the data directory.
+/* The local data directory under the local blob store backend (blobstore_local.c):
+ * its layout, locks, temp files and damage records. Only server/storage/ uses it;
+ * everything above goes through blobstore.h.
  *
  * Layout: DATA/catalog.db, DATA/blobs/sha256/ab/<64 hex>, DATA/tmp/ (uploads in
  * flight). A blob is written to tmp/, fsynced, renamed into place, and its
@@ -11,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blobstore.h"
 #include "sha256.h"
 
 typedef struct tg_store {
@@ -18,12 +21,6 @@ typedef struct tg_store {
     char tmp_dir[4200];
     char blob_dir[4200]; /* DATA/blobs/sha256 */
 } tg_store;
-
-typedef enum tg_store_status {
-    TG_STORE_OK = 0,
-    TG_STORE_NO_SPACE, /* ENOSPC / EDQUOT: the caller answers 507 */
-    TG_STORE_ERROR,
-} tg_store_status;
 
 /* Creates the layout if needed. err gets one sentence on failure. */
 int tg_store_open(tg_store *store, const char *root, char *err, size_t err_len);
@@ -73,14 +70,6 @@ int tg_store_blob_path(const tg_store *store, const char *hex, char *path, size_
  * catalog's size use tg_store_open_blob_checked. */
 int tg_store_open_blob(const tg_store *store, const char *hex);
 
-/* What reading a blob as the catalog describes it found. */
-typedef enum tg_blob_check {
-    TG_BLOB_OK = 0,
-    TG_BLOB_MISSING,    /* no file at the blob's path */
-    TG_BLOB_DAMAGED,    /* its size on disk is not the catalog's, or a read ended early */
-    TG_BLOB_UNREADABLE, /* open or fstat failed otherwise (errno kept) */
-} tg_blob_check;
-
 /* Opens a blob for reading and checks its size on disk (fstat) against size, the
  * catalog's: the one way the read paths open a blob. A missing or wrong-sized blob
  * is marked damaged. Returns the fd, or -1 with *check saying why (never OK). */
@@ -100,6 +89,8 @@ int tg_store_read_at(int fd, void *buf, size_t len, uint64_t offset);
  * effort (a full disk may refuse the record; the log line still goes out). */
 void tg_store_mark_damaged(const tg_store *store, const char *hex, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The record alone (no log line): what tg_store_mark_damaged writes. */
+void tg_store_record_damage(const tg_store *store, const char *hex, const char *why);
 /* True when hex has a damage record; why (may be NULL) gets its line. */
 bool tg_store_damage_record(const tg_store *store, const char *hex, char *why, size_t why_len);
 void tg_store_clear_damaged(const tg_store *store, const char *hex);
@@ -112,8 +103,5 @@ int tg_store_each_blob(const tg_store *store, int (*visit)(void *ctx, const char
 
 /* Removes one blob. */
 int tg_store_remove_blob(const tg_store *store, const char *hex);
-
-/* True when text is exactly 64 lowercase hex digits. */
-int tg_is_sha256_hex(const char *text);
 
 #endif

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "pipeline.h"
 #include "sha256.h"
 #include "st_write.h"
@@ -29,7 +30,8 @@
 #include "test.h"
 
 static char data_root[64];
-static tg_store store;
+static tg_store store;           /* the layout, to look at (tmp_dir) */
+static tg_blobstore *blob_store; /* the same directory, as the pipeline writes to it */
 
 static bool store_open(void)
 {
@@ -37,21 +39,14 @@ static bool store_open(void)
     if (mkdtemp(data_root) == NULL)
         return false;
     char err[256] = "";
-    if (tg_store_open(&store, data_root, err, sizeof err) != 0) {
+    if (tg_store_open(&store, data_root, err, sizeof err) != 0 ||
+        tg_blobstore_open(data_root, &blob_store, err, sizeof err) != 0) {
         fprintf(stderr, "store: %s\n", err);
         return false;
     }
     return true;
 }
 
-static void store_remove(void)
-{
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", data_root);
-    CHECK(system(command) == 0);
-}
-
-/* Entries of a directory (not . and ..); -1 when it cannot be read. */
 static int dir_entries(const char *path)
 {
     DIR *dir = opendir(path);
@@ -65,6 +60,42 @@ static int dir_entries(const char *path)
     closedir(dir);
     return n;
 }
+
+/* Entries of the temp folder of the store under data_root/NAME. */
+static int tmp_entries(const char *name)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s/tmp", data_root, name);
+    return dir_entries(path);
+}
+
+/* A blob store of its own under data_root/NAME, broken on disk after it opened by
+ * running COMMAND there (sh -c, in that directory). NULL on failure. */
+static tg_blobstore *broken_store(const char *name, const char *command)
+{
+    char root[128], err[256] = "", shell[512];
+    snprintf(root, sizeof root, "%s/%s", data_root, name);
+    tg_blobstore *broken = NULL;
+    if (tg_blobstore_open(root, &broken, err, sizeof err) != 0) {
+        fprintf(stderr, "broken store: %s\n", err);
+        return NULL;
+    }
+    snprintf(shell, sizeof shell, "cd %s && %s", root, command);
+    if (system(shell) != 0) {
+        tg_blobstore_close(broken);
+        return NULL;
+    }
+    return broken;
+}
+
+static void store_remove(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", data_root);
+    CHECK(system(command) == 0);
+}
+
+/* Entries of a directory (not . and ..); -1 when it cannot be read. */
 
 static int count_blob(void *ctx, const char *hex)
 {
@@ -102,7 +133,7 @@ static tg_ingest_config storing(st_gate_kind kind, uint64_t declared)
         .declared = declared,
         .max_bytes = UINT64_MAX,
         .max_header = 1 << 20,
-        .store = &store,
+        .store = blob_store,
         .digest_name = "pipeline-test",
         .stop_when_certain = true,
         .check_length = true,
@@ -134,22 +165,23 @@ static void record(void *ctx, const tg_file_record *file, const char *stats)
     r->calls++;
     r->file = *file;
     snprintf(r->stats, sizeof r->stats, "%s", stats);
-    int fd = tg_store_lock_blobs(&store, true, false);
-    r->exclusive_lock_refused = fd < 0 && errno == EWOULDBLOCK;
-    if (fd >= 0)
-        tg_store_unlock(fd);
+    int handle = tg_blobstore_lock(blob_store, true, false);
+    r->exclusive_lock_refused = handle < 0 && errno == EWOULDBLOCK;
+    if (handle >= 0)
+        tg_blobstore_unlock(blob_store, handle);
 }
 
 static bool blob_holds(const char *hex, const uint8_t *data, size_t len)
 {
-    int fd = tg_store_open_blob(&store, hex);
-    if (fd < 0)
+    tg_blob_check check;
+    tg_blob_reader *blob = tg_blob_open(blob_store, hex, TG_BLOB_SIZE_UNCHECKED, &check);
+    if (blob == NULL)
         return false;
     uint8_t *back = malloc(len + 1);
-    bool same = back != NULL && tg_store_read_at(fd, back, len, 0) == 0 &&
-                memcmp(back, data, len) == 0 && tg_store_read_at(fd, back, 1, len) != 0;
+    bool same = back != NULL && tg_blob_size(blob) == len &&
+                tg_blob_read_at(blob, back, len, 0) == 0 && memcmp(back, data, len) == 0;
     free(back);
-    close(fd);
+    tg_blob_close(blob);
     return same;
 }
 
@@ -165,7 +197,7 @@ TEST(accepted_file_is_described_and_committed)
     tg_ingest ingest;
     tg_ingest_config config = storing(ST_GATE_SAFETENSORS, len);
     CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
-    CHECK(ingest.fd >= 0);
+    CHECK(ingest.writer != NULL);
     CHECK_EQ_U64(dir_entries(store.tmp_dir), 1);
     CHECK_EQ_U64(feed_pieces(&ingest, file, len, 7), TG_INGEST_OPEN);
     CHECK_EQ_U64(ingest.seen, len);
@@ -236,7 +268,7 @@ TEST(refusals_stop_at_once_and_keep_nothing)
     CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
     CHECK_EQ_U64(tg_ingest_feed(&ingest, bad_header, sizeof bad_header), TG_INGEST_REFUSED);
     CHECK_EQ_U64(dir_entries(store.tmp_dir), 0);
-    CHECK(ingest.fd < 0);
+    CHECK(ingest.writer == NULL);
     CHECK_EQ_U64(ingest.seen, 0);
     CHECK_EQ_U64(ingest.drained, sizeof bad_header);
     CHECK_EQ_U64(tg_ingest_feed(&ingest, bad_header, 5), TG_INGEST_REFUSED);
@@ -421,16 +453,17 @@ TEST(failures_store_nothing)
     int blobs = blob_count();
     tg_ingest ingest;
     /* the temp file cannot be made */
-    tg_store broken = store;
-    snprintf(broken.tmp_dir, sizeof broken.tmp_dir, "%s/no/such/dir", data_root);
+    tg_blobstore *broken = broken_store("no-tmp", "rm -rf tmp");
+    CHECK(broken != NULL);
     tg_ingest_config config = storing(ST_GATE_SAFETENSORS, len);
-    config.store = &broken;
+    config.store = broken;
     errno = 0;
     CHECK(tg_ingest_begin(&ingest, &config) != 0);
     CHECK_EQ_U64(errno, ENOENT);
     CHECK_EQ_U64(ingest.state, TG_INGEST_FAILED);
     CHECK_EQ_U64(ingest.error, TG_INGEST_ERROR_TEMP);
     tg_ingest_abort(&ingest);
+    tg_blobstore_close(broken);
 
     /* the digest: its first update fails (1 allocation, 2 init, 3 the update) */
     config = storing(ST_GATE_SAFETENSORS, len);
@@ -448,25 +481,27 @@ TEST(failures_store_nothing)
     CHECK_EQ_U64(ingest.error, TG_INGEST_ERROR_DIGEST);
     tg_ingest_abort(&ingest);
 
-    /* the blobs lock (its file cannot be opened) */
-    broken = store;
-    snprintf(broken.root, sizeof broken.root, "%s/no/such/dir", data_root);
-    config.store = &broken;
+    /* the blobs lock (its file cannot be opened: a directory has its name) */
+    broken = broken_store("no-lock", "rm -f blobs.lock && mkdir blobs.lock");
+    CHECK(broken != NULL);
+    config.store = broken;
     CHECK(run_to_commit(&ingest, &config, file, len) != 0);
     CHECK_EQ_U64(ingest.state, TG_INGEST_FAILED);
     CHECK_EQ_U64(ingest.error, TG_INGEST_ERROR_LOCK);
-    CHECK_EQ_U64(dir_entries(store.tmp_dir), 0);
+    CHECK_EQ_U64(tmp_entries("no-lock"), 0);
     tg_ingest_abort(&ingest);
+    tg_blobstore_close(broken);
 
-    /* the commit (the blob directory cannot be made) */
-    broken = store;
-    snprintf(broken.blob_dir, sizeof broken.blob_dir, "%s/no/such/dir", data_root);
-    config.store = &broken;
+    /* the commit (the blob's directory cannot be made: a file has the store's name) */
+    broken = broken_store("no-blob-dir", "rm -rf blobs/sha256 && touch blobs/sha256");
+    CHECK(broken != NULL);
+    config.store = broken;
     CHECK(run_to_commit(&ingest, &config, file, len) != 0);
     CHECK_EQ_U64(ingest.state, TG_INGEST_FAILED);
     CHECK_EQ_U64(ingest.error, TG_INGEST_ERROR_COMMIT);
-    CHECK_EQ_U64(dir_entries(store.tmp_dir), 0);
+    CHECK_EQ_U64(tmp_entries("no-blob-dir"), 0);
     tg_ingest_abort(&ingest);
+    tg_blobstore_close(broken);
 
     CHECK_EQ_U64(blob_count(), blobs);
     /* a zeroed ingest aborts safely */
@@ -486,7 +521,8 @@ TEST(failures_store_nothing)
 static int enospc_child(const char *root)
 {
     char err[256] = "";
-    if (tg_store_open(&store, root, err, sizeof err) != 0)
+    if (tg_store_open(&store, root, err, sizeof err) != 0 ||
+        tg_blobstore_open(root, &blob_store, err, sizeof err) != 0)
         return 2;
     size_t len = 0;
     uint8_t *file = safetensors_file(&len);

@@ -2,6 +2,7 @@
  * positions and chunk sizes, compared byte for byte with an in-memory reference
  * (whole tensor -> st_slice_gather -> st_convert -> .npy header in front). */
 #include "tensor_stream.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,12 @@
 #include "st_write.h"
 
 #include "test.h"
+
+/* tg_tensor_read_fn over a file descriptor (ctx: the descriptor, as (void *)(intptr_t)fd). */
+static int fd_read(void *ctx, void *buf, size_t len, uint64_t offset)
+{
+    return tg_store_read_at((int)(intptr_t)ctx, buf, len, offset);
+}
 
 static char temp_dir[64];
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
@@ -149,7 +156,8 @@ static bool stream_matches(const test_file *f, const char *name, const tg_tensor
     uint8_t *ref = t ? reference(f, t, o, &ref_len) : NULL;
     tg_tensor_stream *s = NULL;
     tg_tensor_error err;
-    bool ok = ref != NULL && tg_tensor_stream_open(f->fd, &f->file, t, o, &s, &err) == 0;
+    bool ok = ref != NULL && tg_tensor_stream_open(fd_read, (void *)(intptr_t)f->fd, &f->file, t, o,
+                                                   &s, &err) == 0;
     if (!ok) {
         fprintf(stderr, "open %s slice=%s dtype=%s format=%s: %s\n", name, o->slice, o->dtype,
                 o->format, s ? "" : err.detail);
@@ -282,7 +290,7 @@ TEST(plans)
     tg_tensor_error err;
     /* whole tensor, raw: the tensor's own bytes, one sendfile range */
     tg_tensor_options whole = {NULL, NULL, NULL};
-    CHECK(tg_tensor_stream_open(-1, &f.file, t, &whole, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, t, &whole, &s, &err) == 0);
     const tg_tensor_plan *p = tg_tensor_stream_plan(s);
     CHECK(p->contiguous);
     CHECK_EQ_U64(p->contiguous_offset, f.file.data_start + t->begin);
@@ -300,7 +308,7 @@ TEST(plans)
     tg_tensor_stream_free(s);
     /* rows 1..2 are one contiguous range */
     tg_tensor_options rows = {"1:3", NULL, NULL};
-    CHECK(tg_tensor_stream_open(-1, &f.file, t, &rows, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, t, &rows, &s, &err) == 0);
     p = tg_tensor_stream_plan(s);
     CHECK(p->contiguous);
     CHECK_EQ_U64(p->contiguous_offset, f.file.data_start + t->begin + 1 * 5 * 6 * 4);
@@ -309,16 +317,16 @@ TEST(plans)
     /* a strided slice, a conversion or npy is generated */
     tg_tensor_options strided = {"::2", NULL, NULL}, conv = {NULL, "BF16", NULL},
                       npy = {NULL, NULL, "npy"}, same = {NULL, "F32", NULL};
-    CHECK(tg_tensor_stream_open(-1, &f.file, t, &strided, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, t, &strided, &s, &err) == 0);
     CHECK(!tg_tensor_stream_plan(s)->contiguous);
     CHECK_EQ_U64(tg_tensor_stream_plan(s)->out_shape[0], 2);
     tg_tensor_stream_free(s);
-    CHECK(tg_tensor_stream_open(-1, &f.file, t, &conv, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, t, &conv, &s, &err) == 0);
     CHECK(!tg_tensor_stream_plan(s)->contiguous && tg_tensor_stream_plan(s)->converts);
     CHECK_EQ_U64(tg_tensor_stream_plan(s)->length, 4 * 5 * 6 * 2);
     CHECK_EQ_U64(tg_tensor_stream_plan(s)->out_dtype, ST_BF16);
     tg_tensor_stream_free(s);
-    CHECK(tg_tensor_stream_open(-1, &f.file, t, &npy, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, t, &npy, &s, &err) == 0);
     CHECK(!tg_tensor_stream_plan(s)->contiguous);
     CHECK_EQ_U64(tg_tensor_stream_plan(s)->header_length % 64, 0);
     CHECK_EQ_U64(tg_tensor_stream_plan(s)->length,
@@ -327,12 +335,12 @@ TEST(plans)
     uint8_t magic[6];
     CHECK(tg_tensor_stream_read(s, 0, magic, 6) == 6 && memcmp(magic, "\x93NUMPY", 6) == 0);
     tg_tensor_stream_free(s);
-    CHECK(tg_tensor_stream_open(-1, &f.file, t, &same, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, t, &same, &s, &err) == 0);
     CHECK(tg_tensor_stream_plan(s)->contiguous && !tg_tensor_stream_plan(s)->converts);
     tg_tensor_stream_free(s);
     /* empty selection: length 0, contiguous */
     tg_tensor_options none = {"2:2", NULL, NULL};
-    CHECK(tg_tensor_stream_open(-1, &f.file, t, &none, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, t, &none, &s, &err) == 0);
     CHECK(tg_tensor_stream_plan(s)->contiguous);
     CHECK_EQ_U64(tg_tensor_stream_plan(s)->length, 0);
     CHECK_EQ_U64(tg_tensor_stream_plan(s)->out_shape[0], 0);
@@ -354,7 +362,8 @@ static tg_tensor_error refused(const test_file *f, const char *name, const char 
     tg_tensor_options o = {slice, dtype, format};
     tg_tensor_stream *s = (tg_tensor_stream *)&o; /* must be reset to NULL */
     tg_tensor_error err;
-    int rc = tg_tensor_stream_open(f->fd, &f->file, find(f, name), &o, &s, &err);
+    int rc = tg_tensor_stream_open(fd_read, (void *)(intptr_t)f->fd, &f->file, find(f, name), &o,
+                                   &s, &err);
     CHECK(rc == -1);
     CHECK(s == NULL);
     CHECK(err.reason != NULL && err.detail[0] != '\0');
@@ -486,7 +495,8 @@ TEST(truncated_file)
     tg_tensor_options conv = {"::2", "F16", NULL};
     tg_tensor_stream *s;
     tg_tensor_error err;
-    CHECK(tg_tensor_stream_open(f.fd, &f.file, find(&f, "t"), &conv, &s, &err) == 0);
+    CHECK(tg_tensor_stream_open(fd_read, (void *)(intptr_t)f.fd, &f.file, find(&f, "t"), &conv, &s,
+                                &err) == 0);
     uint64_t length = tg_tensor_stream_plan(s)->length;
     uint8_t buf[512];
     /* windows read ahead, so the start may fail too; the end must */

@@ -15,6 +15,7 @@
  * and in a shuffled order of pieces for odd ones; a contiguous plan is served the
  * way the HTTP layer does (the file's bytes at contiguous_offset) and must equal
  * the generator's bytes ("generator_matches"). */
+#include "store.h"
 #include "tensor_stream.h"
 
 #include <fcntl.h>
@@ -26,6 +27,12 @@
 #include <unistd.h>
 
 #include "test.h"
+
+/* tg_tensor_read_fn over a file descriptor (ctx: the descriptor, as (void *)(intptr_t)fd). */
+static int fd_read(void *ctx, void *buf, size_t len, uint64_t offset)
+{
+    return tg_store_read_at((int)(intptr_t)ctx, buf, len, offset);
+}
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
 
@@ -142,7 +149,8 @@ static json_t *run_request(json_t *request, size_t index)
     tg_tensor_error terr;
     if (tensor == NULL) {
         result = json_pack("{s:b, s:s}", "ok", 0, "error", "no such tensor");
-    } else if (tg_tensor_stream_open(fd, &file, tensor, &options, &s, &terr) != 0) {
+    } else if (tg_tensor_stream_open(fd_read, (void *)(intptr_t)fd, &file, tensor, &options, &s,
+                                     &terr) != 0) {
         result = json_pack("{s:b, s:i, s:s, s:I, s:s}", "ok", 0, "status", (int)terr.status,
                            "reason", terr.reason, "dim",
                            terr.dim == SIZE_MAX ? (json_int_t)-1 : (json_int_t)terr.dim, "detail",

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "catalog.h"
 #include "commands.h"
 #include "convert_job.h"
@@ -40,7 +41,8 @@
 #define CONFIG "config.json"
 
 static char data_root[64];
-static tg_store store;
+static tg_store store;           /* the layout, to look at (tmp_dir) */
+static tg_blobstore *blob_store; /* the same directory, as the server uses it */
 static tg_catalog *catalog;
 static tg_jobs_context jobs;
 
@@ -53,7 +55,8 @@ static size_t shard_len[2];
 static bool data_open(const char *root)
 {
     char err[256] = "", db[128];
-    if (tg_store_open(&store, root, err, sizeof err) != 0) {
+    if (tg_store_open(&store, root, err, sizeof err) != 0 ||
+        tg_blobstore_open(root, &blob_store, err, sizeof err) != 0) {
         fprintf(stderr, "store: %s\n", err);
         return false;
     }
@@ -62,7 +65,7 @@ static bool data_open(const char *root)
         fprintf(stderr, "catalog: %s\n", err);
         return false;
     }
-    jobs = (tg_jobs_context){.catalog = catalog, .store = &store, .max_header = 1 << 20};
+    jobs = (tg_jobs_context){.catalog = catalog, .store = blob_store, .max_header = 1 << 20};
     return true;
 }
 
@@ -115,7 +118,7 @@ static bool store_file(int64_t version_id, const char *path, const void *data, s
         .declared = len,
         .max_bytes = UINT64_MAX,
         .max_header = 1 << 20,
-        .store = &store,
+        .store = blob_store,
         .digest_name = "test",
         .check_length = true,
         .drain_limit = UINT64_MAX,
@@ -334,12 +337,13 @@ TEST(job_runs_to_a_new_version)
     const tg_file_record *index = find(&after, INDEX);
     CHECK(index != NULL);
     if (index != NULL) {
-        int fd = tg_store_open_blob(&store, index->sha256);
+        tg_blob_check check;
+        tg_blob_reader *blob =
+            tg_blob_open(blob_store, index->sha256, TG_BLOB_SIZE_UNCHECKED, &check);
         char text[2048] = "";
-        CHECK(fd >= 0 && index->size < sizeof text &&
-              tg_store_read_at(fd, text, (size_t)index->size, 0) == 0);
-        if (fd >= 0)
-            close(fd);
+        CHECK(blob != NULL && index->size < sizeof text &&
+              tg_blob_read_at(blob, text, (size_t)index->size, 0) == 0);
+        tg_blob_close(blob);
         json_t *root = json_loads(text, 0, NULL);
         CHECK_EQ_U64(
             json_integer_value(json_object_get(json_object_get(root, "metadata"), "total_size")),

@@ -9,12 +9,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "log.h"
 #include "preload.h"
+#include "sha256.h"
 #include "st_convert.h"
 #include "test.h"
 
 static char temp_dir[64];
+/* The files the tests preload are blobs of this store (in temp_dir/store). */
+static tg_blobstore *blobs;
+
+/* Puts the file at path into the blob store and returns its blob name (a static
+ * slot). A file that does not exist gets the name of content never stored (the
+ * SHA-256 of its path), so a preload of it finds no blob. */
+static const char *blob_of(const char *path)
+{
+    static char names[16][TG_SHA256_HEX_LEN + 1];
+    static int next;
+    char *hex = names[next++ % 16];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        CHECK(tg_sha256_hex(path, strlen(path), hex, "test") == 0);
+        return hex;
+    }
+    off_t size = lseek(fd, 0, SEEK_END);
+    unsigned char *data = malloc(size > 0 ? (size_t)size : 1);
+    CHECK(data != NULL && pread(fd, data, (size_t)size, 0) == size);
+    close(fd);
+    CHECK(tg_sha256_hex(data, (size_t)size, hex, "test") == 0);
+    tg_blob_writer *writer = NULL;
+    CHECK(tg_blob_write_begin(blobs, &writer) == TG_STORE_OK);
+    CHECK(tg_blob_write(writer, data, (size_t)size) == TG_STORE_OK);
+    CHECK(tg_blob_write_commit(writer, hex) == TG_STORE_OK);
+    free(data);
+    return hex;
+}
 
 /* A file of `len` deterministic bytes; returns its path (static slot). */
 static const char *write_file(const char *name, size_t len, unsigned seed)
@@ -70,8 +100,9 @@ static tg_preload_status submit_bytes(tg_preload_manager *m, const char *device,
     uint64_t *shape = shapes[next++ % 64];
     shape[0] = bytes;
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, bytes};
-    const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, device, false, ST_U8, 1, files, 1, &t, NULL, 0, 0, NULL};
+    const char *files[] = {blob_of(path)};
+    tg_preload_request r = {"org/m", 1, device, false, ST_U8, blobs, 1,
+                            files,   1, &t,     NULL,  0,     0,     NULL};
     char err[300];
     return tg_preload_submit(m, &r, id, err, sizeof err);
 }
@@ -96,7 +127,8 @@ TEST(plan_aligns_every_tensor_and_converts_sizes)
         {"e", ST_F16, 1, s100, 0, 491, 200},
     };
     const char *files[] = {"x"};
-    tg_preload_request r = {"o/n", 1, "host", false, ST_F32, 1, files, 5, t, NULL, 0, 0, NULL};
+    tg_preload_request r = {"o/n", 1, "host", false, ST_F32, blobs, 1,
+                            files, 5, t,      NULL,  0,      0,     NULL};
     tg_preload_slot slots[5];
     uint64_t total = 0;
     char err[256];
@@ -128,7 +160,8 @@ TEST(plan_aligns_every_tensor_and_converts_sizes)
     CHECK(tg_preload_plan(&r, slots, &total, err, sizeof err) == TG_PRELOAD_INVALID);
     CHECK(strstr(err, "F8_E8M0") != NULL);
 
-    tg_preload_request none = {"o/n", 1, "host", false, ST_F32, 1, files, 0, t, NULL, 0, 0, NULL};
+    tg_preload_request none = {"o/n", 1, "host", false, ST_F32, blobs, 1,
+                               files, 0, t,      NULL,  0,      0,     NULL};
     CHECK(tg_preload_plan(&none, slots, &total, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_EQ_U64(total, TG_PRELOAD_ALIGN);
 }
@@ -164,8 +197,9 @@ TEST(device_strings)
     CHECK(tg_preload_manager_create(&config, &m, NULL, 0) == 0);
     uint64_t shape[1] = {10};
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 10};
-    const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 1, &t, NULL, 0, 0, NULL};
+    const char *files[] = {blob_of(path)};
+    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, blobs, 1,
+                            files,   1, &t,       NULL,  0,     0,     NULL};
     char err[300] = "";
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_DEVICE_UNAVAILABLE);
     CHECK_STR(err, "the fake backend has no devices");
@@ -229,8 +263,9 @@ TEST(load_places_bytes_across_chunks_and_files)
         {"a2", ST_U8, 1, s[2], 0, 5010, 1},   {"a3", ST_U8, 1, s[3], 0, 9000, 60000},
         {"b0", ST_U8, 1, s[4], 1, 100, 3000}, {"b1", ST_U8, 1, s[5], 1, 3100, 7},
     };
-    const char *files[] = {a, b};
-    tg_preload_request r = {"org/m", 3, "cuda:0", false, ST_U8, 2, files, 6, t, NULL, 0, 0, NULL};
+    const char *files[] = {blob_of(a), blob_of(b)};
+    tg_preload_request r = {"org/m", 3, "cuda:0", false, ST_U8, blobs, 2,
+                            files,   6, t,        NULL,  0,     0,     NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -274,8 +309,9 @@ TEST(conversion_matches_st_convert)
     uint64_t shape[1] = {n}, ishape[1] = {2};
     tg_preload_source_tensor t[] = {{"w", ST_F32, 1, shape, 0, 8, n * 4},
                                     {"i", ST_U8, 1, ishape, 0, 0, 2}};
-    const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", true, ST_BF16, 1, files, 2, t, NULL, 0, 0, NULL};
+    const char *files[] = {blob_of(path)};
+    tg_preload_request r = {"org/m", 1, "cuda:0", true, ST_BF16, blobs, 1,
+                            files,   2, t,        NULL, 0,       0,     NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -339,8 +375,9 @@ TEST(one_worker_copies_in_file_order)
         t[i] = (tg_preload_source_tensor){"x", ST_U8, 1, s[i], 0, offset, s[i][0]};
         offset += s[i][0];
     }
-    const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, 1, files, 5, t, NULL, 0, 0, NULL};
+    const char *files[] = {blob_of(path)};
+    tg_preload_request r = {"org/m", 1, "cuda:0", false, ST_U8, blobs, 1,
+                            files,   5, t,        NULL,  0,     0,     NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     copy_count = 0;
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
@@ -484,7 +521,7 @@ TEST(a_failed_load_holds_no_memory)
     CHECK(submit_bytes(m, "cuda:0", missing, 500, id) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 5000), "failed");
     json_t *d = tg_preload_describe(m, id, false);
-    CHECK(strstr(json_string_value(json_object_get(d, "error")), "missing.bin") != NULL);
+    CHECK(strstr(json_string_value(json_object_get(d, "error")), blob_of(missing)) != NULL);
     json_decref(d);
     /* A file shorter than the tensor fails too. */
     const char *short_file = write_file("short.bin", 100, 7);
@@ -537,8 +574,9 @@ static void check_host_fill_path(bool direct)
         {"a2", ST_U8, 1, s[2], 0, 5010, 1},  {"a3", ST_U8, 1, s[3], 0, 9000, 60000},
         {"w", ST_F32, 1, s[4], 1, 4, n * 4},
     };
-    const char *files[] = {a, b};
-    tg_preload_request r = {"org/m", 1, "host", true, ST_F16, 2, files, 5, t, NULL, 0, 0, NULL};
+    const char *files[] = {blob_of(a), blob_of(b)};
+    tg_preload_request r = {"org/m", 1, "host", true, ST_F16, blobs, 2,
+                            files,   5, t,      NULL, 0,      0,     NULL};
     char id[TG_PRELOAD_ID_LEN + 1];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -599,8 +637,9 @@ TEST(host_preload_is_a_sealed_read_only_memfd)
     uint64_t s[2][1] = {{123457}, {100000}};
     tg_preload_source_tensor t[] = {{"p", ST_U8, 1, s[0], 0, 17, 123457},
                                     {"q", ST_U8, 1, s[1], 0, 200000, 100000}};
-    const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 2, t, NULL, 0, 0, NULL};
+    const char *files[] = {blob_of(path)};
+    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, blobs, 1,
+                            files,   2, t,      NULL,  0,     0,     NULL};
     char id[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &r, id, err, sizeof err) == TG_PRELOAD_OK);
     CHECK_STR(tg_preload_wait(m, id, 10000), "resident");
@@ -640,9 +679,11 @@ TEST(preload_counts_per_owner_and_in_all)
     const char *path = write_file("owners.bin", 1000, 4);
     uint64_t shape[1] = {10};
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 10};
-    const char *files[] = {path};
-    tg_preload_request a = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:a", 0, 0, NULL};
-    tg_preload_request b = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, "ns:b", 0, 0, NULL};
+    const char *files[] = {blob_of(path)};
+    tg_preload_request a = {"org/m", 1, "host", false,  ST_U8, blobs, 1,
+                            files,   1, &t,     "ns:a", 0,     0,     NULL};
+    tg_preload_request b = {"org/m", 1, "host", false,  ST_U8, blobs, 1,
+                            files,   1, &t,     "ns:b", 0,     0,     NULL};
     char id[TG_PRELOAD_ID_LEN + 1], first[TG_PRELOAD_ID_LEN + 1], err[300];
     CHECK(tg_preload_submit(m, &a, first, err, sizeof err) == TG_PRELOAD_OK);
     CHECK(tg_preload_submit(m, &a, id, err, sizeof err) == TG_PRELOAD_OK);
@@ -722,8 +763,9 @@ TEST(revoked_preloads_are_never_handed_out_and_give_memory_back)
     const char *path = write_file("revoke.bin", 4096, 5);
     uint64_t shape[1] = {4096};
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, 4096};
-    const char *files[] = {path};
-    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, 1, files, 1, &t, NULL, 1, 10, "hash"};
+    const char *files[] = {blob_of(path)};
+    tg_preload_request r = {"org/m", 1, "host", false, ST_U8, blobs, 1,
+                            files,   1, &t,     NULL,  1,     10,    "hash"};
     char id[TG_PRELOAD_ID_LEN + 1], other[TG_PRELOAD_ID_LEN + 1], err[300], reason[40];
 
     /* model 1 revoked while leased: the lessee keeps it, nobody else gets it, the
@@ -784,6 +826,12 @@ int main(int argc, char **argv)
     snprintf(temp_dir, sizeof temp_dir, "/tmp/tg-preload-unit-XXXXXX");
     if (mkdtemp(temp_dir) == NULL)
         return 2;
+    char store_dir[128], err[256];
+    snprintf(store_dir, sizeof store_dir, "%s/store", temp_dir);
+    if (tg_blobstore_open(store_dir, &blobs, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
     tg_log_set_level(TG_LOG_WARN);
     RUN(plan_aligns_every_tensor_and_converts_sizes);
     RUN(device_strings);
@@ -798,6 +846,7 @@ int main(int argc, char **argv)
     RUN(delete_while_queued_or_loading);
     RUN(preload_counts_per_owner_and_in_all);
     RUN(revoked_preloads_are_never_handed_out_and_give_memory_back);
+    tg_blobstore_close(blobs);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", temp_dir);
     if (system(cmd) != 0)

@@ -26,13 +26,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "log.h"
 #include "preload_socket.h"
+#include "sha256.h"
 #include "test.h"
 
 static char temp_dir[64];
 static char socket_path[128];
-static char data_path[128];
+/* the data file: a blob of a local blob store in temp_dir/store */
+static tg_blobstore *blobs;
+static char data_blob[TG_SHA256_HEX_LEN + 1];
 static char hold_path[128];
 static unsigned char file_bytes[4096];
 
@@ -93,9 +97,9 @@ static bool submit(int64_t model_id, uint64_t bytes, char id[TG_PRELOAD_ID_LEN +
     uint64_t *shape = shapes[next++ % 32];
     shape[0] = bytes;
     tg_preload_source_tensor t = {"t", ST_U8, 1, shape, 0, 0, bytes};
-    const char *files[] = {data_path};
-    tg_preload_request r = {"org/m", 1,  "host",   false,    ST_U8, 1,   files,
-                            1,       &t, "ns:org", model_id, 10,    NULL};
+    const char *files[] = {data_blob};
+    tg_preload_request r = {"org/m", 1, "host", false,    ST_U8,    blobs, 1,
+                            files,   1, &t,     "ns:org", model_id, 10,    NULL};
     char err[300] = "";
     tg_preload_status status = tg_preload_submit(manager, &r, id, err, sizeof err);
     CHECK(status == TG_PRELOAD_OK);
@@ -810,14 +814,17 @@ int main(int argc, char **argv)
     snprintf(temp_dir, sizeof temp_dir, "/tmp/tg-psock-XXXXXX");
     CHECK(mkdtemp(temp_dir) != NULL);
     snprintf(socket_path, sizeof socket_path, "%s/preload.sock", temp_dir);
-    snprintf(data_path, sizeof data_path, "%s/data.bin", temp_dir);
     snprintf(hold_path, sizeof hold_path, "%s/hold", temp_dir);
     for (size_t i = 0; i < sizeof file_bytes; i++)
         file_bytes[i] = (unsigned char)(i * 31 + 7);
-    int fd = open(data_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    CHECK(fd >= 0 && write(fd, file_bytes, sizeof file_bytes) == (ssize_t)sizeof file_bytes);
-    if (fd >= 0)
-        close(fd);
+    char store_dir[128], store_err[256] = "";
+    snprintf(store_dir, sizeof store_dir, "%s/store", temp_dir);
+    tg_blob_writer *writer = NULL;
+    CHECK(tg_blobstore_open(store_dir, &blobs, store_err, sizeof store_err) == 0);
+    CHECK(tg_sha256_hex(file_bytes, sizeof file_bytes, data_blob, "test") == 0);
+    CHECK(blobs != NULL && tg_blob_write_begin(blobs, &writer) == TG_STORE_OK);
+    CHECK(writer != NULL && tg_blob_write(writer, file_bytes, sizeof file_bytes) == TG_STORE_OK);
+    CHECK(writer != NULL && tg_blob_write_commit(writer, data_blob) == TG_STORE_OK);
 
     tg_preload_manager_config config = {.host = tg_preload_host_backend(),
                                         .cuda = tg_preload_fake_backend(0, 0),
@@ -846,6 +853,7 @@ int main(int argc, char **argv)
         tg_preload_socket_stop(s);
     }
     tg_preload_manager_destroy(manager);
+    tg_blobstore_close(blobs);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", temp_dir);
     CHECK(system(command) == 0);

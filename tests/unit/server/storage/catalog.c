@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "catalog_backend.h"
 #include "embedded.h"
 #include "test.h"
 
@@ -886,6 +887,627 @@ TEST(newer_schema_is_refused)
     CHECK(strstr(err, "newer than this tensorgate knows") != NULL);
 }
 
+/* ---- the dispatch (catalog.c): every public call reaches the backend's operation ---- */
+
+/* A backend that records which operation was called. */
+static struct {
+    tg_catalog base;
+    const char *called;
+} fake;
+
+static void fake_called(tg_catalog *catalog, const char *operation)
+{
+    CHECK(catalog == &fake.base);
+    fake.called = operation;
+}
+
+static void fake_close(tg_catalog *catalog)
+{
+
+    fake_called(catalog, "close");
+}
+
+static tg_cat_status fake_ping(tg_catalog *catalog)
+{
+
+    fake_called(catalog, "ping");
+    return TG_CAT_CONFLICT;
+}
+
+static int fake_schema_version(tg_catalog *catalog)
+{
+
+    fake_called(catalog, "schema_version");
+    return 42;
+}
+
+static tg_cat_status fake_model_create(tg_catalog *catalog, const char *org, const char *name,
+                                       const char *description, tg_model *out)
+{
+    (void)org;
+    (void)name;
+    (void)description;
+    (void)out;
+    fake_called(catalog, "model_create");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_model_get(tg_catalog *catalog, const char *org, const char *name,
+                                    tg_model *out)
+{
+    (void)org;
+    (void)name;
+    (void)out;
+    fake_called(catalog, "model_get");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_model_list(tg_catalog *catalog, const char *org, const char *query,
+                                     const char *after_org, const char *after_name, unsigned limit,
+                                     void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    (void)org;
+    (void)query;
+    (void)after_org;
+    (void)after_name;
+    (void)limit;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "model_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_model_delete(tg_catalog *catalog, int64_t model_id)
+{
+    (void)model_id;
+    fake_called(catalog, "model_delete");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
+{
+    (void)model_id;
+    (void)out;
+    fake_called(catalog, "version_create");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                      tg_version *out)
+{
+    (void)model_id;
+    (void)number;
+    (void)out;
+    fake_called(catalog, "version_get");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_by_digest(tg_catalog *catalog, int64_t model_id,
+                                            const char *digest, tg_version *out)
+{
+    (void)model_id;
+    (void)digest;
+    (void)out;
+    fake_called(catalog, "version_by_digest");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_latest_published(tg_catalog *catalog, int64_t model_id,
+                                                   tg_version *out)
+{
+    (void)model_id;
+    (void)out;
+    fake_called(catalog, "version_latest_published");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_list(tg_catalog *catalog, int64_t model_id,
+                                       void (*visit)(void *ctx, const tg_version *version),
+                                       void *ctx)
+{
+    (void)model_id;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "version_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_publish(tg_catalog *catalog, int64_t version_id,
+                                          const char *digest, tg_version *out)
+{
+    (void)version_id;
+    (void)digest;
+    (void)out;
+    fake_called(catalog, "version_publish");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                    int64_t number)
+{
+    (void)model_id;
+    (void)alias;
+    (void)number;
+    fake_called(catalog, "alias_set");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                    int64_t *number)
+{
+    (void)model_id;
+    (void)alias;
+    (void)number;
+    fake_called(catalog, "alias_get");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_alias_list(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const char *alias, int64_t number),
+                                     void *ctx)
+{
+    (void)model_id;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "alias_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
+                                           int64_t version_id, const tg_file_record *file,
+                                           const char *tensor_stats, const char **why)
+{
+    (void)guard;
+    (void)version_id;
+    (void)file;
+    (void)tensor_stats;
+    (void)why;
+    fake_called(catalog, "file_put_guarded");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
+                                      int64_t version_id, const char **why)
+{
+    (void)guard;
+    (void)version_id;
+    (void)why;
+    fake_called(catalog, "guard_check");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
+                                   tg_file_record *out)
+{
+    (void)version_id;
+    (void)path;
+    (void)out;
+    fake_called(catalog, "file_get");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
+                                     char **tensor_stats)
+{
+    (void)version_id;
+    (void)path;
+    (void)tensor_stats;
+    fake_called(catalog, "file_stats");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
+{
+    (void)version_id;
+    (void)path;
+    fake_called(catalog, "file_delete");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
+                                    unsigned limit,
+                                    void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
+{
+    (void)version_id;
+    (void)after_path;
+    (void)limit;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "file_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
+{
+    (void)rejection;
+    fake_called(catalog, "rejection_add");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+                                         void (*visit)(void *ctx, const tg_rejection *rejection),
+                                         void *ctx)
+{
+    (void)before_id;
+    (void)limit;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "rejection_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
+                                    const char *namespace_or_null)
+{
+    (void)hash;
+    (void)scope;
+    (void)namespace_or_null;
+    fake_called(catalog, "token_add");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
+                                       char *namespace_out, size_t namespace_len)
+{
+    (void)hash;
+    (void)scope;
+    (void)namespace_out;
+    (void)namespace_len;
+    fake_called(catalog, "token_lookup");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_token_each(tg_catalog *catalog,
+                                     void (*visit)(void *ctx, const tg_token_info *token),
+                                     void *ctx)
+{
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "token_each");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
+{
+    (void)hash;
+    (void)id;
+    fake_called(catalog, "token_id");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_token_revoke(tg_catalog *catalog, int64_t id)
+{
+    (void)id;
+    fake_called(catalog, "token_revoke");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_blob_each(tg_catalog *catalog,
+                                    int (*visit)(void *ctx, const char *sha256, uint64_t size),
+                                    void *ctx)
+{
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "blob_each");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_model_blobs(tg_catalog *catalog, int64_t model_id,
+                                      void (*visit)(void *ctx, const char *sha256), void *ctx)
+{
+    (void)model_id;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "model_blobs");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
+{
+    (void)sha256;
+    (void)referenced;
+    fake_called(catalog, "blob_referenced");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                        int64_t source_version_id, const char *dtype,
+                                        const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                        bool *existing)
+{
+    (void)token_id;
+    (void)model_id;
+    (void)source_version_id;
+    (void)dtype;
+    (void)tensors_json;
+    (void)bytes_total;
+    (void)out;
+    (void)existing;
+    fake_called(catalog, "job_create_by");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
+{
+    (void)job_id;
+    (void)out;
+    fake_called(catalog, "job_get");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_list(tg_catalog *catalog, const tg_job_filter *filter,
+                                   int64_t before_id, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_job *job), void *ctx)
+{
+    (void)filter;
+    (void)before_id;
+    (void)limit;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "job_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
+                                     tg_job *out)
+{
+    (void)job_id;
+    (void)was;
+    (void)out;
+    fake_called(catalog, "job_cancel");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_claim(tg_catalog *catalog, tg_job *out)
+{
+    (void)out;
+    fake_called(catalog, "job_claim");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
+                                      unsigned *failed)
+{
+    (void)max_attempts;
+    (void)requeued;
+    (void)failed;
+    fake_called(catalog, "job_recover");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
+                                       uint64_t bytes_total)
+{
+    (void)job_id;
+    (void)bytes_done;
+    (void)bytes_total;
+    fake_called(catalog, "job_progress");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
+                                   const char *detail)
+{
+    (void)job_id;
+    (void)reason;
+    (void)detail;
+    fake_called(catalog, "job_fail");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_file_put(tg_catalog *catalog, int64_t job_id,
+                                       const tg_file_record *file, const char *tensor_stats)
+{
+    (void)job_id;
+    (void)file;
+    (void)tensor_stats;
+    fake_called(catalog, "job_file_put");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_file_list(tg_catalog *catalog, int64_t job_id,
+                                        void (*visit)(void *ctx, const tg_file_record *file),
+                                        void *ctx)
+{
+    (void)job_id;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "job_file_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
+                                     tg_version *out)
+{
+    (void)job_id;
+    (void)digest;
+    (void)out;
+    fake_called(catalog, "job_commit");
+    return TG_CAT_CONFLICT;
+}
+
+static const tg_catalog_ops fake_ops = {
+    .name = "fake",
+    .close = fake_close,
+    .ping = fake_ping,
+    .schema_version = fake_schema_version,
+    .model_create = fake_model_create,
+    .model_get = fake_model_get,
+    .model_list = fake_model_list,
+    .model_delete = fake_model_delete,
+    .version_create = fake_version_create,
+    .version_get = fake_version_get,
+    .version_by_digest = fake_version_by_digest,
+    .version_latest_published = fake_version_latest_published,
+    .version_list = fake_version_list,
+    .version_publish = fake_version_publish,
+    .alias_set = fake_alias_set,
+    .alias_get = fake_alias_get,
+    .alias_list = fake_alias_list,
+    .file_put_guarded = fake_file_put_guarded,
+    .guard_check = fake_guard_check,
+    .file_get = fake_file_get,
+    .file_stats = fake_file_stats,
+    .file_delete = fake_file_delete,
+    .file_list = fake_file_list,
+    .rejection_add = fake_rejection_add,
+    .rejection_list = fake_rejection_list,
+    .token_add = fake_token_add,
+    .token_lookup = fake_token_lookup,
+    .token_each = fake_token_each,
+    .token_id = fake_token_id,
+    .token_revoke = fake_token_revoke,
+    .blob_each = fake_blob_each,
+    .model_blobs = fake_model_blobs,
+    .blob_referenced = fake_blob_referenced,
+    .job_create_by = fake_job_create_by,
+    .job_get = fake_job_get,
+    .job_list = fake_job_list,
+    .job_cancel = fake_job_cancel,
+    .job_claim = fake_job_claim,
+    .job_recover = fake_job_recover,
+    .job_progress = fake_job_progress,
+    .job_fail = fake_job_fail,
+    .job_file_put = fake_job_file_put,
+    .job_file_list = fake_job_file_list,
+    .job_commit = fake_job_commit,
+};
+
+TEST(dispatch_reaches_the_backend)
+{
+    fake.base.ops = &fake_ops;
+    tg_catalog_close(&fake.base);
+    CHECK_STR(fake.called, "close");
+    CHECK(tg_catalog_ping(&fake.base) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "ping");
+    CHECK_EQ_U64(tg_catalog_schema_version(&fake.base), 42);
+    CHECK_STR(fake.called, "schema_version");
+    CHECK(tg_catalog_model_create(&fake.base, NULL, NULL, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "model_create");
+    CHECK(tg_catalog_model_get(&fake.base, NULL, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "model_get");
+    CHECK(tg_catalog_model_list(&fake.base, NULL, NULL, NULL, NULL, 0, NULL, NULL) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "model_list");
+    CHECK(tg_catalog_model_delete(&fake.base, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "model_delete");
+    CHECK(tg_catalog_version_create(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_create");
+    CHECK(tg_catalog_version_get(&fake.base, 0, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_get");
+    CHECK(tg_catalog_version_by_digest(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_by_digest");
+    CHECK(tg_catalog_version_latest_published(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_latest_published");
+    CHECK(tg_catalog_version_list(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_list");
+    CHECK(tg_catalog_version_publish(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_publish");
+    CHECK(tg_catalog_alias_set(&fake.base, 0, NULL, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "alias_set");
+    CHECK(tg_catalog_alias_get(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "alias_get");
+    CHECK(tg_catalog_alias_list(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "alias_list");
+    CHECK(tg_catalog_file_put_guarded(&fake.base, NULL, 0, NULL, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "file_put_guarded");
+    CHECK(tg_catalog_guard_check(&fake.base, NULL, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "guard_check");
+    CHECK(tg_catalog_file_get(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "file_get");
+    CHECK(tg_catalog_file_stats(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "file_stats");
+    CHECK(tg_catalog_file_delete(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "file_delete");
+    CHECK(tg_catalog_file_list(&fake.base, 0, NULL, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "file_list");
+    CHECK(tg_catalog_rejection_add(&fake.base, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "rejection_add");
+    CHECK(tg_catalog_rejection_list(&fake.base, 0, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "rejection_list");
+    CHECK(tg_catalog_token_add(&fake.base, NULL, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "token_add");
+    CHECK(tg_catalog_token_lookup(&fake.base, NULL, NULL, NULL, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "token_lookup");
+    CHECK(tg_catalog_token_each(&fake.base, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "token_each");
+    CHECK(tg_catalog_token_id(&fake.base, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "token_id");
+    CHECK(tg_catalog_token_revoke(&fake.base, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "token_revoke");
+    CHECK(tg_catalog_blob_each(&fake.base, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "blob_each");
+    CHECK(tg_catalog_model_blobs(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "model_blobs");
+    CHECK(tg_catalog_blob_referenced(&fake.base, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "blob_referenced");
+    CHECK(tg_catalog_job_create_by(&fake.base, 0, 0, 0, NULL, NULL, 0, NULL, NULL) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_create_by");
+    CHECK(tg_catalog_job_get(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_get");
+    CHECK(tg_catalog_job_list(&fake.base, NULL, 0, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_list");
+    CHECK(tg_catalog_job_cancel(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_cancel");
+    CHECK(tg_catalog_job_claim(&fake.base, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_claim");
+    CHECK(tg_catalog_job_recover(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_recover");
+    CHECK(tg_catalog_job_progress(&fake.base, 0, 0, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_progress");
+    CHECK(tg_catalog_job_fail(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_fail");
+    CHECK(tg_catalog_job_file_put(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_file_put");
+    CHECK(tg_catalog_job_file_list(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_file_list");
+    CHECK(tg_catalog_job_commit(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_commit");
+    /* the two calls with defaults: no guard, no token */
+    fake.called = NULL;
+    CHECK(tg_catalog_file_put(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "file_put_guarded");
+    fake.called = NULL;
+    CHECK(tg_catalog_job_create(&fake.base, 0, 0, NULL, NULL, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_create_by");
+    tg_catalog_close(NULL); /* nothing to close, nothing called */
+}
+
+TEST(open_chooses_the_backend_by_url)
+{
+    tg_catalog *catalog = NULL;
+    char err[256] = "";
+    CHECK(tg_catalog_open("postgresql://user@host/db", &catalog, err, sizeof err) == TG_CAT_ERROR);
+    CHECK(catalog == NULL);
+    CHECK(strstr(err, "PostgreSQL catalog (postgresql://) is not built") != NULL);
+    CHECK(tg_catalog_open("postgres://host/db", &catalog, err, sizeof err) == TG_CAT_ERROR);
+    CHECK(strstr(err, "PostgreSQL catalog (postgres://) is not built") != NULL);
+    CHECK(tg_catalog_open("mysql://host/db", &catalog, err, sizeof err) == TG_CAT_ERROR);
+    CHECK(strstr(err, "unknown catalog URL scheme \"mysql://\"") != NULL);
+    CHECK(catalog == NULL);
+    /* "sqlite:PATH" and a plain path are the SQLite backend, on the same file */
+    char path[160], url[200];
+    snprintf(path, sizeof path, "%s/url.db", dir);
+    snprintf(url, sizeof url, "sqlite:%s", path);
+    CHECK(tg_catalog_open(url, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog != NULL) {
+        CHECK_STR(catalog->ops->name, "sqlite");
+        tg_model model;
+        CHECK(tg_catalog_model_create(catalog, "url", "m", "", &model) == TG_CAT_OK);
+        tg_catalog_close(catalog);
+    }
+    catalog = NULL;
+    CHECK(tg_catalog_open(path, &catalog, err, sizeof err) == TG_CAT_OK);
+    if (catalog != NULL) {
+        CHECK_STR(catalog->ops->name, "sqlite");
+        tg_model model;
+        CHECK(tg_catalog_model_get(catalog, "url", "m", &model) == TG_CAT_OK);
+        CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+        tg_catalog_close(catalog);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -907,6 +1529,8 @@ int main(int argc, char **argv)
     RUN(guarded_file_put);
     RUN(job_of_revoked_token_fails_at_commit);
     RUN(newer_schema_is_refused);
+    RUN(dispatch_reaches_the_backend);
+    RUN(open_chooses_the_backend_by_url);
     char command[160];
     snprintf(command, sizeof command, "rm -rf %s", dir);
     if (system(command) != 0)

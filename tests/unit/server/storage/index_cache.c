@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "index_cache.h"
 #include "store.h"
 #include "test.h"
 
 static tg_store store;
+static tg_blobstore *blobs; /* the same directory, through the interface the caches use */
 static char root[64];
 
 /* A made-up blob name for index number k (the cache does not hash the content). */
@@ -53,7 +55,7 @@ static bool answers(unsigned k, size_t size, unsigned i)
     blob_name(k, sha);
     snprintf(name, sizeof name, "m%u.t%u", k, i);
     snprintf(want, sizeof want, "s%u-%u.safetensors", k, i % 5);
-    return tg_index_cache_lookup(&store, sha, size, name, shard, sizeof shard) == TG_INDEX_FOUND &&
+    return tg_index_cache_lookup(blobs, sha, size, name, shard, sizeof shard) == TG_INDEX_FOUND &&
            strcmp(shard, want) == 0;
 }
 
@@ -68,7 +70,7 @@ static tg_index_lookup lookup(unsigned k, size_t size, const char *name)
 {
     char sha[TG_SHA256_HEX_LEN + 1], shard[64];
     blob_name(k, sha);
-    return tg_index_cache_lookup(&store, sha, size, name, shard, sizeof shard);
+    return tg_index_cache_lookup(blobs, sha, size, name, shard, sizeof shard);
 }
 
 TEST(hits_after_one_parse)
@@ -90,7 +92,7 @@ TEST(hits_after_one_parse)
     /* a value longer than the caller's buffer is not cut */
     char sha[TG_SHA256_HEX_LEN + 1], small[8];
     blob_name(1, sha);
-    CHECK_EQ_U64(tg_index_cache_lookup(&store, sha, size, "m1.t3", small, sizeof small),
+    CHECK_EQ_U64(tg_index_cache_lookup(blobs, sha, size, "m1.t3", small, sizeof small),
                  TG_INDEX_UNUSABLE);
     /* an empty weight_map is an index with no names */
     blob_name(2, sha);
@@ -102,7 +104,7 @@ TEST(hits_after_one_parse)
     put_blob(sha, escaped, strlen(escaped));
     char shard[64];
     CHECK_EQ_U64(
-        tg_index_cache_lookup(&store, sha, strlen(escaped), "a/b\xc3\xa9", shard, sizeof shard),
+        tg_index_cache_lookup(blobs, sha, strlen(escaped), "a/b\xc3\xa9", shard, sizeof shard),
         TG_INDEX_FOUND);
     CHECK_STR(shard, "dir/x.safetensors");
 }
@@ -187,9 +189,9 @@ TEST(too_big_indexes)
     put_blob(sha, text, len);
     free(text);
     char shard[16];
-    CHECK_EQ_U64(tg_index_cache_lookup(&store, sha, len, "a", shard, sizeof shard), TG_INDEX_FOUND);
+    CHECK_EQ_U64(tg_index_cache_lookup(blobs, sha, len, "a", shard, sizeof shard), TG_INDEX_FOUND);
     CHECK_STR(shard, "s");
-    CHECK_EQ_U64(tg_index_cache_lookup(&store, sha, len, "a", shard, sizeof shard),
+    CHECK_EQ_U64(tg_index_cache_lookup(blobs, sha, len, "a", shard, sizeof shard),
                  TG_INDEX_UNUSABLE);
     s = stats_now();
     CHECK_EQ_U64(s.parses, 1);
@@ -235,7 +237,7 @@ TEST(malformed_and_unreadable)
     /* the same blob with its right size is fine */
     CHECK(answers(61, size, 1));
     char shard[8];
-    CHECK_EQ_U64(tg_index_cache_lookup(&store, "not-a-digest", 10, "a", shard, sizeof shard),
+    CHECK_EQ_U64(tg_index_cache_lookup(blobs, "not-a-digest", 10, "a", shard, sizeof shard),
                  TG_INDEX_UNUSABLE);
 }
 
@@ -319,7 +321,8 @@ int main(int argc, char **argv)
     (void)argc;
     snprintf(root, sizeof root, "/tmp/tg-index-cache-XXXXXX");
     char err[256];
-    if (mkdtemp(root) == NULL || tg_store_open(&store, root, err, sizeof err) != 0) {
+    if (mkdtemp(root) == NULL || tg_store_open(&store, root, err, sizeof err) != 0 ||
+        tg_blobstore_open(root, &blobs, err, sizeof err) != 0) {
         fprintf(stderr, "cannot make a store in %s\n", root);
         return 1;
     }
@@ -330,6 +333,7 @@ int main(int argc, char **argv)
     RUN(malformed_and_unreadable);
     RUN(threads_with_eviction);
     tg_index_cache_clear();
+    tg_blobstore_close(blobs);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", root);
     if (system(command) != 0)

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "parsed_header_cache.h"
 #include "store.h"
 #include "test.h"
 
 static tg_store store;
+static tg_blobstore *blobs; /* the same directory, through the interface the caches use */
 static char root[64];
 
 /* A made-up blob name for file number k (the cache does not hash the content). */
@@ -60,7 +62,7 @@ static const st_file *acquire(unsigned k, size_t size, st_error *err)
 {
     char sha[TG_SHA256_HEX_LEN + 1];
     blob_name(k, sha);
-    return tg_parsed_header_acquire(&store, sha, size, ST_HEADER_SIZE_MAX, err, NULL);
+    return tg_parsed_header_acquire(blobs, sha, size, ST_HEADER_SIZE_MAX, err, NULL);
 }
 
 /* True when file is file k's header with `count` tensors and tensor i where it belongs. */
@@ -272,10 +274,10 @@ TEST(failures_are_reported_and_not_remembered)
     size_t size = put_file(53, 100);
     char sha[TG_SHA256_HEX_LEN + 1];
     blob_name(53, sha);
-    CHECK(tg_parsed_header_acquire(&store, sha, size, 64, &err, NULL) == NULL);
+    CHECK(tg_parsed_header_acquire(blobs, sha, size, 64, &err, NULL) == NULL);
     CHECK_EQ_U64(err.reason, ST_HEADER_TOO_LARGE);
     /* not a blob name at all */
-    CHECK(tg_parsed_header_acquire(&store, "../etc/passwd", 10, 0, &err, NULL) == NULL);
+    CHECK(tg_parsed_header_acquire(blobs, "../etc/passwd", 10, 0, &err, NULL) == NULL);
     tg_parsed_header_stats s = stats_now();
     CHECK_EQ_U64(s.parses, 4);
     CHECK_EQ_U64(s.failures, 4);
@@ -376,7 +378,8 @@ int main(int argc, char **argv)
     (void)argc;
     snprintf(root, sizeof root, "/tmp/tg-parsed-header-XXXXXX");
     char err[256];
-    if (mkdtemp(root) == NULL || tg_store_open(&store, root, err, sizeof err) != 0) {
+    if (mkdtemp(root) == NULL || tg_store_open(&store, root, err, sizeof err) != 0 ||
+        tg_blobstore_open(root, &blobs, err, sizeof err) != 0) {
         fprintf(stderr, "cannot make a store in %s\n", root);
         return 1;
     }
@@ -388,6 +391,7 @@ int main(int argc, char **argv)
     RUN(failures_are_reported_and_not_remembered);
     RUN(threads_with_eviction);
     tg_parsed_header_cache_clear();
+    tg_blobstore_close(blobs);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", root);
     if (system(command) != 0)

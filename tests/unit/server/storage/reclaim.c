@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blobstore.h"
 #include "catalog.h"
 #include "reclaim.h"
 #include "store.h"
@@ -21,7 +22,8 @@
 typedef struct data_dir {
     char root[64];
     char db_path[128];
-    tg_store store;
+    tg_store store;      /* the layout, to look at and to prepare */
+    tg_blobstore *blobs; /* the same directory, as tg_blob_reclaim sees it */
     tg_catalog *catalog;
 } data_dir;
 
@@ -32,17 +34,20 @@ static bool data_open(data_dir *d)
     snprintf(d->db_path, sizeof d->db_path, "%s/catalog.db", d->root);
     char err[256] = "";
     CHECK(tg_store_open(&d->store, d->root, err, sizeof err) == 0);
+    d->blobs = NULL;
+    CHECK(tg_blobstore_open(d->root, &d->blobs, err, sizeof err) == 0);
     d->catalog = NULL;
     CHECK(tg_catalog_open(d->db_path, &d->catalog, err, sizeof err) == TG_CAT_OK);
     if (d->catalog == NULL)
         fprintf(stderr, "catalog: %s\n", err);
-    return d->catalog != NULL;
+    return d->catalog != NULL && d->blobs != NULL;
 }
 
 static void data_close(data_dir *d)
 {
     if (d->catalog != NULL)
         tg_catalog_close(d->catalog);
+    tg_blobstore_close(d->blobs);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", d->root);
     CHECK(system(command) == 0);
@@ -100,22 +105,22 @@ TEST(referenced_blob_is_kept_unreferenced_one_goes)
     tg_file_record file = file_of("a.txt", used, 12);
     CHECK(tg_catalog_file_put(d.catalog, version, &file, NULL) == TG_CAT_OK);
 
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, used, false) == TG_RECLAIM_KEPT);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, used, false) == TG_RECLAIM_KEPT);
     CHECK(blob_exists(&d, used));
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, used, true) == TG_RECLAIM_KEPT);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, used, true) == TG_RECLAIM_KEPT);
     CHECK(blob_exists(&d, used));
 
     /* a dry run says it would go and leaves it */
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, unused, true) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, unused, true) == TG_RECLAIM_REMOVED);
     CHECK(blob_exists(&d, unused));
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, unused, false) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, unused, false) == TG_RECLAIM_REMOVED);
     CHECK(!blob_exists(&d, unused));
     /* already gone (another gc, a racing reclaim): still removed, not an error */
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, unused, false) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, unused, false) == TG_RECLAIM_REMOVED);
 
     /* once its row goes, the blob goes too */
     CHECK(tg_catalog_file_delete(d.catalog, version, "a.txt") == TG_CAT_OK);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, used, false) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, used, false) == TG_RECLAIM_REMOVED);
     CHECK(!blob_exists(&d, used));
     data_close(&d);
 }
@@ -135,10 +140,10 @@ TEST(shared_blob_stays_until_the_last_row_goes)
     CHECK(tg_catalog_file_put(d.catalog, v1, &file, NULL) == TG_CAT_OK);
     CHECK(tg_catalog_file_put(d.catalog, v2, &file, NULL) == TG_CAT_OK);
     CHECK(tg_catalog_file_delete(d.catalog, v1, "w.txt") == TG_CAT_OK);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, hex, false) == TG_RECLAIM_KEPT);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, hex, false) == TG_RECLAIM_KEPT);
     CHECK(blob_exists(&d, hex));
     CHECK(tg_catalog_file_delete(d.catalog, v2, "w.txt") == TG_CAT_OK);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, hex, false) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, hex, false) == TG_RECLAIM_REMOVED);
     CHECK(!blob_exists(&d, hex));
     data_close(&d);
 }
@@ -172,13 +177,13 @@ TEST(job_file_is_a_reference)
     CHECK(tg_catalog_job_claim(d.catalog, &job) == TG_CAT_OK);
     tg_file_record made = file_of("m.safetensors", output, 9);
     CHECK(tg_catalog_job_file_put(d.catalog, job.id, &made, NULL) == TG_CAT_OK);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, output, false) == TG_RECLAIM_KEPT);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, output, false) == TG_RECLAIM_KEPT);
     CHECK(blob_exists(&d, output));
     /* a failed job's files go with it: its output is garbage then */
     CHECK(tg_catalog_job_fail(d.catalog, job.id, "interrupted", "test") == TG_CAT_OK);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, output, false) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, output, false) == TG_RECLAIM_REMOVED);
     CHECK(!blob_exists(&d, output));
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, source, false) == TG_RECLAIM_KEPT);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, source, false) == TG_RECLAIM_KEPT);
     data_close(&d);
 }
 
@@ -209,7 +214,7 @@ TEST(file_blob_names_what_a_path_holds)
     tg_file_blob(d.catalog, version, "p.txt", replaced);
     file = file_of("p.txt", second, 6);
     CHECK(tg_catalog_file_put(d.catalog, version, &file, NULL) == TG_CAT_OK);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, replaced, false) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, replaced, false) == TG_RECLAIM_REMOVED);
     CHECK(!blob_exists(&d, first));
     CHECK(blob_exists(&d, second));
     data_close(&d);
@@ -224,7 +229,7 @@ typedef struct gc_counts {
 static int gc_visit(void *ctx, const char *hex)
 {
     gc_counts *gc = ctx;
-    switch (tg_blob_reclaim(&gc->d->store, gc->d->catalog, hex, gc->dry_run)) {
+    switch (tg_blob_reclaim(gc->d->blobs, gc->d->catalog, hex, gc->dry_run)) {
     case TG_RECLAIM_KEPT:
         gc->kept++;
         break;
@@ -294,7 +299,7 @@ typedef struct reclaim_call {
 static void *reclaim_thread(void *arg)
 {
     reclaim_call *call = arg;
-    call->result = tg_blob_reclaim(&call->d->store, call->d->catalog, call->hex, false);
+    call->result = tg_blob_reclaim(call->d->blobs, call->d->catalog, call->hex, false);
     __atomic_store_n(&call->done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
@@ -346,17 +351,17 @@ TEST(failures_remove_nothing)
     snprintf(lock_path, sizeof lock_path, "%s/blobs.lock", d.root);
     unlink(lock_path);
     CHECK(mkdir(lock_path, 0700) == 0);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, hex, false) == TG_RECLAIM_ERROR);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, hex, false) == TG_RECLAIM_ERROR);
     CHECK(blob_exists(&d, hex));
     CHECK(rmdir(lock_path) == 0);
 
     /* not a digest: never a removal, whatever errno held before */
     errno = ENOENT;
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, "not-a-digest", false) == TG_RECLAIM_ERROR);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, "not-a-digest", false) == TG_RECLAIM_ERROR);
     errno = ENOENT;
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, "", false) == TG_RECLAIM_ERROR);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, "", false) == TG_RECLAIM_ERROR);
     errno = ENOENT;
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, "../../catalog.db", false) == TG_RECLAIM_ERROR);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, "../../catalog.db", false) == TG_RECLAIM_ERROR);
     CHECK(access(d.db_path, F_OK) == 0);
 
     /* the catalog cannot tell (its table is gone from under it): kept, as an error */
@@ -364,12 +369,12 @@ TEST(failures_remove_nothing)
     CHECK(sqlite3_open(d.db_path, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db, "ALTER TABLE job_files RENAME TO job_files_gone", NULL, NULL, NULL) ==
           SQLITE_OK);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, hex, false) == TG_RECLAIM_ERROR);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, hex, false) == TG_RECLAIM_ERROR);
     CHECK(blob_exists(&d, hex));
     CHECK(sqlite3_exec(db, "ALTER TABLE job_files_gone RENAME TO job_files", NULL, NULL, NULL) ==
           SQLITE_OK);
     sqlite3_close(db);
-    CHECK(tg_blob_reclaim(&d.store, d.catalog, hex, false) == TG_RECLAIM_REMOVED);
+    CHECK(tg_blob_reclaim(d.blobs, d.catalog, hex, false) == TG_RECLAIM_REMOVED);
     CHECK(!blob_exists(&d, hex));
     data_close(&d);
 }

@@ -1,0 +1,130 @@
+/* The catalog backend interface: what a storage engine implements to hold the
+ * catalog (catalog.h). A backend fills one tg_catalog_ops table, embeds struct
+ * tg_catalog as the first member of its own state, and is chosen by
+ * tg_catalog_open from the catalog URL ("sqlite:PATH" or a plain path:
+ * catalog_sqlite.c; "postgresql://..." is the next backend, not built yet).
+ * catalog.c dispatches every public tg_catalog_* call through the table, so
+ * callers never know which backend they talk to. Each operation has the meaning,
+ * the arguments and the answers catalog.h documents for the public function of
+ * the same name (tg_catalog_file_put and tg_catalog_job_create are the guarded
+ * and the token-recording operation with no guard and token 0). Backends also
+ * keep the visitor rule of catalog.h: no lock of theirs is held while a visitor
+ * runs. Only server/storage/ includes this header. */
+#ifndef TG_CATALOG_BACKEND_H
+#define TG_CATALOG_BACKEND_H
+
+#include "catalog.h"
+
+typedef struct tg_catalog_ops {
+    const char *name; /* "sqlite" */
+    /* Frees everything the backend holds, connections included. */
+    void (*close)(tg_catalog *catalog);
+    tg_cat_status (*ping)(tg_catalog *catalog);
+    int (*schema_version)(tg_catalog *catalog);
+
+    tg_cat_status (*model_create)(tg_catalog *catalog, const char *org, const char *name,
+                                  const char *description, tg_model *out);
+    tg_cat_status (*model_get)(tg_catalog *catalog, const char *org, const char *name,
+                               tg_model *out);
+    tg_cat_status (*model_list)(tg_catalog *catalog, const char *org, const char *query,
+                                const char *after_org, const char *after_name, unsigned limit,
+                                void (*visit)(void *ctx, const tg_model *model), void *ctx);
+    tg_cat_status (*model_delete)(tg_catalog *catalog, int64_t model_id);
+
+    tg_cat_status (*version_create)(tg_catalog *catalog, int64_t model_id, tg_version *out);
+    tg_cat_status (*version_get)(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                 tg_version *out);
+    tg_cat_status (*version_by_digest)(tg_catalog *catalog, int64_t model_id, const char *digest,
+                                       tg_version *out);
+    tg_cat_status (*version_latest_published)(tg_catalog *catalog, int64_t model_id,
+                                              tg_version *out);
+    tg_cat_status (*version_list)(tg_catalog *catalog, int64_t model_id,
+                                  void (*visit)(void *ctx, const tg_version *version), void *ctx);
+    tg_cat_status (*version_publish)(tg_catalog *catalog, int64_t version_id, const char *digest,
+                                     tg_version *out);
+
+    tg_cat_status (*alias_set)(tg_catalog *catalog, int64_t model_id, const char *alias,
+                               int64_t number);
+    tg_cat_status (*alias_get)(tg_catalog *catalog, int64_t model_id, const char *alias,
+                               int64_t *number);
+    tg_cat_status (*alias_list)(tg_catalog *catalog, int64_t model_id,
+                                void (*visit)(void *ctx, const char *alias, int64_t number),
+                                void *ctx);
+
+    /* guard NULL: only the draft check of tg_catalog_file_put */
+    tg_cat_status (*file_put_guarded)(tg_catalog *catalog, const tg_commit_guard *guard,
+                                      int64_t version_id, const tg_file_record *file,
+                                      const char *tensor_stats, const char **why);
+    tg_cat_status (*guard_check)(tg_catalog *catalog, const tg_commit_guard *guard,
+                                 int64_t version_id, const char **why);
+    tg_cat_status (*file_get)(tg_catalog *catalog, int64_t version_id, const char *path,
+                              tg_file_record *out);
+    tg_cat_status (*file_stats)(tg_catalog *catalog, int64_t version_id, const char *path,
+                                char **tensor_stats);
+    tg_cat_status (*file_delete)(tg_catalog *catalog, int64_t version_id, const char *path);
+    tg_cat_status (*file_list)(tg_catalog *catalog, int64_t version_id, const char *after_path,
+                               unsigned limit, void (*visit)(void *ctx, const tg_file_record *file),
+                               void *ctx);
+
+    tg_cat_status (*rejection_add)(tg_catalog *catalog, const tg_rejection *rejection);
+    tg_cat_status (*rejection_list)(tg_catalog *catalog, int64_t before_id, unsigned limit,
+                                    void (*visit)(void *ctx, const tg_rejection *rejection),
+                                    void *ctx);
+
+    tg_cat_status (*token_add)(tg_catalog *catalog, const char *hash, tg_scope scope,
+                               const char *namespace_or_null);
+    tg_cat_status (*token_lookup)(tg_catalog *catalog, const char *hash, tg_scope *scope,
+                                  char *namespace_out, size_t namespace_len);
+    tg_cat_status (*token_each)(tg_catalog *catalog,
+                                void (*visit)(void *ctx, const tg_token_info *token), void *ctx);
+    tg_cat_status (*token_id)(tg_catalog *catalog, const char *hash, int64_t *id);
+    tg_cat_status (*token_revoke)(tg_catalog *catalog, int64_t id);
+
+    tg_cat_status (*blob_each)(tg_catalog *catalog,
+                               int (*visit)(void *ctx, const char *sha256, uint64_t size),
+                               void *ctx);
+    tg_cat_status (*model_blobs)(tg_catalog *catalog, int64_t model_id,
+                                 void (*visit)(void *ctx, const char *sha256), void *ctx);
+    tg_cat_status (*blob_referenced)(tg_catalog *catalog, const char *sha256, bool *referenced);
+
+    /* token_id 0: no token recorded (tg_catalog_job_create) */
+    tg_cat_status (*job_create_by)(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                   int64_t source_version_id, const char *dtype,
+                                   const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                   bool *existing);
+    tg_cat_status (*job_get)(tg_catalog *catalog, int64_t job_id, tg_job *out);
+    tg_cat_status (*job_list)(tg_catalog *catalog, const tg_job_filter *filter, int64_t before_id,
+                              unsigned limit, void (*visit)(void *ctx, const tg_job *job),
+                              void *ctx);
+    tg_cat_status (*job_cancel)(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
+                                tg_job *out);
+    tg_cat_status (*job_claim)(tg_catalog *catalog, tg_job *out);
+    tg_cat_status (*job_recover)(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
+                                 unsigned *failed);
+    tg_cat_status (*job_progress)(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
+                                  uint64_t bytes_total);
+    tg_cat_status (*job_fail)(tg_catalog *catalog, int64_t job_id, const char *reason,
+                              const char *detail);
+    tg_cat_status (*job_file_put)(tg_catalog *catalog, int64_t job_id, const tg_file_record *file,
+                                  const char *tensor_stats);
+    tg_cat_status (*job_file_list)(tg_catalog *catalog, int64_t job_id,
+                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx);
+    tg_cat_status (*job_commit)(tg_catalog *catalog, int64_t job_id, const char *digest,
+                                tg_version *out);
+} tg_catalog_ops;
+
+/* The part of every backend's state the dispatch reads: the backend's struct
+ * starts with it, so a tg_catalog * is a pointer to the backend's state. */
+struct tg_catalog {
+    const tg_catalog_ops *ops;
+};
+
+/* The SQLite backend (catalog_sqlite.c): path is a file name (never ":memory:",
+ * whose connections could not share it). */
+tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *err, size_t err_len);
+
+/* Records, for tg_catalog_take_disk_full (catalog.c), that a call on this thread
+ * failed because the disk is full. */
+void tg_catalog_note_disk_full(void);
+
+#endif

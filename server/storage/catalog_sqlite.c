@@ -1,0 +1,1988 @@
+/* The SQLite catalog backend (catalog_backend.h; the API is catalog.h).
+ *
+ * One database file in WAL mode, two kinds of connection:
+ *  - one writer: every call that changes the catalog runs on it, serialised by
+ *    write_lock (SQLite allows one writer at a time anyway), and so do the
+ *    migrations at open;
+ *  - readers: a pool of read-only connections. A call that only reads checks one
+ *    out (opening one when none is idle), runs its statements in autocommit (each
+ *    call is its own read transaction), and puts it back. In WAL mode readers never
+ *    wait on the writer nor on each other, and a read transaction sees every commit
+ *    that finished before it began: a write that returned is seen by any read that
+ *    starts after it, on any thread (read-your-writes).
+ * So no lock is held while a read runs or while its visitor is called (the rule
+ * catalog.h states). Connections are not tied to threads: a thread that ends leaves
+ * nothing behind, and tg_catalog_close closes the writer and every pooled reader
+ * (it must not race calls in flight). Statements are prepared once per connection
+ * and cached by their SQL text's address. */
+#include "catalog.h"
+#include "catalog_backend.h"
+#include "embedded.h"
+#include "log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* migrations/NNNN_*.sql, in order, compiled in by scripts/embed-migrations.sh:
+ * tg_migrations[i] is schema version i + 1. */
+#define MIGRATION_COUNT ((int)tg_migrations_count)
+
+#define STATEMENT_CACHE_SIZE 64
+/* Idle readers kept open; one returned beyond this is closed. The pool holds at
+ * most as many readers as calls ran at once (the server's threads and workers). */
+#define IDLE_READERS_MAX 64
+/* How long a connection waits on a lock another connection holds (the writer of
+ * another process, a checkpoint) before its call fails. */
+#define BUSY_TIMEOUT_MS 10000
+
+typedef struct conn {
+    sqlite3 *db;
+    struct {
+        const char *sql; /* identity: the static string's address */
+        sqlite3_stmt *statement;
+    } cache[STATEMENT_CACHE_SIZE];
+    struct conn *next_idle;
+} conn;
+
+typedef struct sqlite_catalog {
+    tg_catalog base; /* first: a tg_catalog * points here */
+    char *path;
+    pthread_mutex_t write_lock; /* held for every call on writer */
+    conn writer;
+    pthread_mutex_t pool_lock; /* guards the three fields below; held only to pop or push */
+    conn *idle;                /* readers not in use, the most recently used first */
+    unsigned idle_count;
+    unsigned readers; /* open readers, idle or checked out */
+    int schema_version;
+} sqlite_catalog;
+
+static const tg_catalog_ops sqlite_ops;
+
+static sqlite_catalog *sq(tg_catalog *catalog)
+{
+    assert(catalog->ops == &sqlite_ops);
+    return (sqlite_catalog *)catalog;
+}
+
+static int sq_schema_version(tg_catalog *catalog)
+{
+    return sq(catalog)->schema_version;
+}
+
+/* The cached statement for sql on k, reset and with bindings cleared; NULL when k
+ * is NULL (no connection could be had) or the statement does not prepare. The
+ * caller holds k (write_begin or read_begin). */
+static sqlite3_stmt *statement(conn *k, const char *sql)
+{
+    if (k == NULL)
+        return NULL;
+    for (int i = 0; i < STATEMENT_CACHE_SIZE; i++) {
+        if (k->cache[i].sql == sql) {
+            sqlite3_reset(k->cache[i].statement);
+            sqlite3_clear_bindings(k->cache[i].statement);
+            return k->cache[i].statement;
+        }
+        if (k->cache[i].sql == NULL) {
+            sqlite3_stmt *st = NULL;
+            if (sqlite3_prepare_v3(k->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+                SQLITE_OK) {
+                tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(k->db));
+                return NULL;
+            }
+            k->cache[i].sql = sql;
+            k->cache[i].statement = st;
+            return st;
+        }
+    }
+    tg_log(TG_LOG_ERROR, "catalog: more than %d distinct statements on one connection",
+           STATEMENT_CACHE_SIZE);
+    return NULL;
+}
+
+static void copy_text(char *dst, size_t dst_len, sqlite3_stmt *st, int column)
+{
+    const unsigned char *text = sqlite3_column_text(st, column);
+    snprintf(dst, dst_len, "%s", text ? (const char *)text : "");
+}
+
+static void bind_text(sqlite3_stmt *st, int index, const char *text)
+{
+    if (text == NULL)
+        sqlite3_bind_null(st, index);
+    else
+        sqlite3_bind_text(st, index, text, -1, SQLITE_TRANSIENT);
+}
+
+static int exec(conn *k, const char *sql)
+{
+    if (k == NULL)
+        return SQLITE_ERROR;
+    char *message = NULL;
+    int rc = sqlite3_exec(k->db, sql, NULL, NULL, &message);
+    if (rc != SQLITE_OK) {
+        tg_log(TG_LOG_ERROR, "catalog: %s", message ? message : sqlite3_errstr(rc));
+        sqlite3_free(message);
+    }
+    return rc;
+}
+
+/* Notes a full disk for tg_catalog_take_disk_full when k's last call failed for
+ * one: SQLite answers SQLITE_FULL when a write finds no room (ENOSPC); an fsync or
+ * a truncate that does gives SQLITE_IOERR_* with the errno kept. */
+static void note_disk_full(conn *k)
+{
+    int code = sqlite3_errcode(k->db);
+    int sys = sqlite3_system_errno(k->db);
+    if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT)))
+        tg_catalog_note_disk_full();
+}
+
+static void finalize_statements(conn *k)
+{
+    for (int i = 0; i < STATEMENT_CACHE_SIZE; i++) {
+        sqlite3_finalize(k->cache[i].statement);
+        k->cache[i].statement = NULL;
+        k->cache[i].sql = NULL;
+    }
+}
+
+/* The writer, for one call that writes; write_end gives it back. */
+static conn *write_begin(tg_catalog *catalog)
+{
+    sqlite_catalog *c = sq(catalog);
+    pthread_mutex_lock(&c->write_lock);
+    return &c->writer;
+}
+
+static void write_end(tg_catalog *catalog, conn *k)
+{
+    sqlite_catalog *c = sq(catalog);
+    note_disk_full(k);
+    pthread_mutex_unlock(&c->write_lock);
+}
+
+static void reader_close(conn *k)
+{
+    finalize_statements(k);
+    sqlite3_close(k->db);
+    free(k);
+}
+
+/* A new reader of the catalog file, or NULL (logged). */
+static conn *reader_open(const sqlite_catalog *c)
+{
+    conn *k = calloc(1, sizeof *k);
+    if (k == NULL) {
+        tg_log(TG_LOG_ERROR, "catalog: out of memory for a read connection");
+        return NULL;
+    }
+    /* NOMUTEX: a reader is used by one thread at a time (checked out). */
+    int rc = sqlite3_open_v2(c->path, &k->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(k->db, BUSY_TIMEOUT_MS);
+        rc = exec(k, "PRAGMA query_only=ON");
+    }
+    if (rc != SQLITE_OK) {
+        tg_log(TG_LOG_ERROR, "catalog: cannot open a read connection to %s: %s", c->path,
+               k->db ? sqlite3_errmsg(k->db) : sqlite3_errstr(rc));
+        sqlite3_close(k->db);
+        free(k);
+        return NULL;
+    }
+    return k;
+}
+
+/* A reader for one call that only reads: an idle one, or a new one. NULL when
+ * none can be opened (logged); the call then fails (statement and exec answer
+ * errors for a NULL connection). read_end gives it back. */
+static conn *read_begin(tg_catalog *catalog)
+{
+    sqlite_catalog *c = sq(catalog);
+    pthread_mutex_lock(&c->pool_lock);
+    conn *k = c->idle;
+    if (k != NULL) {
+        c->idle = k->next_idle;
+        c->idle_count--;
+    }
+    c->readers += k == NULL; /* counted before it opens: close sees it in flight */
+    pthread_mutex_unlock(&c->pool_lock);
+    if (k != NULL)
+        return k;
+    k = reader_open(c);
+    if (k == NULL) {
+        pthread_mutex_lock(&c->pool_lock);
+        c->readers--;
+        pthread_mutex_unlock(&c->pool_lock);
+    }
+    return k;
+}
+
+/* True when no statement of k is running: every call resets its statements
+ * before it gives the connection back, so the read transaction has ended. */
+static bool reader_is_quiet(conn *k)
+{
+    for (sqlite3_stmt *st = sqlite3_next_stmt(k->db, NULL); st; st = sqlite3_next_stmt(k->db, st))
+        if (sqlite3_stmt_busy(st))
+            return false;
+    return sqlite3_get_autocommit(k->db) != 0;
+}
+
+static void read_end(tg_catalog *catalog, conn *k)
+{
+    if (k == NULL)
+        return;
+    sqlite_catalog *c = sq(catalog);
+    note_disk_full(k);
+    /* A reader left inside a read transaction would keep serving its old snapshot
+     * to the next call: every call ends its statements. */
+    assert(reader_is_quiet(k));
+    pthread_mutex_lock(&c->pool_lock);
+    bool keep = c->idle_count < IDLE_READERS_MAX;
+    if (keep) {
+        k->next_idle = c->idle;
+        c->idle = k;
+        c->idle_count++;
+    } else {
+        c->readers--;
+    }
+    pthread_mutex_unlock(&c->pool_lock);
+    if (!keep)
+        reader_close(k);
+}
+
+/* PRAGMA foreign_key_check finds no row: every foreign key has its parent. */
+static bool foreign_keys_hold(conn *k)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(k->db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK)
+        return false;
+    bool hold = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+    return hold;
+}
+
+/* Brings the catalog to the newest schema on the writer (at open, before any reader). */
+static tg_cat_status apply_migrations(sqlite_catalog *c, char *err, size_t err_len)
+{
+    conn *k = &c->writer;
+    if (exec(k, "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot create schema_migrations: %s", sqlite3_errmsg(k->db));
+        return TG_CAT_ERROR;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(k->db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1,
+                           &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        snprintf(err, err_len, "cannot read schema_migrations: %s", sqlite3_errmsg(k->db));
+        sqlite3_finalize(st);
+        return TG_CAT_ERROR;
+    }
+    int current = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (current > MIGRATION_COUNT) {
+        snprintf(err, err_len,
+                 "the catalog is at schema version %d, newer than this tensorgate knows (%d); "
+                 "run a newer tensorgate",
+                 current, MIGRATION_COUNT);
+        return TG_CAT_ERROR;
+    }
+    /* A migration may rebuild a table (new, copy, drop, rename: SQLite cannot change a
+     * key in place), and with foreign keys on the DROP would cascade into every row
+     * that references it. So they are off while migrations run (the pragma cannot
+     * change inside a transaction) and each migration checks them before its commit. */
+    if (current < MIGRATION_COUNT && exec(k, "PRAGMA foreign_keys=OFF") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
+        return TG_CAT_ERROR;
+    }
+    for (int version = current + 1; version <= MIGRATION_COUNT; version++) {
+        char now[TG_TIME_LEN];
+        tg_time_now(now);
+        char record[128];
+        snprintf(record, sizeof record,
+                 "INSERT INTO schema_migrations(version, applied_at) VALUES (%d, '%s')", version,
+                 now);
+        /* One transaction per migration: a crash leaves the catalog at a whole version. */
+        if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+            goto fail;
+        if (exec(k, tg_catalog_migration_sql(version)) != SQLITE_OK ||
+            exec(k, record) != SQLITE_OK) {
+            exec(k, "ROLLBACK");
+            goto fail;
+        }
+        if (!foreign_keys_hold(k)) {
+            exec(k, "ROLLBACK");
+            snprintf(err, err_len,
+                     "migration %d failed: it leaves rows whose foreign key has no parent",
+                     version);
+            exec(k, "PRAGMA foreign_keys=ON");
+            return TG_CAT_ERROR;
+        }
+        if (exec(k, "COMMIT") != SQLITE_OK)
+            goto fail;
+        continue;
+    fail:
+        snprintf(err, err_len, "migration %d failed: %s", version, sqlite3_errmsg(k->db));
+        exec(k, "PRAGMA foreign_keys=ON");
+        return TG_CAT_ERROR;
+    }
+    if (exec(k, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
+        return TG_CAT_ERROR;
+    }
+    c->schema_version = MIGRATION_COUNT;
+    return TG_CAT_OK;
+}
+
+static void sq_close(tg_catalog *catalog)
+{
+    sqlite_catalog *c = sq(catalog);
+    /* Readers first: the writer's close, the last, checkpoints the WAL into the file. */
+    while (c->idle != NULL) {
+        conn *k = c->idle;
+        c->idle = k->next_idle;
+        c->idle_count--;
+        c->readers--;
+        reader_close(k);
+    }
+    if (c->readers != 0)
+        tg_log(TG_LOG_ERROR, "catalog: closed with %u read calls in flight", c->readers);
+    finalize_statements(&c->writer);
+    sqlite3_close(c->writer.db);
+    pthread_mutex_destroy(&c->pool_lock);
+    pthread_mutex_destroy(&c->write_lock);
+    free(c->path);
+    free(c);
+}
+
+/* The journal mode the writer reports (lowercase), for the WAL check at open. */
+static bool journal_is_wal(conn *k)
+{
+    sqlite3_stmt *st = NULL;
+    bool wal = false;
+    if (sqlite3_prepare_v2(k->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *mode = sqlite3_column_text(st, 0);
+        wal = mode != NULL && strcmp((const char *)mode, "wal") == 0;
+    }
+    sqlite3_finalize(st);
+    return wal;
+}
+
+tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    if (path[0] == '\0' || strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0) {
+        snprintf(err, err_len,
+                 "the SQLite catalog needs a file path (\"%s\" is not one: its read connections "
+                 "open the same file)",
+                 path);
+        return TG_CAT_ERROR;
+    }
+    sqlite_catalog *c = calloc(1, sizeof *c);
+    if (c == NULL || (c->path = strdup(path)) == NULL) {
+        free(c);
+        snprintf(err, err_len, "out of memory");
+        return TG_CAT_ERROR;
+    }
+    c->base.ops = &sqlite_ops;
+    if (pthread_mutex_init(&c->write_lock, NULL) != 0) {
+        free(c->path);
+        free(c);
+        snprintf(err, err_len, "cannot create the catalog's lock");
+        return TG_CAT_ERROR;
+    }
+    if (pthread_mutex_init(&c->pool_lock, NULL) != 0) {
+        pthread_mutex_destroy(&c->write_lock);
+        free(c->path);
+        free(c);
+        snprintf(err, err_len, "cannot create the catalog's lock");
+        return TG_CAT_ERROR;
+    }
+    /* NOMUTEX: write_lock serialises every use of the writer. */
+    int rc =
+        sqlite3_open_v2(path, &c->writer.db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, err_len, "cannot open the catalog %s: %s", path,
+                 c->writer.db ? sqlite3_errmsg(c->writer.db) : sqlite3_errstr(rc));
+        sq_close(&c->base);
+        return TG_CAT_ERROR;
+    }
+    sqlite3_busy_timeout(c->writer.db, BUSY_TIMEOUT_MS);
+    /* WAL: readers never block the writer nor wait for it (the read pool depends on
+     * it); synchronous=FULL: a committed row survives power loss. */
+    if (!journal_is_wal(&c->writer)) {
+        snprintf(err, err_len, "cannot put the catalog %s in WAL mode: %s", path,
+                 sqlite3_errmsg(c->writer.db));
+        sq_close(&c->base);
+        return TG_CAT_ERROR;
+    }
+    if (exec(&c->writer, "PRAGMA synchronous=FULL") != SQLITE_OK ||
+        exec(&c->writer, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
+        snprintf(err, err_len, "cannot configure the catalog %s: %s", path,
+                 sqlite3_errmsg(c->writer.db));
+        sq_close(&c->base);
+        return TG_CAT_ERROR;
+    }
+    if (apply_migrations(c, err, err_len) != TG_CAT_OK) {
+        sq_close(&c->base);
+        return TG_CAT_ERROR;
+    }
+    /* One reader now, parked in the pool: a catalog that cannot be read from a second
+     * connection is refused at open rather than at the first request. */
+    conn *k = read_begin(&c->base);
+    if (k == NULL) {
+        snprintf(err, err_len, "cannot open a read connection to the catalog %s", path);
+        sq_close(&c->base);
+        return TG_CAT_ERROR;
+    }
+    read_end(&c->base, k);
+    *out = &c->base;
+    return TG_CAT_OK;
+}
+
+static tg_cat_status sq_ping(tg_catalog *catalog)
+{
+    static const char sql[] = "SELECT count(*) FROM schema_migrations";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = (st && sqlite3_step(st) == SQLITE_ROW) ? TG_CAT_OK : TG_CAT_ERROR;
+    if (st)
+        sqlite3_reset(st);
+    read_end(catalog, k);
+    return status;
+}
+
+/* ---- models ---- */
+
+#define MODEL_COLUMNS "id, org, name, description, created_at"
+
+static void read_model(sqlite3_stmt *st, tg_model *out)
+{
+    out->id = sqlite3_column_int64(st, 0);
+    copy_text(out->org, sizeof out->org, st, 1);
+    copy_text(out->name, sizeof out->name, st, 2);
+    copy_text(out->description, sizeof out->description, st, 3);
+    copy_text(out->created_at, sizeof out->created_at, st, 4);
+}
+
+static tg_cat_status sq_model_create(tg_catalog *catalog, const char *org, const char *name,
+                                     const char *description, tg_model *out)
+{
+    static const char sql[] =
+        "INSERT INTO models(org, name, description, created_at) VALUES (?, ?, ?, ?)";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        bind_text(st, 2, name);
+        bind_text(st, 3, description ? description : "");
+        bind_text(st, 4, now);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            memset(out, 0, sizeof *out);
+            out->id = sqlite3_last_insert_rowid(k->db);
+            snprintf(out->org, sizeof out->org, "%s", org);
+            snprintf(out->name, sizeof out->name, "%s", name);
+            snprintf(out->description, sizeof out->description, "%s",
+                     description ? description : "");
+            memcpy(out->created_at, now, sizeof now);
+            status = TG_CAT_OK;
+        } else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_UNIQUE) {
+            status = TG_CAT_EXISTS;
+        }
+        sqlite3_reset(st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const char *name,
+                                  tg_model *out)
+{
+    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        bind_text(st, 2, name);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            read_model(st, out);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_model_list(tg_catalog *catalog, const char *org, const char *query,
+                                   const char *after_org, const char *after_name, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models"
+                              " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
+                              "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
+                              "   AND (?5 IS NULL OR org = ?5)"
+                              " ORDER BY org, name LIMIT ?4";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, after_org);
+        bind_text(st, 2, after_name ? after_name : "");
+        bind_text(st, 3, (query && query[0]) ? query : NULL);
+        sqlite3_bind_int64(st, 4, limit);
+        bind_text(st, 5, org);
+        int rc = SQLITE_ERROR;
+        tg_model *model = malloc(sizeof *model);
+        while (model && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_model(st, model);
+            visit(ctx, model);
+        }
+        status = (model && rc == SQLITE_DONE) ? TG_CAT_OK : TG_CAT_ERROR;
+        free(model);
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status run_write(conn *k, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_DONE)
+        status = sqlite3_changes(k->db) > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
+    else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_UNIQUE ||
+             sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_PRIMARYKEY)
+        status = TG_CAT_EXISTS;
+    sqlite3_reset(st);
+    return status;
+}
+
+static tg_cat_status sq_model_delete(tg_catalog *catalog, int64_t model_id)
+{
+    static const char sql[] = "DELETE FROM models WHERE id = ?";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+/* ---- versions ---- */
+
+#define VERSION_COLUMNS                                                                            \
+    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
+
+static void read_version(sqlite3_stmt *st, tg_version *out)
+{
+    out->id = sqlite3_column_int64(st, 0);
+    out->model_id = sqlite3_column_int64(st, 1);
+    out->number = sqlite3_column_int64(st, 2);
+    const unsigned char *state = sqlite3_column_text(st, 3);
+    out->published = state != NULL && strcmp((const char *)state, "published") == 0;
+    copy_text(out->created_at, sizeof out->created_at, st, 4);
+    copy_text(out->published_at, sizeof out->published_at, st, 5);
+    copy_text(out->digest, sizeof out->digest, st, 6);
+    out->derived_from = sqlite3_column_int64(st, 7); /* NULL reads as 0 */
+    copy_text(out->derived_dtype, sizeof out->derived_dtype, st, 8);
+}
+
+/* Runs a prepared single-row version query; caller holds k. */
+static tg_cat_status one_version(sqlite3_stmt *st, tg_version *out)
+{
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_ROW) {
+        read_version(st, out);
+        status = TG_CAT_OK;
+    } else if (rc == SQLITE_DONE) {
+        status = TG_CAT_NOT_FOUND;
+    }
+    sqlite3_reset(st);
+    return status;
+}
+
+static tg_cat_status sq_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
+{
+    static const char insert_sql[] =
+        "INSERT INTO versions(model_id, number, state, created_at)"
+        " SELECT ?1, coalesce(max(number), 0) + 1, 'draft', ?2 FROM versions WHERE model_id = ?1";
+    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(k, insert_sql);
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, now);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE) {
+            int64_t id = sqlite3_last_insert_rowid(k->db);
+            sqlite3_stmt *sel = statement(k, select_sql);
+            if (sel) {
+                sqlite3_bind_int64(sel, 1, id);
+                status = one_version(sel, out);
+            }
+        } else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_FOREIGNKEY) {
+            status = TG_CAT_NOT_FOUND;
+        }
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                    tg_version *out)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        sqlite3_bind_int64(st, 2, number);
+        status = one_version(st, out);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id, const char *digest,
+                                          tg_version *out)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"
+        " ORDER BY number DESC LIMIT 1";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, digest);
+        status = one_version(st, out);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t model_id,
+                                                 tg_version *out)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
+        " ORDER BY number DESC LIMIT 1";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        status = one_version(st, out);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const tg_version *version), void *ctx)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        int rc;
+        tg_version version;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_version(st, &version);
+            visit(ctx, &version);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id, const char *digest,
+                                        tg_version *out)
+{
+    static const char update_sql[] =
+        "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
+        " WHERE id = ? AND state = 'draft'";
+    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(k, update_sql);
+    if (st) {
+        bind_text(st, 1, now);
+        bind_text(st, 2, digest);
+        sqlite3_bind_int64(st, 3, version_id);
+        status = run_write(k, st);
+        /* No row changed: the version was already published (or is gone). */
+        if (status == TG_CAT_NOT_FOUND)
+            status = TG_CAT_CONFLICT;
+        if (status == TG_CAT_OK) {
+            sqlite3_stmt *sel = statement(k, select_sql);
+            status = TG_CAT_ERROR;
+            if (sel) {
+                sqlite3_bind_int64(sel, 1, version_id);
+                status = one_version(sel, out);
+            }
+        }
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+/* ---- aliases ---- */
+
+static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                  int64_t number)
+{
+    static const char sql[] =
+        "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"
+        " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, alias);
+        sqlite3_bind_int64(st, 3, number);
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                  int64_t *number)
+{
+    static const char sql[] = "SELECT number FROM aliases WHERE model_id = ? AND name = ?";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, alias);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *number = sqlite3_column_int64(st, 0);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
+                                   void (*visit)(void *ctx, const char *alias, int64_t number),
+                                   void *ctx)
+{
+    static const char sql[] = "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            visit(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+/* ---- files ---- */
+
+#define FILE_COLUMNS "path, kind, size, sha256, tensors, parameters, nan, inf, created_at"
+
+static void read_file_record(sqlite3_stmt *st, tg_file_record *out)
+{
+    copy_text(out->path, sizeof out->path, st, 0);
+    copy_text(out->kind, sizeof out->kind, st, 1);
+    out->size = (uint64_t)sqlite3_column_int64(st, 2);
+    copy_text(out->sha256, sizeof out->sha256, st, 3);
+    out->tensors = (uint64_t)sqlite3_column_int64(st, 4);
+    out->parameters = (uint64_t)sqlite3_column_int64(st, 5);
+    out->nan = (uint64_t)sqlite3_column_int64(st, 6);
+    out->inf = (uint64_t)sqlite3_column_int64(st, 7);
+    copy_text(out->created_at, sizeof out->created_at, st, 8);
+}
+
+/* Caller holds k: TG_CAT_OK when the version exists and is a draft. */
+static tg_cat_status check_draft(conn *k, int64_t version_id)
+{
+    static const char sql[] = "SELECT state FROM versions WHERE id = ?";
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, version_id);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_ROW)
+        status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
+                                                                                : TG_CAT_CONFLICT;
+    else if (rc == SQLITE_DONE)
+        status = TG_CAT_NOT_FOUND;
+    sqlite3_reset(st);
+    return status;
+}
+
+/* Caller holds k inside a transaction: TG_CAT_OK when the token hash names a
+ * token that still exists, has at least write scope and whose namespace (if any)
+ * is org; else TG_CAT_NOT_FOUND with *why "token_revoked" or "forbidden". */
+static tg_cat_status check_token_covers(conn *k, const char *hash, int64_t id, const char *org,
+                                        const char **why)
+{
+    static const char by_hash[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    static const char by_id[] = "SELECT scope, namespace FROM tokens WHERE id = ?";
+    sqlite3_stmt *st = statement(k, hash != NULL ? by_hash : by_id);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    if (hash != NULL)
+        bind_text(st, 1, hash);
+    else
+        sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_DONE) {
+        *why = "token_revoked";
+        status = TG_CAT_NOT_FOUND;
+    } else if (rc == SQLITE_ROW) {
+        const char *scope = (const char *)sqlite3_column_text(st, 0);
+        const char *ns = (const char *)sqlite3_column_text(st, 1);
+        status = TG_CAT_OK;
+        if (scope == NULL || strcmp(scope, "read") == 0 || (ns != NULL && strcmp(ns, org) != 0)) {
+            *why = "forbidden";
+            status = TG_CAT_NOT_FOUND;
+        }
+    }
+    sqlite3_reset(st);
+    return status;
+}
+
+/* Caller holds k inside a transaction: the guard's model still exists with
+ * the same id, org and name, version_id is one of its versions and a draft, and
+ * the guard's token still covers the model. */
+static tg_cat_status check_guard(conn *k, const tg_commit_guard *guard, int64_t version_id,
+                                 const char **why)
+{
+    static const char sql[] = "SELECT v.state FROM versions v JOIN models m ON m.id = v.model_id"
+                              " WHERE v.id = ? AND m.id = ? AND m.org = ? AND m.name = ?";
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, version_id);
+    sqlite3_bind_int64(st, 2, guard->model_id);
+    bind_text(st, 3, guard->org);
+    bind_text(st, 4, guard->name);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_DONE) {
+        *why = "version_not_found";
+        status = TG_CAT_NOT_FOUND;
+    } else if (rc == SQLITE_ROW) {
+        status = strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0 ? TG_CAT_OK
+                                                                                : TG_CAT_CONFLICT;
+        if (status == TG_CAT_CONFLICT)
+            *why = "version_published";
+    }
+    sqlite3_reset(st);
+    if (status == TG_CAT_OK && guard->token_hash != NULL)
+        status = check_token_covers(k, guard->token_hash, 0, guard->org, why);
+    return status;
+}
+
+static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
+                                         int64_t version_id, const tg_file_record *file,
+                                         const char *tensor_stats, const char **why)
+{
+    const char *why_local = NULL;
+    if (why == NULL)
+        why = &why_local;
+    *why = NULL;
+    static const char sql[] =
+        "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
+        " nan, inf, tensor_stats, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    /* The draft check and the insert are one transaction: a publish cannot slip between. */
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    status = guard != NULL ? check_guard(k, guard, version_id, why) : check_draft(k, version_id);
+    if (status == TG_CAT_OK) {
+        sqlite3_stmt *st = statement(k, sql);
+        status = TG_CAT_ERROR;
+        if (st) {
+            sqlite3_bind_int64(st, 1, version_id);
+            bind_text(st, 2, file->path);
+            bind_text(st, 3, file->kind);
+            sqlite3_bind_int64(st, 4, (int64_t)file->size);
+            bind_text(st, 5, file->sha256);
+            sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
+            sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
+            sqlite3_bind_int64(st, 8, (int64_t)file->nan);
+            sqlite3_bind_int64(st, 9, (int64_t)file->inf);
+            bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
+            bind_text(st, 11, now);
+            status = run_write(k, st);
+        }
+    }
+    if (exec(k, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK") != SQLITE_OK && status == TG_CAT_OK) {
+        exec(k, "ROLLBACK");
+        status = TG_CAT_ERROR;
+    }
+out:
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
+                                    int64_t version_id, const char **why)
+{
+    static const char model_sql[] = "SELECT 1 FROM models WHERE id = ? AND org = ? AND name = ?";
+    static const char version_sql[] = "SELECT 1 FROM versions WHERE id = ? AND model_id = ?";
+    *why = NULL;
+    conn *k = read_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    /* One read transaction: the three answers come from the same state. */
+    if (exec(k, "BEGIN") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(k, model_sql);
+    if (st != NULL) {
+        sqlite3_bind_int64(st, 1, guard->model_id);
+        bind_text(st, 2, guard->org);
+        bind_text(st, 3, guard->name);
+        int rc = sqlite3_step(st);
+        status = rc == SQLITE_ROW ? TG_CAT_OK : rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+        if (status == TG_CAT_NOT_FOUND)
+            *why = "model_deleted";
+        sqlite3_reset(st);
+    }
+    if (status == TG_CAT_OK && (st = statement(k, version_sql)) == NULL)
+        status = TG_CAT_ERROR;
+    if (status == TG_CAT_OK) {
+        sqlite3_bind_int64(st, 1, version_id);
+        sqlite3_bind_int64(st, 2, guard->model_id);
+        int rc = sqlite3_step(st);
+        status = rc == SQLITE_ROW ? TG_CAT_OK : rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+        if (status == TG_CAT_NOT_FOUND)
+            *why = "version_deleted";
+        sqlite3_reset(st);
+    }
+    if (status == TG_CAT_OK && guard->token_hash != NULL)
+        status = check_token_covers(k, guard->token_hash, 0, guard->org, why);
+    /* Read only: nothing to keep, so the transaction ends the same way whatever the answer. */
+    if (exec(k, "ROLLBACK") != SQLITE_OK)
+        status = TG_CAT_ERROR;
+out:
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
+                                 tg_file_record *out)
+{
+    static const char sql[] =
+        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id);
+        bind_text(st, 2, path);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            read_file_record(st, out);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
+                                   char **tensor_stats)
+{
+    static const char sql[] = "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?";
+    *tensor_stats = NULL;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id);
+        bind_text(st, 2, path);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const char *text = (const char *)sqlite3_column_text(st, 0);
+            *tensor_stats = strdup(text ? text : "[]");
+            status = *tensor_stats ? TG_CAT_OK : TG_CAT_ERROR;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
+{
+    static const char sql[] = "DELETE FROM files WHERE version_id = ? AND path = ?";
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    status = check_draft(k, version_id);
+    if (status == TG_CAT_OK) {
+        sqlite3_stmt *st = statement(k, sql);
+        status = TG_CAT_ERROR;
+        if (st) {
+            sqlite3_bind_int64(st, 1, version_id);
+            bind_text(st, 2, path);
+            status = run_write(k, st);
+        }
+    }
+    exec(k, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK");
+out:
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
+                                  unsigned limit,
+                                  void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
+{
+    static const char sql[] =
+        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
+        " ORDER BY path LIMIT ?3";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id);
+        bind_text(st, 2, after_path);
+        sqlite3_bind_int64(st, 3, limit == 0 ? -1 : (int64_t)limit);
+        int rc;
+        tg_file_record file;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_file_record(st, &file);
+            visit(ctx, &file);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+/* ---- rejections ---- */
+
+static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
+{
+    static const char sql[] =
+        "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, rejection->time);
+        bind_text(st, 2, rejection->model[0] ? rejection->model : NULL);
+        if (rejection->version >= 0)
+            sqlite3_bind_int64(st, 3, rejection->version);
+        else
+            sqlite3_bind_null(st, 3);
+        bind_text(st, 4, rejection->path[0] ? rejection->path : NULL);
+        bind_text(st, 5, rejection->reason);
+        bind_text(st, 6, rejection->format[0] ? rejection->format : NULL);
+        bind_text(st, 7, rejection->detail);
+        bind_text(st, 8, rejection->client);
+        sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+                                       void (*visit)(void *ctx, const tg_rejection *rejection),
+                                       void *ctx)
+{
+    static const char sql[] =
+        "SELECT id, time, model, version, path, reason, format, detail, client, size"
+        " FROM rejections WHERE (?1 <= 0 OR id < ?1) ORDER BY id DESC LIMIT ?2";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, before_id);
+        sqlite3_bind_int64(st, 2, limit);
+        int rc;
+        tg_rejection r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            r.id = sqlite3_column_int64(st, 0);
+            copy_text(r.time, sizeof r.time, st, 1);
+            copy_text(r.model, sizeof r.model, st, 2);
+            r.version =
+                sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+            copy_text(r.path, sizeof r.path, st, 4);
+            copy_text(r.reason, sizeof r.reason, st, 5);
+            copy_text(r.format, sizeof r.format, st, 6);
+            copy_text(r.detail, sizeof r.detail, st, 7);
+            copy_text(r.client, sizeof r.client, st, 8);
+            r.size = (uint64_t)sqlite3_column_int64(st, 9);
+            visit(ctx, &r);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+/* ---- tokens ---- */
+
+static const char *scope_name(tg_scope scope)
+{
+    switch (scope) {
+    case TG_SCOPE_READ:
+        return "read";
+    case TG_SCOPE_WRITE:
+        return "write";
+    case TG_SCOPE_ADMIN:
+        return "admin";
+    case TG_SCOPE_NONE:
+        break;
+    }
+    return NULL;
+}
+
+static tg_scope scope_from_text(const char *text)
+{
+    if (text && strcmp(text, "read") == 0)
+        return TG_SCOPE_READ;
+    if (text && strcmp(text, "write") == 0)
+        return TG_SCOPE_WRITE;
+    if (text && strcmp(text, "admin") == 0)
+        return TG_SCOPE_ADMIN;
+    return TG_SCOPE_NONE;
+}
+
+static tg_cat_status sq_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
+                                  const char *namespace_or_null)
+{
+    static const char sql[] =
+        "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)";
+    const char *scope_text = scope_name(scope);
+    if (scope_text == NULL)
+        return TG_CAT_ERROR;
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, hash);
+        bind_text(st, 2, scope_text);
+        bind_text(st, 3, namespace_or_null);
+        bind_text(st, 4, now);
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
+                                     char *namespace_out, size_t namespace_len)
+{
+    static const char sql[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, hash);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *scope = scope_from_text((const char *)sqlite3_column_text(st, 0));
+            copy_text(namespace_out, namespace_len, st, 1);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_token_each(tg_catalog *catalog,
+                                   void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
+{
+    static const char sql[] = "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            tg_token_info token;
+            memset(&token, 0, sizeof token);
+            token.id = sqlite3_column_int64(st, 0);
+            token.scope = scope_from_text((const char *)sqlite3_column_text(st, 1));
+            copy_text(token.namespace_name, sizeof token.namespace_name, st, 2);
+            copy_text(token.created_at, sizeof token.created_at, st, 3);
+            visit(ctx, &token);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_token_revoke(tg_catalog *catalog, int64_t id)
+{
+    static const char sql[] = "DELETE FROM tokens WHERE id = ?";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+/* ---- blobs ---- */
+
+static tg_cat_status sq_blob_each(tg_catalog *catalog,
+                                  int (*visit)(void *ctx, const char *sha256, uint64_t size),
+                                  void *ctx)
+{
+    /* A running job's finished files count too: their blobs are in the store. */
+    static const char sql[] = "SELECT sha256, size FROM files UNION"
+                              " SELECT sha256, size FROM job_files ORDER BY sha256";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            if (visit(ctx, (const char *)sqlite3_column_text(st, 0),
+                      (uint64_t)sqlite3_column_int64(st, 1)) != 0) {
+                rc = SQLITE_DONE;
+                break;
+            }
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
+{
+    static const char sql[] = "SELECT 1 FROM files WHERE sha256 = ?1"
+                              " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, sha256);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            *referenced = rc == SQLITE_ROW;
+            status = TG_CAT_OK;
+        }
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
+{
+    static const char sql[] = "SELECT id FROM tokens WHERE hash = ?";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, hash);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *id = sqlite3_column_int64(st, 0);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_model_blobs(tg_catalog *catalog, int64_t model_id,
+                                    void (*visit)(void *ctx, const char *sha256), void *ctx)
+{
+    static const char sql[] =
+        "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"
+        " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"
+        " WHERE j.model_id = ?1";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            visit(ctx, (const char *)sqlite3_column_text(st, 0));
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+/* ---- jobs ---- */
+
+/* Runs one prepared write of a job transaction; caller holds k. */
+static bool step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+}
+
+#define JOB_COLUMNS                                                                                \
+    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
+    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
+    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id"
+#define JOB_FROM                                                                                   \
+    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
+    "j.source_version_id"
+
+static void read_job(sqlite3_stmt *st, tg_job *out)
+{
+    out->id = sqlite3_column_int64(st, 0);
+    const char *state = (const char *)sqlite3_column_text(st, 1);
+    out->state = TG_JOB_FAILED;
+    for (int i = TG_JOB_QUEUED; state != NULL && i <= TG_JOB_FAILED; i++)
+        if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
+            out->state = (tg_job_state)i;
+    out->model_id = sqlite3_column_int64(st, 2);
+    copy_text(out->org, sizeof out->org, st, 3);
+    copy_text(out->name, sizeof out->name, st, 4);
+    out->source_version_id = sqlite3_column_int64(st, 5);
+    out->source_number = sqlite3_column_int64(st, 6);
+    copy_text(out->dtype, sizeof out->dtype, st, 7);
+    copy_text(out->tensors, sizeof out->tensors, st, 8);
+    out->bytes_done = (uint64_t)sqlite3_column_int64(st, 9);
+    out->bytes_total = (uint64_t)sqlite3_column_int64(st, 10);
+    out->attempts = sqlite3_column_int64(st, 11);
+    out->result_version = sqlite3_column_int64(st, 12);
+    copy_text(out->error_reason, sizeof out->error_reason, st, 13);
+    copy_text(out->error_detail, sizeof out->error_detail, st, 14);
+    out->cancel_requested = strcmp(out->error_reason, "cancelled") == 0;
+    copy_text(out->created_at, sizeof out->created_at, st, 15);
+    copy_text(out->started_at, sizeof out->started_at, st, 16);
+    copy_text(out->finished_at, sizeof out->finished_at, st, 17);
+    out->token_id = sqlite3_column_int64(st, 18);
+}
+
+/* Caller holds k. */
+static tg_cat_status job_by_id(conn *k, int64_t job_id, tg_job *out)
+{
+    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = ?";
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (rc == SQLITE_ROW) {
+        read_job(st, out);
+        status = TG_CAT_OK;
+    } else if (rc == SQLITE_DONE) {
+        status = TG_CAT_NOT_FOUND;
+    }
+    sqlite3_reset(st);
+    return status;
+}
+
+/* The queued or running job (not being cancelled) that would make the same
+ * version; caller holds k. TG_CAT_NOT_FOUND when there is none. */
+static tg_cat_status same_job(conn *k, int64_t source_version_id, const char *dtype,
+                              const char *tensors_json, tg_job *out)
+{
+    static const char sql[] =
+        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
+        " AND source_version_id = ? AND dtype = ? AND tensors = ? ORDER BY id LIMIT 1";
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, source_version_id);
+    bind_text(st, 2, dtype);
+    bind_text(st, 3, tensors_json);
+    int rc = sqlite3_step(st);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return job_by_id(k, id, out);
+    return rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+}
+
+static tg_cat_status sq_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                      int64_t source_version_id, const char *dtype,
+                                      const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                      bool *existing)
+{
+    static const char sql[] =
+        "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
+        " created_at, token_id) VALUES ('convert', 'queued', ?, ?, ?, ?, ?, ?, ?)";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    *existing = false;
+    /* The writer's lock makes the look-up and the insert one step within the
+     * process (one process serves a data dir): two equal requests queue one job. */
+    conn *k = write_begin(catalog);
+    tg_cat_status status = same_job(k, source_version_id, dtype, tensors_json, out);
+    if (status != TG_CAT_NOT_FOUND) {
+        *existing = status == TG_CAT_OK;
+        write_end(catalog, k);
+        return status;
+    }
+    sqlite3_stmt *st = statement(k, sql);
+    status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        sqlite3_bind_int64(st, 2, source_version_id);
+        bind_text(st, 3, dtype);
+        bind_text(st, 4, tensors_json);
+        sqlite3_bind_int64(st, 5, (int64_t)bytes_total);
+        bind_text(st, 6, now);
+        if (token_id > 0)
+            sqlite3_bind_int64(st, 7, token_id);
+        else
+            sqlite3_bind_null(st, 7);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE)
+            status = job_by_id(k, sqlite3_last_insert_rowid(k->db), out);
+        else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
+            status = TG_CAT_NOT_FOUND;
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
+{
+    conn *k = read_begin(catalog);
+    tg_cat_status status = job_by_id(k, job_id, out);
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filter,
+                                 int64_t before_id, unsigned limit,
+                                 void (*visit)(void *ctx, const tg_job *job), void *ctx)
+{
+    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM
+                              " WHERE (?1 IS NULL OR j.state = ?1) AND (?2 IS NULL OR m.org = ?2)"
+                              " AND (?3 IS NULL OR m.name = ?3) AND (?4 <= 0 OR j.id < ?4)"
+                              " ORDER BY j.id DESC LIMIT ?5";
+    tg_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        return TG_CAT_ERROR;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, filter->has_state ? tg_job_state_name(filter->state) : NULL);
+        bind_text(st, 2, filter->org);
+        bind_text(st, 3, filter->org ? filter->name : NULL);
+        sqlite3_bind_int64(st, 4, before_id);
+        sqlite3_bind_int64(st, 5, limit);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_job(st, job);
+            visit(ctx, job);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    free(job);
+    return status;
+}
+
+static tg_cat_status sq_job_claim(tg_catalog *catalog, tg_job *out)
+{
+    static const char pick_sql[] = "SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1";
+    static const char claim_sql[] =
+        "UPDATE jobs SET state = 'running', attempts = attempts + 1,"
+        " started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'queued'";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *pick = statement(k, pick_sql);
+    if (pick == NULL)
+        goto out;
+    int rc = sqlite3_step(pick);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(pick, 0) : 0;
+    sqlite3_reset(pick);
+    if (rc == SQLITE_DONE) {
+        status = TG_CAT_NOT_FOUND;
+        goto out;
+    }
+    if (rc != SQLITE_ROW)
+        goto out;
+    /* The writer's lock serializes claims within the process; one process serves a data dir. */
+    sqlite3_stmt *claim = statement(k, claim_sql);
+    if (claim == NULL)
+        goto out;
+    bind_text(claim, 1, now);
+    sqlite3_bind_int64(claim, 2, id);
+    status = run_write(k, claim);
+    if (status == TG_CAT_OK)
+        status = job_by_id(k, id, out);
+out:
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
+                                    unsigned *failed)
+{
+    /* a cancel asked before the stop is kept: such a job fails, never resumes */
+    static const char cancelled_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = ? WHERE state = 'running'"
+        " AND error_reason = 'cancelled'";
+    static const char fail_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = 'interrupted',"
+        " error_detail = 'the server stopped during the job ' || attempts || ' times; given up'"
+        " WHERE state = 'running' AND attempts >= ?";
+    static const char drop_sql[] =
+        "DELETE FROM job_files WHERE job_id IN (SELECT id FROM jobs WHERE state = 'failed')";
+    static const char requeue_sql[] = "UPDATE jobs SET state = 'queued' WHERE state = 'running'";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    *requeued = *failed = 0;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(k, cancelled_sql);
+    if (st == NULL)
+        goto rollback;
+    bind_text(st, 1, now);
+    if (!step_done(st))
+        goto rollback;
+    *failed = (unsigned)sqlite3_changes(k->db);
+    st = statement(k, fail_sql);
+    if (st == NULL)
+        goto rollback;
+    bind_text(st, 1, now);
+    sqlite3_bind_int64(st, 2, max_attempts);
+    if (!step_done(st))
+        goto rollback;
+    *failed += (unsigned)sqlite3_changes(k->db);
+    st = statement(k, drop_sql);
+    if (st == NULL || sqlite3_step(st) != SQLITE_DONE) {
+        if (st)
+            sqlite3_reset(st);
+        goto rollback;
+    }
+    sqlite3_reset(st);
+    st = statement(k, requeue_sql);
+    if (st == NULL || sqlite3_step(st) != SQLITE_DONE) {
+        if (st)
+            sqlite3_reset(st);
+        goto rollback;
+    }
+    sqlite3_reset(st);
+    *requeued = (unsigned)sqlite3_changes(k->db);
+    if (exec(k, "COMMIT") == SQLITE_OK) {
+        status = TG_CAT_OK;
+        goto out;
+    }
+rollback:
+    exec(k, "ROLLBACK");
+    *requeued = *failed = 0;
+out:
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
+                                     uint64_t bytes_total)
+{
+    static const char sql[] = "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, (int64_t)bytes_done);
+        sqlite3_bind_int64(st, 2, (int64_t)bytes_total);
+        sqlite3_bind_int64(st, 3, job_id);
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+/* queued or running -> failed, and its job_files rows go; detail NULL keeps the
+ * stored one (a cancel's). Caller holds k inside a transaction. */
+static tg_cat_status fail_job(conn *k, int64_t job_id, const char *reason, const char *detail)
+{
+    static const char fail_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?,"
+        " error_detail = coalesce(?, error_detail) WHERE id = ? AND state IN ('queued', 'running')";
+    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    sqlite3_stmt *st = statement(k, fail_sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    bind_text(st, 1, now);
+    bind_text(st, 2, reason);
+    bind_text(st, 3, detail);
+    sqlite3_bind_int64(st, 4, job_id);
+    tg_cat_status status = run_write(k, st);
+    if (status != TG_CAT_OK)
+        return status;
+    st = statement(k, drop_sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, job_id);
+    return step_done(st) ? TG_CAT_OK : TG_CAT_ERROR;
+}
+
+/* Ends the transaction: COMMIT when status is OK, else ROLLBACK. Caller holds k. */
+static tg_cat_status finish_transaction(conn *k, tg_cat_status status)
+{
+    if (status == TG_CAT_OK && exec(k, "COMMIT") == SQLITE_OK)
+        return TG_CAT_OK;
+    exec(k, "ROLLBACK");
+    return status == TG_CAT_OK ? TG_CAT_ERROR : status;
+}
+
+static tg_cat_status sq_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
+                                 const char *detail)
+{
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(k, "BEGIN IMMEDIATE") == SQLITE_OK)
+        status = finish_transaction(k, fail_job(k, job_id, reason, detail));
+    write_end(catalog, k);
+    return status;
+}
+
+/* Marks a running job for the worker to stop; caller holds k. */
+static tg_cat_status mark_cancelled(conn *k, int64_t job_id)
+{
+    static const char sql[] =
+        "UPDATE jobs SET error_reason = 'cancelled',"
+        " error_detail = 'cancelled while it ran; its partial output was discarded'"
+        " WHERE id = ? AND state = 'running'";
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, job_id);
+    return run_write(k, st);
+}
+
+static tg_cat_status sq_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
+                                   tg_job *out)
+{
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    /* read and change in one transaction: the worker's claim cannot come between */
+    status = job_by_id(k, job_id, out);
+    if (status == TG_CAT_OK) {
+        *was = out->state;
+        if (out->state == TG_JOB_QUEUED)
+            status = fail_job(k, job_id, "cancelled", "cancelled before it started");
+        else if (out->state == TG_JOB_RUNNING && !out->cancel_requested)
+            status = mark_cancelled(k, job_id);
+    }
+    if (status == TG_CAT_OK)
+        status = job_by_id(k, job_id, out);
+    status = finish_transaction(k, status);
+out:
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_file_put(tg_catalog *catalog, int64_t job_id,
+                                     const tg_file_record *file, const char *tensor_stats)
+{
+    static const char sql[] =
+        "INSERT OR REPLACE INTO job_files(job_id, path, kind, size, sha256, tensors, parameters,"
+        " nan, inf, tensor_stats) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
+        " FROM jobs WHERE id = ?1 AND state = 'running' AND error_reason IS NULL";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        bind_text(st, 2, file->path);
+        bind_text(st, 3, file->kind);
+        sqlite3_bind_int64(st, 4, (int64_t)file->size);
+        bind_text(st, 5, file->sha256);
+        sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
+        sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
+        sqlite3_bind_int64(st, 8, (int64_t)file->nan);
+        sqlite3_bind_int64(st, 9, (int64_t)file->inf);
+        bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
+        /* no row inserted: the job is gone, no longer running, or being cancelled */
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_file_list(tg_catalog *catalog, int64_t job_id,
+                                      void (*visit)(void *ctx, const tg_file_record *file),
+                                      void *ctx)
+{
+    static const char sql[] = "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
+                              " FROM job_files WHERE job_id = ? ORDER BY path";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        int rc;
+        tg_file_record file;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            read_file_record(st, &file);
+            visit(ctx, &file);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
+                                   tg_version *out)
+{
+    static const char version_sql[] =
+        "INSERT INTO versions(model_id, number, state, created_at, published_at, digest,"
+        " derived_from, derived_dtype)"
+        " SELECT ?1, coalesce(max(number), 0) + 1, 'published', ?2, ?2, ?3, ?4, ?5"
+        " FROM versions WHERE model_id = ?1";
+    /* carried over: the source's files that the job did not replace (same blobs) */
+    static const char carried_sql[] =
+        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
+        " tensor_stats, created_at)"
+        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
+        " FROM files WHERE version_id = ?3"
+        " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)";
+    static const char made_sql[] =
+        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
+        " tensor_stats, created_at)"
+        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
+        " FROM job_files WHERE job_id = ?3";
+    static const char done_sql[] =
+        "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"
+        " bytes_done = bytes_total WHERE id = ?";
+    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
+    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    tg_job *job = malloc(sizeof *job);
+    if (job == NULL)
+        goto rollback;
+    status = job_by_id(k, job_id, job);
+    if (status == TG_CAT_OK && (job->state != TG_JOB_RUNNING || job->cancel_requested))
+        status = TG_CAT_CONFLICT;
+    if (status != TG_CAT_OK) {
+        free(job);
+        goto rollback;
+    }
+    /* the token that asked for the job must still exist and cover the model: a
+     * revoked token's job fails here rather than publish under a dead grant */
+    const char *why = NULL;
+    if (job->token_id > 0) {
+        status = check_token_covers(k, NULL, job->token_id, job->org, &why);
+        if (status == TG_CAT_NOT_FOUND) {
+            status =
+                fail_job(k, job_id, why,
+                         strcmp(why, "token_revoked") == 0
+                             ? "the token that asked for the job was revoked before it finished"
+                             : "the token that asked for the job no longer covers its model");
+            free(job);
+            if (status == TG_CAT_OK && exec(k, "COMMIT") == SQLITE_OK) {
+                status = TG_CAT_CONFLICT;
+                goto out;
+            }
+            status = TG_CAT_ERROR;
+            goto rollback;
+        }
+        if (status != TG_CAT_OK) {
+            free(job);
+            goto rollback;
+        }
+    }
+    status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(k, version_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, job->model_id);
+    bind_text(st, 2, now);
+    bind_text(st, 3, digest);
+    sqlite3_bind_int64(st, 4, job->source_number);
+    bind_text(st, 5, job->dtype);
+    if (!step_done(st))
+        goto rollback_job;
+    int64_t version_id = sqlite3_last_insert_rowid(k->db);
+    st = statement(k, carried_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    bind_text(st, 2, now);
+    sqlite3_bind_int64(st, 3, job->source_version_id);
+    sqlite3_bind_int64(st, 4, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(k, made_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    bind_text(st, 2, now);
+    sqlite3_bind_int64(st, 3, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(k, select_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    if (one_version(st, out) != TG_CAT_OK)
+        goto rollback_job;
+    st = statement(k, done_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, out->number);
+    bind_text(st, 2, now);
+    sqlite3_bind_int64(st, 3, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(k, drop_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    free(job);
+    if (exec(k, "COMMIT") == SQLITE_OK) {
+        status = TG_CAT_OK;
+        goto out;
+    }
+    goto rollback;
+rollback_job:
+    free(job);
+rollback:
+    exec(k, "ROLLBACK");
+out:
+    write_end(catalog, k);
+    return status;
+}
+
+static const tg_catalog_ops sqlite_ops = {
+    .name = "sqlite",
+    .close = sq_close,
+    .ping = sq_ping,
+    .schema_version = sq_schema_version,
+    .model_create = sq_model_create,
+    .model_get = sq_model_get,
+    .model_list = sq_model_list,
+    .model_delete = sq_model_delete,
+    .version_create = sq_version_create,
+    .version_get = sq_version_get,
+    .version_by_digest = sq_version_by_digest,
+    .version_latest_published = sq_version_latest_published,
+    .version_list = sq_version_list,
+    .version_publish = sq_version_publish,
+    .alias_set = sq_alias_set,
+    .alias_get = sq_alias_get,
+    .alias_list = sq_alias_list,
+    .file_put_guarded = sq_file_put_guarded,
+    .guard_check = sq_guard_check,
+    .file_get = sq_file_get,
+    .file_stats = sq_file_stats,
+    .file_delete = sq_file_delete,
+    .file_list = sq_file_list,
+    .rejection_add = sq_rejection_add,
+    .rejection_list = sq_rejection_list,
+    .token_add = sq_token_add,
+    .token_lookup = sq_token_lookup,
+    .token_each = sq_token_each,
+    .token_id = sq_token_id,
+    .token_revoke = sq_token_revoke,
+    .blob_each = sq_blob_each,
+    .model_blobs = sq_model_blobs,
+    .blob_referenced = sq_blob_referenced,
+    .job_create_by = sq_job_create_by,
+    .job_get = sq_job_get,
+    .job_list = sq_job_list,
+    .job_cancel = sq_job_cancel,
+    .job_claim = sq_job_claim,
+    .job_recover = sq_job_recover,
+    .job_progress = sq_job_progress,
+    .job_fail = sq_job_fail,
+    .job_file_put = sq_job_file_put,
+    .job_file_list = sq_job_file_list,
+    .job_commit = sq_job_commit,
+};
