@@ -1,13 +1,19 @@
-/* Subcommands of the tensorgate binary. Each returns the process exit status. */
+/* cmd/: the top layer (docs/ARCHITECTURE.md). main.c and every subcommand of the
+ * tensorgate binary: the local file commands work on lib/ alone; serve opens the
+ * storage backends, starts the engines (jobs, preloads) and hands the routing table
+ * of server/routes/ to the HTTP layer; token, gc and fsck maintain a data directory
+ * beside a running server. Nothing below links this folder: the binary is main.o +
+ * libtgcmd.a + libtgserver.a + libtensorgate.a. Each command returns the process
+ * exit status. */
 #ifndef TG_COMMANDS_H
 #define TG_COMMANDS_H
 
-/* cli/: local file commands (no server) */
+/* local file commands (no server) */
 int tg_cmd_validate(int argc, char **argv); /* cmd/validate.c */
 int tg_cmd_inspect(int argc, char **argv);  /* cmd/inspect.c */
 int tg_cmd_convert(int argc, char **argv);  /* cmd/convert.c */
 
-/* server/: the gateway and its maintenance commands */
+/* the gateway and its maintenance commands */
 int tg_cmd_serve(int argc, char **argv); /* cmd/serve.c */
 int tg_cmd_token(int argc, char **argv); /* cmd/serve.c */
 int tg_cmd_gc(int argc, char **argv);    /* cmd/serve.c */

@@ -1,4 +1,10 @@
-/* The gate: one streaming decision for a whole upload, used by `tensorgate validate`,
+/* lib/: the bottom layer (docs/ARCHITECTURE.md), the safetensors format library
+ * (prefix st_): strict header parsing, this gate, content sniffing (sniff/), dtypes,
+ * slicing, conversion, writing, .npy, stats and UTF-8. Pure functions over bytes
+ * the caller supplies: no I/O, no HTTP, no SQL, nothing above it; the server, the
+ * CLI, the fuzzers and the property tests share it, so they give one verdict.
+ *
+ * The gate: one streaming decision for a whole upload, used by `tensorgate validate`,
  * POST /v1/scan and the upload path alike, so all three give the same verdict.
  *
  * Feed the bytes in order. As soon as the first 8 + N bytes are in, the header

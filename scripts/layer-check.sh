@@ -10,7 +10,12 @@
 #   2. <sqlite3.h> or <libpq-fe.h> outside server/storage/, and SQL text
 #      ("SELECT ...", "INSERT INTO ...") outside server/storage/;
 #   3. a blob path ("blobs/") outside server/storage/;
-#   4. with BUILD set (a build folder), any object of libtgserver.a that needs a
+#   4. a storage backend's own header (store.h, catalog_backend.h,
+#      blobstore_backend.h) included outside server/storage/: above it there are
+#      only the interfaces, catalog.h and blobstore.h;
+#   5. a .c file of common/ or server/ without its unit test at the same relative
+#      path under tests/unit/ (tests mirror sources);
+#   6. with BUILD set (a build folder), any object of libtgserver.a that needs a
 #      symbol only cmd/ defines (the server never links command code).
 # Headers are named by base name (every layer folder is on the include path), so
 # a name must be unique across the tree: a duplicate fails too.
@@ -20,21 +25,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 status=0
-known=0
-# scripts/layer-exceptions.txt: violations being removed, one "FILE HEADER" a line;
-# each is reported but does not fail the check. The goal is an empty file.
-exceptions=scripts/layer-exceptions.txt
 fail() {
     echo "layer-check: $*" >&2
     status=1
-}
-violation() { # FILE HEADER MESSAGE
-    if [ -f "$exceptions" ] && grep -qx "$1 $2" "$exceptions"; then
-        echo "layer-check: known, to remove: $3" >&2
-        known=$((known + 1))
-    else
-        fail "$3"
-    fi
 }
 
 # The folders each layer may include from (besides itself).
@@ -87,7 +80,12 @@ for f in $sources; do
         [ "$tl" = "$layer" ] && continue
         allowed_here=0
         for a in $ok; do [ "$a" = "$tl" ] && allowed_here=1; done
-        [ $allowed_here -eq 1 ] || violation "$f" "$base" "$f ($layer) includes \"$inc\" from $target: a layer it may not use"
+        [ $allowed_here -eq 1 ] || fail "$f ($layer) includes \"$inc\" from $target: a layer it may not use"
+        case $base in
+        store.h | catalog_backend.h | blobstore_backend.h)
+            case $dir in server/storage) ;; *) fail "$f includes \"$inc\": a storage backend's own header (use catalog.h or blobstore.h)" ;; esac
+            ;;
+        esac
     done
 done
 
@@ -105,7 +103,16 @@ for f in $sources; do
     fi
 done
 
-# 4. libtgserver.a never needs cmd/ code
+# 5. every .c of common/ and server/ has its unit test at the same path under tests/unit/
+for f in $sources; do
+    case $f in
+    common/*.c | server/*.c)
+        [ -f "tests/unit/$f" ] || fail "$f has no unit test at tests/unit/$f (tests mirror sources)"
+        ;;
+    esac
+done
+
+# 6. libtgserver.a never needs cmd/ code
 linked=0
 if [ $# -ge 1 ] && [ -f "$1/libtgserver.a" ] && [ -f "$1/libtgcmd.a" ]; then
     tmp=$(mktemp -d)
@@ -119,6 +126,6 @@ if [ $# -ge 1 ] && [ -f "$1/libtgserver.a" ] && [ -f "$1/libtgcmd.a" ]; then
 fi
 
 if [ $status -eq 0 ]; then
-    echo "layer-check: $checked includes in $(echo "$sources" | wc -l) files follow the layer rule ($known known exceptions); link check: $([ $linked -eq 1 ] && echo done || echo skipped)"
+    echo "layer-check: $checked includes in $(echo "$sources" | wc -l) files follow the layer rule; link check: $([ $linked -eq 1 ] && echo done || echo skipped)"
 fi
 exit $status
