@@ -11,6 +11,7 @@
  * checked against the strict grammar here instead of producing a file the gate refuses. */
 #include "st_write.h"
 #include "st_alloc.h"
+#include "st_utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -115,47 +116,6 @@ static void put_string(json_buffer *b, const char *s)
     put(b, "\"", 1);
 }
 
-/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool valid_utf8(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        uint32_t cp, min;
-        if (c >= 0xc2 && c <= 0xdf) {
-            n = 1;
-            cp = c & 0x1f;
-            min = 0x80;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 2;
-            cp = c & 0x0f;
-            min = 0x800;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 3;
-            cp = c & 0x07;
-            min = 0x10000;
-        } else {
-            return false;
-        }
-        if (len - i - 1 < n)
-            return false;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return false;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        i += n + 1;
-    }
-    return true;
-}
-
 static st_reason check_name(const char *name, st_error *err)
 {
     if (name == NULL || name[0] == '\0')
@@ -171,7 +131,7 @@ static st_reason check_name(const char *name, st_error *err)
             return st_error_set(err, ST_TENSOR_NAME_CONTROL, ST_NO_OFFSET, name,
                                 "tensor name has control character 0x%02x at byte %zu", c, i);
     }
-    if (!valid_utf8((const unsigned char *)name, len))
+    if (!st_utf8_valid(name, len, NULL))
         return st_error_set(err, ST_HEADER_NOT_UTF8, ST_NO_OFFSET, name,
                             "a tensor name is not valid UTF-8");
     if (strcmp(name, "__metadata__") == 0)
@@ -236,8 +196,7 @@ static st_reason check_metadata(const st_metadata_entry *metadata, size_t count,
         if (key == NULL || value == NULL)
             return st_error_set(err, ST_METADATA_VALUE_NOT_STRING, ST_NO_OFFSET, NULL,
                                 "metadata entry %zu has no key or no value", i);
-        if (!valid_utf8((const unsigned char *)key, strlen(key)) ||
-            !valid_utf8((const unsigned char *)value, strlen(value)))
+        if (!st_utf8_valid(key, strlen(key), NULL) || !st_utf8_valid(value, strlen(value), NULL))
             return st_error_set(err, ST_HEADER_NOT_UTF8, ST_NO_OFFSET, NULL,
                                 "metadata entry %zu is not valid UTF-8", i);
     }
