@@ -11,49 +11,22 @@
  * checked against the strict grammar here instead of producing a file the gate refuses. */
 #include "st_write.h"
 #include "st_alloc.h"
+#include "st_buffer.h"
 #include "st_utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* A growing byte buffer that refuses to grow past `limit` bytes. */
-typedef struct json_buffer {
-    uint8_t *bytes;
-    size_t len, cap, limit;
-    bool too_large; /* an append would have passed `limit`; later appends are dropped */
-    bool no_memory;
-} json_buffer;
+typedef st_buffer json_buffer;
 
 static void put(json_buffer *b, const void *data, size_t n)
 {
-    if (b->too_large || b->no_memory)
-        return;
-    size_t need;
-    if (__builtin_add_overflow(b->len, n, &need) || need > b->limit) {
-        b->too_large = true;
-        return;
-    }
-    if (need > b->cap) {
-        size_t cap = b->cap < 256 ? 256 : b->cap;
-        while (cap < need)
-            cap = cap > b->limit / 2 ? b->limit : cap * 2;
-        uint8_t *grown = st_realloc(b->bytes, cap);
-        if (grown == NULL) {
-            b->no_memory = true;
-            return;
-        }
-        b->bytes = grown;
-        b->cap = cap;
-    }
-    /* bytes is NULL only while cap is 0, and then need > cap grew it above. */
-    /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
-    memcpy(b->bytes + b->len, data, n);
-    b->len = need;
+    (void)st_buffer_append(b, data, n);
 }
 
 static void put_text(json_buffer *b, const char *text)
 {
-    put(b, text, strlen(text));
+    (void)st_buffer_append_text(b, text);
 }
 
 static void put_u64(json_buffer *b, uint64_t v)
@@ -322,8 +295,8 @@ st_reason st_write_plan_make(const st_write_tensor *tensors, size_t count,
 
     /* the header: 8 length bytes, then JSON, then spaces; never longer than the
      * parser's bound on N */
-    json_buffer b = {0};
-    b.limit = 8 + ST_HEADER_SIZE_MAX;
+    json_buffer b;
+    st_buffer_init(&b, 8 + ST_HEADER_SIZE_MAX);
     put(&b, "\0\0\0\0\0\0\0\0", 8);
     put(&b, "{", 1);
     bool first = true;
@@ -362,23 +335,25 @@ st_reason st_write_plan_make(const st_write_tensor *tensors, size_t count,
     }
     put(&b, "}", 1);
     /* data starts at a multiple of 8: pad N so that 8 + N is one */
-    while (!b.too_large && !b.no_memory && b.len % 8 != 0)
+    while (!st_buffer_failed(&b) && b.len % 8 != 0)
         put(&b, " ", 1);
-    if (b.too_large || b.no_memory) {
-        free(b.bytes);
+    bool no_memory = b.no_memory;
+    size_t header_len = 0;
+    uint8_t *header = (uint8_t *)st_buffer_take(&b, &header_len);
+    if (header == NULL) {
         st_write_plan_free(plan);
-        if (b.no_memory)
+        if (no_memory)
             return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
                                 "out of memory building the header");
         return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
                             "the header would exceed %llu bytes",
                             (unsigned long long)ST_HEADER_SIZE_MAX);
     }
-    uint64_t n = b.len - 8;
+    uint64_t n = header_len - 8;
     for (unsigned i = 0; i < 8; i++)
-        b.bytes[i] = (uint8_t)(n >> (8 * i));
-    plan->header = b.bytes;
-    plan->header_len = b.len;
+        header[i] = (uint8_t)(n >> (8 * i));
+    plan->header = header;
+    plan->header_len = header_len;
     return ST_OK;
 }
 
