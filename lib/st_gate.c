@@ -55,6 +55,7 @@
  * bound; TAIL holds at most ST_SNIFF_HEAD_MAX + ST_SNIFF_TAIL_MAX bytes. */
 #include "st_gate.h"
 #include "st_alloc.h"
+#include "st_utf8.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -135,35 +136,18 @@ static bool length_bytes_are_text(const uint8_t *p)
     size_t i = 0;
     while (i < 8) {
         uint8_t c = p[i];
-        if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f)) {
+        if (c < 0x80) {
+            if (c != '\t' && c != '\n' && c != '\r' && (c < 0x20 || c == 0x7f))
+                return false;
             i++;
             continue;
         }
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf) {
-            need = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            need = 2;
-            if (c == 0xe0)
-                lo = 0xa0;
-            else if (c == 0xed)
-                hi = 0x9f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            need = 3;
-            if (c == 0xf0)
-                lo = 0x90;
-            else if (c == 0xf4)
-                hi = 0x8f;
-        } else {
+        size_t n = st_utf8_decode(p + i, 8 - i, NULL);
+        if (n == 0)
             return false;
-        }
-        i++;
-        for (size_t k = 0; k < need && i < 8; k++, i++) {
-            uint8_t b = p[i];
-            if (b < (k == 0 ? lo : 0x80) || b > (k == 0 ? hi : 0xbf))
-                return false;
-        }
+        if (n == ST_UTF8_CUT)
+            return true; /* a valid sequence the 8 bytes cut */
+        i += n;
     }
     return true;
 }

@@ -26,6 +26,7 @@
  * allocated (see bounds below), and the result lives in one allocation. */
 #include "st_header.h"
 #include "st_alloc.h"
+#include "st_utf8.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -231,65 +232,6 @@ static st_reason out_of_memory(parser *p, size_t pos, const char *what)
     return grammar_error(p, ST_OUT_OF_MEMORY, pos,
                          "the header needs more memory for %s than this process can allocate",
                          what);
-}
-
-/* ---------------------------------------------------------------- UTF-8 */
-
-/* Returns the position of the first byte that is not valid UTF-8, or n.
- * Refuses overlong forms, UTF-16 surrogates and code points above U+10FFFF. */
-static size_t utf8_invalid_at(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        /* ASCII fast path: 8 bytes at a time while none has the top bit set */
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (w & 0x8080808080808080ULL)
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint8_t lo = 0x80, hi = 0xbf; /* range of the second byte */
-        if (c >= 0xc2 && c <= 0xdf) {
-            len = 2;
-        } else if (c == 0xe0) {
-            len = 3;
-            lo = 0xa0; /* no overlong */
-        } else if (c == 0xed) {
-            len = 3;
-            hi = 0x9f; /* no surrogates */
-        } else if (c >= 0xe1 && c <= 0xef) {
-            len = 3;
-        } else if (c == 0xf0) {
-            len = 4;
-            lo = 0x90; /* no overlong */
-        } else if (c >= 0xf1 && c <= 0xf3) {
-            len = 4;
-        } else if (c == 0xf4) {
-            len = 4;
-            hi = 0x8f; /* <= U+10FFFF */
-        } else {
-            return i;
-        }
-        if (n - i < len)
-            return i;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return i;
-        for (size_t k = 2; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return i;
-        }
-        i += len;
-    }
-    return n;
 }
 
 /* ------------------------------------------------------------ scanning */
@@ -1493,8 +1435,8 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
                             (unsigned long long)(8 + n), buf_len);
     const uint8_t *h = buf + 8;
 
-    size_t bad = utf8_invalid_at(h, n);
-    if (bad < n)
+    size_t bad = 0;
+    if (!st_utf8_valid(h, n, &bad))
         return st_error_set(err, ST_HEADER_NOT_UTF8, 8 + (uint64_t)bad, NULL,
                             "the header is not valid UTF-8 at byte 0x%02x", h[bad]);
     if (n == 0 || h[0] != '{')

@@ -5,6 +5,7 @@
  * allocated, and the work is linear in the bytes looked at (at most
  * ST_SNIFF_HEAD_MAX of the head and ST_SNIFF_TAIL_MAX of the tail). */
 #include "st_sniff.h"
+#include "st_utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,45 +100,6 @@ static bool ends_with(const uint8_t *s, size_t len, const char *suffix)
  * UTF-8 text
  * ------------------------------------------------------------------------------------------- */
 
-/* Length of the UTF-8 sequence starting at buf[i]: > 0 for a valid character,
- * 0 for invalid bytes, and SIZE_MAX for a valid prefix cut by the end of buf.
- * Overlong forms, surrogates and code points above U+10FFFF are invalid. */
-static size_t utf8_sequence(const uint8_t *buf, size_t len, size_t i, uint32_t *code_point)
-{
-    uint8_t lead = buf[i];
-    size_t need;
-    uint32_t cp, min;
-    if (lead < 0x80) {
-        *code_point = lead;
-        return 1;
-    } else if (lead >= 0xc2 && lead <= 0xdf) {
-        need = 2, cp = lead & 0x1fu, min = 0x80;
-    } else if (lead >= 0xe0 && lead <= 0xef) {
-        need = 3, cp = lead & 0x0fu, min = 0x800;
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-        need = 4, cp = lead & 0x07u, min = 0x10000;
-    } else {
-        return 0;
-    }
-    for (size_t k = 1; k < need; k++) {
-        if (i + k >= len)
-            return SIZE_MAX;
-        uint8_t c = buf[i + k];
-        if ((c & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (c & 0x3fu);
-        /* Reject overlongs and out-of-range as early as the second byte tells, so a cut
-         * sequence is only "valid prefix" when it could still complete validly. */
-        if (k == 1 && ((lead == 0xe0 && c < 0xa0) || (lead == 0xed && c > 0x9f) ||
-                       (lead == 0xf0 && c < 0x90) || (lead == 0xf4 && c > 0x8f)))
-            return 0;
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    *code_point = cp;
-    return need;
-}
-
 /* UTF-8 without NUL, C0 controls other than tab, LF, FF, CR, DEL or C1 controls.
  * When complete is false, a valid but cut multi-byte character at the end is allowed. */
 static bool is_utf8_text(const uint8_t *buf, size_t len, bool complete)
@@ -145,8 +107,8 @@ static bool is_utf8_text(const uint8_t *buf, size_t len, bool complete)
     size_t i = 0;
     while (i < len) {
         uint32_t cp = 0;
-        size_t n = utf8_sequence(buf, len, i, &cp);
-        if (n == SIZE_MAX)
+        size_t n = st_utf8_decode(buf + i, len - i, &cp);
+        if (n == ST_UTF8_CUT)
             return !complete;
         if (n == 0)
             return false;

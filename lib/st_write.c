@@ -11,48 +11,22 @@
  * checked against the strict grammar here instead of producing a file the gate refuses. */
 #include "st_write.h"
 #include "st_alloc.h"
+#include "st_buffer.h"
+#include "st_utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* A growing byte buffer that refuses to grow past `limit` bytes. */
-typedef struct json_buffer {
-    uint8_t *bytes;
-    size_t len, cap, limit;
-    bool too_large; /* an append would have passed `limit`; later appends are dropped */
-    bool no_memory;
-} json_buffer;
+typedef st_buffer json_buffer;
 
 static void put(json_buffer *b, const void *data, size_t n)
 {
-    if (b->too_large || b->no_memory)
-        return;
-    size_t need;
-    if (__builtin_add_overflow(b->len, n, &need) || need > b->limit) {
-        b->too_large = true;
-        return;
-    }
-    if (need > b->cap) {
-        size_t cap = b->cap < 256 ? 256 : b->cap;
-        while (cap < need)
-            cap = cap > b->limit / 2 ? b->limit : cap * 2;
-        uint8_t *grown = st_realloc(b->bytes, cap);
-        if (grown == NULL) {
-            b->no_memory = true;
-            return;
-        }
-        b->bytes = grown;
-        b->cap = cap;
-    }
-    /* bytes is NULL only while cap is 0, and then need > cap grew it above. */
-    /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
-    memcpy(b->bytes + b->len, data, n);
-    b->len = need;
+    (void)st_buffer_append(b, data, n);
 }
 
 static void put_text(json_buffer *b, const char *text)
 {
-    put(b, text, strlen(text));
+    (void)st_buffer_append_text(b, text);
 }
 
 static void put_u64(json_buffer *b, uint64_t v)
@@ -115,47 +89,6 @@ static void put_string(json_buffer *b, const char *s)
     put(b, "\"", 1);
 }
 
-/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool valid_utf8(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        uint32_t cp, min;
-        if (c >= 0xc2 && c <= 0xdf) {
-            n = 1;
-            cp = c & 0x1f;
-            min = 0x80;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 2;
-            cp = c & 0x0f;
-            min = 0x800;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 3;
-            cp = c & 0x07;
-            min = 0x10000;
-        } else {
-            return false;
-        }
-        if (len - i - 1 < n)
-            return false;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return false;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        i += n + 1;
-    }
-    return true;
-}
-
 static st_reason check_name(const char *name, st_error *err)
 {
     if (name == NULL || name[0] == '\0')
@@ -171,7 +104,7 @@ static st_reason check_name(const char *name, st_error *err)
             return st_error_set(err, ST_TENSOR_NAME_CONTROL, ST_NO_OFFSET, name,
                                 "tensor name has control character 0x%02x at byte %zu", c, i);
     }
-    if (!valid_utf8((const unsigned char *)name, len))
+    if (!st_utf8_valid(name, len, NULL))
         return st_error_set(err, ST_HEADER_NOT_UTF8, ST_NO_OFFSET, name,
                             "a tensor name is not valid UTF-8");
     if (strcmp(name, "__metadata__") == 0)
@@ -236,8 +169,7 @@ static st_reason check_metadata(const st_metadata_entry *metadata, size_t count,
         if (key == NULL || value == NULL)
             return st_error_set(err, ST_METADATA_VALUE_NOT_STRING, ST_NO_OFFSET, NULL,
                                 "metadata entry %zu has no key or no value", i);
-        if (!valid_utf8((const unsigned char *)key, strlen(key)) ||
-            !valid_utf8((const unsigned char *)value, strlen(value)))
+        if (!st_utf8_valid(key, strlen(key), NULL) || !st_utf8_valid(value, strlen(value), NULL))
             return st_error_set(err, ST_HEADER_NOT_UTF8, ST_NO_OFFSET, NULL,
                                 "metadata entry %zu is not valid UTF-8", i);
     }
@@ -363,8 +295,8 @@ st_reason st_write_plan_make(const st_write_tensor *tensors, size_t count,
 
     /* the header: 8 length bytes, then JSON, then spaces; never longer than the
      * parser's bound on N */
-    json_buffer b = {0};
-    b.limit = 8 + ST_HEADER_SIZE_MAX;
+    json_buffer b;
+    st_buffer_init(&b, 8 + ST_HEADER_SIZE_MAX);
     put(&b, "\0\0\0\0\0\0\0\0", 8);
     put(&b, "{", 1);
     bool first = true;
@@ -403,23 +335,25 @@ st_reason st_write_plan_make(const st_write_tensor *tensors, size_t count,
     }
     put(&b, "}", 1);
     /* data starts at a multiple of 8: pad N so that 8 + N is one */
-    while (!b.too_large && !b.no_memory && b.len % 8 != 0)
+    while (!st_buffer_failed(&b) && b.len % 8 != 0)
         put(&b, " ", 1);
-    if (b.too_large || b.no_memory) {
-        free(b.bytes);
+    bool no_memory = b.no_memory;
+    size_t header_len = 0;
+    uint8_t *header = (uint8_t *)st_buffer_take(&b, &header_len);
+    if (header == NULL) {
         st_write_plan_free(plan);
-        if (b.no_memory)
+        if (no_memory)
             return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
                                 "out of memory building the header");
         return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
                             "the header would exceed %llu bytes",
                             (unsigned long long)ST_HEADER_SIZE_MAX);
     }
-    uint64_t n = b.len - 8;
+    uint64_t n = header_len - 8;
     for (unsigned i = 0; i < 8; i++)
-        b.bytes[i] = (uint8_t)(n >> (8 * i));
-    plan->header = b.bytes;
-    plan->header_len = b.len;
+        header[i] = (uint8_t)(n >> (8 * i));
+    plan->header = header;
+    plan->header_len = header_len;
     return ST_OK;
 }
 

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "parsed_header_cache.h"
 #include "rate_limit.h"
+#include "st_buffer.h"
 #include "st_utf8.h"
 
 /* ---- metrics ---- */
@@ -68,44 +69,22 @@ void tg_metrics_rejection(tg_server *server, const char *reason)
     pthread_mutex_unlock(&m->lock);
 }
 
-typedef struct text_buffer {
-    char *data;
-    size_t len, cap;
-} text_buffer;
+/* The /metrics text is a few kilobytes; this bounds it whatever the counters hold. */
+#define METRICS_TEXT_MAX ((size_t)4 * 1024 * 1024)
 
-static void __attribute__((format(printf, 2, 3))) append(text_buffer *b, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3))) append(st_buffer *b, const char *fmt, ...)
 {
-    if (b->data == NULL && b->cap != 0)
-        return; /* an earlier allocation failed */
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n =
-            vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return;
-        if (b->data && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-        char *grown = realloc(b->data, cap);
-        if (grown == NULL) {
-            free(b->data);
-            b->data = NULL;
-            b->cap = 1;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    (void)st_buffer_vprintf(b, fmt, ap); /* a failure is seen once, by st_buffer_take */
+    va_end(ap);
 }
 
 char *tg_metrics_render(tg_server *server)
 {
     tg_metrics *m = server->metrics;
-    text_buffer b = {0};
+    st_buffer b;
+    st_buffer_init(&b, METRICS_TEXT_MAX);
     append(&b, "# HELP tensorgate_requests_total HTTP requests by route and status.\n"
                "# TYPE tensorgate_requests_total counter\n");
     const tg_route *routes = server->routes;
@@ -156,7 +135,7 @@ char *tg_metrics_render(tg_server *server)
     char header_cache[2048];
     if (tg_parsed_header_metrics(header_cache, sizeof header_cache) < (int)sizeof header_cache)
         append(&b, "%s", header_cache);
-    return b.data;
+    return st_buffer_take(&b, NULL);
 }
 
 /* ---- routing ---- */

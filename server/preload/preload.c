@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "st_buffer.h"
 #include "st_convert.h"
 
 #define DEFAULT_CHUNK_BYTES (8u << 20)
@@ -1502,41 +1503,8 @@ json_t *tg_preload_devices_status(tg_preload_manager *m)
     return body;
 }
 
-typedef struct text {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} text;
-
-static void add_text(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_text(text *t, const char *fmt, ...)
-{
-    if (t->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n =
-            vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = true;
-            return;
-        }
-        if (t->data && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap * 2 + (size_t)n + 1024;
-        char *grown = realloc(t->data, cap);
-        if (grown == NULL) {
-            t->failed = true;
-            return;
-        }
-        t->data = grown;
-        t->cap = cap;
-    }
-}
+/* The preload part of /metrics is a few kilobytes; this bounds it. */
+#define METRICS_TEXT_MAX ((size_t)4 * 1024 * 1024)
 
 /* A Prometheus label value: backslash, quote and newline escaped. */
 static void label_escape(const char *in, char *out, size_t out_len)
@@ -1558,7 +1526,8 @@ static void label_escape(const char *in, char *out, size_t out_len)
 
 char *tg_preload_metrics(tg_preload_manager *m)
 {
-    text t = {0};
+    st_buffer t;
+    st_buffer_init(&t, METRICS_TEXT_MAX);
     pthread_mutex_lock(&m->lock);
     int cuda_count = 0;
     for (int i = 0; i < m->device_count; i++)
@@ -1566,40 +1535,42 @@ char *tg_preload_metrics(tg_preload_manager *m)
             cuda_count++;
     char reason[400];
     label_escape(cuda_count ? "" : m->cuda_why, reason, sizeof reason);
-    add_text(&t,
-             "# HELP tensorgate_preload_device_available 1 when preloads can go to this kind of "
-             "device.\n"
-             "# TYPE tensorgate_preload_device_available gauge\n"
-             "tensorgate_preload_device_available{kind=\"host\",reason=\"\"} %d\n"
-             "tensorgate_preload_device_available{kind=\"cuda\",reason=\"%s\"} %d\n",
-             find_device(m, "host", 0) != NULL, reason, cuda_count > 0);
-    add_text(&t, "# HELP tensorgate_preload_budget_bytes Byte budget of each preload device.\n"
-                 "# TYPE tensorgate_preload_budget_bytes gauge\n");
+    st_buffer_printf(
+        &t,
+        "# HELP tensorgate_preload_device_available 1 when preloads can go to this kind of "
+        "device.\n"
+        "# TYPE tensorgate_preload_device_available gauge\n"
+        "tensorgate_preload_device_available{kind=\"host\",reason=\"\"} %d\n"
+        "tensorgate_preload_device_available{kind=\"cuda\",reason=\"%s\"} %d\n",
+        find_device(m, "host", 0) != NULL, reason, cuda_count > 0);
+    st_buffer_printf(&t,
+                     "# HELP tensorgate_preload_budget_bytes Byte budget of each preload device.\n"
+                     "# TYPE tensorgate_preload_budget_bytes gauge\n");
     for (int i = 0; i < m->device_count; i++)
-        add_text(&t, "tensorgate_preload_budget_bytes{device=\"%s\"} %llu\n", m->devices[i].name,
-                 (unsigned long long)m->devices[i].budget);
-    add_text(
+        st_buffer_printf(&t, "tensorgate_preload_budget_bytes{device=\"%s\"} %llu\n",
+                         m->devices[i].name, (unsigned long long)m->devices[i].budget);
+    st_buffer_printf(
         &t,
         "# HELP tensorgate_preload_used_bytes Bytes held or promised by preloads on each device.\n"
         "# TYPE tensorgate_preload_used_bytes gauge\n");
     for (int i = 0; i < m->device_count; i++)
-        add_text(&t, "tensorgate_preload_used_bytes{device=\"%s\"} %llu\n", m->devices[i].name,
-                 (unsigned long long)device_used(m, &m->devices[i]));
-    add_text(
+        st_buffer_printf(&t, "tensorgate_preload_used_bytes{device=\"%s\"} %llu\n",
+                         m->devices[i].name, (unsigned long long)device_used(m, &m->devices[i]));
+    st_buffer_printf(
         &t,
         "# HELP tensorgate_preload_last_gbps Copy rate of the last preload loaded on each device.\n"
         "# TYPE tensorgate_preload_last_gbps gauge\n");
     for (int i = 0; i < m->device_count; i++)
-        add_text(&t, "tensorgate_preload_last_gbps{device=\"%s\"} %.3f\n", m->devices[i].name,
-                 m->devices[i].last_gbps);
+        st_buffer_printf(&t, "tensorgate_preload_last_gbps{device=\"%s\"} %.3f\n",
+                         m->devices[i].name, m->devices[i].last_gbps);
     unsigned counts[5] = {0};
     for (preload *p = m->head; p; p = p->next)
         counts[p->state]++;
-    add_text(&t,
-             "# HELP tensorgate_preloads Preloads by state.\n# TYPE tensorgate_preloads gauge\n");
+    st_buffer_printf(
+        &t, "# HELP tensorgate_preloads Preloads by state.\n# TYPE tensorgate_preloads gauge\n");
     for (int s = 0; s < 5; s++)
-        add_text(&t, "tensorgate_preloads{state=\"%s\"} %u\n", state_names[s], counts[s]);
-    add_text(
+        st_buffer_printf(&t, "tensorgate_preloads{state=\"%s\"} %u\n", state_names[s], counts[s]);
+    st_buffer_printf(
         &t,
         "# HELP tensorgate_preload_loads_total Preload loads finished, by result.\n"
         "# TYPE tensorgate_preload_loads_total counter\n"
@@ -1614,9 +1585,5 @@ char *tg_preload_metrics(tg_preload_manager *m)
         (unsigned long long)m->loads_done, (unsigned long long)m->loads_failed,
         (unsigned long long)m->bytes_loaded, (unsigned long long)m->evictions);
     pthread_mutex_unlock(&m->lock);
-    if (t.failed) {
-        free(t.data);
-        return NULL;
-    }
-    return t.data;
+    return st_buffer_take(&t, NULL); /* NULL when out of memory */
 }
