@@ -49,6 +49,7 @@ static bool reserve(st_buffer *b, size_t extra)
     }
     b->data = grown;
     b->cap = cap;
+    b->data[b->len] = '\0'; /* a first allocation holds "" at once */
     assert(b->len < b->cap && need <= b->cap && b->cap <= b->limit + 1);
     return true;
 }
