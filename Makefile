@@ -60,8 +60,9 @@ SERVER_A := $(BUILD)/libtgserver.a
 # from main: the binary and the command tests link it; libtgserver.a never does.
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD_A := $(BUILD)/libtgcmd.a
-# The preload client library for colocated consumers (C, and Python through ctypes).
-CLIENT_SRC := $(sort $(wildcard client/*.c))
+# The preload client library for colocated consumers (C, and Python through ctypes),
+# with the common/ helpers it uses compiled in (it links nothing of the server).
+CLIENT_SRC := $(sort $(wildcard client/*.c)) common/io.c
 CLIENT_A := $(BUILD)/libtgclient.a
 CLIENT_SO := $(BUILD)/libtgclient.so
 BIN := $(BUILD)/tensorgate
@@ -129,9 +130,9 @@ $(CLIENT_A): $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(CLIENT_SO): $(CLIENT_SRC)
+$(CLIENT_SO): $(CLIENT_SRC) client/libtgclient.map
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -Wl,--version-script=client/libtgclient.map -o $@ $(CLIENT_SRC) $(shell pkg-config --libs jansson)
 
 $(BIN): $(BUILD)/cmd/main.o $(CMD_A) $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

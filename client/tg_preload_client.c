@@ -1,5 +1,6 @@
 /* The preload hand-off client; see tg_preload_client.h. */
 #include "tg_preload_client.h"
+#include "io.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -24,20 +25,6 @@ struct tg_preload_client {
     size_t tensor_count;
     tg_preload_tensor *tensors;
 };
-
-static int send_all(int fd, const char *data, size_t len)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = send(fd, data + done, len - done, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        done += (size_t)n;
-    }
-    return 0;
-}
 
 /* Reads the reply line; the fd arrives as SCM_RIGHTS with its first bytes, so
  * every read is a recvmsg with room for one. */
@@ -184,9 +171,9 @@ int tg_preload_open(const char *socket_path, const char *token, const char *prel
     json_t *request = json_pack("{s:s, s:s}", "token", token, "preload", preload_id);
     char *line = request ? json_dumps(request, JSON_COMPACT) : NULL;
     json_decref(request);
-    int sent = line ? send_all(c->socket_fd, line, strlen(line)) : -1;
+    int sent = line ? tg_send_all(c->socket_fd, line, strlen(line)) : -1;
     if (sent == 0)
-        sent = send_all(c->socket_fd, "\n", 1);
+        sent = tg_send_all(c->socket_fd, "\n", 1);
     free(line);
     if (sent != 0) {
         snprintf(err, err_len, "sending the request: %s", strerror(errno));

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "io.h"
 #include "st_convert.h"
 #include "st_convert_stream.h"
 #include "tg_local.h"
@@ -37,44 +38,6 @@ static void convert_usage(FILE *out)
                  "usage error.\n");
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const uint8_t *p = data;
-    while (len > 0) {
-        ssize_t put = write(fd, p, len);
-        if (put < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += put;
-        len -= (size_t)put;
-    }
-    return 0;
-}
-
-/* Reads exactly len bytes at offset; a short read means the file shrank. */
-static int pread_all(int fd, void *data, size_t len, uint64_t offset)
-{
-    uint8_t *p = data;
-    while (len > 0) {
-        ssize_t got = pread(fd, p, len, (off_t)offset);
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (got == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += got;
-        len -= (size_t)got;
-        offset += (uint64_t)got;
-    }
-    return 0;
-}
-
 /* The converter's two sides: IN read at offsets, OUT.tmp written in order. */
 typedef struct file_io {
     int in_fd, out_fd;
@@ -85,7 +48,7 @@ typedef struct file_io {
 static int read_input(void *ctx, void *buf, size_t len, uint64_t offset)
 {
     file_io *io = ctx;
-    if (pread_all(io->in_fd, buf, len, offset) != 0) {
+    if (tg_pread_all(io->in_fd, buf, len, offset) != 0) {
         io->error = errno;
         return -1;
     }
@@ -95,7 +58,7 @@ static int read_input(void *ctx, void *buf, size_t len, uint64_t offset)
 static int write_output(void *ctx, const void *data, size_t len)
 {
     file_io *io = ctx;
-    if (write_all(io->out_fd, data, len) != 0) {
+    if (tg_write_all(io->out_fd, data, len) != 0) {
         io->error = errno;
         return -1;
     }

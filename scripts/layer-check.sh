@@ -42,7 +42,7 @@ allowed() {
     server/core) echo "lib common server/storage server/ingest server/preload server/jobs server/core" ;;
     server/routes) echo "lib common server/storage server/ingest server/preload server/jobs server/core server/routes" ;;
     cmd) echo "lib common server/storage server/ingest server/preload server/jobs server/core server/routes cmd client" ;;
-    client) echo "client" ;;
+    client) echo "common client" ;;
     *) echo "" ;;
     esac
 }

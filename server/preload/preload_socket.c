@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "log.h"
 
 #define CONNECTIONS_MAX 1024
@@ -49,28 +50,14 @@ static bool uid_allowed(const tg_preload_socket *s, uid_t uid)
     return false;
 }
 
-static int send_all(int fd, const char *data, size_t len)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = send(fd, data + done, len - done, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 static void send_error(int fd, const char *reason, const char *detail)
 {
     json_t *body = json_pack("{s:s, s:s}", "error", reason, "detail", detail);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (text) {
-        if (send_all(fd, text, strlen(text)) == 0)
-            (void)send_all(fd, "\n", 1);
+        if (tg_send_all(fd, text, strlen(text)) == 0)
+            (void)tg_send_all(fd, "\n", 1);
         free(text);
     }
 }
@@ -102,9 +89,9 @@ static int send_with_fd(int fd, const char *text, int passed_fd)
     if (n <= 0)
         return -1;
     /* The rest (a large layout) follows as plain bytes. */
-    if (send_all(fd, text + n, len - (size_t)n) != 0)
+    if (tg_send_all(fd, text + n, len - (size_t)n) != 0)
         return -1;
-    return send_all(fd, "\n", 1);
+    return tg_send_all(fd, "\n", 1);
 }
 
 /* Reads the request line (bounded, with the handshake timeout); NUL-terminated. */

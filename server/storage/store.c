@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "log.h"
 #include "sha256.h"
 
@@ -305,25 +306,7 @@ int tg_store_open_blob_checked(const tg_store *store, const char *hex, uint64_t 
 
 int tg_store_read_at(int fd, void *buf, size_t len, uint64_t offset)
 {
-    size_t done = 0;
-    while (done < len) {
-        if (offset + done > (uint64_t)INT64_MAX) {
-            errno = EOVERFLOW;
-            return -1;
-        }
-        ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (n == 0) {
-            errno = EIO; /* the file ends before the catalog says it does */
-            return -1;
-        }
-        done += (size_t)n;
-    }
-    return 0;
+    return tg_pread_all(fd, buf, len, offset);
 }
 
 /* DATA/damaged/<hex>; -1 when hex is not a blob name. */
