@@ -74,13 +74,12 @@ bool st_buffer_append_text(st_buffer *b, const char *text)
 __attribute__((format(printf, 2, 0))) static int format_into(st_buffer *b, const char *fmt,
                                                              va_list ap)
 {
-    size_t room = b->data != NULL ? b->cap - b->len : 0;
-    int n = vsnprintf(room > 0 ? b->data + b->len : NULL, room, fmt, ap);
-    if (n < 0 || (size_t)n >= room) {
-        /* nothing, or a cut copy, was written: the terminator goes back */
-        if (b->data != NULL)
-            b->data[b->len] = '\0';
-    }
+    if (b->data == NULL)
+        return vsnprintf(NULL, 0, fmt, ap); /* only the length */
+    size_t room = b->cap - b->len;          /* >= 1: the terminator's place */
+    int n = vsnprintf(b->data + b->len, room, fmt, ap);
+    if (n < 0 || (size_t)n >= room)
+        b->data[b->len] = '\0'; /* nothing, or a cut copy, was written: the terminator goes back */
     return n;
 }
 
