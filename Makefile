@@ -28,7 +28,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla -Wformat=2
 CFLAGS ?= -O2 -g
 # Every layer folder is on the include path: headers are named by their base name
 # (unique across the tree), and scripts/layer-check.sh resolves each name to its layer.
-LAYERS := lib common server/storage server/ingest server/jobs server/preload server/core server/routes cmd client
+LAYERS := lib lib/sniff common server/storage server/ingest server/jobs server/preload server/core server/routes cmd client
 INCLUDES := $(LAYERS:%=-I%)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(INCLUDES) $(PKG_CFLAGS) $(CUDA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lpthread -ldl -lm

@@ -22,9 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sniff.h"
 #include "st_error.h"
 #include "st_header.h"
-#include "st_sniff.h"
 #include "st_stats.h"
 
 typedef enum st_gate_kind {

@@ -1,19 +1,18 @@
-/* libFuzzer target for the content classifier (lib/st_sniff.c).
+/* libFuzzer target for the content classifier (lib/sniff/).
  *
  * The input is a whole file. It is handed to st_sniff in several ways a caller
  * may use: head + tail + size, head only, a stream of unknown size, and head/tail
  * windows of different lengths. Each window is copied into its own allocation of
  * exactly that size, so AddressSanitizer sees any read past what was handed over.
- * The promises of st_sniff.h are checked and a violation aborts (fine in a
+ * The promises of sniff.h are checked and a violation aborts (fine in a
  * harness, never in lib/).
  *
- * Build: clang -fsanitize=fuzzer,address,undefined -Ilib tests/fuzz/fuzz_sniff.c lib/st_sniff.c
- * -o /tmp/fs */
+ * Build: make build-fuzz/fuzz_sniff (clang, libFuzzer, every lib/ source). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "st_sniff.h"
+#include "sniff.h"
 
 static uint8_t *exact_copy(const uint8_t *data, size_t len)
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes tests/unit/lib/sniff_samples/samples.inc: real files made by torch 1.13,
 NumPy, pickle, zipfile, tarfile, gzip/bz2/lzma (and the zstd/lz4 tools when
-installed) as C arrays, so the unit test of lib/st_sniff.c needs no Python.
+installed) as C arrays, so the unit test of lib/sniff/ needs no Python.
 
 Run with /usr/bin/python3 (it has torch and numpy). Pickles that name a callable
 use harmless builtins, and every "this is a pickle" sample made by hand is

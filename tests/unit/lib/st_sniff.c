@@ -1,8 +1,8 @@
-/* Tests of lib/st_sniff.c: every format class on real files (made by torch 1.13,
- * NumPy, pickle, zipfile, tarfile: tests/unit/lib/gen_sniff_samples.py), every
- * scanner-bypass family of REFERENCES.md, text that must not read as a pickle,
- * truncated and empty inputs. */
-#include "st_sniff.h"
+/* Tests of the content classifier, lib/sniff/ (through sniff.h): every format class
+ * on real files (made by torch 1.13, NumPy, pickle, zipfile, tarfile:
+ * tests/unit/lib/gen_sniff_samples.py), every scanner-bypass family of
+ * REFERENCES.md, text that must not read as a pickle, truncated and empty inputs. */
+#include "sniff.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,13 @@
-/* Content classification of what is not safetensors (docs/DESIGN.md §3).
- * Never looks at a file name. Works on the first bytes of a file (head) and,
- * when available, its last bytes (tail) plus the total size. */
+/* lib/sniff/: the content classifier, which names what a file is when it is not
+ * safetensors (docs/DESIGN.md §3): pickle, PyTorch zip and legacy checkpoints, zip,
+ * tar, NumPy .npy/.npz, GGUF, HDF5, TFLite, ONNX, compressed streams, JSON, text. It
+ * never looks at a file name; it works on the first bytes of a file (head) and, when
+ * available, its last bytes (tail) plus the total size, allocates nothing, and does
+ * work linear in the bytes it looks at. sniff.c is the dispatcher: it owns the order
+ * in which formats are tried (and so which wins); each other file of the folder
+ * recognises one format (pickle.c, zip.c, tar.c, npy.c, onnx.c, gguf.c, hdf5.c,
+ * tflite.c, compressed.c, text.c) through sniff_formats.h. The gate (st_gate.h)
+ * calls st_sniff on whatever fails the safetensors framing. */
 #ifndef ST_SNIFF_H
 #define ST_SNIFF_H
 

@@ -1,0 +1,169 @@
+/* The content classifier's dispatcher (lib/sniff/, see sniff.h): the format names,
+ * the order in which the formats of this folder are tried, and the helpers they
+ * share (sniff_formats.h).
+ *
+ * Everything here reads untrusted bytes: every offset and length taken from the
+ * input is compared against the bytes actually present before use, nothing is
+ * allocated, and the work is linear in the bytes looked at (at most
+ * ST_SNIFF_HEAD_MAX of the head and ST_SNIFF_TAIL_MAX of the tail). */
+#include "sniff.h"
+#include "sniff_formats.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const format_names[ST_FORMAT_COUNT] = {
+    [ST_FORMAT_SAFETENSORS] = "safetensors",
+    [ST_FORMAT_PICKLE] = "pickle",
+    [ST_FORMAT_PYTORCH_ZIP] = "pytorch-zip",
+    [ST_FORMAT_PYTORCH_LEGACY] = "pytorch-legacy",
+    [ST_FORMAT_ZIP] = "zip",
+    [ST_FORMAT_TAR] = "tar",
+    [ST_FORMAT_NUMPY] = "numpy",
+    [ST_FORMAT_GGUF] = "gguf",
+    [ST_FORMAT_HDF5] = "hdf5",
+    [ST_FORMAT_TFLITE] = "tflite",
+    [ST_FORMAT_ONNX] = "onnx",
+    [ST_FORMAT_COMPRESSED] = "compressed",
+    [ST_FORMAT_TEXT] = "text",
+    [ST_FORMAT_JSON] = "json",
+    [ST_FORMAT_UNKNOWN] = "unknown",
+};
+
+const char *st_format_name(st_format format)
+{
+    if ((unsigned)format >= ST_FORMAT_COUNT)
+        return NULL;
+    return format_names[format];
+}
+
+/* ---- helpers of the format files (sniff_formats.h) ---- */
+
+void st_sniff_note(st_sniff_info *info, const char *fmt, ...)
+{
+    if (info == NULL)
+        return;
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(info->detail, sizeof info->detail, fmt, args);
+    va_end(args);
+}
+
+void st_sniff_printable(char *out, size_t out_size, const uint8_t *name, size_t name_len)
+{
+    size_t limit = name_len < 48 ? name_len : 48;
+    size_t n = 0;
+    for (size_t i = 0; i < limit && n + 1 < out_size; i++)
+        out[n++] = (name[i] >= 0x20 && name[i] < 0x7f && name[i] != '\'') ? (char)name[i] : '?';
+    if (name_len > limit && n + 4 < out_size) {
+        memcpy(out + n, "...", 3);
+        n += 3;
+    }
+    out[n] = '\0';
+}
+
+/* ---- the classifier ---- */
+
+/* The order, and why:
+ * 1. Magics at offset 0 (pickle PROTO, legacy torch, zip, npy, GGUF, HDF5, 7z/gzip/
+ *    xz/zstd/lz4/bzip2): the cheapest and most certain signals; the loaders
+ *    (torch.load, np.load, ...) dispatch on these very bytes.
+ * 2. Magics at fixed offsets (tar 'ustar' at 257, TFLite 'TFL3' at 4, HDF5 after
+ *    a user block): binary signatures that still fix the format, but only after
+ *    bytes that could be anything.
+ * 3. A zip elsewhere (a PK\3\4 local header after a prefix, or an end-of-central-
+ *    directory record at the end): weaker, as those bytes may sit inside another
+ *    format; a prefix that is itself a pickle is reported as the pickle.
+ * 4. The protocol-0/1 pickle walker: headerless pickles are ASCII, so this must run
+ *    before the text check, which they would otherwise pass.
+ * 5. JSON, then text: valid UTF-8 without control bytes (zlib's 'x' magic is ASCII,
+ *    so a text starting "x^" is text, and zlib is only tried on binary content).
+ * 6. zlib, then the ONNX/protobuf weak signal: both are a byte or two of structure
+ *    that many binaries happen to start with, so only when nothing else matched.
+ * 7. Unknown. */
+st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
+                   uint64_t file_size, st_sniff_info *info)
+{
+    if (info != NULL)
+        info->detail[0] = '\0';
+    if (head == NULL)
+        head_len = 0;
+    if (head_len > ST_SNIFF_HEAD_MAX)
+        head_len = ST_SNIFF_HEAD_MAX;
+    /* The tail is the file's last bytes: keep the last ST_SNIFF_TAIL_MAX of them. */
+    if (tail == NULL)
+        tail_len = 0;
+    if (tail_len > ST_SNIFF_TAIL_MAX) {
+        tail += tail_len - ST_SNIFF_TAIL_MAX;
+        tail_len = ST_SNIFF_TAIL_MAX;
+    }
+    if (head_len == 0) {
+        st_sniff_note(info, "empty input");
+        return ST_FORMAT_UNKNOWN;
+    }
+    bool head_is_whole = file_size != ST_SNIFF_SIZE_UNKNOWN && file_size <= head_len;
+
+    /* The view of the file's end used for the EOCD: the tail when given, else the head
+     * when it may be the whole file. view_abs is the view's offset in the file. */
+    const uint8_t *end_view = tail;
+    size_t end_view_len = tail_len;
+    bool end_abs_known = false;
+    uint64_t end_abs = 0;
+    if (tail_len > 0 && file_size != ST_SNIFF_SIZE_UNKNOWN && file_size >= tail_len) {
+        end_abs_known = true;
+        end_abs = file_size - tail_len;
+    } else if (tail_len == 0 && (head_is_whole || file_size == ST_SNIFF_SIZE_UNKNOWN)) {
+        end_view = head;
+        end_view_len = head_len;
+        end_abs_known = true;
+        end_abs = 0;
+    }
+
+    /* 1. Magics at offset 0, in this order. */
+    st_format found;
+    if ((found = st_sniff_pickle_magic(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_npy(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_gguf(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_hdf5(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_compressed(head, head_len, info)) != ST_FORMAT_UNKNOWN)
+        return found;
+    if (st_sniff_zip_magic_at_zero(head, head_len))
+        return st_sniff_zip(head, head_len, end_view, end_view_len, end_abs_known, end_abs, true,
+                            info);
+
+    /* 2. Magics at fixed offsets. */
+    if ((found = st_sniff_tar(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_tflite(head, head_len, file_size, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_hdf5_user_block(head, head_len, info)) != ST_FORMAT_UNKNOWN)
+        return found;
+
+    /* 3. A zip after a prefix. */
+    found =
+        st_sniff_zip(head, head_len, end_view, end_view_len, end_abs_known, end_abs, false, info);
+    if (found != ST_FORMAT_UNKNOWN)
+        return found;
+
+    /* 4. Headerless (protocol 0/1) or mixed-protocol pickles. */
+    if ((found = st_sniff_pickle_walk(head, head_len, head_is_whole, info)) != ST_FORMAT_UNKNOWN)
+        return found;
+
+    /* 5. JSON and text. The pickle walk above already ruled out a pickle. */
+    if ((found = st_sniff_text(head, head_len, head_is_whole, info)) != ST_FORMAT_UNKNOWN)
+        return found;
+
+    /* 6. Weak signals: zlib, then ONNX. */
+    if ((found = st_sniff_zlib(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_onnx(head, head_len, file_size, info)) != ST_FORMAT_UNKNOWN)
+        return found;
+
+    /* 7. Nothing matched: say what it looked like when it resembles safetensors. */
+    if (head_len >= 9 && head[8] == '{')
+        st_sniff_note(info,
+                      "no known format; starts like a safetensors header (length %llu) but is "
+                      "not valid safetensors",
+                      (unsigned long long)st_sniff_le64(head));
+    else
+        st_sniff_note(info, "no known format (first byte 0x%02x)", head[0]);
+    return ST_FORMAT_UNKNOWN;
+}

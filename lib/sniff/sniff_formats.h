@@ -1,0 +1,156 @@
+/* Inside the content classifier (sniff.h): what the per-format files of lib/sniff/
+ * share with each other and with the dispatcher (sniff.c). Each format file answers
+ * for its format alone, ST_FORMAT_UNKNOWN when its signal is absent; the order in
+ * which the formats are tried, and so which wins, is the dispatcher's. Everything
+ * here reads untrusted bytes under the rules of sniff.c: every offset and length
+ * from the input is checked against the bytes present, nothing is allocated. Not
+ * for use outside lib/sniff/. */
+#ifndef ST_SNIFF_FORMATS_H
+#define ST_SNIFF_FORMATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sniff.h"
+
+/* The file size value meaning "not known" (same as ST_FILE_SIZE_UNKNOWN in st_header.h). */
+#define ST_SNIFF_SIZE_UNKNOWN UINT64_MAX
+
+/* ---- bytes (sniff.c) ---- */
+
+/* Writes the detail (info may be NULL). */
+void st_sniff_note(st_sniff_info *info, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Copies at most 48 bytes of an untrusted name into out, printable ASCII only,
+ * so a detail string never carries control bytes or broken UTF-8. */
+void st_sniff_printable(char *out, size_t out_size, const uint8_t *name, size_t name_len);
+
+static inline uint16_t st_sniff_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t st_sniff_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t st_sniff_le64(const uint8_t *p)
+{
+    return (uint64_t)st_sniff_le32(p) | ((uint64_t)st_sniff_le32(p + 4) << 32);
+}
+
+/* Whether magic sits at offset in buf (len bytes). */
+static inline bool st_sniff_has_at(const uint8_t *buf, size_t len, size_t offset, const void *magic,
+                                   size_t magic_len)
+{
+    return offset <= len && magic_len <= len - offset &&
+           memcmp(buf + offset, magic, magic_len) == 0;
+}
+
+static inline bool st_sniff_ends_with(const uint8_t *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+/* ---- text (text.c) ---- */
+
+/* UTF-8 without NUL, C0 controls other than tab, LF, FF, CR, DEL or C1 controls.
+ * When complete is false, a valid but cut multi-byte character at the end is allowed. */
+bool st_sniff_utf8_text(const uint8_t *buf, size_t len, bool complete);
+/* JSON (text starting with '{' or '[') or text, else ST_FORMAT_UNKNOWN; whole says
+ * the head is the whole file. Run after the pickle walk: protocol-0 pickles are text. */
+st_format st_sniff_text(const uint8_t *head, size_t head_len, bool whole, st_sniff_info *info);
+
+/* ---- pickle (pickle.c) ---- */
+
+/* What a walk of the opcodes at the start of a buffer found (see pickle.c). */
+typedef struct st_pickle_walk {
+    size_t opcodes;       /* valid opcodes read */
+    size_t end;           /* offset after the last valid opcode */
+    bool reached_stop;    /* a valid STOP ended the walk */
+    bool clean_stop;      /* ... with one item, no mark, at the end or before another opcode */
+    bool invalid;         /* the walk ended on an opcode CPython would refuse */
+    bool jumped;          /* a binary argument was read (text can be skipped over by it) */
+    bool runs_code;       /* a call of an imported or unknown callable, or INST */
+    bool imports_as_text; /* GLOBAL/INST in a stream of text opcodes only */
+    int protocol;         /* last PROTO argument, -1 when none */
+    uint8_t code_op;      /* the opcode that made runs_code or imports_as_text */
+    size_t code_offset;   /* and its offset */
+    uint8_t global_op;    /* the first GLOBAL or INST, for the detail */
+    const uint8_t *global_module, *global_name;
+    size_t global_module_len, global_name_len;
+} st_pickle_walk;
+
+void st_pickle_walk_buffer(const uint8_t *buf, size_t len, st_pickle_walk *w);
+/* The verdict on a walked prefix of len bytes; complete says they are the whole stream. */
+bool st_pickle_walk_is_pickle(const st_pickle_walk *w, size_t len, bool complete);
+/* PROTO 2..5 at offset 0. */
+bool st_pickle_strong_magic(const uint8_t *buf, size_t len);
+/* A strong magic, or a walk that says pickle. */
+bool st_pickle_is_stream(const uint8_t *buf, size_t len, bool complete);
+/* Describes a walked pickle in the detail: what made it one and where. */
+void st_pickle_note_walk(st_sniff_info *info, const st_pickle_walk *w, const char *where);
+/* The magics at offset 0: PyTorch's legacy magic-number pickle, then PROTO 2..5. */
+st_format st_sniff_pickle_magic(const uint8_t *head, size_t head_len, st_sniff_info *info);
+/* Headerless (protocol 0/1) or mixed-protocol pickles, by walking the head. */
+st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole,
+                               st_sniff_info *info);
+
+/* ---- NumPy .npy (npy.c) ---- */
+
+extern const uint8_t st_sniff_npy_magic[6];
+/* Whether the .npy header dict in buf holds an object dtype ('|O'): its data is a pickle. */
+bool st_sniff_npy_has_objects(const uint8_t *buf, size_t len);
+/* The .npy magic at offset 0. */
+st_format st_sniff_npy(const uint8_t *head, size_t head_len, st_sniff_info *info);
+
+/* ---- GGUF (gguf.c) ---- */
+
+st_format st_sniff_gguf(const uint8_t *head, size_t head_len, st_sniff_info *info);
+
+/* ---- HDF5 (hdf5.c) ---- */
+
+/* The superblock signature at offset 0. */
+st_format st_sniff_hdf5(const uint8_t *head, size_t head_len, st_sniff_info *info);
+/* The signature after a user block: at 512, 1024, 2048, ... */
+st_format st_sniff_hdf5_user_block(const uint8_t *head, size_t head_len, st_sniff_info *info);
+
+/* ---- compressed streams and archives (compressed.c) ---- */
+
+/* 7z, xz, gzip, zstd, lz4, bzip2 and zstd skippable frames at offset 0. */
+st_format st_sniff_compressed(const uint8_t *head, size_t head_len, st_sniff_info *info);
+/* A zlib stream header: a weak signal, tried only on binary content. */
+st_format st_sniff_zlib(const uint8_t *head, size_t head_len, st_sniff_info *info);
+
+/* ---- ZIP: PyTorch checkpoints, .npz, others (zip.c) ---- */
+
+/* A zip signature at offset 0 (local header, EOCD, spanning marker, central
+ * directory, zip64 record). */
+bool st_sniff_zip_magic_at_zero(const uint8_t *head, size_t head_len);
+/* A zip at offset 0 (magic_at_zero) or after a prefix: local headers in the head,
+ * the end-of-central-directory in end_view (the file's end; end_abs its offset in
+ * the file when end_abs_known). ST_FORMAT_UNKNOWN when neither is found. */
+st_format st_sniff_zip(const uint8_t *head, size_t head_len, const uint8_t *end_view,
+                       size_t end_view_len, bool end_abs_known, uint64_t end_abs,
+                       bool magic_at_zero, st_sniff_info *info);
+
+/* ---- tar, and PyTorch's legacy tar checkpoints (tar.c) ---- */
+
+/* 'ustar' at offset 257: walks the member headers in the head. */
+st_format st_sniff_tar(const uint8_t *head, size_t head_len, st_sniff_info *info);
+
+/* ---- TFLite (tflite.c) ---- */
+
+st_format st_sniff_tflite(const uint8_t *head, size_t head_len, uint64_t file_size,
+                          st_sniff_info *info);
+
+/* ---- ONNX / protobuf, a weak signal (onnx.c) ---- */
+
+st_format st_sniff_onnx(const uint8_t *head, size_t head_len, uint64_t file_size,
+                        st_sniff_info *info);
+
+#endif
