@@ -179,7 +179,7 @@ static st_reason check_metadata(const st_metadata_entry *metadata, size_t count,
     /* NOLINTNEXTLINE(bugprone-sizeof-expression) */
     const st_metadata_entry **sorted = st_malloc(count * sizeof *sorted);
     if (sorted == NULL)
-        return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
+        return st_error_set(err, ST_OUT_OF_MEMORY, ST_NO_OFFSET, NULL,
                             "out of memory sorting %zu metadata entries", count);
     for (size_t i = 0; i < count; i++)
         sorted[i] = &metadata[i];
@@ -240,7 +240,7 @@ st_reason st_write_plan_make(const st_write_tensor *tensors, size_t count,
     if (plan->order == NULL || plan->begin == NULL || plan->bytes == NULL || scratch == NULL) {
         free(scratch);
         st_write_plan_free(plan);
-        return st_error_set(err, ST_SIZE_OVERFLOW, ST_NO_OFFSET, NULL,
+        return st_error_set(err, ST_OUT_OF_MEMORY, ST_NO_OFFSET, NULL,
                             "out of memory planning %zu tensors", count);
     }
     plan->count = count;
@@ -343,7 +343,7 @@ st_reason st_write_plan_make(const st_write_tensor *tensors, size_t count,
     if (header == NULL) {
         st_write_plan_free(plan);
         if (no_memory)
-            return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
+            return st_error_set(err, ST_OUT_OF_MEMORY, ST_NO_OFFSET, NULL,
                                 "out of memory building the header");
         return st_error_set(err, ST_HEADER_TOO_LARGE, ST_NO_OFFSET, NULL,
                             "the header would exceed %llu bytes",
@@ -378,7 +378,7 @@ st_reason st_write_to_buffer(const st_write_tensor *tensors, const void *const *
     uint8_t *file = st_malloc(total > 0 ? (size_t)total : 1);
     if (file == NULL) {
         st_write_plan_free(&plan);
-        return st_error_set(err, ST_SIZE_OVERFLOW, ST_NO_OFFSET, NULL,
+        return st_error_set(err, ST_OUT_OF_MEMORY, ST_NO_OFFSET, NULL,
                             "out of memory for a %llu-byte file", (unsigned long long)total);
     }
     /* the plan always has a header (8 length bytes and "{}"), so it is not NULL */

@@ -17,6 +17,7 @@
 #include "st_alloc.h"
 #include "st_gate.h"
 #include "st_header.h"
+#include "st_write.h"
 #include "test.h"
 
 #define WALK_MAX 40
@@ -237,11 +238,46 @@ TEST(validate_out_of_memory_is_an_error)
     unlink(path);
 }
 
+/* Writing a file: every allocation st_write makes (metadata sort, plan arrays, the
+ * header text, the file) failed in turn is out_of_memory, never a fault of the
+ * input (it was ST_HEADER_TOO_LARGE or ST_SIZE_OVERFLOW), and nothing is returned. */
+TEST(write_allocation_failure_is_out_of_memory)
+{
+    static const uint64_t shape_a[] = {2, 2}, shape_b[] = {3};
+    const st_write_tensor tensors[] = {{"b", ST_F32, 1, shape_b}, {"a", ST_U8, 2, shape_a}};
+    static const uint8_t bytes_a[4] = {1, 2, 3, 4}, bytes_b[12] = {0};
+    const void *const data[] = {bytes_b, bytes_a};
+    const st_metadata_entry metadata[] = {{"format", "pt"}, {"author", "x"}};
+    unsigned long failures = 0;
+    for (unsigned long k = 1; k <= WALK_MAX; k++) {
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        st_error err;
+        fail_nth(k);
+        st_reason r = st_write_to_buffer(tensors, data, 2, metadata, 2, true, &out, &out_len, &err);
+        bool injected = alloc_counter.calls >= k;
+        fail_none();
+        if (!injected) {
+            CHECK_EQ_U64(r, ST_OK);
+            CHECK(out != NULL && out_len > 8);
+            free(out);
+            break;
+        }
+        failures++;
+        CHECK_STR(st_reason_name(r), "out_of_memory");
+        CHECK_EQ_U64(err.reason, ST_OUT_OF_MEMORY);
+        CHECK(out == NULL);
+        free(out);
+    }
+    CHECK(failures >= 4); /* sort, plan arrays, header, file */
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     RUN(header_parse_allocation_failure_is_out_of_memory);
     RUN(corpus_walk_failing_each_allocation);
     RUN(validate_out_of_memory_is_an_error);
+    RUN(write_allocation_failure_is_out_of_memory);
     return test_report(argv[0]);
 }
