@@ -8,6 +8,16 @@
 #ifndef TG_COMMANDS_H
 #define TG_COMMANDS_H
 
+/* The one version string: `tensorgate --version` prints it (the API's own version
+ * is openapi.yaml's info.version). A build may override it: make CFLAGS+=-DTG_VERSION=... */
+#ifndef TG_VERSION
+#define TG_VERSION "1.0.0"
+#endif
+
+/* A maintenance command's (token, gc, fsck) exit status when --data names a
+ * directory that is not a tensorgate data directory; nothing is created. */
+#define TG_EXIT_NOT_DATA_DIR 3
+
 /* local file commands (no server) */
 int tg_cmd_validate(int argc, char **argv); /* cmd/validate.c */
 int tg_cmd_inspect(int argc, char **argv);  /* cmd/inspect.c */

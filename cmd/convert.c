@@ -34,8 +34,10 @@ static void convert_usage(FILE *out)
                  "whose names match a GLOB (default: all of them) to DTYPE, one of those six,\n"
                  "rounding as PyTorch's .to() does; other tensors are copied unchanged. OUT keeps\n"
                  "IN's metadata and is written atomically.\n"
-                 "Exit status: 0 written, 1 IN refused by the gate, 2 an I/O, out-of-memory or "
-                 "usage error.\n");
+                 "--tensors matching no tensor at all is refused (tensors_not_found, as the\n"
+                 "server's convert route answers) and nothing is written.\n"
+                 "Exit status: 0 written, 1 IN refused by the gate or --tensors matching no\n"
+                 "tensor, 2 an I/O, out-of-memory or usage error.\n");
 }
 
 /* The converter's two sides: IN read at offsets, OUT.tmp written in order. */
@@ -215,10 +217,19 @@ int tg_cmd_convert(int argc, char **argv)
         goto done;
     }
     size_t converted = st_convert_choose(file, to, globs_match, &patterns, dtypes);
-    for (size_t g = 0; g < patterns.count; g++)
+    size_t selected = 0;
+    for (size_t g = 0; g < patterns.count; g++) {
+        selected += patterns.matched[g];
         if (patterns.matched[g] == 0)
             fprintf(stderr, "tensorgate convert: warning: '%s' matches no tensor\n",
                     patterns.pattern[g]);
+    }
+    if (patterns.count > 0 && selected == 0) {
+        printf("%s: refused: tensors_not_found: --tensors matches no tensor; nothing written\n",
+               in_path);
+        status = 1;
+        goto done;
+    }
 
     size_t path_len = strlen(out_path);
     tmp_path = malloc(path_len + 5);

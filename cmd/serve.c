@@ -24,11 +24,25 @@
 #include "routes_preloads.h"
 #include "sha256.h"
 
+/* A maintenance command's --data must name a directory that serve made: one
+ * holding the catalog file. A mistyped path is refused before anything is created. */
+static bool is_data_dir(const char *data_dir)
+{
+    char path[4200];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/catalog.db", data_dir) >= (int)sizeof path)
+        return false;
+    return stat(data_dir, &st) == 0 && S_ISDIR(st.st_mode) && stat(path, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
 /* Opens the data directory: the blob store (layout created), the server's claim
  * on it (claim: serve only; the maintenance commands run beside a server), then
  * the catalog (migrations applied). Both are opened by URL with the data
  * directory's own scheme ("file:", "sqlite:"): a directory whose name looks like a
- * URL is still a path. On failure nothing stays open. */
+ * URL is still a path. The maintenance commands (no claim) refuse a directory
+ * that is_data_dir does not accept: TG_EXIT_NOT_DATA_DIR, nothing created. On
+ * failure nothing stays open; the result is -1 or TG_EXIT_NOT_DATA_DIR. */
 static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **catalog, bool claim,
                      const char *command)
 {
@@ -36,6 +50,13 @@ static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **ca
     char url[4200];
     *blobs = NULL;
     *catalog = NULL;
+    if (!claim && !is_data_dir(data_dir)) {
+        fprintf(stderr,
+                "tensorgate %s: %s is not a tensorgate data directory (no catalog.db); give "
+                "--data the directory `tensorgate serve --data` uses\n",
+                command, data_dir);
+        return TG_EXIT_NOT_DATA_DIR;
+    }
     snprintf(url, sizeof url, "file:%s", data_dir);
     if (tg_blobstore_open(url, blobs, err, sizeof err) != 0 ||
         (claim && tg_blobstore_claim(*blobs, err, sizeof err) != 0)) {
@@ -177,7 +198,9 @@ static int token_usage(FILE *out)
         "       tensorgate token revoke [--data DIR] ID\n"
         "create prints the new token as the last line of stdout; it is shown only once.\n"
         "list prints one line per token: id, scope, namespace (- if none), created\n"
-        "(never the token). revoke deletes the token: the server refuses it (401) at once.\n");
+        "(never the token). revoke deletes the token: the server refuses it (401) at once.\n"
+        "Exit status: 0 done, 1 the catalog failed or no such token, 2 a usage error,\n"
+        "3 DIR is not a tensorgate data directory (nothing is created).\n");
     return out == stdout ? 0 : 2;
 }
 
@@ -196,7 +219,9 @@ static int token_list_or_revoke(int argc, char **argv)
     bool revoke = strcmp(argv[1], "revoke") == 0;
     const char *data_dir = data_dir_default(), *id_text = NULL;
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return token_usage(stdout);
+        } else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
             data_dir = argv[++i];
         } else if (revoke && id_text == NULL && argv[i][0] != '-') {
             id_text = argv[i];
@@ -213,8 +238,9 @@ static int token_list_or_revoke(int argc, char **argv)
     }
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &blobs, &catalog, false, "token") != 0)
-        return 1;
+    int opened = open_data(data_dir, &blobs, &catalog, false, "token");
+    if (opened != 0)
+        return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     int rc = 0;
     if (!revoke) {
         printf("id\tscope\tnamespace\tcreated\n");
@@ -252,6 +278,8 @@ int tg_cmd_token(int argc, char **argv)
     const char *data_dir = data_dir_default(), *scope_name = NULL, *namespace_name = NULL;
     for (int i = 2; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return token_usage(stdout);
         if (strcmp(argv[i], "--data") == 0 && value) {
             data_dir = value;
             i++;
@@ -277,8 +305,9 @@ int tg_cmd_token(int argc, char **argv)
     }
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &blobs, &catalog, false, "token") != 0)
-        return 1;
+    int opened = open_data(data_dir, &blobs, &catalog, false, "token");
+    if (opened != 0)
+        return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     char token[TG_TOKEN_LEN + 1], hash[65];
     int rc = 1;
     if (tg_token_generate(token, hash) != 0) {
@@ -295,17 +324,38 @@ int tg_cmd_token(int argc, char **argv)
     return rc;
 }
 
-static const char *parse_data_only(int argc, char **argv, const char *command, bool *dry_run)
+static void data_only_usage(FILE *out, const char *command, bool dry_run)
+{
+    fprintf(out, "usage: tensorgate %s [--data DIR]%s\n", command, dry_run ? " [--dry-run]" : "");
+    if (dry_run)
+        fprintf(out, "Deletes the blobs no catalog row references (--dry-run: lists them).\n"
+                     "Exit status: 0 done, 1 a blob could not be removed, 2 a usage error,\n");
+    else
+        fprintf(out, "Re-hashes every blob against the catalog.\n"
+                     "Exit status: 0 all whole, 1 a blob is bad, 2 the catalog or SHA-256 failed\n"
+                     "or a usage error,\n");
+    fprintf(out, "3 DIR is not a tensorgate data directory (nothing is created).\n"
+                 "DIR defaults to $TENSORGATE_DATA, else ./data.\n");
+}
+
+/* NULL with *exit_status set: the command ends (--help: 0; a usage error: 2). */
+static const char *parse_data_only(int argc, char **argv, const char *command, bool *dry_run,
+                                   int *exit_status)
 {
     const char *data_dir = data_dir_default();
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            data_only_usage(stdout, command, dry_run != NULL);
+            *exit_status = 0;
+            return NULL;
+        }
         if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
             data_dir = argv[++i];
         } else if (dry_run && strcmp(argv[i], "--dry-run") == 0) {
             *dry_run = true;
         } else {
-            fprintf(stderr, "usage: tensorgate %s [--data DIR]%s\n", command,
-                    dry_run ? " [--dry-run]" : "");
+            data_only_usage(stderr, command, dry_run != NULL);
+            *exit_status = 2;
             return NULL;
         }
     }
@@ -348,14 +398,16 @@ static int gc_visit(void *ctx, const char *hex)
 int tg_cmd_gc(int argc, char **argv)
 {
     bool dry_run = false;
-    const char *data_dir = parse_data_only(argc, argv, "gc", &dry_run);
+    int exit_status = 0;
+    const char *data_dir = parse_data_only(argc, argv, "gc", &dry_run, &exit_status);
     if (data_dir == NULL)
-        return 2;
+        return exit_status;
     gc_state gc = {.dry_run = dry_run};
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &blobs, &catalog, false, "gc") != 0)
-        return 1;
+    int opened = open_data(data_dir, &blobs, &catalog, false, "gc");
+    if (opened != 0)
+        return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     gc.blobs = blobs;
     gc.catalog = catalog;
     if (tg_blob_each(blobs, gc_visit, &gc) != 0) {
@@ -448,13 +500,15 @@ static int fsck_record_visit(void *ctx, const char *sha256)
 
 int tg_cmd_fsck(int argc, char **argv)
 {
-    const char *data_dir = parse_data_only(argc, argv, "fsck", NULL);
+    int exit_status = 0;
+    const char *data_dir = parse_data_only(argc, argv, "fsck", NULL, &exit_status);
     if (data_dir == NULL)
-        return 2;
+        return exit_status;
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    if (open_data(data_dir, &blobs, &catalog, false, "fsck") != 0)
-        return 2;
+    int opened = open_data(data_dir, &blobs, &catalog, false, "fsck");
+    if (opened != 0)
+        return opened == TG_EXIT_NOT_DATA_DIR ? opened : 2;
     fsck_state fsck = {.blobs = blobs, .catalog = catalog};
     tg_cat_status status = tg_catalog_blob_each(catalog, fsck_visit, &fsck);
     if (status == TG_CAT_OK)

@@ -266,15 +266,32 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
         __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
 }
 
-/* The one way a JSON or problem+json text is answered: takes text (malloc'd; NULL
- * answers 500 with no body); headers are name/value pairs, NULL-terminated (a pair
+int tg_text_end_line(char **text)
+{
+    size_t len = strlen(*text);
+    if (len > 0 && (*text)[len - 1] == '\n')
+        return 0;
+    char *grown = realloc(*text, len + 2);
+    if (grown == NULL) {
+        free(*text);
+        *text = NULL;
+        return -1;
+    }
+    grown[len] = '\n';
+    grown[len + 1] = '\0';
+    *text = grown;
+    return 0;
+}
+
+/* The one way a JSON or problem+json text is answered (it ends with a newline): takes text
+ * (malloc'd; NULL answers 500 with no body); headers are name/value pairs, NULL-terminated (a pair
  * whose value is NULL is skipped); a 401 also says how to authenticate. Inside a
  * body's feed, where libmicrohttpd takes no response object, the plain text is
  * written on the socket without them. */
 static void respond_text(tg_request *req, unsigned status, char *text, const char *content_type,
                          const char *const *headers)
 {
-    if (text == NULL) {
+    if (text == NULL || tg_text_end_line(&text) != 0) {
         tg_respond(req, 500, NULL, 0);
         return;
     }
@@ -1033,8 +1050,8 @@ static char *timeout_answer_text(void)
     char *text = NULL;
     if (asprintf(&text,
                  "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/problem+json\r\n"
-                 "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
-                 strlen(body), body) < 0)
+                 "Connection: close\r\nContent-Length: %zu\r\n\r\n%s\n",
+                 strlen(body) + 1, body) < 0)
         text = NULL;
     free(body);
     return text;

@@ -109,6 +109,9 @@ uint64_t tg_request_body_size(const tg_request *req);
  * the client gets its answer without sending the rest of the body. */
 void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
                 uint64_t body_bytes);
+/* Every JSON and problem+json body ends with "\n". tg_text_end_line appends it to a
+ * malloc'd text that lacks it: 0, or -1 with the text freed and *text NULL. */
+int tg_text_end_line(char **text);
 void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals body */
 /* The same with extra response headers: name/value pairs, NULL-terminated (a pair
  * whose value is NULL is left out), e.g. Location or Link. */

@@ -393,7 +393,7 @@ void tg_route_file_header(tg_request *req)
         json_t *body = header_json(&record, &file, stats);
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
-        if (text == NULL) {
+        if (text == NULL || tg_text_end_line(&text) != 0) {
             tg_respond_internal(req, "out of memory");
         } else {
             size_t len = strlen(text);

@@ -191,7 +191,34 @@ run 2 "empty glob" "$BIN" convert conv.safetensors bad.safetensors --dtype F16 -
 run 1 "convert a refused file" "$BIN" convert model.bin bad.safetensors --dtype F16
 out_has "convert prints the verdict" "^model.bin: refused: refused_format"
 [ ! -e bad.safetensors ] && [ ! -e bad.safetensors.tmp ] && ok || fail "no output for a refused input"
+run 1 "globs matching no tensor are refused" "$BIN" convert conv.safetensors none2.safetensors --dtype F16 --tensors 'zzz*,yyy'
+out_has "the refusal names tensors_not_found" "refused: tensors_not_found"
+[ ! -e none2.safetensors ] && [ ! -e none2.safetensors.tmp ] && ok || fail "no output when no tensor matches"
 run 2 "convert into a missing directory" "$BIN" convert conv.safetensors no/such/dir/x.safetensors --dtype F16
+
+# every command's --help: usage on stdout, exit 0; --version and version
+for c in validate inspect convert serve token "token create" "token list" "token revoke" gc fsck; do
+    # shellcheck disable=SC2086 # "token create" is two words
+    run 0 "$c --help" "$BIN" $c --help
+    out_has "$c --help prints usage on stdout" "usage: tensorgate"
+done
+run 0 "--version" "$BIN" --version
+out_has "--version prints the version" "^tensorgate [0-9]+\.[0-9]+\.[0-9]+"
+run 0 "version" "$BIN" version
+out_has "version prints the version" "^tensorgate [0-9]+\.[0-9]+\.[0-9]+"
+
+# the maintenance commands refuse a --data that is not a data directory (exit 3) and
+# create nothing there; an empty existing directory is not one either
+mkdir empty-data
+for c in gc fsck "token list" "token revoke 1" "token create --scope read"; do
+    # shellcheck disable=SC2086
+    run 3 "$c with a mistyped --data" "$BIN" $c --data typo-data
+    err_has "$c names the refusal" "not a tensorgate data directory"
+    [ ! -e typo-data ] && ok || fail "$c created the mistyped --data"
+    # shellcheck disable=SC2086
+    run 3 "$c with an empty directory" "$BIN" $c --data empty-data
+    [ -z "$(ls -A empty-data)" ] && ok || fail "$c wrote into an empty directory"
+done
 
 # the converted values, against torch .to(), in one Python run (importing torch is slow)
 "$PY" "$HERE/cli_files.py" convert "$W/convert_checks" >"$W/pyout" 2>&1
