@@ -26,11 +26,20 @@ static const unsigned known_statuses[] = {200, 201, 202, 204, 206, 304, 400, 401
                                           422, 429, 431, 500, 501, 503, 507};
 #define STATUS_SLOTS (sizeof known_statuses / sizeof known_statuses[0] + 1)
 #define REJECTION_REASONS_MAX 64
+/* Request latency buckets (seconds, upper bounds; +Inf is the count). */
+static const double latency_bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                        0.25,  0.5,   1,    2.5,   5,    10};
+#define LATENCY_BOUNDS (sizeof latency_bounds / sizeof latency_bounds[0])
+/* One latency row: the buckets (not cumulative), the count, the sum in microseconds. */
+#define LATENCY_SLOTS (LATENCY_BOUNDS + 2)
 
 struct tg_metrics {
-    /* by route row and status slot: (route_count + 1) * STATUS_SLOTS counters, the
-     * last route row for requests that matched no route */
+    /* by route row and status slot: metric_rows(route_count) * STATUS_SLOTS counters.
+     * Rows: one per route, then one for requests that matched no route, then one per
+     * route for HEAD (a GET route also answers HEAD, counted apart). */
     uint64_t *requests;
+    /* by the same rows: LATENCY_SLOTS counters each (fixed memory per route) */
+    uint64_t *latency;
     uint64_t bytes_in, bytes_out;
     pthread_mutex_t lock; /* guards the rejection table */
     struct {
@@ -45,6 +54,13 @@ struct tg_metrics {
     pthread_mutex_t sweeper_lock;
     pthread_cond_t sweeper_wake;
 };
+
+static double monotonic_seconds(void);
+
+static size_t metric_rows(size_t route_count)
+{
+    return 2 * route_count + 1;
+}
 
 static size_t status_slot(unsigned status)
 {
@@ -80,6 +96,45 @@ static void __attribute__((format(printf, 2, 3))) append(st_buffer *b, const cha
     va_end(ap);
 }
 
+/* A metrics row's labels (see struct tg_metrics). */
+static const char *row_method(const tg_server *server, size_t r)
+{
+    if (r < server->route_count)
+        return server->routes[r].method;
+    return r == server->route_count ? "" : "HEAD";
+}
+
+static const char *row_pattern(const tg_server *server, size_t r)
+{
+    if (r < server->route_count)
+        return server->routes[r].pattern;
+    if (r == server->route_count)
+        return "unmatched";
+    return server->routes[r - server->route_count - 1].pattern;
+}
+
+/* Counts an answered request and its latency on its row. */
+static void count_request(tg_server *server, const tg_request *req)
+{
+    size_t r = req->route ? (size_t)(req->route - server->routes) : server->route_count;
+    if (req->route && req->is_head)
+        r += server->route_count + 1;
+    tg_metrics *m = server->metrics;
+    __atomic_fetch_add(&m->requests[r * STATUS_SLOTS + status_slot(req->status)], 1,
+                       __ATOMIC_RELAXED);
+    double seconds = monotonic_seconds() - req->started_at;
+    if (req->started_at <= 0 || seconds < 0)
+        seconds = 0;
+    uint64_t *row = &m->latency[r * LATENCY_SLOTS];
+    size_t k = 0;
+    while (k < LATENCY_BOUNDS && seconds > latency_bounds[k])
+        k++;
+    if (k < LATENCY_BOUNDS)
+        __atomic_fetch_add(&row[k], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&row[LATENCY_BOUNDS + 1], (uint64_t)(seconds * 1e6), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&row[LATENCY_BOUNDS], 1, __ATOMIC_RELAXED); /* the count, last */
+}
+
 char *tg_metrics_render(tg_server *server)
 {
     tg_metrics *m = server->metrics;
@@ -87,9 +142,9 @@ char *tg_metrics_render(tg_server *server)
     st_buffer_init(&b, METRICS_TEXT_MAX);
     append(&b, "# HELP tensorgate_requests_total HTTP requests by route and status.\n"
                "# TYPE tensorgate_requests_total counter\n");
-    const tg_route *routes = server->routes;
     size_t route_count = server->route_count;
-    for (size_t r = 0; r <= route_count; r++) {
+    for (size_t r = 0; r < metric_rows(route_count); r++) {
+        const char *method = row_method(server, r), *pattern = row_pattern(server, r);
         for (size_t s = 0; s < STATUS_SLOTS; s++) {
             uint64_t count = __atomic_load_n(&m->requests[r * STATUS_SLOTS + s], __ATOMIC_RELAXED);
             if (count == 0)
@@ -99,16 +154,36 @@ char *tg_metrics_render(tg_server *server)
                 snprintf(status, sizeof status, "%u", known_statuses[s]);
             else
                 snprintf(status, sizeof status, "other");
-            if (r < route_count)
-                append(&b,
-                       "tensorgate_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
-                       routes[r].method, routes[r].pattern, status, (unsigned long long)count);
-            else
-                append(&b,
-                       "tensorgate_requests_total{method=\"\",route=\"unmatched\",status=\"%s\"} "
-                       "%llu\n",
-                       status, (unsigned long long)count);
+            append(&b, "tensorgate_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
+                   method, pattern, status, (unsigned long long)count);
         }
+    }
+    append(&b, "# HELP tensorgate_request_duration_seconds Request latency by route, from the "
+               "request's first callback to its end.\n"
+               "# TYPE tensorgate_request_duration_seconds histogram\n");
+    for (size_t r = 0; r < metric_rows(route_count); r++) {
+        const uint64_t *row = &m->latency[r * LATENCY_SLOTS];
+        uint64_t count = __atomic_load_n(&row[LATENCY_BOUNDS], __ATOMIC_RELAXED);
+        if (count == 0)
+            continue;
+        const char *method = row_method(server, r), *pattern = row_pattern(server, r);
+        uint64_t cumulative = 0;
+        for (size_t k = 0; k < LATENCY_BOUNDS; k++) {
+            cumulative += __atomic_load_n(&row[k], __ATOMIC_RELAXED);
+            append(
+                &b,
+                "tensorgate_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"%g\"} "
+                "%llu\n",
+                method, pattern, latency_bounds[k], (unsigned long long)cumulative);
+        }
+        uint64_t micros = __atomic_load_n(&row[LATENCY_BOUNDS + 1], __ATOMIC_RELAXED);
+        append(&b,
+               "tensorgate_request_duration_seconds_bucket{method=\"%s\",route=\"%s\",le=\"+Inf\"} "
+               "%llu\n"
+               "tensorgate_request_duration_seconds_sum{method=\"%s\",route=\"%s\"} %.6f\n"
+               "tensorgate_request_duration_seconds_count{method=\"%s\",route=\"%s\"} %llu\n",
+               method, pattern, (unsigned long long)count, method, pattern, (double)micros / 1e6,
+               method, pattern, (unsigned long long)count);
     }
     append(&b,
            "# HELP tensorgate_bytes_in_total Request body bytes received.\n"
@@ -670,12 +745,6 @@ static void route_request(tg_request *req, const char *url)
                                "%s is not allowed here; allowed: %s", req->method, allow);
 }
 
-/* The route's row in the request counters; the last row for no route. */
-static size_t route_index(const tg_server *server, const tg_route *route)
-{
-    return route ? (size_t)(route - server->routes) : server->route_count;
-}
-
 /* True when the client has shut its sending side and nothing of it is left unread:
  * a one-byte MSG_PEEK reads 0 (end of stream) rather than a byte or EAGAIN. */
 static bool client_finished_sending(struct MHD_Connection *connection)
@@ -797,11 +866,8 @@ static void end_request(tg_server *server, tg_request *req, enum MHD_RequestTerm
     req->live = false;
     if (req->route && req->route->cleanup)
         req->route->cleanup(req);
-    if (req->responded) {
-        size_t r = route_index(server, req->route);
-        __atomic_fetch_add(&server->metrics->requests[r * STATUS_SLOTS + status_slot(req->status)],
-                           1, __ATOMIC_RELAXED);
-    }
+    if (req->responded)
+        count_request(server, req);
     if (code != MHD_REQUEST_TERMINATED_COMPLETED_OK && req->route)
         tg_log(TG_LOG_DEBUG, "%s %s from %s ended early (code %d)", req->method,
                req->route->pattern, req->client, (int)code);
@@ -869,6 +935,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         return MHD_NO; /* no state for this connection (out of memory) */
     if (!req->started) {
         req->started = true;
+        req->started_at = monotonic_seconds();
         phase_leave(req);
         req->server = server;
         req->connection = connection;
@@ -1182,8 +1249,11 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
         snprintf(err, err_len, "out of memory");
         return -1;
     }
-    server->metrics->requests = calloc((route_count + 1) * STATUS_SLOTS, sizeof(uint64_t));
-    if (server->metrics->requests == NULL) {
+    server->metrics->requests = calloc(metric_rows(route_count) * STATUS_SLOTS, sizeof(uint64_t));
+    server->metrics->latency = calloc(metric_rows(route_count) * LATENCY_SLOTS, sizeof(uint64_t));
+    if (server->metrics->requests == NULL || server->metrics->latency == NULL) {
+        free(server->metrics->requests);
+        free(server->metrics->latency);
         free(server->metrics);
         server->metrics = NULL;
         snprintf(err, err_len, "out of memory");
@@ -1259,6 +1329,7 @@ void tg_http_stop(tg_server *server)
     if (server->metrics) {
         free(server->metrics->timeout_answer);
         free(server->metrics->requests);
+        free(server->metrics->latency);
         pthread_mutex_destroy(&server->metrics->lock);
         free(server->metrics);
         server->metrics = NULL;

@@ -72,6 +72,7 @@ struct tg_request {
     bool url_has_nul;      /* the raw URI holds %00 (refused before routing) */
     tg_target_info target; /* the raw request target's length and query arguments */
     bool started;          /* on_request has been called for this request */
+    double started_at;     /* CLOCK_MONOTONIC seconds at that first call (latency) */
     bool live;             /* begun (URI seen) and not yet ended: its cleanup is due */
     bool close_after;      /* answer with "Connection: close" (framing refusals) */
     /* requests between their URI and their first on_request (http.c's header phase) */

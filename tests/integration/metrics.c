@@ -1,0 +1,122 @@
+/* /metrics against a real server, scraped before and after some requests: HEAD is
+ * counted as HEAD (not as GET), each route has a latency histogram (_bucket with
+ * cumulative le buckets ending at +Inf, _sum, _count) that grows by the requests
+ * made; and every JSON or problem+json body ends with a newline, its
+ * Content-Length counting it. */
+#include "harness.h"
+
+/* The value of the sample line that starts with `series` (labels included), or -1. */
+static long long sample(const char *text, const char *series)
+{
+    char key[512];
+    snprintf(key, sizeof key, "\n%s ", series);
+    const char *at = text ? strstr(text, key) : NULL;
+    return at ? atoll(at + strlen(key)) : -1;
+}
+
+static char *scrape(void)
+{
+    it_response r = it_get("/metrics");
+    CHECK(r.status == 200);
+    char *text = NULL;
+    if (r.body.data != NULL) {
+        text = malloc(r.body.len + 2);
+        if (text != NULL) {
+            text[0] = '\n'; /* the first line matches "\nNAME" too */
+            memcpy(text + 1, r.body.data, r.body.len);
+            text[r.body.len + 1] = '\0';
+        }
+    }
+    it_response_free(&r);
+    return text;
+}
+
+#define MODELS_GET "{method=\"GET\",route=\"/v1/models\""
+#define MODELS_HEAD "{method=\"HEAD\",route=\"/v1/models\""
+
+static long long zero_if_absent(long long v)
+{
+    return v < 0 ? 0 : v;
+}
+
+static void head_is_counted_as_head_and_latency_is_a_histogram(void)
+{
+    char *before = scrape();
+    CHECK(before != NULL);
+    for (int i = 0; i < 3; i++) {
+        it_response r = it_request("HEAD", "/v1/models", NULL);
+        CHECK(r.status == 200);
+        it_response_free(&r);
+    }
+    it_response g = it_get("/v1/models");
+    CHECK(g.status == 200);
+    it_response_free(&g);
+    char *after = scrape();
+    CHECK(after != NULL);
+
+    long long head_before =
+        zero_if_absent(sample(before, "tensorgate_requests_total" MODELS_HEAD ",status=\"200\"}"));
+    long long head_after =
+        sample(after, "tensorgate_requests_total" MODELS_HEAD ",status=\"200\"}");
+    long long get_before =
+        zero_if_absent(sample(before, "tensorgate_requests_total" MODELS_GET ",status=\"200\"}"));
+    long long get_after = sample(after, "tensorgate_requests_total" MODELS_GET ",status=\"200\"}");
+    CHECK(head_after - head_before == 3);
+    CHECK(get_after - get_before == 1);
+
+    CHECK(strstr(after, "\n# TYPE tensorgate_request_duration_seconds histogram\n") != NULL);
+    const char *rows[] = {MODELS_GET, MODELS_HEAD};
+    long long grew[] = {1, 3};
+    for (int k = 0; k < 2; k++) {
+        char series[256];
+        snprintf(series, sizeof series, "tensorgate_request_duration_seconds_count%s}", rows[k]);
+        long long count_before = zero_if_absent(sample(before, series));
+        long long count_after = sample(after, series);
+        CHECK(count_after - count_before == grew[k]);
+        snprintf(series, sizeof series, "tensorgate_request_duration_seconds_bucket%s,le=\"+Inf\"}",
+                 rows[k]);
+        CHECK(sample(after, series) == count_after);
+        snprintf(series, sizeof series, "tensorgate_request_duration_seconds_sum%s}", rows[k]);
+        CHECK(sample(after, series) >= 0);
+        /* cumulative buckets: each le is at most the next */
+        snprintf(series, sizeof series,
+                 "tensorgate_request_duration_seconds_bucket%s,le=\"0.001\"}", rows[k]);
+        long long small = sample(after, series);
+        snprintf(series, sizeof series, "tensorgate_request_duration_seconds_bucket%s,le=\"10\"}",
+                 rows[k]);
+        long long large = sample(after, series);
+        CHECK(small >= 0 && small <= large && large <= count_after);
+    }
+    free(before);
+    free(after);
+}
+
+static void check_ends_with_newline(const char *method, const char *path, const char *token,
+                                    const char *json_text, long want_status)
+{
+    it_response r = it_send_json(method, path, token, json_text);
+    CHECK(r.status == want_status);
+    CHECK(r.body.len > 0 && ((const char *)r.body.data)[r.body.len - 1] == '\n');
+    char length[32];
+    CHECK(it_header(&r, "Content-Length", length, sizeof length) != NULL &&
+          (size_t)atoll(length) == r.body.len);
+    it_response_free(&r);
+}
+
+static void json_bodies_end_with_a_newline(void)
+{
+    const char *token = it_token("write", "acme");
+    check_ends_with_newline("GET", "/v1/models", NULL, NULL, 200);           /* JSON */
+    check_ends_with_newline("GET", "/v1/models/acme/none", NULL, NULL, 404); /* problem */
+    check_ends_with_newline("POST", "/v1/models", token, "{\"name\":", 400); /* bad JSON */
+    check_ends_with_newline("POST", "/v1/models", token, "{\"name\":\"acme/m\"}", 201);
+    check_ends_with_newline("POST", "/v1/models", NULL, "{\"name\":\"acme/n\"}", 401);
+}
+
+int main(int argc, char **argv)
+{
+    it_init(argc, argv, NULL);
+    RUN(head_is_counted_as_head_and_latency_is_a_histogram);
+    RUN(json_bodies_end_with_a_newline);
+    return it_finish(argv[0]);
+}
