@@ -1563,6 +1563,18 @@ char *tg_preload_metrics(tg_preload_manager *m)
     for (int i = 0; i < m->device_count; i++)
         st_buffer_printf(&t, "tensorgate_preload_last_gbps{device=\"%s\"} %.3f\n",
                          m->devices[i].name, m->devices[i].last_gbps);
+    st_buffer_printf(&t,
+                     "# HELP tensorgate_preload_resident_bytes Bytes of resident preloads on each "
+                     "device.\n"
+                     "# TYPE tensorgate_preload_resident_bytes gauge\n");
+    for (int i = 0; i < m->device_count; i++) {
+        uint64_t resident = 0;
+        for (preload *p = m->head; p; p = p->next)
+            if (p->device == &m->devices[i] && p->state == STATE_RESIDENT)
+                resident += p->total;
+        st_buffer_printf(&t, "tensorgate_preload_resident_bytes{device=\"%s\"} %llu\n",
+                         m->devices[i].name, (unsigned long long)resident);
+    }
     unsigned counts[5] = {0};
     for (preload *p = m->head; p; p = p->next)
         counts[p->state]++;

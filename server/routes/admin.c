@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "catalog.h"
 #include "checks.h"
 #include "embedded.h"
 #include "resources.h"
@@ -31,10 +32,38 @@ void tg_route_readyz(tg_request *req)
     tg_respond_json(req, (catalog_ok && store_ok) ? 200 : 503, body);
 }
 
+/* Appends the conversion jobs by state (from the catalog) to a /metrics text
+ * (realloc'd; NULL stays NULL, and a failure frees it). A catalog that cannot
+ * count leaves the lines out. */
+static char *jobs_metrics_append(tg_catalog *catalog, char *text)
+{
+    uint64_t counts[TG_JOB_STATES];
+    if (text == NULL || tg_catalog_job_counts(catalog, counts) != TG_CAT_OK)
+        return text;
+    char lines[512];
+    int n = snprintf(lines, sizeof lines,
+                     "# HELP tensorgate_jobs Conversion jobs by state (the catalog's).\n"
+                     "# TYPE tensorgate_jobs gauge\n");
+    for (int i = 0; i < TG_JOB_STATES && n > 0 && (size_t)n < sizeof lines; i++)
+        n += snprintf(lines + n, sizeof lines - (size_t)n, "tensorgate_jobs{state=\"%s\"} %llu\n",
+                      tg_job_state_name((tg_job_state)i), (unsigned long long)counts[i]);
+    if (n < 0 || (size_t)n >= sizeof lines)
+        return text;
+    size_t len = strlen(text);
+    char *grown = realloc(text, len + (size_t)n + 1);
+    if (grown == NULL) {
+        free(text);
+        return NULL;
+    }
+    memcpy(grown + len, lines, (size_t)n + 1);
+    return grown;
+}
+
 void tg_route_metrics(tg_request *req)
 {
-    char *text =
-        tg_resources_metrics_append(tg_preloads_metrics_append(tg_metrics_render(req->server)));
+    char *text = jobs_metrics_append(
+        req->server->catalog,
+        tg_resources_metrics_append(tg_preloads_metrics_append(tg_metrics_render(req->server))));
     if (text == NULL) {
         tg_respond_internal(req, "out of memory");
         return;

@@ -331,6 +331,15 @@ tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *ou
     return catalog->ops->job_get(catalog, job_id, out);
 }
 
+tg_cat_status tg_catalog_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
+{
+    for (int i = 0; i < TG_JOB_STATES; i++)
+        counts[i] = 0;
+    if (catalog->ops->job_counts == NULL)
+        return TG_CAT_ERROR;
+    return catalog->ops->job_counts(catalog, counts);
+}
+
 tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filter,
                                   int64_t before_id, unsigned limit,
                                   void (*visit)(void *ctx, const tg_job *job), void *ctx)

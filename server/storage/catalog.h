@@ -241,6 +241,7 @@ typedef enum tg_job_state {
     TG_JOB_DONE,
     TG_JOB_FAILED
 } tg_job_state;
+#define TG_JOB_STATES 4 /* the number of tg_job_state values */
 
 typedef struct tg_job {
     int64_t id;
@@ -297,6 +298,8 @@ typedef struct tg_job_filter {
 tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filter,
                                   int64_t before_id, unsigned limit,
                                   void (*visit)(void *ctx, const tg_job *job), void *ctx);
+/* How many jobs are in each state (counts indexed by tg_job_state), for /metrics. */
+tg_cat_status tg_catalog_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES]);
 /* Cancels a job; *was gets its state before. A queued job fails at once with
  * reason "cancelled" (files an interrupted attempt left in job_files go). A
  * running job keeps running, marked (cancel_requested) for the worker, which

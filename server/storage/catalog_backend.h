@@ -96,6 +96,8 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*job_list)(tg_catalog *catalog, const tg_job_filter *filter, int64_t before_id,
                               unsigned limit, void (*visit)(void *ctx, const tg_job *job),
                               void *ctx);
+    /* optional (NULL: tg_catalog_job_counts answers TG_CAT_ERROR) */
+    tg_cat_status (*job_counts)(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES]);
     tg_cat_status (*job_cancel)(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                 tg_job *out);
     tg_cat_status (*job_claim)(tg_catalog *catalog, tg_job *out);

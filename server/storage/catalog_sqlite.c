@@ -1525,6 +1525,27 @@ static tg_cat_status sq_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out
     return status;
 }
 
+static tg_cat_status sq_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
+{
+    static const char sql[] = "SELECT state, COUNT(*) FROM jobs GROUP BY state";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *state = (const char *)sqlite3_column_text(st, 0);
+            for (int i = 0; state != NULL && i < TG_JOB_STATES; i++)
+                if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
+                    counts[i] = (uint64_t)sqlite3_column_int64(st, 1);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
 static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filter,
                                  int64_t before_id, unsigned limit,
                                  void (*visit)(void *ctx, const tg_job *job), void *ctx)
@@ -1977,6 +1998,7 @@ static const tg_catalog_ops sqlite_ops = {
     .job_create_by = sq_job_create_by,
     .job_get = sq_job_get,
     .job_list = sq_job_list,
+    .job_counts = sq_job_counts,
     .job_cancel = sq_job_cancel,
     .job_claim = sq_job_claim,
     .job_recover = sq_job_recover,

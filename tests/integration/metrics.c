@@ -1,7 +1,9 @@
 /* /metrics against a real server, scraped before and after some requests: HEAD is
  * counted as HEAD (not as GET), each route has a latency histogram (_bucket with
  * cumulative le buckets ending at +Inf, _sum, _count) that grows by the requests
- * made; and every JSON or problem+json body ends with a newline, its
+ * made; the conversion jobs by state (tensorgate_jobs) count a new job; the bytes of
+ * resident preloads per device (tensorgate_preload_resident_bytes) grow by a preload
+ * that became resident; and every JSON or problem+json body ends with a newline, its
  * Content-Length counting it. */
 #include "harness.h"
 
@@ -113,10 +115,67 @@ static void json_bodies_end_with_a_newline(void)
     check_ends_with_newline("POST", "/v1/models", NULL, "{\"name\":\"acme/n\"}", 401);
 }
 
+static long long jobs_total(const char *text)
+{
+    static const char *const states[] = {"queued", "running", "done", "failed"};
+    long long total = 0;
+    for (int i = 0; i < 4; i++) {
+        char series[64];
+        snprintf(series, sizeof series, "tensorgate_jobs{state=\"%s\"}", states[i]);
+        long long v = sample(text, series);
+        CHECK(v >= 0);
+        total += v < 0 ? 0 : v;
+    }
+    return total;
+}
+
+static long long resident_host_bytes(void)
+{
+    char *text = scrape();
+    long long v = sample(text, "tensorgate_preload_resident_bytes{device=\"host\"}");
+    free(text);
+    return v;
+}
+
+static void jobs_and_preloads_are_counted(void)
+{
+    const char *token = it_token("write", NULL);
+    it_tensor_spec t[] = {{"w", "F32", 2, {8, 8, 0, 0}}};
+    it_buf file = {0};
+    it_build_safetensors(&file, t, 1, NULL, 7);
+    CHECK(it_make_version(token, "acme/jm", "model.safetensors", &file, true) == 1);
+    it_buf_free(&file);
+
+    char *before = scrape();
+    long long jobs_before = jobs_total(before);
+    free(before);
+    it_response r =
+        it_send_json("POST", "/v1/models/acme/jm/versions/1/convert", token, "{\"dtype\":\"F16\"}");
+    CHECK(r.status == 202);
+    it_response_free(&r);
+    char *after = scrape();
+    CHECK(jobs_total(after) == jobs_before + 1);
+    free(after);
+
+    CHECK(resident_host_bytes() == 0);
+    r = it_send_json("POST", "/v1/preloads", token, "{\"model\":\"acme/jm\",\"version\":1}");
+    CHECK(r.status == 202 || r.status == 201);
+    it_response_free(&r);
+    long long resident = 0;
+    for (int i = 0; i < 500 && resident <= 0; i++) {
+        resident = resident_host_bytes();
+        if (resident <= 0)
+            usleep(20 * 1000);
+    }
+    CHECK(resident >= 8 * 8 * 4);
+}
+
 int main(int argc, char **argv)
 {
-    it_init(argc, argv, NULL);
+    static const char *const flags[] = {"--preload-budget-host", "1048576", NULL};
+    it_init(argc, argv, flags);
     RUN(head_is_counted_as_head_and_latency_is_a_histogram);
     RUN(json_bodies_end_with_a_newline);
+    RUN(jobs_and_preloads_are_counted);
     return it_finish(argv[0]);
 }
