@@ -643,16 +643,26 @@ TEST(problem_json_utf8)
     json_decref(p);
 }
 
-/* /metrics counts requests by the table's rows (method and pattern) and status; the
- * unmatched ones on their own line. */
+/* /metrics counts requests by the table's rows (method and pattern) and status, a
+ * HEAD as HEAD, with a latency histogram per row; the unmatched ones on their own line. */
 TEST(metrics)
 {
     char *text = tg_metrics_render(&server);
     CHECK(text != NULL);
     if (text == NULL)
         return;
+    /* the GET and the HEAD, each as itself */
     CHECK(strstr(text, "tensorgate_requests_total{method=\"GET\",route=\"/t/ping\",status=\"200\"} "
-                       "2\n") != NULL); /* the GET and the HEAD */
+                       "1\n") != NULL);
+    CHECK(strstr(text,
+                 "tensorgate_requests_total{method=\"HEAD\",route=\"/t/ping\",status=\"200\"} "
+                 "1\n") != NULL);
+    CHECK(strstr(text,
+                 "tensorgate_request_duration_seconds_count{method=\"HEAD\",route=\"/t/ping\"} "
+                 "1\n") != NULL);
+    CHECK(strstr(text,
+                 "tensorgate_request_duration_seconds_bucket{method=\"GET\",route=\"/t/ping\","
+                 "le=\"+Inf\"} 1\n") != NULL);
     CHECK(strstr(text, "tensorgate_requests_total{method=\"DELETE\",route=\"/t/items/{id}\","
                        "status=\"204\"} 1\n") != NULL);
     CHECK(strstr(text, "tensorgate_requests_total{method=\"GET\",route=\"/t/silent\","
