@@ -13,7 +13,7 @@ static long long sample(const char *text, const char *series)
     char key[512];
     snprintf(key, sizeof key, "\n%s ", series);
     const char *at = text ? strstr(text, key) : NULL;
-    return at ? atoll(at + strlen(key)) : -1;
+    return at ? strtoll(at + strlen(key), NULL, 10) : -1;
 }
 
 static char *scrape(void)
@@ -101,7 +101,7 @@ static void check_ends_with_newline(const char *method, const char *path, const 
     CHECK(r.body.len > 0 && ((const char *)r.body.data)[r.body.len - 1] == '\n');
     char length[32];
     CHECK(it_header(&r, "Content-Length", length, sizeof length) != NULL &&
-          (size_t)atoll(length) == r.body.len);
+          (size_t)strtoll(length, NULL, 10) == r.body.len);
     it_response_free(&r);
 }
 
