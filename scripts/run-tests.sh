@@ -40,6 +40,9 @@ for build in build build-asan; do
     if [ -x tests/corpus/run.sh ]; then
         suite "$build corpus" tests/corpus/run.sh "$build/tensorgate"
     fi
+    if [ -x tests/readme/run.sh ]; then
+        suite "$build readme" tests/readme/run.sh "$build/tensorgate"
+    fi
 done
 unset TG_BUILD
 
