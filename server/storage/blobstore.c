@@ -25,19 +25,23 @@ static size_t url_scheme_length(const char *text)
 
 int tg_blobstore_open(const char *url, tg_blobstore **out, char *err, size_t err_len)
 {
+    return tg_blobstore_open_options(url, NULL, out, err, err_len);
+}
+
+int tg_blobstore_open_options(const char *url, const tg_blobstore_options *options,
+                              tg_blobstore **out, char *err, size_t err_len)
+{
     *out = NULL;
     if (strncmp(url, "file:", 5) == 0)
         return tg_blobstore_local_open(url + 5, out, err, err_len);
     size_t scheme = url_scheme_length(url);
     if (scheme > 0) {
         if (scheme == 2 && strncmp(url, "s3", 2) == 0)
-            snprintf(err, err_len,
-                     "the S3 blob store (s3://) is not built into this tensorgate yet; use "
-                     "file:DIR or a directory path");
-        else
-            snprintf(err, err_len,
-                     "unknown blob store URL scheme \"%.*s://\"; use file:DIR or a directory path",
-                     (int)scheme, url);
+            return tg_blobstore_s3_open(url, options, out, err, err_len);
+        snprintf(err, err_len,
+                 "unknown blob store URL scheme \"%.*s://\"; use file:DIR, s3://BUCKET[/PREFIX] "
+                 "or a directory path",
+                 (int)scheme, url);
         return -1;
     }
     return tg_blobstore_local_open(url, out, err, err_len);

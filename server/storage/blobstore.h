@@ -1,8 +1,8 @@
 /* The blob store: immutable content named by the SHA-256 hex of its bytes, behind
  * a narrow interface with a backend (blobstore_backend.h), chosen by
  * tg_blobstore_open from a URL. Today that is the local directory
- * (blobstore_local.c over store.c: "file:DIR" or a plain path); an S3-compatible
- * store is the next backend ("s3://...", not built yet). Everything above
+ * (blobstore_local.c over store.c: "file:DIR" or a plain path) or an S3-compatible
+ * store (blobstore_s3.c: "s3://BUCKET[/PREFIX]"). Everything above
  * server/storage/ reaches blob bytes only through this header: it never names a
  * blob path.
  *
@@ -21,7 +21,10 @@
  *
  * Every function is safe from any thread; a writer or a reader is used by one
  * thread at a time. Damage records remember blobs a read found missing, of the
- * wrong size or cut short (`tensorgate fsck` re-hashes them). */
+ * wrong size or cut short (`tensorgate fsck` re-hashes them).
+ *
+ * A store that cannot be reached now (S3: no answer, a timeout, a 5xx) fails with
+ * errno EHOSTDOWN (TG_BLOB_UNAVAILABLE_ERRNO), so callers can answer 503. */
 #ifndef TG_BLOBSTORE_H
 #define TG_BLOBSTORE_H
 
@@ -51,14 +54,34 @@ typedef enum tg_blob_check {
 /* True when text is exactly 64 lowercase hex digits: a blob name. */
 int tg_is_sha256_hex(const char *text);
 
+#define TG_BLOB_UNAVAILABLE_ERRNO EHOSTDOWN
+
+/* What a remote backend needs beyond its URL (all optional; NULL/0: defaults). */
+typedef struct tg_blobstore_options {
+    const char *s3_endpoint; /* --s3-endpoint, else $TENSORGATE_S3_ENDPOINT, else AWS */
+    const char *s3_region;   /* --s3-region, else $TENSORGATE_S3_REGION, $AWS_REGION, us-east-1 */
+    uint64_t max_blob;       /* the largest blob written (S3 part size: <= 10,000 parts) */
+    bool gc_grace_set;       /* gc_grace given (else 3600 s) */
+    uint64_t gc_grace;       /* seconds: gc leaves younger objects and uploads alone */
+} tg_blobstore_options;
+
 /* Opens the store url names: "file:DIR" or a plain path is the local directory
  * DIR (the data directory: blobs under DIR/blobs/, writes in flight under DIR/tmp/,
- * damage records under DIR/damaged/; created when missing); "s3://..." and any
- * other "scheme://" are refused with a sentence in err. 0 or -1. */
+ * damage records under DIR/damaged/; created when missing); "s3://BUCKET[/PREFIX]"
+ * is an S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN); any other "scheme://" is refused with
+ * a sentence in err. 0 or -1. tg_blobstore_open is open_options with NULL. */
 int tg_blobstore_open(const char *url, tg_blobstore **out, char *err, size_t err_len);
+int tg_blobstore_open_options(const char *url, const tg_blobstore_options *options,
+                              tg_blobstore **out, char *err, size_t err_len);
+
+/* A presigned URL (SigV4 query string, valid expires seconds) of blob hex, for a
+ * redirect: 0, or -1 with errno (ENOTSUP on a backend without URLs). */
+int tg_blobstore_presign(tg_blobstore *store, const char *hex, unsigned expires, char *url,
+                         size_t url_len);
 /* Frees the store and releases its claim; no writer or reader may be open. */
 void tg_blobstore_close(tg_blobstore *store);
-/* The backend's name: "file". */
+/* The backend's name: "file" or "s3". */
 const char *tg_blobstore_kind(const tg_blobstore *store);
 
 /* Claims the store for the one server that writes through it, until close (local:

@@ -2,8 +2,8 @@
  * blobs of blobstore.h. A backend fills one tg_blobstore_ops table and embeds
  * struct tg_blobstore as the first member of its state (and tg_blob_writer,
  * tg_blob_reader as the first member of its writers and readers); tg_blobstore_open
- * chooses it from the URL ("file:DIR" or a path: blobstore_local.c; "s3://..." is
- * the next backend, not built yet). blobstore.c dispatches every public call and
+ * chooses it from the URL ("file:DIR" or a path: blobstore_local.c; "s3://...":
+ * blobstore_s3.c). blobstore.c dispatches every public call and
  * adds what needs no backend (tg_blob_read_at's loop, formatting damage records).
  * Each operation means what blobstore.h says of the public function of the same
  * name. Only server/storage/ includes this header. */
@@ -14,7 +14,7 @@
 #include "sha256.h"
 
 typedef struct tg_blobstore_ops {
-    const char *kind; /* "file" */
+    const char *kind; /* "file", "s3" */
     void (*close)(tg_blobstore *store);
     int (*claim)(tg_blobstore *store, char *err, size_t err_len);
     int (*lock)(tg_blobstore *store, bool exclusive, bool wait);
@@ -62,5 +62,8 @@ struct tg_blob_reader {
 
 /* The local-directory backend (blobstore_local.c) over the data directory dir. */
 int tg_blobstore_local_open(const char *dir, tg_blobstore **out, char *err, size_t err_len);
+/* The S3 backend (blobstore_s3.c) for url "s3://BUCKET[/PREFIX]". */
+int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, tg_blobstore **out,
+                         char *err, size_t err_len);
 
 #endif
