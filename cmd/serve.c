@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "blob_options.h"
 #include "blobstore.h"
 #include "catalog.h"
 #include "checks.h"
@@ -57,8 +58,8 @@ static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **ca
                 command, data_dir);
         return TG_EXIT_NOT_DATA_DIR;
     }
-    snprintf(url, sizeof url, "file:%s", data_dir);
-    if (tg_blobstore_open(url, blobs, err, sizeof err) != 0 ||
+    tg_blob_options_url(data_dir, url, sizeof url); /* --blob-store, else file:DATA */
+    if (tg_blobstore_open_options(url, tg_blob_options_get(), blobs, err, sizeof err) != 0 ||
         (claim && tg_blobstore_claim(*blobs, err, sizeof err) != 0)) {
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
         tg_blobstore_close(*blobs);
@@ -87,15 +88,20 @@ int tg_cmd_serve(int argc, char **argv)
     static tg_server server;
     tg_config_defaults(&server.config);
     char err[512];
-    /* The preload flags are taken out first; tg_config_load sees the rest. */
+    /* The preload and blob store flags are taken out first; tg_config_load sees the rest. */
     if (tg_preload_options_take(&argc, argv, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_preload_options_usage());
+        return 2;
+    }
+    if (tg_blob_options_take(&argc, argv, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_blob_options_usage());
         return 2;
     }
     int loaded = tg_config_load(&server.config, argc, argv, err, sizeof err);
     if (loaded == 1) {
         fputs(tg_config_usage(), stdout);
         fputs(tg_preload_options_usage(), stdout);
+        fputs(tg_blob_options_usage(), stdout);
         return 0;
     }
     if (loaded != 0) {
@@ -125,6 +131,7 @@ int tg_cmd_serve(int argc, char **argv)
         fprintf(stderr, "tensorgate serve: out of memory\n");
         return 1;
     }
+    tg_blob_options_set_max_blob(server.config.max_body);
     if (open_data(server.config.data_dir, &server.blobs, &server.catalog, true, "serve") != 0)
         return 1;
     pthread_mutex_init(&server.publish_lock, NULL);
@@ -336,6 +343,7 @@ static void data_only_usage(FILE *out, const char *command, bool dry_run)
                      "or a usage error,\n");
     fprintf(out, "3 DIR is not a tensorgate data directory (nothing is created).\n"
                  "DIR defaults to $TENSORGATE_DATA, else ./data.\n");
+    fputs(tg_blob_options_usage(), out);
 }
 
 /* NULL with *exit_status set: the command ends (--help: 0; a usage error: 2). */
@@ -399,6 +407,11 @@ int tg_cmd_gc(int argc, char **argv)
 {
     bool dry_run = false;
     int exit_status = 0;
+    char err[512];
+    if (tg_blob_options_take(&argc, argv, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate gc: %s\n%s", err, tg_blob_options_usage());
+        return 2;
+    }
     const char *data_dir = parse_data_only(argc, argv, "gc", &dry_run, &exit_status);
     if (data_dir == NULL)
         return exit_status;
@@ -501,6 +514,11 @@ static int fsck_record_visit(void *ctx, const char *sha256)
 int tg_cmd_fsck(int argc, char **argv)
 {
     int exit_status = 0;
+    char err[512];
+    if (tg_blob_options_take(&argc, argv, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate fsck: %s\n%s", err, tg_blob_options_usage());
+        return 2;
+    }
     const char *data_dir = parse_data_only(argc, argv, "fsck", NULL, &exit_status);
     if (data_dir == NULL)
         return exit_status;

@@ -28,6 +28,10 @@ void tg_route_readyz(tg_request *req)
                              "schema_version", tg_catalog_schema_version(server->catalog));
     if (store_ok && free_bytes != UINT64_MAX && body)
         json_object_set_new(body, "store_free_bytes", json_integer((json_int_t)free_bytes));
+    if (body) /* which blob store ("file", "s3"), and why not ready */
+        json_object_set_new(body, "blob_store", json_string(tg_blobstore_kind(server->blobs)));
+    if (!store_ok && body)
+        json_object_set_new(body, "reason", json_string("blob_store_unavailable"));
     tg_preloads_readyz(body); /* "gpu" and "preload"; an absent GPU leaves the server ready */
     tg_respond_json(req, (catalog_ok && store_ok) ? 200 : 503, body);
 }
@@ -59,11 +63,41 @@ static char *jobs_metrics_append(tg_catalog *catalog, char *text)
     return grown;
 }
 
+/* Appends the blob store's read cache counters (S3 with --cache-dir). */
+static char *cache_metrics_append(tg_blobstore *blobs, char *text)
+{
+    uint64_t hits = 0, misses = 0;
+    if (text == NULL)
+        return NULL;
+    tg_blobstore_cache_counts(blobs, &hits, &misses);
+    char lines[400];
+    int n = snprintf(lines, sizeof lines,
+                     "# HELP tensorgate_blob_cache_hits_total Blob reads served by the local "
+                     "read cache.\n# TYPE tensorgate_blob_cache_hits_total counter\n"
+                     "tensorgate_blob_cache_hits_total %llu\n"
+                     "# HELP tensorgate_blob_cache_misses_total Blob reads the cache sent to the "
+                     "store.\n# TYPE tensorgate_blob_cache_misses_total counter\n"
+                     "tensorgate_blob_cache_misses_total %llu\n",
+                     (unsigned long long)hits, (unsigned long long)misses);
+    if (n < 0 || (size_t)n >= sizeof lines)
+        return text;
+    size_t len = strlen(text);
+    char *grown = realloc(text, len + (size_t)n + 1);
+    if (grown == NULL) {
+        free(text);
+        return NULL;
+    }
+    memcpy(grown + len, lines, (size_t)n + 1);
+    return grown;
+}
+
 void tg_route_metrics(tg_request *req)
 {
-    char *text = jobs_metrics_append(
-        req->server->catalog,
-        tg_resources_metrics_append(tg_preloads_metrics_append(tg_metrics_render(req->server))));
+    char *text = cache_metrics_append(
+        req->server->blobs,
+        jobs_metrics_append(req->server->catalog,
+                            tg_resources_metrics_append(
+                                tg_preloads_metrics_append(tg_metrics_render(req->server)))));
     if (text == NULL) {
         tg_respond_internal(req, "out of memory");
         return;

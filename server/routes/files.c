@@ -25,13 +25,22 @@ void tg_respond_blob_damaged(tg_request *req, const char *path)
                        path);
 }
 
+void tg_respond_blob_store_unavailable(tg_request *req)
+{
+    const char *const headers[] = {"Retry-After", "5", NULL};
+    tg_respond_problem_headers(req, 503, "blob_store_unavailable", headers,
+                               "the blob store cannot be reached now; try again later");
+}
+
 tg_blob_reader *tg_open_file_blob(tg_request *req, const tg_file_record *file)
 {
     tg_blob_check check;
     tg_blob_reader *blob = tg_blob_open(req->server->blobs, file->sha256, file->size, &check);
     if (blob != NULL)
         return blob;
-    if (check == TG_BLOB_UNREADABLE && tg_errno_is_exhaustion(errno))
+    if (check == TG_BLOB_UNREADABLE && errno == TG_BLOB_UNAVAILABLE_ERRNO)
+        tg_respond_blob_store_unavailable(req);
+    else if (check == TG_BLOB_UNREADABLE && tg_errno_is_exhaustion(errno))
         tg_respond_exhausted(req, NULL);
     else if (check == TG_BLOB_UNREADABLE)
         tg_respond_internal(req, "the stored content of %s cannot be opened: %s", file->path,
@@ -185,6 +194,25 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
         add_extra_headers(response, extra_headers);
         tg_respond(req, 304, response, 0);
         return;
+    }
+    /* --download-redirect: a whole-file GET goes to a presigned URL of the object */
+    if (!req->is_head && tg_header(req, "Range") == NULL && file->size > 0 &&
+        tg_blobstore_redirects(req->server->blobs)) {
+        char location[8192];
+        if (tg_blobstore_presign(req->server->blobs, file->sha256, 300, location,
+                                 sizeof location) == 0) {
+            struct MHD_Response *response =
+                MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+            if (response) {
+                MHD_add_response_header(response, "Location", location);
+                MHD_add_response_header(response, "ETag", etag);
+                MHD_add_response_header(response, "X-Content-SHA256", file->sha256);
+                MHD_add_response_header(response, "Cache-Control", "no-store");
+            }
+            add_extra_headers(response, extra_headers);
+            tg_respond(req, 302, response, 0);
+            return;
+        }
     }
     tg_blob_reader *blob = tg_open_file_blob(req, file);
     if (blob == NULL)

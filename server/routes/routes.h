@@ -94,9 +94,12 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
 /* 500 blob_damaged naming path: its stored content is missing or not what the
  * catalog recorded; an operator runs fsck or uploads the file again. */
 void tg_respond_blob_damaged(tg_request *req, const char *path);
+/* 503 blob_store_unavailable (Retry-After: 5): the blob store cannot be reached
+ * now (errno TG_BLOB_UNAVAILABLE_ERRNO from the store); nothing was changed. */
+void tg_respond_blob_store_unavailable(tg_request *req);
 /* Opens file's blob for reading, checked against the catalog's size; NULL after
- * answering (500 blob_damaged, 503 when out of descriptors, or 500 internal when
- * the open fails otherwise). */
+ * answering (500 blob_damaged, 503 when out of descriptors or the blob store cannot
+ * be reached, or 500 internal when the open fails otherwise). */
 tg_blob_reader *tg_open_file_blob(tg_request *req, const tg_file_record *file);
 
 /* MHD's buffer for bodies read from blobs. */

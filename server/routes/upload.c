@@ -331,7 +331,10 @@ static void upload_answer(tg_request *req, bool body_ended)
         return;
     case TG_INGEST_FAILED:
     case TG_INGEST_COMMITTED:
-        tg_respond_internal(req, "the upload could not be written");
+        if (ingest->state == TG_INGEST_FAILED && ingest->os_errno == TG_BLOB_UNAVAILABLE_ERRNO)
+            tg_respond_blob_store_unavailable(req);
+        else
+            tg_respond_internal(req, "the upload could not be written");
         return;
     case TG_INGEST_OVER_BUDGET:
         tg_body_ingest_respond_over_budget(&up->body, req);
@@ -351,6 +354,8 @@ static void upload_answer(tg_request *req, bool body_ended)
                                "the server's disk is full; nothing was stored");
         else if (ingest->error == TG_INGEST_ERROR_MEMORY)
             tg_respond_internal(req, "out of memory");
+        else if (ingest->os_errno == TG_BLOB_UNAVAILABLE_ERRNO)
+            tg_respond_blob_store_unavailable(req);
         else
             tg_respond_internal(req, "the blob could not be stored");
         return;

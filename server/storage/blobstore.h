@@ -63,6 +63,9 @@ typedef struct tg_blobstore_options {
     uint64_t max_blob;       /* the largest blob written (S3 part size: <= 10,000 parts) */
     bool gc_grace_set;       /* gc_grace given (else 3600 s) */
     uint64_t gc_grace;       /* seconds: gc leaves younger objects and uploads alone */
+    bool download_redirect;  /* tg_blobstore_redirects: whole-file GETs answer 302 */
+    const char *cache_dir;   /* a local read cache of ranges (S3), NULL: none */
+    uint64_t cache_size;     /* its bound in bytes (0: 256 MiB) */
 } tg_blobstore_options;
 
 /* Opens the store url names: "file:DIR" or a plain path is the local directory
@@ -79,6 +82,10 @@ int tg_blobstore_open_options(const char *url, const tg_blobstore_options *optio
  * redirect: 0, or -1 with errno (ENOTSUP on a backend without URLs). */
 int tg_blobstore_presign(tg_blobstore *store, const char *hex, unsigned expires, char *url,
                          size_t url_len);
+/* True when the store was opened with download_redirect and can presign. */
+bool tg_blobstore_redirects(const tg_blobstore *store);
+/* The read cache's hits and misses (both 0 without a cache). */
+void tg_blobstore_cache_counts(const tg_blobstore *store, uint64_t *hits, uint64_t *misses);
 /* Frees the store and releases its claim; no writer or reader may be open. */
 void tg_blobstore_close(tg_blobstore *store);
 /* The backend's name: "file" or "s3". */

@@ -21,7 +21,9 @@
 #include "log.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <pthread.h>
@@ -29,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define S3_MIN_PART (5ULL << 20)
 #define S3_MAX_PARTS 10000ULL
@@ -57,6 +61,12 @@ typedef struct s3_store {
     pthread_mutex_t pool_lock;
     CURL *pool[S3_POOL];
     int pool_count;
+    bool redirect;
+    /* the read cache: one file per window (<hex>.<window index>) */
+    char cache_dir[4096];
+    uint64_t cache_size, cache_bytes;
+    pthread_mutex_t cache_lock;
+    uint64_t hits, misses; /* __atomic */
 } s3_store;
 
 typedef struct s3_writer {
@@ -392,6 +402,7 @@ static void s3_close(tg_blobstore *store)
         curl_easy_cleanup(s->pool[i]);
     pthread_rwlock_destroy(&s->commit_lock);
     pthread_mutex_destroy(&s->pool_lock);
+    pthread_mutex_destroy(&s->cache_lock);
     free(s);
 }
 
@@ -813,14 +824,130 @@ static tg_blob_reader *s3_open(tg_blobstore *store, const char *hex, uint64_t si
     return &r->base;
 }
 
+/* ---- the read cache ---- */
+
+static void cache_path(const s3_store *s, const char *hex, uint64_t index, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s.%llu", s->cache_dir, hex, (unsigned long long)index);
+}
+
+/* Fills buf with the cached window (exactly want bytes): true on a hit. */
+static bool cache_get(s3_store *s, const char *hex, uint64_t index, unsigned char *buf, size_t want)
+{
+    char path[4200];
+    cache_path(s, hex, index, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool hit = fstat(fd, &st) == 0 && (uint64_t)st.st_size == want;
+    size_t done = 0;
+    while (hit && done < want) {
+        ssize_t n = pread(fd, buf + done, want - done, (off_t)done);
+        if (n <= 0)
+            hit = false;
+        else
+            done += (size_t)n;
+    }
+    if (hit)
+        (void)futimens(fd, NULL); /* recently used: evicted last */
+    close(fd);
+    return hit;
+}
+
+typedef struct cache_entry {
+    char name[128];
+    time_t mtime;
+    uint64_t size;
+} cache_entry;
+
+static int by_mtime(const void *a, const void *b)
+{
+    const cache_entry *x = a, *y = b;
+    return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
+}
+
+/* Removes the least recently used windows until the cache holds 3/4 of its bound;
+ * cache_lock held. Recounts cache_bytes from the directory. */
+static void cache_evict(s3_store *s)
+{
+    DIR *dir = opendir(s->cache_dir);
+    if (dir == NULL)
+        return;
+    size_t count = 0, cap = 0;
+    cache_entry *entries = NULL;
+    uint64_t total = 0;
+    struct dirent *d;
+    while ((d = readdir(dir)) != NULL) {
+        struct stat st;
+        if (d->d_name[0] == '.' || strlen(d->d_name) >= sizeof entries->name ||
+            fstatat(dirfd(dir), d->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (count == cap) {
+            size_t grown_cap = cap ? cap * 2 : 256;
+            cache_entry *grown = realloc(entries, grown_cap * sizeof *grown);
+            if (grown == NULL)
+                break;
+            entries = grown;
+            cap = grown_cap;
+        }
+        snprintf(entries[count].name, sizeof entries[count].name, "%s", d->d_name);
+        entries[count].mtime = st.st_mtime;
+        entries[count].size = (uint64_t)st.st_size;
+        total += (uint64_t)st.st_size;
+        count++;
+    }
+    if (entries != NULL)
+        qsort(entries, count, sizeof *entries, by_mtime);
+    for (size_t i = 0; i < count && total > s->cache_size / 4 * 3; i++)
+        if (unlinkat(dirfd(dir), entries[i].name, 0) == 0)
+            total -= entries[i].size;
+    closedir(dir);
+    free(entries);
+    s->cache_bytes = total;
+}
+
+static void cache_put(s3_store *s, const char *hex, uint64_t index, const unsigned char *buf,
+                      size_t len)
+{
+    if (len > s->cache_size)
+        return;
+    char path[4200], temp[4300];
+    cache_path(s, hex, index, path, sizeof path);
+    snprintf(temp, sizeof temp, "%s/.tmp.%s.%llu.%lx", s->cache_dir, hex, (unsigned long long)index,
+             (unsigned long)pthread_self());
+    int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, buf + done, len - done);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    if (close(fd) != 0 || done < len || rename(temp, path) != 0) {
+        unlink(temp);
+        return;
+    }
+    pthread_mutex_lock(&s->cache_lock);
+    s->cache_bytes += len;
+    if (s->cache_bytes > s->cache_size)
+        cache_evict(s);
+    pthread_mutex_unlock(&s->cache_lock);
+}
+
 static ssize_t s3_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t offset)
 {
     s3_reader *r = (s3_reader *)reader;
     s3_store *s = s3(reader->store);
     if (offset >= reader->size || len == 0)
         return 0;
-    if (offset < r->window_start || offset >= r->window_start + r->window_len) {
-        uint64_t want = reader->size - offset;
+    if (r->window_len == 0 || offset < r->window_start ||
+        offset >= r->window_start + r->window_len) {
+        /* windows are aligned, so the cache names them by index */
+        uint64_t index = offset / S3_WINDOW, start = index * S3_WINDOW;
+        uint64_t want = reader->size - start;
         if (want > S3_WINDOW)
             want = S3_WINDOW;
         if (r->window == NULL) {
@@ -830,31 +957,39 @@ static ssize_t s3_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t o
                 return -1;
             r->window_cap = cap;
         }
-        if (want > r->window_cap)
-            want = r->window_cap;
-        char key[700], range[80];
-        full_key(s, "sha256", reader->hex, key, sizeof key);
-        snprintf(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)offset,
-                 (unsigned long long)(offset + want - 1));
-        s3_sink sink = {.buf = r->window, .cap = (size_t)want};
-        s3_request req = {.method = "GET", .key = key, .range = range, .sink = &sink};
         r->window_len = 0;
-        if (s3_perform(s, &req) != 0)
-            return -1;
-        if (req.status == 416)
-            return 0; /* the object ends before offset */
-        if (req.status != 206 && req.status != 200) {
-            errno = status_errno(req.status);
-            return -1;
+        if (s->cache_dir[0] && cache_get(s, reader->hex, index, r->window, (size_t)want)) {
+            __atomic_add_fetch(&s->hits, 1, __ATOMIC_RELAXED);
+            r->window_start = start;
+            r->window_len = (size_t)want;
+        } else {
+            if (s->cache_dir[0])
+                __atomic_add_fetch(&s->misses, 1, __ATOMIC_RELAXED);
+            char key[700], range[80];
+            full_key(s, "sha256", reader->hex, key, sizeof key);
+            snprintf(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)start,
+                     (unsigned long long)(start + want - 1));
+            s3_sink sink = {.buf = r->window, .cap = (size_t)want};
+            s3_request req = {.method = "GET", .key = key, .range = range, .sink = &sink};
+            if (s3_perform(s, &req) != 0)
+                return -1;
+            if (req.status == 416)
+                return 0; /* the object ends before offset */
+            if (req.status != 206 && req.status != 200) {
+                errno = status_errno(req.status);
+                return -1;
+            }
+            if (req.status == 200 && start != 0) {
+                errno = EIO;
+                return -1;
+            }
+            r->window_start = start;
+            r->window_len = sink.len;
+            if (s->cache_dir[0] && sink.len == want)
+                cache_put(s, reader->hex, index, r->window, sink.len);
         }
-        if (req.status == 200 && offset != 0) {
-            errno = EIO;
-            return -1;
-        }
-        r->window_start = offset;
-        r->window_len = sink.len;
-        if (sink.len == 0)
-            return 0;
+        if (offset >= r->window_start + r->window_len)
+            return 0; /* the object is shorter than it said */
     }
     uint64_t at = offset - r->window_start;
     size_t avail = r->window_len - (size_t)at, n = len < avail ? len : avail;
@@ -1203,6 +1338,21 @@ int tg_blobstore_presign(tg_blobstore *store, const char *hex, unsigned expires,
     return 0;
 }
 
+bool tg_blobstore_redirects(const tg_blobstore *store)
+{
+    return strcmp(store->ops->kind, "s3") == 0 && ((const s3_store *)store)->redirect;
+}
+
+void tg_blobstore_cache_counts(const tg_blobstore *store, uint64_t *hits, uint64_t *misses)
+{
+    *hits = *misses = 0;
+    if (strcmp(store->ops->kind, "s3") != 0)
+        return;
+    const s3_store *s = (const s3_store *)store;
+    *hits = __atomic_load_n(&s->hits, __ATOMIC_RELAXED);
+    *misses = __atomic_load_n(&s->misses, __ATOMIC_RELAXED);
+}
+
 /* ---- open ---- */
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -1317,11 +1467,34 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
         snprintf(err, err_len, "cannot make a lock");
         return -1;
     }
+    s->redirect = options && options->download_redirect;
+    if (options && options->cache_dir && options->cache_dir[0]) {
+        if (strlen(options->cache_dir) >= sizeof s->cache_dir - 200 ||
+            (mkdir(options->cache_dir, 0700) != 0 && errno != EEXIST)) {
+            snprintf(err, err_len, "the cache directory %s cannot be made", options->cache_dir);
+            free(s);
+            return -1;
+        }
+        snprintf(s->cache_dir, sizeof s->cache_dir, "%s", options->cache_dir);
+        s->cache_size = options->cache_size ? options->cache_size : (256ULL << 20);
+    }
     if (pthread_mutex_init(&s->pool_lock, NULL) != 0) {
         pthread_rwlock_destroy(&s->commit_lock);
         free(s);
         snprintf(err, err_len, "cannot make a lock");
         return -1;
+    }
+    if (pthread_mutex_init(&s->cache_lock, NULL) != 0) {
+        pthread_mutex_destroy(&s->pool_lock);
+        pthread_rwlock_destroy(&s->commit_lock);
+        free(s);
+        snprintf(err, err_len, "cannot make a lock");
+        return -1;
+    }
+    if (s->cache_dir[0]) {
+        pthread_mutex_lock(&s->cache_lock);
+        cache_evict(s); /* counts what an earlier run left (and trims it) */
+        pthread_mutex_unlock(&s->cache_lock);
     }
     *out = &s->base;
     return 0;
