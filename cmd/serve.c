@@ -58,6 +58,11 @@ static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **ca
                 command, data_dir);
         return TG_EXIT_NOT_DATA_DIR;
     }
+    /* with a remote blob store the data directory still holds the SQLite catalog */
+    if (claim && mkdir(data_dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tensorgate %s: cannot make %s: %s\n", command, data_dir, strerror(errno));
+        return -1;
+    }
     tg_blob_options_url(data_dir, url, sizeof url); /* --blob-store, else file:DATA */
     if (tg_blobstore_open_options(url, tg_blob_options_get(), blobs, err, sizeof err) != 0 ||
         (claim && tg_blobstore_claim(*blobs, err, sizeof err) != 0)) {

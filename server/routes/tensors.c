@@ -205,7 +205,7 @@ typedef struct located {
 
 /* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 the blob
  * is damaged, -2 its header cannot be read otherwise, -3 the server is out of
- * descriptors or memory to open it. */
+ * descriptors or memory to open it, -4 the blob store cannot be reached. */
 static int find_in_file(tg_request *req, const tg_file_record *record, const char *name,
                         located *out)
 {
@@ -216,6 +216,8 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
     if (out->held == NULL) {
         if (read == -2 && tg_errno_is_exhaustion(errno))
             return -3; /* out of descriptors or memory: 503, not the blob's fault */
+        if (read == -2 && errno == TG_BLOB_UNAVAILABLE_ERRNO)
+            return -4; /* the blob store cannot be reached: 503 */
         tg_log(TG_LOG_ERROR, "the stored header of %s (%s) cannot be read: %s", record->path,
                record->sha256, err.detail);
         out->record = record;
@@ -481,6 +483,8 @@ void tg_route_tensor_get(tg_request *req)
         tg_respond_blob_damaged(req, at.record->path);
     } else if (rc == -3) {
         tg_respond_exhausted(req, NULL);
+    } else if (rc == -4) {
+        tg_respond_blob_store_unavailable(req);
     } else if (rc < 0) {
         tg_respond_internal(req, "the stored header of %s cannot be read", at.record->path);
     } else {
