@@ -53,6 +53,11 @@ if [ -x tests/integration/run.sh ]; then
         suite "integration (asan server)" tests/integration/run.sh build-asan
     fi
 fi
+# The S3 blob store against a real Ceph RADOS Gateway that the script starts and removes.
+if [ -x build/tests/integration/s3 ]; then
+    suite "s3 blob store (radosgw)" tests/scale/with-radosgw.sh sh -c \
+        'build/tests/unit/server/storage/blobstore_s3 && build/tests/integration/s3 build'
+fi
 if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
     suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-10}"
 fi

@@ -147,6 +147,7 @@ ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" >"$dir/log/mon-mkfs.out" 
     fail "ceph-mon --mkfs failed: $(cat "$dir/log/mon-mkfs.out")"
 ceph-mon -c "$conf" -i a -f >"$dir/log/mon.out" 2>&1 &
 pids="$pids $!"
+disown $! # no "Killed" job notices at the end
 
 cl() { timeout 20 ceph -c "$conf" --connect-timeout 10 "$@"; }
 
@@ -156,10 +157,12 @@ ceph-osd -c "$conf" -i "$id" --mkfs --osd-uuid "$osd_uuid" >"$dir/log/osd-mkfs.o
     fail "ceph-osd --mkfs failed: $(cat "$dir/log/osd-mkfs.out")"
 ceph-osd -c "$conf" -i "$id" -f >"$dir/log/osd.out" 2>&1 &
 pids="$pids $!"
+disown $!
 
 rgw_start() {
     radosgw -c "$conf" -n client.rgw -f >>"$dir/log/rgw.out" 2>&1 &
     echo $! >"$dir/rgw.pid"
+    disown $!
     # Up when the port answers HTTP.
     for _ in $(seq 300); do
         if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$rgw_port/"; then return 0; fi
