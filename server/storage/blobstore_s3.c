@@ -1024,15 +1024,26 @@ static int s3_remove(tg_blobstore *store, const char *hex)
     return delete_key(s, key);
 }
 
-/* Seconds since the epoch of an ISO 8601 UTC time ("2026-11-25T02:11:49.185Z"). */
+/* Seconds since the epoch of an ISO 8601 UTC time ("2026-11-25T02:11:49.185Z"), or
+ * -1 when text is not one (callers then treat the object as too young to touch). */
 static time_t parse_iso_time(const char *text)
 {
-    struct tm tm = {0};
-    if (sscanf(text, "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-               &tm.tm_min, &tm.tm_sec) != 6)
-        return 0;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
+    static const char seps[6] = {'-', '-', 'T', ':', ':', '\0'};
+    long parts[6];
+    const char *p = text;
+    for (int i = 0; i < 6; i++) {
+        char *end = NULL;
+        parts[i] = strtol(p, &end, 10);
+        if (end == p || (i < 5 && *end != seps[i]))
+            return -1;
+        p = i < 5 ? end + 1 : end;
+    }
+    struct tm tm = {.tm_year = (int)parts[0] - 1900,
+                    .tm_mon = (int)parts[1] - 1,
+                    .tm_mday = (int)parts[2],
+                    .tm_hour = (int)parts[3],
+                    .tm_min = (int)parts[4],
+                    .tm_sec = (int)parts[5]};
     return timegm(&tm);
 }
 
@@ -1107,14 +1118,18 @@ static int each_key(void *ctx, const char *key, const char *last_modified)
         return 0;
     const char *name = key + e->skip;
     if (e->blobs) {
-        if (strlen(name) != 3 + TG_SHA256_HEX_LEN || name[2] != '/' || strncmp(name, name + 3, 2))
+        if (strlen(name) != 3 + TG_SHA256_HEX_LEN || name[2] != '/' ||
+            strncmp(name, name + 3, 2) != 0)
             return 0;
         name += 3;
     }
     if (!tg_is_sha256_hex(name))
         return 0;
-    if (e->newest != 0 && parse_iso_time(last_modified) > e->newest)
-        return 0;
+    if (e->newest != 0) {
+        time_t modified = parse_iso_time(last_modified);
+        if (modified < 0 || modified > e->newest)
+            return 0; /* within the grace period (or of unknown age): left alone */
+    }
     return e->visit(e->ctx, name);
 }
 
@@ -1123,7 +1138,8 @@ static int each_key(void *ctx, const char *key, const char *last_modified)
 static int sweep_key(void *ctx, const char *key, const char *last_modified)
 {
     each_ctx *e = ctx;
-    if (parse_iso_time(last_modified) <= e->newest && delete_key(e->store, key) == 0)
+    time_t modified = parse_iso_time(last_modified);
+    if (modified >= 0 && modified <= e->newest && delete_key(e->store, key) == 0)
         tg_log(TG_LOG_INFO, "s3: removed the stale temporary object %s", key);
     return 0;
 }
@@ -1147,7 +1163,8 @@ static void sweep_uploads(s3_store *s, time_t newest)
             xml_value(upload, "Key", key, sizeof key);
             xml_value(upload, "UploadId", id, sizeof id);
             xml_value(upload, "Initiated", initiated, sizeof initiated);
-            if (key[0] && id[0] && parse_iso_time(initiated) <= newest) {
+            time_t started = parse_iso_time(initiated);
+            if (key[0] && id[0] && started >= 0 && started <= newest) {
                 abort_multipart(s, key, id);
                 tg_log(TG_LOG_INFO, "s3: aborted the stale multipart upload of %s", key);
             }
