@@ -39,6 +39,9 @@
 #define S3_MAX_PARTS 10000ULL
 #define S3_MAX_COPY (5ULL << 30) /* CopyObject's limit; above it UploadPartCopy */
 #define S3_COPY_PART (512ULL << 20)
+/* Tests only: TENSORGATE_TEST_S3_MAX_COPY=BYTES lowers the CopyObject limit (and
+ * the copy part size to 5 MiB) so the UploadPartCopy path runs on small objects. */
+#define S3_TEST_MAX_COPY_ENV "TENSORGATE_TEST_S3_MAX_COPY"
 #define S3_WINDOW (4U << 20)           /* a reader's ranged GET */
 #define S3_MAX_XML (4U << 20)          /* the largest XML answer read */
 #define S3_MAX_COMPLETE_XML (1U << 20) /* 10,000 parts */
@@ -255,6 +258,67 @@ static bool env_timeout(const char *name, long *value)
     return true;
 }
 
+static void hmac(const void *key, size_t key_len, const char *data, unsigned char out[32])
+{
+    unsigned int n = 32;
+    HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)data, strlen(data), out, &n);
+}
+
+/* The SigV4 signing key's last step over to_sign: the signature in hex. */
+static void sigv4_signature(const s3_store *s, const char *day, const char *to_sign,
+                            char sig_hex[65])
+{
+    char secret[300];
+    unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
+    snprintf(secret, sizeof secret, "AWS4%s", s->secret);
+    hmac(secret, strlen(secret), day, k1);
+    hmac(k1, 32, s->region, k2);
+    hmac(k2, 32, "s3", k3);
+    hmac(k3, 32, "aws4_request", k4);
+    hmac(k4, 32, to_sign, sig);
+    tg_hex_encode(sig, 32, sig_hex);
+}
+
+/* An Authorization header signed here, for UploadPartCopy: curl 7.88 sorts the
+ * signed headers by whole line, which puts x-amz-copy-source-range before
+ * x-amz-copy-source, so radosgw's signature differs. date_line gets the
+ * x-amz-date header. 0, or -1. */
+static int sign_copy_part(const s3_store *s, const char *path, const char *query,
+                          const char *copy_source, const char *copy_range, char *auth,
+                          size_t auth_len, char *date_line, size_t date_len)
+{
+    char date[17], day[9], canonical[6000], scope[200], to_sign[600], hash[65], sig[65];
+    const char *h = strstr(s->endpoint, "://");
+    const char *host = h ? h + 3 : s->endpoint;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y%m%dT%H%M%SZ", &tm);
+    strftime(day, sizeof day, "%Y%m%d", &tm);
+    bool token = s->token[0] != '\0';
+    int n = snprintf(canonical, sizeof canonical,
+                     "PUT\n%s\n%s\nhost:%s\nx-amz-content-sha256:UNSIGNED-PAYLOAD\n"
+                     "x-amz-copy-source:%s\nx-amz-copy-source-range:%s\nx-amz-date:%s\n%s%s%s\n"
+                     "host;x-amz-content-sha256;x-amz-copy-source;x-amz-copy-source-range;"
+                     "x-amz-date%s\nUNSIGNED-PAYLOAD",
+                     path, query, host, copy_source, copy_range, date,
+                     token ? "x-amz-security-token:" : "", token ? s->token : "", token ? "\n" : "",
+                     token ? ";x-amz-security-token" : "");
+    if (n < 0 || (size_t)n >= sizeof canonical ||
+        tg_sha256_hex(canonical, (size_t)n, hash, "sigv4") != 0)
+        return -1;
+    snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day, s->region);
+    snprintf(to_sign, sizeof to_sign, "AWS4-HMAC-SHA256\n%s\n%s\n%s", date, scope, hash);
+    sigv4_signature(s, day, to_sign, sig);
+    n = snprintf(auth, auth_len,
+                 "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=host;"
+                 "x-amz-content-sha256;x-amz-copy-source;x-amz-copy-source-range;x-amz-date%s, "
+                 "Signature=%s",
+                 s->access, scope, token ? ";x-amz-security-token" : "", sig);
+    snprintf(date_line, date_len, "x-amz-date: %s", date);
+    return n < 0 || (size_t)n >= auth_len ? -1 : 0;
+}
+
 /* Runs one request; 0 when an HTTP answer came (req->status), -1 when none (errno
  * EHOSTDOWN: the store could not be reached or the transfer broke). */
 static int s3_perform(s3_store *s, s3_request *req)
@@ -296,8 +360,20 @@ static int s3_perform(s3_store *s, s3_request *req)
         ADD_HEADER("x-amz-security-token: %s", s->token);
     if (req->copy_source)
         ADD_HEADER("x-amz-copy-source: %s", req->copy_source);
-    if (req->copy_range)
+    char auth[800] = "", date_line[64] = "";
+    if (req->copy_range) {
         ADD_HEADER("x-amz-copy-source-range: %s", req->copy_range);
+        char path[2600];
+        snprintf(path, sizeof path, "/%s/%s", s->bucket, key_enc);
+        if (req->key == NULL || req->copy_source == NULL ||
+            sign_copy_part(s, path, req->query ? req->query : "", req->copy_source, req->copy_range,
+                           auth, sizeof auth, date_line, sizeof date_line) != 0)
+            ok = false;
+        else {
+            ADD_HEADER("%s", auth);
+            ADD_HEADER("%s", date_line);
+        }
+    }
     if (req->range)
         ADD_HEADER("Range: %s", req->range);
 #undef ADD_HEADER
@@ -307,8 +383,10 @@ static int s3_perform(s3_store *s, s3_request *req)
     s3_source source = {req->body, req->body_len, 0};
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, s->sigv4);
-    curl_easy_setopt(curl, CURLOPT_USERPWD, s->userpwd);
+    if (auth[0] == '\0') {
+        curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, s->sigv4);
+        curl_easy_setopt(curl, CURLOPT_USERPWD, s->userpwd);
+    }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, connect_timeout);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -664,7 +742,13 @@ static int copy_object(s3_store *s, const char *from, const char *to, uint64_t s
     if (encode_key(from, enc, sizeof enc) != 0)
         return -1;
     snprintf(source, sizeof source, "/%s/%s", s->bucket, enc);
-    if (size <= S3_MAX_COPY) {
+    uint64_t max_copy = S3_MAX_COPY, copy_part = S3_COPY_PART;
+    const char *knob = getenv(S3_TEST_MAX_COPY_ENV);
+    if (knob != NULL && knob[0] != '\0') {
+        max_copy = strtoull(knob, NULL, 10);
+        copy_part = S3_MIN_PART;
+    }
+    if (size <= max_copy) {
         s3_sink sink = {.grow = true, .max = 65536};
         s3_request req = {.method = "PUT", .key = to, .copy_source = source, .sink = &sink};
         int rc = s3_perform(s, &req);
@@ -683,8 +767,8 @@ static int copy_object(s3_store *s, const char *from, const char *to, uint64_t s
     if (start_multipart(s, &copy) != 0)
         return -1;
     int result = 0;
-    for (uint64_t at = 0; at < size && result == 0; at += S3_COPY_PART) {
-        uint64_t end = at + S3_COPY_PART < size ? at + S3_COPY_PART : size;
+    for (uint64_t at = 0; at < size && result == 0; at += copy_part) {
+        uint64_t end = at + copy_part < size ? at + copy_part : size;
         char range[80], query[1200], number[32];
         snprintf(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)at,
                  (unsigned long long)(end - 1));
@@ -1013,14 +1097,33 @@ static int s3_stat(tg_blobstore *store, const char *hex, uint64_t *size)
     return head_key(s3(store), key, size, NULL, 0);
 }
 
+/* Seconds since the epoch of an HTTP date ("Wed, 25 Nov 2026 02:11:49 GMT"), or -1. */
+static time_t parse_http_time(const char *text)
+{
+    struct tm tm = {0};
+    const char *end = strptime(text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    return end == NULL ? -1 : timegm(&tm);
+}
+
+/* Removes one blob. An object written within the grace period is left alone
+ * (-1, EBUSY): another replica may have committed this content a moment ago and
+ * not yet written its catalog row (an upload's reclaim of replaced content is then
+ * gc's, later). */
 static int s3_remove(tg_blobstore *store, const char *hex)
 {
     s3_store *s = s3(store);
-    char key[700];
+    char key[700], modified[64] = "";
     uint64_t size;
     full_key(s, "sha256", hex, key, sizeof key);
-    if (head_key(s, key, &size, NULL, 0) != 0)
+    if (head_key(s, key, &size, modified, sizeof modified) != 0)
         return -1; /* ENOENT when there is none */
+    if (s->gc_grace > 0) {
+        time_t at = parse_http_time(modified);
+        if (at < 0 || time(NULL) - at < (time_t)s->gc_grace) {
+            errno = EBUSY;
+            return -1;
+        }
+    }
     return delete_key(s, key);
 }
 
@@ -1288,12 +1391,6 @@ static const tg_blobstore_ops s3_ops = {
 
 /* ---- presigned URLs (SigV4 query-string authentication) ---- */
 
-static void hmac(const void *key, size_t key_len, const char *data, unsigned char out[32])
-{
-    unsigned int n = 32;
-    HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)data, strlen(data), out, &n);
-}
-
 int tg_blobstore_presign(tg_blobstore *store, const char *hex, unsigned expires, char *url,
                          size_t url_len)
 {
@@ -1336,16 +1433,8 @@ int tg_blobstore_presign(tg_blobstore *store, const char *hex, unsigned expires,
     if (tg_sha256_hex(canonical, strlen(canonical), hash, "presign") != 0)
         return -1;
     snprintf(to_sign, sizeof to_sign, "AWS4-HMAC-SHA256\n%s\n%s\n%s", date, scope, hash);
-    char secret[300];
-    unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
     char sig_hex[65];
-    snprintf(secret, sizeof secret, "AWS4%s", s->secret);
-    hmac(secret, strlen(secret), day, k1);
-    hmac(k1, 32, s->region, k2);
-    hmac(k2, 32, "s3", k3);
-    hmac(k3, 32, "aws4_request", k4);
-    hmac(k4, 32, to_sign, sig);
-    tg_hex_encode(sig, 32, sig_hex);
+    sigv4_signature(s, day, to_sign, sig_hex);
     int n = snprintf(url, url_len, "%s/%s/%s?%s&X-Amz-Signature=%s", s->endpoint, s->bucket,
                      key_enc, query, sig_hex);
     if (n < 0 || (size_t)n >= url_len) {

@@ -256,6 +256,15 @@ TEST(multipart_write_commit_copy_and_abort)
     CHECK(count_remote("list-type=2&prefix=", "Key") == 1);
     CHECK(tg_blob_remove(store, hex) == 0);
     CHECK(count_remote("list-type=2&prefix=", "Key") == 0);
+    /* above the CopyObject limit (lowered here): UploadPartCopy in 5 MiB parts */
+    setenv("TENSORGATE_TEST_S3_MAX_COPY", "1000", 1);
+    CHECK(write_blob(store, len, 13, hex) == TG_STORE_OK);
+    unsetenv("TENSORGATE_TEST_S3_MAX_COPY");
+    CHECK(tg_blob_stat(store, hex, &size) == 0 && size == len);
+    CHECK(hash_matches(store, hex, len));
+    CHECK(count_remote("list-type=2&prefix=", "Key") == 1);
+    CHECK(count_remote("prefix=", "Upload") == 0);
+    CHECK(tg_blob_remove(store, hex) == 0);
     tg_blobstore_close(store);
 }
 
