@@ -161,6 +161,8 @@ static size_t source_read(char *buf, size_t size, size_t n, void *ctx)
     size_t want = size * n, left = src->len - src->at;
     if (want > left)
         want = left;
+    if (want == 0)
+        return 0;
     memcpy(buf, src->data + src->at, want);
     src->at += want;
     return want;
@@ -689,7 +691,9 @@ static int head_key(s3_store *s, const char *key, uint64_t *size, char *last_mod
 
 static int complete_multipart(s3_store *s, s3_writer *w)
 {
-    size_t cap = 128 + (size_t)w->parts * 200;
+    size_t cap = 128; /* each part: its tags (about 60 bytes) and its ETag */
+    for (unsigned i = 0; i < w->parts; i++)
+        cap += 80 + strlen(w->etags[i]);
     char *xml = malloc(cap), query[1200];
     if (xml == NULL)
         return -1;

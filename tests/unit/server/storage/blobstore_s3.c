@@ -218,6 +218,18 @@ TEST(small_write_commit_ranged_reads)
     CHECK(tg_blob_remove(store, hex) == 0);
     CHECK(tg_blob_remove(store, hex) == -1 && errno == ENOENT);
     CHECK(tg_blob_stat(store, hex, &size) == -1 && errno == ENOENT);
+    /* an empty blob */
+    char empty[TG_SHA256_HEX_LEN + 1];
+    CHECK(write_blob(store, 0, 1, empty) == TG_STORE_OK);
+    CHECK(tg_blob_stat(store, empty, &size) == 0 && size == 0);
+    r = tg_blob_open(store, empty, 0, &check);
+    CHECK(r != NULL && check == TG_BLOB_OK);
+    if (r != NULL) {
+        unsigned char c;
+        CHECK(tg_blob_read(r, &c, 1, 0) == 0);
+        tg_blob_close(r);
+    }
+    CHECK(tg_blob_remove(store, empty) == 0);
     int h = tg_blobstore_lock(store, true, true);
     CHECK(h >= 0);
     CHECK(tg_blobstore_lock(store, false, false) == -1 && errno == EWOULDBLOCK);
