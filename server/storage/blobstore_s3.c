@@ -37,6 +37,7 @@
 
 #define S3_MIN_PART (5ULL << 20)
 #define S3_MAX_PARTS 10000ULL
+#define S3_MAX_PART (5ULL << 30)
 #define S3_MAX_COPY (5ULL << 30) /* CopyObject's limit; above it UploadPartCopy */
 #define S3_COPY_PART (512ULL << 20)
 /* Tests only: TENSORGATE_TEST_S3_MAX_COPY=BYTES lowers the CopyObject limit (and
@@ -58,7 +59,7 @@ typedef struct s3_store {
     char token[4096];
     char sigv4[128];
     char userpwd[520];
-    uint64_t part_size;
+    unsigned part_doubling; /* parts per size step: part k is 5 MiB << (k / this) */
     uint64_t gc_grace;
     pthread_rwlock_t commit_lock;
     pthread_mutex_t pool_lock;
@@ -77,7 +78,7 @@ typedef struct s3_writer {
     char temp_key[700];
     char *upload_id; /* NULL until the multipart upload starts */
     unsigned char *buf;
-    size_t buf_len;
+    size_t buf_len, buf_cap;
     unsigned parts;
     char **etags; /* parts' ETags */
     unsigned etag_cap;
@@ -625,24 +626,57 @@ static int upload_part(s3_store *s, s3_writer *w)
     return 0;
 }
 
+/* The size of part k (0-based): 5 MiB, doubling every part_doubling parts so the
+ * largest upload (--max-body) fits in 10,000 parts while a small one buffers 5 MiB
+ * at most. */
+static uint64_t part_size_for(const s3_store *s, unsigned k)
+{
+    unsigned shift = k / s->part_doubling;
+    if (shift > 10)
+        shift = 10;
+    uint64_t size = S3_MIN_PART << shift;
+    return size > S3_MAX_PART ? S3_MAX_PART : size;
+}
+
+/* The largest blob the schedule part_size_for(doubling) can carry. */
+static uint64_t schedule_capacity(unsigned doubling)
+{
+    uint64_t total = 0;
+    for (unsigned k = 0; k < S3_MAX_PARTS; k++) {
+        unsigned shift = k / doubling > 10 ? 10 : k / doubling;
+        uint64_t size = S3_MIN_PART << shift;
+        total += size > S3_MAX_PART ? S3_MAX_PART : size;
+    }
+    return total;
+}
+
 static tg_store_status s3_write(tg_blob_writer *writer, const void *buf, size_t len)
 {
     s3_writer *w = (s3_writer *)writer;
     s3_store *s = s3(writer->store);
     const unsigned char *p = buf;
-    if (w->buf == NULL && len > 0) {
-        w->buf = malloc(s->part_size);
-        if (w->buf == NULL)
-            return TG_STORE_ERROR;
-    }
     while (len > 0) {
-        size_t room = s->part_size - w->buf_len, n = len < room ? len : room;
+        uint64_t part = part_size_for(s, w->parts);
+        if (w->buf_cap < part && w->buf_len + len > w->buf_cap) {
+            /* the buffer grows with what is written, up to one part */
+            uint64_t cap = w->buf_cap ? w->buf_cap * 2 : 65536;
+            while (cap < w->buf_len + len && cap < part)
+                cap *= 2;
+            if (cap > part)
+                cap = part;
+            unsigned char *grown = realloc(w->buf, (size_t)cap);
+            if (grown == NULL)
+                return TG_STORE_ERROR;
+            w->buf = grown;
+            w->buf_cap = (size_t)cap;
+        }
+        size_t room = w->buf_cap - w->buf_len, n = len < room ? len : room;
         memcpy(w->buf + w->buf_len, p, n);
         w->buf_len += n;
         w->total += n;
         p += n;
         len -= n;
-        if (w->buf_len == s->part_size && upload_part(s, w) != 0)
+        if (w->buf_len == part && upload_part(s, w) != 0)
             return status_of(errno);
     }
     return TG_STORE_OK;
@@ -1564,12 +1598,15 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
     snprintf(s->token, sizeof s->token, "%s", token ? token : "");
     snprintf(s->sigv4, sizeof s->sigv4, "aws:amz:%s:s3", s->region);
     snprintf(s->userpwd, sizeof s->userpwd, "%s:%s", s->access, s->secret);
-    /* parts: at least 5 MiB, and enough that the largest blob fits in 10,000 */
+    /* parts: 5 MiB first, growing fast enough that the largest blob fits in 10,000 */
     uint64_t max_blob = options && options->max_blob ? options->max_blob : 0;
-    uint64_t part = S3_MIN_PART;
-    if (max_blob / S3_MAX_PARTS + 1 > part)
-        part = (max_blob / S3_MAX_PARTS + 1 + (1U << 20) - 1) & ~(uint64_t)((1U << 20) - 1);
-    s->part_size = part;
+    static const unsigned steps[] = {10000, 5000, 2000, 1000, 500, 200, 100};
+    s->part_doubling = steps[sizeof steps / sizeof steps[0] - 1];
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (schedule_capacity(steps[i]) >= max_blob) {
+            s->part_doubling = steps[i];
+            break;
+        }
     s->gc_grace = options && options->gc_grace_set ? options->gc_grace : 3600;
     pthread_once(&curl_once, curl_init_once);
     if (pthread_rwlock_init(&s->commit_lock, NULL) != 0) {

@@ -6,7 +6,8 @@
  *
  * Upload (one part, and a multipart one above 5 MiB), whole-file, Range, ETag/304
  * and 416, tensor and slice GETs with the bytes uploaded; a refused upload (also
- * one past the first part) leaves no object and no multipart upload; gc removes an
+ * one past the first part) and a client gone mid-body leave no object and no
+ * multipart upload; gc removes an
  * unreferenced object only past --gc-grace; fsck passes, then finds an object
  * overwritten; --download-redirect answers 302 to a presigned URL that serves the
  * bytes; the read cache counts hits in /metrics; radosgw stopped: /readyz 503
@@ -222,6 +223,44 @@ TEST(refused_uploads_leave_nothing)
     CHECK(count_uploads() == 0);
 }
 
+TEST(broken_client_leaves_nothing)
+{
+    it_response r = it_send("POST", BASE "/versions", write_token, NULL, 0);
+    CHECK_STATUS(r, 201);
+    int rev = (int)it_json_int(r.json, "version");
+    it_response_free(&r);
+    int objects = count_objects("");
+    /* more than one part sent, then the connection goes away */
+    int fd = it_connect();
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    char head[512];
+    int n = snprintf(head, sizeof head,
+                     "PUT " BASE "/versions/%d/files/broken.safetensors HTTP/1.1\r\n"
+                     "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     rev, write_token, big_file.len);
+    CHECK(it_write_all(fd, head, (size_t)n));
+    CHECK(it_write_all(fd, big_file.data, big_file.len - 100000));
+    bool started = false; /* the first 5 MiB part went into a multipart upload */
+    for (int i = 0; i < 50 && !started; i++) {
+        started = count_uploads() == 1;
+        if (!started)
+            usleep(100000);
+    }
+    CHECK(started);
+    close(fd);
+    bool clean = false;
+    for (int i = 0; i < 50 && !clean; i++) {
+        clean = count_uploads() == 0 && count_objects("") == objects;
+        if (!clean)
+            usleep(100000);
+    }
+    CHECK(clean);
+    CHECK(count_objects("tmp/") == 0);
+}
+
 TEST(gc_and_fsck)
 {
     /* an object nothing references, as a replica that died between its copy and its row */
@@ -386,6 +425,7 @@ int main(int argc, char **argv)
     it_build_safetensors(&big_file, big_tensors, 1, NULL, 5);
     RUN(upload_and_read_back);
     RUN(refused_uploads_leave_nothing);
+    RUN(broken_client_leaves_nothing);
     RUN(gc_and_fsck);
     RUN(download_redirect_and_cache);
     RUN(store_away_then_back);
