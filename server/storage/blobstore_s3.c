@@ -978,7 +978,7 @@ static bool cache_get(s3_store *s, const char *hex, uint64_t index, unsigned cha
 }
 
 typedef struct cache_entry {
-    char name[128];
+    char name[256];
     time_t mtime;
     uint64_t size;
 } cache_entry;
