@@ -1036,8 +1036,8 @@ static void cache_put(s3_store *s, const char *hex, uint64_t index, const unsign
         return;
     char path[4200], temp[4300];
     cache_path(s, hex, index, path, sizeof path);
-    snprintf(temp, sizeof temp, "%s/.tmp.%s.%llu.%lx", s->cache_dir, hex, (unsigned long long)index,
-             (unsigned long)pthread_self());
+    snprintf(temp, sizeof temp, "%s/.tmp.%s.%llu.%ld.%lx", s->cache_dir, hex,
+             (unsigned long long)index, (long)getpid(), (unsigned long)pthread_self());
     int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return;
@@ -1570,6 +1570,14 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
     if (endpoint == NULL) {
         snprintf(default_endpoint, sizeof default_endpoint, "https://s3.%s.amazonaws.com", region);
         endpoint = default_endpoint;
+    }
+    const char *authority = strstr(endpoint, "://");
+    const char *path = authority ? strchr(authority + 3, '/') : NULL;
+    if (path != NULL && path[strspn(path, "/")] != '\0') {
+        snprintf(err, err_len, "the S3 endpoint %s has a path; give scheme://host[:port] only",
+                 endpoint);
+        free(s);
+        return -1;
     }
     if ((strncmp(endpoint, "http://", 7) != 0 && strncmp(endpoint, "https://", 8) != 0) ||
         strlen(endpoint) >= sizeof s->endpoint || strlen(region) >= sizeof s->region ||

@@ -39,6 +39,13 @@ TEST(urls_are_checked)
     CHECK(tg_blobstore_open_options("s3://bucket", &options, &store, err, sizeof err) == -1);
     CHECK(strstr(err, "http:// or https://") != NULL);
     CHECK(store == NULL);
+    options.s3_endpoint = "http://host:9000/base";
+    CHECK(tg_blobstore_open_options("s3://bucket", &options, &store, err, sizeof err) == -1);
+    CHECK(strstr(err, "has a path") != NULL);
+    options.s3_endpoint = "http://host:9000/";
+    CHECK(tg_blobstore_open_options("s3://bucket", &options, &store, err, sizeof err) == 0);
+    tg_blobstore_close(store);
+    store = NULL;
 }
 
 static tg_blobstore *open_store(uint64_t grace)
