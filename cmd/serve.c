@@ -432,6 +432,12 @@ int tg_cmd_gc(int argc, char **argv)
         fprintf(stderr, "tensorgate gc: the blob store could not be listed: %s\n", strerror(errno));
         gc.errors++;
     }
+    /* uploads a stopped replica left in an S3 store (past --gc-grace) */
+    long swept = dry_run ? 0 : tg_blobstore_sweep(blobs);
+    if (swept < 0)
+        gc.errors++;
+    else if (swept > 0)
+        fprintf(stderr, "tensorgate gc: %ld stale upload(s) removed\n", swept);
     close_data(blobs, catalog);
     fprintf(stderr, "tensorgate gc: %lu blob(s) %s (%llu bytes), %lu kept, %lu error(s)\n",
             gc.removed, dry_run ? "unreferenced" : "removed", gc.bytes, gc.kept, gc.errors);

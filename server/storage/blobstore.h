@@ -82,6 +82,11 @@ int tg_blobstore_open_options(const char *url, const tg_blobstore_options *optio
  * redirect: 0, or -1 with errno (ENOTSUP on a backend without URLs). */
 int tg_blobstore_presign(tg_blobstore *store, const char *hex, unsigned expires, char *url,
                          size_t url_len);
+/* gc's sweep of what uploads left: on S3, aborts the multipart uploads and removes
+ * the temporary objects older than the gc grace period (a replica that died
+ * mid-upload); the local store has nothing to do (its claim empties tmp/). The
+ * number swept, or -1 when the store could not be listed. */
+long tg_blobstore_sweep(tg_blobstore *store);
 /* True when the store was opened with download_redirect and can presign. */
 bool tg_blobstore_redirects(const tg_blobstore *store);
 /* The read cache's hits and misses (both 0 without a cache). */

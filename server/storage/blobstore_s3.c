@@ -1248,6 +1248,7 @@ typedef struct each_ctx {
     size_t skip;   /* the length of the listed prefix */
     bool blobs;    /* sha256/ab/<hex>: skip the "ab/" */
     time_t newest; /* objects modified after this are left out (gc grace) */
+    long swept;    /* sweep_key: objects removed */
     int (*visit)(void *ctx, const char *hex);
     void *ctx;
 } each_ctx;
@@ -1280,18 +1281,24 @@ static int sweep_key(void *ctx, const char *key, const char *last_modified)
 {
     each_ctx *e = ctx;
     time_t modified = parse_iso_time(last_modified);
-    if (modified >= 0 && modified <= e->newest && delete_key(e->store, key) == 0)
+    if (modified >= 0 && modified <= e->newest && delete_key(e->store, key) == 0) {
         tg_log(TG_LOG_INFO, "s3: removed the stale temporary object %s", key);
+        e->swept++;
+    }
     return 0;
 }
 
-static void sweep_uploads(s3_store *s, time_t newest)
+/* Aborts the multipart uploads and removes the objects under tmp/ older than the
+ * grace period: the number swept, or -1 when the listings failed. */
+static long sweep_uploads(s3_store *s, time_t newest)
 {
     char prefix[600], query[800];
+    long swept = 0;
+    int rc = 0;
     snprintf(prefix, sizeof prefix, "%stmp/", s->prefix);
     char *p = curl_easy_escape(NULL, prefix, 0);
     if (p == NULL)
-        return;
+        return -1;
     snprintf(query, sizeof query, "prefix=%s&uploads=", p);
     curl_free(p);
     s3_sink sink = {.grow = true, .max = S3_MAX_XML};
@@ -1308,15 +1315,28 @@ static void sweep_uploads(s3_store *s, time_t newest)
             if (key[0] && id[0] && started >= 0 && started <= newest) {
                 abort_multipart(s, key, id);
                 tg_log(TG_LOG_INFO, "s3: aborted the stale multipart upload of %s", key);
+                swept++;
             }
             at = next;
         }
-    } else if (req.status != 0) {
-        tg_log(TG_LOG_WARN, "s3: listing multipart uploads answered %ld", req.status);
+    } else {
+        if (req.status != 0)
+            tg_log(TG_LOG_WARN, "s3: listing multipart uploads answered %ld", req.status);
+        rc = -1;
     }
     free(sink.buf);
     each_ctx sweep = {.store = s, .newest = newest};
-    list_keys(s, prefix, sweep_key, &sweep);
+    if (list_keys(s, prefix, sweep_key, &sweep) != 0)
+        rc = -1;
+    return rc != 0 ? -1 : swept + sweep.swept;
+}
+
+long tg_blobstore_sweep(tg_blobstore *store)
+{
+    if (strcmp(store->ops->kind, "s3") != 0)
+        return 0; /* the local store's claim clears its tmp/ */
+    s3_store *s = s3(store);
+    return sweep_uploads(s, time(NULL) - (time_t)s->gc_grace);
 }
 
 static int s3_each(tg_blobstore *store, int (*visit)(void *ctx, const char *hex), void *ctx)
@@ -1324,7 +1344,6 @@ static int s3_each(tg_blobstore *store, int (*visit)(void *ctx, const char *hex)
     s3_store *s = s3(store);
     char prefix[600];
     time_t newest = time(NULL) - (time_t)s->gc_grace;
-    sweep_uploads(s, newest);
     snprintf(prefix, sizeof prefix, "%ssha256/", s->prefix);
     each_ctx e = {.store = s,
                   .skip = strlen(prefix),

@@ -270,12 +270,23 @@ TEST(gc_and_fsck)
     it_sha256_hex(stray, sizeof stray, sha);
     snprintf(key, sizeof key, "sha256/%.2s/%s", sha, sha);
     CHECK(put_object(key, stray, sizeof stray));
+    /* and a multipart upload a replica left under tmp/ */
+    char enc_q[300];
+    snprintf(enc_q, sizeof enc_q, "-o /dev/null -w '%%{http_code}\\n' -X POST");
+    char q[200];
+    snprintf(q, sizeof q, "/%stmp/left-behind?uploads=", prefix);
+    CHECK(s3_curl_count(enc_q, q, "200") == 1);
+    CHECK(count_uploads() == 1);
     int before = count_objects("sha256/");
     CHECK(run_command("gc", "--gc-grace 3600") == 0); /* too young: kept */
     CHECK(count_objects("sha256/") == before);
     sleep(1);
+    CHECK(run_command("gc", "--gc-grace 0 --dry-run") == 0); /* changes nothing */
+    CHECK(count_objects("sha256/") == before);
+    CHECK(count_uploads() == 1);
     CHECK(run_command("gc", "--gc-grace 0") == 0);
     CHECK(count_objects("sha256/") == before - 1);
+    CHECK(count_uploads() == 0);
     it_response r = it_get(BASE "/versions/1/files/model.safetensors");
     CHECK_STATUS(r, 200);
     it_response_free(&r);

@@ -307,12 +307,15 @@ TEST(gc_grace_and_stale_uploads)
         CHECK(tg_blob_write(w, chunk, sizeof chunk) == TG_STORE_OK);
     listing l = {0};
     CHECK(tg_blob_each(patient, collect, &l) == 0 && l.count == 0); /* too young */
+    CHECK(tg_blobstore_sweep(patient) == 0);
     CHECK(count_remote("prefix=", "Upload") == 1);
     sleep(1);
     l.count = 0;
     CHECK(tg_blob_each(store, collect, &l) == 0 && listed(&l, hex)); /* grace 0 */
-    CHECK(count_remote("prefix=", "Upload") == 0);                   /* swept */
-    tg_blob_write_abort(w);                                          /* already gone: harmless */
+    CHECK(count_remote("prefix=", "Upload") == 1);                   /* each lists, never sweeps */
+    CHECK(tg_blobstore_sweep(store) == 1);
+    CHECK(count_remote("prefix=", "Upload") == 0); /* swept */
+    tg_blob_write_abort(w);                        /* already gone: harmless */
     CHECK(tg_blob_remove(store, hex) == 0);
     tg_blobstore_close(patient);
     tg_blobstore_close(store);
