@@ -10,8 +10,11 @@
  * or UploadPartCopy above 5 GiB) and then deletes; abort aborts the multipart
  * upload, so nothing is left. The object is complete before commit returns.
  *
- * Reads: HEAD on open (size checked), then ranged GETs of a window (bounded buffer
- * per reader) so sequential small reads make one request per window.
+ * Reads: HEAD on open (size checked), then a ranged GET of the aligned 4 MiB window
+ * holding the offset (the read cache keeps windows); a read that continues past
+ * its window opens one GET to the end of the object and keeps it open, reading it
+ * through a 1 MiB buffer (the transfer pauses when it is full): sequential reads
+ * cost no request each, and no reader holds more than a window and that buffer.
  *
  * Every request has a connect timeout and a low-speed limit; a store that cannot
  * be reached fails with errno EHOSTDOWN (blobstore.h). The commit lock is per
@@ -47,6 +50,7 @@
 #define S3_MAX_XML (4U << 20)          /* the largest XML answer read */
 #define S3_MAX_COMPLETE_XML (1U << 20) /* 10,000 parts */
 #define S3_POOL 16                     /* idle curl handles kept (connections reused) */
+#define S3_STREAM_BUFFER (1U << 20)    /* a sequential reader's buffer */
 
 typedef struct s3_store {
     tg_blobstore base;
@@ -91,6 +95,17 @@ typedef struct s3_reader {
     size_t window_cap;
     uint64_t window_start;
     size_t window_len;
+    /* a read that continues past its window opens one GET to the end of the object
+     * and keeps it: sequential reads then cost no request each */
+    CURLM *multi;
+    CURL *easy;
+    struct curl_slist *stream_headers;
+    unsigned char *ring; /* S3_STREAM_BUFFER bytes; ring_len of them from ring_at */
+    size_t ring_at, ring_len;
+    uint64_t stream_pos; /* the blob offset of ring[ring_at] */
+    bool stream_paused, stream_done;
+    long stream_status; /* the answer's status once known */
+    CURLcode stream_result;
 } s3_reader;
 
 static s3_store *s3(tg_blobstore *store)
@@ -1059,12 +1074,171 @@ static void cache_put(s3_store *s, const char *hex, uint64_t index, const unsign
     pthread_mutex_unlock(&s->cache_lock);
 }
 
+/* ---- sequential reads: one open transfer ---- */
+
+static void stream_close(s3_reader *r)
+{
+    if (r->easy != NULL) {
+        if (r->multi != NULL)
+            curl_multi_remove_handle(r->multi, r->easy);
+        curl_easy_cleanup(r->easy);
+    }
+    if (r->multi != NULL)
+        curl_multi_cleanup(r->multi);
+    curl_slist_free_all(r->stream_headers);
+    r->easy = NULL;
+    r->multi = NULL;
+    r->stream_headers = NULL;
+    r->ring_at = r->ring_len = 0;
+}
+
+static size_t stream_write(char *data, size_t size, size_t n, void *ctx)
+{
+    s3_reader *r = ctx;
+    size_t len = size * n;
+    if (r->stream_status == 0)
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->stream_status);
+    if (r->stream_status != 206 && r->stream_status != 200)
+        return len; /* an error document: dropped, the status says it */
+    if (r->ring_at > 0 && r->ring_at + r->ring_len + len > S3_STREAM_BUFFER) {
+        memmove(r->ring, r->ring + r->ring_at, r->ring_len);
+        r->ring_at = 0;
+    }
+    if (r->ring_len + len > S3_STREAM_BUFFER) {
+        r->stream_paused = true;
+        return CURL_WRITEFUNC_PAUSE; /* curl hands the same bytes again after unpause */
+    }
+    memcpy(r->ring + r->ring_at + r->ring_len, data, len);
+    r->ring_len += len;
+    return len;
+}
+
+/* Opens a GET of bytes offset..end: 0, or -1 with errno. */
+static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
+{
+    char key[700], key_enc[2400], url[3600], line[4300];
+    stream_close(r);
+    if (r->ring == NULL && (r->ring = malloc(S3_STREAM_BUFFER)) == NULL)
+        return -1;
+    full_key(s, "sha256", r->base.hex, key, sizeof key);
+    if (encode_key(key, key_enc, sizeof key_enc) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    snprintf(url, sizeof url, "%s/%s/%s", s->endpoint, s->bucket, key_enc);
+    r->multi = curl_multi_init();
+    r->easy = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    r->stream_headers = h;
+    snprintf(line, sizeof line, "Range: bytes=%llu-", (unsigned long long)offset);
+    if (h != NULL && (h = curl_slist_append(r->stream_headers, line)) != NULL)
+        r->stream_headers = h;
+    if (h != NULL && s->token[0]) {
+        snprintf(line, sizeof line, "x-amz-security-token: %s", s->token);
+        if ((h = curl_slist_append(r->stream_headers, line)) != NULL)
+            r->stream_headers = h;
+    }
+    if (r->multi == NULL || r->easy == NULL || h == NULL) {
+        stream_close(r);
+        errno = ENOMEM;
+        return -1;
+    }
+    long connect_timeout = 5, low_speed_time = 15;
+    env_timeout("TENSORGATE_S3_CONNECT_TIMEOUT", &connect_timeout);
+    env_timeout("TENSORGATE_S3_LOW_SPEED_TIME", &low_speed_time);
+    curl_easy_setopt(r->easy, CURLOPT_URL, url);
+    curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(r->easy, CURLOPT_AWS_SIGV4, s->sigv4);
+    curl_easy_setopt(r->easy, CURLOPT_USERPWD, s->userpwd);
+    curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->stream_headers);
+    curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT, connect_timeout);
+    curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, low_speed_time);
+    curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, stream_write);
+    curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
+        stream_close(r);
+        errno = ENOMEM;
+        return -1;
+    }
+    r->stream_pos = offset;
+    r->stream_paused = r->stream_done = false;
+    r->stream_status = 0;
+    r->stream_result = CURLE_OK;
+    return 0;
+}
+
+/* Up to len bytes at the stream's position: the count, 0 at the end, -1 (errno). */
+static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
+{
+    for (;;) {
+        if (r->ring_len > 0) {
+            size_t n = len < r->ring_len ? len : r->ring_len;
+            memcpy(buf, r->ring + r->ring_at, n);
+            r->ring_at += n;
+            r->ring_len -= n;
+            r->stream_pos += n;
+            if (r->ring_len == 0)
+                r->ring_at = 0;
+            if (r->stream_paused) {
+                r->stream_paused = false;
+                curl_easy_pause(r->easy, CURLPAUSE_CONT);
+            }
+            return (ssize_t)n;
+        }
+        if (r->stream_done) {
+            if (r->stream_status == 416)
+                return 0;
+            if (r->stream_result != CURLE_OK) {
+                tg_log(TG_LOG_WARN, "s3: reading %s at %llu: %s", r->base.hex,
+                       (unsigned long long)r->stream_pos, curl_easy_strerror(r->stream_result));
+                errno = EHOSTDOWN;
+                return -1;
+            }
+            if (r->stream_status != 206 && r->stream_status != 200) {
+                errno = status_errno(r->stream_status);
+                return -1;
+            }
+            return 0; /* the object ended */
+        }
+        int running = 0;
+        if (curl_multi_perform(r->multi, &running) != CURLM_OK) {
+            errno = EIO;
+            return -1;
+        }
+        CURLMsg *msg;
+        int left = 0;
+        while ((msg = curl_multi_info_read(r->multi, &left)) != NULL)
+            if (msg->msg == CURLMSG_DONE) {
+                r->stream_done = true;
+                r->stream_result = msg->data.result;
+                if (r->stream_status == 0)
+                    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->stream_status);
+            }
+        if (r->ring_len == 0 && !r->stream_done &&
+            curl_multi_poll(r->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+            errno = EIO;
+            return -1;
+        }
+    }
+}
+
 static ssize_t s3_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t offset)
 {
     s3_reader *r = (s3_reader *)reader;
     s3_store *s = s3(reader->store);
     if (offset >= reader->size || len == 0)
         return 0;
+    if (r->easy != NULL && offset == r->stream_pos)
+        return stream_read(r, buf, len);
+    if (r->window_len > 0 && offset == r->window_start + r->window_len) {
+        /* reading on past a whole window: one transfer for the rest */
+        if (stream_open(s, r, offset) != 0)
+            return -1;
+        r->window_len = 0;
+        return stream_read(r, buf, len);
+    }
     if (r->window_len == 0 || offset < r->window_start ||
         offset >= r->window_start + r->window_len) {
         /* windows are aligned, so the cache names them by index */
@@ -1122,6 +1296,8 @@ static ssize_t s3_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t o
 static void s3_reader_close(tg_blob_reader *reader)
 {
     s3_reader *r = (s3_reader *)reader;
+    stream_close(r);
+    free(r->ring);
     free(r->window);
     free(r);
 }

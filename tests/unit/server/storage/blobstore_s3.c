@@ -175,6 +175,62 @@ static int count_remote(const char *query, const char *tag)
     return count;
 }
 
+/* The bytes write_blob writes for (len, seed). */
+static unsigned char *blob_bytes(size_t len, unsigned seed)
+{
+    unsigned char *out = malloc(len ? len : 1);
+    unsigned x = seed;
+    for (size_t i = 0; out != NULL && i < len; i++) {
+        x = x * 1103515245u + 12345u;
+        out[i] = (unsigned char)(x >> 16);
+    }
+    return out;
+}
+
+TEST(windows_streams_and_seeks)
+{
+    tg_blobstore *store = open_store(0);
+    if (store == NULL) {
+        CHECK(false);
+        return;
+    }
+    size_t len = (9u << 20) + 777;
+    char hex[TG_SHA256_HEX_LEN + 1];
+    unsigned char *want = blob_bytes(len, 21);
+    CHECK(want != NULL && write_blob(store, len, 21, hex) == TG_STORE_OK);
+    tg_blob_check check;
+    tg_blob_reader *r = tg_blob_open(store, hex, len, &check);
+    CHECK(r != NULL);
+    static unsigned char got[300000];
+    /* offset, length: a window, on into a stream, a seek back, forward, the end */
+    static const size_t plan[][2] = {
+        {0, 100}, {100, 4194204},    {4194304, 250000}, {4444304, 250000},
+        {10, 20}, {4194200, 300000}, {8388608, 300000}, {(9u << 20) + 700, 77},
+        {3, 1}};
+    for (size_t i = 0; r != NULL && want != NULL && i < sizeof plan / sizeof plan[0]; i++) {
+        size_t at = plan[i][0], n = plan[i][1], done = 0;
+        bool same = true;
+        while (done < n) {
+            size_t chunk = n - done < sizeof got ? n - done : sizeof got;
+            if (tg_blob_read_at(r, got, chunk, at + done) != 0 ||
+                memcmp(got, want + at + done, chunk) != 0) {
+                same = false;
+                break;
+            }
+            done += chunk;
+        }
+        CHECK(same);
+        if (!same)
+            fprintf(stderr, "  read %zu of %zu at %zu differs\n", i, n, at);
+    }
+    unsigned char c;
+    CHECK(r == NULL || tg_blob_read(r, &c, 1, len) == 0);
+    tg_blob_close(r);
+    free(want);
+    CHECK(tg_blob_remove(store, hex) == 0);
+    tg_blobstore_close(store);
+}
+
 TEST(small_write_commit_ranged_reads)
 {
     tg_blobstore *store = open_store(0);
@@ -388,6 +444,7 @@ int main(int argc, char **argv)
     if (endpoint != NULL && bucket != NULL) {
         snprintf(prefix, sizeof prefix, "unit-%ld-%d/", (long)time(NULL), (int)getpid());
         RUN(small_write_commit_ranged_reads);
+        RUN(windows_streams_and_seeks);
         RUN(multipart_write_commit_copy_and_abort);
         RUN(gc_grace_and_stale_uploads);
         RUN(presigned_url_fetches_the_object);
