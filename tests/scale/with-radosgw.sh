@@ -96,6 +96,7 @@ run dir = $dir/run
 admin socket = $dir/run/\$name.asok
 log file = $dir/log/\$name.log
 pid file = $dir/run/\$name.pid
+crash dir = $dir/crash
 keyring = /dev/null
 err to stderr = false
 log to stderr = false
