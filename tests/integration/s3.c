@@ -160,6 +160,16 @@ TEST(upload_and_read_back)
     CHECK(body_equals(&r, big_file.data, big_file.len));
     it_response_free(&r);
 
+    /* HEAD: the same headers, no body */
+    it_request_opts head_opts = {0};
+    r = it_request("HEAD", BASE "/versions/1/files/big.safetensors", &head_opts);
+    CHECK_STATUS(r, 200);
+    char want_length[32];
+    snprintf(want_length, sizeof want_length, "%zu", big_file.len);
+    CHECK_STR(it_header(&r, "Content-Length", value, sizeof value), want_length);
+    CHECK(r.body.len == 0);
+    it_response_free(&r);
+
     /* Range, across the 4 MiB read windows too */
     r = get_with(BASE "/versions/1/files/big.safetensors", "Range: bytes=4194000-4195000");
     CHECK_STATUS(r, 206);
