@@ -22,9 +22,8 @@ if [ "${1:-}" = "--build" ]; then
     packages="gcc make pkg-config libc6-dev
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev"
 elif [ "${1:-}" = "--runtime" ]; then
-    # The libraries of the build's LDLIBS (libcrypto is in libssl3); with Debian's
-    # --as-needed linking `ldd tensorgate` shows no libcurl, which only the tests use,
-    # but it stays so that a build without --as-needed still starts.
+    # The libraries of the build's LDLIBS (libcrypto is in libssl3); libcurl is the
+    # S3 blob store's HTTP client (and the tests').
     packages="libmicrohttpd12 libsqlite3-0 libjansson4 libssl3 libcurl4"
 # Node.js runs the OpenAPI linter; a machine that already has a node on PATH keeps it.
 elif ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
