@@ -54,7 +54,9 @@ trap 'exit 143' TERM
 free_port() {
     local p
     for _ in $(seq 100); do
-        p=$((20000 + RANDOM % 40000))
+        # below the kernel's ephemeral range (32768-60999 on Debian), so that no
+        # outgoing connection of a busy machine holds the port when ceph-mon binds it
+        p=$((20000 + RANDOM % 12000))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return 0
