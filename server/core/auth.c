@@ -28,9 +28,19 @@ tg_scope tg_scope_from_name(const char *name)
     return TG_SCOPE_NONE;
 }
 
+const char *tg_token_unprefix(const char *token)
+{
+    /* "hf_tg_<hex>": the Hugging Face JS client only sends tokens that start with
+     * "hf_", so the tensorgate token behind that prefix is accepted as itself. */
+    if (strncmp(token, "hf_tg_", 6) == 0)
+        return token + 3;
+    return token;
+}
+
 tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *granted,
                               char *token_namespace, size_t namespace_size)
 {
+    token = tg_token_unprefix(token);
     size_t token_len = strlen(token);
     /* Only the hash is compared (in the catalog), so the token text never meets a
      * timing-sensitive comparison; an oversized value is refused before hashing. */
@@ -51,6 +61,7 @@ int tg_auth_token_hash(const tg_request *req, char hash[65])
     const char *token = header + 7;
     while (*token == ' ')
         token++;
+    token = tg_token_unprefix(token);
     size_t token_len = strlen(token);
     if (token_len == 0 || token_len > 256)
         return 0;
@@ -85,7 +96,12 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
         return false;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_problem(req, 401, "unauthorized", "the token is not valid");
+        /* The Hub's words for a bad token: huggingface_hub then raises an HTTP error
+         * (not "repository not found"). */
+        const char *const hub_headers[] = {"X-Error-Message",
+                                           "Invalid credentials in Authorization header", NULL};
+        tg_respond_problem_headers(req, 401, "unauthorized", req->hub_errors ? hub_headers : NULL,
+                                   "the token is not valid");
         return false;
     }
     if (granted < scope) {

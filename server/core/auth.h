@@ -1,6 +1,7 @@
 /* Bearer tokens and scopes (docs/DESIGN.md §7). Tokens are "tg_" + 64 hex digits of
- * RAND_bytes, shown once; the catalog keeps only their SHA-256 hex. Scopes nest:
- * admin > write > read. A namespace-limited token acts only on that org. */
+ * RAND_bytes, shown once ("hf_tg_..." is accepted as the same token); the catalog keeps only their
+ * SHA-256 hex. Scopes nest: admin > write > read. A namespace-limited token acts only on that org.
+ */
 #ifndef TG_AUTH_H
 #define TG_AUTH_H
 
@@ -18,9 +19,13 @@ int tg_token_generate(char token[TG_TOKEN_LEN + 1], char hash[65]);
 
 tg_scope tg_scope_from_name(const char *name);
 
-/* Looks a bearer token up by its hash: TG_CAT_OK with its scope and namespace ("" when
- * unlimited), TG_CAT_NOT_FOUND for an unknown, empty or oversized (> 256 bytes) token,
- * TG_CAT_ERROR when the catalog or the hash fails. */
+/* token without a leading "hf_" when what follows is a tensorgate token ("hf_tg_...":
+ * the form the Hugging Face JS client accepts); else token itself. */
+const char *tg_token_unprefix(const char *token);
+
+/* Looks a bearer token up by its hash (an "hf_"-prefixed token as itself): TG_CAT_OK with its scope
+ * and namespace ("" when unlimited), TG_CAT_NOT_FOUND for an unknown, empty or oversized (> 256
+ * bytes) token, TG_CAT_ERROR when the catalog or the hash fails. */
 tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *granted,
                               char *token_namespace, size_t namespace_size);
 

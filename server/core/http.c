@@ -523,6 +523,15 @@ respond_problem_va(tg_request *req, unsigned status, const char *reason, const c
     }
     char detail[512];
     vsnprintf(detail, sizeof detail, fmt, ap);
+    if (req->hub_errors && headers == NULL) {
+        /* huggingface_hub maps RepoNotFound to RepositoryNotFoundError (repo_exists then
+         * answers False) and GatedRepo to GatedRepoError; other statuses carry the
+         * message only. */
+        const char *code = status == 401 ? "RepoNotFound" : status == 403 ? "GatedRepo" : NULL;
+        const char *const hub_headers[] = {"X-Error-Code", code, "X-Error-Message", detail, NULL};
+        respond_problem_json(req, status, tg_problem_json(status, reason, detail), hub_headers);
+        return;
+    }
     respond_problem_json(req, status, tg_problem_json(status, reason, detail), headers);
 }
 

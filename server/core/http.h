@@ -85,6 +85,9 @@ struct tg_request {
     bool close_now;      /* stream routes: stop reading and close the connection */
     bool in_upload_data; /* inside the feed callback: MHD cannot queue a response now */
     bool responded;
+    /* a Hugging Face Hub route: a problem answer without X-Error-Code gets the Hub's
+     * X-Error-Code (401 RepoNotFound, 403 GatedRepo) and X-Error-Message (the detail) */
+    bool hub_errors;
     unsigned status;
     uint64_t bytes_in;
 };

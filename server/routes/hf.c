@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "auth.h"
+#include "blobstore.h"
 #include "checks.h"
+#include "hf_card.h"
 #include "manifest.h"
 #include "parsed_header_cache.h"
 #include "routes.h"
@@ -71,6 +73,14 @@ static bool all_digits(const char *text)
     return true;
 }
 
+/* A boolean query argument as the clients send it: true, True or 1. */
+static bool query_true(tg_request *req, const char *name)
+{
+    const char *text = tg_query(req, name);
+    return text != NULL &&
+           (strcmp(text, "true") == 0 || strcmp(text, "True") == 0 || strcmp(text, "1") == 0);
+}
+
 /* {org}/{name} -> model; answers 404 RepoNotFound (also for a name that cannot be one). */
 static bool hf_lookup_repo(tg_request *req, tg_model *model)
 {
@@ -94,8 +104,8 @@ static bool hf_lookup_repo(tg_request *req, tg_model *model)
 }
 
 /* Hub revision -> a published version: "main"/"HEAD"/"latest", a version number, a
- * 64-hex digest or an alias. A draft has no commit id, so it is not a revision here.
- * Answers 404 RevisionNotFound itself. */
+ * 64-hex digest, a 40-hex commit id or an alias. A draft has no commit id, so it is not a revision
+ * here. Answers 404 RevisionNotFound itself. */
 static bool hf_lookup_revision(tg_request *req, const tg_model *model, const char *hub_rev,
                                tg_version *version)
 {
@@ -110,6 +120,10 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
         status = tg_catalog_version_by_digest(catalog, model->id, rev, version);
     } else if (strcmp(rev, "latest") == 0) {
         status = tg_catalog_version_latest_published(catalog, model->id, version);
+    } else if (tg_is_commit_id(rev) &&
+               (status = tg_version_by_commit(catalog, model->id, rev, version)) !=
+                   TG_CAT_NOT_FOUND) {
+        /* a commit id: found, or the catalog failed */
     } else if (tg_valid_name_part(rev)) {
         int64_t number = 0;
         status = tg_catalog_alias_get(catalog, model->id, rev, &number);
@@ -156,6 +170,7 @@ static bool load_files(tg_request *req, const tg_version *version, tg_file_recor
 
 void tg_route_hf_file(tg_request *req)
 {
+    req->hub_errors = true;
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -174,11 +189,13 @@ void tg_route_hf_file(tg_request *req)
     }
     tg_file_record file = {0};
     tg_cat_status status = TG_CAT_NOT_FOUND;
+    char commit[41];
+    tg_version_commit_id(&version, commit);
     /* A path that cannot be a file of a version is simply not an entry of it. */
     if (path != NULL && tg_valid_file_path(path, NULL))
         status = tg_catalog_file_get(req->server->catalog, version.id, path, &file);
     if (status == TG_CAT_NOT_FOUND) {
-        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", version.digest,
+        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", commit,
                          "Entry not found: %s/%s revision %s has no file %s", model->org,
                          model->name, rev, path ? path : "");
     } else if (status != TG_CAT_OK) {
@@ -188,19 +205,38 @@ void tg_route_hf_file(tg_request *req)
         snprintf(linked_etag, sizeof linked_etag, "\"%s\"", file.sha256);
         snprintf(linked_size, sizeof linked_size, "%" PRIu64, file.size);
         /* The commit and the LFS-style validators ride on every answer, 206 and 304 too. */
-        const char *const hub_headers[] = {"X-Repo-Commit",
-                                           version.digest,
-                                           "X-Linked-Etag",
-                                           linked_etag,
-                                           "X-Linked-Size",
-                                           linked_size,
-                                           NULL};
+        const char *const hub_headers[] = {
+            "X-Repo-Commit", commit, "X-Linked-Etag", linked_etag, "X-Linked-Size",
+            linked_size,     NULL};
         tg_serve_file(req, &file, hub_headers);
     }
     free(model);
 }
 
 /* ---- model JSON ---- */
+
+static bool is_lfs(const tg_file_record *file);
+static int lfs_pointer_size(const tg_file_record *file);
+
+#define HF_CARD_MAX (64 * 1024)
+
+/* The README.md's front matter as cardData (hf_card.h), from its first HF_CARD_MAX
+ * bytes; NULL when it has none or cannot be read (a card is optional). */
+static json_t *card_data(tg_server *server, const tg_file_record *readme)
+{
+    tg_blob_check check;
+    tg_blob_reader *reader = tg_blob_open(server->blobs, readme->sha256, readme->size, &check);
+    if (reader == NULL)
+        return NULL;
+    size_t len = readme->size < HF_CARD_MAX ? (size_t)readme->size : HF_CARD_MAX;
+    char *text = malloc(len + 1);
+    json_t *card = NULL;
+    if (text != NULL && tg_blob_read_at(reader, text, len, 0) == 0)
+        card = tg_hf_card_data(text, len);
+    free(text);
+    tg_blob_close(reader);
+    return card;
+}
 
 /* Adds the per-dtype parameter counts of every safetensors file to counts/total.
  * Returns false when a stored header cannot be read or a sum would overflow. */
@@ -244,7 +280,10 @@ static json_t *model_summary_json(const tg_model *model, const tg_version *versi
                   "library_name", "safetensors", "createdAt", model->created_at);
     if (body == NULL)
         return NULL;
-    json_object_set_new(body, "sha", version ? json_string(version->digest) : json_null());
+    char commit[41] = "";
+    if (version != NULL)
+        tg_version_commit_id(version, commit);
+    json_object_set_new(body, "sha", version ? json_string(commit) : json_null());
     json_object_set_new(body, "lastModified",
                         json_string(version ? version->published_at : model->created_at));
     json_object_set_new(body, "description", json_string(model->description));
@@ -267,9 +306,30 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
     }
     json_t *siblings = json_array();
     uint64_t used = 0;
+    bool blobs = query_true(req, "blobs");
+    const tg_file_record *readme = NULL;
     for (size_t i = 0; i < files.count; i++) {
-        json_array_append_new(siblings, json_pack("{s:s}", "rfilename", files.items[i].path));
-        used += files.items[i].size;
+        const tg_file_record *file = &files.items[i];
+        json_t *sibling = json_pack("{s:s}", "rfilename", file->path);
+        if (sibling != NULL && blobs) {
+            /* ?blobs=True: the Hub's size, blobId and lfs per file */
+            json_object_set_new(sibling, "size", json_integer((json_int_t)file->size));
+            json_object_set_new(sibling, "blobId", json_string(file->sha256));
+            if (is_lfs(file))
+                json_object_set_new(sibling, "lfs",
+                                    json_pack("{s:s, s:I, s:i}", "sha256", file->sha256, "size",
+                                              (json_int_t)file->size, "pointerSize",
+                                              lfs_pointer_size(file)));
+        }
+        json_array_append_new(siblings, sibling);
+        used += file->size;
+        if (strcmp(file->path, "README.md") == 0)
+            readme = file;
+    }
+    if (readme != NULL) {
+        json_t *card = card_data(req->server, readme);
+        if (card != NULL)
+            json_object_set_new(body, "cardData", card);
     }
     json_object_set_new(body, "siblings", siblings);
     json_object_set_new(body, "usedStorage", json_integer((json_int_t)used));
@@ -302,6 +362,7 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
 
 void tg_route_hf_model_info(tg_request *req)
 {
+    req->hub_errors = true;
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -428,6 +489,7 @@ static void add_model(void *ctx, const tg_model *model)
 
 void tg_route_hf_models_list(tg_request *req)
 {
+    req->hub_errors = true;
     /* a namespace-limited token (under --auth-read) lists its org's models only */
     char token_namespace[TG_NAME_MAX + 1];
     if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
@@ -457,15 +519,31 @@ void tg_route_hf_models_list(tg_request *req)
     }
     if (search != NULL && search[0] == '\0')
         search = NULL;
+    /* author=ORG: that org's models (a namespace-limited token sees its own only);
+     * filter=TAG: every model here is tagged "safetensors" and nothing else. */
+    const char *author = tg_query(req, "author"), *filter = tg_query(req, "filter");
+    if (author != NULL && author[0] == '\0')
+        author = NULL;
+    if (filter != NULL && filter[0] == '\0')
+        filter = NULL;
+    bool none =
+        (author != NULL && !tg_valid_name_part(author)) ||
+        (author != NULL && token_namespace[0] != '\0' && strcmp(author, token_namespace) != 0) ||
+        (filter != NULL && strcmp(filter, "safetensors") != 0);
+    if (none) {
+        respond_page(req, json_array(), NULL);
+        return;
+    }
+    const char *org = author != NULL ? author : token_namespace[0] ? token_namespace : NULL;
     model_page page = {.models = calloc((size_t)limit + 1, sizeof(tg_model)), .cap = limit + 1};
     if (page.models == NULL) {
         respond_internal(req, "out of memory");
         return;
     }
     /* One more than asked tells whether a next page exists. */
-    tg_cat_status status = tg_catalog_model_list(
-        req->server->catalog, token_namespace[0] ? token_namespace : NULL, search,
-        has_cursor ? after_org : NULL, has_cursor ? after_name : NULL, limit + 1, add_model, &page);
+    tg_cat_status status =
+        tg_catalog_model_list(req->server->catalog, org, search, has_cursor ? after_org : NULL,
+                              has_cursor ? after_name : NULL, limit + 1, add_model, &page);
     json_t *items = json_array();
     unsigned shown = page.count > limit ? limit : page.count;
     for (unsigned i = 0; status == TG_CAT_OK && !page.failed && i < shown; i++) {
@@ -508,24 +586,58 @@ void tg_route_hf_models_list(tg_request *req)
         append_text(next, sizeof next, &used, "&search=");
         append_encoded(next, sizeof next, &used, search);
     }
+    if (author != NULL) {
+        append_text(next, sizeof next, &used, "&author=");
+        append_encoded(next, sizeof next, &used, author);
+    }
+    if (filter != NULL)
+        append_text(next, sizeof next, &used, "&filter=safetensors");
     respond_page(req, items, next);
 }
 
 /* ---- GET /api/models/{org}/{name}/tree/{rev}[/{path*}] ---- */
 
-static json_t *file_entry_json(const tg_file_record *file)
+/* Stored the way the Hub stores it through git-lfs: safetensors and every other binary
+ * kind, and any file of 10 MiB or more (the Hub's default threshold). */
+static bool is_lfs(const tg_file_record *file)
+{
+    if (strcmp(file->kind, "json") == 0 || strcmp(file->kind, "text") == 0)
+        return file->size >= 10u * 1024 * 1024;
+    return true;
+}
+
+/* The size of the git-lfs pointer file the Hub would store for this blob. */
+static int lfs_pointer_size(const tg_file_record *file)
+{
+    return snprintf(NULL, 0,
+                    "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %" PRIu64 "\n",
+                    file->sha256, file->size);
+}
+
+/* The Hub's lastCommit of an entry: the published version it belongs to. */
+static json_t *last_commit_json(const tg_version *version)
+{
+    char commit[41], title[48];
+    tg_version_commit_id(version, commit);
+    snprintf(title, sizeof title, "version %lld", (long long)version->number);
+    return json_pack("{s:s, s:s, s:s}", "id", commit, "title", title, "date",
+                     version->published_at);
+}
+
+/* A tree or paths-info entry; version non-NULL adds the expand=True fields. */
+static json_t *file_entry_json(const tg_file_record *file, const tg_version *expand)
 {
     json_t *entry = json_pack("{s:s, s:s, s:I, s:s}", "type", "file", "oid", file->sha256, "size",
                               (json_int_t)file->size, "path", file->path);
-    if (entry != NULL && strcmp(file->kind, "safetensors") == 0) {
-        /* The size of the git-lfs pointer file the Hub would store for this blob. */
-        int pointer_size = snprintf(
-            NULL, 0,
-            "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %" PRIu64 "\n",
-            file->sha256, file->size);
+    if (entry != NULL && is_lfs(file))
         json_object_set_new(entry, "lfs",
                             json_pack("{s:s, s:I, s:i}", "oid", file->sha256, "size",
-                                      (json_int_t)file->size, "pointerSize", pointer_size));
+                                      (json_int_t)file->size, "pointerSize",
+                                      lfs_pointer_size(file)));
+    if (entry != NULL && expand != NULL) {
+        json_object_set_new(entry, "lastCommit", last_commit_json(expand));
+        /* every stored file passed the gate: the Hub's scanners would call it safe */
+        json_object_set_new(entry, "securityFileStatus", json_pack("{s:s}", "status", "safe"));
     }
     return entry;
 }
@@ -540,7 +652,7 @@ static bool is_below(const char *path, const char *dir, size_t dir_len)
  * below one directory are contiguous in path order, starting at first). NULL when out
  * of memory or the digest failed. */
 static json_t *directory_entry_json(const tg_file_records *files, size_t first, const char *dir,
-                                    size_t dir_len)
+                                    size_t dir_len, const tg_version *expand)
 {
     size_t end = first;
     while (end < files->count && is_below(files->items[end].path, dir, dir_len))
@@ -548,13 +660,18 @@ static json_t *directory_entry_json(const tg_file_records *files, size_t first, 
     char oid[65];
     if (tg_manifest_digest(files->items + first, end - first, oid) != 0)
         return NULL;
-    return json_pack("{s:s, s:s, s:i, s:s%}", "type", "directory", "oid", oid, "size", 0, "path",
-                     dir, dir_len);
+    json_t *entry = json_pack("{s:s, s:s, s:i, s:s%}", "type", "directory", "oid", oid, "size", 0,
+                              "path", dir, dir_len);
+    if (entry != NULL && expand != NULL)
+        json_object_set_new(entry, "lastCommit", last_commit_json(expand));
+    return entry;
 }
 
 /* The tree below prefix ("" = the root), in the order of the files: each directory
- * right before its first file. Not recursive: the direct children only. */
-static json_t *tree_entries(const tg_file_records *files, const char *prefix, bool recursive)
+ * right before its first file. Not recursive: the direct children only. expand
+ * non-NULL: with the expand=True fields (lastCommit). */
+static json_t *tree_entries(const tg_file_records *files, const char *prefix, bool recursive,
+                            const tg_version *expand)
 {
     json_t *entries = json_array();
     size_t prefix_len = strlen(prefix);
@@ -569,20 +686,21 @@ static json_t *tree_entries(const tg_file_records *files, const char *prefix, bo
              slash = recursive ? strchr(slash + 1, '/') : NULL) {
             size_t dir_len = (size_t)(slash - path);
             if (!is_below(previous, path, dir_len) &&
-                json_array_append_new(entries, directory_entry_json(files, i, path, dir_len)) !=
-                    0) {
+                json_array_append_new(entries,
+                                      directory_entry_json(files, i, path, dir_len, expand)) != 0) {
                 json_decref(entries);
                 return NULL;
             }
         }
         if (recursive || strchr(path + rel_start, '/') == NULL)
-            json_array_append_new(entries, file_entry_json(&files->items[i]));
+            json_array_append_new(entries, file_entry_json(&files->items[i], expand));
     }
     return entries;
 }
 
 void tg_route_hf_tree(tg_request *req)
 {
+    req->hub_errors = true;
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
     unsigned limit;
@@ -596,10 +714,7 @@ void tg_route_hf_tree(tg_request *req)
         tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
         return;
     }
-    const char *recursive_text = tg_query(req, "recursive");
-    bool recursive = recursive_text != NULL &&
-                     (strcmp(recursive_text, "true") == 0 || strcmp(recursive_text, "True") == 0 ||
-                      strcmp(recursive_text, "1") == 0);
+    bool recursive = query_true(req, "recursive"), expand = query_true(req, "expand");
     const char *rev = tg_param(req, "rev"), *prefix = tg_param(req, "path");
     tg_model *model = malloc(sizeof *model);
     if (model == NULL) {
@@ -612,21 +727,23 @@ void tg_route_hf_tree(tg_request *req)
     if (rev == NULL || !hf_lookup_repo(req, model) ||
         !hf_lookup_revision(req, model, rev, &version))
         goto out;
+    char commit[41];
+    tg_version_commit_id(&version, commit);
     if (prefix != NULL && !tg_valid_file_path(prefix, NULL)) {
-        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", version.digest,
+        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", commit,
                          "Entry not found: %s is not a path", prefix);
         goto out;
     }
     if (!load_files(req, &version, &files))
         goto out;
-    entries = tree_entries(&files, prefix ? prefix : "", recursive);
+    entries = tree_entries(&files, prefix ? prefix : "", recursive, expand ? &version : NULL);
     if (entries == NULL) {
         respond_internal(req, "the tree could not be listed (out of memory, or a directory's "
                               "digest failed)");
         goto out;
     }
     if (prefix != NULL && json_array_size(entries) == 0) {
-        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", version.digest,
+        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", commit,
                          "Entry not found: %s/%s revision %s has no directory %s", model->org,
                          model->name, rev, prefix);
         goto out;
@@ -644,9 +761,10 @@ void tg_route_hf_tree(tg_request *req)
         char position[24], cursor[64];
         snprintf(position, sizeof position, "%" PRIu64, offset + limit);
         tg_cursor_encode(position, cursor, sizeof cursor);
-        snprintf(next, sizeof next, "/api/models/%s/%s/tree/%s%s%s?recursive=%s&limit=%u&cursor=%s",
+        snprintf(next, sizeof next,
+                 "/api/models/%s/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%u&cursor=%s",
                  model->org, model->name, rev, prefix ? "/" : "", prefix ? prefix : "",
-                 recursive ? "true" : "false", limit, cursor);
+                 recursive ? "true" : "false", expand ? "true" : "false", limit, cursor);
         next_or_null = next;
     }
     respond_page(req, page, next_or_null);
@@ -654,4 +772,390 @@ out:
     json_decref(entries);
     free(files.items);
     free(model);
+}
+
+/* ---- GET /api/models/{org}/{name}/refs ---- */
+
+typedef struct alias_list {
+    json_t *branches;
+    bool failed;
+    struct alias_item {
+        char name[TG_NAME_MAX + 1];
+        int64_t number;
+    } items[64];
+    size_t count;
+} alias_list;
+
+static void add_alias_item(void *ctx, const char *alias, int64_t number)
+{
+    alias_list *list = ctx;
+    if (list->count >= sizeof list->items / sizeof list->items[0])
+        return; /* the first 64 aliases: a bounded answer */
+    snprintf(list->items[list->count].name, sizeof list->items[0].name, "%s", alias);
+    list->items[list->count++].number = number;
+}
+
+/* One published version as the Hub's ref entry {name, ref, targetCommit}. */
+static json_t *ref_json(const char *name, const char *kind, const tg_version *version)
+{
+    char ref[TG_NAME_MAX + 16], commit[41];
+    snprintf(ref, sizeof ref, "refs/%s/%s", kind, name);
+    tg_version_commit_id(version, commit);
+    return json_pack("{s:s, s:s, s:s}", "name", name, "ref", ref, "targetCommit", commit);
+}
+
+typedef struct version_list {
+    tg_version *items;
+    size_t count, cap;
+    bool failed;
+} version_list;
+
+static void add_version_item(void *ctx, const tg_version *version)
+{
+    version_list *list = ctx;
+    if (!version->published)
+        return;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        tg_version *grown = realloc(list->items, cap * sizeof *grown);
+        if (grown == NULL) {
+            list->failed = true;
+            return;
+        }
+        list->items = grown;
+        list->cap = cap;
+    }
+    list->items[list->count++] = *version;
+}
+
+/* Every published version of model in number order; false (and answered) on failure. */
+static bool load_versions(tg_request *req, const tg_model *model, version_list *list)
+{
+    memset(list, 0, sizeof *list);
+    if (tg_catalog_version_list(req->server->catalog, model->id, add_version_item, list) !=
+            TG_CAT_OK ||
+        list->failed) {
+        free(list->items);
+        list->items = NULL;
+        respond_internal(req, "the catalog failed");
+        return false;
+    }
+    return true;
+}
+
+static const tg_version *find_version(const version_list *list, int64_t number)
+{
+    for (size_t i = 0; i < list->count; i++)
+        if (list->items[i].number == number)
+            return &list->items[i];
+    return NULL;
+}
+
+void tg_route_hf_refs(tg_request *req)
+{
+    req->hub_errors = true;
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    alias_list *aliases = calloc(1, sizeof *aliases);
+    version_list versions = {0};
+    if (model == NULL || aliases == NULL) {
+        respond_internal(req, "out of memory");
+        goto out;
+    }
+    if (!hf_lookup_repo(req, model) || !load_versions(req, model, &versions))
+        goto out;
+    if (tg_catalog_alias_list(req->server->catalog, model->id, add_alias_item, aliases) !=
+        TG_CAT_OK) {
+        respond_internal(req, "the catalog failed");
+        goto out;
+    }
+    /* main is the newest published version; each alias a branch; each version a tag */
+    json_t *branches = json_array(), *tags = json_array();
+    if (versions.count > 0)
+        json_array_append_new(branches,
+                              ref_json("main", "heads", &versions.items[versions.count - 1]));
+    for (size_t i = 0; i < aliases->count; i++) {
+        const tg_version *target = find_version(&versions, aliases->items[i].number);
+        if (target != NULL)
+            json_array_append_new(branches, ref_json(aliases->items[i].name, "heads", target));
+    }
+    for (size_t i = 0; i < versions.count; i++) {
+        char number[24];
+        snprintf(number, sizeof number, "%lld", (long long)versions.items[i].number);
+        json_array_append_new(tags, ref_json(number, "tags", &versions.items[i]));
+    }
+    json_t *body = json_pack("{s:o, s:o, s:[], s:[]}", "branches", branches, "tags", tags,
+                             "converts", "pullRequests");
+    if (body == NULL)
+        respond_internal(req, "out of memory");
+    else
+        tg_respond_json(req, 200, body);
+out:
+    free(versions.items);
+    free(aliases);
+    free(model);
+}
+
+/* ---- GET /api/models/{org}/{name}/commits/{rev} ---- */
+
+void tg_route_hf_commits(tg_request *req)
+{
+    req->hub_errors = true;
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    tg_model *model = malloc(sizeof *model);
+    version_list versions = {0};
+    tg_version version;
+    const char *rev = tg_param(req, "rev");
+    if (model == NULL) {
+        respond_internal(req, "out of memory");
+        return;
+    }
+    if (rev == NULL || !hf_lookup_repo(req, model) ||
+        !hf_lookup_revision(req, model, rev, &version) || !load_versions(req, model, &versions))
+        goto out;
+    /* The history of a version: it and every published version before it, newest first. */
+    json_t *commits = json_array();
+    for (size_t i = versions.count; commits != NULL && i-- > 0;) {
+        const tg_version *v = &versions.items[i];
+        if (v->number > version.number)
+            continue;
+        char commit[41], title[48];
+        tg_version_commit_id(v, commit);
+        snprintf(title, sizeof title, "version %lld", (long long)v->number);
+        json_array_append_new(commits, json_pack("{s:s, s:s, s:s, s:[{s:s}], s:s}", "id", commit,
+                                                 "title", title, "message", "", "authors", "user",
+                                                 model->org, "date", v->published_at));
+    }
+    respond_page(req, commits, NULL);
+out:
+    free(versions.items);
+    free(model);
+}
+
+/* ---- POST /api/models/{org}/{name}/paths-info/{rev} ---- */
+
+#define HF_PATHS_MAX 1000
+
+/* Decodes a form value (percent escapes, '+' = space) in place; false when malformed. */
+static bool form_decode(char *text)
+{
+    char *out = text;
+    for (const char *p = text; *p; p++) {
+        if (*p == '+') {
+            *out++ = ' ';
+        } else if (*p == '%') {
+            int hi = p[1], lo = hi ? p[2] : 0;
+            int h = hi >= '0' && hi <= '9'                 ? hi - '0'
+                    : (hi | 32) >= 'a' && (hi | 32) <= 'f' ? (hi | 32) - 'a' + 10
+                                                           : -1;
+            int l = lo >= '0' && lo <= '9'                 ? lo - '0'
+                    : (lo | 32) >= 'a' && (lo | 32) <= 'f' ? (lo | 32) - 'a' + 10
+                                                           : -1;
+            if (h < 0 || l < 0 || (h == 0 && l == 0))
+                return false;
+            *out++ = (char)(h * 16 + l);
+            p += 2;
+        } else {
+            *out++ = *p;
+        }
+    }
+    *out = '\0';
+    return true;
+}
+
+/* The request's paths and expand: a JSON body {"paths": [...], "expand": bool} or a
+ * form (paths=a&paths=b&expand=True), as huggingface_hub and the JS client send them.
+ * Returns a JSON array of strings, or NULL after answering 400. */
+static json_t *paths_info_request(tg_request *req, bool *expand)
+{
+    *expand = false;
+    const char *body = req->body != NULL ? req->body : "";
+    const char *type = tg_header(req, "Content-Type");
+    json_t *paths = NULL;
+    if (type != NULL && strncasecmp(type, "application/json", 16) == 0) {
+        json_error_t error;
+        json_t *doc = json_loadb(body, req->body_len, 0, &error);
+        json_t *list = doc != NULL ? json_object_get(doc, "paths") : NULL;
+        json_t *flag = doc != NULL ? json_object_get(doc, "expand") : NULL;
+        if (json_is_string(list)) {
+            paths = json_pack("[O]", list);
+        } else if (json_is_array(list)) {
+            paths = json_incref(list);
+        }
+        *expand = json_is_true(flag) ||
+                  (json_is_string(flag) && (strcmp(json_string_value(flag), "true") == 0 ||
+                                            strcmp(json_string_value(flag), "True") == 0));
+        json_decref(doc);
+        if (paths == NULL) {
+            tg_respond_problem(req, 400, "invalid_request",
+                               "the body must be a JSON object with a paths list");
+            return NULL;
+        }
+    } else {
+        char *copy = strndup(body, req->body_len);
+        paths = json_array();
+        if (copy == NULL || paths == NULL) {
+            free(copy);
+            json_decref(paths);
+            respond_internal(req, "out of memory");
+            return NULL;
+        }
+        char *save = NULL;
+        bool ok = true;
+        for (char *pair = strtok_r(copy, "&", &save); ok && pair != NULL;
+             pair = strtok_r(NULL, "&", &save)) {
+            char *eq = strchr(pair, '=');
+            if (eq == NULL)
+                continue;
+            *eq = '\0';
+            ok = form_decode(pair) && form_decode(eq + 1);
+            if (!ok)
+                break;
+            if (strcmp(pair, "paths") == 0 || strcmp(pair, "paths[]") == 0)
+                ok = json_array_append_new(paths, json_string(eq + 1)) == 0;
+            else if (strcmp(pair, "expand") == 0)
+                *expand = strcmp(eq + 1, "true") == 0 || strcmp(eq + 1, "True") == 0 ||
+                          strcmp(eq + 1, "1") == 0;
+        }
+        free(copy);
+        if (!ok) {
+            json_decref(paths);
+            tg_respond_problem(req, 400, "invalid_request",
+                               "the form body is malformed (a bad percent escape, or a path "
+                               "that is not UTF-8)");
+            return NULL;
+        }
+    }
+    if (json_array_size(paths) > HF_PATHS_MAX) {
+        json_decref(paths);
+        tg_respond_problem(req, 400, "invalid_request", "at most %d paths per request",
+                           HF_PATHS_MAX);
+        return NULL;
+    }
+    return paths;
+}
+
+void tg_route_hf_paths_info(tg_request *req)
+{
+    req->hub_errors = true;
+    if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    if (req->body_too_large) {
+        tg_respond_problem(req, 413, "payload_too_large", "a request body is limited to %d bytes",
+                           TG_JSON_BODY_MAX);
+        return;
+    }
+    bool expand;
+    json_t *paths = paths_info_request(req, &expand);
+    if (paths == NULL)
+        return;
+    tg_model *model = malloc(sizeof *model);
+    tg_version version;
+    tg_file_records files = {0};
+    const char *rev = tg_param(req, "rev");
+    if (model == NULL) {
+        respond_internal(req, "out of memory");
+        goto out;
+    }
+    if (rev == NULL || !hf_lookup_repo(req, model) ||
+        !hf_lookup_revision(req, model, rev, &version) || !load_files(req, &version, &files))
+        goto out;
+    /* Each asked path that is a file or a directory of the version, in the order asked;
+     * the others are left out (as the Hub does). */
+    json_t *entries = json_array();
+    size_t index;
+    json_t *item;
+    json_array_foreach(paths, index, item)
+    {
+        const char *path = json_string_value(item);
+        if (path == NULL || entries == NULL)
+            continue;
+        size_t path_len = strlen(path);
+        while (path_len > 0 && path[path_len - 1] == '/')
+            path_len--;
+        for (size_t i = 0; i < files.count; i++) {
+            const char *file_path = files.items[i].path;
+            if (strlen(file_path) == path_len && strncmp(file_path, path, path_len) == 0) {
+                json_array_append_new(entries,
+                                      file_entry_json(&files.items[i], expand ? &version : NULL));
+                break;
+            }
+            if (path_len > 0 && is_below(file_path, path, path_len)) {
+                json_array_append_new(entries, directory_entry_json(&files, i, file_path, path_len,
+                                                                    expand ? &version : NULL));
+                break;
+            }
+        }
+    }
+    if (entries == NULL) {
+        respond_internal(req, "out of memory");
+        goto out;
+    }
+    char commit[41];
+    tg_version_commit_id(&version, commit);
+    const char *const headers[] = {"X-Repo-Commit", commit, NULL};
+    tg_respond_json_headers(req, 200, entries, headers);
+out:
+    json_decref(paths);
+    free(files.items);
+    free(model);
+}
+
+/* ---- GET /api/whoami-v2 ---- */
+
+void tg_route_hf_whoami(tg_request *req)
+{
+    /* The Hub's answer to a missing or bad token: 401 with its words. */
+    const char *const unauthorized[] = {"X-Error-Message",
+                                        "Invalid credentials in Authorization header", NULL};
+    const char *header = tg_header(req, "Authorization");
+    if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0) {
+        tg_respond_problem_headers(req, 401, "unauthorized", unauthorized,
+                                   "whoami needs a bearer token");
+        return;
+    }
+    const char *token = header + 7;
+    while (*token == ' ')
+        token++;
+    tg_scope scope = TG_SCOPE_NONE;
+    char token_namespace[TG_NAME_MAX + 1] = "", hash[65];
+    tg_cat_status status = tg_token_lookup(req->server->catalog, token, &scope, token_namespace,
+                                           sizeof token_namespace);
+    if (status == TG_CAT_ERROR) {
+        tg_respond_internal(req, "the token could not be checked");
+        return;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_problem_headers(req, 401, "unauthorized", unauthorized,
+                                   "the token is not valid");
+        return;
+    }
+    if (tg_auth_token_hash(req, hash) != 1) {
+        tg_respond_internal(req, "the token's hash failed");
+        return;
+    }
+    const char *scope_name = scope == TG_SCOPE_ADMIN   ? "admin"
+                             : scope == TG_SCOPE_WRITE ? "write"
+                                                       : "read";
+    /* The Hub knows the roles read and write; admin tokens can write. */
+    const char *role = scope == TG_SCOPE_READ ? "read" : "write";
+    char id[25];
+    snprintf(id, sizeof id, "%.24s", hash);
+    const char *name = token_namespace[0] ? token_namespace : "tensorgate";
+    json_t *orgs = json_array();
+    if (token_namespace[0] != '\0')
+        json_array_append_new(orgs, json_pack("{s:s, s:s, s:s}", "type", "org", "name",
+                                              token_namespace, "roleInOrg", role));
+    json_t *body =
+        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:{s:s, s:{s:s, s:s}}, s:{s:s, s:o}}",
+                  "type", "user", "id", id, "name", name, "fullname", name, "isPro", 0, "canPay", 0,
+                  "orgs", orgs, "auth", "type", "access_token", "accessToken", "displayName", id,
+                  "role", role, "tensorgate", "scope", scope_name, "namespace",
+                  token_namespace[0] ? json_string(token_namespace) : json_null());
+    if (body == NULL)
+        respond_internal(req, "out of memory");
+    else
+        tg_respond_json(req, 200, body);
 }

@@ -73,6 +73,14 @@ void tg_route_hf_models_list(tg_request *req);
 void tg_route_hf_model_info(tg_request *req);
 /* GET /api/models/{org}/{name}/tree/{rev}[/{path*}]: ?recursive= ?limit= ?cursor= */
 void tg_route_hf_tree(tg_request *req);
+/* POST /api/models/{org}/{name}/paths-info/{rev}: tree entries of the asked paths */
+void tg_route_hf_paths_info(tg_request *req);
+/* GET /api/models/{org}/{name}/refs: main and aliases as branches, versions as tags */
+void tg_route_hf_refs(tg_request *req);
+/* GET /api/models/{org}/{name}/commits/{rev}: a version and those before it */
+void tg_route_hf_commits(tg_request *req);
+/* GET /api/whoami-v2: the token's identity, scope and namespace */
+void tg_route_hf_whoami(tg_request *req);
 
 /* routes_jobs.c */
 void tg_route_jobs_list(tg_request *req);
@@ -85,8 +93,17 @@ json_t *tg_job_json(const tg_job *job);
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */
 tg_model *tg_model_alloc(tg_request *req);
 bool tg_lookup_model(tg_request *req, tg_model *model);
-/* Resolves {rev}: a version number, a 64-hex digest, "latest" or an alias. */
+/* Resolves {rev}: a version number, a 64-hex digest, a 40-hex commit id (the first 40
+ * hex digits of a published version's digest), "latest" or an alias. */
 bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *version);
+/* The commit id of a published version (the Hub clients take only 40 hex digits for
+ * a commit): the first 40 hex digits of its digest; "" for a draft. */
+void tg_version_commit_id(const tg_version *version, char out[41]);
+/* True for 40 lowercase hex digits. */
+bool tg_is_commit_id(const char *text);
+/* The published version of model whose commit id is commit: TG_CAT_OK, NOT_FOUND or ERROR. */
+tg_cat_status tg_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
+                                   tg_version *version);
 json_t *tg_file_json(const tg_file_record *file);
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files);

@@ -55,7 +55,13 @@ static const tg_route routes[] = {
     {"DELETE", "/v1/preloads/{id}", TG_BODY_NONE, tg_route_preload_delete, NULL, NULL, NULL},
     /* Hugging Face Hub read routes. Last, so every fixed route above wins: the
      * "/{org}/{name}/..." patterns match only what nothing else did. */
+    {"GET", "/api/whoami-v2", TG_BODY_NONE, tg_route_hf_whoami, NULL, NULL, NULL},
     {"GET", "/api/models", TG_BODY_NONE, tg_route_hf_models_list, NULL, NULL, NULL},
+    {"POST", "/api/models/{org}/{name}/paths-info/{rev}", TG_BODY_JSON, tg_route_hf_paths_info,
+     NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/refs", TG_BODY_NONE, tg_route_hf_refs, NULL, NULL, NULL},
+    {"GET", "/api/models/{org}/{name}/commits/{rev}", TG_BODY_NONE, tg_route_hf_commits, NULL, NULL,
+     NULL},
     {"GET", "/api/models/{org}/{name}", TG_BODY_NONE, tg_route_hf_model_info, NULL, NULL, NULL},
     {"GET", "/api/models/{org}/{name}/revision/{rev}", TG_BODY_NONE, tg_route_hf_model_info, NULL,
      NULL, NULL},
