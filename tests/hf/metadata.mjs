@@ -114,7 +114,7 @@ async function runCase(hubUrl, c) {
     check(info.name === c.repo, `${label}: modelInfo name`, `got ${info.name}`);
     check(same(sorted(info.safetensors?.parameters ?? {}), sorted(c.parameters)), `${label}: modelInfo safetensors`,
       JSON.stringify(info.safetensors));
-    check(typeof info.sha === "string" && /^[0-9a-f]{64}$/.test(info.sha), `${label}: modelInfo sha`, info.sha);
+    check(typeof info.sha === "string" && /^[0-9a-f]{40}$/.test(info.sha), `${label}: modelInfo sha (a 40-hex commit id)`, info.sha);
   } catch (error) {
     check(false, `${label}: modelInfo`, String(error));
   }

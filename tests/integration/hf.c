@@ -32,6 +32,8 @@ typedef struct built_file {
 
 static built_file single_model, shard1, shard2, sharded_index, config_file, readme_file;
 static char single_digest[65], sharded_digest[65];
+/* the Hub's 40-hex commit ids: the first 40 hex digits of each digest */
+static char single_commit[41], sharded_commit[41];
 
 static void build(built_file *f, const char *path, const it_tensor_spec *tensors, int count,
                   unsigned seed)
@@ -133,6 +135,7 @@ TEST(publish_models)
     upload(SINGLE, 1, &config_file);
     upload(SINGLE, 1, &readme_file);
     publish(SINGLE, 1, single_digest);
+    snprintf(single_commit, sizeof single_commit, "%.40s", single_digest);
     it_response r =
         it_send_json("PUT", "/v1/models/" SINGLE "/aliases/stable", write_token, "{\"version\":1}");
     CHECK_STATUS(r, 200);
@@ -148,6 +151,7 @@ TEST(publish_models)
     upload(SHARDED, 1, &shard2);
     upload(SHARDED, 1, &sharded_index);
     publish(SHARDED, 1, sharded_digest);
+    snprintf(sharded_commit, sizeof sharded_commit, "%.40s", sharded_digest);
 }
 
 /* HEAD and GET on /resolve/ and /raw/: the headers huggingface_hub and the JS client read. */
@@ -157,14 +161,15 @@ TEST(resolve_headers)
     snprintf(etag, sizeof etag, "\"%s\"", single_model.sha256);
     snprintf(size, sizeof size, "%zu", single_model.bytes.len);
     const char *const kinds[] = {"resolve", "raw"};
-    const char *const revisions[] = {"main", "HEAD", "latest", "1", "stable", single_digest};
+    const char *const revisions[] = {"main",   "HEAD",        "latest",     "1",
+                                     "stable", single_digest, single_commit};
     for (int k = 0; k < 2; k++) {
         for (size_t v = 0; v < sizeof revisions / sizeof revisions[0]; v++) {
             snprintf(url, sizeof url, "/" SINGLE "/%s/%s/model.safetensors", kinds[k],
                      revisions[v]);
             it_response r = it_request("HEAD", url, NULL);
             CHECK_STATUS(r, 200);
-            check_header(&r, "X-Repo-Commit", single_digest);
+            check_header(&r, "X-Repo-Commit", single_commit);
             check_header(&r, "ETag", etag);
             check_header(&r, "X-Linked-Etag", etag);
             check_header(&r, "X-Linked-Size", size);
@@ -179,7 +184,7 @@ TEST(resolve_headers)
     CHECK_STATUS(r, 200);
     CHECK(r.body.len == single_model.bytes.len &&
           memcmp(r.body.data, single_model.bytes.data, r.body.len) == 0);
-    check_header(&r, "X-Repo-Commit", single_digest);
+    check_header(&r, "X-Repo-Commit", single_commit);
     it_response_free(&r);
     /* a file in a directory, and a sidecar */
     r = it_get("/" SINGLE "/resolve/main/docs/README.md");
@@ -189,7 +194,7 @@ TEST(resolve_headers)
     it_response_free(&r);
     r = it_get("/" SHARDED "/raw/main/model.safetensors.index.json");
     CHECK_STATUS(r, 200);
-    check_header(&r, "X-Repo-Commit", sharded_digest);
+    check_header(&r, "X-Repo-Commit", sharded_commit);
     CHECK(r.json != NULL && json_object_get(r.json, "weight_map") != NULL);
     it_response_free(&r);
 }
@@ -241,7 +246,7 @@ TEST(ranges_are_206)
     snprintf(inm, sizeof inm, "If-None-Match: \"%s\"", config_file.sha256);
     r = request_with("GET", "/" SINGLE "/resolve/main/config.json", inm);
     CHECK_STATUS(r, 304);
-    check_header(&r, "X-Repo-Commit", single_digest);
+    check_header(&r, "X-Repo-Commit", single_commit);
     it_response_free(&r);
 }
 
@@ -285,7 +290,7 @@ TEST(not_found_codes)
     }
     /* an EntryNotFound in a known revision names its commit */
     it_response r = it_request("HEAD", "/" SINGLE "/resolve/main/nope.safetensors", NULL);
-    check_header(&r, "X-Repo-Commit", single_digest);
+    check_header(&r, "X-Repo-Commit", single_commit);
     it_response_free(&r);
     /* the Hub routes come after the fixed ones: /v1 and /healthz still answer */
     r = it_get("/healthz");
@@ -379,7 +384,7 @@ TEST(model_info)
         CHECK_STATUS(r, 200);
         CHECK_STR(it_json_str(&r, "id"), SHARDED);
         CHECK_STR(it_json_str(&r, "modelId"), SHARDED);
-        CHECK_STR(it_json_str(&r, "sha"), sharded_digest);
+        CHECK_STR(it_json_str(&r, "sha"), sharded_commit);
         CHECK(json_is_false(json_object_get(r.json, "private")));
         json_t *siblings = json_object_get(r.json, "siblings");
         CHECK(json_array_size(siblings) == 3);
@@ -396,7 +401,7 @@ TEST(model_info)
     want = parameters_json(single, 1, &total);
     it_response r = it_get("/api/models/" SINGLE "/revision/stable");
     CHECK_STATUS(r, 200);
-    CHECK_STR(it_json_str(&r, "sha"), single_digest);
+    CHECK_STR(it_json_str(&r, "sha"), single_commit);
     CHECK(json_equal(json_object_get(json_object_get(r.json, "safetensors"), "parameters"), want));
     CHECK(has_sibling(json_object_get(r.json, "siblings"), "docs/README.md"));
     it_response_free(&r);
@@ -461,7 +466,7 @@ TEST(models_list_and_paging)
         CHECK(json_is_false(json_object_get(item, "private")));
     }
     /* a published model carries its sha; one with nothing published has null */
-    CHECK_STR(json_string_value(json_object_get(json_array_get(all, 1), "sha")), sharded_digest);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(all, 1), "sha")), sharded_commit);
     CHECK(json_is_null(json_object_get(json_array_get(all, 0), "sha")));
     json_decref(all);
 
@@ -600,7 +605,7 @@ TEST(javascript_client)
         "acme/hf-alpha", "acme/hf-sharded", "acme/hf-single", "acme/hf-zeta", "cases",
         client_case(SINGLE, "main", false, single, 1, single_paths, 3, &single_model),
         client_case(SHARDED, "main", true, shards, 2, sharded_paths, 3, &shard2),
-        client_case(SINGLE, single_digest, false, single, 1, single_paths, 3, &config_file));
+        client_case(SINGLE, single_commit, false, single, 1, single_paths, 3, &config_file));
     char path[400];
     snprintf(path, sizeof path, "%s/hf-expect.json", it_srv.root);
     CHECK(expect != NULL && json_dump_file(expect, path, JSON_INDENT(1)) == 0);
@@ -629,6 +634,295 @@ TEST(javascript_client)
     CHECK(reported);
 }
 
+/* ---- issue 12: what the real clients need beyond the read routes ---- */
+
+static it_response post_form(const char *url, const char *form)
+{
+    const char *headers[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+    it_request_opts o;
+    memset(&o, 0, sizeof o);
+    o.headers = headers;
+    o.body = form;
+    o.body_len = strlen(form);
+    o.has_body = true;
+    return it_request("POST", url, &o);
+}
+
+static it_response get_with_token(const char *url, const char *token)
+{
+    return it_request("GET", url, &(it_request_opts){.token = token});
+}
+
+/* The 40-hex commit id is a revision everywhere: Hub routes and /v1. */
+TEST(commit_ids)
+{
+    char url[512];
+    snprintf(url, sizeof url, "/v1/models/" SINGLE "/versions/%s", single_commit);
+    it_response r = it_get(url);
+    CHECK_STATUS(r, 200);
+    CHECK(it_json_int(r.json, "version") == 1);
+    it_response_free(&r);
+    snprintf(url, sizeof url, "/api/models/" SHARDED "/revision/%s", sharded_commit);
+    r = it_get(url);
+    CHECK_STATUS(r, 200);
+    CHECK_STR(it_json_str(&r, "sha"), sharded_commit);
+    it_response_free(&r);
+    snprintf(url, sizeof url, "/" SHARDED "/resolve/%s/" SHARD1, sharded_commit);
+    r = it_request("HEAD", url, NULL);
+    CHECK_STATUS(r, 200);
+    check_header(&r, "X-Repo-Commit", sharded_commit);
+    it_response_free(&r);
+    /* another model's commit, and an unknown one, are not revisions of this one */
+    snprintf(url, sizeof url, "/" SINGLE "/resolve/%s/model.safetensors", sharded_commit);
+    check_hub_404("GET", url, "RevisionNotFound", "version_not_found");
+    check_hub_404("GET", "/" SINGLE "/resolve/0123456789abcdef0123456789abcdef01234567/config.json",
+                  "RevisionNotFound", "version_not_found");
+}
+
+TEST(refs_and_commits)
+{
+    it_response r = it_get("/api/models/" SINGLE "/refs");
+    CHECK_STATUS(r, 200);
+    json_t *branches = json_object_get(r.json, "branches");
+    CHECK(json_array_size(branches) == 2);
+    json_t *main_ref = json_array_get(branches, 0), *stable = json_array_get(branches, 1);
+    CHECK_STR(json_string_value(json_object_get(main_ref, "name")), "main");
+    CHECK_STR(json_string_value(json_object_get(main_ref, "ref")), "refs/heads/main");
+    CHECK_STR(json_string_value(json_object_get(main_ref, "targetCommit")), single_commit);
+    CHECK_STR(json_string_value(json_object_get(stable, "name")), "stable");
+    CHECK_STR(json_string_value(json_object_get(stable, "targetCommit")), single_commit);
+    json_t *tags = json_object_get(r.json, "tags");
+    CHECK(json_array_size(tags) == 1); /* version 2 is a draft */
+    CHECK_STR(json_string_value(json_object_get(json_array_get(tags, 0), "ref")), "refs/tags/1");
+    CHECK(json_is_array(json_object_get(r.json, "converts")));
+    it_response_free(&r);
+
+    r = it_get("/api/models/" SINGLE "/commits/main");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 1);
+    json_t *commit = json_array_get(r.json, 0);
+    CHECK_STR(json_string_value(json_object_get(commit, "id")), single_commit);
+    CHECK_STR(json_string_value(json_object_get(commit, "title")), "version 1");
+    CHECK(json_is_string(json_object_get(commit, "date")));
+    it_response_free(&r);
+    char url[256];
+    snprintf(url, sizeof url, "/api/models/" SINGLE "/commits/%s", single_commit);
+    r = it_get(url);
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 1);
+    it_response_free(&r);
+    check_hub_404("GET", "/api/models/acme/absent/refs", "RepoNotFound", "model_not_found");
+    check_hub_404("GET", "/api/models/" SINGLE "/commits/2", "RevisionNotFound",
+                  "version_not_found");
+}
+
+TEST(paths_info)
+{
+    /* huggingface_hub's form body */
+    it_response r = post_form("/api/models/" SINGLE "/paths-info/main",
+                              "paths=model.safetensors&paths=docs&paths=nope.bin&expand=True");
+    CHECK_STATUS(r, 200);
+    check_header(&r, "X-Repo-Commit", single_commit);
+    CHECK(json_array_size(r.json) == 2);
+    json_t *model = find_entry(r.json, "model.safetensors");
+    CHECK_STR(json_string_value(json_object_get(model, "type")), "file");
+    CHECK_STR(json_string_value(json_object_get(model, "oid")), single_model.sha256);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(model, "lfs"), "oid")),
+              single_model.sha256);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(model, "lastCommit"), "id")),
+              single_commit);
+    json_t *docs = find_entry(r.json, "docs");
+    CHECK_STR(json_string_value(json_object_get(docs, "type")), "directory");
+    it_response_free(&r);
+    /* the JS client's JSON body */
+    char url[256];
+    snprintf(url, sizeof url, "/api/models/" SINGLE "/paths-info/%s", single_commit);
+    r = it_send_json("POST", url, NULL, "{\"paths\":[\"config.json\"],\"expand\":false}");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 1);
+    json_t *config = json_array_get(r.json, 0);
+    CHECK_STR(json_string_value(json_object_get(config, "path")), "config.json");
+    CHECK(json_object_get(config, "lfs") == NULL && json_object_get(config, "lastCommit") == NULL);
+    it_response_free(&r);
+    r = it_send_json("POST", url, NULL, "{\"paths\":7}");
+    CHECK_PROBLEM(r, 400, "invalid_request");
+    it_response_free(&r);
+    r = post_form("/api/models/" SINGLE "/paths-info/9", "paths=config.json");
+    CHECK_PROBLEM(r, 404, "version_not_found");
+    check_header(&r, "X-Error-Code", "RevisionNotFound");
+    it_response_free(&r);
+}
+
+TEST(blobs_expand_author_filter)
+{
+    it_response r = it_get("/api/models/" SINGLE "?blobs=True");
+    CHECK_STATUS(r, 200);
+    json_t *siblings = json_object_get(r.json, "siblings");
+    CHECK(json_array_size(siblings) == 3);
+    size_t i;
+    json_t *sibling;
+    json_array_foreach(siblings, i, sibling)
+    {
+        const char *name = text_or_empty(json_object_get(sibling, "rfilename"));
+        CHECK(json_is_integer(json_object_get(sibling, "size")));
+        CHECK(strlen(text_or_empty(json_object_get(sibling, "blobId"))) == 64);
+        json_t *lfs = json_object_get(sibling, "lfs");
+        if (strcmp(name, "model.safetensors") == 0) {
+            CHECK_STR(json_string_value(json_object_get(lfs, "sha256")), single_model.sha256);
+            CHECK(it_json_int(lfs, "size") == (long long)single_model.bytes.len);
+            CHECK(it_json_int(lfs, "pointerSize") > 100);
+        } else {
+            CHECK(lfs == NULL);
+        }
+    }
+    it_response_free(&r);
+    r = it_get("/api/models/" SINGLE);
+    CHECK_STATUS(r, 200);
+    sibling = json_array_get(json_object_get(r.json, "siblings"), 0);
+    CHECK(sibling != NULL && json_object_get(sibling, "size") == NULL);
+    it_response_free(&r);
+
+    r = it_get("/api/models/" SINGLE "/tree/main?expand=True&recursive=True");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 4);
+    json_array_foreach(r.json, i, sibling)
+    {
+        json_t *last = json_object_get(sibling, "lastCommit");
+        CHECK_STR(json_string_value(json_object_get(last, "id")), single_commit);
+    }
+    it_response_free(&r);
+
+    r = it_get("/api/models?author=other");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 1);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(r.json, 0), "id")),
+              "other/hf-unrelated");
+    it_response_free(&r);
+    r = it_get("/api/models?author=acme&search=hf-s&filter=safetensors");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 2);
+    it_response_free(&r);
+    r = it_get("/api/models?filter=text-classification");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) == 0);
+    it_response_free(&r);
+}
+
+TEST(card_data)
+{
+    static const char readme[] = "---\n"
+                                 "license: apache-2.0\n"
+                                 "library_name: \"safetensors\"\n"
+                                 "tags:\n"
+                                 "- text-generation\n"
+                                 "- 'tiny'\n"
+                                 "datasets: [wikitext, c4]\n"
+                                 "base_model:\n"
+                                 "  nested: skipped\n"
+                                 "inference: false\n"
+                                 "---\n"
+                                 "# A card\n";
+    built_file card;
+    memset(&card, 0, sizeof card);
+    build_text(&card, "README.md", readme);
+    create_model("acme/hf-card");
+    upload("acme/hf-card", 1, &card);
+    upload("acme/hf-card", 1, &config_file);
+    char digest[65];
+    publish("acme/hf-card", 1, digest);
+    it_buf_free(&card.bytes);
+    it_response r = it_get("/api/models/acme/hf-card");
+    CHECK_STATUS(r, 200);
+    json_t *data = json_object_get(r.json, "cardData");
+    CHECK_STR(json_string_value(json_object_get(data, "license")), "apache-2.0");
+    CHECK_STR(json_string_value(json_object_get(data, "library_name")), "safetensors");
+    json_t *tags = json_object_get(data, "tags");
+    CHECK(json_array_size(tags) == 2);
+    CHECK_STR(json_string_value(json_array_get(tags, 1)), "tiny");
+    CHECK(json_array_size(json_object_get(data, "datasets")) == 2);
+    CHECK(json_is_false(json_object_get(data, "inference")));
+    it_response_free(&r);
+    /* a model without a root README.md has no cardData */
+    r = it_get("/api/models/" SINGLE);
+    CHECK(r.json != NULL && json_object_get(r.json, "cardData") == NULL);
+    it_response_free(&r);
+}
+
+TEST(whoami_and_hf_tokens)
+{
+    it_response r = it_get("/api/whoami-v2");
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    check_header(&r, "X-Error-Message", "Invalid credentials in Authorization header");
+    it_response_free(&r);
+    r = get_with_token("/api/whoami-v2", "hf_nonsense");
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    it_response_free(&r);
+    char prefixed[300];
+    snprintf(prefixed, sizeof prefixed, "hf_%s", write_token);
+    const char *const tokens[] = {write_token, prefixed};
+    for (int i = 0; i < 2; i++) {
+        r = get_with_token("/api/whoami-v2", tokens[i]);
+        CHECK_STATUS(r, 200);
+        CHECK_STR(it_json_str(&r, "name"), "acme");
+        CHECK_STR(it_json_str(&r, "type"), "user");
+        json_t *access = json_object_get(json_object_get(r.json, "auth"), "accessToken");
+        CHECK_STR(json_string_value(json_object_get(access, "role")), "write");
+        json_t *tg = json_object_get(r.json, "tensorgate");
+        CHECK_STR(json_string_value(json_object_get(tg, "scope")), "write");
+        CHECK_STR(json_string_value(json_object_get(tg, "namespace")), "acme");
+        it_response_free(&r);
+    }
+    r = get_with_token("/api/whoami-v2", it_token("read", NULL));
+    CHECK_STATUS(r, 200);
+    CHECK_STR(it_json_str(&r, "name"), "tensorgate");
+    CHECK(json_is_null(json_object_get(json_object_get(r.json, "tensorgate"), "namespace")));
+    it_response_free(&r);
+    /* the hf_ form writes too */
+    r = it_send_json("POST", "/v1/models/" SINGLE "/versions", prefixed, "{}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+}
+
+/* Under --auth-read the Hub routes' 401/403 carry the Hub's error codes: huggingface_hub's
+ * repo_exists answers False for RepoNotFound (no token) instead of raising. */
+TEST(auth_errors_hub_codes)
+{
+    int status = it_server_stop();
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    static const char *const flags[] = {"--auth-read", NULL};
+    CHECK(it_server_start_args(flags, NULL) == 0);
+    const char *const urls[] = {"/api/models/" SINGLE, "/" SINGLE "/resolve/main/config.json",
+                                "/api/models/" SINGLE "/tree/main", "/api/models/" SINGLE "/refs"};
+    char prefixed[300];
+    snprintf(prefixed, sizeof prefixed, "hf_%s", it_token("read", "acme"));
+    const char *other = it_token("read", "other");
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        it_response r = it_get(urls[i]);
+        CHECK_PROBLEM(r, 401, "unauthorized");
+        check_header(&r, "X-Error-Code", "RepoNotFound");
+        it_response_free(&r);
+        r = get_with_token(urls[i], "tg_0000");
+        CHECK_PROBLEM(r, 401, "unauthorized");
+        check_header(&r, "X-Error-Message", "Invalid credentials in Authorization header");
+        char code[64];
+        CHECK(it_header(&r, "X-Error-Code", code, sizeof code) == NULL);
+        it_response_free(&r);
+        r = get_with_token(urls[i], other);
+        CHECK_PROBLEM(r, 403, "forbidden");
+        check_header(&r, "X-Error-Code", "GatedRepo");
+        it_response_free(&r);
+        r = get_with_token(urls[i], prefixed);
+        CHECK_STATUS(r, 200);
+        it_response_free(&r);
+    }
+    /* the /v1 routes keep their plain problem answers */
+    it_response r = it_get("/v1/models/" SINGLE);
+    CHECK_PROBLEM(r, 401, "unauthorized");
+    char code[64];
+    CHECK(it_header(&r, "X-Error-Code", code, sizeof code) == NULL);
+    it_response_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
@@ -642,6 +936,13 @@ int main(int argc, char **argv)
     RUN(models_list_and_paging);
     RUN(tree);
     RUN(javascript_client);
+    RUN(commit_ids);
+    RUN(refs_and_commits);
+    RUN(paths_info);
+    RUN(blobs_expand_author_filter);
+    RUN(card_data);
+    RUN(whoami_and_hf_tokens);
+    RUN(auth_errors_hub_codes);
     built_file *files[] = {&single_model,  &shard1,      &shard2,
                            &sharded_index, &config_file, &readme_file};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
