@@ -45,6 +45,7 @@ typedef enum need {
     N_READ,     /* read scope on the org; open unless --auth-read */
     N_LIST,     /* read scope, any namespace, the list kept to the token's namespace */
     N_READ_ANY, /* read scope, no org (POST /v1/scan) */
+    N_TOKEN,    /* any valid token, always (GET /api/whoami-v2) */
     N_WRITE,    /* write scope on the org */
     N_ADMIN     /* admin scope */
 } need;
@@ -300,6 +301,13 @@ static row rows[] = {
      B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/api/models/{org}/{name}/tree/{rev}/{path}", N_READ, 200, 0,
      "/api/models/acme/m/tree/1/sub", B_NONE, NULL, P_NONE, NULL, false},
+    {"POST", "/api/models/{org}/{name}/paths-info/{rev}", N_READ, 200, 0,
+     "/api/models/acme/m/paths-info/1", B_JSON, "{\"paths\":[\"sub\"]}", P_NONE, NULL, false},
+    {"GET", "/api/models/{org}/{name}/refs", N_READ, 200, 0, "/api/models/acme/m/refs", B_NONE,
+     NULL, P_NONE, NULL, false},
+    {"GET", "/api/models/{org}/{name}/commits/{rev}", N_READ, 200, 0,
+     "/api/models/acme/m/commits/1", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/api/whoami-v2", N_TOKEN, 200, 0, "/api/whoami-v2", B_NONE, NULL, P_NONE, NULL, false},
 };
 #define ROW_COUNT (sizeof rows / sizeof rows[0])
 
@@ -307,7 +315,7 @@ static row rows[] = {
 static int expected_status(const row *r, kind k)
 {
     bool needs_token =
-        r->need == N_WRITE || r->need == N_ADMIN ||
+        r->need == N_WRITE || r->need == N_ADMIN || r->need == N_TOKEN ||
         (auth_read && (r->need == N_READ || r->need == N_LIST || r->need == N_READ_ANY));
     if (r->need == N_OPEN || !needs_token)
         return r->ok; /* an open route does not look at the token at all */
@@ -319,6 +327,7 @@ static int expected_status(const row *r, kind k)
         return other ? 403 : r->ok;
     case N_LIST:
     case N_READ_ANY:
+    case N_TOKEN:
         return r->ok;
     case N_WRITE:
         return k == K_WRITE || k == K_ADMIN ? r->ok : 403;
