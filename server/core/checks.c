@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "st_utf8.h"
+
 static bool is_alnum(char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -38,7 +40,8 @@ bool tg_valid_alias(const char *text)
     }
     if (digits == len)
         return false;
-    return !(len == 64 && hex == 64);
+    /* a digest (64 hex) or a commit id (40 hex) would shadow a version */
+    return !((len == 64 && hex == 64) || (len == 40 && hex == 40));
 }
 
 bool tg_valid_file_path(const char *text, const char **why)
@@ -72,11 +75,36 @@ bool tg_valid_file_path(const char *text, const char **why)
             *why = "the path has a '.' or '..' segment";
             return false;
         }
-        for (size_t i = 0; i < seg_len; i++) {
-            if (!is_name_char(segment[i])) {
-                *why = "the path has a character outside [A-Za-z0-9._-]";
+        if (segment[0] == ' ' || segment[seg_len - 1] == ' ') {
+            *why = "a path segment begins or ends with a space";
+            return false;
+        }
+        for (size_t i = 0; i < seg_len;) {
+            unsigned char c = (unsigned char)segment[i];
+            if (c < 0x80) {
+                if (!is_name_char((char)c) && c != ' ' && c != '+') {
+                    *why = "the path has a character outside [A-Za-z0-9._+ -] and non-ASCII "
+                           "letters";
+                    return false;
+                }
+                i++;
+                continue;
+            }
+            /* non-ASCII: valid UTF-8 of a printable character (not a C1 control, a
+             * line or paragraph separator, a bidirectional control or a BOM) */
+            uint32_t cp = 0;
+            size_t n = st_utf8_decode((const unsigned char *)segment + i, seg_len - i, &cp);
+            if (n == 0 || n == ST_UTF8_CUT) {
+                *why = "the path is not valid UTF-8";
                 return false;
             }
+            if (cp < 0xA0 || cp == 0xAD || (cp >= 0x200B && cp <= 0x200F) ||
+                (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF ||
+                (cp >= 0xFFF0 && cp <= 0xFFFF)) {
+                *why = "the path has an invisible or control character";
+                return false;
+            }
+            i += n;
         }
         if (end == NULL)
             break;

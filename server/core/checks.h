@@ -15,8 +15,11 @@ bool tg_valid_name_part(const char *text);
  * the route refuses it as reserved. */
 bool tg_valid_alias(const char *text);
 
-/* A file path in a version: relative, '/'-separated segments of [A-Za-z0-9._-],
- * no empty, "." or ".." segment, at most 255 bytes. why (if not NULL) gets a reason. */
+/* A file path in a version: relative, '/'-separated segments of [A-Za-z0-9._+-],
+ * spaces (not first or last in a segment) and printable non-ASCII characters in
+ * valid UTF-8 (as the Hub allows; NFC not required); no control character,
+ * backslash or other punctuation, no empty, "." or ".." segment, at most 255 bytes.
+ * why (if not NULL) gets a reason. */
 bool tg_valid_file_path(const char *text, const char **why);
 
 /* Opaque list cursors: base64url (no padding) of the key. out_len must hold

@@ -130,6 +130,32 @@ bool tg_index_check(const char *index_path, const char *json_text, size_t json_l
     json_t *weight_map = json_object_get(index, "weight_map");
     const char *slash = strrchr(index_path, '/');
     size_t dir_len = slash ? (size_t)(slash - index_path) + 1 : 0;
+    /* Only the files the index names are its shards: a consolidated.safetensors or a
+     * variant (model.fp16.safetensors) beside them is no part of it. */
+    tg_shard *named = calloc(count ? count : 1, sizeof *named);
+    size_t named_count = 0;
+    if (named == NULL) {
+        snprintf(detail, detail_len, "out of memory while checking %s", index_path);
+        json_decref(index);
+        return false;
+    }
+    for (size_t s = 0; s < count; s++) {
+        const char *path = shards[s].path;
+        if (strncmp(path, index_path, dir_len) != 0)
+            continue;
+        const char *tensor_name;
+        json_t *value;
+        json_object_foreach(weight_map, tensor_name, value)
+        {
+            const char *file = json_string_value(value);
+            if (file != NULL && strcmp(path + dir_len, file) == 0) {
+                named[named_count++] = shards[s];
+                break;
+            }
+        }
+    }
+    shards = named;
+    count = named_count;
     size_t n = 0;
     located_name *all = sorted_names(shards, count, &n);
     bool ok = false;
@@ -204,6 +230,31 @@ bool tg_index_check(const char *index_path, const char *json_text, size_t json_l
     ok = true;
 out:
     free(all);
+    free(named);
     json_decref(index);
     return ok;
+}
+
+bool tg_shard_set_key(const char *path, char *key, size_t key_len)
+{
+    static const char suffix[] = ".safetensors";
+    size_t len = strlen(path), suffix_len = sizeof suffix - 1;
+    if (len <= suffix_len || strcmp(path + len - suffix_len, suffix) != 0)
+        return false;
+    /* backwards over the stem: MMMMM, "-of-", NNNNN, "-" */
+    const char *end = path + len - suffix_len, *p = end;
+    while (p > path && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    const char *total = p;
+    if (total == end || p - path < 4 || memcmp(p - 4, "-of-", 4) != 0)
+        return false;
+    p -= 4;
+    const char *number_end = p;
+    while (p > path && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    if (p == number_end || p == path || p[-1] != '-')
+        return false;
+    int written = snprintf(key, key_len, "%.*s-of-%.*s", (int)(p - 1 - path), path,
+                           (int)(end - total), total);
+    return written > 0 && (size_t)written < key_len;
 }

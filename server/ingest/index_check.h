@@ -26,11 +26,12 @@ bool tg_index_shape_check(const struct json_t *index, const char *index_path, ch
                           size_t detail_len);
 
 /* Checks an index (JSON text of the file at index_path) against shards (the
- * .safetensors files of the index's directory): every weight_map entry names a
- * shard (relative to the index's directory) that holds that tensor, no tensor is in
- * two shards, every shard tensor is mapped, and metadata.total_size (if present)
- * equals the sum of the shards' tensor bytes. On failure detail names the tensor
- * and shard. */
+ * .safetensors files of the index's directory), of which only those the weight_map
+ * names count (a consolidated.safetensors or a variant beside them is no shard of
+ * it): every weight_map entry names a shard (relative to the index's directory)
+ * that holds that tensor, no tensor is in two shards, every tensor of a named shard
+ * is mapped, and metadata.total_size (if present) equals the sum of the named shards'
+ * tensor bytes. On failure detail names the tensor and shard. */
 bool tg_index_check(const char *index_path, const char *json_text, size_t json_len,
                     const tg_shard *shards, size_t count, char *detail, size_t detail_len);
 
@@ -38,5 +39,8 @@ bool tg_index_check(const char *index_path, const char *json_text, size_t json_l
 bool tg_is_index_path(const char *path);
 /* True when path ends in ".safetensors". */
 bool tg_is_safetensors_path(const char *path);
+/* True when path's last segment is a shard name, PREFIX-NNNNN-of-MMMMM.safetensors
+ * (digits, any count); key gets "DIR/PREFIX-of-MMMMM" (the set it belongs to). */
+bool tg_shard_set_key(const char *path, char *key, size_t key_len);
 
 #endif

@@ -97,8 +97,40 @@ static char *read_small_blob(tg_server *server, const tg_file_record *file)
     return text;
 }
 
-/* Checks every directory of the version: with an index, the index against that
- * directory's .safetensors files; without, that those files' tensor names are disjoint.
+/* Without an index: the files of one shard set (PREFIX-NNNNN-of-MMMMM.safetensors)
+ * must hold disjoint tensors; any other file (model.safetensors beside its variant
+ * model.fp16.safetensors, a consolidated.safetensors) is a whole model of its own.
+ * Returns 0 ok, 1 overlap (detail set), -1 out of memory. */
+static int check_shard_sets(const tg_shard *shards, size_t count, char *detail, size_t detail_len)
+{
+    tg_shard *group = calloc(count, sizeof *group);
+    if (group == NULL)
+        return -1;
+    int result = 0;
+    char key[TG_PATH_MAX + 1], other[TG_PATH_MAX + 1];
+    for (size_t a = 0; a < count && result == 0; a++) {
+        if (!tg_shard_set_key(shards[a].path, key, sizeof key))
+            continue;
+        bool first = true;
+        for (size_t b = 0; b < a && first; b++)
+            if (tg_shard_set_key(shards[b].path, other, sizeof other) && strcmp(key, other) == 0)
+                first = false;
+        if (!first)
+            continue;
+        size_t members = 0;
+        for (size_t b = a; b < count; b++)
+            if (tg_shard_set_key(shards[b].path, other, sizeof other) && strcmp(key, other) == 0)
+                group[members++] = shards[b];
+        if (members > 1 && !tg_shards_disjoint(group, members, detail, detail_len))
+            result = 1;
+    }
+    free(group);
+    return result;
+}
+
+/* Checks every directory of the version: with an index, the index against the
+ * .safetensors files of that directory it names; without, that the files of each
+ * shard set there hold disjoint tensors.
  * Returns 0 ok, 1 mismatch (detail set), -1 server error. */
 static int check_shards(tg_server *server, const tg_file_records *files, char *detail,
                         size_t detail_len)
@@ -164,8 +196,8 @@ static int check_shards(tg_server *server, const tg_file_records *files, char *d
                                 detail_len))
                 result = 1;
             free(text);
-        } else if (count > 1 && !tg_shards_disjoint(shards, count, detail, detail_len)) {
-            result = 1;
+        } else if (count > 1) {
+            result = check_shard_sets(shards, count, detail, detail_len);
         }
     }
 out:

@@ -29,6 +29,8 @@ TEST(aliases)
     CHECK(tg_valid_alias("stable"));
     CHECK(tg_valid_alias("v1"));
     CHECK(tg_valid_alias("latest")); /* reserved by the route, not by the grammar */
+    CHECK(!tg_valid_alias("0123456789abcdef0123456789abcdef01234567")); /* a commit id */
+    CHECK(tg_valid_alias("0123456789abcdef0123456789abcdef0123456"));   /* 39 hex */
     CHECK(!tg_valid_alias("12"));
     CHECK(!tg_valid_alias("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
     CHECK(tg_valid_alias("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeF"));
@@ -53,7 +55,26 @@ TEST(file_paths)
     CHECK(!tg_valid_file_path("a/", NULL));
     CHECK(!tg_valid_file_path("a\\b", NULL));
     CHECK(!tg_valid_file_path("a\x01", NULL));
-    CHECK(!tg_valid_file_path("sp ace", NULL));
+    /* the Hub's path characters: a space, '+', non-ASCII letters (UTF-8, NFC or not) */
+    CHECK(tg_valid_file_path("sp ace", NULL));
+    CHECK(tg_valid_file_path("images/a+b.png", NULL));
+    CHECK(tg_valid_file_path("caf\xc3\xa9/mod\xc3\xa8le.safetensors", NULL));
+    CHECK(tg_valid_file_path("cafe\xcc\x81.md", NULL)); /* e + combining acute: NFD */
+    CHECK(tg_valid_file_path("\xe6\xa8\xa1\xe5\x9e\x8b.json", NULL));
+    CHECK(!tg_valid_file_path(" lead", &why));
+    CHECK(!tg_valid_file_path("trail /x", NULL));
+    CHECK(!tg_valid_file_path("a\xff", &why));
+    CHECK_STR(why, "the path is not valid UTF-8");
+    CHECK(!tg_valid_file_path("a\xc3", NULL));             /* cut sequence */
+    CHECK(!tg_valid_file_path("a\xc0\xae", NULL));         /* overlong '.' */
+    CHECK(!tg_valid_file_path("a\xc2\x85", NULL));         /* C1 NEL */
+    CHECK(!tg_valid_file_path("a\xe2\x80\xae.txt", &why)); /* RIGHT-TO-LEFT OVERRIDE */
+    CHECK_STR(why, "the path has an invisible or control character");
+    CHECK(!tg_valid_file_path("a\x7f", NULL));
+    CHECK(!tg_valid_file_path("a\tb", NULL));
+    CHECK(!tg_valid_file_path("a:b", NULL));
+    CHECK(!tg_valid_file_path("a%2e", NULL));
+    CHECK(!tg_valid_file_path("a*b", NULL));
     char path[300];
     memset(path, 'a', 256);
     path[256] = '\0';

@@ -93,9 +93,25 @@ TEST(tensor_in_two_shards)
 {
     tg_shard shards[3] = {two_shards[0], two_shards[1], {"extra.safetensors", 1, collide_names, 4}};
     char detail[256] = "";
-    CHECK(!check(good_index, shards, 3, detail));
+    /* a file the index names that holds a tensor of another shard */
+    static const char names_extra[] = "{\"weight_map\":{"
+                                      "\"model.embed.weight\":\"model-00001-of-00002.safetensors\","
+                                      "\"layers.0.w\":\"model-00001-of-00002.safetensors\","
+                                      "\"layers.1.w\":\"extra.safetensors\","
+                                      "\"lm_head.weight\":\"model-00002-of-00002.safetensors\"}}";
+    CHECK(!check(names_extra, shards, 3, detail));
     CHECK(strstr(detail, "layers.0.w") != NULL);
     CHECK(strstr(detail, "extra.safetensors") != NULL);
+    /* a file the index does not name (consolidated.safetensors, a variant beside the
+     * shards) is no shard of it: its tensors, total_size and names are not compared */
+    CHECK(check(good_index, shards, 3, detail));
+    tg_shard beside[3] = {
+        {"consolidated.safetensors", 2, shard1_names, 100}, two_shards[0], two_shards[1]};
+    CHECK(check(good_index, beside, 3, detail));
+    /* in another directory than the index: never one of its shards */
+    tg_shard other_dir[2] = {{"sub/model-00001-of-00002.safetensors", 2, shard1_names, 100},
+                             two_shards[1]};
+    CHECK(!check(good_index, other_dir, 2, detail));
     CHECK(!tg_shards_disjoint(shards, 3, detail, sizeof detail));
     CHECK(tg_shards_disjoint(two_shards, 2, detail, sizeof detail));
 }
@@ -131,6 +147,22 @@ TEST(path_kinds)
     CHECK(!tg_is_safetensors_path("safetensors"));
 }
 
+TEST(shard_set_keys)
+{
+    char key[128];
+    CHECK(tg_shard_set_key("model-00001-of-00002.safetensors", key, sizeof key));
+    CHECK_STR(key, "model-of-00002");
+    CHECK(tg_shard_set_key("te/model.fp16-00002-of-00002.safetensors", key, sizeof key));
+    CHECK_STR(key, "te/model.fp16-of-00002");
+    CHECK(!tg_shard_set_key("model.safetensors", key, sizeof key));
+    CHECK(!tg_shard_set_key("model.fp16.safetensors", key, sizeof key));
+    CHECK(!tg_shard_set_key("-of-2.safetensors", key, sizeof key));
+    CHECK(!tg_shard_set_key("00001-of-00002.safetensors", key, sizeof key));
+    CHECK(!tg_shard_set_key("a-1-of-.safetensors", key, sizeof key));
+    CHECK(!tg_shard_set_key("a-x-of-2.safetensors", key, sizeof key));
+    CHECK(!tg_shard_set_key("model-00001-of-00002.safetensors", key, 8)); /* too small */
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -141,6 +173,7 @@ int main(int argc, char **argv)
     RUN(mapped_tensor_absent);
     RUN(total_size_wrong);
     RUN(tensor_in_two_shards);
+    RUN(shard_set_keys);
     RUN(malformed_index);
     RUN(index_in_subdirectory);
     RUN(path_kinds);
