@@ -6,7 +6,10 @@
  *            whether this is a safetensors attempt (at most ST_SNIFF_HEAD_MAX bytes);
  *   HEADER   a safetensors attempt: buffer until 8 + N bytes are in, then parse;
  *   DATA     the data section streams through st_scanner, never buffered;
- *   SIDECAR  (sidecar kinds only) JSON or text, buffered up to sidecar_max_size;
+ *   SIDECAR  (sidecar kinds only) JSON or text, buffered up to sidecar_max_size; or
+ *            (not *.json) an inert format named by its magic (PNG, JPEG, GIF, WebP,
+ *            SentencePiece), buffered the same and admitted when its whole
+ *            structure is valid (st_sniff_inert_valid);
  *   TAIL     not safetensors (nor JSON/text) and st_sniff cannot name it from the
  *            head: keep the head and the last ST_SNIFF_TAIL_MAX bytes (a ring) and
  *            sniff again with the tail at the end, so a ZIP behind a junk prefix
@@ -80,6 +83,7 @@ typedef enum sidecar_class {
     SIDECAR_UNDECIDED,
     SIDECAR_JSON,
     SIDECAR_TEXT,
+    SIDECAR_INERT, /* an image or a SentencePiece model by its magic: judged whole at the end */
 } sidecar_class;
 
 struct st_gate {
@@ -107,7 +111,8 @@ struct st_gate {
     uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
 
     sidecar_class sidecar;
-    uint8_t *ring; /* TAIL: the last ring_len bytes, oldest at ring_next when full */
+    st_format inert; /* SIDECAR_INERT: the format its magic named */
+    uint8_t *ring;   /* TAIL: the last ring_len bytes, oldest at ring_next when full */
     size_t ring_len;
     size_t ring_next;
     bool out_of_memory;
@@ -556,7 +561,9 @@ static void sidecar_refuse_too_large(st_gate *gate)
     st_error_set(&gate->verdict.error, ST_SIDECAR_TOO_LARGE, gate->sidecar_limit, NULL,
                  "sidecar larger than the limit of %llu bytes",
                  (unsigned long long)gate->sidecar_limit);
-    finish_refused(gate, gate->sidecar == SIDECAR_JSON ? ST_FORMAT_JSON : ST_FORMAT_TEXT);
+    finish_refused(gate, gate->sidecar == SIDECAR_JSON    ? ST_FORMAT_JSON
+                         : gate->sidecar == SIDECAR_INERT ? gate->inert
+                                                          : ST_FORMAT_TEXT);
 }
 
 static size_t sidecar_head_len(const st_gate *gate)
@@ -624,6 +631,11 @@ static void sidecar_classify(st_gate *gate, bool at_end)
         return;
     } else if (st_sniff_is_text(gate->buf, len, at_end && len == gate->buf_len)) {
         gate->sidecar = SIDECAR_TEXT;
+    } else if (st_sniff_inert(gate->buf, len) != ST_FORMAT_UNKNOWN) {
+        /* a model card's image or a tokenizer.model: buffered whole (bounded by the
+         * sidecar limit) and admitted only when its whole structure is valid */
+        gate->sidecar = SIDECAR_INERT;
+        gate->inert = st_sniff_inert(gate->buf, len);
     } else {
         sidecar_classify_other(gate, len, at_end);
         return;
@@ -675,10 +687,33 @@ static void sidecar_final_json(st_gate *gate)
     finish_accepted(gate, ST_FORMAT_JSON);
 }
 
+/* Judges a sidecar whose magic named an inert format: its whole structure must be
+ * valid, and no strong format (a ZIP appended to an image) may be found in it. */
+static void sidecar_final_inert(st_gate *gate)
+{
+    st_sniff_info info;
+    if (!st_sniff_inert_valid(gate->inert, gate->buf, gate->buf_len, &info)) {
+        if (sidecar_refuse_strong_format(gate))
+            return;
+        st_error_set(&gate->verdict.error, ST_SIDECAR_TEXT_INVALID, ST_NO_OFFSET, NULL,
+                     "neither UTF-8 text nor a valid %s file: %s", st_format_name(gate->inert),
+                     info.detail);
+        finish_refused(gate, ST_FORMAT_UNKNOWN);
+        return;
+    }
+    if (sidecar_refuse_strong_format(gate))
+        return;
+    finish_accepted(gate, gate->inert);
+}
+
 static void sidecar_final(st_gate *gate)
 {
     if (gate->sidecar == SIDECAR_JSON) {
         sidecar_final_json(gate);
+        return;
+    }
+    if (gate->sidecar == SIDECAR_INERT) {
+        sidecar_final_inert(gate);
         return;
     }
     if (!st_sniff_is_text(gate->buf, gate->buf_len, true)) {

@@ -28,8 +28,9 @@
 #include "st_stats.h"
 
 typedef enum st_gate_kind {
-    ST_GATE_SAFETENSORS, /* only safetensors passes */
-    ST_GATE_SIDECAR, /* safetensors, strict JSON or UTF-8 text pass (JSON/text bounded in size) */
+    ST_GATE_SAFETENSORS,  /* only safetensors passes */
+    ST_GATE_SIDECAR,      /* safetensors, strict JSON, UTF-8 text or a structurally valid inert
+                             format (PNG, JPEG, GIF, WebP, SentencePiece) pass (bounded in size) */
     ST_GATE_SIDECAR_JSON, /* a sidecar named *.json: only strict JSON passes (bounded in size) */
 } st_gate_kind;
 

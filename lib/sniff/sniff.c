@@ -29,6 +29,11 @@ static const char *const format_names[ST_FORMAT_COUNT] = {
     [ST_FORMAT_TEXT] = "text",
     [ST_FORMAT_JSON] = "json",
     [ST_FORMAT_UNKNOWN] = "unknown",
+    [ST_FORMAT_PNG] = "png",
+    [ST_FORMAT_JPEG] = "jpeg",
+    [ST_FORMAT_GIF] = "gif",
+    [ST_FORMAT_WEBP] = "webp",
+    [ST_FORMAT_SENTENCEPIECE] = "sentencepiece",
 };
 
 const char *st_format_name(st_format format)
@@ -61,6 +66,64 @@ void st_sniff_printable(char *out, size_t out_size, const uint8_t *name, size_t 
         n += 3;
     }
     out[n] = '\0';
+}
+
+uint32_t st_sniff_crc32(const uint8_t *p, size_t len)
+{
+    /* by nibbles: a 16-entry table, no state to initialise */
+    static const uint32_t table[16] = {0x00000000u, 0x1db71064u, 0x3b6e20c8u, 0x26d930acu,
+                                       0x76dc4190u, 0x6b6b51f4u, 0x4db26158u, 0x5005713cu,
+                                       0xedb88320u, 0xf00f9344u, 0xd6d6a3e8u, 0xcb61b38cu,
+                                       0x9b64c2b0u, 0x86d3d2d4u, 0xa00ae278u, 0xbdbdf21cu};
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= p[i];
+        crc = (crc >> 4) ^ table[crc & 15];
+        crc = (crc >> 4) ^ table[crc & 15];
+    }
+    return crc ^ 0xffffffffu;
+}
+
+/* ---- inert formats ---- */
+
+st_format st_sniff_inert(const uint8_t *head, size_t head_len)
+{
+    if (head == NULL)
+        return ST_FORMAT_UNKNOWN;
+    if (st_sniff_png_magic(head, head_len))
+        return ST_FORMAT_PNG;
+    if (st_sniff_jpeg_magic(head, head_len))
+        return ST_FORMAT_JPEG;
+    if (st_sniff_gif_magic(head, head_len))
+        return ST_FORMAT_GIF;
+    if (st_sniff_webp_magic(head, head_len))
+        return ST_FORMAT_WEBP;
+    if (st_sniff_sentencepiece_magic(head, head_len))
+        return ST_FORMAT_SENTENCEPIECE;
+    return ST_FORMAT_UNKNOWN;
+}
+
+bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_sniff_info *info)
+{
+    if (info != NULL)
+        info->detail[0] = '\0';
+    if (buf == NULL)
+        len = 0;
+    switch (format) {
+    case ST_FORMAT_PNG:
+        return st_sniff_png_valid(buf, len, info);
+    case ST_FORMAT_JPEG:
+        return st_sniff_jpeg_valid(buf, len, info);
+    case ST_FORMAT_GIF:
+        return st_sniff_gif_valid(buf, len, info);
+    case ST_FORMAT_WEBP:
+        return st_sniff_webp_valid(buf, len, info);
+    case ST_FORMAT_SENTENCEPIECE:
+        return st_sniff_sentencepiece_valid(buf, len, info);
+    default:
+        st_sniff_note(info, "not an inert format");
+        return false;
+    }
 }
 
 /* ---- the classifier ---- */

@@ -1,6 +1,7 @@
 /* lib/sniff/: the content classifier, which names what a file is when it is not
  * safetensors (docs/DESIGN.md §3): pickle, PyTorch zip and legacy checkpoints, zip,
- * tar, NumPy .npy/.npz, GGUF, HDF5, TFLite, ONNX, compressed streams, JSON, text. It
+ * tar, NumPy .npy/.npz, GGUF, HDF5, TFLite, ONNX, compressed streams, JSON, text, and
+ * the inert formats admitted beside a model (PNG, JPEG, GIF, WebP, SentencePiece). It
  * never looks at a file name; it works on the first bytes of a file (head) and, when
  * available, its last bytes (tail) plus the total size, allocates nothing, and does
  * work linear in the bytes it looks at. sniff.c is the dispatcher: it owns the order
@@ -31,6 +32,12 @@ typedef enum st_format {
     ST_FORMAT_TEXT,
     ST_FORMAT_JSON,
     ST_FORMAT_UNKNOWN,
+    /* inert formats admitted as sidecars when their structure is valid (st_sniff_inert) */
+    ST_FORMAT_PNG,
+    ST_FORMAT_JPEG,
+    ST_FORMAT_GIF,
+    ST_FORMAT_WEBP,
+    ST_FORMAT_SENTENCEPIECE,
     ST_FORMAT_COUNT
 } st_format;
 
@@ -43,7 +50,8 @@ typedef struct st_sniff_info {
 } st_sniff_info;
 
 /* Stable names: "safetensors", "pickle", "pytorch-zip", "pytorch-legacy", "zip", "tar",
- * "numpy", "gguf", "hdf5", "tflite", "onnx", "compressed", "text", "json", "unknown". */
+ * "numpy", "gguf", "hdf5", "tflite", "onnx", "compressed", "text", "json", "unknown",
+ * "png", "jpeg", "gif", "webp", "sentencepiece". */
 const char *st_format_name(st_format format);
 
 /* Classifies content that is not valid safetensors. Never returns
@@ -61,5 +69,16 @@ bool st_sniff_is_pickle(const uint8_t *buf, size_t len);
  * tab, CR, LF, FF, and not a pickle. `complete` says buf is the whole file (else a
  * multi-byte character cut at the end is allowed). */
 bool st_sniff_is_text(const uint8_t *buf, size_t len, bool complete);
+
+/* The inert formats a model repository holds beside its weights (the model card's
+ * images, a SentencePiece tokenizer.model): which one the head's magic names
+ * (ST_FORMAT_PNG, _JPEG, _GIF, _WEBP, _SENTENCEPIECE), else ST_FORMAT_UNKNOWN. A magic
+ * alone admits nothing: st_sniff_inert_valid judges the whole file. */
+st_format st_sniff_inert(const uint8_t *head, size_t head_len);
+
+/* True when buf (the whole file) is a structurally valid file of that inert format
+ * (png.c, jpeg.c, gif.c, webp.c, sentencepiece.c); else false with info's detail
+ * saying what is wrong. Bounded: no allocation, work linear in len. */
+bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_sniff_info *info);
 
 #endif

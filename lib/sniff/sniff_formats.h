@@ -56,6 +56,24 @@ static inline bool st_sniff_ends_with(const uint8_t *s, size_t len, const char *
     return len >= n && memcmp(s + len - n, suffix, n) == 0;
 }
 
+/* CRC-32 (ISO-HDLC, as PNG and zip use it) of len bytes. */
+uint32_t st_sniff_crc32(const uint8_t *p, size_t len);
+
+/* ---- inert formats (png.c, jpeg.c, gif.c, webp.c, sentencepiece.c) ---- */
+
+/* Each: the magic at offset 0 of the head, and the whole file's structure (see
+ * st_sniff_inert_valid in sniff.h). */
+bool st_sniff_png_magic(const uint8_t *head, size_t len);
+bool st_sniff_png_valid(const uint8_t *buf, size_t len, st_sniff_info *info);
+bool st_sniff_jpeg_magic(const uint8_t *head, size_t len);
+bool st_sniff_jpeg_valid(const uint8_t *buf, size_t len, st_sniff_info *info);
+bool st_sniff_gif_magic(const uint8_t *head, size_t len);
+bool st_sniff_gif_valid(const uint8_t *buf, size_t len, st_sniff_info *info);
+bool st_sniff_webp_magic(const uint8_t *head, size_t len);
+bool st_sniff_webp_valid(const uint8_t *buf, size_t len, st_sniff_info *info);
+bool st_sniff_sentencepiece_magic(const uint8_t *head, size_t len);
+bool st_sniff_sentencepiece_valid(const uint8_t *buf, size_t len, st_sniff_info *info);
+
 /* ---- text (text.c) ---- */
 
 /* UTF-8 without NUL, C0 controls other than tab, LF, FF, CR, DEL or C1 controls.

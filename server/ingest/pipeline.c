@@ -248,8 +248,11 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
     } else {
         st_verdict verdict;
         st_gate_verdict(ingest->gate, &verdict);
-        snprintf(file->kind, sizeof file->kind, "%s",
-                 verdict.format == ST_FORMAT_JSON ? "json" : "text");
+        /* json, text, or the inert format's name (png, jpeg, gif, webp, sentencepiece) */
+        const char *kind = verdict.format == ST_FORMAT_JSON   ? "json"
+                           : verdict.format == ST_FORMAT_TEXT ? "text"
+                                                              : st_format_name(verdict.format);
+        snprintf(file->kind, sizeof file->kind, "%s", kind != NULL ? kind : "text");
     }
     char *stats = stats_text(parsed, st_gate_stats(ingest->gate), file);
     if (stats == NULL)

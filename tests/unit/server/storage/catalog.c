@@ -728,7 +728,8 @@ TEST(schema_2_catalog_is_migrated_to_stable_ids)
         fprintf(stderr, "open: %s\n", err);
         return;
     }
-    CHECK_EQ_U64(tg_catalog_schema_version(catalog), 3);
+    /* migrated through version 3 and every later one */
+    CHECK_EQ_U64(tg_catalog_schema_version(catalog), tg_catalog_known_schema_version());
     tg_model model;
     CHECK(tg_catalog_model_get(catalog, "other", "b", &model) == TG_CAT_OK);
     CHECK_EQ_U64(model.id, 2);
@@ -755,6 +756,15 @@ TEST(schema_2_catalog_is_migrated_to_stable_ids)
     tg_version draft;
     CHECK(tg_catalog_version_create(catalog, again.id, &draft) == TG_CAT_OK);
     CHECK_EQ_U64(draft.id, 5);
+    /* schema 4: the inert kinds are files like the others */
+    const char *const inert_kinds[] = {"png", "jpeg", "gif", "webp", "sentencepiece"};
+    for (size_t k = 0; k < sizeof inert_kinds / sizeof inert_kinds[0]; k++) {
+        tg_file_record inert = {.size = 8};
+        snprintf(inert.path, sizeof inert.path, "card/%s", inert_kinds[k]);
+        snprintf(inert.kind, sizeof inert.kind, "%s", inert_kinds[k]);
+        snprintf(inert.sha256, sizeof inert.sha256, "%064d", (int)k);
+        CHECK(tg_catalog_file_put(catalog, draft.id, &inert, "[]") == TG_CAT_OK);
+    }
     CHECK(tg_catalog_token_revoke(catalog, 2) == TG_CAT_OK);
     CHECK(tg_catalog_token_add(catalog, "h3", TG_SCOPE_READ, NULL) == TG_CAT_OK);
     CHECK(tg_catalog_token_id(catalog, "h3", &token_id) == TG_CAT_OK);
@@ -764,7 +774,8 @@ TEST(schema_2_catalog_is_migrated_to_stable_ids)
     CHECK(sqlite3_open(old_path, &db) == SQLITE_OK);
     CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
     CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM versions WHERE model_id = 2"), 0);
-    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM files"), 1);
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM files"), 1 + 5); /* + the inert files */
+    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM files WHERE kind = 'sentencepiece'"), 1);
     CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM aliases"), 1);
     CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM job_files"), 0);
     CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM jobs"), 1);

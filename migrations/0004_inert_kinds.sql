@@ -1,0 +1,55 @@
+-- tensorgate catalog, schema version 4: inert file kinds.
+-- Applied once, in one transaction, and recorded in schema_migrations.
+--
+-- Mirrored Hugging Face repositories hold, beside their weights, the model card's
+-- images and a SentencePiece tokenizer.model. The gate admits them when their whole
+-- structure is valid (lib/sniff/png.c, jpeg.c, gif.c, webp.c, sentencepiece.c), and
+-- the file's kind is the format's name. files.kind and job_files.kind gain 'png',
+-- 'jpeg', 'gif', 'webp' and 'sentencepiece'. SQLite cannot change a CHECK in
+-- place, so both tables are rebuilt (new table, copy, drop, rename, indexes again),
+-- with the catalog's foreign keys off during the migration (as for version 3).
+
+CREATE TABLE files_new (
+    version_id   INTEGER NOT NULL REFERENCES versions (id) ON DELETE CASCADE,
+    path         TEXT NOT NULL,
+    kind         TEXT NOT NULL CHECK (kind IN ('safetensors', 'json', 'text', 'png', 'jpeg',
+                                              'gif', 'webp', 'sentencepiece')),
+    size         INTEGER NOT NULL,
+    sha256       TEXT NOT NULL,
+    tensors      INTEGER NOT NULL DEFAULT 0,
+    parameters   INTEGER NOT NULL DEFAULT 0,
+    nan          INTEGER NOT NULL DEFAULT 0,
+    inf          INTEGER NOT NULL DEFAULT 0,
+    tensor_stats TEXT NOT NULL DEFAULT '[]',
+    created_at   TEXT NOT NULL,
+    PRIMARY KEY (version_id, path)
+);
+INSERT INTO files_new (version_id, path, kind, size, sha256, tensors, parameters, nan, inf,
+                       tensor_stats, created_at)
+    SELECT version_id, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats,
+           created_at FROM files;
+DROP TABLE files;
+ALTER TABLE files_new RENAME TO files;
+CREATE INDEX files_by_sha256 ON files (sha256);
+
+CREATE TABLE job_files_new (
+    job_id       INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    path         TEXT NOT NULL,
+    kind         TEXT NOT NULL CHECK (kind IN ('safetensors', 'json', 'text', 'png', 'jpeg',
+                                              'gif', 'webp', 'sentencepiece')),
+    size         INTEGER NOT NULL,
+    sha256       TEXT NOT NULL,
+    tensors      INTEGER NOT NULL DEFAULT 0,
+    parameters   INTEGER NOT NULL DEFAULT 0,
+    nan          INTEGER NOT NULL DEFAULT 0,
+    inf          INTEGER NOT NULL DEFAULT 0,
+    tensor_stats TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (job_id, path)
+);
+INSERT INTO job_files_new (job_id, path, kind, size, sha256, tensors, parameters, nan, inf,
+                           tensor_stats)
+    SELECT job_id, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats
+    FROM job_files;
+DROP TABLE job_files;
+ALTER TABLE job_files_new RENAME TO job_files;
+CREATE INDEX job_files_by_sha256 ON job_files (sha256);
