@@ -883,6 +883,155 @@ TEST(whoami_and_hf_tokens)
     it_response_free(&r);
 }
 
+/* A repository as the Hub holds them: variants without an index, shards with an index
+ * beside a consolidated file, a SentencePiece tokenizer.model, the card's images, and
+ * paths with a space, '+' and non-ASCII letters. It publishes and downloads; a pickle
+ * and the paths the Hub refuses too stay refused. */
+static void put_file(const char *repo, const char *url_path, const void *data, size_t len, int want)
+{
+    char url[600];
+    snprintf(url, sizeof url, "/v1/models/%s/versions/1/files/%s", repo, url_path);
+    it_response r = it_send("PUT", url, write_token, data, len);
+    CHECK_STATUS(r, want);
+    if (r.status != want)
+        fprintf(stderr, "  (PUT %s: %.*s)\n", url_path, (int)r.body.len,
+                r.body.data ? (const char *)r.body.data : "");
+    it_response_free(&r);
+}
+
+static void png_chunk(it_buf *b, const char *type, const void *data, uint32_t len)
+{
+    uint8_t be[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len};
+    it_buf_append(b, be, 4);
+    size_t start = b->len;
+    it_buf_append(b, type, 4);
+    if (len)
+        it_buf_append(b, data, len);
+    uint32_t crc = it_crc32(b->data + start, len + 4);
+    uint8_t crc_be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8),
+                         (uint8_t)crc};
+    it_buf_append(b, crc_be, 4);
+}
+
+TEST(mirror_hub_repository)
+{
+    const char *repo = "acme/hf-mirror";
+    create_model(repo);
+    const it_tensor_spec full[] = {{"embed.weight", "F32", 2, {4, 4, 0, 0}},
+                                   {"head.weight", "F32", 2, {4, 2, 0, 0}}};
+    const it_tensor_spec half[] = {{"embed.weight", "F16", 2, {4, 4, 0, 0}},
+                                   {"head.weight", "F16", 2, {4, 2, 0, 0}}};
+    const it_tensor_spec part1[] = {{"embed.weight", "F32", 2, {4, 4, 0, 0}}};
+    const it_tensor_spec part2[] = {{"head.weight", "F32", 2, {4, 2, 0, 0}}};
+    built_file variant_full, variant_half, consolidated, s1, s2;
+    memset(&variant_full, 0, sizeof variant_full);
+    memset(&variant_half, 0, sizeof variant_half);
+    memset(&consolidated, 0, sizeof consolidated);
+    memset(&s1, 0, sizeof s1);
+    memset(&s2, 0, sizeof s2);
+    build(&variant_full, "model.safetensors", full, 2, 11);
+    build(&variant_half, "model.fp16.safetensors", half, 2, 12);
+    build(&consolidated, "original/consolidated.safetensors", full, 2, 13);
+    build(&s1, "original/model-00001-of-00002.safetensors", part1, 1, 14);
+    build(&s2, "original/model-00002-of-00002.safetensors", part2, 1, 15);
+    const built_file *weights[] = {&variant_full, &variant_half, &consolidated, &s1, &s2};
+    for (int i = 0; i < 5; i++)
+        put_file(repo, weights[i]->path, weights[i]->bytes.data, weights[i]->bytes.len, 201);
+    it_buf index = {0};
+    it_buf_printf(&index,
+                  "{\"metadata\":{\"total_size\":%llu},\"weight_map\":{"
+                  "\"embed.weight\":\"model-00001-of-00002.safetensors\","
+                  "\"head.weight\":\"model-00002-of-00002.safetensors\"}}",
+                  (unsigned long long)(s1.bytes.len - 8 - it_header_len(&s1.bytes) + s2.bytes.len -
+                                       8 - it_header_len(&s2.bytes)));
+    put_file(repo, "original/model.safetensors.index.json", index.data, index.len, 201);
+    it_buf_free(&index);
+
+    /* tokenizer.model: a SentencePiece ModelProto with two pieces */
+    static const uint8_t spm[] = {0x0a, 0x0e, 0x0a, 0x05, '<',  'u',  'n',  'k',  '>',  0x15, 0,
+                                  0,    0,    0,    0x18, 0x02, 0x0a, 0x0a, 0x0a, 0x01, 'a',  0x15,
+                                  0,    0,    0xc0, 0xbf, 0x18, 0x01, 0x12, 0x02, 0x08, 0x01};
+    put_file(repo, "tokenizer.model", spm, sizeof spm, 201);
+    /* the card's image, at a path with a space, '+' and non-ASCII letters */
+    it_buf png = {0};
+    it_buf_append(&png, "\x89PNG\r\n\x1a\n", 8);
+    const uint8_t ihdr[13] = {0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0};
+    png_chunk(&png, "IHDR", ihdr, 13);
+    png_chunk(&png, "IDAT", "\x78\x9c\x63\x60\x00\x00\x00\x02\x00\x01", 10);
+    png_chunk(&png, "IEND", NULL, 0);
+    put_file(repo, "images/logo%20caf%C3%A9+1.png", png.data, png.len, 201);
+    /* a broken PNG (its CRC) is refused, as are a pickle and the paths the Hub refuses */
+    png.data[png.len - 1] ^= 1;
+    put_file(repo, "images/broken.png", png.data, png.len, 422);
+    put_file(repo, "pytorch_model.bin", it_pickle_p4, sizeof it_pickle_p4, 415);
+    put_file(repo, "a%5Cb.json", "{}", 2, 400);           /* a backslash */
+    put_file(repo, "a%01b.json", "{}", 2, 400);           /* a control character */
+    put_file(repo, "images/%2E%2E/x.json", "{}", 2, 400); /* .. */
+    put_file(repo, "bad%FF.json", "{}", 2, 400);          /* not UTF-8 */
+    png.data[png.len - 1] ^= 1;
+
+    char digest[65];
+    publish(repo, 1, digest);
+    CHECK(strlen(digest) == 64);
+    it_response r = it_get("/v1/models/acme/hf-mirror/versions/1/files");
+    CHECK_STATUS(r, 200);
+    json_t *files = json_object_get(r.json, "files");
+    CHECK(json_array_size(files) == 8);
+    size_t i;
+    json_t *file;
+    json_array_foreach(files, i, file)
+    {
+        const char *path = text_or_empty(json_object_get(file, "path"));
+        const char *kind = text_or_empty(json_object_get(file, "kind"));
+        if (strcmp(path, "tokenizer.model") == 0)
+            CHECK_STR(kind, "sentencepiece");
+        if (strncmp(path, "images/", 7) == 0) {
+            CHECK_STR(path, "images/logo caf\xc3\xa9+1.png");
+            CHECK_STR(kind, "png");
+        }
+    }
+    it_response_free(&r);
+    /* the Hub routes serve them byte for byte, the image with the lfs fields */
+    r = it_get("/acme/hf-mirror/resolve/main/images/logo%20caf%C3%A9+1.png");
+    CHECK_STATUS(r, 200);
+    CHECK(r.body.len == png.len && memcmp(r.body.data, png.data, png.len) == 0);
+    it_response_free(&r);
+    r = it_get("/acme/hf-mirror/resolve/main/tokenizer.model");
+    CHECK_STATUS(r, 200);
+    CHECK(r.body.len == sizeof spm && memcmp(r.body.data, spm, sizeof spm) == 0);
+    it_response_free(&r);
+    r = it_get("/api/models/acme/hf-mirror/tree/main/images");
+    CHECK_STATUS(r, 200);
+    json_t *entry = json_array_get(r.json, 0);
+    CHECK_STR(text_or_empty(json_object_get(entry, "path")), "images/logo caf\xc3\xa9+1.png");
+    CHECK(json_object_get(entry, "lfs") != NULL);
+    it_response_free(&r);
+    r = it_get("/api/models/acme/hf-mirror?blobs=true");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(json_object_get(r.json, "siblings")) == 8);
+    it_response_free(&r);
+    it_buf_free(&png);
+    for (int w = 0; w < 5; w++)
+        it_buf_free(&((built_file *)weights[w])->bytes);
+
+    /* a shard set without an index must still hold disjoint tensors */
+    r = it_send_json("POST", "/v1/models/acme/hf-mirror/versions", write_token, "{}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    built_file dup1, dup2;
+    memset(&dup1, 0, sizeof dup1);
+    memset(&dup2, 0, sizeof dup2);
+    build(&dup1, "model-00001-of-00002.safetensors", full, 2, 16);
+    build(&dup2, "model-00002-of-00002.safetensors", part2, 1, 17);
+    upload(repo, 2, &dup1);
+    upload(repo, 2, &dup2);
+    r = it_send_json("POST", "/v1/models/acme/hf-mirror/versions/2/publish", write_token, NULL);
+    CHECK_PROBLEM(r, 422, "index_mismatch");
+    it_response_free(&r);
+    it_buf_free(&dup1.bytes);
+    it_buf_free(&dup2.bytes);
+}
+
 /* Under --auth-read the Hub routes' 401/403 carry the Hub's error codes: huggingface_hub's
  * repo_exists answers False for RepoNotFound (no token) instead of raising. */
 TEST(auth_errors_hub_codes)
@@ -942,6 +1091,7 @@ int main(int argc, char **argv)
     RUN(blobs_expand_author_filter);
     RUN(card_data);
     RUN(whoami_and_hf_tokens);
+    RUN(mirror_hub_repository);
     RUN(auth_errors_hub_codes);
     built_file *files[] = {&single_model,  &shard1,      &shard2,
                            &sharded_index, &config_file, &readme_file};
