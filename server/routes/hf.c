@@ -639,8 +639,11 @@ static json_t *file_entry_json(const tg_file_record *file, const tg_version *exp
                                       lfs_pointer_size(file)));
     if (entry != NULL && expand != NULL) {
         json_object_set_new(entry, "lastCommit", last_commit_json(expand));
-        /* every stored file passed the gate: the Hub's scanners would call it safe */
-        json_object_set_new(entry, "securityFileStatus", json_pack("{s:s}", "status", "safe"));
+        /* every stored file passed the gate (no pickle is ever stored); no antivirus
+         * ran, so avScan is null, and there is no pickle to list imports of */
+        json_object_set_new(
+            entry, "securityFileStatus",
+            json_pack("{s:s, s:n, s:n}", "status", "safe", "avScan", "pickleImportScan"));
     }
     return entry;
 }

@@ -634,6 +634,35 @@ TEST(javascript_client)
     CHECK(reported);
 }
 
+/* The real huggingface_hub Python client (tests/hf/python_client.sh starts its own
+ * server; TG_HF_HUB_SRC names the client's source trees, never vendored): skipped
+ * when the client cannot be imported. */
+TEST(python_client)
+{
+    char command[1200];
+    snprintf(command, sizeof command, "sh tests/hf/python_client.sh '%s' 2>&1", it_binary);
+    FILE *p = popen(command, "r");
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    char line[4096];
+    bool reported = false;
+    while (fgets(line, sizeof line, p) != NULL) {
+        fputs(line, stdout);
+        if (strncmp(line, "hf-py ", 6) == 0)
+            reported = true;
+    }
+    int status = pclose(p);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 77) {
+        printf("python_client: SKIPPED (huggingface_hub cannot be imported; see "
+               "docs/HF_CLIENTS.md)\n");
+        return;
+    }
+    CHECK(code == 0);
+    CHECK(reported);
+}
+
 /* ---- issue 12: what the real clients need beyond the read routes ---- */
 
 static it_response post_form(const char *url, const char *form)
@@ -1085,6 +1114,7 @@ int main(int argc, char **argv)
     RUN(models_list_and_paging);
     RUN(tree);
     RUN(javascript_client);
+    RUN(python_client);
     RUN(commit_ids);
     RUN(refs_and_commits);
     RUN(paths_info);
