@@ -99,6 +99,22 @@ TEST(lookups_by_hash)
     /* a revoked token is gone */
     CHECK(tg_token_lookup(catalog, token_revoked, &scope, ns, sizeof ns) == TG_CAT_NOT_FOUND);
 
+    /* "hf_" + a tensorgate token (the form the Hugging Face JS client sends) is the
+     * same token; "hf_" before anything else is not stripped */
+    char prefixed[300];
+    snprintf(prefixed, sizeof prefixed, "hf_%s", token_write_acme);
+    CHECK(tg_token_lookup(catalog, prefixed, &scope, ns, sizeof ns) == TG_CAT_OK);
+    CHECK(scope == TG_SCOPE_WRITE);
+    CHECK_STR(ns, "acme");
+    CHECK(tg_token_unprefix(prefixed) == prefixed + 3);
+    CHECK(tg_token_unprefix("hf_other") != NULL &&
+          strcmp(tg_token_unprefix("hf_other"), "hf_other") == 0);
+    CHECK(strcmp(tg_token_unprefix("hf_"), "hf_") == 0);
+    snprintf(prefixed, sizeof prefixed, "hf_%s", token_revoked);
+    CHECK(tg_token_lookup(catalog, prefixed, &scope, ns, sizeof ns) == TG_CAT_NOT_FOUND);
+    snprintf(prefixed, sizeof prefixed, "hf_hf_%s", token_read);
+    CHECK(tg_token_lookup(catalog, prefixed, &scope, ns, sizeof ns) == TG_CAT_NOT_FOUND);
+
     /* 256 bytes is the longest token looked up; a longer one is refused before it is
      * hashed, even when its hash is in the catalog */
     char longest[258];
