@@ -12,17 +12,25 @@
 //                          "parameters": {"F32": n, ...},        // the server's (modelInfo)
 //                          "clientParameters": {"F32": n, ...},  // the client's own count
 //                          "files": ["config.json", ...],          // listFiles, recursive
-//                          "download": {"path", "size", "sha256"}}]}
+//                          "download": {"path", "size", "sha256"}}],
+//               "accessToken": "hf_tg_...",   // optional: the hf_ form of a write token,
+//               "tokenRepo": {"repo", "commit", "paths": [...]}}  // used by the calls below
 //
 // Prints one line per check and "hf-js: N passed, N failed"; exits 1 on any failure.
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   downloadFile,
+  downloadFileToCacheDir,
   listFiles,
   listModels,
   modelInfo,
   parseSafetensorsMetadata,
+  pathsInfo,
+  snapshotDownload,
+  whoAmI,
 } from "@huggingface/hub";
 
 let passed = 0;
@@ -120,6 +128,42 @@ async function runCase(hubUrl, c) {
   }
 }
 
+// The calls that need /paths-info, the 40-hex commit id and an hf_ token.
+async function tokenCalls(hubUrl, accessToken, t) {
+  const label = `${t.repo} (hf_ token)`;
+  const cacheDir = mkdtempSync(join(tmpdir(), "tg-hf-js-"));
+  try {
+    const me = await whoAmI({ hubUrl, accessToken });
+    check(me.name === t.repo.split("/")[0], `${label}: whoAmI name`, JSON.stringify(me.name));
+  } catch (error) {
+    check(false, `${label}: whoAmI`, String(error));
+  }
+  try {
+    const infos = await pathsInfo({ repo: t.repo, hubUrl, accessToken, paths: [...t.paths, "absent.bin"], expand: true });
+    check(same(infos.map((i) => i.path).sort(), [...t.paths].sort()), `${label}: pathsInfo`,
+      JSON.stringify(infos.map((i) => i.path)));
+    check(infos.every((i) => i.lastCommit && i.lastCommit.id === t.commit), `${label}: pathsInfo lastCommit`,
+      JSON.stringify(infos.map((i) => i.lastCommit)));
+  } catch (error) {
+    check(false, `${label}: pathsInfo`, String(error));
+  }
+  try {
+    const first = await downloadFileToCacheDir({ repo: t.repo, hubUrl, accessToken, path: t.paths[0], cacheDir });
+    check(existsSync(first) && first.includes(t.commit), `${label}: downloadFileToCacheDir into the commit's snapshot`, first);
+    const pinned = await downloadFileToCacheDir({ repo: t.repo, hubUrl, accessToken, path: t.paths[0], cacheDir, revision: t.commit });
+    check(pinned === first, `${label}: downloadFileToCacheDir pinned to the commit id`, pinned);
+  } catch (error) {
+    check(false, `${label}: downloadFileToCacheDir`, String(error));
+  }
+  try {
+    const folder = await snapshotDownload({ repo: t.repo, hubUrl, accessToken, cacheDir });
+    check(folder.endsWith(t.commit) && t.paths.every((p) => existsSync(join(folder, p))), `${label}: snapshotDownload`, folder);
+  } catch (error) {
+    check(false, `${label}: snapshotDownload`, String(error));
+  }
+  rmSync(cacheDir, { recursive: true, force: true });
+}
+
 async function main() {
   const path = process.env.TG_HF_EXPECT;
   if (!path) {
@@ -139,6 +183,9 @@ async function main() {
     check(same(names.sort(), [...expect.models].sort()), "listModels", `got ${JSON.stringify(names)}`);
   } catch (error) {
     check(false, "listModels", String(error));
+  }
+  if (expect.accessToken && expect.tokenRepo) {
+    await tokenCalls(expect.hubUrl, expect.accessToken, expect.tokenRepo);
   }
   try {
     await parseSafetensorsMetadata({ repo: "nobody/nothing", hubUrl: expect.hubUrl });

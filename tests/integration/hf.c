@@ -606,6 +606,13 @@ TEST(javascript_client)
         client_case(SINGLE, "main", false, single, 1, single_paths, 3, &single_model),
         client_case(SHARDED, "main", true, shards, 2, sharded_paths, 3, &shard2),
         client_case(SINGLE, single_commit, false, single, 1, single_paths, 3, &config_file));
+    /* the calls that need an hf_ token, paths-info and the commit id */
+    char prefixed[300];
+    snprintf(prefixed, sizeof prefixed, "hf_%s", write_token);
+    json_object_set_new(expect, "accessToken", json_string(prefixed));
+    json_object_set_new(expect, "tokenRepo",
+                        json_pack("{s:s, s:s, s:[s,s,s]}", "repo", SINGLE, "commit", single_commit,
+                                  "paths", "model.safetensors", "config.json", "docs/README.md"));
     char path[400];
     snprintf(path, sizeof path, "%s/hf-expect.json", it_srv.root);
     CHECK(expect != NULL && json_dump_file(expect, path, JSON_INDENT(1)) == 0);
