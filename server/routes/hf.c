@@ -767,10 +767,26 @@ void tg_route_hf_tree(tg_request *req)
         char position[24], cursor[64];
         snprintf(position, sizeof position, "%" PRIu64, offset + limit);
         tg_cursor_encode(position, cursor, sizeof cursor);
-        snprintf(next, sizeof next,
-                 "/api/models/%s/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%u&cursor=%s",
-                 model->org, model->name, rev, prefix ? "/" : "", prefix ? prefix : "",
+        /* the revision and the path percent-encoded (a path may hold spaces and
+         * non-ASCII letters), the path's slashes kept */
+        size_t used = 0;
+        next[0] = '\0';
+        char head[2 * TG_NAME_MAX + 32], tail[160];
+        snprintf(head, sizeof head, "/api/models/%s/%s/tree/", model->org, model->name);
+        append_text(next, sizeof next, &used, head);
+        append_encoded(next, sizeof next, &used, rev);
+        for (const char *segment = prefix; segment != NULL;) {
+            const char *slash = strchr(segment, '/');
+            char part[TG_PATH_MAX + 1];
+            snprintf(part, sizeof part, "%.*s",
+                     slash ? (int)(slash - segment) : (int)strlen(segment), segment);
+            append_text(next, sizeof next, &used, "/");
+            append_encoded(next, sizeof next, &used, part);
+            segment = slash ? slash + 1 : NULL;
+        }
+        snprintf(tail, sizeof tail, "?recursive=%s&expand=%s&limit=%u&cursor=%s",
                  recursive ? "true" : "false", expand ? "true" : "false", limit, cursor);
+        append_text(next, sizeof next, &used, tail);
         next_or_null = next;
     }
     respond_page(req, page, next_or_null);

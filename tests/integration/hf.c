@@ -1006,13 +1006,21 @@ TEST(mirror_hub_repository)
     put_file(repo, "bad%FF.json", "{}", 2, 400);          /* not UTF-8 */
     png.data[png.len - 1] ^= 1;
 
+    put_file(repo, "my%20dir/a.json", "{}", 2, 201);
+    put_file(repo, "my%20dir/b.json", "[]", 2, 201);
     char digest[65];
     publish(repo, 1, digest);
     CHECK(strlen(digest) == 64);
+    /* the Link of a directory with a space is percent-encoded and leads on */
+    int pages = 0;
+    json_t *dir = follow_pages("/api/models/acme/hf-mirror/tree/main/my%20dir?limit=1", &pages);
+    CHECK(pages == 2 && json_array_size(dir) == 2);
+    CHECK(find_entry(dir, "my dir/b.json") != NULL);
+    json_decref(dir);
     it_response r = it_get("/v1/models/acme/hf-mirror/versions/1/files");
     CHECK_STATUS(r, 200);
     json_t *files = json_object_get(r.json, "files");
-    CHECK(json_array_size(files) == 8);
+    CHECK(json_array_size(files) == 10);
     size_t i;
     json_t *file;
     json_array_foreach(files, i, file)
@@ -1044,7 +1052,7 @@ TEST(mirror_hub_repository)
     it_response_free(&r);
     r = it_get("/api/models/acme/hf-mirror?blobs=true");
     CHECK_STATUS(r, 200);
-    CHECK(json_array_size(json_object_get(r.json, "siblings")) == 8);
+    CHECK(json_array_size(json_object_get(r.json, "siblings")) == 10);
     it_response_free(&r);
     it_buf_free(&png);
     for (int w = 0; w < 5; w++)
