@@ -87,6 +87,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size >= 2 && whole[0] == 0x80 && whole[1] >= 2 && whole[1] <= 5 && !pickle)
         abort();
     free(whole);
+    /* The inert formats' structural validators (png.c, jpeg.c, gif.c, webp.c,
+     * sentencepiece.c) on the exact bytes, whatever the magic says: bounded and
+     * allocation-free; a file they accept must carry its format's magic. */
+    uint8_t *inert = exact_copy(data, size);
+    static const st_format inert_formats[] = {ST_FORMAT_PNG, ST_FORMAT_JPEG, ST_FORMAT_GIF,
+                                              ST_FORMAT_WEBP, ST_FORMAT_SENTENCEPIECE};
+    st_format named = st_sniff_inert(inert, size);
+    for (size_t i = 0; i < sizeof inert_formats / sizeof inert_formats[0]; i++) {
+        st_sniff_info info;
+        if (st_sniff_inert_valid(inert_formats[i], inert, size, &info) && named != inert_formats[i])
+            abort();
+        check_result(inert_formats[i], &info);
+    }
+    free(inert);
     size_t cut = size / 2;
     uint8_t *part = exact_copy(data, cut);
     if (st_sniff_is_pickle(part, cut) && st_sniff_is_text(part, cut, false))
