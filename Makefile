@@ -62,7 +62,7 @@ CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD_A := $(BUILD)/libtgcmd.a
 # The preload client library for colocated consumers (C, and Python through ctypes),
 # with the common/ helpers it uses compiled in (it links nothing of the server).
-CLIENT_SRC := $(sort $(wildcard client/*.c)) common/io.c
+CLIENT_SRC := $(sort $(wildcard client/*.c)) common/io.c common/sha256.c
 CLIENT_A := $(BUILD)/libtgclient.a
 CLIENT_SO := $(BUILD)/libtgclient.so
 BIN := $(BUILD)/tensorgate
@@ -132,9 +132,9 @@ $(CLIENT_A): $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 
 $(CLIENT_SO): $(CLIENT_SRC) client/libtgclient.map
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -Wl,--version-script=client/libtgclient.map -o $@ $(CLIENT_SRC) $(shell pkg-config --libs jansson)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -Wl,--version-script=client/libtgclient.map -o $@ $(CLIENT_SRC) $(shell pkg-config --libs jansson libcurl libcrypto) -lpthread
 
-$(BIN): $(BUILD)/cmd/main.o $(CMD_A) $(SERVER_A) $(LIB_A)
+$(BIN): $(BUILD)/cmd/main.o $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Test and bench programs compile and link in one step; DEPFLAGS writes the
@@ -143,9 +143,9 @@ $(BIN): $(BUILD)/cmd/main.o $(CMD_A) $(SERVER_A) $(LIB_A)
 DEPFLAGS = -MMD -MP -MF $@.d -MT $@
 
 # Unit tests may call the commands too (tests/unit/cmd, the allocation walk).
-$(BUILD)/tests/unit/%: tests/unit/%.c $(CMD_A) $(SERVER_A) $(LIB_A)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(CMD_A) $(SERVER_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 # The route tests are black-box tests of server/routes/X.c through the harness
 # against the real binary (one server per program); they link the harness too.
@@ -204,6 +204,8 @@ install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tensorgate
 	install -D -m 0644 $(CLIENT_SO) $(DESTDIR)$(PREFIX)/lib/libtgclient.so
 	install -D -m 0644 client/tg_preload_client.h $(DESTDIR)$(PREFIX)/include/tg_preload_client.h
+	install -D -m 0644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/libtgclient.a
+	install -D -m 0644 client/tensorgate_client.h $(DESTDIR)$(PREFIX)/include/tensorgate_client.h
 
 # Every C source and header the project owns, for format and format-check.
 FORMAT_FILES = $(sort $(wildcard lib/*.[ch] lib/*/*.[ch] common/*.[ch] server/*/*.[ch] cmd/*.[ch] client/*.[ch] \

@@ -1,0 +1,1528 @@
+/* libtgclient's HTTP client (tensorgate_client.h): every call is one or more
+ * transfers (struct xfer) run by one engine over the curl multi interface, which
+ * bounds how many run at once and applies the retry policy to each. */
+#include "tensorgate_client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "sha256.h"
+
+#define TGC_ERRBODY_MAX 16384
+#define TGC_PARALLEL_MAX 64
+
+struct tgc_client {
+    char *base; /* without a trailing slash */
+    char *auth; /* "Authorization: Bearer ..." or NULL */
+    tgc_options o;
+    unsigned long attempts;
+};
+
+/* ---------- errors ---------- */
+
+static int set_err(tgc_error *err, long status, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int set_err(tgc_error *err, long status, const char *reason, const char *fmt, ...)
+{
+    if (err == NULL)
+        return -1;
+    err->status = status;
+    snprintf(err->reason, sizeof err->reason, "%s", reason);
+    err->format[0] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void clear_err(tgc_error *err)
+{
+    if (err != NULL)
+        memset(err, 0, sizeof *err);
+}
+
+/* The problem+json body of a refusal into err; a body that is not one still gives
+ * the status. */
+static void problem_to_err(long status, const char *body, size_t len, tgc_error *err)
+{
+    json_t *j = len > 0 ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *reason = j ? json_string_value(json_object_get(j, "reason")) : NULL;
+    const char *detail = j ? json_string_value(json_object_get(j, "detail")) : NULL;
+    if (reason != NULL) {
+        set_err(err, status, reason, "%s", detail ? detail : reason);
+        const char *format = json_string_value(json_object_get(j, "format"));
+        if (format != NULL && err != NULL)
+            snprintf(err->format, sizeof err->format, "%s", format);
+    } else {
+        set_err(err, status, TGC_REASON_BAD_ANSWER, "HTTP status %ld without a problem body",
+                status);
+    }
+    json_decref(j);
+}
+
+/* ---------- strings ---------- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (p == NULL) {
+            b->failed = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+/* Percent-encodes everything but unreserved characters (and '/' when keep_slash). */
+static void sb_escaped(sbuf *b, const char *s, bool keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned char ch = *p;
+        bool plain = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~' ||
+                     (keep_slash && ch == '/');
+        if (plain) {
+            sb_add(b, (const char *)p, 1);
+        } else {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            sb_add(b, e, 3);
+        }
+    }
+}
+
+static bool name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 64 || s[0] == '.' || s[0] == '-' || s[0] == '_')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-'))
+            return false;
+        if (ch == '.' && i + 1 < n && s[i + 1] == '.')
+            return false;
+    }
+    return true;
+}
+
+static bool model_ok(const char *model)
+{
+    const char *slash = model ? strchr(model, '/') : NULL;
+    return slash != NULL && name_ok(model, (size_t)(slash - model)) &&
+           name_ok(slash + 1, strlen(slash + 1));
+}
+
+int tgc_parse_ref(const char *text, char *model, size_t model_cap, char *rev, size_t rev_cap,
+                  tgc_error *err)
+{
+    clear_err(err);
+    if (text == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "no model reference given");
+    const char *at = strchr(text, '@');
+    size_t mlen = at ? (size_t)(at - text) : strlen(text);
+    const char *r = at ? at + 1 : "latest";
+    if (mlen + 1 > model_cap || strlen(r) + 1 > rev_cap || *r == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "'%s' is not org/name[@rev]", text);
+    memcpy(model, text, mlen);
+    model[mlen] = '\0';
+    if (!model_ok(model))
+        return set_err(err, 0, TGC_REASON_USAGE,
+                       "'%s' is not org/name[@rev] (names are [A-Za-z0-9][A-Za-z0-9._-]{0,63})",
+                       text);
+    snprintf(rev, rev_cap, "%s", r);
+    return 0;
+}
+
+/* base + "/v1/models/" + model [+ "/versions/" + rev] */
+static void sb_model(sbuf *b, const tgc_client *c, const char *model, const char *rev)
+{
+    sb_str(b, c->base);
+    sb_str(b, "/v1/models/");
+    sb_str(b, model);
+    if (rev != NULL) {
+        sb_str(b, "/versions/");
+        sb_escaped(b, rev, false);
+    }
+}
+
+/* ---------- the client ---------- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_code;
+
+static void curl_init_once(void)
+{
+    curl_init_code = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+tgc_client *tgc_connect(const tgc_options *options, tgc_error *err)
+{
+    clear_err(err);
+    if (options == NULL || options->base_url == NULL ||
+        (strncmp(options->base_url, "http://", 7) != 0 &&
+         strncmp(options->base_url, "https://", 8) != 0)) {
+        set_err(err, 0, TGC_REASON_USAGE, "the server URL must start with http:// or https://");
+        return NULL;
+    }
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_code != CURLE_OK) {
+        set_err(err, 0, TGC_REASON_MEMORY, "curl_global_init failed: %s",
+                curl_easy_strerror(curl_init_code));
+        return NULL;
+    }
+    tgc_client *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+        return NULL;
+    }
+    c->o = *options;
+    c->o.base_url = NULL;
+    c->o.token = NULL;
+    if (c->o.max_retries == 0)
+        c->o.max_retries = 6;
+    if (c->o.backoff_ms == 0)
+        c->o.backoff_ms = 200;
+    if (c->o.max_backoff_ms == 0)
+        c->o.max_backoff_ms = 10000;
+    if (c->o.parallel == 0)
+        c->o.parallel = 4;
+    if (c->o.parallel > TGC_PARALLEL_MAX)
+        c->o.parallel = TGC_PARALLEL_MAX;
+    if (c->o.connect_timeout_s <= 0)
+        c->o.connect_timeout_s = 10;
+    if (c->o.low_speed_timeout_s <= 0)
+        c->o.low_speed_timeout_s = 60;
+    if (c->o.max_json_bytes == 0)
+        c->o.max_json_bytes = 512u << 20;
+    c->base = strdup(options->base_url);
+    if (c->base != NULL) {
+        size_t n = strlen(c->base);
+        while (n > 0 && c->base[n - 1] == '/')
+            c->base[--n] = '\0';
+    }
+    if (options->token != NULL && options->token[0] != '\0') {
+        if (strpbrk(options->token, "\r\n") != NULL) {
+            set_err(err, 0, TGC_REASON_USAGE, "the token holds a line break");
+            tgc_close(c);
+            return NULL;
+        }
+        sbuf a = {0};
+        sb_str(&a, "Authorization: Bearer ");
+        sb_str(&a, options->token);
+        if (a.failed)
+            free(a.s);
+        else
+            c->auth = a.s;
+    }
+    if (c->base == NULL ||
+        (options->token != NULL && options->token[0] != '\0' && c->auth == NULL)) {
+        set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+        tgc_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+void tgc_close(tgc_client *c)
+{
+    if (c == NULL)
+        return;
+    free(c->base);
+    free(c->auth);
+    free(c);
+}
+
+unsigned long tgc_attempts(const tgc_client *c)
+{
+    return c ? c->attempts : 0;
+}
+
+/* ---------- one transfer ---------- */
+
+enum sink { SINK_MEM, SINK_BUF, SINK_FILE };
+enum xstate { X_PENDING, X_ACTIVE, X_WAITING, X_DONE };
+
+typedef struct xfer {
+    tgc_client *c;
+    char *url;
+    const char *method; /* GET, PUT, POST */
+    const char *content_type;
+    /* request body: a file (body_fd) or memory (body_mem) */
+    bool has_body;
+    int body_fd;
+    char *body_path;
+    uint64_t body_size, body_off;
+    char *body_mem;
+    size_t body_len;
+    /* response body */
+    enum sink sink;
+    unsigned char *mem; /* SINK_MEM: owned, grows to mem_max; SINK_BUF: the caller's */
+    size_t mem_len, mem_cap, mem_max;
+    bool want_json;
+    json_t *json;
+    /* SINK_FILE */
+    char *dest, *part;
+    char range[80]; /* a Range line of the request, or "" */
+    bool resume;
+    char expect_sha[65];
+    int fd;
+    uint64_t have; /* bytes in the part file */
+    tg_sha256 sha;
+    bool started; /* the first body byte of this attempt was seen */
+    /* this attempt's answer */
+    CURL *easy;
+    struct curl_slist *hdrs;
+    long status;
+    CURLcode cc;
+    char errbody[TGC_ERRBODY_MAX];
+    size_t errlen;
+    char h_retry[32], h_dtype[16], h_shape[256], h_src_dtype[16], h_sha[80];
+    char curl_err[CURL_ERROR_SIZE];
+    bool local_fail;
+    tgc_error lerr;
+    /* the engine */
+    enum xstate state;
+    unsigned attempt;
+    double not_before;
+    uint64_t size_hint, progress;
+    int rc;
+    tgc_error err;
+} xfer;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static xfer *xfer_new(tgc_client *c, const char *method, sbuf *url)
+{
+    if (url->failed)
+        return NULL;
+    xfer *x = calloc(1, sizeof *x);
+    if (x == NULL)
+        return NULL;
+    x->c = c;
+    x->method = method;
+    x->url = url->s;
+    url->s = NULL;
+    x->body_fd = -1;
+    x->fd = -1;
+    x->rc = -1;
+    x->sink = SINK_MEM;
+    x->mem_max = c->o.max_json_bytes;
+    return x;
+}
+
+static void xfer_free(xfer *x)
+{
+    if (x == NULL)
+        return;
+    if (x->easy != NULL)
+        curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->hdrs);
+    if (x->body_fd >= 0)
+        close(x->body_fd);
+    if (x->fd >= 0)
+        close(x->fd);
+    tg_sha256_free(&x->sha);
+    if (x->sink == SINK_MEM)
+        free(x->mem);
+    json_decref(x->json);
+    free(x->url);
+    free(x->body_path);
+    free(x->body_mem);
+    free(x->dest);
+    free(x->part);
+    free(x);
+}
+
+static void local_fail(xfer *x, const char *reason, const char *what)
+{
+    if (!x->local_fail) {
+        x->local_fail = true;
+        set_err(&x->lerr, 0, reason, "%s", what);
+    }
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+        x->h_retry[0] = x->h_dtype[0] = x->h_shape[0] = x->h_src_dtype[0] = x->h_sha[0] = '\0';
+        return n;
+    }
+    static const struct {
+        const char *name;
+        size_t off, cap;
+    } keep[] = {
+        {"Retry-After", offsetof(xfer, h_retry), sizeof((xfer *)0)->h_retry},
+        {"X-Tensor-Dtype", offsetof(xfer, h_dtype), sizeof((xfer *)0)->h_dtype},
+        {"X-Tensor-Shape", offsetof(xfer, h_shape), sizeof((xfer *)0)->h_shape},
+        {"X-Tensor-Source-Dtype", offsetof(xfer, h_src_dtype), sizeof((xfer *)0)->h_src_dtype},
+        {"X-Content-SHA256", offsetof(xfer, h_sha), sizeof((xfer *)0)->h_sha},
+    };
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        size_t k = strlen(keep[i].name);
+        if (n > k + 1 && strncasecmp(ptr, keep[i].name, k) == 0 && ptr[k] == ':') {
+            const char *v = ptr + k + 1;
+            const char *end = ptr + n;
+            while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+            while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+                end--;
+            size_t len = (size_t)(end - v);
+            char *dst = (char *)x + keep[i].off;
+            if (len >= keep[i].cap)
+                len = keep[i].cap - 1;
+            memcpy(dst, v, len);
+            dst[len] = '\0';
+        }
+    }
+    return n;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (!x->started) {
+        x->started = true;
+        curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+        if (x->sink == SINK_FILE && x->status == 200 && x->have > 0) {
+            /* the server sent the whole file: start the part over */
+            tg_sha256_free(&x->sha);
+            if (ftruncate(x->fd, 0) != 0 || lseek(x->fd, 0, SEEK_SET) != 0 ||
+                tg_sha256_init(&x->sha, "client") != 0) {
+                local_fail(x, TGC_REASON_IO, "cannot restart the part file");
+                return 0;
+            }
+            x->have = 0;
+        }
+    }
+    if (x->status < 200 || x->status >= 300) {
+        size_t room = sizeof x->errbody - 1 - x->errlen;
+        size_t k = n < room ? n : room;
+        memcpy(x->errbody + x->errlen, ptr, k);
+        x->errlen += k;
+        x->errbody[x->errlen] = '\0';
+        return n;
+    }
+    switch (x->sink) {
+    case SINK_MEM:
+        if (x->mem_len + n > x->mem_max) {
+            local_fail(x, TGC_REASON_BAD_ANSWER, "the answer is larger than max_json_bytes");
+            return 0;
+        }
+        if (x->mem_len + n + 1 > x->mem_cap) {
+            size_t cap = x->mem_cap ? x->mem_cap : 4096;
+            while (cap < x->mem_len + n + 1)
+                cap *= 2;
+            unsigned char *p = realloc(x->mem, cap);
+            if (p == NULL) {
+                local_fail(x, TGC_REASON_MEMORY, "out of memory for the answer");
+                return 0;
+            }
+            x->mem = p;
+            x->mem_cap = cap;
+        }
+        memcpy(x->mem + x->mem_len, ptr, n);
+        x->mem_len += n;
+        x->mem[x->mem_len] = '\0';
+        break;
+    case SINK_BUF:
+        if (n > x->mem_cap - x->mem_len) {
+            local_fail(x, TGC_REASON_TOO_SMALL, "the answer is larger than the buffer");
+            return 0;
+        }
+        memcpy(x->mem + x->mem_len, ptr, n);
+        x->mem_len += n;
+        break;
+    case SINK_FILE:
+        if (tg_write_all(x->fd, ptr, n) != 0) {
+            local_fail(x, TGC_REASON_IO, strerror(errno));
+            return 0;
+        }
+        if (tg_sha256_update(&x->sha, ptr, n) != 0) {
+            local_fail(x, TGC_REASON_IO, "SHA-256 failed");
+            return 0;
+        }
+        x->have += n;
+        break;
+    }
+    return n;
+}
+
+static size_t on_read(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t want = size * nmemb;
+    if (x->body_mem != NULL) {
+        size_t left = x->body_len - (size_t)x->body_off;
+        size_t k = want < left ? want : left;
+        memcpy(ptr, x->body_mem + x->body_off, k);
+        x->body_off += k;
+        return k;
+    }
+    if (x->body_off >= x->body_size)
+        return 0;
+    if (want > x->body_size - x->body_off)
+        want = (size_t)(x->body_size - x->body_off);
+    ssize_t got = tg_pread_upto(x->body_fd, ptr, want, x->body_off);
+    if (got <= 0) {
+        local_fail(x, TGC_REASON_IO,
+                   got == 0 ? "the file shrank while it was sent" : strerror(errno));
+        return CURL_READFUNC_ABORT;
+    }
+    x->body_off += (uint64_t)got;
+    return (size_t)got;
+}
+
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)ultotal;
+    xfer *x = ud;
+    x->progress = (x->sink == SINK_FILE ? x->have : (uint64_t)dlnow) + (uint64_t)ulnow;
+    return 0;
+}
+
+/* Hashes the first `len` bytes of the part file (a resumed download's prefix). */
+static int hash_prefix(xfer *x, uint64_t len)
+{
+    unsigned char *buf = malloc(1u << 20);
+    if (buf == NULL)
+        return -1;
+    int rc = 0;
+    for (uint64_t off = 0; off < len && rc == 0;) {
+        size_t k = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
+        if (tg_pread_all(x->fd, buf, k, off) != 0 || tg_sha256_update(&x->sha, buf, k) != 0)
+            rc = -1;
+        off += k;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Prepares one attempt: fresh answer state, the part file, the curl handle. */
+static int xfer_begin(xfer *x)
+{
+    x->status = 0;
+    x->cc = CURLE_OK;
+    x->errlen = 0;
+    x->errbody[0] = '\0';
+    x->started = false;
+    x->local_fail = false;
+    x->curl_err[0] = '\0';
+    x->mem_len = 0;
+    x->body_off = 0;
+    x->progress = 0;
+    if (x->sink == SINK_FILE) {
+        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (x->resume ? 0 : O_TRUNC);
+        x->fd = open(x->part, flags, 0644);
+        struct stat st;
+        if (x->fd < 0 || fstat(x->fd, &st) != 0)
+            return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
+        if (tg_sha256_init(&x->sha, "client") != 0)
+            return set_err(&x->err, 0, TGC_REASON_IO, "SHA-256 failed");
+        x->have = x->resume ? (uint64_t)st.st_size : 0;
+        if (x->have > 0) {
+            /* the prefix is read back through a read descriptor */
+            int wfd = x->fd;
+            x->fd = open(x->part, O_RDONLY | O_CLOEXEC);
+            int hrc = x->fd >= 0 ? hash_prefix(x, x->have) : -1;
+            if (x->fd >= 0)
+                close(x->fd);
+            x->fd = wfd;
+            if (hrc != 0)
+                return set_err(&x->err, 0, TGC_REASON_IO, "%s: cannot read the part file", x->part);
+        }
+        if (lseek(x->fd, (off_t)x->have, SEEK_SET) < 0)
+            return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
+    }
+    if (x->easy == NULL)
+        x->easy = curl_easy_init();
+    else
+        curl_easy_reset(x->easy);
+    if (x->easy == NULL)
+        return set_err(&x->err, 0, TGC_REASON_MEMORY, "curl_easy_init failed");
+    curl_slist_free_all(x->hdrs);
+    x->hdrs = NULL;
+    const tgc_client *c = x->c;
+    struct curl_slist *h = NULL;
+    bool ok = true;
+    char range[64];
+#define ADD_HDR(s)                                                                                 \
+    do {                                                                                           \
+        struct curl_slist *n_ = curl_slist_append(h, (s));                                         \
+        if (n_ == NULL)                                                                            \
+            ok = false;                                                                            \
+        else                                                                                       \
+            h = n_;                                                                                \
+    } while (0)
+    if (c->auth != NULL)
+        ADD_HDR(c->auth);
+    if (x->content_type != NULL) {
+        char ct[96];
+        snprintf(ct, sizeof ct, "Content-Type: %s", x->content_type);
+        ADD_HDR(ct);
+    }
+    if (x->sink == SINK_FILE && x->have > 0) {
+        snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)x->have);
+        ADD_HDR(range);
+    } else if (x->range[0] != '\0') {
+        ADD_HDR(x->range);
+    }
+#undef ADD_HDR
+    x->hdrs = h;
+    if (!ok)
+        return set_err(&x->err, 0, TGC_REASON_MEMORY, "out of memory for headers");
+    CURL *e = x->easy;
+    curl_easy_setopt(e, CURLOPT_URL, x->url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->curl_err);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, c->o.connect_timeout_s);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->o.low_speed_timeout_s);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "libtgclient/1");
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    if (x->has_body) {
+        curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(e, CURLOPT_READDATA, x);
+        curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE,
+                         (curl_off_t)(x->body_mem ? x->body_len : x->body_size));
+        if (strcmp(x->method, "PUT") != 0)
+            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x->method);
+    } else if (strcmp(x->method, "GET") != 0) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, x->method);
+    }
+    return 0;
+}
+
+static bool retryable_curl(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The wait before the next attempt: backoff * 2^attempt, capped; at least the
+ * server's Retry-After (capped too). */
+static double retry_delay(const xfer *x, bool use_retry_after)
+{
+    const tgc_options *o = &x->c->o;
+    double ms = o->backoff_ms;
+    for (unsigned i = 1; i < x->attempt && ms < o->max_backoff_ms; i++)
+        ms *= 2;
+    if (ms > o->max_backoff_ms)
+        ms = o->max_backoff_ms;
+    if (use_retry_after && x->h_retry[0] >= '0' && x->h_retry[0] <= '9') {
+        double ra = strtod(x->h_retry, NULL) * 1000.0;
+        if (ra > o->max_backoff_ms)
+            ra = o->max_backoff_ms;
+        if (ra > ms)
+            ms = ra;
+    }
+    return ms / 1000.0;
+}
+
+/* Ends the part file of an attempt that did not complete. */
+static void part_abandon(xfer *x)
+{
+    if (x->fd >= 0)
+        close(x->fd);
+    x->fd = -1;
+    tg_sha256_free(&x->sha);
+}
+
+/* A complete download: the digest against the expected one, then the rename. */
+static int part_finish(xfer *x)
+{
+    char hex[65];
+    int frc = tg_sha256_final_hex(&x->sha, hex);
+    int syncrc = fsync(x->fd);
+    int closerc = close(x->fd);
+    x->fd = -1;
+    if (frc != 0)
+        return set_err(&x->err, 0, TGC_REASON_IO, "SHA-256 failed");
+    if (syncrc != 0 || closerc != 0)
+        return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
+    const char *want = x->expect_sha[0] ? x->expect_sha : x->h_sha;
+    if (want[0] != '\0' && strcasecmp(want, hex) != 0) {
+        unlink(x->part);
+        return set_err(&x->err, 0, TGC_REASON_SHA256,
+                       "%s: SHA-256 %s, expected %s (the partial file was removed)", x->dest, hex,
+                       want);
+    }
+    if (want[0] == '\0' && x->resume) {
+        unlink(x->part);
+        return set_err(&x->err, 0, TGC_REASON_BAD_ANSWER,
+                       "%s: no SHA-256 to check the download against", x->dest);
+    }
+    if (rename(x->part, x->dest) != 0)
+        return set_err(&x->err, 0, TGC_REASON_IO, "rename %s: %s", x->dest, strerror(errno));
+    return 0;
+}
+
+/* After an attempt: true when another attempt is scheduled; else x->rc and x->err
+ * are final. */
+static bool xfer_end(xfer *x, double now)
+{
+    bool can_retry = x->attempt <= x->c->o.max_retries;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+    if (x->local_fail) {
+        if (x->sink == SINK_FILE)
+            part_abandon(x);
+        x->err = x->lerr;
+        x->rc = -1;
+        return false;
+    }
+    if (x->cc != CURLE_OK) {
+        if (x->sink == SINK_FILE)
+            part_abandon(x);
+        if (retryable_curl(x->cc) && can_retry) {
+            x->not_before = now + retry_delay(x, false);
+            return true;
+        }
+        set_err(&x->err, 0, TGC_REASON_CONNECTION, "%s: %s (after %u attempts)", x->url,
+                x->curl_err[0] ? x->curl_err : curl_easy_strerror(x->cc), x->attempt);
+        x->rc = -1;
+        return false;
+    }
+    if (x->status == 429 || x->status == 503) {
+        if (x->sink == SINK_FILE)
+            part_abandon(x);
+        if (can_retry) {
+            x->not_before = now + retry_delay(x, true);
+            return true;
+        }
+        problem_to_err(x->status, x->errbody, x->errlen, &x->err);
+        x->rc = -1;
+        return false;
+    }
+    if (x->sink == SINK_FILE && x->status == 416 && x->have > 0) {
+        /* the part file already holds the whole file (or more): check it */
+        x->rc = part_finish(x);
+        return false;
+    }
+    if (x->status < 200 || x->status >= 300) {
+        if (x->sink == SINK_FILE)
+            part_abandon(x);
+        problem_to_err(x->status, x->errbody, x->errlen, &x->err);
+        x->rc = -1;
+        return false;
+    }
+    if (x->sink == SINK_FILE) {
+        x->rc = part_finish(x);
+        return false;
+    }
+    if (x->want_json) {
+        x->json = json_loadb((const char *)x->mem, x->mem_len, 0, NULL);
+        if (x->json == NULL) {
+            set_err(&x->err, x->status, TGC_REASON_BAD_ANSWER, "%s: the answer is not JSON",
+                    x->url);
+            x->rc = -1;
+            return false;
+        }
+    }
+    x->rc = 0;
+    return false;
+}
+
+/* ---------- the engine ---------- */
+
+static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
+                       tgc_progress_fn progress, tgc_item_fn item_done, void *user)
+{
+    if (parallel == 0)
+        parallel = c->o.parallel;
+    if (parallel > TGC_PARALLEL_MAX)
+        parallel = TGC_PARALLEL_MAX;
+    CURLM *m = curl_multi_init();
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        xs[i]->state = X_PENDING;
+        xs[i]->attempt = 0;
+        total += xs[i]->size_hint;
+    }
+    size_t done = 0, active = 0;
+    double last_progress = 0;
+    while (done < n) {
+        double now = now_s();
+        double next_wake = now + 0.2;
+        /* start what may start: retries that are due, then new items, in order */
+        for (size_t i = 0; i < n && active < parallel; i++) {
+            xfer *x = xs[i];
+            if (x->state == X_WAITING && x->not_before > now) {
+                if (x->not_before < next_wake)
+                    next_wake = x->not_before;
+                continue;
+            }
+            if (x->state != X_PENDING && x->state != X_WAITING)
+                continue;
+            x->attempt++;
+            c->attempts++;
+            bool fail_now = m == NULL;
+            if (m == NULL)
+                set_err(&x->err, 0, TGC_REASON_MEMORY, "curl_multi_init failed");
+            else if (xfer_begin(x) != 0)
+                fail_now = true;
+            else if (curl_multi_add_handle(m, x->easy) != CURLM_OK)
+                fail_now = set_err(&x->err, 0, TGC_REASON_MEMORY, "curl_multi_add_handle failed");
+            if (fail_now) {
+                if (x->sink == SINK_FILE)
+                    part_abandon(x);
+                x->rc = -1;
+                x->state = X_DONE;
+                done++;
+                if (item_done)
+                    item_done(user, i, -1, &x->err, NULL);
+                continue;
+            }
+            x->state = X_ACTIVE;
+            active++;
+        }
+        if (done == n)
+            break;
+        if (active == 0) {
+            double wait = next_wake - now_s();
+            if (wait > 0) {
+                struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        int running = 0;
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        int queued;
+        while ((msg = curl_multi_info_read(m, &queued)) != NULL) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            xfer *x = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            x->cc = msg->data.result;
+            curl_multi_remove_handle(m, msg->easy_handle);
+            active--;
+            if (xfer_end(x, now_s())) {
+                x->state = X_WAITING;
+                continue;
+            }
+            x->state = X_DONE;
+            done++;
+            if (item_done) {
+                size_t idx = 0;
+                while (idx < n && xs[idx] != x)
+                    idx++;
+                item_done(user, idx, x->rc, x->rc == 0 ? NULL : &x->err, x->json);
+            }
+        }
+        now = now_s();
+        if (progress != NULL && (now - last_progress >= 0.1 || done == n)) {
+            uint64_t bytes = 0;
+            for (size_t i = 0; i < n; i++)
+                bytes += xs[i]->state == X_DONE && xs[i]->rc == 0 && xs[i]->size_hint
+                             ? xs[i]->size_hint
+                             : xs[i]->progress;
+            progress(user, bytes, total, done, n);
+            last_progress = now;
+        }
+        if (done < n && active > 0) {
+            int ms = (int)((next_wake - now) * 1000);
+            curl_multi_poll(m, NULL, 0, ms < 1 ? 1 : (ms > 200 ? 200 : ms), NULL);
+        }
+    }
+    if (m != NULL)
+        curl_multi_cleanup(m);
+}
+
+/* One transfer: runs it, copies its error out. 0 or -1. */
+static int run_one(xfer *x, tgc_error *err)
+{
+    engine_run(x->c, &x, 1, 1, NULL, NULL, NULL);
+    if (x->rc != 0 && err != NULL)
+        *err = x->err;
+    return x->rc;
+}
+
+/* GET url as JSON into *out (taken from the transfer). */
+static int get_json(tgc_client *c, sbuf *url, json_t **out, tgc_error *err)
+{
+    xfer *x = xfer_new(c, "GET", url);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    x->want_json = true;
+    int rc = run_one(x, err);
+    if (rc == 0) {
+        *out = x->json;
+        x->json = NULL;
+    }
+    xfer_free(x);
+    return rc;
+}
+
+/* Sends a JSON body (or none) with method; the answer JSON into *out when out. */
+static int send_json(tgc_client *c, const char *method, sbuf *url, json_t *body, json_t **out,
+                     tgc_error *err)
+{
+    xfer *x = xfer_new(c, method, url);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    x->want_json = out != NULL;
+    x->body_mem = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
+    if (x->body_mem == NULL) {
+        xfer_free(x);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    x->body_len = strlen(x->body_mem);
+    x->has_body = true;
+    x->content_type = "application/json";
+    int rc = run_one(x, err);
+    if (rc == 0 && out != NULL) {
+        *out = x->json;
+        x->json = NULL;
+    }
+    xfer_free(x);
+    return rc;
+}
+
+/* Every page of a list: GET url (with ?limit=), follow next_cursor, concatenate
+ * the arrays under key. */
+static int get_all_pages(tgc_client *c, const char *url, const char *key, json_t **out,
+                         tgc_error *err)
+{
+    json_t *all = json_array();
+    char *cursor = NULL;
+    if (all == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    for (;;) {
+        sbuf u = {0};
+        sb_str(&u, url);
+        if (cursor != NULL) {
+            sb_str(&u, strchr(url, '?') ? "&cursor=" : "?cursor=");
+            sb_escaped(&u, cursor, false);
+        }
+        free(cursor);
+        cursor = NULL;
+        json_t *page = NULL;
+        int rc = get_json(c, &u, &page, err);
+        free(u.s);
+        if (rc != 0) {
+            json_decref(all);
+            return -1;
+        }
+        json_t *arr = json_object_get(page, key);
+        if (!json_is_array(arr) || json_array_extend(all, arr) != 0) {
+            json_decref(page);
+            json_decref(all);
+            return set_err(err, 200, TGC_REASON_BAD_ANSWER, "the answer has no '%s' list", key);
+        }
+        const char *next = json_string_value(json_object_get(page, "next_cursor"));
+        if (next != NULL && next[0] != '\0') {
+            cursor = strdup(next);
+            if (cursor == NULL) {
+                json_decref(page);
+                json_decref(all);
+                return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+            }
+        }
+        json_decref(page);
+        if (cursor == NULL)
+            break;
+    }
+    *out = all;
+    return 0;
+}
+
+/* ---------- reads ---------- */
+
+#define CHECK_MODEL(model)                                                                         \
+    do {                                                                                           \
+        clear_err(err);                                                                            \
+        if (c == NULL || !model_ok(model))                                                         \
+            return set_err(err, 0, TGC_REASON_USAGE, "'%s' is not org/name",                       \
+                           (model) ? (model) : "(null)");                                          \
+    } while (0)
+
+int tgc_resolve(tgc_client *c, const char *model, const char *rev, tgc_resolved *out,
+                tgc_error *err)
+{
+    CHECK_MODEL(model);
+    memset(out, 0, sizeof *out);
+    sbuf u = {0};
+    sb_model(&u, c, model, rev ? rev : "latest");
+    json_t *v = NULL;
+    int rc = get_json(c, &u, &v, err);
+    free(u.s);
+    if (rc != 0)
+        return -1;
+    json_t *num = json_object_get(v, "version");
+    if (!json_is_integer(num)) {
+        json_decref(v);
+        return set_err(err, 200, TGC_REASON_BAD_ANSWER, "the version has no number");
+    }
+    out->version = (int)json_integer_value(num);
+    const char *state = json_string_value(json_object_get(v, "state"));
+    const char *digest = json_string_value(json_object_get(v, "digest"));
+    snprintf(out->state, sizeof out->state, "%s", state ? state : "");
+    snprintf(out->digest, sizeof out->digest, "%s", digest ? digest : "");
+    out->version_json = v;
+    return 0;
+}
+
+int tgc_list_models(tgc_client *c, const char *query, json_t **out, tgc_error *err)
+{
+    clear_err(err);
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, "/v1/models?limit=1000");
+    if (query != NULL && query[0] != '\0') {
+        sb_str(&u, "&q=");
+        sb_escaped(&u, query, false);
+    }
+    if (u.failed) {
+        free(u.s);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc = get_all_pages(c, u.s, "models", out, err);
+    free(u.s);
+    return rc;
+}
+
+int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    sbuf u = {0};
+    sb_model(&u, c, model, NULL);
+    int rc = get_json(c, &u, out, err);
+    free(u.s);
+    return rc;
+}
+
+static int list_under_version(tgc_client *c, const char *model, const char *rev, const char *what,
+                              const char *limit, json_t **out, tgc_error *err)
+{
+    sbuf u = {0};
+    sb_model(&u, c, model, rev ? rev : "latest");
+    sb_str(&u, "/");
+    sb_str(&u, what);
+    sb_str(&u, limit);
+    if (u.failed) {
+        free(u.s);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc = get_all_pages(c, u.s, what, out, err);
+    free(u.s);
+    return rc;
+}
+
+int tgc_list_files(tgc_client *c, const char *model, const char *rev, json_t **out, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    return list_under_version(c, model, rev, "files", "?limit=1000", out, err);
+}
+
+int tgc_list_tensors(tgc_client *c, const char *model, const char *rev, json_t **out,
+                     tgc_error *err)
+{
+    CHECK_MODEL(model);
+    return list_under_version(c, model, rev, "tensors", "?limit=10000", out, err);
+}
+
+static void sb_file(sbuf *u, const tgc_client *c, const char *model, const char *rev,
+                    const char *path)
+{
+    sb_model(u, c, model, rev ? rev : "latest");
+    sb_str(u, "/files/");
+    sb_escaped(u, path, true);
+}
+
+int tgc_get_header(tgc_client *c, const char *model, const char *rev, const char *path,
+                   json_t **out, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (path == NULL || path[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "no file path given");
+    sbuf u = {0};
+    sb_file(&u, c, model, rev, path);
+    sb_str(&u, "/header");
+    int rc = get_json(c, &u, out, err);
+    free(u.s);
+    return rc;
+}
+
+/* ---------- bytes ---------- */
+
+static xfer *tensor_xfer(tgc_client *c, const char *model, const char *rev, const char *tensor,
+                         const tgc_tensor_request *req)
+{
+    sbuf u = {0};
+    sb_model(&u, c, model, rev ? rev : "latest");
+    sb_str(&u, "/tensors/");
+    sb_escaped(&u, tensor, false);
+    char sep = '?';
+    if (req != NULL && req->slice != NULL) {
+        sb_str(&u, "?slice=");
+        sb_escaped(&u, req->slice, false);
+        sep = '&';
+    }
+    if (req != NULL && req->dtype != NULL) {
+        sb_add(&u, &sep, 1);
+        sb_str(&u, "dtype=");
+        sb_escaped(&u, req->dtype, false);
+        sep = '&';
+    }
+    if (req != NULL && req->npy) {
+        sb_add(&u, &sep, 1);
+        sb_str(&u, "format=npy");
+    }
+    xfer *x = xfer_new(c, "GET", &u);
+    free(u.s);
+    return x;
+}
+
+static void tensor_info(const xfer *x, uint64_t bytes, tgc_tensor_info *info)
+{
+    if (info == NULL)
+        return;
+    snprintf(info->dtype, sizeof info->dtype, "%s", x->h_dtype);
+    snprintf(info->shape, sizeof info->shape, "%s", x->h_shape);
+    snprintf(info->source_dtype, sizeof info->source_dtype, "%s", x->h_src_dtype);
+    info->bytes = bytes;
+}
+
+int tgc_tensor_to_buffer(tgc_client *c, const char *model, const char *rev, const char *tensor,
+                         const tgc_tensor_request *req, void *buf, size_t cap,
+                         tgc_tensor_info *info, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (tensor == NULL || tensor[0] == '\0' || (buf == NULL && cap > 0))
+        return set_err(err, 0, TGC_REASON_USAGE, "no tensor name or buffer given");
+    xfer *x = tensor_xfer(c, model, rev, tensor, req);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    x->sink = SINK_BUF;
+    x->mem = buf;
+    x->mem_cap = cap;
+    int rc = run_one(x, err);
+    if (rc == 0)
+        tensor_info(x, x->mem_len, info);
+    x->mem = NULL;
+    xfer_free(x);
+    return rc;
+}
+
+static int set_dest(xfer *x, const char *dest)
+{
+    size_t n = strlen(dest);
+    x->dest = strdup(dest);
+    x->part = malloc(n + 6);
+    if (x->dest == NULL || x->part == NULL)
+        return -1;
+    memcpy(x->part, dest, n);
+    memcpy(x->part + n, ".part", 6);
+    x->sink = SINK_FILE;
+    return 0;
+}
+
+int tgc_tensor_to_file(tgc_client *c, const char *model, const char *rev, const char *tensor,
+                       const tgc_tensor_request *req, const char *path, tgc_tensor_info *info,
+                       tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (tensor == NULL || tensor[0] == '\0' || path == NULL || path[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "no tensor name or output file given");
+    xfer *x = tensor_xfer(c, model, rev, tensor, req);
+    if (x == NULL || set_dest(x, path) != 0) {
+        xfer_free(x);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc = run_one(x, err);
+    if (rc == 0)
+        tensor_info(x, x->have, info);
+    xfer_free(x);
+    return rc;
+}
+
+int tgc_fetch_range(tgc_client *c, const char *model, const char *rev, const char *path,
+                    uint64_t offset, uint64_t len, void *buf, size_t cap, size_t *got,
+                    tgc_error *err)
+{
+    CHECK_MODEL(model);
+    *got = 0;
+    if (path == NULL || len == 0 || len > cap || offset + len < offset)
+        return set_err(err, 0, TGC_REASON_USAGE, "a range needs a path, 0 < len <= cap");
+    sbuf u = {0};
+    sb_file(&u, c, model, rev, path);
+    xfer *x = xfer_new(c, "GET", &u);
+    free(u.s);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    snprintf(x->range, sizeof x->range, "Range: bytes=%llu-%llu", (unsigned long long)offset,
+             (unsigned long long)(offset + len - 1));
+    x->sink = SINK_BUF;
+    x->mem = buf;
+    x->mem_cap = (size_t)len;
+    int rc = run_one(x, err);
+    if (rc == 0)
+        *got = x->mem_len;
+    x->mem = NULL;
+    xfer_free(x);
+    return rc;
+}
+
+static xfer *download_xfer(tgc_client *c, const char *model, const char *rev, const char *path,
+                           const char *dest, const char *sha256_hex)
+{
+    sbuf u = {0};
+    sb_file(&u, c, model, rev, path);
+    xfer *x = xfer_new(c, "GET", &u);
+    free(u.s);
+    if (x == NULL || set_dest(x, dest) != 0) {
+        xfer_free(x);
+        return NULL;
+    }
+    x->resume = true;
+    if (sha256_hex != NULL)
+        snprintf(x->expect_sha, sizeof x->expect_sha, "%s", sha256_hex);
+    return x;
+}
+
+int tgc_download(tgc_client *c, const char *model, const char *rev, const char *path,
+                 const char *dest, const char *sha256_hex, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (path == NULL || path[0] == '\0' || dest == NULL || dest[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "a download needs a path and a destination");
+    xfer *x = download_xfer(c, model, rev, path, dest, sha256_hex);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    int rc = run_one(x, err);
+    xfer_free(x);
+    return rc;
+}
+
+/* ---------- writes ---------- */
+
+int tgc_create_model(tgc_client *c, const char *model, const char *description, bool *existed,
+                     tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (existed != NULL)
+        *existed = false;
+    json_t *body = json_pack("{s:s}", "name", model);
+    if (body != NULL && description != NULL)
+        json_object_set_new(body, "description", json_string(description));
+    if (body == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, "/v1/models");
+    tgc_error e;
+    int rc = send_json(c, "POST", &u, body, NULL, &e);
+    free(u.s);
+    json_decref(body);
+    if (rc != 0 && e.status == 409 && strcmp(e.reason, "model_exists") == 0) {
+        if (existed != NULL)
+            *existed = true;
+        return 0;
+    }
+    if (rc != 0 && err != NULL)
+        *err = e;
+    return rc;
+}
+
+int tgc_create_version(tgc_client *c, const char *model, int *version, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    sbuf u = {0};
+    sb_model(&u, c, model, NULL);
+    sb_str(&u, "/versions");
+    json_t *v = NULL;
+    int rc = send_json(c, "POST", &u, NULL, &v, err);
+    free(u.s);
+    if (rc != 0)
+        return -1;
+    json_t *num = json_object_get(v, "version");
+    int ok = json_is_integer(num);
+    if (ok)
+        *version = (int)json_integer_value(num);
+    json_decref(v);
+    return ok ? 0 : set_err(err, 201, TGC_REASON_BAD_ANSWER, "the draft has no number");
+}
+
+static xfer *upload_xfer(tgc_client *c, const char *model, int version, const char *path,
+                         const char *local_file, tgc_error *err)
+{
+    sbuf u = {0};
+    char rev[24];
+    snprintf(rev, sizeof rev, "%d", version);
+    sb_file(&u, c, model, rev, path);
+    xfer *x = xfer_new(c, "PUT", &u);
+    free(u.s);
+    if (x == NULL) {
+        set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+        return NULL;
+    }
+    x->body_fd = open(local_file, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    bool opened = x->body_fd >= 0 && fstat(x->body_fd, &st) == 0;
+    if (!opened || !S_ISREG(st.st_mode)) {
+        set_err(err, 0, TGC_REASON_IO, "%s: %s", local_file,
+                !opened ? strerror(errno) : "not a regular file");
+        xfer_free(x);
+        return NULL;
+    }
+    x->body_size = (uint64_t)st.st_size;
+    x->size_hint = x->body_size;
+    x->has_body = true;
+    x->content_type = "application/octet-stream";
+    x->want_json = true;
+    return x;
+}
+
+int tgc_upload(tgc_client *c, const char *model, int version, const char *path,
+               const char *local_file, json_t **file_json, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (path == NULL || path[0] == '\0' || local_file == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "an upload needs a path and a local file");
+    xfer *x = upload_xfer(c, model, version, path, local_file, err);
+    if (x == NULL)
+        return -1;
+    int rc = run_one(x, err);
+    if (rc == 0 && file_json != NULL) {
+        *file_json = x->json;
+        x->json = NULL;
+    }
+    xfer_free(x);
+    return rc;
+}
+
+int tgc_publish(tgc_client *c, const char *model, int version, json_t **version_json,
+                tgc_error *err)
+{
+    CHECK_MODEL(model);
+    char rev[24];
+    snprintf(rev, sizeof rev, "%d", version);
+    sbuf u = {0};
+    sb_model(&u, c, model, rev);
+    sb_str(&u, "/publish");
+    json_t *v = NULL;
+    int rc = send_json(c, "POST", &u, NULL, &v, err);
+    free(u.s);
+    if (rc == 0 && version_json != NULL)
+        *version_json = v;
+    else
+        json_decref(v);
+    return rc;
+}
+
+int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int version, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (alias == NULL || alias[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "no alias given");
+    sbuf u = {0};
+    sb_model(&u, c, model, NULL);
+    sb_str(&u, "/aliases/");
+    sb_escaped(&u, alias, false);
+    json_t *body = json_pack("{s:i}", "version", version);
+    if (body == NULL) {
+        free(u.s);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc = send_json(c, "PUT", &u, body, NULL, err);
+    json_decref(body);
+    free(u.s);
+    return rc;
+}
+
+int tgc_scan(tgc_client *c, const char *local_file, const char *kind, json_t **verdict,
+             tgc_error *err)
+{
+    clear_err(err);
+    if (c == NULL || local_file == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "no file to scan");
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, "/v1/scan");
+    if (kind != NULL) {
+        sb_str(&u, "?kind=");
+        sb_escaped(&u, kind, false);
+    }
+    xfer *x = xfer_new(c, "POST", &u);
+    free(u.s);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    x->body_fd = open(local_file, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    bool opened = x->body_fd >= 0 && fstat(x->body_fd, &st) == 0;
+    if (!opened || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        xfer_free(x);
+        return set_err(err, 0, TGC_REASON_IO, "%s: %s", local_file,
+                       !opened ? strerror(e) : "not a regular file");
+    }
+    x->body_size = (uint64_t)st.st_size;
+    x->has_body = true;
+    x->content_type = "application/octet-stream";
+    x->want_json = true;
+    int rc = run_one(x, err);
+    if (rc == 0) {
+        *verdict = x->json;
+        x->json = NULL;
+    }
+    xfer_free(x);
+    return rc;
+}
+
+/* ---------- batches ---------- */
+
+struct tgc_batch {
+    tgc_client *c;
+    xfer **items;
+    size_t count, cap;
+};
+
+tgc_batch *tgc_batch_new(tgc_client *c)
+{
+    if (c == NULL)
+        return NULL;
+    tgc_batch *b = calloc(1, sizeof *b);
+    if (b != NULL)
+        b->c = c;
+    return b;
+}
+
+void tgc_batch_free(tgc_batch *b)
+{
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->count; i++)
+        xfer_free(b->items[i]);
+    free(b->items);
+    free(b);
+}
+
+static long batch_push(tgc_batch *b, xfer *x)
+{
+    if (x == NULL)
+        return -1;
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        xfer **p = realloc(b->items, cap * sizeof *p);
+        if (p == NULL) {
+            xfer_free(x);
+            return -1;
+        }
+        b->items = p;
+        b->cap = cap;
+    }
+    b->items[b->count] = x;
+    return (long)b->count++;
+}
+
+long tgc_batch_add_download(tgc_batch *b, const char *model, const char *rev, const char *path,
+                            const char *dest, const char *sha256_hex, uint64_t size)
+{
+    if (b == NULL || !model_ok(model) || path == NULL || dest == NULL)
+        return -1;
+    xfer *x = download_xfer(b->c, model, rev, path, dest, sha256_hex);
+    if (x != NULL)
+        x->size_hint = size;
+    return batch_push(b, x);
+}
+
+long tgc_batch_add_upload(tgc_batch *b, const char *model, int version, const char *path,
+                          const char *local_file)
+{
+    if (b == NULL || !model_ok(model) || path == NULL || local_file == NULL)
+        return -1;
+    xfer *x = upload_xfer(b->c, model, version, path, local_file, NULL);
+    return batch_push(b, x);
+}
+
+size_t tgc_batch_run(tgc_batch *b, unsigned parallel, tgc_progress_fn progress,
+                     tgc_item_fn item_done, void *user)
+{
+    if (b == NULL || b->count == 0)
+        return 0;
+    engine_run(b->c, b->items, b->count, parallel, progress, item_done, user);
+    size_t failed = 0;
+    for (size_t i = 0; i < b->count; i++)
+        failed += b->items[i]->rc != 0;
+    return failed;
+}
+
+size_t tgc_batch_count(const tgc_batch *b)
+{
+    return b ? b->count : 0;
+}
+
+int tgc_batch_result(const tgc_batch *b, size_t index, const tgc_error **err)
+{
+    if (b == NULL || index >= b->count)
+        return -1;
+    const xfer *x = b->items[index];
+    if (x->rc != 0 && err != NULL)
+        *err = &x->err;
+    return x->rc;
+}

@@ -1,0 +1,190 @@
+/* The tensorgate HTTP client library (libtgclient, over libcurl): what a remote
+ * program or the `tensorgate push|pull|ls|header|tensor|scan` commands use to talk to
+ * a tensorgate server. It owns the connection settings (base URL, token), the
+ * retry policy (connection errors, 429 and 503 are retried with exponential backoff,
+ * honouring Retry-After; no other 4xx is ever retried), the translation of the
+ * server's problem+json answers into a reason code and a sentence (tgc_error), and
+ * bounded parallel transfers through the curl multi interface (tgc_batch).
+ *
+ *   tgc_error err;
+ *   tgc_client *c = tgc_connect(&(tgc_options){.base_url = "http://127.0.0.1:8080",
+ *                                               .token = getenv("TENSORGATE_TOKEN")}, &err);
+ *   tgc_resolved v;
+ *   if (tgc_resolve(c, "acme/tiny", "latest", &v, &err) != 0)
+ *       fprintf(stderr, "%s: %s\n", err.reason, err.detail);   // "model_not_found: ..."
+ *   tgc_download(c, "acme/tiny", "latest", "model.safetensors", "out/model.safetensors",
+ *                NULL, &err);                                   // resumable, SHA-256 checked
+ *   tgc_close(c);
+ *
+ * Every call returns 0 on success and -1 with *err filled on failure. The reason is
+ * the server's (`not_found`, `forbidden`, `refused_format`, ...) or one of the
+ * client's own: TGC_REASON_* below. JSON results are jansson objects (the server's
+ * JSON, as openapi.yaml describes it) that the caller releases with json_decref. A
+ * client is not thread-safe: use one per thread. Link with libcurl, jansson and
+ * libcrypto. */
+#ifndef TENSORGATE_CLIENT_H
+#define TENSORGATE_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The client's own reasons (the server's never collide: they are its problem codes). */
+#define TGC_REASON_CONNECTION "connection_failed" /* no answer after every retry */
+#define TGC_REASON_SHA256 "sha256_mismatch"       /* a download's digest differs */
+#define TGC_REASON_IO "io_error"                  /* a local file could not be used */
+#define TGC_REASON_USAGE "invalid_argument"       /* a bad reference, path or option */
+#define TGC_REASON_MEMORY "out_of_memory"
+#define TGC_REASON_TOO_SMALL "buffer_too_small" /* the caller's buffer cannot hold it */
+#define TGC_REASON_BAD_ANSWER "bad_response"    /* the server answered something unexpected */
+
+typedef struct tgc_error {
+    long status; /* the HTTP status; 0 when no answer came (or a local failure) */
+    char reason[64];
+    char detail[1024];
+    char format[32]; /* for gate refusals: the format class the server named, else "" */
+} tgc_error;
+
+typedef struct tgc_options {
+    const char *base_url;     /* "http://host:port" (required) */
+    const char *token;        /* sent as Authorization: Bearer; NULL or "" for none */
+    unsigned max_retries;     /* retries after the first attempt; 0: the default, 6 */
+    unsigned backoff_ms;      /* the first retry's wait, doubled each time; 0: 200 */
+    unsigned max_backoff_ms;  /* the longest wait (also caps Retry-After); 0: 10000 */
+    unsigned parallel;        /* transfers at once in a batch; 0: 4 (at most 64) */
+    long connect_timeout_s;   /* 0: 10 */
+    long low_speed_timeout_s; /* a transfer slower than 1 byte/s this long fails; 0: 60 */
+    unsigned max_json_bytes;  /* largest JSON answer kept; 0: 512 MiB */
+} tgc_options;
+
+typedef struct tgc_client tgc_client;
+
+/* A client for one server. NULL with *err on a bad option or out of memory. */
+tgc_client *tgc_connect(const tgc_options *options, tgc_error *err);
+void tgc_close(tgc_client *client); /* NULL is fine */
+/* HTTP attempts made so far (each retry counts): for tests and diagnostics. */
+unsigned long tgc_attempts(const tgc_client *client);
+
+/* Splits "org/name[@rev]" into model ("org/name") and rev ("latest" when absent).
+ * Checks the characters of org and name as the server does. */
+int tgc_parse_ref(const char *text, char *model, size_t model_cap, char *rev, size_t rev_cap,
+                  tgc_error *err);
+
+/* ---- models, versions, files, tensors (reads) ---- */
+
+typedef struct tgc_resolved {
+    int version;          /* the number the rev names */
+    char state[16];       /* "draft" or "published" */
+    char digest[65];      /* "" for a draft */
+    json_t *version_json; /* the whole Version object (files included); caller decrefs */
+} tgc_resolved;
+
+/* What `rev` (a number, an alias, `latest` or a digest) of model names. */
+int tgc_resolve(tgc_client *c, const char *model, const char *rev, tgc_resolved *out,
+                tgc_error *err);
+/* Every model (all pages) whose name contains query (NULL: all): a JSON array. */
+int tgc_list_models(tgc_client *c, const char *query, json_t **out, tgc_error *err);
+/* One model with its aliases and versions (the Model object). */
+int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err);
+/* The files of a version (all pages): a JSON array of File objects. */
+int tgc_list_files(tgc_client *c, const char *model, const char *rev, json_t **out, tgc_error *err);
+/* The tensors of a version across its shards (all pages): a JSON array. */
+int tgc_list_tensors(tgc_client *c, const char *model, const char *rev, json_t **out,
+                     tgc_error *err);
+/* The parsed header of a safetensors file (the Header object, absolute offsets). */
+int tgc_get_header(tgc_client *c, const char *model, const char *rev, const char *path,
+                   json_t **out, tgc_error *err);
+
+/* ---- bytes ---- */
+
+typedef struct tgc_tensor_request {
+    const char *slice; /* NumPy basic indexing ("1:3,::2"), or NULL */
+    const char *dtype; /* "F16", "BF16", ... converted by the server, or NULL */
+    bool npy;          /* a .npy file (format=npy) instead of raw little-endian bytes */
+} tgc_tensor_request;
+
+typedef struct tgc_tensor_info {
+    char dtype[16];        /* X-Tensor-Dtype: after conversion */
+    char shape[256];       /* X-Tensor-Shape: "[2,2]", after the slice */
+    char source_dtype[16]; /* X-Tensor-Source-Dtype */
+    uint64_t bytes;        /* the bytes written */
+} tgc_tensor_info;
+
+/* One tensor (whole, sliced, converted; raw or .npy) into buf (at most cap bytes;
+ * more is TGC_REASON_TOO_SMALL) or into the file at path (written as PATH.part,
+ * renamed when complete). req and info may be NULL. */
+int tgc_tensor_to_buffer(tgc_client *c, const char *model, const char *rev, const char *tensor,
+                         const tgc_tensor_request *req, void *buf, size_t cap,
+                         tgc_tensor_info *info, tgc_error *err);
+int tgc_tensor_to_file(tgc_client *c, const char *model, const char *rev, const char *tensor,
+                       const tgc_tensor_request *req, const char *path, tgc_tensor_info *info,
+                       tgc_error *err);
+
+/* Bytes [offset, offset + len) of a stored file into buf (cap >= len); *got is the
+ * count received (less than len only at the file's end). */
+int tgc_fetch_range(tgc_client *c, const char *model, const char *rev, const char *path,
+                    uint64_t offset, uint64_t len, void *buf, size_t cap, size_t *got,
+                    tgc_error *err);
+
+/* Downloads a stored file to dest. The bytes go to DEST.part; a DEST.part left by
+ * an earlier attempt is resumed with Range. When complete, its SHA-256 is checked
+ * against sha256_hex (NULL: the server's X-Content-SHA256) and only then renamed to
+ * dest: dest never holds a partial or wrong file. A mismatch removes DEST.part and
+ * is TGC_REASON_SHA256. */
+int tgc_download(tgc_client *c, const char *model, const char *rev, const char *path,
+                 const char *dest, const char *sha256_hex, tgc_error *err);
+
+/* ---- writes ---- */
+
+/* Creates model ("org/name"); *existed (may be NULL) is true when it was there
+ * already (409 model_exists is then success). */
+int tgc_create_model(tgc_client *c, const char *model, const char *description, bool *existed,
+                     tgc_error *err);
+/* Opens a new draft version; its number in *version. */
+int tgc_create_version(tgc_client *c, const char *model, int *version, tgc_error *err);
+/* Uploads the local file as path of the draft; *file_json (may be NULL) gets the
+ * server's File object. A gate refusal is -1 with its reason (refused_format, ...). */
+int tgc_upload(tgc_client *c, const char *model, int version, const char *path,
+               const char *local_file, json_t **file_json, tgc_error *err);
+/* Publishes the draft; *version_json (may be NULL) gets the Version object. */
+int tgc_publish(tgc_client *c, const char *model, int version, json_t **version_json,
+                tgc_error *err);
+/* Points alias at a published version. */
+int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int version, tgc_error *err);
+/* The gate's verdict on a local file, storing nothing (POST /v1/scan). kind:
+ * "safetensors", "sidecar", "json", or NULL (the server's default, safetensors).
+ * A refused file is success: read "valid" in *verdict. */
+int tgc_scan(tgc_client *c, const char *local_file, const char *kind, json_t **verdict,
+             tgc_error *err);
+
+/* ---- many transfers at once ---- */
+
+typedef struct tgc_batch tgc_batch;
+
+/* Progress of a running batch: bytes moved (up and down) of the total planned. */
+typedef void (*tgc_progress_fn)(void *user, uint64_t bytes_done, uint64_t bytes_total,
+                                size_t items_done, size_t items_total);
+/* Called once per item as it ends: rc 0 or -1, err (on failure), json (an
+ * upload's File object, or NULL; borrowed for the call). */
+typedef void (*tgc_item_fn)(void *user, size_t index, int rc, const tgc_error *err,
+                            const json_t *json);
+
+tgc_batch *tgc_batch_new(tgc_client *c);
+void tgc_batch_free(tgc_batch *b);
+/* As tgc_download; size (0: unknown) feeds the progress total. Returns the item's
+ * index, or -1 (out of memory). */
+long tgc_batch_add_download(tgc_batch *b, const char *model, const char *rev, const char *path,
+                            const char *dest, const char *sha256_hex, uint64_t size);
+/* As tgc_upload. */
+long tgc_batch_add_upload(tgc_batch *b, const char *model, int version, const char *path,
+                          const char *local_file);
+/* Runs every item, at most `parallel` at once (0: the client's option), each with the
+ * retry policy. Returns the number of items that failed. */
+size_t tgc_batch_run(tgc_batch *b, unsigned parallel, tgc_progress_fn progress,
+                     tgc_item_fn item_done, void *user);
+size_t tgc_batch_count(const tgc_batch *b);
+/* An item's outcome after the run: 0, or -1 with *err pointing at its error. */
+int tgc_batch_result(const tgc_batch *b, size_t index, const tgc_error **err);
+
+#endif
