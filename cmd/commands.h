@@ -29,4 +29,12 @@ int tg_cmd_token(int argc, char **argv); /* cmd/serve.c */
 int tg_cmd_gc(int argc, char **argv);    /* cmd/serve.c */
 int tg_cmd_fsck(int argc, char **argv);  /* cmd/serve.c */
 
+/* commands that talk to a server through libtgclient (client/tensorgate_client.h) */
+int tg_cmd_push(int argc, char **argv);   /* cmd/remote.c */
+int tg_cmd_pull(int argc, char **argv);   /* cmd/remote.c */
+int tg_cmd_ls(int argc, char **argv);     /* cmd/remote.c */
+int tg_cmd_header(int argc, char **argv); /* cmd/remote.c */
+int tg_cmd_tensor(int argc, char **argv); /* cmd/remote.c */
+int tg_cmd_scan(int argc, char **argv);   /* cmd/remote.c */
+
 #endif

@@ -1,0 +1,1132 @@
+/* The commands that talk to a tensorgate server through libtgclient
+ * (client/tensorgate_client.h): push, pull, ls, header, tensor, scan. Each takes
+ * --url and --token (else $TENSORGATE_URL, default http://127.0.0.1:8080, and
+ * $TENSORGATE_TOKEN), --json (one JSON document per line on stdout) and --help.
+ * Exit status (README "The CLI"): 0 done; 1 the server refused (a 4xx answer, a
+ * file refused by the gate, scan: the file is refused); 2 usage error or a local
+ * file that cannot be read or written; 3 the server could not be reached or failed
+ * (after the retries, or a 5xx); 4 pull: a download's SHA-256 differs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "sha256.h"
+#include "tensorgate_client.h"
+
+#define EXIT_REFUSED 1
+#define EXIT_USAGE 2
+#define EXIT_SERVER 3
+#define EXIT_INTEGRITY 4
+#define MAX_INCLUDES 32
+#define MAX_FILES 100000
+
+typedef struct remote_opts {
+    const char *url;
+    const char *token;
+    bool json;
+    unsigned parallel;
+} remote_opts;
+
+static const char remote_common_help[] =
+    "Common options:\n"
+    "  --url URL       the server (default $TENSORGATE_URL, else http://127.0.0.1:8080)\n"
+    "  --token TOKEN   sent as a bearer token (default $TENSORGATE_TOKEN)\n"
+    "  --json          print JSON (one document per line) for scripts\n"
+    "  --help          this text\n"
+    "Exit status: 0 done; 1 the server refused (4xx, a gate refusal); 2 usage or local\n"
+    "file error; 3 the server could not be reached or failed (5xx, after retries);\n"
+    "4 a downloaded file's SHA-256 differs.\n";
+
+/* The exit status an error stands for. */
+static int exit_for(const tgc_error *e)
+{
+    if (strcmp(e->reason, TGC_REASON_SHA256) == 0)
+        return EXIT_INTEGRITY;
+    if (e->status >= 500 || strcmp(e->reason, TGC_REASON_CONNECTION) == 0 ||
+        strcmp(e->reason, TGC_REASON_BAD_ANSWER) == 0)
+        return EXIT_SERVER;
+    if (e->status >= 400)
+        return EXIT_REFUSED;
+    return EXIT_USAGE; /* usage, io, out of memory, buffer */
+}
+
+static json_t *error_json(const tgc_error *e)
+{
+    json_t *j = json_pack("{s:I,s:s,s:s}", "status", (json_int_t)e->status, "reason", e->reason,
+                          "detail", e->detail);
+    if (j != NULL && e->format[0] != '\0')
+        json_object_set_new(j, "format", json_string(e->format));
+    return j;
+}
+
+static void print_json_line(json_t *j)
+{
+    if (j == NULL)
+        return;
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (s != NULL) {
+        puts(s);
+        free(s);
+    }
+    fflush(stdout);
+}
+
+/* Reports a failed call: a line on stderr, and {"error":...} on stdout with --json.
+ * Returns the exit status. */
+static int fail(const char *cmd, const remote_opts *ro, const tgc_error *e)
+{
+    fprintf(stderr, "tensorgate %s: %s: %s\n", cmd, e->reason, e->detail);
+    if (ro->json) {
+        json_t *j = json_pack("{s:o}", "error", error_json(e));
+        print_json_line(j);
+        json_decref(j);
+    }
+    return exit_for(e);
+}
+
+static int usage_error(const char *cmd, const char *text, void (*usage)(FILE *))
+{
+    fprintf(stderr, "tensorgate %s: %s\n", cmd, text);
+    usage(stderr);
+    return EXIT_USAGE;
+}
+
+enum {
+    OPT_URL = 1000,
+    OPT_TOKEN,
+    OPT_JSON,
+    OPT_PUBLISH,
+    OPT_ALIAS,
+    OPT_INCLUDE,
+    OPT_PARALLEL,
+    OPT_SLICE,
+    OPT_DTYPE,
+    OPT_KIND,
+    OPT_DESCRIPTION
+};
+
+/* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
+static int common_opt(int opt, const char *arg, remote_opts *ro)
+{
+    switch (opt) {
+    case OPT_URL:
+        ro->url = arg;
+        return 1;
+    case OPT_TOKEN:
+        ro->token = arg;
+        return 1;
+    case OPT_JSON:
+        ro->json = true;
+        return 1;
+    case OPT_PARALLEL: {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (errno != 0 || *end != '\0' || v == 0 || v > 64)
+            return -1;
+        ro->parallel = (unsigned)v;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+#define COMMON_LONG_OPTIONS                                                                        \
+    {"url", required_argument, NULL, OPT_URL}, {"token", required_argument, NULL, OPT_TOKEN},      \
+        {"json", no_argument, NULL, OPT_JSON}, {"help", no_argument, NULL, 'h'},                   \
+    {                                                                                              \
+        "parallel", required_argument, NULL, OPT_PARALLEL                                          \
+    }
+
+static tgc_client *remote_connect(const char *cmd, remote_opts *ro, int *status)
+{
+    if (ro->url == NULL)
+        ro->url = getenv("TENSORGATE_URL");
+    if (ro->url == NULL || ro->url[0] == '\0')
+        ro->url = "http://127.0.0.1:8080";
+    if (ro->token == NULL)
+        ro->token = getenv("TENSORGATE_TOKEN");
+    tgc_options o = {.base_url = ro->url, .token = ro->token, .parallel = ro->parallel};
+    const char *retries = getenv("TENSORGATE_RETRIES");
+    if (retries != NULL && retries[0] >= '0' && retries[0] <= '9')
+        o.max_retries = (unsigned)strtoul(retries, NULL, 10);
+    tgc_error e;
+    tgc_client *c = tgc_connect(&o, &e);
+    if (c == NULL)
+        *status = fail(cmd, ro, &e);
+    return c;
+}
+
+static void human_size(uint64_t bytes, char *out, size_t cap)
+{
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    size_t u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(out, cap, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+}
+
+/* ---------- progress ---------- */
+
+typedef struct progress_state {
+    const char *cmd;
+    const remote_opts *ro;
+    bool bar; /* a progress bar on stderr (a terminal, no --json) */
+    const char *const *paths;
+    size_t ok, refused, failed_other;
+    int worst; /* the exit status of the worst failure */
+} progress_state;
+
+static void on_progress(void *user, uint64_t done, uint64_t total, size_t items_done,
+                        size_t items_total)
+{
+    progress_state *p = user;
+    if (!p->bar)
+        return;
+    int pct = total ? (int)(done * 100 / total) : 0;
+    if (pct > 100)
+        pct = 100;
+    char bar[31];
+    int fill = pct * 30 / 100;
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < fill ? '#' : ' ';
+    bar[30] = '\0';
+    char d[32], t[32];
+    human_size(done, d, sizeof d);
+    human_size(total, t, sizeof t);
+    fprintf(stderr, "\r\033[K[%s] %3d%%  %s / %s  %zu/%zu files", bar, pct, d, t, items_done,
+            items_total);
+    fflush(stderr);
+}
+
+static void note_failure(progress_state *p, const tgc_error *e)
+{
+    int code = exit_for(e);
+    if (code == EXIT_REFUSED)
+        p->refused++;
+    else
+        p->failed_other++;
+    /* the worst: server trouble (3) and integrity (4) before refusals (1) */
+    if (p->worst == 0 || (code != EXIT_REFUSED && p->worst == EXIT_REFUSED) ||
+        (code > p->worst && p->worst != EXIT_REFUSED))
+        p->worst = code;
+}
+
+static void clear_bar(const progress_state *p)
+{
+    if (p->bar) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+}
+
+/* ---------- push ---------- */
+
+static void push_usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate push DIR ORG/NAME [--publish] [--alias NAME] [--parallel N]\n"
+                 "                       [--description TEXT] [--url URL] [--token TOKEN] "
+                 "[--json]\n"
+                 "\n"
+                 "Creates the model if needed and a draft version, uploads every file under DIR\n"
+                 "(hidden files left out; at most --parallel at once, default 4) through the\n"
+                 "server's gate, prints each refusal with its reason, and publishes the draft\n"
+                 "with --publish (and points --alias at it) when every file was accepted.\n"
+                 "A progress bar on a terminal, one line per file otherwise.\n\n");
+    fputs(remote_common_help, out);
+}
+
+typedef struct file_list {
+    char **rel; /* relative paths, sorted */
+    size_t count, cap;
+} file_list;
+
+static void file_list_free(file_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->rel[i]);
+    free(l->rel);
+}
+
+static int walk(const char *root, const char *rel, file_list *l, int depth)
+{
+    if (depth > 32)
+        return -1;
+    char dir[4096];
+    if ((size_t)snprintf(dir, sizeof dir, "%s%s%s", root, rel[0] ? "/" : "", rel) >= sizeof dir)
+        return -1;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    int rc = 0;
+    struct dirent *ent;
+    while (rc == 0 && (ent = readdir(d)) != NULL) {
+        if (ent->d_name[0] == '.')
+            continue;
+        char child[4096];
+        if ((size_t)snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", ent->d_name) >=
+            sizeof child) {
+            rc = -1;
+            break;
+        }
+        char full[8192];
+        snprintf(full, sizeof full, "%s/%s", root, child);
+        struct stat st;
+        if (stat(full, &st) != 0) {
+            rc = -1;
+        } else if (S_ISDIR(st.st_mode)) {
+            rc = walk(root, child, l, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            if (l->count == MAX_FILES) {
+                rc = -1;
+                break;
+            }
+            if (l->count == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                char **p = realloc(l->rel, cap * sizeof *p);
+                if (p == NULL) {
+                    rc = -1;
+                    break;
+                }
+                l->rel = p;
+                l->cap = cap;
+            }
+            l->rel[l->count] = strdup(child);
+            if (l->rel[l->count] == NULL)
+                rc = -1;
+            else
+                l->count++;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void push_item(void *user, size_t index, int rc, const tgc_error *e, const json_t *file)
+{
+    progress_state *p = user;
+    const char *path = p->paths[index];
+    clear_bar(p);
+    if (rc == 0) {
+        p->ok++;
+        if (p->ro->json) {
+            json_t *j = json_pack("{s:s,s:b,s:O}", "path", path, "ok", 1, "file", file);
+            print_json_line(j);
+            json_decref(j);
+        } else {
+            const char *sha = json_string_value(json_object_get(file, "sha256"));
+            printf("uploaded %s (%" JSON_INTEGER_FORMAT " bytes, sha256 %s)\n", path,
+                   json_integer_value(json_object_get(file, "size")), sha ? sha : "?");
+            fflush(stdout);
+        }
+        return;
+    }
+    note_failure(p, e);
+    if (p->ro->json) {
+        json_t *j = json_pack("{s:s,s:b,s:o}", "path", path, "ok", 0, "error", error_json(e));
+        print_json_line(j);
+        json_decref(j);
+    } else {
+        printf("%s %s: %s: %s%s%s%s\n", e->status >= 400 && e->status < 500 ? "refused" : "failed",
+               path, e->reason, e->detail, e->format[0] ? " (format " : "", e->format,
+               e->format[0] ? ")" : "");
+        fflush(stdout);
+    }
+}
+
+int tg_cmd_push(int argc, char **argv)
+{
+    static const struct option options[] = {
+        COMMON_LONG_OPTIONS,
+        {"publish", no_argument, NULL, OPT_PUBLISH},
+        {"alias", required_argument, NULL, OPT_ALIAS},
+        {"description", required_argument, NULL, OPT_DESCRIPTION},
+        {NULL, 0, NULL, 0},
+    };
+    remote_opts ro = {0};
+    bool publish = false;
+    const char *alias = NULL, *description = NULL;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int opt = getopt_long(argc, argv, "h", options, NULL);
+        if (opt == -1)
+            break;
+        int k = common_opt(opt, optarg, &ro);
+        if (k < 0)
+            return usage_error("push", "--parallel takes 1..64", push_usage);
+        if (k > 0)
+            continue;
+        if (opt == 'h') {
+            push_usage(stdout);
+            return 0;
+        } else if (opt == OPT_PUBLISH) {
+            publish = true;
+        } else if (opt == OPT_ALIAS) {
+            alias = optarg;
+        } else if (opt == OPT_DESCRIPTION) {
+            description = optarg;
+        } else {
+            return usage_error("push", "unknown option", push_usage);
+        }
+    }
+    if (argc - optind != 2)
+        return usage_error("push", "expected DIR and ORG/NAME", push_usage);
+    if (alias != NULL && !publish)
+        return usage_error("push", "--alias needs --publish", push_usage);
+    const char *dir = argv[optind];
+    char model[160], rev[160];
+    tgc_error e;
+    if (tgc_parse_ref(argv[optind + 1], model, sizeof model, rev, sizeof rev, &e) != 0 ||
+        strchr(argv[optind + 1], '@') != NULL)
+        return usage_error("push", "expected ORG/NAME (no @rev: push makes a new version)",
+                           push_usage);
+    file_list files = {0};
+    if (walk(dir, "", &files, 0) != 0) {
+        fprintf(stderr, "tensorgate push: cannot read the directory %s: %s\n", dir,
+                strerror(errno));
+        file_list_free(&files);
+        return EXIT_USAGE;
+    }
+    if (files.count == 0) {
+        fprintf(stderr, "tensorgate push: %s holds no files\n", dir);
+        file_list_free(&files);
+        return EXIT_USAGE;
+    }
+    qsort(files.rel, files.count, sizeof *files.rel, cmp_str);
+
+    int status = 0;
+    tgc_client *c = remote_connect("push", &ro, &status);
+    if (c == NULL) {
+        file_list_free(&files);
+        return status;
+    }
+    bool existed = false;
+    int version = 0;
+    tgc_batch *b = NULL;
+    if (tgc_create_model(c, model, description, &existed, &e) != 0 ||
+        tgc_create_version(c, model, &version, &e) != 0) {
+        status = fail("push", &ro, &e);
+        goto done;
+    }
+    if (!ro.json)
+        fprintf(stderr, "%s %s, draft version %d: %zu files\n", existed ? "model" : "created model",
+                model, version, files.count);
+    b = tgc_batch_new(c);
+    if (b == NULL) {
+        status = fail("push", &ro, &(tgc_error){0, TGC_REASON_MEMORY, "out of memory", ""});
+        goto done;
+    }
+    for (size_t i = 0; i < files.count; i++) {
+        char full[8192];
+        snprintf(full, sizeof full, "%s/%s", dir, files.rel[i]);
+        if (tgc_batch_add_upload(b, model, version, files.rel[i], full) < 0) {
+            fprintf(stderr, "tensorgate push: cannot open %s: %s\n", full, strerror(errno));
+            status = EXIT_USAGE;
+            goto done;
+        }
+    }
+    progress_state p = {.cmd = "push",
+                        .ro = &ro,
+                        .bar = !ro.json && isatty(STDERR_FILENO),
+                        .paths = (const char *const *)files.rel};
+    size_t failed = tgc_batch_run(b, ro.parallel, on_progress, push_item, &p);
+    clear_bar(&p);
+    bool published = false;
+    char digest[65] = "";
+    if (failed > 0) {
+        status = p.worst ? p.worst : EXIT_SERVER;
+        fprintf(stderr, "tensorgate push: %zu of %zu files not stored; version %d stays a draft\n",
+                failed, files.count, version);
+    } else if (publish) {
+        json_t *v = NULL;
+        if (tgc_publish(c, model, version, &v, &e) != 0) {
+            status = fail("push", &ro, &e);
+        } else {
+            published = true;
+            const char *d = json_string_value(json_object_get(v, "digest"));
+            snprintf(digest, sizeof digest, "%s", d ? d : "");
+            json_decref(v);
+            if (alias != NULL && tgc_set_alias(c, model, alias, version, &e) != 0)
+                status = fail("push", &ro, &e);
+        }
+    }
+    if (ro.json) {
+        json_t *j = json_pack("{s:s,s:i,s:b,s:s?,s:s?,s:I,s:I}", "model", model, "version", version,
+                              "published", published, "digest", digest[0] ? digest : NULL, "alias",
+                              status == 0 ? alias : NULL, "uploaded", (json_int_t)p.ok, "refused",
+                              (json_int_t)(p.refused + p.failed_other));
+        print_json_line(j);
+        json_decref(j);
+    } else if (published) {
+        printf("published %s version %d (digest %s)%s%s\n", model, version, digest,
+               alias && status == 0 ? ", alias " : "", alias && status == 0 ? alias : "");
+    } else if (failed == 0) {
+        printf("%s version %d is a draft (push --publish to publish)\n", model, version);
+    }
+done:
+    tgc_batch_free(b);
+    tgc_close(c);
+    file_list_free(&files);
+    return status;
+}
+
+/* ---------- pull ---------- */
+
+static void pull_usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate pull ORG/NAME[@REV] [DIR] [--include GLOB]... [--parallel N]\n"
+                 "                       [--url URL] [--token TOKEN] [--json]\n"
+                 "\n"
+                 "Downloads the files of a version (REV: a number, an alias, latest (the\n"
+                 "default) or a digest) into DIR (default: NAME), at most --parallel at once\n"
+                 "(default 4). --include keeps only the paths matching a glob (repeatable).\n"
+                 "Each file is written as FILE.part, resumed from there with Range when a\n"
+                 "pull is run again, checked against its SHA-256 and only then renamed: a file\n"
+                 "under its final name is always complete. A file already there with the right\n"
+                 "SHA-256 is not downloaded again.\n\n");
+    fputs(remote_common_help, out);
+}
+
+/* mkdir -p of the parent folders of path. */
+static int make_parents(const char *path)
+{
+    char buf[8192];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+        return -1;
+    for (char *s = buf + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    return 0;
+}
+
+/* A server-given path is relative with no "." or ".." segment (never trusted blindly). */
+static bool safe_rel_path(const char *p)
+{
+    if (p[0] == '\0' || p[0] == '/')
+        return false;
+    for (const char *s = p; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return false;
+        s += n + (e ? 1 : 0);
+    }
+    return true;
+}
+
+/* True when path holds exactly the content with this SHA-256 and size. */
+static bool already_there(const char *path, const char *sha, uint64_t size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size)
+        return false;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
+    tg_sha256 s;
+    bool same = false;
+    if (tg_sha256_init(&s, "client") == 0) {
+        static unsigned char buf[1 << 16];
+        size_t n;
+        int rc = 0;
+        while (rc == 0 && (n = fread(buf, 1, sizeof buf, f)) > 0)
+            rc = tg_sha256_update(&s, buf, n);
+        char hex[65];
+        if (rc == 0 && !ferror(f) && tg_sha256_final_hex(&s, hex) == 0)
+            same = strcmp(hex, sha) == 0;
+        tg_sha256_free(&s);
+    }
+    fclose(f);
+    return same;
+}
+
+static void pull_item(void *user, size_t index, int rc, const tgc_error *e, const json_t *j)
+{
+    (void)j;
+    progress_state *p = user;
+    const char *path = p->paths[index];
+    clear_bar(p);
+    if (rc == 0) {
+        p->ok++;
+        if (p->ro->json) {
+            json_t *o = json_pack("{s:s,s:b,s:s}", "path", path, "ok", 1, "status", "downloaded");
+            print_json_line(o);
+            json_decref(o);
+        } else {
+            printf("downloaded %s\n", path);
+            fflush(stdout);
+        }
+        return;
+    }
+    note_failure(p, e);
+    if (p->ro->json) {
+        json_t *o = json_pack("{s:s,s:b,s:o}", "path", path, "ok", 0, "error", error_json(e));
+        print_json_line(o);
+        json_decref(o);
+    } else {
+        printf("failed %s: %s: %s\n", path, e->reason, e->detail);
+        fflush(stdout);
+    }
+}
+
+int tg_cmd_pull(int argc, char **argv)
+{
+    static const struct option options[] = {
+        COMMON_LONG_OPTIONS,
+        {"include", required_argument, NULL, OPT_INCLUDE},
+        {NULL, 0, NULL, 0},
+    };
+    remote_opts ro = {0};
+    const char *includes[MAX_INCLUDES];
+    size_t n_includes = 0;
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int opt = getopt_long(argc, argv, "h", options, NULL);
+        if (opt == -1)
+            break;
+        int k = common_opt(opt, optarg, &ro);
+        if (k < 0)
+            return usage_error("pull", "--parallel takes 1..64", pull_usage);
+        if (k > 0)
+            continue;
+        if (opt == 'h') {
+            pull_usage(stdout);
+            return 0;
+        } else if (opt == OPT_INCLUDE && n_includes < MAX_INCLUDES) {
+            includes[n_includes++] = optarg;
+        } else {
+            return usage_error("pull", "unknown option (or more than 32 --include)", pull_usage);
+        }
+    }
+    if (argc - optind < 1 || argc - optind > 2)
+        return usage_error("pull", "expected ORG/NAME[@REV] [DIR]", pull_usage);
+    char model[160], rev[160];
+    tgc_error e;
+    if (tgc_parse_ref(argv[optind], model, sizeof model, rev, sizeof rev, &e) != 0)
+        return usage_error("pull", e.detail, pull_usage);
+    const char *dir = argc - optind == 2 ? argv[optind + 1] : strchr(model, '/') + 1;
+
+    int status = 0;
+    tgc_client *c = remote_connect("pull", &ro, &status);
+    if (c == NULL)
+        return status;
+    tgc_resolved v = {0};
+    tgc_batch *b = NULL;
+    char **paths = NULL;
+    size_t n_paths = 0, skipped = 0;
+    if (tgc_resolve(c, model, rev, &v, &e) != 0) {
+        status = fail("pull", &ro, &e);
+        goto done;
+    }
+    json_t *files = json_object_get(v.version_json, "files");
+    size_t n = json_array_size(files);
+    paths = calloc(n + 1, sizeof *paths);
+    b = tgc_batch_new(c);
+    if (paths == NULL || b == NULL) {
+        status = fail("pull", &ro, &(tgc_error){0, TGC_REASON_MEMORY, "out of memory", ""});
+        goto done;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tensorgate pull: cannot make %s: %s\n", dir, strerror(errno));
+        status = EXIT_USAGE;
+        goto done;
+    }
+    char vrev[24];
+    snprintf(vrev, sizeof vrev, "%d", v.version); /* every file from the one version */
+    for (size_t i = 0; i < n; i++) {
+        json_t *f = json_array_get(files, i);
+        const char *path = json_string_value(json_object_get(f, "path"));
+        const char *sha = json_string_value(json_object_get(f, "sha256"));
+        json_int_t size = json_integer_value(json_object_get(f, "size"));
+        if (path == NULL || sha == NULL || !safe_rel_path(path)) {
+            status =
+                fail("pull", &ro,
+                     &(tgc_error){200, TGC_REASON_BAD_ANSWER,
+                                  "the version lists a file without a safe path or SHA-256", ""});
+            goto done;
+        }
+        bool wanted = n_includes == 0;
+        for (size_t k = 0; k < n_includes && !wanted; k++)
+            wanted = fnmatch(includes[k], path, 0) == 0;
+        if (!wanted)
+            continue;
+        char dest[8192];
+        if ((size_t)snprintf(dest, sizeof dest, "%s/%s", dir, path) >= sizeof dest ||
+            make_parents(dest) != 0) {
+            fprintf(stderr, "tensorgate pull: cannot make the folders of %s/%s: %s\n", dir, path,
+                    strerror(errno));
+            status = EXIT_USAGE;
+            goto done;
+        }
+        if (already_there(dest, sha, (uint64_t)size)) {
+            skipped++;
+            if (ro.json) {
+                json_t *o =
+                    json_pack("{s:s,s:b,s:s}", "path", path, "ok", 1, "status", "up-to-date");
+                print_json_line(o);
+                json_decref(o);
+            } else {
+                printf("up to date %s\n", path);
+            }
+            continue;
+        }
+        if (tgc_batch_add_download(b, model, vrev, path, dest, sha, (uint64_t)size) < 0) {
+            status = fail("pull", &ro, &(tgc_error){0, TGC_REASON_MEMORY, "out of memory", ""});
+            goto done;
+        }
+        paths[n_paths++] = (char *)path;
+    }
+    if (n_includes > 0 && n_paths + skipped == 0) {
+        fprintf(stderr, "tensorgate pull: no file of %s@%d matches --include\n", model, v.version);
+        status = EXIT_REFUSED;
+        goto done;
+    }
+    if (!ro.json)
+        fprintf(stderr, "%s version %d: %zu files to download into %s\n", model, v.version, n_paths,
+                dir);
+    progress_state p = {.cmd = "pull",
+                        .ro = &ro,
+                        .bar = !ro.json && isatty(STDERR_FILENO),
+                        .paths = (const char *const *)paths};
+    size_t failed = tgc_batch_run(b, ro.parallel, on_progress, pull_item, &p);
+    clear_bar(&p);
+    if (failed > 0) {
+        status = p.worst ? p.worst : EXIT_SERVER;
+        fprintf(stderr, "tensorgate pull: %zu of %zu files failed\n", failed, n_paths);
+    }
+    if (ro.json) {
+        json_t *o = json_pack("{s:s,s:i,s:s?,s:s,s:I,s:I,s:I}", "model", model, "version",
+                              v.version, "digest", v.digest[0] ? v.digest : NULL, "dir", dir,
+                              "downloaded", (json_int_t)p.ok, "up_to_date", (json_int_t)skipped,
+                              "failed", (json_int_t)failed);
+        print_json_line(o);
+        json_decref(o);
+    }
+done:
+    free(paths);
+    tgc_batch_free(b);
+    json_decref(v.version_json);
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- ls ---------- */
+
+static void ls_usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate ls [ORG[/NAME[@REV]]] [--url URL] [--token TOKEN] [--json]\n"
+                 "\n"
+                 "Without an argument the models; ORG: that org's models; ORG/NAME: the model's\n"
+                 "versions and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
+                 "SHA-256).\n\n");
+    fputs(remote_common_help, out);
+}
+
+/* Parses argv for a command with the common options only; returns -1 to go on, or
+ * an exit status. */
+static int parse_common(const char *cmd, int argc, char **argv, remote_opts *ro,
+                        const struct option *extra, void (*usage)(FILE *),
+                        int (*on_extra)(int opt, const char *arg, void *ud), void *ud)
+{
+    struct option options[16] = {COMMON_LONG_OPTIONS};
+    size_t n = 5;
+    for (size_t i = 0; extra != NULL && extra[i].name != NULL && n < 15; i++)
+        options[n++] = extra[i];
+    options[n] = (struct option){NULL, 0, NULL, 0};
+    optind = 1;
+    opterr = 0;
+    for (;;) {
+        int opt = getopt_long(argc, argv, "ho:", options, NULL);
+        if (opt == -1)
+            break;
+        int k = common_opt(opt, optarg, ro);
+        if (k < 0)
+            return usage_error(cmd, "--parallel takes 1..64", usage);
+        if (k > 0)
+            continue;
+        if (opt == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (on_extra == NULL || opt == '?' || on_extra(opt, optarg, ud) != 0)
+            return usage_error(cmd, "unknown option or missing value", usage);
+    }
+    return -1;
+}
+
+int tg_cmd_ls(int argc, char **argv)
+{
+    remote_opts ro = {0};
+    int rc = parse_common("ls", argc, argv, &ro, NULL, ls_usage, NULL, NULL);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind > 1)
+        return usage_error("ls", "expected at most one ORG[/NAME[@REV]]", ls_usage);
+    const char *what = argc - optind == 1 ? argv[optind] : NULL;
+    int status = 0;
+    tgc_client *c = remote_connect("ls", &ro, &status);
+    if (c == NULL)
+        return status;
+    tgc_error e;
+    json_t *j = NULL;
+    if (what == NULL || strchr(what, '/') == NULL) {
+        char q[80];
+        if (what != NULL && (strlen(what) > 64 || strchr(what, '@') != NULL)) {
+            tgc_close(c);
+            return usage_error("ls", "expected ORG[/NAME[@REV]]", ls_usage);
+        }
+        snprintf(q, sizeof q, "%s/", what ? what : "");
+        if (tgc_list_models(c, what ? q : NULL, &j, &e) != 0) {
+            status = fail("ls", &ro, &e);
+        } else {
+            /* q is a substring match: keep the org's own models only */
+            json_t *keep = json_array();
+            size_t i;
+            json_t *m;
+            json_array_foreach(j, i, m)
+            {
+                const char *name = json_string_value(json_object_get(m, "name"));
+                if (keep != NULL && name != NULL &&
+                    (what == NULL || strncmp(name, q, strlen(q)) == 0))
+                    json_array_append(keep, m);
+            }
+            if (ro.json) {
+                print_json_line(keep);
+            } else {
+                json_array_foreach(keep, i, m)
+                {
+                    const char *desc = json_string_value(json_object_get(m, "description"));
+                    printf("%-40s %s\n", json_string_value(json_object_get(m, "name")),
+                           desc ? desc : "");
+                }
+            }
+            json_decref(keep);
+        }
+    } else if (strchr(what, '@') == NULL) {
+        char model[160], rev[160];
+        if (tgc_parse_ref(what, model, sizeof model, rev, sizeof rev, &e) != 0) {
+            tgc_close(c);
+            return usage_error("ls", e.detail, ls_usage);
+        }
+        if (tgc_get_model(c, model, &j, &e) != 0) {
+            status = fail("ls", &ro, &e);
+        } else if (ro.json) {
+            print_json_line(j);
+        } else {
+            printf("%-8s %-10s %-21s %s\n", "VERSION", "STATE", "PUBLISHED", "DIGEST");
+            size_t i;
+            json_t *ver;
+            json_array_foreach(json_object_get(j, "versions"), i, ver)
+            {
+                const char *pub = json_string_value(json_object_get(ver, "published_at"));
+                const char *dig = json_string_value(json_object_get(ver, "digest"));
+                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s\n",
+                       json_integer_value(json_object_get(ver, "version")),
+                       json_string_value(json_object_get(ver, "state")), pub ? pub : "-",
+                       dig ? dig : "-");
+            }
+            const char *alias;
+            json_t *num;
+            json_object_foreach(json_object_get(j, "aliases"), alias, num)
+            {
+                printf("alias %s -> %" JSON_INTEGER_FORMAT "\n", alias, json_integer_value(num));
+            }
+        }
+    } else {
+        char model[160], rev[160];
+        if (tgc_parse_ref(what, model, sizeof model, rev, sizeof rev, &e) != 0) {
+            tgc_close(c);
+            return usage_error("ls", e.detail, ls_usage);
+        }
+        if (tgc_list_files(c, model, rev, &j, &e) != 0) {
+            status = fail("ls", &ro, &e);
+        } else if (ro.json) {
+            print_json_line(j);
+        } else {
+            size_t i;
+            json_t *f;
+            json_array_foreach(j, i, f)
+            {
+                printf("%-12" JSON_INTEGER_FORMAT " %-12s %s  %s\n",
+                       json_integer_value(json_object_get(f, "size")),
+                       json_string_value(json_object_get(f, "kind")),
+                       json_string_value(json_object_get(f, "sha256")),
+                       json_string_value(json_object_get(f, "path")));
+            }
+        }
+    }
+    json_decref(j);
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- header ---------- */
+
+static void header_usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate header ORG/NAME[@REV] FILE [--url URL] [--token TOKEN] "
+                 "[--json]\n"
+                 "\n"
+                 "The parsed header of a stored safetensors file, read without downloading it:\n"
+                 "each tensor's dtype, shape, absolute [begin, end) in the file, NaN and Inf\n"
+                 "counts; parameters per dtype; metadata.\n\n");
+    fputs(remote_common_help, out);
+}
+
+static void shape_string(const json_t *shape, char *out, size_t cap)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(out, cap, "[");
+    size_t i;
+    json_t *d;
+    json_array_foreach(shape, i, d)
+    {
+        if (used < cap)
+            used += (size_t)snprintf(out + used, cap - used, "%s%" JSON_INTEGER_FORMAT,
+                                     i ? ", " : "", json_integer_value(d));
+    }
+    if (used < cap)
+        snprintf(out + used, cap - used, "]");
+}
+
+int tg_cmd_header(int argc, char **argv)
+{
+    remote_opts ro = {0};
+    int rc = parse_common("header", argc, argv, &ro, NULL, header_usage, NULL, NULL);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind != 2)
+        return usage_error("header", "expected ORG/NAME[@REV] FILE", header_usage);
+    char model[160], rev[160];
+    tgc_error e;
+    if (tgc_parse_ref(argv[optind], model, sizeof model, rev, sizeof rev, &e) != 0)
+        return usage_error("header", e.detail, header_usage);
+    int status = 0;
+    tgc_client *c = remote_connect("header", &ro, &status);
+    if (c == NULL)
+        return status;
+    json_t *h = NULL;
+    if (tgc_get_header(c, model, rev, argv[optind + 1], &h, &e) != 0) {
+        status = fail("header", &ro, &e);
+    } else if (ro.json) {
+        print_json_line(h);
+    } else {
+        printf("file: %s\nsha256: %s\nsize: %" JSON_INTEGER_FORMAT " bytes\n",
+               json_string_value(json_object_get(h, "path")),
+               json_string_value(json_object_get(h, "sha256")),
+               json_integer_value(json_object_get(h, "size")));
+        printf("tensors: %zu\n", json_array_size(json_object_get(h, "tensors")));
+        printf("  %-40s %-8s %-20s %14s %14s %8s %8s\n", "NAME", "DTYPE", "SHAPE", "BEGIN", "END",
+               "NAN", "INF");
+        size_t i;
+        json_t *t;
+        json_array_foreach(json_object_get(h, "tensors"), i, t)
+        {
+            char shape[256];
+            shape_string(json_object_get(t, "shape"), shape, sizeof shape);
+            json_t *off = json_object_get(t, "data_offsets");
+            printf("  %-40s %-8s %-20s %14" JSON_INTEGER_FORMAT " %14" JSON_INTEGER_FORMAT
+                   " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT "\n",
+                   json_string_value(json_object_get(t, "name")),
+                   json_string_value(json_object_get(t, "dtype")), shape,
+                   json_integer_value(json_array_get(off, 0)),
+                   json_integer_value(json_array_get(off, 1)),
+                   json_integer_value(json_object_get(t, "nan")),
+                   json_integer_value(json_object_get(t, "inf")));
+        }
+        const char *dt;
+        json_t *count;
+        json_object_foreach(json_object_get(h, "parameters"), dt, count)
+        {
+            printf("parameters %s: %" JSON_INTEGER_FORMAT "\n", dt, json_integer_value(count));
+        }
+        const char *key;
+        json_t *val;
+        json_object_foreach(json_object_get(h, "metadata"), key, val)
+        {
+            printf("metadata %s: %s\n", key, json_string_value(val));
+        }
+    }
+    json_decref(h);
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- tensor ---------- */
+
+static void tensor_usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate tensor ORG/NAME[@REV] NAME [--slice S] [--dtype D] -o OUT\n"
+                 "                         [--url URL] [--token TOKEN] [--json]\n"
+                 "\n"
+                 "Fetches one tensor (the shard found by the server), sliced on the server with\n"
+                 "NumPy basic indexing (--slice '1:3,::2') and converted to D (F64, F32, F16,\n"
+                 "BF16, F8_E4M3, F8_E5M2), into OUT: a .npy file when OUT ends in .npy, else\n"
+                 "the raw little-endian bytes. Written as OUT.part, renamed when complete.\n\n");
+    fputs(remote_common_help, out);
+}
+
+typedef struct tensor_args {
+    const char *slice, *dtype, *out;
+} tensor_args;
+
+static int tensor_extra(int opt, const char *arg, void *ud)
+{
+    tensor_args *a = ud;
+    if (opt == OPT_SLICE)
+        a->slice = arg;
+    else if (opt == OPT_DTYPE)
+        a->dtype = arg;
+    else if (opt == 'o')
+        a->out = arg;
+    else
+        return -1;
+    return 0;
+}
+
+int tg_cmd_tensor(int argc, char **argv)
+{
+    static const struct option extra[] = {
+        {"slice", required_argument, NULL, OPT_SLICE},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"output", required_argument, NULL, 'o'},
+        {NULL, 0, NULL, 0},
+    };
+    remote_opts ro = {0};
+    tensor_args a = {0};
+    int rc = parse_common("tensor", argc, argv, &ro, extra, tensor_usage, tensor_extra, &a);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind != 2 || a.out == NULL)
+        return usage_error("tensor", "expected ORG/NAME[@REV] NAME -o OUT", tensor_usage);
+    char model[160], rev[160];
+    tgc_error e;
+    if (tgc_parse_ref(argv[optind], model, sizeof model, rev, sizeof rev, &e) != 0)
+        return usage_error("tensor", e.detail, tensor_usage);
+    size_t olen = strlen(a.out);
+    tgc_tensor_request req = {.slice = a.slice,
+                              .dtype = a.dtype,
+                              .npy = olen >= 4 && strcmp(a.out + olen - 4, ".npy") == 0};
+    int status = 0;
+    tgc_client *c = remote_connect("tensor", &ro, &status);
+    if (c == NULL)
+        return status;
+    tgc_tensor_info info;
+    const char *name = argv[optind + 1];
+    if (tgc_tensor_to_file(c, model, rev, name, &req, a.out, &info, &e) != 0) {
+        status = fail("tensor", &ro, &e);
+    } else if (ro.json) {
+        json_t *j =
+            json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s}", "tensor", name, "dtype", info.dtype,
+                      "source_dtype", info.source_dtype, "shape", info.shape, "format",
+                      req.npy ? "npy" : "raw", "bytes", (json_int_t)info.bytes, "file", a.out);
+        print_json_line(j);
+        json_decref(j);
+    } else {
+        printf("%s: %s %s -> %s (%" PRIu64 " bytes, %s)\n", name, info.dtype, info.shape, a.out,
+               info.bytes, req.npy ? "npy" : "raw");
+    }
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- scan ---------- */
+
+static void scan_usage(FILE *out)
+{
+    fprintf(out, "usage: tensorgate scan FILE [--kind safetensors|sidecar|json] [--url URL]\n"
+                 "                       [--token TOKEN] [--json]\n"
+                 "\n"
+                 "Sends FILE to the server's gate (POST /v1/scan) and prints its verdict; the\n"
+                 "server stores nothing. --kind defaults from the name as an upload would be\n"
+                 "judged: *.safetensors safetensors, *.json json, anything else sidecar.\n"
+                 "Exit 0 valid, 1 refused.\n\n");
+    fputs(remote_common_help, out);
+}
+
+static int scan_extra(int opt, const char *arg, void *ud)
+{
+    if (opt != OPT_KIND)
+        return -1;
+    *(const char **)ud = arg;
+    return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+int tg_cmd_scan(int argc, char **argv)
+{
+    static const struct option extra[] = {
+        {"kind", required_argument, NULL, OPT_KIND},
+        {NULL, 0, NULL, 0},
+    };
+    remote_opts ro = {0};
+    const char *kind = NULL;
+    int rc = parse_common("scan", argc, argv, &ro, extra, scan_usage, scan_extra, &kind);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind != 1)
+        return usage_error("scan", "expected FILE", scan_usage);
+    const char *file = argv[optind];
+    if (kind == NULL)
+        kind = ends_with(file, ".safetensors") ? "safetensors"
+               : ends_with(file, ".json")      ? "json"
+                                               : "sidecar";
+    int status = 0;
+    tgc_client *c = remote_connect("scan", &ro, &status);
+    if (c == NULL)
+        return status;
+    json_t *v = NULL;
+    tgc_error e;
+    if (tgc_scan(c, file, kind, &v, &e) != 0) {
+        status = fail("scan", &ro, &e);
+    } else {
+        bool valid = json_is_true(json_object_get(v, "valid"));
+        status = valid ? 0 : EXIT_REFUSED;
+        if (ro.json) {
+            json_object_set_new(v, "file", json_string(file));
+            print_json_line(v);
+        } else if (valid) {
+            printf("%s: valid %s (%" JSON_INTEGER_FORMAT " bytes, sha256 %s)\n", file,
+                   json_string_value(json_object_get(v, "format")),
+                   json_integer_value(json_object_get(v, "size")),
+                   json_string_value(json_object_get(v, "sha256")));
+        } else {
+            printf("%s: refused: %s: %s (format %s)\n", file,
+                   json_string_value(json_object_get(v, "reason")),
+                   json_string_value(json_object_get(v, "detail")),
+                   json_string_value(json_object_get(v, "format")));
+        }
+    }
+    json_decref(v);
+    tgc_close(c);
+    return status;
+}
