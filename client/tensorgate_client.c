@@ -520,7 +520,7 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     (void)dltotal;
     (void)ultotal;
     xfer *x = ud;
-    x->progress = (x->sink == SINK_FILE ? x->have : (uint64_t)dlnow) + (uint64_t)ulnow;
+    x->progress = x->has_body ? (uint64_t)ulnow : x->sink == SINK_FILE ? x->have : (uint64_t)dlnow;
     return 0;
 }
 
