@@ -624,6 +624,8 @@ static int xfer_begin(xfer *x)
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->o.low_speed_timeout_s);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->o.max_recv_speed > 0)
+        curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->o.max_recv_speed);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "libtgclient/1");
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -683,13 +685,16 @@ static double retry_delay(const xfer *x, bool use_retry_after)
     return ms / 1000.0;
 }
 
-/* Ends the part file of an attempt that did not complete. */
-static void part_abandon(xfer *x)
+/* Ends the part file of an attempt that did not complete. When no attempt follows
+ * (final), a part that cannot be resumed (a tensor's, or an empty one) is removed. */
+static void part_abandon(xfer *x, bool final)
 {
     if (x->fd >= 0)
         close(x->fd);
     x->fd = -1;
     tg_sha256_free(&x->sha);
+    if (final && x->part != NULL && (!x->resume || x->have == 0))
+        unlink(x->part);
 }
 
 /* A complete download: the digest against the expected one, then the rename. */
@@ -729,15 +734,16 @@ static bool xfer_end(xfer *x, double now)
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
     if (x->local_fail) {
         if (x->sink == SINK_FILE)
-            part_abandon(x);
+            part_abandon(x, true);
         x->err = x->lerr;
         x->rc = -1;
         return false;
     }
     if (x->cc != CURLE_OK) {
+        bool retry = retryable_curl(x->cc) && can_retry;
         if (x->sink == SINK_FILE)
-            part_abandon(x);
-        if (retryable_curl(x->cc) && can_retry) {
+            part_abandon(x, !retry);
+        if (retry) {
             x->not_before = now + retry_delay(x, false);
             return true;
         }
@@ -748,7 +754,7 @@ static bool xfer_end(xfer *x, double now)
     }
     if (x->status == 429 || x->status == 503) {
         if (x->sink == SINK_FILE)
-            part_abandon(x);
+            part_abandon(x, !can_retry);
         if (can_retry) {
             x->not_before = now + retry_delay(x, true);
             return true;
@@ -764,7 +770,7 @@ static bool xfer_end(xfer *x, double now)
     }
     if (x->status < 200 || x->status >= 300) {
         if (x->sink == SINK_FILE)
-            part_abandon(x);
+            part_abandon(x, true);
         problem_to_err(x->status, x->errbody, x->errlen, &x->err);
         x->rc = -1;
         return false;
@@ -828,7 +834,7 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
                 fail_now = set_err(&x->err, 0, TGC_REASON_MEMORY, "curl_multi_add_handle failed");
             if (fail_now) {
                 if (x->sink == SINK_FILE)
-                    part_abandon(x);
+                    part_abandon(x, true);
                 x->rc = -1;
                 x->state = X_DONE;
                 done++;

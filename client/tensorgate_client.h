@@ -56,6 +56,7 @@ typedef struct tgc_options {
     long connect_timeout_s;   /* 0: 10 */
     long low_speed_timeout_s; /* a transfer slower than 1 byte/s this long fails; 0: 60 */
     unsigned max_json_bytes;  /* largest JSON answer kept; 0: 512 MiB */
+    uint64_t max_recv_speed;  /* bytes/s each transfer may receive; 0: no limit */
 } tgc_options;
 
 typedef struct tgc_client tgc_client;

@@ -33,6 +33,7 @@ typedef struct remote_opts {
     const char *token;
     bool json;
     unsigned parallel;
+    uint64_t limit_rate;
 } remote_opts;
 
 static const char remote_common_help[] =
@@ -40,6 +41,7 @@ static const char remote_common_help[] =
     "  --url URL       the server (default $TENSORGATE_URL, else http://127.0.0.1:8080)\n"
     "  --token TOKEN   sent as a bearer token (default $TENSORGATE_TOKEN)\n"
     "  --json          print JSON (one document per line) for scripts\n"
+    "  --limit-rate BYTES  receive at most BYTES/s per transfer (K, M, G suffixes)\n"
     "  --help          this text\n"
     "Exit status: 0 done; 1 the server refused (4xx, a gate refusal); 2 usage or local\n"
     "file error; 3 the server could not be reached or failed (5xx, after retries);\n"
@@ -110,7 +112,8 @@ enum {
     OPT_SLICE,
     OPT_DTYPE,
     OPT_KIND,
-    OPT_DESCRIPTION
+    OPT_DESCRIPTION,
+    OPT_LIMIT_RATE
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -126,6 +129,18 @@ static int common_opt(int opt, const char *arg, remote_opts *ro)
     case OPT_JSON:
         ro->json = true;
         return 1;
+    case OPT_LIMIT_RATE: {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(arg, &end, 10);
+        unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+        if (shift)
+            end++;
+        if (errno != 0 || end == arg || *end != '\0' || v == 0 || v > (1ull << 40))
+            return -1;
+        ro->limit_rate = (uint64_t)v << shift;
+        return 1;
+    }
     case OPT_PARALLEL: {
         char *end;
         errno = 0;
@@ -140,12 +155,17 @@ static int common_opt(int opt, const char *arg, remote_opts *ro)
     }
 }
 
+/* The common options, first in every command's table (COMMON_OPTION_COUNT of them). */
+// clang-format off
 #define COMMON_LONG_OPTIONS                                                                        \
-    {"url", required_argument, NULL, OPT_URL}, {"token", required_argument, NULL, OPT_TOKEN},      \
-        {"json", no_argument, NULL, OPT_JSON}, {"help", no_argument, NULL, 'h'},                   \
-    {                                                                                              \
-        "parallel", required_argument, NULL, OPT_PARALLEL                                          \
-    }
+    {"url", required_argument, NULL, OPT_URL},                                                     \
+    {"token", required_argument, NULL, OPT_TOKEN},                                                 \
+    {"json", no_argument, NULL, OPT_JSON},                                                         \
+    {"help", no_argument, NULL, 'h'},                                                              \
+    {"parallel", required_argument, NULL, OPT_PARALLEL},                                           \
+    {"limit-rate", required_argument, NULL, OPT_LIMIT_RATE}
+// clang-format on
+#define COMMON_OPTION_COUNT 6
 
 static tgc_client *remote_connect(const char *cmd, remote_opts *ro, int *status)
 {
@@ -155,7 +175,10 @@ static tgc_client *remote_connect(const char *cmd, remote_opts *ro, int *status)
         ro->url = "http://127.0.0.1:8080";
     if (ro->token == NULL)
         ro->token = getenv("TENSORGATE_TOKEN");
-    tgc_options o = {.base_url = ro->url, .token = ro->token, .parallel = ro->parallel};
+    tgc_options o = {.base_url = ro->url,
+                     .token = ro->token,
+                     .parallel = ro->parallel,
+                     .max_recv_speed = ro->limit_rate};
     const char *retries = getenv("TENSORGATE_RETRIES");
     if (retries != NULL && retries[0] >= '0' && retries[0] <= '9')
         o.max_retries = (unsigned)strtoul(retries, NULL, 10);
@@ -371,7 +394,8 @@ int tg_cmd_push(int argc, char **argv)
             break;
         int k = common_opt(opt, optarg, &ro);
         if (k < 0)
-            return usage_error("push", "--parallel takes 1..64", push_usage);
+            return usage_error("push", "--parallel takes 1..64, --limit-rate a byte count",
+                               push_usage);
         if (k > 0)
             continue;
         if (opt == 'h') {
@@ -610,7 +634,8 @@ int tg_cmd_pull(int argc, char **argv)
             break;
         int k = common_opt(opt, optarg, &ro);
         if (k < 0)
-            return usage_error("pull", "--parallel takes 1..64", pull_usage);
+            return usage_error("pull", "--parallel takes 1..64, --limit-rate a byte count",
+                               pull_usage);
         if (k > 0)
             continue;
         if (opt == 'h') {
@@ -753,7 +778,7 @@ static int parse_common(const char *cmd, int argc, char **argv, remote_opts *ro,
                         int (*on_extra)(int opt, const char *arg, void *ud), void *ud)
 {
     struct option options[16] = {COMMON_LONG_OPTIONS};
-    size_t n = 5;
+    size_t n = COMMON_OPTION_COUNT;
     for (size_t i = 0; extra != NULL && extra[i].name != NULL && n < 15; i++)
         options[n++] = extra[i];
     options[n] = (struct option){NULL, 0, NULL, 0};
@@ -765,7 +790,7 @@ static int parse_common(const char *cmd, int argc, char **argv, remote_opts *ro,
             break;
         int k = common_opt(opt, optarg, ro);
         if (k < 0)
-            return usage_error(cmd, "--parallel takes 1..64", usage);
+            return usage_error(cmd, "--parallel takes 1..64, --limit-rate a byte count", usage);
         if (k > 0)
             continue;
         if (opt == 'h') {

@@ -37,6 +37,9 @@ for build in build build-asan; do
     if [ -x tests/cli/run.sh ]; then
         suite "$build cli" tests/cli/run.sh "$build/tensorgate"
     fi
+    if [ -x tests/client/run.sh ]; then
+        suite "$build client cli" tests/client/run.sh "$build/tensorgate"
+    fi
     if [ -x tests/corpus/run.sh ]; then
         suite "$build corpus" tests/corpus/run.sh "$build/tensorgate"
     fi

@@ -1,0 +1,255 @@
+#!/bin/sh
+# CLI tests of the server commands: tests/client/run.sh BINARY
+# Starts `BINARY serve` on a free loopback port with a fresh data directory, then
+# runs push (one pickle refused with its reason; --publish, --alias, --json), pull
+# (--include, resume from a part file, SHA-256 mismatch, no partial file under its
+# final name after a killed pull), ls, header, tensor (--slice and --dtype, the
+# .npy compared by /usr/bin/python3 + NumPy with slicing the original), scan and
+# the exit codes. Ends with "N passed, N failed".
+set -u
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 BINARY" >&2
+    exit 2
+fi
+case $1 in
+/*) BIN=$1 ;;
+*) BIN=$(pwd)/$1 ;;
+esac
+PY=/usr/bin/python3
+W=$(mktemp -d "${TMPDIR:-/tmp}/tg-client.XXXXXX")
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+passed=0
+failed=0
+cd "$W" || exit 2
+
+ok() { passed=$((passed + 1)); }
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $1"
+    [ -s out ] && sed 's/^/  out: /' out | head -n 20
+    [ -s err ] && sed 's/^/  err: /' err | head -n 20
+}
+# run WANT_EXIT DESCRIPTION CMD...: stdout in out, stderr in err
+run() {
+    want=$1
+    desc=$2
+    shift 2
+    "$@" >out 2>err
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else fail "$desc: exit $got, want $want"; fi
+}
+out_has() { if grep -Eq -- "$2" out; then ok; else fail "$1: stdout lacks /$2/"; fi; }
+err_has() { if grep -Eq -- "$2" err; then ok; else fail "$1: stderr lacks /$2/"; fi; }
+check() { if eval "$2"; then ok; else fail "$1"; fi; }
+# py DESCRIPTION CODE: the Python code must exit 0
+py() {
+    if "$PY" -c "$2" >pyout 2>&1; then ok; else
+        fail "$1"
+        sed 's/^/  py: /' pyout | tail -n 10
+    fi
+}
+
+"$BIN" serve --listen 127.0.0.1:0 --data ./data >server.out 2>server.log &
+pid=$!
+port=
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' server.log | head -n 1)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+if [ -z "$port" ]; then
+    echo "FAIL: the server did not start"
+    cat server.log
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+export TENSORGATE_URL="http://127.0.0.1:$port"
+TOKEN=$("$BIN" token create --data ./data --scope write --namespace acme 2>/dev/null | tail -n 1)
+READ=$("$BIN" token create --data ./data --scope read 2>/dev/null | tail -n 1)
+export TENSORGATE_TOKEN="$TOKEN"
+
+# fixtures: a model directory (safetensors F32 [4,3] 0..11, a 4 MiB F32 tensor in a
+# second shard, config.json, a nested README) and a pickle beside it
+mkdir -p m/docs
+"$PY" - <<'EOF' || { echo "fixtures failed"; echo "0 passed, 1 failed"; exit 1; }
+import json, struct, pickle, numpy as np
+def st(path, tensors):
+    h, data, off = {}, b"", 0
+    for name, a in tensors:
+        b = a.tobytes()
+        h[name] = {"dtype": {"float32": "F32"}[str(a.dtype)], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        data += b
+        off += len(b)
+    j = json.dumps(h).encode()
+    j += b" " * (-len(j) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(j)) + j + data)
+st("m/model-00001-of-00002.safetensors", [("weight", np.arange(12, dtype=np.float32).reshape(4, 3))])
+rng = np.random.default_rng(5)
+st("m/model-00002-of-00002.safetensors", [("big", rng.standard_normal((1024, 1024)).astype(np.float32))])
+open("m/config.json", "w").write('{"model_type": "tiny"}\n')
+open("m/docs/README.md", "w").write("# tiny\n")
+pickle.dump({"w": 1}, open("bad.bin", "wb"), protocol=2)
+EOF
+
+# --help: usage on stdout, exit 0
+for c in push pull ls header tensor scan; do
+    run 0 "$c --help" "$BIN" "$c" --help
+    out_has "$c --help" "^usage: tensorgate $c"
+done
+run 2 "push without arguments" "$BIN" push
+run 2 "pull with a bad reference" "$BIN" pull acme
+run 2 "tensor without -o" "$BIN" tensor acme/tiny weight
+run 2 "push --alias without --publish" "$BIN" push m acme/tiny --alias x
+
+# push: a pickle among the files is refused with its reason; nothing is published
+cp bad.bin m/pytorch_model.bin
+run 1 "push with a pickle" "$BIN" push m acme/tiny --publish
+out_has "push names the refusal" "^refused pytorch_model.bin: refused_format: .*pickle"
+out_has "push uploads the rest" "^uploaded model-00001-of-00002.safetensors"
+err_has "push says the version stays a draft" "stays a draft"
+run 1 "nothing published yet" "$BIN" ls acme/tiny@latest
+rm m/pytorch_model.bin
+
+# push: every file, published, an alias; plain lines when not a terminal
+run 0 "push --publish --alias" "$BIN" push m acme/tiny --publish --alias stable --parallel 2
+out_has "push published" "^published acme/tiny version 2 \(digest [0-9a-f]{64}\), alias stable"
+out_has "push nested file" "^uploaded docs/README.md"
+check "push prints no progress bar off a terminal" "! grep -q '#' err"
+run 0 "push --json" "$BIN" push m acme/other --json --publish
+py "push --json lines" "
+import json
+lines = [json.loads(l) for l in open('out')]
+assert all(l['ok'] for l in lines[:-1]) and len(lines) == 5, lines
+s = lines[-1]
+assert s['published'] and s['uploaded'] == 4 and s['refused'] == 0 and len(s['digest']) == 64, s"
+run 1 "push with a read token: forbidden" "$BIN" push m acme/tiny --token "$READ"
+err_has "push 403 reason" "forbidden"
+
+# ls
+run 0 "ls" "$BIN" ls
+out_has "ls lists models" "^acme/tiny"
+run 0 "ls org" "$BIN" ls acme
+out_has "ls org" "^acme/other"
+run 0 "ls model" "$BIN" ls acme/tiny
+out_has "ls model versions" "^2 +published"
+out_has "ls model aliases" "^alias stable -> 2"
+run 0 "ls version" "$BIN" ls acme/tiny@stable
+out_has "ls version files" "model-00002-of-00002.safetensors$"
+run 0 "ls --json" "$BIN" ls acme/tiny@2 --json
+py "ls --json is the file list" "
+import json
+files = json.load(open('out'))
+assert sorted(f['path'] for f in files) == ['config.json', 'docs/README.md', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors'], files"
+run 1 "ls of a missing model" "$BIN" ls acme/nope
+err_has "ls 404 reason" "model_not_found"
+run 1 "ls --json error" "$BIN" ls acme/nope --json
+py "the --json error object" "
+import json
+e = json.load(open('out'))['error']
+assert e['status'] == 404 and e['reason'] == 'model_not_found', e"
+
+# header
+run 0 "header" "$BIN" header acme/tiny@stable model-00001-of-00002.safetensors
+out_has "header tensor row" "weight +F32 +\[4, 3\] +[0-9]+ +[0-9]+ +0 +0"
+run 0 "header --json" "$BIN" header acme/tiny model-00001-of-00002.safetensors --json
+py "header --json" "
+import json
+h = json.load(open('out'))
+assert h['tensors'][0]['name'] == 'weight' and h['parameters_total'] == 12, h"
+run 1 "header of a sidecar" "$BIN" header acme/tiny config.json
+err_has "header of a sidecar: reason" "not_safetensors"
+
+# tensor: slice + dtype as .npy, compared with NumPy on the original
+run 0 "tensor --slice --dtype -o .npy" "$BIN" tensor acme/tiny weight --slice '1:3,::2' --dtype F16 -o s.npy
+out_has "tensor prints dtype and shape" "weight: F16 \[2,2\] -> s.npy"
+py "tensor .npy equals NumPy slicing" "
+import numpy as np, json, struct
+b = open('m/model-00001-of-00002.safetensors', 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+w = np.frombuffer(b[8 + n:], dtype=np.float32).reshape(4, 3)
+got = np.load('s.npy')
+want = w[1:3, ::2].astype(np.float16)
+assert got.dtype == np.float16 and got.shape == want.shape and (got == want).all(), (got, want)"
+run 0 "tensor of a 4 MiB tensor, sliced, raw" "$BIN" tensor acme/tiny@2 big --slice '::3,100:-7:5' -o big.bin
+py "tensor raw bytes equal NumPy slicing" "
+import numpy as np, struct
+b = open('m/model-00002-of-00002.safetensors', 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+big = np.frombuffer(b[8 + n:], dtype=np.float32).reshape(1024, 1024)
+got = np.fromfile('big.bin', dtype=np.float32)
+assert (got == big[::3, 100:-7:5].ravel()).all()"
+run 0 "tensor --json" "$BIN" tensor acme/tiny weight --dtype BF16 -o w.bin --json
+py "tensor --json" "
+import json
+d = json.load(open('out'))
+assert d['dtype'] == 'BF16' and d['source_dtype'] == 'F32' and d['shape'] == '[4,3]' and d['bytes'] == 24, d"
+run 1 "tensor slice out of range" "$BIN" tensor acme/tiny weight --slice 9 -o x.npy
+err_has "tensor reason" "slice_out_of_range"
+check "a refused tensor writes nothing" "[ ! -e x.npy ] && [ ! -e x.npy.part ]"
+
+# pull: everything, SHA-256 equal to the originals
+run 0 "pull" "$BIN" pull acme/tiny@stable dl
+for f in model-00001-of-00002.safetensors model-00002-of-00002.safetensors config.json docs/README.md; do
+    check "pull $f equals the original" "cmp -s m/$f dl/$f"
+done
+check "pull leaves no part file" "[ -z \"\$(find dl -name '*.part')\" ]"
+run 0 "pull again: up to date" "$BIN" pull acme/tiny dl
+out_has "pull again" "^up to date config.json"
+run 0 "pull --include" "$BIN" pull acme/tiny inc --include '*.json' --include 'docs/*'
+check "pull --include took only the matches" "[ -f inc/config.json ] && [ -f inc/docs/README.md ] && [ ! -e inc/model-00001-of-00002.safetensors ]"
+run 1 "pull --include matching nothing" "$BIN" pull acme/tiny none --include '*.gguf'
+run 0 "pull into NAME by default" "$BIN" pull acme/tiny --include config.json
+check "pull default dir" "[ -f tiny/config.json ]"
+
+# resume: a correct half in the part file is completed
+mkdir -p res
+head -c 2000000 m/model-00002-of-00002.safetensors >res/model-00002-of-00002.safetensors.part
+run 0 "pull resumes a part file" "$BIN" pull acme/tiny res --include 'model-00002*'
+check "resumed file is whole" "cmp -s m/model-00002-of-00002.safetensors res/model-00002-of-00002.safetensors"
+check "resumed: no part left" "[ ! -e res/model-00002-of-00002.safetensors.part ]"
+# a wrong prefix: the download resumes after it, the SHA-256 differs: exit 4, part removed
+mkdir -p bad
+head -c 2000000 /dev/zero >bad/model-00002-of-00002.safetensors.part
+run 4 "pull detects a SHA-256 mismatch" "$BIN" pull acme/tiny bad --include 'model-00002*'
+out_has "pull mismatch line" "sha256_mismatch"
+check "mismatch: no final file, no part" "[ ! -e bad/model-00002-of-00002.safetensors ] && [ ! -e bad/model-00002-of-00002.safetensors.part ]"
+run 0 "pull after the mismatch" "$BIN" pull acme/tiny bad --include 'model-00002*'
+check "pull after the mismatch is whole" "cmp -s m/model-00002-of-00002.safetensors bad/model-00002-of-00002.safetensors"
+# a pull killed mid-file leaves only NAME.part; the next pull resumes it
+mkdir -p killed
+timeout -s KILL 1 "$BIN" pull acme/tiny killed --include 'model-00002*' --limit-rate 1M >out 2>err
+check "killed pull: no file under its final name" "[ ! -e killed/model-00002-of-00002.safetensors ]"
+check "killed pull: a part file" "[ -s killed/model-00002-of-00002.safetensors.part ]"
+run 0 "pull resumes the killed pull" "$BIN" pull acme/tiny killed --include 'model-00002*' --json
+check "resumed killed pull is whole" "cmp -s m/model-00002-of-00002.safetensors killed/model-00002-of-00002.safetensors"
+py "pull --json summary" "
+import json
+lines = [json.loads(l) for l in open('out')]
+assert lines[0]['ok'] and lines[0]['status'] == 'downloaded', lines
+assert lines[-1]['downloaded'] == 1 and lines[-1]['failed'] == 0 and lines[-1]['version'] == 2, lines"
+run 1 "pull of a missing model" "$BIN" pull acme/nope x
+
+# scan: the server's verdict, nothing stored
+run 0 "scan a valid file" "$BIN" scan m/model-00001-of-00002.safetensors
+out_has "scan valid" "valid safetensors"
+run 1 "scan a pickle" "$BIN" scan bad.bin
+out_has "scan names the refusal" "refused: refused_format: .*\(format pickle\)"
+run 1 "scan --json" "$BIN" scan bad.bin --json
+py "scan --json verdict" "
+import json
+v = json.load(open('out'))
+assert v['valid'] is False and v['format'] == 'pickle' and v['file'] == 'bad.bin', v"
+run 0 "scan a sidecar by name" "$BIN" scan m/config.json
+run 2 "scan a missing file" "$BIN" scan nope.bin
+
+# exit 3: no server
+TENSORGATE_RETRIES=1 run 3 "no server: exit 3" "$BIN" ls --url http://127.0.0.1:1
+err_has "no server: reason" "connection_failed"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
