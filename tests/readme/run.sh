@@ -1,8 +1,8 @@
 #!/bin/sh
 # tests/readme/run.sh BINARY: runs the README's curl walk-through ("Publish a model
 # and fetch a tensor slice with curl": every ```sh block of that section that is not
-# a transcript, i.e. whose lines do not start with "$ ") and the CLI block of "The
-# CLI" against a real server started on a free port with a fresh data directory, in a
+# a transcript, i.e. whose lines do not start with "$ "), the same of "Push and pull
+# with the CLI", and the CLI block of "The CLI" against a real server started on a free port with a fresh data directory, in a
 # temp directory where build/tensorgate is BINARY. Each walk-through block runs with
 # `sh -e`: a command that fails (an undefined file, a token create that is refused)
 # fails the test; the CLI block's lines run one by one and may exit 0 or 1 (a
@@ -31,7 +31,7 @@ mkdir build && ln -s "$BIN" build/tensorgate
 
 # the section's sh blocks, one file each (transcripts, whose lines start with "$ ", left out)
 awk -v dir="$W" '
-    /^## / { in_section = ($0 ~ /^## Publish a model/ || $0 ~ /^## The CLI/); cli = ($0 ~ /^## The CLI/) }
+    /^## / { in_section = ($0 ~ /^## Publish a model/ || $0 ~ /^## Push and pull/ || $0 ~ /^## The CLI/); cli = ($0 ~ /^## The CLI/) }
     in_section && /^```sh$/ { n++; file = sprintf("%s/block%02d%s.sh", dir, n, cli ? "-cli" : ""); inside = 1; next }
     inside && /^```$/ { inside = 0; close(file); next }
     inside { print > file }
