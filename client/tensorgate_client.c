@@ -380,6 +380,25 @@ static void local_fail(xfer *x, const char *reason, const char *what)
     }
 }
 
+/* The value of header line ptr[0..n) into dst when its name is `name`. */
+static void keep_header(const char *ptr, size_t n, const char *name, char *dst, size_t cap)
+{
+    size_t k = strlen(name);
+    if (n <= k + 1 || strncasecmp(ptr, name, k) != 0 || ptr[k] != ':')
+        return;
+    const char *v = ptr + k + 1;
+    const char *end = ptr + n;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    size_t len = (size_t)(end - v);
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(dst, v, len);
+    dst[len] = '\0';
+}
+
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
@@ -388,33 +407,11 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         x->h_retry[0] = x->h_dtype[0] = x->h_shape[0] = x->h_src_dtype[0] = x->h_sha[0] = '\0';
         return n;
     }
-    static const struct {
-        const char *name;
-        size_t off, cap;
-    } keep[] = {
-        {"Retry-After", offsetof(xfer, h_retry), sizeof((xfer *)0)->h_retry},
-        {"X-Tensor-Dtype", offsetof(xfer, h_dtype), sizeof((xfer *)0)->h_dtype},
-        {"X-Tensor-Shape", offsetof(xfer, h_shape), sizeof((xfer *)0)->h_shape},
-        {"X-Tensor-Source-Dtype", offsetof(xfer, h_src_dtype), sizeof((xfer *)0)->h_src_dtype},
-        {"X-Content-SHA256", offsetof(xfer, h_sha), sizeof((xfer *)0)->h_sha},
-    };
-    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
-        size_t k = strlen(keep[i].name);
-        if (n > k + 1 && strncasecmp(ptr, keep[i].name, k) == 0 && ptr[k] == ':') {
-            const char *v = ptr + k + 1;
-            const char *end = ptr + n;
-            while (v < end && (*v == ' ' || *v == '\t'))
-                v++;
-            while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-                end--;
-            size_t len = (size_t)(end - v);
-            char *dst = (char *)x + keep[i].off;
-            if (len >= keep[i].cap)
-                len = keep[i].cap - 1;
-            memcpy(dst, v, len);
-            dst[len] = '\0';
-        }
-    }
+    keep_header(ptr, n, "Retry-After", x->h_retry, sizeof x->h_retry);
+    keep_header(ptr, n, "X-Tensor-Dtype", x->h_dtype, sizeof x->h_dtype);
+    keep_header(ptr, n, "X-Tensor-Shape", x->h_shape, sizeof x->h_shape);
+    keep_header(ptr, n, "X-Tensor-Source-Dtype", x->h_src_dtype, sizeof x->h_src_dtype);
+    keep_header(ptr, n, "X-Content-SHA256", x->h_sha, sizeof x->h_sha);
     return n;
 }
 
@@ -1474,6 +1471,8 @@ static long batch_push(tgc_batch *b, xfer *x)
         return -1;
     if (b->count == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 16;
+        /* an array of pointers: the element is a pointer on purpose */
+        // NOLINTNEXTLINE(bugprone-sizeof-expression)
         xfer **p = realloc(b->items, cap * sizeof *p);
         if (p == NULL) {
             xfer_free(x);

@@ -283,6 +283,8 @@ static void file_list_free(file_list *l)
     free(l->rel);
 }
 
+/* Recursion bounded by depth (32 levels). */
+// NOLINTNEXTLINE(misc-no-recursion): a directory tree, depth bounded above
 static int walk(const char *root, const char *rel, file_list *l, int depth)
 {
     if (depth > 32)
