@@ -16,6 +16,7 @@ case $1 in
 *) BIN=$(pwd)/$1 ;;
 esac
 PY=/usr/bin/python3
+SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/tg-client.XXXXXX")
 pid=
 cleanup() {
@@ -246,6 +247,45 @@ v = json.load(open('out'))
 assert v['valid'] is False and v['format'] == 'pickle' and v['file'] == 'bad.bin', v"
 run 0 "scan a sidecar by name" "$BIN" scan m/config.json
 run 2 "scan a missing file" "$BIN" scan nope.bin
+
+# a program linked against libtgclient (shared and static), as `make install` ships it
+BUILD_DIR=$(dirname "$BIN")
+if command -v cc >/dev/null 2>&1 && [ -f "$BUILD_DIR/libtgclient.so" ] && [ -f "$BUILD_DIR/libtgclient.a" ]; then
+    mkdir -p inc && cp "$SRC_DIR/client/tensorgate_client.h" inc/
+    cat >app.c <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <tensorgate_client.h>
+int main(int argc, char **argv)
+{
+    tgc_options o = {.base_url = argv[1]};
+    tgc_error e;
+    tgc_client *c = tgc_connect(&o, &e);
+    tgc_resolved v;
+    if (c == NULL || tgc_resolve(c, "acme/tiny", "stable", &v, &e) != 0 ||
+        tgc_download(c, "acme/tiny", "stable", "config.json", argv[2], NULL, &e) != 0) {
+        fprintf(stderr, "%s: %s\n", e.reason, e.detail);
+        return 1;
+    }
+    float w[12];
+    tgc_tensor_info info;
+    if (tgc_tensor_to_buffer(c, "acme/tiny", "stable", "weight", NULL, w, sizeof w, &info, &e) != 0)
+        return 1;
+    printf("version %d %s %s %g\n", v.version, info.dtype, info.shape, (double)w[11]);
+    json_decref(v.version_json);
+    tgc_close(c);
+    return argc == 3 && v.version == 2 && w[11] == 11.0f ? 0 : 1;
+}
+EOF
+    CF=$(pkg-config --cflags jansson 2>/dev/null)
+    run 0 "a program links libtgclient.so" cc -std=c11 -Iinc $CF app.c -o app-shared -L"$BUILD_DIR" -ltgclient -ljansson
+    run 0 "the shared program runs" env LD_LIBRARY_PATH="$BUILD_DIR" ./app-shared "$TENSORGATE_URL" app-config.json
+    out_has "the shared program's answer" "^version 2 F32 \[4,3\] 11$"
+    check "the shared program downloaded" "cmp -s m/config.json app-config.json"
+    run 0 "a program links libtgclient.a" cc -std=c11 -Iinc $CF app.c -o app-static "$BUILD_DIR/libtgclient.a" $(pkg-config --libs libcurl jansson libcrypto) -lpthread
+    run 0 "the static program runs" ./app-static "$TENSORGATE_URL" app-config2.json
+    check "the shared library exports only the API" "! nm -D --defined-only '$BUILD_DIR/libtgclient.so' | grep -q ' tg_sha256\| tg_write_all'"
+fi
 
 # exit 3: no server
 TENSORGATE_RETRIES=1 run 3 "no server: exit 3" "$BIN" ls --url http://127.0.0.1:1
