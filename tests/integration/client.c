@@ -3,6 +3,8 @@
  * SHA-256 mismatch detection, bounded parallel batches, retries on 429 with
  * Retry-After (a second server with --rate-limit 1) and on connection refused (a
  * server that starts late), and no retry on 403 or 404. */
+#include <pthread.h>
+
 #include "harness.h"
 #include "tensorgate_client.h"
 
@@ -545,6 +547,76 @@ TEST(retry_429_honours_retry_after)
     stop_server(pid);
 }
 
+static void *close_later(void *arg)
+{
+    int *fd = arg;
+    struct timespec ts = {1, 200000000L};
+    nanosleep(&ts, NULL);
+    close(*fd);
+    return NULL;
+}
+
+TEST(retry_503_while_the_server_is_busy)
+{
+    int port = free_port();
+    char base[64], data[600], cmd[1400];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+    pid_t pid = spawn_server(port, 0, "busy", "--max-uploads", "1", NULL, NULL);
+    tgc_client *c = connect_to(base, NULL, 100, 20);
+    json_t *j = NULL;
+    tgc_error e;
+    CHECK(tgc_list_models(c, NULL, &j, &e) == 0);
+    json_decref(j);
+    tgc_close(c);
+    snprintf(data, sizeof data, "%s/busy", it_root_dir);
+    snprintf(cmd, sizeof cmd, "%s token create --data %s --scope write 2>/dev/null | tail -n 1",
+             it_binary, data);
+    char token[256] = "";
+    FILE *p = popen(cmd, "r");
+    if (p != NULL) {
+        if (fgets(token, sizeof token, p) == NULL)
+            token[0] = '\0';
+        pclose(p);
+    }
+    token[strcspn(token, "\n")] = '\0';
+    CHECK(token[0] != '\0');
+    c = connect_to(base, token, 100, 10);
+    int v = 0;
+    CHECK(tgc_create_model(c, "acme/busy", NULL, NULL, &e) == 0);
+    CHECK(tgc_create_version(c, "acme/busy", &v, &e) == 0);
+    /* one upload in progress (its head sent, its body not) holds the only slot */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    char head[600];
+    int n = snprintf(head, sizeof head,
+                     "PUT /v1/models/acme/busy/versions/%d/files/held.safetensors HTTP/1.1\r\n"
+                     "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n"
+                     "\r\n",
+                     v, token);
+    CHECK(it_write_all(fd, head, (size_t)n));
+    struct timespec settle = {0, 300000000L};
+    nanosleep(&settle, NULL);
+    pthread_t th;
+    bool started = pthread_create(&th, NULL, close_later, &fd) == 0;
+    CHECK(started);
+    /* 503 resource_exhausted (Retry-After) until the held upload goes away */
+    double t0 = mono();
+    unsigned long before = tgc_attempts(c);
+    int rc = tgc_upload(c, "acme/busy", v, "model.safetensors", model_path, NULL, &e);
+    CHECK(rc == 0);
+    if (rc != 0)
+        fprintf(stderr, "busy upload: %ld %s: %s\n", e.status, e.reason, e.detail);
+    CHECK(tgc_attempts(c) - before > 1);
+    CHECK(mono() - t0 >= 0.8);
+    if (started)
+        pthread_join(th, NULL);
+    tgc_close(c);
+    stop_server(pid);
+}
+
 int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
@@ -574,6 +646,7 @@ int main(int argc, char **argv)
     RUN(batches);
     RUN(retry_connection_refused_until_the_server_starts);
     RUN(retry_429_honours_retry_after);
+    RUN(retry_503_while_the_server_is_busy);
     tgc_close(cl);
     it_buf_free(&model_file);
     return it_finish(argv[0]);
