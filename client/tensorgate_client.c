@@ -560,6 +560,12 @@ static int xfer_begin(xfer *x)
         if (tg_sha256_init(&x->sha, "client") != 0)
             return set_err(&x->err, 0, TGC_REASON_IO, "SHA-256 failed");
         x->have = x->resume ? (uint64_t)st.st_size : 0;
+        if (x->size_hint > 0 && x->have > x->size_hint) {
+            /* longer than the file: not a prefix of it */
+            if (ftruncate(x->fd, 0) != 0)
+                return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
+            x->have = 0;
+        }
         if (x->have > 0) {
             /* the prefix is read back through a read descriptor */
             int wfd = x->fd;
@@ -1074,6 +1080,21 @@ static int list_under_version(tgc_client *c, const char *model, const char *rev,
     int rc = get_all_pages(c, u.s, what, out, err);
     free(u.s);
     return rc;
+}
+
+int tgc_list_versions(tgc_client *c, const char *model, json_t **out, tgc_error *err)
+{
+    json_t *m = NULL;
+    if (tgc_get_model(c, model, &m, err) != 0)
+        return -1;
+    json_t *v = json_object_get(m, "versions");
+    if (!json_is_array(v)) {
+        json_decref(m);
+        return set_err(err, 200, TGC_REASON_BAD_ANSWER, "the model has no version list");
+    }
+    *out = json_incref(v);
+    json_decref(m);
+    return 0;
 }
 
 int tgc_list_files(tgc_client *c, const char *model, const char *rev, json_t **out, tgc_error *err)

@@ -88,6 +88,8 @@ int tgc_resolve(tgc_client *c, const char *model, const char *rev, tgc_resolved 
 int tgc_list_models(tgc_client *c, const char *query, json_t **out, tgc_error *err);
 /* One model with its aliases and versions (the Model object). */
 int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err);
+/* The model's versions, oldest first: a JSON array of VersionSummary objects. */
+int tgc_list_versions(tgc_client *c, const char *model, json_t **out, tgc_error *err);
 /* The files of a version (all pages): a JSON array of File objects. */
 int tgc_list_files(tgc_client *c, const char *model, const char *rev, json_t **out, tgc_error *err);
 /* The tensors of a version across its shards (all pages): a JSON array. */

@@ -128,6 +128,12 @@ lines = [json.loads(l) for l in open('out')]
 assert all(l['ok'] for l in lines[:-1]) and len(lines) == 5, lines
 s = lines[-1]
 assert s['published'] and s['uploaded'] == 4 and s['refused'] == 0 and len(s['digest']) == 64, s"
+# on a terminal (script(1) gives one): a progress bar, then the same lines
+if command -v script >/dev/null 2>&1; then
+    run 0 "push on a terminal" script -qec "'$BIN' push m acme/tty --publish" /dev/null
+    out_has "a progress bar on a terminal" "\[#+ *\] +[0-9]+%"
+    out_has "the files still listed on a terminal" "uploaded config.json"
+fi
 run 1 "push with a read token: forbidden" "$BIN" push m acme/tiny --token "$READ"
 err_has "push 403 reason" "forbidden"
 

@@ -130,6 +130,10 @@ TEST(resolve_and_lists)
     CHECK(tgc_get_model(cl, "acme/cl", &j, &e) == 0);
     CHECK(json_integer_value(json_object_get(json_object_get(j, "aliases"), "stable")) == 1);
     json_decref(j);
+    CHECK(tgc_list_versions(cl, "acme/cl", &j, &e) == 0);
+    CHECK(json_array_size(j) == 1);
+    CHECK(json_integer_value(json_object_get(json_array_get(j, 0), "version")) == 1);
+    json_decref(j);
     CHECK(tgc_list_files(cl, "acme/cl", "1", &j, &e) == 0);
     CHECK(json_array_size(j) == 1);
     CHECK_STR(json_string_value(json_object_get(json_array_get(j, 0), "path")),
@@ -271,6 +275,27 @@ TEST(download_resume_and_sha)
     CHECK(tgc_download(cl, "acme/cl", "1", "model.safetensors", dest, model_sha, &e) == 0);
     CHECK(exists(dest) && !exists(part));
     unlink(dest);
+
+    /* a part file longer than the file (size known): started over, not a mismatch */
+    {
+        unsigned char *longer = calloc(1, model_file.len + 100);
+        CHECK(longer != NULL);
+        if (longer != NULL) {
+            CHECK(write_file(part, longer, model_file.len + 100));
+            free(longer);
+        }
+        tgc_batch *b = tgc_batch_new(cl);
+        CHECK(tgc_batch_add_download(b, "acme/cl", "1", "model.safetensors", dest, model_sha,
+                                     model_file.len) == 0);
+        CHECK(tgc_batch_run(b, 1, NULL, NULL, NULL) == 0);
+        tgc_batch_free(b);
+        CHECK(exists(dest) && !exists(part));
+        it_buf whole = {0};
+        CHECK(it_read_file(dest, &whole) && whole.len == model_file.len &&
+              memcmp(whole.data, model_file.data, whole.len) == 0);
+        it_buf_free(&whole);
+        unlink(dest);
+    }
 
     /* a missing file is 404, once */
     unsigned long before = tgc_attempts(cl);
