@@ -742,7 +742,10 @@ static bool xfer_end(xfer *x, double now)
         x->rc = -1;
         return false;
     }
-    if (x->cc != CURLE_OK) {
+    /* a refusal whose problem body arrived before the connection broke (the server
+     * answers a refused upload early and closes) is the server's answer */
+    bool answered = x->status >= 400 && x->status != 429 && x->status != 503 && x->errlen > 0;
+    if (x->cc != CURLE_OK && !answered) {
         bool retry = retryable_curl(x->cc) && can_retry;
         if (x->sink == SINK_FILE)
             part_abandon(x, !retry);
