@@ -284,6 +284,10 @@ int main(int argc, char **argv)
 }
 EOF
     CF=$(pkg-config --cflags jansson 2>/dev/null)
+    # the ASan+UBSan build's library needs its runtime in the program too
+    if nm -D "$BUILD_DIR/libtgclient.so" 2>/dev/null | grep -q __asan_init; then
+        CF="$CF -fsanitize=address,undefined"
+    fi
     run 0 "a program links libtgclient.so" cc -std=c11 -Iinc $CF app.c -o app-shared -L"$BUILD_DIR" -ltgclient -ljansson
     run 0 "the shared program runs" env LD_LIBRARY_PATH="$BUILD_DIR" ./app-shared "$TENSORGATE_URL" app-config.json
     out_has "the shared program's answer" "^version 2 F32 \[4,3\] 11$"
