@@ -26,6 +26,7 @@ struct tgc_client {
     char *auth; /* "Authorization: Bearer ..." or NULL */
     tgc_options o;
     unsigned long attempts;
+    unsigned peak_parallel;
 };
 
 /* ---------- errors ---------- */
@@ -269,6 +270,11 @@ void tgc_close(tgc_client *c)
 unsigned long tgc_attempts(const tgc_client *c)
 {
     return c ? c->attempts : 0;
+}
+
+unsigned tgc_peak_parallel(const tgc_client *c)
+{
+    return c ? c->peak_parallel : 0;
 }
 
 /* ---------- one transfer ---------- */
@@ -850,6 +856,8 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
             }
             x->state = X_ACTIVE;
             active++;
+            if (active > c->peak_parallel)
+                c->peak_parallel = (unsigned)active;
         }
         if (done == n)
             break;

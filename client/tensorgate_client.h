@@ -66,6 +66,8 @@ tgc_client *tgc_connect(const tgc_options *options, tgc_error *err);
 void tgc_close(tgc_client *client); /* NULL is fine */
 /* HTTP attempts made so far (each retry counts): for tests and diagnostics. */
 unsigned long tgc_attempts(const tgc_client *client);
+/* The most transfers this client has run at once (a batch's bound holds it down). */
+unsigned tgc_peak_parallel(const tgc_client *client);
 
 /* Splits "org/name[@rev]" into model ("org/name") and rev ("latest" when absent).
  * Checks the characters of org and name as the server does. */

@@ -392,7 +392,9 @@ TEST(batches)
     }
     CHECK(tgc_batch_add_upload(b, "acme/cl", v, "bad.safetensors", pickle_path) == 6);
     items_seen = 0;
+    CHECK(tgc_peak_parallel(cl) == 1); /* single calls so far */
     CHECK(tgc_batch_run(b, 3, on_progress, on_item, NULL) == 1);
+    CHECK(tgc_peak_parallel(cl) == 3); /* 7 uploads, never more than 3 at once */
     CHECK(items_seen == 7);
     CHECK(last_total > 0 && last_done <= last_total);
     const tgc_error *be = NULL;
