@@ -2,7 +2,7 @@
  * program or the `tensorgate push|pull|ls|header|tensor|scan` commands use to talk to
  * a tensorgate server. It owns the connection settings (base URL, token), the
  * retry policy (connection errors, 429 and 503 are retried with exponential backoff,
- * honouring Retry-After; no other 4xx is ever retried), the translation of the
+ * honouring a Retry-After in seconds; no other 4xx is ever retried), the translation of the
  * server's problem+json answers into a reason code and a sentence (tgc_error), and
  * bounded parallel transfers through the curl multi interface (tgc_batch).
  *
