@@ -574,6 +574,30 @@ TEST(retry_429_honours_retry_after)
     stop_server(pid);
 }
 
+/* tensorgate_uploads_in_progress from base's /metrics, or -1. */
+static long uploads_in_progress(const char *base)
+{
+    char url[128];
+    snprintf(url, sizeof url, "%s/metrics", base);
+    CURL *e = curl_easy_init();
+    it_buf body = {0};
+    long v = -1;
+    if (e != NULL) {
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, it_write_cb);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
+        if (curl_easy_perform(e) == CURLE_OK && body.data != NULL) {
+            const char *p = strstr((const char *)body.data, "\ntensorgate_uploads_in_progress ");
+            if (p != NULL)
+                v = strtol(p + strlen("\ntensorgate_uploads_in_progress "), NULL, 10);
+        }
+        curl_easy_cleanup(e);
+    }
+    it_buf_free(&body);
+    return v;
+}
+
 static void *close_later(void *arg)
 {
     int *fd = arg;
@@ -624,8 +648,16 @@ TEST(retry_503_while_the_server_is_busy)
                      "\r\n",
                      v, token);
     CHECK(it_write_all(fd, head, (size_t)n));
-    struct timespec settle = {0, 300000000L};
-    nanosleep(&settle, NULL);
+    /* wait until the server counts it (an ASan server takes its time) */
+    bool held = false;
+    for (int i = 0; i < 100 && !held; i++) {
+        held = uploads_in_progress(base) == 1;
+        if (!held) {
+            struct timespec ts = {0, 50000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    CHECK(held);
     pthread_t th;
     bool started = pthread_create(&th, NULL, close_later, &fd) == 0;
     CHECK(started);
