@@ -113,7 +113,8 @@ enum {
     OPT_DTYPE,
     OPT_KIND,
     OPT_DESCRIPTION,
-    OPT_LIMIT_RATE
+    OPT_LIMIT_RATE,
+    OPT_TENSORS
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -765,11 +766,13 @@ done:
 
 static void ls_usage(FILE *out)
 {
-    fprintf(out, "usage: tensorgate ls [ORG[/NAME[@REV]]] [--url URL] [--token TOKEN] [--json]\n"
+    fprintf(out, "usage: tensorgate ls [ORG[/NAME[@REV]]] [--tensors] [--url URL] [--token TOKEN]\n"
+                 "                     [--json]\n"
                  "\n"
                  "Without an argument the models; ORG: that org's models; ORG/NAME: the model's\n"
                  "versions and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
-                 "SHA-256).\n\n");
+                 "SHA-256), or with --tensors every tensor of the version (name, dtype, shape,\n"
+                 "file).\n\n");
     fputs(remote_common_help, out);
 }
 
@@ -805,10 +808,26 @@ static int parse_common(const char *cmd, int argc, char **argv, remote_opts *ro,
     return -1;
 }
 
+static void shape_string(const json_t *shape, char *out, size_t cap);
+
+static int ls_extra(int opt, const char *arg, void *ud)
+{
+    (void)arg;
+    if (opt != OPT_TENSORS)
+        return -1;
+    *(bool *)ud = true;
+    return 0;
+}
+
 int tg_cmd_ls(int argc, char **argv)
 {
+    static const struct option extra[] = {
+        {"tensors", no_argument, NULL, OPT_TENSORS},
+        {NULL, 0, NULL, 0},
+    };
     remote_opts ro = {0};
-    int rc = parse_common("ls", argc, argv, &ro, NULL, ls_usage, NULL, NULL);
+    bool tensors = false;
+    int rc = parse_common("ls", argc, argv, &ro, extra, ls_usage, ls_extra, &tensors);
     if (rc >= 0)
         return rc;
     if (argc - optind > 1)
@@ -889,7 +908,24 @@ int tg_cmd_ls(int argc, char **argv)
             tgc_close(c);
             return usage_error("ls", e.detail, ls_usage);
         }
-        if (tgc_list_files(c, model, rev, &j, &e) != 0) {
+        if (tensors) {
+            if (tgc_list_tensors(c, model, rev, &j, &e) != 0) {
+                status = fail("ls", &ro, &e);
+            } else if (ro.json) {
+                print_json_line(j);
+            } else {
+                size_t i;
+                json_t *t;
+                json_array_foreach(j, i, t)
+                {
+                    char shape[256];
+                    shape_string(json_object_get(t, "shape"), shape, sizeof shape);
+                    printf("%-40s %-8s %-20s %s\n", json_string_value(json_object_get(t, "name")),
+                           json_string_value(json_object_get(t, "dtype")), shape,
+                           json_string_value(json_object_get(t, "file")));
+                }
+            }
+        } else if (tgc_list_files(c, model, rev, &j, &e) != 0) {
             status = fail("ls", &ro, &e);
         } else if (ro.json) {
             print_json_line(j);

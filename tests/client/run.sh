@@ -147,6 +147,9 @@ out_has "ls model versions" "^2 +published"
 out_has "ls model aliases" "^alias stable -> 2"
 run 0 "ls version" "$BIN" ls acme/tiny@stable
 out_has "ls version files" "model-00002-of-00002.safetensors$"
+run 0 "ls --tensors" "$BIN" ls acme/tiny@stable --tensors
+out_has "ls --tensors rows" "^big +F32 +\[1024, 1024\] +model-00002-of-00002.safetensors$"
+out_has "ls --tensors rows" "^weight +F32 +\[4, 3\] +model-00001-of-00002.safetensors$"
 run 0 "ls --json" "$BIN" ls acme/tiny@2 --json
 py "ls --json is the file list" "
 import json
