@@ -12,7 +12,7 @@ CC ?= cc
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 
-PKGS := libmicrohttpd sqlite3 jansson libcrypto libcurl
+PKGS := libmicrohttpd sqlite3 jansson libcrypto libcurl libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -52,8 +52,9 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o $(BUILD)/gen/migrations.o
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o $(BUILD)/gen/migrations.o $(BUILD)/gen/migrations_pg.o
 MIGRATIONS := $(sort $(wildcard migrations/*.sql))
+MIGRATIONS_PG := $(sort $(wildcard migrations/postgresql/*.sql))
 LIB_A := $(BUILD)/libtensorgate.a
 SERVER_A := $(BUILD)/libtgserver.a
 # The commands (cmd/: serve, validate, inspect, convert, token, gc, fsck) apart
@@ -109,7 +110,12 @@ $(BUILD)/gen/migrations.c: $(MIGRATIONS) scripts/embed.sh scripts/embed-migratio
 	@mkdir -p $(dir $@)
 	scripts/embed-migrations.sh $@ $(MIGRATIONS)
 
-$(BUILD)/gen/migrations.o: common/embedded.h
+# The PostgreSQL dialect of the same numbers (migrations/postgresql/), as tg_migrations_pg.
+$(BUILD)/gen/migrations_pg.c: $(MIGRATIONS_PG) scripts/embed.sh scripts/embed-migrations.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-migrations.sh $@ --table tg_migrations_pg $(MIGRATIONS_PG)
+
+$(BUILD)/gen/migrations.o $(BUILD)/gen/migrations_pg.o: common/embedded.h
 
 $(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@

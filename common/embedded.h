@@ -17,5 +17,9 @@ typedef struct {
 /* migrations/NNNN_*.sql in version order, with no gap. */
 extern const tg_migration tg_migrations[];
 extern const size_t tg_migrations_count;
+/* The PostgreSQL dialect of the same migrations (migrations/postgresql/NNNN_*.sql):
+ * the same numbers, one file per number. */
+extern const tg_migration tg_migrations_pg[];
+extern const size_t tg_migrations_pg_count;
 
 #endif

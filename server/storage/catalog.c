@@ -7,10 +7,13 @@
 #include "embedded.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void tg_time_now(char out[TG_TIME_LEN])
 {
@@ -47,6 +50,62 @@ bool tg_catalog_take_disk_full(void)
     bool was = disk_full;
     disk_full = false;
     return was;
+}
+
+/* Set on this thread when a catalog call failed because it could not be reached. */
+static _Thread_local bool unavailable;
+
+void tg_catalog_note_unavailable(void)
+{
+    unavailable = true;
+}
+
+bool tg_catalog_take_unavailable(void)
+{
+    bool was = unavailable;
+    unavailable = false;
+    return was;
+}
+
+#define DEFAULT_JOB_LEASE_SECONDS 30
+#define DEFAULT_JOB_MAX_ATTEMPTS 3
+
+/* The lease identity of a new handle: host, pid and 64 random bits. */
+static void lease_identity(tg_catalog *catalog)
+{
+    char host[64] = "";
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    unsigned long long bits = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, &bits, sizeof bits) != (ssize_t)sizeof bits) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        bits = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^
+               (unsigned long long)(uintptr_t)catalog;
+    }
+    if (fd >= 0)
+        close(fd);
+    snprintf(catalog->lease_owner, sizeof catalog->lease_owner, "%s:%ld:%016llx", host,
+             (long)getpid(), bits);
+    catalog->job_lease_seconds = DEFAULT_JOB_LEASE_SECONDS;
+    catalog->job_max_attempts = DEFAULT_JOB_MAX_ATTEMPTS;
+}
+
+void tg_catalog_set_job_lease(tg_catalog *catalog, unsigned lease_seconds, unsigned max_attempts)
+{
+    if (lease_seconds > 0)
+        catalog->job_lease_seconds = lease_seconds;
+    if (max_attempts > 0)
+        catalog->job_max_attempts = max_attempts;
+}
+
+tg_cat_status tg_catalog_job_renew(tg_catalog *catalog, int64_t job_id)
+{
+    if (catalog->ops->job_renew == NULL)
+        return TG_CAT_OK; /* a backend without leases: the job stays this process's */
+    return catalog->ops->job_renew(catalog, job_id);
 }
 
 static const char *const job_state_names[] = {"queued", "running", "done", "failed"};
@@ -88,26 +147,35 @@ static size_t url_scheme_length(const char *text)
     return strncmp(text + n, "://", 3) == 0 ? n : 0;
 }
 
-tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size_t err_len)
+/* Opens the backend url names. */
+static tg_cat_status open_backend(const char *url, tg_catalog **out, char *err, size_t err_len)
 {
-    *out = NULL;
     if (strncmp(url, "sqlite:", 7) == 0)
         return tg_catalog_sqlite_open(url + 7, out, err, err_len);
     size_t scheme = url_scheme_length(url);
     if (scheme > 0) {
         if ((scheme == 10 && strncmp(url, "postgresql", scheme) == 0) ||
             (scheme == 8 && strncmp(url, "postgres", scheme) == 0))
-            snprintf(err, err_len,
-                     "the PostgreSQL catalog (%.*s://) is not built into this tensorgate yet; "
-                     "use sqlite:PATH or a file path",
-                     (int)scheme, url);
-        else
-            snprintf(err, err_len,
-                     "unknown catalog URL scheme \"%.*s://\"; use sqlite:PATH or a file path",
-                     (int)scheme, url);
+            return tg_catalog_pg_open(url, out, err, err_len);
+        snprintf(err, err_len,
+                 "unknown catalog URL scheme \"%.*s://\"; use sqlite:PATH, postgresql://... "
+                 "or a file path",
+                 (int)scheme, url);
         return TG_CAT_ERROR;
     }
+    /* "postgresql:" + libpq keyword=value pairs */
+    if (strncmp(url, "postgresql:", 11) == 0)
+        return tg_catalog_pg_open(url + 11, out, err, err_len);
     return tg_catalog_sqlite_open(url, out, err, err_len);
+}
+
+tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    tg_cat_status status = open_backend(url, out, err, err_len);
+    if (status == TG_CAT_OK)
+        lease_identity(*out);
+    return status;
 }
 
 tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,

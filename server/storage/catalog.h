@@ -1,13 +1,14 @@
 /* The catalog: models, versions, files, aliases, rejections, tokens, jobs.
  *
  * A narrow, SQL-free interface with a backend behind it (catalog_backend.h):
- * tg_catalog_open chooses it from the catalog URL. Today that is SQLite
- * (catalog_sqlite.c: WAL, one writer connection, a pool of read connections so
- * reads run concurrently, prepared statements, migrations applied in order at
- * open). Every function is safe to call from any server thread. A write that has
- * returned is seen by every call that starts after it, on any thread. Records are
- * plain structs with bounded fields; the HTTP layer validates names and paths
- * before they get here.
+ * tg_catalog_open chooses it from the catalog URL: SQLite (catalog_sqlite.c: WAL,
+ * one writer connection, a pool of read connections so reads run concurrently,
+ * prepared statements, migrations applied in order at open; one server process
+ * per file) or PostgreSQL (catalog_pg.c: a bounded connection pool, shared by any
+ * number of server processes, every cross-process rule a transaction). Every function is safe to
+ * call from any server thread. A write that has returned is seen by every call that starts after
+ * it, on any thread. Records are plain structs with bounded fields; the HTTP layer validates names
+ * and paths before they get here.
  *
  * Visitors (every `visit` callback below) run on the calling thread, row by row,
  * while the call reads from its own read connection: the catalog holds no lock
@@ -85,10 +86,11 @@ typedef struct tg_rejection {
 typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCOPE_ADMIN } tg_scope;
 
 /* Opens (creating) the catalog that url names and applies pending migrations:
- * "sqlite:PATH" or a plain file path is the SQLite backend; "postgresql://..."
- * (the next backend) and any other "scheme://" are refused with a sentence. A
- * catalog whose schema is newer than this binary knows is refused. err gets one
- * sentence. */
+ * "sqlite:PATH" or a plain file path is the SQLite backend; "postgresql://...",
+ * "postgres://..." (libpq URIs) and "postgresql:" followed by libpq keyword=value
+ * pairs ("postgresql:host=/run/pg dbname=tg") the PostgreSQL backend; any other
+ * "scheme://" is refused with a sentence. A catalog whose schema is newer than this
+ * binary knows is refused. err gets one sentence. */
 tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size_t err_len);
 /* Closes every connection the catalog holds; no call may be in flight. */
 void tg_catalog_close(tg_catalog *catalog);
@@ -97,6 +99,11 @@ void tg_catalog_close(tg_catalog *catalog);
  * take because the disk is full (SQLITE_FULL, or an I/O error with ENOSPC/EDQUOT):
  * the server then answers its 500 as 507 insufficient_storage (http.c). */
 bool tg_catalog_take_disk_full(void);
+/* True (and cleared) when a catalog call on this thread failed since the last take
+ * because the catalog could not be reached (PostgreSQL down, a connection lost, a
+ * statement or the pool timed out): the server then answers its 500 as 503
+ * catalog_unavailable with Retry-After (http.c). */
+bool tg_catalog_take_unavailable(void);
 /* A trivial query, for /readyz. */
 tg_cat_status tg_catalog_ping(tg_catalog *catalog);
 /* The schema version the catalog is at, and the newest this binary knows. */
@@ -308,11 +315,26 @@ tg_cat_status tg_catalog_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_
  * gets the job after. TG_CAT_NOT_FOUND when there is no such job. */
 tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                     tg_job *out);
-/* Claims the oldest queued job: it becomes running, attempts + 1. TG_CAT_NOT_FOUND if none. */
+/* Job leases (schema 4). A claim gives this catalog handle (one per server
+ * process: its lease owner) the job for lease_seconds (default 30); the worker
+ * renews it while it works. Progress, job files, the commit and a failure of a
+ * running job are accepted only from its lease holder. A running job whose lease
+ * expired is claimed again by any handle (another replica takes over a dead
+ * one's job), or fails with reason "interrupted" once claimed max_attempts times
+ * (default 3), or "cancelled" when its cancel was asked. */
+void tg_catalog_set_job_lease(tg_catalog *catalog, unsigned lease_seconds, unsigned max_attempts);
+/* Extends the lease of a job this handle holds: TG_CAT_OK; TG_CAT_CONFLICT when
+ * its cancel was asked (the lease is still extended); TG_CAT_NOT_FOUND when the
+ * job is no longer this handle's (taken over, done, failed or gone). */
+tg_cat_status tg_catalog_job_renew(tg_catalog *catalog, int64_t job_id);
+/* Claims the oldest job that is queued, or running with an expired lease: it
+ * becomes running under this handle's lease, attempts + 1. TG_CAT_NOT_FOUND if none. */
 tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out);
 /* At start: jobs left running by a stopped or killed server go back to queued, or
  * fail with reason "interrupted" once they have been tried max_attempts times;
- * a running job whose cancel was asked fails with reason "cancelled". */
+ * a running job whose cancel was asked fails with reason "cancelled". SQLite (one
+ * process per catalog) takes every running job as left so; PostgreSQL (shared by
+ * replicas) only those whose lease expired. */
 tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
                                      unsigned *failed);
 tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,

@@ -2,7 +2,8 @@
  * catalog (catalog.h). A backend fills one tg_catalog_ops table, embeds struct
  * tg_catalog as the first member of its own state, and is chosen by
  * tg_catalog_open from the catalog URL ("sqlite:PATH" or a plain path:
- * catalog_sqlite.c; "postgresql://..." is the next backend, not built yet).
+ * catalog_sqlite.c; "postgresql://...", "postgres://..." or "postgresql:" followed
+ * by a libpq keyword/value string: catalog_pg.c).
  * catalog.c dispatches every public tg_catalog_* call through the table, so
  * callers never know which backend they talk to. Each operation has the meaning,
  * the arguments and the answers catalog.h documents for the public function of
@@ -113,17 +114,35 @@ typedef struct tg_catalog_ops {
                                    void (*visit)(void *ctx, const tg_file_record *file), void *ctx);
     tg_cat_status (*job_commit)(tg_catalog *catalog, int64_t job_id, const char *digest,
                                 tg_version *out);
+    /* schema 4: job leases. claim, progress, job_file_put, fail and commit of a
+     * running job act only for the lease holder (catalog->lease_owner). */
+    tg_cat_status (*job_renew)(tg_catalog *catalog, int64_t job_id);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct
  * starts with it, so a tg_catalog * is a pointer to the backend's state. */
 struct tg_catalog {
     const tg_catalog_ops *ops;
+    /* Job leases (tg_catalog_set_job_lease), filled by tg_catalog_open: who this
+     * handle is as a lease holder (host, pid and random bits: one per process
+     * and open), how long a claim or a renewal holds a job, and how many claims a
+     * job whose lease expired may have had before it fails as "interrupted". */
+    char lease_owner[96];
+    unsigned job_lease_seconds;
+    unsigned job_max_attempts;
 };
 
 /* The SQLite backend (catalog_sqlite.c): path is a file name (never ":memory:",
  * whose connections could not share it). */
 tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *err, size_t err_len);
+
+/* The PostgreSQL backend (catalog_pg.c): conninfo is any libpq connection string
+ * (a postgresql:// URI or keyword=value pairs). */
+tg_cat_status tg_catalog_pg_open(const char *conninfo, tg_catalog **out, char *err, size_t err_len);
+
+/* Records, for tg_catalog_take_unavailable (catalog.c), that a call on this thread
+ * failed because the catalog could not be reached in time. */
+void tg_catalog_note_unavailable(void);
 
 /* Records, for tg_catalog_take_disk_full (catalog.c), that a call on this thread
  * failed because the disk is full. */

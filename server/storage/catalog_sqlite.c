@@ -1579,38 +1579,112 @@ static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filte
     return status;
 }
 
+static tg_cat_status finish_transaction(conn *k, tg_cat_status status);
+
+/* The clock of job leases: Unix milliseconds (one process uses an SQLite catalog,
+ * so its clock is the only one). */
+#define SQ_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+
 static tg_cat_status sq_job_claim(tg_catalog *catalog, tg_job *out)
 {
-    static const char pick_sql[] = "SELECT id FROM jobs WHERE state = 'queued' ORDER BY id LIMIT 1";
-    static const char claim_sql[] =
-        "UPDATE jobs SET state = 'running', attempts = attempts + 1,"
-        " started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'queued'";
+    /* running jobs whose lease expired and that will not run again fail */
+    static const char expire_sql[] =
+        "UPDATE jobs SET state = 'failed', finished_at = ?1, lease_owner = NULL,"
+        " error_reason = CASE WHEN error_reason = 'cancelled' THEN error_reason"
+        "   ELSE 'interrupted' END,"
+        " error_detail = CASE WHEN error_reason = 'cancelled' THEN error_detail"
+        "   ELSE 'the server stopped during the job ' || attempts || ' times; given up' END"
+        " WHERE state = 'running' AND coalesce(lease_expires, 0) < " SQ_NOW
+        " AND (error_reason = 'cancelled' OR attempts >= ?2)";
+    static const char drop_sql[] =
+        "DELETE FROM job_files WHERE job_id IN (SELECT id FROM jobs WHERE state = 'failed')";
+    static const char pick_sql[] =
+        "SELECT id FROM jobs WHERE state = 'queued' OR (state = 'running'"
+        " AND error_reason IS NULL AND coalesce(lease_expires, 0) < " SQ_NOW ")"
+        " ORDER BY id LIMIT 1";
+    static const char claim_sql[] = "UPDATE jobs SET state = 'running', attempts = attempts + 1,"
+                                    " started_at = coalesce(started_at, ?1), lease_owner = ?2,"
+                                    " lease_expires = " SQ_NOW " + ?3 WHERE id = ?4";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
     tg_cat_status status = TG_CAT_ERROR;
+    /* one transaction (SQLite's single writer): the pick and the claim are one step */
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(k, expire_sql);
+    if (st == NULL)
+        goto rollback;
+    bind_text(st, 1, now);
+    sqlite3_bind_int64(st, 2, catalog->job_max_attempts);
+    if (!step_done(st))
+        goto rollback;
+    if (sqlite3_changes(k->db) > 0) {
+        st = statement(k, drop_sql);
+        if (st == NULL || !step_done(st))
+            goto rollback;
+    }
     sqlite3_stmt *pick = statement(k, pick_sql);
     if (pick == NULL)
-        goto out;
+        goto rollback;
     int rc = sqlite3_step(pick);
     int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(pick, 0) : 0;
     sqlite3_reset(pick);
     if (rc == SQLITE_DONE) {
-        status = TG_CAT_NOT_FOUND;
+        status = exec(k, "COMMIT") == SQLITE_OK ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+        if (status == TG_CAT_ERROR)
+            goto rollback;
         goto out;
     }
     if (rc != SQLITE_ROW)
-        goto out;
-    /* The writer's lock serializes claims within the process; one process serves a data dir. */
+        goto rollback;
     sqlite3_stmt *claim = statement(k, claim_sql);
     if (claim == NULL)
-        goto out;
+        goto rollback;
     bind_text(claim, 1, now);
-    sqlite3_bind_int64(claim, 2, id);
+    bind_text(claim, 2, catalog->lease_owner);
+    sqlite3_bind_int64(claim, 3, (int64_t)catalog->job_lease_seconds * 1000);
+    sqlite3_bind_int64(claim, 4, id);
     status = run_write(k, claim);
     if (status == TG_CAT_OK)
         status = job_by_id(k, id, out);
+    status = finish_transaction(k, status);
+    goto out;
+rollback:
+    exec(k, "ROLLBACK");
+    status = TG_CAT_ERROR;
 out:
+    write_end(catalog, k);
+    return status;
+}
+
+/* Extends this handle's lease of a running job (tg_catalog_job_renew). */
+static tg_cat_status sq_job_renew(tg_catalog *catalog, int64_t job_id)
+{
+    static const char sql[] =
+        "UPDATE jobs SET lease_expires = " SQ_NOW " + ?3 WHERE id = ?1 AND state = 'running'"
+        " AND lease_owner = ?2 RETURNING coalesce(error_reason, '')";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        bind_text(st, 2, catalog->lease_owner);
+        sqlite3_bind_int64(st, 3, (int64_t)catalog->job_lease_seconds * 1000);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const unsigned char *reason = sqlite3_column_text(st, 0);
+            status = reason != NULL && strcmp((const char *)reason, "cancelled") == 0
+                         ? TG_CAT_CONFLICT
+                         : TG_CAT_OK;
+            rc = sqlite3_step(st);
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        if (rc != SQLITE_DONE)
+            status = TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
     write_end(catalog, k);
     return status;
 }
@@ -1628,7 +1702,8 @@ static tg_cat_status sq_job_recover(tg_catalog *catalog, int64_t max_attempts, u
         " WHERE state = 'running' AND attempts >= ?";
     static const char drop_sql[] =
         "DELETE FROM job_files WHERE job_id IN (SELECT id FROM jobs WHERE state = 'failed')";
-    static const char requeue_sql[] = "UPDATE jobs SET state = 'queued' WHERE state = 'running'";
+    static const char requeue_sql[] =
+        "UPDATE jobs SET state = 'queued', lease_owner = NULL WHERE state = 'running'";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     *requeued = *failed = 0;
@@ -1681,7 +1756,9 @@ out:
 static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
                                      uint64_t bytes_total)
 {
-    static const char sql[] = "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?";
+    /* only the lease holder (or a job no one holds) */
+    static const char sql[] = "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?"
+                              " AND (lease_owner IS NULL OR lease_owner = ?)";
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1689,6 +1766,7 @@ static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64
         sqlite3_bind_int64(st, 1, (int64_t)bytes_done);
         sqlite3_bind_int64(st, 2, (int64_t)bytes_total);
         sqlite3_bind_int64(st, 3, job_id);
+        bind_text(st, 4, catalog->lease_owner);
         status = run_write(k, st);
     }
     write_end(catalog, k);
@@ -1701,7 +1779,8 @@ static tg_cat_status fail_job(conn *k, int64_t job_id, const char *reason, const
 {
     static const char fail_sql[] =
         "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?,"
-        " error_detail = coalesce(?, error_detail) WHERE id = ? AND state IN ('queued', 'running')";
+        " error_detail = coalesce(?, error_detail), lease_owner = NULL"
+        " WHERE id = ? AND state IN ('queued', 'running')";
     static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
@@ -1731,13 +1810,34 @@ static tg_cat_status finish_transaction(conn *k, tg_cat_status status)
     return status == TG_CAT_OK ? TG_CAT_ERROR : status;
 }
 
+/* Caller holds k: TG_CAT_OK unless the job is running under another handle's
+ * lease (TG_CAT_NOT_FOUND then; a job gone is NOT_FOUND too). */
+static tg_cat_status check_holder(conn *k, tg_catalog *catalog, int64_t job_id)
+{
+    static const char sql[] = "SELECT 1 FROM jobs WHERE id = ? AND (state <> 'running'"
+                              " OR lease_owner IS NULL OR lease_owner = ?)";
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, job_id);
+    bind_text(st, 2, catalog->lease_owner);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? TG_CAT_OK : rc == SQLITE_DONE ? TG_CAT_NOT_FOUND : TG_CAT_ERROR;
+}
+
 static tg_cat_status sq_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
                                  const char *detail)
 {
     conn *k = write_begin(catalog);
     tg_cat_status status = TG_CAT_ERROR;
-    if (exec(k, "BEGIN IMMEDIATE") == SQLITE_OK)
-        status = finish_transaction(k, fail_job(k, job_id, reason, detail));
+    if (exec(k, "BEGIN IMMEDIATE") == SQLITE_OK) {
+        /* a running job is failed only by its lease holder */
+        status = check_holder(k, catalog, job_id);
+        if (status == TG_CAT_OK)
+            status = fail_job(k, job_id, reason, detail);
+        status = finish_transaction(k, status);
+    }
     write_end(catalog, k);
     return status;
 }
@@ -1786,7 +1886,8 @@ static tg_cat_status sq_job_file_put(tg_catalog *catalog, int64_t job_id,
     static const char sql[] =
         "INSERT OR REPLACE INTO job_files(job_id, path, kind, size, sha256, tensors, parameters,"
         " nan, inf, tensor_stats) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
-        " FROM jobs WHERE id = ?1 AND state = 'running' AND error_reason IS NULL";
+        " FROM jobs WHERE id = ?1 AND state = 'running' AND error_reason IS NULL"
+        " AND (lease_owner IS NULL OR lease_owner = ?11)";
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1801,6 +1902,7 @@ static tg_cat_status sq_job_file_put(tg_catalog *catalog, int64_t job_id,
         sqlite3_bind_int64(st, 8, (int64_t)file->nan);
         sqlite3_bind_int64(st, 9, (int64_t)file->inf);
         bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
+        bind_text(st, 11, catalog->lease_owner);
         /* no row inserted: the job is gone, no longer running, or being cancelled */
         status = run_write(k, st);
     }
@@ -1854,7 +1956,7 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         " FROM job_files WHERE job_id = ?3";
     static const char done_sql[] =
         "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"
-        " bytes_done = bytes_total WHERE id = ?";
+        " bytes_done = bytes_total, lease_owner = NULL WHERE id = ?";
     static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
     static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
@@ -1868,6 +1970,10 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         goto rollback;
     status = job_by_id(k, job_id, job);
     if (status == TG_CAT_OK && (job->state != TG_JOB_RUNNING || job->cancel_requested))
+        status = TG_CAT_CONFLICT;
+    /* only the lease holder commits: a job taken over after its lease expired is
+     * the new holder's to finish, and its version is made once */
+    if (status == TG_CAT_OK && check_holder(k, catalog, job_id) != TG_CAT_OK)
         status = TG_CAT_CONFLICT;
     if (status != TG_CAT_OK) {
         free(job);
@@ -2007,4 +2113,5 @@ static const tg_catalog_ops sqlite_ops = {
     .job_file_put = sq_job_file_put,
     .job_file_list = sq_job_file_list,
     .job_commit = sq_job_commit,
+    .job_renew = sq_job_renew,
 };
