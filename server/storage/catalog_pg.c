@@ -80,6 +80,13 @@ static pg_catalog *pg(tg_catalog *catalog)
 
 /* ---- connections ---- */
 
+/* libpq's notices (a FATAL a closing server sends an idle client) go to the log. */
+static void log_notice(void *arg, const char *message)
+{
+    (void)arg;
+    tg_log(TG_LOG_DEBUG, "catalog: PostgreSQL: %s", message);
+}
+
 /* A new connection, configured; NULL with err set when the server cannot be
  * reached (or refuses). */
 static PGconn *connect_db(const char *conninfo, char *err, size_t err_len)
@@ -94,6 +101,7 @@ static PGconn *connect_db(const char *conninfo, char *err, size_t err_len)
         snprintf(err, err_len, "out of memory connecting to PostgreSQL");
         return NULL;
     }
+    PQsetNoticeProcessor(db, log_notice, NULL);
     if (PQstatus(db) != CONNECTION_OK) {
         snprintf(err, err_len, "cannot connect to the PostgreSQL catalog: %s", PQerrorMessage(db));
         /* libpq's messages end with a newline */
@@ -121,7 +129,9 @@ static PGconn *connect_db(const char *conninfo, char *err, size_t err_len)
 }
 
 /* True when an idle connection has input waiting or is closed: the server ended
- * it (a restart sends each idle client an error, then closes). */
+ * it (a restart or an administrator sends each idle client an error, then
+ * closes). The catalog listens for nothing, so any input on an idle connection
+ * means it is going away; it is reset before use. */
 static bool idle_connection_broken(PGconn *db)
 {
     if (PQstatus(db) != CONNECTION_OK)
@@ -130,19 +140,7 @@ static bool idle_connection_broken(PGconn *db)
     if (fd < 0)
         return true;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    int n = poll(&p, 1, 0);
-    if (n == 0)
-        return false;
-    if (n < 0 || PQconsumeInput(db) == 0)
-        return true;
-    /* A notice is harmless; anything else on an idle connection means trouble. */
-    PGresult *r;
-    bool broken = PQstatus(db) != CONNECTION_OK;
-    while (!broken && !PQisBusy(db) && (r = PQgetResult(db)) != NULL) {
-        PQclear(r);
-        broken = true;
-    }
-    return broken || PQstatus(db) != CONNECTION_OK;
+    return poll(&p, 1, 0) != 0;
 }
 
 /* A connection for one call, or NULL (the catalog is unreachable, or every
@@ -173,6 +171,7 @@ static pconn *acquire(pg_catalog *c)
         return NULL;
     }
     if (k != NULL && idle_connection_broken(k->db)) {
+        tg_log(TG_LOG_INFO, "catalog: a pooled PostgreSQL connection was closed; reconnecting");
         PQreset(k->db);
         if (PQstatus(k->db) != CONNECTION_OK) {
             tg_log(TG_LOG_ERROR, "catalog: PostgreSQL connection lost: %s", PQerrorMessage(k->db));
@@ -282,6 +281,7 @@ static PGresult *query(pg_catalog *c, bool retry, const char *sql, int n, const 
         if (r != NULL || !broken || !retry)
             return r;
         tg_log(TG_LOG_WARN, "catalog: PostgreSQL connection broke; retrying once");
+        (void)tg_catalog_take_unavailable(); /* the retry's outcome is the call's */
     }
     return NULL;
 }
