@@ -45,7 +45,7 @@ static bool is_data_dir(const char *data_dir)
  * that is_data_dir does not accept: TG_EXIT_NOT_DATA_DIR, nothing created. On
  * failure nothing stays open; the result is -1 or TG_EXIT_NOT_DATA_DIR. */
 static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **catalog, bool claim,
-                     const char *command)
+                     const char *command, const char *catalog_url)
 {
     char err[512];
     char url[4200];
@@ -71,7 +71,14 @@ static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **ca
         *blobs = NULL;
         return -1;
     }
-    snprintf(url, sizeof url, "sqlite:%s/catalog.db", data_dir);
+    /* --catalog / TENSORGATE_CATALOG (serve), TENSORGATE_CATALOG (the others), or
+     * the data directory's SQLite file */
+    if (catalog_url == NULL)
+        catalog_url = getenv("TENSORGATE_CATALOG");
+    if (catalog_url != NULL && catalog_url[0] != '\0')
+        snprintf(url, sizeof url, "%s", catalog_url);
+    else
+        snprintf(url, sizeof url, "sqlite:%s/catalog.db", data_dir);
     if (tg_catalog_open(url, catalog, err, sizeof err) != TG_CAT_OK) {
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
         tg_blobstore_close(*blobs);
@@ -137,7 +144,8 @@ int tg_cmd_serve(int argc, char **argv)
         return 1;
     }
     tg_blob_options_set_max_blob(server.config.max_body);
-    if (open_data(server.config.data_dir, &server.blobs, &server.catalog, true, "serve") != 0)
+    if (open_data(server.config.data_dir, &server.blobs, &server.catalog, true, "serve",
+                  server.config.catalog_url) != 0)
         return 1;
     pthread_mutex_init(&server.publish_lock, NULL);
     tg_parsed_header_cache_configure((size_t)server.config.header_cache_bytes,
@@ -152,8 +160,10 @@ int tg_cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     /* The worker starts first (jobs left running are queued again) so a POST can wake it. */
-    tg_jobs_context jobs = {
-        .catalog = server.catalog, .store = server.blobs, .max_header = server.config.max_header};
+    tg_jobs_context jobs = {.catalog = server.catalog,
+                            .store = server.blobs,
+                            .max_header = server.config.max_header,
+                            .lease_seconds = server.config.job_lease_seconds};
     if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         close_data(server.blobs, server.catalog);
@@ -250,7 +260,7 @@ static int token_list_or_revoke(int argc, char **argv)
     }
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "token");
+    int opened = open_data(data_dir, &blobs, &catalog, false, "token", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     int rc = 0;
@@ -317,7 +327,7 @@ int tg_cmd_token(int argc, char **argv)
     }
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "token");
+    int opened = open_data(data_dir, &blobs, &catalog, false, "token", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     char token[TG_TOKEN_LEN + 1], hash[65];
@@ -423,7 +433,7 @@ int tg_cmd_gc(int argc, char **argv)
     gc_state gc = {.dry_run = dry_run};
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "gc");
+    int opened = open_data(data_dir, &blobs, &catalog, false, "gc", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     gc.blobs = blobs;
@@ -535,7 +545,7 @@ int tg_cmd_fsck(int argc, char **argv)
         return exit_status;
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "fsck");
+    int opened = open_data(data_dir, &blobs, &catalog, false, "fsck", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 2;
     fsck_state fsck = {.blobs = blobs, .catalog = catalog};

@@ -40,6 +40,9 @@ typedef struct tg_config {
         max_jobs_per_namespace;  /* TENSORGATE_MAX_JOBS_PER_NAMESPACE / --max-jobs-per-namespace */
     uint64_t header_cache_bytes; /* TENSORGATE_HEADER_CACHE_BYTES / --header-cache-bytes: parsed
                                     headers kept */
+    char catalog_url[4096];      /* TENSORGATE_CATALOG / --catalog: "" is sqlite:DATA/catalog.db;
+                                    postgresql://... is a catalog shared by replicas */
+    unsigned job_lease_seconds;  /* TENSORGATE_JOB_LEASE_SECONDS / --job-lease-seconds */
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

@@ -521,6 +521,18 @@ respond_problem_va(tg_request *req, unsigned status, const char *reason, const c
                              NULL);
         return;
     }
+    /* A catalog that could not be reached (PostgreSQL down, a connection lost, a
+     * timeout) is no fault of the server's code: 503 with a stable reason, and
+     * Retry-After, so clients and balancers retry. */
+    if (tg_catalog_take_unavailable() && status == 500) {
+        const char *const retry[] = {"Retry-After", "1", NULL};
+        respond_problem_json(req, 503,
+                             tg_problem_json(503, "catalog_unavailable",
+                                             "the catalog cannot be reached right now; retry the "
+                                             "request"),
+                             retry);
+        return;
+    }
     char detail[512];
     vsnprintf(detail, sizeof detail, fmt, ap);
     if (req->hub_errors && headers == NULL) {
@@ -940,6 +952,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     tg_server *server = cls;
     tg_request *req = *con_cls;
     (void)tg_catalog_take_disk_full(); /* only this call's catalog failures count */
+    (void)tg_catalog_take_unavailable();
     if (req == NULL)
         return MHD_NO; /* no state for this connection (out of memory) */
     if (!req->started) {

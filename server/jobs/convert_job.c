@@ -58,7 +58,17 @@ static struct {
     /* the running job a DELETE asked to stop (atomic; the catalog holds the
      * durable mark, this only spares the converter a catalog read per step) */
     int64_t cancel_job;
-} runner = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+    /* leases: the job the worker runs (under lock; 0 when none), the renewer
+     * thread that extends its lease, and the job whose lease was lost (atomic:
+     * another replica took it over, so this one stops it without failing it) */
+    int64_t current_job;
+    pthread_t renewer;
+    bool renewer_started;
+    pthread_cond_t renew_wake;
+    int64_t lease_lost;
+} runner = {.lock = PTHREAD_MUTEX_INITIALIZER,
+            .wake = PTHREAD_COND_INITIALIZER,
+            .renew_wake = PTHREAD_COND_INITIALIZER};
 
 static bool stopping(void)
 {
@@ -68,6 +78,11 @@ static bool stopping(void)
 static bool cancel_asked(int64_t job_id)
 {
     return __atomic_load_n(&runner.cancel_job, __ATOMIC_ACQUIRE) == job_id;
+}
+
+static bool lease_lost(int64_t job_id)
+{
+    return __atomic_load_n(&runner.lease_lost, __ATOMIC_ACQUIRE) == job_id;
 }
 
 /* Why a job failed: a stable reason and one sentence. */
@@ -452,6 +467,8 @@ static int shard_write(void *ctx, const void *data, size_t len)
         return fail(w->failure, "stopped", "the server is stopping");
     if (cancel_asked(w->p->job_id))
         return fail(w->failure, "cancelled", "cancelled while it ran");
+    if (lease_lost(w->p->job_id))
+        return fail(w->failure, "lease_lost", "another replica took the job over");
     return 0;
 }
 
@@ -791,6 +808,20 @@ static int run_job(const tg_jobs_context *ctx, const tg_job *job, job_failure *f
     }
     tg_version version;
     tg_cat_status status = tg_catalog_job_commit(ctx->catalog, job->id, digest, &version);
+    if (status == TG_CAT_CONFLICT &&
+        tg_catalog_job_renew(ctx->catalog, job->id) == TG_CAT_NOT_FOUND) {
+        /* not ours any more: if it still runs, another replica holds it (its
+         * lease expired here) and finishes it with these files */
+        tg_job *now = malloc(sizeof *now);
+        bool elsewhere = now != NULL &&
+                         tg_catalog_job_get(ctx->catalog, job->id, now) == TG_CAT_OK &&
+                         now->state == TG_JOB_RUNNING;
+        free(now);
+        if (elsewhere) {
+            fail(failure, "lease_lost", "another replica took the job over");
+            goto out;
+        }
+    }
     if (status == TG_CAT_NOT_FOUND || status == TG_CAT_CONFLICT) {
         /* cancelled, its model deleted, or its token revoked (the commit failed it
          * then): its rows are gone, and its blobs go unless something else uses them */
@@ -816,6 +847,61 @@ out:
     return rc;
 }
 
+/* The lease length of this process's claims (tg_catalog_set_job_lease). */
+static unsigned lease_seconds(const tg_jobs_context *ctx)
+{
+    return ctx->lease_seconds > 0 ? ctx->lease_seconds : TG_JOB_LEASE_SECONDS_DEFAULT;
+}
+
+/* A deadline seconds from now, for pthread_cond_timedwait. */
+static struct timespec after_seconds(unsigned seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += seconds;
+    return ts;
+}
+
+/* The renewer thread: every third of the lease, extends the running job's lease.
+ * A lease found lost (another replica took the job over after this one could not
+ * renew in time) stops the job here without failing it; a cancel asked through
+ * another replica shows here too and stops it as a cancel. */
+static void *renewer_main(void *arg)
+{
+    const tg_jobs_context *ctx = arg;
+    unsigned every = lease_seconds(ctx) / 3 > 0 ? lease_seconds(ctx) / 3 : 1;
+    pthread_mutex_lock(&runner.lock);
+    while (!runner.stopping) {
+        struct timespec until = after_seconds(every);
+        (void)pthread_cond_timedwait(&runner.renew_wake, &runner.lock, &until);
+        int64_t job_id = runner.current_job;
+        if (runner.stopping || job_id == 0)
+            continue;
+        pthread_mutex_unlock(&runner.lock);
+        tg_cat_status status = tg_catalog_job_renew(ctx->catalog, job_id);
+        if (status == TG_CAT_NOT_FOUND) {
+            tg_log(TG_LOG_WARN, "job %lld: its lease is no longer this server's; stopping it",
+                   (long long)job_id);
+            __atomic_store_n(&runner.lease_lost, job_id, __ATOMIC_RELEASE);
+        } else if (status == TG_CAT_CONFLICT) {
+            __atomic_store_n(&runner.cancel_job, job_id, __ATOMIC_RELEASE);
+        } else if (status != TG_CAT_OK) {
+            tg_log(TG_LOG_WARN, "job %lld: its lease could not be renewed (the catalog failed)",
+                   (long long)job_id);
+        }
+        pthread_mutex_lock(&runner.lock);
+    }
+    pthread_mutex_unlock(&runner.lock);
+    return NULL;
+}
+
+static void set_current_job(int64_t job_id)
+{
+    pthread_mutex_lock(&runner.lock);
+    runner.current_job = job_id;
+    pthread_mutex_unlock(&runner.lock);
+}
+
 static void *worker_main(void *arg)
 {
     const tg_jobs_context *ctx = arg;
@@ -824,10 +910,20 @@ static void *worker_main(void *arg)
         tg_log(TG_LOG_ERROR, "conversion worker: out of memory; no job will run");
         return NULL;
     }
+    /* Besides a wake (a job queued here), the worker looks for work on its own:
+     * a job queued through another replica, or one whose holder died. */
+    unsigned poll_every = lease_seconds(ctx) / 2;
+    if (poll_every < 1)
+        poll_every = 1;
+    if (poll_every > 5)
+        poll_every = 5;
     for (;;) {
         pthread_mutex_lock(&runner.lock);
-        while (!runner.stopping && !runner.pending)
-            pthread_cond_wait(&runner.wake, &runner.lock);
+        struct timespec until = after_seconds(poll_every);
+        while (!runner.stopping && !runner.pending) {
+            if (pthread_cond_timedwait(&runner.wake, &runner.lock, &until) == ETIMEDOUT)
+                break;
+        }
         runner.pending = false;
         bool stop = runner.stopping;
         pthread_mutex_unlock(&runner.lock);
@@ -837,9 +933,15 @@ static void *worker_main(void *arg)
             tg_log(TG_LOG_INFO, "job %lld: converting %s/%s version %lld to %s (attempt %lld)",
                    (long long)job->id, job->org, job->name, (long long)job->source_number,
                    job->dtype, (long long)job->attempts);
+            set_current_job(job->id);
             job_failure failure = {"", "", ""};
             int rc = run_job(ctx, job, &failure);
-            if (rc < 0) {
+            set_current_job(0);
+            if (rc < 0 && strcmp(failure.reason, "lease_lost") == 0) {
+                /* another replica holds it now and finishes it with the files
+                 * recorded so far: nothing here is failed or reclaimed */
+                tg_log(TG_LOG_WARN, "job %lld: %s", (long long)job->id, failure.detail);
+            } else if (rc < 0) {
                 tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, failure.reason,
                        failure.detail);
                 /* A cancelled job keeps the detail the cancel stored (NULL); one whose
@@ -870,6 +972,7 @@ static void *worker_main(void *arg)
 int tg_convert_jobs_start(const tg_jobs_context *context, char *err, size_t err_len)
 {
     unsigned requeued = 0, failed = 0;
+    tg_catalog_set_job_lease(context->catalog, lease_seconds(context), TG_CONVERT_MAX_ATTEMPTS);
     if (tg_catalog_job_recover(context->catalog, TG_CONVERT_MAX_ATTEMPTS, &requeued, &failed) !=
         TG_CAT_OK) {
         snprintf(err, err_len, "cannot recover the jobs of a previous run");
@@ -886,11 +989,17 @@ int tg_convert_jobs_start(const tg_jobs_context *context, char *err, size_t err_
     runner.context = *context;
     runner.stopping = false;
     runner.pending = true; /* look for queued jobs at once */
+    runner.current_job = 0;
     int rc = pthread_create(&runner.thread, NULL, worker_main, &runner.context);
     runner.started = rc == 0;
+    if (rc == 0) {
+        rc = pthread_create(&runner.renewer, NULL, renewer_main, &runner.context);
+        runner.renewer_started = rc == 0;
+    }
     pthread_mutex_unlock(&runner.lock);
     if (rc != 0) {
         snprintf(err, err_len, "cannot start the conversion worker: %s", strerror(rc));
+        tg_convert_jobs_stop();
         return -1;
     }
     return 0;
@@ -913,12 +1022,17 @@ void tg_convert_jobs_stop(void)
 {
     pthread_mutex_lock(&runner.lock);
     bool started = runner.started;
+    bool renewer_started = runner.renewer_started;
     __atomic_store_n(&runner.stopping, true, __ATOMIC_RELEASE);
     pthread_cond_signal(&runner.wake);
+    pthread_cond_signal(&runner.renew_wake);
     pthread_mutex_unlock(&runner.lock);
     if (started)
         pthread_join(runner.thread, NULL);
+    if (renewer_started)
+        pthread_join(runner.renewer, NULL);
     pthread_mutex_lock(&runner.lock);
     runner.started = false;
+    runner.renewer_started = false;
     pthread_mutex_unlock(&runner.lock);
 }

@@ -14,7 +14,15 @@
  * Crash safety: a killed server leaves its job "running"; at the next start the
  * job is queued again (tmp/ was emptied by the store) and resumes, skipping the
  * shards already in job_files, until it has been interrupted
- * TG_CONVERT_MAX_ATTEMPTS times, after which it is marked failed. A running job
+ * TG_CONVERT_MAX_ATTEMPTS times, after which it is marked failed.
+ *
+ * Replicas (a shared PostgreSQL catalog): a claim is a lease (catalog.h) that a
+ * renewer thread extends every third of --job-lease-seconds while the job runs;
+ * the worker also looks for claimable jobs every few seconds, so a job queued
+ * through another replica, or left by a replica that died (its lease expired),
+ * is taken over and finished, its version committed once (only the lease
+ * holder commits). A worker that finds its lease lost stops the job without
+ * failing it. A running job
  * whose cancel was asked (DELETE /v1/jobs/{id}) is marked in the catalog and fails
  * with reason "cancelled" at the worker's next step, or at the next start.
  *
@@ -34,6 +42,7 @@
 #define TG_CONVERT_GLOBS_MAX 64
 #define TG_CONVERT_GLOB_LEN_MAX 256
 #define TG_CONVERT_MAX_ATTEMPTS 3
+#define TG_JOB_LEASE_SECONDS_DEFAULT 30
 
 /* What the job system works with: the server's catalog and blob store, and the
  * limits it reads from the server's configuration. Made by cmd/serve.c for the
@@ -43,6 +52,9 @@ typedef struct tg_jobs_context {
     tg_catalog *catalog;
     tg_blobstore *store;
     uint64_t max_header; /* --max-header: the bound on N of the headers read and written */
+    /* --job-lease-seconds: how long a claim holds a job without renewal (0: the
+     * default, TG_JOB_LEASE_SECONDS_DEFAULT); the worker renews every third of it */
+    unsigned lease_seconds;
 } tg_jobs_context;
 
 /* What to convert: the target dtype and tensor-name globs (fnmatch; none: all). */
