@@ -26,11 +26,15 @@
 #include "sha256.h"
 
 /* A maintenance command's --data must name a directory that serve made: one
- * holding the catalog file. A mistyped path is refused before anything is created. */
+ * holding the catalog file (or any directory, when TENSORGATE_CATALOG names a
+ * catalog elsewhere). A mistyped path is refused before anything is created. */
 static bool is_data_dir(const char *data_dir)
 {
     char path[4200];
     struct stat st;
+    const char *catalog = getenv("TENSORGATE_CATALOG");
+    if (catalog != NULL && strncmp(catalog, "postgres", 8) == 0)
+        return stat(data_dir, &st) == 0 && S_ISDIR(st.st_mode);
     if (snprintf(path, sizeof path, "%s/catalog.db", data_dir) >= (int)sizeof path)
         return false;
     return stat(data_dir, &st) == 0 && S_ISDIR(st.st_mode) && stat(path, &st) == 0 &&

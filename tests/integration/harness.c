@@ -2,6 +2,7 @@
  * compiled once per build and linked into every program that uses it. */
 #define TG_IT_HARNESS_C
 #include "harness.h"
+#include "test_pg.h"
 
 /* ---------- small buffers ---------- */
 
@@ -247,6 +248,14 @@ void it_init(int argc, char **argv, const char *const *extra_flags)
     atexit(it_cleanup);
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
+    /* TENSORGATE_CATALOG=postgresql://... (tests/scale/pg-suite.sh): every server and
+     * command of this program uses that catalog, emptied here so the program
+     * starts from nothing, as it does with a new SQLite file. */
+    const char *catalog = getenv("TENSORGATE_CATALOG");
+    if (catalog != NULL && strncmp(catalog, "postgres", 8) == 0 && !tg_test_pg_reset(catalog)) {
+        fprintf(stderr, "harness: cannot empty the PostgreSQL catalog %s\n", catalog);
+        exit(2);
+    }
     snprintf(it_root_dir, sizeof it_root_dir, "/tmp/tg-it-XXXXXX");
     if (mkdtemp(it_root_dir) == NULL) {
         perror("harness: mkdtemp");
