@@ -12,7 +12,8 @@ set -eu
 packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy cppcheck
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev
 curl sqlite3 coreutils python3 python3-numpy python3-torch
-radosgw ceph-mon ceph-osd ceph-common"
+radosgw ceph-mon ceph-osd ceph-common
+libpq-dev postgresql-15"
 
 if [ "${1:-}" = "--bench" ]; then
     packages="$packages nginx-light wrk"
@@ -20,11 +21,11 @@ fi
 
 if [ "${1:-}" = "--build" ]; then
     packages="gcc make pkg-config libc6-dev
-libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev"
+libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev libpq-dev"
 elif [ "${1:-}" = "--runtime" ]; then
     # The libraries of the build's LDLIBS (libcrypto is in libssl3); libcurl is the
     # S3 blob store's HTTP client (and the tests').
-    packages="libmicrohttpd12 libsqlite3-0 libjansson4 libssl3 libcurl4"
+    packages="libmicrohttpd12 libsqlite3-0 libjansson4 libssl3 libcurl4 libpq5"
 # Node.js runs the OpenAPI linter; a machine that already has a node on PATH keeps it.
 elif ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     packages="$packages nodejs npm"

@@ -61,6 +61,11 @@ if [ -x build/tests/integration/s3 ]; then
     suite "s3 blob store (radosgw)" tests/scale/with-radosgw.sh sh -c \
         'build/tests/unit/server/storage/blobstore_s3 && build/tests/integration/s3 build'
 fi
+# The PostgreSQL catalog: a throwaway cluster, the catalog tests, two replicas, and
+# integration programs with every server on it.
+if [ -x tests/scale/pg-suite.sh ]; then
+    suite "postgresql catalog" tests/scale/with-postgres.sh tests/scale/pg-suite.sh build
+fi
 if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
     suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-10}"
 fi
