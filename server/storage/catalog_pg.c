@@ -329,7 +329,8 @@ static long tx_run(tx *t, const char *sql, int n, const char *const *params)
     PGresult *r = tx_q(t, sql, n, params);
     if (r == NULL)
         return -1;
-    long rows = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : atol(PQcmdTuples(r));
+    long rows =
+        PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : strtol(PQcmdTuples(r), NULL, 10);
     PQclear(r);
     return rows;
 }
@@ -633,7 +634,8 @@ static tg_cat_status touched(PGresult *r, tg_cat_status failed)
 {
     if (r == NULL)
         return failed;
-    long rows = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : atol(PQcmdTuples(r));
+    long rows =
+        PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : strtol(PQcmdTuples(r), NULL, 10);
     return rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
 }
 
@@ -903,7 +905,7 @@ static tg_cat_status check_token(tx *t, const char *hash, int64_t id, const char
                           : "SELECT scope, namespace FROM tokens WHERE id = $1 FOR SHARE",
              1, params);
     if (r == NULL)
-        return t->status;
+        return TG_CAT_ERROR;
     tg_cat_status status = token_covers(r, 0, PQntuples(r) > 0, org, why);
     PQclear(r);
     return status;
@@ -1764,7 +1766,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num jid = n64(job_id);
-    tg_job *job = malloc(sizeof *job);
+    tg_job *job = calloc(1, sizeof *job);
     if (job == NULL)
         return TG_CAT_ERROR;
     tx t;
@@ -1782,7 +1784,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     const char *why = NULL;
     if (status == TG_CAT_OK && job->token_id > 0) {
         status = check_token(&t, NULL, job->token_id, job->org, &why);
-        if (status == TG_CAT_NOT_FOUND) {
+        if (status == TG_CAT_NOT_FOUND && why != NULL) {
             status =
                 fail_job(&t, jid.s, why,
                          strcmp(why, "token_revoked") == 0
@@ -1809,7 +1811,8 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         PQclear(r);
     }
     free(job);
-    num vid = n64(out->id), number = n64(out->number);
+    num vid = n64(status == TG_CAT_OK ? out->id : 0),
+        number = n64(status == TG_CAT_OK ? out->number : 0);
     if (status == TG_CAT_OK) {
         const char *params[] = {vid.s, now, source_id.s, jid.s};
         if (tx_run(&t, carried_sql, 4, params) < 0)
