@@ -47,7 +47,10 @@
 #include <string.h>
 #include <time.h>
 
-#define POOL_MAX 32
+/* Connections per process: the server's threads, the job worker and its renewer
+ * need at most one each at a time (a visitor runs with none held). With Debian's
+ * default max_connections (100), four replicas fit. */
+#define POOL_MAX 20
 /* How long a call waits for a pooled connection before it fails. */
 #define POOL_WAIT_SECONDS 10
 /* The advisory lock key that serialises migrations across replicas ("tgcatalo"). */
@@ -239,6 +242,8 @@ static tg_cat_status failure_status(PGconn *db, const PGresult *r)
         return TG_CAT_EXISTS;
     if (state != NULL && strcmp(state, "23503") == 0)
         return TG_CAT_NOT_FOUND;
+    if (state != NULL && strcmp(state, "53100") == 0) /* disk_full: 507, as SQLite's */
+        tg_catalog_note_disk_full();
     tg_log(TG_LOG_ERROR, "catalog: PostgreSQL: %s",
            r && PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(db));
     bool unreachable =
