@@ -72,11 +72,36 @@ TEST(flags_override_environment)
     unsetenv("TENSORGATE_MAX_BODY");
 }
 
+/* --catalog / TENSORGATE_CATALOG name the catalog; --job-lease-seconds its leases. */
+TEST(catalog_and_job_lease)
+{
+    tg_config config;
+    tg_config_defaults(&config);
+    CHECK_STR(config.catalog_url, "");
+    CHECK_EQ_U64(config.job_lease_seconds, 30);
+    char err[256];
+    setenv("TENSORGATE_CATALOG", "postgresql://tg@db/tensorgate", 1);
+    char *argv1[] = {"serve", NULL};
+    CHECK(tg_config_load(&config, 1, argv1, err, sizeof err) == 0);
+    CHECK_STR(config.catalog_url, "postgresql://tg@db/tensorgate");
+    char *argv2[] = {"serve", "--catalog", "sqlite:/srv/c.db", "--job-lease-seconds=5", NULL};
+    CHECK(tg_config_load(&config, 4, argv2, err, sizeof err) == 0);
+    CHECK_STR(config.catalog_url, "sqlite:/srv/c.db");
+    CHECK_EQ_U64(config.job_lease_seconds, 5);
+    char *argv3[] = {"serve", "--job-lease-seconds", "1", NULL};
+    CHECK(tg_config_load(&config, 3, argv3, err, sizeof err) == -1);
+    char *argv4[] = {"serve", "--catalog", "", NULL};
+    CHECK(tg_config_load(&config, 3, argv4, err, sizeof err) == -1);
+    CHECK(strstr(tg_config_usage(), "--catalog URL") != NULL);
+    unsetenv("TENSORGATE_CATALOG");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     RUN(listen_addresses);
     RUN(byte_counts);
     RUN(flags_override_environment);
+    RUN(catalog_and_job_lease);
     return test_report(argv[0]);
 }

@@ -454,9 +454,55 @@ TEST(failing_write_fails_the_job_and_leaves_nothing)
     CHECK(data_open(data_root));
 }
 
+/* The worker renews its job's lease while it works: with a 2 s lease and a job
+ * slowed to ~3 s, a second catalog handle (another replica) never gets to claim
+ * it, and the job is done in one attempt. */
+TEST(worker_renews_its_lease)
+{
+    char db[128], err[256] = "";
+    snprintf(db, sizeof db, "%s/catalog.db", data_root);
+    tg_catalog *other = NULL;
+    CHECK(tg_catalog_open(db, &other, err, sizeof err) == TG_CAT_OK);
+    if (other == NULL)
+        return;
+    tg_catalog_set_job_lease(other, 2, 3);
+    bool existing = false;
+    tg_job job, stolen;
+    CHECK(tg_catalog_job_create(catalog, source_model.id, source_version.id, "F16", "[]", 0, &job,
+                                &existing) == TG_CAT_OK);
+    setenv("TENSORGATE_TEST_CONVERT_DELAY_MS", "1500", 1);
+    tg_jobs_context leased = jobs;
+    leased.lease_seconds = 2;
+    CHECK(tg_convert_jobs_start(&leased, err, sizeof err) == 0);
+    unsetenv("TENSORGATE_TEST_CONVERT_DELAY_MS");
+    bool ended = false, taken = false, running = false;
+    for (int i = 0; i < 500 && !running; i++) {
+        running =
+            tg_catalog_job_get(catalog, job.id, &job) == TG_CAT_OK && job.state != TG_JOB_QUEUED;
+        if (!running)
+            usleep(5 * 1000);
+    }
+    CHECK(running);
+    for (int i = 0; i < 1500 && !ended; i++) {
+        taken = taken || tg_catalog_job_claim(other, &stolen) == TG_CAT_OK;
+        ended = tg_catalog_job_get(catalog, job.id, &job) == TG_CAT_OK &&
+                (job.state == TG_JOB_DONE || job.state == TG_JOB_FAILED);
+        if (!ended)
+            usleep(20 * 1000);
+    }
+    tg_convert_jobs_stop();
+    CHECK(ended);
+    CHECK(!taken);
+    CHECK_EQ_U64(job.state, TG_JOB_DONE);
+    CHECK_EQ_U64(job.attempts, 1);
+    CHECK(job.started_at[0] != '\0' && job.finished_at[0] != '\0');
+    tg_catalog_close(other);
+}
+
 int main(int argc, char **argv)
 {
-    tg_log_set_level(TG_LOG_ERROR); /* the worker's lines about each job */
+    tg_log_set_level(getenv("TG_DEBUG_LOG") ? TG_LOG_DEBUG
+                                            : TG_LOG_ERROR); /* the worker's lines about each job */
     if (argc == 3 && strcmp(argv[1], "--enospc-child") == 0)
         return enospc_child(argv[2]);
     snprintf(data_root, sizeof data_root, "/tmp/tg-convert-job-XXXXXX");
@@ -468,6 +514,7 @@ int main(int argc, char **argv)
     RUN(job_runs_to_a_new_version);
     RUN(missing_source_blob_fails_the_job);
     RUN(failing_write_fails_the_job_and_leaves_nothing);
+    RUN(worker_renews_its_lease);
     if (catalog != NULL)
         tg_catalog_close(catalog);
     free(shard_bytes[0]);
