@@ -83,6 +83,19 @@ static pg_catalog *pg(tg_catalog *catalog)
 
 /* ---- connections ---- */
 
+/* True at most once a second (per process): while the server is down every
+ * request fails to connect, and one line a second says so without flooding the log. */
+static bool log_unreachable_now(void)
+{
+    static int64_t last_second;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t second = (int64_t)ts.tv_sec;
+    int64_t seen = __atomic_load_n(&last_second, __ATOMIC_RELAXED);
+    return second != seen && __atomic_compare_exchange_n(&last_second, &seen, second, false,
+                                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /* libpq's notices (a FATAL a closing server sends an idle client) go to the log. */
 static void log_notice(void *arg, const char *message)
 {
@@ -177,7 +190,9 @@ static pconn *acquire(pg_catalog *c)
         tg_log(TG_LOG_INFO, "catalog: a pooled PostgreSQL connection was closed; reconnecting");
         PQreset(k->db);
         if (PQstatus(k->db) != CONNECTION_OK) {
-            tg_log(TG_LOG_ERROR, "catalog: PostgreSQL connection lost: %s", PQerrorMessage(k->db));
+            if (log_unreachable_now())
+                tg_log(TG_LOG_ERROR, "catalog: PostgreSQL connection lost: %s",
+                       PQerrorMessage(k->db));
             PQfinish(k->db);
             free(k);
             pthread_mutex_lock(&c->lock);
@@ -197,7 +212,8 @@ static pconn *acquire(pg_catalog *c)
     char err[512];
     k = calloc(1, sizeof *k);
     if (k != NULL && (k->db = connect_db(c->conninfo, err, sizeof err)) == NULL) {
-        tg_log(TG_LOG_ERROR, "catalog: %s", err);
+        if (log_unreachable_now())
+            tg_log(TG_LOG_ERROR, "catalog: %s (further failures this second not logged)", err);
         free(k);
         k = NULL;
     }

@@ -210,6 +210,139 @@ TEST(catalog_down_answers_503_and_heals)
     it_response_free(&r);
 }
 
+/* ---- PostgreSQL restarted under load ---- */
+
+typedef struct loader {
+    int replica;
+    volatile int *stop;
+    int requests, ok, unavailable, other, transport;
+    long other_status;
+} loader;
+
+/* One client: reads (model, file) and writes (new drafts) in a loop, each with a
+ * 15 s timeout: a hang shows as a transport error. */
+static void *load_thread(void *arg)
+{
+    loader *l = arg;
+    char auth[300];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    CURL *curl = curl_easy_init();
+    struct curl_slist *headers = curl_slist_append(NULL, auth);
+    if (curl == NULL || headers == NULL) {
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(curl);
+        return NULL;
+    }
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 15L);
+    for (int i = 0; !*l->stop; i++) {
+        char url[300];
+        int kind = i % 3;
+        if (kind == 0)
+            snprintf(url, sizeof url, "%s" BASE "/acme/shared", rep[l->replica].base);
+        else if (kind == 1)
+            snprintf(url, sizeof url, "%s" BASE "/acme/shared/versions/1/files/model.safetensors",
+                     rep[l->replica].base);
+        else
+            snprintf(url, sizeof url, "%s" BASE "/acme/load/versions", rep[l->replica].base);
+        curl_easy_setopt(curl, CURLOPT_URL, url);
+        if (kind == 2) {
+            curl_easy_setopt(curl, CURLOPT_POST, 1L);
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
+        } else {
+            curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+        }
+        long status = 0;
+        l->requests++;
+        if (curl_easy_perform(curl) != CURLE_OK) {
+            l->transport++;
+            continue;
+        }
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status == 200 || status == 201)
+            l->ok++;
+        else if (status == 503) {
+            l->unavailable++;
+            usleep(2 * 1000); /* a client told to retry waits a little */
+        } else {
+            l->other++;
+            l->other_status = status;
+        }
+    }
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    return NULL;
+}
+
+/* Clients on both replicas while PostgreSQL stops and starts: every request is
+ * answered 200/201 or 503 (never a 500, never a hang), and afterwards every
+ * replica serves again. */
+TEST(restart_under_load)
+{
+    const char *stop = getenv("TG_PG_STOP");
+    const char *start = getenv("TG_PG_START");
+    if (stop == NULL || start == NULL)
+        return;
+    use(0);
+    it_response r = it_send_json("POST", BASE, token, "{\"name\":\"acme/load\"}");
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    enum { CLIENTS = 4 };
+    volatile int halt = 0;
+    loader l[CLIENTS];
+    pthread_t threads[CLIENTS];
+    memset(l, 0, sizeof l);
+    for (int i = 0; i < CLIENTS; i++) {
+        l[i].replica = i % 2;
+        l[i].stop = &halt;
+        CHECK(pthread_create(&threads[i], NULL, load_thread, &l[i]) == 0);
+    }
+    usleep(300 * 1000);
+    CHECK(system(stop) == 0);
+    usleep(500 * 1000);
+    CHECK(system(start) == 0);
+    usleep(500 * 1000);
+    halt = 1;
+    int requests = 0, ok = 0, unavailable = 0, other = 0, transport = 0;
+    for (int i = 0; i < CLIENTS; i++) {
+        pthread_join(threads[i], NULL);
+        requests += l[i].requests;
+        ok += l[i].ok;
+        unavailable += l[i].unavailable;
+        other += l[i].other;
+        transport += l[i].transport;
+        if (l[i].other > 0)
+            fprintf(stderr, "client %d: status %ld\n", i, l[i].other_status);
+    }
+    fprintf(stderr, "restart under load: %d requests, %d ok, %d 503, %d other, %d transport\n",
+            requests, ok, unavailable, other, transport);
+    CHECK(requests > 20);
+    CHECK(ok > 0);
+    CHECK_EQ_U64(other, 0);
+    CHECK_EQ_U64(transport, 0);
+    for (int i = 0; i < 2; i++) {
+        use(i);
+        r = it_get("/readyz");
+        CHECK_STATUS(r, 200);
+        it_response_free(&r);
+        r = it_send("POST", BASE "/acme/load/versions", token, NULL, 0);
+        CHECK_STATUS(r, 201);
+        it_response_free(&r);
+    }
+    /* nothing lost: the drafts answered 201 are all there, numbered 1..N */
+    use(0);
+    r = it_get(BASE "/acme/load");
+    size_t versions = json_array_size(json_object_get(r.json, "versions"));
+    it_response_free(&r);
+    CHECK(versions >= 2);
+    char url[128];
+    snprintf(url, sizeof url, BASE "/acme/load/versions/%zu", versions);
+    r = it_get(url);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+}
+
 static bool log_contains(const char *log, const char *needle)
 {
     FILE *f = fopen(log, "r");
@@ -349,6 +482,7 @@ int main(int argc, char **argv)
     RUN(replicas_share_one_catalog);
     RUN(one_publish_of_a_draft_wins);
     RUN(catalog_down_answers_503_and_heals);
+    RUN(restart_under_load);
     RUN(job_of_a_dead_replica_is_taken_over);
     for (int i = 0; i < 2; i++) {
         use(i);

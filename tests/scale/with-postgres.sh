@@ -69,12 +69,17 @@ if ! (cd "$dir" && $as_pg "$bin/initdb" -D "$dir/data" -U tg -A trust -E UTF8 --
     fail "initdb failed"
 fi
 
-# A free port: try a few random ones (the server fails to start on a taken one).
+# A free port: try a few random ones (the server fails to start on a taken one),
+# below the ephemeral range: while the server is stopped (TG_PG_STOP), clients
+# that keep connecting to its port could otherwise be given that very port as
+# their own source port (a loopback self-connect) and keep it from starting again.
+low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$low" -gt 12000 ] 2>/dev/null || low=32768
 port=""
 tries=0
 while [ $tries -lt 8 ]; do
     tries=$((tries + 1))
-    candidate=$(( ($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000) + 30000 ))
+    candidate=$(( ($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (low - 11000)) + 10000 ))
     # skip ports something already listens on
     hex=$(printf '%04X' "$candidate")
     if grep -q ":$hex " /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
