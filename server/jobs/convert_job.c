@@ -960,6 +960,10 @@ static void *worker_main(void *arg)
                 if (failure.orphan[0] != '\0')
                     (void)tg_blob_reclaim(ctx->store, ctx->catalog, failure.orphan, false);
             } else if (rc > 0) {
+                /* the server is stopping: the lease goes at once, so another
+                 * replica (or this one, restarted) takes the job up without
+                 * waiting for it to expire */
+                (void)tg_catalog_job_release(ctx->catalog, job->id);
                 tg_log(TG_LOG_INFO, "job %lld: stopped; it resumes at the next start",
                        (long long)job->id);
             }

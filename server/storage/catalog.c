@@ -101,6 +101,13 @@ void tg_catalog_set_job_lease(tg_catalog *catalog, unsigned lease_seconds, unsig
         catalog->job_max_attempts = max_attempts;
 }
 
+tg_cat_status tg_catalog_job_release(tg_catalog *catalog, int64_t job_id)
+{
+    if (catalog->ops->job_release == NULL)
+        return TG_CAT_OK;
+    return catalog->ops->job_release(catalog, job_id);
+}
+
 tg_cat_status tg_catalog_job_renew(tg_catalog *catalog, int64_t job_id)
 {
     if (catalog->ops->job_renew == NULL)

@@ -327,6 +327,9 @@ void tg_catalog_set_job_lease(tg_catalog *catalog, unsigned lease_seconds, unsig
  * its cancel was asked (the lease is still extended); TG_CAT_NOT_FOUND when the
  * job is no longer this handle's (taken over, done, failed or gone). */
 tg_cat_status tg_catalog_job_renew(tg_catalog *catalog, int64_t job_id);
+/* Gives up the lease of a job this handle holds (a stopping server): it stays
+ * running, claimable at once by any handle. TG_CAT_NOT_FOUND when not held. */
+tg_cat_status tg_catalog_job_release(tg_catalog *catalog, int64_t job_id);
 /* Claims the oldest job that is queued, or running with an expired lease: it
  * becomes running under this handle's lease, attempts + 1. TG_CAT_NOT_FOUND if none. */
 tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out);

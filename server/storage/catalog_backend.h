@@ -117,6 +117,7 @@ typedef struct tg_catalog_ops {
     /* schema 4: job leases. claim, progress, job_file_put, fail and commit of a
      * running job act only for the lease holder (catalog->lease_owner). */
     tg_cat_status (*job_renew)(tg_catalog *catalog, int64_t job_id);
+    tg_cat_status (*job_release)(tg_catalog *catalog, int64_t job_id);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct

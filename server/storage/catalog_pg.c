@@ -1688,6 +1688,20 @@ static tg_cat_status pg_job_renew(tg_catalog *catalog, int64_t job_id)
     return status;
 }
 
+static tg_cat_status pg_job_release(tg_catalog *catalog, int64_t job_id)
+{
+    num id = n64(job_id);
+    const char *params[] = {id.s, catalog->lease_owner};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true,
+                        "UPDATE jobs SET lease_expires = 0 WHERE id = $1 AND state = 'running'"
+                        " AND lease_owner = $2",
+                        2, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
 static tg_cat_status pg_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
                                  const char *detail)
 {
@@ -1904,4 +1918,5 @@ static const tg_catalog_ops pg_ops = {
     .job_file_list = pg_job_file_list,
     .job_commit = pg_job_commit,
     .job_renew = pg_job_renew,
+    .job_release = pg_job_release,
 };

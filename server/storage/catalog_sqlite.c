@@ -1658,6 +1658,23 @@ out:
     return status;
 }
 
+/* Gives up this handle's lease of a running job (tg_catalog_job_release). */
+static tg_cat_status sq_job_release(tg_catalog *catalog, int64_t job_id)
+{
+    static const char sql[] =
+        "UPDATE jobs SET lease_expires = 0 WHERE id = ? AND state = 'running' AND lease_owner = ?";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, job_id);
+        bind_text(st, 2, catalog->lease_owner);
+        status = run_write(k, st);
+    }
+    write_end(catalog, k);
+    return status;
+}
+
 /* Extends this handle's lease of a running job (tg_catalog_job_renew). */
 static tg_cat_status sq_job_renew(tg_catalog *catalog, int64_t job_id)
 {
@@ -2114,4 +2131,5 @@ static const tg_catalog_ops sqlite_ops = {
     .job_file_list = sq_job_file_list,
     .job_commit = sq_job_commit,
     .job_renew = sq_job_renew,
+    .job_release = sq_job_release,
 };

@@ -1590,6 +1590,15 @@ TEST(job_leases_between_handles)
     CHECK(tg_catalog_version_get(a, model.id, 3, &none) == TG_CAT_NOT_FOUND);
     CHECK(tg_catalog_job_get(a, job.id, &got_a) == TG_CAT_OK);
     CHECK(got_a.state == TG_JOB_DONE && got_a.result_version == 2);
+    /* a stopping holder releases its lease: the job is claimable at once */
+    CHECK(tg_catalog_job_create(a, model.id, v1.id, "F32", "[]", 60, &job, &existing) == TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(a, &got_a) == TG_CAT_OK);
+    CHECK(tg_catalog_job_release(b, job.id) == TG_CAT_NOT_FOUND); /* not b's */
+    CHECK(tg_catalog_job_claim(b, &got_b) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_job_release(a, job.id) == TG_CAT_OK);
+    CHECK(tg_catalog_job_claim(b, &got_b) == TG_CAT_OK);
+    CHECK_EQ_U64(got_b.id, job.id);
+    CHECK(tg_catalog_job_fail(b, job.id, "internal", "test") == TG_CAT_OK);
     /* a cancel asked of a running job shows in its holder's renewal */
     CHECK(tg_catalog_job_create(a, model.id, v1.id, "F16", "[]", 60, &job, &existing) == TG_CAT_OK);
     CHECK(tg_catalog_job_claim(a, &got_a) == TG_CAT_OK);
