@@ -1434,10 +1434,13 @@ static tg_cat_status pg_job_create_by(tg_catalog *catalog, int64_t token_id, int
     if (!tx_begin(pg(catalog), &t))
         return TG_CAT_ERROR;
     /* The source version's row lock makes the look-up and the insert one step
-     * across replicas: two equal requests at once queue one job. */
+     * across replicas: two equal requests at once queue one job. The model's row
+     * is locked first, in the order a model's delete takes them (no deadlock). */
+    tg_cat_status status = lock_model(&t, mid.s);
     const char *lock_params[] = {vid.s};
-    long rows = tx_run(&t, lock_sql, 1, lock_params);
-    tg_cat_status status = rows < 0 ? t.status : rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
+    long rows = status == TG_CAT_OK ? tx_run(&t, lock_sql, 1, lock_params) : 0;
+    if (status == TG_CAT_OK)
+        status = rows < 0 ? t.status : rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
     if (status != TG_CAT_OK)
         return tx_end(&t, status);
     const char *same_params[] = {vid.s, dtype, tensors_json};
@@ -1809,11 +1812,18 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         free(job);
         return TG_CAT_ERROR;
     }
-    /* The job's row lock: of two replicas that both think they run the job (one's
-     * lease expired and the other took it over), only the holder gets here with
-     * the job still running; the version is made once. */
+    /* Locks in the order a model's delete takes them (model, then its jobs), so
+     * the two never deadlock: the model's row first (it also orders the version
+     * numbers), then the job's. Of two replicas that both think they run the job
+     * (one's lease expired and the other took it over), only the holder gets past
+     * the job's lock with the job still running; the version is made once. */
     bool ours = false;
-    tg_cat_status status = tx_job(&t, jid.s, true, job, &ours);
+    tg_cat_status status = tx_job(&t, jid.s, false, job, NULL);
+    num model_id = n64(job->model_id);
+    if (status == TG_CAT_OK)
+        status = lock_model(&t, model_id.s);
+    if (status == TG_CAT_OK)
+        status = tx_job(&t, jid.s, true, job, &ours);
     if (status == TG_CAT_OK && (job->state != TG_JOB_RUNNING || job->cancel_requested || !ours))
         status = TG_CAT_CONFLICT;
     const char *why = NULL;
@@ -1832,8 +1842,6 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     }
     num mid = n64(job->model_id), source = n64(job->source_number),
         source_id = n64(job->source_version_id);
-    if (status == TG_CAT_OK)
-        status = lock_model(&t, mid.s);
     PGresult *r = NULL;
     if (status == TG_CAT_OK) {
         const char *params[] = {mid.s, now, digest, source.s, job->dtype};

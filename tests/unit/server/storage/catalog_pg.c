@@ -375,6 +375,61 @@ TEST(job_claims_across_replicas_take_each_job_once)
     CHECK(tg_catalog_model_delete(replica[0], model.id) == TG_CAT_OK);
 }
 
+static void *write_or_delete(void *arg)
+{
+    racer *r = arg;
+    pthread_barrier_wait(r->barrier);
+    if (r->index == 0) {
+        usleep(2000);
+        count(r, tg_catalog_model_delete(replica[0], r->model_id));
+        return NULL;
+    }
+    tg_file_record file = {.path = "f.safetensors", .kind = "safetensors", .size = 1};
+    snprintf(file.sha256, sizeof file.sha256, "%064d", r->index);
+    static _Thread_local tg_job job;
+    for (int i = 0; i < r->rounds; i++) {
+        tg_version v;
+        bool existing;
+        char tensors[32];
+        snprintf(tensors, sizeof tensors, "[\"r%d-%d\"]", r->index, i);
+        count(r, tg_catalog_version_create(replica[r->index], r->model_id, &v));
+        count(r, tg_catalog_file_put(replica[r->index], r->version_id, &file, NULL));
+        count(r, tg_catalog_job_create(replica[r->index], r->model_id, r->version_id - 1, "BF16",
+                                       tensors, 1, &job, &existing));
+    }
+    return NULL;
+}
+
+/* A model deleted through one replica while the others write under it: every
+ * call answers OK, NOT_FOUND or CONFLICT (the locks are taken in one order, so no
+ * deadlock turns into an error), and nothing of the model is left. */
+TEST(delete_racing_writes_never_errs)
+{
+    for (int round = 0; round < 8; round++) {
+        tg_model model;
+        char name[32];
+        snprintf(name, sizeof name, "delete-%d", round);
+        CHECK(tg_catalog_model_create(replica[0], "race", name, "", &model) == TG_CAT_OK);
+        tg_version v1, draft, out;
+        CHECK(tg_catalog_version_create(replica[0], model.id, &v1) == TG_CAT_OK);
+        CHECK(tg_catalog_version_publish(replica[0], v1.id, "1111", &out) == TG_CAT_OK);
+        CHECK(tg_catalog_version_create(replica[0], model.id, &draft) == TG_CAT_OK);
+        CHECK_EQ_U64(draft.id, v1.id + 1);
+        racer r[REPLICAS];
+        memset(r, 0, sizeof r);
+        for (int i = 0; i < REPLICAS; i++) {
+            r[i].model_id = model.id;
+            r[i].version_id = draft.id;
+            r[i].rounds = 10;
+        }
+        run_racers(r, write_or_delete);
+        CHECK_EQ_U64(r[0].ok, 1);
+        for (int i = 0; i < REPLICAS; i++)
+            CHECK_EQ_U64(r[i].other, 0);
+        CHECK(tg_catalog_model_get(replica[1], "race", name, &model) == TG_CAT_NOT_FOUND);
+    }
+}
+
 /* PostgreSQL stopped under a pool of open connections: calls fail at once (no
  * hang) and say the catalog is unavailable; started again, the pool heals. */
 TEST(restart_heals_the_pool)
@@ -439,6 +494,7 @@ int main(int argc, char **argv)
         RUN(publishing_one_draft_at_once_one_wins);
         RUN(alias_moves_and_deletes_across_replicas);
         RUN(job_claims_across_replicas_take_each_job_once);
+        RUN(delete_racing_writes_never_errs);
         RUN(restart_heals_the_pool);
     }
     for (int i = 0; i < REPLICAS; i++)
