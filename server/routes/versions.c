@@ -273,9 +273,17 @@ void tg_route_version_publish(tg_request *req)
         goto out_unlock;
     }
     tg_version published;
-    tg_cat_status status =
-        tg_catalog_version_publish(server->catalog, version.id, digest, &published);
-    if (status == TG_CAT_CONFLICT) {
+    /* The files checked are the files published: a put or delete through another
+     * replica after the listing above makes this a 409, never a digest of other files. */
+    const char *why = NULL;
+    tg_cat_status status = tg_catalog_version_publish_files(
+        server->catalog, version.id, digest, files.items, files.count, &published, &why);
+    if (status == TG_CAT_CONFLICT && why != NULL && strcmp(why, "version_changed") == 0) {
+        tg_respond_problem(req, 409, "version_changed",
+                           "the files of version %lld of %s/%s changed while it was being "
+                           "published; nothing was published, publish again",
+                           (long long)version.number, model->org, model->name);
+    } else if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, 409, "version_published",
                            "version %lld of %s/%s is already published", (long long)version.number,
                            model->org, model->name);

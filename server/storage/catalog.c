@@ -101,6 +101,47 @@ void tg_catalog_set_job_lease(tg_catalog *catalog, unsigned lease_seconds, unsig
         catalog->job_max_attempts = max_attempts;
 }
 
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const tg_file_record *)a)->path, ((const tg_file_record *)b)->path);
+}
+
+bool tg_catalog_files_match(const tg_file_record *given, size_t count,
+                            const tg_file_records *stored)
+{
+    if (stored->failed || stored->count != count)
+        return false;
+    if (count == 0)
+        return true;
+    tg_file_record *a = malloc(count * sizeof *a);
+    if (a == NULL)
+        return false;
+    memcpy(a, given, count * sizeof *a);
+    qsort(a, count, sizeof *a, by_path);
+    qsort(stored->items, count, sizeof *stored->items, by_path);
+    bool same = true;
+    for (size_t i = 0; i < count && same; i++)
+        same = strcmp(a[i].path, stored->items[i].path) == 0 &&
+               strcmp(a[i].sha256, stored->items[i].sha256) == 0 &&
+               a[i].size == stored->items[i].size;
+    free(a);
+    return same;
+}
+
+tg_cat_status tg_catalog_version_publish_files(tg_catalog *catalog, int64_t version_id,
+                                               const char *digest, const tg_file_record *files,
+                                               size_t count, tg_version *out, const char **why)
+{
+    *why = NULL;
+    if (catalog->ops->version_publish_files != NULL)
+        return catalog->ops->version_publish_files(catalog, version_id, digest, files, count, out,
+                                                   why);
+    tg_cat_status status = catalog->ops->version_publish(catalog, version_id, digest, out);
+    if (status == TG_CAT_CONFLICT)
+        *why = "version_published";
+    return status;
+}
+
 tg_cat_status tg_catalog_job_release(tg_catalog *catalog, int64_t job_id)
 {
     if (catalog->ops->job_release == NULL)

@@ -140,6 +140,15 @@ tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
 tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id,
                                          const char *digest, tg_version *out);
 
+/* Publishes only when the draft's files are still exactly files[0..count) (by
+ * path, sha256 and size, in any order): the check and the change are one
+ * transaction, and file puts and deletes of the version (through any replica)
+ * wait for it. TG_CAT_CONFLICT with *why "version_published" (already published or
+ * gone) or "version_changed" (its files are not these: nothing published). */
+tg_cat_status tg_catalog_version_publish_files(tg_catalog *catalog, int64_t version_id,
+                                               const char *digest, const tg_file_record *files,
+                                               size_t count, tg_version *out, const char **why);
+
 /* aliases (the automatic "latest" is not stored) */
 tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t number);

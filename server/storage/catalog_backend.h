@@ -118,6 +118,10 @@ typedef struct tg_catalog_ops {
      * running job act only for the lease holder (catalog->lease_owner). */
     tg_cat_status (*job_renew)(tg_catalog *catalog, int64_t job_id);
     tg_cat_status (*job_release)(tg_catalog *catalog, int64_t job_id);
+    /* optional (NULL: tg_catalog_version_publish_files is a plain publish) */
+    tg_cat_status (*version_publish_files)(tg_catalog *catalog, int64_t version_id,
+                                           const char *digest, const tg_file_record *files,
+                                           size_t count, tg_version *out, const char **why);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct
@@ -140,6 +144,11 @@ tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *e
 /* The PostgreSQL backend (catalog_pg.c): conninfo is any libpq connection string
  * (a postgresql:// URI or keyword=value pairs). */
 tg_cat_status tg_catalog_pg_open(const char *conninfo, tg_catalog **out, char *err, size_t err_len);
+
+/* True when stored (a version's rows) holds exactly the files of given[0..count),
+ * by path, sha256 and size, in any order (for version_publish_files). */
+bool tg_catalog_files_match(const tg_file_record *given, size_t count,
+                            const tg_file_records *stored);
 
 /* Records, for tg_catalog_take_unavailable (catalog.c), that a call on this thread
  * failed because the catalog could not be reached in time. */

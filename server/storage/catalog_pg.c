@@ -1104,6 +1104,60 @@ static tg_cat_status pg_file_list(tg_catalog *catalog, int64_t version_id, const
     return TG_CAT_OK;
 }
 
+static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t version_id,
+                                              const char *digest, const tg_file_record *files,
+                                              size_t count, tg_version *out, const char **why)
+{
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    num id = n64(version_id);
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return TG_CAT_ERROR;
+    /* The version's row lock: puts and deletes of its files (FOR SHARE) wait for
+     * this transaction, and it waits for those already running. */
+    const char *params[] = {id.s};
+    PGresult *r = tx_q(&t, "SELECT state FROM versions WHERE id = $1 FOR UPDATE", 1, params);
+    tg_cat_status status = one_row(r, t.status);
+    if (status == TG_CAT_NOT_FOUND ||
+        (status == TG_CAT_OK && strcmp(PQgetvalue(r, 0, 0), "draft") != 0)) {
+        status = TG_CAT_CONFLICT;
+        *why = "version_published";
+    }
+    PQclear(r);
+    if (status == TG_CAT_OK) {
+        r = tx_q(&t, "SELECT " FILE_COLUMNS " FROM files WHERE version_id = $1", 1, params);
+        tg_file_records stored = {0};
+        for (int i = 0; r != NULL && i < PQntuples(r); i++) {
+            tg_file_record file;
+            read_file_record(r, i, &file);
+            tg_file_records_collect(&stored, &file);
+        }
+        if (r == NULL || stored.failed)
+            status = r == NULL ? t.status : TG_CAT_ERROR;
+        else if (!tg_catalog_files_match(files, count, &stored)) {
+            status = TG_CAT_CONFLICT;
+            *why = "version_changed";
+        }
+        PQclear(r);
+        free(stored.items);
+    }
+    if (status == TG_CAT_OK) {
+        const char *update[] = {now, digest, id.s};
+        r = tx_q(&t,
+                 "UPDATE versions SET state = 'published', published_at = $1, digest = $2"
+                 " WHERE id = $3 AND state = 'draft' RETURNING " VERSION_COLUMNS,
+                 3, update);
+        status = one_row(r, t.status);
+        if (status == TG_CAT_OK)
+            read_version(r, 0, out);
+        else if (status == TG_CAT_NOT_FOUND)
+            status = TG_CAT_ERROR;
+        PQclear(r);
+    }
+    return tx_end(&t, status);
+}
+
 /* ---- rejections ---- */
 
 static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
@@ -1927,4 +1981,5 @@ static const tg_catalog_ops pg_ops = {
     .job_commit = pg_job_commit,
     .job_renew = pg_job_renew,
     .job_release = pg_job_release,
+    .version_publish_files = pg_version_publish_files,
 };

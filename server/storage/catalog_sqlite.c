@@ -762,6 +762,94 @@ static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id,
     return status;
 }
 
+static void read_file_record(sqlite3_stmt *st, tg_file_record *out);
+
+static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t version_id,
+                                              const char *digest, const tg_file_record *files,
+                                              size_t count, tg_version *out, const char **why)
+{
+    static const char state_sql[] = "SELECT state FROM versions WHERE id = ?";
+    static const char files_sql[] =
+        "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, created_at"
+        " FROM files WHERE version_id = ?";
+    static const char update_sql[] =
+        "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
+        " WHERE id = ? AND state = 'draft'";
+    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    /* one write transaction: no file put or delete comes between the check and the change */
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(k, state_sql);
+    if (st == NULL)
+        goto done;
+    sqlite3_bind_int64(st, 1, version_id);
+    int rc = sqlite3_step(st);
+    bool draft = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "draft") == 0;
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        goto done;
+    if (!draft) {
+        status = TG_CAT_CONFLICT;
+        *why = "version_published";
+        goto done;
+    }
+    st = statement(k, files_sql);
+    if (st == NULL)
+        goto done;
+    sqlite3_bind_int64(st, 1, version_id);
+    tg_file_records stored = {0};
+    tg_file_record file;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        read_file_record(st, &file);
+        tg_file_records_collect(&stored, &file);
+    }
+    sqlite3_reset(st);
+    bool same = rc == SQLITE_DONE && tg_catalog_files_match(files, count, &stored);
+    bool failed = rc != SQLITE_DONE || stored.failed;
+    free(stored.items);
+    if (failed)
+        goto done;
+    if (!same) {
+        status = TG_CAT_CONFLICT;
+        *why = "version_changed";
+        goto done;
+    }
+    st = statement(k, update_sql);
+    if (st == NULL)
+        goto done;
+    bind_text(st, 1, now);
+    bind_text(st, 2, digest);
+    sqlite3_bind_int64(st, 3, version_id);
+    status = run_write(k, st);
+    if (status == TG_CAT_OK) {
+        sqlite3_stmt *sel = statement(k, select_sql);
+        status = TG_CAT_ERROR;
+        if (sel) {
+            sqlite3_bind_int64(sel, 1, version_id);
+            status = one_version(sel, out);
+        }
+    } else if (status == TG_CAT_NOT_FOUND) {
+        status = TG_CAT_ERROR;
+    }
+done:
+    /* a full disk is noted before the ROLLBACK clears SQLite's error (507, not 500) */
+    if (status == TG_CAT_ERROR)
+        note_disk_full(k);
+    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK) {
+        note_disk_full(k);
+        status = TG_CAT_ERROR;
+    }
+    if (status != TG_CAT_OK)
+        exec(k, "ROLLBACK");
+out:
+    write_end(catalog, k);
+    return status;
+}
+
 /* ---- aliases ---- */
 
 static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
@@ -2132,4 +2220,5 @@ static const tg_catalog_ops sqlite_ops = {
     .job_commit = sq_job_commit,
     .job_renew = sq_job_renew,
     .job_release = sq_job_release,
+    .version_publish_files = sq_version_publish_files,
 };

@@ -1529,6 +1529,56 @@ TEST(open_chooses_the_backend_by_url)
     }
 }
 
+/* A publish checks, in its own transaction, that the draft's files are still the
+ * ones its digest was made from. */
+TEST(publish_checks_the_files)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "exact", "", &model) == TG_CAT_OK);
+    tg_version draft, out;
+    CHECK(tg_catalog_version_create(catalog, model.id, &draft) == TG_CAT_OK);
+    tg_file_record files[2] = {
+        {.path = "b.safetensors", .kind = "safetensors", .size = 10},
+        {.path = "a.json", .kind = "json", .size = 2},
+    };
+    snprintf(files[0].sha256, sizeof files[0].sha256, "%064d", 1);
+    snprintf(files[1].sha256, sizeof files[1].sha256, "%064d", 2);
+    CHECK(tg_catalog_file_put(catalog, draft.id, &files[0], NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_file_put(catalog, draft.id, &files[1], NULL) == TG_CAT_OK);
+    const char *why = NULL;
+    const char *digest = "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee";
+    /* a file missing from the list, one of another content, one too many */
+    CHECK(tg_catalog_version_publish_files(catalog, draft.id, digest, files, 1, &out, &why) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(why, "version_changed");
+    tg_file_record changed[3] = {files[0], files[1], files[1]};
+    changed[1].size = 3;
+    CHECK(tg_catalog_version_publish_files(catalog, draft.id, digest, changed, 2, &out, &why) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(why, "version_changed");
+    snprintf(changed[2].path, sizeof changed[2].path, "c.json");
+    changed[1] = files[1];
+    CHECK(tg_catalog_version_publish_files(catalog, draft.id, digest, changed, 3, &out, &why) ==
+          TG_CAT_CONFLICT);
+    tg_version still;
+    CHECK(tg_catalog_version_get(catalog, model.id, draft.number, &still) == TG_CAT_OK);
+    CHECK(!still.published);
+    /* the same files in another order: published */
+    tg_file_record reordered[2] = {files[1], files[0]};
+    CHECK(tg_catalog_version_publish_files(catalog, draft.id, digest, reordered, 2, &out, &why) ==
+          TG_CAT_OK);
+    CHECK(out.published);
+    CHECK_STR(out.digest, digest);
+    CHECK(tg_catalog_version_publish_files(catalog, draft.id, digest, files, 2, &out, &why) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(why, "version_published");
+    CHECK(tg_catalog_model_delete(catalog, model.id) == TG_CAT_OK);
+    tg_catalog_close(catalog);
+}
+
 /* Two handles on one catalog are two replicas: a claim is one handle's lease; the
  * other cannot claim, record, progress, fail or commit the job until the lease
  * expires, then takes it over, and the derived version is made once. */
@@ -1633,6 +1683,7 @@ int main(int argc, char **argv)
     RUN(jobs_list_filters_and_pages);
     RUN(jobs_cancel);
     RUN(job_leases_between_handles);
+    RUN(publish_checks_the_files);
     RUN(schema_1_catalog_is_migrated);
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
     RUN(guarded_file_put);
@@ -1655,6 +1706,7 @@ int main(int argc, char **argv)
         RUN(guarded_file_put);
         RUN(job_of_revoked_token_fails_at_commit);
         RUN(job_leases_between_handles);
+        RUN(publish_checks_the_files);
     } else {
         fprintf(stderr, "TENSORGATE_TEST_PG unset: PostgreSQL round skipped "
                         "(tests/scale/with-postgres.sh runs it)\n");
