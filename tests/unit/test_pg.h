@@ -46,7 +46,8 @@ static inline long long tg_test_pg_scalar(const char *url, const char *sql)
  * from nothing). */
 static inline bool tg_test_pg_reset(const char *url)
 {
-    return tg_test_pg_exec(url, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+    return tg_test_pg_exec(url, "SET client_min_messages = warning;"
+                                " DROP SCHEMA public CASCADE; CREATE SCHEMA public");
 }
 
 #endif
