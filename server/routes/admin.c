@@ -30,8 +30,12 @@ void tg_route_readyz(tg_request *req)
         json_object_set_new(body, "store_free_bytes", json_integer((json_int_t)free_bytes));
     if (body) /* which blob store ("file", "s3"), and why not ready */
         json_object_set_new(body, "blob_store", json_string(tg_blobstore_kind(server->blobs)));
+    if (body) /* which catalog ("sqlite", "postgresql") */
+        json_object_set_new(body, "catalog_backend", json_string(tg_catalog_kind(server->catalog)));
     if (!store_ok && body)
         json_object_set_new(body, "reason", json_string("blob_store_unavailable"));
+    if (!catalog_ok && body) /* the catalog first: without it nothing is served */
+        json_object_set_new(body, "reason", json_string("catalog_unavailable"));
     tg_preloads_readyz(body); /* "gpu" and "preload"; an absent GPU leaves the server ready */
     tg_respond_json(req, (catalog_ok && store_ok) ? 200 : 503, body);
 }

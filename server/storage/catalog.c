@@ -249,6 +249,11 @@ void tg_catalog_close(tg_catalog *catalog)
         catalog->ops->close(catalog);
 }
 
+const char *tg_catalog_kind(const tg_catalog *catalog)
+{
+    return catalog->ops->name;
+}
+
 tg_cat_status tg_catalog_ping(tg_catalog *catalog)
 {
     return catalog->ops->ping(catalog);

@@ -104,6 +104,8 @@ bool tg_catalog_take_disk_full(void);
  * statement or the pool timed out): the server then answers its 500 as 503
  * catalog_unavailable with Retry-After (http.c). */
 bool tg_catalog_take_unavailable(void);
+/* The backend's name: "sqlite" or "postgresql" (for /readyz). */
+const char *tg_catalog_kind(const tg_catalog *catalog);
 /* A trivial query, for /readyz. */
 tg_cat_status tg_catalog_ping(tg_catalog *catalog);
 /* The schema version the catalog is at, and the newest this binary knows. */

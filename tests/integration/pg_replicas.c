@@ -176,6 +176,8 @@ TEST(catalog_down_answers_503_and_heals)
     CHECK_STATUS(r, 503);
     CHECK_STR(it_json_str(&r, "status"), "not_ready");
     CHECK_STR(it_json_str(&r, "catalog"), "error");
+    CHECK_STR(it_json_str(&r, "reason"), "catalog_unavailable");
+    CHECK_STR(it_json_str(&r, "catalog_backend"), "postgresql");
     it_response_free(&r);
     r = it_get(BASE "/acme/shared");
     CHECK_PROBLEM(r, 503, "catalog_unavailable");
