@@ -3,6 +3,9 @@
  * blobs shared (DATA/blobs of the second is a link to the first's, as an S3
  * store or a shared volume would be), and the catalog one PostgreSQL database.
  *
+ * Run under tests/scale/with-radosgw.sh as well (TENSORGATE_TEST_S3_ENDPOINT set),
+ * the replicas share one S3 bucket instead of the link.
+ *
  * Without TENSORGATE_TEST_PG (tests/scale/with-postgres.sh sets it) only the
  * first test runs: a server whose catalog cannot be reached refuses to start,
  * with a sentence and a non-zero exit, at once. With it:
@@ -26,7 +29,12 @@
 
 static const char *pg_url;
 static it_server rep[2];
-static const char *const flags[] = {"--job-lease-seconds", "2", NULL};
+static const char *const local_flags[] = {"--job-lease-seconds", "2", NULL};
+/* under tests/scale/with-radosgw.sh too: the blobs in one S3 bucket */
+static char store_url[300];
+static const char *s3_flags[] = {
+    "--job-lease-seconds", "2", "--blob-store", store_url, "--s3-endpoint", NULL, NULL};
+static const char *const *flags = local_flags;
 static const char *token;
 
 static void use(int i)
@@ -458,6 +466,14 @@ int main(int argc, char **argv)
     } else {
         unsetenv("TENSORGATE_CATALOG");
     }
+    const char *endpoint = getenv("TENSORGATE_TEST_S3_ENDPOINT");
+    const char *bucket = getenv("TENSORGATE_TEST_S3_BUCKET");
+    if (pg_url != NULL && endpoint != NULL && bucket != NULL) {
+        snprintf(store_url, sizeof store_url, "s3://%s/pg-replicas-%ld-%d", bucket,
+                 (long)time(NULL), (int)getpid());
+        s3_flags[5] = endpoint;
+        flags = s3_flags;
+    }
     it_init(argc, argv, flags);
     RUN(unreachable_catalog_refuses_to_start);
     if (pg_url == NULL || pg_url[0] == '\0') {
@@ -466,13 +482,15 @@ int main(int argc, char **argv)
         return test_report(argv[0]);
     }
     rep[0] = it_srv;
-    /* the second replica: its own data directory, the first's blobs */
+    /* the second replica: its own data directory, the first's blobs (the bucket,
+     * or a link to the first's blob directory) */
     char blobs[700], link_path[700];
     snprintf(it_srv.data, sizeof it_srv.data, "%s/data-b", it_root_dir);
     CHECK(mkdir(it_srv.data, 0700) == 0);
     snprintf(blobs, sizeof blobs, "%s/blobs", rep[0].data);
     snprintf(link_path, sizeof link_path, "%s/blobs", it_srv.data);
-    CHECK(symlink(blobs, link_path) == 0);
+    if (flags == local_flags)
+        CHECK(symlink(blobs, link_path) == 0);
     if (it_server_start_args(flags, NULL) != 0) {
         it_dump_log(it_srv.log);
         fprintf(stderr, "the second replica did not start\n");
