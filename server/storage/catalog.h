@@ -326,7 +326,7 @@ tg_cat_status tg_catalog_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_
  * gets the job after. TG_CAT_NOT_FOUND when there is no such job. */
 tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                     tg_job *out);
-/* Job leases (schema 4). A claim gives this catalog handle (one per server
+/* Job leases (schema 5). A claim gives this catalog handle (one per server
  * process: its lease owner) the job for lease_seconds (default 30); the worker
  * renews it while it works. Progress, job files, the commit and a failure of a
  * running job are accepted only from its lease holder. A running job whose lease

@@ -114,7 +114,7 @@ typedef struct tg_catalog_ops {
                                    void (*visit)(void *ctx, const tg_file_record *file), void *ctx);
     tg_cat_status (*job_commit)(tg_catalog *catalog, int64_t job_id, const char *digest,
                                 tg_version *out);
-    /* schema 4: job leases. claim, progress, job_file_put, fail and commit of a
+    /* schema 5: job leases. claim, progress, job_file_put, fail and commit of a
      * running job act only for the lease holder (catalog->lease_owner). */
     tg_cat_status (*job_renew)(tg_catalog *catalog, int64_t job_id);
     tg_cat_status (*job_release)(tg_catalog *catalog, int64_t job_id);
