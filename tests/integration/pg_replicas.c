@@ -24,6 +24,7 @@
 
 #include "harness.h"
 #include "test.h"
+#include "test_pg.h"
 
 #define BASE "/v1/models"
 
@@ -456,6 +457,30 @@ TEST(job_of_a_dead_replica_is_taken_over)
     it_response_free(&r);
 }
 
+/* A replica older than the catalog's schema refuses to start: a sentence, exit 1. */
+TEST(newer_schema_stops_a_replica)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "INSERT INTO schema_migrations VALUES (%d, 'future')", 999);
+    CHECK(tg_test_pg_exec(pg_url, sql));
+    char command[1400];
+    snprintf(command, sizeof command,
+             "timeout 20 '%s' serve --listen 127.0.0.1:0 --data '%s/newer' 2>&1", it_binary,
+             it_root_dir);
+    FILE *p = popen(command, "r");
+    CHECK(p != NULL);
+    if (p != NULL) {
+        char line[1024];
+        bool said = false;
+        while (fgets(line, sizeof line, p) != NULL)
+            said = said || strstr(line, "newer than this tensorgate knows") != NULL;
+        int status = pclose(p);
+        CHECK(said);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    }
+    CHECK(tg_test_pg_exec(pg_url, "DELETE FROM schema_migrations WHERE version = 999"));
+}
+
 int main(int argc, char **argv)
 {
     pg_url = getenv("TENSORGATE_TEST_PG");
@@ -504,6 +529,7 @@ int main(int argc, char **argv)
     RUN(catalog_down_answers_503_and_heals);
     RUN(restart_under_load);
     RUN(job_of_a_dead_replica_is_taken_over);
+    RUN(newer_schema_stops_a_replica);
     for (int i = 0; i < 2; i++) {
         use(i);
         it_kill_server();
