@@ -62,6 +62,23 @@ def check(name, ok, detail=""):
 
 
 def free_port():
+    """A free port below the kernel's ephemeral range (so that no outgoing
+    connection takes it before a restarted replica binds it again)."""
+    import random
+    for _ in range(200):
+        port = random.randint(20000, 32000)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free port")
+
+
+def free_port_unused():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
