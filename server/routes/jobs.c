@@ -72,6 +72,15 @@ json_t *tg_job_json(const tg_job *job)
                         job->started_at[0] ? json_string(job->started_at) : json_null());
     json_object_set_new(body, "finished_at",
                         job->finished_at[0] ? json_string(job->finished_at) : json_null());
+    /* the server process that holds a running job's lease, as HOST:PID (the
+     * lease owner without its random part): which replica runs it */
+    json_t *worker = json_null();
+    if (job->state == TG_JOB_RUNNING && job->worker[0] != '\0') {
+        const char *last = strrchr(job->worker, ':');
+        int len = last != NULL ? (int)(last - job->worker) : (int)strlen(job->worker);
+        worker = json_stringn(job->worker, (size_t)len);
+    }
+    json_object_set_new(body, "worker", worker);
     set_outcome(body, job);
     return body;
 }

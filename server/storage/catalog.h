@@ -283,6 +283,9 @@ typedef struct tg_job {
     char started_at[TG_TIME_LEN];  /* "" until started */
     char finished_at[TG_TIME_LEN]; /* "" until done or failed */
     int64_t token_id;              /* the token that asked for it (schema 3), else 0 */
+    /* the lease holder of a running job: "HOST:PID:RANDOM", one server process
+     * (schema 5; tg_catalog_set_job_lease); "" when none */
+    char worker[96];
 } tg_job;
 
 const char *tg_job_state_name(tg_job_state state);

@@ -1431,6 +1431,7 @@ static void read_job(const PGresult *r, int row, tg_job *out)
     get_text(out->started_at, sizeof out->started_at, r, row, 16);
     get_text(out->finished_at, sizeof out->finished_at, r, row, 17);
     out->token_id = get_i64(r, row, 18);
+    get_text(out->worker, sizeof out->worker, r, row, 19);
 }
 
 /* Inside t: the job (lock: FOR UPDATE OF its row). */

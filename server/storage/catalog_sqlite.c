@@ -1486,7 +1486,7 @@ static bool step_done(sqlite3_stmt *st)
 #define JOB_COLUMNS                                                                                \
     "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
     " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id"
+    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner"
 #define JOB_FROM                                                                                   \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
@@ -1517,6 +1517,7 @@ static void read_job(sqlite3_stmt *st, tg_job *out)
     copy_text(out->started_at, sizeof out->started_at, st, 16);
     copy_text(out->finished_at, sizeof out->finished_at, st, 17);
     out->token_id = sqlite3_column_int64(st, 18);
+    copy_text(out->worker, sizeof out->worker, st, 19);
 }
 
 /* Caller holds k. */
