@@ -186,18 +186,33 @@ def eq(a, b):
 
 def main():
     base, token, lbase, ltoken = sys.argv[1:5]
-    publish(base, token, "acme/sharded", {"model-00001-of-00002.safetensors": SHARD1,
+    publish(base, token, "acme/llm", {"model-00001-of-00002.safetensors": SHARD1,
                                           "model-00002-of-00002.safetensors": SHARD2,
                                           "model.safetensors.index.json": INDEX})
     publish(base, token, "acme/mixed", {"mixed.safetensors": MIXED, "extra.safetensors": EXTRA})
 
+    # ---- the README's example ("Read tensors remotely from Python"), as written
+    readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")).read()
+    sec = readme.split("## Read tensors remotely from Python", 1)[1].split("\n## ", 1)[0]
+    block = sec.split("```python\n", 1)[1].split("```", 1)[0]
+    env = {}
+    exec(compile(block.replace("http://127.0.0.1:8080", base), "README.md", "exec"), env)  # noqa: S102
+    check("README example: keys", sorted(env["names"]) == sorted(SHARDED))
+    check("README example: metadata", env["meta"] == {"format": "pt", "note": "second"})
+    check("README example: get_tensor", eq(env["w"], EMBED))
+    check("README example: slice", eq(env["part"], LM_HEAD[:, 1024:2048]))
+
     # ---- the sharded model as one key space, NumPy
-    with safe_open(base + "/acme/sharded@latest", framework="np") as f:
+    with safe_open(base + "/acme/llm@latest", framework="np") as f:
         check("sharded keys", sorted(f.keys()) == sorted(SHARDED), f.keys())
         check("sharded metadata merged", f.metadata() == {"format": "pt", "note": "second"}, f.metadata())
         for k, a in SHARDED.items():
             check(f"np get_tensor {k}", eq(f.get_tensor(k), a))
         s = f.get_slice("lm_head.weight")
+        before = f._client.bytes_in
+        part = s[:, 1024:2048]
+        check("a slice is fetched as a slice", f._client.bytes_in - before == 12 * 1024 * 4 and eq(part, LM_HEAD[:, 1024:2048]),
+              f"{f._client.bytes_in - before} bytes")
         check("get_shape", s.get_shape() == [12, 3072], s.get_shape())
         check("get_dtype", s.get_dtype() == "F32", s.get_dtype())
         for key in KEYS_2D:
@@ -220,16 +235,16 @@ def main():
         check("keep-alive: one connection for every request", cl.connects == 1, f"{cl.connects} connects, {cl.requests} requests")
         check("header route read once per file", len(f._headers) == 2)
 
-    with safe_open(base + "/acme/sharded@1", framework="numpy", dtype="F16") as f:
+    with safe_open(base + "/acme/llm@1", framework="numpy", dtype="F16") as f:
         check("np dtype=F16 of F32", eq(f.get_tensor("model.embed.weight"), EMBED.astype(np.float16)))
         check("np dtype=F16 slice", eq(f.get_slice("lm_head.weight")[::-2, 7:3000:13], LM_HEAD[::-2, 7:3000:13].astype(np.float16)))
         check("np dtype=F16 of F16 (own dtype)", eq(f.get_tensor("model.norm.weight"), NORM))
         check("dtype= leaves an I64 tensor as it is", eq(f.get_tensor("model.layers.0.w"), LAYER))
-    with safe_open(base + "/acme/sharded", dtype=np.float64) as f:
+    with safe_open(base + "/acme/llm", dtype=np.float64) as f:
         check("np dtype=np.float64 (rev defaults to latest)", eq(f.get_tensor("model.norm.weight"), NORM.astype(np.float64)))
 
     # ---- torch on the sharded model
-    with safe_open(base + "/acme/sharded@latest", framework="pt") as f:
+    with safe_open(base + "/acme/llm@latest", framework="pt") as f:
         t = f.get_tensor("lm_head.weight")
         check("pt get_tensor", isinstance(t, torch.Tensor) and torch.equal(t, torch.from_numpy(LM_HEAD)))
         for key in KEYS_2D:
@@ -238,12 +253,12 @@ def main():
                   and tuple(t.shape) == LM_HEAD[key].shape)
         t = f.get_slice("model.layers.0.w")[1:, 3]
         check("pt I64 slice", t.dtype == torch.int64 and np.array_equal(t.numpy(), LAYER[1:, 3]))
-    with safe_open(base + "/acme/sharded@latest", framework="torch", dtype="BF16") as f:
+    with safe_open(base + "/acme/llm@latest", framework="torch", dtype="BF16") as f:
         t = f.get_tensor("model.embed.weight")
         check("pt dtype=BF16 vs torch .to", t.dtype == torch.bfloat16 and torch.equal(t, torch.from_numpy(EMBED).to(torch.bfloat16)))
         t = f.get_slice("model.norm.weight")[3:20:4]
         check("pt dtype=BF16 of F16 slice", torch.equal(t, torch.from_numpy(NORM[3:20:4]).to(torch.bfloat16)))
-    with safe_open(base + "/acme/sharded@latest", framework="pt", dtype=torch.float16) as f:
+    with safe_open(base + "/acme/llm@latest", framework="pt", dtype=torch.float16) as f:
         t = f.get_tensor("lm_head.weight")
         check("pt dtype=torch.float16 vs torch .to", torch.equal(t, torch.from_numpy(LM_HEAD).to(torch.float16)))
 
@@ -309,9 +324,9 @@ def main():
             check("variants version form: one key", f.keys() == ["w"], f.keys())
 
     # ---- load_file / load
-    d = tensorgate.load_file(base + "/acme/sharded@latest")
+    d = tensorgate.load_file(base + "/acme/llm@latest")
     check("load_file np (version)", d.keys() == SHARDED.keys() and all(eq(d[k], SHARDED[k]) for k in SHARDED))
-    d = tensorgate.numpy.load_file(base + "/acme/sharded@1/model-00002-of-00002.safetensors")
+    d = tensorgate.numpy.load_file(base + "/acme/llm@1/model-00002-of-00002.safetensors")
     check("numpy.load_file (one file)", sorted(d) == ["lm_head.weight", "model.layers.0.w"] and eq(d["lm_head.weight"], LM_HEAD))
     check_raises("torch.load_file: F8 on torch 1.13", lambda: tensorgate.torch.load_file(url), TypeError)
     d = tensorgate.torch.load_file(url, dtype="BF16")
@@ -338,11 +353,14 @@ def main():
     check_raises("load of truncated bytes", lambda: tensorgate.load(SHARD1[:-4]), ValueError)
 
     # ---- errors
-    check_raises("unknown model -> reason", lambda: safe_open(base + "/acme/nope@latest"), status=404)
-    e = check_raises("unknown model reason code", lambda: safe_open(base + "/acme/nope@latest/a.safetensors"))
+    check_raises("unknown model -> model_not_found", lambda: safe_open(base + "/acme/nope@latest"),
+                 status=404, reason="model_not_found")
+    e = check_raises("unknown model, file form", lambda: safe_open(base + "/acme/nope@latest/a.safetensors"), status=404)
     if e is not None:
-        check("reason is the server's", e.reason.endswith("_not_found") and e.detail, f"{e.reason} {e.detail}")
-    check_raises("unknown version", lambda: safe_open(base + "/acme/mixed@99"), status=404)
+        check("reason and detail are the server's", e.reason == "model_not_found" and e.detail
+              and e.problem.get("reason") == e.reason, f"{e.reason} {e.detail}")
+    check_raises("unknown file", lambda: safe_open(base + "/acme/mixed@1/nope.safetensors"), status=404)
+    check_raises("unknown version", lambda: safe_open(base + "/acme/mixed@99"), status=404, reason="version_not_found")
     check_raises("bad URL", lambda: safe_open("ftp://x/acme/m"), ValueError)
     check_raises("bad framework", lambda: safe_open(base + "/acme/mixed@1", framework="jax"), ValueError)
     with safe_open(base + "/acme/mixed@1", token=token) as f:  # a good token works for reads

@@ -84,6 +84,7 @@ class Client:
         self.requests = 0  # requests sent (retries included)
         self.connects = 0  # connections opened (1 while keep-alive holds)
         self.retries = 0  # requests sent again after a 429/503 or a dropped connection
+        self.bytes_in = 0  # response body bytes received
 
     def _connect(self):
         if self._conn is None:
@@ -106,6 +107,7 @@ class Client:
         conn.request(method, path, headers=headers)
         resp = conn.getresponse()
         body = resp.read()
+        self.bytes_in += len(body)
         if resp.will_close:
             self.close()
         return Response(resp.status, resp.getheaders(), body)
