@@ -323,6 +323,32 @@ def main():
         with safe_open(f"{base}/acme/variants@latest") as f:
             check("variants version form: one key", f.keys() == ["w"], f.keys())
 
+    # ---- sub-byte tensors: a clear TypeError before any transfer (neither NumPy
+    # nor torch 1.13 has F4/F6); dtype= asks the server, which refuses them
+    publish(base, token, "acme/subbyte", {"model.safetensors": st_bytes(
+        {"f4": raw("F4", [4, 6], bytes(range(12))), "f6": raw("F6_E3M2", [2, 8], bytes(range(12))),
+         "u8": from_np(U8)})})
+    with safe_open(base + "/acme/subbyte@latest") as f:
+        check("sub-byte keys and shapes", f.keys() == ["f4", "f6", "u8"] and f.get_slice("f6").get_shape() == [2, 8]
+              and f.get_slice("f4").get_dtype() == "F4")
+        n = f._client.requests
+        check_raises("np F4: TypeError", lambda: f.get_tensor("f4"), TypeError, contains="F4")
+        check_raises("np F6 slice: TypeError", lambda: f.get_slice("f6")[1], TypeError, contains="F6_E3M2")
+        check("sub-byte refused before any request", f._client.requests == n)
+    with safe_open(base + "/acme/subbyte@latest", framework="pt") as f:
+        check_raises("pt F4: TypeError", lambda: f.get_tensor("f4"), TypeError, contains="F4")
+    with safe_open(base + "/acme/subbyte@latest", dtype="F32") as f:
+        check_raises("F4 with dtype=F32: the server's unsupported_conversion", lambda: f.get_tensor("f4"),
+                     reason="unsupported_conversion", status=422)
+        check("U8 beside it unchanged", eq(f.get_tensor("u8"), U8))
+
+    # ---- more tensors than one page of the tensor list (10000)
+    many = {f"t{i:05d}": raw("U8", [1], bytes([i % 251])) for i in range(10007)}
+    publish(base, token, "acme/many", {"model.safetensors": st_bytes(many)})
+    with safe_open(base + "/acme/many@latest") as f:
+        check("10007 keys over two pages", len(f.keys()) == 10007 and f.keys()[-1] == "t10006", len(f.keys()))
+        check("the last page's tensor", eq(f.get_tensor("t10006"), np.array([10006 % 251], dtype=np.uint8)))
+
     # ---- load_file / load
     d = tensorgate.load_file(base + "/acme/llm@latest")
     check("load_file np (version)", d.keys() == SHARDED.keys() and all(eq(d[k], SHARDED[k]) for k in SHARDED))
