@@ -342,6 +342,15 @@ def main():
                      reason="unsupported_conversion", status=422)
         check("U8 beside it unchanged", eq(f.get_tensor("u8"), U8))
 
+    # ---- tensor names that need percent-encoding in the path
+    odd = {"blocks/0/attn.weight": from_np(F16), "a b+c%d?e#f&g=h": from_np(I8), "\u00e9t\u00e9.\u4e2d": from_np(F64)}
+    publish(base, token, "acme/names", {"model.safetensors": st_bytes(odd)})
+    with safe_open(base + "/acme/names@latest") as f:
+        check("odd names: keys", sorted(f.keys()) == sorted(odd), f.keys())
+        check("name with /", eq(f.get_tensor("blocks/0/attn.weight"), F16))
+        check("name with space + % ? # & =", eq(f.get_slice("a b+c%d?e#f&g=h")[::-2], I8[::-2]))
+        check("non-ASCII name", eq(f.get_tensor("\u00e9t\u00e9.\u4e2d"), F64))
+
     # ---- more tensors than one page of the tensor list (10000)
     many = {f"t{i:05d}": raw("U8", [1], bytes([i % 251])) for i in range(10007)}
     publish(base, token, "acme/many", {"model.safetensors": st_bytes(many)})
