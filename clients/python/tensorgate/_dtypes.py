@@ -101,7 +101,7 @@ def torch_dtype(dtype):
 def to_numpy(buf, dtype, shape):
     """A writable NumPy array of shape from little-endian bytes."""
     nd = numpy_dtype(dtype)
-    arr = np.frombuffer(bytearray(buf), dtype=nd)
+    arr = np.frombuffer(buf if isinstance(buf, bytearray) else bytearray(buf), dtype=nd)
     return arr.reshape(shape)
 
 
@@ -113,7 +113,7 @@ def to_torch(buf, dtype, shape, device="cpu"):
     if len(buf) == 0:
         t = torch.empty(tuple(shape), dtype=td)
     else:
-        t = torch.frombuffer(bytearray(buf), dtype=td).reshape(tuple(shape))
+        t = torch.frombuffer(buf if isinstance(buf, bytearray) else bytearray(buf), dtype=td).reshape(tuple(shape))
     if device and str(device) != "cpu":
         t = t.to(device)
     return t

@@ -106,7 +106,22 @@ class Client:
         conn = self._connect()
         conn.request(method, path, headers=headers)
         resp = conn.getresponse()
-        body = resp.read()
+        length = resp.getheader("Content-Length")
+        if method != "HEAD" and length is not None and length.isdigit():
+            # read straight into one buffer that becomes the array: no second copy
+            n = int(length)
+            body = bytearray(n)
+            view = memoryview(body)
+            got = 0
+            while got < n:
+                k = resp.readinto(view[got:])
+                if not k:
+                    raise http.client.IncompleteRead(bytes(view[:got]), n - got)
+                got += k
+            view.release()
+            resp.read()  # nothing left; lets http.client finish the response
+        else:
+            body = bytearray(resp.read())
         self.bytes_in += len(body)
         if resp.will_close:
             self.close()
