@@ -319,9 +319,36 @@ def main():
         with safe_open(f"{base}/acme/variants@latest/{path}") as f:
             check(f"variants {path} get_tensor", eq(f.get_tensor("w"), ref))
             check(f"variants {path} slice", eq(f.get_slice("w")[::-2, 1:], ref[::-2, 1:]))
+    for path, ref in (("model.safetensors", W32), ("model.fp16.safetensors", W16)) if variants else ():
+        with safe_open(f"{base}/acme/variants@latest/{path}", dtype="F16") as f:
+            check(f"variants {path} dtype=F16 slice", eq(f.get_slice("w")[:, ::-2], ref[:, ::-2].astype(np.float16)))
+        with safe_open(f"{base}/acme/variants@latest/{path}", dtype="F64") as f:
+            check(f"variants {path} dtype=F64", eq(f.get_tensor("w"), ref.astype(np.float64)))
+        with safe_open(f"{base}/acme/variants@latest/{path}", framework="pt", dtype="BF16") as f:
+            t = f.get_slice("w")[::-1, 1]
+            check(f"variants {path} pt dtype=BF16 negative step",
+                  torch.equal(t, torch.from_numpy(np.ascontiguousarray(ref[::-1, 1])).to(torch.bfloat16)))
+        with safe_open(f"{base}/acme/variants@latest/{path}", framework="pt") as f:
+            t = f.get_slice("w")[::-1, 1:]
+            check(f"variants {path} pt negative step", np.array_equal(t.numpy(), ref[::-1, 1:]))
     if variants:
         with safe_open(f"{base}/acme/variants@latest") as f:
             check("variants version form: one key", f.keys() == ["w"], f.keys())
+            s = f.get_slice("w")
+            check("variants version form: the served file's dtype (first in path order)", s.get_dtype() == "F16", s.get_dtype())
+            check("variants version form: values", eq(s[1:], W16[1:]))
+        # shards + index beside consolidated.safetensors: the index decides
+        cons = st_bytes({"lm_head.weight": from_np(LM_HEAD.astype(np.float16)), "model.embed.weight": from_np(EMBED)})
+        publish(base, token, "acme/cons", {"consolidated.safetensors": cons, "model-00001-of-00002.safetensors": SHARD1,
+                                           "model-00002-of-00002.safetensors": SHARD2,
+                                           "model.safetensors.index.json": INDEX})
+        with safe_open(f"{base}/acme/cons@latest") as f:
+            s = f.get_slice("lm_head.weight")
+            check("index beside consolidated: the index's shard", s.get_dtype() == "F32" and s.get_shape() == [12, 3072],
+                  s.get_dtype())
+            check("index beside consolidated: values", eq(s[:, ::-100], LM_HEAD[:, ::-100]))
+        with safe_open(f"{base}/acme/cons@latest/consolidated.safetensors") as f:
+            check("consolidated file form", eq(f.get_slice("lm_head.weight")[3:, 5::7], LM_HEAD.astype(np.float16)[3:, 5::7]))
 
     # ---- sub-byte tensors: a clear TypeError before any transfer (neither NumPy
     # nor torch 1.13 has F4/F6); dtype= asks the server, which refuses them

@@ -6,6 +6,8 @@ import operator
 import os
 import urllib.parse
 
+import numpy as np
+
 from . import _dtypes
 from ._http import Client, TensorgateError
 
@@ -145,6 +147,7 @@ class safe_open:
         self._client = Client(base, token=token, timeout=timeout)
         self._headers = {}  # file path -> header JSON (read once)
         self._entries = {}  # tensor name -> _Entry, in the server's order
+        self._namesakes = {}  # name -> every _Entry of it, while the server's choice is unknown
         try:
             self._open(rev)
         except BaseException:
@@ -166,8 +169,11 @@ class safe_open:
                 if version is None:
                     version = page.get("version", rev)
                 for t in page.get("tensors", []):
+                    e = _Entry(t["name"], t["dtype"], t["shape"], t["file"], t.get("data_offsets"))
                     if t["name"] not in self._entries:
-                        self._entries[t["name"]] = _Entry(t["name"], t["dtype"], t["shape"], t["file"], t.get("data_offsets"))
+                        self._entries[t["name"]] = e
+                    else:  # a namesake in another file (variants, consolidated beside shards)
+                        self._namesakes.setdefault(t["name"], [self._entries[t["name"]]]).append(e)
                 cursor = page.get("next_cursor")
                 if not cursor:
                     break
@@ -226,6 +232,14 @@ class safe_open:
         e = self._entries.get(name)
         if e is None:
             raise TensorgateError(404, "tensor_not_found", f"no tensor named {name!r} in {self._where()}")
+        if name in self._namesakes:
+            # several files hold the name: the one the tensor route serves (the
+            # index's shard, else the first file in path order), asked once with HEAD
+            resp = self._client.request("HEAD", self._vpath() + "/tensors/" + _q(name))
+            chosen = resp.header("X-Tensor-File")
+            for cand in self._namesakes.pop(name):
+                if cand.file == chosen:
+                    self._entries[name] = e = cand
         return e
 
     def _where(self):
@@ -268,25 +282,37 @@ class safe_open:
         return self._build(resp.body, dtype, shape)
 
     def _fetch_from_file(self, e, key_query):
-        if self._target(e) != e.dtype:
-            raise TensorgateError(
-                409,
-                "ambiguous_tensor",
-                f"tensor {e.name!r} of {self.path} has a namesake in another file of the version; "
-                "dtype conversion is not available for it, open without dtype=",
-            )
+        """The tensor of this handle's file by Range, indexed and converted here
+        (bit for bit as the server would: torch's .to(), NumPy's astype)."""
         b, end = e.offsets
         if end == b:
-            body = b""
+            body = bytearray()
         else:
             resp = self._client.request(
                 "GET", self._vpath() + "/files/" + _q(self.path, safe="/"), headers={"Range": f"bytes={b}-{end - 1}"}, ok=(206, 200)
             )
             body = resp.body if resp.status == 206 else resp.body[b:end]
-        arr = self._build(body, e.dtype, e.shape)
+        shape = list(e.shape)
         if key_query:
-            arr = arr[_parse_query(key_query)]
-        return arr
+            # index the elements as same-width unsigned integers (NumPy handles
+            # negative steps; torch does not), then build the real dtype
+            bits = _dtypes.DTYPES[e.dtype][0]
+            if bits % 8:
+                raise TypeError(f"tensorgate: cannot index a {e.dtype} tensor locally")
+            width = {1: "u1", 2: "<u2", 4: "<u4", 8: "<u8"}[bits // 8]
+            sel = np.frombuffer(body, dtype=width).reshape(shape)[_parse_query(key_query)]
+            shape = list(sel.shape)
+            body = bytearray(np.ascontiguousarray(sel).tobytes())
+        target = self._target(e)
+        if target == e.dtype:
+            return self._build(body, e.dtype, shape)
+        if self.framework == "pt":
+            return _dtypes.to_torch(body, e.dtype, shape).to(_dtypes.torch_dtype(target)).to(self.device)
+        if e.dtype == "BF16":
+            src = (np.frombuffer(body, dtype="<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
+        else:
+            src = _dtypes.to_numpy(body, e.dtype, shape)
+        return src.astype(_dtypes.numpy_dtype(target))
 
     def _build(self, body, dtype, shape):
         if self.framework == "np":
