@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/python/run.sh BINARY: the Python client (clients/python, package
 # tensorgate) against real servers: one plain, one with --rate-limit (to see
-# 429 + Retry-After retried) and --auth-read (to see tokens refused), each on a free loopback port with a fresh data
+# 429 + Retry-After retried), --auth-read (to see tokens refused) and
+# --header-timeout 1 (to see an idle keep-alive connection closed by the server), each on a free loopback port with a fresh data
 # directory in a temp dir, stopped at the end. The checks are in
 # tests/python/test_client.py, run by Debian's /usr/bin/python3 (NumPy, torch).
 # Ends with "N passed, N failed"; exits non-zero on a failure.
@@ -46,7 +47,7 @@ start() {
 
 start plain
 port_plain=$port
-start limited --rate-limit 5 --rate-burst 2 --auth-read
+start limited --rate-limit 5 --rate-burst 2 --auth-read --header-timeout 1
 port_limited=$port
 token_plain=$("$BIN" token create --data "$W/plain" --scope write --namespace acme | tail -n 1)
 token_limited=$("$BIN" token create --data "$W/limited" --scope write --namespace acme | tail -n 1)

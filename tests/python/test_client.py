@@ -21,6 +21,7 @@ import tensorgate
 import tensorgate.numpy
 import tensorgate.torch
 from tensorgate import TensorgateError, safe_open
+from tensorgate._http import Client
 
 PASSED = 0
 FAILED = 0
@@ -444,7 +445,25 @@ def main():
             ok = ok and eq(f.get_slice("model.embed.weight")[i], EMBED[i])
         check("TENSORGATE_TOKEN used by default; rate limited: every value right", ok)
         check("rate limited: 429 retried", f._client.retries > 0, f"{f._client.retries} retries")
+        time.sleep(1.6)  # past the server's --header-timeout: it closes the idle connection
+        c0 = f._client.connects
+        check("after the server closed an idle connection", eq(f.get_tensor("model.norm.weight"), NORM))
+        check("... a new connection was opened", f._client.connects == c0 + 1, f"{c0} -> {f._client.connects}")
     del os.environ["TENSORGATE_TOKEN"]
+    # retries are bounded: a client that does not wait gives up with the server's reason
+    sleeps = []
+    cl = Client(lbase, token=ltoken, sleep=sleeps.append)
+    e = None
+    for _ in range(40):
+        try:
+            cl.request("GET", "/v1/models/acme/small/versions/latest/tensors/model.norm.weight")
+        except TensorgateError as err:
+            e = err
+            break
+    cl.close()
+    check("429 retried at most 4 times, then the server's reason", e is not None and e.status == 429
+          and e.reason == "rate_limited" and len(sleeps) >= 4, f"{e} {sleeps}")
+    check("each wait is Retry-After's (seconds, bounded)", sleeps and all(0 < x <= 10 and x == int(x) for x in sleeps), sleeps)
 
 
 if __name__ == "__main__":

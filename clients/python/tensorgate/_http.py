@@ -1,6 +1,6 @@
 """HTTP transport of the tensorgate client: one keep-alive connection per
 client (http.client), bearer token, bounded retries on 429/503 (honouring
-Retry-After) and on a dropped keep-alive connection, and errors carrying the
+Retry-After) and on a dropped keep-alive connection (or its 408), and errors carrying the
 server's problem `reason` code and `detail` sentence."""
 
 import http.client
@@ -88,13 +88,12 @@ class Client:
 
     def _connect(self):
         if self._conn is None:
-            self.connects += 1
             if self.scheme == "https":
-                self._conn = http.client.HTTPSConnection(
+                self._conn = _Counted(self, http.client.HTTPSConnection)(
                     self.host, self.port, timeout=self.timeout, context=ssl.create_default_context()
                 )
             else:
-                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+                self._conn = _Counted(self, http.client.HTTPConnection)(self.host, self.port, timeout=self.timeout)
         return self._conn
 
     def close(self):
@@ -158,7 +157,24 @@ class Client:
                 self.retries += 1
                 self._sleep(_retry_after(resp.header("Retry-After")))
                 continue
+            if resp.status == 408 and attempt <= MAX_RETRIES:
+                # the server gave up on an idle kept-alive connection: a new one
+                self.close()
+                self.retries += 1
+                continue
             raise _problem(resp, method, url)
+
+
+def _Counted(client, base):
+    """base (an http.client connection class) counting its (re)connects on
+    client.connects: http.client reopens a closed socket by itself."""
+
+    class Counted(base):
+        def connect(self):
+            client.connects += 1
+            super().connect()
+
+    return Counted
 
 
 def _problem(resp, method, url):
