@@ -136,7 +136,7 @@ class safe_open:
             raise ValueError("tensorgate: NumPy arrays live on the cpu; use framework=\"pt\" for another device")
         if dtype is not None:
             dtype = _dtype_name(dtype)
-            if dtype not in _dtypes.DTYPES:
+            if dtype not in _dtypes.CONVERSIONS:
                 raise ValueError(f"tensorgate: dtype {dtype!r} is unknown; conversions are to {', '.join(_dtypes.CONVERSIONS)}")
         self.framework = fw
         self.device = device
@@ -205,9 +205,11 @@ class safe_open:
         self._client.close()
 
     def keys(self):
-        return list(self._entries)
+        """Tensor names, sorted (as safetensors' keys())."""
+        return sorted(self._entries)
 
     def offset_keys(self):
+        """Tensor names in storage order: files in path order, each by offset."""
         return list(self._entries)
 
     def metadata(self):
