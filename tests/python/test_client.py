@@ -386,6 +386,10 @@ def main():
     with safe_open(base + "/acme/many@latest") as f:
         check("10007 keys over two pages", len(f.keys()) == 10007 and f.keys()[-1] == "t10006", len(f.keys()))
         check("the last page's tensor", eq(f.get_tensor("t10006"), np.array([10006 % 251], dtype=np.uint8)))
+        n = f._client.requests
+        d = f.load_all()
+        check("load_all: one request for the whole file", f._client.requests - n == 1 and len(d) == 10007
+              and all(d[k][0] == i % 251 for i, k in enumerate(sorted(many))), f._client.requests - n)
 
     # ---- load_file / load
     d = tensorgate.load_file(base + "/acme/llm@latest")

@@ -18,7 +18,7 @@ def load_file(filename, device="cpu", framework="np", dtype=None, token=None):
         with open(filename, "rb") as fh:
             return load(fh.read(), framework=framework, device=device)
     with safe_open(filename, framework=framework, device=device, dtype=dtype, token=token) as f:
-        return {k: f.get_tensor(k) for k in f.keys()}
+        return f.load_all()
 
 
 def load(data, framework="np", device="cpu"):

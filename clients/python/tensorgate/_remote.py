@@ -2,6 +2,7 @@
 key space, through the tensor list route) or one file of it (through its header
 route), read tensor by tensor, slice by slice, with the server converting dtypes."""
 
+import hashlib
 import operator
 import os
 import urllib.parse
@@ -252,6 +253,37 @@ class safe_open:
 
     def get_slice(self, name):
         return RemoteSlice(self, self._entry(name))
+
+    def load_all(self):
+        """Every tensor, as a dict in keys() order. Without dtype= each file is
+        fetched whole (one request, its SHA-256 checked) and parsed here;
+        with dtype= tensor by tensor, converted by the server."""
+        names = self.keys()
+        if self.dtype is not None:
+            return {n: self.get_tensor(n) for n in names}
+        by_file = {}
+        for n in names:
+            e = self._entry(n)
+            by_file.setdefault(e.file, []).append(e)
+        out = {}
+        for file, entries in sorted(by_file.items()):
+            # a Range from 0, so a server with --download-redirect still answers here
+            resp = self._client.request(
+                "GET", self._vpath() + "/files/" + _q(file, safe="/"), headers={"Range": "bytes=0-"}, ok=(200, 206)
+            )
+            digest = resp.header("X-Content-SHA256")
+            total = resp.header("Content-Range", "").rpartition("/")[2]
+            if digest and (resp.status == 200 or total == str(len(resp.body))):
+                if hashlib.sha256(resp.body).hexdigest() != digest.strip().lower():
+                    raise TensorgateError(0, "digest_mismatch", f"{file}: the body's SHA-256 is not {digest}")
+            tensors, _meta = _dtypes.parse_bytes(memoryview(resp.body))
+            found = {name: (dt, sh, b) for name, dt, sh, b in tensors}
+            for e in entries:
+                if e.name not in found:
+                    raise TensorgateError(0, "bad_response", f"{file} has no tensor {e.name!r} although the server listed it")
+                dt, sh, b = found[e.name]
+                out[e.name] = self._build(bytearray(b), dt, sh)
+        return {n: out[n] for n in names}
 
     # -- fetching -----------------------------------------------------------
     def _target(self, e):
