@@ -364,6 +364,19 @@ def main():
         check_raises("np F4: TypeError", lambda: f.get_tensor("f4"), TypeError, contains="F4")
         check_raises("np F6 slice: TypeError", lambda: f.get_slice("f6")[1], TypeError, contains="F6_E3M2")
         check("sub-byte refused before any request", f._client.requests == n)
+        r = f.get_raw("f4")
+        check("get_raw F4 whole", r.data == bytes(range(12)) and r.dtype == "F4" and r.shape == [4, 6], r)
+        r = f.get_raw("f4", (slice(1, 3),))
+        check("get_raw F4 rows", r.data == bytes(range(3, 9)) and r.shape == [2, 6], r)
+        r = f.get_raw("f4", (slice(None, None, -1), slice(2, 4)))
+        check("get_raw F4 reversed rows, a whole-byte column pair", r.data == bytes([10, 7, 4, 1]) and r.shape == [4, 2], r)
+        check_raises("get_raw F4 cutting a byte: the server's refusal", lambda: f.get_raw("f4", (slice(None), slice(1, 3))),
+                     status=400)
+        r = f.get_raw("f6", 1)
+        check("get_raw F6 row", r.data == bytes(range(6, 12)) and r.shape == [8], r)
+    with safe_open(url, framework="pt") as f:
+        r = f.get_raw("f8", (slice(None, None, -2), slice(3, None, 5)))
+        check("get_raw F8 on torch 1.13", r.data == F8[::-2, 3::5].tobytes() and r.dtype == "F8_E4M3", r)
     with safe_open(base + "/acme/subbyte@latest", framework="pt") as f:
         check_raises("pt F4: TypeError", lambda: f.get_tensor("f4"), TypeError, contains="F4")
     with safe_open(base + "/acme/subbyte@latest", dtype="F32") as f:

@@ -11,7 +11,7 @@ Standard library plus NumPy; torch only for framework="pt"."""
 
 from ._http import TensorgateError
 from ._loaders import load, load_file
-from ._remote import RemoteSlice, safe_open
+from ._remote import RawTensor, RemoteSlice, safe_open
 
-__all__ = ["safe_open", "load_file", "load", "TensorgateError", "RemoteSlice"]
+__all__ = ["safe_open", "load_file", "load", "TensorgateError", "RemoteSlice", "RawTensor"]
 __version__ = "0.1.0"
