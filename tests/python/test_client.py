@@ -433,6 +433,16 @@ def main():
         os.unlink(path)
     check_raises("load of truncated bytes", lambda: tensorgate.load(SHARD1[:-4]), ValueError)
 
+    # ---- torch is optional: NumPy use works where torch cannot be imported
+    import subprocess
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import numpy as np, tensorgate, tensorgate.numpy\n"
+            f"a = tensorgate.numpy.load_file({base + '/acme/llm@latest'!r})['lm_head.weight']\n"
+            f"with tensorgate.safe_open({base + '/acme/llm@latest'!r}) as f: b = f.get_slice('lm_head.weight')[1, ::-9]\n"
+            "print(a.shape, b.shape, float(a[1, -1]) == float(b[0]))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    check("no torch: NumPy use works", r.returncode == 0 and r.stdout.strip() == "(12, 3072) (342,) True", r.stdout + r.stderr)
+
     # ---- errors
     check_raises("unknown model -> model_not_found", lambda: safe_open(base + "/acme/nope@latest"),
                  status=404, reason="model_not_found")
