@@ -484,7 +484,7 @@ def main():
     sleeps = []
     cl = Client(lbase, token=ltoken, sleep=sleeps.append)
     e = None
-    for _ in range(40):
+    for _ in range(300):
         try:
             cl.request("GET", "/v1/models/acme/small/versions/latest/tensors/model.norm.weight")
         except TensorgateError as err:

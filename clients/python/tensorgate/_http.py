@@ -142,6 +142,9 @@ class Client:
             self.requests += 1
             try:
                 resp = self._once(method, path, hdrs)
+            except ssl.SSLError as e:  # a certificate refused: retrying will not help
+                self.close()
+                raise TensorgateError(0, "tls_failed", f"{method} {url}: {e}", url=url) from e
             except (http.client.HTTPException, ConnectionError, TimeoutError, OSError) as e:
                 # a keep-alive connection the server closed, a reset, a refused
                 # connect: reconnect and try again, a bounded number of times
