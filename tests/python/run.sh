@@ -2,7 +2,8 @@
 # tests/python/run.sh BINARY: the Python client (clients/python, package
 # tensorgate) against real servers: one plain, one with --rate-limit (to see
 # 429 + Retry-After retried), --auth-read (to see tokens refused) and
-# --header-timeout 1 (to see an idle keep-alive connection closed by the server), each on a free loopback port with a fresh data
+# --header-timeout 1 (to see an idle keep-alive connection closed by the server),
+# and nginx in front of the plain one for HTTPS, each on a free loopback port with a fresh data
 # directory in a temp dir, stopped at the end. The checks are in
 # tests/python/test_client.py, run by Debian's /usr/bin/python3 (NumPy, torch).
 # Ends with "N passed, N failed"; exits non-zero on a failure.
@@ -57,9 +58,57 @@ if [ -z "$token_plain" ] || [ -z "$token_limited" ]; then
     exit 1
 fi
 
-unset TENSORGATE_TOKEN
+# an HTTPS front: nginx terminating TLS (a self-signed certificate for
+# 127.0.0.1) for the plain server, where nginx and openssl exist (else skipped)
+https_url=-
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if [ -x "$NGINX" ] && command -v openssl >/dev/null; then
+    N=$W/nginx
+    mkdir -p "$N"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$N/key.pem" -out "$N/cert.pem" -days 2 \
+        -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >"$N/openssl.log" 2>&1
+    tls_port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    cat >"$N/nginx.conf" <<CONF
+daemon off;
+worker_processes 1;
+pid $N/nginx.pid;
+error_log $N/error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $N/body;
+    proxy_temp_path $N/proxy;
+    fastcgi_temp_path $N/fastcgi;
+    uwsgi_temp_path $N/uwsgi;
+    scgi_temp_path $N/scgi;
+    server {
+        listen 127.0.0.1:$tls_port ssl;
+        ssl_certificate $N/cert.pem;
+        ssl_certificate_key $N/key.pem;
+        location / {
+            proxy_pass http://127.0.0.1:$port_plain;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+CONF
+    "$NGINX" -e "$N/error.log" -p "$N" -c "$N/nginx.conf" >"$N/out" 2>&1 &
+    pids="$pids $!"
+    for _ in $(seq 1 50); do
+        if "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $tls_port), 1)" 2>/dev/null; then
+            https_url=https://127.0.0.1:$tls_port
+            break
+        fi
+        sleep 0.1
+    done
+    [ "$https_url" = - ] && { echo "note: nginx did not start; HTTPS checks skipped"; cat "$N/error.log"; }
+fi
+
+unset TENSORGATE_TOKEN SSL_CERT_FILE
 PYTHONPATH="$ROOT/clients/python" PYTHONDONTWRITEBYTECODE=1 "$PY" "$ROOT/tests/python/test_client.py" \
-    "http://127.0.0.1:$port_plain" "$token_plain" "http://127.0.0.1:$port_limited" "$token_limited"
+    "http://127.0.0.1:$port_plain" "$token_plain" "http://127.0.0.1:$port_limited" "$token_limited" \
+    "$https_url" "$W/nginx/cert.pem"
 rc=$?
 if [ "$rc" -ne 0 ]; then
     echo "--- server logs (last lines)"

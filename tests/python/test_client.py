@@ -3,7 +3,7 @@ tensorgate servers started by tests/python/run.sh. Publishes models with urllib,
 then reads them back with safe_open / load_file / load and compares every value
 with NumPy indexing / torch on the original arrays.
 
-usage: test_client.py PLAIN_URL PLAIN_TOKEN LIMITED_URL LIMITED_TOKEN"""
+usage: test_client.py PLAIN_URL PLAIN_TOKEN LIMITED_URL LIMITED_TOKEN [HTTPS_URL|- CA_FILE]"""
 
 import json
 import os
@@ -459,6 +459,23 @@ def main():
     with safe_open(base + "/acme/mixed@1", token=token) as f:  # a good token works for reads
         check("good token", eq(f.get_tensor("i8"), I8))
     check_raises("connection refused", lambda: safe_open("http://127.0.0.1:1/acme/m@1"), reason="connection_failed")
+
+    # ---- HTTPS (nginx terminating TLS in front of the plain server)
+    https, cafile = (sys.argv[5:7] + ["-", ""])[:2]
+    if https == "-":
+        print("skip: no nginx/openssl for the HTTPS checks")
+    else:
+        check_raises("https: an untrusted certificate -> tls_failed, not retried",
+                     lambda: safe_open(https + "/acme/llm@latest"), reason="tls_failed")
+        os.environ["SSL_CERT_FILE"] = cafile
+        with safe_open(https + "/acme/llm@latest", framework="pt") as f:
+            t = f.get_slice("lm_head.weight")[::-3, 2000:100:-17]
+            check("https: slice", np.array_equal(t.numpy(), LM_HEAD[::-3, 2000:100:-17]))
+            check("https: get_tensor", eq(f.get_tensor("model.layers.0.w").numpy(), LAYER))
+            check("https: keep-alive", f._client.connects == 1, f._client.connects)
+        d = tensorgate.load_file(https + "/acme/llm@latest/model-00001-of-00002.safetensors")
+        check("https: load_file", eq(d["model.embed.weight"], EMBED))
+        del os.environ["SSL_CERT_FILE"]
 
     # ---- the --auth-read, rate-limited server: tokens, 429 + Retry-After
     publish(lbase, ltoken, "acme/small", {"model.safetensors": SHARD1})
