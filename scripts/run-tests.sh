@@ -48,6 +48,9 @@ for build in build build-asan; do
     fi
 done
 unset TG_BUILD
+if [ -x build/tensorgate ]; then
+    suite "python client" tests/python/run.sh build/tensorgate
+fi
 
 if [ -x tests/integration/run.sh ]; then
     suite "integration" tests/integration/run.sh build

@@ -1,0 +1,193 @@
+"""HTTP transport of the tensorgate client: one keep-alive connection per
+client (http.client), bearer token, bounded retries on 429/503 (honouring
+Retry-After) and on a dropped keep-alive connection (or its 408), and errors carrying the
+server's problem `reason` code and `detail` sentence."""
+
+import http.client
+import json
+import ssl
+import time
+import urllib.parse
+
+__all__ = ["TensorgateError", "Client"]
+
+# At most this many retries of one request, and at most this long a sleep for
+# one Retry-After (seconds), so a busy server cannot stall a caller for long.
+MAX_RETRIES = 4
+MAX_RETRY_AFTER = 10.0
+
+
+class TensorgateError(Exception):
+    """A refusal by the server (or a transport failure).
+
+    status: the HTTP status (0 for a transport failure);
+    reason: the server's stable reason code ("tensor_not_found",
+            "unauthorized", ...; "connection_failed" for a transport failure);
+    detail: the server's one-sentence explanation;
+    problem: the whole problem+json object (a dict, possibly empty).
+    """
+
+    def __init__(self, status, reason, detail, problem=None, url=None):
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+        self.problem = problem or {}
+        self.url = url
+        super().__init__(f"{status} {reason}: {detail}" if status else f"{reason}: {detail}")
+
+
+class Response:
+    """A completed response: status, headers (case-insensitive lookup), body."""
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self._headers = {k.lower(): v for k, v in headers}
+        self.body = body
+
+    def header(self, name, default=None):
+        return self._headers.get(name.lower(), default)
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+
+def _retry_after(value):
+    """Seconds to wait for a Retry-After value (delta-seconds only; an HTTP
+    date or a missing header gives a short default)."""
+    if value is None:
+        return 0.5
+    try:
+        secs = float(value.strip())
+    except ValueError:
+        return 1.0
+    if secs < 0:
+        secs = 0.0
+    return min(secs, MAX_RETRY_AFTER)
+
+
+class Client:
+    """A connection to one tensorgate server (scheme://host:port)."""
+
+    def __init__(self, base_url, token=None, timeout=60.0, sleep=time.sleep):
+        u = urllib.parse.urlsplit(base_url)
+        if u.scheme not in ("http", "https"):
+            raise ValueError(f"tensorgate: only http:// and https:// URLs are supported, not {base_url!r}")
+        if not u.hostname:
+            raise ValueError(f"tensorgate: no host in {base_url!r}")
+        self.scheme = u.scheme
+        self.host = u.hostname
+        self.port = u.port or (443 if u.scheme == "https" else 80)
+        self.token = token
+        self.timeout = timeout
+        self._sleep = sleep
+        self._conn = None
+        self.requests = 0  # requests sent (retries included)
+        self.connects = 0  # connections opened (1 while keep-alive holds)
+        self.retries = 0  # requests sent again after a 429/503 or a dropped connection
+        self.bytes_in = 0  # response body bytes received
+
+    def _connect(self):
+        if self._conn is None:
+            if self.scheme == "https":
+                self._conn = _Counted(self, http.client.HTTPSConnection)(
+                    self.host, self.port, timeout=self.timeout, context=ssl.create_default_context()
+                )
+            else:
+                self._conn = _Counted(self, http.client.HTTPConnection)(self.host, self.port, timeout=self.timeout)
+        return self._conn
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _once(self, method, path, headers):
+        conn = self._connect()
+        conn.request(method, path, headers=headers)
+        resp = conn.getresponse()
+        length = resp.getheader("Content-Length")
+        if method != "HEAD" and length is not None and length.isdigit():
+            # read straight into one buffer that becomes the array: no second copy
+            n = int(length)
+            body = bytearray(n)
+            view = memoryview(body)
+            got = 0
+            while got < n:
+                k = resp.readinto(view[got:])
+                if not k:
+                    raise http.client.IncompleteRead(bytes(view[:got]), n - got)
+                got += k
+            view.release()
+            resp.read()  # nothing left; lets http.client finish the response
+        else:
+            body = bytearray(resp.read())
+        self.bytes_in += len(body)
+        if resp.will_close:
+            self.close()
+        return Response(resp.status, resp.getheaders(), body)
+
+    def request(self, method, path, headers=None, ok=(200,)):
+        """Sends method path; returns a Response whose status is in ok, else
+        raises TensorgateError. Only idempotent requests (GET, HEAD) are sent
+        through here, so a retry is always safe."""
+        hdrs = {"Accept": "application/json, application/octet-stream"}
+        if self.token:
+            hdrs["Authorization"] = "Bearer " + self.token
+        if headers:
+            hdrs.update(headers)
+        url = f"{self.scheme}://{self.host}:{self.port}{path}"
+        attempt = 0
+        while True:
+            attempt += 1
+            self.requests += 1
+            try:
+                resp = self._once(method, path, hdrs)
+            except ssl.SSLError as e:  # a certificate refused: retrying will not help
+                self.close()
+                raise TensorgateError(0, "tls_failed", f"{method} {url}: {e}", url=url) from e
+            except (http.client.HTTPException, ConnectionError, TimeoutError, OSError) as e:
+                # a keep-alive connection the server closed, a reset, a refused
+                # connect: reconnect and try again, a bounded number of times
+                self.close()
+                if attempt > MAX_RETRIES:
+                    raise TensorgateError(0, "connection_failed", f"{method} {url}: {e}", url=url) from e
+                self.retries += 1
+                self._sleep(min(0.1 * (2 ** (attempt - 1)), 2.0))
+                continue
+            if resp.status in ok:
+                return resp
+            if resp.status in (429, 503) and attempt <= MAX_RETRIES:
+                self.retries += 1
+                self._sleep(_retry_after(resp.header("Retry-After")))
+                continue
+            if resp.status == 408 and attempt <= MAX_RETRIES:
+                # the server gave up on an idle kept-alive connection: a new one
+                self.close()
+                self.retries += 1
+                continue
+            raise _problem(resp, method, url)
+
+
+def _Counted(client, base):
+    """base (an http.client connection class) counting its (re)connects on
+    client.connects: http.client reopens a closed socket by itself."""
+
+    class Counted(base):
+        def connect(self):
+            client.connects += 1
+            super().connect()
+
+    return Counted
+
+
+def _problem(resp, method, url):
+    problem = {}
+    try:
+        problem = resp.json()
+        if not isinstance(problem, dict):
+            problem = {}
+    except (ValueError, UnicodeDecodeError):
+        problem = {}
+    reason = problem.get("reason") or f"http_{resp.status}"
+    detail = problem.get("detail") or f"{method} {url} answered {resp.status}"
+    return TensorgateError(resp.status, reason, detail, problem, url)

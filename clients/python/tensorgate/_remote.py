@@ -1,0 +1,417 @@
+"""safe_open over HTTP: a tensorgate version (every .safetensors file of it, one
+key space, through the tensor list route) or one file of it (through its header
+route), read tensor by tensor, slice by slice, with the server converting dtypes."""
+
+import collections
+import hashlib
+import operator
+import os
+import urllib.parse
+
+import numpy as np
+
+from . import _dtypes
+from ._http import Client, TensorgateError
+
+__all__ = ["safe_open", "RemoteSlice", "RawTensor", "parse_url"]
+
+_FLOATS = {"F64", "F32", "F16", "BF16", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+           "F4", "F6_E2M3", "F6_E3M2"}
+
+_FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt", "pytorch": "pt"}
+
+
+def parse_url(url):
+    """(base URL, org, name, rev, file path or None) of
+    http(s)://host:port/org/name[@rev][/path/file.safetensors]; rev defaults to latest."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme not in ("http", "https") or not u.netloc:
+        raise ValueError(f"tensorgate: expected http(s)://host:port/org/name@rev[/file], not {url!r}")
+    if u.query or u.fragment:
+        raise ValueError(f"tensorgate: no query or fragment expected in {url!r}")
+    parts = [urllib.parse.unquote(p) for p in u.path.split("/") if p != ""]
+    if len(parts) < 2:
+        raise ValueError(f"tensorgate: expected /org/name@rev after the host in {url!r}")
+    org, name = parts[0], parts[1]
+    rev = "latest"
+    if "@" in name:
+        name, rev = name.split("@", 1)
+    if not org or not name or not rev:
+        raise ValueError(f"tensorgate: empty org, name or rev in {url!r}")
+    path = "/".join(parts[2:]) or None
+    return f"{u.scheme}://{u.netloc}", org, name, rev, path
+
+
+def _q(s, safe=""):
+    return urllib.parse.quote(s, safe=safe)
+
+
+def _slice_item(item, dim):
+    """One item of the server's slice= grammar (NumPy basic indexing)."""
+    if isinstance(item, slice):
+        parts = []
+        for v in (item.start, item.stop):
+            parts.append("" if v is None else str(operator.index(v)))
+        if item.step is None:
+            return ":".join(parts)
+        step = operator.index(item.step)
+        if step == 0:
+            raise ValueError("slice step cannot be zero")
+        return ":".join(parts) + ":" + str(step)
+    try:
+        return str(operator.index(item))
+    except TypeError:
+        raise TypeError(
+            f"tensorgate: index {item!r} for dimension {dim} is not an int or a slice "
+            "(the server does basic indexing only: ints, slices, Ellipsis)"
+        ) from None
+
+
+def slice_query(key, rank):
+    """The slice= value of a __getitem__ key for a tensor of rank dimensions."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is None for k in key):
+        raise TypeError("tensorgate: None (numpy.newaxis) is not supported in a remote slice")
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_ell == 1:
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        fill = rank - (len(key) - 1)
+        if fill < 0:
+            raise IndexError(f"too many indices for tensor: tensor is {rank}-dimensional, but {len(key) - 1} were indexed")
+        key = key[:i] + (slice(None),) * fill + key[i + 1 :]
+    if len(key) > rank:
+        raise IndexError(f"too many indices for tensor: tensor is {rank}-dimensional, but {len(key)} were indexed")
+    return ",".join(_slice_item(k, d) for d, k in enumerate(key))
+
+
+RawTensor = collections.namedtuple("RawTensor", ["data", "dtype", "shape"])
+
+
+class _Entry:
+    __slots__ = ("name", "dtype", "shape", "file", "offsets")
+
+    def __init__(self, name, dtype, shape, file, offsets):
+        self.name, self.dtype, self.shape, self.file, self.offsets = name, dtype, list(shape), file, offsets
+
+
+class RemoteSlice:
+    """What get_slice returns: the tensor's shape and dtype, and its values
+    fetched (only the selected ones) on indexing, as safetensors' PySafeSlice."""
+
+    def __init__(self, handle, entry):
+        self._h = handle
+        self._e = entry
+
+    def get_shape(self):
+        return list(self._e.shape)
+
+    def get_dtype(self):
+        return self._e.dtype
+
+    @property
+    def shape(self):
+        return tuple(self._e.shape)
+
+    def __len__(self):
+        if not self._e.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._e.shape[0]
+
+    def __getitem__(self, key):
+        return self._h._fetch(self._e, slice_query(key, len(self._e.shape)))
+
+
+class safe_open:
+    """safe_open(url, framework="np"|"pt", device="cpu", dtype=None, token=None)
+
+    A remote safetensors file (http(s)://host:port/org/name@rev/path.safetensors)
+    or a whole version (http(s)://host:port/org/name@rev: every .safetensors
+    file, one key space). Use as a context manager, as safetensors.safe_open.
+    token defaults to $TENSORGATE_TOKEN; dtype (e.g. "F32") has the server
+    convert every tensor read."""
+
+    def __init__(self, url, framework="np", device="cpu", dtype=None, token=None, timeout=60.0):
+        fw = _FRAMEWORKS.get(str(framework).lower())
+        if fw is None:
+            raise ValueError(f"tensorgate: framework {framework!r} is not one of np, numpy, pt, torch")
+        if fw == "np" and str(device) != "cpu":
+            raise ValueError("tensorgate: NumPy arrays live on the cpu; use framework=\"pt\" for another device")
+        if dtype is not None:
+            dtype = _dtype_name(dtype)
+            if dtype not in _dtypes.CONVERSIONS:
+                raise ValueError(f"tensorgate: dtype {dtype!r} is unknown; conversions are to {', '.join(_dtypes.CONVERSIONS)}")
+        self.framework = fw
+        self.device = device
+        self.dtype = dtype
+        base, self.org, self.name, rev, self.path = parse_url(url)
+        if token is None:
+            token = os.environ.get("TENSORGATE_TOKEN") or None
+        self._client = Client(base, token=token, timeout=timeout)
+        self._headers = {}  # file path -> header JSON (read once)
+        self._entries = {}  # tensor name -> _Entry, in the server's order
+        self._namesakes = {}  # name -> every _Entry of it, while the server's choice is unknown
+        try:
+            self._open(rev)
+        except BaseException:
+            self._client.close()
+            raise
+
+    # -- opening ------------------------------------------------------------
+    def _vpath(self, rev=None):
+        return f"/v1/models/{_q(self.org)}/{_q(self.name)}/versions/{_q(str(rev if rev is not None else self.rev))}"
+
+    def _open(self, rev):
+        if self.path is None:
+            # every tensor of the version, across shards, paged
+            cursor = None
+            version = None
+            while True:
+                q = "?limit=10000" + (f"&cursor={_q(cursor)}" if cursor else "")
+                page = self._client.request("GET", self._vpath(version if version is not None else rev) + "/tensors" + q).json()
+                if version is None:
+                    version = page.get("version", rev)
+                for t in page.get("tensors", []):
+                    e = _Entry(t["name"], t["dtype"], t["shape"], t["file"], t.get("data_offsets"))
+                    if t["name"] not in self._entries:
+                        self._entries[t["name"]] = e
+                    else:  # a namesake in another file (variants, consolidated beside shards)
+                        self._namesakes.setdefault(t["name"], [self._entries[t["name"]]]).append(e)
+                cursor = page.get("next_cursor")
+                if not cursor:
+                    break
+            self.rev = version
+        else:
+            # pin the version (an alias such as latest may move), then one header
+            v = self._client.request("GET", self._vpath(rev)).json()
+            self.rev = v.get("version", rev)
+            h = self._header(self.path)
+            for t in h.get("tensors", []):
+                self._entries[t["name"]] = _Entry(t["name"], t["dtype"], t["shape"], self.path, t.get("data_offsets"))
+
+    def _header(self, path):
+        h = self._headers.get(path)
+        if h is None:
+            h = self._client.request("GET", self._vpath() + "/files/" + _q(path, safe="/") + "/header").json()
+            self._headers[path] = h
+        return h
+
+    # -- the safetensors API ------------------------------------------------
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        self._client.close()
+
+    def keys(self):
+        """Tensor names, sorted (as safetensors' keys())."""
+        return sorted(self._entries)
+
+    def offset_keys(self):
+        """Tensor names in storage order: files in path order, each by offset."""
+        return list(self._entries)
+
+    def metadata(self):
+        """The file's __metadata__ (None if it has none); for a whole version,
+        every shard's __metadata__ merged (the first file in path order wins)."""
+        if self.path is not None:
+            return self._header(self.path).get("metadata") or None
+        merged = None
+        for f in sorted({e.file for e in self._entries.values()}):
+            m = self._header(f).get("metadata")
+            if m:
+                merged = merged or {}
+                for k, v in m.items():
+                    merged.setdefault(k, v)
+        return merged
+
+    def files(self):
+        """The .safetensors files behind the keys, in path order."""
+        return sorted({e.file for e in self._entries.values()})
+
+    def _entry(self, name):
+        e = self._entries.get(name)
+        if e is None:
+            raise TensorgateError(404, "tensor_not_found", f"no tensor named {name!r} in {self._where()}")
+        if name in self._namesakes:
+            # several files hold the name: the one the tensor route serves (the
+            # index's shard, else the first file in path order), asked once with HEAD
+            resp = self._client.request("HEAD", self._vpath() + "/tensors/" + _q(name))
+            chosen = resp.header("X-Tensor-File")
+            for cand in self._namesakes.pop(name):
+                if cand.file == chosen:
+                    self._entries[name] = e = cand
+        return e
+
+    def _where(self):
+        return f"{self.org}/{self.name}@{self.rev}" + (f"/{self.path}" if self.path else "")
+
+    def get_tensor(self, name):
+        return self._fetch(self._entry(name), "")
+
+    def get_slice(self, name):
+        return RemoteSlice(self, self._entry(name))
+
+    def get_raw(self, name, index=()):
+        """RawTensor(data, dtype, shape): the tensor's (or a slice's) bytes as
+        the file holds them (little-endian, C order, sub-byte dtypes packed),
+        sliced by the server, whatever the framework: the way to read a dtype
+        that NumPy or this torch lacks (F4, F6_*, F8_* on torch 1.13). For a
+        sub-byte dtype the server needs selections on whole bytes. An extension:
+        safetensors has no such call."""
+        e = self._entry(name)
+        sl = slice_query(index, len(e.shape))
+        path = self._vpath() + "/tensors/" + _q(e.name) + ("?slice=" + _q(sl, safe=":,-") if sl else "")
+        resp = self._client.request("GET", path)
+        if self.path is not None and resp.header("X-Tensor-File") not in (None, self.path):
+            raise TensorgateError(409, "ambiguous_tensor", f"{name!r} is served from another file of the version; open the version form")
+        return RawTensor(bytes(resp.body), resp.header("X-Tensor-Dtype", e.dtype), _shape(resp.header("X-Tensor-Shape")))
+
+    def load_all(self):
+        """Every tensor, as a dict in keys() order. Without dtype= each file is
+        fetched whole (one request, its SHA-256 checked) and parsed here;
+        with dtype= tensor by tensor, converted by the server."""
+        names = self.keys()
+        if self.dtype is not None:
+            return {n: self.get_tensor(n) for n in names}
+        by_file = {}
+        for n in names:
+            e = self._entry(n)
+            by_file.setdefault(e.file, []).append(e)
+        out = {}
+        for file, entries in sorted(by_file.items()):
+            # a Range from 0, so a server with --download-redirect still answers here
+            resp = self._client.request(
+                "GET", self._vpath() + "/files/" + _q(file, safe="/"), headers={"Range": "bytes=0-"}, ok=(200, 206)
+            )
+            digest = resp.header("X-Content-SHA256")
+            total = resp.header("Content-Range", "").rpartition("/")[2]
+            if digest and (resp.status == 200 or total == str(len(resp.body))):
+                if hashlib.sha256(resp.body).hexdigest() != digest.strip().lower():
+                    raise TensorgateError(0, "digest_mismatch", f"{file}: the body's SHA-256 is not {digest}")
+            tensors, _meta = _dtypes.parse_bytes(memoryview(resp.body))
+            found = {name: (dt, sh, b) for name, dt, sh, b in tensors}
+            for e in entries:
+                if e.name not in found:
+                    raise TensorgateError(0, "bad_response", f"{file} has no tensor {e.name!r} although the server listed it")
+                dt, sh, b = found[e.name]
+                out[e.name] = self._build(bytearray(b), dt, sh)
+        return {n: out[n] for n in names}
+
+    # -- fetching -----------------------------------------------------------
+    def _target(self, e):
+        """The dtype a tensor is served in: dtype= applies to floating-point
+        tensors (not C64); integer and bool tensors come as they are."""
+        if self.dtype and e.dtype in _FLOATS:
+            return self.dtype
+        return e.dtype
+
+    def _fetch(self, e, sl):
+        served = self._target(e)
+        if self.framework == "np":
+            _dtypes.numpy_dtype(served)  # refuse before any transfer
+        else:
+            _dtypes.torch_dtype(served)
+        q = []
+        if sl:
+            q.append("slice=" + _q(sl, safe=":,-"))
+        if served != e.dtype:
+            q.append("dtype=" + served)
+        path = self._vpath() + "/tensors/" + _q(e.name) + ("?" + "&".join(q) if q else "")
+        resp = self._client.request("GET", path)
+        file = resp.header("X-Tensor-File")
+        if self.path is not None and file is not None and file != self.path:
+            # the version has another tensor of that name which the server chose:
+            # read this file's bytes by range and index them here
+            return self._fetch_from_file(e, key_query=sl)
+        dtype = resp.header("X-Tensor-Dtype", served)
+        shape = _shape(resp.header("X-Tensor-Shape"))
+        return self._build(resp.body, dtype, shape)
+
+    def _fetch_from_file(self, e, key_query):
+        """The tensor of this handle's file by Range, indexed and converted here
+        (bit for bit as the server would: torch's .to(), NumPy's astype)."""
+        b, end = e.offsets
+        if end == b:
+            body = bytearray()
+        else:
+            resp = self._client.request(
+                "GET", self._vpath() + "/files/" + _q(self.path, safe="/"), headers={"Range": f"bytes={b}-{end - 1}"}, ok=(206, 200)
+            )
+            body = resp.body if resp.status == 206 else resp.body[b:end]
+        shape = list(e.shape)
+        if key_query:
+            # index the elements as same-width unsigned integers (NumPy handles
+            # negative steps; torch does not), then build the real dtype
+            bits = _dtypes.DTYPES[e.dtype][0]
+            if bits % 8:
+                raise TypeError(f"tensorgate: cannot index a {e.dtype} tensor locally")
+            width = {1: "u1", 2: "<u2", 4: "<u4", 8: "<u8"}[bits // 8]
+            sel = np.frombuffer(body, dtype=width).reshape(shape)[_parse_query(key_query)]
+            shape = list(sel.shape)
+            body = bytearray(np.ascontiguousarray(sel).tobytes())
+        target = self._target(e)
+        if target == e.dtype:
+            return self._build(body, e.dtype, shape)
+        if self.framework == "pt":
+            return _dtypes.to_torch(body, e.dtype, shape).to(_dtypes.torch_dtype(target)).to(self.device)
+        if e.dtype == "BF16":
+            src = (np.frombuffer(body, dtype="<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
+        else:
+            src = _dtypes.to_numpy(body, e.dtype, shape)
+        return src.astype(_dtypes.numpy_dtype(target))
+
+    def _build(self, body, dtype, shape):
+        if self.framework == "np":
+            return _dtypes.to_numpy(body, dtype, shape)
+        return _dtypes.to_torch(body, dtype, shape, self.device)
+
+
+def _dtype_name(dtype):
+    """Accepts "F32", a NumPy dtype (np.float32) or a torch dtype (torch.float32)."""
+    if isinstance(dtype, str):
+        return dtype
+    s = str(dtype)
+    table = {
+        "torch.float64": "F64",
+        "torch.float32": "F32",
+        "torch.float16": "F16",
+        "torch.bfloat16": "BF16",
+        "torch.float8_e4m3fn": "F8_E4M3",
+        "torch.float8_e5m2": "F8_E5M2",
+    }
+    if s in table:
+        return table[s]
+    try:
+        import numpy as np
+
+        return {"float64": "F64", "float32": "F32", "float16": "F16"}[np.dtype(dtype).name]
+    except (TypeError, KeyError):
+        raise ValueError(f"tensorgate: dtype {dtype!r} is not one of {', '.join(_dtypes.CONVERSIONS)}") from None
+
+
+def _shape(value):
+    if value is None:
+        raise TensorgateError(0, "bad_response", "the server sent no X-Tensor-Shape")
+    v = value.strip()
+    if not (v.startswith("[") and v.endswith("]")):
+        raise TensorgateError(0, "bad_response", f"X-Tensor-Shape {value!r} is not a JSON array")
+    inner = v[1:-1].strip()
+    return [int(x) for x in inner.split(",")] if inner else []
+
+
+def _parse_query(q):
+    items = []
+    for part in q.split(","):
+        if ":" in part:
+            bits = [int(x) if x else None for x in part.split(":")]
+            items.append(slice(*bits))
+        else:
+            items.append(int(part))
+    return tuple(items)
