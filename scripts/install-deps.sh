@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages tensorgate needs to build, test and run.
 # Only what is missing is installed; running it again does nothing.
 #   scripts/install-deps.sh          build + run + test
-#   scripts/install-deps.sh --bench  also the benchmark anchors (nginx, wrk)
+#   scripts/install-deps.sh --bench  also the benchmark load generator (wrk)
 #   scripts/install-deps.sh --build  only what `make` needs (the Docker build stage)
 #   scripts/install-deps.sh --runtime   only the shared libraries the tensorgate
 #                                       binary loads (the Docker runtime stage)
@@ -13,10 +13,10 @@ packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy c
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev
 curl sqlite3 coreutils python3 python3-numpy python3-torch
 radosgw ceph-mon ceph-osd ceph-common
-libpq-dev postgresql-15"
+libpq-dev postgresql-15 nginx-light openssl"
 
 if [ "${1:-}" = "--bench" ]; then
-    packages="$packages nginx-light wrk"
+    packages="$packages wrk"
 fi
 
 if [ "${1:-}" = "--build" ]; then

@@ -69,6 +69,11 @@ fi
 if [ -x tests/scale/pg-suite.sh ]; then
     suite "postgresql catalog" tests/scale/with-postgres.sh tests/scale/pg-suite.sh build
 fi
+# The distributed suite: three replicas on one PostgreSQL and one radosgw behind
+# nginx (kill -9 mid-upload and mid-job, racing publishes, store and database outages).
+if [ -x tests/scale/dist.sh ] && [ -x build/tensorgate ]; then
+    suite "distributed (3 replicas, nginx, postgresql, radosgw)" tests/scale/dist.sh build
+fi
 if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
     suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-10}"
 fi
