@@ -1230,6 +1230,14 @@ static json_t *describe_locked(const preload *p, bool with_layout)
                         p->convert ? json_string(st_dtype_name(p->dtype)) : json_null());
     json_object_set_new(body, "error", p->error[0] ? json_string(p->error) : json_null());
     json_object_set_new(body, "reason", p->reason[0] ? json_string(p->reason) : json_null());
+    /* a preload is memory on one host: with several replicas, the one that holds
+     * it (the clients that map it must run there) */
+    char host[256];
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    json_object_set_new(body, "host", json_string(host));
+    json_object_set_new(body, "pid", json_integer((json_int_t)getpid()));
     if (with_layout)
         json_object_set_new(body, "layout", layout_json(p));
     return body;

@@ -374,7 +374,7 @@ TEST(batches)
     tgc_error e;
     int v = 0;
     CHECK(tgc_create_version(cl, "acme/cl", &v, &e) == 0);
-    char names[6][32], locals[6][600], tname[6][8];
+    char names[6][32], locals[6][600], tname[6][16];
     tgc_batch *b = tgc_batch_new(cl);
     CHECK(b != NULL);
     if (b == NULL)

@@ -11,6 +11,7 @@
 #include "harness.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "st_convert.h"
 #include "st_header.h"
@@ -366,6 +367,12 @@ TEST(preload_hand_off_lease_and_kill)
     r = it_get(want);
     CHECK_STR(it_json_str(&r, "state"), "evicting");
     CHECK(it_json_int(r.json, "leases") == 1);
+    /* it names the host (and process) that holds it: replicas do not share preloads */
+    char host[256];
+    CHECK(gethostname(host, sizeof host) == 0);
+    host[sizeof host - 1] = '\0';
+    CHECK_STR(it_json_str(&r, "host"), host);
+    CHECK(it_json_int(r.json, "pid") > 0);
     it_response_free(&r);
     /* The memory stays valid for the consumer. */
     CHECK(write(c.in, "check\n", 6) == 6);
