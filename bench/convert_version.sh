@@ -9,6 +9,7 @@
 # temp dir under /var/tmp, on disk rather than tmpfs). Timing is reported, never judged.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/results.sh
 build=${1:-build}
 bin=$build/tensorgate
 [ -x "$bin" ] || { echo "convert_version: $bin is not built" >&2; exit 1; }
@@ -129,3 +130,5 @@ EOF
 gib=$(echo "2 * $shard_mib / 1024" | bc -l)
 printf 'convert_version: %.2f GiB F32 -> BF16 derived version (2 shards + index): server job %.2f s (%.2f GB/s of input); python3 torch read+.to()+write+fsync %.2f s; torch/server %.2fx\n' \
     "$gib" "$server_s" "$(echo "$gib * 1.073741824 / $server_s" | bc -l)" "$torch_s" "$(echo "$torch_s / $server_s" | bc -l)"
+bench_result "derived version F32->BF16 (server job)" "$(echo "$gib * 1.073741824 / $server_s" | bc -l)" GB/s \
+    "python3 torch read+.to()+write+fsync" "$(echo "$gib * 1.073741824 / $torch_s" | bc -l)"

@@ -9,6 +9,7 @@
 # Timing never fails anything: the script fails only when a step cannot run.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/results.sh
 build=${1:-build}
 bin=$build/tensorgate
 py=/usr/bin/python3
@@ -54,7 +55,9 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
 rate() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 1e-9; printf "%.2f", b / s / 1e9 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "n/a"; exit } printf "%.3gx", a / b }'; }
 human() { awk -v b="$1" 'BEGIN { if (b >= 2^30) printf "%.1f GiB", b / 2^30; else printf "%.0f MiB", b / 2^20 }'; }
-line() { printf '%-44s %10s %-6s  anchor %-30s %10s %-6s  ratio %s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7"; }
+line() { printf '%-44s %10s %-6s  anchor %-30s %10s %-6s  ratio %s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7"
+    bench_result "$1" "$2" "$3" "$4" "$5" "$7"
+}
 
 # mkfile PATH TOTAL_BYTES: a valid safetensors file of exactly TOTAL_BYTES
 # holding one BF16 tensor of zeros (written for real, not sparse).

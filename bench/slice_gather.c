@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_result.h"
 #include "st_slice.h"
 
 #define ROWS 8192
@@ -85,6 +86,9 @@ int main(void)
                slices[s], gather_rate, copy_rate, gather_rate / copy_rate,
                (unsigned long long)(slice.out_bytes >> 20), (unsigned long long)slice.run_count,
                (unsigned long long)slice.run_bytes);
+        char name[96];
+        snprintf(name, sizeof name, "slice_gather F32 %s", slices[s]);
+        bench_result(name, gather_rate, "GB/s", "memcpy same output size", copy_rate);
     }
     free(tensor);
     free(out);
