@@ -16,6 +16,7 @@
 #include "log.h"
 #include "parsed_header_cache.h"
 #include "rate_limit.h"
+#include "response_cache.h"
 #include "st_buffer.h"
 #include "st_utf8.h"
 
@@ -341,6 +342,20 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
     MHD_destroy_response(response);
     if (!req->is_head)
         __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
+}
+
+bool tg_respond_shared(tg_request *req, unsigned status, struct MHD_Response *response,
+                       uint64_t body_bytes)
+{
+    if (req->responded || req->in_upload_data || req->close_after)
+        return false;
+    if (MHD_queue_response(req->connection, status, response) != MHD_YES)
+        return false;
+    req->responded = true;
+    req->status = status;
+    if (!req->is_head)
+        __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
+    return true;
 }
 
 int tg_text_end_line(char **text)
@@ -1284,6 +1299,9 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
         return -1;
     }
     pthread_mutex_init(&server->metrics->lock, NULL);
+    if (server->config.response_cache_bytes > 0 && server->responses == NULL)
+        server->responses = tg_response_cache_create((size_t)server->config.response_cache_bytes,
+                                                     server->config.response_cache_ttl);
 
     struct addrinfo hints = {0}, *resolved = NULL;
     hints.ai_family = AF_UNSPEC;
@@ -1354,6 +1372,8 @@ void tg_http_stop(tg_server *server)
         MHD_stop_daemon(server->daemon);
         server->daemon = NULL;
     }
+    tg_response_cache_destroy(server->responses);
+    server->responses = NULL;
     if (server->metrics) {
         free(server->metrics->timeout_answer);
         free(server->metrics->requests);
