@@ -185,37 +185,17 @@ bool tg_response_cache_answer(tg_response_cache *cache, tg_request *req, const c
     return answered;
 }
 
-void tg_response_cache_put(tg_response_cache *cache, const char *key, uint64_t generation,
-                           unsigned status, const void *body, size_t len,
-                           const char *const *headers)
+/* Keeps response (the caller's reference) under key; lock not held. */
+static void keep(tg_response_cache *cache, const char *key, uint64_t generation, unsigned status,
+                 struct MHD_Response *response, uint64_t body_len, size_t body_charge)
 {
-    if (cache == NULL)
-        return;
     uint64_t hash = hash_key(key);
     shard *sh = &cache->shards[hash % SHARDS];
     size_t key_len = strlen(key);
-    size_t charge = sizeof(entry) + key_len + 1 + len + 512; /* 512: MHD's response and headers */
-    if (charge > sh->budget / 8)
-        return;
-    entry *e = malloc(sizeof *e + key_len + 1);
-    void *copy = malloc(len > 0 ? len : 1);
-    struct MHD_Response *response = NULL;
-    if (e != NULL && copy != NULL) {
-        memcpy(copy, body, len);
-        response = MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_MUST_FREE);
-    }
-    if (response == NULL) {
-        free(copy);
-        free(e);
-        return;
-    }
-    bool headers_ok = true;
-    for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
-        if (headers[i + 1] != NULL &&
-            MHD_add_response_header(response, headers[i], headers[i + 1]) != MHD_YES)
-            headers_ok = false;
-    if (!headers_ok || MHD_add_response_header(response, "Cache-Control", "no-store") != MHD_YES) {
-        MHD_destroy_response(response); /* frees copy */
+    size_t charge = sizeof(entry) + key_len + 1 + body_charge + 512; /* 512: MHD's headers */
+    entry *e = charge <= sh->budget / 8 ? malloc(sizeof *e + key_len + 1) : NULL;
+    if (e == NULL || MHD_add_response_header(response, "Cache-Control", "no-store") != MHD_YES) {
+        MHD_destroy_response(response);
         free(e);
         return;
     }
@@ -224,7 +204,7 @@ void tg_response_cache_put(tg_response_cache *cache, const char *key, uint64_t g
                  .born = now_seconds(),
                  .response = response,
                  .status = status,
-                 .body_len = len,
+                 .body_len = body_len,
                  .charge = charge};
     memcpy(e->key, key, key_len + 1);
     pthread_mutex_lock(&sh->lock);
@@ -253,6 +233,47 @@ void tg_response_cache_put(tg_response_cache *cache, const char *key, uint64_t g
     sh->used += charge;
     sh->entries++;
     pthread_mutex_unlock(&sh->lock);
+}
+
+void tg_response_cache_put(tg_response_cache *cache, const char *key, uint64_t generation,
+                           unsigned status, const void *body, size_t len,
+                           const char *const *headers)
+{
+    if (cache == NULL)
+        return;
+    shard *sh = &cache->shards[hash_key(key) % SHARDS];
+    if (len + strlen(key) + sizeof(entry) + 512 > sh->budget / 8)
+        return;
+    void *copy = malloc(len > 0 ? len : 1);
+    if (copy == NULL)
+        return;
+    memcpy(copy, body, len);
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_MUST_FREE);
+    if (response == NULL) {
+        free(copy);
+        return;
+    }
+    for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
+        if (headers[i + 1] != NULL &&
+            MHD_add_response_header(response, headers[i], headers[i + 1]) != MHD_YES) {
+            MHD_destroy_response(response); /* frees copy */
+            return;
+        }
+    keep(cache, key, generation, status, response, len, len);
+}
+
+void tg_response_cache_put_response(tg_response_cache *cache, const char *key, uint64_t generation,
+                                    unsigned status, struct MHD_Response *response,
+                                    uint64_t body_len)
+{
+    if (response == NULL)
+        return;
+    if (cache == NULL) {
+        MHD_destroy_response(response);
+        return;
+    }
+    keep(cache, key, generation, status, response, body_len, 0);
 }
 
 void tg_response_cache_get_stats(tg_response_cache *cache, tg_response_cache_stats *stats)

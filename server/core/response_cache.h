@@ -46,6 +46,12 @@ void tg_response_cache_put(tg_response_cache *cache, const char *key, uint64_t g
                            unsigned status, const void *body, size_t len,
                            const char *const *headers);
 
+/* The same for a response built by the caller (a HEAD answer, whose body is never
+ * sent): takes the caller's reference on response, also when it is not kept. */
+void tg_response_cache_put_response(tg_response_cache *cache, const char *key, uint64_t generation,
+                                    unsigned status, struct MHD_Response *response,
+                                    uint64_t body_len);
+
 /* Every response kept so far stops being served (this replica deleted something). */
 void tg_response_cache_invalidate(tg_response_cache *cache);
 

@@ -273,6 +273,35 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     tg_respond(req, status, response, length);
 }
 
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
+    return MHD_CONTENT_READER_END_WITH_ERROR; /* a HEAD answer: never asked */
+}
+
+struct MHD_Response *tg_file_head_response(const tg_file_record *file,
+                                           const char *const *extra_headers)
+{
+    char etag[70];
+    snprintf(etag, sizeof etag, "\"%s\"", file->sha256);
+    struct MHD_Response *response =
+        file->size == 0
+            ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+            : MHD_create_response_from_callback(file->size, TG_BLOB_BLOCK, no_body, NULL, NULL);
+    if (response) {
+        /* as tg_serve_file's 200 */
+        MHD_add_response_header(response, "Content-Type", "application/octet-stream");
+        MHD_add_response_header(response, "ETag", etag);
+        MHD_add_response_header(response, "Accept-Ranges", "bytes");
+        MHD_add_response_header(response, "X-Content-SHA256", file->sha256);
+    }
+    add_extra_headers(response, extra_headers);
+    return response;
+}
+
 void tg_route_file_get(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))

@@ -5,7 +5,10 @@
  * --response-cache-bytes 0; a deleted model stops being served (and a new model of
  * the same name serves its own header); a moved alias is seen at once; a draft
  * whose file is deleted stops being served; with --auth-read a token of another
- * namespace, or none, never gets the answer an allowed token made ready. */
+ * namespace, or none, never gets the answer an allowed token made ready. The same
+ * for the Hub's resolve HEAD (by "main", number and commit; a HEAD with Range or
+ * If-None-Match is never served from the cache) and model info
+ * (/api/models/{repo}, .../revision/{rev}). */
 #include "harness.h"
 
 #define MODEL "acme/cached"
@@ -109,6 +112,73 @@ TEST(cached_equals_uncached)
     CHECK(it_server_start_args(NULL, NULL) == 0);
 }
 
+/* GET or HEAD of path on this server and on one with --response-cache-bytes 0 (the
+ * server is restarted twice): every answer of the first equals the second's. */
+static void compare_with_uncached(const char *const *paths, int count)
+{
+    it_response cached[8][2];
+    for (int i = 0; i < count; i++) {
+        const char *method = strncmp(paths[i], "HEAD ", 5) == 0 ? "HEAD" : "GET";
+        const char *path = paths[i] + strlen(method) + 1;
+        it_response warm = it_request(method, path, NULL);
+        it_response_free(&warm);
+        cached[i][0] = it_request(method, path, NULL);
+        cached[i][1] = it_request(method, path, NULL);
+        CHECK(same(&cached[i][0], &cached[i][1]));
+    }
+    CHECK_EQ_U64(it_server_stop(), 0);
+    const char *off[] = {"--response-cache-bytes", "0", NULL};
+    CHECK(it_server_start_args(off, NULL) == 0);
+    for (int i = 0; i < count; i++) {
+        const char *method = strncmp(paths[i], "HEAD ", 5) == 0 ? "HEAD" : "GET";
+        it_response plain = it_request(method, paths[i] + strlen(method) + 1, NULL);
+        if (!same(&cached[i][0], &plain))
+            fprintf(stderr, "  (%s)\n", paths[i]);
+        CHECK(same(&cached[i][0], &plain));
+        it_response_free(&plain);
+        it_response_free(&cached[i][0]);
+        it_response_free(&cached[i][1]);
+    }
+    CHECK_EQ_U64(it_server_stop(), 0);
+    CHECK(it_server_start_args(NULL, NULL) == 0);
+}
+
+TEST(hub_routes_cached_equal_uncached)
+{
+    char by_commit[512], info_commit[512];
+    snprintf(by_commit, sizeof by_commit, "HEAD /" MODEL "/resolve/%s/model.safetensors",
+             digest_v1);
+    snprintf(info_commit, sizeof info_commit, "GET /api/models/" MODEL "/revision/%s", digest_v1);
+    const char *paths[] = {"HEAD /" MODEL "/resolve/main/model.safetensors",
+                           "HEAD /" MODEL "/resolve/1/model.safetensors",
+                           by_commit,
+                           "HEAD /" MODEL "/raw/1/model.safetensors",
+                           "GET /api/models/" MODEL,
+                           "GET /api/models/" MODEL "/revision/1",
+                           info_commit,
+                           "GET /" MODEL "/resolve/1/model.safetensors"};
+    compare_with_uncached(paths, 8);
+    /* Range and validators on a HEAD still get their own answers */
+    char path[128];
+    snprintf(path, sizeof path, "/" MODEL "/resolve/1/model.safetensors");
+    const char *range[] = {"Range: bytes=0-9", NULL};
+    it_request_opts o = {.headers = range};
+    it_response r = it_request("HEAD", path, &o);
+    CHECK_STATUS(r, 206);
+    char value[128];
+    CHECK_STR(it_header(&r, "Content-Length", value, sizeof value), "10");
+    it_response_free(&r);
+    char inm[100];
+    it_response plain = it_request("HEAD", path, NULL);
+    snprintf(inm, sizeof inm, "If-None-Match: %s", it_header(&plain, "ETag", value, sizeof value));
+    it_response_free(&plain);
+    const char *validators[] = {inm, NULL};
+    it_request_opts v = {.headers = validators};
+    r = it_request("HEAD", path, &v);
+    CHECK_STATUS(r, 304);
+    it_response_free(&r);
+}
+
 TEST(alias_moves_are_seen)
 {
     it_buf f = {0};
@@ -131,6 +201,21 @@ TEST(alias_moves_are_seen)
     r = it_get(by_alias);
     CHECK_STATUS(r, 200);
     CHECK(r.body.data && strstr((const char *)r.body.data, "\"name\":\"second\"") != NULL);
+    it_response_free(&r);
+    /* the Hub's "main" and model info follow latest, and an alias */
+    r = it_request("HEAD", "/" MODEL "/resolve/prod/model.safetensors", NULL);
+    CHECK_STATUS(r, 200);
+    char commit[100];
+    it_header(&r, "X-Repo-Commit", commit, sizeof commit);
+    CHECK(strcmp(commit, digest_v1) != 0 && strlen(commit) == 64);
+    it_response_free(&r);
+    r = it_request("HEAD", "/" MODEL "/resolve/main/model.safetensors", NULL);
+    it_header(&r, "X-Repo-Commit", commit, sizeof commit);
+    CHECK(strcmp(commit, digest_v1) != 0 && strlen(commit) == 64);
+    it_response_free(&r);
+    r = it_get("/api/models/" MODEL);
+    CHECK_STATUS(r, 200);
+    CHECK(it_json_str(&r, "sha") != NULL && strcmp(it_json_str(&r, "sha"), digest_v1) != 0);
     it_response_free(&r);
     /* latest moved to 2 when it was published */
     r = it_get(BASE "/versions/latest/files/model.safetensors/header");
@@ -175,6 +260,12 @@ TEST(deleted_model_stops_being_served)
     r = it_request("HEAD", path, NULL);
     CHECK_STATUS(r, 404);
     it_response_free(&r);
+    r = it_request("HEAD", "/" MODEL "/resolve/1/model.safetensors", NULL);
+    CHECK_STATUS(r, 404);
+    it_response_free(&r);
+    r = it_get("/api/models/" MODEL "/revision/1");
+    CHECK_STATUS(r, 404);
+    it_response_free(&r);
     char by_digest[512];
     snprintf(by_digest, sizeof by_digest, BASE "/versions/%s/files/model.safetensors/header",
              digest_v1);
@@ -215,6 +306,21 @@ TEST(authorisation_per_request)
         it_response head = get_as("HEAD", path, other);
         CHECK_STATUS(head, 403);
         it_response_free(&head);
+        it_response hub = get_as("HEAD", "/" MODEL "/resolve/1/model.safetensors", reader);
+        CHECK_STATUS(hub, 200);
+        it_response_free(&hub);
+        hub = get_as("HEAD", "/" MODEL "/resolve/1/model.safetensors", other);
+        CHECK_STATUS(hub, 403);
+        it_response_free(&hub);
+        hub = get_as("GET", "/api/models/" MODEL "/revision/1", reader);
+        CHECK_STATUS(hub, 200);
+        it_response_free(&hub);
+        hub = get_as("GET", "/api/models/" MODEL "/revision/1", NULL);
+        CHECK_STATUS(hub, 401);
+        it_response_free(&hub);
+        hub = get_as("GET", "/api/models/" MODEL, other);
+        CHECK_STATUS(hub, 403);
+        it_response_free(&hub);
         it_response bad = get_as(
             "GET", path, "tg_0000000000000000000000000000000000000000000000000000000000000000");
         CHECK_STATUS(bad, 401);
@@ -227,6 +333,7 @@ int main(int argc, char **argv)
     it_init(argc, argv, NULL);
     writer = it_token("write", "acme");
     RUN(cached_equals_uncached);
+    RUN(hub_routes_cached_equal_uncached);
     RUN(alias_moves_are_seen);
     RUN(draft_file_deleted);
     RUN(deleted_model_stops_being_served);
