@@ -58,7 +58,6 @@ with open(f"{out}/config.json", "w") as f:
     f.write('{"architectures": ["Bench"]}\n')
 EOF
 
-token=$("$bin" token create --data "$dir/data" --scope admin 2>/dev/null | tail -n 1)
 "$bin" serve --listen 127.0.0.1:0 --data "$dir/data" 2>"$dir/server.log" &
 server_pid=$!
 port=
@@ -68,6 +67,8 @@ for _ in $(seq 1 200); do
     sleep 0.05
 done
 [ -n "$port" ] || { echo "convert_version: the server did not start" >&2; cat "$dir/server.log" >&2; exit 1; }
+# the token once the server has made the data directory (token create needs its catalog)
+token=$("$bin" token create --data "$dir/data" --scope admin 2>/dev/null | tail -n 1)
 base=http://127.0.0.1:$port/v1/models
 auth="Authorization: Bearer $token"
 curl -sf -H "$auth" -X POST "$base" -d '{"name":"bench/convert"}' >/dev/null
