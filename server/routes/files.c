@@ -378,6 +378,8 @@ static json_t *header_json(const tg_file_record *record, const st_file *file,
  * when it cannot have one. */
 static bool header_key(tg_request *req, const char *rev, char *key, size_t cap)
 {
+    if (req->target.query_args > 0)
+        return false; /* a query is not part of the key: such requests take the full path */
     const char *parts[] = {"header", tg_param(req, "org"), tg_param(req, "name"), rev,
                            tg_param(req, "path")};
     return tg_response_cache_key(key, cap, parts, sizeof parts / sizeof parts[0]);

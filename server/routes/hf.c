@@ -175,7 +175,8 @@ static bool load_files(tg_request *req, const tg_version *version, tg_file_recor
 static bool hf_ready_key(tg_request *req, const char *kind, const char *rev, const char *path,
                          char *key, size_t cap)
 {
-    if (req->server->responses == NULL || rev == NULL ||
+    /* a query (?blobs=true, expand[]=...) changes the answer: such requests are not kept */
+    if (req->server->responses == NULL || rev == NULL || req->target.query_args > 0 ||
         (!all_digits(rev) && !tg_is_sha256_hex(rev)) || strlen(rev) > 64)
         return false;
     const char *parts[] = {kind, tg_param(req, "org"), tg_param(req, "name"), rev, path};
