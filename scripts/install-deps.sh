@@ -16,7 +16,7 @@ radosgw ceph-mon ceph-osd ceph-common
 libpq-dev postgresql-15 nginx-light openssl"
 
 if [ "${1:-}" = "--bench" ]; then
-    packages="$packages wrk openssl"
+    packages="$packages wrk"
 fi
 
 if [ "${1:-}" = "--build" ]; then
