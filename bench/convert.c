@@ -5,6 +5,8 @@
  * Usage: convert [MiB]   (default 256) */
 #include <stdint.h>
 #include <stdio.h>
+
+#include "bench_result.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -119,6 +121,7 @@ int main(int argc, char **argv)
         double anchor_rate = measure(&anchor);
         printf("%s: %.1f GB/s in (anchor memcpy %zu MiB: %.1f GB/s, ratio %.2f)\n", cases[k].label,
                rate, mib, anchor_rate, rate / anchor_rate);
+        bench_result(cases[k].label, rate, "GB/s", "memcpy", anchor_rate);
     }
     printf("total %.1f s (sink %llu)\n", now_seconds() - total_start, (unsigned long long)sink);
     free(f32);

@@ -9,6 +9,7 @@
 # temp dir under /var/tmp, on disk rather than tmpfs). Timing is reported, never judged.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/results.sh
 build=${1:-build}
 bin=$build/tensorgate
 [ -x "$bin" ] || { echo "convert_version: $bin is not built" >&2; exit 1; }
@@ -57,7 +58,6 @@ with open(f"{out}/config.json", "w") as f:
     f.write('{"architectures": ["Bench"]}\n')
 EOF
 
-token=$("$bin" token create --data "$dir/data" --scope admin 2>/dev/null | tail -n 1)
 "$bin" serve --listen 127.0.0.1:0 --data "$dir/data" 2>"$dir/server.log" &
 server_pid=$!
 port=
@@ -67,6 +67,8 @@ for _ in $(seq 1 200); do
     sleep 0.05
 done
 [ -n "$port" ] || { echo "convert_version: the server did not start" >&2; cat "$dir/server.log" >&2; exit 1; }
+# the token once the server has made the data directory (token create needs its catalog)
+token=$("$bin" token create --data "$dir/data" --scope admin 2>/dev/null | tail -n 1)
 base=http://127.0.0.1:$port/v1/models
 auth="Authorization: Bearer $token"
 curl -sf -H "$auth" -X POST "$base" -d '{"name":"bench/convert"}' >/dev/null
@@ -129,3 +131,5 @@ EOF
 gib=$(echo "2 * $shard_mib / 1024" | bc -l)
 printf 'convert_version: %.2f GiB F32 -> BF16 derived version (2 shards + index): server job %.2f s (%.2f GB/s of input); python3 torch read+.to()+write+fsync %.2f s; torch/server %.2fx\n' \
     "$gib" "$server_s" "$(echo "$gib * 1.073741824 / $server_s" | bc -l)" "$torch_s" "$(echo "$torch_s / $server_s" | bc -l)"
+bench_result "derived version F32->BF16 (server job)" "$(echo "$gib * 1.073741824 / $server_s" | bc -l)" GB/s \
+    "python3 torch read+.to()+write+fsync" "$(echo "$gib * 1.073741824 / $torch_s" | bc -l)"

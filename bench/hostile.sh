@@ -17,6 +17,7 @@
 # Figures never fail the script; it fails only when a step cannot run.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/results.sh
 build=${1:-build}
 bin=$build/tensorgate
 py=/usr/bin/python3
@@ -313,6 +314,8 @@ printf '%-44s %10s %-6s  last %ss %s MiB (max %s MiB)\n' "server RSS, first ${wi
     "$((rss_first / 1024))" MiB "$window" "$((rss_last / 1024))" "$((rss_max / 1024))"
 printf '%-44s %10s %-6s  last %ss %s (max %s)\n' "server open descriptors, first ${window}s" \
     "$fd_first" fds "$window" "$fd_last" "$fd_max"
+bench_result "hostile: server RSS, last ${window}s" "$((rss_last / 1024))" MiB "first ${window}s" "$((rss_first / 1024))"
+bench_result "hostile: well-behaved req/s beside slowloris" "$rps" req/s "" ""
 echo "hostile clients (what each got, counted over $((seconds + 2 * lead)) s):"
 "$py" -c 'import json, sys
 for k, v in sorted(json.load(open(sys.argv[1])).items()):

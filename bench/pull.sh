@@ -9,6 +9,7 @@
 # Timing never fails anything: the script fails only when a step cannot run.
 set -eu
 cd "$(dirname "$0")/.."
+. bench/results.sh
 build=${1:-build}
 bin=$(pwd)/$build/tensorgate
 py=/usr/bin/python3
@@ -112,3 +113,5 @@ printf '%-44s %10s %-6s  anchor %-30s %10s %-6s  ratio %s\n' \
     "pull $files x $mb MiB (SHA-256 checked)" "$(rate "$total" "$best_pull")" "GB/s" \
     "curl, $files at once" "$(rate "$total" "$best_curl")" "GB/s" \
     "$(ratio "$best_curl" "$best_pull")"
+bench_result "pull $files x $mb MiB (SHA-256 checked)" "$(rate "$total" "$best_pull")" GB/s \
+    "curl, $files at once" "$(rate "$total" "$best_curl")" "$(ratio "$best_curl" "$best_pull")"

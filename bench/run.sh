@@ -3,12 +3,19 @@
 # program built into BUILD_DIR/bench (the lib benches: header_parse, convert,
 # slice_gather, ...; each prints its figures next to its anchors), then the
 # server benchmarks (bench/server.sh, bench/convert_version.sh, bench/tensors.sh).
+# Every figure is also written to BUILD_DIR/bench/results.json (an array of
+# {name, value, unit, anchor, anchor_value, ratio}).
 # BENCH_QUICK=1 asks every part for small sizes. Figures never decide pass or
 # fail: the script fails only when a benchmark cannot run.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 build=${1:-${BUILD:-build}}
 status=0
+# every figure also goes to $build/bench/results.json (bench/results.sh, bench/bench_result.h)
+mkdir -p "$build/bench"
+BENCH_RESULTS=$(cd "$build/bench" && pwd)/results.jsonl
+export BENCH_RESULTS
+: >"$BENCH_RESULTS"
 
 echo "tensorgate benchmarks: $(uname -m), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ)${BENCH_QUICK:+ (BENCH_QUICK=$BENCH_QUICK)}"
 for b in $(find "$build/bench" -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort); do
@@ -25,7 +32,7 @@ done
 # serving: GET, slices, dtype conversion (tensors.sh), wrk beside slowloris,
 # oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh)
 if [ -x "$build/tensorgate" ]; then
-    for s in server convert_version tensors hostile pull; do
+    for s in server convert_version tensors hostile pull memory; do
         echo
         echo "== $s"
         if ! "bench/$s.sh" "$build"; then
@@ -37,4 +44,12 @@ else
     echo "bench/run.sh: $build/tensorgate not built" >&2
     status=1
 fi
+# the JSON lines -> one array
+{
+    echo "["
+    sed '$!s/$/,/' "$BENCH_RESULTS"
+    echo "]"
+} >"$build/bench/results.json"
+echo
+echo "figures as JSON: $build/bench/results.json ($(wc -l <"$BENCH_RESULTS") figures)"
 exit $status

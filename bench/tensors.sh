@@ -14,6 +14,7 @@
 # or the wrong number of bytes).
 set -eu
 cd "$(dirname "$0")/.."
+. bench/results.sh
 build=${1:-build}
 bin=$build/tensorgate
 py=/usr/bin/python3
@@ -48,7 +49,9 @@ trap cleanup EXIT INT TERM
 
 human() { awk -v b="$1" 'BEGIN { if (b >= 2^30) printf "%.1f GiB", b / 2^30; else printf "%.0f MiB", b / 2^20 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "n/a"; exit } printf "%.3gx", a / b }'; }
-line() { printf '%-50s %16s %-4s  anchor %-28s %16s %-4s  ratio %s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7"; }
+line() { printf '%-50s %16s %-4s  anchor %-28s %16s %-4s  ratio %s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7"
+    bench_result "$1" "$2" "$3" "$4" "$5" "$7"
+}
 # best_median "g1 g2 ..." -> "best/median" (GB/s figures)
 best_median() {
     # shellcheck disable=SC2086 # split the figures, one per line

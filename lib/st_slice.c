@@ -10,8 +10,14 @@
 
 #include <assert.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define ST_SLICE_SSE2 1
+#endif
 
 /* One comma-separated item of the text. */
 typedef struct slice_item {
@@ -470,40 +476,163 @@ bool st_slice_cursor_next(st_slice_cursor *cursor, uint64_t *offset)
     return true;
 }
 
-/* Copies `count` runs of a fixed small size; the constant size lets the compiler turn
- * each memcpy into one load and one store. Offsets advance with unsigned wrap-around
- * (negative steps) and only ever address bytes inside the tensor. */
-#define GATHER_FIXED(size)                                                                         \
-    for (uint64_t k = 0; k < count; k++) {                                                         \
-        memcpy(out, tensor + offset, size);                                                        \
-        out += (size);                                                                             \
-        offset += step;                                                                            \
-    }
+/* ---- strided copies: the inner loop of every gather ----
+ * Portable: one fixed-size memcpy per element (the constant size lets the compiler
+ * make each one load and one store). Fast paths (x86-64, SSE2, part of the base
+ * instruction set, so no runtime check): every other element (step = 2 x size:
+ * "::2") and reversed elements (step = -size: "::-1") of 1-, 2- and 4-byte
+ * elements, 16 output bytes per step: two loads, a shuffle or a pack, one store.
+ * A vector never reads a byte outside [first element, last element]: "::2" stops
+ * its vectors while the next element wanted lies past what they read, reversed
+ * vectors only read elements wanted. */
 
-static uint8_t *gather_row(const uint8_t *tensor, uint64_t offset, uint64_t step, uint64_t count,
-                           uint64_t run_bytes, uint8_t *out)
+static atomic_bool slice_force_portable;
+
+bool st_slice_force_portable(bool on)
 {
-    switch (run_bytes) {
+    return atomic_exchange(&slice_force_portable, on);
+}
+
+#define COPY_FIXED(size)                                                                           \
+    for (; k < count; k++, src += step, dst += (size))                                             \
+    memcpy(dst, src, (size))
+
+/* count elements from src, src + step, ...; src advances only while elements remain,
+ * so no pointer is formed past the last element */
+static void strided_portable(uint8_t *dst, const uint8_t *src, int64_t step, uint64_t count,
+                             size_t size)
+{
+    uint64_t k = 0;
+    if (count == 0)
+        return;
+    count--; /* the last element is copied after the loop, without a step */
+    switch (size) {
     case 1:
-        GATHER_FIXED(1);
+        COPY_FIXED(1);
         break;
     case 2:
-        GATHER_FIXED(2);
+        COPY_FIXED(2);
         break;
     case 4:
-        GATHER_FIXED(4);
+        COPY_FIXED(4);
         break;
     case 8:
-        GATHER_FIXED(8);
+        COPY_FIXED(8);
         break;
     case 16:
-        GATHER_FIXED(16);
+        COPY_FIXED(16);
         break;
     default:
-        GATHER_FIXED(run_bytes);
+        COPY_FIXED(size);
         break;
     }
-    return out;
+    memcpy(dst, src, size);
+}
+
+#ifdef ST_SLICE_SSE2
+/* every other element: 2 x 16 input bytes -> 16 output bytes */
+static inline __m128i even_1(__m128i a, __m128i b)
+{
+    const __m128i low = _mm_set1_epi16(0x00FF);
+    return _mm_packus_epi16(_mm_and_si128(a, low), _mm_and_si128(b, low));
+}
+
+static inline __m128i even_2(__m128i a, __m128i b)
+{
+    /* sign-extend the low halves of the 32-bit lanes so the signed pack is exact */
+    a = _mm_srai_epi32(_mm_slli_epi32(a, 16), 16);
+    b = _mm_srai_epi32(_mm_slli_epi32(b, 16), 16);
+    return _mm_packs_epi32(a, b);
+}
+
+static inline __m128i even_4(__m128i a, __m128i b)
+{
+    return _mm_castps_si128(
+        _mm_shuffle_ps(_mm_castsi128_ps(a), _mm_castsi128_ps(b), _MM_SHUFFLE(2, 0, 2, 0)));
+}
+
+/* the 16 bytes reversed in units of 1, 2, 4 */
+static inline __m128i reverse_4(__m128i a)
+{
+    return _mm_shuffle_epi32(a, _MM_SHUFFLE(0, 1, 2, 3));
+}
+
+static inline __m128i reverse_2(__m128i a)
+{
+    a = _mm_shufflelo_epi16(a, _MM_SHUFFLE(0, 1, 2, 3));
+    a = _mm_shufflehi_epi16(a, _MM_SHUFFLE(0, 1, 2, 3));
+    return _mm_shuffle_epi32(a, _MM_SHUFFLE(1, 0, 3, 2));
+}
+
+static inline __m128i reverse_1(__m128i a)
+{
+    a = _mm_or_si128(_mm_slli_epi16(a, 8), _mm_srli_epi16(a, 8));
+    return reverse_2(a);
+}
+
+/* Vector part of "::2": returns the elements done (the caller finishes the rest).
+ * Always inlined with a constant size, so each size gets its own loop. */
+static inline __attribute__((always_inline)) uint64_t even_sse2(uint8_t *dst, const uint8_t *src,
+                                                                uint64_t count, size_t size)
+{
+    uint64_t per = 16 / size; /* outputs per vector step; it reads 2 x per inputs */
+    uint64_t k = 0;
+    /* element k + per is wanted: the 32 bytes read ([k, k + per) doubled) are inside */
+    for (; k + per < count; k += per) {
+        const uint8_t *p = src + k * 2 * size;
+        __m128i a = _mm_loadu_si128((const __m128i *)p);
+        __m128i b = _mm_loadu_si128((const __m128i *)(p + 16));
+        __m128i v = size == 1 ? even_1(a, b) : size == 2 ? even_2(a, b) : even_4(a, b);
+        _mm_storeu_si128((__m128i *)(dst + k * size), v);
+    }
+    return k;
+}
+
+/* Vector part of "::-1": src is the first element (the highest address). */
+static inline __attribute__((always_inline)) uint64_t reverse_sse2(uint8_t *dst, const uint8_t *src,
+                                                                   uint64_t count, size_t size)
+{
+    uint64_t per = 16 / size;
+    uint64_t k = 0;
+    for (; k + per <= count; k += per) {
+        /* elements k .. k + per - 1 lie at src - k*size down to src - (k+per-1)*size */
+        const uint8_t *p = src - (k + per - 1) * size;
+        __m128i a = _mm_loadu_si128((const __m128i *)p);
+        __m128i v = size == 1 ? reverse_1(a) : size == 2 ? reverse_2(a) : reverse_4(a);
+        _mm_storeu_si128((__m128i *)(dst + k * size), v);
+    }
+    return k;
+}
+#endif
+
+void st_slice_strided_copy(uint8_t *dst, const uint8_t *src, int64_t step, uint64_t count,
+                           size_t size)
+{
+#ifdef ST_SLICE_SSE2
+    if ((size == 1 || size == 2 || size == 4) && count >= 2 * (16 / size) &&
+        !atomic_load_explicit(&slice_force_portable, memory_order_relaxed)) {
+        uint64_t done = 0;
+        bool even = step == 2 * (int64_t)size, reverse = step == -(int64_t)size;
+        if (even && size == 1)
+            done = even_sse2(dst, src, count, 1);
+        else if (even && size == 2)
+            done = even_sse2(dst, src, count, 2);
+        else if (even)
+            done = even_sse2(dst, src, count, 4);
+        else if (reverse && size == 1)
+            done = reverse_sse2(dst, src, count, 1);
+        else if (reverse && size == 2)
+            done = reverse_sse2(dst, src, count, 2);
+        else if (reverse)
+            done = reverse_sse2(dst, src, count, 4);
+        if (done > 0) {
+            strided_portable(dst + done * size, src + (int64_t)done * step, step, count - done,
+                             size);
+            return;
+        }
+    }
+#endif
+    strided_portable(dst, src, step, count, size);
 }
 
 void st_slice_gather(const st_slice *slice, const uint8_t *tensor, uint8_t *out)
@@ -523,7 +652,9 @@ void st_slice_gather(const st_slice *slice, const uint8_t *tensor, uint8_t *out)
     uint64_t base = slice->first_offset;
     uint64_t rows = slice->run_count / inner_count;
     for (uint64_t row = 0; row < rows; row++) {
-        out = gather_row(tensor, base, inner_step, inner_count, slice->run_bytes, out);
+        st_slice_strided_copy(out, tensor + base, (int64_t)inner_step, inner_count,
+                              (size_t)slice->run_bytes);
+        out += inner_count * slice->run_bytes;
         for (size_t d = inner; d-- > 0;) {
             uint64_t step = (uint64_t)slice->loop_step_bytes[d];
             if (++index[d] < slice->dims[d].count) {

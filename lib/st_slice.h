@@ -90,4 +90,14 @@ bool st_slice_cursor_next(st_slice_cursor *cursor, uint64_t *offset);
 /* Copies the selection out of a whole tensor held in memory into out (out_bytes). */
 void st_slice_gather(const st_slice *slice, const uint8_t *tensor, uint8_t *out);
 
+/* The inner loop of a gather: count elements of size bytes from src, src + step, ...
+ * (step in bytes, negative for a reversed walk; every element inside the caller's
+ * buffer) into dst, packed. Vector fast paths for 1-, 2- and 4-byte elements taken
+ * every other one (step 2 x size) or in reverse (step -size). */
+void st_slice_strided_copy(uint8_t *dst, const uint8_t *src, int64_t step, uint64_t count,
+                           size_t size);
+/* Tests: true makes st_slice_strided_copy take the portable loop only; returns the
+ * previous setting. */
+bool st_slice_force_portable(bool on);
+
 #endif

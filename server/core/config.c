@@ -29,6 +29,8 @@ void tg_config_defaults(tg_config *config)
     config->max_jobs_per_namespace = 64;
     config->header_cache_bytes = 256ULL << 20; /* TG_PARSED_HEADER_CACHE_BYTES */
     config->job_lease_seconds = 30;            /* TG_JOB_LEASE_SECONDS_DEFAULT */
+    config->response_cache_bytes = 64ULL << 20;
+    config->response_cache_ttl = 5;
 }
 
 int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port)
@@ -180,6 +182,10 @@ static const option_spec options[] = {
     {"--catalog", "TENSORGATE_CATALOG", OPT_PATH, offsetof(tg_config, catalog_url), 0, 0},
     {"--job-lease-seconds", "TENSORGATE_JOB_LEASE_SECONDS", OPT_COUNT,
      offsetof(tg_config, job_lease_seconds), 2, 3600},
+    {"--response-cache-bytes", "TENSORGATE_RESPONSE_CACHE_BYTES", OPT_BYTES,
+     offsetof(tg_config, response_cache_bytes), 0, 0},
+    {"--response-cache-ttl", "TENSORGATE_RESPONSE_CACHE_TTL", OPT_COUNT,
+     offsetof(tg_config, response_cache_ttl), 0, 86400},
 };
 
 const char *tg_config_usage(void)
@@ -196,6 +202,7 @@ const char *tg_config_usage(void)
            "                        [--max-jobs-per-namespace N]\n"
            "                        [--header-cache-bytes BYTES]\n"
            "                        [--catalog URL] [--job-lease-seconds N]\n"
+           "                        [--response-cache-bytes BYTES] [--response-cache-ttl SECONDS]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_HEADER_TIMEOUT, TENSORGATE_MAX_CONNECTIONS,\n"
@@ -205,7 +212,8 @@ const char *tg_config_usage(void)
            "TENSORGATE_HEADER_MEMORY_PER_CLIENT, TENSORGATE_MAX_UPLOADS,\n"
            "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE, TENSORGATE_MAX_JOBS, "
            "TENSORGATE_MAX_JOBS_PER_NAMESPACE, TENSORGATE_HEADER_CACHE_BYTES,\n"
-           "TENSORGATE_CATALOG, TENSORGATE_JOB_LEASE_SECONDS.\n"
+           "TENSORGATE_CATALOG, TENSORGATE_JOB_LEASE_SECONDS,\n"
+           "TENSORGATE_RESPONSE_CACHE_BYTES, TENSORGATE_RESPONSE_CACHE_TTL.\n"
            "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
            "rate);\n"
            "--timeout 60, --header-timeout 30 (a request's head, kept-alive waits included);\n"
@@ -213,7 +221,9 @@ const char *tg_config_usage(void)
            "(from the descriptor limit), --max-uploads-per-namespace 16; --max-jobs 1000,\n"
            "--max-jobs-per-namespace 64. --max-connections is lowered to what the descriptor\n"
            "limit can carry. --header-cache-bytes 256M (parsed safetensors headers kept for\n"
-           "tensor reads; 0 keeps none).\n"
+           "tensor reads; 0 keeps none). --response-cache-bytes 64M (ready answers of\n"
+           "published versions; 0 keeps none), --response-cache-ttl 5 (seconds one is served:\n"
+           "another replica's delete is seen within it; 0: until evicted).\n"
            "--catalog: sqlite:PATH (default: catalog.db in --data) or postgresql://USER@HOST/DB\n"
            "(any libpq URI, or postgresql:KEY=VALUE ...: a catalog shared by replicas);\n"
            "--job-lease-seconds 30 (a conversion job's claim; renewed every third of it).\n";

@@ -43,6 +43,10 @@ typedef struct tg_config {
     char catalog_url[4096];      /* TENSORGATE_CATALOG / --catalog: "" is sqlite:DATA/catalog.db;
                                     postgresql://... is a catalog shared by replicas */
     unsigned job_lease_seconds;  /* TENSORGATE_JOB_LEASE_SECONDS / --job-lease-seconds */
+    uint64_t response_cache_bytes; /* TENSORGATE_RESPONSE_CACHE_BYTES / --response-cache-bytes:
+                                      ready responses of published versions, 0 = off */
+    unsigned response_cache_ttl;   /* TENSORGATE_RESPONSE_CACHE_TTL / --response-cache-ttl: seconds
+                                      a ready response is served (other replicas' deletes) */
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

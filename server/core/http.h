@@ -36,6 +36,8 @@ typedef struct tg_server {
     /* the routing table given to tg_http_start (not owned) */
     const tg_route *routes;
     size_t route_count;
+    /* ready responses of immutable reads (response_cache.h); NULL: none kept */
+    struct tg_response_cache *responses;
 } tg_server;
 
 typedef enum tg_body_kind {
@@ -113,6 +115,12 @@ uint64_t tg_request_body_size(const tg_request *req);
  * the client gets its answer without sending the rest of the body. */
 void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
                 uint64_t body_bytes);
+/* tg_respond for a response shared by many requests (response_cache.h): queues it
+ * without adding headers or dropping the caller's reference. False, with nothing
+ * answered, when this request cannot take it (already answered, inside a body's
+ * feed, or it must close its connection): the caller answers another way. */
+bool tg_respond_shared(tg_request *req, unsigned status, struct MHD_Response *response,
+                       uint64_t body_bytes);
 /* Every JSON and problem+json body ends with "\n". tg_text_end_line appends it to a
  * malloc'd text that lacks it: 0, or -1 with the text freed and *text NULL. */
 int tg_text_end_line(char **text);

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,158 @@ int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
     return 0;
 }
 
+/* ---- hashing on its own thread ----
+ * SHA-256 is the one CPU-bound step of an ingest (97% of its instructions under
+ * callgrind); receiving, the gate and the temp file's writes are mostly the kernel's.
+ * Past TG_INGEST_HASH_THREAD_AFTER bytes the digest moves to a thread fed through
+ * HASH_SLOTS buffers of HASH_SLOT_BYTES: feed copies the bytes in (a memcpy, ~5x
+ * faster than the hash) and goes on; it waits only when every buffer is full.
+ * Bytes are hashed in the order fed. The digest's state moves into the ring while
+ * the thread runs and back when it is joined (at the digest, or at abort). */
+
+#define HASH_SLOTS 4
+#define HASH_SLOT_BYTES ((size_t)256 * 1024)
+
+typedef struct tg_hash_ring {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    tg_sha256 sha; /* owned by the thread while it runs */
+    uint8_t *slot[HASH_SLOTS];
+    size_t len[HASH_SLOTS];
+    unsigned head;  /* the next full slot to hash */
+    unsigned count; /* full slots */
+    size_t fill;    /* bytes in the slot being filled: (head + count) % HASH_SLOTS */
+    bool closing;   /* no more bytes: hash what is full, then end */
+    bool cancel;    /* abort: drop what is left */
+} tg_hash_ring;
+
+static void *hash_ring_main(void *arg)
+{
+    tg_hash_ring *r = arg;
+    pthread_mutex_lock(&r->lock);
+    for (;;) {
+        while (r->count == 0 && !r->closing && !r->cancel)
+            pthread_cond_wait(&r->changed, &r->lock);
+        if (r->cancel || r->count == 0)
+            break;
+        unsigned index = r->head;
+        pthread_mutex_unlock(&r->lock);
+        (void)tg_sha256_update(&r->sha, r->slot[index], r->len[index]); /* shows at the digest */
+        pthread_mutex_lock(&r->lock);
+        r->head = (r->head + 1) % HASH_SLOTS;
+        r->count--;
+        pthread_cond_broadcast(&r->changed);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+static void hash_ring_free(tg_hash_ring *r)
+{
+    for (int i = 0; i < HASH_SLOTS; i++)
+        free(r->slot[i]);
+    free(r);
+}
+
+/* Moves the digest to a new thread; false (hashing stays inline) when it cannot. */
+static bool hash_ring_start(tg_ingest *ingest)
+{
+    tg_hash_ring *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return false;
+    for (int i = 0; i < HASH_SLOTS; i++)
+        if ((r->slot[i] = malloc(HASH_SLOT_BYTES)) == NULL) {
+            hash_ring_free(r);
+            return false;
+        }
+    if (pthread_mutex_init(&r->lock, NULL) != 0) {
+        hash_ring_free(r);
+        return false;
+    }
+    if (pthread_cond_init(&r->changed, NULL) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        hash_ring_free(r);
+        return false;
+    }
+    r->sha = ingest->sha;
+    if (pthread_create(&r->thread, NULL, hash_ring_main, r) != 0) {
+        pthread_cond_destroy(&r->changed);
+        pthread_mutex_destroy(&r->lock);
+        hash_ring_free(r);
+        return false;
+    }
+    memset(&ingest->sha, 0, sizeof ingest->sha); /* the ring's now */
+    ingest->hasher = r;
+    return true;
+}
+
+static void hash_ring_put(tg_hash_ring *r, const uint8_t *data, size_t len)
+{
+    while (len > 0) {
+        pthread_mutex_lock(&r->lock);
+        while (r->count == HASH_SLOTS)
+            pthread_cond_wait(&r->changed, &r->lock);
+        unsigned index = (r->head + r->count) % HASH_SLOTS;
+        size_t at = r->fill;
+        pthread_mutex_unlock(&r->lock);
+        /* the slot being filled is this thread's alone */
+        size_t n = len < HASH_SLOT_BYTES - at ? len : HASH_SLOT_BYTES - at;
+        memcpy(r->slot[index] + at, data, n);
+        data += n;
+        len -= n;
+        pthread_mutex_lock(&r->lock);
+        r->fill = at + n;
+        if (r->fill == HASH_SLOT_BYTES) {
+            r->len[index] = HASH_SLOT_BYTES;
+            r->count++;
+            r->fill = 0;
+            pthread_cond_broadcast(&r->changed);
+        }
+        pthread_mutex_unlock(&r->lock);
+    }
+}
+
+/* Ends the thread (hashing what is left unless cancel) and takes the digest back. */
+static void hash_ring_stop(tg_ingest *ingest, bool cancel)
+{
+    tg_hash_ring *r = ingest->hasher;
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->lock);
+    if (r->fill > 0) {
+        /* count < HASH_SLOTS: the slot being filled is free */
+        r->len[(r->head + r->count) % HASH_SLOTS] = r->fill;
+        r->count++;
+        r->fill = 0;
+    }
+    r->closing = true;
+    r->cancel = cancel;
+    pthread_cond_broadcast(&r->changed);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    ingest->sha = r->sha;
+    pthread_cond_destroy(&r->changed);
+    pthread_mutex_destroy(&r->lock);
+    hash_ring_free(r);
+    ingest->hasher = NULL;
+}
+
+/* Every byte the digest covers goes through here, in order. */
+static void hash_bytes(tg_ingest *ingest, const uint8_t *data, size_t len)
+{
+    if (ingest->hasher == NULL && ingest->hashed_inline < TG_INGEST_HASH_THREAD_AFTER) {
+        ingest->hashed_inline += len;
+        (void)tg_sha256_update(&ingest->sha, data, len); /* a failure shows at the digest */
+        return;
+    }
+    if (ingest->hasher == NULL && !hash_ring_start(ingest)) {
+        (void)tg_sha256_update(&ingest->sha, data, len);
+        return;
+    }
+    hash_ring_put(ingest->hasher, data, len);
+}
+
 static void drop_writer(tg_ingest *ingest)
 {
     tg_blob_write_abort(ingest->writer);
@@ -71,7 +224,7 @@ static void drain(tg_ingest *ingest, const uint8_t *data, size_t len)
 {
     ingest->drained += len;
     if (ingest->config.hash_after_stop)
-        (void)tg_sha256_update(&ingest->sha, data, len);
+        hash_bytes(ingest, data, len);
     if (ingest->verdict_pending)
         (void)st_gate_feed(ingest->gate, data, len);
     if (ingest->drained > ingest->config.drain_limit)
@@ -121,7 +274,7 @@ tg_ingest_state tg_ingest_feed(tg_ingest *ingest, const void *bytes, size_t len)
         stop(ingest, TG_INGEST_REFUSED, TG_INGEST_ERROR_NONE, 0);
         ingest->drained += len;
         if (ingest->config.hash_after_stop)
-            (void)tg_sha256_update(&ingest->sha, data, len);
+            hash_bytes(ingest, data, len);
         return ingest->state;
     }
     if (ingest->writer != NULL) {
@@ -132,7 +285,7 @@ tg_ingest_state tg_ingest_feed(tg_ingest *ingest, const void *bytes, size_t len)
             return ingest->state;
         }
     }
-    (void)tg_sha256_update(&ingest->sha, data, len); /* a failure shows at the digest */
+    hash_bytes(ingest, data, len);
     ingest->seen = after;
     return ingest->state;
 }
@@ -196,6 +349,7 @@ tg_ingest_state tg_ingest_finish(tg_ingest *ingest)
 
 int tg_ingest_digest(tg_ingest *ingest, char hex[65])
 {
+    hash_ring_stop(ingest, false);
     return tg_sha256_final_hex(&ingest->sha, hex);
 }
 
@@ -291,6 +445,7 @@ void tg_ingest_abort(tg_ingest *ingest)
     drop_writer(ingest);
     st_gate_free(ingest->gate);
     ingest->gate = NULL;
+    hash_ring_stop(ingest, true);
     tg_sha256_free(&ingest->sha);
     ingest->begun = false;
 }

@@ -81,10 +81,20 @@ typedef struct tg_ingest_config {
     uint64_t drain_limit; /* bytes dropped after a stop before abandon is set */
 } tg_ingest_config;
 
+/* Bytes hashed on the feeding thread before the digest moves to a thread of its own. */
+#define TG_INGEST_HASH_THREAD_AFTER ((uint64_t)4 * 1024 * 1024)
+
+struct tg_hash_ring;
+
 typedef struct tg_ingest {
     tg_ingest_config config;
     st_gate *gate;
-    tg_sha256 sha;          /* a failed update shows at the digest */
+    tg_sha256 sha; /* a failed update shows at the digest */
+    /* past TG_INGEST_HASH_THREAD_AFTER bytes the SHA-256 runs on its own thread, fed
+     * through a bounded ring of buffers (pipeline.c), so receiving, gating and writing
+     * overlap with hashing; NULL before that, or when the thread could not start */
+    struct tg_hash_ring *hasher;
+    uint64_t hashed_inline; /* bytes hashed on the caller's thread */
     tg_blob_writer *writer; /* the blob being written; NULL when not storing or dropped */
     uint64_t seen;          /* bytes accepted into the gate, the hash and the temp file */
     uint64_t drained;       /* bytes fed and dropped after a stop */

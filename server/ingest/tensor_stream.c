@@ -330,36 +330,12 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 }
 
 /* Copies count runs of size bytes each from window offsets at, at + step, ... into
- * dst. The constant sizes let the compiler turn each copy into one load and one
- * store. Offsets are signed integers, never pointers, so none points outside the
- * window, not even the one computed after the last run. */
-#define COPY_STRIDED(size)                                                                         \
-    for (uint64_t k = 0; k < count; k++, at += step, dst += (size))                                \
-    memcpy(dst, window + at, (size))
-
+ * dst: st_slice_strided_copy (vector paths for "::2" and "::-1" of 1-, 2- and 4-byte
+ * elements), which forms no pointer outside the runs. */
 static void copy_strided(uint8_t *dst, const uint8_t *window, int64_t at, int64_t step,
                          uint64_t count, size_t size)
 {
-    switch (size) {
-    case 1:
-        COPY_STRIDED(1);
-        break;
-    case 2:
-        COPY_STRIDED(2);
-        break;
-    case 4:
-        COPY_STRIDED(4);
-        break;
-    case 8:
-        COPY_STRIDED(8);
-        break;
-    case 16:
-        COPY_STRIDED(16);
-        break;
-    default:
-        COPY_STRIDED(size);
-        break;
-    }
+    st_slice_strided_copy(dst, window + at, step, count, size);
 }
 
 /* Fast path of gather, taken when the current run is finished: copies the next whole

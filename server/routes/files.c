@@ -14,6 +14,7 @@
 #include "parsed_header_cache.h"
 #include "reclaim.h"
 #include "resources.h"
+#include "response_cache.h"
 #include "routes.h"
 
 void tg_respond_blob_damaged(tg_request *req, const char *path)
@@ -272,6 +273,35 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
     tg_respond(req, status, response, length);
 }
 
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
+    return MHD_CONTENT_READER_END_WITH_ERROR; /* a HEAD answer: never asked */
+}
+
+struct MHD_Response *tg_file_head_response(const tg_file_record *file,
+                                           const char *const *extra_headers)
+{
+    char etag[70];
+    snprintf(etag, sizeof etag, "\"%s\"", file->sha256);
+    struct MHD_Response *response =
+        file->size == 0
+            ? MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT)
+            : MHD_create_response_from_callback(file->size, TG_BLOB_BLOCK, no_body, NULL, NULL);
+    if (response) {
+        /* as tg_serve_file's 200 */
+        MHD_add_response_header(response, "Content-Type", "application/octet-stream");
+        MHD_add_response_header(response, "ETag", etag);
+        MHD_add_response_header(response, "Accept-Ranges", "bytes");
+        MHD_add_response_header(response, "X-Content-SHA256", file->sha256);
+    }
+    add_extra_headers(response, extra_headers);
+    return response;
+}
+
 void tg_route_file_get(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
@@ -344,9 +374,40 @@ static json_t *header_json(const tg_file_record *record, const st_file *file,
                      (json_int_t)record->nan, "inf_total", (json_int_t)record->inf);
 }
 
-/* 200 with the rendered header JSON; takes text (malloc'd). */
-static void respond_header_text(tg_request *req, char *text, size_t len)
+/* The response cache's key of a header GET ("header", org, name, rev, path): false
+ * when it cannot have one. */
+static bool header_key(tg_request *req, const char *rev, char *key, size_t cap)
 {
+    if (req->target.query_args > 0)
+        return false; /* a query is not part of the key: such requests take the full path */
+    const char *parts[] = {"header", tg_param(req, "org"), tg_param(req, "name"), rev,
+                           tg_param(req, "path")};
+    return tg_response_cache_key(key, cap, parts, sizeof parts / sizeof parts[0]);
+}
+
+/* A {rev} that names one version for good: a number or a digest (an alias or
+ * "latest" may move, so it resolves through the catalog first). */
+static bool rev_is_fixed(const char *rev)
+{
+    if (rev == NULL || rev[0] == '\0')
+        return false;
+    if (tg_is_sha256_hex(rev))
+        return true;
+    for (const char *p = rev; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return strlen(rev) <= 19;
+}
+
+/* 200 with the rendered header JSON; takes text (malloc'd). A published version's
+ * answer is also kept, ready, under key (generation: read before the lookups). */
+static void respond_header_text(tg_request *req, char *text, size_t len, const tg_version *version,
+                                const char *key, uint64_t generation)
+{
+    if (version->published && key != NULL) {
+        const char *headers[] = {"Content-Type", "application/json", NULL};
+        tg_response_cache_put(req->server->responses, key, generation, 200, text, len, headers);
+    }
     struct MHD_Response *response =
         MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response == NULL)
@@ -359,6 +420,14 @@ static void respond_header_text(tg_request *req, char *text, size_t len)
 void tg_route_file_header(tg_request *req)
 {
     if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    /* a published version's answer, ready: no catalog, no rendering (response_cache.h) */
+    char key[3 * TG_PATH_MAX];
+    const char *rev = tg_param(req, "rev");
+    uint64_t generation = tg_response_cache_generation(req->server->responses);
+    bool keyed = req->server->responses != NULL && rev_is_fixed(rev) &&
+                 header_key(req, rev, key, sizeof key);
+    if (keyed && tg_response_cache_answer(req->server->responses, req, key))
         return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
@@ -397,11 +466,18 @@ void tg_route_file_header(tg_request *req)
         free(model);
         return;
     }
+    if (!keyed && req->server->responses != NULL && version.published) {
+        /* an alias or "latest" resolved to this version: keep its answer by number */
+        char number[24];
+        snprintf(number, sizeof number, "%lld", (long long)version.number);
+        keyed = header_key(req, number, key, sizeof key);
+    }
+    const char *cache_key = keyed ? key : NULL;
     /* Same blob and path, same answer: served from the cache without touching the blob. */
     size_t cached_len = 0;
     char *cached = tg_header_cache_get(record.sha256, record.path, &cached_len);
     if (cached != NULL) {
-        respond_header_text(req, cached, cached_len);
+        respond_header_text(req, cached, cached_len, &version, cache_key, generation);
         free(model);
         return;
     }
@@ -426,7 +502,7 @@ void tg_route_file_header(tg_request *req)
         } else {
             size_t len = strlen(text);
             tg_header_cache_put(record.sha256, record.path, text, len);
-            respond_header_text(req, text, len);
+            respond_header_text(req, text, len, &version, cache_key, generation);
         }
         st_file_free(&file);
     }
@@ -451,6 +527,7 @@ void tg_route_file_delete(tg_request *req)
         tg_file_blob(req->server->catalog, version.id, path, gone);
         tg_cat_status status = tg_catalog_file_delete(req->server->catalog, version.id, path);
         pthread_mutex_unlock(&req->server->publish_lock);
+        tg_response_cache_invalidate(req->server->responses);
         /* its content goes now if nothing else uses it */
         if (status == TG_CAT_OK && gone[0] != '\0')
             (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, gone, false);

@@ -15,6 +15,7 @@
 #include "hf_card.h"
 #include "manifest.h"
 #include "parsed_header_cache.h"
+#include "response_cache.h"
 #include "routes.h"
 #include "st_stats.h"
 
@@ -166,12 +167,42 @@ static bool load_files(tg_request *req, const tg_version *version, tg_file_recor
     return true;
 }
 
+/* ---- ready answers of published versions (response_cache.h) ---- */
+
+/* The cache key of kind ("hf-head", "hf-info") for {org}/{name} at rev (a version
+ * number or digest: an alias, "main" or "latest" resolves through the catalog first,
+ * then comes here with the number) and path (NULL for none). False: not cached. */
+static bool hf_ready_key(tg_request *req, const char *kind, const char *rev, const char *path,
+                         char *key, size_t cap)
+{
+    /* a query (?blobs=true, expand[]=...) changes the answer: such requests are not kept */
+    if (req->server->responses == NULL || rev == NULL || req->target.query_args > 0 ||
+        (!all_digits(rev) && !tg_is_sha256_hex(rev)) || strlen(rev) > 64)
+        return false;
+    const char *parts[] = {kind, tg_param(req, "org"), tg_param(req, "name"), rev, path};
+    return tg_response_cache_key(key, cap, parts, path ? 5 : 4);
+}
+
+/* A HEAD whose answer depends on nothing but the file: no Range, no validators. */
+static bool plain_head(tg_request *req)
+{
+    return req->is_head && tg_header(req, "Range") == NULL &&
+           tg_header(req, "If-None-Match") == NULL && tg_header(req, "If-Range") == NULL;
+}
+
 /* ---- GET|HEAD /{org}/{name}/resolve|raw/{rev}/{path*} ---- */
 
 void tg_route_hf_file(tg_request *req)
 {
     req->hub_errors = true;
     if (!tg_auth_read(req, tg_param(req, "org")))
+        return;
+    char key[3 * TG_PATH_MAX];
+    uint64_t generation = tg_response_cache_generation(req->server->responses);
+    bool plain = plain_head(req);
+    bool keyed = plain && hf_ready_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"),
+                                       key, sizeof key);
+    if (keyed && tg_response_cache_answer(req->server->responses, req, key))
         return;
     tg_model *model = malloc(sizeof *model);
     if (model == NULL) {
@@ -208,6 +239,19 @@ void tg_route_hf_file(tg_request *req)
         const char *const hub_headers[] = {
             "X-Repo-Commit", commit, "X-Linked-Etag", linked_etag, "X-Linked-Size",
             linked_size,     NULL};
+        if (plain && !keyed) {
+            char number[24];
+            snprintf(number, sizeof number, "%lld", (long long)version.number);
+            keyed = hf_ready_key(req, "hf-head", number, path, key, sizeof key);
+        }
+        if (keyed) {
+            tg_response_cache_put_response(req->server->responses, key, generation, 200,
+                                           tg_file_head_response(&file, hub_headers), file.size);
+            if (tg_response_cache_answer(req->server->responses, req, key)) {
+                free(model);
+                return;
+            }
+        }
         tg_serve_file(req, &file, hub_headers);
     }
     free(model);
@@ -376,6 +420,11 @@ void tg_route_hf_model_info(tg_request *req)
     const char *rev = tg_param(req, "rev");
     tg_version version;
     bool has_version = false;
+    char key[3 * TG_PATH_MAX];
+    uint64_t generation = tg_response_cache_generation(req->server->responses);
+    bool keyed = hf_ready_key(req, "hf-info", rev, NULL, key, sizeof key);
+    if (keyed && tg_response_cache_answer(req->server->responses, req, key))
+        goto out;
     if (!hf_lookup_repo(req, model))
         goto out;
     if (rev != NULL) {
@@ -392,7 +441,29 @@ void tg_route_hf_model_info(tg_request *req)
         }
         has_version = status == TG_CAT_OK;
     }
+    if (has_version && !keyed) {
+        /* "main", "latest", an alias or no revision: resolved above, kept by number */
+        char number[24];
+        snprintf(number, sizeof number, "%lld", (long long)version.number);
+        keyed = hf_ready_key(req, "hf-info", number, NULL, key, sizeof key);
+    }
+    if (keyed && has_version && tg_response_cache_answer(req->server->responses, req, key))
+        goto out;
     json_t *body = model_info_json(req, model, has_version ? &version : NULL);
+    if (body != NULL && keyed && has_version) {
+        /* as tg_respond_json writes it */
+        char *text = json_dumps(body, JSON_COMPACT);
+        if (text != NULL && tg_text_end_line(&text) == 0) {
+            const char *headers[] = {"Content-Type", "application/json", NULL};
+            tg_response_cache_put(req->server->responses, key, generation, 200, text, strlen(text),
+                                  headers);
+        }
+        free(text);
+        if (tg_response_cache_answer(req->server->responses, req, key)) {
+            json_decref(body);
+            goto out;
+        }
+    }
     if (body != NULL)
         tg_respond_json(req, 200, body);
     else if (!req->responded)

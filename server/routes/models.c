@@ -8,6 +8,7 @@
 #include "auth.h"
 #include "checks.h"
 #include "reclaim.h"
+#include "response_cache.h"
 #include "routes.h"
 #include "routes_preloads.h"
 
@@ -436,6 +437,8 @@ void tg_route_model_delete(tg_request *req)
         pthread_mutex_lock(&req->server->publish_lock);
         tg_cat_status status = tg_catalog_model_delete(req->server->catalog, model->id);
         pthread_mutex_unlock(&req->server->publish_lock);
+        /* after the delete: no ready answer made before it is served again */
+        tg_response_cache_invalidate(req->server->responses);
         if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
             tg_preloads_model_deleted(model->id, model->org, model->name);
         for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)

@@ -33,6 +33,10 @@ void tg_route_file_delete(tg_request *req);
 /* GET|HEAD bytes of a stored file: Range (206/416), ETag, If-None-Match (304), If-Range,
  * sendfile. extra_headers: NULL-terminated name/value pairs added to every answer, or NULL. */
 void tg_serve_file(tg_request *req, const tg_file_record *file, const char *const *extra_headers);
+/* The response tg_serve_file gives a plain HEAD (no Range, no validators) of file,
+ * for the response cache: its body is never read. NULL when out of memory. */
+struct MHD_Response *tg_file_head_response(const tg_file_record *file,
+                                           const char *const *extra_headers);
 
 /* upload.c */
 void tg_route_upload_start(tg_request *req);

@@ -1,6 +1,8 @@
 #include "st_slice.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../test.h"
 
@@ -433,6 +435,159 @@ TEST(sizes_are_checked)
     CHECK_EQ_U64(s.run_count, 1);
 }
 
+/* ---- the vector fast paths of st_slice_strided_copy against the portable loop ---- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Both paths on the same input: the same bytes, and the bytes after count elements
+ * untouched. */
+static bool same_copy(const uint8_t *src, int64_t step, uint64_t count, size_t size)
+{
+    size_t out_len = (size_t)count * size;
+    uint8_t *fast = malloc(out_len + 16), *slow = malloc(out_len + 16);
+    if (fast == NULL || slow == NULL) {
+        free(fast);
+        free(slow);
+        return false;
+    }
+    memset(fast, 0xA5, out_len + 16);
+    memset(slow, 0xA5, out_len + 16);
+    bool before = st_slice_force_portable(true);
+    st_slice_strided_copy(slow, src, step, count, size);
+    st_slice_force_portable(false);
+    st_slice_strided_copy(fast, src, step, count, size);
+    st_slice_force_portable(before);
+    bool ok = memcmp(fast, slow, out_len + 16) == 0;
+    /* and the portable loop against the definition */
+    for (uint64_t k = 0; ok && k < count; k++)
+        ok = memcmp(slow + k * size, src + (int64_t)k * step, size) == 0;
+    free(fast);
+    free(slow);
+    return ok;
+}
+
+TEST(strided_fast_paths_match_portable)
+{
+    enum { BYTES = 1 << 16 };
+    uint8_t *buf = malloc(BYTES);
+    CHECK(buf != NULL);
+    if (buf == NULL)
+        return;
+    for (size_t i = 0; i < BYTES; i++)
+        buf[i] = (uint8_t)rnd();
+    const size_t sizes[] = {1, 2, 4, 8, 3};
+    int mismatches = 0, runs = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        size_t size = sizes[rnd() % 5];
+        int64_t steps[] = {2 * (int64_t)size, -(int64_t)size, (int64_t)size, 3 * (int64_t)size,
+                           -2 * (int64_t)size};
+        int64_t step = steps[rnd() % 5];
+        uint64_t count = 1 + rnd() % (trial % 3 == 0 ? 40 : 3000);
+        uint64_t magnitude = (uint64_t)(step < 0 ? -step : step);
+        uint64_t span = (count - 1) * magnitude + size;
+        if (span > BYTES)
+            continue;
+        uint64_t lo = rnd() % (BYTES - span + 1);
+        const uint8_t *first = step < 0 ? buf + lo + span - size : buf + lo;
+        runs++;
+        if (!same_copy(first, step, count, size))
+            mismatches++;
+    }
+    CHECK(runs > 3000);
+    CHECK_EQ_U64(mismatches, 0);
+    free(buf);
+}
+
+/* The elements at the very end of a readable page, a PROT_NONE page after it (and
+ * for a reversed walk at the very start, a guard page before it): a vector that read
+ * one byte outside the elements would fault. */
+TEST(strided_fast_paths_stay_inside)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    CHECK(page > 0);
+    if (page <= 0)
+        return;
+    uint8_t *map =
+        mmap(NULL, (size_t)page * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED);
+    if (map == MAP_FAILED)
+        return;
+    uint8_t *guard_lo = map, *data = map + page, *guard_hi = map + 2 * page;
+    CHECK(mprotect(guard_lo, (size_t)page, PROT_NONE) == 0);
+    CHECK(mprotect(guard_hi, (size_t)page, PROT_NONE) == 0);
+    for (long i = 0; i < page; i++)
+        data[i] = (uint8_t)(i * 7 + 1);
+    int ok = 0, total = 0;
+    for (size_t size = 1; size <= 4; size *= 2)
+        for (uint64_t count = 1; count < 200; count++) {
+            /* "::2" ending on the page's last byte */
+            uint64_t span = (count - 1) * 2 * size + size;
+            total++;
+            ok += same_copy(data + page - span, 2 * (int64_t)size, count, size);
+            /* reversed, its lowest element on the page's first byte */
+            total++;
+            ok += same_copy(data + (count - 1) * size, -(int64_t)size, count, size);
+        }
+    CHECK_EQ_U64(ok, total);
+    munmap(map, (size_t)page * 3);
+}
+
+/* Whole gathers on random shapes and slices, fast against portable. */
+TEST(gather_fast_matches_portable)
+{
+    const st_dtype dtypes[] = {ST_U8, ST_BF16, ST_F32, ST_F64};
+    const char *forms[] = {"::2", "::-1", ":", "1:", "::3", "::-2", "2:-1"};
+    int compared = 0, mismatches = 0;
+    for (int trial = 0; trial < 600; trial++) {
+        size_t rank = 1 + rnd() % 3;
+        uint64_t shape[3];
+        uint64_t elements = 1;
+        for (size_t d = 0; d < rank; d++) {
+            shape[d] = 1 + rnd() % (d + 1 == rank ? 300 : 12);
+            elements *= shape[d];
+        }
+        st_dtype dtype = dtypes[rnd() % 4];
+        size_t esize = st_dtype_bits(dtype) / 8;
+        char text[64];
+        size_t len = 0;
+        for (size_t d = 0; d < rank; d++)
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%s", d ? "," : "",
+                                    forms[rnd() % 7]);
+        st_slice slice;
+        st_slice_error err;
+        if (st_slice_parse(text, len, shape, rank, dtype, &slice, &err) != ST_SLICE_OK)
+            continue;
+        uint8_t *tensor = malloc(elements * esize);
+        uint8_t *a = malloc(slice.out_bytes + 1), *b = malloc(slice.out_bytes + 1);
+        if (tensor && a && b) {
+            for (uint64_t i = 0; i < elements * esize; i++)
+                tensor[i] = (uint8_t)rnd();
+            bool before = st_slice_force_portable(true);
+            st_slice_gather(&slice, tensor, a);
+            st_slice_force_portable(false);
+            st_slice_gather(&slice, tensor, b);
+            st_slice_force_portable(before);
+            compared++;
+            if (memcmp(a, b, slice.out_bytes) != 0) {
+                mismatches++;
+                fprintf(stderr, "gather mismatch: %s on rank %zu\n", text, rank);
+            }
+        }
+        free(tensor);
+        free(a);
+        free(b);
+    }
+    CHECK(compared > 300);
+    CHECK_EQ_U64(mismatches, 0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -443,5 +598,8 @@ int main(int argc, char **argv)
     RUN(sub_byte_dtypes);
     RUN(sub_byte_errors_name_the_dimension);
     RUN(sizes_are_checked);
+    RUN(strided_fast_paths_match_portable);
+    RUN(strided_fast_paths_stay_inside);
+    RUN(gather_fast_matches_portable);
     return test_report(argv[0]);
 }

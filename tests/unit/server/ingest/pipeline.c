@@ -390,6 +390,71 @@ TEST(drain_limit_abandon_and_hash_after_stop)
     tg_ingest_abort(&ingest);
 }
 
+/* Past TG_INGEST_HASH_THREAD_AFTER the digest runs on its own thread through the
+ * ring: a 13 MiB safetensors file fed in odd pieces is stored and named by the SHA-256
+ * of its bytes; one aborted halfway (the thread cancelled) leaves nothing; a
+ * refused one with hash_after_stop still covers every byte. */
+TEST(hash_thread_digest_equals_one_shot)
+{
+    const size_t n = 13u << 20;
+    uint64_t shape[1] = {n};
+    st_write_tensor tensor = {"u", ST_U8, 1, shape};
+    uint8_t *payload = malloc(n);
+    CHECK(payload != NULL);
+    if (payload == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        payload[i] = (uint8_t)(i * 2654435761u >> 11);
+    const void *data[1] = {payload};
+    uint8_t *file = NULL;
+    size_t len = 0;
+    st_error err;
+    CHECK(st_write_to_buffer(&tensor, data, 1, NULL, 0, false, &file, &len, &err) == ST_OK);
+    free(payload);
+    if (file == NULL)
+        return;
+    char want[65];
+    CHECK_EQ_U64(tg_sha256_hex(file, len, want, "test"), 0);
+    const size_t pieces[] = {4093, 65536, 300000, 1};
+    for (size_t k = 0; k < 3; k++) {
+        tg_ingest ingest;
+        tg_ingest_config config = storing(ST_GATE_SAFETENSORS, len);
+        CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+        CHECK_EQ_U64(feed_pieces(&ingest, file, len, pieces[k]), TG_INGEST_OPEN);
+        CHECK(ingest.hasher != NULL); /* the thread took over */
+        CHECK_EQ_U64(tg_ingest_finish(&ingest), TG_INGEST_OPEN);
+        recorded r = {0};
+        tg_file_record made;
+        CHECK_EQ_U64(tg_ingest_commit(&ingest, "big.safetensors", &made, record, &r), 0);
+        CHECK(ingest.hasher == NULL);
+        CHECK_STR(made.sha256, want);
+        CHECK(blob_holds(made.sha256, file, len));
+        tg_ingest_abort(&ingest);
+    }
+    /* aborted halfway, the thread running */
+    int blobs_before = blob_count();
+    tg_ingest ingest;
+    tg_ingest_config config = storing(ST_GATE_SAFETENSORS, len);
+    CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+    feed_pieces(&ingest, file, len / 2, 65536);
+    CHECK(ingest.hasher != NULL);
+    tg_ingest_abort(&ingest);
+    CHECK(ingest.hasher == NULL);
+    CHECK_EQ_U64(blob_count(), blobs_before);
+    /* a scan (no store) that hashes past a refusal: the last byte breaks the length */
+    config = storing(ST_GATE_SAFETENSORS, len - 1);
+    config.store = NULL;
+    config.hash_after_stop = true;
+    config.digest_name = "scan";
+    CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+    feed_pieces(&ingest, file, len, 100000);
+    char got[65];
+    CHECK_EQ_U64(tg_ingest_digest(&ingest, got), 0);
+    CHECK_STR(got, want);
+    tg_ingest_abort(&ingest);
+    free(file);
+}
+
 static bool refuse_budget(void *ctx, size_t bytes)
 {
     (void)bytes;
@@ -590,6 +655,7 @@ int main(int argc, char **argv)
     RUN(over_budget_stops_and_abandons);
     RUN(failures_store_nothing);
     RUN(enospc_at_each_write_stores_nothing);
+    RUN(hash_thread_digest_equals_one_shot);
     store_remove();
     return test_report(argv[0]);
 }

@@ -1,0 +1,20 @@
+# bench/results.sh: sourced by every bench script. bench_result NAME VALUE UNIT
+# ANCHOR ANCHOR_VALUE [RATIO] appends one figure as a JSON line to the file
+# $BENCH_RESULTS names (bench/run.sh sets it and turns the lines into
+# build/bench/results.json at the end); nothing happens when it is unset.
+# A VALUE or ANCHOR_VALUE "best/median" keeps the best; a RATIO "1.2x" loses the x;
+# a figure that is not a number becomes null.
+bench_result() {
+    [ -n "${BENCH_RESULTS:-}" ] || return 0
+    awk -v n="$1" -v v="$2" -v u="$3" -v a="$4" -v av="$5" -v r="${6:-}" '
+        function esc(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); gsub(/\t/, " ", s); return "\"" s "\"" }
+        function num(s) { sub(/\/.*/, "", s); sub(/x$/, "", s)
+            return (s ~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) ? s + 0 : "null" }
+        BEGIN {
+            ratio = num(r)
+            if (ratio == "null" && num(v) != "null" && num(av) != "null" && num(av) != 0)
+                ratio = sprintf("%.4g", num(v) / num(av))
+            printf "{\"name\":%s,\"value\":%s,\"unit\":%s,\"anchor\":%s,\"anchor_value\":%s,\"ratio\":%s}\n",
+                esc(n), num(v), esc(u), esc(a), num(av), ratio
+        }' >>"$BENCH_RESULTS"
+}
