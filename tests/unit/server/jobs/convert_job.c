@@ -55,6 +55,12 @@ static size_t shard_len[2];
 static bool data_open(const char *root)
 {
     char err[256] = "", db[128];
+    /* opened again after a test: the previous handles go first */
+    if (catalog != NULL)
+        tg_catalog_close(catalog);
+    catalog = NULL;
+    tg_blobstore_close(blob_store);
+    blob_store = NULL;
     if (tg_store_open(&store, root, err, sizeof err) != 0 ||
         tg_blobstore_open(root, &blob_store, err, sizeof err) != 0) {
         fprintf(stderr, "store: %s\n", err);
@@ -517,6 +523,7 @@ int main(int argc, char **argv)
     RUN(worker_renews_its_lease);
     if (catalog != NULL)
         tg_catalog_close(catalog);
+    tg_blobstore_close(blob_store);
     free(shard_bytes[0]);
     free(shard_bytes[1]);
     char command[128];
