@@ -52,7 +52,7 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o $(BUILD)/gen/migrations.o $(BUILD)/gen/migrations_pg.o
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_yaml.o $(BUILD)/gen/web_index_html.o $(BUILD)/gen/web_app_js.o $(BUILD)/gen/web_style_css.o $(BUILD)/gen/migrations.o $(BUILD)/gen/migrations_pg.o
 MIGRATIONS := $(sort $(wildcard migrations/*.sql))
 MIGRATIONS_PG := $(sort $(wildcard migrations/postgresql/*.sql))
 LIB_A := $(BUILD)/libtensorgate.a
@@ -104,6 +104,17 @@ $(BUILD)/%.o: %.c
 $(BUILD)/gen/openapi_yaml.c: openapi.yaml scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $< tg_openapi_yaml $@
+
+# The web page (server/routes/web.c): web/index.html -> tg_web_index_html, ...
+$(BUILD)/gen/web_%.c: scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $(WEB_FILE_$*) tg_web_$* $@
+WEB_FILE_index_html := web/index.html
+WEB_FILE_app_js := web/app.js
+WEB_FILE_style_css := web/style.css
+$(BUILD)/gen/web_index_html.c: web/index.html
+$(BUILD)/gen/web_app_js.c: web/app.js
+$(BUILD)/gen/web_style_css.c: web/style.css
 
 # Every migrations/NNNN_*.sql, in order, as the table tg_migrations (common/embedded.h).
 $(BUILD)/gen/migrations.c: $(MIGRATIONS) scripts/embed.sh scripts/embed-migrations.sh

@@ -7,6 +7,14 @@
 extern const unsigned char tg_openapi_yaml[]; /* openapi.yaml, NUL-terminated */
 extern const size_t tg_openapi_yaml_len;
 
+/* The web page (web/, served by server/routes/web.c), NUL-terminated. */
+extern const unsigned char tg_web_index_html[];
+extern const size_t tg_web_index_html_len;
+extern const unsigned char tg_web_app_js[];
+extern const size_t tg_web_app_js_len;
+extern const unsigned char tg_web_style_css[];
+extern const size_t tg_web_style_css_len;
+
 /* One file of migrations/ (scripts/embed-migrations.sh). */
 typedef struct {
     int version;      /* the NNNN of the file name; row i holds version i + 1 */

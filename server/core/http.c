@@ -335,7 +335,9 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
         req->close_now = true;
         return;
     }
-    MHD_add_response_header(response, "Cache-Control", "no-store");
+    /* no-store unless the route chose its caching (the web page's assets) */
+    if (MHD_get_response_header(response, "Cache-Control") == NULL)
+        MHD_add_response_header(response, "Cache-Control", "no-store");
     if (req->close_after)
         MHD_add_response_header(response, "Connection", "close");
     MHD_queue_response(req->connection, status, response);

@@ -15,6 +15,8 @@ static const tg_route routes[] = {
     {"GET", "/readyz", TG_BODY_NONE, tg_route_readyz, NULL, NULL, NULL},
     {"GET", "/metrics", TG_BODY_NONE, tg_route_metrics, NULL, NULL, NULL},
     {"GET", "/openapi.yaml", TG_BODY_NONE, tg_route_openapi, NULL, NULL, NULL},
+    {"GET", "/", TG_BODY_NONE, tg_route_web_index, NULL, NULL, NULL},
+    {"GET", "/ui/{path}", TG_BODY_NONE, tg_route_web_asset, NULL, NULL, NULL},
     {"POST", "/v1/scan", TG_BODY_STREAM, tg_route_scan_finish, tg_route_scan_start,
      tg_route_scan_feed, tg_route_scan_cleanup},
     {"GET", "/v1/rejections", TG_BODY_NONE, tg_route_rejections, NULL, NULL, NULL},

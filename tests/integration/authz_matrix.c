@@ -288,6 +288,8 @@ static row rows[] = {
     {"GET", "/readyz", N_OPEN, 200, 0, "/readyz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/metrics", N_OPEN, 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/openapi.yaml", N_OPEN, 200, 0, "/openapi.yaml", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/", N_OPEN, 200, 0, "/", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/ui/{path}", N_OPEN, 200, 0, "/ui/app.js", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/{org}/{name}/resolve/{rev}/{path}", N_READ, 200, 0,
      "/acme/m/resolve/1/model.safetensors", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/{org}/{name}/raw/{rev}/{path}", N_READ, 200, 0, "/acme/m/raw/1/sub/config.json",
