@@ -13,7 +13,7 @@ packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy c
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev
 curl sqlite3 coreutils python3 python3-numpy python3-torch
 radosgw ceph-mon ceph-osd ceph-common
-libpq-dev postgresql-15 nginx-light openssl"
+libpq-dev postgresql-15 nginx-light openssl chromium"
 
 if [ "${1:-}" = "--bench" ]; then
     packages="$packages wrk"

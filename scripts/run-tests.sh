@@ -50,6 +50,7 @@ done
 unset TG_BUILD
 if [ -x build/tensorgate ]; then
     suite "python client" tests/python/run.sh build/tensorgate
+    suite "web page (chromium)" tests/web/run.sh build/tensorgate
 fi
 
 if [ -x tests/integration/run.sh ]; then

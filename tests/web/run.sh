@@ -1,0 +1,96 @@
+#!/bin/sh
+# tests/web/run.sh BINARY: the web page (web/, served at /) in a real browser:
+# Debian's /usr/bin/chromium, headless, driven by playwright-core (pinned in
+# tests/web/package-lock.json, installed with `npm ci` into tests/web/node_modules
+# when missing) against a real server on a free port with a temp data directory.
+# The checks are in tests/web/test.mjs; screenshots go to
+# ${TG_TEST_LOGS:-build/test-logs}/web/. Ends with "N passed, N failed".
+set -u
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 BINARY" >&2
+    exit 2
+fi
+case $1 in
+/*) BIN=$1 ;;
+*) BIN=$(pwd)/$1 ;;
+esac
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+shots=${TG_TEST_LOGS:-$root/build/test-logs}/web
+case $shots in /*) ;; *) shots=$root/$shots ;; esac
+mkdir -p "$shots"
+chromium=${CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$chromium" ]; then
+    echo "FAIL: $chromium missing (scripts/install-deps.sh installs chromium)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+if [ ! -d "$here/node_modules/playwright-core" ]; then
+    (cd "$here" && npm ci --no-audit --no-fund --loglevel=error) || {
+        echo "FAIL: npm ci in tests/web"
+        echo "0 passed, 1 failed"
+        exit 1
+    }
+fi
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/tg-web.XXXXXX")
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+cd "$W" || exit 2
+
+"$BIN" serve --listen 127.0.0.1:0 --data ./data >server.out 2>server.log &
+pid=$!
+port=
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' server.log | head -n 1)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+if [ -z "$port" ]; then
+    echo "FAIL: the server did not start"
+    cat server.log
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+S=http://127.0.0.1:$port
+WRITE=$("$BIN" token create --data ./data --scope write --namespace acme | tail -n 1)
+ADMIN=$("$BIN" token create --data ./data --scope admin | tail -n 1)
+
+# a model whose description is markup (it must stay text), a safetensors file with
+# F32 (with a NaN and an Inf), F16 and I32 tensors, a config.json; a second model
+# for the search; an alias; a refused pickle for the refusals view
+/usr/bin/python3 - <<'PYEOF'
+import json, struct, numpy as np
+ts = {"model.embed.weight": np.array([[1, np.nan, np.inf, 2], [0, 1, 2, 3]], dtype=np.float32),
+      "model.layers.0.weight": np.ones((8, 3), np.float16),
+      "model.positions": np.arange(6, dtype=np.int32)}
+h = {}; off = 0; blobs = []
+for k, v in ts.items():
+    d = {"float32": "F32", "float16": "F16", "int32": "I32"}[str(v.dtype)]
+    h[k] = {"dtype": d, "shape": list(v.shape), "data_offsets": [off, off + v.nbytes]}
+    off += v.nbytes; blobs.append(v.tobytes())
+h["__metadata__"] = {"format": "pt"}
+hb = json.dumps(h).encode(); hb += b" " * (-len(hb) % 8)
+open("model.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
+open("config.json", "w").write('{"hidden_size": 4}\n')
+open("pickle.bin", "wb").write(b"\x80\x02}q\x00.")
+PYEOF
+H="Authorization: Bearer $WRITE"
+set -e
+curl -sf -o /dev/null -H "$H" -d '{"name":"acme/tiny","description":"<img src=x onerror=alert(1)> a tiny model"}' "$S/v1/models"
+curl -sf -o /dev/null -H "$H" -d '{"name":"acme/other","description":"another"}' "$S/v1/models"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
+curl -sf -o /dev/null -H "$H" -T model.safetensors "$S/v1/models/acme/tiny/versions/1/files/model.safetensors"
+curl -sf -o /dev/null -H "$H" -T config.json "$S/v1/models/acme/tiny/versions/1/files/config.json"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions/1/publish"
+curl -sf -o /dev/null -H "$H" -X PUT -d '{"version":1}' "$S/v1/models/acme/tiny/aliases/prod"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
+curl -s -o /dev/null -H "$H" -T pickle.bin "$S/v1/models/acme/tiny/versions/2/files/model.safetensors"
+set +e
+
+S=$S ADMIN=$ADMIN SHOTS=$shots CHROMIUM=$chromium NODE_PATH=$here/node_modules \
+    node "$here/test.mjs"
