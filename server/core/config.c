@@ -130,7 +130,14 @@ static bool parse_bool(const char *text)
            strcmp(text, "on") == 0;
 }
 
-typedef enum option_type { OPT_LISTEN, OPT_PATH, OPT_BYTES, OPT_COUNT, OPT_FLAG } option_type;
+typedef enum option_type {
+    OPT_LISTEN,
+    OPT_PATH,
+    OPT_BYTES,
+    OPT_COUNT,
+    OPT_FLAG,
+    OPT_CIDRS /* appends to import_allow; the environment's value is comma-separated */
+} option_type;
 
 typedef struct option_spec {
     const char *flag;
@@ -176,6 +183,8 @@ static const option_spec options[] = {
     {"--max-jobs", "TENSORGATE_MAX_JOBS", OPT_COUNT, offsetof(tg_config, max_jobs), 1, 1000000},
     {"--header-cache-bytes", "TENSORGATE_HEADER_CACHE_BYTES", OPT_BYTES,
      offsetof(tg_config, header_cache_bytes), 0, 0},
+    {"--import-allow", "TENSORGATE_IMPORT_ALLOW", OPT_CIDRS, offsetof(tg_config, import_allow), 0,
+     0},
 };
 
 const char *tg_config_usage(void)
@@ -190,7 +199,7 @@ const char *tg_config_usage(void)
            "                        [--header-memory-per-client BYTES] [--max-uploads N]\n"
            "                        [--max-uploads-per-namespace N] [--max-jobs N]\n"
            "                        [--max-jobs-per-namespace N]\n"
-           "                        [--header-cache-bytes BYTES]\n"
+           "                        [--header-cache-bytes BYTES] [--import-allow CIDR]...\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_HEADER_TIMEOUT, TENSORGATE_MAX_CONNECTIONS,\n"
@@ -199,7 +208,8 @@ const char *tg_config_usage(void)
            "TENSORGATE_RATE_BURST, TENSORGATE_SCAN_AUTH, TENSORGATE_HEADER_MEMORY,\n"
            "TENSORGATE_HEADER_MEMORY_PER_CLIENT, TENSORGATE_MAX_UPLOADS,\n"
            "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE, TENSORGATE_MAX_JOBS, "
-           "TENSORGATE_MAX_JOBS_PER_NAMESPACE, TENSORGATE_HEADER_CACHE_BYTES.\n"
+           "TENSORGATE_MAX_JOBS_PER_NAMESPACE, TENSORGATE_HEADER_CACHE_BYTES,\n"
+           "TENSORGATE_IMPORT_ALLOW (comma-separated CIDRs).\n"
            "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
            "rate);\n"
            "--timeout 60, --header-timeout 30 (a request's head, kept-alive waits included);\n"
@@ -207,7 +217,8 @@ const char *tg_config_usage(void)
            "(from the descriptor limit), --max-uploads-per-namespace 16; --max-jobs 1000,\n"
            "--max-jobs-per-namespace 64. --max-connections is lowered to what the descriptor\n"
            "limit can carry. --header-cache-bytes 256M (parsed safetensors headers kept for\n"
-           "tensor reads; 0 keeps none).\n";
+           "tensor reads; 0 keeps none). --import-allow: a CIDR that imports from a URL may\n"
+           "reach although it is loopback, private, link-local or metadata (repeatable).\n";
 }
 
 static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,
@@ -245,6 +256,25 @@ static int apply(tg_config *config, const option_spec *spec, const char *value, 
     case OPT_FLAG:
         *(bool *)(void *)field = parse_bool(value);
         return 0;
+    case OPT_CIDRS: {
+        char list[1024];
+        if (strlen(value) >= sizeof list) {
+            snprintf(err, err_len, "%s: the list is too long", origin);
+            return -1;
+        }
+        snprintf(list, sizeof list, "%s", value);
+        char *save = NULL;
+        for (char *cidr = strtok_r(list, ", ", &save); cidr != NULL;
+             cidr = strtok_r(NULL, ", ", &save))
+            if (tg_addr_policy_allow(&config->import_allow, cidr) != 0) {
+                snprintf(err, err_len,
+                         "%s: '%s' is not a CIDR (a.b.c.d/n or v6/n, no host bits), or more "
+                         "than %d were given",
+                         origin, cidr, TG_ADDR_ALLOW_MAX);
+                return -1;
+            }
+        return 0;
+    }
     }
     return -1;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr_policy.h"
+
 typedef struct tg_config {
     char listen_host[256]; /* TENSORGATE_LISTEN / --listen HOST:PORT */
     uint16_t listen_port;  /* 0 picks a free port */
@@ -40,6 +42,9 @@ typedef struct tg_config {
         max_jobs_per_namespace;  /* TENSORGATE_MAX_JOBS_PER_NAMESPACE / --max-jobs-per-namespace */
     uint64_t header_cache_bytes; /* TENSORGATE_HEADER_CACHE_BYTES / --header-cache-bytes: parsed
                                     headers kept */
+    /* TENSORGATE_IMPORT_ALLOW (CIDRs, comma-separated) / --import-allow CIDR (repeatable):
+     * ranges imports may reach although the SSRF policy forbids them (addr_policy.h) */
+    tg_addr_policy import_allow;
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

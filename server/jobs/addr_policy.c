@@ -65,6 +65,12 @@ int tg_cidr_parse(const char *text, tg_cidr *out)
     return 0;
 }
 
+bool tg_cidr_is_v4(const tg_cidr *cidr)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    return cidr->prefix >= 96 && memcmp(cidr->addr, mapped, 12) == 0;
+}
+
 int tg_addr_policy_allow(tg_addr_policy *policy, const char *cidr)
 {
     if (policy->allow_count >= TG_ADDR_ALLOW_MAX)

@@ -38,6 +38,10 @@ typedef struct tg_addr_policy {
  * 10.0.0.0/8). Returns 0, or -1 for anything else. */
 int tg_cidr_parse(const char *text, tg_cidr *out);
 
+/* True when cidr was written as IPv4 (an IPv4-mapped prefix of 96 bits or more):
+ * its address is addr + 12, its IPv4 prefix prefix - 96. */
+bool tg_cidr_is_v4(const tg_cidr *cidr);
+
 /* Adds a CIDR to the allowed ones. Returns 0, or -1 (bad text, or full). */
 int tg_addr_policy_allow(tg_addr_policy *policy, const char *cidr);
 

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr_policy.h"
 #include "blobstore.h"
 #include "catalog.h"
 #include "st_dtype.h"
@@ -43,6 +44,11 @@ typedef struct tg_jobs_context {
     tg_catalog *catalog;
     tg_blobstore *store;
     uint64_t max_header; /* --max-header: the bound on N of the headers read and written */
+    /* imports (server/jobs/import_job.h): the size limit (--max-body), the NaN/Inf
+     * rule of uploads, and the address policy (--import-allow) */
+    uint64_t max_body;
+    bool refuse_nonfinite;
+    tg_addr_policy import_policy;
 } tg_jobs_context;
 
 /* What to convert: the target dtype and tensor-name globs (fnmatch; none: all). */

@@ -60,18 +60,23 @@ json_t *tg_job_json(const tg_job *job)
     json_t *tensors = json_loads(job->tensors, 0, NULL);
     json_t *body = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I}, s:I, s:s, s:b}", "id",
-        (json_int_t)job->id, "url", url, "kind", "convert", "state", tg_job_state_name(job->state),
-        "model", model, "source_version", (json_int_t)job->source_number, "dtype", job->dtype,
-        "tensors", tensors ? tensors : json_array(), "progress", "bytes_done",
-        (json_int_t)job->bytes_done, "bytes_total", (json_int_t)job->bytes_total, "attempts",
-        (json_int_t)job->attempts, "created_at", job->created_at, "cancel_requested",
-        job->cancel_requested);
+        (json_int_t)job->id, "url", url, "kind",
+        strcmp(job->kind, "import") == 0 ? "import" : "convert", "state",
+        tg_job_state_name(job->state), "model", model, "source_version",
+        (json_int_t)job->source_number, "dtype", job->dtype, "tensors",
+        tensors ? tensors : json_array(), "progress", "bytes_done", (json_int_t)job->bytes_done,
+        "bytes_total", (json_int_t)job->bytes_total, "attempts", (json_int_t)job->attempts,
+        "created_at", job->created_at, "cancel_requested", job->cancel_requested);
     if (body == NULL)
         return NULL;
     json_object_set_new(body, "started_at",
                         job->started_at[0] ? json_string(job->started_at) : json_null());
     json_object_set_new(body, "finished_at",
                         job->finished_at[0] ? json_string(job->finished_at) : json_null());
+    if (strcmp(job->kind, "import") == 0) { /* the source URL and the draft's file path */
+        json_object_set_new(body, "source_url", json_string(job->url));
+        json_object_set_new(body, "path", json_string(job->path));
+    }
     set_outcome(body, job);
     return body;
 }

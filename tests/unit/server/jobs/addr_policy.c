@@ -81,13 +81,13 @@ TEST(test_sockaddr)
 TEST(test_cidr_parse)
 {
     tg_cidr c;
-    CHECK(tg_cidr_parse("127.0.0.1/32", &c) == 0 && c.prefix == 128);
+    CHECK(tg_cidr_parse("127.0.0.1/32", &c) == 0 && c.prefix == 128 && tg_cidr_is_v4(&c));
     CHECK(tg_cidr_parse("10.0.0.0/8", &c) == 0 && c.prefix == 104);
     CHECK(tg_cidr_parse("0.0.0.0/0", &c) == 0 && c.prefix == 96);
     CHECK(tg_cidr_parse("127.0.0.1", &c) == 0 && c.prefix == 128);
     CHECK(tg_cidr_parse("::1/128", &c) == 0 && c.prefix == 128);
     CHECK(tg_cidr_parse("::1", &c) == 0 && c.prefix == 128);
-    CHECK(tg_cidr_parse("fc00::/7", &c) == 0 && c.prefix == 7);
+    CHECK(tg_cidr_parse("fc00::/7", &c) == 0 && c.prefix == 7 && !tg_cidr_is_v4(&c));
     CHECK(tg_cidr_parse("::/0", &c) == 0 && c.prefix == 0);
     CHECK(tg_cidr_parse("10.0.0.1/8", &c) == -1); /* host bits */
     CHECK(tg_cidr_parse("10.0.0.0/33", &c) == -1);
