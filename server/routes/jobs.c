@@ -14,10 +14,25 @@
 #include "checks.h"
 #include "convert_job.h"
 #include "routes.h"
+#include "st_error.h"
 
 /* The HTTP status a failed job's problem carries, by reason. */
 static unsigned failure_status(const char *reason)
 {
+    /* imports (import_job.h): the source's fault, the URL's, or the content's (a gate reason) */
+    if (strcmp(reason, "import_too_large") == 0)
+        return 413;
+    if (strcmp(reason, "import_fetch_failed") == 0 || strcmp(reason, "import_source_changed") == 0)
+        return 502;
+    if (strcmp(reason, "import_url_invalid") == 0)
+        return 400;
+    if (strncmp(reason, "import_", 7) == 0)
+        return 422;
+    if (strcmp(reason, "version_published") == 0)
+        return 409;
+    for (int r = 1; r < ST_REASON_COUNT; r++)
+        if (strcmp(reason, st_reason_name((st_reason)r)) == 0)
+            return 422;
     if (strcmp(reason, "insufficient_storage") == 0)
         return 507;
     if (strcmp(reason, "index_mismatch") == 0 || strcmp(reason, "nothing_to_convert") == 0)
