@@ -81,15 +81,17 @@ const char *tg_import_url_check(const tg_addr_policy *policy, const char *url, c
     }
     const char *reason = NULL;
     char *scheme = NULL, *host = NULL;
-    if (curl_url_set(parsed, CURLUPART_URL, url, 0) != CURLUE_OK ||
-        curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-        curl_url_get(parsed, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
-        snprintf(detail, detail_len, "the url is not an absolute URL with a host");
+    if (curl_url_set(parsed, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+        curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+        snprintf(detail, detail_len, "the url is not an absolute URL");
         reason = "import_url_invalid";
     } else if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
         snprintf(detail, detail_len, "the url's scheme is %.32s; only http and https are allowed",
                  scheme);
         reason = "import_scheme_forbidden";
+    } else if (curl_url_get(parsed, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
+        snprintf(detail, detail_len, "the url has no host");
+        reason = "import_url_invalid";
     } else {
         /* a numeric host is judged now too ([v6] loses its brackets); names are
          * judged on the addresses they resolve to, at each connect */
@@ -447,6 +449,12 @@ static void transfer(importer *im)
     if (total != UNKNOWN && head_end > total)
         head_end = total;
     if (im->offset < head_end && (!fetch(im, head_end) || im->ingest.state != TG_INGEST_OPEN))
+        return;
+    /* a head the gate did not take as a safetensors header: the sniffers' window next,
+     * so content that is not safetensors is refused before the rest is asked for */
+    uint64_t sniff_end = total != UNKNOWN && total < SNIFF_WINDOW ? total : SNIFF_WINDOW;
+    if (st_gate_file(im->ingest.gate) == NULL && im->offset < sniff_end &&
+        (!fetch(im, sniff_end) || im->ingest.state != TG_INGEST_OPEN))
         return;
     if (total == UNKNOWN || im->offset < total)
         (void)fetch(im, total);
