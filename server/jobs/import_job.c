@@ -290,6 +290,19 @@ static bool checkpoint(importer *im)
     return true;
 }
 
+/* Also while connecting or waiting: a stopping server is not held by a slow source. */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    importer *im = ctx;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (im->stopping != NULL && im->stopping()) {
+        im->stopped = true;
+        return 1;
+    }
+    return 0;
+}
+
 static size_t on_body(char *data, size_t size, size_t count, void *ctx)
 {
     importer *im = ctx;
@@ -416,7 +429,10 @@ static bool setup_curl(importer *im)
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
         curl_easy_setopt(c, CURLOPT_HEADERDATA, im) == CURLE_OK &&
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, im) == CURLE_OK;
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, im) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, im) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L) == CURLE_OK;
     if (!ok)
         fail(im, "internal_error", "libcurl refused an option (http/https only needs 7.85)");
     return ok;
