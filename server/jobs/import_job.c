@@ -171,23 +171,38 @@ static size_t on_header(char *line, size_t size, size_t count, void *ctx)
     return len;
 }
 
+/* One decimal number at *text (digits only), moving *text past it. */
+static bool parse_number(const char **text, uint64_t *out)
+{
+    const char *p = *text;
+    if (*p < '0' || *p > '9')
+        return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(p, &end, 10);
+    if (errno != 0 || end == p)
+        return false;
+    *out = value;
+    *text = end;
+    return true;
+}
+
 /* "bytes A-B/T": A and T (UNKNOWN for "*"). */
 static bool parse_content_range(const char *text, uint64_t *start, uint64_t *total)
 {
-    unsigned long long a = 0, b = 0;
-    int used = 0;
-    if (sscanf(text, "bytes %llu-%llu/%n", &a, &b, &used) != 2 || used == 0 || b < a)
+    uint64_t a = 0, b = 0;
+    if (strncmp(text, "bytes ", 6) != 0)
         return false;
-    const char *t = text + used;
+    const char *p = text + 6;
+    if (!parse_number(&p, &a) || *p++ != '-' || !parse_number(&p, &b) || *p++ != '/' || b < a)
+        return false;
     *start = a;
-    if (strcmp(t, "*") == 0) {
+    if (strcmp(p, "*") == 0) {
         *total = UNKNOWN;
         return true;
     }
-    char *end = NULL;
-    errno = 0;
-    unsigned long long value = strtoull(t, &end, 10);
-    if (errno != 0 || end == t || *end != '\0' || value <= b)
+    uint64_t value = 0;
+    if (!parse_number(&p, &value) || *p != '\0' || value <= b)
         return false;
     *total = value;
     return true;
