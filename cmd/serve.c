@@ -147,7 +147,8 @@ int tg_cmd_serve(int argc, char **argv)
                             .max_header = server.config.max_header,
                             .max_body = server.config.max_body,
                             .refuse_nonfinite = server.config.refuse_nonfinite,
-                            .import_policy = server.config.import_allow};
+                            .import_policy = server.config.import_allow,
+                            .publish_lock = &server.publish_lock};
     /* imports (server/jobs/import_job.h): libcurl once, before any thread uses it; the
      * ranges the operator opened to them are logged */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

@@ -23,6 +23,7 @@
 #ifndef TG_CONVERT_JOB_H
 #define TG_CONVERT_JOB_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,10 @@ typedef struct tg_jobs_context {
     uint64_t max_body;
     bool refuse_nonfinite;
     tg_addr_policy import_policy;
+    /* the server's publish lock (tg_server.publish_lock), held around an import's
+     * catalog commit as around an upload's, so a publish never checks a draft that an
+     * import changes under it; NULL: none (tests without a server) */
+    pthread_mutex_t *publish_lock;
 } tg_jobs_context;
 
 /* What to convert: the target dtype and tensor-name globs (fnmatch; none: all). */

@@ -510,9 +510,13 @@ static void record_import(void *ctx, const tg_file_record *file, const char *sta
                              .org = im->job->org,
                              .name = im->job->name,
                              .token_hash = NULL};
+    if (im->ctx->publish_lock != NULL)
+        pthread_mutex_lock(im->ctx->publish_lock);
     commit->status =
         tg_catalog_import_commit(im->ctx->catalog, im->job->id, &guard, im->job->source_version_id,
                                  commit->file, stats, &commit->why);
+    if (im->ctx->publish_lock != NULL)
+        pthread_mutex_unlock(im->ctx->publish_lock);
 }
 
 static void record_rejection(importer *im, const char *reason, const char *format,
