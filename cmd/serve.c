@@ -1,4 +1,6 @@
 /* tensorgate serve | token | gc | fsck: the registry server and its maintenance commands. */
+#include <arpa/inet.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -167,7 +169,26 @@ int tg_cmd_serve(int argc, char **argv)
     tg_jobs_context jobs = {.catalog = server.catalog,
                             .store = server.blobs,
                             .max_header = server.config.max_header,
-                            .lease_seconds = server.config.job_lease_seconds};
+                            .lease_seconds = server.config.job_lease_seconds,
+                            .max_body = server.config.max_body,
+                            .refuse_nonfinite = server.config.refuse_nonfinite,
+                            .import_policy = server.config.import_allow,
+                            .publish_lock = &server.publish_lock};
+    /* imports (server/jobs/import_job.h): libcurl once, before any thread uses it; the
+     * ranges the operator opened to them are logged */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "tensorgate serve: libcurl could not start\n");
+        close_data(server.blobs, server.catalog);
+        return 1;
+    }
+    for (size_t i = 0; i < server.config.import_allow.allow_count; i++) {
+        char text[INET6_ADDRSTRLEN];
+        const tg_cidr *cidr = &server.config.import_allow.allow[i];
+        bool v4 = tg_cidr_is_v4(cidr);
+        inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? cidr->addr + 12 : cidr->addr, text, sizeof text);
+        tg_log(TG_LOG_WARN, "--import-allow %s/%u: imports from a URL may reach this range", text,
+               v4 ? cidr->prefix - 96 : cidr->prefix);
+    }
     if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         close_data(server.blobs, server.catalog);

@@ -46,6 +46,9 @@ for build in build build-asan; do
     if [ -x tests/readme/run.sh ]; then
         suite "$build readme" tests/readme/run.sh "$build/tensorgate"
     fi
+    if [ -x tests/import/run.sh ]; then # imports from nginx, a second server, a cutting proxy
+        suite "$build import" tests/import/run.sh "$build/tensorgate"
+    fi
 done
 unset TG_BUILD
 if [ -x build/tensorgate ]; then

@@ -133,7 +133,14 @@ static bool parse_bool(const char *text)
            strcmp(text, "on") == 0;
 }
 
-typedef enum option_type { OPT_LISTEN, OPT_PATH, OPT_BYTES, OPT_COUNT, OPT_FLAG } option_type;
+typedef enum option_type {
+    OPT_LISTEN,
+    OPT_PATH,
+    OPT_BYTES,
+    OPT_COUNT,
+    OPT_FLAG,
+    OPT_CIDRS /* appends to import_allow; the environment's value is comma-separated */
+} option_type;
 
 typedef struct option_spec {
     const char *flag;
@@ -186,6 +193,8 @@ static const option_spec options[] = {
      offsetof(tg_config, response_cache_bytes), 0, 0},
     {"--response-cache-ttl", "TENSORGATE_RESPONSE_CACHE_TTL", OPT_COUNT,
      offsetof(tg_config, response_cache_ttl), 0, 86400},
+    {"--import-allow", "TENSORGATE_IMPORT_ALLOW", OPT_CIDRS, offsetof(tg_config, import_allow), 0,
+     0},
 };
 
 const char *tg_config_usage(void)
@@ -203,6 +212,7 @@ const char *tg_config_usage(void)
            "                        [--header-cache-bytes BYTES]\n"
            "                        [--catalog URL] [--job-lease-seconds N]\n"
            "                        [--response-cache-bytes BYTES] [--response-cache-ttl SECONDS]\n"
+           "                        [--import-allow CIDR]...\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_HEADER_TIMEOUT, TENSORGATE_MAX_CONNECTIONS,\n"
@@ -213,7 +223,8 @@ const char *tg_config_usage(void)
            "TENSORGATE_MAX_UPLOADS_PER_NAMESPACE, TENSORGATE_MAX_JOBS, "
            "TENSORGATE_MAX_JOBS_PER_NAMESPACE, TENSORGATE_HEADER_CACHE_BYTES,\n"
            "TENSORGATE_CATALOG, TENSORGATE_JOB_LEASE_SECONDS,\n"
-           "TENSORGATE_RESPONSE_CACHE_BYTES, TENSORGATE_RESPONSE_CACHE_TTL.\n"
+           "TENSORGATE_RESPONSE_CACHE_BYTES, TENSORGATE_RESPONSE_CACHE_TTL,\n"
+           "TENSORGATE_IMPORT_ALLOW (comma-separated CIDRs).\n"
            "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
            "rate);\n"
            "--timeout 60, --header-timeout 30 (a request's head, kept-alive waits included);\n"
@@ -226,7 +237,9 @@ const char *tg_config_usage(void)
            "another replica's delete is seen within it; 0: until evicted).\n"
            "--catalog: sqlite:PATH (default: catalog.db in --data) or postgresql://USER@HOST/DB\n"
            "(any libpq URI, or postgresql:KEY=VALUE ...: a catalog shared by replicas);\n"
-           "--job-lease-seconds 30 (a conversion job's claim; renewed every third of it).\n";
+           "--job-lease-seconds 30 (a conversion job's claim; renewed every third of it).\n"
+           "--import-allow: a CIDR that imports from a URL may reach although it is loopback,\n"
+           "private, link-local or metadata (repeatable).\n";
 }
 
 static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,
@@ -264,6 +277,25 @@ static int apply(tg_config *config, const option_spec *spec, const char *value, 
     case OPT_FLAG:
         *(bool *)(void *)field = parse_bool(value);
         return 0;
+    case OPT_CIDRS: {
+        char list[1024];
+        if (strlen(value) >= sizeof list) {
+            snprintf(err, err_len, "%s: the list is too long", origin);
+            return -1;
+        }
+        snprintf(list, sizeof list, "%s", value);
+        char *save = NULL;
+        for (char *cidr = strtok_r(list, ", ", &save); cidr != NULL;
+             cidr = strtok_r(NULL, ", ", &save))
+            if (tg_addr_policy_allow(&config->import_allow, cidr) != 0) {
+                snprintf(err, err_len,
+                         "%s: '%s' is not a CIDR (a.b.c.d/n or v6/n, no host bits), or more "
+                         "than %d were given",
+                         origin, cidr, TG_ADDR_ALLOW_MAX);
+                return -1;
+            }
+        return 0;
+    }
     }
     return -1;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr_policy.h"
+
 typedef struct tg_config {
     char listen_host[256]; /* TENSORGATE_LISTEN / --listen HOST:PORT */
     uint16_t listen_port;  /* 0 picks a free port */
@@ -47,6 +49,9 @@ typedef struct tg_config {
                                       ready responses of published versions, 0 = off */
     unsigned response_cache_ttl;   /* TENSORGATE_RESPONSE_CACHE_TTL / --response-cache-ttl: seconds
                                       a ready response is served (other replicas' deletes) */
+    /* TENSORGATE_IMPORT_ALLOW (CIDRs, comma-separated) / --import-allow CIDR (repeatable):
+     * ranges imports may reach although the SSRF policy forbids them (addr_policy.h) */
+    tg_addr_policy import_allow;
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

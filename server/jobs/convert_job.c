@@ -6,6 +6,7 @@
  * commit under the shared blobs lock). The pipeline runs on a writer thread, so
  * converting one chunk overlaps writing and hashing the last. */
 #include "convert_job.h"
+#include "import_job.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -930,6 +931,10 @@ static void *worker_main(void *arg)
         if (stop)
             break;
         while (!stopping() && tg_catalog_job_claim(ctx->catalog, job) == TG_CAT_OK) {
+            if (strcmp(job->kind, "import") == 0) { /* import_job.h: it ends the job itself */
+                (void)tg_import_job_run(ctx, job, stopping);
+                continue;
+            }
             tg_log(TG_LOG_INFO, "job %lld: converting %s/%s version %lld to %s (attempt %lld)",
                    (long long)job->id, job->org, job->name, (long long)job->source_number,
                    job->dtype, (long long)job->attempts);

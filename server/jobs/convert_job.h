@@ -31,10 +31,12 @@
 #ifndef TG_CONVERT_JOB_H
 #define TG_CONVERT_JOB_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr_policy.h"
 #include "blobstore.h"
 #include "catalog.h"
 #include "st_dtype.h"
@@ -55,6 +57,15 @@ typedef struct tg_jobs_context {
     /* --job-lease-seconds: how long a claim holds a job without renewal (0: the
      * default, TG_JOB_LEASE_SECONDS_DEFAULT); the worker renews every third of it */
     unsigned lease_seconds;
+    /* imports (server/jobs/import_job.h): the size limit (--max-body), the NaN/Inf
+     * rule of uploads, and the address policy (--import-allow) */
+    uint64_t max_body;
+    bool refuse_nonfinite;
+    tg_addr_policy import_policy;
+    /* the server's publish lock (tg_server.publish_lock), held around an import's
+     * catalog commit as around an upload's, so a publish never checks a draft that an
+     * import changes under it; NULL: none (tests without a server) */
+    pthread_mutex_t *publish_lock;
 } tg_jobs_context;
 
 /* What to convert: the target dtype and tensor-name globs (fnmatch; none: all). */

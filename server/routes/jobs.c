@@ -14,10 +14,25 @@
 #include "checks.h"
 #include "convert_job.h"
 #include "routes.h"
+#include "st_error.h"
 
 /* The HTTP status a failed job's problem carries, by reason. */
 static unsigned failure_status(const char *reason)
 {
+    /* imports (import_job.h): the source's fault, the URL's, or the content's (a gate reason) */
+    if (strcmp(reason, "import_too_large") == 0)
+        return 413;
+    if (strcmp(reason, "import_fetch_failed") == 0 || strcmp(reason, "import_source_changed") == 0)
+        return 502;
+    if (strcmp(reason, "import_url_invalid") == 0)
+        return 400;
+    if (strncmp(reason, "import_", 7) == 0)
+        return 422;
+    if (strcmp(reason, "version_published") == 0)
+        return 409;
+    for (int r = 1; r < ST_REASON_COUNT; r++)
+        if (strcmp(reason, st_reason_name((st_reason)r)) == 0)
+            return 422;
     if (strcmp(reason, "insufficient_storage") == 0)
         return 507;
     if (strcmp(reason, "index_mismatch") == 0 || strcmp(reason, "nothing_to_convert") == 0)
@@ -60,12 +75,13 @@ json_t *tg_job_json(const tg_job *job)
     json_t *tensors = json_loads(job->tensors, 0, NULL);
     json_t *body = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I}, s:I, s:s, s:b}", "id",
-        (json_int_t)job->id, "url", url, "kind", "convert", "state", tg_job_state_name(job->state),
-        "model", model, "source_version", (json_int_t)job->source_number, "dtype", job->dtype,
-        "tensors", tensors ? tensors : json_array(), "progress", "bytes_done",
-        (json_int_t)job->bytes_done, "bytes_total", (json_int_t)job->bytes_total, "attempts",
-        (json_int_t)job->attempts, "created_at", job->created_at, "cancel_requested",
-        job->cancel_requested);
+        (json_int_t)job->id, "url", url, "kind",
+        strcmp(job->kind, "import") == 0 ? "import" : "convert", "state",
+        tg_job_state_name(job->state), "model", model, "source_version",
+        (json_int_t)job->source_number, "dtype", job->dtype, "tensors",
+        tensors ? tensors : json_array(), "progress", "bytes_done", (json_int_t)job->bytes_done,
+        "bytes_total", (json_int_t)job->bytes_total, "attempts", (json_int_t)job->attempts,
+        "created_at", job->created_at, "cancel_requested", job->cancel_requested);
     if (body == NULL)
         return NULL;
     json_object_set_new(body, "started_at",
@@ -81,6 +97,10 @@ json_t *tg_job_json(const tg_job *job)
         worker = json_stringn(job->worker, (size_t)len);
     }
     json_object_set_new(body, "worker", worker);
+    if (strcmp(job->kind, "import") == 0) { /* the source URL and the draft's file path */
+        json_object_set_new(body, "source_url", json_string(job->url));
+        json_object_set_new(body, "path", json_string(job->path));
+    }
     set_outcome(body, job);
     return body;
 }

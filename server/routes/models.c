@@ -153,10 +153,14 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
 
 json_t *tg_file_json(const tg_file_record *file)
 {
-    return json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "path", file->path, "kind",
-                     file->kind, "size", (json_int_t)file->size, "sha256", file->sha256, "tensors",
-                     (json_int_t)file->tensors, "parameters", (json_int_t)file->parameters, "nan",
-                     (json_int_t)file->nan, "inf", (json_int_t)file->inf);
+    json_t *body =
+        json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "path", file->path, "kind",
+                  file->kind, "size", (json_int_t)file->size, "sha256", file->sha256, "tensors",
+                  (json_int_t)file->tensors, "parameters", (json_int_t)file->parameters, "nan",
+                  (json_int_t)file->nan, "inf", (json_int_t)file->inf);
+    if (body != NULL && file->source_url[0] != '\0') /* imported: where from */
+        json_object_set_new(body, "source_url", json_string(file->source_url));
+    return body;
 }
 
 static json_t *string_or_null(const char *text)

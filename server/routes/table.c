@@ -39,6 +39,8 @@ static const tg_route routes[] = {
     {"DELETE", "/v1/jobs/{id}", TG_BODY_NONE, tg_route_job_delete, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files", TG_BODY_NONE, tg_route_files_list, NULL,
      NULL, NULL},
+    {"POST", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/import", TG_BODY_JSON,
+     tg_route_file_import, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header", TG_BODY_NONE,
      tg_route_file_header, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE, tg_route_file_get,

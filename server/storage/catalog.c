@@ -515,3 +515,25 @@ tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const c
 {
     return catalog->ops->job_commit(catalog, job_id, digest, out);
 }
+
+tg_cat_status tg_catalog_import_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                           int64_t version_id, const char *path, const char *url,
+                                           tg_job *out, bool *existing)
+{
+    *existing = false;
+    if (catalog->ops->import_job_create == NULL)
+        return TG_CAT_ERROR;
+    return catalog->ops->import_job_create(catalog, token_id, model_id, version_id, path, url, out,
+                                           existing);
+}
+
+tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
+                                       const tg_commit_guard *guard, int64_t version_id,
+                                       const tg_file_record *file, const char *tensor_stats,
+                                       const char **why)
+{
+    *why = NULL;
+    if (catalog->ops->import_commit == NULL)
+        return TG_CAT_ERROR;
+    return catalog->ops->import_commit(catalog, job_id, guard, version_id, file, tensor_stats, why);
+}

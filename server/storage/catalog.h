@@ -28,6 +28,7 @@
 
 #define TG_NAME_MAX 64  /* each of org and name */
 #define TG_PATH_MAX 255 /* a file path inside a version */
+#define TG_URL_MAX 2048 /* an import's source URL */
 #define TG_DESCRIPTION_MAX 4096
 #define TG_TIME_LEN 32 /* "2024-01-02T03:04:05Z" */
 
@@ -68,6 +69,7 @@ typedef struct tg_file_record {
     char sha256[65];
     uint64_t tensors, parameters, nan, inf;
     char created_at[TG_TIME_LEN];
+    char source_url[TG_URL_MAX + 1]; /* the URL an import fetched it from (schema 6), else "" */
 } tg_file_record;
 
 typedef struct tg_rejection {
@@ -286,6 +288,9 @@ typedef struct tg_job {
     /* the lease holder of a running job: "HOST:PID:RANDOM", one server process
      * (schema 5; tg_catalog_set_job_lease); "" when none */
     char worker[96];
+    char kind[16];              /* "convert" or "import" (schema 6) */
+    char url[TG_URL_MAX + 1];   /* import: the source URL, else "" */
+    char path[TG_PATH_MAX + 1]; /* import: the file path in the draft, else "" */
 } tg_job;
 
 const char *tg_job_state_name(tg_job_state state);
@@ -374,6 +379,23 @@ tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
  * when it is not running or its cancel was asked. */
 tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
                                     tg_version *out);
+
+/* Imports (schema 6): a job of kind "import" fetches url into the file path of the
+ * draft version version_id (source_version_id) of model_id. Idempotent like
+ * conversions: a queued or running import of the same version, path and url is
+ * returned with *existing true. NOT_FOUND when the version is gone. */
+tg_cat_status tg_catalog_import_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                           int64_t version_id, const char *path, const char *url,
+                                           tg_job *out, bool *existing);
+/* One transaction: the import job job_id (running, no cancel asked) becomes done and
+ * file (its source_url set) is put into its draft, after the guard's checks
+ * (tg_catalog_file_put_guarded) and, when the job has a token, that the token still
+ * covers the model. TG_CAT_CONFLICT with *why "cancelled" or "version_published",
+ * TG_CAT_NOT_FOUND with *why ("version_not_found", "token_revoked", "forbidden"). */
+tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
+                                       const tg_commit_guard *guard, int64_t version_id,
+                                       const tg_file_record *file, const char *tensor_stats,
+                                       const char **why);
 
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ". */
 void tg_time_now(char out[TG_TIME_LEN]);

@@ -122,6 +122,14 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*version_publish_files)(tg_catalog *catalog, int64_t version_id,
                                            const char *digest, const tg_file_record *files,
                                            size_t count, tg_version *out, const char **why);
+    /* optional, schema 6 (NULL: the import calls answer TG_CAT_ERROR) */
+    tg_cat_status (*import_job_create)(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                       int64_t version_id, const char *path, const char *url,
+                                       tg_job *out, bool *existing);
+    tg_cat_status (*import_commit)(tg_catalog *catalog, int64_t job_id,
+                                   const tg_commit_guard *guard, int64_t version_id,
+                                   const tg_file_record *file, const char *tensor_stats,
+                                   const char **why);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct

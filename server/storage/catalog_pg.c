@@ -867,7 +867,8 @@ static tg_cat_status pg_alias_list(tg_catalog *catalog, int64_t model_id,
 
 /* ---- files ---- */
 
-#define FILE_COLUMNS "path, kind, size, sha256, tensors, parameters, nan, inf, created_at"
+#define FILE_COLUMNS                                                                               \
+    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
 
 static void read_file_record(const PGresult *r, int row, tg_file_record *out)
 {
@@ -880,6 +881,7 @@ static void read_file_record(const PGresult *r, int row, tg_file_record *out)
     out->nan = (uint64_t)get_i64(r, row, 6);
     out->inf = (uint64_t)get_i64(r, row, 7);
     get_text(out->created_at, sizeof out->created_at, r, row, 8);
+    get_text(out->source_url, sizeof out->source_url, r, row, 9);
 }
 
 /* Inside t: the version exists and is a draft, its row share-locked until the
@@ -945,7 +947,8 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         " ON CONFLICT (version_id, path) DO UPDATE SET kind = excluded.kind,"
         " size = excluded.size, sha256 = excluded.sha256, tensors = excluded.tensors,"
         " parameters = excluded.parameters, nan = excluded.nan, inf = excluded.inf,"
-        " tensor_stats = excluded.tensor_stats, created_at = excluded.created_at";
+        " tensor_stats = excluded.tensor_stats, created_at = excluded.created_at,"
+        " source_url = NULL";
     const char *why_local = NULL;
     if (why == NULL)
         why = &why_local;
@@ -1398,7 +1401,8 @@ static tg_cat_status pg_blob_referenced(tg_catalog *catalog, const char *sha256,
 #define JOB_COLUMNS                                                                                \
     "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
     " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner"
+    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
+    " j.kind, j.url, j.path"
 #define JOB_FROM                                                                                   \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
@@ -1432,6 +1436,9 @@ static void read_job(const PGresult *r, int row, tg_job *out)
     get_text(out->finished_at, sizeof out->finished_at, r, row, 17);
     out->token_id = get_i64(r, row, 18);
     get_text(out->worker, sizeof out->worker, r, row, 19);
+    get_text(out->kind, sizeof out->kind, r, row, 20);
+    get_text(out->url, sizeof out->url, r, row, 21);
+    get_text(out->path, sizeof out->path, r, row, 22);
 }
 
 /* Inside t: the job (lock: FOR UPDATE OF its row). */
@@ -1519,6 +1526,144 @@ static tg_cat_status pg_job_create_by(tg_catalog *catalog, int64_t token_id, int
     PQclear(r);
     if (status == TG_CAT_OK)
         status = tx_job(&t, id, false, out, NULL);
+    return tx_end(&t, status);
+}
+
+/* ---- imports (schema 6): the meaning of catalog_sqlite.c's, with row locks ---- */
+
+static tg_cat_status pg_import_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                          int64_t version_id, const char *path, const char *url,
+                                          tg_job *out, bool *existing)
+{
+    static const char lock_sql[] = "SELECT 1 FROM versions WHERE id = $1 FOR NO KEY UPDATE";
+    static const char same_sql[] =
+        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
+        " AND kind = 'import' AND source_version_id = $1 AND path = $2 AND url = $3"
+        " ORDER BY id LIMIT 1";
+    static const char insert_sql[] =
+        "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, created_at,"
+        " token_id, url, path) VALUES ('import', 'queued', $1, $2, '', '[]', $3, $4, $5, $6)"
+        " RETURNING id";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    *existing = false;
+    num mid = n64(model_id), vid = n64(version_id), tid = n64(token_id);
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return TG_CAT_ERROR;
+    tg_cat_status status = lock_model(&t, mid.s);
+    const char *lock_params[] = {vid.s};
+    long rows = status == TG_CAT_OK ? tx_run(&t, lock_sql, 1, lock_params) : 0;
+    if (status == TG_CAT_OK)
+        status = rows < 0 ? t.status : rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
+    if (status != TG_CAT_OK)
+        return tx_end(&t, status);
+    const char *same_params[] = {vid.s, path, url};
+    PGresult *r = tx_q(&t, same_sql, 3, same_params);
+    if (r == NULL)
+        return tx_end(&t, t.status);
+    char id[24];
+    if (PQntuples(r) > 0) {
+        *existing = true;
+        get_text(id, sizeof id, r, 0, 0);
+        PQclear(r);
+        return tx_end(&t, tx_job(&t, id, false, out, NULL));
+    }
+    PQclear(r);
+    const char *params[] = {mid.s, vid.s, now, token_id > 0 ? tid.s : NULL, url, path};
+    r = tx_q(&t, insert_sql, 6, params);
+    status = one_row(r, t.status);
+    if (status == TG_CAT_OK)
+        get_text(id, sizeof id, r, 0, 0);
+    PQclear(r);
+    if (status == TG_CAT_OK)
+        status = tx_job(&t, id, false, out, NULL);
+    return tx_end(&t, status);
+}
+
+static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
+                                      const tg_commit_guard *guard, int64_t version_id,
+                                      const tg_file_record *file, const char *tensor_stats,
+                                      const char **why)
+{
+    static const char job_sql[] = "SELECT state, error_reason IS NULL, token_id, lease_owner"
+                                  " FROM jobs WHERE id = $1 AND kind = 'import' FOR UPDATE";
+    static const char guard_sql[] =
+        "SELECT v.state FROM versions v JOIN models m ON m.id = v.model_id"
+        " WHERE v.id = $1 AND m.id = $2 AND m.org = $3 AND m.name = $4 FOR SHARE OF v";
+    static const char put_sql[] =
+        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
+        " tensor_stats, created_at, source_url)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        " ON CONFLICT (version_id, path) DO UPDATE SET kind = excluded.kind,"
+        " size = excluded.size, sha256 = excluded.sha256, tensors = excluded.tensors,"
+        " parameters = excluded.parameters, nan = excluded.nan, inf = excluded.inf,"
+        " tensor_stats = excluded.tensor_stats, created_at = excluded.created_at,"
+        " source_url = excluded.source_url";
+    static const char done_sql[] =
+        "UPDATE jobs SET state = 'done', finished_at = $1, bytes_done = $2, bytes_total = $2,"
+        " lease_owner = NULL, lease_expires = NULL,"
+        " result_version = (SELECT number FROM versions WHERE id = source_version_id)"
+        " WHERE id = $3";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    *why = NULL;
+    num jid = n64(job_id), vid = n64(version_id), mid = n64(guard->model_id);
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return TG_CAT_ERROR;
+    /* the model's row first, in the order a model delete takes them */
+    tg_cat_status status = lock_model(&t, mid.s);
+    int64_t token_id = 0;
+    if (status == TG_CAT_OK) {
+        const char *params[] = {jid.s};
+        PGresult *r = tx_q(&t, job_sql, 1, params);
+        status = one_row(r, t.status);
+        if (status == TG_CAT_NOT_FOUND)
+            *why = "job_not_found";
+        else if (status == TG_CAT_OK) {
+            token_id = PQgetisnull(r, 0, 2) ? 0 : get_i64(r, 0, 2);
+            bool held =
+                PQgetisnull(r, 0, 3) || strcmp(PQgetvalue(r, 0, 3), catalog->lease_owner) == 0;
+            if (strcmp(PQgetvalue(r, 0, 0), "running") != 0 ||
+                strcmp(PQgetvalue(r, 0, 1), "t") != 0 || !held) {
+                status = TG_CAT_CONFLICT;
+                *why = "cancelled";
+            }
+        }
+        PQclear(r);
+    }
+    if (status == TG_CAT_OK) {
+        const char *params[] = {vid.s, mid.s, guard->org, guard->name};
+        PGresult *r = tx_q(&t, guard_sql, 4, params);
+        status = one_row(r, t.status);
+        if (status == TG_CAT_NOT_FOUND)
+            *why = "version_not_found";
+        else if (status == TG_CAT_OK && strcmp(PQgetvalue(r, 0, 0), "draft") != 0) {
+            status = TG_CAT_CONFLICT;
+            *why = "version_published";
+        }
+        PQclear(r);
+    }
+    if (status == TG_CAT_OK && token_id > 0)
+        status = check_token(&t, NULL, token_id, guard->org, why);
+    if (status == TG_CAT_OK) {
+        num size = n64((int64_t)file->size), tensors = n64((int64_t)file->tensors),
+            parameters = n64((int64_t)file->parameters), nan = n64((int64_t)file->nan),
+            inf = n64((int64_t)file->inf);
+        const char *params[] = {vid.s,        file->path,
+                                file->kind,   size.s,
+                                file->sha256, tensors.s,
+                                parameters.s, nan.s,
+                                inf.s,        tensor_stats ? tensor_stats : "[]",
+                                now,          file->source_url[0] ? file->source_url : NULL};
+        status = tx_run(&t, put_sql, 12, params) < 0 ? t.status : TG_CAT_OK;
+    }
+    if (status == TG_CAT_OK) {
+        num done = n64((int64_t)file->size);
+        const char *params[] = {now, done.s, jid.s};
+        status = tx_run(&t, done_sql, 3, params) < 0 ? t.status : TG_CAT_OK;
+    }
     return tx_end(&t, status);
 }
 
@@ -1980,6 +2125,8 @@ static const tg_catalog_ops pg_ops = {
     .job_file_put = pg_job_file_put,
     .job_file_list = pg_job_file_list,
     .job_commit = pg_job_commit,
+    .import_job_create = pg_import_job_create,
+    .import_commit = pg_import_commit,
     .job_renew = pg_job_renew,
     .job_release = pg_job_release,
     .version_publish_files = pg_version_publish_files,

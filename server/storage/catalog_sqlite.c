@@ -916,7 +916,8 @@ static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
 
 /* ---- files ---- */
 
-#define FILE_COLUMNS "path, kind, size, sha256, tensors, parameters, nan, inf, created_at"
+#define FILE_COLUMNS                                                                               \
+    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
 
 static void read_file_record(sqlite3_stmt *st, tg_file_record *out)
 {
@@ -929,6 +930,7 @@ static void read_file_record(sqlite3_stmt *st, tg_file_record *out)
     out->nan = (uint64_t)sqlite3_column_int64(st, 6);
     out->inf = (uint64_t)sqlite3_column_int64(st, 7);
     copy_text(out->created_at, sizeof out->created_at, st, 8);
+    copy_text(out->source_url, sizeof out->source_url, st, 9); /* NULL (or absent): "" */
 }
 
 /* Caller holds k: TG_CAT_OK when the version exists and is a draft. */
@@ -1015,6 +1017,30 @@ static tg_cat_status check_guard(conn *k, const tg_commit_guard *guard, int64_t 
     return status;
 }
 
+/* Caller holds k inside a transaction: the file row (sql: the INSERT of
+ * sq_file_put_guarded). */
+static tg_cat_status insert_file(conn *k, const char *sql, int64_t version_id,
+                                 const tg_file_record *file, const char *tensor_stats,
+                                 const char *now)
+{
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    sqlite3_bind_int64(st, 1, version_id);
+    bind_text(st, 2, file->path);
+    bind_text(st, 3, file->kind);
+    sqlite3_bind_int64(st, 4, (int64_t)file->size);
+    bind_text(st, 5, file->sha256);
+    sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
+    sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
+    sqlite3_bind_int64(st, 8, (int64_t)file->nan);
+    sqlite3_bind_int64(st, 9, (int64_t)file->inf);
+    bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
+    bind_text(st, 11, now);
+    bind_text(st, 12, file->source_url[0] != '\0' ? file->source_url : NULL);
+    return run_write(k, st);
+}
+
 static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
                                          int64_t version_id, const tg_file_record *file,
                                          const char *tensor_stats, const char **why)
@@ -1025,7 +1051,8 @@ static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
     *why = NULL;
     static const char sql[] =
         "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
-        " nan, inf, tensor_stats, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        " nan, inf, tensor_stats, created_at, source_url)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -1034,24 +1061,8 @@ static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
     if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
         goto out;
     status = guard != NULL ? check_guard(k, guard, version_id, why) : check_draft(k, version_id);
-    if (status == TG_CAT_OK) {
-        sqlite3_stmt *st = statement(k, sql);
-        status = TG_CAT_ERROR;
-        if (st) {
-            sqlite3_bind_int64(st, 1, version_id);
-            bind_text(st, 2, file->path);
-            bind_text(st, 3, file->kind);
-            sqlite3_bind_int64(st, 4, (int64_t)file->size);
-            bind_text(st, 5, file->sha256);
-            sqlite3_bind_int64(st, 6, (int64_t)file->tensors);
-            sqlite3_bind_int64(st, 7, (int64_t)file->parameters);
-            sqlite3_bind_int64(st, 8, (int64_t)file->nan);
-            sqlite3_bind_int64(st, 9, (int64_t)file->inf);
-            bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
-            bind_text(st, 11, now);
-            status = run_write(k, st);
-        }
-    }
+    if (status == TG_CAT_OK)
+        status = insert_file(k, sql, version_id, file, tensor_stats, now);
     if (exec(k, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK") != SQLITE_OK && status == TG_CAT_OK) {
         exec(k, "ROLLBACK");
         status = TG_CAT_ERROR;
@@ -1486,7 +1497,8 @@ static bool step_done(sqlite3_stmt *st)
 #define JOB_COLUMNS                                                                                \
     "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
     " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner"
+    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
+    " j.kind, j.url, j.path"
 #define JOB_FROM                                                                                   \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
@@ -1518,6 +1530,9 @@ static void read_job(sqlite3_stmt *st, tg_job *out)
     copy_text(out->finished_at, sizeof out->finished_at, st, 17);
     out->token_id = sqlite3_column_int64(st, 18);
     copy_text(out->worker, sizeof out->worker, st, 19);
+    copy_text(out->kind, sizeof out->kind, st, 20);
+    copy_text(out->url, sizeof out->url, st, 21);
+    copy_text(out->path, sizeof out->path, st, 22);
 }
 
 /* Caller holds k. */
@@ -1547,7 +1562,8 @@ static tg_cat_status same_job(conn *k, int64_t source_version_id, const char *dt
 {
     static const char sql[] =
         "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
-        " AND source_version_id = ? AND dtype = ? AND tensors = ? ORDER BY id LIMIT 1";
+        " AND kind = 'convert' AND source_version_id = ? AND dtype = ? AND tensors = ?"
+        " ORDER BY id LIMIT 1";
     sqlite3_stmt *st = statement(k, sql);
     if (st == NULL)
         return TG_CAT_ERROR;
@@ -2173,6 +2189,124 @@ out:
     return status;
 }
 
+/* ---- imports (schema 6) ---- */
+
+static tg_cat_status sq_import_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                          int64_t version_id, const char *path, const char *url,
+                                          tg_job *out, bool *existing)
+{
+    static const char same_sql[] =
+        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
+        " AND kind = 'import' AND source_version_id = ? AND path = ? AND url = ?"
+        " ORDER BY id LIMIT 1";
+    static const char sql[] =
+        "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, created_at,"
+        " token_id, url, path) VALUES ('import', 'queued', ?, ?, '', '[]', ?, ?, ?, ?)";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    *existing = false;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(k, same_sql);
+    if (st == NULL)
+        goto out;
+    sqlite3_bind_int64(st, 1, version_id);
+    bind_text(st, 2, path);
+    bind_text(st, 3, url);
+    int rc = sqlite3_step(st);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW) {
+        status = job_by_id(k, id, out);
+        *existing = status == TG_CAT_OK;
+        goto out;
+    }
+    if (rc != SQLITE_DONE || (st = statement(k, sql)) == NULL)
+        goto out;
+    sqlite3_bind_int64(st, 1, model_id);
+    sqlite3_bind_int64(st, 2, version_id);
+    bind_text(st, 3, now);
+    if (token_id > 0)
+        sqlite3_bind_int64(st, 4, token_id);
+    else
+        sqlite3_bind_null(st, 4);
+    bind_text(st, 5, url);
+    bind_text(st, 6, path);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        status = job_by_id(k, sqlite3_last_insert_rowid(k->db), out);
+    else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
+        status = TG_CAT_NOT_FOUND;
+out:
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
+                                      const tg_commit_guard *guard, int64_t version_id,
+                                      const tg_file_record *file, const char *tensor_stats,
+                                      const char **why)
+{
+    static const char job_sql[] = "SELECT state, error_reason, token_id FROM jobs"
+                                  " WHERE id = ? AND kind = 'import'";
+    static const char file_sql[] =
+        "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
+        " nan, inf, tensor_stats, created_at, source_url)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    static const char done_sql[] =
+        "UPDATE jobs SET state = 'done', finished_at = ?, bytes_done = ?, bytes_total = ?,"
+        " result_version = (SELECT number FROM versions WHERE id = source_version_id)"
+        " WHERE id = ?";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    *why = NULL;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    sqlite3_stmt *st = statement(k, job_sql);
+    int64_t token_id = 0;
+    if (st != NULL) {
+        sqlite3_bind_int64(st, 1, job_id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+            *why = "job_not_found";
+        } else if (rc == SQLITE_ROW) {
+            const char *state = (const char *)sqlite3_column_text(st, 0);
+            status = TG_CAT_OK;
+            if (state == NULL || strcmp(state, "running") != 0 ||
+                sqlite3_column_type(st, 1) != SQLITE_NULL) {
+                status = TG_CAT_CONFLICT;
+                *why = "cancelled";
+            }
+            token_id = sqlite3_column_int64(st, 2);
+        }
+        sqlite3_reset(st);
+    }
+    if (status == TG_CAT_OK)
+        status = check_guard(k, guard, version_id, why);
+    if (status == TG_CAT_OK && token_id > 0)
+        status = check_token_covers(k, NULL, token_id, guard->org, why);
+    if (status == TG_CAT_OK)
+        status = insert_file(k, file_sql, version_id, file, tensor_stats, now);
+    if (status == TG_CAT_OK) {
+        status = TG_CAT_ERROR;
+        if ((st = statement(k, done_sql)) != NULL) {
+            bind_text(st, 1, now);
+            sqlite3_bind_int64(st, 2, (int64_t)file->size);
+            sqlite3_bind_int64(st, 3, (int64_t)file->size);
+            sqlite3_bind_int64(st, 4, job_id);
+            status = run_write(k, st);
+        }
+    }
+    status = finish_transaction(k, status);
+out:
+    write_end(catalog, k);
+    return status;
+}
+
 static const tg_catalog_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -2222,4 +2356,6 @@ static const tg_catalog_ops sqlite_ops = {
     .job_renew = sq_job_renew,
     .job_release = sq_job_release,
     .version_publish_files = sq_version_publish_files,
+    .import_job_create = sq_import_job_create,
+    .import_commit = sq_import_commit,
 };

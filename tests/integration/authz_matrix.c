@@ -216,6 +216,16 @@ static void prep_file_delete(attempt *a)
     snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s/files/%s", draft_w, path);
 }
 
+/* an import into the draft: a name that resolves to loopback, so the queued job
+ * fails at once at its connect (the default policy) */
+static void prep_import(attempt *a)
+{
+    snprintf(a->path, sizeof a->path,
+             "/v1/models/acme/w/versions/%s/files/imp-%d.safetensors/import", draft_w, ++serial);
+    snprintf(a->probe, sizeof a->probe, "/v1/jobs?model=acme/w&limit=1000");
+    snprintf(a->count_key, sizeof a->count_key, "jobs");
+}
+
 static void prep_preload_delete(attempt *a)
 {
     char id[17];
@@ -261,6 +271,8 @@ static row rows[] = {
      NULL, P_NONE, NULL, false},
     {"DELETE", V "/files/{path}", N_WRITE, 204, 0, NULL, B_NONE, NULL, P_BODY, prep_file_delete,
      false},
+    {"POST", V "/files/{path}/import", N_WRITE, 202, 0, NULL, B_JSON,
+     "{\"url\":\"http://localhost:1/x.safetensors\"}", P_COUNT, prep_import, false},
     {"GET", V "/files/{path}/header", N_READ, 200, 0,
      M "/versions/1/files/model.safetensors/header", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", V "/tensors", N_READ, 200, 0, M "/versions/1/tensors", B_NONE, NULL, P_NONE, NULL,

@@ -36,6 +36,30 @@ TEST(byte_counts)
     CHECK(tg_parse_bytes("17179869184G", &v) == -1); /* 2^34 GiB overflows */
 }
 
+/* --import-allow: repeatable, added to the environment's comma-separated list; a bad
+ * CIDR is an error naming it. */
+TEST(import_allow)
+{
+    tg_config config;
+    tg_config_defaults(&config);
+    CHECK_EQ_U64(config.import_allow.allow_count, 0);
+    setenv("TENSORGATE_IMPORT_ALLOW", "10.0.0.0/8, fd00::/8", 1);
+    char err[256] = "";
+    char *argv[] = {"serve", "--import-allow", "127.0.0.1/32", "--import-allow=::1", NULL};
+    CHECK(tg_config_load(&config, 4, argv, err, sizeof err) == 0);
+    CHECK_EQ_U64(config.import_allow.allow_count, 4);
+    CHECK(tg_addr_text_forbidden(&config.import_allow, "10.1.2.3") == NULL);
+    CHECK(tg_addr_text_forbidden(&config.import_allow, "127.0.0.1") == NULL);
+    CHECK(tg_addr_text_forbidden(&config.import_allow, "::1") == NULL);
+    CHECK(tg_addr_text_forbidden(&config.import_allow, "192.168.0.1") != NULL);
+    unsetenv("TENSORGATE_IMPORT_ALLOW");
+    tg_config_defaults(&config);
+    char *bad[] = {"serve", "--import-allow", "10.0.0.1/8", NULL};
+    CHECK(tg_config_load(&config, 3, bad, err, sizeof err) == -1);
+    CHECK(strstr(err, "10.0.0.1/8") != NULL);
+    CHECK(strstr(tg_config_usage(), "--import-allow") != NULL);
+}
+
 TEST(flags_override_environment)
 {
     tg_config config;
@@ -103,5 +127,6 @@ int main(int argc, char **argv)
     RUN(byte_counts);
     RUN(flags_override_environment);
     RUN(catalog_and_job_lease);
+    RUN(import_allow);
     return test_report(argv[0]);
 }

@@ -852,6 +852,75 @@ TEST(guarded_file_put)
     tg_catalog_close(catalog);
 }
 
+/* Imports (schema 6): an import job is idempotent by draft, path and url, never equal
+ * to a conversion; its commit puts the file with source_url and marks the job done
+ * in one transaction; a cancelled job or a published draft commits nothing; an
+ * upload over the path clears source_url. */
+TEST(import_jobs_commit_with_source_url)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    tg_version draft;
+    CHECK(tg_catalog_model_create(catalog, "imp", "m", "", &model) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &draft) == TG_CAT_OK);
+    tg_job job, again, claimed;
+    bool existing = true;
+    CHECK(tg_catalog_import_job_create(catalog, 0, model.id, draft.id, "a.json", "http://h/a", &job,
+                                       &existing) == TG_CAT_OK);
+    CHECK(!existing);
+    CHECK_STR(job.kind, "import");
+    CHECK_STR(job.path, "a.json");
+    CHECK_STR(job.url, "http://h/a");
+    CHECK(tg_catalog_import_job_create(catalog, 0, model.id, draft.id, "a.json", "http://h/a",
+                                       &again, &existing) == TG_CAT_OK);
+    CHECK(existing && again.id == job.id);
+    CHECK(tg_catalog_import_job_create(catalog, 0, model.id, draft.id, "a.json", "http://h/b",
+                                       &again, &existing) == TG_CAT_OK);
+    CHECK(!existing && again.id != job.id);
+    CHECK(tg_catalog_job_claim(catalog, &claimed) == TG_CAT_OK && claimed.id == job.id);
+    tg_file_record file;
+    memset(&file, 0, sizeof file);
+    snprintf(file.path, sizeof file.path, "a.json");
+    snprintf(file.kind, sizeof file.kind, "json");
+    snprintf(file.sha256, sizeof file.sha256, "ee");
+    snprintf(file.source_url, sizeof file.source_url, "http://h/a");
+    file.size = 5;
+    tg_commit_guard guard = {model.id, "imp", "m", NULL};
+    const char *why = NULL;
+    CHECK(tg_catalog_import_commit(catalog, job.id, &guard, draft.id, &file, NULL, &why) ==
+          TG_CAT_OK);
+    tg_file_record got;
+    CHECK(tg_catalog_file_get(catalog, draft.id, "a.json", &got) == TG_CAT_OK);
+    CHECK_STR(got.source_url, "http://h/a");
+    CHECK(tg_catalog_job_get(catalog, job.id, &again) == TG_CAT_OK);
+    CHECK(again.state == TG_JOB_DONE);
+    CHECK_EQ_U64(again.result_version, draft.number);
+    CHECK(tg_catalog_import_job_create(catalog, 0, model.id, draft.id, "a.json", "http://h/b",
+                                       &again, &existing) == TG_CAT_OK);
+    CHECK(existing);
+    /* not running any more: a second commit is refused */
+    CHECK(tg_catalog_import_commit(catalog, job.id, &guard, draft.id, &file, NULL, &why) ==
+          TG_CAT_CONFLICT);
+    /* the second job, cancelled while it runs: nothing is put */
+    CHECK(tg_catalog_job_claim(catalog, &claimed) == TG_CAT_OK && claimed.id == again.id);
+    tg_job_state was;
+    CHECK(tg_catalog_job_cancel(catalog, again.id, &was, &claimed) == TG_CAT_OK);
+    snprintf(file.path, sizeof file.path, "b.json");
+    CHECK(tg_catalog_import_commit(catalog, again.id, &guard, draft.id, &file, NULL, &why) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(why, "cancelled");
+    CHECK(tg_catalog_file_get(catalog, draft.id, "b.json", &got) == TG_CAT_NOT_FOUND);
+    /* an upload over the path: no source_url any more */
+    snprintf(file.path, sizeof file.path, "a.json");
+    file.source_url[0] = '\0';
+    CHECK(tg_catalog_file_put_guarded(catalog, &guard, draft.id, &file, NULL, &why) == TG_CAT_OK);
+    CHECK(tg_catalog_file_get(catalog, draft.id, "a.json", &got) == TG_CAT_OK);
+    CHECK_STR(got.source_url, "");
+    tg_catalog_close(catalog);
+}
+
 /* A job remembers its token: revoked before the commit, the job fails token_revoked. */
 TEST(job_of_revoked_token_fails_at_commit)
 {
@@ -1687,6 +1756,7 @@ int main(int argc, char **argv)
     RUN(schema_1_catalog_is_migrated);
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
     RUN(guarded_file_put);
+    RUN(import_jobs_commit_with_source_url);
     RUN(job_of_revoked_token_fails_at_commit);
     RUN(newer_schema_is_refused);
     RUN(dispatch_reaches_the_backend);

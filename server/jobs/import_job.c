@@ -1,0 +1,645 @@
+/* Imports from a URL (see import_job.h). */
+#include "import_job.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "index_check.h"
+#include "log.h"
+#include "pipeline.h"
+#include "reclaim.h"
+
+#define UNKNOWN UINT64_MAX
+#define SNIFF_WINDOW 65536u      /* what the gate's sniffers read of a non-safetensors head */
+#define PROGRESS_STEP (4u << 20) /* progress and cancel checks, every 4 MiB */
+
+typedef struct importer {
+    const tg_jobs_context *ctx;
+    const tg_job *job;
+    bool (*stopping)(void);
+    CURL *curl;
+    tg_ingest ingest;
+    bool begun;      /* the ingest began (at the first response) */
+    uint64_t offset; /* bytes fed to the ingest so far */
+    uint64_t total;  /* the source's size, or UNKNOWN */
+    bool ranges;     /* the source answers Range with 206 */
+    bool first_done; /* the first response was checked */
+    uint8_t head[8]; /* the first 8 bytes: a safetensors header's N */
+    char etag[256];  /* the validator of the first response */
+    char last_modified[128];
+    uint64_t next_progress;
+    /* the response in progress */
+    uint64_t req_to; /* end (exclusive) of the asked range, or UNKNOWN */
+    bool checked;
+    char hdr_etag[256], hdr_last_modified[128], hdr_range[128];
+    /* the outcome */
+    const char *forbidden; /* the policy's verdict on a refused connect */
+    char forbidden_addr[INET6_ADDRSTRLEN];
+    bool stopped;
+    char reason[48];
+    char detail[TG_JOB_DETAIL_MAX];
+} importer;
+
+static void fail(importer *im, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(importer *im, const char *reason, const char *fmt, ...)
+{
+    if (im->reason[0] != '\0')
+        return; /* the first failure is the one reported */
+    snprintf(im->reason, sizeof im->reason, "%s", reason);
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(im->detail, sizeof im->detail, fmt, args);
+    va_end(args);
+}
+
+/* ---- the URL ---- */
+
+const char *tg_import_url_check(const tg_addr_policy *policy, const char *url, char *detail,
+                                size_t detail_len)
+{
+    if (url == NULL || url[0] == '\0' || strlen(url) > TG_URL_MAX) {
+        snprintf(detail, detail_len, "the url must be 1 to %d bytes", TG_URL_MAX);
+        return "import_url_invalid";
+    }
+    for (const unsigned char *c = (const unsigned char *)url; *c; c++)
+        if (*c <= 0x20 || *c >= 0x7F) {
+            snprintf(detail, detail_len, "the url holds a space, control or non-ASCII byte");
+            return "import_url_invalid";
+        }
+    CURLU *parsed = curl_url();
+    if (parsed == NULL) {
+        snprintf(detail, detail_len, "out of memory");
+        return "internal_error";
+    }
+    const char *reason = NULL;
+    char *scheme = NULL, *host = NULL;
+    if (curl_url_set(parsed, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+        curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
+        snprintf(detail, detail_len, "the url is not an absolute URL");
+        reason = "import_url_invalid";
+    } else if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
+        snprintf(detail, detail_len, "the url's scheme is %.32s; only http and https are allowed",
+                 scheme);
+        reason = "import_scheme_forbidden";
+    } else if (curl_url_get(parsed, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
+        snprintf(detail, detail_len, "the url has no host");
+        reason = "import_url_invalid";
+    } else {
+        /* a numeric host is judged now too ([v6] loses its brackets); names are
+         * judged on the addresses they resolve to, at each connect */
+        char literal[INET6_ADDRSTRLEN + 2];
+        size_t len = strlen(host);
+        if (host[0] == '[' && len >= 2 && len - 2 < sizeof literal) {
+            memcpy(literal, host + 1, len - 2);
+            literal[len - 2] = '\0';
+        } else {
+            snprintf(literal, sizeof literal, "%s", host);
+        }
+        const char *why = tg_addr_text_forbidden(policy, literal);
+        if (why != NULL && strcmp(why, "invalid") != 0) {
+            snprintf(detail, detail_len,
+                     "the url's host %s is a %s address; imports may not reach it "
+                     "(--import-allow)",
+                     literal, why);
+            reason = "import_address_forbidden";
+        }
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_url_cleanup(parsed);
+    return reason;
+}
+
+/* ---- libcurl callbacks ---- */
+
+/* Every connection (the first, each redirect's, each resume's): the peer address
+ * curl is about to connect to, after its own resolution, is judged by the policy. */
+static curl_socket_t open_socket(void *ctx, curlsocktype purpose, struct curl_sockaddr *address)
+{
+    importer *im = ctx;
+    (void)purpose;
+    const char *why =
+        tg_addr_forbidden(&im->ctx->import_policy, &address->addr, (size_t)address->addrlen);
+    if (why != NULL) {
+        im->forbidden = why;
+        const void *raw = NULL;
+        if (address->family == AF_INET)
+            raw = &((const struct sockaddr_in *)(const void *)&address->addr)->sin_addr;
+        else if (address->family == AF_INET6)
+            raw = &((const struct sockaddr_in6 *)(const void *)&address->addr)->sin6_addr;
+        if (raw == NULL ||
+            inet_ntop(address->family, raw, im->forbidden_addr, sizeof im->forbidden_addr) == NULL)
+            snprintf(im->forbidden_addr, sizeof im->forbidden_addr, "?");
+        return CURL_SOCKET_BAD;
+    }
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+static void header_value(const char *line, size_t len, const char *name, char *out, size_t out_len)
+{
+    size_t name_len = strlen(name);
+    if (len <= name_len || strncasecmp(line, name, name_len) != 0 || line[name_len] != ':')
+        return;
+    const char *value = line + name_len + 1;
+    const char *end = line + len;
+    while (value < end && (*value == ' ' || *value == '\t'))
+        value++;
+    while (end > value && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    snprintf(out, out_len, "%.*s", (int)(end - value), value);
+}
+
+static size_t on_header(char *line, size_t size, size_t count, void *ctx)
+{
+    importer *im = ctx;
+    size_t len = size * count;
+    if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) { /* a new response (a redirect's, ...) */
+        im->hdr_etag[0] = im->hdr_last_modified[0] = im->hdr_range[0] = '\0';
+        return len;
+    }
+    header_value(line, len, "ETag", im->hdr_etag, sizeof im->hdr_etag);
+    header_value(line, len, "Last-Modified", im->hdr_last_modified, sizeof im->hdr_last_modified);
+    header_value(line, len, "Content-Range", im->hdr_range, sizeof im->hdr_range);
+    return len;
+}
+
+/* One decimal number at *text (digits only), moving *text past it. */
+static bool parse_number(const char **text, uint64_t *out)
+{
+    const char *p = *text;
+    if (*p < '0' || *p > '9')
+        return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = strtoull(p, &end, 10);
+    if (errno != 0 || end == p)
+        return false;
+    *out = value;
+    *text = end;
+    return true;
+}
+
+/* "bytes A-B/T": A and T (UNKNOWN for "*"). */
+static bool parse_content_range(const char *text, uint64_t *start, uint64_t *total)
+{
+    uint64_t a = 0, b = 0;
+    if (strncmp(text, "bytes ", 6) != 0)
+        return false;
+    const char *p = text + 6;
+    if (!parse_number(&p, &a) || *p++ != '-' || !parse_number(&p, &b) || *p++ != '/' || b < a)
+        return false;
+    *start = a;
+    if (strcmp(p, "*") == 0) {
+        *total = UNKNOWN;
+        return true;
+    }
+    uint64_t value = 0;
+    if (!parse_number(&p, &value) || *p != '\0' || value <= b)
+        return false;
+    *total = value;
+    return true;
+}
+
+static bool begin_ingest(importer *im, uint64_t declared)
+{
+    const char *path = im->job->path;
+    tg_ingest_config config = {
+        .kind = tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path),
+        .declared = declared,
+        .max_bytes = im->ctx->max_body,
+        .max_header = im->ctx->max_header,
+        .refuse_nonfinite = im->ctx->refuse_nonfinite,
+        .store = im->ctx->store,
+        .digest_name = "import",
+        .stop_when_certain = true,
+        .check_length = true,
+        .drain_limit = 0,
+    };
+    im->begun = true;
+    if (tg_ingest_begin(&im->ingest, &config) != 0) {
+        fail(im, "internal_error", "cannot start the ingest (temp file or memory): %s",
+             strerror(im->ingest.os_errno));
+        return false;
+    }
+    return true;
+}
+
+/* The first bytes of a response: is it the one asked for? */
+static bool check_response(importer *im)
+{
+    long status = 0;
+    curl_easy_getinfo(im->curl, CURLINFO_RESPONSE_CODE, &status);
+    uint64_t total = UNKNOWN;
+    if (status == 206) {
+        uint64_t start = 0;
+        if (!parse_content_range(im->hdr_range, &start, &total) || start != im->offset) {
+            fail(im, "import_fetch_failed",
+                 "the source answered 206 with Content-Range '%.64s' for bytes from %llu",
+                 im->hdr_range, (unsigned long long)im->offset);
+            return false;
+        }
+    } else if (status == 200 && im->offset == 0 && !im->first_done) {
+        /* no ranges: the whole file in one stream, stopped at the first refusal */
+        curl_off_t length = -1;
+        curl_easy_getinfo(im->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+        total = length >= 0 ? (uint64_t)length : UNKNOWN;
+        im->req_to = UNKNOWN;
+    } else {
+        fail(im, "import_fetch_failed", "the source answered HTTP %ld to a range request", status);
+        return false;
+    }
+    if (!im->first_done) {
+        im->first_done = true;
+        im->ranges = status == 206;
+        im->total = total;
+        snprintf(im->etag, sizeof im->etag, "%s", im->hdr_etag);
+        snprintf(im->last_modified, sizeof im->last_modified, "%s", im->hdr_last_modified);
+        if (total != UNKNOWN && total > im->ctx->max_body) {
+            fail(im, "import_too_large", "the source is %llu bytes; the limit is %llu (--max-body)",
+                 (unsigned long long)total, (unsigned long long)im->ctx->max_body);
+            return false;
+        }
+        return begin_ingest(im, total);
+    }
+    /* a later range: the same file? */
+    bool same = total == im->total;
+    if (im->etag[0] != '\0')
+        same = same && strcmp(im->etag, im->hdr_etag) == 0;
+    else if (im->last_modified[0] != '\0')
+        same = same && strcmp(im->last_modified, im->hdr_last_modified) == 0;
+    if (!same) {
+        fail(im, "import_source_changed",
+             "the source changed between ranges (ETag, Last-Modified or size differ); "
+             "start the import again");
+        return false;
+    }
+    return true;
+}
+
+/* Progress in the catalog and the cancel and stop checks. False: stop the transfer. */
+static bool checkpoint(importer *im)
+{
+    if (im->offset < im->next_progress)
+        return true;
+    im->next_progress = im->offset + PROGRESS_STEP;
+    (void)tg_catalog_job_progress(im->ctx->catalog, im->job->id, im->offset,
+                                  im->total == UNKNOWN ? 0 : im->total);
+    if (im->stopping != NULL && im->stopping()) {
+        im->stopped = true;
+        return false;
+    }
+    tg_job now;
+    if (tg_catalog_job_get(im->ctx->catalog, im->job->id, &now) == TG_CAT_OK &&
+        now.cancel_requested) {
+        fail(im, "cancelled", "cancelled while it ran");
+        return false;
+    }
+    return true;
+}
+
+/* Also while connecting or waiting: a stopping server is not held by a slow source. */
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    importer *im = ctx;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (im->stopping != NULL && im->stopping()) {
+        im->stopped = true;
+        return 1;
+    }
+    return 0;
+}
+
+static size_t on_body(char *data, size_t size, size_t count, void *ctx)
+{
+    importer *im = ctx;
+    size_t len = size * count;
+    if (!im->checked) {
+        if (!check_response(im))
+            return 0;
+        im->checked = true;
+    }
+    size_t take = len;
+    if (im->req_to != UNKNOWN && take > im->req_to - im->offset)
+        take = (size_t)(im->req_to - im->offset);
+    for (size_t i = 0; i < take && im->offset + i < sizeof im->head; i++)
+        im->head[im->offset + i] = (uint8_t)data[i];
+    if (take > 0) {
+        tg_ingest_feed(&im->ingest, data, take);
+        im->offset += take;
+    }
+    if (im->ingest.state != TG_INGEST_OPEN)
+        return 0; /* refused (or too large): nothing more is read */
+    if (take < len) {
+        fail(im, "import_fetch_failed", "the source sent more than the range asked for");
+        return 0;
+    }
+    return checkpoint(im) ? len : 0;
+}
+
+/* ---- the transfer ---- */
+
+static bool resumable(CURLcode rc)
+{
+    return rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
+           rc == CURLE_GOT_NOTHING || rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_OK;
+}
+
+/* Fetches [from, to) (to UNKNOWN: to the end) into the ingest, resuming a broken
+ * transfer from where it stopped. Returns false when the import cannot go on
+ * (failed, stopped); true otherwise (done, or the ingest stopped: the caller looks). */
+static bool fetch(importer *im, uint64_t to)
+{
+    for (unsigned resumes = 0;; resumes++) {
+        char range[64];
+        if (to == UNKNOWN)
+            snprintf(range, sizeof range, "%llu-", (unsigned long long)im->offset);
+        else
+            snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)im->offset,
+                     (unsigned long long)(to - 1));
+        im->req_to = to;
+        im->checked = false;
+        im->forbidden = NULL;
+        curl_easy_setopt(im->curl, CURLOPT_RANGE, range);
+        CURLcode rc = curl_easy_perform(im->curl);
+        if (im->reason[0] != '\0' || im->stopped)
+            return false;
+        if (im->begun && im->ingest.state != TG_INGEST_OPEN)
+            return true;
+        bool complete = rc == CURLE_OK && (im->req_to == UNKNOWN || im->offset >= im->req_to);
+        if (complete)
+            return true;
+        if (im->forbidden != NULL) {
+            fail(im, "import_address_forbidden",
+                 "the source's address %s is %s; imports may not reach it (--import-allow)",
+                 im->forbidden_addr, im->forbidden);
+            return false;
+        }
+        if (rc == CURLE_UNSUPPORTED_PROTOCOL) {
+            fail(im, "import_scheme_forbidden",
+                 "the source (or a redirect) uses a scheme other than http or https");
+            return false;
+        }
+        if (rc == CURLE_TOO_MANY_REDIRECTS) {
+            fail(im, "import_fetch_failed", "more than %d redirects", TG_IMPORT_MAX_REDIRECTS);
+            return false;
+        }
+        if (rc == CURLE_FILESIZE_EXCEEDED) {
+            fail(im, "import_too_large", "the source is larger than --max-body (%llu bytes)",
+                 (unsigned long long)im->ctx->max_body);
+            return false;
+        }
+        if (rc == CURLE_HTTP_RETURNED_ERROR) {
+            long status = 0;
+            curl_easy_getinfo(im->curl, CURLINFO_RESPONSE_CODE, &status);
+            fail(im, "import_fetch_failed", "the source answered HTTP %ld", status);
+            return false;
+        }
+        /* broken: resume from where it stopped, when the source does ranges */
+        if (!resumable(rc) || !im->first_done || !im->ranges || resumes >= TG_IMPORT_MAX_RESUMES) {
+            fail(im, "import_fetch_failed", "the transfer failed at byte %llu: %s",
+                 (unsigned long long)im->offset,
+                 rc == CURLE_OK ? "the source ended early" : curl_easy_strerror(rc));
+            return false;
+        }
+        tg_log(TG_LOG_WARN, "job %lld: the transfer broke at byte %llu (%s); resuming",
+               (long long)im->job->id, (unsigned long long)im->offset,
+               rc == CURLE_OK ? "ended early" : curl_easy_strerror(rc));
+    }
+}
+
+static bool setup_curl(importer *im)
+{
+    im->curl = curl_easy_init();
+    if (im->curl == NULL) {
+        fail(im, "internal_error", "libcurl could not start");
+        return false;
+    }
+    CURL *c = im->curl;
+    bool ok =
+        curl_easy_setopt(c, CURLOPT_URL, im->job->url) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_MAXREDIRS, (long)TG_IMPORT_MAX_REDIRECTS) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_PROXY, "") == CURLE_OK && /* never an env proxy */
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)im->ctx->max_body) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, NULL) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_USERAGENT, "tensorgate-import") == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, im) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, im) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, im) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, im) == CURLE_OK &&
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L) == CURLE_OK;
+    if (!ok)
+        fail(im, "internal_error", "libcurl refused an option (http/https only needs 7.85)");
+    return ok;
+}
+
+/* N of a safetensors head, little-endian. */
+static uint64_t header_length(const uint8_t head[8])
+{
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | head[i];
+    return n;
+}
+
+/* The ranges: 8 bytes, the header (or the sniff window), the rest. */
+static void transfer(importer *im)
+{
+    if (!fetch(im, 8) || im->ingest.state != TG_INGEST_OPEN || !im->ranges)
+        return;
+    uint64_t total = im->total;
+    if (im->offset < 8 && (total == UNKNOWN || im->offset < total)) {
+        fail(im, "import_fetch_failed", "the source sent %llu of the first 8 bytes",
+             (unsigned long long)im->offset);
+        return;
+    }
+    uint64_t n = header_length(im->head);
+    uint64_t head_end = n <= im->ctx->max_header ? 8 + n : SNIFF_WINDOW;
+    if (head_end < SNIFF_WINDOW && !tg_is_safetensors_path(im->job->path))
+        head_end = SNIFF_WINDOW; /* a sidecar: its kind is decided by content */
+    if (total != UNKNOWN && head_end > total)
+        head_end = total;
+    if (im->offset < head_end && (!fetch(im, head_end) || im->ingest.state != TG_INGEST_OPEN))
+        return;
+    /* a head the gate did not take as a safetensors header: the sniffers' window next,
+     * so content that is not safetensors is refused before the rest is asked for */
+    uint64_t sniff_end = total != UNKNOWN && total < SNIFF_WINDOW ? total : SNIFF_WINDOW;
+    if (st_gate_file(im->ingest.gate) == NULL && im->offset < sniff_end &&
+        (!fetch(im, sniff_end) || im->ingest.state != TG_INGEST_OPEN))
+        return;
+    if (total == UNKNOWN || im->offset < total)
+        (void)fetch(im, total);
+}
+
+/* ---- the outcome ---- */
+
+typedef struct commit_ctx {
+    importer *im;
+    tg_file_record *file;
+    tg_cat_status status;
+    const char *why;
+} commit_ctx;
+
+static void record_import(void *ctx, const tg_file_record *file, const char *stats)
+{
+    commit_ctx *commit = ctx;
+    importer *im = commit->im;
+    (void)file; /* it is commit->file, which gets the URL */
+    snprintf(commit->file->source_url, sizeof commit->file->source_url, "%s", im->job->url);
+    tg_commit_guard guard = {.model_id = im->job->model_id,
+                             .org = im->job->org,
+                             .name = im->job->name,
+                             .token_hash = NULL};
+    if (im->ctx->publish_lock != NULL)
+        pthread_mutex_lock(im->ctx->publish_lock);
+    commit->status =
+        tg_catalog_import_commit(im->ctx->catalog, im->job->id, &guard, im->job->source_version_id,
+                                 commit->file, stats, &commit->why);
+    if (im->ctx->publish_lock != NULL)
+        pthread_mutex_unlock(im->ctx->publish_lock);
+}
+
+static void record_rejection(importer *im, const char *reason, const char *format,
+                             const char *detail)
+{
+    tg_rejection r;
+    memset(&r, 0, sizeof r);
+    tg_time_now(r.time);
+    snprintf(r.model, sizeof r.model, "%s/%s", im->job->org, im->job->name);
+    r.version = im->job->source_number;
+    snprintf(r.path, sizeof r.path, "%s", im->job->path);
+    snprintf(r.reason, sizeof r.reason, "%s", reason);
+    snprintf(r.format, sizeof r.format, "%s", format ? format : "");
+    snprintf(r.detail, sizeof r.detail, "%s", detail);
+    snprintf(r.client, sizeof r.client, "import job %lld", (long long)im->job->id);
+    r.size = im->offset;
+    if (tg_catalog_rejection_add(im->ctx->catalog, &r) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of import job %lld",
+               (long long)im->job->id);
+}
+
+static void gate_refusal(importer *im)
+{
+    st_verdict verdict;
+    st_gate_verdict(im->ingest.gate, &verdict);
+    fail(im, st_reason_name(verdict.error.reason), "%s (at byte %llu of the source)",
+         verdict.error.detail, (unsigned long long)im->offset);
+    record_rejection(im, im->reason, st_format_name(verdict.format), verdict.error.detail);
+}
+
+/* The ingest's end: a stopped ingest is judged as it stopped (never finished: the
+ * rest was not fetched on purpose); a whole one is finished and committed. */
+static void conclude(importer *im)
+{
+    tg_ingest *ingest = &im->ingest;
+    if (ingest->state == TG_INGEST_OPEN)
+        tg_ingest_finish(ingest);
+    switch (ingest->state) {
+    case TG_INGEST_OPEN:
+        break;
+    case TG_INGEST_REFUSED:
+        gate_refusal(im);
+        return;
+    case TG_INGEST_TOO_LARGE:
+        fail(im, "import_too_large", "the source is larger than --max-body (%llu bytes)",
+             (unsigned long long)im->ctx->max_body);
+        record_rejection(im, "payload_too_large", NULL, im->detail);
+        return;
+    case TG_INGEST_LENGTH_MISMATCH:
+        fail(im, "import_fetch_failed", "the source sent %llu bytes; it announced %llu",
+             (unsigned long long)tg_ingest_received(ingest),
+             (unsigned long long)ingest->config.declared);
+        return;
+    case TG_INGEST_NO_SPACE:
+        fail(im, "insufficient_storage", "the server's disk is full; nothing was stored");
+        return;
+    default:
+        fail(im, "internal_error", "the import could not be written");
+        return;
+    }
+    tg_file_record *file = calloc(1, sizeof *file);
+    if (file == NULL) {
+        fail(im, "internal_error", "out of memory");
+        return;
+    }
+    commit_ctx commit = {.im = im, .file = file, .status = TG_CAT_ERROR, .why = NULL};
+    if (tg_ingest_commit(ingest, im->job->path, file, record_import, &commit) != 0) {
+        fail(im, ingest->state == TG_INGEST_NO_SPACE ? "insufficient_storage" : "internal_error",
+             "the file could not be stored");
+    } else if (commit.status != TG_CAT_OK) {
+        const char *why = commit.why != NULL ? commit.why : "internal_error";
+        fail(im, why, "the file was fetched, but %s",
+             strcmp(why, "cancelled") == 0           ? "the import was cancelled"
+             : strcmp(why, "version_published") == 0 ? "the version was published meanwhile"
+             : strcmp(why, "token_revoked") == 0     ? "the token that asked was revoked"
+             : strcmp(why, "forbidden") == 0 ? "the token that asked no longer covers the model"
+                                             : "the catalog could not record it");
+        (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
+    }
+    free(file);
+}
+
+int tg_import_job_run(const tg_jobs_context *context, const tg_job *job, bool (*stopping)(void))
+{
+    importer *im = calloc(1, sizeof *im);
+    if (im == NULL) {
+        tg_catalog_job_fail(context->catalog, job->id, "internal_error", "out of memory");
+        return -1;
+    }
+    im->ctx = context;
+    im->job = job;
+    im->stopping = stopping;
+    im->total = UNKNOWN;
+    im->next_progress = PROGRESS_STEP;
+    tg_log(TG_LOG_INFO, "job %lld: importing %s into %s/%s version %lld %s (attempt %lld)",
+           (long long)job->id, job->url, job->org, job->name, (long long)job->source_number,
+           job->path, (long long)job->attempts);
+    char detail[TG_JOB_DETAIL_MAX];
+    const char *bad = tg_import_url_check(&context->import_policy, job->url, detail, sizeof detail);
+    if (bad != NULL)
+        fail(im, bad, "%s", detail);
+    else if (setup_curl(im))
+        transfer(im);
+    if (im->reason[0] == '\0' && !im->stopped && im->begun)
+        conclude(im);
+    else if (im->reason[0] == '\0' && !im->stopped)
+        fail(im, "import_fetch_failed", "the source sent nothing");
+    if (im->begun)
+        tg_ingest_abort(&im->ingest); /* the temp file of anything not committed goes */
+    if (im->curl != NULL)
+        curl_easy_cleanup(im->curl);
+    int rc = 0;
+    if (im->stopped) {
+        rc = 1;
+    } else if (im->reason[0] != '\0') {
+        rc = -1;
+        tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, im->reason, im->detail);
+        bool cancelled = strcmp(im->reason, "cancelled") == 0;
+        tg_catalog_job_fail(context->catalog, job->id, im->reason, cancelled ? NULL : im->detail);
+    } else {
+        tg_log(TG_LOG_INFO, "job %lld: imported %s (%llu bytes)", (long long)job->id, job->path,
+               (unsigned long long)im->offset);
+    }
+    free(im);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* Imports from a URL (POST .../versions/{rev}/files/{path}/import): a job of kind
+ * "import" that the jobs worker (convert_job.c) claims like a conversion and hands
+ * to tg_import_job_run. The file is fetched with libcurl, only over http and https
+ * (redirects too, at most TG_IMPORT_MAX_REDIRECTS), every connection's peer address
+ * checked by the address policy (addr_policy.h) in curl's socket-open callback, no
+ * proxy. The bytes go through the one ingest pipeline (server/ingest/pipeline.h)
+ * in ranges: the first 8 bytes, then the header (at most --max-header, or the
+ * 64 KiB a sniffer needs), then the body, each a separate request, so a file the
+ * gate refuses by its head (pickle, bad header, too large by its announced size)
+ * is refused before its body is asked for. A transfer that breaks resumes with
+ * Range from the byte it reached, at most TG_IMPORT_MAX_RESUMES times, when the
+ * source's validator (ETag, else Last-Modified) and total size are unchanged. A
+ * source that does not do ranges is read in one stream, stopped at the first
+ * refusal. The file row records the URL (files.source_url); the row and the job's
+ * "done" are one catalog transaction (tg_catalog_import_commit), re-checking that
+ * the draft is still a draft and the job's token still covers the model.
+ *
+ * Failure reasons: import_url_invalid, import_scheme_forbidden,
+ * import_address_forbidden, import_fetch_failed, import_source_changed,
+ * import_too_large, the gate's reasons for bad content, insufficient_storage,
+ * cancelled, token_revoked, forbidden, version_published, internal_error. */
+#ifndef TG_IMPORT_JOB_H
+#define TG_IMPORT_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "catalog.h"
+#include "convert_job.h"
+
+#define TG_IMPORT_MAX_REDIRECTS 5
+#define TG_IMPORT_MAX_RESUMES 3
+
+/* Checks a URL before a job is queued: absolute, http or https, a host, at most
+ * TG_URL_MAX bytes. Returns NULL when good, else the reason (import_url_invalid or
+ * import_scheme_forbidden) with a sentence in detail. When the host is a numeric
+ * address the policy forbids, the reason is import_address_forbidden. */
+const char *tg_import_url_check(const tg_addr_policy *policy, const char *url, char *detail,
+                                size_t detail_len);
+
+/* Runs the claimed import job: fetches, ingests, commits (the job becomes done) or
+ * fails the job with its reason. stopping() (may be NULL) is polled: when it turns
+ * true the transfer stops and the job stays running, to be resumed at the next
+ * start (tg_catalog_job_recover). Returns 0 done, -1 failed, 1 stopped. */
+int tg_import_job_run(const tg_jobs_context *context, const tg_job *job, bool (*stopping)(void));
+
+#endif

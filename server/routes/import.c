@@ -1,0 +1,174 @@
+/* POST .../versions/{rev}/files/{path}/import {"url": URL}: queues an import job
+ * (server/jobs/import_job.h) that fetches the URL into {path} of the draft {rev},
+ * and answers 202 with the job (Location: /v1/jobs/{id}), like a conversion. The
+ * same authorisation as an upload to that draft (write scope, the org's namespace),
+ * the same path rules; the URL is checked before the job is queued (scheme, form,
+ * a numeric host the SSRF policy forbids); every address it resolves to is checked
+ * again by the job at each connect. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "checks.h"
+#include "convert_job.h"
+#include "import_job.h"
+#include "resources.h"
+#include "routes.h"
+
+typedef struct import_count {
+    const char *org;
+    unsigned all, of_org;
+} import_count;
+
+static void count_job(void *context, const tg_job *job)
+{
+    import_count *c = context;
+    c->all++;
+    c->of_org += strcmp(job->org, c->org) == 0;
+}
+
+static pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* --max-jobs and --max-jobs-per-namespace hold for imports as for conversions. */
+static bool import_fits(tg_request *req, const tg_model *model)
+{
+    const tg_config *config = &req->server->config;
+    import_count count = {model->org, 0, 0};
+    tg_job_filter filter = {.has_state = true, .state = TG_JOB_QUEUED};
+    tg_cat_status status = tg_catalog_job_list(req->server->catalog, &filter, 0,
+                                               config->max_jobs + 1u, count_job, &count);
+    filter.state = TG_JOB_RUNNING;
+    if (status == TG_CAT_OK)
+        status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
+                                     count_job, &count);
+    if (status != TG_CAT_OK) {
+        tg_respond_internal(req, "the catalog failed");
+        return false;
+    }
+    if (count.of_org >= config->max_jobs_per_namespace) {
+        tg_respond_quota(req, TG_TALLY_KEY_FULL, 10,
+                         "%s has %u jobs queued or running, its limit (--max-jobs-per-namespace); "
+                         "retry when one ends",
+                         model->org, count.of_org);
+        return false;
+    }
+    if (count.all >= config->max_jobs) {
+        tg_respond_quota(req, TG_TALLY_GLOBAL_FULL, 10,
+                         "the server has %u jobs queued or running, its limit (--max-jobs); "
+                         "retry later",
+                         count.all);
+        return false;
+    }
+    return true;
+}
+
+static unsigned url_reason_status(const char *reason)
+{
+    if (strcmp(reason, "import_url_invalid") == 0)
+        return 400;
+    if (strcmp(reason, "internal_error") == 0)
+        return 500;
+    return 422; /* import_scheme_forbidden, import_address_forbidden */
+}
+
+void tg_route_file_import(tg_request *req)
+{
+    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
+        return;
+    tg_server *server = req->server;
+    tg_model *model = malloc(sizeof *model);
+    tg_job *job = malloc(sizeof *job);
+    json_t *body = NULL;
+    if (model == NULL || job == NULL) {
+        tg_respond_internal(req, "out of memory");
+        goto out;
+    }
+    if (!tg_lookup_model(req, model))
+        goto out;
+    const char *path = tg_param(req, "path");
+    const char *why = NULL;
+    if (path == NULL || !tg_valid_file_path(path, &why)) {
+        tg_respond_problem(req, 400, "invalid_path", "%s", why ? why : "the file path is invalid");
+        goto out;
+    }
+    const char *last_slash = strrchr(path, '/');
+    if (strcmp(last_slash ? last_slash + 1 : path, "header") == 0) {
+        tg_respond_problem(
+            req, 400, "invalid_path",
+            "a file path may not end in the segment 'header' (reserved for the header route)");
+        goto out;
+    }
+    tg_version version;
+    if (!tg_lookup_version(req, model, &version))
+        goto out;
+    if (version.published) {
+        tg_respond_problem(req, 409, "version_published",
+                           "version %lld is published; its files cannot change",
+                           (long long)version.number);
+        goto out;
+    }
+    body = tg_json_body(req);
+    if (body == NULL)
+        goto out;
+    static const char *const fields[] = {"url", NULL};
+    if (!tg_json_known_fields(req, body, fields))
+        goto out;
+    json_t *url_value = json_object_get(body, "url");
+    const char *url = json_string_value(url_value);
+    if (url == NULL || strlen(url) != json_string_length(url_value)) {
+        tg_respond_problem(req, 400, "import_url_invalid",
+                           "\"url\" (an http or https URL) is required");
+        goto out;
+    }
+    char detail[TG_JOB_DETAIL_MAX];
+    const char *bad = tg_import_url_check(&server->config.import_allow, url, detail, sizeof detail);
+    if (bad != NULL) {
+        tg_respond_problem(req, url_reason_status(bad), bad, "%s", detail);
+        goto out;
+    }
+    /* the job remembers its token: its commit fails it if the token was revoked by then */
+    char token_hash[65];
+    int64_t token_id = 0;
+    int hashed = tg_auth_token_hash(req, token_hash);
+    if (hashed < 0) {
+        tg_respond_internal(req, "the token's SHA-256 failed");
+        goto out;
+    }
+    if (hashed > 0 && tg_catalog_token_id(server->catalog, token_hash, &token_id) != TG_CAT_OK)
+        token_id = 0;
+    bool existing = false;
+    pthread_mutex_lock(&admission_lock);
+    if (!import_fits(req, model)) {
+        pthread_mutex_unlock(&admission_lock);
+        goto out;
+    }
+    tg_cat_status status = tg_catalog_import_job_create(server->catalog, token_id, model->id,
+                                                        version.id, path, url, job, &existing);
+    pthread_mutex_unlock(&admission_lock);
+    if (status == TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
+        goto out;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_internal(req, "the catalog failed");
+        goto out;
+    }
+    if (!existing)
+        tg_convert_jobs_wake();
+    json_t *answer = tg_job_json(job);
+    if (answer == NULL) {
+        tg_respond_internal(req, "out of memory");
+        goto out;
+    }
+    char location[64];
+    snprintf(location, sizeof location, "/v1/jobs/%lld", (long long)job->id);
+    const char *const headers[] = {"Location", location, "Retry-After", "1", NULL};
+    tg_respond_json_headers(req, 202, answer, headers);
+out:
+    json_decref(body);
+    free(model);
+    free(job);
+}

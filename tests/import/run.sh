@@ -1,0 +1,267 @@
+#!/bin/sh
+# tests/import/run.sh BINARY: imports from a URL (POST .../files/{path}/import) against
+# real servers on loopback, in a temp directory, all stopped at the end:
+#  - server A (--import-allow 127.0.0.1/32 --max-body 8M) imports from nginx (a
+#    safetensors file and a JSON sidecar: done, same SHA-256, source_url on the file),
+#    from server B (a second tensorgate: its file route), through a proxy that cuts the
+#    first long response once (resumed with Range from the byte reached);
+#  - refused by content before the body: a pickle and a bad header (nginx's access log
+#    shows how many bytes were sent: far less than the file), a file over --max-body
+#    (by its announced size, nothing of the body sent), a source that ignores Range,
+#    sends no Content-Length and never ends (stopped at --max-body);
+#  - redirects to file:// and to 169.254.169.254 / 127.0.0.2 refused;
+#  - server C (no --import-allow) refuses 127.0.0.1, ::1, 10.0.0.1, 169.254.169.254,
+#    [::ffff:127.0.0.1] and localhost; no token 401, another namespace's token 403;
+#  - a failed import leaves no file row and no temp file.
+# Ends with "N passed, N failed".
+set -u
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 BINARY" >&2
+    exit 2
+fi
+case $1 in
+/*) BIN=$1 ;;
+*) BIN=$(pwd)/$1 ;;
+esac
+HERE=$(cd "$(dirname "$0")" && pwd)
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+W=$(mktemp -d "${TMPDIR:-/tmp}/tg-import.XXXXXX")
+chmod 755 "$W"
+pids=
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null; done
+    for p in $pids; do wait "$p" 2>/dev/null; done
+    rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+ko() {
+    failed=$((failed + 1))
+    echo "FAIL: $*"
+}
+check() { # NAME COMMAND...
+    name=$1
+    shift
+    if "$@"; then ok; else ko "$name"; fi
+}
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() { # PORT
+    for _ in $(seq 1 100); do
+        curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+start_tg() { # NAME ARGS... ; sets port
+    n=$1
+    shift
+    "$BIN" serve --listen 127.0.0.1:0 --data "$W/$n" "$@" >"$W/$n.out" 2>"$W/$n.log" &
+    pids="$pids $!"
+    port=
+    for _ in $(seq 1 100); do
+        port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$W/$n.log" | head -n 1)
+        [ -n "$port" ] && return 0
+        sleep 0.1
+    done
+    echo "FAIL: server $n did not start"
+    cat "$W/$n.log"
+    exit 1
+}
+
+cd "$W" || exit 2
+python3 "$HERE/helpers.py" files "$W/www" || exit 2
+
+# --- nginx serving www/, with an access log of the bytes each request was sent
+NP=$(free_port)
+mkdir -p "$W/nginx"
+cat >"$W/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $W/nginx/nginx.pid;
+error_log $W/nginx/error.log warn;
+events { worker_connections 64; }
+http {
+    log_format bytes '\$uri \$status \$body_bytes_sent';
+    access_log $W/nginx/access.log bytes;
+    client_body_temp_path $W/nginx/body;
+    proxy_temp_path $W/nginx/proxy;
+    fastcgi_temp_path $W/nginx/fastcgi;
+    uwsgi_temp_path $W/nginx/uwsgi;
+    scgi_temp_path $W/nginx/scgi;
+    server {
+        listen 127.0.0.1:$NP;
+        root $W/www;
+        location = /redir-file { return 302 file:///etc/passwd; }
+        location = /redir-meta { return 302 http://169.254.169.254/latest/meta-data/; }
+        location = /redir-loop2 { return 302 http://127.0.0.2:$NP/good.safetensors; }
+        location = /redir-good { return 302 http://127.0.0.1:$NP/good.safetensors; }
+    }
+}
+CONF
+"$NGINX" -c "$W/nginx/nginx.conf" -p "$W/nginx" 2>"$W/nginx/stderr" &
+pids="$pids $!"
+wait_port "$NP" || {
+    echo "FAIL: nginx did not start"
+    cat "$W/nginx/stderr" "$W/nginx/error.log"
+    exit 1
+}
+N="http://127.0.0.1:$NP"
+
+# --- the proxy that cuts one long response, and the liar
+PP=$(free_port)
+python3 "$HERE/helpers.py" proxy "$PP" "$NP" "$W/proxy.log" &
+pids="$pids $!"
+LP=$(free_port)
+python3 "$HERE/helpers.py" liar "$LP" &
+pids="$pids $!"
+wait_port "$PP" || exit 1
+wait_port "$LP" || exit 1
+
+# --- server B: a second tensorgate with a published model
+start_tg b
+TB=$("$BIN" token create --data "$W/b" --scope write --namespace src | tail -n 1)
+PB=$port
+B="http://127.0.0.1:$PB"
+curl -s -o /dev/null -H "Authorization: Bearer $TB" -d '{"name":"src/m"}' "$B/v1/models"
+curl -s -o /dev/null -H "Authorization: Bearer $TB" -X POST "$B/v1/models/src/m/versions"
+curl -s -o /dev/null -H "Authorization: Bearer $TB" -T "$W/www/good.safetensors" \
+    "$B/v1/models/src/m/versions/1/files/model.safetensors"
+curl -s -o /dev/null -H "Authorization: Bearer $TB" -X POST "$B/v1/models/src/m/versions/1/publish"
+
+# --- server A: allows 127.0.0.1/32, --max-body 8M
+start_tg a --import-allow 127.0.0.1/32 --max-body 8M
+T=$("$BIN" token create --data "$W/a" --scope write --namespace acme | tail -n 1)
+TO=$("$BIN" token create --data "$W/a" --scope write --namespace other | tail -n 1)
+PA=$port
+A="http://127.0.0.1:$PA"
+check "the allowed CIDR is logged at start" grep -q "import-allow 127.0.0.1/32" "$W/a.log"
+curl -s -o /dev/null -H "Authorization: Bearer $T" -d '{"name":"acme/m"}' "$A/v1/models"
+curl -s -o /dev/null -H "Authorization: Bearer $T" -X POST "$A/v1/models/acme/m/versions"
+V="$A/v1/models/acme/m/versions/1/files"
+
+# import URL PATH [SERVER_FILES TOKEN]: POST, then poll the job; sets status (the POST's),
+# state, reason and job (the job's JSON)
+import() {
+    files=${3:-$V}
+    tok=${4:-$T}
+    body=$(printf '{"url":"%s"}' "$1")
+    status=$(curl -s -o "$W/post.json" -w '%{http_code}' -H "Authorization: Bearer $tok" \
+        -D "$W/post.headers" -d "$body" "$files/$2/import")
+    state=
+    job=
+    reason=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("reason",""))' "$W/post.json" 2>/dev/null)
+    [ "$status" = 202 ] || return 0
+    loc=$(sed -n 's/^Location: *\([^[:space:]]*\).*/\1/p' "$W/post.headers")
+    base=${files%%/v1/*}
+    for _ in $(seq 1 300); do
+        curl -s -H "Authorization: Bearer $tok" "$base$loc" >"$W/job.json"
+        state=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["state"])' "$W/job.json")
+        case $state in done | failed) break ;; esac
+        sleep 0.1
+    done
+    reason=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; print(e["reason"] if e else "")' "$W/job.json")
+    job=$(cat "$W/job.json")
+}
+file_field() { # PATH FIELD
+    curl -s -H "Authorization: Bearer $T" "$A/v1/models/acme/m/versions/1/files" |
+        python3 -c 'import json,sys
+d=json.load(sys.stdin)
+for f in d.get("files", d if isinstance(d, list) else []):
+    if f["path"] == sys.argv[1]: print(f.get(sys.argv[2], ""))' "$1" "$2"
+}
+sent_for() { # URI: bytes nginx sent for it, summed
+    awk -v u="$1" '$1 == u { s += $3 } END { print s + 0 }' "$W/nginx/access.log"
+}
+no_temp() {
+    [ -d "$W/a/tmp" ] || return 1
+    left=$(find "$W/a/tmp" -type f 2>/dev/null)
+    [ -z "$left" ] || echo "left: $left"
+    [ -z "$left" ]
+}
+
+# 1. from nginx: a safetensors file and a sidecar
+import "$N/good.safetensors" model.safetensors
+check "nginx: 202 (got $status)" [ "$status" = 202 ]
+check "nginx: Location names the job" grep -q '^Location: /v1/jobs/' "$W/post.headers"
+check "nginx: done (got $state $reason)" [ "$state" = done ]
+want=$(sha256sum "$W/www/good.safetensors" | cut -c1-64)
+check "nginx: same SHA-256" [ "$(file_field model.safetensors sha256)" = "$want" ]
+check "nginx: source_url on the file" [ "$(file_field model.safetensors source_url)" = "$N/good.safetensors" ]
+check "nginx: the job shows kind import" sh -c "echo '$job' | grep -q '\"kind\": *\"import\"'"
+import "$N/config.json" config.json
+check "sidecar: done (got $state $reason)" [ "$state" = done ]
+
+# 2. from server B's file route
+import "$B/v1/models/src/m/versions/1/files/model.safetensors" fromb.safetensors
+check "tensorgate B: done (got $state $reason)" [ "$state" = done ]
+check "tensorgate B: same SHA-256" [ "$(file_field fromb.safetensors sha256)" = "$want" ]
+
+# 3. through the proxy that cuts the body once: resumed with Range
+import "http://127.0.0.1:$PP/good.safetensors" resumed.safetensors
+check "resume: done (got $state $reason)" [ "$state" = done ]
+check "resume: same SHA-256" [ "$(file_field resumed.safetensors sha256)" = "$want" ]
+resumes=$(grep -c '^/good.safetensors bytes=[1-9][0-9]*-' "$W/proxy.log")
+check "resume: a later range started mid-body ($(cat "$W/proxy.log" | tr '\n' ' '))" [ "$resumes" -ge 2 ]
+check "resume: the server logged the break" grep -q "transfer broke" "$W/a.log"
+
+# 4. refused by content, before the body
+import "$N/pickle.safetensors" pickle.safetensors
+check "pickle: failed (got $state)" [ "$state" = failed ]
+check "pickle: a gate reason (got $reason)" [ -n "$reason" ] && [ "${reason#import_}" = "$reason" ]
+s=$(sent_for /pickle.safetensors)
+check "pickle: nginx sent $s bytes of 4 MiB (< 100000)" [ "$s" -lt 100000 ]
+check "pickle: no file row" [ -z "$(file_field pickle.safetensors sha256)" ]
+import "$N/badheader.safetensors" badheader.safetensors
+check "bad header: failed, a gate reason (got $state $reason)" [ "$state" = failed ] && [ "${reason#import_}" = "$reason" ]
+s=$(sent_for /badheader.safetensors)
+check "bad header: nginx sent $s bytes of 4 MiB (< 100000)" [ "$s" -lt 100000 ]
+import "$N/big.safetensors" big.safetensors
+check "too large: import_too_large (got $reason)" [ "$reason" = import_too_large ]
+s=$(sent_for /big.safetensors)
+check "too large: nginx sent $s bytes (< 100)" [ "$s" -lt 100 ]
+import "http://127.0.0.1:$LP/x.safetensors" liar.safetensors
+check "no Content-Length, no end: import_too_large (got $reason)" [ "$reason" = import_too_large ]
+check "refusals: no temp file left" no_temp
+
+# 5. redirects
+import "$N/redir-good" redirected.safetensors
+check "redirect http->http: done (got $state $reason)" [ "$state" = done ]
+import "$N/redir-file" file.safetensors
+check "redirect to file://: import_scheme_forbidden (got $reason)" [ "$reason" = import_scheme_forbidden ]
+import "$N/redir-meta" meta.safetensors
+check "redirect to 169.254.169.254: import_address_forbidden (got $reason)" [ "$reason" = import_address_forbidden ]
+import "$N/redir-loop2" loop2.safetensors
+check "redirect to 127.0.0.2: import_address_forbidden (got $reason)" [ "$reason" = import_address_forbidden ]
+
+# 6. the request's own refusals
+import "file:///etc/passwd" p.safetensors
+check "file:// url: 422 import_scheme_forbidden (got $status $reason)" [ "$status" = 422 ] && [ "$reason" = import_scheme_forbidden ]
+import "not a url" p.safetensors
+check "bad url: 400 import_url_invalid (got $status $reason)" [ "$status" = 400 ] && [ "$reason" = import_url_invalid ]
+import "$N/good.safetensors" p.safetensors "$V" "$TO"
+check "another namespace's token: 403 (got $status)" [ "$status" = 403 ]
+status=$(curl -s -o /dev/null -w '%{http_code}' -d "{\"url\":\"$N/good.safetensors\"}" "$V/p.safetensors/import")
+check "no token: 401 (got $status)" [ "$status" = 401 ]
+
+# 7. server C: the default policy
+start_tg c
+TC=$("$BIN" token create --data "$W/c" --scope write --namespace acme | tail -n 1)
+C="http://127.0.0.1:$port"
+curl -s -o /dev/null -H "Authorization: Bearer $TC" -d '{"name":"acme/m"}' "$C/v1/models"
+curl -s -o /dev/null -H "Authorization: Bearer $TC" -X POST "$C/v1/models/acme/m/versions"
+VC="$C/v1/models/acme/m/versions/1/files"
+for u in "http://127.0.0.1:$NP/good.safetensors" "http://[::1]:$NP/good.safetensors" \
+    "http://10.0.0.1/x" "http://169.254.169.254/latest/meta-data/" \
+    "http://[::ffff:127.0.0.1]:$NP/good.safetensors" "http://localhost:$NP/good.safetensors" \
+    "http://127.1:$NP/good.safetensors"; do
+    import "$u" x.safetensors "$VC" "$TC"
+    check "default policy refuses $u (got $status $state $reason)" [ "$reason" = import_address_forbidden ]
+done
+check "default policy: no file row" sh -c "! curl -s -H 'Authorization: Bearer $TC' '$VC' | grep -q x.safetensors"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
