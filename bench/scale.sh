@@ -13,6 +13,9 @@ set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
 if [ -z "${TENSORGATE_TEST_S3_ENDPOINT:-}" ] || [ -z "${TENSORGATE_TEST_PG:-}" ]; then
+    # room for the upload's temporary object, its content copy and the direct PUT
+    TG_RGW_MEMSTORE_BYTES=${TG_RGW_MEMSTORE_BYTES:-8589934592}
+    export TG_RGW_MEMSTORE_BYTES
     exec tests/scale/with-postgres.sh tests/scale/with-radosgw.sh "$0" "$build"
 fi
 . bench/results.sh
@@ -21,11 +24,13 @@ py=/usr/bin/python3
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
     mib=64
     reps=2
+    up_reps=2
     wrk_seconds=1
     ranges=4
 else
     mib=1024
     reps=3
+    up_reps=1 # each upload leaves objects in radosgw's RAM until its garbage collection
     wrk_seconds=5
     ranges=32
 fi
@@ -37,10 +42,10 @@ endpoint=$TENSORGATE_TEST_S3_ENDPOINT
 bucket=$TENSORGATE_TEST_S3_BUCKET
 
 work=$(mktemp -d /tmp/tg-bench-scale-XXXXXX)
-pids=""
 cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
+    # the servers' pids are in $work/pids (start runs in a command substitution)
+    [ -f "$work/pids" ] && kill $(cat "$work/pids") 2>/dev/null
+    sleep 0.3
     rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -55,7 +60,7 @@ start() {
     p=$(port)
     mkdir -p "$work/$name"
     "$bin" serve --listen "127.0.0.1:$p" --data "$work/$name" "$@" >"$work/$name.log" 2>&1 &
-    pids="$pids $!"
+    echo $! >>"$work/pids"
     for _ in $(seq 1 200); do
         curl -sf -o /dev/null "http://127.0.0.1:$p/readyz" && break
         sleep 0.05
@@ -97,14 +102,14 @@ curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/bench/big/versions"
 
 # --- upload: through the replica (gate + hash + multipart) vs a direct PUT
 up=""
-for i in $(seq 1 "$reps"); do
+for i in $(seq 1 "$up_reps"); do
     [ "$i" -gt 1 ] && curl -s -o /dev/null -H "$H" -X DELETE "$S/v1/models/bench/big/versions/1/files/big.safetensors"
     t=$(curl -sS -o /dev/null -w '%{time_total}' -H "$H" -H 'Expect:' -T "$work/big.safetensors" \
         "$S/v1/models/bench/big/versions/1/files/big.safetensors")
     up="$up $t"
 done
 direct_up=""
-for i in $(seq 1 "$reps"); do
+for i in $(seq 1 "$up_reps"); do
     t=$(curl -sS -o /dev/null -w '%{time_total}' --aws-sigv4 "$sig" --user "$auth" \
         -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -T "$work/big.safetensors" \
         "$endpoint/$bucket/direct/big-$i")

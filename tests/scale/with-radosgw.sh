@@ -10,7 +10,9 @@
 #   TG_RGW_STOP / TG_RGW_START: shell commands that stop / restart radosgw only
 #   TG_RGW_DIR: the temporary directory (ceph.conf, logs)
 # then stops everything and removes the directory (also on failure or a signal).
-# The exit status is CMD's. memstore keeps objects in RAM: keep them small.
+# The exit status is CMD's. memstore keeps objects in RAM: keep them small
+# (TG_RGW_MEMSTORE_BYTES sizes the store, default 2 GiB; objects deleted stay until
+# radosgw's garbage collection).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -126,7 +128,7 @@ mon cluster log file = $dir/log/cluster.log
 [osd]
 osd data = $dir/osd
 osd objectstore = memstore
-memstore device bytes = 2147483648
+memstore device bytes = ${TG_RGW_MEMSTORE_BYTES:-2147483648}
 osd max object name len = 460
 osd max object namespace len = 64
 osd op num shards = 1
