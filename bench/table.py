@@ -14,7 +14,7 @@ def fmt(v):
     if v is None:
         return "-"
     if isinstance(v, float):
-        return "%.4g" % v
+        return "%.0f" % v if abs(v) >= 1000 else "%.4g" % v
     return str(v)
 
 
