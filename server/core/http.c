@@ -543,7 +543,16 @@ respond_problem_va(tg_request *req, unsigned status, const char *reason, const c
     /* A catalog that could not be reached (PostgreSQL down, a connection lost, a
      * timeout) is no fault of the server's code: 503 with a stable reason, and
      * Retry-After, so clients and balancers retry. */
-    if (tg_catalog_take_unavailable() && status == 500) {
+    bool unavailable = tg_catalog_take_unavailable();
+    /* A failure the backend could not classify (a connection that broke between
+     * two statements while PostgreSQL restarts) is unavailable too when the
+     * catalog does not answer a ping now; SQLite always answers. Only on a 500. */
+    if (!unavailable && status == 500 && req->server != NULL && req->server->catalog != NULL &&
+        strcmp(reason, "internal") == 0 && tg_catalog_ping(req->server->catalog) != TG_CAT_OK) {
+        (void)tg_catalog_take_unavailable();
+        unavailable = true;
+    }
+    if (unavailable && status == 500) {
         const char *const retry[] = {"Retry-After", "1", NULL};
         respond_problem_json(req, 503,
                              tg_problem_json(503, "catalog_unavailable",
