@@ -106,7 +106,10 @@ $(BUILD)/gen/openapi_yaml.c: openapi.yaml scripts/embed.sh
 	scripts/embed.sh $< tg_openapi_yaml $@
 
 # The web page (server/routes/web.c): web/index.html -> tg_web_index_html, ...
-$(BUILD)/gen/web_%.c: scripts/embed.sh
+# A static pattern rule: a plain one would also offer itself to make's built-in
+# '%: %.c' for the included build/gen/web_*.d files (build/gen/web_x.d.c).
+WEB_GEN := $(BUILD)/gen/web_index_html.c $(BUILD)/gen/web_app_js.c $(BUILD)/gen/web_style_css.c
+$(WEB_GEN): $(BUILD)/gen/web_%.c: scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $(WEB_FILE_$*) tg_web_$* $@
 WEB_FILE_index_html := web/index.html

@@ -1,6 +1,7 @@
-/* bench/preload_host: host preload GB/s (the manager's copy engine: workers pread
- * straight into a writable mapping of a memfd, then it is unmapped and sealed; and,
- * for comparison, the two-copy path: pread into bounce buffers, pwrite) of a 1 GiB file
+/* bench/preload_host: host preload GB/s (the manager's copy engine: workers
+ * pwrite the blob (from its mapping) into their own descriptors of a memfd, then it is
+ * sealed; and, for comparison, pread straight into a writable mapping of the memfd,
+ * and the two-copy path: pread into bounce buffers, pwrite) of a 1 GiB file
  * (BENCH_QUICK=1: 256 MiB; or the MiB given as argv[1]) next to memcpy GB/s measured in the same
  * run. The file is written first (as a blob of a local blob store in a temporary
  * directory), so it is read from the page cache: this is the engine's cost, not the
@@ -315,13 +316,25 @@ int main(int argc, char **argv)
     printf("memcpy into warm memory (the ceiling): %.2f GB/s\n", memcpy_gbps);
     double fill_best = fill_anchors(dir, buffer, bytes);
     /* The preload: 64 tensors (16 MiB each for 1 GiB), best of 3 loads; first the
-     * one-copy path (map_for_fill), then the bounce-buffer path (no map_for_fill). */
-    for (int mode = 0; mode < 2; mode++) {
+     * default path (pwrite into fill_fd), then pread into the mapping (no fill_fd),
+     * then the bounce-buffer path (neither). */
+    static const char *const mode_name[] = {"pwrite into the memfd", "pread into the memfd mapping",
+                                            "bounce buffers + pwrite"};
+    static const char *const mode_result[] = {"preload host, pwrite into the memfd",
+                                              "preload host, pread into the memfd mapping",
+                                              "preload host, bounce buffers + pwrite"};
+    static const char *const mode_wall_result[] = {
+        "preload host incl. allocate+seal, one-copy path",
+        "preload host incl. allocate+seal, pread into the mapping",
+        "preload host incl. allocate+seal, bounce buffers"};
+    for (int mode = 0; mode < 3; mode++) {
         unsigned threads = 4;
         tg_preload_manager_config config = {.host = tg_preload_host_backend(),
                                             .host_budget = (uint64_t)bytes * 2,
                                             .copy_threads = threads};
-        if (config.host != NULL && mode == 1)
+        if (config.host != NULL && mode >= 1)
+            config.host->fill_fd = NULL;
+        if (config.host != NULL && mode == 2)
             config.host->map_for_fill = NULL;
         tg_preload_manager *manager = NULL;
         char err[300];
@@ -380,21 +393,16 @@ int main(int argc, char **argv)
         printf("preload host %zu MiB, %u copy threads, %s: %.1f GB/s copy, %.1f GB/s incl. "
                "allocate+seal "
                "(anchor memcpy: %.1f GB/s, ratio %.2f) (sink %u)\n",
-               mib, threads, mode == 0 ? "pread into the memfd mapping" : "bounce buffers + pwrite",
-               best_gbps, (double)bytes / best_wall / 1e9, memcpy_gbps, best_gbps / memcpy_gbps,
-               sink);
+               mib, threads, mode_name[mode], best_gbps, (double)bytes / best_wall / 1e9,
+               memcpy_gbps, best_gbps / memcpy_gbps, sink);
         double wall_gbps = (double)bytes / best_wall / 1e9;
         printf("  incl. allocate+seal %.2f GB/s vs the best fresh memfd fill %.2f GB/s: ratio "
                "%.2f; %.0f minor faults/GiB, %.3f CPU s/GiB\n",
                wall_gbps, fill_best, fill_best > 0 ? wall_gbps / fill_best : 0,
                (double)best_faults * (double)(1u << 30) / (double)bytes,
                best_cpu * (double)(1u << 30) / (double)bytes);
-        bench_result(mode == 0 ? "preload host, pread into the memfd mapping"
-                               : "preload host, bounce buffers + pwrite",
-                     best_gbps, "GB/s", "memcpy to warm memory", memcpy_gbps);
-        bench_result(mode == 0 ? "preload host incl. allocate+seal, one-copy path"
-                               : "preload host incl. allocate+seal, bounce buffers",
-                     wall_gbps, "GB/s", "best fresh memfd fill", fill_best);
+        bench_result(mode_result[mode], best_gbps, "GB/s", "memcpy to warm memory", memcpy_gbps);
+        bench_result(mode_wall_result[mode], wall_gbps, "GB/s", "best fresh memfd fill", fill_best);
     }
     tg_blob_remove(blobs, blob);
     tg_blobstore_close(blobs);

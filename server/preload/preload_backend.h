@@ -76,6 +76,15 @@ typedef struct tg_device_backend {
      * filled): the manager uses copy(). */
     void *(*map_for_fill)(void *context, tg_device_allocation *allocation, char *err,
                           size_t err_len);
+
+    /* Optional (NULL where the backend has none: cuda, fake). A new writable file
+     * descriptor of the allocation with a file offset of its own (its own open file
+     * description), which one worker pwrite()s a blob's bytes into (from a mapping of
+     * the blob): the kernel allocates the fresh pages inside the write, with no page
+     * fault per 4 KiB page (about half the CPU of a fill through the mapping:
+     * bench/preload_host). The caller closes it. -1 (err filled): the
+     * worker fills through map_for_fill. */
+    int (*fill_fd)(void *context, tg_device_allocation *allocation, char *err, size_t err_len);
 } tg_device_backend;
 
 /* Constructors. Each returns NULL only on allocation failure; an unavailable device

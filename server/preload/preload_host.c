@@ -1,9 +1,10 @@
 /* The "host" preload backend: one allocation is one memfd. The manager fills it
- * through map_for_fill (a writable shared mapping the workers pread into: one copy)
- * or copy() (pwrite from a bounce buffer); finish() unmaps the writable mapping
- * first (F_SEAL_WRITE is refused while one exists), then seals against writes and
- * growing, and seals the seals, so a consumer that maps the fd read-only sees bytes
- * nobody else can change.
+ * through fill_fd (a writable descriptor per worker that it pwrite()s the blob
+ * into from a mapping of the blob: one copy in the kernel, no destination faults), map_for_fill (a
+ * writable shared mapping the workers pread into: one copy, a fault per page; for conversions and
+ * blobs without a descriptor) or copy() (pwrite from a bounce buffer); finish() unmaps the writable
+ * mapping first (F_SEAL_WRITE is refused while one exists), then seals against writes and growing,
+ * and seals the seals, so a consumer that maps the fd read-only sees bytes nobody else can change.
  *
  * Shrinking is deliberately NOT sealed: the server must be able to take the memory
  * back. A consumer may keep the descriptor it received after its lease ended (the
@@ -198,6 +199,20 @@ static int host_export_fd(void *context, tg_device_allocation *allocation, char 
     return fd;
 }
 
+/* A read-write open file description of the memfd of its own (through /proc), one
+ * per fill worker. Before finish(): the seals refuse writes after it. */
+static int host_fill_fd(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
+{
+    (void)context;
+    host_allocation *h = allocation->handle;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", h->fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        snprintf(err, err_len, "opening the memfd for writing through /proc: %s", strerror(errno));
+    return fd;
+}
+
 static void *host_map_for_fill(void *context, tg_device_allocation *allocation, char *err,
                                size_t err_len)
 {
@@ -249,5 +264,6 @@ tg_device_backend *tg_preload_host_backend(void)
     b->export_fd = host_export_fd;
     b->destroy = host_destroy;
     b->map_for_fill = host_map_for_fill;
+    b->fill_fd = host_fill_fd;
     return b;
 }

@@ -539,15 +539,20 @@ TEST(a_failed_load_holds_no_memory)
     tg_preload_manager_destroy(m);
 }
 
-/* The host backend's two fill paths (pread straight into a writable mapping of the
- * memfd, and bounce buffers + pwrite when map_for_fill is absent) place the same
- * bytes: neighbours sharing a chunk, tensors split across chunks, a converted
- * tensor, two files; and the memfd is sealed afterwards (no writable mapping left). */
-static void check_host_fill_path(bool direct)
+/* The host backend's three fill paths place the same bytes: pwrite from a mapping
+ * of the blob into a writable descriptor of the memfd (fill_fd, the default), pread
+ * straight into a writable mapping of the memfd (no fill_fd), and bounce buffers +
+ * pwrite (neither): neighbours sharing a chunk, tensors split across chunks, a
+ * converted tensor, two files; and the memfd is sealed afterwards (no writable
+ * mapping left). */
+enum { FILL_FD, FILL_MAP, FILL_BOUNCE };
+static void check_host_fill_path(int path)
 {
     tg_device_backend *host = tg_preload_host_backend();
-    CHECK(host != NULL && host->map_for_fill != NULL);
-    if (!direct)
+    CHECK(host != NULL && host->map_for_fill != NULL && host->fill_fd != NULL);
+    if (path != FILL_FD)
+        host->fill_fd = NULL;
+    if (path == FILL_BOUNCE)
         host->map_for_fill = NULL;
     tg_preload_manager_config config = {
         .host = host, .host_budget = 64u << 20, .copy_threads = 3, .chunk_bytes = 4096};
@@ -612,10 +617,21 @@ static void check_host_fill_path(bool direct)
     free(layout);
     tg_preload_unlease(m, id);
 
-    /* A file shorter than its tensor fails the load and releases the memfd and its mapping. */
-    char id2[TG_PRELOAD_ID_LEN + 1];
-    CHECK(submit_bytes(m, "host", a, 80000, id2) == TG_PRELOAD_OK);
-    CHECK_STR(tg_preload_wait(m, id2, 5000), "failed");
+    /* A file shorter than its tensor fails the load and releases the memfd and its
+     * mapping, whichever chunk finds it first: past the end of the file (80000 >
+     * 70000 bytes), and inside the last
+     * page of the file (70500: the page's tail past the end reads as zeros, which
+     * must not pass for the tensor's bytes). */
+    static const uint64_t too_long[] = {80000, 70500};
+    for (size_t i = 0; i < 2; i++) {
+        char id2[TG_PRELOAD_ID_LEN + 1];
+        CHECK(submit_bytes(m, "host", a, too_long[i], id2) == TG_PRELOAD_OK);
+        CHECK_STR(tg_preload_wait(m, id2, 5000), "failed");
+        json_t *failed = tg_preload_describe(m, id2, false);
+        const char *why = json_string_value(json_object_get(failed, "error"));
+        CHECK(why != NULL && strstr(why, "before the tensor did") != NULL);
+        json_decref(failed);
+    }
     free(expected);
     free(values);
     free(a_data);
@@ -624,8 +640,9 @@ static void check_host_fill_path(bool direct)
 
 TEST(host_fill_paths_place_the_same_bytes)
 {
-    check_host_fill_path(true);
-    check_host_fill_path(false);
+    check_host_fill_path(FILL_FD);
+    check_host_fill_path(FILL_MAP);
+    check_host_fill_path(FILL_BOUNCE);
 }
 
 TEST(host_preload_is_a_sealed_read_only_memfd)
