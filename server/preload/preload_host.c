@@ -181,36 +181,38 @@ static int host_finish(void *context, tg_device_allocation *allocation, char *er
     return 0;
 }
 
-/* A read-only open file description of the memfd (through /proc), so the
- * consumer's fd cannot write, truncate (the server's release() relies on that: it
- * alone may shrink the memfd) or add seals. Without /proc there is no way to give a
- * read-only description of a memfd, and a dup() would let the consumer truncate or
- * pin the memory: refused then. */
+/* A new open file description of the allocation's memfd (through /proc), with
+ * its own mode and file offset: -1 with err (what it was for) on failure. */
+static int reopen_memfd(tg_device_allocation *allocation, int mode, const char *what, char *err,
+                        size_t err_len)
+{
+    host_allocation *h = allocation->handle;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", h->fd);
+    int fd = open(path, mode | O_CLOEXEC);
+    if (fd < 0)
+        snprintf(err, err_len, "opening the memfd %s through /proc: %s", what, strerror(errno));
+    return fd;
+}
+
+/* A read-only open file description of the memfd, so the consumer's fd cannot
+ * write, truncate (the server's release() relies on that: it alone may shrink the
+ * memfd) or add seals. Without /proc there is no way to give a read-only
+ * description of a memfd, and a dup() would let the consumer truncate or pin the
+ * memory: refused then. */
 static int host_export_fd(void *context, tg_device_allocation *allocation, char *err,
                           size_t err_len)
 {
     (void)context;
-    host_allocation *h = allocation->handle;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", h->fd);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        snprintf(err, err_len, "opening the memfd read-only through /proc: %s", strerror(errno));
-    return fd;
+    return reopen_memfd(allocation, O_RDONLY, "read-only", err, err_len);
 }
 
-/* A read-write open file description of the memfd of its own (through /proc), one
- * per fill worker. Before finish(): the seals refuse writes after it. */
+/* A read-write open file description of the memfd of its own, one per fill
+ * worker. Before finish(): the seals refuse writes after it. */
 static int host_fill_fd(void *context, tg_device_allocation *allocation, char *err, size_t err_len)
 {
     (void)context;
-    host_allocation *h = allocation->handle;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", h->fd);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        snprintf(err, err_len, "opening the memfd for writing through /proc: %s", strerror(errno));
-    return fd;
+    return reopen_memfd(allocation, O_RDWR, "for writing", err, err_len);
 }
 
 static void *host_map_for_fill(void *context, tg_device_allocation *allocation, char *err,

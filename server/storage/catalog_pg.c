@@ -1474,38 +1474,29 @@ static tg_cat_status pg_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out
     return status;
 }
 
-static tg_cat_status pg_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
-                                      int64_t source_version_id, const char *dtype,
-                                      const char *tensors_json, uint64_t bytes_total, tg_job *out,
-                                      bool *existing)
+/* Queues a job on a version once: under the model's and the version's row locks (a
+ * model's delete takes them in that order: no deadlock), same_sql (3 parameters)
+ * looks for an equal job queued or running, whose id comes back with *existing set;
+ * else insert_sql (n parameters, RETURNING id) queues a new one. The row locks make
+ * the look-up and the insert one step across replicas: two equal requests at once
+ * queue one job. */
+static tg_cat_status queue_job_once(tg_catalog *catalog, const char *model_id,
+                                    const char *version_id, const char *same_sql,
+                                    const char *const same_params[3], const char *insert_sql, int n,
+                                    const char *const *insert_params, tg_job *out, bool *existing)
 {
     static const char lock_sql[] = "SELECT 1 FROM versions WHERE id = $1 FOR NO KEY UPDATE";
-    static const char same_sql[] =
-        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
-        " AND source_version_id = $1 AND dtype = $2 AND tensors = $3 ORDER BY id LIMIT 1";
-    static const char insert_sql[] =
-        "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
-        " created_at, token_id) VALUES ('convert', 'queued', $1, $2, $3, $4, $5, $6, $7)"
-        " RETURNING id";
-    char now[TG_TIME_LEN];
-    tg_time_now(now);
     *existing = false;
-    num mid = n64(model_id), vid = n64(source_version_id), total = n64((int64_t)bytes_total),
-        tid = n64(token_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
         return TG_CAT_ERROR;
-    /* The source version's row lock makes the look-up and the insert one step
-     * across replicas: two equal requests at once queue one job. The model's row
-     * is locked first, in the order a model's delete takes them (no deadlock). */
-    tg_cat_status status = lock_model(&t, mid.s);
-    const char *lock_params[] = {vid.s};
+    tg_cat_status status = lock_model(&t, model_id);
+    const char *lock_params[] = {version_id};
     long rows = status == TG_CAT_OK ? tx_run(&t, lock_sql, 1, lock_params) : 0;
     if (status == TG_CAT_OK)
         status = rows < 0 ? t.status : rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
     if (status != TG_CAT_OK)
         return tx_end(&t, status);
-    const char *same_params[] = {vid.s, dtype, tensors_json};
     PGresult *r = tx_q(&t, same_sql, 3, same_params);
     if (r == NULL)
         return tx_end(&t, t.status);
@@ -1517,9 +1508,7 @@ static tg_cat_status pg_job_create_by(tg_catalog *catalog, int64_t token_id, int
         return tx_end(&t, tx_job(&t, id, false, out, NULL));
     }
     PQclear(r);
-    const char *params[] = {
-        mid.s, vid.s, dtype, tensors_json, total.s, now, token_id > 0 ? tid.s : NULL};
-    r = tx_q(&t, insert_sql, 7, params);
+    r = tx_q(&t, insert_sql, n, insert_params);
     status = one_row(r, t.status);
     if (status == TG_CAT_OK)
         get_text(id, sizeof id, r, 0, 0);
@@ -1529,13 +1518,35 @@ static tg_cat_status pg_job_create_by(tg_catalog *catalog, int64_t token_id, int
     return tx_end(&t, status);
 }
 
+static tg_cat_status pg_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                      int64_t source_version_id, const char *dtype,
+                                      const char *tensors_json, uint64_t bytes_total, tg_job *out,
+                                      bool *existing)
+{
+    static const char same_sql[] =
+        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
+        " AND source_version_id = $1 AND dtype = $2 AND tensors = $3 ORDER BY id LIMIT 1";
+    static const char insert_sql[] =
+        "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, bytes_total,"
+        " created_at, token_id) VALUES ('convert', 'queued', $1, $2, $3, $4, $5, $6, $7)"
+        " RETURNING id";
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    num mid = n64(model_id), vid = n64(source_version_id), total = n64((int64_t)bytes_total),
+        tid = n64(token_id);
+    const char *const same_params[] = {vid.s, dtype, tensors_json};
+    const char *const params[] = {
+        mid.s, vid.s, dtype, tensors_json, total.s, now, token_id > 0 ? tid.s : NULL};
+    return queue_job_once(catalog, mid.s, vid.s, same_sql, same_params, insert_sql, 7, params, out,
+                          existing);
+}
+
 /* ---- imports (schema 6): the meaning of catalog_sqlite.c's, with row locks ---- */
 
 static tg_cat_status pg_import_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
                                           int64_t version_id, const char *path, const char *url,
                                           tg_job *out, bool *existing)
 {
-    static const char lock_sql[] = "SELECT 1 FROM versions WHERE id = $1 FOR NO KEY UPDATE";
     static const char same_sql[] =
         "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
         " AND kind = 'import' AND source_version_id = $1 AND path = $2 AND url = $3"
@@ -1546,39 +1557,11 @@ static tg_cat_status pg_import_job_create(tg_catalog *catalog, int64_t token_id,
         " RETURNING id";
     char now[TG_TIME_LEN];
     tg_time_now(now);
-    *existing = false;
     num mid = n64(model_id), vid = n64(version_id), tid = n64(token_id);
-    tx t;
-    if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
-    tg_cat_status status = lock_model(&t, mid.s);
-    const char *lock_params[] = {vid.s};
-    long rows = status == TG_CAT_OK ? tx_run(&t, lock_sql, 1, lock_params) : 0;
-    if (status == TG_CAT_OK)
-        status = rows < 0 ? t.status : rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
-    if (status != TG_CAT_OK)
-        return tx_end(&t, status);
-    const char *same_params[] = {vid.s, path, url};
-    PGresult *r = tx_q(&t, same_sql, 3, same_params);
-    if (r == NULL)
-        return tx_end(&t, t.status);
-    char id[24];
-    if (PQntuples(r) > 0) {
-        *existing = true;
-        get_text(id, sizeof id, r, 0, 0);
-        PQclear(r);
-        return tx_end(&t, tx_job(&t, id, false, out, NULL));
-    }
-    PQclear(r);
-    const char *params[] = {mid.s, vid.s, now, token_id > 0 ? tid.s : NULL, url, path};
-    r = tx_q(&t, insert_sql, 6, params);
-    status = one_row(r, t.status);
-    if (status == TG_CAT_OK)
-        get_text(id, sizeof id, r, 0, 0);
-    PQclear(r);
-    if (status == TG_CAT_OK)
-        status = tx_job(&t, id, false, out, NULL);
-    return tx_end(&t, status);
+    const char *const same_params[] = {vid.s, path, url};
+    const char *const params[] = {mid.s, vid.s, now, token_id > 0 ? tid.s : NULL, url, path};
+    return queue_job_once(catalog, mid.s, vid.s, same_sql, same_params, insert_sql, 6, params, out,
+                          existing);
 }
 
 static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
