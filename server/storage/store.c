@@ -201,6 +201,23 @@ tg_store_status tg_store_write_all(int fd, const void *buf, size_t len)
     return TG_STORE_OK;
 }
 
+tg_store_status tg_store_pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = injected_enospc() ? -1 : pwrite(fd, p, len, (off_t)offset);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return status_of_errno();
+        }
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return TG_STORE_OK;
+}
+
 void tg_store_temp_discard(int fd, const char *temp_path)
 {
     if (fd >= 0)

@@ -51,6 +51,10 @@ int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path
  * process fails with ENOSPC, once. Writes are counted from 1: each write(2) of
  * tg_store_write_all and the temp file's fsync in tg_store_commit_blob. */
 tg_store_status tg_store_write_all(int fd, const void *buf, size_t len);
+/* The same at offset (pwrite(2); fd's file offset does not move), counted by the
+ * same fault injection. With O_DIRECT on fd, EINVAL (a file system that takes the
+ * flag but not the write) comes back as TG_STORE_ERROR with errno EINVAL. */
+tg_store_status tg_store_pwrite_all(int fd, const void *buf, size_t len, uint64_t offset);
 
 /* fsyncs the temp file, renames it to the blob named hex, fsyncs the directory.
  * Closes fd in every case. The temp file must hash to hex (the ingest hashed it as

@@ -2,12 +2,18 @@
  * through the interface (blobstore.h): write, commit and abort (nothing left in
  * tmp/), ranged reads and the descriptor, checked opens that record damage, a
  * commit that heals, stat, remove and the listing, space, damage records, the claim
- * (one per directory, and it clears writes left in flight), the commit lock, and
- * ENOSPC injected at a write (nothing half-written). */
+ * (one per directory, and it clears writes left in flight), the commit lock,
+ * ENOSPC injected at a write (nothing half-written), and the O_DIRECT path of large
+ * writes (bytes read back equal, past the switch not in the page cache on ext4/xfs,
+ * abort and ENOSPC at a direct block leave nothing). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "blobstore.h"
@@ -135,6 +141,160 @@ TEST(abort_leaves_nothing)
     tg_blobstore_close(store);
 }
 
+/* ---- large writes: past 4 MiB the local store writes O_DIRECT from its own thread ---- */
+
+#define BIG_LEN ((size_t)(13u << 20) + 12345u)
+
+static unsigned char *big_pattern(size_t len)
+{
+    unsigned char *data = malloc(len);
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; data != NULL && i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        data[i] = (unsigned char)x;
+    }
+    return data;
+}
+
+/* Writes data in pieces of the given sizes, cycling; the first status that is not OK. */
+static tg_store_status write_pieces(tg_blob_writer *writer, const unsigned char *data, size_t len,
+                                    const size_t *sizes, size_t n_sizes)
+{
+    size_t done = 0;
+    for (size_t i = 0; done < len; i++) {
+        size_t n = sizes[i % n_sizes];
+        if (n > len - done)
+            n = len - done;
+        tg_store_status status = tg_blob_write(writer, data + done, n);
+        if (status != TG_STORE_OK)
+            return status;
+        done += n;
+    }
+    return TG_STORE_OK;
+}
+
+TEST(large_write_goes_around_the_page_cache_and_reads_back)
+{
+    tg_blobstore *store = open_store();
+    unsigned char *data = big_pattern(BIG_LEN);
+    CHECK(data != NULL);
+    if (store == NULL || data == NULL) {
+        free(data);
+        return;
+    }
+    char hex[TG_SHA256_HEX_LEN + 1];
+    CHECK(tg_sha256_hex(data, BIG_LEN, hex, "test") == 0);
+    static const size_t sizes[] = {1, 4093, 65536, 300000, (1u << 20) + 7, 32768};
+    tg_blob_writer *writer = NULL;
+    CHECK(tg_blob_write_begin(store, &writer) == TG_STORE_OK);
+    CHECK(write_pieces(writer, data, BIG_LEN, sizes, 6) == TG_STORE_OK);
+    CHECK(tg_blob_write_commit(writer, hex) == TG_STORE_OK);
+    CHECK_EQ_U64(count_entries("tmp"), 0);
+
+    /* On a file system that honours O_DIRECT, what came after the first 4 MiB and
+     * before the tail never entered the page cache (looked at before any read). */
+    char path[256];
+    snprintf(path, sizeof path, "%s/blobs/sha256/%.2s/%s", dir, hex, hex);
+    struct statfs fs;
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    if (fd >= 0 && fstatfs(fd, &fs) == 0 &&
+        (fs.f_type == 0xEF53 /* ext2/3/4 */ || fs.f_type == 0x58465342 /* xfs */)) {
+        size_t from = (size_t)5 << 20, span = (size_t)8 << 20, pages = span / 4096;
+        unsigned char *map = mmap(NULL, BIG_LEN, PROT_READ, MAP_SHARED, fd, 0);
+        unsigned char *resident = malloc(pages);
+        CHECK(map != MAP_FAILED && resident != NULL);
+        if (map != MAP_FAILED && resident != NULL && mincore(map + from, span, resident) == 0) {
+            size_t in_cache = 0;
+            for (size_t i = 0; i < pages; i++)
+                in_cache += resident[i] & 1;
+            CHECK(in_cache < pages / 4);
+        }
+        if (map != MAP_FAILED)
+            munmap(map, BIG_LEN);
+        free(resident);
+    }
+    if (fd >= 0)
+        close(fd);
+
+    tg_blob_check check;
+    tg_blob_reader *reader = tg_blob_open(store, hex, BIG_LEN, &check);
+    CHECK(reader != NULL && check == TG_BLOB_OK);
+    unsigned char *back = malloc(BIG_LEN);
+    CHECK(back != NULL);
+    if (reader != NULL && back != NULL) {
+        CHECK(tg_blob_read_at(reader, back, BIG_LEN, 0) == 0);
+        CHECK(memcmp(back, data, BIG_LEN) == 0);
+    }
+    free(back);
+    tg_blob_close(reader);
+    CHECK(tg_blob_remove(store, hex) == 0);
+
+    /* Aborted with blocks in flight: nothing left. */
+    char half[TG_SHA256_HEX_LEN + 1];
+    CHECK(tg_sha256_hex(data, (size_t)7 << 20, half, "test") == 0);
+    CHECK(tg_blob_write_begin(store, &writer) == TG_STORE_OK);
+    CHECK(write_pieces(writer, data, (size_t)7 << 20, sizes, 6) == TG_STORE_OK);
+    tg_blob_write_abort(writer);
+    CHECK_EQ_U64(count_entries("tmp"), 0);
+    uint64_t size = 0;
+    CHECK(tg_blob_stat(store, half, &size) == -1 && errno == ENOENT);
+    free(data);
+    tg_blobstore_close(store);
+}
+
+/* The child of direct_enospc_leaves_nothing (TENSORGATE_TEST_ENOSPC_AT set): 8 MiB in
+ * 1 MiB pieces (writes 1-4 through the page cache, 5-8 the direct blocks, 9 the
+ * fsync). Exit 0: stored; 3: refused with NO_SPACE and nothing left; 1: otherwise. */
+static int direct_enospc_child(const char *root)
+{
+    snprintf(dir, sizeof dir, "%s", root);
+    tg_blobstore *store = open_store();
+    size_t len = (size_t)8 << 20;
+    unsigned char *data = big_pattern(len);
+    char hex[TG_SHA256_HEX_LEN + 1];
+    tg_blob_writer *writer = NULL;
+    if (store == NULL || data == NULL || tg_sha256_hex(data, len, hex, "test") != 0 ||
+        tg_blob_write_begin(store, &writer) != TG_STORE_OK)
+        return 1;
+    static const size_t mib[] = {(size_t)1 << 20};
+    tg_store_status status = write_pieces(writer, data, len, mib, 1);
+    if (status == TG_STORE_OK) {
+        status = tg_blob_write_commit(writer, hex);
+    } else {
+        tg_blob_write_abort(writer);
+    }
+    free(data);
+    int rc = status == TG_STORE_OK ? 0 : status == TG_STORE_NO_SPACE ? 3 : 1;
+    uint64_t size = 0;
+    if (rc == 3 && (count_entries("tmp") != 0 || tg_blob_stat(store, hex, &size) == 0))
+        rc = 1;
+    if (rc == 0)
+        (void)tg_blob_remove(store, hex);
+    tg_blobstore_close(store);
+    return rc;
+}
+
+TEST(direct_enospc_leaves_nothing)
+{
+    static const char *const at[] = {"5", "6", "8", "9", "40"};
+    static const int expected[] = {3, 3, 3, 3, 0};
+    for (size_t i = 0; i < 5; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            setenv("TENSORGATE_TEST_ENOSPC_AT", at[i], 1);
+            execl("/proc/self/exe", "blobstore_local", "--direct-enospc-child", dir, (char *)NULL);
+            _exit(1);
+        }
+        int status = 0;
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK_EQ_U64(WEXITSTATUS(status), expected[i]);
+    }
+}
+
 static int collect(void *ctx, const char *hex)
 {
     int *n = ctx;
@@ -260,7 +420,8 @@ TEST(commit_lock_shared_and_exclusive)
 
 int main(int argc, char **argv)
 {
-    (void)argc;
+    if (argc == 3 && strcmp(argv[1], "--direct-enospc-child") == 0)
+        return direct_enospc_child(argv[2]);
     if (setenv("TENSORGATE_TEST_ENOSPC_AT", "2", 1) != 0)
         return 1;
     snprintf(dir, sizeof dir, "/tmp/tg-blobstore-local-XXXXXX");
@@ -269,6 +430,8 @@ int main(int argc, char **argv)
     RUN(enospc_at_a_write_leaves_nothing);
     RUN(write_commit_read);
     RUN(abort_leaves_nothing);
+    RUN(large_write_goes_around_the_page_cache_and_reads_back);
+    RUN(direct_enospc_leaves_nothing);
     RUN(listing_and_space);
     RUN(checked_open_records_damage_and_a_commit_heals);
     RUN(one_claim_per_directory_and_it_clears_tmp);
