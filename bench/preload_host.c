@@ -4,8 +4,10 @@
  * and the two-copy path: pread into bounce buffers, pwrite) of a 1 GiB file
  * (BENCH_QUICK=1: 256 MiB; or the MiB given as argv[1]) next to memcpy GB/s measured in the same
  * run. The file is written first (as a blob of a local blob store in a temporary
- * directory), so it is read from the page cache: this is the engine's cost, not the
- * disk's. Figures never fail the run.
+ * directory; past 4 MiB the store writes around the page cache), then the anchors map
+ * that blob's own file with MAP_POPULATE, which reads it into the page cache: every
+ * way and the preload read the same cached pages, so this is the engine's cost, not
+ * the disk's. Figures never fail the run.
  *
  * The honest anchor (issue 13, goal 4): in the same run, the ways to fill a FRESH
  * memfd of the same size from the same page-cached file, each timed from
@@ -180,25 +182,14 @@ static double fill_once(fill_way way, unsigned threads, unsigned flags, int src_
     return *why ? -1 : seconds;
 }
 
-/* Runs every way (best of 3), prints each, returns the best GB/s. */
-static double fill_anchors(const char *dir, const unsigned char *buffer, size_t bytes)
+/* Runs every way (best of 3) from the blob's own file (fd: the same page-cache
+ * pages the preload reads, in the same state), prints each, returns the best GB/s. */
+static double fill_anchors(int fd, size_t bytes)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/anchor.bin", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    size_t written = 0;
-    while (fd >= 0 && written < bytes) {
-        ssize_t n = write(fd, buffer + written, bytes - written);
-        if (n <= 0)
-            break;
-        written += (size_t)n;
-    }
     const unsigned char *src =
-        written == bytes ? mmap(NULL, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : NULL;
-    if (fd < 0 || src == NULL || src == MAP_FAILED) {
-        fprintf(stderr, "preload_host: cannot set up the anchor file\n");
-        if (fd >= 0)
-            close(fd);
+        fd >= 0 ? mmap(NULL, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : NULL;
+    if (src == NULL || src == MAP_FAILED) {
+        fprintf(stderr, "preload_host: cannot map the blob for the anchors\n");
         return 0;
     }
     static const struct {
@@ -262,8 +253,6 @@ static double fill_anchors(const char *dir, const unsigned char *buffer, size_t 
     }
     printf("  best fresh memfd fill: %s, %.2f GB/s\n", best_label, best);
     munmap((void *)src, bytes);
-    close(fd);
-    unlink(path);
     return best;
 }
 
@@ -314,7 +303,10 @@ int main(int argc, char **argv)
 
     double memcpy_gbps = (double)bytes / memcpy_best / 1e9;
     printf("memcpy into warm memory (the ceiling): %.2f GB/s\n", memcpy_gbps);
-    double fill_best = fill_anchors(dir, buffer, bytes);
+    tg_blob_check check;
+    tg_blob_reader *anchor_reader = tg_blob_open(blobs, blob, bytes, &check);
+    double fill_best = fill_anchors(anchor_reader ? tg_blob_fd(anchor_reader) : -1, bytes);
+    tg_blob_close(anchor_reader);
     /* The preload: 64 tensors (16 MiB each for 1 GiB), best of 3 loads; first the
      * default path (pwrite into fill_fd), then pread into the mapping (no fill_fd),
      * then the bounce-buffer path (neither). */

@@ -877,6 +877,17 @@ static int write_chunk_from_map(int out, const unsigned char *src, size_t src_le
                                 const copy_chunk *c, const copy_segment *first, char *err,
                                 size_t err_len)
 {
+    /* Map the chunk's source pages in one call first: a source page the write finds
+     * unmapped costs it a failed copy, a fault and a retry (about half the wall rate
+     * on a blob whose page cache is in 4 KiB pages, as after an O_DIRECT upload).
+     * Failing (an old kernel, a range past the end) only loses that. */
+    if (c->source_offset < src_len) {
+        uint64_t from = c->source_offset & ~(uint64_t)4095;
+        uint64_t to = c->source_offset + c->source_len;
+        if (to > src_len)
+            to = src_len;
+        (void)madvise((void *)(src + from), (size_t)(to - from), MADV_POPULATE_READ);
+    }
     for (size_t s = 0; s < c->segment_count; s++) {
         const copy_segment *seg = &first[s];
         uint64_t done = 0;
