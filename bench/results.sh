@@ -3,13 +3,13 @@
 # $BENCH_RESULTS names (bench/run.sh sets it and turns the lines into
 # build/bench/results.json at the end); nothing happens when it is unset.
 # A VALUE or ANCHOR_VALUE "best/median" keeps the best; a RATIO "1.2x" loses the x;
-# a figure that is not a number becomes null.
+# a figure that is not a number becomes null (bc's ".38" is a number).
 bench_result() {
     [ -n "${BENCH_RESULTS:-}" ] || return 0
     awk -v n="$1" -v v="$2" -v u="$3" -v a="$4" -v av="$5" -v r="${6:-}" '
         function esc(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); gsub(/\t/, " ", s); return "\"" s "\"" }
         function num(s) { sub(/\/.*/, "", s); sub(/x$/, "", s)
-            return (s ~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) ? s + 0 : "null" }
+            return (s ~ /^-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$/) ? s + 0 : "null" }
         BEGIN {
             ratio = num(r)
             if (ratio == "null" && num(v) != "null" && num(av) != "null" && num(av) != 0)
