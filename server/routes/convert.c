@@ -7,89 +7,26 @@
  * cancelled at /v1/jobs (routes_jobs.c). A POST equal to a job still queued or
  * running (same source version, dtype and globs as given) gets that job: a
  * retried request never makes a second identical version. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
 #include "convert_job.h"
-#include "resources.h"
 #include "routes.h"
 
-/* Queued and running jobs, in all and of one org, and whether one is equal to the
- * job asked for (which is then answered, never refused). */
-typedef struct job_count {
-    const char *org;
+/* The job asked for: a job queued or running for the same source version, dtype
+ * and globs (as given), not being cancelled, is equal (and answered, never refused). */
+typedef struct wanted_job {
     int64_t version_id;
     const char *dtype, *tensors;
-    unsigned all, of_org;
-    bool equal;
-} job_count;
+} wanted_job;
 
-static void count_job(void *context, const tg_job *job)
+static bool equal_job(void *context, const tg_job *job)
 {
-    job_count *c = context;
-    c->all++;
-    c->of_org += strcmp(job->org, c->org) == 0;
-    if (job->source_version_id == c->version_id && strcmp(job->dtype, c->dtype) == 0 &&
-        strcmp(job->tensors, c->tensors) == 0 && !job->cancel_requested)
-        c->equal = true;
-}
-
-/* One count and create at a time, so two POSTs cannot both take the last place. */
-static pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* True when a new job fits --max-jobs and the org's --max-jobs-per-namespace (jobs are
- * the org's: a job belongs to a model, whoever asked); otherwise answers 429/503. */
-static bool job_fits(tg_request *req, const tg_model *model, const tg_version *version,
-                     const char *dtype, const char *tensors)
-{
-    const tg_config *config = &req->server->config;
-    job_count count = {model->org, version->id, dtype, tensors, 0, 0, false};
-    tg_job_filter filter = {.has_state = true, .state = TG_JOB_QUEUED};
-    tg_cat_status status = tg_catalog_job_list(req->server->catalog, &filter, 0,
-                                               config->max_jobs + 1u, count_job, &count);
-    filter.state = TG_JOB_RUNNING;
-    if (status == TG_CAT_OK)
-        status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
-                                     count_job, &count);
-    if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
-        return false;
-    }
-    if (count.equal)
-        return true;
-    if (count.of_org >= config->max_jobs_per_namespace) {
-        tg_respond_quota(
-            req, TG_TALLY_KEY_FULL, 10,
-            "%s has %u conversion jobs queued or running, its limit (--max-jobs-per-namespace); "
-            "retry when one ends",
-            model->org, count.of_org);
-        return false;
-    }
-    if (count.all >= config->max_jobs) {
-        tg_respond_quota(req, TG_TALLY_GLOBAL_FULL, 10,
-                         "the server has %u conversion jobs queued or running, its limit "
-                         "(--max-jobs); retry later",
-                         count.all);
-        return false;
-    }
-    return true;
-}
-
-/* 202 with Location: the job to poll (new, or the equal one already queued or running). */
-static void respond_accepted(tg_request *req, const tg_job *job)
-{
-    json_t *body = tg_job_json(job);
-    if (body == NULL) {
-        tg_respond_internal(req, "out of memory");
-        return;
-    }
-    char location[64];
-    snprintf(location, sizeof location, "/v1/jobs/%lld", (long long)job->id);
-    const char *const headers[] = {"Location", location, "Retry-After", "1", NULL};
-    tg_respond_json_headers(req, 202, body, headers);
+    const wanted_job *w = context;
+    return job->source_version_id == w->version_id && strcmp(job->dtype, w->dtype) == 0 &&
+           strcmp(job->tensors, w->tensors) == 0 && !job->cancel_requested;
 }
 
 /* Reads {"dtype": NAME, "tensors": [GLOB, ...]} into spec (globs point into body).
@@ -212,15 +149,16 @@ void tg_route_version_convert(tg_request *req)
     }
     if (hashed > 0 && tg_catalog_token_id(server->catalog, token_hash, &token_id) != TG_CAT_OK)
         token_id = 0;
-    pthread_mutex_lock(&admission_lock);
-    if (!job_fits(req, model, &version, st_dtype_name(spec.to), globs_text)) {
-        pthread_mutex_unlock(&admission_lock);
+    wanted_job wanted = {version.id, st_dtype_name(spec.to), globs_text};
+    tg_jobs_admission_begin();
+    if (!tg_jobs_admit(req, model->org, "conversion jobs", equal_job, &wanted)) {
+        tg_jobs_admission_end();
         goto out;
     }
     tg_cat_status status = tg_catalog_job_create_by(server->catalog, token_id, model->id,
                                                     version.id, st_dtype_name(spec.to), globs_text,
                                                     survey.bytes_total, job, &existing);
-    pthread_mutex_unlock(&admission_lock);
+    tg_jobs_admission_end();
     if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
         goto out;
@@ -231,7 +169,7 @@ void tg_route_version_convert(tg_request *req)
     }
     if (!existing)
         tg_convert_jobs_wake();
-    respond_accepted(req, job);
+    tg_respond_job_accepted(req, job);
 out:
     free(globs_text);
     json_decref(body);

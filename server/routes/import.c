@@ -6,7 +6,6 @@
  * a numeric host the SSRF policy forbids); every address it resolves to is checked
  * again by the job at each connect. */
 #include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,55 +14,7 @@
 #include "checks.h"
 #include "convert_job.h"
 #include "import_job.h"
-#include "resources.h"
 #include "routes.h"
-
-typedef struct import_count {
-    const char *org;
-    unsigned all, of_org;
-} import_count;
-
-static void count_job(void *context, const tg_job *job)
-{
-    import_count *c = context;
-    c->all++;
-    c->of_org += strcmp(job->org, c->org) == 0;
-}
-
-static pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* --max-jobs and --max-jobs-per-namespace hold for imports as for conversions. */
-static bool import_fits(tg_request *req, const tg_model *model)
-{
-    const tg_config *config = &req->server->config;
-    import_count count = {model->org, 0, 0};
-    tg_job_filter filter = {.has_state = true, .state = TG_JOB_QUEUED};
-    tg_cat_status status = tg_catalog_job_list(req->server->catalog, &filter, 0,
-                                               config->max_jobs + 1u, count_job, &count);
-    filter.state = TG_JOB_RUNNING;
-    if (status == TG_CAT_OK)
-        status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
-                                     count_job, &count);
-    if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
-        return false;
-    }
-    if (count.of_org >= config->max_jobs_per_namespace) {
-        tg_respond_quota(req, TG_TALLY_KEY_FULL, 10,
-                         "%s has %u jobs queued or running, its limit (--max-jobs-per-namespace); "
-                         "retry when one ends",
-                         model->org, count.of_org);
-        return false;
-    }
-    if (count.all >= config->max_jobs) {
-        tg_respond_quota(req, TG_TALLY_GLOBAL_FULL, 10,
-                         "the server has %u jobs queued or running, its limit (--max-jobs); "
-                         "retry later",
-                         count.all);
-        return false;
-    }
-    return true;
-}
 
 static unsigned url_reason_status(const char *reason)
 {
@@ -140,14 +91,14 @@ void tg_route_file_import(tg_request *req)
     if (hashed > 0 && tg_catalog_token_id(server->catalog, token_hash, &token_id) != TG_CAT_OK)
         token_id = 0;
     bool existing = false;
-    pthread_mutex_lock(&admission_lock);
-    if (!import_fits(req, model)) {
-        pthread_mutex_unlock(&admission_lock);
+    tg_jobs_admission_begin(); /* --max-jobs and --max-jobs-per-namespace hold for imports too */
+    if (!tg_jobs_admit(req, model->org, "jobs", NULL, NULL)) {
+        tg_jobs_admission_end();
         goto out;
     }
     tg_cat_status status = tg_catalog_import_job_create(server->catalog, token_id, model->id,
                                                         version.id, path, url, job, &existing);
-    pthread_mutex_unlock(&admission_lock);
+    tg_jobs_admission_end();
     if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
         goto out;
@@ -158,15 +109,7 @@ void tg_route_file_import(tg_request *req)
     }
     if (!existing)
         tg_convert_jobs_wake();
-    json_t *answer = tg_job_json(job);
-    if (answer == NULL) {
-        tg_respond_internal(req, "out of memory");
-        goto out;
-    }
-    char location[64];
-    snprintf(location, sizeof location, "/v1/jobs/%lld", (long long)job->id);
-    const char *const headers[] = {"Location", location, "Retry-After", "1", NULL};
-    tg_respond_json_headers(req, 202, answer, headers);
+    tg_respond_job_accepted(req, job);
 out:
     json_decref(body);
     free(model);

@@ -6,6 +6,7 @@
  * job's org); the list keeps to the org of a namespace-limited token, so it never
  * shows a job that GET /v1/jobs/{id} would refuse. A cancel needs write scope on
  * the job's org, like the POST that queued it. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "auth.h"
 #include "checks.h"
 #include "convert_job.h"
+#include "resources.h"
 #include "routes.h"
 #include "st_error.h"
 
@@ -340,4 +342,83 @@ void tg_route_job_delete(tg_request *req)
         tg_respond_internal(req, "the catalog failed");
     }
     free(job);
+}
+
+/* ---- a new job: admission and the 202 ---- */
+
+void tg_respond_job_accepted(tg_request *req, const tg_job *job)
+{
+    json_t *body = tg_job_json(job);
+    if (body == NULL) {
+        tg_respond_internal(req, "out of memory");
+        return;
+    }
+    char location[64];
+    snprintf(location, sizeof location, "/v1/jobs/%lld", (long long)job->id);
+    const char *const headers[] = {"Location", location, "Retry-After", "1", NULL};
+    tg_respond_json_headers(req, 202, body, headers);
+}
+
+static pthread_mutex_t admission_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void tg_jobs_admission_begin(void)
+{
+    pthread_mutex_lock(&admission_lock);
+}
+
+void tg_jobs_admission_end(void)
+{
+    pthread_mutex_unlock(&admission_lock);
+}
+
+typedef struct job_count {
+    const char *org;
+    unsigned all, of_org;
+    bool (*equal)(void *context, const tg_job *job);
+    void *context;
+    bool found_equal;
+} job_count;
+
+static void count_job(void *context, const tg_job *job)
+{
+    job_count *c = context;
+    c->all++;
+    c->of_org += strcmp(job->org, c->org) == 0;
+    if (c->equal != NULL && c->equal(c->context, job))
+        c->found_equal = true;
+}
+
+bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
+                   bool (*equal)(void *context, const tg_job *job), void *context)
+{
+    const tg_config *config = &req->server->config;
+    job_count count = {org, 0, 0, equal, context, false};
+    tg_job_filter filter = {.has_state = true, .state = TG_JOB_QUEUED};
+    tg_cat_status status = tg_catalog_job_list(req->server->catalog, &filter, 0,
+                                               config->max_jobs + 1u, count_job, &count);
+    filter.state = TG_JOB_RUNNING;
+    if (status == TG_CAT_OK)
+        status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
+                                     count_job, &count);
+    if (status != TG_CAT_OK) {
+        tg_respond_internal(req, "the catalog failed");
+        return false;
+    }
+    if (count.found_equal)
+        return true;
+    if (count.of_org >= config->max_jobs_per_namespace) {
+        tg_respond_quota(req, TG_TALLY_KEY_FULL, 10,
+                         "%s has %u %s queued or running, its limit (--max-jobs-per-namespace); "
+                         "retry when one ends",
+                         org, count.of_org, what);
+        return false;
+    }
+    if (count.all >= config->max_jobs) {
+        tg_respond_quota(req, TG_TALLY_GLOBAL_FULL, 10,
+                         "the server has %u %s queued or running, its limit (--max-jobs); "
+                         "retry later",
+                         count.all, what);
+        return false;
+    }
+    return true;
 }

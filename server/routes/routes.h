@@ -97,6 +97,21 @@ void tg_route_job_get(tg_request *req);
 void tg_route_job_delete(tg_request *req);
 /* A job as GET /v1/jobs/{id} shows it (NULL when out of memory). */
 json_t *tg_job_json(const tg_job *job);
+/* 202 with the job, Location: /v1/jobs/{id} to poll and Retry-After: 1. */
+void tg_respond_job_accepted(tg_request *req, const tg_job *job);
+
+/* Admission of a new job (conversions and imports share the limits and the lock).
+ * Between tg_jobs_admission_begin and _end (one count-and-create at a time, so two
+ * POSTs of any kind cannot both take the last place), tg_jobs_admit counts the jobs
+ * queued and running, in all and of org (a job is its model's org's, whoever asked):
+ * true when a job equal to the one asked for is among them (equal, when given, says
+ * which; that job is answered, never refused) or a new one fits --max-jobs and
+ * --max-jobs-per-namespace; otherwise false, having answered 429/503 (the detail
+ * names them as `what`, "conversion jobs" say) or 500. */
+void tg_jobs_admission_begin(void);
+void tg_jobs_admission_end(void);
+bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
+                   bool (*equal)(void *context, const tg_job *job), void *context);
 
 /* Shared lookups (routes_models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */
