@@ -4,7 +4,8 @@
 #   upload ingest (PUT a 2 GiB safetensors file with curl)  vs  openssl dgst -sha256 of that file,
 #                                                           and vs dd of it to a new file + fsync
 #   whole-file GET and 16 MiB-range GETs                     vs  nginx sendfile, same file, same curl
-#   header GET requests/s (wrk)                              vs  nginx serving the same JSON
+#   header GET, /api/models/{repo}, HF resolve HEAD req/s    vs  nginx serving the same bytes
+#     (wrk, 16 and 64 connections; the header GET of a draft as well as of a published version)
 #   peak RSS (VmHWM) of the server during a 4 GiB upload     vs  the upload's size
 # BENCH_QUICK=1 uses small sizes and short runs (a smoke run, figures meaningless).
 # Timing never fails anything: the script fails only when a step cannot run.
@@ -290,13 +291,42 @@ r_ng=$(ranged "$ng_file")
 line "16 MiB range GETs x$ranges, one connection" "$r_tg" GB/s \
     "nginx sendfile" "$r_ng" GB/s "$(ratio "$r_tg" "$r_ng")"
 
-# --- header GET requests/s vs nginx serving the same JSON
+# --- header GET, model info and HF resolve HEAD requests/s vs nginx serving the same
+# bytes as static files. A draft is read through the catalog on every request; a
+# published version never changes, so its answers come from the response cache (the
+# case goal 1 of docs/PERFORMANCE.md is about). wrk -t2 at 16 and 64 connections.
 curl -sS -o "$work/www/header.json" "$tg_file/header"
 chmod 644 "$work/www/header.json"
-reqs() {
-    wrk -t 2 -c 16 -d "${wrk_seconds}s" "$1" 2>&1 | awk '/^Requests\/sec:/ { printf "%.0f", $2 }'
+cat >"$work/head.lua" <<'EOF2'
+wrk.method = "HEAD"
+EOF2
+reqs() { # reqs CONNECTIONS URL [wrk args...]
+    c=$1
+    u=$2
+    shift 2
+    wrk -t 2 -c "$c" -d "${wrk_seconds}s" "$@" "$u" 2>&1 | awk '/^Requests\/sec:/ { printf "%.0f", $2 }'
 }
-h_tg=$(reqs "$tg_file/header")
-h_ng=$(reqs "http://127.0.0.1:$nginx_port/header.json")
-line "header GET (wrk -t2 -c16, ${wrk_seconds}s)" "$h_tg" req/s \
-    "nginx static same JSON" "$h_ng" req/s "$(ratio "$h_tg" "$h_ng")"
+ng=http://127.0.0.1:$nginx_port
+h_draft=$(reqs 16 "$tg_file/header")
+h_ng=$(reqs 16 "$ng/header.json")
+line "header GET, draft (wrk -t2 -c16, ${wrk_seconds}s)" "$h_draft" req/s \
+    "nginx static same JSON" "$h_ng" req/s "$(ratio "$h_draft" "$h_ng")"
+must 200 api POST /v1/models/bench/m/versions/1/publish
+published=$base/v1/models/bench/m/versions/1/files/up-0.safetensors/header
+curl -sS -o "$work/www/model-info.json" "$base/api/models/bench/m"
+chmod 644 "$work/www/model-info.json"
+hf_head=$base/bench/m/resolve/1/up-0.safetensors
+for c in 16 64; do
+    h_tg=$(reqs "$c" "$published")
+    h_ng=$(reqs "$c" "$ng/header.json")
+    line "header GET, published (wrk -t2 -c$c, ${wrk_seconds}s)" "$h_tg" req/s \
+        "nginx static same JSON" "$h_ng" req/s "$(ratio "$h_tg" "$h_ng")"
+    m_tg=$(reqs "$c" "$base/api/models/bench/m")
+    m_ng=$(reqs "$c" "$ng/model-info.json")
+    line "GET /api/models/{repo} (wrk -t2 -c$c, ${wrk_seconds}s)" "$m_tg" req/s \
+        "nginx static same JSON" "$m_ng" req/s "$(ratio "$m_tg" "$m_ng")"
+    r_tg=$(reqs "$c" "$hf_head" -s "$work/head.lua")
+    r_ng=$(reqs "$c" "$ng/model.safetensors" -s "$work/head.lua")
+    line "HF resolve HEAD, published (wrk -t2 -c$c, ${wrk_seconds}s)" "$r_tg" req/s \
+        "nginx HEAD same file" "$r_ng" req/s "$(ratio "$r_tg" "$r_ng")"
+done

@@ -3,7 +3,8 @@
 # (GET .../versions/{rev}/tensors/{tensor}), each figure printed next to its
 # anchor measured in the same run on the same machine:
 #   tensor GET of a 1 GiB F32 tensor            vs  the same bytes by the file route with Range
-#   ?slice=::2,::2 and a column-block slice     vs  memcpy of the same output size (C helper)
+#   ?slice=::2,::2, a column-block slice, ::-1   vs  a file Range GET of the same byte count,
+#                                               and memcpy of the same output size (C helper)
 #   ?dtype=BF16 and ?dtype=F16 (input bytes/s)  vs  the plain tensor GET of the same tensor
 #   GET through a 120k-name index (first, cached) vs  the GET of a version without an index
 #   GET on a 300k-tensor (~20 MB header) file (first, cached) vs  the same on a 10-tensor file
@@ -218,16 +219,22 @@ t_range=$(fetch "$file_url" 206 "$tensor_bytes" -H "Range: bytes=$abs_begin-$((a
 line "tensor GET $(human $tensor_bytes) F32" "$t_plain" GB/s \
     "file Range GET same bytes" "$t_range" GB/s "$(ratio "$(best_of "$t_plain")" "$(best_of "$t_range")")"
 
-# 2. strided slices (GB/s of output bytes) vs memcpy of the same output size
+# 2. strided slices (GB/s of output bytes) vs a plain GET that sends the same number
+#    of bytes over the same kind of connection (a Range GET of the file route:
+#    sendfile, no user copy), and vs memcpy of the same output size
 slice_line() { # slice_line LABEL SLICE OUT_BYTES
     got=$(fetch "$tensor_url?slice=$2" 200 "$3")
+    plain=$(fetch "$file_url" 206 "$3" -H "Range: bytes=$abs_begin-$((abs_begin + $3 - 1))")
     mc=$("$work/memcpy_rate" "$3" "$reps")
+    line "$1 ($(human "$3") out)" "$got" GB/s "plain Range GET same byte count" "$plain" GB/s \
+        "$(ratio "$(best_of "$got")" "$(best_of "$plain")")"
     line "$1 ($(human "$3") out)" "$got" GB/s "memcpy same output size" "$mc" GB/s \
         "$(ratio "$(best_of "$got")" "$mc")"
 }
 slice_line "slice ::2,::2" "::2,::2" $((tensor_bytes / 4))
 slice_line "slice :,$col_begin:$col_end (column block)" ":,$col_begin:$col_end" \
     $((side * (col_end - col_begin) * 4))
+slice_line "slice ::-1" "::-1" "$tensor_bytes"
 
 # 3. conversion while streaming, rated by input bytes, vs the plain tensor GET
 for dt in BF16 F16; do

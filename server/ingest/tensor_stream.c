@@ -12,7 +12,12 @@
  * Small runs (strided slices such as ::2,::2) are not stepped one by one: when a
  * run ends, the rest of its row of the innermost loop dimension that lies in the
  * read window is copied in one fixed-stride pass (gather_row), the cursor moving
- * only between rows. */
+ * only between rows.
+ *
+ * A mapped stream (tg_tensor_stream_map) has one window over the whole tensor, the
+ * file's own pages: no read copies the source, and a gather reads the page cache
+ * directly. Its loads run inside a SIGBUS guard (map_guard.h), so a file cut short on
+ * disk behind the server's back fails the read with EIO, as pread would. */
 #include "tensor_stream.h"
 
 #include <errno.h>
@@ -21,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "map_guard.h"
 #include "st_convert.h"
 #include "st_npy.h"
 
@@ -52,6 +59,10 @@ struct tg_tensor_stream {
     uint8_t *window;
     uint64_t window_begin;
     size_t window_len;
+    /* Mapped: window points into the mapping [map, map + map_len), which holds the
+     * whole tensor (window_begin 0, window_len tensor_bytes) and is never refilled. */
+    void *map;
+    size_t map_len;
     uint8_t *staging;   /* conversion: the source elements of one batch, gathered */
     uint8_t *converted; /* conversion output when it cannot go straight to the caller */
 };
@@ -259,7 +270,10 @@ void tg_tensor_stream_free(tg_tensor_stream *stream)
 {
     if (stream == NULL)
         return;
-    free(stream->window);
+    if (stream->map != NULL)
+        munmap(stream->map, stream->map_len);
+    else
+        free(stream->window);
     free(stream->staging);
     free(stream->converted);
     free(stream);
@@ -498,6 +512,57 @@ static int generate(tg_tensor_stream *s, uint8_t *buf, size_t want)
     return 0;
 }
 
+int tg_tensor_stream_map(tg_tensor_stream *s, int fd)
+{
+    if (s->map != NULL)
+        return 0;
+    if (s->tensor_bytes == 0 || s->tensor_bytes > SIZE_MAX / 2 || tg_map_guard_init() != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t lead = s->tensor_base % (uint64_t)(page > 0 ? page : 4096);
+    uint64_t start = s->tensor_base - lead;
+    if (start > (uint64_t)INT64_MAX) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    size_t len = (size_t)(lead + s->tensor_bytes);
+    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)start);
+    if (map == MAP_FAILED)
+        return -1;
+    free(s->window);
+    s->map = map;
+    s->map_len = len;
+    s->window = (uint8_t *)map + lead;
+    s->window_begin = 0;
+    s->window_len = (size_t)s->tensor_bytes;
+    s->sparse = false; /* every run is in the one window: no per-run reads */
+    return 0;
+}
+
+bool tg_tensor_stream_map_pays(const tg_tensor_stream *s)
+{
+    if (s->tensor_bytes <= TG_TENSOR_CHUNK || s->plan.contiguous)
+        return false;
+    return s->plan.converts || s->slice.run_bytes >= TG_TENSOR_MAP_RUN_MIN;
+}
+
+/* generate() over a mapped window, with SIGBUS past the file's end turned into EIO. */
+static int generate_mapped(tg_tensor_stream *s, uint8_t *buf, size_t want)
+{
+    tg_map_guard guard;
+    if (sigsetjmp(guard.env, 0) != 0) {
+        tg_map_guard_leave();
+        errno = EIO;
+        return -1;
+    }
+    tg_map_guard_enter(&guard, s->map, s->map_len);
+    int rc = generate(s, buf, want);
+    tg_map_guard_leave();
+    return rc;
+}
+
 ssize_t tg_tensor_stream_read(tg_tensor_stream *s, uint64_t pos, uint8_t *buf, size_t max)
 {
     const tg_tensor_plan *plan = &s->plan;
@@ -515,7 +580,7 @@ ssize_t tg_tensor_stream_read(tg_tensor_stream *s, uint64_t pos, uint8_t *buf, s
     }
     if (produced == want)
         return (ssize_t)produced;
-    if (s->read == NULL) {
+    if (s->read == NULL && s->map == NULL) {
         errno = EBADF;
         return -1;
     }
@@ -534,7 +599,8 @@ ssize_t tg_tensor_stream_read(tg_tensor_stream *s, uint64_t pos, uint8_t *buf, s
     uint64_t body_pos = pos + produced - plan->header_length;
     if (!s->positioned || s->body_pos != body_pos)
         seek(s, body_pos);
-    if (generate(s, buf + produced, want - produced) != 0) {
+    if ((s->map != NULL ? generate_mapped(s, buf + produced, want - produced)
+                        : generate(s, buf + produced, want - produced)) != 0) {
         s->positioned = false;
         return -1;
     }

@@ -92,6 +92,25 @@ int tg_tensor_stream_open(tg_tensor_read_fn read, void *read_ctx, const st_file 
 
 const tg_tensor_plan *tg_tensor_stream_plan(const tg_tensor_stream *stream);
 
+/* Reads the tensor's bytes through a read-only shared mapping of fd (the file read
+ * reads) instead of read(): one window over the whole tensor, so a strided gather or a
+ * conversion reads the page cache in place, with no copy into a window. Loads run in a
+ * SIGBUS guard: a file found shorter than the tensor fails the read with EIO. Worth it
+ * past one window (TG_TENSOR_CHUNK); the mapping lasts until tg_tensor_stream_free.
+ * 0, or -1 with errno (EINVAL for an empty tensor or when the guard cannot be
+ * installed, or mmap's), and the stream keeps reading through read. */
+int tg_tensor_stream_map(tg_tensor_stream *stream, int fd);
+
+/* Whether tg_tensor_stream_map should pay for this stream (measured, docs/PERFORMANCE.md
+ * goal 3): the tensor spans more than one window and the body is converted or made of
+ * runs of TG_TENSOR_MAP_RUN_MIN bytes or more. A gather of small runs (::2 of 4-byte
+ * elements) reads faster from a window pread into cache-resident memory than strided
+ * from the page cache through a fresh mapping, whose first touch of each page costs
+ * page-table work; runs of a page or more are one memcpy each either way, and the
+ * mapping saves pread's copy. */
+#define TG_TENSOR_MAP_RUN_MIN 4096u
+bool tg_tensor_stream_map_pays(const tg_tensor_stream *stream);
+
 /* Writes up to max output bytes starting at output position pos (0 <= pos <= length)
  * into buf. Any position may be asked, in any order; increasing positions read the
  * source sequentially. Returns the number of bytes written (> 0 while pos < length),

@@ -427,6 +427,12 @@ static void serve_tensor(tg_request *req, tg_blob_reader *blob, const located *a
         response = tg_blob_response(req->server, blob, plan->contiguous_offset + first, length);
         blob = NULL;
     } else {
+        /* a local blob read through a mapping where that pays (conversions, runs of a
+         * page or more): the page cache read in place instead of pread copying every
+         * window first */
+        int fd = tg_blob_fd(blob);
+        if (fd >= 0 && tg_tensor_stream_map_pays(stream))
+            (void)tg_tensor_stream_map(stream, fd); /* on failure, reads stay on pread */
         body_source *source = malloc(sizeof *source);
         if (source != NULL) {
             *source = (body_source){stream, blob, first, req->server->blobs};

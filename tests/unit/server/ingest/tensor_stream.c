@@ -23,6 +23,8 @@ static int fd_read(void *ctx, void *buf, size_t len, uint64_t offset)
 }
 
 static char temp_dir[64];
+/* stream_matches reads through a mapping of the file (tg_tensor_stream_map) */
+static bool use_map;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t rng(void)
@@ -166,6 +168,9 @@ static bool stream_matches(const test_file *f, const char *name, const tg_tensor
     }
     const tg_tensor_plan *plan = tg_tensor_stream_plan(s);
     ok = plan->length == ref_len;
+    /* an empty tensor has nothing to map: it refuses, and reads stay on read() */
+    if (use_map && tg_tensor_stream_map(s, f->fd) != 0)
+        ok = ok && t->end == t->begin && errno == EINVAL;
     if (ok && plan->contiguous)
         ok = plan->contiguous_offset + ref_len <= f->len &&
              memcmp(f->bytes + plan->contiguous_offset, ref, ref_len) == 0;
@@ -511,6 +516,85 @@ TEST(truncated_file)
     free_file(&f);
 }
 
+/* The mapped reads: every case above again, read in place from the page cache. */
+TEST(mapped_matches_read)
+{
+    use_map = true;
+    every_slice_dtype_and_format();
+    larger_than_the_window();
+    use_map = false;
+}
+
+/* Which streams the routes map: more than one window of tensor, and a conversion or
+ * runs of a page or more; never a contiguous body (sendfile) or a small tensor. */
+TEST(map_pays_choice)
+{
+    static const spec specs[] = {
+        {"rows", ST_F32, 2, {1536, 1024}}, /* 6 MiB, rows of 4 KiB */
+        {"small", ST_F32, 2, {64, 64}},
+    };
+    test_file f;
+    CHECK(make_file("pays.safetensors", specs, 2, &f));
+    static const struct {
+        const char *name, *slice, *dtype;
+        bool pays;
+    } cases[] = {
+        {"rows", "::-1", NULL, true},     {"rows", "::2", NULL, true},
+        {"rows", NULL, "F16", true},      {"rows", "::2,::2", "BF16", true},
+        {"rows", "::2,::2", NULL, false}, {"rows", ":,::-1", NULL, false},
+        {"rows", NULL, NULL, false},      {"rows", "3:900", NULL, false},
+        {"small", "::-1", "F16", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tg_tensor_options o = {cases[i].slice, cases[i].dtype, NULL};
+        tg_tensor_stream *s;
+        tg_tensor_error err;
+        CHECK(tg_tensor_stream_open(NULL, NULL, &f.file, find(&f, cases[i].name), &o, &s, &err) ==
+              0);
+        CHECK(tg_tensor_stream_map_pays(s) == cases[i].pays);
+        tg_tensor_stream_free(s);
+    }
+    free_file(&f);
+}
+
+/* A file cut short behind a mapped stream: the loads past its end raise SIGBUS, which
+ * the guard turns into EIO for that read; the process goes on, and so does the stream
+ * for the bytes still in the file. */
+TEST(mapped_truncated_file)
+{
+    static const spec one[] = {{"t", ST_F32, 2, {1024, 1024}}}; /* 4 MiB */
+    test_file f;
+    CHECK(make_file("cut-mapped.safetensors", one, 1, &f));
+    const st_tensor *t = find(&f, "t");
+    tg_tensor_options strided = {"::2,::2", NULL, NULL}, conv = {"::-1", "F16", NULL};
+    tg_tensor_stream *s, *c;
+    tg_tensor_error err;
+    CHECK(tg_tensor_stream_open(fd_read, (void *)(intptr_t)f.fd, &f.file, t, &strided, &s, &err) ==
+          0);
+    CHECK(tg_tensor_stream_open(fd_read, (void *)(intptr_t)f.fd, &f.file, t, &conv, &c, &err) == 0);
+    CHECK(tg_tensor_stream_map(s, f.fd) == 0);
+    CHECK(tg_tensor_stream_map(c, f.fd) == 0);
+    uint64_t length = tg_tensor_stream_plan(s)->length;
+    uint8_t *buf = malloc(1 << 16);
+    CHECK(tg_tensor_stream_read(s, 0, buf, 4096) == 4096);
+    /* keep the first MiB of the tensor's bytes (and the header before them) */
+    CHECK(ftruncate(f.fd, (off_t)(f.file.data_start + t->begin + (1 << 20))) == 0);
+    errno = 0;
+    CHECK(tg_tensor_stream_read(s, length - 4096, buf, 4096) == -1 && errno == EIO);
+    errno = 0;
+    CHECK(tg_tensor_stream_read(c, 0, buf, 1 << 16) == -1 && errno == EIO); /* reversed: the end */
+    /* the start of the tensor is still in the file, and reads again */
+    CHECK(tg_tensor_stream_read(s, 0, buf, 4096) == 4096);
+    size_t ref_len = 0;
+    uint8_t *ref = reference(&f, t, &strided, &ref_len);
+    CHECK(ref != NULL && memcmp(buf, ref, 4096) == 0);
+    free(ref);
+    free(buf);
+    tg_tensor_stream_free(s);
+    tg_tensor_stream_free(c);
+    free_file(&f);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -528,6 +612,9 @@ int main(int argc, char **argv)
     RUN(errors);
     RUN(larger_than_the_window);
     RUN(truncated_file);
+    RUN(mapped_matches_read);
+    RUN(mapped_truncated_file);
+    RUN(map_pays_choice);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", temp_dir);
     if (system(command) != 0)
