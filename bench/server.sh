@@ -31,7 +31,7 @@ else
 fi
 range_bytes=$((16 * 1024 * 1024))
 
-for tool in curl nginx wrk openssl; do
+for tool in curl nginx wrk ab openssl; do
     if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ]; then
         echo "bench/server.sh: $tool missing (scripts/install-deps.sh --bench installs it)" >&2
         exit 2
@@ -294,17 +294,21 @@ line "16 MiB range GETs x$ranges, one connection" "$r_tg" GB/s \
 # --- header GET, model info and HF resolve HEAD requests/s vs nginx serving the same
 # bytes as static files. A draft is read through the catalog on every request; a
 # published version never changes, so its answers come from the response cache (the
-# case goal 1 of docs/PERFORMANCE.md is about). wrk -t2 at 16 and 64 connections.
+# case goal 1 of docs/PERFORMANCE.md is about), and "latest", "main" and model info
+# without a revision are kept for up to a second. wrk -t2 (ab for HEAD) at 16 and 64
+# connections.
 curl -sS -o "$work/www/header.json" "$tg_file/header"
 chmod 644 "$work/www/header.json"
-cat >"$work/head.lua" <<'EOF2'
-wrk.method = "HEAD"
-EOF2
 reqs() { # reqs CONNECTIONS URL [wrk args...]
     c=$1
     u=$2
     shift 2
     wrk -t 2 -c "$c" -d "${wrk_seconds}s" "$@" "$u" 2>&1 | awk '/^Requests\/sec:/ { printf "%.0f", $2 }'
+}
+# HEAD requests/s: ab (keep-alive, -i), since wrk waits for a HEAD answer's body
+heads() { # heads CONNECTIONS URL
+    ab -q -k -i -c "$1" -t "$wrk_seconds" -n 10000000 "$2" 2>&1 |
+        awk '/^Requests per second:/ { printf "%.0f", $4 }'
 }
 ng=http://127.0.0.1:$nginx_port
 h_draft=$(reqs 16 "$tg_file/header")
@@ -315,18 +319,22 @@ must 200 api POST /v1/models/bench/m/versions/1/publish
 published=$base/v1/models/bench/m/versions/1/files/up-0.safetensors/header
 curl -sS -o "$work/www/model-info.json" "$base/api/models/bench/m"
 chmod 644 "$work/www/model-info.json"
-hf_head=$base/bench/m/resolve/1/up-0.safetensors
+latest=$base/v1/models/bench/m/versions/latest/files/up-0.safetensors/header
+hf_head=$base/bench/m/resolve/main/up-0.safetensors
 for c in 16 64; do
     h_tg=$(reqs "$c" "$published")
     h_ng=$(reqs "$c" "$ng/header.json")
     line "header GET, published (wrk -t2 -c$c, ${wrk_seconds}s)" "$h_tg" req/s \
         "nginx static same JSON" "$h_ng" req/s "$(ratio "$h_tg" "$h_ng")"
+    l_tg=$(reqs "$c" "$latest")
+    line "header GET, @latest (wrk -t2 -c$c, ${wrk_seconds}s)" "$l_tg" req/s \
+        "nginx static same JSON" "$h_ng" req/s "$(ratio "$l_tg" "$h_ng")"
     m_tg=$(reqs "$c" "$base/api/models/bench/m")
     m_ng=$(reqs "$c" "$ng/model-info.json")
     line "GET /api/models/{repo} (wrk -t2 -c$c, ${wrk_seconds}s)" "$m_tg" req/s \
         "nginx static same JSON" "$m_ng" req/s "$(ratio "$m_tg" "$m_ng")"
-    r_tg=$(reqs "$c" "$hf_head" -s "$work/head.lua")
-    r_ng=$(reqs "$c" "$ng/model.safetensors" -s "$work/head.lua")
-    line "HF resolve HEAD, published (wrk -t2 -c$c, ${wrk_seconds}s)" "$r_tg" req/s \
+    r_tg=$(heads "$c" "$hf_head")
+    r_ng=$(heads "$c" "$ng/model.safetensors")
+    line "HF resolve HEAD main (ab -k -c$c, ${wrk_seconds}s)" "$r_tg" req/s \
         "nginx HEAD same file" "$r_ng" req/s "$(ratio "$r_tg" "$r_ng")"
 done

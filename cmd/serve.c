@@ -23,6 +23,7 @@
 #include "parsed_header_cache.h"
 #include "reclaim.h"
 #include "resources.h"
+#include "response_cache.h"
 #include "route_table.h"
 #include "routes_preloads.h"
 #include "sha256.h"
@@ -95,6 +96,12 @@ static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **ca
 }
 
 /* Closes what open_data opened (the claim goes with the blob store). */
+/* tg_jobs_context.version_published: a derived version is "latest" now. */
+static void moving_revisions_changed(void *responses)
+{
+    tg_response_cache_invalidate_moving(responses);
+}
+
 static void close_data(tg_blobstore *blobs, tg_catalog *catalog)
 {
     tg_catalog_close(catalog);
@@ -165,6 +172,11 @@ int tg_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* The response cache exists before the worker, which tells it of derived versions,
+     * and outlives it (tg_http_start uses it as it is; freed after the worker stopped). */
+    if (server.config.response_cache_bytes > 0)
+        server.responses = tg_response_cache_create((size_t)server.config.response_cache_bytes,
+                                                    server.config.response_cache_ttl);
     /* The worker starts first (jobs left running are queued again) so a POST can wake it. */
     tg_jobs_context jobs = {.catalog = server.catalog,
                             .store = server.blobs,
@@ -173,11 +185,14 @@ int tg_cmd_serve(int argc, char **argv)
                             .max_body = server.config.max_body,
                             .refuse_nonfinite = server.config.refuse_nonfinite,
                             .import_policy = server.config.import_allow,
-                            .publish_lock = &server.publish_lock};
+                            .publish_lock = &server.publish_lock,
+                            .version_published = moving_revisions_changed,
+                            .version_published_arg = server.responses};
     /* imports (server/jobs/import_job.h): libcurl once, before any thread uses it; the
      * ranges the operator opened to them are logged */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "tensorgate serve: libcurl could not start\n");
+        tg_response_cache_destroy(server.responses);
         close_data(server.blobs, server.catalog);
         return 1;
     }
@@ -191,12 +206,14 @@ int tg_cmd_serve(int argc, char **argv)
     }
     if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_response_cache_destroy(server.responses);
         close_data(server.blobs, server.catalog);
         return 1;
     }
     if (tg_preloads_start(&server, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_convert_jobs_stop();
+        tg_response_cache_destroy(server.responses);
         close_data(server.blobs, server.catalog);
         return 1;
     }
@@ -206,6 +223,7 @@ int tg_cmd_serve(int argc, char **argv)
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_preloads_stop();
         tg_convert_jobs_stop();
+        tg_response_cache_destroy(server.responses);
         close_data(server.blobs, server.catalog);
         return 1;
     }
@@ -222,6 +240,8 @@ int tg_cmd_serve(int argc, char **argv)
     tg_http_stop(&server);
     tg_preloads_stop();
     tg_convert_jobs_stop();
+    tg_response_cache_destroy(server.responses);
+    server.responses = NULL;
     pthread_mutex_destroy(&server.publish_lock);
     close_data(server.blobs, server.catalog);
     tg_resources_stop();

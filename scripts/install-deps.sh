@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages tensorgate needs to build, test and run.
 # Only what is missing is installed; running it again does nothing.
 #   scripts/install-deps.sh          build + run + test
-#   scripts/install-deps.sh --bench  also the benchmark load generator (wrk)
+#   scripts/install-deps.sh --bench  also the benchmark load generators (wrk; ab from
+#                                    apache2-utils for HEAD, which wrk cannot count)
 #   scripts/install-deps.sh --build  only what `make` needs (the Docker build stage)
 #   scripts/install-deps.sh --runtime   only the shared libraries the tensorgate
 #                                       binary loads (the Docker runtime stage)
@@ -16,7 +17,7 @@ radosgw ceph-mon ceph-osd ceph-common
 libpq-dev postgresql-15 nginx-light openssl chromium"
 
 if [ "${1:-}" = "--bench" ]; then
-    packages="$packages wrk"
+    packages="$packages wrk apache2-utils"
 fi
 
 if [ "${1:-}" = "--build" ]; then

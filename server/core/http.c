@@ -1310,9 +1310,11 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
         return -1;
     }
     pthread_mutex_init(&server->metrics->lock, NULL);
-    if (server->config.response_cache_bytes > 0 && server->responses == NULL)
+    if (server->config.response_cache_bytes > 0 && server->responses == NULL) {
         server->responses = tg_response_cache_create((size_t)server->config.response_cache_bytes,
                                                      server->config.response_cache_ttl);
+        server->responses_owned = true;
+    }
 
     struct addrinfo hints = {0}, *resolved = NULL;
     hints.ai_family = AF_UNSPEC;
@@ -1383,8 +1385,11 @@ void tg_http_stop(tg_server *server)
         MHD_stop_daemon(server->daemon);
         server->daemon = NULL;
     }
-    tg_response_cache_destroy(server->responses);
-    server->responses = NULL;
+    if (server->responses_owned) {
+        tg_response_cache_destroy(server->responses);
+        server->responses = NULL;
+        server->responses_owned = false;
+    }
     if (server->metrics) {
         free(server->metrics->timeout_answer);
         free(server->metrics->requests);

@@ -38,6 +38,7 @@ typedef struct tg_server {
     size_t route_count;
     /* ready responses of immutable reads (response_cache.h); NULL: none kept */
     struct tg_response_cache *responses;
+    bool responses_owned; /* made by tg_http_start (freed by tg_http_stop), not the caller */
 } tg_server;
 
 typedef enum tg_body_kind {

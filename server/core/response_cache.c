@@ -37,8 +37,19 @@ typedef struct shard {
 struct tg_response_cache {
     shard shards[SHARDS];
     unsigned ttl_seconds;
-    uint64_t generation; /* atomic */
+    /* atomic: deletes count in the high 32 bits (every entry), publishes and alias
+     * moves in the low 32 (entries under moving keys only) */
+    uint64_t generation;
 };
+
+#define DELETES(generation) ((generation) >> 32)
+
+/* An entry kept under a moving key (tg_response_cache_moving_key): it starts with the
+ * separator, which no plain key does (its first part, the kind, is never empty). */
+static bool is_moving(const char *key)
+{
+    return key[0] == '\n';
+}
 
 static uint64_t hash_key(const char *key)
 {
@@ -119,7 +130,21 @@ uint64_t tg_response_cache_generation(const tg_response_cache *cache)
 void tg_response_cache_invalidate(tg_response_cache *cache)
 {
     if (cache != NULL)
+        __atomic_fetch_add(&cache->generation, (uint64_t)1 << 32, __ATOMIC_ACQ_REL);
+}
+
+void tg_response_cache_invalidate_moving(tg_response_cache *cache)
+{
+    /* a carry out of the low half only adds a delete: every entry goes, never a stale one kept */
+    if (cache != NULL)
         __atomic_fetch_add(&cache->generation, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Whether an entry made (or built from reads that began) at generation made still holds
+ * at generation now. */
+static bool same_generation(const char *key, uint64_t made, uint64_t now)
+{
+    return is_moving(key) ? made == now : DELETES(made) == DELETES(now);
 }
 
 static entry *find(shard *sh, uint64_t hash, const char *key)
@@ -153,9 +178,12 @@ static void make_newest(shard *sh, entry *e)
 
 static bool fresh(const tg_response_cache *cache, const entry *e, uint64_t generation)
 {
-    if (e->generation != generation)
+    if (!same_generation(e->key, e->generation, generation))
         return false;
-    return cache->ttl_seconds == 0 || now_seconds() - e->born < cache->ttl_seconds;
+    unsigned ttl = cache->ttl_seconds;
+    if (is_moving(e->key) && (ttl == 0 || ttl > TG_RESPONSE_CACHE_MOVING_SECONDS))
+        ttl = TG_RESPONSE_CACHE_MOVING_SECONDS;
+    return ttl == 0 || now_seconds() - e->born < ttl;
 }
 
 bool tg_response_cache_answer(tg_response_cache *cache, tg_request *req, const char *key)
@@ -208,8 +236,9 @@ static void keep(tg_response_cache *cache, const char *key, uint64_t generation,
                  .charge = charge};
     memcpy(e->key, key, key_len + 1);
     pthread_mutex_lock(&sh->lock);
-    if (generation != tg_response_cache_generation(cache)) {
-        /* a delete happened while the answer was being built: it may be stale */
+    if (!same_generation(key, generation, tg_response_cache_generation(cache))) {
+        /* a delete (or, for a moving key, a publish or an alias move) happened while the
+         * answer was being built: it may be stale */
         pthread_mutex_unlock(&sh->lock);
         MHD_destroy_response(response);
         free(e);
@@ -290,6 +319,14 @@ void tg_response_cache_get_stats(tg_response_cache *cache, tg_response_cache_sta
         stats->bytes += sh->used;
         pthread_mutex_unlock(&sh->lock);
     }
+}
+
+bool tg_response_cache_moving_key(char *out, size_t cap, const char *const *parts, size_t count)
+{
+    if (cap < 2 || !tg_response_cache_key(out + 1, cap - 1, parts, count))
+        return false;
+    out[0] = '\n';
+    return true;
 }
 
 bool tg_response_cache_key(char *out, size_t cap, const char *const *parts, size_t count)

@@ -4,12 +4,17 @@
  * libmicrohttpd response object, which every later request queues as it is: no
  * catalog round trip, no rendering, no copy. This file owns that cache: a byte
  * budget split over shards (one mutex each, no global lock), least recently used
- * entries leave first, and two invalidation rules:
+ * entries leave first, and these invalidation rules:
  *  - tg_response_cache_invalidate (a model, version or file deleted on this
  *    replica) bumps a generation: every entry made before it stops being served,
  *    and an entry built from catalog reads that began before it is never kept;
  *  - an entry older than the TTL is not served (another replica's delete is seen
- *    within the TTL; 0 keeps entries until they are evicted or invalidated).
+ *    within the TTL; 0 keeps entries until they are evicted or invalidated);
+ *  - an answer kept under a moving key (a revision that names no version for good:
+ *    "main", "latest", an alias, or none) also stops being served at the next
+ *    tg_response_cache_invalidate_moving (a publish, an alias move or a derived
+ *    version on this replica) and after TG_RESPONSE_CACHE_MOVING_SECONDS at most
+ *    (another replica's publish or alias move is seen within it).
  * Routes authorise before asking (a token's scope and namespace are checked per
  * request, never cached) and only put answers that hold for every reader allowed
  * to ask. */
@@ -23,6 +28,9 @@
 #include "http.h"
 
 typedef struct tg_response_cache tg_response_cache;
+
+/* The longest an answer under a moving key is served (whatever the TTL). */
+#define TG_RESPONSE_CACHE_MOVING_SECONDS 1u
 
 /* bytes 0: a cache that keeps nothing (every answer is a miss). NULL when out of memory. */
 tg_response_cache *tg_response_cache_create(size_t bytes, unsigned ttl_seconds);
@@ -55,6 +63,10 @@ void tg_response_cache_put_response(tg_response_cache *cache, const char *key, u
 /* Every response kept so far stops being served (this replica deleted something). */
 void tg_response_cache_invalidate(tg_response_cache *cache);
 
+/* Every response kept under a moving key stops being served (this replica published a
+ * version, moved an alias or derived a version: "latest" or an alias may name another). */
+void tg_response_cache_invalidate_moving(tg_response_cache *cache);
+
 typedef struct tg_response_cache_stats {
     uint64_t hits, misses, entries, bytes;
 } tg_response_cache_stats;
@@ -63,5 +75,9 @@ void tg_response_cache_get_stats(tg_response_cache *cache, tg_response_cache_sta
 /* key = parts joined by '\n' into out (size cap): false when it does not fit or a part
  * holds a '\n' (then nothing is cached for it). */
 bool tg_response_cache_key(char *out, size_t cap, const char *const *parts, size_t count);
+
+/* The same key, marked moving: its rev part ("main", "latest", an alias, "") may come to
+ * name another version, so its answers obey the moving rules above. False as above. */
+bool tg_response_cache_moving_key(char *out, size_t cap, const char *const *parts, size_t count);
 
 #endif

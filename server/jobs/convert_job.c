@@ -835,6 +835,8 @@ static int run_job(const tg_jobs_context *ctx, const tg_job *job, job_failure *f
         fail(failure, "internal", "the catalog failed committing the version");
         goto out;
     }
+    if (ctx->version_published != NULL)
+        ctx->version_published(ctx->version_published_arg);
     tg_log(TG_LOG_INFO, "job %lld: %s/%s version %lld derived from %lld (%s), digest %s",
            (long long)job->id, job->org, job->name, (long long)version.number,
            (long long)job->source_number, job->dtype, digest);

@@ -66,6 +66,10 @@ typedef struct tg_jobs_context {
      * catalog commit as around an upload's, so a publish never checks a draft that an
      * import changes under it; NULL: none (tests without a server) */
     pthread_mutex_t *publish_lock;
+    /* called (when not NULL) after a job committed a derived version, which "latest"
+     * names now: the server drops the answers it keeps for moving revisions */
+    void (*version_published)(void *arg);
+    void *version_published_arg;
 } tg_jobs_context;
 
 /* What to convert: the target dtype and tensor-name globs (fnmatch; none: all). */

@@ -376,13 +376,15 @@ static json_t *header_json(const tg_file_record *record, const st_file *file,
 
 /* The response cache's key of a header GET ("header", org, name, rev, path): false
  * when it cannot have one. */
-static bool header_key(tg_request *req, const char *rev, char *key, size_t cap)
+static bool header_key(tg_request *req, const char *rev, bool moving, char *key, size_t cap)
 {
-    if (req->target.query_args > 0)
+    if (req->target.query_args > 0 || rev == NULL)
         return false; /* a query is not part of the key: such requests take the full path */
     const char *parts[] = {"header", tg_param(req, "org"), tg_param(req, "name"), rev,
                            tg_param(req, "path")};
-    return tg_response_cache_key(key, cap, parts, sizeof parts / sizeof parts[0]);
+    size_t count = sizeof parts / sizeof parts[0];
+    return moving ? tg_response_cache_moving_key(key, cap, parts, count)
+                  : tg_response_cache_key(key, cap, parts, count);
 }
 
 /* A {rev} that names one version for good: a number or a digest (an alias or
@@ -400,14 +402,17 @@ static bool rev_is_fixed(const char *rev)
 }
 
 /* 200 with the rendered header JSON; takes text (malloc'd). A published version's
- * answer is also kept, ready, under key (generation: read before the lookups). */
+ * answer is also kept, ready, under key and under moving_key (the alias or "latest"
+ * asked for), each when not NULL (generation: read before the lookups). */
 static void respond_header_text(tg_request *req, char *text, size_t len, const tg_version *version,
-                                const char *key, uint64_t generation)
+                                const char *key, const char *moving_key, uint64_t generation)
 {
-    if (version->published && key != NULL) {
-        const char *headers[] = {"Content-Type", "application/json", NULL};
+    const char *headers[] = {"Content-Type", "application/json", NULL};
+    if (version->published && key != NULL)
         tg_response_cache_put(req->server->responses, key, generation, 200, text, len, headers);
-    }
+    if (version->published && moving_key != NULL)
+        tg_response_cache_put(req->server->responses, moving_key, generation, 200, text, len,
+                              headers);
     struct MHD_Response *response =
         MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (response == NULL)
@@ -422,12 +427,17 @@ void tg_route_file_header(tg_request *req)
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
     /* a published version's answer, ready: no catalog, no rendering (response_cache.h) */
-    char key[3 * TG_PATH_MAX];
+    char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     const char *rev = tg_param(req, "rev");
     uint64_t generation = tg_response_cache_generation(req->server->responses);
-    bool keyed = req->server->responses != NULL && rev_is_fixed(rev) &&
-                 header_key(req, rev, key, sizeof key);
-    if (keyed && tg_response_cache_answer(req->server->responses, req, key))
+    bool fixed = rev_is_fixed(rev);
+    bool keyed =
+        req->server->responses != NULL && fixed && header_key(req, rev, false, key, sizeof key);
+    /* an alias or "latest": its answer kept for a moment (response_cache.h, moving keys) */
+    bool moving = req->server->responses != NULL && !fixed &&
+                  header_key(req, rev, true, moving_key, sizeof moving_key);
+    if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
+        (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
         return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
@@ -470,14 +480,16 @@ void tg_route_file_header(tg_request *req)
         /* an alias or "latest" resolved to this version: keep its answer by number */
         char number[24];
         snprintf(number, sizeof number, "%lld", (long long)version.number);
-        keyed = header_key(req, number, key, sizeof key);
+        keyed = header_key(req, number, false, key, sizeof key);
     }
     const char *cache_key = keyed ? key : NULL;
+    const char *cache_moving_key = moving ? moving_key : NULL;
     /* Same blob and path, same answer: served from the cache without touching the blob. */
     size_t cached_len = 0;
     char *cached = tg_header_cache_get(record.sha256, record.path, &cached_len);
     if (cached != NULL) {
-        respond_header_text(req, cached, cached_len, &version, cache_key, generation);
+        respond_header_text(req, cached, cached_len, &version, cache_key, cache_moving_key,
+                            generation);
         free(model);
         return;
     }
@@ -502,7 +514,7 @@ void tg_route_file_header(tg_request *req)
         } else {
             size_t len = strlen(text);
             tg_header_cache_put(record.sha256, record.path, text, len);
-            respond_header_text(req, text, len, &version, cache_key, generation);
+            respond_header_text(req, text, len, &version, cache_key, cache_moving_key, generation);
         }
         st_file_free(&file);
     }

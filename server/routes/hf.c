@@ -183,6 +183,19 @@ static bool hf_ready_key(tg_request *req, const char *kind, const char *rev, con
     return tg_response_cache_key(key, cap, parts, path ? 5 : 4);
 }
 
+/* The moving key of kind for a rev that names no version for good ("main", "latest",
+ * an alias; NULL: none, the model's newest): its answers are kept for a moment only
+ * (response_cache.h). False: not cached (a fixed rev, a query, no cache). */
+static bool hf_moving_key(tg_request *req, const char *kind, const char *rev, const char *path,
+                          char *key, size_t cap)
+{
+    if (req->server->responses == NULL || req->target.query_args > 0 ||
+        (rev != NULL && (all_digits(rev) || tg_is_sha256_hex(rev))))
+        return false;
+    const char *parts[] = {kind, tg_param(req, "org"), tg_param(req, "name"), rev ? rev : "", path};
+    return tg_response_cache_moving_key(key, cap, parts, path ? 5 : 4);
+}
+
 /* A HEAD whose answer depends on nothing but the file: no Range, no validators. */
 static bool plain_head(tg_request *req)
 {
@@ -197,12 +210,16 @@ void tg_route_hf_file(tg_request *req)
     req->hub_errors = true;
     if (!tg_auth_read(req, tg_param(req, "org")))
         return;
-    char key[3 * TG_PATH_MAX];
+    char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     uint64_t generation = tg_response_cache_generation(req->server->responses);
     bool plain = plain_head(req);
     bool keyed = plain && hf_ready_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"),
                                        key, sizeof key);
-    if (keyed && tg_response_cache_answer(req->server->responses, req, key))
+    bool moving = plain && !keyed &&
+                  hf_moving_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"),
+                                moving_key, sizeof moving_key);
+    if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
+        (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
         return;
     tg_model *model = malloc(sizeof *model);
     if (model == NULL) {
@@ -244,6 +261,9 @@ void tg_route_hf_file(tg_request *req)
             snprintf(number, sizeof number, "%lld", (long long)version.number);
             keyed = hf_ready_key(req, "hf-head", number, path, key, sizeof key);
         }
+        if (keyed && moving)
+            tg_response_cache_put_response(req->server->responses, moving_key, generation, 200,
+                                           tg_file_head_response(&file, hub_headers), file.size);
         if (keyed) {
             tg_response_cache_put_response(req->server->responses, key, generation, 200,
                                            tg_file_head_response(&file, hub_headers), file.size);
@@ -420,10 +440,12 @@ void tg_route_hf_model_info(tg_request *req)
     const char *rev = tg_param(req, "rev");
     tg_version version;
     bool has_version = false;
-    char key[3 * TG_PATH_MAX];
+    char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     uint64_t generation = tg_response_cache_generation(req->server->responses);
     bool keyed = hf_ready_key(req, "hf-info", rev, NULL, key, sizeof key);
-    if (keyed && tg_response_cache_answer(req->server->responses, req, key))
+    bool moving = !keyed && hf_moving_key(req, "hf-info", rev, NULL, moving_key, sizeof moving_key);
+    if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
+        (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
         goto out;
     if (!hf_lookup_repo(req, model))
         goto out;
@@ -447,7 +469,9 @@ void tg_route_hf_model_info(tg_request *req)
         snprintf(number, sizeof number, "%lld", (long long)version.number);
         keyed = hf_ready_key(req, "hf-info", number, NULL, key, sizeof key);
     }
-    if (keyed && has_version && tg_response_cache_answer(req->server->responses, req, key))
+    /* (a moving request builds the answer, to keep it under its moving key as well) */
+    if (keyed && has_version && !moving &&
+        tg_response_cache_answer(req->server->responses, req, key))
         goto out;
     json_t *body = model_info_json(req, model, has_version ? &version : NULL);
     if (body != NULL && keyed && has_version) {
@@ -457,6 +481,9 @@ void tg_route_hf_model_info(tg_request *req)
             const char *headers[] = {"Content-Type", "application/json", NULL};
             tg_response_cache_put(req->server->responses, key, generation, 200, text, strlen(text),
                                   headers);
+            if (moving)
+                tg_response_cache_put(req->server->responses, moving_key, generation, 200, text,
+                                      strlen(text), headers);
         }
         free(text);
         if (tg_response_cache_answer(req->server->responses, req, key)) {

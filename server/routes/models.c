@@ -519,7 +519,11 @@ void tg_route_alias_set(tg_request *req)
                            (long long)number);
         goto out;
     }
-    if (tg_catalog_alias_set(req->server->catalog, model->id, alias, number) != TG_CAT_OK) {
+    tg_cat_status set = tg_catalog_alias_set(req->server->catalog, model->id, alias, number);
+    /* the alias may name another version now: the answers kept under it go (also after a
+     * failure, which may have moved it all the same) */
+    tg_response_cache_invalidate_moving(req->server->responses);
+    if (set != TG_CAT_OK) {
         tg_respond_internal(req, "the catalog failed");
         goto out;
     }

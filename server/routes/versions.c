@@ -9,6 +9,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "parsed_header_cache.h"
+#include "response_cache.h"
 #include "routes.h"
 
 void tg_route_version_create(tg_request *req)
@@ -290,6 +291,8 @@ void tg_route_version_publish(tg_request *req)
     } else if (status != TG_CAT_OK) {
         tg_respond_internal(req, "the catalog failed");
     } else {
+        /* "latest" and "main" may name this one now: their kept answers go */
+        tg_response_cache_invalidate_moving(server->responses);
         tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
                (long long)published.number, digest);
         tg_respond_json(req, 200, tg_version_json(server, model, &published, true));

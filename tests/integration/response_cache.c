@@ -3,7 +3,9 @@
  * cached answer (GET and HEAD, by number and by digest) is byte for byte the
  * uncached one (body and every header but Date) and the one of a server run with
  * --response-cache-bytes 0; a deleted model stops being served (and a new model of
- * the same name serves its own header); a moved alias is seen at once; a draft
+ * the same name serves its own header); a moved alias and a publish are seen at once
+ * by the moving revisions ("latest", the Hub's "main", model info), also when their
+ * answers were kept; a draft
  * whose file is deleted stops being served; with --auth-read a token of another
  * namespace, or none, never gets the answer an allowed token made ready. The same
  * for the Hub's resolve HEAD (by "main", number and commit; a HEAD with Range or
@@ -192,10 +194,44 @@ TEST(hub_routes_cached_equal_uncached)
 
 TEST(alias_moves_are_seen)
 {
+    /* the moving revisions, asked twice so that their answers are kept (moving keys) */
+    char main_v1[100] = "", sha_v1[100] = "";
+    for (int i = 0; i < 2; i++) {
+        it_response r = it_get(BASE "/versions/latest/files/model.safetensors/header");
+        CHECK(r.body.data && strstr((const char *)r.body.data, "\"name\":\"a\"") != NULL);
+        it_response_free(&r);
+        r = it_request("HEAD", "/" MODEL "/resolve/main/model.safetensors", NULL);
+        CHECK_STATUS(r, 200);
+        it_header(&r, "X-Repo-Commit", main_v1, sizeof main_v1);
+        it_response_free(&r);
+        r = it_get("/api/models/" MODEL);
+        CHECK(it_json_str(&r, "sha") != NULL);
+        if (i == 0)
+            snprintf(sha_v1, sizeof sha_v1, "%s",
+                     it_json_str(&r, "sha") ? it_json_str(&r, "sha") : "");
+        else
+            CHECK_STR(it_json_str(&r, "sha") ? it_json_str(&r, "sha") : "", sha_v1);
+        it_response_free(&r);
+    }
+    CHECK_STR(sha_v1, main_v1); /* the commit id, both ways */
     it_buf f = {0};
     build(&f, "second", 2);
     CHECK_EQ_U64(it_make_version(writer, MODEL, "model.safetensors", &f, true), 2);
     it_buf_free(&f);
+    {
+        /* the publish alone drops the kept answers of the moving revisions */
+        it_response r = it_get(BASE "/versions/latest/files/model.safetensors/header");
+        CHECK(r.body.data && strstr((const char *)r.body.data, "\"name\":\"second\"") != NULL);
+        it_response_free(&r);
+        char now[100] = "";
+        r = it_request("HEAD", "/" MODEL "/resolve/main/model.safetensors", NULL);
+        it_header(&r, "X-Repo-Commit", now, sizeof now);
+        CHECK(now[0] != '\0' && strcmp(now, main_v1) != 0);
+        it_response_free(&r);
+        r = it_get("/api/models/" MODEL);
+        CHECK(it_json_str(&r, "sha") != NULL && strcmp(it_json_str(&r, "sha"), sha_v1) != 0);
+        it_response_free(&r);
+    }
     const char *by_alias = BASE "/versions/prod/files/model.safetensors/header";
     it_response r = it_send_json("PUT", BASE "/aliases/prod", writer, "{\"version\":1}");
     CHECK_STATUS(r, 200);
@@ -224,6 +260,7 @@ TEST(alias_moves_are_seen)
     it_header(&r, "X-Repo-Commit", commit, sizeof commit);
     CHECK(commit[0] != '\0' && strcmp(commit, commit_v1) != 0);
     it_response_free(&r);
+    CHECK_STR(main_v1, commit_v1);
     r = it_request("HEAD", "/" MODEL "/resolve/main/model.safetensors", NULL);
     it_header(&r, "X-Repo-Commit", commit, sizeof commit);
     CHECK(commit[0] != '\0' && strcmp(commit, commit_v1) != 0);
@@ -231,6 +268,7 @@ TEST(alias_moves_are_seen)
     r = it_get("/api/models/" MODEL);
     CHECK_STATUS(r, 200);
     CHECK(it_json_str(&r, "sha") != NULL && strcmp(it_json_str(&r, "sha"), digest_v1) != 0);
+    CHECK(it_json_str(&r, "sha") != NULL && strcmp(it_json_str(&r, "sha"), sha_v1) != 0);
     it_response_free(&r);
     /* latest moved to 2 when it was published */
     r = it_get(BASE "/versions/latest/files/model.safetensors/header");

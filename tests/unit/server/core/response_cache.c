@@ -2,7 +2,8 @@
  * an in-process daemon (127.0.0.1, port 0) is byte for byte the answer built for the
  * first request (body, status, headers; GET and HEAD; many requests at once on many
  * connections); invalidation (an entry made before it is not served, a put whose
- * reads began before it is not kept); the TTL; the byte budget (LRU eviction);
+ * reads began before it is not kept); moving keys (dropped by a publish or an alias
+ * move, and after a second at most); the TTL; the byte budget (LRU eviction);
  * a disabled (NULL or 0-byte) cache answers nothing. */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -19,14 +20,16 @@
 static tg_server server;
 static int builds; /* answers built by the route (atomic) */
 
-/* GET /t/{id}: from the cache, else built ("body of {id}" + X-Id header) and kept. */
-static void cached_route(tg_request *req)
+/* GET /t/{id} (GET /m/{id}: under a moving key): from the cache, else built ("body of
+ * {id}" + X-Id header) and kept. */
+static void answer(tg_request *req, bool moving)
 {
     const char *id = tg_param(req, "id");
     const char *parts[] = {"t", id};
     char key[128];
     uint64_t generation = tg_response_cache_generation(server.responses);
-    if (!tg_response_cache_key(key, sizeof key, parts, 2)) {
+    if (!(moving ? tg_response_cache_moving_key(key, sizeof key, parts, 2)
+                 : tg_response_cache_key(key, sizeof key, parts, 2))) {
         tg_respond_empty(req, 400);
         return;
     }
@@ -46,8 +49,19 @@ static void cached_route(tg_request *req)
     tg_respond(req, 200, response, (uint64_t)len);
 }
 
+static void cached_route(tg_request *req)
+{
+    answer(req, false);
+}
+
+static void moving_route(tg_request *req)
+{
+    answer(req, true);
+}
+
 static const tg_route routes[] = {
     {"GET", "/t/{id}", TG_BODY_NONE, cached_route, NULL, NULL, NULL},
+    {"GET", "/m/{id}", TG_BODY_NONE, moving_route, NULL, NULL, NULL},
 };
 
 typedef struct reply {
@@ -128,6 +142,65 @@ TEST(keys)
     const char *with_null[] = {"x", NULL};
     CHECK(tg_response_cache_key(key, sizeof key, with_null, 2));
     CHECK_STR(key, "x\n");
+    /* a moving key: the same, behind a separator no plain key starts with */
+    CHECK(tg_response_cache_moving_key(key, sizeof key, two, 2));
+    CHECK_STR(key, "\nab\ncd");
+    CHECK(!tg_response_cache_moving_key(key, sizeof key, newline, 2));
+    const char *fourteen[] = {"0123456789abcd"}; /* fits as a plain key, not with the mark */
+    CHECK(tg_response_cache_key(key, sizeof key, fourteen, 1));
+    CHECK(!tg_response_cache_moving_key(key, sizeof key, fourteen, 1));
+    CHECK(!tg_response_cache_moving_key(key, 1, two, 2));
+}
+
+/* Answers under moving keys: dropped by a publish or alias move (invalidate_moving),
+ * which leaves the plain ones; dropped by a delete like every entry; never kept when
+ * built across a move; served for TG_RESPONSE_CACHE_MOVING_SECONDS at most, whatever
+ * the TTL (5 s here). */
+TEST(moving_entries)
+{
+    reply plain, moving;
+    fetch("GET", "/t/p", &plain);
+    fetch("GET", "/m/p", &moving);
+    CHECK(same(&plain, &moving)); /* same answer, kept under two keys */
+    int before = builds;
+    fetch("GET", "/t/p", &plain);
+    fetch("GET", "/m/p", &moving);
+    CHECK_EQ_U64(builds - before, 0);
+    tg_response_cache_invalidate_moving(server.responses);
+    fetch("GET", "/t/p", &plain);
+    CHECK_EQ_U64(builds - before, 0); /* a plain key holds */
+    fetch("GET", "/m/p", &moving);
+    CHECK_EQ_U64(builds - before, 1); /* the moving one was built again */
+    fetch("GET", "/m/p", &moving);
+    CHECK_EQ_U64(builds - before, 1);
+    tg_response_cache_invalidate(server.responses);
+    fetch("GET", "/t/p", &plain);
+    fetch("GET", "/m/p", &moving);
+    CHECK_EQ_U64(builds - before, 3); /* a delete: both */
+    /* reads begun before a move: kept under a plain key, not under a moving one */
+    uint64_t generation = tg_response_cache_generation(server.responses);
+    tg_response_cache_invalidate_moving(server.responses);
+    char key[64];
+    const char *parts[] = {"t", "q"};
+    CHECK(tg_response_cache_moving_key(key, sizeof key, parts, 2));
+    tg_response_cache_put(server.responses, key, generation, 200, "x", 1, NULL);
+    tg_response_cache_put(server.responses, "t\nq", generation, 200, "x", 1, NULL);
+    before = builds;
+    fetch("GET", "/m/q", &moving);
+    CHECK_EQ_U64(builds - before, 1);
+    fetch("GET", "/t/q", &plain);
+    CHECK_EQ_U64(builds - before, 1);
+    CHECK_STR(plain.body, "x");
+    /* the moving bound: after it the moving answer is built again, the plain one holds */
+    CHECK(server.config.response_cache_ttl > TG_RESPONSE_CACHE_MOVING_SECONDS + 1);
+    fetch("GET", "/m/r", &moving);
+    fetch("GET", "/t/r", &plain);
+    before = builds;
+    sleep(TG_RESPONSE_CACHE_MOVING_SECONDS + 1);
+    fetch("GET", "/t/r", &plain);
+    CHECK_EQ_U64(builds - before, 0);
+    fetch("GET", "/m/r", &moving);
+    CHECK_EQ_U64(builds - before, 1);
 }
 
 TEST(shared_answer_is_the_built_one)
@@ -273,6 +346,7 @@ int main(int argc, char **argv)
     RUN(shared_answer_is_the_built_one);
     RUN(concurrent_hits);
     RUN(invalidation);
+    RUN(moving_entries);
     RUN(ttl_expiry);
     tg_http_stop(&server);
     CHECK(server.responses == NULL);

@@ -45,6 +45,13 @@ static tg_store store;           /* the layout, to look at (tmp_dir) */
 static tg_blobstore *blob_store; /* the same directory, as the server uses it */
 static tg_catalog *catalog;
 static tg_jobs_context jobs;
+static int published_calls; /* tg_jobs_context.version_published */
+
+static void count_published(void *arg)
+{
+    CHECK(arg == &published_calls);
+    published_calls++;
+}
 
 /* the source: model org/src, version 1 */
 static tg_model source_model;
@@ -71,7 +78,11 @@ static bool data_open(const char *root)
         fprintf(stderr, "catalog: %s\n", err);
         return false;
     }
-    jobs = (tg_jobs_context){.catalog = catalog, .store = blob_store, .max_header = 1 << 20};
+    jobs = (tg_jobs_context){.catalog = catalog,
+                             .store = blob_store,
+                             .max_header = 1 << 20,
+                             .version_published = count_published,
+                             .version_published_arg = &published_calls};
     return true;
 }
 
@@ -308,9 +319,11 @@ TEST(survey_counts_what_would_change)
 TEST(job_runs_to_a_new_version)
 {
     tg_job job;
+    int calls = published_calls;
     CHECK(run_job(source_model.id, source_version.id, "BF16", "[\"*.weight\"]", &job));
     CHECK_EQ_U64(job.state, TG_JOB_DONE);
     CHECK_EQ_U64(job.result_version, 2);
+    CHECK_EQ_U64(published_calls - calls, 1); /* the server hears of the new "latest" */
     CHECK(job.bytes_total > 0 && job.bytes_done == job.bytes_total);
     CHECK_EQ_U64(dir_entries(store.tmp_dir), 0);
     tg_version made;
@@ -387,9 +400,11 @@ TEST(missing_source_blob_fails_the_job)
     CHECK(tg_convert_survey_version(&jobs, version.id, &spec, &survey, detail, sizeof detail) != 0);
     CHECK(strstr(detail, "model.safetensors") != NULL);
     tg_job job;
+    int calls = published_calls;
     CHECK(run_job(model.id, version.id, "F16", "[]", &job));
     CHECK_EQ_U64(job.state, TG_JOB_FAILED);
     CHECK_STR(job.error_reason, "source_unreadable");
+    CHECK_EQ_U64(published_calls - calls, 0); /* nothing derived, nothing said */
     CHECK_EQ_U64(dir_entries(store.tmp_dir), 0);
 }
 
