@@ -378,6 +378,23 @@ TEST(authorisation_per_request)
             "GET", path, "tg_0000000000000000000000000000000000000000000000000000000000000000");
         CHECK_STATUS(bad, 401);
         it_response_free(&bad);
+        /* the moving revisions: made ready by the reader, refused to the others */
+        static const char *const moving[][2] = {
+            {"GET", BASE "/versions/latest/files/model.safetensors/header"},
+            {"HEAD", "/" MODEL "/resolve/main/model.safetensors"},
+            {"GET", "/api/models/" MODEL},
+        };
+        for (size_t m = 0; m < sizeof moving / sizeof moving[0]; m++) {
+            it_response mine = get_as(moving[m][0], moving[m][1], reader);
+            CHECK_STATUS(mine, 200);
+            it_response_free(&mine);
+            it_response none = get_as(moving[m][0], moving[m][1], NULL);
+            CHECK_STATUS(none, 401);
+            it_response_free(&none);
+            it_response theirs = get_as(moving[m][0], moving[m][1], other);
+            CHECK_STATUS(theirs, 403);
+            it_response_free(&theirs);
+        }
     }
 }
 
