@@ -95,17 +95,26 @@ static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **ca
     return 0;
 }
 
-/* Closes what open_data opened (the claim goes with the blob store). */
 /* tg_jobs_context.version_published: a derived version is "latest" now. */
 static void moving_revisions_changed(void *responses)
 {
     tg_response_cache_invalidate_moving(responses);
 }
 
+/* Closes what open_data opened (the claim goes with the blob store). */
 static void close_data(tg_blobstore *blobs, tg_catalog *catalog)
 {
     tg_catalog_close(catalog);
     tg_blobstore_close(blobs);
+}
+
+/* What serve opened before its threads: the response cache (after the job worker
+ * stopped, which may still tell it of a derived version) and the data. */
+static void close_server(tg_server *server)
+{
+    tg_response_cache_destroy(server->responses);
+    server->responses = NULL;
+    close_data(server->blobs, server->catalog);
 }
 
 int tg_cmd_serve(int argc, char **argv)
@@ -192,8 +201,7 @@ int tg_cmd_serve(int argc, char **argv)
      * ranges the operator opened to them are logged */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "tensorgate serve: libcurl could not start\n");
-        tg_response_cache_destroy(server.responses);
-        close_data(server.blobs, server.catalog);
+        close_server(&server);
         return 1;
     }
     for (size_t i = 0; i < server.config.import_allow.allow_count; i++) {
@@ -206,15 +214,13 @@ int tg_cmd_serve(int argc, char **argv)
     }
     if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
-        tg_response_cache_destroy(server.responses);
-        close_data(server.blobs, server.catalog);
+        close_server(&server);
         return 1;
     }
     if (tg_preloads_start(&server, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_convert_jobs_stop();
-        tg_response_cache_destroy(server.responses);
-        close_data(server.blobs, server.catalog);
+        close_server(&server);
         return 1;
     }
     size_t route_count = 0;
@@ -223,8 +229,7 @@ int tg_cmd_serve(int argc, char **argv)
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_preloads_stop();
         tg_convert_jobs_stop();
-        tg_response_cache_destroy(server.responses);
-        close_data(server.blobs, server.catalog);
+        close_server(&server);
         return 1;
     }
     bool v6 = strchr(server.config.listen_host, ':') != NULL;
@@ -240,10 +245,8 @@ int tg_cmd_serve(int argc, char **argv)
     tg_http_stop(&server);
     tg_preloads_stop();
     tg_convert_jobs_stop();
-    tg_response_cache_destroy(server.responses);
-    server.responses = NULL;
     pthread_mutex_destroy(&server.publish_lock);
-    close_data(server.blobs, server.catalog);
+    close_server(&server);
     tg_resources_stop();
     tg_log(TG_LOG_INFO, "stopped");
     return 0;

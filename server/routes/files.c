@@ -378,27 +378,16 @@ static json_t *header_json(const tg_file_record *record, const st_file *file,
  * when it cannot have one. */
 static bool header_key(tg_request *req, const char *rev, bool moving, char *key, size_t cap)
 {
-    if (req->target.query_args > 0 || rev == NULL)
-        return false; /* a query is not part of the key: such requests take the full path */
+    /* a query is not part of the key: such requests take the full path; a fixed rev
+     * has a plain key, one that may move a moving key (response_cache.h) */
+    if (req->server->responses == NULL || req->target.query_args > 0 || rev == NULL ||
+        moving == tg_rev_is_fixed(rev))
+        return false;
     const char *parts[] = {"header", tg_param(req, "org"), tg_param(req, "name"), rev,
                            tg_param(req, "path")};
     size_t count = sizeof parts / sizeof parts[0];
     return moving ? tg_response_cache_moving_key(key, cap, parts, count)
                   : tg_response_cache_key(key, cap, parts, count);
-}
-
-/* A {rev} that names one version for good: a number or a digest (an alias or
- * "latest" may move, so it resolves through the catalog first). */
-static bool rev_is_fixed(const char *rev)
-{
-    if (rev == NULL || rev[0] == '\0')
-        return false;
-    if (tg_is_sha256_hex(rev))
-        return true;
-    for (const char *p = rev; *p; p++)
-        if (*p < '0' || *p > '9')
-            return false;
-    return strlen(rev) <= 19;
 }
 
 /* 200 with the rendered header JSON; takes text (malloc'd). A published version's
@@ -430,12 +419,9 @@ void tg_route_file_header(tg_request *req)
     char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     const char *rev = tg_param(req, "rev");
     uint64_t generation = tg_response_cache_generation(req->server->responses);
-    bool fixed = rev_is_fixed(rev);
-    bool keyed =
-        req->server->responses != NULL && fixed && header_key(req, rev, false, key, sizeof key);
+    bool keyed = header_key(req, rev, false, key, sizeof key);
     /* an alias or "latest": its answer kept for a moment (response_cache.h, moving keys) */
-    bool moving = req->server->responses != NULL && !fixed &&
-                  header_key(req, rev, true, moving_key, sizeof moving_key);
+    bool moving = header_key(req, rev, true, moving_key, sizeof moving_key);
     if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
         (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
         return;

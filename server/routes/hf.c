@@ -64,16 +64,6 @@ static const char *hf_revision(const char *rev)
     return rev;
 }
 
-static bool all_digits(const char *text)
-{
-    if (text[0] == '\0')
-        return false;
-    for (const char *p = text; *p; p++)
-        if (*p < '0' || *p > '9')
-            return false;
-    return true;
-}
-
 /* A boolean query argument as the clients send it: true, True or 1. */
 static bool query_true(tg_request *req, const char *name)
 {
@@ -113,7 +103,7 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
     tg_catalog *catalog = req->server->catalog;
     const char *rev = hf_revision(hub_rev);
     tg_cat_status status = TG_CAT_NOT_FOUND;
-    if (all_digits(rev)) {
+    if (tg_rev_is_number(rev)) {
         uint64_t number;
         if (tg_parse_u64(rev, &number) && number <= INT64_MAX)
             status = tg_catalog_version_get(catalog, model->id, (int64_t)number, version);
@@ -169,31 +159,23 @@ static bool load_files(tg_request *req, const tg_version *version, tg_file_recor
 
 /* ---- ready answers of published versions (response_cache.h) ---- */
 
-/* The cache key of kind ("hf-head", "hf-info") for {org}/{name} at rev (a version
- * number or digest: an alias, "main" or "latest" resolves through the catalog first,
- * then comes here with the number) and path (NULL for none). False: not cached. */
-static bool hf_ready_key(tg_request *req, const char *kind, const char *rev, const char *path,
-                         char *key, size_t cap)
+/* The cache key of kind ("hf-head", "hf-info") for {org}/{name} at rev and path (NULL
+ * for none). A plain key for a rev that names one version for good (a number or a
+ * digest: "main", "latest" or an alias resolves through the catalog first, then comes
+ * here with the number); with moving, the moving key of a rev that may move ("main",
+ * an alias; NULL: none, the model's newest), whose answers are kept for a moment only
+ * (response_cache.h). False: not cached (the other kind of rev, a query, no cache). */
+static bool hf_cache_key(tg_request *req, const char *kind, const char *rev, const char *path,
+                         bool moving, char *key, size_t cap)
 {
     /* a query (?blobs=true, expand[]=...) changes the answer: such requests are not kept */
-    if (req->server->responses == NULL || rev == NULL || req->target.query_args > 0 ||
-        (!all_digits(rev) && !tg_is_sha256_hex(rev)) || strlen(rev) > 64)
-        return false;
-    const char *parts[] = {kind, tg_param(req, "org"), tg_param(req, "name"), rev, path};
-    return tg_response_cache_key(key, cap, parts, path ? 5 : 4);
-}
-
-/* The moving key of kind for a rev that names no version for good ("main", "latest",
- * an alias; NULL: none, the model's newest): its answers are kept for a moment only
- * (response_cache.h). False: not cached (a fixed rev, a query, no cache). */
-static bool hf_moving_key(tg_request *req, const char *kind, const char *rev, const char *path,
-                          char *key, size_t cap)
-{
     if (req->server->responses == NULL || req->target.query_args > 0 ||
-        (rev != NULL && (all_digits(rev) || tg_is_sha256_hex(rev))))
+        moving == tg_rev_is_fixed(rev))
         return false;
     const char *parts[] = {kind, tg_param(req, "org"), tg_param(req, "name"), rev ? rev : "", path};
-    return tg_response_cache_moving_key(key, cap, parts, path ? 5 : 4);
+    size_t count = path ? 5 : 4;
+    return moving ? tg_response_cache_moving_key(key, cap, parts, count)
+                  : tg_response_cache_key(key, cap, parts, count);
 }
 
 /* A HEAD whose answer depends on nothing but the file: no Range, no validators. */
@@ -213,11 +195,11 @@ void tg_route_hf_file(tg_request *req)
     char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     uint64_t generation = tg_response_cache_generation(req->server->responses);
     bool plain = plain_head(req);
-    bool keyed = plain && hf_ready_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"),
-                                       key, sizeof key);
+    bool keyed = plain && hf_cache_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"),
+                                       false, key, sizeof key);
     bool moving = plain && !keyed &&
-                  hf_moving_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"),
-                                moving_key, sizeof moving_key);
+                  hf_cache_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"), true,
+                               moving_key, sizeof moving_key);
     if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
         (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
         return;
@@ -259,7 +241,7 @@ void tg_route_hf_file(tg_request *req)
         if (plain && !keyed) {
             char number[24];
             snprintf(number, sizeof number, "%lld", (long long)version.number);
-            keyed = hf_ready_key(req, "hf-head", number, path, key, sizeof key);
+            keyed = hf_cache_key(req, "hf-head", number, path, false, key, sizeof key);
         }
         if (keyed && moving)
             tg_response_cache_put_response(req->server->responses, moving_key, generation, 200,
@@ -442,8 +424,9 @@ void tg_route_hf_model_info(tg_request *req)
     bool has_version = false;
     char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     uint64_t generation = tg_response_cache_generation(req->server->responses);
-    bool keyed = hf_ready_key(req, "hf-info", rev, NULL, key, sizeof key);
-    bool moving = !keyed && hf_moving_key(req, "hf-info", rev, NULL, moving_key, sizeof moving_key);
+    bool keyed = hf_cache_key(req, "hf-info", rev, NULL, false, key, sizeof key);
+    bool moving =
+        !keyed && hf_cache_key(req, "hf-info", rev, NULL, true, moving_key, sizeof moving_key);
     if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
         (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
         goto out;
@@ -467,7 +450,7 @@ void tg_route_hf_model_info(tg_request *req)
         /* "main", "latest", an alias or no revision: resolved above, kept by number */
         char number[24];
         snprintf(number, sizeof number, "%lld", (long long)version.number);
-        keyed = hf_ready_key(req, "hf-info", number, NULL, key, sizeof key);
+        keyed = hf_cache_key(req, "hf-info", number, NULL, false, key, sizeof key);
     }
     /* (a moving request builds the answer, to keep it under its moving key as well) */
     if (keyed && has_version && !moving &&

@@ -40,14 +40,19 @@ bool tg_lookup_model(tg_request *req, tg_model *model)
     return true;
 }
 
-static bool is_all_digits(const char *text)
+bool tg_rev_is_number(const char *rev)
 {
-    if (text[0] == '\0')
+    if (rev[0] == '\0')
         return false;
-    for (const char *p = text; *p; p++)
+    for (const char *p = rev; *p; p++)
         if (*p < '0' || *p > '9')
             return false;
     return true;
+}
+
+bool tg_rev_is_fixed(const char *rev)
+{
+    return rev != NULL && ((tg_rev_is_number(rev) && strlen(rev) <= 19) || tg_is_sha256_hex(rev));
 }
 
 void tg_version_commit_id(const tg_version *version, char out[41])
@@ -107,7 +112,7 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
         tg_respond_problem(req, 400, "invalid_name", "the version is missing");
         return false;
     }
-    if (is_all_digits(rev)) {
+    if (tg_rev_is_number(rev)) {
         uint64_t number;
         if (!tg_parse_u64(rev, &number) || number > INT64_MAX) {
             tg_respond_problem(req, 404, "version_not_found", "no version %s of %s/%s", rev,

@@ -120,6 +120,11 @@ bool tg_lookup_model(tg_request *req, tg_model *model);
 /* Resolves {rev}: a version number, a 64-hex digest, a 40-hex commit id (the first 40
  * hex digits of a published version's digest), "latest" or an alias. */
 bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *version);
+/* True for a non-empty run of decimal digits (a {rev} meant as a version number). */
+bool tg_rev_is_number(const char *rev);
+/* True for a {rev} that names one version for good: a number (19 digits at most) or a
+ * 64-hex digest. "latest", "main", an alias or none may move (response_cache.h). */
+bool tg_rev_is_fixed(const char *rev);
 /* The commit id of a published version (the Hub clients take only 40 hex digits for
  * a commit): the first 40 hex digits of its digest; "" for a draft. */
 void tg_version_commit_id(const tg_version *version, char out[41]);

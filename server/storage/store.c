@@ -185,11 +185,15 @@ static tg_store_status status_of_errno(void)
     return (errno == ENOSPC || errno == EDQUOT) ? TG_STORE_NO_SPACE : TG_STORE_ERROR;
 }
 
-tg_store_status tg_store_write_all(int fd, const void *buf, size_t len)
+/* write (offset NULL: at the file position) or pwrite at *offset, until all is written */
+static tg_store_status write_loop(int fd, const void *buf, size_t len, const uint64_t *offset)
 {
     const char *p = buf;
+    uint64_t at = offset != NULL ? *offset : 0;
     while (len > 0) {
-        ssize_t n = injected_enospc() ? -1 : write(fd, p, len);
+        ssize_t n = injected_enospc() ? -1
+                    : offset != NULL  ? pwrite(fd, p, len, (off_t)at)
+                                      : write(fd, p, len);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -197,25 +201,19 @@ tg_store_status tg_store_write_all(int fd, const void *buf, size_t len)
         }
         p += n;
         len -= (size_t)n;
+        at += (uint64_t)n;
     }
     return TG_STORE_OK;
 }
 
+tg_store_status tg_store_write_all(int fd, const void *buf, size_t len)
+{
+    return write_loop(fd, buf, len, NULL);
+}
+
 tg_store_status tg_store_pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
 {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = injected_enospc() ? -1 : pwrite(fd, p, len, (off_t)offset);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return status_of_errno();
-        }
-        p += n;
-        len -= (size_t)n;
-        offset += (uint64_t)n;
-    }
-    return TG_STORE_OK;
+    return write_loop(fd, buf, len, &offset);
 }
 
 void tg_store_temp_discard(int fd, const char *temp_path)
