@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/integration/run.sh BUILD_DIR: runs every integration program built into
 # BUILD_DIR/tests/integration (each starts its own server from BUILD_DIR/tensorgate)
-# from the repository root, each bounded by a timeout. Prints each program's
+# from the repository root, each bounded by a timeout, TG_INTEGRATION_JOBS (2) at once. Prints each program's
 # result and a closing "integration: N passed, N failed" (checks, summed; a
 # program that dies without its report counts as one failure). Exits non-zero
 # when anything failed.
@@ -19,12 +19,20 @@ fi
 passed=0
 failed=0
 programs=0
-for t in $(find "$dir" -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort); do
+# The programs are independent (each starts its own server on an ephemeral port):
+# TG_INTEGRATION_JOBS of them run at once (default 2), each into its own output file.
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+find "$dir" -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort >"$out/list"
+# shellcheck disable=SC2016
+xargs -P "${TG_INTEGRATION_JOBS:-2}" -I{} sh -c \
+    'timeout -k 5 150 "$1" "$2" >"$3/$(basename "$1").out" 2>&1; echo $? >"$3/$(basename "$1").rc"' \
+    sh {} "$build" "$out" <"$out/list"
+for t in $(cat "$out/list"); do
     programs=$((programs + 1))
-    out=$(mktemp)
-    timeout -k 5 150 "$t" "$build" >"$out" 2>&1
-    rc=$?
-    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+    o=$out/$(basename "$t").out
+    rc=$(cat "$out/$(basename "$t").rc" 2>/dev/null || echo 1)
+    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$o" | tail -n 1)
     if [ -n "$line" ]; then
         p=$(echo "$line" | sed -E 's/.* ([0-9]+) passed, ([0-9]+) failed.*/\1/')
         f=$(echo "$line" | sed -E 's/.* ([0-9]+) passed, ([0-9]+) failed.*/\2/')
@@ -41,9 +49,8 @@ for t in $(find "$dir" -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort); do
         echo "PASS $(basename "$t"): $p checks"
     else
         echo "FAIL $(basename "$t") (exit $rc): $p passed, $f failed"
-        sed 's/^/    /' "$out"
+        sed 's/^/    /' "$o"
     fi
-    rm -f "$out"
 done
 
 if [ "$programs" -eq 0 ]; then
