@@ -240,7 +240,8 @@ format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)
 
 # cppcheck, then clang-tidy (the checks of .clang-tidy, every finding an error)
-# with the build's flags, two files at a time.
+# with the build's flags, two files at a time; a file whose preprocessed text has
+# not changed since its last clean run is not checked again (scripts/lint-tidy.sh).
 TIDY_SRC = $(sort $(wildcard lib/*.c lib/*/*.c common/*.c server/*/*.c cmd/*.c client/*.c))
 TIDY_FLAGS = -std=c11 -D_GNU_SOURCE -pthread $(INCLUDES) $(PKG_CFLAGS) $(CUDA_CFLAGS)
 CLANG_TIDY ?= clang-tidy-14
@@ -248,7 +249,7 @@ CLANG_TIDY ?= clang-tidy-14
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr $(INCLUDES) lib common server cmd
 	@echo "clang-tidy: $(words $(TIDY_SRC)) files"
-	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -n1 sh -c '$(CLANG_TIDY) --quiet --warnings-as-errors="*" "$$0" -- $(TIDY_FLAGS) 2>/dev/null || { echo "clang-tidy: $$0 has findings (above)" >&2; exit 255; }'
+	@printf '%s\n' $(TIDY_SRC) | xargs -P2 -I{} scripts/lint-tidy.sh $(CLANG_TIDY) {} -- $(TIDY_FLAGS)
 
 clean:
 	rm -rf build build-asan build-fuzz
