@@ -95,7 +95,9 @@ test: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	scripts/run-tests.sh
 
-test-binaries: $(BIN) $(CMD_A) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(BENCH_BIN)
+# The benchmarks are built (so they keep compiling) in the normal build only: make
+# bench runs them there, and nothing runs them under the sanitizers.
+test-binaries: $(BIN) $(CMD_A) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(if $(filter 1,$(SAN)),,$(BENCH_BIN))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -192,22 +194,29 @@ $(BUILD)/bench/%: bench/%.c $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) $(LDFLAGS) -o $@ $< $(SERVER_A) $(LIB_A) $(LDLIBS)
 
-# libFuzzer targets: clang, ASan+UBSan, the lib sources compiled in.
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags jansson)
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(LIB_HDR)
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(shell pkg-config --libs jansson) -lm
+# libFuzzer targets: clang, ASan+UBSan. The lib sources are compiled once, with
+# coverage (fuzzer-no-link), into build-fuzz/libtensorgate-fuzz.a; each target
+# is its own file plus what it drives, linked against it.
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(INCLUDES) $(FUZZ_SAN) $(shell pkg-config --cflags jansson)
+FUZZ_LIB_A := build-fuzz/libtensorgate-fuzz.a
+FUZZ_LIBS := $(FUZZ_LIB_A) $(shell pkg-config --libs jansson) -lm
+build-fuzz/obj/%.o: %.c $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_LIB_A): $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+	rm -f $@ && ar rcs $@ $^
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_A) $(LIB_HDR)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBS)
 
 # fuzz_http also drives the server's pure HTTP parsing (no libmicrohttpd, no daemon).
 FUZZ_HTTP_SRC := server/core/http_parse.c server/core/checks.c
-build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(LIB_SRC) $(LIB_HDR) $(FUZZ_HTTP_SRC) server/core/http_parse.h server/core/checks.h
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(FUZZ_HTTP_SRC) $(shell pkg-config --libs jansson) -lm
+build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(FUZZ_LIB_A) $(FUZZ_HTTP_SRC:%.c=build-fuzz/obj/%.o) server/core/http_parse.h server/core/checks.h
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_HTTP_SRC:%.c=build-fuzz/obj/%.o) $(FUZZ_LIBS)
 
 # fuzz_range drives server/core/checks.c's Range parser.
-build-fuzz/fuzz_range: tests/fuzz/fuzz_range.c $(LIB_SRC) $(LIB_HDR) server/core/checks.c server/core/checks.h
-	@mkdir -p build-fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) server/core/checks.c $(shell pkg-config --libs jansson) -lm
+build-fuzz/fuzz_range: tests/fuzz/fuzz_range.c $(FUZZ_LIB_A) build-fuzz/obj/server/core/checks.o server/core/checks.h
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/obj/server/core/checks.o $(FUZZ_LIBS)
 
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BIN)
