@@ -77,7 +77,7 @@ INTEGRATION_BIN := $(INTEGRATION_SRC:%.c=$(BUILD)/%)
 BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
-.PHONY: all deps run test check-build test-binaries bench fuzz install clean format format-check lint
+.PHONY: all deps run test check-fast check-build test-binaries bench fuzz install clean format format-check lint
 
 all: $(BIN) $(LIB_A) $(CLIENT_A) $(CLIENT_SO)
 
@@ -97,6 +97,12 @@ test: deps
 
 # The benchmarks are built (so they keep compiling) in the normal build only: make
 # bench runs them there, and nothing runs them under the sanitizers.
+# make check-fast: the inner loop of day-to-day work (the normal build, the unit and
+# property programs, the HTTP cases): well under a minute once built.
+check-fast:
+	@$(MAKE) --no-print-directory test-binaries
+	TG_TEST_FAST=1 scripts/run-tests.sh
+
 test-binaries: $(BIN) $(CMD_A) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(if $(filter 1,$(SAN)),,$(BENCH_BIN))
 
 $(BUILD)/%.o: %.c

@@ -13,6 +13,8 @@
 # log tail after it, then the failed suites, the wall time, and a closing
 # "tests: N passed, N failed" (suites).
 # TG_TEST_ONLY=REGEX runs only the suites whose name matches (grep -E).
+# TG_TEST_FAST=1 (make check-fast) runs the inner loop: the unit and property
+# programs of the normal build and the HTTP cases (tests/http/cases).
 set -u
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,13 @@ log_of() {
 }
 
 # --- the queue, longest first -----------------------------------------------
+if [ "${TG_TEST_FAST:-0}" = 1 ]; then
+    suite "http cases" build/tests/integration/cases build
+    for t in $(find build/tests/unit build/tests/property -type f -perm -u+x 2>/dev/null | sort); do
+        suite "$t" env TG_BUILD=build "$t"
+    done
+    only='^$' # nothing else
+fi
 if [ -x tests/integration/run.sh ]; then
     suite "integration" tests/integration/run.sh build
     # The same programs against the ASan+UBSan server binary.
@@ -146,6 +155,6 @@ done
 echo
 [ -n "$failures" ] && echo "failed suites:$failures"
 elapsed=$(($(date +%s) - began))
-printf 'make test: %d suites in %dm%02ds (%d at once)\n' "$total" $((elapsed / 60)) $((elapsed % 60)) "$jobs"
+printf 'run-tests: %d suites in %dm%02ds (%d at once)\n' "$total" $((elapsed / 60)) $((elapsed % 60)) "$jobs"
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
