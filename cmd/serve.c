@@ -414,7 +414,8 @@ int tg_cmd_token(int argc, char **argv)
     } else if (tg_catalog_token_add(catalog, hash, scope, namespace_name) != TG_CAT_OK) {
         fprintf(stderr, "tensorgate token: cannot store the token\n");
     } else {
-        fprintf(stderr, "tensorgate: created a %s token%s%s; it is shown once:\n", scope_name,
+        fprintf(stderr, "tensorgate: created %s %s token%s%s; it is shown once:\n",
+                scope == TG_SCOPE_ADMIN ? "an" : "a", scope_name,
                 namespace_name ? " for namespace " : "", namespace_name ? namespace_name : "");
         printf("%s\n", token);
         rc = 0;
