@@ -77,14 +77,18 @@ INTEGRATION_BIN := $(INTEGRATION_SRC:%.c=$(BUILD)/%)
 BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
-.PHONY: all deps run test check-fast check-build test-binaries bench fuzz install clean format format-check lint
+.PHONY: all deps deps-run run test check-fast check-build test-binaries bench fuzz install clean format format-check lint
 
 all: $(BIN) $(LIB_A) $(CLIENT_A) $(CLIENT_SO)
 
 deps:
 	@scripts/install-deps.sh
 
-run: deps
+# make run needs only the build and what the README walk-through runs (install-deps.sh --run)
+deps-run:
+	@scripts/install-deps.sh --run
+
+run: deps-run
 	@$(MAKE) --no-print-directory all
 	$(BIN) serve
 

@@ -1,6 +1,7 @@
 /* tensorgate serve | token | gc | fsck: the registry server and its maintenance commands. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -44,35 +45,60 @@ static bool is_data_dir(const char *data_dir)
            S_ISREG(st.st_mode);
 }
 
+/* How open_data treats the data directory: a maintenance command's (one serve
+ * made: refused otherwise), token create's (also a missing or empty directory,
+ * made as serve makes it: the first admin token exists before the first start),
+ * or serve's (made if missing, then claimed). */
+typedef enum { DATA_EXISTING, DATA_CREATE, DATA_SERVE } data_mode;
+
+/* A directory token create may make a data directory of: a missing one (its
+ * parent must exist, as for serve) or an empty one (a fresh container volume). */
+static bool is_fresh_dir(const char *data_dir)
+{
+    DIR *dir = opendir(data_dir);
+    if (dir == NULL)
+        return errno == ENOENT;
+    bool empty = true;
+    const struct dirent *entry;
+    while (empty && (entry = readdir(dir)) != NULL)
+        empty = strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0;
+    closedir(dir);
+    return empty;
+}
+
 /* Opens the data directory: the blob store (layout created), the server's claim
- * on it (claim: serve only; the maintenance commands run beside a server), then
+ * on it (DATA_SERVE only; the maintenance commands run beside a server), then
  * the catalog (migrations applied). Both are opened by URL with the data
  * directory's own scheme ("file:", "sqlite:"): a directory whose name looks like a
- * URL is still a path. The maintenance commands (no claim) refuse a directory
- * that is_data_dir does not accept: TG_EXIT_NOT_DATA_DIR, nothing created. On
- * failure nothing stays open; the result is -1 or TG_EXIT_NOT_DATA_DIR. */
-static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **catalog, bool claim,
-                     const char *command, const char *catalog_url)
+ * URL is still a path. DATA_EXISTING refuses a directory that is_data_dir does not
+ * accept, DATA_CREATE one that is neither that nor fresh (is_fresh_dir):
+ * TG_EXIT_NOT_DATA_DIR, nothing created. On failure nothing stays open; the
+ * result is -1 or TG_EXIT_NOT_DATA_DIR. */
+static int open_data(const char *data_dir, tg_blobstore **blobs, tg_catalog **catalog,
+                     data_mode mode, const char *command, const char *catalog_url)
 {
     char err[512];
     char url[4200];
     *blobs = NULL;
     *catalog = NULL;
-    if (!claim && !is_data_dir(data_dir)) {
+    bool known = mode == DATA_SERVE || is_data_dir(data_dir);
+    if (!known && (mode == DATA_EXISTING || !is_fresh_dir(data_dir))) {
         fprintf(stderr,
-                "tensorgate %s: %s is not a tensorgate data directory (no catalog.db); give "
+                "tensorgate %s: %s is not a tensorgate data directory (no catalog.db)%s; give "
                 "--data the directory `tensorgate serve --data` uses\n",
-                command, data_dir);
+                command, data_dir, mode == DATA_CREATE ? " and not empty" : "");
         return TG_EXIT_NOT_DATA_DIR;
     }
     /* with a remote blob store the data directory still holds the SQLite catalog */
-    if (claim && mkdir(data_dir, 0700) != 0 && errno != EEXIST) {
+    if (!known && mode == DATA_CREATE)
+        fprintf(stderr, "tensorgate %s: making a new data directory in %s\n", command, data_dir);
+    if (mode != DATA_EXISTING && mkdir(data_dir, 0700) != 0 && errno != EEXIST) {
         fprintf(stderr, "tensorgate %s: cannot make %s: %s\n", command, data_dir, strerror(errno));
         return -1;
     }
     tg_blob_options_url(data_dir, url, sizeof url); /* --blob-store, else file:DATA */
     if (tg_blobstore_open_options(url, tg_blob_options_get(), blobs, err, sizeof err) != 0 ||
-        (claim && tg_blobstore_claim(*blobs, err, sizeof err) != 0)) {
+        (mode == DATA_SERVE && tg_blobstore_claim(*blobs, err, sizeof err) != 0)) {
         fprintf(stderr, "tensorgate %s: %s\n", command, err);
         tg_blobstore_close(*blobs);
         *blobs = NULL;
@@ -166,7 +192,7 @@ int tg_cmd_serve(int argc, char **argv)
         return 1;
     }
     tg_blob_options_set_max_blob(server.config.max_body);
-    if (open_data(server.config.data_dir, &server.blobs, &server.catalog, true, "serve",
+    if (open_data(server.config.data_dir, &server.blobs, &server.catalog, DATA_SERVE, "serve",
                   server.config.catalog_url) != 0)
         return 1;
     pthread_mutex_init(&server.publish_lock, NULL);
@@ -267,10 +293,13 @@ static int token_usage(FILE *out)
         "       tensorgate token list [--data DIR]\n"
         "       tensorgate token revoke [--data DIR] ID\n"
         "create prints the new token as the last line of stdout; it is shown only once.\n"
+        "create makes DIR as serve does (migrated catalog, blob store) when it is missing\n"
+        "or empty, so the first admin token can exist before the first start.\n"
         "list prints one line per token: id, scope, namespace (- if none), created\n"
         "(never the token). revoke deletes the token: the server refuses it (401) at once.\n"
         "Exit status: 0 done, 1 the catalog failed or no such token, 2 a usage error,\n"
-        "3 DIR is not a tensorgate data directory (nothing is created).\n");
+        "3 DIR is not a tensorgate data directory (nothing is created; for create: and\n"
+        "not empty).\n");
     return out == stdout ? 0 : 2;
 }
 
@@ -308,7 +337,7 @@ static int token_list_or_revoke(int argc, char **argv)
     }
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "token", NULL);
+    int opened = open_data(data_dir, &blobs, &catalog, DATA_EXISTING, "token", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     int rc = 0;
@@ -375,7 +404,7 @@ int tg_cmd_token(int argc, char **argv)
     }
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "token", NULL);
+    int opened = open_data(data_dir, &blobs, &catalog, DATA_CREATE, "token", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     char token[TG_TOKEN_LEN + 1], hash[65];
@@ -385,7 +414,8 @@ int tg_cmd_token(int argc, char **argv)
     } else if (tg_catalog_token_add(catalog, hash, scope, namespace_name) != TG_CAT_OK) {
         fprintf(stderr, "tensorgate token: cannot store the token\n");
     } else {
-        fprintf(stderr, "tensorgate: created a %s token%s%s; it is shown once:\n", scope_name,
+        fprintf(stderr, "tensorgate: created %s %s token%s%s; it is shown once:\n",
+                scope == TG_SCOPE_ADMIN ? "an" : "a", scope_name,
                 namespace_name ? " for namespace " : "", namespace_name ? namespace_name : "");
         printf("%s\n", token);
         rc = 0;
@@ -481,7 +511,7 @@ int tg_cmd_gc(int argc, char **argv)
     gc_state gc = {.dry_run = dry_run};
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "gc", NULL);
+    int opened = open_data(data_dir, &blobs, &catalog, DATA_EXISTING, "gc", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     gc.blobs = blobs;
@@ -593,7 +623,7 @@ int tg_cmd_fsck(int argc, char **argv)
         return exit_status;
     tg_blobstore *blobs = NULL;
     tg_catalog *catalog = NULL;
-    int opened = open_data(data_dir, &blobs, &catalog, false, "fsck", NULL);
+    int opened = open_data(data_dir, &blobs, &catalog, DATA_EXISTING, "fsck", NULL);
     if (opened != 0)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 2;
     fsck_state fsck = {.blobs = blobs, .catalog = catalog};

@@ -5,9 +5,14 @@
 #   scripts/install-deps.sh --bench  also the benchmark load generators (wrk; ab from
 #                                    apache2-utils for HEAD, which wrk cannot count)
 #   scripts/install-deps.sh --build  only what `make` needs (the Docker build stage)
+#   scripts/install-deps.sh --run    what `make run` needs: --build, and curl, sqlite3
+#                                    and python3 with NumPy for the README walk-through
+#                                    and the Python client (no test stack: no Ceph,
+#                                    PostgreSQL server, nginx, Chromium, torch, Node.js)
 #   scripts/install-deps.sh --runtime   only the shared libraries the tensorgate
 #                                       binary loads (the Docker runtime stage)
-# Used by the Makefile (make run / make test / make bench), .ci/run and docker/Dockerfile.
+# Used by the Makefile (make run: --run; make test; make bench: --bench), .ci/run and
+# docker/Dockerfile (--build, --runtime).
 set -eu
 
 packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy cppcheck
@@ -20,9 +25,12 @@ if [ "${1:-}" = "--bench" ]; then
     packages="$packages wrk apache2-utils"
 fi
 
-if [ "${1:-}" = "--build" ]; then
-    packages="gcc make pkg-config libc6-dev
+build_packages="gcc make pkg-config libc6-dev
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libssl-dev libcurl4-openssl-dev libpq-dev"
+if [ "${1:-}" = "--build" ]; then
+    packages=$build_packages
+elif [ "${1:-}" = "--run" ]; then
+    packages="$build_packages curl sqlite3 python3 python3-numpy"
 elif [ "${1:-}" = "--runtime" ]; then
     # The libraries of the build's LDLIBS (libcrypto is in libssl3); libcurl is the
     # S3 blob store's HTTP client (and the tests').

@@ -210,7 +210,7 @@ out_has "version prints the version" "^tensorgate [0-9]+\.[0-9]+\.[0-9]+"
 # the maintenance commands refuse a --data that is not a data directory (exit 3) and
 # create nothing there; an empty existing directory is not one either
 mkdir empty-data
-for c in gc fsck "token list" "token revoke 1" "token create --scope read"; do
+for c in gc fsck "token list" "token revoke 1"; do
     # shellcheck disable=SC2086
     run 3 "$c with a mistyped --data" "$BIN" $c --data typo-data
     err_has "$c names the refusal" "not a tensorgate data directory"
@@ -219,6 +219,40 @@ for c in gc fsck "token list" "token revoke 1" "token create --scope read"; do
     run 3 "$c with an empty directory" "$BIN" $c --data empty-data
     [ -z "$(ls -A empty-data)" ] && ok || fail "$c wrote into an empty directory"
 done
+
+# token create makes a missing or empty data directory as serve does (mode 0700,
+# migrated catalog), so the first admin token exists before the first start; a
+# directory holding other things is still refused
+run 0 "token create on a missing --data" "$BIN" token create --data first-data --scope admin
+err_has "token create says it made the directory" "making a new data directory in first-data"
+first_token=$(tail -n 1 "$W/out")
+[ "$(stat -c %a first-data)" = 700 ] && [ -f first-data/catalog.db ] && ok ||
+    fail "token create made first-data with mode $(stat -c %a first-data), catalog: $(ls first-data)"
+run 0 "token list on the directory token create made" "$BIN" token list --data first-data
+out_has "the token is listed" "^1	admin	-	"
+run 0 "token create on an empty directory" "$BIN" token create --data empty-data --scope read
+[ -f empty-data/catalog.db ] && ok || fail "token create did not make empty-data a data directory"
+mkdir other-dir && echo keep >other-dir/notes.txt
+run 3 "token create on a directory holding other files" "$BIN" token create --data other-dir --scope read
+err_has "the refusal names it" "other-dir is not a tensorgate data directory .*not empty"
+[ "$(ls -A other-dir)" = notes.txt ] && ok || fail "token create wrote into other-dir"
+# serve on that directory accepts the token made before its first start
+"$BIN" serve --listen 127.0.0.1:0 --data first-data >serve.out 2>serve.log &
+serve_pid=$!
+port=
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' serve.log | head -n 1)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+code=$(curl -s -o "$W/out" -w '%{http_code}' -H "Authorization: Bearer $first_token" \
+    -d '{"name":"acme/first"}' "http://127.0.0.1:${port:-1}/v1/models")
+[ "$code" = 201 ] && ok || fail "serve on token create's directory: POST /v1/models answered $code"
+code=$(curl -s -o "$W/out" -w '%{http_code}' -H "Authorization: Bearer tg_not_a_token" \
+    -d '{"name":"acme/second"}' "http://127.0.0.1:${port:-1}/v1/models")
+[ "$code" = 401 ] && ok || fail "serve accepted an unknown token: $code"
+kill "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
 
 # the converted values, against torch .to(), in one Python run (importing torch is slow)
 "$PY" "$HERE/cli_files.py" convert "$W/convert_checks" >"$W/pyout" 2>&1

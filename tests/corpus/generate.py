@@ -840,6 +840,20 @@ def family_ref():
         "json_duplicate_key", offset=AT('"framework"', 2), note="reference keeps the last metadata value; we refuse")
     add("ref_lenient_duplicate_tensor_names", frame('{"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]},"test":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}', I32_0),
         "json_duplicate_key", offset=AT('"test"', 2), note="reference keeps the last tensor; we refuse")
+    # ... and the rest of DESIGN.md's table of where the gate is stricter than the reference
+    t = '"dtype":"I32","shape":[2,2],"data_offsets":[0,16]'
+    add("ref_lenient_nul_in_entry_key", frame('{"test":{%s,"x\\u0000":"y"}}' % t, I32_0), "json_escape", offset=AT('\\u0000'),
+        note="\\u0000 in a key inside a tensor entry: serde keeps it (and ignores the field); we refuse")
+    add("ref_lenient_nul_in_metadata_value", frame('{"__metadata__":{"k":"a\\u0000"},"test":{%s}}' % t, I32_0), "json_escape", offset=AT('\\u0000'),
+        note="\\u0000 in a metadata value: serde keeps it; we refuse")
+    add("ref_lenient_metadata_null", frame('{"__metadata__":null,"test":{%s}}' % t, I32_0), "metadata_not_object", offset=AT("null"),
+        note="reference reads __metadata__: null as no metadata (an Option); we refuse")
+    add("ref_lenient_nesting_in_unknown_field", frame('{"test":{%s,"x":%s}}' % (t, "[" * 70 + "]" * 70), I32_0), "json_nesting",
+        note="70 levels in a field the reference ignores (serde_json allows 128); we refuse past 64")
+    add("ref_lenient_float_in_unknown_field", frame('{"test":{%s,"x":1.5}}' % t, I32_0), "integer_format", offset=AT("1.5"),
+        note="a float in a field the reference ignores; every number here is a plain u64")
+    add("ref_lenient_name_control", frame('{"te\\u007fst":{%s}}' % t, I32_0), "tensor_name_control", offset=AT('"te'),
+        note="a control character in a tensor name: the reference keeps any string; we refuse")
 
 
 def family_format():

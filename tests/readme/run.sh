@@ -1,12 +1,17 @@
 #!/bin/sh
-# tests/readme/run.sh BINARY: runs the README's curl walk-through ("Publish a model
-# and fetch a tensor slice with curl": every ```sh block of that section that is not
-# a transcript, i.e. whose lines do not start with "$ "), the same of "Push and pull
-# with the CLI", and the CLI block of "The CLI" against a real server started on a free port with a fresh data directory, in a
-# temp directory where build/tensorgate is BINARY. Each walk-through block runs with
-# `sh -e`: a command that fails (an undefined file, a token create that is refused)
-# fails the test; the CLI block's lines run one by one and may exit 0 or 1 (a
-# refusal), not 2 or more. Ends with "N passed, N failed".
+# tests/readme/run.sh BINARY: runs the README's walk-through as a new user pastes it.
+# Every ```sh and ```python block of the sections "Publish a model and fetch a tensor
+# slice with curl" through "Tokens", and of "The CLI", in README order, in ONE shell
+# (`sh -e`; variables, functions and the working directory carry from block to block),
+# against a real server started on a free port with a fresh data directory, from a
+# stand-in repository root (build/tensorgate is BINARY; clients/ and examples/ are
+# the tree's). A ```python block runs with /usr/bin/python3 and clients/python on
+# PYTHONPATH, as the README says. The first block of "The CLI" runs line by line, and
+# each line may exit 0 or 1 (a refusal), not 2 or more.
+# Fails when a block fails (the first failing block is shown), when a block is a
+# transcript (lines starting with "$ " cannot be pasted), when the walk-through
+# leaves a file in the repository root or in TMPDIR, or when an output the README
+# promises is missing. Ends with "N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     echo "usage: $0 BINARY" >&2
@@ -16,76 +21,133 @@ case $1 in
 /*) BIN=$1 ;;
 *) BIN=$(pwd)/$1 ;;
 esac
-README=$(cd "$(dirname "$0")/../.." && pwd)/README.md
-W=$(mktemp -d "${TMPDIR:-/tmp}/tg-readme.XXXXXX")
+TREE=$(cd "$(dirname "$0")/../.." && pwd)
+README=$TREE/README.md
+T=$(mktemp -d "${TMPDIR:-/tmp}/tg-readme.XXXXXX")
+W=$T/repo
 pid=
 cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$W"
+    [ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
 passed=0
 failed=0
-cd "$W" || exit 2
-mkdir build && ln -s "$BIN" build/tensorgate
+ok() { passed=$((passed + 1)); }
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $1"
+}
 
-# the section's sh blocks, one file each (transcripts, whose lines start with "$ ", left out)
-awk -v dir="$W" '
-    /^## / { in_section = ($0 ~ /^## Publish a model/ || $0 ~ /^## Push and pull/ || $0 ~ /^## The CLI/); cli = ($0 ~ /^## The CLI/) }
-    in_section && /^```sh$/ { n++; file = sprintf("%s/block%02d%s.sh", dir, n, cli ? "-cli" : ""); inside = 1; next }
+# the stand-in repository root: what the walk-through reads from the repository
+mkdir -p "$W/build" "$T/tmp" "$T/blocks"
+ln -s "$BIN" "$W/build/tensorgate"
+ln -s "$TREE/clients" "$W/clients"
+ln -s "$TREE/examples" "$W/examples"
+
+# the walk-through's blocks, one file each, numbered in README order
+awk -v dir="$T/blocks" '
+    /^## / {
+        walk = ($0 ~ /^## (Publish a model|Push and pull|Tensors|Read tensors remotely|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tokens|The CLI)/)
+        cli = ($0 ~ /^## The CLI/)
+    }
+    walk && /^```(sh|python)$/ {
+        n++
+        ext = ($0 == "```python") ? "py" : (cli && !cli_done ? "cli" : "sh")
+        if (cli) cli_done = 1
+        file = sprintf("%s/block%02d.%s", dir, n, ext)
+        inside = 1
+        next
+    }
     inside && /^```$/ { inside = 0; close(file); next }
     inside { print > file }
 ' "$README"
+blocks=$(ls "$T/blocks")
+if [ "$(echo "$blocks" | wc -w)" -lt 10 ]; then
+    fail "the README walk-through has only $(echo "$blocks" | wc -w) blocks"
+else
+    ok
+fi
 
-"$BIN" serve --listen 127.0.0.1:0 --data ./data >server.out 2>server.log &
+cd "$W" || exit 2
+"$BIN" serve --listen 127.0.0.1:0 --data ./data >"$T/server.out" 2>"$T/server.log" &
 pid=$!
 port=
 for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' server.log | head -n 1)
+    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$T/server.log" | head -n 1)
     [ -n "$port" ] && break
     sleep 0.1
 done
 if [ -z "$port" ]; then
-    echo "FAIL: the server did not start"
-    cat server.log
-    echo "0 passed, 1 failed"
+    fail "the server did not start"
+    cat "$T/server.log"
+    echo "$passed passed, $failed failed"
     exit 1
 fi
+before=$(ls -A "$W")
 
-for block in block*.sh; do
-    if grep -q '^\$ ' "$block"; then
-        continue # a transcript
+# one driver sources every block in order; "@@ blockNN" says which one runs
+driver=$T/driver.sh
+: >"$driver"
+for b in $blocks; do
+    f=$T/blocks/$b
+    if grep -q '^\$ ' "$f"; then
+        fail "README block $b is a transcript (lines start with \"\$ \"), not paste-safe"
+        sed 's/^/  | /' "$f"
     fi
-    sed -i "s|127.0.0.1:8080|127.0.0.1:$port|g" "$block"
-    case $block in
-    *-cli.sh)
-        # the CLI lines one by one: a refusal (exit 1) is what some of them show;
-        # a usage or I/O error (2) or a missing file is not
-        ok=true
+    sed -i "s|127.0.0.1:8080|127.0.0.1:$port|g; s|localhost:8080|localhost:$port|g" "$f"
+    echo "echo '@@ $b'" >>"$driver"
+    case $b in
+    *.py)
+        echo "PYTHONPATH=\"$TREE/clients/python\" /usr/bin/python3 '$f'" >>"$driver"
+        ;;
+    *.cli)
+        # each line by itself: exit 1 (a refusal) is what some lines show, 2 or more is not
         while IFS= read -r line; do
             [ -z "$line" ] && continue
-            sh -c "$line" >>"$block.out" 2>&1
-            rc=$?
-            if [ "$rc" -gt 1 ]; then
-                echo "exit $rc: $line" >>"$block.out"
-                ok=false
-            fi
-        done <"$block"
-        [ -f out.safetensors ] || { echo "no out.safetensors" >>"$block.out" && ok=false; }
+            printf '(\n%s\n) || [ $? -eq 1 ]\n' "$line" >>"$driver"
+        done <"$f"
         ;;
     *)
-        ok=false
-        S=http://127.0.0.1:$port sh -e "$block" >"$block.out" 2>&1 && ok=true
+        echo ". '$f'" >>"$driver"
         ;;
     esac
-    if $ok; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        echo "FAIL: README block $block:"
-        sed 's/^/  | /' "$block"
-        sed 's/^/  out: /' "$block.out" | tail -n 20
-    fi
 done
+echo "echo '@@ end'" >>"$driver"
+
+# a new user's shell: none of the client's variables set, TMPDIR ours to check
+if env -u TENSORGATE_URL -u TENSORGATE_TOKEN -u TENSORGATE_DATA -u TENSORGATE_CATALOG \
+    -u PYTHONPATH TMPDIR="$T/tmp" sh -e "$driver" >"$T/out" 2>&1; then
+    ok
+else
+    last=$(grep '^@@ ' "$T/out" | tail -n 1 | cut -c4-)
+    fail "README block $last failed (the blocks before it ran):"
+    [ -f "$T/blocks/$last" ] && sed 's/^/  | /' "$T/blocks/$last"
+    sed -n "/^@@ $last\$/,\$p" "$T/out" | tail -n 30 | sed 's/^/  out: /'
+fi
+grep -q '^@@ end$' "$T/out" && ok || fail "the walk-through did not reach its end"
+
+# what the README says the blocks print
+expect() {
+    if grep -Eq -- "$2" "$T/out"; then ok; else fail "the walk-through did not print $1 (/$2/)"; fi
+}
+expect "the header length" '^ +72$'
+expect "the slice's floats" '^ +3 +5 +6 +8$'
+expect "the slice as .npy" '^\[\[3\. 5\.\]'
+expect "the refusal of the PyTorch zip" '"reason":"refused_format".*"format":"pytorch-zip"'
+expect "the Python block's line" "^\['weight'\] None \(4, 3\) \[\[3\.0, 5\.0\], \[6\.0, 8\.0\]\]$"
+expect "the converted version" '"state":"done".*"version_url":"/v1/models/acme/tiny/versions/'
+expect "the BF16 tensor" '"name":"weight","dtype":"BF16"'
+expect "the import's refusal" '^import_address_forbidden$'
+expect "the preload resident" '"state":"resident"'
+expect "the preload consumer's check" '^ok 1 of 1$'
+expect "the Hub's error code" '^X-Error-Code: EntryNotFound'
+
+# nothing left behind: the repository root as before, TMPDIR empty
+after=$(ls -A "$W")
+[ "$before" = "$after" ] && ok || fail "the walk-through left files in the repository root: $after"
+[ -z "$(ls -A "$T/tmp")" ] && ok || fail "the walk-through left files in TMPDIR: $(ls -A "$T/tmp")"
+
+[ "$failed" -eq 0 ] || sed 's/^/  log: /' "$T/server.log" | tail -n 20
 echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+[ "$failed" -eq 0 ]
