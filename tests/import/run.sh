@@ -197,6 +197,10 @@ want=$(sha256sum "$W/www/good.safetensors" | cut -c1-64)
 check "nginx: same SHA-256" [ "$(file_field model.safetensors sha256)" = "$want" ]
 check "nginx: source_url on the file" [ "$(file_field model.safetensors source_url)" = "$N/good.safetensors" ]
 check "nginx: the job shows kind import" sh -c "echo '$job' | grep -q '\"kind\": *\"import\"'"
+check "nginx: the import job has no conversion members (dtype, tensors)" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+sys.exit(0 if "dtype" not in j and "tensors" not in j and j.get("path") == "model.safetensors" else 1)' "$W/job.json"
 import "$N/config.json" config.json
 check "sidecar: done (got $state $reason)" [ "$state" = done ]
 
@@ -252,6 +256,10 @@ check "credentials: the list shows the job" grep -q "$shown" "$W/list.json"
 import "http://imp0rtuser:s3cretPW@127.0.0.1:$CP/missing.safetensors?token=tok3nXYZ" \
     missing.safetensors
 check "credentials, failed: import_fetch_failed (got $state $reason)" [ "$reason" = import_fetch_failed ]
+check "credentials, failed: the problem's title is Bad Gateway" python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+sys.exit(0 if e["status"] == 502 and e["title"] == "Bad Gateway" else 1)' "$W/job.json"
 check "credentials, failed: the source got them" grep -q "^/missing.safetensors?token=tok3nXYZ" "$W/creds.log"
 check "credentials, failed: not in the job nor the log" no_secret "$W/job.json" "$W/a.log"
 sqlite3 "$W/a/catalog.db" "SELECT url FROM jobs; SELECT source_url FROM files" >"$W/rows.txt"
