@@ -351,16 +351,15 @@ void tg_route_job_delete(tg_request *req)
     } else if (!tg_auth_require_scope_namespace(req, TG_SCOPE_WRITE, token_namespace,
                                                 sizeof token_namespace)) {
         /* answered 401 or 403 (the token's scope): the same for every id */
-    } else if (status == TG_CAT_NOT_FOUND) {
-        respond_no_job(req);
-    } else if (in_namespace(job, token_namespace)) {
+    } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
         cancel_job(req, id, job);
-    } else if (req->server->config.auth_read) {
-        respond_no_job(req); /* a job this token cannot read: as a missing one */
-    } else {
-        /* reads are open (GET shows the job to anyone): no existence to hide */
+    } else if (status == TG_CAT_OK && !req->server->config.auth_read) {
+        /* another namespace's job while reads are open (GET shows it to anyone): no
+         * existence to hide */
         tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
                            token_namespace);
+    } else {
+        respond_no_job(req); /* missing, or a job this token cannot read */
     }
     free(job);
 }
