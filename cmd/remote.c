@@ -505,8 +505,14 @@ int tg_cmd_push(int argc, char **argv)
     } else if (published) {
         printf("published %s version %d (digest %s)%s%s\n", model, version, digest,
                alias && status == 0 ? ", alias " : "", alias && status == 0 ? alias : "");
+    } else if (failed == 0 && publish) { /* the publish was refused (said above) */
+        fprintf(stderr,
+                "tensorgate push: %s version %d stays a draft: its files are stored but the "
+                "publish failed; fix what it names and push again\n",
+                model, version);
     } else if (failed == 0) {
-        printf("%s version %d is a draft (push --publish to publish)\n", model, version);
+        printf("%s version %d is a draft (not published: add --publish to publish it)\n", model,
+               version);
     }
 done:
     tgc_batch_free(b);

@@ -138,6 +138,12 @@ bool tg_auth_require_scope(tg_request *req, tg_scope scope)
     return authorize_token(req, scope, token_namespace, sizeof token_namespace);
 }
 
+bool tg_auth_require_scope_namespace(tg_request *req, tg_scope scope, char *token_namespace,
+                                     size_t namespace_size)
+{
+    return authorize_token(req, scope, token_namespace, namespace_size);
+}
+
 bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
 {
     char token_namespace[TG_NAME_MAX + 1];

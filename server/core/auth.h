@@ -40,6 +40,11 @@ bool tg_auth_require(tg_request *req, tg_scope scope, const char *org);
  * least scope. The route then reads its body and calls tg_auth_require with the org,
  * so a request without a valid token is 401 whatever its body holds. */
 bool tg_auth_require_scope(tg_request *req, tg_scope scope);
+/* tg_auth_require_scope, also giving the token's namespace (namespace_size >=
+ * TG_NAME_MAX + 1; "" when unlimited), for a route that decides itself what a
+ * namespace-limited token is told about another namespace's resource. */
+bool tg_auth_require_scope_namespace(tg_request *req, tg_scope scope, char *token_namespace,
+                                     size_t namespace_size);
 
 /* The SHA-256 hex of the request's bearer token, for work that re-checks at its
  * commit that the token still exists (tg_commit_guard): 1, or 0 (hash "") when the

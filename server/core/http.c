@@ -431,6 +431,56 @@ void tg_respond_empty(tg_request *req, unsigned status)
     tg_respond(req, status, response, 0);
 }
 
+/* The titles of the statuses this server seldom or never answers with itself (a
+ * failed job's problem may carry 502 from its source), and a class's title for any
+ * other: never a bare "Error". */
+static const char *rare_status_title(unsigned status)
+{
+    static const struct {
+        unsigned status;
+        const char *title;
+    } titles[] = {
+        {200, "OK"},
+        {201, "Created"},
+        {202, "Accepted"},
+        {204, "No Content"},
+        {206, "Partial Content"},
+        {301, "Moved Permanently"},
+        {302, "Found"},
+        {303, "See Other"},
+        {304, "Not Modified"},
+        {307, "Temporary Redirect"},
+        {308, "Permanent Redirect"},
+        {402, "Payment Required"},
+        {407, "Proxy Authentication Required"},
+        {410, "Gone"},
+        {412, "Precondition Failed"},
+        {417, "Expectation Failed"},
+        {421, "Misdirected Request"},
+        {423, "Locked"},
+        {424, "Failed Dependency"},
+        {425, "Too Early"},
+        {426, "Upgrade Required"},
+        {428, "Precondition Required"},
+        {451, "Unavailable For Legal Reasons"},
+        {502, "Bad Gateway"},
+        {504, "Gateway Timeout"},
+        {505, "HTTP Version Not Supported"},
+        {506, "Variant Also Negotiates"},
+        {508, "Loop Detected"},
+        {510, "Not Extended"},
+        {511, "Network Authentication Required"},
+    };
+    for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
+        if (titles[i].status == status)
+            return titles[i].title;
+    if (status >= 400 && status < 500)
+        return "Client Error";
+    if (status >= 500 && status < 600)
+        return "Server Error";
+    return "Status";
+}
+
 static const char *status_title(unsigned status)
 {
     switch (status) {
@@ -475,7 +525,7 @@ static const char *status_title(unsigned status)
     case 507:
         return "Insufficient Storage";
     default:
-        return "Error";
+        return rare_status_title(status);
     }
 }
 

@@ -116,20 +116,75 @@ static const char *v4_class(const uint8_t v4[4])
     return NULL;
 }
 
+/* The IPv4 address an RFC 6052 NAT64 address with a prefix of prefix_bits (32, 40,
+ * 48, 56, 64 or 96) embeds: 4 bytes from the prefix's end, skipping byte 8 (the
+ * reserved "u" octet, bits 64..71). */
+static void nat64_v4(const uint8_t a[16], unsigned prefix_bits, uint8_t v4[4])
+{
+    unsigned at = prefix_bits / 8;
+    for (unsigned i = 0; i < 4; i++, at++) {
+        if (at == 8)
+            at++;
+        v4[i] = a[at];
+    }
+}
+
+/* The class of an IPv6 address that embeds IPv4 addresses, by those addresses (the
+ * first forbidden one's class), or NULL when it embeds none or only allowed ones;
+ * *embeds tells whether it is such an address at all. */
+static const char *embedded_v4_class(const uint8_t a[16], bool *embeds)
+{
+    static const uint8_t zero[12] = {0};
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    static const uint8_t translated[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0, 0};
+    static const uint8_t nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const uint8_t nat64_local[6] = {0, 0x64, 0xFF, 0x9B, 0, 0x01};
+    static const uint8_t teredo[4] = {0x20, 0x01, 0, 0};
+    *embeds = true;
+    /* mapped, compatible (deprecated, ::a.b.c.d), translated (::ffff:0:a.b.c.d),
+     * well-known NAT64 (64:ff9b::/96): the last 32 bits */
+    if (memcmp(a, mapped, 12) == 0 || memcmp(a, zero, 12) == 0 || memcmp(a, translated, 12) == 0 ||
+        memcmp(a, nat64, 12) == 0)
+        return v4_class(a + 12);
+    if (a[0] == 0x20 && a[1] == 0x02) /* 6to4 (2002::/16): bits 16..47 */
+        return v4_class(a + 2);
+    if (memcmp(a, teredo, 4) == 0) { /* Teredo (2001::/32): the server, the client */
+        uint8_t client[4];
+        for (int i = 0; i < 4; i++)
+            client[i] = (uint8_t)(a[12 + i] ^ 0xFF);
+        const char *server = v4_class(a + 4);
+        return server != NULL ? server : v4_class(client);
+    }
+    if (memcmp(a, nat64_local, 6) == 0) {
+        /* local-use NAT64 (64:ff9b:1::/48): the network's prefix length is not in the
+         * address, so every RFC 6052 layout a /48 allows is judged */
+        static const unsigned layouts[] = {48, 56, 64, 96};
+        for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+            uint8_t v4[4];
+            nat64_v4(a, layouts[i], v4);
+            const char *why = v4_class(v4);
+            if (why != NULL)
+                return why;
+        }
+        return NULL;
+    }
+    *embeds = false;
+    return NULL;
+}
+
 static const char *v6_class(const uint8_t a[16])
 {
     static const uint8_t zero[16] = {0};
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-    static const uint8_t nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
     static const uint8_t metadata[16] = {0xFD, 0, 0x0E, 0xC2, 0, 0, 0,    0,
                                          0,    0, 0,    0,    0, 0, 0x02, 0x54};
     if (memcmp(a, zero, 16) == 0)
         return "unspecified";
     if (memcmp(a, zero, 15) == 0 && a[15] == 1)
         return "loopback";
-    /* IPv4 inside IPv6: mapped, compatible (deprecated, ::a.b.c.d), NAT64 */
-    if (memcmp(a, mapped, 12) == 0 || memcmp(a, zero, 12) == 0 || memcmp(a, nat64, 12) == 0)
-        return v4_class(a + 12);
+    bool embeds = false;
+    const char *why = embedded_v4_class(a, &embeds);
+    if (embeds)
+        return why;
     if (memcmp(a, metadata, 16) == 0)
         return "metadata";
     if (a[0] == 0xFF)

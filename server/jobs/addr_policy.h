@@ -5,8 +5,13 @@
  * metadata address 169.254.169.254), private (10/8, 172.16/12, 192.168/16), CGNAT
  * (100.64.0.0/10), unique local (fc00::/7, which holds fd00:ec2::254), multicast
  * (224.0.0.0/4, ff00::/8), broadcast and reserved (240.0.0.0/4), and the same IPv4
- * ranges written as IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) or
- * NAT64 (64:ff9b::/96) IPv6 addresses. An operator allows ranges back with CIDRs
+ * ranges inside an IPv6 address: IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible
+ * (::a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d), NAT64 (64:ff9b::/96; the
+ * local-use 64:ff9b:1::/48 in each RFC 6052 layout a /48 allows), 6to4 (2002::/16,
+ * the IPv4 address in bits 16..47) and Teredo (2001::/32: the server's address in
+ * bits 32..63, the client's in the last 32 bits inverted). Such an address is judged
+ * by the IPv4 addresses it embeds only: forbidden when any of them is. An operator allows ranges
+ * back with CIDRs
  * (--import-allow, TENSORGATE_IMPORT_ALLOW): an address inside an allowed CIDR is
  * allowed whatever its range. The check is made on the address actually connected
  * (server/jobs/import_job.c calls it from libcurl's socket-open callback, for every

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "reclaim.h"
+#include "url_redact.h"
 
 #define UNKNOWN UINT64_MAX
 #define SNIFF_WINDOW 65536u      /* what the gate's sniffers read of a non-safetensors head */
@@ -504,8 +505,8 @@ static void record_import(void *ctx, const tg_file_record *file, const char *sta
 {
     commit_ctx *commit = ctx;
     importer *im = commit->im;
-    (void)file; /* it is commit->file, which gets the URL */
-    snprintf(commit->file->source_url, sizeof commit->file->source_url, "%s", im->job->url);
+    (void)file; /* it is commit->file, which gets the URL without its credentials */
+    (void)tg_url_redact(im->job->url, commit->file->source_url, sizeof commit->file->source_url);
     tg_commit_guard guard = {.model_id = im->job->model_id,
                              .org = im->job->org,
                              .name = im->job->name,
@@ -611,9 +612,11 @@ int tg_import_job_run(const tg_jobs_context *context, const tg_job *job, bool (*
     im->stopping = stopping;
     im->total = UNKNOWN;
     im->next_progress = PROGRESS_STEP;
+    char shown[TG_URL_MAX + 1]; /* never a credential in the log */
+    (void)tg_url_redact(job->url, shown, sizeof shown);
     tg_log(TG_LOG_INFO, "job %lld: importing %s into %s/%s version %lld %s (attempt %lld)",
-           (long long)job->id, job->url, job->org, job->name, (long long)job->source_number,
-           job->path, (long long)job->attempts);
+           (long long)job->id, shown, job->org, job->name, (long long)job->source_number, job->path,
+           (long long)job->attempts);
     char detail[TG_JOB_DETAIL_MAX];
     const char *bad = tg_import_url_check(&context->import_policy, job->url, detail, sizeof detail);
     if (bad != NULL)

@@ -11,7 +11,8 @@
  * Range from the byte it reached, at most TG_IMPORT_MAX_RESUMES times, when the
  * source's validator (ETag, else Last-Modified) and total size are unchanged. A
  * source that does not do ranges is read in one stream, stopped at the first
- * refusal. The file row records the URL (files.source_url); the row and the job's
+ * refusal. The file row records the URL without its credentials (files.source_url,
+ * common/url_redact.h); the job's log lines show that form only; the row and the job's
  * "done" are one catalog transaction (tg_catalog_import_commit), re-checking that
  * the draft is still a draft and the job's token still covers the model.
  *

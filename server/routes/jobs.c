@@ -5,7 +5,11 @@
  * Reads follow the read rule (open unless --auth-read, then read scope on the
  * job's org); the list keeps to the org of a namespace-limited token, so it never
  * shows a job that GET /v1/jobs/{id} would refuse. A cancel needs write scope on
- * the job's org, like the POST that queued it. */
+ * the job's org, like the POST that queued it. A job the token may not read (another
+ * namespace's, under --auth-read) answers 404 job_not_found like a missing id, to
+ * GET and DELETE alike: nothing tells a token which ids other namespaces hold. A
+ * job's JSON holds its kind's own members only (dtype and tensors for a conversion,
+ * source_url and path for an import). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@
 #include "resources.h"
 #include "routes.h"
 #include "st_error.h"
+#include "url_redact.h"
 
 /* The HTTP status a failed job's problem carries, by reason. */
 static unsigned failure_status(const char *reason)
@@ -74,18 +79,21 @@ json_t *tg_job_json(const tg_job *job)
     char url[64], model[2 * TG_NAME_MAX + 2];
     snprintf(url, sizeof url, "/v1/jobs/%lld", (long long)job->id);
     snprintf(model, sizeof model, "%s/%s", job->org, job->name);
-    json_t *tensors = json_loads(job->tensors, 0, NULL);
+    bool import = strcmp(job->kind, "import") == 0;
     json_t *body = json_pack(
-        "{s:I, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I}, s:I, s:s, s:b}", "id",
-        (json_int_t)job->id, "url", url, "kind",
-        strcmp(job->kind, "import") == 0 ? "import" : "convert", "state",
-        tg_job_state_name(job->state), "model", model, "source_version",
-        (json_int_t)job->source_number, "dtype", job->dtype, "tensors",
-        tensors ? tensors : json_array(), "progress", "bytes_done", (json_int_t)job->bytes_done,
-        "bytes_total", (json_int_t)job->bytes_total, "attempts", (json_int_t)job->attempts,
-        "created_at", job->created_at, "cancel_requested", job->cancel_requested);
+        "{s:I, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I}, s:I, s:s, s:b}", "id", (json_int_t)job->id,
+        "url", url, "kind", import ? "import" : "convert", "state", tg_job_state_name(job->state),
+        "model", model, "source_version", (json_int_t)job->source_number, "progress", "bytes_done",
+        (json_int_t)job->bytes_done, "bytes_total", (json_int_t)job->bytes_total, "attempts",
+        (json_int_t)job->attempts, "created_at", job->created_at, "cancel_requested",
+        job->cancel_requested);
     if (body == NULL)
         return NULL;
+    if (!import) { /* a conversion's own members (an import's are below) */
+        json_t *tensors = json_loads(job->tensors, 0, NULL);
+        json_object_set_new(body, "dtype", json_string(job->dtype));
+        json_object_set_new(body, "tensors", tensors ? tensors : json_array());
+    }
     json_object_set_new(body, "started_at",
                         job->started_at[0] ? json_string(job->started_at) : json_null());
     json_object_set_new(body, "finished_at",
@@ -99,8 +107,10 @@ json_t *tg_job_json(const tg_job *job)
         worker = json_stringn(job->worker, (size_t)len);
     }
     json_object_set_new(body, "worker", worker);
-    if (strcmp(job->kind, "import") == 0) { /* the source URL and the draft's file path */
-        json_object_set_new(body, "source_url", json_string(job->url));
+    if (import) {                   /* the source URL and the draft's file path */
+        char shown[TG_URL_MAX + 1]; /* never its credentials (url_redact.h) */
+        (void)tg_url_redact(job->url, shown, sizeof shown);
+        json_object_set_new(body, "source_url", json_string(shown));
         json_object_set_new(body, "path", json_string(job->path));
     }
     set_outcome(body, job);
@@ -250,6 +260,19 @@ void tg_route_jobs_list(tg_request *req)
 
 /* ---- GET /v1/jobs/{id} ---- */
 
+/* A job a token may not see (another namespace's, under --auth-read or for a cancel)
+ * answers as a missing one: the same 404 for both, so walking the sequential ids
+ * tells a namespace-limited token nothing about the other namespaces' jobs. */
+static void respond_no_job(tg_request *req)
+{
+    tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
+}
+
+static bool in_namespace(const tg_job *job, const char *token_namespace)
+{
+    return token_namespace[0] == '\0' || strcmp(job->org, token_namespace) == 0;
+}
+
 void tg_route_job_get(tg_request *req)
 {
     tg_job *job = malloc(sizeof *job);
@@ -258,25 +281,16 @@ void tg_route_job_get(tg_request *req)
         return;
     }
     int64_t id = 0;
+    char token_namespace[TG_NAME_MAX + 1];
     tg_cat_status status = lookup_job(req, &id, job);
-    if (status == TG_CAT_OK) {
-        if (tg_auth_read(req, job->org))
-            respond_job(req, 200, job);
-    } else if (status == TG_CAT_NOT_FOUND) {
-        /* reads may need a token: the same 404 for every unknown id, after auth; a token
-         * limited to a namespace gets the 403 another namespace's job gets, so walking
-         * the sequential ids tells it nothing about the other namespaces' jobs */
-        char token_namespace[TG_NAME_MAX + 1];
-        if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace)) {
-            /* answered 401 */
-        } else if (token_namespace[0] != '\0') {
-            tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
-                               token_namespace);
-        } else {
-            tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
-        }
-    } else {
+    if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
         tg_respond_internal(req, "the catalog failed");
+    } else if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace)) {
+        /* answered 401 or 403 (the token's scope): the same for every id */
+    } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
+        respond_job(req, 200, job);
+    } else {
+        respond_no_job(req);
     }
     free(job);
 }
@@ -330,16 +344,22 @@ void tg_route_job_delete(tg_request *req)
         return;
     }
     int64_t id = 0;
+    char token_namespace[TG_NAME_MAX + 1];
     tg_cat_status status = lookup_job(req, &id, job);
-    if (status == TG_CAT_OK) {
-        if (tg_auth_require(req, TG_SCOPE_WRITE, job->org))
-            cancel_job(req, id, job);
-    } else if (status == TG_CAT_NOT_FOUND) {
-        /* only a writer learns that an id does not exist (as DELETE /v1/preloads/{id}) */
-        if (tg_auth_require(req, TG_SCOPE_WRITE, NULL))
-            tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
-    } else {
+    if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
         tg_respond_internal(req, "the catalog failed");
+    } else if (!tg_auth_require_scope_namespace(req, TG_SCOPE_WRITE, token_namespace,
+                                                sizeof token_namespace)) {
+        /* answered 401 or 403 (the token's scope): the same for every id */
+    } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
+        cancel_job(req, id, job);
+    } else if (status == TG_CAT_OK && !req->server->config.auth_read) {
+        /* another namespace's job while reads are open (GET shows it to anyone): no
+         * existence to hide */
+        tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
+                           token_namespace);
+    } else {
+        respond_no_job(req); /* missing, or a job this token cannot read */
     }
     free(job);
 }

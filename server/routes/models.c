@@ -11,6 +11,7 @@
 #include "response_cache.h"
 #include "routes.h"
 #include "routes_preloads.h"
+#include "url_redact.h"
 
 tg_model *tg_model_alloc(tg_request *req)
 {
@@ -163,8 +164,11 @@ json_t *tg_file_json(const tg_file_record *file)
                   file->kind, "size", (json_int_t)file->size, "sha256", file->sha256, "tensors",
                   (json_int_t)file->tensors, "parameters", (json_int_t)file->parameters, "nan",
                   (json_int_t)file->nan, "inf", (json_int_t)file->inf);
-    if (body != NULL && file->source_url[0] != '\0') /* imported: where from */
-        json_object_set_new(body, "source_url", json_string(file->source_url));
+    if (body != NULL && file->source_url[0] != '\0') { /* imported: where from */
+        char shown[TG_URL_MAX + 1]; /* stored redacted; a row of an older server too */
+        (void)tg_url_redact(file->source_url, shown, sizeof shown);
+        json_object_set_new(body, "source_url", json_string(shown));
+    }
     return body;
 }
 

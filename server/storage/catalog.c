@@ -5,6 +5,8 @@
 #include "catalog.h"
 #include "catalog_backend.h"
 #include "embedded.h"
+#include "log.h"
+#include "url_redact.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -471,18 +473,25 @@ tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filt
 tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                     tg_job *out)
 {
-    return catalog->ops->job_cancel(catalog, job_id, was, out);
+    tg_cat_status status = catalog->ops->job_cancel(catalog, job_id, was, out);
+    if (status == TG_CAT_OK && *was == TG_JOB_QUEUED) /* failed now */
+        tg_catalog_job_scrub_urls(catalog, job_id);
+    return status;
 }
 
 tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out)
 {
-    return catalog->ops->job_claim(catalog, out);
+    tg_cat_status status = catalog->ops->job_claim(catalog, out);
+    tg_catalog_job_scrub_urls(catalog, 0); /* the jobs whose lease expired for good */
+    return status;
 }
 
 tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
                                      unsigned *failed)
 {
-    return catalog->ops->job_recover(catalog, max_attempts, requeued, failed);
+    tg_cat_status status = catalog->ops->job_recover(catalog, max_attempts, requeued, failed);
+    tg_catalog_job_scrub_urls(catalog, 0); /* also what an older server left */
+    return status;
 }
 
 tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
@@ -494,7 +503,9 @@ tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint6
 tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
                                   const char *detail)
 {
-    return catalog->ops->job_fail(catalog, job_id, reason, detail);
+    tg_cat_status status = catalog->ops->job_fail(catalog, job_id, reason, detail);
+    tg_catalog_job_scrub_urls(catalog, job_id);
+    return status;
 }
 
 tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
@@ -535,5 +546,54 @@ tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
     *why = NULL;
     if (catalog->ops->import_commit == NULL)
         return TG_CAT_ERROR;
-    return catalog->ops->import_commit(catalog, job_id, guard, version_id, file, tensor_stats, why);
+    tg_cat_status status =
+        catalog->ops->import_commit(catalog, job_id, guard, version_id, file, tensor_stats, why);
+    tg_catalog_job_scrub_urls(catalog, job_id);
+    return status;
+}
+
+#define SCRUB_BATCH 16
+
+typedef struct scrub_batch {
+    size_t count;
+    int64_t ids[SCRUB_BATCH];
+    char urls[SCRUB_BATCH][TG_URL_MAX + 1];
+} scrub_batch;
+
+static void scrub_visit(void *ctx, int64_t id, const char *url)
+{
+    scrub_batch *batch = ctx;
+    if (batch->count >= SCRUB_BATCH)
+        return;
+    batch->ids[batch->count] = id;
+    snprintf(batch->urls[batch->count], sizeof batch->urls[0], "%s", url);
+    batch->count++;
+}
+
+void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id)
+{
+    if (catalog->ops->job_ended_urls == NULL || catalog->ops->job_set_ended_url == NULL)
+        return;
+    scrub_batch *batch = malloc(sizeof *batch);
+    if (batch == NULL) {
+        tg_log(TG_LOG_ERROR, "catalog: out of memory redacting the URLs of ended jobs");
+        return;
+    }
+    int64_t after = 0;
+    tg_cat_status status = TG_CAT_OK;
+    do {
+        batch->count = 0;
+        status =
+            catalog->ops->job_ended_urls(catalog, job_id, after, SCRUB_BATCH, scrub_visit, batch);
+        for (size_t i = 0; status == TG_CAT_OK && i < batch->count; i++) {
+            char shown[TG_URL_MAX + 1];
+            after = batch->ids[i];
+            if (tg_url_redact(batch->urls[i], shown, sizeof shown) &&
+                catalog->ops->job_set_ended_url(catalog, batch->ids[i], shown) == TG_CAT_ERROR)
+                status = TG_CAT_ERROR;
+        }
+    } while (status == TG_CAT_OK && batch->count == SCRUB_BATCH);
+    if (status == TG_CAT_ERROR)
+        tg_log(TG_LOG_ERROR, "catalog: the URLs of ended import jobs could not be redacted");
+    free(batch);
 }

@@ -397,6 +397,14 @@ tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
                                        const tg_file_record *file, const char *tensor_stats,
                                        const char **why);
 
+/* An import job's url may hold credentials (userinfo, a query): the row keeps it
+ * whole only while the job is queued or running. When a job ends (the job calls
+ * above that end one: fail, cancel, import commit, and claim and recover, which fail
+ * the jobs given up) its url is replaced by its redacted form (common/url_redact.h).
+ * This does it for job_id, or for every ended import job (job_id 0); best effort
+ * (a catalog error is logged; the routes show the redacted form anyway). */
+void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id);
+
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ". */
 void tg_time_now(char out[TG_TIME_LEN]);
 

@@ -130,6 +130,15 @@ typedef struct tg_catalog_ops {
                                    const tg_commit_guard *guard, int64_t version_id,
                                    const tg_file_record *file, const char *tensor_stats,
                                    const char **why);
+    /* optional, schema 6 (NULL: nothing is scrubbed): the ended (done or failed)
+     * import jobs whose url may hold credentials (an "@", a "#", or a query other
+     * than "?REDACTED"), job_id's (0: any), ids above after_id in id order, at most
+     * limit; and the url of an ended job replaced (tg_catalog_job_scrub_urls) */
+    tg_cat_status (*job_ended_urls)(tg_catalog *catalog, int64_t job_id, int64_t after_id,
+                                    unsigned limit,
+                                    void (*visit)(void *ctx, int64_t id, const char *url),
+                                    void *ctx);
+    tg_cat_status (*job_set_ended_url)(tg_catalog *catalog, int64_t job_id, const char *url);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct

@@ -2062,6 +2062,44 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     return tx_end(&t, status);
 }
 
+/* The ended import jobs whose url may hold credentials (tg_catalog_job_scrub_urls). */
+static tg_cat_status pg_job_ended_urls(tg_catalog *catalog, int64_t job_id, int64_t after_id,
+                                       unsigned limit,
+                                       void (*visit)(void *ctx, int64_t id, const char *url),
+                                       void *ctx)
+{
+    static const char sql[] =
+        "SELECT id, url FROM jobs WHERE ($1::bigint = 0 OR id = $1::bigint)"
+        " AND id > $2::bigint AND kind = 'import' AND state IN ('done', 'failed')"
+        " AND url IS NOT NULL AND (strpos(url, '@') > 0 OR strpos(url, '#') > 0"
+        " OR (strpos(url, '?') > 0 AND substr(url, strpos(url, '?')) <> '?REDACTED'))"
+        " ORDER BY id LIMIT $3::bigint";
+    num id = n64(job_id), after = n64(after_id), lim = n64(limit);
+    const char *params[] = {id.s, after.s, lim.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, sql, 3, params, &status);
+    if (r != NULL) {
+        for (int i = 0; i < PQntuples(r); i++)
+            visit(ctx, strtoll(PQgetvalue(r, i, 0), NULL, 10), PQgetvalue(r, i, 1));
+        status = TG_CAT_OK;
+    }
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_job_set_ended_url(tg_catalog *catalog, int64_t job_id, const char *url)
+{
+    num id = n64(job_id);
+    const char *params[] = {url, id.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true,
+                        "UPDATE jobs SET url = $1 WHERE id = $2 AND state IN ('done', 'failed')", 2,
+                        params, &status);
+    status = r != NULL ? TG_CAT_OK : status;
+    PQclear(r);
+    return status;
+}
+
 static const tg_catalog_ops pg_ops = {
     .name = "postgresql",
     .close = pg_close,
@@ -2110,6 +2148,8 @@ static const tg_catalog_ops pg_ops = {
     .job_commit = pg_job_commit,
     .import_job_create = pg_import_job_create,
     .import_commit = pg_import_commit,
+    .job_ended_urls = pg_job_ended_urls,
+    .job_set_ended_url = pg_job_set_ended_url,
     .job_renew = pg_job_renew,
     .job_release = pg_job_release,
     .version_publish_files = pg_version_publish_files,

@@ -2307,6 +2307,56 @@ out:
     return status;
 }
 
+/* The ended import jobs whose url may hold credentials (tg_catalog_job_scrub_urls).
+ * Rare calls, so their statements are prepared each time (not cached). */
+#define ENDED_URLS                                                                                 \
+    "kind = 'import' AND state IN ('done', 'failed') AND url IS NOT NULL"                          \
+    " AND (instr(url, '@') > 0 OR instr(url, '#') > 0"                                             \
+    " OR (instr(url, '?') > 0 AND substr(url, instr(url, '?')) <> '?REDACTED'))"
+
+static tg_cat_status sq_job_ended_urls(tg_catalog *catalog, int64_t job_id, int64_t after_id,
+                                       unsigned limit,
+                                       void (*visit)(void *ctx, int64_t id, const char *url),
+                                       void *ctx)
+{
+    static const char sql[] = "SELECT id, url FROM jobs WHERE (?1 = 0 OR id = ?1) AND id > ?2"
+                              " AND " ENDED_URLS " ORDER BY id LIMIT ?3";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = NULL;
+    tg_cat_status status = TG_CAT_ERROR;
+    if (sqlite3_prepare_v2(k->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, job_id);
+        sqlite3_bind_int64(st, 2, after_id);
+        sqlite3_bind_int64(st, 3, limit);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const unsigned char *url = sqlite3_column_text(st, 1);
+            visit(ctx, sqlite3_column_int64(st, 0), url ? (const char *)url : "");
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+    }
+    sqlite3_finalize(st);
+    write_end(catalog, k);
+    return status;
+}
+
+static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, const char *url)
+{
+    static const char sql[] =
+        "UPDATE jobs SET url = ?1 WHERE id = ?2 AND state IN ('done', 'failed')";
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = NULL;
+    tg_cat_status status = TG_CAT_ERROR;
+    if (sqlite3_prepare_v2(k->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        bind_text(st, 1, url);
+        sqlite3_bind_int64(st, 2, job_id);
+        status = sqlite3_step(st) == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+    }
+    sqlite3_finalize(st);
+    write_end(catalog, k);
+    return status;
+}
+
 static const tg_catalog_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -2358,4 +2408,6 @@ static const tg_catalog_ops sqlite_ops = {
     .version_publish_files = sq_version_publish_files,
     .import_job_create = sq_import_job_create,
     .import_commit = sq_import_commit,
+    .job_ended_urls = sq_job_ended_urls,
+    .job_set_ended_url = sq_job_set_ended_url,
 };

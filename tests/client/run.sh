@@ -1,7 +1,8 @@
 #!/bin/sh
 # CLI tests of the server commands: tests/client/run.sh BINARY
 # Starts `BINARY serve` on a free loopback port with a fresh data directory, then
-# runs push (one pickle refused with its reason; --publish, --alias, --json), pull
+# runs push (one pickle refused with its reason; --publish, --alias, --json; a
+# refused publish says so and what to do), pull
 # (--include, resume from a part file, SHA-256 mismatch, no partial file under its
 # final name after a killed pull), ls, header, tensor (--slice and --dtype, the
 # .npy compared by /usr/bin/python3 + NumPy with slicing the original), scan and
@@ -134,6 +135,22 @@ if command -v script >/dev/null 2>&1; then
     out_has "a progress bar on a terminal" "\[#+ *\] +[0-9]+%"
     out_has "the files still listed on a terminal" "uploaded config.json"
 fi
+# push --publish whose publish is refused (an index naming a tensor no shard holds):
+# it says what happened and what to do, not "push --publish to publish"
+mkdir -p badidx
+cp m/model-00001-of-00002.safetensors badidx/
+printf '{"metadata":{},"weight_map":{"weight":"model-00001-of-00002.safetensors","gone":"model-00001-of-00002.safetensors"}}' \
+    >badidx/model.safetensors.index.json
+run 1 "push --publish, the publish refused" "$BIN" push badidx acme/badidx --publish
+err_has "push names the publish's refusal" "index_mismatch"
+err_has "push says the publish failed and what to do" \
+    "acme/badidx version 1 stays a draft: its files are stored but the publish failed; fix what it names and push again"
+check "push does not tell to add --publish when it was given" "! grep -q 'push --publish to publish' out err"
+run 1 "the refused publish published nothing" "$BIN" ls acme/badidx@latest
+# push without --publish: a draft, and how to publish
+run 0 "push without --publish" "$BIN" push badidx acme/draftonly
+out_has "push without --publish says how to publish" \
+    "^acme/draftonly version 1 is a draft \(not published: add --publish to publish it\)"
 run 1 "push with a read token: forbidden" "$BIN" push m acme/tiny --token "$READ"
 err_has "push 403 reason" "forbidden"
 

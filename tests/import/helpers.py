@@ -5,7 +5,8 @@
                                 an HTTP proxy to 127.0.0.1:UPSTREAM_PORT that forwards GETs
                                 (Range included) and, once, cuts a response of more than
                                 2 MiB after its first 1 MiB (a broken connection); it logs
-                                each request's Range to LOG
+                                each request's path (query included), Range and
+                                Authorization to LOG (what an import sent the source)
   helpers.py liar PORT          a server that ignores Range, sends no Content-Length and
                                 streams a valid safetensors head announcing 64 MiB of data
                                 (more than --max-body), for as long as it is read
@@ -58,12 +59,13 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         with open(Proxy.log, "a") as f:
-            f.write("%s %s\n" % (self.path, self.headers.get("Range", "-")))
+            f.write("%s %s %s\n" % (self.path, self.headers.get("Range", "-"),
+                                     self.headers.get("Authorization", "-").replace(" ", "_")))
         conn = http.client.HTTPConnection("127.0.0.1", Proxy.upstream)
         headers = {}
         if self.headers.get("Range"):
             headers["Range"] = self.headers["Range"]
-        conn.request("GET", self.path, headers=headers)
+        conn.request("GET", self.path.split("?")[0], headers=headers)
         resp = conn.getresponse()
         self.send_response(resp.status)
         length = int(resp.getheader("Content-Length", "0"))

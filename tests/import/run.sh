@@ -12,6 +12,11 @@
 #  - redirects to file:// and to 169.254.169.254 / 127.0.0.2 refused;
 #  - server C (no --import-allow) refuses 127.0.0.1, ::1, 10.0.0.1, 169.254.169.254,
 #    [::ffff:127.0.0.1] and localhost; no token 401, another namespace's token 403;
+#  - credentials in the URL (userinfo, query): the source receives them; the job's
+#    JSON, the job list, the file's JSON (with no token and with one), the server's
+#    log and the ended jobs' rows show the URL only with them redacted;
+#  - IPv6 literals that embed a forbidden IPv4 address (IPv4-translated, 6to4,
+#    NAT64 well-known and local-use, Teredo server and client) refused;
 #  - a failed import leaves no file row and no temp file.
 # Ends with "N passed, N failed".
 set -u
@@ -192,6 +197,10 @@ want=$(sha256sum "$W/www/good.safetensors" | cut -c1-64)
 check "nginx: same SHA-256" [ "$(file_field model.safetensors sha256)" = "$want" ]
 check "nginx: source_url on the file" [ "$(file_field model.safetensors source_url)" = "$N/good.safetensors" ]
 check "nginx: the job shows kind import" sh -c "echo '$job' | grep -q '\"kind\": *\"import\"'"
+check "nginx: the import job has no conversion members (dtype, tensors)" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+sys.exit(0 if "dtype" not in j and "tensors" not in j and j.get("path") == "model.safetensors" else 1)' "$W/job.json"
 import "$N/config.json" config.json
 check "sidecar: done (got $state $reason)" [ "$state" = done ]
 
@@ -207,6 +216,55 @@ check "resume: same SHA-256" [ "$(file_field resumed.safetensors sha256)" = "$wa
 resumes=$(grep -c '^/good.safetensors bytes=[1-9][0-9]*-' "$W/proxy.log")
 check "resume: a later range started mid-body ($(cat "$W/proxy.log" | tr '\n' ' '))" [ "$resumes" -ge 2 ]
 check "resume: the server logged the break" grep -q "transfer broke" "$W/a.log"
+
+# 3b. credentials in the URL (userinfo and query), through a second proxy that logs
+# what it received: the source gets them, nothing the server shows or logs holds them
+CP=$(free_port)
+python3 "$HERE/helpers.py" proxy "$CP" "$NP" "$W/creds.log" &
+pids="$pids $!"
+wait_port "$CP" || exit 1
+SECRETS="s3cretPW tok3nXYZ sig9QRS $(printf 'imp0rtuser:s3cretPW' | base64)"
+no_secret() { # FILE...: none of SECRETS in the files
+    for s in $SECRETS; do
+        if grep -q -- "$s" "$@"; then
+            echo "  $s in: $(grep -l -- "$s" "$@" | tr '\n' ' ')"
+            return 1
+        fi
+    done
+}
+import "http://imp0rtuser:s3cretPW@127.0.0.1:$CP/good.safetensors?token=tok3nXYZ&sig=sig9QRS#frag" \
+    secret.safetensors
+check "credentials: done (got $state $reason)" [ "$state" = done ]
+check "credentials: the source got the userinfo as Basic auth" \
+    grep -q "Basic_$(printf 'imp0rtuser:s3cretPW' | base64)" "$W/creds.log"
+check "credentials: the source got the query" grep -q "token=tok3nXYZ&sig=sig9QRS" "$W/creds.log"
+asked=$(grep -c '^/good' "$W/creds.log")
+carried=$(grep -c '^/good.safetensors?token=tok3nXYZ&sig=sig9QRS .*Basic_' "$W/creds.log")
+check "credentials: every request carried them ($carried of $asked)" [ "$asked" -ge 2 ] && [ "$carried" = "$asked" ]
+shown="http://127.0.0.1:$CP/good.safetensors?REDACTED"
+check "credentials: the job shows $shown" sh -c "grep -q '\"source_url\": *\"$shown\"' '$W/job.json'"
+check "credentials: the file shows $shown" [ "$(file_field secret.safetensors source_url)" = "$shown" ]
+curl -s "$A/v1/jobs" >"$W/list.json"
+curl -s -H "Authorization: Bearer $T" "$A/v1/jobs" >"$W/list-token.json"
+curl -s "$A/v1/models/acme/m/versions/1/files" >"$W/files.json"
+curl -s -H "Authorization: Bearer $T" "$A/v1/models/acme/m/versions/1/files" >"$W/files-token.json"
+check "credentials: in no answer (POST, job, lists, files) nor the log" \
+    no_secret "$W/post.json" "$W/job.json" "$W/list.json" "$W/list-token.json" "$W/files.json" \
+    "$W/files-token.json" "$W/a.log" "$W/a.out"
+check "credentials: the list shows the job" grep -q "$shown" "$W/list.json"
+# a failed one: the job's row keeps only the redacted URL once it ended
+import "http://imp0rtuser:s3cretPW@127.0.0.1:$CP/missing.safetensors?token=tok3nXYZ" \
+    missing.safetensors
+check "credentials, failed: import_fetch_failed (got $state $reason)" [ "$reason" = import_fetch_failed ]
+check "credentials, failed: the problem's title is Bad Gateway" python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+sys.exit(0 if e["status"] == 502 and e["title"] == "Bad Gateway" else 1)' "$W/job.json"
+check "credentials, failed: the source got them" grep -q "^/missing.safetensors?token=tok3nXYZ" "$W/creds.log"
+check "credentials, failed: not in the job nor the log" no_secret "$W/job.json" "$W/a.log"
+sqlite3 "$W/a/catalog.db" "SELECT url FROM jobs; SELECT source_url FROM files" >"$W/rows.txt"
+check "credentials: no ended job's row nor file row keeps them" no_secret "$W/rows.txt"
+check "credentials: the rows keep the redacted URLs" grep -q "/missing.safetensors?REDACTED" "$W/rows.txt"
 
 # 4. refused by content, before the body
 import "$N/pickle.safetensors" pickle.safetensors
@@ -257,7 +315,10 @@ VC="$C/v1/models/acme/m/versions/1/files"
 for u in "http://127.0.0.1:$NP/good.safetensors" "http://[::1]:$NP/good.safetensors" \
     "http://10.0.0.1/x" "http://169.254.169.254/latest/meta-data/" \
     "http://[::ffff:127.0.0.1]:$NP/good.safetensors" "http://localhost:$NP/good.safetensors" \
-    "http://127.1:$NP/good.safetensors"; do
+    "http://127.1:$NP/good.safetensors" "http://[::ffff:0:127.0.0.1]:$NP/good.safetensors" \
+    "http://[2002:7f00:1::1]:$NP/x" "http://[64:ff9b:1:808:7f:0:108:808]/x" \
+    "http://[64:ff9b::a9fe:a9fe]/x" "http://[2001:0:808:808:8000:ffff:80ff:fffe]/x" \
+    "http://[2001:0:a9fe:a9fe:8000:ffff:f7f7:f7f7]/x"; do
     import "$u" x.safetensors "$VC" "$TC"
     check "default policy refuses $u (got $status $state $reason)" [ "$reason" = import_address_forbidden ]
 done

@@ -336,6 +336,11 @@ static int expected_status(const row *r, kind k)
     if (k == K_NONE || k == K_UNKNOWN || k == K_REVOKED)
         return 401;
     bool other = k == K_READ_OTHER || k == K_WRITE_OTHER || k == K_ADMIN_OTHER;
+    /* a job another namespace's token cannot read (--auth-read) answers as a missing
+     * one, to a read and (past the scope check) to a cancel */
+    if (other && auth_read && strcmp(r->op, "/v1/jobs/{id}") == 0 &&
+        (r->need == N_READ || k != K_READ_OTHER))
+        return 404;
     switch (r->need) {
     case N_READ:
         return other ? 403 : r->ok;
@@ -605,10 +610,12 @@ TEST(preload_socket_tokens)
     close(fd);
 }
 
-/* An id that names nothing: a token limited to a namespace learns nothing from it
- * (403, as for another namespace's job or preload), so it cannot count or find the
- * other namespaces' jobs by walking the (sequential) job ids; an unlimited token
- * that may act gets 404. Reads of an unknown id are open without --auth-read. */
+/* An id that names nothing: a token limited to a namespace learns nothing from it,
+ * so it cannot count or find the other namespaces' jobs by walking the (sequential)
+ * job ids: a job id gets 404 job_not_found, as another namespace's job does under
+ * --auth-read (a preload id 403, as another namespace's preload); an unlimited token
+ * that may act gets 404. A token whose scope is too small gets 403 whatever the id.
+ * Reads of an unknown id are open without --auth-read. */
 TEST(unknown_ids)
 {
     static const struct {
@@ -627,14 +634,17 @@ TEST(unknown_ids)
                 want = 404;
             else if (k == K_NONE || k == K_UNKNOWN || k == K_REVOKED)
                 want = 401;
-            else if (ids[i].write && k == K_READ)
-                want = 403;
+            else if (ids[i].write && (k == K_READ || k == K_READ_OTHER))
+                want = 403; /* the token's scope, whatever the id */
+            else if (strncmp(ids[i].path, "/v1/jobs/", 9) == 0)
+                want = 404; /* job_not_found to every token, the namespace's own too */
             else
-                want = limited && (ids[i].write || strncmp(ids[i].path, "/v1/jobs/", 9) == 0) ? 403
-                                                                                              : 404;
+                want = limited && ids[i].write ? 403 : 404;
             it_response r = it_request(ids[i].method, ids[i].path,
                                        &(it_request_opts){.token = k == K_NONE ? NULL : tokens[k]});
             CHECK(r.status == want);
+            if (want == 404 && strncmp(ids[i].path, "/v1/jobs/", 9) == 0)
+                CHECK_STR(it_reason(&r), "job_not_found");
             if (r.status != want)
                 fprintf(stderr, "  %s %s, %s%s: %ld, expected %d: %.300s\n", ids[i].method,
                         ids[i].path, kind_names[k], auth_read ? ", --auth-read" : "", r.status,

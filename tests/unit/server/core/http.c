@@ -639,8 +639,22 @@ TEST(problem_json_utf8)
     CHECK(detail != NULL && strlen(detail) < 2048 && strlen(detail) % 2 == 0);
     json_decref(p);
     p = tg_problem_json(499, "odd", "x");
-    CHECK_STR(json_str(p, "title"), "Error");
+    CHECK_STR(json_str(p, "title"), "Client Error");
     json_decref(p);
+    /* a failed import's problem carries 502 (the source's fault): its own title */
+    p = tg_problem_json(502, "import_fetch_failed", "x");
+    CHECK_STR(json_str(p, "title"), "Bad Gateway");
+    json_decref(p);
+    p = tg_problem_json(599, "odd", "x");
+    CHECK_STR(json_str(p, "title"), "Server Error");
+    json_decref(p);
+    /* no problem status has a bare "Error" title */
+    for (unsigned status = 400; status < 600; status++) {
+        p = tg_problem_json(status, "any", "x");
+        const char *title = json_str(p, "title");
+        CHECK(title != NULL && strcmp(title, "Error") != 0);
+        json_decref(p);
+    }
 }
 
 /* /metrics counts requests by the table's rows (method and pattern) and status, a

@@ -1,5 +1,6 @@
 /* Unit tests for server/jobs/addr_policy.c: every forbidden range in both families,
- * IPv4-mapped, -compatible and NAT64 forms, the metadata addresses, public addresses
+ * IPv4-mapped, -compatible, -translated, NAT64 (well-known
+ * and local-use), 6to4 and Teredo forms, the metadata addresses, public addresses
  * allowed, CIDR parsing (good and bad), and allowed CIDRs taking precedence. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -59,6 +60,45 @@ TEST(test_default_v6)
     CHECK_STR(text(&p, "::127.0.0.1"), "loopback");
     CHECK_STR(text(&p, "64:ff9b::a9fe:a9fe"), "metadata");
     CHECK_STR(text(&p, "64:ff9b::808:808"), "allowed");
+}
+
+/* IPv6 forms that embed IPv4 addresses are judged by those addresses only. */
+TEST(test_embedded_v4)
+{
+    tg_addr_policy p = {0};
+    /* IPv4-translated, ::ffff:0:a.b.c.d */
+    CHECK_STR(text(&p, "::ffff:0:127.0.0.1"), "loopback");
+    CHECK_STR(text(&p, "::ffff:0:a9fe:a9fe"), "metadata");
+    CHECK_STR(text(&p, "::ffff:0:10.0.0.1"), "private");
+    CHECK_STR(text(&p, "::ffff:0:8.8.8.8"), "allowed");
+    /* 6to4, 2002:AABB:CCDD::/48 */
+    CHECK_STR(text(&p, "2002:7f00:1::1"), "loopback");
+    CHECK_STR(text(&p, "2002:a9fe:a9fe::"), "metadata");
+    CHECK_STR(text(&p, "2002:c0a8:0101::1"), "private");
+    CHECK_STR(text(&p, "2002:0a00:0001:1234::1"), "private");
+    CHECK_STR(text(&p, "2002:808:808::1"), "allowed");
+    /* well-known NAT64 */
+    CHECK_STR(text(&p, "64:ff9b::127.0.0.1"), "loopback");
+    CHECK_STR(text(&p, "64:ff9b::10.0.0.1"), "private");
+    /* local-use NAT64 64:ff9b:1::/48, every layout: /96, /64, /56, /48 */
+    CHECK_STR(text(&p, "64:ff9b:1::808:808"), "unspecified");             /* /48: 0.0.0.0 */
+    CHECK_STR(text(&p, "64:ff9b:1:808:7f:0:108:808"), "loopback");        /* /64 */
+    CHECK_STR(text(&p, "64:ff9b:1:0808:0008:0800:0a00:0001"), "private"); /* /96 */
+    CHECK_STR(text(&p, "64:ff9b:1:0808:0008:0800:0808:0808"), "allowed");
+    CHECK_STR(text(&p, "64:ff9b:1:7f00:0000:0100:0808:0808"), "loopback"); /* /48 */
+    CHECK_STR(text(&p, "64:ff9b:1:08a9:00fe:a9fe:0808:0808"), "metadata"); /* /56 */
+    /* Teredo 2001:0:SERVER:flags:port:~CLIENT */
+    CHECK_STR(text(&p, "2001:0:808:808:8000:ffff:80ff:fffe"), "loopback");   /* client 127.0.0.1 */
+    CHECK_STR(text(&p, "2001:0:a9fe:a9fe:8000:ffff:f7f7:f7f7"), "metadata"); /* server */
+    CHECK_STR(text(&p, "2001:0:808:808:8000:ffff:f5ff:fffe"), "private");    /* client 10.0.0.1 */
+    CHECK_STR(text(&p, "2001:0:808:808:8000:ffff:f7f7:f7f7"), "allowed");    /* both 8.8.8.8 */
+    /* neighbours of those prefixes stay ordinary unicast */
+    CHECK_STR(text(&p, "2001:1::7f00:1"), "allowed");
+    CHECK_STR(text(&p, "2003::7f00:1"), "allowed");
+    CHECK_STR(text(&p, "64:ff9b:2::7f00:1"), "allowed");
+    /* an allowed CIDR still takes precedence */
+    CHECK(tg_addr_policy_allow(&p, "2002:7f00:1::/48") == 0);
+    CHECK_STR(text(&p, "2002:7f00:1::1"), "allowed");
 }
 
 TEST(test_sockaddr)
@@ -125,6 +165,7 @@ int main(int argc, char **argv)
     (void)argc;
     RUN(test_default_v4);
     RUN(test_default_v6);
+    RUN(test_embedded_v4);
     RUN(test_sockaddr);
     RUN(test_cidr_parse);
     RUN(test_allow);

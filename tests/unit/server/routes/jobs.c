@@ -4,7 +4,7 @@
  * success path, and refusals with the status and reason openapi.yaml names. */
 #include "harness.h"
 
-static const char *write_acme, *write_any;
+static const char *write_acme, *write_any, *write_other;
 static long long job;
 
 static bool job_done(void)
@@ -74,12 +74,33 @@ TEST(cancel_job)
     r = it_send("DELETE", url, NULL, NULL, 0);
     CHECK_PROBLEM(r, 401, "unauthorized");
     it_response_free(&r);
-    /* an unknown id is 404 for a write token; a namespace-limited one learns nothing */
+    /* an unknown id is 404 job_not_found for every write token, a namespace's own too */
     r = it_send("DELETE", "/v1/jobs/999999", write_any, NULL, 0);
     CHECK_PROBLEM(r, 404, "job_not_found");
     it_response_free(&r);
     r = it_send("DELETE", "/v1/jobs/999999", write_acme, NULL, 0);
+    CHECK_PROBLEM(r, 404, "job_not_found");
+    it_response_free(&r);
+    r = it_send("DELETE", "/v1/jobs/999999", write_other, NULL, 0);
+    CHECK_PROBLEM(r, 404, "job_not_found");
+    it_response_free(&r);
+    /* another namespace's job, readable by all (reads are open): 403, not a cancel */
+    r = it_send("DELETE", url, write_other, NULL, 0);
     CHECK_PROBLEM(r, 403, "forbidden");
+    it_response_free(&r);
+}
+
+/* A conversion's JSON holds its own members, not an import's. */
+TEST(convert_job_members)
+{
+    char url[64];
+    snprintf(url, sizeof url, "/v1/jobs/%lld", job);
+    it_response r = it_get(url);
+    CHECK_STR(it_json_str(&r, "kind"), "convert");
+    CHECK_STR(it_json_str(&r, "dtype"), "BF16");
+    CHECK(r.json != NULL && json_is_array(json_object_get(r.json, "tensors")));
+    CHECK(r.json != NULL && json_object_get(r.json, "source_url") == NULL);
+    CHECK(r.json != NULL && json_object_get(r.json, "path") == NULL);
     it_response_free(&r);
 }
 
@@ -88,6 +109,7 @@ int main(int argc, char **argv)
     it_init(argc, argv, NULL);
     write_acme = it_token("write", "acme");
     write_any = it_token("write", NULL);
+    write_other = it_token("write", "other");
     it_tensor_spec t = {"w", "F32", 1, {8}};
     it_buf file = {0};
     it_build_safetensors(&file, &t, 1, NULL, 8);
@@ -101,5 +123,6 @@ int main(int argc, char **argv)
     RUN(get_job);
     RUN(list_jobs);
     RUN(cancel_job);
+    RUN(convert_job_members);
     return it_finish(argv[0]);
 }

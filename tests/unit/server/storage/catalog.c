@@ -921,6 +921,60 @@ TEST(import_jobs_commit_with_source_url)
     tg_catalog_close(catalog);
 }
 
+/* An import job's url keeps its credentials only while the job is queued or running:
+ * done, failed, cancelled while queued, each ends with the redacted url
+ * (common/url_redact.h); a running one's stays whole; a sweep (job id 0) redacts what
+ * an older server left. */
+TEST(import_job_urls_redacted_when_ended)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model;
+    tg_version draft;
+    CHECK(tg_catalog_model_create(catalog, "imp", "red", "", &model) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &draft) == TG_CAT_OK);
+    static const char *const urls[] = {"http://u:pw@h/a?t=1", "http://u:pw@h/b?t=2#f",
+                                       "http://u:pw@h/c?t=3"};
+    tg_job jobs[3], got;
+    bool existing = false;
+    for (int i = 0; i < 3; i++)
+        CHECK(tg_catalog_import_job_create(catalog, 0, model.id, draft.id, "a.json", urls[i],
+                                           &jobs[i], &existing) == TG_CAT_OK);
+    /* the first runs, then is done; the second runs, then fails; the third is cancelled */
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK && got.id == jobs[0].id);
+    CHECK_STR(got.url, urls[0]); /* what the job fetches */
+    CHECK(tg_catalog_job_get(catalog, jobs[0].id, &got) == TG_CAT_OK);
+    CHECK_STR(got.url, urls[0]);
+    tg_file_record file;
+    memset(&file, 0, sizeof file);
+    snprintf(file.path, sizeof file.path, "a.json");
+    snprintf(file.kind, sizeof file.kind, "json");
+    snprintf(file.sha256, sizeof file.sha256, "ee");
+    snprintf(file.source_url, sizeof file.source_url, "http://h/a?REDACTED");
+    tg_commit_guard guard = {model.id, "imp", "red", NULL};
+    const char *why = NULL;
+    CHECK(tg_catalog_import_commit(catalog, jobs[0].id, &guard, draft.id, &file, NULL, &why) ==
+          TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, jobs[0].id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_DONE);
+    CHECK_STR(got.url, "http://h/a?REDACTED");
+    CHECK(tg_catalog_job_claim(catalog, &got) == TG_CAT_OK && got.id == jobs[1].id);
+    CHECK(tg_catalog_job_fail(catalog, jobs[1].id, "import_fetch_failed", "x") == TG_CAT_OK);
+    CHECK(tg_catalog_job_get(catalog, jobs[1].id, &got) == TG_CAT_OK);
+    CHECK_STR(got.url, "http://h/b?REDACTED");
+    tg_job_state was;
+    CHECK(tg_catalog_job_cancel(catalog, jobs[2].id, &was, &got) == TG_CAT_OK);
+    CHECK(was == TG_JOB_QUEUED);
+    CHECK(tg_catalog_job_get(catalog, jobs[2].id, &got) == TG_CAT_OK);
+    CHECK(got.state == TG_JOB_FAILED);
+    CHECK_STR(got.url, "http://h/c?REDACTED");
+    tg_catalog_job_scrub_urls(catalog, 0); /* nothing left to do: no change */
+    CHECK(tg_catalog_job_get(catalog, jobs[1].id, &got) == TG_CAT_OK);
+    CHECK_STR(got.url, "http://h/b?REDACTED");
+    tg_catalog_close(catalog);
+}
+
 /* A job remembers its token: revoked before the commit, the job fails token_revoked. */
 TEST(job_of_revoked_token_fails_at_commit)
 {
@@ -1757,6 +1811,7 @@ int main(int argc, char **argv)
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
     RUN(guarded_file_put);
     RUN(import_jobs_commit_with_source_url);
+    RUN(import_job_urls_redacted_when_ended);
     RUN(job_of_revoked_token_fails_at_commit);
     RUN(newer_schema_is_refused);
     RUN(dispatch_reaches_the_backend);
@@ -1775,6 +1830,7 @@ int main(int argc, char **argv)
         RUN(jobs_cancel);
         RUN(guarded_file_put);
         RUN(job_of_revoked_token_fails_at_commit);
+        RUN(import_job_urls_redacted_when_ended);
         RUN(job_leases_between_handles);
         RUN(publish_checks_the_files);
     } else {
