@@ -210,6 +210,29 @@ static void create_models(void)
     }
 }
 
+/* acme/tree-paged version 1, published: model.safetensors, config.json, README.md */
+static void create_tree(void)
+{
+    const it_tensor_spec tensor[] = {{"w", "F32", 2, {2, 3, 0, 0}}};
+    it_buf file = {0};
+    it_build_safetensors(&file, tensor, 1, NULL, 7);
+    CHECK(it_make_version(admin_token, "acme/tree-paged", "model.safetensors", &file, false) == 1);
+    static const char *const sidecars[][2] = {{"config.json", "{\"model_type\":\"proxy\"}"},
+                                              {"README.md", "# paged\n"}};
+    for (size_t i = 0; i < 2; i++) {
+        char url[200];
+        snprintf(url, sizeof url, "/v1/models/acme/tree-paged/versions/1/files/%s", sidecars[i][0]);
+        it_response r = it_send("PUT", url, admin_token, sidecars[i][1], strlen(sidecars[i][1]));
+        CHECK_STATUS(r, 201);
+        it_response_free(&r);
+    }
+    it_response r =
+        it_send("POST", "/v1/models/acme/tree-paged/versions/1/publish", admin_token, NULL, 0);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    it_buf_free(&file);
+}
+
 static void restart(const char *const *flags)
 {
     int status = it_server_stop();
@@ -271,6 +294,9 @@ TEST(paging_through_shipped_nginx)
     CHECK(start_nginx());
     int pages = 0;
     CHECK_EQ_U64(page_through_nginx("/api/models?search=page-&limit=2", &pages), MODELS);
+    CHECK(pages == 3);
+    /* list_repo_tree and HfFileSystem.find page the tree the same way */
+    CHECK_EQ_U64(page_through_nginx("/api/models/acme/tree-paged/tree/main?limit=1", &pages), 3);
     CHECK(pages == 3);
     stop_nginx();
 }
@@ -344,6 +370,7 @@ int main(int argc, char **argv)
     it_init(argc, argv, NULL);
     admin_token = it_token("admin", NULL);
     create_models();
+    create_tree();
     RUN(second_server_on_a_port_in_use);
     RUN(paging_through_shipped_nginx);
     RUN(forwarded_headers_only_from_trusted_proxies);
