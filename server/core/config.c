@@ -139,7 +139,8 @@ typedef enum option_type {
     OPT_BYTES,
     OPT_COUNT,
     OPT_FLAG,
-    OPT_CIDRS /* appends to import_allow; the environment's value is comma-separated */
+    OPT_CIDRS, /* appends to a tg_addr_policy; the environment's value is comma-separated */
+    OPT_URL    /* --public-url: checked and normalised (public_url.h) */
 } option_type;
 
 typedef struct option_spec {
@@ -195,6 +196,9 @@ static const option_spec options[] = {
      offsetof(tg_config, response_cache_ttl), 0, 86400},
     {"--import-allow", "TENSORGATE_IMPORT_ALLOW", OPT_CIDRS, offsetof(tg_config, import_allow), 0,
      0},
+    {"--trusted-proxy", "TENSORGATE_TRUSTED_PROXY", OPT_CIDRS, offsetof(tg_config, trusted_proxies),
+     0, 0},
+    {"--public-url", "TENSORGATE_PUBLIC_URL", OPT_URL, offsetof(tg_config, public_url), 0, 0},
 };
 
 const char *tg_config_usage(void)
@@ -212,7 +216,8 @@ const char *tg_config_usage(void)
            "                        [--header-cache-bytes BYTES]\n"
            "                        [--catalog URL] [--job-lease-seconds N]\n"
            "                        [--response-cache-bytes BYTES] [--response-cache-ttl SECONDS]\n"
-           "                        [--import-allow CIDR]...\n"
+           "                        [--import-allow CIDR]... [--trusted-proxy CIDR]...\n"
+           "                        [--public-url URL]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_HEADER_TIMEOUT, TENSORGATE_MAX_CONNECTIONS,\n"
@@ -224,7 +229,8 @@ const char *tg_config_usage(void)
            "TENSORGATE_MAX_JOBS_PER_NAMESPACE, TENSORGATE_HEADER_CACHE_BYTES,\n"
            "TENSORGATE_CATALOG, TENSORGATE_JOB_LEASE_SECONDS,\n"
            "TENSORGATE_RESPONSE_CACHE_BYTES, TENSORGATE_RESPONSE_CACHE_TTL,\n"
-           "TENSORGATE_IMPORT_ALLOW (comma-separated CIDRs).\n"
+           "TENSORGATE_IMPORT_ALLOW, TENSORGATE_TRUSTED_PROXY (comma-separated CIDRs),\n"
+           "TENSORGATE_PUBLIC_URL.\n"
            "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
            "rate);\n"
            "--timeout 60, --header-timeout 30 (a request's head, kept-alive waits included);\n"
@@ -240,7 +246,11 @@ const char *tg_config_usage(void)
            "(any libpq URI, or postgresql:KEY=VALUE ...: a catalog shared by replicas);\n"
            "--job-lease-seconds 30 (a conversion job's claim; renewed every third of it).\n"
            "--import-allow: a CIDR that imports from a URL may reach although it is loopback,\n"
-           "private, link-local or metadata (repeatable).\n";
+           "private, link-local or metadata (repeatable).\n"
+           "--public-url: scheme://host[:port][/prefix] of the absolute links the server\n"
+           "builds (paging Link headers); default: the request's Host. --trusted-proxy: a\n"
+           "CIDR whose peers' Forwarded and X-Forwarded-Proto/-Host/-Port are believed\n"
+           "(repeatable; default: none).\n";
 }
 
 static int apply(tg_config *config, const option_spec *spec, const char *value, const char *origin,
@@ -288,13 +298,21 @@ static int apply(tg_config *config, const option_spec *spec, const char *value, 
         char *save = NULL;
         for (char *cidr = strtok_r(list, ", ", &save); cidr != NULL;
              cidr = strtok_r(NULL, ", ", &save))
-            if (tg_addr_policy_allow(&config->import_allow, cidr) != 0) {
+            if (tg_addr_policy_allow((tg_addr_policy *)(void *)field, cidr) != 0) {
                 snprintf(err, err_len,
                          "%s: '%s' is not a CIDR (a.b.c.d/n or v6/n, no host bits), or more "
                          "than %d were given",
                          origin, cidr, TG_ADDR_ALLOW_MAX);
                 return -1;
             }
+        return 0;
+    }
+    case OPT_URL: {
+        char why[400];
+        if (tg_public_url_normalize(value, field, TG_PUBLIC_URL_MAX, why, sizeof why) != 0) {
+            snprintf(err, err_len, "%s: %s", origin, why);
+            return -1;
+        }
         return 0;
     }
     }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "addr_policy.h"
+#include "public_url.h"
 
 typedef struct tg_config {
     char listen_host[256]; /* TENSORGATE_LISTEN / --listen HOST:PORT */
@@ -52,6 +53,11 @@ typedef struct tg_config {
     /* TENSORGATE_IMPORT_ALLOW (CIDRs, comma-separated) / --import-allow CIDR (repeatable):
      * ranges imports may reach although the SSRF policy forbids them (addr_policy.h) */
     tg_addr_policy import_allow;
+    /* TENSORGATE_TRUSTED_PROXY / --trusted-proxy CIDR (repeatable): peers whose Forwarded
+     * and X-Forwarded-* headers are believed; TENSORGATE_PUBLIC_URL / --public-url: the
+     * scheme://host[:port][/prefix] of absolute links (public_url.h) */
+    tg_addr_policy trusted_proxies;
+    char public_url[TG_PUBLIC_URL_MAX];
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

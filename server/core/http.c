@@ -3,6 +3,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "checks.h"
 #include "log.h"
@@ -1330,6 +1332,35 @@ static bool route_valid(const tg_route *route, char *why, size_t why_len)
     return true;
 }
 
+/* Why the daemon could not listen on address, in one sentence: a bind of our own
+ * (SO_REUSEADDR, as libmicrohttpd binds: a port in TIME_WAIT is free, one another
+ * process listens on is not) tells "in use" from "not an address of this host". The
+ * daemon is started without SO_REUSEPORT, so a second server never shares a port. */
+static void listen_failure(const tg_server *server, const struct addrinfo *address, char *err,
+                           size_t err_len)
+{
+    const char *host = server->config.listen_host;
+    unsigned port = server->config.listen_port;
+    int fd = socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, 0);
+    int one = 1;
+    int bind_errno = 0;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, address->ai_addr, address->ai_addrlen) != 0)
+        bind_errno = errno;
+    if (fd >= 0)
+        close(fd);
+    if (bind_errno == EADDRINUSE)
+        snprintf(err, err_len,
+                 "cannot listen on %s:%u: the port is in use (another server listens on "
+                 "it); stop it or give --listen another port",
+                 host, port);
+    else if (bind_errno != 0)
+        snprintf(err, err_len, "cannot listen on %s:%u: %s", host, port, strerror(bind_errno));
+    else
+        snprintf(err, err_len, "cannot listen on %s:%u (the HTTP daemon could not start)", host,
+                 port);
+}
+
 int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count, char *err,
                   size_t err_len)
 {
@@ -1398,13 +1429,12 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)TG_CONNECTION_POOL, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, server, MHD_OPTION_URI_LOG_CALLBACK, on_uri, server,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-        server, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        server, MHD_OPTION_END);
+    if (server->daemon == NULL)
+        listen_failure(server, resolved, err, err_len);
     freeaddrinfo(resolved);
-    if (server->daemon == NULL) {
-        snprintf(err, err_len, "cannot listen on %s:%u (in use, or not an address of this host)",
-                 server->config.listen_host, server->config.listen_port);
+    if (server->daemon == NULL)
         return -1;
-    }
     const union MHD_DaemonInfo *info =
         MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
     server->port = info ? info->port : server->config.listen_port;

@@ -237,3 +237,16 @@ const char *tg_addr_text_forbidden(const tg_addr_policy *policy, const char *tex
         return "invalid";
     return judge(policy, a);
 }
+
+bool tg_addr_policy_lists(const tg_addr_policy *policy, const char *text)
+{
+    uint8_t a[16], v4[4];
+    if (inet_pton(AF_INET, text, v4) == 1)
+        mapped_v4(v4, a);
+    else if (inet_pton(AF_INET6, text, a) != 1)
+        return false;
+    for (size_t i = 0; i < policy->allow_count; i++)
+        if (prefix_match(a, policy->allow[i].addr, policy->allow[i].prefix))
+            return true;
+    return false;
+}

@@ -59,4 +59,8 @@ const char *tg_addr_forbidden(const tg_addr_policy *policy, const struct sockadd
 /* The same for a numeric address text (v4 or v6); "invalid" when it is not one. */
 const char *tg_addr_text_forbidden(const tg_addr_policy *policy, const char *text);
 
+/* True when the numeric address text (v4 or v6) is inside one of the policy's CIDRs
+ * (the list alone, whatever the address's range; --trusted-proxy uses it too). */
+bool tg_addr_policy_lists(const tg_addr_policy *policy, const char *text);
+
 #endif

@@ -15,6 +15,7 @@
 #include "hf_card.h"
 #include "manifest.h"
 #include "parsed_header_cache.h"
+#include "public_url.h"
 #include "response_cache.h"
 #include "routes.h"
 #include "st_stats.h"
@@ -72,19 +73,44 @@ static bool query_true(tg_request *req, const char *name)
            (strcmp(text, "true") == 0 || strcmp(text, "True") == 0 || strcmp(text, "1") == 0);
 }
 
+/* 404 RepoNotFound for {org}/{name}: the one answer for a repository that does not
+ * exist and for one the token may not read (the Hub's answer for a private repository
+ * one cannot see), so that nothing tells the two apart. */
+static void respond_repo_not_found(tg_request *req)
+{
+    const char *org = tg_param(req, "org"), *name = tg_param(req, "name");
+    if (org == NULL || name == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name))
+        respond_hf_error(req, 404, "RepoNotFound", "model_not_found", NULL,
+                         "Repository not found: a model name is org/name");
+    else
+        respond_hf_error(req, 404, "RepoNotFound", "model_not_found", NULL,
+                         "Repository not found: no model %s/%s", org, name);
+}
+
+/* A read of {org}/{name}: under --auth-read a valid token is needed (401 otherwise),
+ * and a token limited to another namespace gets respond_repo_not_found, not a 403
+ * (huggingface_hub's repo_exists reads a 403 GatedRepo as "it exists"). */
+static bool hf_auth_repo(tg_request *req)
+{
+    char token_namespace[TG_NAME_MAX + 1];
+    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
+        return false;
+    const char *org = tg_param(req, "org");
+    if (token_namespace[0] == '\0' || (org != NULL && strcmp(org, token_namespace) == 0))
+        return true;
+    respond_repo_not_found(req);
+    return false;
+}
+
 /* {org}/{name} -> model; answers 404 RepoNotFound (also for a name that cannot be one). */
 static bool hf_lookup_repo(tg_request *req, tg_model *model)
 {
     const char *org = tg_param(req, "org"), *name = tg_param(req, "name");
-    if (org == NULL || name == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name)) {
-        respond_hf_error(req, 404, "RepoNotFound", "model_not_found", NULL,
-                         "Repository not found: a model name is org/name");
-        return false;
-    }
-    tg_cat_status status = tg_catalog_model_get(req->server->catalog, org, name, model);
+    tg_cat_status status = TG_CAT_NOT_FOUND;
+    if (org != NULL && name != NULL && tg_valid_name_part(org) && tg_valid_name_part(name))
+        status = tg_catalog_model_get(req->server->catalog, org, name, model);
     if (status == TG_CAT_NOT_FOUND) {
-        respond_hf_error(req, 404, "RepoNotFound", "model_not_found", NULL,
-                         "Repository not found: no model %s/%s", org, name);
+        respond_repo_not_found(req);
         return false;
     }
     if (status != TG_CAT_OK) {
@@ -190,7 +216,7 @@ static bool plain_head(tg_request *req)
 void tg_route_hf_file(tg_request *req)
 {
     req->hub_errors = true;
-    if (!tg_auth_read(req, tg_param(req, "org")))
+    if (!hf_auth_repo(req))
         return;
     char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     uint64_t generation = tg_response_cache_generation(req->server->responses);
@@ -311,6 +337,20 @@ static bool add_parameters(tg_server *server, const tg_file_records *files,
     return true;
 }
 
+/* A catalog time ("2026-01-01T00:00:00Z") as the Hub writes it, with milliseconds
+ * ("2026-01-01T00:00:00.000Z"): huggingface_hub 0.17 parses no other form. Written
+ * into out (HF_TIME_LEN). */
+#define HF_TIME_LEN (TG_TIME_LEN + 8)
+static const char *hub_time(const char *time, char *out)
+{
+    size_t len = strlen(time);
+    if (len == 20 && time[19] == 'Z')
+        snprintf(out, HF_TIME_LEN, "%.19s.000Z", time);
+    else
+        snprintf(out, HF_TIME_LEN, "%s", time);
+    return out;
+}
+
 /* The fields the Hub gives every model; sha and lastModified from version (NULL: none
  * published yet). */
 static json_t *model_summary_json(const tg_model *model, const tg_version *version)
@@ -319,19 +359,21 @@ static json_t *model_summary_json(const tg_model *model, const tg_version *versi
     snprintf(repo, sizeof repo, "%s/%s", model->org, model->name);
     /* The Hub's _id is a 24-hex object id; the catalog row id stands in for it. */
     snprintf(object_id, sizeof object_id, "%024llx", (unsigned long long)model->id);
+    char created[HF_TIME_LEN], modified[HF_TIME_LEN];
     json_t *body =
         json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:i, s:i, s:[s], s:s, s:s}", "_id",
                   object_id, "id", repo, "modelId", repo, "author", model->org, "private", 0,
                   "gated", 0, "disabled", 0, "downloads", 0, "likes", 0, "tags", "safetensors",
-                  "library_name", "safetensors", "createdAt", model->created_at);
+                  "library_name", "safetensors", "createdAt", hub_time(model->created_at, created));
     if (body == NULL)
         return NULL;
     char commit[41] = "";
     if (version != NULL)
         tg_version_commit_id(version, commit);
     json_object_set_new(body, "sha", version ? json_string(commit) : json_null());
-    json_object_set_new(body, "lastModified",
-                        json_string(version ? version->published_at : model->created_at));
+    json_object_set_new(
+        body, "lastModified",
+        json_string(hub_time(version ? version->published_at : model->created_at, modified)));
     json_object_set_new(body, "description", json_string(model->description));
     return body;
 }
@@ -412,7 +454,7 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
 void tg_route_hf_model_info(tg_request *req)
 {
     req->hub_errors = true;
-    if (!tg_auth_read(req, tg_param(req, "org")))
+    if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
     if (model == NULL) {
@@ -513,37 +555,19 @@ static void append_text(char *out, size_t cap, size_t *used, const char *text)
     *used += len;
 }
 
-/* "scheme://host" as the client reached us: the Link header must be absolute (the JS
- * client only follows http(s) URLs). The Host value is used only if it looks like a
- * host[:port]; else the bound address. */
-static void request_origin(tg_request *req, char *out, size_t cap)
-{
-    const char *host = tg_header(req, "Host");
-    bool usable = host != NULL && host[0] != '\0' && strlen(host) < 256;
-    for (const char *p = host; usable && *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-              *p == '.' || *p == '-' || *p == ':' || *p == '[' || *p == ']'))
-            usable = false;
-    const char *proto = tg_header(req, "X-Forwarded-Proto");
-    const char *scheme = proto != NULL && strcmp(proto, "https") == 0 ? "https" : "http";
-    if (usable)
-        snprintf(out, cap, "%s://%s", scheme, host);
-    else
-        snprintf(out, cap, "%s://127.0.0.1:%u", scheme, (unsigned)req->server->port);
-}
-
 /* A 200 JSON array answer with an optional Link: <url>; rel="next" to the next
- * page, url = origin + next_path_or_null. */
+ * page, url = origin + next_path_or_null. The URL must be absolute (the JS client
+ * only follows http(s) URLs), from the public address (public_url.h). */
 static void respond_page(tg_request *req, json_t *items, const char *next_path_or_null)
 {
     if (items == NULL) {
         respond_internal(req, "out of memory");
         return;
     }
-    char link[HF_URL_MAX + 400];
+    char link[HF_URL_MAX + TG_PUBLIC_URL_MAX + 16];
     if (next_path_or_null != NULL) {
-        char origin[300];
-        request_origin(req, origin, sizeof origin);
+        char origin[TG_PUBLIC_URL_MAX];
+        tg_request_origin(req, origin, sizeof origin);
         snprintf(link, sizeof link, "<%s%s>; rel=\"next\"", origin, next_path_or_null);
     }
     const char *const headers[] = {"Link", next_path_or_null != NULL ? link : NULL, NULL};
@@ -701,11 +725,11 @@ static int lfs_pointer_size(const tg_file_record *file)
 /* The Hub's lastCommit of an entry: the published version it belongs to. */
 static json_t *last_commit_json(const tg_version *version)
 {
-    char commit[41], title[48];
+    char commit[41], title[48], date[HF_TIME_LEN];
     tg_version_commit_id(version, commit);
     snprintf(title, sizeof title, "version %lld", (long long)version->number);
     return json_pack("{s:s, s:s, s:s}", "id", commit, "title", title, "date",
-                     version->published_at);
+                     hub_time(version->published_at, date));
 }
 
 /* A tree or paths-info entry; version non-NULL adds the expand=True fields. */
@@ -788,7 +812,7 @@ static json_t *tree_entries(const tg_file_records *files, const char *prefix, bo
 void tg_route_hf_tree(tg_request *req)
 {
     req->hub_errors = true;
-    if (!tg_auth_read(req, tg_param(req, "org")))
+    if (!hf_auth_repo(req))
         return;
     unsigned limit;
     char key[64];
@@ -957,7 +981,7 @@ static const tg_version *find_version(const version_list *list, int64_t number)
 void tg_route_hf_refs(tg_request *req)
 {
     req->hub_errors = true;
-    if (!tg_auth_read(req, tg_param(req, "org")))
+    if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
     alias_list *aliases = calloc(1, sizeof *aliases);
@@ -1005,7 +1029,7 @@ out:
 void tg_route_hf_commits(tg_request *req)
 {
     req->hub_errors = true;
-    if (!tg_auth_read(req, tg_param(req, "org")))
+    if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
     version_list versions = {0};
@@ -1024,12 +1048,13 @@ void tg_route_hf_commits(tg_request *req)
         const tg_version *v = &versions.items[i];
         if (v->number > version.number)
             continue;
-        char commit[41], title[48];
+        char commit[41], title[48], date[HF_TIME_LEN];
         tg_version_commit_id(v, commit);
         snprintf(title, sizeof title, "version %lld", (long long)v->number);
-        json_array_append_new(commits, json_pack("{s:s, s:s, s:s, s:[{s:s}], s:s}", "id", commit,
-                                                 "title", title, "message", "", "authors", "user",
-                                                 model->org, "date", v->published_at));
+        json_array_append_new(commits,
+                              json_pack("{s:s, s:s, s:s, s:[{s:s}], s:s}", "id", commit, "title",
+                                        title, "message", "", "authors", "user", model->org, "date",
+                                        hub_time(v->published_at, date)));
     }
     respond_page(req, commits, NULL);
 out:
@@ -1146,7 +1171,7 @@ static json_t *paths_info_request(tg_request *req, bool *expand)
 void tg_route_hf_paths_info(tg_request *req)
 {
     req->hub_errors = true;
-    if (!tg_auth_read(req, tg_param(req, "org")))
+    if (!hf_auth_repo(req))
         return;
     if (req->body_too_large) {
         tg_respond_problem(req, 413, "payload_too_large", "a request body is limited to %d bytes",
@@ -1207,6 +1232,16 @@ out:
     json_decref(paths);
     free(files.items);
     free(model);
+}
+
+/* ---- /api/datasets/..., /api/spaces/..., /datasets/..., /spaces/... ---- */
+
+void tg_route_hf_not_model(tg_request *req)
+{
+    req->hub_errors = true;
+    respond_hf_error(req, 404, "RepoNotFound", "repo_type_not_served", NULL,
+                     "Repository not found: this server serves models only "
+                     "(repo_type \"model\"), no datasets or Spaces");
 }
 
 /* ---- GET /api/whoami-v2 ---- */

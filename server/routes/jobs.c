@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "checks.h"
 #include "convert_job.h"
+#include "public_url.h"
 #include "resources.h"
 #include "routes.h"
 #include "st_error.h"
@@ -373,8 +374,9 @@ void tg_respond_job_accepted(tg_request *req, const tg_job *job)
         tg_respond_internal(req, "out of memory");
         return;
     }
-    char location[64];
-    snprintf(location, sizeof location, "/v1/jobs/%lld", (long long)job->id);
+    char path[64], location[TG_PUBLIC_URL_MAX + 64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", (long long)job->id);
+    tg_request_public_path(req, path, location, sizeof location);
     const char *const headers[] = {"Location", location, "Retry-After", "1", NULL};
     tg_respond_json_headers(req, 202, body, headers);
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "preload.h"
 #include "preload_socket.h"
+#include "public_url.h"
 #include "resources.h"
 #include "routes.h"
 #include "st_convert.h"
@@ -691,8 +692,9 @@ static void create_preload(tg_request *req, json_t *body)
         } else {
             tg_log(TG_LOG_INFO, "preload %s: %s v%lld, %zu tensors to %s, by %s", id, model_text,
                    (long long)version.number, sources.tensor_count, device, req->client);
-            char location[64];
-            snprintf(location, sizeof location, "/v1/preloads/%s", id);
+            char path[64], location[TG_PUBLIC_URL_MAX + 64];
+            snprintf(path, sizeof path, "/v1/preloads/%s", id);
+            tg_request_public_path(req, path, location, sizeof location);
             const char *const headers[] = {"Location", location, NULL};
             tg_respond_json_headers(req, 202, tg_preload_describe(manager, id, true), headers);
         }

@@ -90,6 +90,8 @@ void tg_route_hf_refs(tg_request *req);
 void tg_route_hf_commits(tg_request *req);
 /* GET /api/whoami-v2: the token's identity, scope and namespace */
 void tg_route_hf_whoami(tg_request *req);
+/* any request for a dataset or a Space: 404 RepoNotFound, repo_type_not_served */
+void tg_route_hf_not_model(tg_request *req);
 
 /* routes_jobs.c */
 void tg_route_jobs_list(tg_request *req);

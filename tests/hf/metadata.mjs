@@ -193,6 +193,19 @@ async function main() {
   } catch (error) {
     check(true, "parseSafetensorsMetadata of a missing repo throws");
   }
+  // Only models are served: a dataset or a Space is a Hub 404 that says so.
+  for (const type of ["dataset", "space"]) {
+    try {
+      for await (const entry of listFiles({ repo: { type, name: "acme/hf-single" }, hubUrl: expect.hubUrl })) {
+        void entry;
+      }
+      check(false, `listFiles of a ${type} throws`);
+    } catch (error) {
+      const text = JSON.stringify(error.data ?? {});
+      check(error.statusCode === 404 && text.includes("serves models only"),
+            `listFiles of a ${type}: 404 saying only models are served`, `${error.statusCode} ${text}`);
+    }
+  }
   console.log(`hf-js: ${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
 }

@@ -5,7 +5,8 @@
  * write token of the namespace and an unlimited admin token, first with open reads and then under
  * --auth-read (same data). Each attempt must get exactly the status the contract names: 401
  * unauthorized (with WWW-Authenticate: Bearer) where a token is needed and missing or revoked, 403
- * forbidden for too little scope or another namespace, the route's 2xx otherwise.
+ * forbidden for too little scope or another namespace (on a Hub route: 404 model_not_found, as a
+ * model that does not exist), the route's 2xx otherwise.
  * A refused write must leave what it aimed at as it was (an admin GET of it, the
  * probe, answers the same before and after). Lists under --auth-read keep a token
  * limited to another namespace to that namespace. The preload socket's hand-off is
@@ -43,6 +44,7 @@ static char tokens[K_COUNT][128];
 typedef enum need {
     N_OPEN,     /* service routes: never a token */
     N_READ,     /* read scope on the org; open unless --auth-read */
+    N_HUB_READ, /* N_READ on a Hub route: another namespace's token gets 404 model_not_found */
     N_LIST,     /* read scope, any namespace, the list kept to the token's namespace */
     N_READ_ANY, /* read scope, no org (POST /v1/scan) */
     N_TOKEN,    /* any valid token, always (GET /api/whoami-v2) */
@@ -302,35 +304,50 @@ static row rows[] = {
     {"GET", "/openapi.yaml", N_OPEN, 200, 0, "/openapi.yaml", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/", N_OPEN, 200, 0, "/", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/ui/{path}", N_OPEN, 200, 0, "/ui/app.js", B_NONE, NULL, P_NONE, NULL, false},
-    {"GET", "/{org}/{name}/resolve/{rev}/{path}", N_READ, 200, 0,
+    {"GET", "/{org}/{name}/resolve/{rev}/{path}", N_HUB_READ, 200, 0,
      "/acme/m/resolve/1/model.safetensors", B_NONE, NULL, P_NONE, NULL, false},
-    {"GET", "/{org}/{name}/raw/{rev}/{path}", N_READ, 200, 0, "/acme/m/raw/1/sub/config.json",
+    {"GET", "/{org}/{name}/raw/{rev}/{path}", N_HUB_READ, 200, 0, "/acme/m/raw/1/sub/config.json",
      B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/api/models", N_LIST, 200, 0, "/api/models", B_NONE, NULL, P_NONE, NULL, false},
-    {"GET", "/api/models/{org}/{name}", N_READ, 200, 0, "/api/models/acme/m", B_NONE, NULL, P_NONE,
-     NULL, false},
-    {"GET", "/api/models/{org}/{name}/revision/{rev}", N_READ, 200, 0,
+    {"GET", "/api/models/{org}/{name}", N_HUB_READ, 200, 0, "/api/models/acme/m", B_NONE, NULL,
+     P_NONE, NULL, false},
+    {"GET", "/api/models/{org}/{name}/revision/{rev}", N_HUB_READ, 200, 0,
      "/api/models/acme/m/revision/1", B_NONE, NULL, P_NONE, NULL, false},
-    {"GET", "/api/models/{org}/{name}/tree/{rev}", N_READ, 200, 0, "/api/models/acme/m/tree/1",
+    {"GET", "/api/models/{org}/{name}/tree/{rev}", N_HUB_READ, 200, 0, "/api/models/acme/m/tree/1",
      B_NONE, NULL, P_NONE, NULL, false},
-    {"GET", "/api/models/{org}/{name}/tree/{rev}/{path}", N_READ, 200, 0,
+    {"GET", "/api/models/{org}/{name}/tree/{rev}/{path}", N_HUB_READ, 200, 0,
      "/api/models/acme/m/tree/1/sub", B_NONE, NULL, P_NONE, NULL, false},
-    {"POST", "/api/models/{org}/{name}/paths-info/{rev}", N_READ, 200, 0,
+    {"POST", "/api/models/{org}/{name}/paths-info/{rev}", N_HUB_READ, 200, 0,
      "/api/models/acme/m/paths-info/1", B_JSON, "{\"paths\":[\"sub\"]}", P_NONE, NULL, false},
-    {"GET", "/api/models/{org}/{name}/refs", N_READ, 200, 0, "/api/models/acme/m/refs", B_NONE,
+    {"GET", "/api/models/{org}/{name}/refs", N_HUB_READ, 200, 0, "/api/models/acme/m/refs", B_NONE,
      NULL, P_NONE, NULL, false},
-    {"GET", "/api/models/{org}/{name}/commits/{rev}", N_READ, 200, 0,
+    {"GET", "/api/models/{org}/{name}/commits/{rev}", N_HUB_READ, 200, 0,
      "/api/models/acme/m/commits/1", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/api/whoami-v2", N_TOKEN, 200, 0, "/api/whoami-v2", B_NONE, NULL, P_NONE, NULL, false},
+    /* datasets and Spaces: 404 RepoNotFound whatever the token */
+    {"GET", "/api/datasets", N_OPEN, 404, 0, "/api/datasets", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/api/datasets/{path}", N_OPEN, 404, 0, "/api/datasets/acme/m", B_NONE, NULL, P_NONE,
+     NULL, false},
+    {"POST", "/api/datasets/{path}", N_OPEN, 404, 0, "/api/datasets/acme/m/paths-info/main", B_NONE,
+     NULL, P_NONE, NULL, false},
+    {"GET", "/datasets/{path}", N_OPEN, 404, 0, "/datasets/acme/m/resolve/main/x.json", B_NONE,
+     NULL, P_NONE, NULL, false},
+    {"GET", "/api/spaces", N_OPEN, 404, 0, "/api/spaces", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/api/spaces/{path}", N_OPEN, 404, 0, "/api/spaces/acme/m", B_NONE, NULL, P_NONE, NULL,
+     false},
+    {"POST", "/api/spaces/{path}", N_OPEN, 404, 0, "/api/spaces/acme/m/preupload/main", B_NONE,
+     NULL, P_NONE, NULL, false},
+    {"GET", "/spaces/{path}", N_OPEN, 404, 0, "/spaces/acme/m/resolve/main/app.py", B_NONE, NULL,
+     P_NONE, NULL, false},
 };
 #define ROW_COUNT (sizeof rows / sizeof rows[0])
 
 /* The status the contract names for this route, token kind and mode. */
 static int expected_status(const row *r, kind k)
 {
-    bool needs_token =
-        r->need == N_WRITE || r->need == N_ADMIN || r->need == N_TOKEN ||
-        (auth_read && (r->need == N_READ || r->need == N_LIST || r->need == N_READ_ANY));
+    bool needs_token = r->need == N_WRITE || r->need == N_ADMIN || r->need == N_TOKEN ||
+                       (auth_read && (r->need == N_READ || r->need == N_HUB_READ ||
+                                      r->need == N_LIST || r->need == N_READ_ANY));
     if (r->need == N_OPEN || !needs_token)
         return r->ok; /* an open route does not look at the token at all */
     if (k == K_NONE || k == K_UNKNOWN || k == K_REVOKED)
@@ -344,6 +361,8 @@ static int expected_status(const row *r, kind k)
     switch (r->need) {
     case N_READ:
         return other ? 403 : r->ok;
+    case N_HUB_READ:
+        return other ? 404 : r->ok; /* as a model that does not exist: nothing leaks */
     case N_LIST:
     case N_READ_ANY:
     case N_TOKEN:
@@ -463,6 +482,8 @@ static void run_row(row *r)
                     resp.body.data ? (const char *)resp.body.data : "");
         if (want == 401 || want == 403)
             check_refusal(r, &resp, want);
+        if (want == 404 && r->need == N_HUB_READ)
+            CHECK_STR(it_reason(&resp), "model_not_found");
         if (want == r->ok)
             check_list_scope(r, k, &resp);
         /* wait for what an allowed preload started, so later probes see a settled list */

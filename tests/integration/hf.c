@@ -11,6 +11,8 @@
  *  - runs the real @huggingface/hub JS client (tests/hf/run.sh -> metadata.mjs):
  *    parseSafetensorsMetadata, listFiles, downloadFile, modelInfo, listModels
  *    against the tensor tables computed here with the lib's header parser. */
+#include <strings.h>
+
 #include "harness.h"
 
 #include "st_header.h"
@@ -1076,8 +1078,120 @@ TEST(mirror_hub_repository)
     it_buf_free(&dup2.bytes);
 }
 
-/* Under --auth-read the Hub routes' 401/403 carry the Hub's error codes: huggingface_hub's
- * repo_exists answers False for RepoNotFound (no token) instead of raising. */
+/* A Hub time as the Hub writes it: "2026-01-01T00:00:00.000Z" (milliseconds). */
+static void check_hub_time(const json_t *value)
+{
+    const char *text = json_string_value(value);
+    bool ok =
+        text != NULL && strlen(text) == 24 && text[10] == 'T' && text[19] == '.' && text[23] == 'Z';
+    for (int i = 20; ok && i < 23; i++)
+        ok = text[i] >= '0' && text[i] <= '9';
+    CHECK(ok);
+    if (!ok)
+        fprintf(stderr, "  (time '%s')\n", text ? text : "(none)");
+}
+
+/* Every time of the Hub routes carries milliseconds: huggingface_hub 0.17 parses no
+ * other form. */
+TEST(hub_times_milliseconds)
+{
+    it_response r = it_get("/api/models/" SINGLE);
+    CHECK_STATUS(r, 200);
+    check_hub_time(json_object_get(r.json, "createdAt"));
+    check_hub_time(json_object_get(r.json, "lastModified"));
+    it_response_free(&r);
+    r = it_get("/api/models?search=hf-");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) >= 2);
+    size_t i;
+    json_t *item;
+    json_array_foreach(r.json, i, item)
+    {
+        check_hub_time(json_object_get(item, "createdAt"));
+        check_hub_time(json_object_get(item, "lastModified"));
+    }
+    it_response_free(&r);
+    r = it_get("/api/models/" SINGLE "/commits/main");
+    CHECK_STATUS(r, 200);
+    check_hub_time(json_object_get(json_array_get(r.json, 0), "date"));
+    it_response_free(&r);
+    r = it_get("/api/models/" SINGLE "/tree/main?expand=True");
+    CHECK_STATUS(r, 200);
+    CHECK(json_array_size(r.json) > 0);
+    json_array_foreach(r.json, i, item)
+    {
+        if (json_object_get(item, "lastCommit") != NULL)
+            check_hub_time(json_object_get(json_object_get(item, "lastCommit"), "date"));
+    }
+    it_response_free(&r);
+}
+
+/* huggingface_hub's repo_type="dataset" and "space" requests: a Hub 404 saying that
+ * only models are served, never the router's bare "no such route". */
+TEST(datasets_and_spaces)
+{
+    static const char *const requests[][2] = {
+        {"GET", "/api/datasets"},
+        {"GET", "/api/datasets/acme/data"},
+        {"GET", "/api/datasets/squad"},
+        {"GET", "/api/datasets/acme/data/revision/main"},
+        {"GET", "/api/datasets/acme/data/tree/main"},
+        {"GET", "/api/datasets/acme/data/refs"},
+        {"POST", "/api/datasets/acme/data/paths-info/main"},
+        {"HEAD", "/datasets/acme/data/resolve/main/train.json"},
+        {"GET", "/datasets/squad/resolve/main/train.json"},
+        {"GET", "/api/spaces"},
+        {"GET", "/api/spaces/acme/app"},
+        {"POST", "/api/spaces/acme/app/preupload/main"},
+        {"HEAD", "/spaces/acme/app/resolve/main/app.py"},
+    };
+    for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++) {
+        it_response r = it_request(requests[i][0], requests[i][1], NULL);
+        CHECK_STATUS(r, 404);
+        check_header(&r, "X-Error-Code", "RepoNotFound");
+        char message[256] = "";
+        it_header(&r, "X-Error-Message", message, sizeof message);
+        CHECK(strstr(message, "serves models only") != NULL);
+        if (strcmp(requests[i][0], "HEAD") != 0)
+            CHECK_PROBLEM(r, 404, "repo_type_not_served");
+        if (r.status != 404 || strstr(message, "serves models only") == NULL)
+            fprintf(stderr, "  (%s %s)\n", requests[i][0], requests[i][1]);
+        it_response_free(&r);
+    }
+}
+
+/* An answer as text to compare: the status, every header but Date, the body; the
+ * model's name (hf-single or hf-absent, the same length) written as NAME. */
+static void answer_text(const it_response *r, char *out, size_t cap)
+{
+    snprintf(out, cap, "%ld\n", r->status);
+    size_t used = strlen(out);
+    const char *p = (const char *)r->headers.data;
+    const char *end = p + r->headers.len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t len = eol ? (size_t)(eol - p + 1) : (size_t)(end - p);
+        if (strncasecmp(p, "Date:", 5) != 0 && used + len < cap) {
+            memcpy(out + used, p, len);
+            used += len;
+        }
+        p += len;
+    }
+    if (used + r->body.len < cap) {
+        memcpy(out + used, r->body.data, r->body.len);
+        used += r->body.len;
+    }
+    out[used] = '\0';
+    static const char *const names[] = {"hf-single", "hf-absent"};
+    for (size_t n = 0; n < 2; n++)
+        for (char *at = strstr(out, names[n]); at != NULL; at = strstr(at, names[n]))
+            memcpy(at, "NAME-NAME", 9);
+}
+
+/* Under --auth-read the Hub routes' 401 carry the Hub's error codes: huggingface_hub's
+ * repo_exists answers False for RepoNotFound (no token) instead of raising. A model of
+ * a namespace the token may not read is answered exactly as a model that does not
+ * exist (404 RepoNotFound), never 403 GatedRepo, which repo_exists reads as "exists". */
 TEST(auth_errors_hub_codes)
 {
     int status = it_server_stop();
@@ -1100,10 +1214,23 @@ TEST(auth_errors_hub_codes)
         char code[64];
         CHECK(it_header(&r, "X-Error-Code", code, sizeof code) == NULL);
         it_response_free(&r);
+        /* a model the token may not read is answered as one that does not exist */
         r = get_with_token(urls[i], other);
-        CHECK_PROBLEM(r, 403, "forbidden");
-        check_header(&r, "X-Error-Code", "GatedRepo");
+        CHECK_PROBLEM(r, 404, "model_not_found");
+        check_header(&r, "X-Error-Code", "RepoNotFound");
+        char invisible[4096], absent[4096], absent_url[300];
+        answer_text(&r, invisible, sizeof invisible);
         it_response_free(&r);
+        snprintf(absent_url, sizeof absent_url, "%s", urls[i]);
+        memcpy(strstr(absent_url, "hf-single"), "hf-absent", 9);
+        r = get_with_token(absent_url, prefixed);
+        answer_text(&r, absent, sizeof absent);
+        it_response_free(&r);
+        CHECK_STR(invisible, absent);
+        r = get_with_token(absent_url, other);
+        answer_text(&r, absent, sizeof absent);
+        it_response_free(&r);
+        CHECK_STR(invisible, absent);
         r = get_with_token(urls[i], prefixed);
         CHECK_STATUS(r, 200);
         it_response_free(&r);
@@ -1137,6 +1264,8 @@ int main(int argc, char **argv)
     RUN(card_data);
     RUN(whoami_and_hf_tokens);
     RUN(mirror_hub_repository);
+    RUN(hub_times_milliseconds);
+    RUN(datasets_and_spaces);
     RUN(auth_errors_hub_codes);
     built_file *files[] = {&single_model,  &shard1,      &shard2,
                            &sharded_index, &config_file, &readme_file};

@@ -362,8 +362,9 @@ TEST(authorisation_per_request)
         it_response hub = get_as("HEAD", "/" MODEL "/resolve/1/model.safetensors", reader);
         CHECK_STATUS(hub, 200);
         it_response_free(&hub);
+        /* the Hub routes answer another namespace's model as one that does not exist */
         hub = get_as("HEAD", "/" MODEL "/resolve/1/model.safetensors", other);
-        CHECK_STATUS(hub, 403);
+        CHECK_STATUS(hub, 404);
         it_response_free(&hub);
         hub = get_as("GET", "/api/models/" MODEL "/revision/1", reader);
         CHECK_STATUS(hub, 200);
@@ -372,7 +373,7 @@ TEST(authorisation_per_request)
         CHECK_STATUS(hub, 401);
         it_response_free(&hub);
         hub = get_as("GET", "/api/models/" MODEL, other);
-        CHECK_STATUS(hub, 403);
+        CHECK_PROBLEM(hub, 404, "model_not_found");
         it_response_free(&hub);
         it_response bad = get_as(
             "GET", path, "tg_0000000000000000000000000000000000000000000000000000000000000000");
@@ -392,7 +393,7 @@ TEST(authorisation_per_request)
             CHECK_STATUS(none, 401);
             it_response_free(&none);
             it_response theirs = get_as(moving[m][0], moving[m][1], other);
-            CHECK_STATUS(theirs, 403);
+            CHECK_STATUS(theirs, moving[m][1][1] == 'v' ? 403 : 404); /* /v1, else a Hub route */
             it_response_free(&theirs);
         }
     }

@@ -203,7 +203,7 @@ http {
         proxy_buffering off;
         proxy_http_version 1.1;
         proxy_set_header Connection "";
-        proxy_set_header Host $host;
+        proxy_set_header Host $http_host;
         proxy_read_timeout 30s;
         location / { proxy_pass http://tensorgate; }
     }

@@ -60,6 +60,39 @@ TEST(import_allow)
     CHECK(strstr(tg_config_usage(), "--import-allow") != NULL);
 }
 
+/* --trusted-proxy (repeatable, TENSORGATE_TRUSTED_PROXY comma-separated; none by
+ * default) and --public-url (checked and normalised at start). */
+TEST(proxy_options)
+{
+    tg_config config;
+    tg_config_defaults(&config);
+    CHECK_EQ_U64(config.trusted_proxies.allow_count, 0);
+    CHECK_STR(config.public_url, "");
+    setenv("TENSORGATE_TRUSTED_PROXY", "10.0.0.0/8,192.168.1.1", 1);
+    setenv("TENSORGATE_PUBLIC_URL", "https://env.example", 1);
+    char err[512] = "";
+    char *argv[] = {"serve", "--trusted-proxy", "127.0.0.1/32", "--public-url=HTTPS://h:8443/tg/",
+                    NULL};
+    CHECK(tg_config_load(&config, 4, argv, err, sizeof err) == 0);
+    CHECK_EQ_U64(config.trusted_proxies.allow_count, 3);
+    CHECK_EQ_U64(config.import_allow.allow_count, 0);
+    CHECK(tg_addr_policy_lists(&config.trusted_proxies, "10.2.3.4"));
+    CHECK(tg_addr_policy_lists(&config.trusted_proxies, "127.0.0.1"));
+    CHECK(!tg_addr_policy_lists(&config.trusted_proxies, "127.0.0.2"));
+    CHECK_STR(config.public_url, "https://h:8443/tg");
+    unsetenv("TENSORGATE_TRUSTED_PROXY");
+    unsetenv("TENSORGATE_PUBLIC_URL");
+    tg_config_defaults(&config);
+    char *bad_url[] = {"serve", "--public-url", "https://h/x?y", NULL};
+    CHECK(tg_config_load(&config, 3, bad_url, err, sizeof err) == -1);
+    CHECK(strstr(err, "--public-url") != NULL && strstr(err, "query") != NULL);
+    char *bad_cidr[] = {"serve", "--trusted-proxy", "proxy.example", NULL};
+    CHECK(tg_config_load(&config, 3, bad_cidr, err, sizeof err) == -1);
+    CHECK(strstr(err, "proxy.example") != NULL);
+    CHECK(strstr(tg_config_usage(), "--trusted-proxy CIDR") != NULL);
+    CHECK(strstr(tg_config_usage(), "TENSORGATE_PUBLIC_URL") != NULL);
+}
+
 TEST(flags_override_environment)
 {
     tg_config config;
@@ -128,5 +161,6 @@ int main(int argc, char **argv)
     RUN(flags_override_environment);
     RUN(catalog_and_job_lease);
     RUN(import_allow);
+    RUN(proxy_options);
     return test_report(argv[0]);
 }
