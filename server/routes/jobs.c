@@ -292,7 +292,7 @@ static void respond_cancel(tg_request *req, tg_job_state was, const tg_job *job)
         respond_job(req, 200, job);
         return;
     case TG_JOB_RUNNING:
-        tg_convert_jobs_cancel(job->id);
+        tg_jobs_cancel(job->id);
         respond_job(req, 202, job);
         return;
     case TG_JOB_DONE:

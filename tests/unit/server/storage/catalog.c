@@ -1342,8 +1342,9 @@ static tg_cat_status fake_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job
     return TG_CAT_CONFLICT;
 }
 
-static tg_cat_status fake_job_claim(tg_catalog *catalog, tg_job *out)
+static tg_cat_status fake_job_claim(tg_catalog *catalog, unsigned namespace_limit, tg_job *out)
 {
+    (void)namespace_limit;
     (void)out;
     fake_called(catalog, "job_claim");
     return TG_CAT_CONFLICT;
