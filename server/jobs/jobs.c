@@ -300,7 +300,7 @@ int tg_jobs_start(const tg_jobs_context *context, char *err, size_t err_len)
         tg_jobs_stop();
         return -1;
     }
-    tg_log(TG_LOG_INFO, "%u job workers; at most %u jobs of one namespace run at once", count,
+    tg_log(TG_LOG_INFO, "job pool: %u workers, at most %u running jobs per namespace", count,
            tg_jobs_namespace_limit(count));
     return 0;
 }
