@@ -1826,7 +1826,7 @@ int main(int argc, char **argv)
         RUN(job_of_revoked_token_fails_at_commit);
         RUN(job_leases_between_handles);
         RUN(job_claim_is_fair_across_namespaces);
-    RUN(job_claim_is_fair_across_namespaces);
+        RUN(job_claim_is_fair_across_namespaces);
         RUN(publish_checks_the_files);
     } else {
         fprintf(stderr, "TENSORGATE_TEST_PG unset: PostgreSQL round skipped "
