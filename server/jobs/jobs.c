@@ -130,10 +130,15 @@ static void look_at(const tg_jobs_context *ctx, tg_job_worker *worker, tg_job *s
     } else if (tg_catalog_job_get(ctx->catalog, job_id, scratch) == TG_CAT_OK) {
         cancel = scratch->cancel_requested;
     }
-    if (status == TG_CAT_NOT_FOUND)
+    /* not this handle's: taken over while it still runs, or ended (done by its worker a
+     * moment ago, failed, its model deleted); only the first is worth a warning */
+    bool elsewhere = status == TG_CAT_NOT_FOUND &&
+                     tg_catalog_job_get(ctx->catalog, job_id, scratch) == TG_CAT_OK &&
+                     scratch->state == TG_JOB_RUNNING;
+    if (elsewhere)
         tg_log(TG_LOG_WARN, "job %lld: its lease is no longer this server's; stopping it",
                (long long)job_id);
-    else if (status != TG_CAT_OK && status != TG_CAT_CONFLICT)
+    else if (status != TG_CAT_OK && status != TG_CAT_CONFLICT && status != TG_CAT_NOT_FOUND)
         tg_log(TG_LOG_WARN, "job %lld: its lease could not be renewed (the catalog failed)",
                (long long)job_id);
     pthread_mutex_lock(&pool.lock);

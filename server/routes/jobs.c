@@ -26,6 +26,8 @@ static unsigned failure_status(const char *reason)
         return 413;
     if (strcmp(reason, "import_fetch_failed") == 0 || strcmp(reason, "import_source_changed") == 0)
         return 502;
+    if (strcmp(reason, "import_timeout") == 0 || strcmp(reason, "import_too_slow") == 0)
+        return 504;
     if (strcmp(reason, "import_url_invalid") == 0)
         return 400;
     if (strncmp(reason, "import_", 7) == 0)
