@@ -333,7 +333,14 @@ convjob=$(curl -s -H "Authorization: Bearer $TDB" -d '{"dtype":"F16"}' \
 wait_state "$D" "$convjob" "$TDB" done 30
 check "pool: another namespace's conversion is done while the slow import runs (got $js after ${took}s)" [ "$js" = "done " ]
 check "pool: the slow import still runs (got $(job_state "$D" "$slowjob" "$TDA"))" [ "$(job_state "$D" "$slowjob" "$TDA")" = "running " ]
-check "pool: the slow import holds a temp file" sh -c "[ -n \"\$(find '$W/d/tmp' -type f)\" ]"
+has_temp() { # DATA: a temp file appears within 6 s (the source's first bytes come after 2 s)
+    for _ in $(seq 1 60); do
+        [ -n "$(find "$1/tmp" -type f 2>/dev/null)" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+check "pool: the slow import holds a temp file" has_temp "$W/d"
 dstatus=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $TDA" "$D$slowjob")
 check "cancel: DELETE of the running import 202 (got $dstatus)" [ "$dstatus" = 202 ]
 wait_state "$D" "$slowjob" "$TDA" failed 10
