@@ -9,7 +9,7 @@
 #    and its body sent once in full (each replica renews the lease of the job it
 #    runs, so the other never takes it over), the file in the draft once, with the
 #    source's SHA-256, seen through both replicas; nothing left in either tmp/.
-# Ends with "N passed, N failed".
+# Ends with "pg-replicas: N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     echo "usage: $0 BINARY" >&2
@@ -17,7 +17,7 @@ if [ $# -ne 1 ] || [ ! -x "$1" ]; then
 fi
 if [ -z "${TENSORGATE_TEST_PG:-}" ]; then
     echo "pg-replicas: TENSORGATE_TEST_PG is unset; run it under tests/scale/with-postgres.sh" >&2
-    echo "0 passed, 1 failed"
+    echo "pg-replicas: 0 passed, 1 failed"
     exit 1
 fi
 case $1 in
@@ -125,5 +125,5 @@ for n in a b; do
     check "replica $n: no temp file left ($left)" [ -z "$left" ]
 done
 
-echo "$passed passed, $failed failed"
+echo "pg-replicas: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
