@@ -212,11 +212,15 @@ int tg_cmd_serve(int argc, char **argv)
     if (server.config.response_cache_bytes > 0)
         server.responses = tg_response_cache_create((size_t)server.config.response_cache_bytes,
                                                     server.config.response_cache_ttl);
-    /* The worker starts first (jobs left running are queued again) so a POST can wake it. */
+    /* The job pool starts first (jobs left running are queued again) so a POST can wake it. */
     tg_jobs_context jobs = {.catalog = server.catalog,
                             .store = server.blobs,
                             .max_header = server.config.max_header,
                             .lease_seconds = server.config.job_lease_seconds,
+                            .workers = server.config.job_workers,
+                            .import_timeout = server.config.import_timeout,
+                            .import_min_rate = server.config.import_min_rate,
+                            .import_rate_window = server.config.import_rate_window,
                             .max_body = server.config.max_body,
                             .refuse_nonfinite = server.config.refuse_nonfinite,
                             .import_policy = server.config.import_allow,
@@ -238,14 +242,14 @@ int tg_cmd_serve(int argc, char **argv)
         tg_log(TG_LOG_WARN, "--import-allow %s/%u: imports from a URL may reach this range", text,
                v4 ? cidr->prefix - 96 : cidr->prefix);
     }
-    if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
+    if (tg_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         close_server(&server);
         return 1;
     }
     if (tg_preloads_start(&server, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
-        tg_convert_jobs_stop();
+        tg_jobs_stop();
         close_server(&server);
         return 1;
     }
@@ -254,7 +258,7 @@ int tg_cmd_serve(int argc, char **argv)
     if (tg_http_start(&server, routes, route_count, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_preloads_stop();
-        tg_convert_jobs_stop();
+        tg_jobs_stop();
         close_server(&server);
         return 1;
     }
@@ -270,7 +274,7 @@ int tg_cmd_serve(int argc, char **argv)
     tg_log(TG_LOG_INFO, "signal %d: stopping", signal_number);
     tg_http_stop(&server);
     tg_preloads_stop();
-    tg_convert_jobs_stop();
+    tg_jobs_stop();
     pthread_mutex_destroy(&server.publish_lock);
     close_server(&server);
     tg_resources_stop();

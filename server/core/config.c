@@ -29,6 +29,10 @@ void tg_config_defaults(tg_config *config)
     config->max_jobs_per_namespace = 64;
     config->header_cache_bytes = 256ULL << 20; /* TG_PARSED_HEADER_CACHE_BYTES */
     config->job_lease_seconds = 30;            /* TG_JOB_LEASE_SECONDS_DEFAULT */
+    config->job_workers = 2;                   /* TG_JOB_WORKERS_DEFAULT */
+    config->import_timeout = 3600;             /* TG_IMPORT_TIMEOUT_DEFAULT */
+    config->import_min_rate = 64 << 10;        /* TG_IMPORT_MIN_RATE_DEFAULT */
+    config->import_rate_window = 30;           /* TG_IMPORT_RATE_WINDOW_DEFAULT */
     config->response_cache_bytes = 64ULL << 20;
     config->response_cache_ttl = 5;
 }
@@ -199,6 +203,13 @@ static const option_spec options[] = {
     {"--trusted-proxy", "TENSORGATE_TRUSTED_PROXY", OPT_CIDRS, offsetof(tg_config, trusted_proxies),
      0, 0},
     {"--public-url", "TENSORGATE_PUBLIC_URL", OPT_URL, offsetof(tg_config, public_url), 0, 0},
+    {"--job-workers", "TENSORGATE_JOB_WORKERS", OPT_COUNT, offsetof(tg_config, job_workers), 1, 64},
+    {"--import-timeout", "TENSORGATE_IMPORT_TIMEOUT", OPT_COUNT,
+     offsetof(tg_config, import_timeout), 0, 604800},
+    {"--import-min-rate", "TENSORGATE_IMPORT_MIN_RATE", OPT_BYTES,
+     offsetof(tg_config, import_min_rate), 0, 0},
+    {"--import-rate-window", "TENSORGATE_IMPORT_RATE_WINDOW", OPT_COUNT,
+     offsetof(tg_config, import_rate_window), 1, 3600},
 };
 
 const char *tg_config_usage(void)
@@ -217,7 +228,9 @@ const char *tg_config_usage(void)
            "                        [--catalog URL] [--job-lease-seconds N]\n"
            "                        [--response-cache-bytes BYTES] [--response-cache-ttl SECONDS]\n"
            "                        [--import-allow CIDR]... [--trusted-proxy CIDR]...\n"
-           "                        [--public-url URL]\n"
+           "                        [--public-url URL] [--job-workers N]\n"
+           "                        [--import-timeout SECONDS] [--import-min-rate BYTES]\n"
+           "                        [--import-rate-window SECONDS]\n"
            "Each flag has an environment variable: TENSORGATE_LISTEN, TENSORGATE_DATA,\n"
            "TENSORGATE_AUTH_READ, TENSORGATE_MAX_BODY, TENSORGATE_MAX_HEADER, TENSORGATE_THREADS,\n"
            "TENSORGATE_TIMEOUT, TENSORGATE_HEADER_TIMEOUT, TENSORGATE_MAX_CONNECTIONS,\n"
@@ -230,7 +243,8 @@ const char *tg_config_usage(void)
            "TENSORGATE_CATALOG, TENSORGATE_JOB_LEASE_SECONDS,\n"
            "TENSORGATE_RESPONSE_CACHE_BYTES, TENSORGATE_RESPONSE_CACHE_TTL,\n"
            "TENSORGATE_IMPORT_ALLOW, TENSORGATE_TRUSTED_PROXY (comma-separated CIDRs),\n"
-           "TENSORGATE_PUBLIC_URL.\n"
+           "TENSORGATE_PUBLIC_URL, TENSORGATE_JOB_WORKERS, TENSORGATE_IMPORT_TIMEOUT,\n"
+           "TENSORGATE_IMPORT_MIN_RATE, TENSORGATE_IMPORT_RATE_WINDOW.\n"
            "Defaults: 127.0.0.1:8080, ./data; --rate-limit 0 (off), --rate-burst 0 (twice the "
            "rate);\n"
            "--timeout 60, --header-timeout 30 (a request's head, kept-alive waits included);\n"
@@ -244,7 +258,14 @@ const char *tg_config_usage(void)
            "main or an alias: 1 s at most).\n"
            "--catalog: sqlite:PATH (default: catalog.db in --data) or postgresql://USER@HOST/DB\n"
            "(any libpq URI, or postgresql:KEY=VALUE ...: a catalog shared by replicas);\n"
-           "--job-lease-seconds 30 (a conversion job's claim; renewed every third of it).\n"
+           "--job-lease-seconds 30 (a job's claim; renewed every third of it).\n"
+           "--job-workers 2 (jobs run at once; one namespace runs at most N-1 of them when N > 1,\n"
+           "so another namespace's job always finds a worker; a free worker goes to the\n"
+           "namespace running the fewest).\n"
+           "--import-timeout 3600 (seconds an import may take; 0: no deadline),\n"
+           "--import-min-rate 64K (bytes per second a source must average over each\n"
+           "--import-rate-window 30 seconds; 0: no minimum): slower imports fail with\n"
+           "import_timeout or import_too_slow.\n"
            "--import-allow: a CIDR that imports from a URL may reach although it is loopback,\n"
            "private, link-local or metadata (repeatable).\n"
            "--public-url: scheme://host[:port][/prefix] of the absolute links the server\n"

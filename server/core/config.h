@@ -46,6 +46,11 @@ typedef struct tg_config {
     char catalog_url[4096];      /* TENSORGATE_CATALOG / --catalog: "" is sqlite:DATA/catalog.db;
                                     postgresql://... is a catalog shared by replicas */
     unsigned job_lease_seconds;  /* TENSORGATE_JOB_LEASE_SECONDS / --job-lease-seconds */
+    unsigned job_workers;        /* TENSORGATE_JOB_WORKERS / --job-workers: the job pool */
+    unsigned import_timeout; /* TENSORGATE_IMPORT_TIMEOUT / --import-timeout: seconds, 0 = none */
+    uint64_t
+        import_min_rate; /* TENSORGATE_IMPORT_MIN_RATE / --import-min-rate: bytes/s, 0 = none */
+    unsigned import_rate_window; /* TENSORGATE_IMPORT_RATE_WINDOW / --import-rate-window: seconds */
     uint64_t response_cache_bytes; /* TENSORGATE_RESPONSE_CACHE_BYTES / --response-cache-bytes:
                                       ready responses of published versions, 0 = off */
     unsigned response_cache_ttl;   /* TENSORGATE_RESPONSE_CACHE_TTL / --response-cache-ttl: seconds

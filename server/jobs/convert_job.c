@@ -44,48 +44,6 @@ bool tg_convert_target_supported(st_dtype dtype)
     return st_convert_supported(dtype, dtype);
 }
 
-/* ---- the worker ---- */
-
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    pthread_t thread;
-    bool started;
-    bool stopping; /* read without the lock by the converter: set once, never cleared while running
-                    */
-    bool pending;
-    tg_jobs_context context;
-    unsigned delay_ms;
-    /* the running job a DELETE asked to stop (atomic; the catalog holds the
-     * durable mark, this only spares the converter a catalog read per step) */
-    int64_t cancel_job;
-    /* leases: the job the worker runs (under lock; 0 when none), the renewer
-     * thread that extends its lease, and the job whose lease was lost (atomic:
-     * another replica took it over, so this one stops it without failing it) */
-    int64_t current_job;
-    pthread_t renewer;
-    bool renewer_started;
-    pthread_cond_t renew_wake;
-    int64_t lease_lost;
-} runner = {.lock = PTHREAD_MUTEX_INITIALIZER,
-            .wake = PTHREAD_COND_INITIALIZER,
-            .renew_wake = PTHREAD_COND_INITIALIZER};
-
-static bool stopping(void)
-{
-    return __atomic_load_n(&runner.stopping, __ATOMIC_ACQUIRE);
-}
-
-static bool cancel_asked(int64_t job_id)
-{
-    return __atomic_load_n(&runner.cancel_job, __ATOMIC_ACQUIRE) == job_id;
-}
-
-static bool lease_lost(int64_t job_id)
-{
-    return __atomic_load_n(&runner.lease_lost, __ATOMIC_ACQUIRE) == job_id;
-}
-
 /* Why a job failed: a stable reason and one sentence. */
 typedef struct job_failure {
     char reason[48];
@@ -312,6 +270,7 @@ static int64_t now_ns(void)
 /* Progress of the running job. */
 typedef struct progress {
     int64_t job_id;
+    const tg_job_worker *worker;
     uint64_t done, total;
     int64_t last_saved_ns;
 } progress;
@@ -462,14 +421,18 @@ static int shard_write(void *ctx, const void *data, size_t len)
     pthread_cond_broadcast(&w->changed);
     pthread_mutex_unlock(&w->lock);
     progress_add(w->ctx, w->p, len, false);
-    if (runner.delay_ms > 0)
-        usleep(runner.delay_ms * 1000u);
-    if (stopping())
+    if (tg_jobs_test_delay_ms() > 0)
+        usleep(tg_jobs_test_delay_ms() * 1000u);
+    switch (tg_job_worker_signal(w->p->worker)) {
+    case TG_JOB_GO:
+        return 0;
+    case TG_JOB_STOPPING:
         return fail(w->failure, "stopped", "the server is stopping");
-    if (cancel_asked(w->p->job_id))
+    case TG_JOB_CANCELLED:
         return fail(w->failure, "cancelled", "cancelled while it ran");
-    if (lease_lost(w->p->job_id))
+    case TG_JOB_LEASE_LOST:
         return fail(w->failure, "lease_lost", "another replica took the job over");
+    }
     return 0;
 }
 
@@ -480,7 +443,7 @@ static int convert_shard(const tg_jobs_context *ctx, int64_t job_id, const tg_fi
     shard_writer w;
     memset(&w, 0, sizeof w);
     int rc = -1;
-    size_t chunk = runner.delay_ms > 0 ? TEST_OUT_CHUNK_BYTES : OUT_CHUNK_BYTES;
+    size_t chunk = tg_jobs_test_delay_ms() > 0 ? TEST_OUT_CHUNK_BYTES : OUT_CHUNK_BYTES;
     if (shard_writer_open(&w, ctx, fp->out_size, chunk) != 0) {
         fail(failure, "internal", "cannot start writing %s (memory or temp file)", source->path);
         goto out;
@@ -742,7 +705,8 @@ static int final_digest(const version_plan *vp, const tg_file_records *made, cha
 }
 
 /* Runs a claimed job to its commit. Returns 0 done, 1 stopped (stays running), -1 failed. */
-static int run_job(const tg_jobs_context *ctx, const tg_job *job, job_failure *failure)
+static int run_job(const tg_jobs_context *ctx, const tg_job *job, const tg_job_worker *worker,
+                   job_failure *failure)
 {
     tg_convert_spec spec;
     json_t *globs_json = NULL;
@@ -765,7 +729,7 @@ static int run_job(const tg_jobs_context *ctx, const tg_job *job, job_failure *f
         fail(failure, "internal", "the catalog failed listing the job's files");
         goto out;
     }
-    progress p = {.job_id = job->id, .total = vp.survey.bytes_total};
+    progress p = {.job_id = job->id, .worker = worker, .total = vp.survey.bytes_total};
     for (size_t i = 0; i < vp.files.count; i++) {
         const file_plan *fp = &vp.plans[i];
         if (fp->converted > 0 && already_made(ctx, &made, vp.files.items[i].path, fp->out_size))
@@ -850,200 +814,43 @@ out:
     return rc;
 }
 
-/* The lease length of this process's claims (tg_catalog_set_job_lease). */
-static unsigned lease_seconds(const tg_jobs_context *ctx)
+/* A failed job: failed in the catalog (a cancelled one keeps the detail the cancel
+ * stored; one whose model was deleted is gone, ids are never reused, and failing it
+ * changes nothing), its job_files rows gone, and their blobs with them when nothing
+ * else uses them. */
+static void fail_job(const tg_jobs_context *ctx, const tg_job *job, const job_failure *failure)
 {
-    return ctx->lease_seconds > 0 ? ctx->lease_seconds : TG_JOB_LEASE_SECONDS_DEFAULT;
+    tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, failure->reason,
+           failure->detail);
+    tg_file_records made = {0};
+    (void)tg_catalog_job_file_list(ctx->catalog, job->id, tg_file_records_collect, &made);
+    bool cancelled = strcmp(failure->reason, "cancelled") == 0;
+    tg_catalog_job_fail(ctx->catalog, job->id, failure->reason, cancelled ? NULL : failure->detail);
+    for (size_t i = 0; i < made.count; i++)
+        (void)tg_blob_reclaim(ctx->store, ctx->catalog, made.items[i].sha256, false);
+    free(made.items);
+    if (failure->orphan[0] != '\0')
+        (void)tg_blob_reclaim(ctx->store, ctx->catalog, failure->orphan, false);
 }
 
-/* A deadline seconds from now, for pthread_cond_timedwait. */
-static struct timespec after_seconds(unsigned seconds)
+tg_job_outcome tg_convert_job_run(const tg_jobs_context *context, const tg_job *job,
+                                  const tg_job_worker *worker)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += seconds;
-    return ts;
-}
-
-/* The renewer thread: every third of the lease, extends the running job's lease.
- * A lease found lost (another replica took the job over after this one could not
- * renew in time) stops the job here without failing it; a cancel asked through
- * another replica shows here too and stops it as a cancel. */
-static void *renewer_main(void *arg)
-{
-    const tg_jobs_context *ctx = arg;
-    unsigned every = lease_seconds(ctx) / 3 > 0 ? lease_seconds(ctx) / 3 : 1;
-    pthread_mutex_lock(&runner.lock);
-    while (!runner.stopping) {
-        struct timespec until = after_seconds(every);
-        (void)pthread_cond_timedwait(&runner.renew_wake, &runner.lock, &until);
-        int64_t job_id = runner.current_job;
-        if (runner.stopping || job_id == 0)
-            continue;
-        pthread_mutex_unlock(&runner.lock);
-        tg_cat_status status = tg_catalog_job_renew(ctx->catalog, job_id);
-        if (status == TG_CAT_NOT_FOUND) {
-            tg_log(TG_LOG_WARN, "job %lld: its lease is no longer this server's; stopping it",
-                   (long long)job_id);
-            __atomic_store_n(&runner.lease_lost, job_id, __ATOMIC_RELEASE);
-        } else if (status == TG_CAT_CONFLICT) {
-            __atomic_store_n(&runner.cancel_job, job_id, __ATOMIC_RELEASE);
-        } else if (status != TG_CAT_OK) {
-            tg_log(TG_LOG_WARN, "job %lld: its lease could not be renewed (the catalog failed)",
-                   (long long)job_id);
-        }
-        pthread_mutex_lock(&runner.lock);
+    tg_log(TG_LOG_INFO, "job %lld: converting %s/%s version %lld to %s (attempt %lld)",
+           (long long)job->id, job->org, job->name, (long long)job->source_number, job->dtype,
+           (long long)job->attempts);
+    job_failure failure = {"", "", ""};
+    int rc = run_job(context, job, worker, &failure);
+    if (rc == 0)
+        return TG_JOB_OUTCOME_DONE;
+    if (rc > 0)
+        return TG_JOB_OUTCOME_STOPPED;
+    if (strcmp(failure.reason, "lease_lost") == 0) {
+        /* another replica holds it now and finishes it with the files recorded so
+         * far: nothing here is failed or reclaimed */
+        tg_log(TG_LOG_WARN, "job %lld: %s", (long long)job->id, failure.detail);
+        return TG_JOB_OUTCOME_LEASE_LOST;
     }
-    pthread_mutex_unlock(&runner.lock);
-    return NULL;
-}
-
-static void set_current_job(int64_t job_id)
-{
-    pthread_mutex_lock(&runner.lock);
-    runner.current_job = job_id;
-    pthread_mutex_unlock(&runner.lock);
-}
-
-static void *worker_main(void *arg)
-{
-    const tg_jobs_context *ctx = arg;
-    tg_job *job = malloc(sizeof *job);
-    if (job == NULL) {
-        tg_log(TG_LOG_ERROR, "conversion worker: out of memory; no job will run");
-        return NULL;
-    }
-    /* Besides a wake (a job queued here), the worker looks for work on its own:
-     * a job queued through another replica, or one whose holder died. */
-    unsigned poll_every = lease_seconds(ctx) / 2;
-    if (poll_every < 1)
-        poll_every = 1;
-    if (poll_every > 5)
-        poll_every = 5;
-    for (;;) {
-        pthread_mutex_lock(&runner.lock);
-        struct timespec until = after_seconds(poll_every);
-        while (!runner.stopping && !runner.pending) {
-            if (pthread_cond_timedwait(&runner.wake, &runner.lock, &until) == ETIMEDOUT)
-                break;
-        }
-        runner.pending = false;
-        bool stop = runner.stopping;
-        pthread_mutex_unlock(&runner.lock);
-        if (stop)
-            break;
-        while (!stopping() && tg_catalog_job_claim(ctx->catalog, job) == TG_CAT_OK) {
-            if (strcmp(job->kind, "import") == 0) { /* import_job.h: it ends the job itself */
-                (void)tg_import_job_run(ctx, job, stopping);
-                continue;
-            }
-            tg_log(TG_LOG_INFO, "job %lld: converting %s/%s version %lld to %s (attempt %lld)",
-                   (long long)job->id, job->org, job->name, (long long)job->source_number,
-                   job->dtype, (long long)job->attempts);
-            set_current_job(job->id);
-            job_failure failure = {"", "", ""};
-            int rc = run_job(ctx, job, &failure);
-            set_current_job(0);
-            if (rc < 0 && strcmp(failure.reason, "lease_lost") == 0) {
-                /* another replica holds it now and finishes it with the files
-                 * recorded so far: nothing here is failed or reclaimed */
-                tg_log(TG_LOG_WARN, "job %lld: %s", (long long)job->id, failure.detail);
-            } else if (rc < 0) {
-                tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, failure.reason,
-                       failure.detail);
-                /* A cancelled job keeps the detail the cancel stored (NULL); one whose
-                 * model was deleted is gone (ids are never reused, so no other job is
-                 * touched), and failing it changes nothing. Its job_files rows go, and
-                 * their blobs with them when nothing else uses them. */
-                tg_file_records made = {0};
-                (void)tg_catalog_job_file_list(ctx->catalog, job->id, tg_file_records_collect,
-                                               &made);
-                bool cancelled = strcmp(failure.reason, "cancelled") == 0;
-                tg_catalog_job_fail(ctx->catalog, job->id, failure.reason,
-                                    cancelled ? NULL : failure.detail);
-                for (size_t i = 0; i < made.count; i++)
-                    (void)tg_blob_reclaim(ctx->store, ctx->catalog, made.items[i].sha256, false);
-                free(made.items);
-                if (failure.orphan[0] != '\0')
-                    (void)tg_blob_reclaim(ctx->store, ctx->catalog, failure.orphan, false);
-            } else if (rc > 0) {
-                /* the server is stopping: the lease goes at once, so another
-                 * replica (or this one, restarted) takes the job up without
-                 * waiting for it to expire */
-                (void)tg_catalog_job_release(ctx->catalog, job->id);
-                tg_log(TG_LOG_INFO, "job %lld: stopped; it resumes at the next start",
-                       (long long)job->id);
-            }
-        }
-    }
-    free(job);
-    return NULL;
-}
-
-int tg_convert_jobs_start(const tg_jobs_context *context, char *err, size_t err_len)
-{
-    unsigned requeued = 0, failed = 0;
-    tg_catalog_set_job_lease(context->catalog, lease_seconds(context), TG_CONVERT_MAX_ATTEMPTS);
-    if (tg_catalog_job_recover(context->catalog, TG_CONVERT_MAX_ATTEMPTS, &requeued, &failed) !=
-        TG_CAT_OK) {
-        snprintf(err, err_len, "cannot recover the jobs of a previous run");
-        return -1;
-    }
-    if (requeued > 0 || failed > 0)
-        tg_log(TG_LOG_INFO, "jobs interrupted by the last stop: %u resumed, %u given up", requeued,
-               failed);
-    const char *delay = getenv("TENSORGATE_TEST_CONVERT_DELAY_MS");
-    runner.delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
-    if (runner.delay_ms > 10000)
-        runner.delay_ms = 10000;
-    pthread_mutex_lock(&runner.lock);
-    runner.context = *context;
-    runner.stopping = false;
-    runner.pending = true; /* look for queued jobs at once */
-    runner.current_job = 0;
-    int rc = pthread_create(&runner.thread, NULL, worker_main, &runner.context);
-    runner.started = rc == 0;
-    if (rc == 0) {
-        rc = pthread_create(&runner.renewer, NULL, renewer_main, &runner.context);
-        runner.renewer_started = rc == 0;
-    }
-    pthread_mutex_unlock(&runner.lock);
-    if (rc != 0) {
-        snprintf(err, err_len, "cannot start the conversion worker: %s", strerror(rc));
-        tg_convert_jobs_stop();
-        return -1;
-    }
-    return 0;
-}
-
-void tg_convert_jobs_wake(void)
-{
-    pthread_mutex_lock(&runner.lock);
-    runner.pending = true;
-    pthread_cond_signal(&runner.wake);
-    pthread_mutex_unlock(&runner.lock);
-}
-
-void tg_convert_jobs_cancel(int64_t job_id)
-{
-    __atomic_store_n(&runner.cancel_job, job_id, __ATOMIC_RELEASE);
-}
-
-void tg_convert_jobs_stop(void)
-{
-    pthread_mutex_lock(&runner.lock);
-    bool started = runner.started;
-    bool renewer_started = runner.renewer_started;
-    __atomic_store_n(&runner.stopping, true, __ATOMIC_RELEASE);
-    pthread_cond_signal(&runner.wake);
-    pthread_cond_signal(&runner.renew_wake);
-    pthread_mutex_unlock(&runner.lock);
-    if (started)
-        pthread_join(runner.thread, NULL);
-    if (renewer_started)
-        pthread_join(runner.renewer, NULL);
-    pthread_mutex_lock(&runner.lock);
-    runner.started = false;
-    runner.renewer_started = false;
-    pthread_mutex_unlock(&runner.lock);
+    fail_job(context, job, &failure);
+    return TG_JOB_OUTCOME_FAILED;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "index_check.h"
 #include "log.h"
@@ -19,12 +20,12 @@
 
 #define UNKNOWN UINT64_MAX
 #define SNIFF_WINDOW 65536u      /* what the gate's sniffers read of a non-safetensors head */
-#define PROGRESS_STEP (4u << 20) /* progress and cancel checks, every 4 MiB */
+#define PROGRESS_STEP (4u << 20) /* progress in the catalog, every 4 MiB */
 
 typedef struct importer {
     const tg_jobs_context *ctx;
     const tg_job *job;
-    bool (*stopping)(void);
+    const tg_job_worker *worker;
     CURL *curl;
     tg_ingest ingest;
     bool begun;      /* the ingest began (at the first response) */
@@ -36,6 +37,10 @@ typedef struct importer {
     char etag[256];  /* the validator of the first response */
     char last_modified[128];
     uint64_t next_progress;
+    /* the deadline and the rate: the start, and the current window's start and offset */
+    int64_t started_ms;
+    int64_t window_ms;
+    uint64_t window_bytes;
     /* the response in progress */
     uint64_t req_to; /* end (exclusive) of the asked range, or UNKNOWN */
     bool checked;
@@ -43,7 +48,8 @@ typedef struct importer {
     /* the outcome */
     const char *forbidden; /* the policy's verdict on a refused connect */
     char forbidden_addr[INET6_ADDRSTRLEN];
-    bool stopped;
+    bool stopped;    /* the server stops: the job stays running */
+    bool lease_lost; /* another replica holds the job: it is left to it */
     char reason[48];
     char detail[TG_JOB_DETAIL_MAX];
 } importer;
@@ -285,38 +291,76 @@ static bool check_response(importer *im)
     return true;
 }
 
-/* Progress in the catalog and the cancel and stop checks. False: stop the transfer. */
-static bool checkpoint(importer *im)
+static int64_t now_ms(void)
 {
-    if (im->offset < im->next_progress)
-        return true;
-    im->next_progress = im->offset + PROGRESS_STEP;
-    (void)tg_catalog_job_progress(im->ctx->catalog, im->job->id, im->offset,
-                                  im->total == UNKNOWN ? 0 : im->total);
-    if (im->stopping != NULL && im->stopping()) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What the pool told the worker, and the deadline and the rate. False: stop the
+ * transfer (stopped, lease lost, or failed with its reason). */
+static bool keep_going(importer *im)
+{
+    switch (tg_job_worker_signal(im->worker)) {
+    case TG_JOB_GO:
+        break;
+    case TG_JOB_STOPPING:
         im->stopped = true;
         return false;
-    }
-    tg_job now;
-    if (tg_catalog_job_get(im->ctx->catalog, im->job->id, &now) == TG_CAT_OK &&
-        now.cancel_requested) {
+    case TG_JOB_LEASE_LOST:
+        im->lease_lost = true;
+        return false;
+    case TG_JOB_CANCELLED:
         fail(im, "cancelled", "cancelled while it ran");
         return false;
+    }
+    const tg_jobs_context *ctx = im->ctx;
+    int64_t now = now_ms();
+    if (ctx->import_timeout > 0 && now - im->started_ms > (int64_t)ctx->import_timeout * 1000) {
+        fail(im, "import_timeout",
+             "the import took longer than %u seconds (--import-timeout); %llu bytes were fetched",
+             ctx->import_timeout, (unsigned long long)im->offset);
+        return false;
+    }
+    unsigned window = ctx->import_rate_window > 0 ? ctx->import_rate_window : 1;
+    int64_t elapsed = now - im->window_ms;
+    if (ctx->import_min_rate > 0 && elapsed >= (int64_t)window * 1000) {
+        uint64_t got = im->offset - im->window_bytes;
+        uint64_t rate = got * 1000 / (uint64_t)elapsed;
+        if (rate < ctx->import_min_rate) {
+            fail(im, "import_too_slow",
+                 "the source sent %llu bytes in the last %u seconds (%llu bytes/s); the least "
+                 "is %llu bytes/s (--import-min-rate)",
+                 (unsigned long long)got, window, (unsigned long long)rate,
+                 (unsigned long long)ctx->import_min_rate);
+            return false;
+        }
+        im->window_ms = now;
+        im->window_bytes = im->offset;
     }
     return true;
 }
 
-/* Also while connecting or waiting: a stopping server is not held by a slow source. */
+/* Progress in the catalog, every PROGRESS_STEP bytes. */
+static void checkpoint(importer *im)
+{
+    if (im->offset < im->next_progress)
+        return;
+    im->next_progress = im->offset + PROGRESS_STEP;
+    (void)tg_catalog_job_progress(im->ctx->catalog, im->job->id, im->offset,
+                                  im->total == UNKNOWN ? 0 : im->total);
+}
+
+/* libcurl calls it many times a second while data flows, and at least once a second
+ * while it connects or waits: a cancel, a stopping server, a lost lease, the
+ * deadline and the rate are seen within a second, whatever the source does. */
 static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow)
 {
     importer *im = ctx;
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-    if (im->stopping != NULL && im->stopping()) {
-        im->stopped = true;
-        return 1;
-    }
-    return 0;
+    return keep_going(im) ? 0 : 1;
 }
 
 static size_t on_body(char *data, size_t size, size_t count, void *ctx)
@@ -343,7 +387,8 @@ static size_t on_body(char *data, size_t size, size_t count, void *ctx)
         fail(im, "import_fetch_failed", "the source sent more than the range asked for");
         return 0;
     }
-    return checkpoint(im) ? len : 0;
+    checkpoint(im);
+    return keep_going(im) ? len : 0;
 }
 
 /* ---- the transfer ---- */
@@ -371,7 +416,7 @@ static bool fetch(importer *im, uint64_t to)
         im->forbidden = NULL;
         curl_easy_setopt(im->curl, CURLOPT_RANGE, range);
         CURLcode rc = curl_easy_perform(im->curl);
-        if (im->reason[0] != '\0' || im->stopped)
+        if (im->reason[0] != '\0' || im->stopped || im->lease_lost)
             return false;
         if (im->begun && im->ingest.state != TG_INGEST_OPEN)
             return true;
@@ -587,6 +632,11 @@ static void conclude(importer *im)
     if (tg_ingest_commit(ingest, im->job->path, file, record_import, &commit) != 0) {
         fail(im, ingest->state == TG_INGEST_NO_SPACE ? "insufficient_storage" : "internal_error",
              "the file could not be stored");
+    } else if (commit.status != TG_CAT_OK && commit.why != NULL &&
+               strcmp(commit.why, "lease_lost") == 0) {
+        /* another replica holds the job now: its fetch is the one that counts */
+        im->lease_lost = true;
+        (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
     } else if (commit.status != TG_CAT_OK) {
         const char *why = commit.why != NULL ? commit.why : "internal_error";
         fail(im, why, "the file was fetched, but %s",
@@ -600,20 +650,22 @@ static void conclude(importer *im)
     free(file);
 }
 
-int tg_import_job_run(const tg_jobs_context *context, const tg_job *job, bool (*stopping)(void))
+tg_job_outcome tg_import_job_run(const tg_jobs_context *context, const tg_job *job,
+                                 const tg_job_worker *worker)
 {
     importer *im = calloc(1, sizeof *im);
     if (im == NULL) {
         tg_catalog_job_fail(context->catalog, job->id, "internal_error", "out of memory");
-        return -1;
+        return TG_JOB_OUTCOME_FAILED;
     }
     im->ctx = context;
     im->job = job;
-    im->stopping = stopping;
+    im->worker = worker;
     im->total = UNKNOWN;
     im->next_progress = PROGRESS_STEP;
     char shown[TG_URL_MAX + 1]; /* never a credential in the log */
     (void)tg_url_redact(job->url, shown, sizeof shown);
+    im->started_ms = im->window_ms = now_ms();
     tg_log(TG_LOG_INFO, "job %lld: importing %s into %s/%s version %lld %s (attempt %lld)",
            (long long)job->id, shown, job->org, job->name, (long long)job->source_number, job->path,
            (long long)job->attempts);
@@ -623,19 +675,24 @@ int tg_import_job_run(const tg_jobs_context *context, const tg_job *job, bool (*
         fail(im, bad, "%s", detail);
     else if (setup_curl(im))
         transfer(im);
-    if (im->reason[0] == '\0' && !im->stopped && im->begun)
+    bool ended = im->stopped || im->lease_lost;
+    if (im->reason[0] == '\0' && !ended && im->begun)
         conclude(im);
-    else if (im->reason[0] == '\0' && !im->stopped)
+    else if (im->reason[0] == '\0' && !ended)
         fail(im, "import_fetch_failed", "the source sent nothing");
     if (im->begun)
         tg_ingest_abort(&im->ingest); /* the temp file of anything not committed goes */
     if (im->curl != NULL)
         curl_easy_cleanup(im->curl);
-    int rc = 0;
+    tg_job_outcome outcome = TG_JOB_OUTCOME_DONE;
     if (im->stopped) {
-        rc = 1;
+        outcome = TG_JOB_OUTCOME_STOPPED;
+    } else if (im->lease_lost) {
+        outcome = TG_JOB_OUTCOME_LEASE_LOST;
+        tg_log(TG_LOG_WARN, "job %lld: another replica took the import over; this fetch stops",
+               (long long)job->id);
     } else if (im->reason[0] != '\0') {
-        rc = -1;
+        outcome = TG_JOB_OUTCOME_FAILED;
         tg_log(TG_LOG_WARN, "job %lld failed: %s: %s", (long long)job->id, im->reason, im->detail);
         bool cancelled = strcmp(im->reason, "cancelled") == 0;
         tg_catalog_job_fail(context->catalog, job->id, im->reason, cancelled ? NULL : im->detail);
@@ -644,5 +701,5 @@ int tg_import_job_run(const tg_jobs_context *context, const tg_job *job, bool (*
                (unsigned long long)im->offset);
     }
     free(im);
-    return rc;
+    return outcome;
 }

@@ -1,8 +1,7 @@
-/* Imports from a URL (POST .../versions/{rev}/files/{path}/import): a job of kind
- * "import" that the jobs worker (convert_job.c) claims like a conversion and hands
- * to tg_import_job_run. The file is fetched with libcurl, only over http and https
- * (redirects too, at most TG_IMPORT_MAX_REDIRECTS), every connection's peer address
- * checked by the address policy (addr_policy.h) in curl's socket-open callback, no
+/* Imports from a URL (POST .../versions/{rev}/files/{path}/import): the job kind
+ * "import" of the job pool (jobs.h), run by tg_import_job_run. The file is fetched with libcurl,
+ * only over http and https (redirects too, at most TG_IMPORT_MAX_REDIRECTS), every connection's
+ * peer address checked by the address policy (addr_policy.h) in curl's socket-open callback, no
  * proxy. The bytes go through the one ingest pipeline (server/ingest/pipeline.h)
  * in ranges: the first 8 bytes, then the header (at most --max-header, or the
  * 64 KiB a sniffer needs), then the body, each a separate request, so a file the
@@ -14,12 +13,22 @@
  * refusal. The file row records the URL without its credentials (files.source_url,
  * common/url_redact.h); the job's log lines show that form only; the row and the job's
  * "done" are one catalog transaction (tg_catalog_import_commit), re-checking that
- * the draft is still a draft and the job's token still covers the model.
+ * the draft is still a draft, the job's token still covers the model and (on a
+ * shared catalog) this server still holds the job's lease.
+ *
+ * Bounds: the whole import ends within --import-timeout seconds (import_timeout),
+ * and the source must send at least --import-min-rate bytes per second on average
+ * over each --import-rate-window seconds (import_too_slow), counted from the
+ * start, connects and waits included. libcurl's progress callback, called at
+ * least once a second even when no byte comes, checks them and the pool's
+ * signals: a cancel fails the job with reason "cancelled" within a second (its
+ * temp file goes; no file row, no blob), a stopping server or a lost lease stops
+ * the transfer and leaves the job as it is.
  *
  * Failure reasons: import_url_invalid, import_scheme_forbidden,
  * import_address_forbidden, import_fetch_failed, import_source_changed,
- * import_too_large, the gate's reasons for bad content, insufficient_storage,
- * cancelled, token_revoked, forbidden, version_published, internal_error. */
+ * import_too_large, import_timeout, import_too_slow, the gate's reasons for bad content,
+ * insufficient_storage, cancelled, token_revoked, forbidden, version_published, internal_error. */
 #ifndef TG_IMPORT_JOB_H
 #define TG_IMPORT_JOB_H
 
@@ -27,7 +36,7 @@
 #include <stddef.h>
 
 #include "catalog.h"
-#include "convert_job.h"
+#include "jobs.h"
 
 #define TG_IMPORT_MAX_REDIRECTS 5
 #define TG_IMPORT_MAX_RESUMES 3
@@ -39,10 +48,12 @@
 const char *tg_import_url_check(const tg_addr_policy *policy, const char *url, char *detail,
                                 size_t detail_len);
 
-/* Runs the claimed import job: fetches, ingests, commits (the job becomes done) or
- * fails the job with its reason. stopping() (may be NULL) is polled: when it turns
- * true the transfer stops and the job stays running, to be resumed at the next
- * start (tg_catalog_job_recover). Returns 0 done, -1 failed, 1 stopped. */
-int tg_import_job_run(const tg_jobs_context *context, const tg_job *job, bool (*stopping)(void));
+/* The job kind "import" (jobs.h): fetches, ingests, commits (the job becomes done)
+ * or fails the job with its reason. worker (may be NULL) is where the pool's
+ * signals are read: a stopping server stops the transfer and the job stays
+ * running, to be resumed at the next start (TG_JOB_OUTCOME_STOPPED); a lost lease
+ * stops it and leaves the job to the replica that holds it. */
+tg_job_outcome tg_import_job_run(const tg_jobs_context *context, const tg_job *job,
+                                 const tg_job_worker *worker);
 
 #endif

@@ -168,7 +168,7 @@ void tg_route_version_convert(tg_request *req)
         goto out;
     }
     if (!existing)
-        tg_convert_jobs_wake();
+        tg_jobs_wake();
     tg_respond_job_accepted(req, job);
 out:
     free(globs_text);

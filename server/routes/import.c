@@ -108,7 +108,7 @@ void tg_route_file_import(tg_request *req)
         goto out;
     }
     if (!existing)
-        tg_convert_jobs_wake();
+        tg_jobs_wake();
     tg_respond_job_accepted(req, job);
 out:
     json_decref(body);

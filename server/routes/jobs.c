@@ -32,6 +32,8 @@ static unsigned failure_status(const char *reason)
         return 413;
     if (strcmp(reason, "import_fetch_failed") == 0 || strcmp(reason, "import_source_changed") == 0)
         return 502;
+    if (strcmp(reason, "import_timeout") == 0 || strcmp(reason, "import_too_slow") == 0)
+        return 504;
     if (strcmp(reason, "import_url_invalid") == 0)
         return 400;
     if (strncmp(reason, "import_", 7) == 0)
@@ -307,7 +309,7 @@ static void respond_cancel(tg_request *req, tg_job_state was, const tg_job *job)
         respond_job(req, 200, job);
         return;
     case TG_JOB_RUNNING:
-        tg_convert_jobs_cancel(job->id);
+        tg_jobs_cancel(job->id);
         respond_job(req, 202, job);
         return;
     case TG_JOB_DONE:

@@ -481,7 +481,12 @@ tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_
 
 tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out)
 {
-    tg_cat_status status = catalog->ops->job_claim(catalog, out);
+    return tg_catalog_job_claim_fair(catalog, 0, out);
+}
+
+tg_cat_status tg_catalog_job_claim_fair(tg_catalog *catalog, unsigned namespace_limit, tg_job *out)
+{
+    tg_cat_status status = catalog->ops->job_claim(catalog, namespace_limit, out);
     tg_catalog_job_scrub_urls(catalog, 0); /* the jobs whose lease expired for good */
     return status;
 }

@@ -349,8 +349,14 @@ tg_cat_status tg_catalog_job_renew(tg_catalog *catalog, int64_t job_id);
 /* Gives up the lease of a job this handle holds (a stopping server): it stays
  * running, claimable at once by any handle. TG_CAT_NOT_FOUND when not held. */
 tg_cat_status tg_catalog_job_release(tg_catalog *catalog, int64_t job_id);
-/* Claims the oldest job that is queued, or running with an expired lease: it
- * becomes running under this handle's lease, attempts + 1. TG_CAT_NOT_FOUND if none. */
+/* Claims a job that is queued, or running with an expired lease: it becomes
+ * running under this handle's lease, attempts + 1. The pick is fair across
+ * namespaces (the org of the job's model): the oldest claimable job of the
+ * namespace with the fewest jobs running under this handle's live leases; and
+ * when namespace_limit > 0, never one of a namespace that already runs
+ * namespace_limit jobs under them. TG_CAT_NOT_FOUND if none may be claimed. */
+tg_cat_status tg_catalog_job_claim_fair(tg_catalog *catalog, unsigned namespace_limit, tg_job *out);
+/* tg_catalog_job_claim_fair with no limit. */
 tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out);
 /* At start: jobs left running by a stopped or killed server go back to queued, or
  * fail with reason "interrupted" once they have been tried max_attempts times;
@@ -390,7 +396,8 @@ tg_cat_status tg_catalog_import_job_create(tg_catalog *catalog, int64_t token_id
 /* One transaction: the import job job_id (running, no cancel asked) becomes done and
  * file (its source_url set) is put into its draft, after the guard's checks
  * (tg_catalog_file_put_guarded) and, when the job has a token, that the token still
- * covers the model. TG_CAT_CONFLICT with *why "cancelled" or "version_published",
+ * covers the model. TG_CAT_CONFLICT with *why "cancelled", "version_published" or
+ * "lease_lost" (another handle holds the running job),
  * TG_CAT_NOT_FOUND with *why ("version_not_found", "token_revoked", "forbidden"). */
 tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
                                        const tg_commit_guard *guard, int64_t version_id,

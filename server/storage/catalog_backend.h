@@ -101,7 +101,8 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*job_counts)(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES]);
     tg_cat_status (*job_cancel)(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                 tg_job *out);
-    tg_cat_status (*job_claim)(tg_catalog *catalog, tg_job *out);
+    /* namespace_limit: tg_catalog_job_claim_fair's (0: none) */
+    tg_cat_status (*job_claim)(tg_catalog *catalog, unsigned namespace_limit, tg_job *out);
     tg_cat_status (*job_recover)(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
                                  unsigned *failed);
     tg_cat_status (*job_progress)(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,

@@ -1609,9 +1609,12 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
             bool held =
                 PQgetisnull(r, 0, 3) || strcmp(PQgetvalue(r, 0, 3), catalog->lease_owner) == 0;
             if (strcmp(PQgetvalue(r, 0, 0), "running") != 0 ||
-                strcmp(PQgetvalue(r, 0, 1), "t") != 0 || !held) {
+                strcmp(PQgetvalue(r, 0, 1), "t") != 0) {
                 status = TG_CAT_CONFLICT;
                 *why = "cancelled";
+            } else if (!held) { /* another replica took it over: its fetch counts */
+                status = TG_CAT_CONFLICT;
+                *why = "lease_lost";
             }
         }
         PQclear(r);
@@ -1768,12 +1771,22 @@ static long expire_jobs(tx *t, int64_t max_attempts, const char *mine)
     return tx_run(t, sql, 3, params);
 }
 
-static tg_cat_status pg_job_claim(tg_catalog *catalog, tg_job *out)
+/* The jobs of j's namespace (org) running under this handle's live leases ($1):
+ * the fair pick's count (tg_catalog_job_claim_fair). */
+#define PG_NAMESPACE_BUSY                                                                          \
+    "(SELECT count(*) FROM jobs r JOIN models rm ON rm.id = r.model_id WHERE rm.org = m.org"       \
+    " AND r.state = 'running' AND r.lease_owner = $1 AND coalesce(r.lease_expires, 0) >= " DB_NOW  \
+    ")"
+
+static tg_cat_status pg_job_claim(tg_catalog *catalog, unsigned namespace_limit, tg_job *out)
 {
+    /* the oldest job of the namespace running the fewest here, under the limit ($2) */
     static const char pick_sql[] =
-        "SELECT id FROM jobs WHERE state = 'queued' OR (state = 'running'"
-        " AND error_reason IS NULL AND coalesce(lease_expires, 0) < " DB_NOW ")"
-        " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED";
+        "SELECT j.id FROM jobs j JOIN models m ON m.id = j.model_id"
+        " WHERE (j.state = 'queued' OR (j.state = 'running' AND j.error_reason IS NULL"
+        " AND coalesce(j.lease_expires, 0) < " DB_NOW "))"
+        " AND ($2::bigint = 0 OR " PG_NAMESPACE_BUSY " < $2::bigint)"
+        " ORDER BY " PG_NAMESPACE_BUSY ", j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED";
     static const char claim_sql[] = "UPDATE jobs SET state = 'running', attempts = attempts + 1,"
                                     " started_at = coalesce(started_at, $1), lease_owner = $2,"
                                     " lease_expires = " DB_NOW " + $3::bigint WHERE id = $4";
@@ -1785,7 +1798,9 @@ static tg_cat_status pg_job_claim(tg_catalog *catalog, tg_job *out)
         return TG_CAT_ERROR;
     if (expire_jobs(&t, catalog->job_max_attempts, NULL) < 0)
         return tx_end(&t, t.status);
-    PGresult *r = tx_q(&t, pick_sql, 0, NULL);
+    num limit = n64(namespace_limit);
+    const char *pick_params[] = {catalog->lease_owner, limit.s};
+    PGresult *r = tx_q(&t, pick_sql, 2, pick_params);
     tg_cat_status status = one_row(r, t.status);
     char id[24] = "";
     if (status == TG_CAT_OK)

@@ -1690,7 +1690,14 @@ static tg_cat_status finish_transaction(conn *k, tg_cat_status status);
  * so its clock is the only one). */
 #define SQ_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 
-static tg_cat_status sq_job_claim(tg_catalog *catalog, tg_job *out)
+/* The jobs of j's namespace (org) running under this handle's live leases (?5):
+ * the fair pick's count (tg_catalog_job_claim_fair). */
+#define SQ_NAMESPACE_BUSY                                                                          \
+    "(SELECT count(*) FROM jobs r JOIN models rm ON rm.id = r.model_id WHERE rm.org = m.org"       \
+    " AND r.state = 'running' AND r.lease_owner = ?5 AND coalesce(r.lease_expires, 0) >= " SQ_NOW  \
+    ")"
+
+static tg_cat_status sq_job_claim(tg_catalog *catalog, unsigned namespace_limit, tg_job *out)
 {
     /* running jobs whose lease expired and that will not run again fail */
     static const char expire_sql[] =
@@ -1703,10 +1710,13 @@ static tg_cat_status sq_job_claim(tg_catalog *catalog, tg_job *out)
         " AND (error_reason = 'cancelled' OR attempts >= ?2)";
     static const char drop_sql[] =
         "DELETE FROM job_files WHERE job_id IN (SELECT id FROM jobs WHERE state = 'failed')";
+    /* the oldest job of the namespace running the fewest here, under the limit (?6) */
     static const char pick_sql[] =
-        "SELECT id FROM jobs WHERE state = 'queued' OR (state = 'running'"
-        " AND error_reason IS NULL AND coalesce(lease_expires, 0) < " SQ_NOW ")"
-        " ORDER BY id LIMIT 1";
+        "SELECT j.id FROM jobs j JOIN models m ON m.id = j.model_id"
+        " WHERE (j.state = 'queued' OR (j.state = 'running' AND j.error_reason IS NULL"
+        " AND coalesce(j.lease_expires, 0) < " SQ_NOW "))"
+        " AND (?6 = 0 OR " SQ_NAMESPACE_BUSY " < ?6)"
+        " ORDER BY " SQ_NAMESPACE_BUSY ", j.id LIMIT 1";
     static const char claim_sql[] = "UPDATE jobs SET state = 'running', attempts = attempts + 1,"
                                     " started_at = coalesce(started_at, ?1), lease_owner = ?2,"
                                     " lease_expires = " SQ_NOW " + ?3 WHERE id = ?4";
@@ -1732,6 +1742,8 @@ static tg_cat_status sq_job_claim(tg_catalog *catalog, tg_job *out)
     sqlite3_stmt *pick = statement(k, pick_sql);
     if (pick == NULL)
         goto rollback;
+    bind_text(pick, 5, catalog->lease_owner);
+    sqlite3_bind_int64(pick, 6, namespace_limit);
     int rc = sqlite3_step(pick);
     int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(pick, 0) : 0;
     sqlite3_reset(pick);
@@ -2248,7 +2260,7 @@ static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
                                       const tg_file_record *file, const char *tensor_stats,
                                       const char **why)
 {
-    static const char job_sql[] = "SELECT state, error_reason, token_id FROM jobs"
+    static const char job_sql[] = "SELECT state, error_reason, token_id, lease_owner FROM jobs"
                                   " WHERE id = ? AND kind = 'import'";
     static const char file_sql[] =
         "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
@@ -2280,6 +2292,11 @@ static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
                 sqlite3_column_type(st, 1) != SQLITE_NULL) {
                 status = TG_CAT_CONFLICT;
                 *why = "cancelled";
+            } else if (sqlite3_column_type(st, 3) != SQLITE_NULL &&
+                       strcmp((const char *)sqlite3_column_text(st, 3), catalog->lease_owner) !=
+                           0) {
+                status = TG_CAT_CONFLICT; /* another handle took it over */
+                *why = "lease_lost";
             }
             token_id = sqlite3_column_int64(st, 2);
         }

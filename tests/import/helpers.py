@@ -10,6 +10,11 @@
   helpers.py liar PORT          a server that ignores Range, sends no Content-Length and
                                 streams a valid safetensors head announcing 64 MiB of data
                                 (more than --max-body), for as long as it is read
+  helpers.py slow PORT LOG      a hostile slow source: GET /slow/MS/N/NAME answers 200 (no
+                                ranges) with a Content-Length and a valid safetensors file
+                                of N data bytes, sent 16 bytes every MS milliseconds; it
+                                logs "GET NAME" when a request comes and "DONE NAME" when
+                                the whole body was sent
 """
 import http.client
 import http.server
@@ -18,6 +23,7 @@ import os
 import socketserver
 import struct
 import sys
+import time
 
 
 def safetensors(nbytes, name="w"):
@@ -113,6 +119,42 @@ class Liar(http.server.BaseHTTPRequestHandler):
             pass
 
 
+class Slow(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    log = ""
+
+    def log_message(self, *args):
+        pass
+
+    def note(self, text):
+        with open(Slow.log, "a") as f:
+            f.write(text + "\n")
+
+    def do_GET(self):
+        parts = self.path.split("/")
+        if len(parts) != 5 or parts[1] != "slow":
+            self.send_error(404)
+            return
+        interval, nbytes, name = int(parts[2]) / 1000.0, int(parts[3]), parts[4]
+        self.note("GET " + name)
+        body = safetensors(nbytes)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            for i in range(0, len(body), 16):
+                time.sleep(interval)
+                self.wfile.write(body[i:i + 16])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.note("CUT " + name)
+            return
+        self.note("DONE " + name)
+
+
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -125,6 +167,9 @@ def main():
         Proxy.upstream = int(sys.argv[3])
         Proxy.log = sys.argv[4]
         Server(("127.0.0.1", int(sys.argv[2])), Proxy).serve_forever()
+    elif sys.argv[1] == "slow":
+        Slow.log = sys.argv[3]
+        Server(("127.0.0.1", int(sys.argv[2])), Slow).serve_forever()
     elif sys.argv[1] == "liar":
         Server(("127.0.0.1", int(sys.argv[2])), Liar).serve_forever()
 

@@ -17,7 +17,14 @@
 #    log and the ended jobs' rows show the URL only with them redacted;
 #  - IPv6 literals that embed a forbidden IPv4 address (IPv4-translated, 6to4,
 #    NAT64 well-known and local-use, Teredo server and client) refused;
-#  - a failed import leaves no file row and no temp file.
+#  - a failed import leaves no file row and no temp file;
+#  - the job pool, against a hostile slow source (helpers.py slow: 16 bytes every
+#    2 s): server D (--job-workers 2, no minimum rate) runs another namespace's
+#    conversion to done while acme's slow import runs; a DELETE of the running
+#    slow import makes it failed/cancelled within 2.5 s, with no temp file and
+#    no file row; server E (--import-min-rate 1K --import-rate-window 2) fails
+#    the slow import with import_too_slow, server F (--import-timeout 5
+#    --import-min-rate 0) with import_timeout, each within its bound.
 # Ends with "N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -323,6 +330,105 @@ for u in "http://127.0.0.1:$NP/good.safetensors" "http://[::1]:$NP/good.safetens
     check "default policy refuses $u (got $status $state $reason)" [ "$reason" = import_address_forbidden ]
 done
 check "default policy: no file row" sh -c "! curl -s -H 'Authorization: Bearer $TC' '$VC' | grep -q x.safetensors"
+
+# 8. the job pool and a hostile slow source (16 bytes every 2 s, never done in time)
+SP=$(free_port)
+python3 "$HERE/helpers.py" slow "$SP" "$W/slow.log" &
+pids="$pids $!"
+wait_port "$SP" || exit 1
+SLOW="http://127.0.0.1:$SP/slow/2000/1048576"
+# post_import FILES TOKEN URL PATH: POSTs an import; sets jobloc (the job's path)
+post_import() {
+    curl -s -o /dev/null -D "$W/post.headers" -H "Authorization: Bearer $2" \
+        -d "{\"url\":\"$3\"}" "$1/$4/import"
+    jobloc=$(sed -n 's/^Location: *\([^[:space:]]*\).*/\1/p' "$W/post.headers")
+}
+# job_state BASE LOC TOKEN: prints "STATE REASON"
+job_state() {
+    curl -s -H "Authorization: Bearer $3" "$1$2" | python3 -c 'import json,sys
+d=json.load(sys.stdin); e=d.get("error") or {}; print(d.get("state"), e.get("reason", ""))'
+}
+# wait_state BASE LOC TOKEN STATE SECONDS: polls every 0.1 s; sets js ("STATE REASON")
+# and took (seconds, with a tenth); false when STATE was not reached in time
+wait_state() {
+    t0=$(date +%s.%N)
+    i=0
+    while [ "$i" -lt $(($5 * 10)) ]; do
+        js=$(job_state "$1" "$2" "$3")
+        case $js in "$4"*)
+            took=$(python3 -c "import sys; print('%.1f' % ($(date +%s.%N) - $t0))")
+            return 0
+            ;;
+        esac
+        sleep 0.1
+        i=$((i + 1))
+    done
+    took=never
+    return 1
+}
+no_temp_in() { # DATA
+    left=$(find "$1/tmp" -type f 2>/dev/null)
+    [ -z "$left" ] || echo "left: $left"
+    [ -z "$left" ]
+}
+draft_of() { # BASE TOKEN MODEL: a model with a draft version 1
+    curl -s -o /dev/null -H "Authorization: Bearer $2" -d "{\"name\":\"$3\"}" "$1/v1/models"
+    curl -s -o /dev/null -H "Authorization: Bearer $2" -X POST "$1/v1/models/$3/versions"
+}
+
+start_tg d --import-allow 127.0.0.1/32 --job-workers 2 --import-min-rate 0
+TDA=$("$BIN" token create --data "$W/d" --scope write --namespace acme | tail -n 1)
+TDB=$("$BIN" token create --data "$W/d" --scope write --namespace beta | tail -n 1)
+D="http://127.0.0.1:$port"
+draft_of "$D" "$TDA" acme/m
+draft_of "$D" "$TDB" beta/m
+curl -s -o /dev/null -H "Authorization: Bearer $TDB" -T "$W/www/good.safetensors" \
+    "$D/v1/models/beta/m/versions/1/files/model.safetensors"
+curl -s -o /dev/null -H "Authorization: Bearer $TDB" -X POST "$D/v1/models/beta/m/versions/1/publish"
+post_import "$D/v1/models/acme/m/versions/1/files" "$TDA" "$SLOW/slow.safetensors" slow.safetensors
+slowjob=$jobloc
+wait_state "$D" "$slowjob" "$TDA" running 10
+check "pool: the slow import runs (got $js)" [ "$js" = "running " ]
+convjob=$(curl -s -H "Authorization: Bearer $TDB" -d '{"dtype":"F16"}' \
+    "$D/v1/models/beta/m/versions/1/convert" | python3 -c 'import json,sys; print("/v1/jobs/%s" % json.load(sys.stdin)["id"])')
+wait_state "$D" "$convjob" "$TDB" done 30
+check "pool: another namespace's conversion is done while the slow import runs (got $js after ${took}s)" [ "$js" = "done " ]
+check "pool: the slow import still runs (got $(job_state "$D" "$slowjob" "$TDA"))" [ "$(job_state "$D" "$slowjob" "$TDA")" = "running " ]
+has_temp() { # DATA: a temp file appears within 6 s (the source's first bytes come after 2 s)
+    for _ in $(seq 1 60); do
+        [ -n "$(find "$1/tmp" -type f 2>/dev/null)" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+check "pool: the slow import holds a temp file" has_temp "$W/d"
+dstatus=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $TDA" "$D$slowjob")
+check "cancel: DELETE of the running import 202 (got $dstatus)" [ "$dstatus" = 202 ]
+wait_state "$D" "$slowjob" "$TDA" failed 10
+check "cancel: failed within 2.5 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 2.5 else 1)"
+check "cancel: reason cancelled (got $js)" [ "$js" = "failed cancelled" ]
+check "cancel: no temp file left" no_temp_in "$W/d"
+check "cancel: no file row" sh -c "! curl -s -H 'Authorization: Bearer $TDA' '$D/v1/models/acme/m/versions/1/files' | grep -q slow.safetensors"
+
+start_tg e --import-allow 127.0.0.1/32 --import-min-rate 1K --import-rate-window 2
+TE=$("$BIN" token create --data "$W/e" --scope write --namespace acme | tail -n 1)
+E="http://127.0.0.1:$port"
+draft_of "$E" "$TE" acme/m
+post_import "$E/v1/models/acme/m/versions/1/files" "$TE" "$SLOW/tooslow.safetensors" tooslow.safetensors
+wait_state "$E" "$jobloc" "$TE" failed 15
+check "--import-min-rate 1K over 2 s: import_too_slow (got $js)" [ "$js" = "failed import_too_slow" ]
+check "--import-min-rate: failed within 5 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 5 else 1)"
+check "--import-min-rate: no temp file left" no_temp_in "$W/e"
+
+start_tg f --import-allow 127.0.0.1/32 --import-timeout 5 --import-min-rate 0
+TF=$("$BIN" token create --data "$W/f" --scope write --namespace acme | tail -n 1)
+F="http://127.0.0.1:$port"
+draft_of "$F" "$TF" acme/m
+post_import "$F/v1/models/acme/m/versions/1/files" "$TF" "$SLOW/late.safetensors" late.safetensors
+wait_state "$F" "$jobloc" "$TF" failed 15
+check "--import-timeout 5: import_timeout (got $js)" [ "$js" = "failed import_timeout" ]
+check "--import-timeout 5: failed within 8 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 8 else 1)"
+check "--import-timeout: no temp file left" no_temp_in "$W/f"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

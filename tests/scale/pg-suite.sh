@@ -9,6 +9,9 @@
 #    job claims and leases, a restart under the pool);
 # 2. tests/integration/pg_replicas: two servers on the catalog (publish race,
 #    PostgreSQL stopped and started, a dead replica's job taken over);
+# 2b. tests/import/pg-replicas.sh: an import from a slow source queued on two
+#    replicas with a 3 s lease is fetched once (the lease is renewed), the file
+#    appears once;
 # 3. existing integration programs with every server on the PostgreSQL catalog
 #    (TENSORGATE_CATALOG): the same answers as on SQLite. Left out: the programs
 #    that test the SQLite file itself (models: a newer schema written into
@@ -55,6 +58,7 @@ run() {
 run "unit catalog (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog"
 run "unit catalog_pg" "$build/tests/unit/server/storage/catalog_pg"
 run "integration pg_replicas" "$build/tests/integration/pg_replicas" "$build"
+run "import on two replicas" tests/import/pg-replicas.sh "$build/tensorgate"
 for t in auth tenancy routes metrics digests tensors hf authz_matrix cases; do
     run "integration $t (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
         "$build/tests/integration/$t" "$build"

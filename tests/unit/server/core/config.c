@@ -1,5 +1,6 @@
 /* Unit tests for server/core/config.c: flags, environment, HOST:PORT and byte counts. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
 #include "test.h"
@@ -153,6 +154,51 @@ TEST(catalog_and_job_lease)
     unsetenv("TENSORGATE_CATALOG");
 }
 
+/* --job-workers, --import-timeout, --import-min-rate, --import-rate-window: the
+ * job pool and the bounds of imports, with their defaults and ranges. */
+TEST(job_pool_and_import_bounds)
+{
+    tg_config config;
+    tg_config_defaults(&config);
+    CHECK_EQ_U64(config.job_workers, 2);
+    CHECK_EQ_U64(config.import_timeout, 3600);
+    CHECK_EQ_U64(config.import_min_rate, 65536);
+    CHECK_EQ_U64(config.import_rate_window, 30);
+    char err[256];
+    setenv("TENSORGATE_JOB_WORKERS", "6", 1);
+    char *argv1[] = {"serve", "--import-timeout",     "5", "--import-min-rate",
+                     "1M",    "--import-rate-window", "3", NULL};
+    CHECK(tg_config_load(&config, 7, argv1, err, sizeof err) == 0);
+    CHECK_EQ_U64(config.job_workers, 6);
+    CHECK_EQ_U64(config.import_timeout, 5);
+    CHECK_EQ_U64(config.import_min_rate, 1 << 20);
+    CHECK_EQ_U64(config.import_rate_window, 3);
+    char *argv2[] = {"serve", "--job-workers",     "4", "--import-timeout",
+                     "0",     "--import-min-rate", "0", NULL};
+    CHECK(tg_config_load(&config, 7, argv2, err, sizeof err) == 0);
+    CHECK_EQ_U64(config.job_workers, 4); /* the flag wins over the environment */
+    CHECK_EQ_U64(config.import_timeout, 0);
+    CHECK_EQ_U64(config.import_min_rate, 0);
+    unsetenv("TENSORGATE_JOB_WORKERS");
+    char *bad[][3] = {{"serve", "--job-workers", "0"},
+                      {"serve", "--job-workers", "65"},
+                      {"serve", "--import-rate-window", "0"},
+                      {"serve", "--import-timeout", "x"},
+                      {"serve", "--import-min-rate", "-1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tg_config_defaults(&config);
+        CHECK(tg_config_load(&config, 3, bad[i], err, sizeof err) == -1);
+        CHECK(strstr(err, bad[i][1]) != NULL);
+    }
+    const char *usage = tg_config_usage();
+    CHECK(strstr(usage, "[--job-workers N]") != NULL);
+    CHECK(strstr(usage, "--job-workers 2") != NULL);
+    CHECK(strstr(usage, "--import-timeout 3600") != NULL);
+    CHECK(strstr(usage, "--import-min-rate 64K") != NULL);
+    CHECK(strstr(usage, "--import-rate-window 30") != NULL);
+    CHECK(strstr(usage, "TENSORGATE_JOB_WORKERS") != NULL);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -162,5 +208,6 @@ int main(int argc, char **argv)
     RUN(catalog_and_job_lease);
     RUN(import_allow);
     RUN(proxy_options);
+    RUN(job_pool_and_import_bounds);
     return test_report(argv[0]);
 }

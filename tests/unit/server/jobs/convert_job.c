@@ -226,7 +226,7 @@ static bool run_job(int64_t model_id, int64_t version_id, const char *dtype, con
         return false;
     int64_t id = job->id;
     char err[256] = "";
-    if (tg_convert_jobs_start(&jobs, err, sizeof err) != 0) {
+    if (tg_jobs_start(&jobs, err, sizeof err) != 0) {
         fprintf(stderr, "start: %s\n", err);
         return false;
     }
@@ -237,7 +237,7 @@ static bool run_job(int64_t model_id, int64_t version_id, const char *dtype, con
         if (!ended)
             usleep(10 * 1000);
     }
-    tg_convert_jobs_stop();
+    tg_jobs_stop();
     return ended;
 }
 
@@ -494,7 +494,7 @@ TEST(worker_renews_its_lease)
     setenv("TENSORGATE_TEST_CONVERT_DELAY_MS", "1500", 1);
     tg_jobs_context leased = jobs;
     leased.lease_seconds = 2;
-    CHECK(tg_convert_jobs_start(&leased, err, sizeof err) == 0);
+    CHECK(tg_jobs_start(&leased, err, sizeof err) == 0);
     unsetenv("TENSORGATE_TEST_CONVERT_DELAY_MS");
     bool ended = false, taken = false, running = false;
     for (int i = 0; i < 500 && !running; i++) {
@@ -511,7 +511,7 @@ TEST(worker_renews_its_lease)
         if (!ended)
             usleep(20 * 1000);
     }
-    tg_convert_jobs_stop();
+    tg_jobs_stop();
     CHECK(ended);
     CHECK(!taken);
     CHECK_EQ_U64(job.state, TG_JOB_DONE);

@@ -89,7 +89,7 @@ static tg_job run_import(const tg_jobs_context *context, const char *url)
     tg_job claimed;
     CHECK(tg_catalog_job_claim(catalog, &claimed) == TG_CAT_OK);
     CHECK_EQ_U64(claimed.id, job.id);
-    CHECK(tg_import_job_run(context, &claimed, NULL) == -1);
+    CHECK(tg_import_job_run(context, &claimed, NULL) == TG_JOB_OUTCOME_FAILED);
     CHECK(tg_catalog_job_get(catalog, job.id, &job) == TG_CAT_OK);
     tg_file_record file;
     CHECK(tg_catalog_file_get(catalog, version.id, "w.safetensors", &file) == TG_CAT_NOT_FOUND);

@@ -1396,8 +1396,9 @@ static tg_cat_status fake_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job
     return TG_CAT_CONFLICT;
 }
 
-static tg_cat_status fake_job_claim(tg_catalog *catalog, tg_job *out)
+static tg_cat_status fake_job_claim(tg_catalog *catalog, unsigned namespace_limit, tg_job *out)
 {
+    (void)namespace_limit;
     (void)out;
     fake_called(catalog, "job_claim");
     return TG_CAT_CONFLICT;
@@ -1789,6 +1790,53 @@ TEST(job_leases_between_handles)
     tg_catalog_close(b);
 }
 
+/* The fair claim (tg_catalog_job_claim_fair): the oldest job of the namespace that
+ * runs the fewest under this handle's leases, never one of a namespace at the
+ * limit; another handle (replica) counts its own. */
+TEST(job_claim_is_fair_across_namespaces)
+{
+    tg_catalog *c = open_fresh(), *d = open_fresh();
+    if (c == NULL || d == NULL) {
+        tg_catalog_close(c);
+        tg_catalog_close(d);
+        return;
+    }
+    tg_model ma, mb;
+    tg_version va, vb;
+    published_model(c, "acme", "fair", &ma, &va);
+    published_model(c, "beta", "fair", &mb, &vb);
+    static tg_job a[3], b[2], got;
+    bool existing;
+    const char *dtypes[] = {"F16", "BF16", "F32"};
+    for (int i = 0; i < 3; i++)
+        CHECK(tg_catalog_job_create(c, ma.id, va.id, dtypes[i], "[]", 1, &a[i], &existing) ==
+              TG_CAT_OK);
+    for (int i = 0; i < 2; i++)
+        CHECK(tg_catalog_job_create(c, mb.id, vb.id, dtypes[i], "[]", 1, &b[i], &existing) ==
+              TG_CAT_OK);
+    /* a tie goes to the oldest; then beta, which runs none, before acme's older jobs */
+    CHECK(tg_catalog_job_claim_fair(c, 0, &got) == TG_CAT_OK && got.id == a[0].id);
+    CHECK(tg_catalog_job_claim_fair(c, 0, &got) == TG_CAT_OK && got.id == b[0].id);
+    CHECK(tg_catalog_job_claim_fair(c, 0, &got) == TG_CAT_OK && got.id == a[1].id);
+    /* acme runs 2, the limit: beta's job, though younger than acme's last */
+    CHECK(tg_catalog_job_claim_fair(c, 2, &got) == TG_CAT_OK && got.id == b[1].id);
+    /* both at the limit: nothing, while acme's job waits */
+    CHECK(tg_catalog_job_claim_fair(c, 2, &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_job_get(c, a[2].id, &got) == TG_CAT_OK && got.state == TG_JOB_QUEUED);
+    /* another handle counts only its own leases */
+    CHECK(tg_catalog_job_claim_fair(d, 1, &got) == TG_CAT_OK && got.id == a[2].id);
+    /* a job that ends frees its namespace's place */
+    CHECK(tg_catalog_job_fail(d, a[2].id, "internal", "test") == TG_CAT_OK);
+    CHECK(tg_catalog_job_create(c, ma.id, va.id, "F64", "[]", 1, &a[2], &existing) == TG_CAT_OK);
+    CHECK(tg_catalog_job_claim_fair(c, 2, &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_job_fail(c, a[0].id, "internal", "test") == TG_CAT_OK);
+    CHECK(tg_catalog_job_claim_fair(c, 2, &got) == TG_CAT_OK && got.id == a[2].id);
+    CHECK(tg_catalog_model_delete(c, ma.id) == TG_CAT_OK);
+    CHECK(tg_catalog_model_delete(c, mb.id) == TG_CAT_OK);
+    tg_catalog_close(c);
+    tg_catalog_close(d);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -1806,6 +1854,7 @@ int main(int argc, char **argv)
     RUN(jobs_list_filters_and_pages);
     RUN(jobs_cancel);
     RUN(job_leases_between_handles);
+    RUN(job_claim_is_fair_across_namespaces);
     RUN(publish_checks_the_files);
     RUN(schema_1_catalog_is_migrated);
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
@@ -1832,6 +1881,8 @@ int main(int argc, char **argv)
         RUN(job_of_revoked_token_fails_at_commit);
         RUN(import_job_urls_redacted_when_ended);
         RUN(job_leases_between_handles);
+        RUN(job_claim_is_fair_across_namespaces);
+        RUN(job_claim_is_fair_across_namespaces);
         RUN(publish_checks_the_files);
     } else {
         fprintf(stderr, "TENSORGATE_TEST_PG unset: PostgreSQL round skipped "
