@@ -21,7 +21,7 @@
 #  - the job pool, against a hostile slow source (helpers.py slow: 16 bytes every
 #    2 s): server D (--job-workers 2, no minimum rate) runs another namespace's
 #    conversion to done while acme's slow import runs; a DELETE of the running
-#    slow import makes it failed/cancelled within 2.5 s, with no temp file and
+#    slow import makes it failed/cancelled within 5 s, with no temp file and
 #    no file row; server E (--import-min-rate 1K --import-rate-window 2) fails
 #    the slow import with import_too_slow, server F (--import-timeout 5
 #    --import-min-rate 0) with import_timeout, each within its bound.
@@ -394,8 +394,8 @@ convjob=$(curl -s -H "Authorization: Bearer $TDB" -d '{"dtype":"F16"}' \
 wait_state "$D" "$convjob" "$TDB" done 30
 check "pool: another namespace's conversion is done while the slow import runs (got $js after ${took}s)" [ "$js" = "done " ]
 check "pool: the slow import still runs (got $(job_state "$D" "$slowjob" "$TDA"))" [ "$(job_state "$D" "$slowjob" "$TDA")" = "running " ]
-has_temp() { # DATA: a temp file appears within 6 s (the source's first bytes come after 2 s)
-    for _ in $(seq 1 60); do
+has_temp() { # DATA: a temp file appears within 15 s (the source's first bytes come after 2 s)
+    for _ in $(seq 1 150); do
         [ -n "$(find "$1/tmp" -type f 2>/dev/null)" ] && return 0
         sleep 0.1
     done
@@ -404,8 +404,11 @@ has_temp() { # DATA: a temp file appears within 6 s (the source's first bytes co
 check "pool: the slow import holds a temp file" has_temp "$W/d"
 dstatus=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $TDA" "$D$slowjob")
 check "cancel: DELETE of the running import 202 (got $dstatus)" [ "$dstatus" = 202 ]
-wait_state "$D" "$slowjob" "$TDA" failed 10
-check "cancel: failed within 2.5 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 2.5 else 1)"
+# The bounds below are a few times what a quiet machine needs (the cancel lands in
+# about a second; the old worker looked at it only every 4 MiB: never, here), so a
+# loaded machine running suites side by side does not fail them.
+wait_state "$D" "$slowjob" "$TDA" failed 20
+check "cancel: failed within 5 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 5 else 1)"
 check "cancel: reason cancelled (got $js)" [ "$js" = "failed cancelled" ]
 check "cancel: no temp file left" no_temp_in "$W/d"
 check "cancel: no file row" sh -c "! curl -s -H 'Authorization: Bearer $TDA' '$D/v1/models/acme/m/versions/1/files' | grep -q slow.safetensors"
@@ -415,9 +418,9 @@ TE=$("$BIN" token create --data "$W/e" --scope write --namespace acme | tail -n 
 E="http://127.0.0.1:$port"
 draft_of "$E" "$TE" acme/m
 post_import "$E/v1/models/acme/m/versions/1/files" "$TE" "$SLOW/tooslow.safetensors" tooslow.safetensors
-wait_state "$E" "$jobloc" "$TE" failed 15
+wait_state "$E" "$jobloc" "$TE" failed 30
 check "--import-min-rate 1K over 2 s: import_too_slow (got $js)" [ "$js" = "failed import_too_slow" ]
-check "--import-min-rate: failed within 5 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 5 else 1)"
+check "--import-min-rate: failed within 12 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 12 else 1)"
 check "--import-min-rate: no temp file left" no_temp_in "$W/e"
 
 start_tg f --import-allow 127.0.0.1/32 --import-timeout 5 --import-min-rate 0
@@ -425,9 +428,9 @@ TF=$("$BIN" token create --data "$W/f" --scope write --namespace acme | tail -n 
 F="http://127.0.0.1:$port"
 draft_of "$F" "$TF" acme/m
 post_import "$F/v1/models/acme/m/versions/1/files" "$TF" "$SLOW/late.safetensors" late.safetensors
-wait_state "$F" "$jobloc" "$TF" failed 15
+wait_state "$F" "$jobloc" "$TF" failed 30
 check "--import-timeout 5: import_timeout (got $js)" [ "$js" = "failed import_timeout" ]
-check "--import-timeout 5: failed within 8 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 8 else 1)"
+check "--import-timeout 5: failed within 15 s (after ${took}s)" python3 -c "import sys; sys.exit(0 if '$took' != 'never' and float('$took') <= 15 else 1)"
 check "--import-timeout: no temp file left" no_temp_in "$W/f"
 
 echo "$passed passed, $failed failed"
