@@ -139,6 +139,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_json({"version": 1, "tensors": tensors_of(name), "next_cursor": None})
         if rest[0] == "tensors" and len(rest) == 2:
             return self.tensor(name, rest[1], urllib.parse.parse_qs(u.query))
+        if rest == ["files"]:
+            return self.send_json({"version": 1, "files": files_of(name), "next_cursor": None})
         if rest[0] == "files" and rest[-1] == "header" and len(rest) > 2:
             return self.header(name)
         if rest[0] == "files":
