@@ -10,7 +10,8 @@ name picks how it misbehaves:
   acme/huge        every tensor and file answer claims Content-Length 4 GiB, sends 14 bytes
   acme/fine        a well-formed model: w F32 [4,3], h BF16 [2,2], in model.safetensors
 
-Every request is counted, and every body byte sent (GET /_stats: JSON). Run as a
+Every request is counted, and every body byte sent, those of the file route apart
+(GET /_stats: JSON). Run as a
 program, it listens on a free loopback port and prints the port on stdout; the
 Python tests import it and call start()."""
 
@@ -51,18 +52,20 @@ class Stats:
         self.lock = threading.Lock()
         self.requests = []  # (method, path)
         self.body_bytes = 0
+        self.file_bytes = 0  # of them, the bytes of the file route
 
     def add_request(self, method, path):
         with self.lock:
             self.requests.append((method, path))
 
-    def add_bytes(self, n):
+    def add_bytes(self, n, file=False):
         with self.lock:
             self.body_bytes += n
+            self.file_bytes += n if file else 0
 
     def snapshot(self):
         with self.lock:
-            return {"requests": len(self.requests), "body_bytes": self.body_bytes,
+            return {"requests": len(self.requests), "body_bytes": self.body_bytes, "file_bytes": self.file_bytes,
                     "paths": [m + " " + p for m, p in self.requests]}
 
 
@@ -103,7 +106,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def send_body(self, data, headers=()):
+    def send_body(self, data, headers=(), file=False):
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(len(data)))
@@ -112,12 +115,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
-            self.stats.add_bytes(len(data))
+            self.stats.add_bytes(len(data), file)
 
     def write_counted(self, data):
         self.wfile.write(data)
         self.wfile.flush()
-        self.stats.add_bytes(len(data))
+        self.stats.add_bytes(len(data), "/files/" in self.path)
 
     def do_HEAD(self):
         self.do_GET()
@@ -178,7 +181,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def file(self, name):
         if name == "fine":
-            return self.send_body(FINE, [("X-Content-SHA256", hashlib.sha256(FINE).hexdigest())])
+            return self.send_body(FINE, [("X-Content-SHA256", hashlib.sha256(FINE).hexdigest())], file=True)
         if name == "huge":
             return self.claim_huge()
         sha = hashlib.sha256(FILLER).hexdigest()

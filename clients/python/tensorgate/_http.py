@@ -115,8 +115,13 @@ class Client:
         conn = self._connect()
         conn.request(method, path, headers=headers)
         resp = conn.getresponse()
+        if callable(limit) and method != "HEAD" and resp.status in ok:
+            limit = limit(resp)
         if method == "HEAD":
             body = bytearray(resp.read())
+        elif resp.status in ok and limit is None:
+            body = bytearray()  # the caller wants no body of this answer
+            self.close()
         elif resp.status in ok:
             body = self._read_body(resp, limit, method, url)
         else:
@@ -132,8 +137,8 @@ class Client:
                                f"{method} {url}: the answer {what}; the request can return at most {limit} bytes", url=url)
 
     def _read_body(self, resp, limit, method, url, truncate=False):
-        """The body, at most limit bytes, read straight into the buffer that becomes
-        the array (no second copy), which grows with the bytes that arrive. A longer
+        """The body, at most limit bytes, copied into the buffer that becomes the
+        array, which grows with the bytes that arrive. A longer
         body raises response_too_large (with truncate: is cut there, the connection
         closed); under STALL_BYTES in stall_timeout seconds raises stalled."""
         length = resp.getheader("Content-Length")
@@ -147,8 +152,11 @@ class Client:
         while got < want:
             if got == len(body):
                 body += bytes(min(len(body), want - len(body)))  # doubles: as much as arrived
-            with memoryview(body) as view:
-                k = resp.readinto(view[got:])
+            # read1: what one receive brings (readinto would wait to fill the buffer,
+            # so a trickle would never be seen)
+            chunk = resp.read1(len(body) - got)
+            k = len(chunk)
+            body[got : got + k] = chunk
             if not k:
                 if n is None or truncate:
                     break  # a body without a length ends with the connection
@@ -173,7 +181,9 @@ class Client:
     def request(self, method, path, headers=None, ok=(200,), limit=MAX_JSON):
         """Sends method path; returns a Response whose status is in ok, else
         raises TensorgateError. limit: the most body bytes the request can
-        legitimately return (a longer answer is response_too_large). Only
+        legitimately return (a longer answer is response_too_large), or a
+        function of the answer's headers (http.client.HTTPResponse) giving it,
+        or None to read no body (the connection is then closed). Only
         idempotent requests (GET, HEAD) are sent through here, so a retry is
         always safe."""
         hdrs = {"Accept": "application/json, application/octet-stream"}

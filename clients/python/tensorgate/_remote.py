@@ -322,7 +322,7 @@ class safe_open:
         e = self._entry(name)
         sl, shape = selection(index, e.shape)
         path = self._vpath() + "/tensors/" + _q(e.name) + ("?slice=" + _q(sl, safe=":,-") if sl else "")
-        resp = self._client.request("GET", path, limit=_nbytes(e.dtype, shape))
+        resp = self._client.request("GET", path, limit=self._limit(_nbytes(e.dtype, shape)))
         if self.path is not None and resp.header("X-Tensor-File") not in (None, self.path):
             raise TensorgateError(409, "ambiguous_tensor", f"{name!r} is served from another file of the version; open the version form")
         return RawTensor(bytes(resp.body), resp.header("X-Tensor-Dtype", e.dtype), _shape(resp.header("X-Tensor-Shape")))
@@ -377,6 +377,14 @@ class safe_open:
         else:
             _dtypes.torch_dtype(dtype)
 
+    def _limit(self, nbytes):
+        """The body bound of a tensor answer: nbytes; in the one-file form, an
+        answer from another file of the version (a namesake the server chose) is
+        not read at all (the caller reads this file's bytes by Range)."""
+        if self.path is None:
+            return nbytes
+        return lambda resp: nbytes if resp.getheader("X-Tensor-File") in (None, self.path) else None
+
     def _size(self, file):
         size = self._sizes.get(file)
         if size is None:
@@ -392,7 +400,7 @@ class safe_open:
         if served != e.dtype:
             q.append("dtype=" + served)
         path = self._vpath() + "/tensors/" + _q(e.name) + ("?" + "&".join(q) if q else "")
-        resp = self._client.request("GET", path, limit=_nbytes(served, e.shape if shape is None else shape))
+        resp = self._client.request("GET", path, limit=self._limit(_nbytes(served, e.shape if shape is None else shape)))
         file = resp.header("X-Tensor-File")
         if self.path is not None and file is not None and file != self.path:
             # the version has another tensor of that name which the server chose:
