@@ -596,6 +596,13 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         }
         if (x->sink == SINK_FILE && x->status >= 200 && x->status < 300 && set_limit(x) != 0)
             return 0;
+        curl_off_t announced = -1;
+        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);
+        if (x->sink == SINK_BUF && x->status >= 200 && x->status < 300 && announced > 0 &&
+            (uint64_t)announced > x->mem_cap) {
+            local_fail(x, TGC_REASON_TOO_SMALL, "the answer announces more than the buffer holds");
+            return 0;
+        }
     }
     if (x->status < 200 || x->status >= 300) {
         size_t room = sizeof x->errbody - 1 - x->errlen;
