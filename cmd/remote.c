@@ -583,7 +583,11 @@ static void pull_usage(FILE *out)
                  "Each file is written as FILE.part, resumed from there with Range when a\n"
                  "pull is run again, checked against its SHA-256 and only then renamed: a file\n"
                  "under its final name is always complete. A file already there with the right\n"
-                 "SHA-256 is not downloaded again.\n\n");
+                 "SHA-256 is not downloaded again; a resumed one whose SHA-256 differs is started\n"
+                 "over from byte 0 once. A body longer than the file's listed size fails it\n"
+                 "(body_too_large, its .part removed); a file name with a control character,\n"
+                 "'..' or a leading '/' refuses the version before anything is written\n"
+                 "(unsafe_name).\n\n");
     fputs(remote_common_help, out);
 }
 
