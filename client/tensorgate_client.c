@@ -427,6 +427,7 @@ typedef struct xfer {
     CURLcode cc;
     char errbody[TGC_ERRBODY_MAX];
     size_t errlen;
+    bool err_cut; /* a refusal's body was cut at TGC_ERRBODY_MAX: the rest is not read */
     char h_retry[32], h_dtype[16], h_shape[256], h_src_dtype[16], h_sha[80];
     char curl_err[CURL_ERROR_SIZE];
     bool local_fail;
@@ -610,6 +611,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         memcpy(x->errbody + x->errlen, ptr, k);
         x->errlen += k;
         x->errbody[x->errlen] = '\0';
+        if (k < n) {
+            x->err_cut = true; /* a refusal is a sentence: the rest is never read */
+            return 0;
+        }
         return n;
     }
     switch (x->sink) {
@@ -734,6 +739,7 @@ static int xfer_begin(xfer *x)
     x->status = 0;
     x->cc = CURLE_OK;
     x->errlen = 0;
+    x->err_cut = false;
     x->errbody[0] = '\0';
     x->started = false;
     x->local_fail = false;
@@ -952,6 +958,8 @@ static bool xfer_end(xfer *x, double now)
 {
     bool can_retry = x->attempt <= x->c->o.max_retries;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+    if (x->err_cut)
+        x->cc = CURLE_OK; /* the refusal as far as it was read is the answer */
     if (x->local_fail) {
         if (x->sink == SINK_FILE)
             part_abandon(x, true);

@@ -8,6 +8,7 @@ name picks how it misbehaves:
   acme/silent      the same file, whose GET is never answered
   acme/escape      a version whose files are named with terminal escapes, \\r\\n and C1
   acme/huge        every tensor and file answer claims Content-Length 4 GiB, sends 14 bytes
+  acme/errflood    every answer a 500 whose problem body never ends
   acme/fine        a well-formed model: w F32 [4,3], h BF16 [2,2], in model.safetensors
 
 Every request is counted, and every body byte sent, those of the file route apart
@@ -135,6 +136,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if len(parts) < 7 or parts[1:3] != ["v1", "models"] or parts[5] != "versions":
             return self.send_json({"status": 404, "reason": "not_found", "detail": "no such route"}, 404)
         name, rev, rest = parts[4], parts[6], parts[7:]
+        if name == "errflood":
+            return self.flood(500)
         if not rest:
             return self.send_json({"model": "acme/" + name, "version": 1, "state": "published",
                                    "digest": "1" * 64, "files": files_of(name)})
@@ -200,12 +203,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return None
         if name == "longer":
             self.send_header("Content-Length", str(4 << 30))
+        self.flood(200, started=True)
+
+    def flood(self, status, started=False):
+        """An endless body (after the headers, unless started), until the client hangs up."""
+        if not started:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/problem+json")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-        chunk = FILLER * 16
-        while True:  # until the client hangs up
+        chunk = b'{"reason":"x","detail":"' if status >= 400 else b""
+        chunk += FILLER * 16
+        while True:
             self.write_counted(chunk)
+            chunk = FILLER * 16
 
 
 class Server(http.server.ThreadingHTTPServer):

@@ -291,6 +291,11 @@ else
     t=$(took "$t0")
     out_has "silent: stalled" "stalled"
     check "silent: failed within the timeout ($t s)" "[ \$(awk -v t=$t 'BEGIN { print (t >= 1.5 && t < 7) }') -eq 1 ]"
+    # a refusal whose problem body never ends: read up to its bound, then reported
+    t0=$(now)
+    run 3 "pull: an endless problem body" timeout 30 "$BIN" pull acme/errflood hp-errflood --url "$PEER"
+    err_has "errflood: the 500 reported" "HTTP status 500"
+    check "errflood: at once ($(took "$t0") s)" "[ \$(awk -v t=$(took "$t0") 'BEGIN { print (t < 10) }') -eq 1 ]"
     # file names with terminal escapes, CR LF, C1 and DEL: refused before anything
     # is printed raw or written (not even the folder, not the clean file before them)
     run 3 "pull: escape sequences in file names" "$BIN" pull acme/escape hp-escape --url "$PEER"

@@ -253,6 +253,10 @@ def hostile_checks():
         with safe_open(peer + "/acme/trickle@1", stall_timeout=3) as f:
             check_raises("peer: a trickling body is stalled", lambda: f.load_all(), reason="stalled")
         check("peer: stalled within the stall timeout", time.monotonic() - t0 < 8, time.monotonic() - t0)
+        # a 500 whose problem body never ends: cut at its bound, the status reported
+        t0 = time.monotonic()
+        check_raises("peer: an endless problem body", lambda: safe_open(peer + "/acme/errflood@1"), status=500)
+        check("peer: an endless problem body, at once", time.monotonic() - t0 < 10, time.monotonic() - t0)
         # an endless body for a file listed at 4176 bytes: bounded by the size
         with safe_open(peer + "/acme/endless@1") as f:
             check_raises("peer: an endless body is response_too_large", lambda: f.load_all(), reason="response_too_large")
