@@ -513,7 +513,8 @@ static void keep_header(const char *ptr, size_t n, const char *name, char *dst, 
     size_t len = (size_t)(end - v);
     if (len >= cap)
         len = cap - 1;
-    memcpy(dst, v, len);
+    for (size_t i = 0; i < len; i++) /* these values are ASCII: nothing else is shown */
+        dst[i] = (unsigned char)v[i] >= 0x20 && (unsigned char)v[i] < 0x7f ? v[i] : '?';
     dst[len] = '\0';
 }
 

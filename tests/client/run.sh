@@ -248,6 +248,12 @@ lines = [json.loads(l) for l in open('out')]
 assert lines[0]['ok'] and lines[0]['status'] == 'downloaded', lines
 assert lines[-1]['downloaded'] == 1 and lines[-1]['failed'] == 0 and lines[-1]['version'] == 2, lines"
 run 1 "pull of a missing model" "$BIN" pull acme/nope x
+# an empty file is made locally (a size of 0 cannot bound a body)
+mkdir -p empties && : >empties/empty.txt && echo x >empties/x.txt
+run 0 "push a version with an empty file" "$BIN" push empties acme/empties --publish
+run 0 "pull a version with an empty file" "$BIN" pull acme/empties empties-out
+out_has "pull: the empty file is made" "^empty empty.txt$"
+check "pull: the empty file and the other" "[ -f empties-out/empty.txt ] && [ ! -s empties-out/empty.txt ] && cmp -s empties/x.txt empties-out/x.txt"
 run 2 "pull --stall-timeout 0 is a usage error" "$BIN" pull acme/tiny x --stall-timeout 0
 
 # pull against a hostile peer (tests/client/hostile_peer.py, plain python3)
