@@ -6,7 +6,8 @@ name picks how it misbehaves:
   acme/longer      the same file announced (Content-Length) at 4 GiB, then endless
   acme/trickle     the same file, its 4176 bytes announced, sent 4 bytes every 2 s
   acme/silent      the same file, whose GET is never answered
-  acme/escape      a version whose files are named with terminal escapes, \\r\\n and C1
+  acme/escape      a version whose files are named with terminal escapes, \\r\\n and C1,
+                   and whose tensors are too
   acme/huge        every tensor and file answer claims Content-Length 4 GiB, sends 14 bytes
   acme/errflood    every answer a 500 whose problem body never ends
   acme/fine        a well-formed model: w F32 [4,3], h BF16 [2,2], in model.safetensors
@@ -88,6 +89,9 @@ def tensors_of(name):
                  "data_offsets": [start, start + 48]},
                 {"name": "h", "dtype": "BF16", "shape": [2, 2], "file": "model.safetensors",
                  "data_offsets": [start + 48, start + 56]}]
+    if name == "escape":
+        return [{"name": "\x1b[31mred\x07", "dtype": "F32", "shape": [4], "file": "config.json",
+                 "data_offsets": [80, 96]}]
     return [{"name": "w", "dtype": "F32", "shape": [4], "file": "model.safetensors", "data_offsets": [80, 96]}]
 
 

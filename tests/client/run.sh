@@ -310,6 +310,10 @@ else
     check "escape: nothing written" "[ ! -e hp-escape ]"
     run 3 "ls: escape sequences in file names" "$BIN" ls acme/escape@1 --url "$PEER"
     check "ls escape: no control character printed" "! LC_ALL=C grep -q \"\$(printf '[\\001-\\010\\013-\\037\\177]')\" out err"
+    # tensor names are the publisher's to choose: shown with the escapes spelled out
+    run 0 "ls --tensors: escape sequences in tensor names" "$BIN" ls acme/escape@1 --tensors --url "$PEER"
+    out_has "ls --tensors: the name escaped" '^\\x1b\[31mred\\x07 +F32'
+    check "ls --tensors: no control character printed" "! LC_ALL=C grep -q \"\$(printf '[\\001-\\010\\013-\\037\\177]')\" out err"
 fi
 
 # scan: the server's verdict, nothing stored
