@@ -54,6 +54,18 @@ static void clear_err(tgc_error *err)
         memset(err, 0, sizeof *err);
 }
 
+/* Replaces every control character of s (C0, DEL, and C1 as UTF-8 C2 80..C2 9F) by
+ * '?', in place: a server's sentence is printed, and must not steer a terminal. */
+static void scrub(char *s)
+{
+    for (unsigned char *p = (unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            *p = '?';
+        else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            p[0] = p[1] = '?';
+    }
+}
+
 /* The problem+json body of a refusal into err; a body that is not one still gives
  * the status. */
 static void problem_to_err(long status, const char *body, size_t len, tgc_error *err)
@@ -66,6 +78,11 @@ static void problem_to_err(long status, const char *body, size_t len, tgc_error 
         const char *format = json_string_value(json_object_get(j, "format"));
         if (format != NULL && err != NULL)
             snprintf(err->format, sizeof err->format, "%s", format);
+        if (err != NULL) {
+            scrub(err->reason);
+            scrub(err->detail);
+            scrub(err->format);
+        }
     } else {
         set_err(err, status, TGC_REASON_BAD_ANSWER, "HTTP status %ld without a problem body",
                 status);
@@ -123,6 +140,91 @@ static void sb_escaped(sbuf *b, const char *s, bool keep_slash)
             sb_add(b, e, 3);
         }
     }
+}
+
+/* The code point at *p (valid UTF-8, no overlong form, no surrogate), advancing p;
+ * -1 for an invalid sequence. */
+static long utf8_next(const unsigned char **p)
+{
+    const unsigned char *s = *p;
+    if (s[0] < 0x80) {
+        *p = s + 1;
+        return s[0];
+    }
+    int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 3 : s[0] >= 0xe0 ? 2 : s[0] >= 0xc2 ? 1 : -1;
+    if (n < 0 || s[0] > 0xf4)
+        return -1;
+    long cp = s[0] & (0x3f >> n);
+    for (int i = 1; i <= n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return -1;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    static const long min[4] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return -1;
+    *p = s + n + 1;
+    return cp;
+}
+
+bool tgc_path_is_safe(const char *path)
+{
+    if (path == NULL || path[0] == '\0' || path[0] == '/' || strlen(path) > 4096)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)path; *p;) {
+        long cp = utf8_next(&p);
+        if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == '\\')
+            return false;
+    }
+    for (const char *s = path; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return false;
+        s += n + (e ? 1 : 0);
+        if (e != NULL && *s == '\0')
+            return false; /* a trailing slash: an empty last segment */
+    }
+    return true;
+}
+
+/* path for a sentence: control characters and non-ASCII bytes as \xHH. */
+static void escaped_name(const char *path, char *out, size_t cap)
+{
+    size_t used = 0;
+    for (const unsigned char *p = (const unsigned char *)path; *p && used + 5 < cap; p++) {
+        if (*p < 0x20 || *p >= 0x7f || *p == '\\')
+            used += (size_t)snprintf(out + used, cap - used, "\\x%02x", *p);
+        else
+            out[used++] = (char)*p;
+    }
+    out[used] = '\0';
+}
+
+/* Every entry of a file list (the Version's "files", a files page) has a safe path,
+ * a SHA-256 and a size. */
+static int check_file_list(const json_t *files, tgc_error *err)
+{
+    size_t i;
+    const json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        const char *path = json_string_value(json_object_get(f, "path"));
+        const json_t *size = json_object_get(f, "size");
+        if (path == NULL || !json_is_string(json_object_get(f, "sha256")) ||
+            !json_is_integer(size) || json_integer_value(size) < 0)
+            return set_err(err, 200, TGC_REASON_BAD_ANSWER,
+                           "the server lists a file without a path, SHA-256 or size");
+        if (!tgc_path_is_safe(path)) {
+            char shown[256];
+            escaped_name(path, shown, sizeof shown);
+            return set_err(err, 200, TGC_REASON_UNSAFE_NAME,
+                           "the server lists a file named \"%s\": a control character, "
+                           "an absolute path or a '..' segment is never used as a file name",
+                           shown);
+        }
+    }
+    return 0;
 }
 
 static bool name_ok(const char *s, size_t n)
@@ -229,6 +331,8 @@ tgc_client *tgc_connect(const tgc_options *options, tgc_error *err)
         c->o.low_speed_timeout_s = 60;
     if (c->o.max_json_bytes == 0)
         c->o.max_json_bytes = 512u << 20;
+    if (c->o.stall_timeout_s <= 0)
+        c->o.stall_timeout_s = 30;
     c->base = strdup(options->base_url);
     if (c->base != NULL) {
         size_t n = strlen(c->base);
@@ -306,9 +410,16 @@ typedef struct xfer {
     bool resume;
     char expect_sha[65];
     int fd;
-    uint64_t have; /* bytes in the part file */
+    uint64_t have;  /* bytes in the part file */
+    uint64_t limit; /* the most bytes the part file may hold in this attempt */
+    bool resumed;   /* this attempt continues a prefix (Range) */
+    bool restarted; /* a resumed file was started over once after a mismatch */
     tg_sha256 sha;
     bool started; /* the first body byte of this attempt was seen */
+    /* the stall rule: bytes moved at stall_t; min_progress more are due within
+     * stall_timeout_s of it */
+    double stall_t;
+    uint64_t stall_bytes, min_progress;
     /* this attempt's answer */
     CURL *easy;
     struct curl_slist *hdrs;
@@ -316,6 +427,7 @@ typedef struct xfer {
     CURLcode cc;
     char errbody[TGC_ERRBODY_MAX];
     size_t errlen;
+    bool err_cut; /* a refusal's body was cut at TGC_ERRBODY_MAX: the rest is not read */
     char h_retry[32], h_dtype[16], h_shape[256], h_src_dtype[16], h_sha[80];
     char curl_err[CURL_ERROR_SIZE];
     bool local_fail;
@@ -401,7 +513,8 @@ static void keep_header(const char *ptr, size_t n, const char *name, char *dst, 
     size_t len = (size_t)(end - v);
     if (len >= cap)
         len = cap - 1;
-    memcpy(dst, v, len);
+    for (size_t i = 0; i < len; i++) /* these values are ASCII: nothing else is shown */
+        dst[i] = (unsigned char)v[i] >= 0x20 && (unsigned char)v[i] < 0x7f ? v[i] : '?';
     dst[len] = '\0';
 }
 
@@ -421,6 +534,50 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* A body longer than the request can return: the file fails, and its part file,
+ * whose bytes no one can trust now, goes when the transfer ends. */
+static void too_large(xfer *x, uint64_t announced)
+{
+    char what[256];
+    if (announced > 0)
+        snprintf(what, sizeof what,
+                 "%s: the server announced %llu bytes from byte %llu of a file listed at %llu "
+                 "(the partial file was removed)",
+                 x->dest, (unsigned long long)announced, (unsigned long long)x->have,
+                 (unsigned long long)x->limit);
+    else
+        snprintf(what, sizeof what,
+                 "%s: the server sent more than the %llu bytes expected (the partial file was "
+                 "removed)",
+                 x->dest, (unsigned long long)x->limit);
+    local_fail(x, TGC_REASON_TOO_LARGE, what);
+    x->resume = false;
+}
+
+/* The bound of a file body, from its first byte: the listed size when the request
+ * knows one, else the length the answer announced (an answer announcing none is
+ * refused: no bound). 0, or -1 with local_fail. */
+static int set_limit(xfer *x)
+{
+    curl_off_t announced = -1;
+    curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);
+    if (x->size_hint > 0) {
+        x->limit = x->size_hint;
+        if (announced > 0 && (uint64_t)announced > x->limit - x->have) {
+            too_large(x, (uint64_t)announced);
+            return -1;
+        }
+        return 0;
+    }
+    if (announced < 0) {
+        local_fail(x, TGC_REASON_BAD_ANSWER,
+                   "the answer announces no length (Content-Length) and the size is unknown");
+        return -1;
+    }
+    x->limit = x->have + (uint64_t)announced;
+    return 0;
+}
+
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
@@ -437,6 +594,16 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
                 return 0;
             }
             x->have = 0;
+            x->resumed = false;
+        }
+        if (x->sink == SINK_FILE && x->status >= 200 && x->status < 300 && set_limit(x) != 0)
+            return 0;
+        curl_off_t announced = -1;
+        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);
+        if (x->sink == SINK_BUF && x->status >= 200 && x->status < 300 && announced > 0 &&
+            (uint64_t)announced > x->mem_cap) {
+            local_fail(x, TGC_REASON_TOO_SMALL, "the answer announces more than the buffer holds");
+            return 0;
         }
     }
     if (x->status < 200 || x->status >= 300) {
@@ -445,6 +612,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         memcpy(x->errbody + x->errlen, ptr, k);
         x->errlen += k;
         x->errbody[x->errlen] = '\0';
+        if (k < n) {
+            x->err_cut = true; /* a refusal is a sentence: the rest is never read */
+            return 0;
+        }
         return n;
     }
     switch (x->sink) {
@@ -478,6 +649,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         x->mem_len += n;
         break;
     case SINK_FILE:
+        if (n > x->limit - x->have) {
+            too_large(x, 0);
+            return 0;
+        }
         if (tg_write_all(x->fd, ptr, n) != 0) {
             local_fail(x, TGC_REASON_IO, strerror(errno));
             return 0;
@@ -524,6 +699,21 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     (void)ultotal;
     xfer *x = ud;
     x->progress = x->has_body ? (uint64_t)ulnow : x->sink == SINK_FILE ? x->have : (uint64_t)dlnow;
+    if (x->has_body)
+        return 0; /* an upload waits for the server's verdict: curl's low-speed rule */
+    /* the stall rule: min_progress bytes due within stall_timeout_s of the last mark */
+    double now = now_s();
+    uint64_t moved = dlnow > 0 ? (uint64_t)dlnow : 0;
+    if (moved >= x->stall_bytes + x->min_progress) {
+        x->stall_bytes = moved;
+        x->stall_t = now;
+    } else if (now - x->stall_t >= (double)x->c->o.stall_timeout_s) {
+        char what[160];
+        snprintf(what, sizeof what, "fewer than %llu bytes arrived in %ld s (the stall timeout)",
+                 (unsigned long long)x->min_progress, x->c->o.stall_timeout_s);
+        local_fail(x, TGC_REASON_STALLED, what);
+        return 1;
+    }
     return 0;
 }
 
@@ -550,6 +740,7 @@ static int xfer_begin(xfer *x)
     x->status = 0;
     x->cc = CURLE_OK;
     x->errlen = 0;
+    x->err_cut = false;
     x->errbody[0] = '\0';
     x->started = false;
     x->local_fail = false;
@@ -557,6 +748,12 @@ static int xfer_begin(xfer *x)
     x->mem_len = 0;
     x->body_off = 0;
     x->progress = 0;
+    x->stall_t = now_s();
+    x->stall_bytes = 0;
+    x->min_progress = 1024;
+    if (x->c->o.max_recv_speed > 0 &&
+        x->c->o.max_recv_speed * (uint64_t)x->c->o.stall_timeout_s / 4 < x->min_progress)
+        x->min_progress = x->c->o.max_recv_speed * (uint64_t)x->c->o.stall_timeout_s / 4 + 1;
     if (x->sink == SINK_FILE) {
         int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (x->resume ? 0 : O_TRUNC);
         x->fd = open(x->part, flags, 0644);
@@ -585,6 +782,8 @@ static int xfer_begin(xfer *x)
         }
         if (lseek(x->fd, (off_t)x->have, SEEK_SET) < 0)
             return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
+        x->resumed = x->have > 0;
+        x->limit = x->size_hint > 0 ? x->size_hint : UINT64_MAX;
     }
     if (x->easy == NULL)
         x->easy = curl_easy_init();
@@ -706,7 +905,9 @@ static void part_abandon(xfer *x, bool final)
         unlink(x->part);
 }
 
-/* A complete download: the digest against the expected one, then the rename. */
+/* A complete download: the digest against the expected one, then the rename. 0,
+ * -1 with x->err, or 1: a resumed file whose digest differs, to start over from
+ * byte 0 (once: the prefix kept from before was what was wrong). */
 static int part_finish(xfer *x)
 {
     char hex[65];
@@ -721,6 +922,10 @@ static int part_finish(xfer *x)
     const char *want = x->expect_sha[0] ? x->expect_sha : x->h_sha;
     if (want[0] != '\0' && strcasecmp(want, hex) != 0) {
         unlink(x->part);
+        if (x->resumed && !x->restarted) {
+            x->restarted = true;
+            return 1;
+        }
         return set_err(&x->err, 0, TGC_REASON_SHA256,
                        "%s: SHA-256 %s, expected %s (the partial file was removed)", x->dest, hex,
                        want);
@@ -735,12 +940,27 @@ static int part_finish(xfer *x)
     return 0;
 }
 
+/* A file transfer that completed: checked and renamed (false, x->rc final), or a
+ * resumed file to start over at once (true), whatever the retries left. */
+static bool file_end(xfer *x, double now)
+{
+    int rc = part_finish(x);
+    if (rc > 0) {
+        x->not_before = now;
+        return true;
+    }
+    x->rc = rc;
+    return false;
+}
+
 /* After an attempt: true when another attempt is scheduled; else x->rc and x->err
  * are final. */
 static bool xfer_end(xfer *x, double now)
 {
     bool can_retry = x->attempt <= x->c->o.max_retries;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+    if (x->err_cut)
+        x->cc = CURLE_OK; /* the refusal as far as it was read is the answer */
     if (x->local_fail) {
         if (x->sink == SINK_FILE)
             part_abandon(x, true);
@@ -775,11 +995,8 @@ static bool xfer_end(xfer *x, double now)
         x->rc = -1;
         return false;
     }
-    if (x->sink == SINK_FILE && x->status == 416 && x->have > 0) {
-        /* the part file already holds the whole file (or more): check it */
-        x->rc = part_finish(x);
-        return false;
-    }
+    if (x->sink == SINK_FILE && x->status == 416 && x->have > 0)
+        return file_end(x, now); /* the part file holds the whole file (or more): check it */
     if (x->status < 200 || x->status >= 300) {
         if (x->sink == SINK_FILE)
             part_abandon(x, true);
@@ -787,10 +1004,8 @@ static bool xfer_end(xfer *x, double now)
         x->rc = -1;
         return false;
     }
-    if (x->sink == SINK_FILE) {
-        x->rc = part_finish(x);
-        return false;
-    }
+    if (x->sink == SINK_FILE)
+        return file_end(x, now);
     if (x->want_json) {
         x->json = json_loadb((const char *)x->mem, x->mem_len, 0, NULL);
         if (x->json == NULL) {
@@ -1038,6 +1253,10 @@ int tgc_resolve(tgc_client *c, const char *model, const char *rev, tgc_resolved 
         json_decref(v);
         return set_err(err, 200, TGC_REASON_BAD_ANSWER, "the version has no number");
     }
+    if (check_file_list(json_object_get(v, "files"), err) != 0) {
+        json_decref(v);
+        return -1;
+    }
     out->version = (int)json_integer_value(num);
     const char *state = json_string_value(json_object_get(v, "state"));
     const char *digest = json_string_value(json_object_get(v, "digest"));
@@ -1111,7 +1330,14 @@ int tgc_list_versions(tgc_client *c, const char *model, json_t **out, tgc_error 
 int tgc_list_files(tgc_client *c, const char *model, const char *rev, json_t **out, tgc_error *err)
 {
     CHECK_MODEL(model);
-    return list_under_version(c, model, rev, "files", "?limit=1000", out, err);
+    if (list_under_version(c, model, rev, "files", "?limit=1000", out, err) != 0)
+        return -1;
+    if (check_file_list(*out, err) != 0) {
+        json_decref(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int tgc_list_tensors(tgc_client *c, const char *model, const char *rev, json_t **out,
@@ -1286,6 +1512,9 @@ int tgc_download(tgc_client *c, const char *model, const char *rev, const char *
     CHECK_MODEL(model);
     if (path == NULL || path[0] == '\0' || dest == NULL || dest[0] == '\0')
         return set_err(err, 0, TGC_REASON_USAGE, "a download needs a path and a destination");
+    if (!tgc_path_is_safe(path))
+        return set_err(err, 0, TGC_REASON_UNSAFE_NAME,
+                       "the file path holds a control character, '..' or a leading '/'");
     xfer *x = download_xfer(c, model, rev, path, dest, sha256_hex);
     if (x == NULL)
         return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
@@ -1520,7 +1749,7 @@ static long batch_push(tgc_batch *b, xfer *x)
 long tgc_batch_add_download(tgc_batch *b, const char *model, const char *rev, const char *path,
                             const char *dest, const char *sha256_hex, uint64_t size)
 {
-    if (b == NULL || !model_ok(model) || path == NULL || dest == NULL)
+    if (b == NULL || !model_ok(model) || !tgc_path_is_safe(path) || dest == NULL)
         return -1;
     xfer *x = download_xfer(b->c, model, rev, path, dest, sha256_hex);
     if (x != NULL)

@@ -38,6 +38,9 @@
 #define TGC_REASON_MEMORY "out_of_memory"
 #define TGC_REASON_TOO_SMALL "buffer_too_small" /* the caller's buffer cannot hold it */
 #define TGC_REASON_BAD_ANSWER "bad_response"    /* the server answered something unexpected */
+#define TGC_REASON_TOO_LARGE "body_too_large"   /* a body longer than the request can return */
+#define TGC_REASON_STALLED "stalled"            /* under 1 KiB moved in stall_timeout_s */
+#define TGC_REASON_UNSAFE_NAME "unsafe_name"    /* a server path with a control character, .. */
 
 typedef struct tgc_error {
     long status; /* the HTTP status; 0 when no answer came (or a local failure) */
@@ -57,6 +60,11 @@ typedef struct tgc_options {
     long low_speed_timeout_s; /* a transfer slower than 1 byte/s this long fails; 0: 60 */
     unsigned max_json_bytes;  /* largest JSON answer kept; 0: 512 MiB */
     uint64_t max_recv_speed;  /* bytes/s each transfer may receive; 0: no limit */
+    /* A transfer with no request body (every read and download) that moves fewer
+     * than 1 KiB (or a quarter of max_recv_speed times this, if less) in this many
+     * seconds, waiting for the answer included, fails with TGC_REASON_STALLED and
+     * is not retried: nothing at all and a trickle alike. 0: 30. */
+    long stall_timeout_s;
 } tgc_options;
 
 typedef struct tgc_client tgc_client;
@@ -68,6 +76,12 @@ void tgc_close(tgc_client *client); /* NULL is fine */
 unsigned long tgc_attempts(const tgc_client *client);
 /* The most transfers this client has run at once (a batch's bound holds it down). */
 unsigned tgc_peak_parallel(const tgc_client *client);
+
+/* True when path, a file path a server named, is safe to print and to use under a
+ * local folder: relative, valid UTF-8, no empty, "." or ".." segment, no backslash
+ * and no control character (C0, DEL, C1 U+0080..U+009F). tgc_resolve and
+ * tgc_list_files refuse a file list holding another (TGC_REASON_UNSAFE_NAME). */
+bool tgc_path_is_safe(const char *path);
 
 /* Splits "org/name[@rev]" into model ("org/name") and rev ("latest" when absent).
  * Checks the characters of org and name as the server does. */
@@ -83,7 +97,9 @@ typedef struct tgc_resolved {
     json_t *version_json; /* the whole Version object (files included); caller decrefs */
 } tgc_resolved;
 
-/* What `rev` (a number, an alias, `latest` or a digest) of model names. */
+/* What `rev` (a number, an alias, `latest` or a digest) of model names. A file
+ * list with an unsafe path (tgc_path_is_safe) or a file without a size and
+ * SHA-256 is TGC_REASON_UNSAFE_NAME / TGC_REASON_BAD_ANSWER. */
 int tgc_resolve(tgc_client *c, const char *model, const char *rev, tgc_resolved *out,
                 tgc_error *err);
 /* Every model (all pages) whose name contains query (NULL: all): a JSON array. */
@@ -135,8 +151,14 @@ int tgc_fetch_range(tgc_client *c, const char *model, const char *rev, const cha
 /* Downloads a stored file to dest. The bytes go to DEST.part; a DEST.part left by
  * an earlier attempt is resumed with Range. When complete, its SHA-256 is checked
  * against sha256_hex (NULL: the server's X-Content-SHA256) and only then renamed to
- * dest: dest never holds a partial or wrong file. A mismatch removes DEST.part and
- * is TGC_REASON_SHA256. */
+ * dest: dest never holds a partial or wrong file. A mismatch after a resume starts
+ * the file over from byte 0, once (the kept prefix was wrong); a mismatch of a
+ * whole download removes DEST.part and is TGC_REASON_SHA256. The body is bounded
+ * by the length the answer announces before it (an answer announcing none is
+ * TGC_REASON_BAD_ANSWER); a batch download of a known size by that size: a body
+ * longer is TGC_REASON_TOO_LARGE and its part file is removed. A tensor written to
+ * a file is bounded the same way. A stall is TGC_REASON_STALLED (the part file is
+ * kept for a resume). */
 int tgc_download(tgc_client *c, const char *model, const char *rev, const char *path,
                  const char *dest, const char *sha256_hex, tgc_error *err);
 
@@ -177,8 +199,9 @@ typedef void (*tgc_item_fn)(void *user, size_t index, int rc, const tgc_error *e
 
 tgc_batch *tgc_batch_new(tgc_client *c);
 void tgc_batch_free(tgc_batch *b);
-/* As tgc_download; size (0: unknown) feeds the progress total. Returns the item's
- * index, or -1 (out of memory). */
+/* As tgc_download; size (0: unknown) feeds the progress total and bounds the body:
+ * the server may send no byte more. Returns the item's index, or -1 (out of
+ * memory, or a path that tgc_path_is_safe refuses). */
 long tgc_batch_add_download(tgc_batch *b, const char *model, const char *rev, const char *path,
                             const char *dest, const char *sha256_hex, uint64_t size);
 /* As tgc_upload. */

@@ -5,7 +5,10 @@
  * Exit status (README "The CLI"): 0 done; 1 the server refused (a 4xx answer, a
  * file refused by the gate, scan: the file is refused); 2 usage error or a local
  * file that cannot be read or written; 3 the server could not be reached or failed
- * (after the retries, or a 5xx); 4 pull: a download's SHA-256 differs. */
+ * (after the retries, or a 5xx, or an answer the client refuses: a body longer than
+ * the request can return, a stall, an unsafe file name); 4 pull: a download's
+ * SHA-256 differs. Every string a server sends is shown with its control characters
+ * escaped (shown()); a file name holding one is refused before anything is written. */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +38,7 @@ typedef struct remote_opts {
     bool json;
     unsigned parallel;
     uint64_t limit_rate;
+    long stall_timeout_s; /* 0: the library's default (30) */
 } remote_opts;
 
 static const char remote_common_help[] =
@@ -42,6 +47,8 @@ static const char remote_common_help[] =
     "  --token TOKEN   sent as a bearer token (default $TENSORGATE_TOKEN)\n"
     "  --json          print JSON (one document per line) for scripts\n"
     "  --limit-rate BYTES  receive at most BYTES/s per transfer (K, M, G suffixes)\n"
+    "  --stall-timeout SECONDS  a read or download that moves under 1 KiB in SECONDS\n"
+    "                  fails (stalled), not retried (default 30; 1..3600)\n"
     "  --help          this text\n"
     "Exit status: 0 done; 1 the server refused (4xx, a gate refusal); 2 usage or local\n"
     "file error; 3 the server could not be reached or failed (5xx, after retries);\n"
@@ -53,11 +60,45 @@ static int exit_for(const tgc_error *e)
     if (strcmp(e->reason, TGC_REASON_SHA256) == 0)
         return EXIT_INTEGRITY;
     if (e->status >= 500 || strcmp(e->reason, TGC_REASON_CONNECTION) == 0 ||
-        strcmp(e->reason, TGC_REASON_BAD_ANSWER) == 0)
+        strcmp(e->reason, TGC_REASON_BAD_ANSWER) == 0 ||
+        strcmp(e->reason, TGC_REASON_TOO_LARGE) == 0 ||
+        strcmp(e->reason, TGC_REASON_STALLED) == 0 ||
+        strcmp(e->reason, TGC_REASON_UNSAFE_NAME) == 0)
         return EXIT_SERVER;
     if (e->status >= 400)
         return EXIT_REFUSED;
     return EXIT_USAGE; /* usage, io, out of memory, buffer */
+}
+
+/* s as printed to a terminal: itself when it holds no control character (C0, DEL,
+ * C1 as UTF-8 C2 80..9F), else a copy with each such byte as \xHH (from a ring of
+ * buffers, enough for one printf). A server chooses these strings. */
+static const char *shown(const char *s)
+{
+    static char ring[8][1024];
+    static unsigned next;
+    if (s == NULL)
+        return "-";
+    const unsigned char *p = (const unsigned char *)s;
+    bool clean = true;
+    for (size_t i = 0; p[i] && clean; i++)
+        clean =
+            p[i] >= 0x20 && p[i] != 0x7f && !(p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f);
+    if (clean)
+        return s;
+    char *out = ring[next++ % 8];
+    size_t used = 0;
+    for (size_t i = 0; p[i] && used + 8 < sizeof ring[0]; i++) {
+        bool c1 = p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;
+        if (p[i] < 0x20 || p[i] == 0x7f || c1) {
+            used += (size_t)snprintf(out + used, sizeof ring[0] - used, "\\x%02x", p[i + c1]);
+            i += c1;
+        } else {
+            out[used++] = (char)p[i];
+        }
+    }
+    out[used] = '\0';
+    return out;
 }
 
 static json_t *error_json(const tgc_error *e)
@@ -114,6 +155,7 @@ enum {
     OPT_KIND,
     OPT_DESCRIPTION,
     OPT_LIMIT_RATE,
+    OPT_STALL_TIMEOUT,
     OPT_TENSORS
 };
 
@@ -142,6 +184,15 @@ static int common_opt(int opt, const char *arg, remote_opts *ro)
         ro->limit_rate = (uint64_t)v << shift;
         return 1;
     }
+    case OPT_STALL_TIMEOUT: {
+        char *end;
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        if (errno != 0 || end == arg || *end != '\0' || v < 1 || v > 3600)
+            return -1;
+        ro->stall_timeout_s = v;
+        return 1;
+    }
     case OPT_PARALLEL: {
         char *end;
         errno = 0;
@@ -164,9 +215,10 @@ static int common_opt(int opt, const char *arg, remote_opts *ro)
     {"json", no_argument, NULL, OPT_JSON},                                                         \
     {"help", no_argument, NULL, 'h'},                                                              \
     {"parallel", required_argument, NULL, OPT_PARALLEL},                                           \
-    {"limit-rate", required_argument, NULL, OPT_LIMIT_RATE}
+    {"limit-rate", required_argument, NULL, OPT_LIMIT_RATE},                                       \
+    {"stall-timeout", required_argument, NULL, OPT_STALL_TIMEOUT}
 // clang-format on
-#define COMMON_OPTION_COUNT 6
+#define COMMON_OPTION_COUNT 7
 
 static tgc_client *remote_connect(const char *cmd, remote_opts *ro, int *status)
 {
@@ -179,7 +231,8 @@ static tgc_client *remote_connect(const char *cmd, remote_opts *ro, int *status)
     tgc_options o = {.base_url = ro->url,
                      .token = ro->token,
                      .parallel = ro->parallel,
-                     .max_recv_speed = ro->limit_rate};
+                     .max_recv_speed = ro->limit_rate,
+                     .stall_timeout_s = ro->stall_timeout_s};
     const char *retries = getenv("TENSORGATE_RETRIES");
     if (retries != NULL && retries[0] >= '0' && retries[0] <= '9')
         o.max_retries = (unsigned)strtoul(retries, NULL, 10);
@@ -359,7 +412,7 @@ static void push_item(void *user, size_t index, int rc, const tgc_error *e, cons
         } else {
             const char *sha = json_string_value(json_object_get(file, "sha256"));
             printf("uploaded %s (%" JSON_INTEGER_FORMAT " bytes, sha256 %s)\n", path,
-                   json_integer_value(json_object_get(file, "size")), sha ? sha : "?");
+                   json_integer_value(json_object_get(file, "size")), sha ? shown(sha) : "?");
             fflush(stdout);
         }
         return;
@@ -397,8 +450,10 @@ int tg_cmd_push(int argc, char **argv)
             break;
         int k = common_opt(opt, optarg, &ro);
         if (k < 0)
-            return usage_error("push", "--parallel takes 1..64, --limit-rate a byte count",
-                               push_usage);
+            return usage_error(
+                "push",
+                "--parallel takes 1..64, --limit-rate a byte count, --stall-timeout 1..3600",
+                push_usage);
         if (k > 0)
             continue;
         if (opt == 'h') {
@@ -534,7 +589,11 @@ static void pull_usage(FILE *out)
                  "Each file is written as FILE.part, resumed from there with Range when a\n"
                  "pull is run again, checked against its SHA-256 and only then renamed: a file\n"
                  "under its final name is always complete. A file already there with the right\n"
-                 "SHA-256 is not downloaded again.\n\n");
+                 "SHA-256 is not downloaded again; a resumed one whose SHA-256 differs is started\n"
+                 "over from byte 0 once. A body longer than the file's listed size fails it\n"
+                 "(body_too_large, its .part removed); a file name with a control character,\n"
+                 "'..' or a leading '/' refuses the version before anything is written\n"
+                 "(unsafe_name).\n\n");
     fputs(remote_common_help, out);
 }
 
@@ -555,19 +614,56 @@ static int make_parents(const char *path)
     return 0;
 }
 
-/* A server-given path is relative with no "." or ".." segment (never trusted blindly). */
-static bool safe_rel_path(const char *p)
+/* Every file the version lists has a safe path (tgc_path_is_safe: relative, no
+ * "..", no control character), a SHA-256 and a size: checked for all of them before
+ * anything is printed or created. 0, or -1 with *e. */
+static int check_files(const json_t *files, tgc_error *e)
 {
-    if (p[0] == '\0' || p[0] == '/')
-        return false;
-    for (const char *s = p; *s;) {
-        const char *e = strchr(s, '/');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-            return false;
-        s += n + (e ? 1 : 0);
+    size_t i;
+    const json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        const char *path = json_string_value(json_object_get(f, "path"));
+        const char *sha = json_string_value(json_object_get(f, "sha256"));
+        const json_t *size = json_object_get(f, "size");
+        if (path == NULL || !tgc_path_is_safe(path)) {
+            *e = (tgc_error){200, TGC_REASON_UNSAFE_NAME, "", ""};
+            snprintf(e->detail, sizeof e->detail,
+                     "the version lists a file named \"%s\": a control character, an absolute "
+                     "path or a '..' segment is never used as a file name; nothing was written",
+                     shown(path));
+            return -1;
+        }
+        if (sha == NULL || strlen(sha) != 64 || strspn(sha, "0123456789abcdefABCDEF") != 64 ||
+            !json_is_integer(size) || json_integer_value(size) < 0) {
+            *e = (tgc_error){200, TGC_REASON_BAD_ANSWER,
+                             "the version lists a file without a SHA-256 or a size", ""};
+            return -1;
+        }
     }
-    return true;
+    return 0;
+}
+
+/* An empty file is made here, never fetched: a size of 0 cannot bound a body. */
+static int write_empty(const char *dest, const char *sha, tgc_error *e)
+{
+    static const char empty_sha[] =
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    char part[8200];
+    snprintf(part, sizeof part, "%s.part", dest);
+    if (strcasecmp(sha, empty_sha) != 0) {
+        *e = (tgc_error){0, TGC_REASON_SHA256, "", ""};
+        snprintf(e->detail, sizeof e->detail,
+                 "%.900s: listed with 0 bytes and SHA-256 %s, not the empty file's", dest, sha);
+        return -1;
+    }
+    FILE *f = fopen(part, "wb");
+    if (f == NULL || fclose(f) != 0 || rename(part, dest) != 0) {
+        *e = (tgc_error){0, TGC_REASON_IO, "", ""};
+        snprintf(e->detail, sizeof e->detail, "%.900s: %s", dest, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 /* True when path holds exactly the content with this SHA-256 and size. */
@@ -643,8 +739,10 @@ int tg_cmd_pull(int argc, char **argv)
             break;
         int k = common_opt(opt, optarg, &ro);
         if (k < 0)
-            return usage_error("pull", "--parallel takes 1..64, --limit-rate a byte count",
-                               pull_usage);
+            return usage_error(
+                "pull",
+                "--parallel takes 1..64, --limit-rate a byte count, --stall-timeout 1..3600",
+                pull_usage);
         if (k > 0)
             continue;
         if (opt == 'h') {
@@ -677,6 +775,10 @@ int tg_cmd_pull(int argc, char **argv)
         goto done;
     }
     json_t *files = json_object_get(v.version_json, "files");
+    if (check_files(files, &e) != 0) {
+        status = fail("pull", &ro, &e);
+        goto done;
+    }
     size_t n = json_array_size(files);
     paths = calloc(n + 1, sizeof *paths);
     b = tgc_batch_new(c);
@@ -696,13 +798,6 @@ int tg_cmd_pull(int argc, char **argv)
         const char *path = json_string_value(json_object_get(f, "path"));
         const char *sha = json_string_value(json_object_get(f, "sha256"));
         json_int_t size = json_integer_value(json_object_get(f, "size"));
-        if (path == NULL || sha == NULL || !safe_rel_path(path)) {
-            status =
-                fail("pull", &ro,
-                     &(tgc_error){200, TGC_REASON_BAD_ANSWER,
-                                  "the version lists a file without a safe path or SHA-256", ""});
-            goto done;
-        }
         bool wanted = n_includes == 0;
         for (size_t k = 0; k < n_includes && !wanted; k++)
             wanted = fnmatch(includes[k], path, 0) == 0;
@@ -725,6 +820,21 @@ int tg_cmd_pull(int argc, char **argv)
                 json_decref(o);
             } else {
                 printf("up to date %s\n", path);
+            }
+            continue;
+        }
+        if (size == 0) {
+            if (write_empty(dest, sha, &e) != 0) {
+                status = fail("pull", &ro, &e);
+                goto done;
+            }
+            skipped++;
+            if (ro.json) {
+                json_t *o = json_pack("{s:s,s:b,s:s}", "path", path, "ok", 1, "status", "empty");
+                print_json_line(o);
+                json_decref(o);
+            } else {
+                printf("empty %s\n", path);
             }
             continue;
         }
@@ -801,7 +911,9 @@ static int parse_common(const char *cmd, int argc, char **argv, remote_opts *ro,
             break;
         int k = common_opt(opt, optarg, ro);
         if (k < 0)
-            return usage_error(cmd, "--parallel takes 1..64, --limit-rate a byte count", usage);
+            return usage_error(
+                cmd, "--parallel takes 1..64, --limit-rate a byte count, --stall-timeout 1..3600",
+                usage);
         if (k > 0)
             continue;
         if (opt == 'h') {
@@ -872,8 +984,8 @@ int tg_cmd_ls(int argc, char **argv)
                 json_array_foreach(keep, i, m)
                 {
                     const char *desc = json_string_value(json_object_get(m, "description"));
-                    printf("%-40s %s\n", json_string_value(json_object_get(m, "name")),
-                           desc ? desc : "");
+                    printf("%-40s %s\n", shown(json_string_value(json_object_get(m, "name"))),
+                           desc ? shown(desc) : "");
                 }
             }
             json_decref(keep);
@@ -898,14 +1010,15 @@ int tg_cmd_ls(int argc, char **argv)
                 const char *dig = json_string_value(json_object_get(ver, "digest"));
                 printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s\n",
                        json_integer_value(json_object_get(ver, "version")),
-                       json_string_value(json_object_get(ver, "state")), pub ? pub : "-",
-                       dig ? dig : "-");
+                       shown(json_string_value(json_object_get(ver, "state"))), shown(pub),
+                       shown(dig));
             }
             const char *alias;
             json_t *num;
             json_object_foreach(json_object_get(j, "aliases"), alias, num)
             {
-                printf("alias %s -> %" JSON_INTEGER_FORMAT "\n", alias, json_integer_value(num));
+                printf("alias %s -> %" JSON_INTEGER_FORMAT "\n", shown(alias),
+                       json_integer_value(num));
             }
         }
     } else {
@@ -926,9 +1039,10 @@ int tg_cmd_ls(int argc, char **argv)
                 {
                     char shape[256];
                     shape_string(json_object_get(t, "shape"), shape, sizeof shape);
-                    printf("%-40s %-8s %-20s %s\n", json_string_value(json_object_get(t, "name")),
-                           json_string_value(json_object_get(t, "dtype")), shape,
-                           json_string_value(json_object_get(t, "file")));
+                    printf("%-40s %-8s %-20s %s\n",
+                           shown(json_string_value(json_object_get(t, "name"))),
+                           shown(json_string_value(json_object_get(t, "dtype"))), shape,
+                           shown(json_string_value(json_object_get(t, "file"))));
                 }
             }
         } else if (tgc_list_files(c, model, rev, &j, &e) != 0) {
@@ -942,9 +1056,9 @@ int tg_cmd_ls(int argc, char **argv)
             {
                 printf("%-12" JSON_INTEGER_FORMAT " %-12s %s  %s\n",
                        json_integer_value(json_object_get(f, "size")),
-                       json_string_value(json_object_get(f, "kind")),
-                       json_string_value(json_object_get(f, "sha256")),
-                       json_string_value(json_object_get(f, "path")));
+                       shown(json_string_value(json_object_get(f, "kind"))),
+                       shown(json_string_value(json_object_get(f, "sha256"))),
+                       shown(json_string_value(json_object_get(f, "path"))));
             }
         }
     }
@@ -1005,8 +1119,8 @@ int tg_cmd_header(int argc, char **argv)
         print_json_line(h);
     } else {
         printf("file: %s\nsha256: %s\nsize: %" JSON_INTEGER_FORMAT " bytes\n",
-               json_string_value(json_object_get(h, "path")),
-               json_string_value(json_object_get(h, "sha256")),
+               shown(json_string_value(json_object_get(h, "path"))),
+               shown(json_string_value(json_object_get(h, "sha256"))),
                json_integer_value(json_object_get(h, "size")));
         printf("tensors: %zu\n", json_array_size(json_object_get(h, "tensors")));
         printf("  %-40s %-8s %-20s %14s %14s %8s %8s\n", "NAME", "DTYPE", "SHAPE", "BEGIN", "END",
@@ -1020,8 +1134,8 @@ int tg_cmd_header(int argc, char **argv)
             json_t *off = json_object_get(t, "data_offsets");
             printf("  %-40s %-8s %-20s %14" JSON_INTEGER_FORMAT " %14" JSON_INTEGER_FORMAT
                    " %8" JSON_INTEGER_FORMAT " %8" JSON_INTEGER_FORMAT "\n",
-                   json_string_value(json_object_get(t, "name")),
-                   json_string_value(json_object_get(t, "dtype")), shape,
+                   shown(json_string_value(json_object_get(t, "name"))),
+                   shown(json_string_value(json_object_get(t, "dtype"))), shape,
                    json_integer_value(json_array_get(off, 0)),
                    json_integer_value(json_array_get(off, 1)),
                    json_integer_value(json_object_get(t, "nan")),
@@ -1031,13 +1145,14 @@ int tg_cmd_header(int argc, char **argv)
         json_t *count;
         json_object_foreach(json_object_get(h, "parameters"), dt, count)
         {
-            printf("parameters %s: %" JSON_INTEGER_FORMAT "\n", dt, json_integer_value(count));
+            printf("parameters %s: %" JSON_INTEGER_FORMAT "\n", shown(dt),
+                   json_integer_value(count));
         }
         const char *key;
         json_t *val;
         json_object_foreach(json_object_get(h, "metadata"), key, val)
         {
-            printf("metadata %s: %s\n", key, json_string_value(val));
+            printf("metadata %s: %s\n", shown(key), shown(json_string_value(val)));
         }
     }
     json_decref(h);
@@ -1116,8 +1231,8 @@ int tg_cmd_tensor(int argc, char **argv)
         print_json_line(j);
         json_decref(j);
     } else {
-        printf("%s: %s %s -> %s (%" PRIu64 " bytes, %s)\n", name, info.dtype, info.shape, a.out,
-               info.bytes, req.npy ? "npy" : "raw");
+        printf("%s: %s %s -> %s (%" PRIu64 " bytes, %s)\n", name, shown(info.dtype),
+               shown(info.shape), a.out, info.bytes, req.npy ? "npy" : "raw");
     }
     tgc_close(c);
     return status;
@@ -1185,14 +1300,14 @@ int tg_cmd_scan(int argc, char **argv)
             print_json_line(v);
         } else if (valid) {
             printf("%s: valid %s (%" JSON_INTEGER_FORMAT " bytes, sha256 %s)\n", file,
-                   json_string_value(json_object_get(v, "format")),
+                   shown(json_string_value(json_object_get(v, "format"))),
                    json_integer_value(json_object_get(v, "size")),
-                   json_string_value(json_object_get(v, "sha256")));
+                   shown(json_string_value(json_object_get(v, "sha256"))));
         } else {
             printf("%s: refused: %s: %s (format %s)\n", file,
-                   json_string_value(json_object_get(v, "reason")),
-                   json_string_value(json_object_get(v, "detail")),
-                   json_string_value(json_object_get(v, "format")));
+                   shown(json_string_value(json_object_get(v, "reason"))),
+                   shown(json_string_value(json_object_get(v, "detail"))),
+                   shown(json_string_value(json_object_get(v, "format"))));
         }
     }
     json_decref(v);

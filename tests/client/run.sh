@@ -3,8 +3,11 @@
 # Starts `BINARY serve` on a free loopback port with a fresh data directory, then
 # runs push (one pickle refused with its reason; --publish, --alias, --json; a
 # refused publish says so and what to do), pull
-# (--include, resume from a part file, SHA-256 mismatch, no partial file under its
-# final name after a killed pull), ls, header, tensor (--slice and --dtype, the
+# (--include, resume from a part file, a corrupt part file started over once, SHA-256
+# mismatch, no partial file under its final name after a killed pull), pull against
+# a hostile peer (tests/client/hostile_peer.py: an endless body, a 4 GiB announced
+# length, a 4-bytes-every-2-s trickle, an answer that never comes, file names with
+# terminal escapes), ls, header, tensor (--slice and --dtype, the
 # .npy compared by /usr/bin/python3 + NumPy with slicing the original), scan and
 # the exit codes. Ends with "N passed, N failed".
 set -u
@@ -20,8 +23,10 @@ PY=/usr/bin/python3
 SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/tg-client.XXXXXX")
 pid=
+peer=
 cleanup() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    [ -n "$peer" ] && kill "$peer" 2>/dev/null && wait "$peer" 2>/dev/null
     rm -rf "$W"
 }
 trap cleanup EXIT INT TERM
@@ -239,14 +244,14 @@ head -c 2000000 m/model-00002-of-00002.safetensors >res/model-00002-of-00002.saf
 run 0 "pull resumes a part file" "$BIN" pull acme/tiny res --include 'model-00002*'
 check "resumed file is whole" "cmp -s m/model-00002-of-00002.safetensors res/model-00002-of-00002.safetensors"
 check "resumed: no part left" "[ ! -e res/model-00002-of-00002.safetensors.part ]"
-# a wrong prefix: the download resumes after it, the SHA-256 differs: exit 4, part removed
+# a wrong prefix: the download resumes after it, the SHA-256 differs, and the file is
+# started over from byte 0 once, by itself: whole in one run
 mkdir -p bad
 head -c 2000000 /dev/zero >bad/model-00002-of-00002.safetensors.part
-run 4 "pull detects a SHA-256 mismatch" "$BIN" pull acme/tiny bad --include 'model-00002*'
-out_has "pull mismatch line" "sha256_mismatch"
-check "mismatch: no final file, no part" "[ ! -e bad/model-00002-of-00002.safetensors ] && [ ! -e bad/model-00002-of-00002.safetensors.part ]"
-run 0 "pull after the mismatch" "$BIN" pull acme/tiny bad --include 'model-00002*'
-check "pull after the mismatch is whole" "cmp -s m/model-00002-of-00002.safetensors bad/model-00002-of-00002.safetensors"
+run 0 "pull starts a corrupt part file over, in one run" "$BIN" pull acme/tiny bad --include 'model-00002*'
+check "the restarted file is whole" "cmp -s m/model-00002-of-00002.safetensors bad/model-00002-of-00002.safetensors"
+check "restarted: no part left" "[ ! -e bad/model-00002-of-00002.safetensors.part ]"
+out_has "restarted: downloaded" "^downloaded model-00002-of-00002.safetensors$"
 # a pull killed mid-file leaves only NAME.part; the next pull resumes it
 mkdir -p killed
 timeout -s KILL 1 "$BIN" pull acme/tiny killed --include 'model-00002*' --limit-rate 1M >out 2>err
@@ -260,6 +265,73 @@ lines = [json.loads(l) for l in open('out')]
 assert lines[0]['ok'] and lines[0]['status'] == 'downloaded', lines
 assert lines[-1]['downloaded'] == 1 and lines[-1]['failed'] == 0 and lines[-1]['version'] == 2, lines"
 run 1 "pull of a missing model" "$BIN" pull acme/nope x
+# an empty file is made locally (a size of 0 cannot bound a body)
+mkdir -p empties && : >empties/empty.txt && echo x >empties/x.txt
+run 0 "push a version with an empty file" "$BIN" push empties acme/empties --publish
+run 0 "pull a version with an empty file" "$BIN" pull acme/empties empties-out
+out_has "pull: the empty file is made" "^empty empty.txt$"
+check "pull: the empty file and the other" "[ -f empties-out/empty.txt ] && [ ! -s empties-out/empty.txt ] && cmp -s empties/x.txt empties-out/x.txt"
+run 2 "pull --stall-timeout 0 is a usage error" "$BIN" pull acme/tiny x --stall-timeout 0
+
+# pull against a hostile peer (tests/client/hostile_peer.py, plain python3)
+python3 "$SRC_DIR/tests/client/hostile_peer.py" >peer.port 2>peer.log &
+peer=$!
+pport=
+for _ in $(seq 1 50); do
+    pport=$(head -n 1 peer.port)
+    [ -n "$pport" ] && break
+    sleep 0.1
+done
+if [ -z "$pport" ]; then
+    fail "the hostile peer did not start"
+else
+    PEER="http://127.0.0.1:$pport"
+    # seconds since the epoch with a fraction, for the timing checks
+    now() { date +%s.%N; }
+    took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+    # a file listed at 4176 bytes whose body never ends: the file fails at its size
+    # (a client without the bound is stopped by the file size limit, 10-20 MB)
+    t0=$(now)
+    TENSORGATE_RETRIES=0 run 3 "pull: an endless body fails the file" sh -c 'ulimit -f 20000; exec timeout 30 "$@"' sh "$BIN" pull acme/endless hp-endless --url "$PEER"
+    out_has "endless: body_too_large" "^failed model.safetensors: body_too_large: .*4176 bytes"
+    check "endless: stopped at once ($(took "$t0") s)" "[ \$(awk -v t=$(took "$t0") 'BEGIN { print (t < 10) }') -eq 1 ]"
+    check "endless: nothing kept (no part, no file)" "[ -z \"\$(ls -A hp-endless)\" ]"
+    check "endless: at most a few KiB on disk at any time" "[ \$(du -sk hp-endless | cut -f1) -le 16 ]"
+    # the same file announced at 4 GiB: refused from the announcement, before any byte
+    TENSORGATE_RETRIES=0 run 3 "pull: a 4 GiB announcement fails the file" sh -c 'ulimit -f 20000; exec timeout 30 "$@"' sh "$BIN" pull acme/longer hp-longer --url "$PEER"
+    out_has "longer: body_too_large names the announcement" "body_too_large: .*announced 4294967296 bytes"
+    check "longer: nothing kept" "[ -z \"\$(ls -A hp-longer)\" ]"
+    # 4 bytes every 2 s: stalled after --stall-timeout, not retried
+    t0=$(now)
+    run 3 "pull: a trickle stalls" timeout 60 "$BIN" pull acme/trickle hp-trickle --url "$PEER" --stall-timeout 3
+    t=$(took "$t0")
+    out_has "trickle: stalled" "^failed model.safetensors: stalled: fewer than 1024 bytes arrived in 3 s"
+    check "trickle: failed within the timeout ($t s)" "[ \$(awk -v t=$t 'BEGIN { print (t >= 2.5 && t < 8) }') -eq 1 ]"
+    check "trickle: only the part file, for a resume" "[ ! -e hp-trickle/model.safetensors ] && [ -s hp-trickle/model.safetensors.part ]"
+    # an answer that never comes
+    t0=$(now)
+    run 3 "pull: no answer stalls" timeout 60 "$BIN" pull acme/silent hp-silent --url "$PEER" --stall-timeout 2
+    t=$(took "$t0")
+    out_has "silent: stalled" "stalled"
+    check "silent: failed within the timeout ($t s)" "[ \$(awk -v t=$t 'BEGIN { print (t >= 1.5 && t < 7) }') -eq 1 ]"
+    # a refusal whose problem body never ends: read up to its bound, then reported
+    t0=$(now)
+    run 3 "pull: an endless problem body" timeout 30 "$BIN" pull acme/errflood hp-errflood --url "$PEER"
+    err_has "errflood: the 500 reported" "HTTP status 500"
+    check "errflood: at once ($(took "$t0") s)" "[ \$(awk -v t=$(took "$t0") 'BEGIN { print (t < 10) }') -eq 1 ]"
+    # file names with terminal escapes, CR LF, C1 and DEL: refused before anything
+    # is printed raw or written (not even the folder, not the clean file before them)
+    run 3 "pull: escape sequences in file names" "$BIN" pull acme/escape hp-escape --url "$PEER"
+    err_has "escape: unsafe_name" "unsafe_name: .*x1b"
+    check "escape: no control character printed" "! LC_ALL=C grep -q \"\$(printf '[\\001-\\010\\013-\\037\\177]')\" out err"
+    check "escape: nothing written" "[ ! -e hp-escape ]"
+    run 3 "ls: escape sequences in file names" "$BIN" ls acme/escape@1 --url "$PEER"
+    check "ls escape: no control character printed" "! LC_ALL=C grep -q \"\$(printf '[\\001-\\010\\013-\\037\\177]')\" out err"
+    # tensor names are the publisher's to choose: shown with the escapes spelled out
+    run 0 "ls --tensors: escape sequences in tensor names" "$BIN" ls acme/escape@1 --tensors --url "$PEER"
+    out_has "ls --tensors: the name escaped" '^\\x1b\[31mred\\x07 +F32'
+    check "ls --tensors: no control character printed" "! LC_ALL=C grep -q \"\$(printf '[\\001-\\010\\013-\\037\\177]')\" out err"
+fi
 
 # scan: the server's verdict, nothing stored
 run 0 "scan a valid file" "$BIN" scan m/model-00001-of-00002.safetensors

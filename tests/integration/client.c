@@ -1,8 +1,10 @@
 /* libtgclient's HTTP client (client/tensorgate_client.h) against the real server:
- * every call, a resumed download (proved by a wrong prefix left in the part file),
- * SHA-256 mismatch detection, bounded parallel batches, retries on 429 with
- * Retry-After (a second server with --rate-limit 1) and on connection refused (a
- * server that starts late), and no retry on 403 or 404. */
+ * every call, a resumed download (a wrong prefix left in the part file is started
+ * over once), SHA-256 mismatch detection, bounded parallel batches, retries on 429
+ * with Retry-After (a second server with --rate-limit 1) and on connection refused
+ * (a server that starts late), and no retry on 403 or 404; against a hostile peer
+ * (tests/client/hostile_peer.py): a body past the listed or announced size, a
+ * trickle and no answer (the stall timeout), file lists with unsafe names. */
 #include <pthread.h>
 
 #include "harness.h"
@@ -249,25 +251,42 @@ TEST(download_resume_and_sha)
     CHECK(!exists(part));
     unlink(dest);
 
-    /* a wrong first half: the client resumed (Range) instead of starting over, so
-     * the digest differs; the part file is removed and dest never appears */
+    /* a wrong first half: the client resumed (Range), the digest differed, and the
+     * file was started over from byte 0, once, by itself: two attempts, whole */
     unsigned char *junk = malloc(model_file.len / 2);
     CHECK(junk != NULL);
     if (junk != NULL) {
         memset(junk, 0x5a, model_file.len / 2);
         CHECK(write_file(part, junk, model_file.len / 2));
-        free(junk);
     }
-    CHECK(tgc_download(cl, "acme/cl", "1", "model.safetensors", dest, model_sha, &e) == -1);
-    CHECK_STR(e.reason, TGC_REASON_SHA256);
-    CHECK(!exists(dest));
+    unsigned long attempts = tgc_attempts(cl);
+    CHECK(tgc_download(cl, "acme/cl", "1", "model.safetensors", dest, model_sha, &e) == 0);
+    CHECK(tgc_attempts(cl) - attempts == 2);
+    CHECK(it_read_file(dest, &got));
+    CHECK(got.len == model_file.len && memcmp(got.data, model_file.data, got.len) == 0);
+    it_buf_free(&got);
     CHECK(!exists(part));
+    unlink(dest);
 
-    /* a wrong expected digest */
+    /* a wrong expected digest: a whole download is not started over */
+    attempts = tgc_attempts(cl);
     CHECK(tgc_download(cl, "acme/cl", "1", "model.safetensors", dest,
                        "0000000000000000000000000000000000000000000000000000000000000000",
                        &e) == -1);
     CHECK_STR(e.reason, TGC_REASON_SHA256);
+    CHECK(tgc_attempts(cl) - attempts == 1);
+    CHECK(!exists(dest) && !exists(part));
+    /* ... and after a wrong prefix, started over once only: then the mismatch */
+    if (junk != NULL) {
+        CHECK(write_file(part, junk, model_file.len / 2));
+        free(junk);
+    }
+    attempts = tgc_attempts(cl);
+    CHECK(tgc_download(cl, "acme/cl", "1", "model.safetensors", dest,
+                       "0000000000000000000000000000000000000000000000000000000000000000",
+                       &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_SHA256);
+    CHECK(tgc_attempts(cl) - attempts == 2);
     CHECK(!exists(dest) && !exists(part));
 
     /* a part file already complete: 416 from the server, checked, renamed */
@@ -676,6 +695,149 @@ TEST(retry_503_while_the_server_is_busy)
     stop_server(pid);
 }
 
+/* ---------- a hostile peer ---------- */
+
+static pid_t peer_pid = -1;
+static char peer_base[64];
+
+/* Starts tests/client/hostile_peer.py (python3 on PATH, run from the repository
+ * root as tests/integration/run.sh does); its port is its first line. */
+static bool peer_start(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execlp("python3", "python3", "tests/client/hostile_peer.py", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        return false;
+    }
+    peer_pid = pid;
+    char line[32] = "";
+    FILE *f = fdopen(fds[0], "r");
+    bool ok = f != NULL && fgets(line, sizeof line, f) != NULL && atoi(line) > 0;
+    if (f != NULL)
+        fclose(f);
+    else
+        close(fds[0]);
+    snprintf(peer_base, sizeof peer_base, "http://127.0.0.1:%d", atoi(line));
+    return ok;
+}
+
+TEST(path_is_safe)
+{
+    CHECK(tgc_path_is_safe("model.safetensors"));
+    CHECK(tgc_path_is_safe("docs/README.md"));
+    CHECK(tgc_path_is_safe("caf\xc3\xa9/\xe4\xb8\xad.json")); /* UTF-8 is fine */
+    CHECK(tgc_path_is_safe("a..b/c.d"));
+    CHECK(!tgc_path_is_safe(""));
+    CHECK(!tgc_path_is_safe("/etc/passwd"));
+    CHECK(!tgc_path_is_safe("../x"));
+    CHECK(!tgc_path_is_safe("a/../x"));
+    CHECK(!tgc_path_is_safe("a/./x"));
+    CHECK(!tgc_path_is_safe("a//x"));
+    CHECK(!tgc_path_is_safe("a/"));
+    CHECK(!tgc_path_is_safe("a\\b"));
+    CHECK(!tgc_path_is_safe("\x1b]0;pwned\x07"
+                            "evil.bin"));
+    CHECK(!tgc_path_is_safe("line\r\nbreak"));
+    CHECK(!tgc_path_is_safe("tab\there"));
+    CHECK(!tgc_path_is_safe("del\x7f"));
+    CHECK(!tgc_path_is_safe("c1-\xc2\x9b"
+                            "31m")); /* U+009B, CSI */
+    CHECK(!tgc_path_is_safe("raw-\x9b"
+                            "31m"));               /* not UTF-8 */
+    CHECK(!tgc_path_is_safe("overlong-\xc0\xaf")); /* an overlong '/' */
+}
+
+TEST(hostile_peer)
+{
+    CHECK(peer_start());
+    tgc_error e;
+    tgc_options o = {.base_url = peer_base, .max_retries = 0, .stall_timeout_s = 2};
+    tgc_client *c = tgc_connect(&o, &e);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    char dest[600], part[700];
+    snprintf(dest, sizeof dest, "%s/hostile.bin", it_root_dir);
+    snprintf(part, sizeof part, "%s.part", dest);
+
+    /* a file listed at 4176 bytes whose body never ends: stopped at its size */
+    const tgc_error *be = NULL;
+    tgc_batch *b = tgc_batch_new(c);
+    CHECK(tgc_batch_add_download(b, "acme/endless", "1", "model.safetensors", dest, NULL, 4176) ==
+          0);
+    double t0 = mono();
+    CHECK(tgc_batch_run(b, 1, NULL, NULL, NULL) == 1);
+    CHECK(mono() - t0 < 5);
+    CHECK(tgc_batch_result(b, 0, &be) == -1 && be != NULL);
+    if (be != NULL)
+        CHECK_STR(be->reason, TGC_REASON_TOO_LARGE);
+    CHECK(!exists(dest) && !exists(part));
+    tgc_batch_free(b);
+    /* announced at 4 GiB: refused from the announcement */
+    b = tgc_batch_new(c);
+    CHECK(tgc_batch_add_download(b, "acme/longer", "1", "model.safetensors", dest, NULL, 4176) ==
+          0);
+    CHECK(tgc_batch_run(b, 1, NULL, NULL, NULL) == 1);
+    CHECK(tgc_batch_result(b, 0, &be) == -1 && be != NULL);
+    if (be != NULL)
+        CHECK(strcmp(be->reason, TGC_REASON_TOO_LARGE) == 0 && strstr(be->detail, "4294967296"));
+    CHECK(!exists(dest) && !exists(part));
+    tgc_batch_free(b);
+    /* no size known and no length announced: nothing bounds it, refused */
+    CHECK(tgc_download(c, "acme/endless", "1", "model.safetensors", dest, NULL, &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_BAD_ANSWER);
+    CHECK(!exists(dest) && !exists(part));
+
+    /* 4 bytes every 2 s, and no answer at all: stalled within the timeout */
+    t0 = mono();
+    CHECK(tgc_download(c, "acme/trickle", "1", "model.safetensors", dest, NULL, &e) == -1);
+    double took = mono() - t0;
+    CHECK_STR(e.reason, TGC_REASON_STALLED);
+    CHECK(took >= 1.5 && took < 6);
+    CHECK(!exists(dest) && exists(part)); /* the prefix is kept for a resume */
+    unlink(part);
+    t0 = mono();
+    CHECK(tgc_download(c, "acme/silent", "1", "model.safetensors", dest, NULL, &e) == -1);
+    took = mono() - t0;
+    CHECK_STR(e.reason, TGC_REASON_STALLED);
+    CHECK(took >= 1.5 && took < 6);
+    CHECK(!exists(dest) && !exists(part));
+
+    /* 4 GiB claimed, 14 bytes sent: more than the buffer, refused at once */
+    unsigned char buf[64];
+    CHECK(tgc_tensor_to_buffer(c, "acme/huge", "1", "w", NULL, buf, sizeof buf, NULL, &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_TOO_SMALL);
+
+    /* file names with terminal escapes: the lists are refused, the names escaped */
+    tgc_resolved r;
+    CHECK(tgc_resolve(c, "acme/escape", "1", &r, &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_UNSAFE_NAME);
+    CHECK(strchr(e.detail, 0x1b) == NULL && strstr(e.detail, "\\x1b") != NULL);
+    json_t *files = NULL;
+    CHECK(tgc_list_files(c, "acme/escape", "1", &files, &e) == -1);
+    CHECK(files == NULL);
+    CHECK_STR(e.reason, TGC_REASON_UNSAFE_NAME);
+    CHECK(tgc_download(c, "acme/escape", "1", "\x1b[2Jx", dest, NULL, &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_UNSAFE_NAME);
+    tgc_close(c);
+    if (peer_pid > 0) {
+        kill(peer_pid, SIGTERM);
+        waitpid(peer_pid, NULL, 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
@@ -706,6 +868,8 @@ int main(int argc, char **argv)
     RUN(retry_connection_refused_until_the_server_starts);
     RUN(retry_429_honours_retry_after);
     RUN(retry_503_while_the_server_is_busy);
+    RUN(path_is_safe);
+    RUN(hostile_peer);
     tgc_close(cl);
     it_buf_free(&model_file);
     return it_finish(argv[0]);

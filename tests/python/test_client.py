@@ -185,8 +185,89 @@ def eq(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
 
 
+def hostile_checks():
+    """The client against a hostile peer (tests/client/hostile_peer.py, in this
+    process): bounded bodies, local refusals, no request where none is needed."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client"))
+    import hostile_peer
+
+    srv, stats = hostile_peer.start()
+    peer = f"http://127.0.0.1:{srv.server_address[1]}"
+    try:
+        # a 14-byte answer claiming 4 GiB: the client's own error, no allocation
+        # (a child process under a 2 GiB address-space limit, its peak RSS measured)
+        code = ("import resource, sys\n"
+                "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+                "sys.modules['torch'] = None\n"
+                "import tensorgate, tensorgate.numpy\n"
+                "out = []\n"
+                "for what in ('tensor', 'file', 'header'):\n"
+                "    try:\n"
+                "        if what == 'tensor':\n"
+                f"            with tensorgate.safe_open({peer + '/acme/huge@1'!r}) as f: f.get_tensor('w')\n"
+                "        elif what == 'file':\n"
+                f"            tensorgate.numpy.load_file({peer + '/acme/huge@1'!r})\n"
+                "        else:\n"
+                f"            tensorgate.safe_open({peer + '/acme/huge@1/model.safetensors'!r})\n"
+                "        out.append(what + ':none')\n"
+                "    except tensorgate.TensorgateError as e:\n"
+                "        out.append(what + ':' + e.reason)\n"
+                "    except BaseException as e:\n"
+                "        out.append(what + ':' + type(e).__name__)\n"
+                "print(' '.join(out), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+        import subprocess
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        words = r.stdout.split()
+        check("4 GiB claimed, 14 bytes sent: response_too_large for a tensor, a file, a header",
+              words[:3] == ["tensor:response_too_large", "file:response_too_large", "header:response_too_large"],
+              r.stdout + r.stderr[-500:])
+        check("4 GiB claimed: peak RSS stays small", len(words) == 4 and int(words[3]) < 300 * 1024, r.stdout)
+
+        # an index out of range: IndexError, not a request
+        with safe_open(peer + "/acme/fine@1") as f:
+            s = f.get_slice("w")
+            n = len(stats.snapshot()["paths"])
+            check_raises("peer: get_slice index 4 of 4 rows", lambda: s[4], IndexError)
+            check_raises("peer: get_slice index -4 of 3 columns", lambda: s[:, -4], IndexError)
+            check_raises("peer: get_raw index out of range", lambda: f.get_raw("w", (0, 3)), IndexError)
+            check("peer: no request for an index out of range", len(stats.snapshot()["paths"]) == n,
+                  stats.snapshot()["paths"][n:])
+            check("peer: an index in range still fetches", eq(s[:], np.arange(12, dtype=np.float32).reshape(4, 3)))
+            # the peer answers a row with the whole tensor: more than a row can be
+            check_raises("peer: more bytes than the slice holds", lambda: s[1], reason="response_too_large")
+
+        # BF16 with NumPy: TypeError before a byte of the file is served
+        before = stats.snapshot()
+        check_raises("peer: numpy.load_file of a BF16 file: TypeError", lambda: tensorgate.numpy.load_file(peer + "/acme/fine@1"),
+                     TypeError, contains="BF16")
+        after = stats.snapshot()
+        check("peer: BF16 refused before the download", after["file_bytes"] == before["file_bytes"]
+              and not any("/files/" in p for p in after["paths"][len(before["paths"]):]),
+              f"{after['file_bytes'] - before['file_bytes']} bytes, {after['paths'][len(before['paths']):]}")
+
+        # server-given file names with control characters are refused at open
+        check_raises("peer: file names with terminal escapes", lambda: safe_open(peer + "/acme/escape@1"),
+                     reason="unsafe_name")
+        # a trickle (4 bytes every 2 s) stalls, not retried
+        t0 = time.monotonic()
+        with safe_open(peer + "/acme/trickle@1", stall_timeout=3) as f:
+            check_raises("peer: a trickling body is stalled", lambda: f.load_all(), reason="stalled")
+        check("peer: stalled within the stall timeout", time.monotonic() - t0 < 8, time.monotonic() - t0)
+        # a 500 whose problem body never ends: cut at its bound, the status reported
+        t0 = time.monotonic()
+        check_raises("peer: an endless problem body", lambda: safe_open(peer + "/acme/errflood@1"), status=500)
+        check("peer: an endless problem body, at once", time.monotonic() - t0 < 10, time.monotonic() - t0)
+        # an endless body for a file listed at 4176 bytes: bounded by the size
+        with safe_open(peer + "/acme/endless@1") as f:
+            check_raises("peer: an endless body is response_too_large", lambda: f.load_all(), reason="response_too_large")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def main():
     base, token, lbase, ltoken = sys.argv[1:5]
+    hostile_checks()
     publish(base, token, "acme/llm", {"model-00001-of-00002.safetensors": SHARD1,
                                           "model-00002-of-00002.safetensors": SHARD2,
                                           "model.safetensors.index.json": INDEX})
@@ -232,7 +313,10 @@ def main():
         check_raises("slice step 0", lambda: s[::0], ValueError)
         check_raises("slice too many indices", lambda: s[1, 2, 3], IndexError)
         check_raises("slice float index", lambda: s[1.5], TypeError)
-        check_raises("slice int out of range -> server reason", lambda: s[12], reason="slice_out_of_range", status=400)
+        n = f._client.requests
+        check_raises("slice int out of range: a local IndexError", lambda: s[12], IndexError, contains="out of bounds")
+        check_raises("slice negative int out of range: IndexError", lambda: s[5, -3073], IndexError)
+        check("an index out of range costs no request", f._client.requests == n, f._client.requests - n)
         check_raises("unknown tensor", lambda: f.get_tensor("nope"), reason="tensor_not_found")
         # dtype conversion on the server vs numpy astype
         cl = f._client

@@ -1,7 +1,11 @@
 """HTTP transport of the tensorgate client: one keep-alive connection per
 client (http.client), bearer token, bounded retries on 429/503 (honouring
 Retry-After) and on a dropped keep-alive connection (or its 408), and errors carrying the
-server's problem `reason` code and `detail` sentence."""
+server's problem `reason` code and `detail` sentence. Every body is bounded by what
+the request can return (the caller's limit): a longer one, announced or sent, is
+the client's own `response_too_large`, and memory grows only with the bytes that
+arrive, never from a Content-Length; a body that moves under 1 KiB in
+`stall_timeout` seconds is `stalled`."""
 
 import http.client
 import json
@@ -15,6 +19,11 @@ __all__ = ["TensorgateError", "Client"]
 # one Retry-After (seconds), so a busy server cannot stall a caller for long.
 MAX_RETRIES = 4
 MAX_RETRY_AFTER = 10.0
+# The largest JSON answer kept (a page of 10000 tensors, a header), the largest
+# problem body read of a refusal, and the progress a body owes per stall window.
+MAX_JSON = 512 << 20
+MAX_PROBLEM = 64 << 10
+STALL_BYTES = 1024
 
 
 class TensorgateError(Exception):
@@ -68,7 +77,7 @@ def _retry_after(value):
 class Client:
     """A connection to one tensorgate server (scheme://host:port)."""
 
-    def __init__(self, base_url, token=None, timeout=60.0, sleep=time.sleep):
+    def __init__(self, base_url, token=None, timeout=60.0, sleep=time.sleep, stall_timeout=30.0):
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https"):
             raise ValueError(f"tensorgate: only http:// and https:// URLs are supported, not {base_url!r}")
@@ -79,6 +88,7 @@ class Client:
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.token = token
         self.timeout = timeout
+        self.stall_timeout = stall_timeout
         self._sleep = sleep
         self._conn = None
         self.requests = 0  # requests sent (retries included)
@@ -101,35 +111,81 @@ class Client:
             self._conn.close()
             self._conn = None
 
-    def _once(self, method, path, headers):
+    def _once(self, method, path, headers, ok, limit, url):
         conn = self._connect()
         conn.request(method, path, headers=headers)
         resp = conn.getresponse()
-        length = resp.getheader("Content-Length")
-        if method != "HEAD" and length is not None and length.isdigit():
-            # read straight into one buffer that becomes the array: no second copy
-            n = int(length)
-            body = bytearray(n)
-            view = memoryview(body)
-            got = 0
-            while got < n:
-                k = resp.readinto(view[got:])
-                if not k:
-                    raise http.client.IncompleteRead(bytes(view[:got]), n - got)
-                got += k
-            view.release()
-            resp.read()  # nothing left; lets http.client finish the response
-        else:
+        if callable(limit) and method != "HEAD" and resp.status in ok:
+            limit = limit(resp)
+        if method == "HEAD":
             body = bytearray(resp.read())
+        elif resp.status in ok and limit is None:
+            body = bytearray()  # the caller wants no body of this answer
+            self.close()
+        elif resp.status in ok:
+            body = self._read_body(resp, limit, method, url)
+        else:
+            body = self._read_body(resp, MAX_PROBLEM, method, url, truncate=True)
         self.bytes_in += len(body)
         if resp.will_close:
             self.close()
         return Response(resp.status, resp.getheaders(), body)
 
-    def request(self, method, path, headers=None, ok=(200,)):
+    def _too_large(self, resp, method, url, what, limit):
+        self.close()
+        return TensorgateError(resp.status, "response_too_large",
+                               f"{method} {url}: the answer {what}; the request can return at most {limit} bytes", url=url)
+
+    def _read_body(self, resp, limit, method, url, truncate=False):
+        """The body, at most limit bytes, copied into the buffer that becomes the
+        array, which grows with the bytes that arrive. A longer
+        body raises response_too_large (with truncate: is cut there, the connection
+        closed); under STALL_BYTES in stall_timeout seconds raises stalled."""
+        length = resp.getheader("Content-Length")
+        n = int(length) if length is not None and length.strip().isdigit() else None
+        if n is not None and n > limit and not truncate:
+            raise self._too_large(resp, method, url, f"announces {n} bytes", limit)
+        want = min(n, limit) if n is not None else limit + (0 if truncate else 1)
+        body = bytearray(min(want, 1 << 16))
+        got = 0
+        mark_t, mark_got = time.monotonic(), 0
+        while got < want:
+            if got == len(body):
+                body += bytes(min(len(body), want - len(body)))  # doubles: as much as arrived
+            # read1: what one receive brings (readinto would wait to fill the buffer,
+            # so a trickle would never be seen)
+            chunk = resp.read1(len(body) - got)
+            k = len(chunk)
+            body[got : got + k] = chunk
+            if not k:
+                if n is None or truncate:
+                    break  # a body without a length ends with the connection
+                raise http.client.IncompleteRead(bytes(body[:got]), n - got)
+            got += k
+            now = time.monotonic()
+            if got - mark_got >= STALL_BYTES:
+                mark_t, mark_got = now, got
+            elif now - mark_t >= self.stall_timeout:
+                self.close()
+                raise TensorgateError(0, "stalled", f"{method} {url}: fewer than {STALL_BYTES} bytes arrived in "
+                                      f"{self.stall_timeout:g} s (stall_timeout)", url=url)
+        del body[got:]
+        if got > limit:
+            raise self._too_large(resp, method, url, "is longer", limit)
+        if truncate and (n is None or n > got):
+            self.close()  # the rest is not read: this connection cannot carry another request
+        elif n is not None:
+            resp.read()  # nothing left; lets http.client finish the response
+        return body
+
+    def request(self, method, path, headers=None, ok=(200,), limit=MAX_JSON):
         """Sends method path; returns a Response whose status is in ok, else
-        raises TensorgateError. Only idempotent requests (GET, HEAD) are sent
-        through here, so a retry is always safe."""
+        raises TensorgateError. limit: the most body bytes the request can
+        legitimately return (a longer answer is response_too_large), or a
+        function of the answer's headers (http.client.HTTPResponse) giving it,
+        or None to read no body (the connection is then closed). Only
+        idempotent requests (GET, HEAD) are sent through here, so a retry is
+        always safe."""
         hdrs = {"Accept": "application/json, application/octet-stream"}
         if self.token:
             hdrs["Authorization"] = "Bearer " + self.token
@@ -141,7 +197,7 @@ class Client:
             attempt += 1
             self.requests += 1
             try:
-                resp = self._once(method, path, hdrs)
+                resp = self._once(method, path, hdrs, ok, limit, url)
             except ssl.SSLError as e:  # a certificate refused: retrying will not help
                 self.close()
                 raise TensorgateError(0, "tls_failed", f"{method} {url}: {e}", url=url) from e

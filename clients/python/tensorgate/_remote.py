@@ -67,8 +67,8 @@ def _slice_item(item, dim):
         ) from None
 
 
-def slice_query(key, rank):
-    """The slice= value of a __getitem__ key for a tensor of rank dimensions."""
+def _items(key, rank):
+    """A __getitem__ key as one item per indexed dimension (Ellipsis expanded)."""
     if not isinstance(key, tuple):
         key = (key,)
     if any(k is None for k in key):
@@ -84,7 +84,51 @@ def slice_query(key, rank):
         key = key[:i] + (slice(None),) * fill + key[i + 1 :]
     if len(key) > rank:
         raise IndexError(f"too many indices for tensor: tensor is {rank}-dimensional, but {len(key)} were indexed")
-    return ",".join(_slice_item(k, d) for d, k in enumerate(key))
+    return key
+
+
+def slice_query(key, rank):
+    """The slice= value of a __getitem__ key for a tensor of rank dimensions."""
+    return ",".join(_slice_item(k, d) for d, k in enumerate(_items(key, rank)))
+
+
+def selection(key, shape):
+    """(slice= value, result shape) of a __getitem__ key on a tensor of shape, as
+    NumPy basic indexing: an int out of range raises IndexError here, before any
+    request (the client knows the shape)."""
+    items = _items(key, len(shape))
+    query = ",".join(_slice_item(k, d) for d, k in enumerate(items))
+    out = []
+    for d, (k, n) in enumerate(zip(items, shape)):
+        if isinstance(k, slice):
+            out.append(len(range(*slice(*(None if v is None else operator.index(v)
+                                          for v in (k.start, k.stop, k.step))).indices(n))))
+        else:
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {d} with size {n}")
+    out.extend(shape[len(items):])
+    return query, out
+
+
+def _nbytes(dtype, shape):
+    """The bytes of a dtype's tensor of shape (sub-byte ones rounded up): what a
+    request for it can return."""
+    n = 1
+    for d in shape:
+        n *= d
+    return (_dtypes.DTYPES[dtype][0] * n + 7) // 8
+
+
+def _unsafe(path):
+    """True when a server-given file path is not safe to show or to use under a
+    folder: absolute, an empty, "." or ".." segment, a backslash, or a control
+    character (C0, DEL, C1)."""
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
+        return True
+    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in path):
+        return True
+    return any(seg in ("", ".", "..") for seg in path.split("/"))
 
 
 RawTensor = collections.namedtuple("RawTensor", ["data", "dtype", "shape"])
@@ -121,7 +165,8 @@ class RemoteSlice:
         return self._e.shape[0]
 
     def __getitem__(self, key):
-        return self._h._fetch(self._e, slice_query(key, len(self._e.shape)))
+        query, shape = selection(key, self._e.shape)
+        return self._h._fetch(self._e, query, shape)
 
 
 class safe_open:
@@ -133,7 +178,7 @@ class safe_open:
     token defaults to $TENSORGATE_TOKEN; dtype (e.g. "F32") has the server
     convert every tensor read."""
 
-    def __init__(self, url, framework="np", device="cpu", dtype=None, token=None, timeout=60.0):
+    def __init__(self, url, framework="np", device="cpu", dtype=None, token=None, timeout=60.0, stall_timeout=30.0):
         fw = _FRAMEWORKS.get(str(framework).lower())
         if fw is None:
             raise ValueError(f"tensorgate: framework {framework!r} is not one of np, numpy, pt, torch")
@@ -149,8 +194,9 @@ class safe_open:
         base, self.org, self.name, rev, self.path = parse_url(url)
         if token is None:
             token = os.environ.get("TENSORGATE_TOKEN") or None
-        self._client = Client(base, token=token, timeout=timeout)
+        self._client = Client(base, token=token, timeout=timeout, stall_timeout=stall_timeout)
         self._headers = {}  # file path -> header JSON (read once)
+        self._sizes = {}  # file path -> size, from the version's file list
         self._entries = {}  # tensor name -> _Entry, in the server's order
         self._namesakes = {}  # name -> every _Entry of it, while the server's choice is unknown
         try:
@@ -164,16 +210,28 @@ class safe_open:
         return f"/v1/models/{_q(self.org)}/{_q(self.name)}/versions/{_q(str(rev if rev is not None else self.rev))}"
 
     def _open(self, rev):
+        # pin the version (an alias such as latest may move); its file list gives
+        # each file's size, which bounds what a file's download can return
+        v = self._client.request("GET", self._vpath(rev)).json()
+        self.rev = v.get("version", rev)
+        for f in v.get("files") or []:
+            path, size = f.get("path"), f.get("size")
+            if _unsafe(path):
+                raise TensorgateError(0, "unsafe_name", f"the server lists a file named {path!r}: a control character, "
+                                      "an absolute path or a '..' segment is never used as a name")
+            if not isinstance(size, int) or size < 0:
+                raise TensorgateError(0, "bad_response", f"the server lists {path!r} without a size")
+            self._sizes[path] = size
         if self.path is None:
             # every tensor of the version, across shards, paged
             cursor = None
-            version = None
             while True:
                 q = "?limit=10000" + (f"&cursor={_q(cursor)}" if cursor else "")
-                page = self._client.request("GET", self._vpath(version if version is not None else rev) + "/tensors" + q).json()
-                if version is None:
-                    version = page.get("version", rev)
+                page = self._client.request("GET", self._vpath() + "/tensors" + q).json()
                 for t in page.get("tensors", []):
+                    if t["file"] not in self._sizes:
+                        raise TensorgateError(0, "bad_response", f"tensor {t['name']!r} is in {t['file']!r}, "
+                                              "which the version does not list")
                     e = _Entry(t["name"], t["dtype"], t["shape"], t["file"], t.get("data_offsets"))
                     if t["name"] not in self._entries:
                         self._entries[t["name"]] = e
@@ -182,11 +240,7 @@ class safe_open:
                 cursor = page.get("next_cursor")
                 if not cursor:
                     break
-            self.rev = version
         else:
-            # pin the version (an alias such as latest may move), then one header
-            v = self._client.request("GET", self._vpath(rev)).json()
-            self.rev = v.get("version", rev)
             h = self._header(self.path)
             for t in h.get("tensors", []):
                 self._entries[t["name"]] = _Entry(t["name"], t["dtype"], t["shape"], self.path, t.get("data_offsets"))
@@ -266,9 +320,9 @@ class safe_open:
         sub-byte dtype the server needs selections on whole bytes. An extension:
         safetensors has no such call."""
         e = self._entry(name)
-        sl = slice_query(index, len(e.shape))
+        sl, shape = selection(index, e.shape)
         path = self._vpath() + "/tensors/" + _q(e.name) + ("?slice=" + _q(sl, safe=":,-") if sl else "")
-        resp = self._client.request("GET", path)
+        resp = self._client.request("GET", path, limit=self._limit(_nbytes(e.dtype, shape)))
         if self.path is not None and resp.header("X-Tensor-File") not in (None, self.path):
             raise TensorgateError(409, "ambiguous_tensor", f"{name!r} is served from another file of the version; open the version form")
         return RawTensor(bytes(resp.body), resp.header("X-Tensor-Dtype", e.dtype), _shape(resp.header("X-Tensor-Shape")))
@@ -284,11 +338,15 @@ class safe_open:
         for n in names:
             e = self._entry(n)
             by_file.setdefault(e.file, []).append(e)
+        for entries in by_file.values():  # a dtype this framework lacks: before any download
+            for e in entries:
+                self._check_dtype(e.dtype)
         out = {}
         for file, entries in sorted(by_file.items()):
             # a Range from 0, so a server with --download-redirect still answers here
             resp = self._client.request(
-                "GET", self._vpath() + "/files/" + _q(file, safe="/"), headers={"Range": "bytes=0-"}, ok=(200, 206)
+                "GET", self._vpath() + "/files/" + _q(file, safe="/"), headers={"Range": "bytes=0-"}, ok=(200, 206),
+                limit=self._size(file),
             )
             digest = resp.header("X-Content-SHA256")
             total = resp.header("Content-Range", "").rpartition("/")[2]
@@ -312,19 +370,37 @@ class safe_open:
             return self.dtype
         return e.dtype
 
-    def _fetch(self, e, sl):
-        served = self._target(e)
+    def _check_dtype(self, dtype):
+        """TypeError when this framework has no such dtype (before any transfer)."""
         if self.framework == "np":
-            _dtypes.numpy_dtype(served)  # refuse before any transfer
+            _dtypes.numpy_dtype(dtype)
         else:
-            _dtypes.torch_dtype(served)
+            _dtypes.torch_dtype(dtype)
+
+    def _limit(self, nbytes):
+        """The body bound of a tensor answer: nbytes; in the one-file form, an
+        answer from another file of the version (a namesake the server chose) is
+        not read at all (the caller reads this file's bytes by Range)."""
+        if self.path is None:
+            return nbytes
+        return lambda resp: nbytes if resp.getheader("X-Tensor-File") in (None, self.path) else None
+
+    def _size(self, file):
+        size = self._sizes.get(file)
+        if size is None:
+            raise TensorgateError(0, "bad_response", f"{file!r} is not in the version's file list")
+        return size
+
+    def _fetch(self, e, sl, shape=None):
+        served = self._target(e)
+        self._check_dtype(served)
         q = []
         if sl:
             q.append("slice=" + _q(sl, safe=":,-"))
         if served != e.dtype:
             q.append("dtype=" + served)
         path = self._vpath() + "/tensors/" + _q(e.name) + ("?" + "&".join(q) if q else "")
-        resp = self._client.request("GET", path)
+        resp = self._client.request("GET", path, limit=self._limit(_nbytes(served, e.shape if shape is None else shape)))
         file = resp.header("X-Tensor-File")
         if self.path is not None and file is not None and file != self.path:
             # the version has another tensor of that name which the server chose:
@@ -342,8 +418,11 @@ class safe_open:
             body = bytearray()
         else:
             resp = self._client.request(
-                "GET", self._vpath() + "/files/" + _q(self.path, safe="/"), headers={"Range": f"bytes={b}-{end - 1}"}, ok=(206, 200)
+                "GET", self._vpath() + "/files/" + _q(self.path, safe="/"), headers={"Range": f"bytes={b}-{end - 1}"}, ok=(206, 200),
+                limit=self._size(self.path),
             )
+            if resp.status == 206 and len(resp.body) > end - b:
+                raise TensorgateError(206, "response_too_large", f"{self.path}: {len(resp.body)} bytes for a range of {end - b}")
             body = resp.body if resp.status == 206 else resp.body[b:end]
         shape = list(e.shape)
         if key_query:
