@@ -22,11 +22,12 @@
 #include "http.h"
 #include "log.h"
 #include "parsed_header_cache.h"
+#include "preload_options.h"
+#include "preload_service.h"
 #include "reclaim.h"
 #include "resources.h"
 #include "response_cache.h"
 #include "route_table.h"
-#include "routes_preloads.h"
 #include "sha256.h"
 
 /* A maintenance command's --data must name a directory that serve made: one
@@ -243,7 +244,13 @@ int tg_cmd_serve(int argc, char **argv)
         close_server(&server);
         return 1;
     }
-    if (tg_preloads_start(&server, err, sizeof err) != 0) {
+    tg_preload_service_config preloads = {.options = tg_preload_options_get(),
+                                          .catalog = server.catalog,
+                                          .data_dir = server.config.data_dir,
+                                          .default_max_preloads = plan.preloads,
+                                          .hand_off_connections = plan.preload_connections,
+                                          .token_lookup = tg_token_lookup};
+    if (tg_preload_service_start(&preloads, &server.preloads, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_convert_jobs_stop();
         close_server(&server);
@@ -253,7 +260,7 @@ int tg_cmd_serve(int argc, char **argv)
     const tg_route *routes = tg_routes(&route_count);
     if (tg_http_start(&server, routes, route_count, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
-        tg_preloads_stop();
+        tg_preload_service_stop(server.preloads);
         tg_convert_jobs_stop();
         close_server(&server);
         return 1;
@@ -269,7 +276,7 @@ int tg_cmd_serve(int argc, char **argv)
     sigwait(&stop_signals, &signal_number);
     tg_log(TG_LOG_INFO, "signal %d: stopping", signal_number);
     tg_http_stop(&server);
-    tg_preloads_stop();
+    tg_preload_service_stop(server.preloads);
     tg_convert_jobs_stop();
     pthread_mutex_destroy(&server.publish_lock);
     close_server(&server);

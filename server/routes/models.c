@@ -7,10 +7,10 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "preload_service.h"
 #include "reclaim.h"
 #include "response_cache.h"
 #include "routes.h"
-#include "routes_preloads.h"
 #include "url_redact.h"
 
 tg_model *tg_model_alloc(tg_request *req)
@@ -453,7 +453,8 @@ void tg_route_model_delete(tg_request *req)
         /* after the delete: no ready answer made before it is served again */
         tg_response_cache_invalidate(req->server->responses);
         if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
-            tg_preloads_model_deleted(model->id, model->org, model->name);
+            tg_preload_service_model_deleted(req->server->preloads, model->id, model->org,
+                                             model->name);
         for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
             (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, blobs.items[i], false);
         free(blobs.items);

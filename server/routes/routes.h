@@ -64,7 +64,7 @@ void tg_route_tensors_list(tg_request *req);
 void tg_route_tensor_get(tg_request *req);
 
 /* preloads.c: POST|GET /v1/preloads, GET|DELETE /v1/preloads/{id} (the preload
- * service itself: routes_preloads.h) */
+ * service itself: preload_service.h) */
 void tg_route_preload_create(tg_request *req);
 void tg_route_preloads_list(tg_request *req);
 void tg_route_preload_get(tg_request *req);
