@@ -74,36 +74,6 @@ bool tg_is_commit_id(const char *text)
     return i == 40;
 }
 
-/* tg_version_by_commit's visit: keeps the published version whose digest starts with
- * the commit id (two at once would be a SHA-256 prefix collision: the lower wins). */
-typedef struct commit_search {
-    const char *commit;
-    tg_version found;
-    bool any;
-} commit_search;
-
-static void match_commit(void *ctx, const tg_version *version)
-{
-    commit_search *search = ctx;
-    if (!search->any && version->published && strncmp(version->digest, search->commit, 40) == 0) {
-        search->found = *version;
-        search->any = true;
-    }
-}
-
-tg_cat_status tg_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
-                                   tg_version *version)
-{
-    commit_search search = {.commit = commit};
-    tg_cat_status status = tg_catalog_version_list(catalog, model_id, match_commit, &search);
-    if (status != TG_CAT_OK)
-        return status;
-    if (!search.any)
-        return TG_CAT_NOT_FOUND;
-    *version = search.found;
-    return TG_CAT_OK;
-}
-
 bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *version)
 {
     const char *rev = tg_param(req, "rev");
@@ -126,7 +96,7 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
     } else if (strcmp(rev, "latest") == 0) {
         status = tg_catalog_version_latest_published(catalog, model->id, version);
     } else if (tg_is_commit_id(rev) &&
-               (status = tg_version_by_commit(catalog, model->id, rev, version)) !=
+               (status = tg_catalog_version_by_commit(catalog, model->id, rev, version)) !=
                    TG_CAT_NOT_FOUND) {
         /* a commit id (an alias of the same 40 hex digits is reached below otherwise) */
     } else {

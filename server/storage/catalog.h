@@ -147,6 +147,11 @@ tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int6
                                      tg_version *out);
 tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
                                            const char *digest, tg_version *out);
+/* The published version of model_id whose commit id (the first 40 hex digits of
+ * its digest, as the Hub clients take it) is commit; two at once would be a SHA-256
+ * prefix collision: the lower number wins. TG_CAT_OK, NOT_FOUND or ERROR. */
+tg_cat_status tg_catalog_version_by_commit(tg_catalog *catalog, int64_t model_id,
+                                           const char *commit, tg_version *out);
 tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
                                                   tg_version *out);
 tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
