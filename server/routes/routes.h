@@ -6,7 +6,7 @@
 
 #include "http.h"
 
-/* routes_admin.c */
+/* admin.c */
 void tg_route_healthz(tg_request *req);
 void tg_route_readyz(tg_request *req);
 void tg_route_metrics(tg_request *req);
@@ -16,19 +16,19 @@ void tg_route_web_index(tg_request *req);
 void tg_route_web_asset(tg_request *req);
 void tg_route_rejections(tg_request *req);
 
-/* routes_models.c */
+/* models.c */
 void tg_route_models_list(tg_request *req);
 void tg_route_model_create(tg_request *req);
 void tg_route_model_get(tg_request *req);
 void tg_route_model_delete(tg_request *req);
 void tg_route_alias_set(tg_request *req);
 
-/* routes_versions.c */
+/* versions.c */
 void tg_route_version_create(tg_request *req);
 void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
 
-/* routes_files.c */
+/* files.c */
 void tg_route_files_list(tg_request *req);
 void tg_route_file_get(tg_request *req);
 void tg_route_file_header(tg_request *req);
@@ -47,13 +47,13 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len);
 void tg_route_upload_finish(tg_request *req);
 void tg_route_upload_cleanup(tg_request *req);
 
-/* routes_scan.c */
+/* scan.c */
 void tg_route_scan_start(tg_request *req);
 void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len);
 void tg_route_scan_finish(tg_request *req);
 void tg_route_scan_cleanup(tg_request *req);
 
-/* routes_convert.c */
+/* convert.c */
 void tg_route_version_convert(tg_request *req);
 /* import.c */
 void tg_route_file_import(tg_request *req);
@@ -93,7 +93,7 @@ void tg_route_hf_whoami(tg_request *req);
 /* any request for a dataset or a Space: 404 RepoNotFound, repo_type_not_served */
 void tg_route_hf_not_model(tg_request *req);
 
-/* routes_jobs.c */
+/* jobs.c */
 void tg_route_jobs_list(tg_request *req);
 void tg_route_job_get(tg_request *req);
 void tg_route_job_delete(tg_request *req);
@@ -115,7 +115,7 @@ void tg_jobs_admission_end(void);
 bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
                    bool (*equal)(void *context, const tg_job *job), void *context);
 
-/* Shared lookups (routes_models.c). Each answers the error itself and returns false. */
+/* Shared lookups (models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */
 tg_model *tg_model_alloc(tg_request *req);
 bool tg_lookup_model(tg_request *req, tg_model *model);
