@@ -25,9 +25,9 @@ int tg_cmd_convert(int argc, char **argv);  /* cmd/convert.c */
 
 /* the gateway and its maintenance commands */
 int tg_cmd_serve(int argc, char **argv); /* cmd/serve.c */
-int tg_cmd_token(int argc, char **argv); /* cmd/serve.c */
-int tg_cmd_gc(int argc, char **argv);    /* cmd/serve.c */
-int tg_cmd_fsck(int argc, char **argv);  /* cmd/serve.c */
+int tg_cmd_token(int argc, char **argv); /* cmd/token.c */
+int tg_cmd_gc(int argc, char **argv);    /* cmd/maintenance.c */
+int tg_cmd_fsck(int argc, char **argv);  /* cmd/maintenance.c */
 
 /* commands that talk to a server through libtgclient (client/tensorgate_client.h) */
 int tg_cmd_push(int argc, char **argv);   /* cmd/remote.c */

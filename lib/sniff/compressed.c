@@ -2,6 +2,7 @@
  * (frames and skippable frames), lz4, bzip2 by their magics at offset 0, and zlib,
  * whose two-byte header is a weak signal tried only on binary content. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 typedef struct compressed_magic {
     const char *name;

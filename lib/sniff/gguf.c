@@ -1,5 +1,6 @@
 /* GGUF (lib/sniff/, see sniff.h): llama.cpp's format, "GGUF" and a version at offset 0. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 st_format st_sniff_gguf(const uint8_t *head, size_t head_len, st_sniff_info *info)
 {

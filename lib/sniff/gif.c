@@ -4,6 +4,7 @@
  * extensions (label and sub-blocks), and the trailer 0x3B as the last byte. Nothing is
  * allocated; every length is checked against the bytes present. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 bool st_sniff_gif_magic(const uint8_t *head, size_t len)
 {

@@ -1,6 +1,7 @@
 /* HDF5 (lib/sniff/, see sniff.h): the superblock signature at offset 0, or after a
  * user block at 512, 1024, 2048, ... */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 static const uint8_t hdf5_magic[8] = {0x89, 'H', 'D', 'F', 0x0d, 0x0a, 0x1a, 0x0a};
 

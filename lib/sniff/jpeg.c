@@ -4,6 +4,7 @@
  * data up to the next marker (stuffed 0xFF00 and restart markers inside), and EOI as
  * the last two bytes. Nothing is allocated. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 bool st_sniff_jpeg_magic(const uint8_t *head, size_t len)
 {

@@ -1,6 +1,7 @@
 /* NumPy .npy (lib/sniff/, see sniff.h): the magic, the version and the dtype of
  * the header dict, and whether the array holds pickled objects ('|O'). */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 #include <stdio.h>
 #include <string.h>

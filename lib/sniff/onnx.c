@@ -1,6 +1,7 @@
 /* ONNX / protobuf (lib/sniff/, see sniff.h): a weak signal, a ModelProto's first
  * fields with their wire types, tried only when nothing else matched. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 static bool read_varint(const uint8_t *buf, size_t len, size_t *pos, uint64_t *out)
 {

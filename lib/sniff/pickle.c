@@ -10,6 +10,7 @@
  * reading as a protocol-0 pickle (letters are opcodes, but sentences do not
  * balance a stack) without letting a real pickle end its walk early. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 #include <stdio.h>
 #include <string.h>

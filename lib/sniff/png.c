@@ -4,6 +4,7 @@
  * only known critical chunks, and IEND as the last bytes. Nothing is allocated; the
  * lengths are checked against the bytes present. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 static const uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 

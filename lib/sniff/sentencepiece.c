@@ -7,6 +7,7 @@
  * deep (tags, wire types, lengths within the bytes). Nothing is allocated; every
  * varint is at most 10 bytes and every length is checked against the bytes present. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 #include "st_utf8.h"
 

@@ -1,6 +1,7 @@
 /* tar, and PyTorch's legacy tar checkpoints (lib/sniff/, see sniff.h): 'ustar' at
  * offset 257, then the member headers the head holds. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,6 +2,7 @@
  * or control characters other than tab, LF, FF, CR, and JSON when such text starts
  * with '{' or '['. A protocol-0 pickle is ASCII too, so text is never a pickle. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 #include "st_utf8.h"
 
 bool st_sniff_utf8_text(const uint8_t *buf, size_t len, bool complete)

@@ -1,6 +1,7 @@
 /* TFLite (lib/sniff/, see sniff.h): a FlatBuffer with the identifier "TFL3" at offset 4
  * whose root-table offset (u32 at 0) points inside the file. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 st_format st_sniff_tflite(const uint8_t *head, size_t head_len, uint64_t file_size,
                           st_sniff_info *info)

@@ -4,6 +4,7 @@
  * (with its key-frame start code), VP8L (with its signature byte) or VP8X. Nothing
  * is allocated; every length is checked against the bytes present. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 bool st_sniff_webp_magic(const uint8_t *head, size_t len)
 {

@@ -6,6 +6,7 @@
  * central-directory names (from the EOCD found in the tail) are looked at. Member
  * content is looked at whatever its name says. */
 #include "sniff_formats.h"
+#include "sniff_util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -39,6 +39,8 @@ typedef struct tg_server {
     /* ready responses of immutable reads (response_cache.h); NULL: none kept */
     struct tg_response_cache *responses;
     bool responses_owned; /* made by tg_http_start (freed by tg_http_stop), not the caller */
+    /* the preload service (preload_service.h), started by serve; NULL: none */
+    struct tg_preload_service *preloads;
 } tg_server;
 
 typedef enum tg_body_kind {

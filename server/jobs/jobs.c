@@ -9,6 +9,7 @@
 
 #include "convert_job.h"
 #include "import_job.h"
+#include "job_worker.h"
 #include "log.h"
 
 /* The job kinds: what the pool runs for a job's kind. */
@@ -24,26 +25,14 @@ static const struct {
 /* A cancel asked through another replica is looked for this often. */
 #define CANCEL_POLL_SECONDS 1
 
-struct tg_job_worker {
-    pthread_t thread;
-    bool started;
-    int64_t job_id; /* the job it runs (under pool.lock), 0 when idle */
-    /* set by tg_jobs_cancel and the renewer for job_id, cleared at each claim (atomic) */
-    int cancelled;
-    int lease_lost;
-    time_t renewed; /* when the renewer last renewed job_id's lease (renewer only) */
-};
-
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;        /* a job was queued, or stop */
     pthread_cond_t renew_wake;  /* stop */
     pthread_mutex_t claim_lock; /* one claim at a time: the fair pick counts this pool's jobs */
     bool started;
-    int stopping;    /* atomic: set once by tg_jobs_stop */
     uint64_t queued; /* under lock: one more at each wake */
     tg_jobs_context context;
-    unsigned delay_ms;
     unsigned count;
     tg_job_worker *workers;
     pthread_t renewer;
@@ -55,20 +44,7 @@ static struct {
 
 static bool pool_stopping(void)
 {
-    return __atomic_load_n(&pool.stopping, __ATOMIC_ACQUIRE) != 0;
-}
-
-tg_job_signal tg_job_worker_signal(const tg_job_worker *worker)
-{
-    if (pool_stopping())
-        return TG_JOB_STOPPING;
-    if (worker == NULL)
-        return TG_JOB_GO;
-    if (__atomic_load_n(&worker->lease_lost, __ATOMIC_ACQUIRE))
-        return TG_JOB_LEASE_LOST;
-    if (__atomic_load_n(&worker->cancelled, __ATOMIC_ACQUIRE))
-        return TG_JOB_CANCELLED;
-    return TG_JOB_GO;
+    return tg_job_workers_stopping();
 }
 
 unsigned tg_jobs_lease_seconds(const tg_jobs_context *context)
@@ -79,11 +55,6 @@ unsigned tg_jobs_lease_seconds(const tg_jobs_context *context)
 unsigned tg_jobs_namespace_limit(unsigned workers)
 {
     return workers > 1 ? workers - 1 : 1;
-}
-
-unsigned tg_jobs_test_delay_ms(void)
-{
-    return pool.delay_ms;
 }
 
 /* A deadline seconds from now, for pthread_cond_timedwait. */
@@ -282,11 +253,10 @@ int tg_jobs_start(const tg_jobs_context *context, char *err, size_t err_len)
         return -1;
     }
     pthread_mutex_lock(&pool.lock);
-    pool.delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
-    if (pool.delay_ms > 10000)
-        pool.delay_ms = 10000;
+    unsigned delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
+    tg_job_workers_set_test_delay_ms(delay_ms > 10000 ? 10000 : delay_ms);
     pool.context = *context;
-    __atomic_store_n(&pool.stopping, 0, __ATOMIC_RELEASE);
+    tg_job_workers_set_stopping(false);
     pool.workers = workers;
     pool.count = count;
     pool.started = true;
@@ -330,7 +300,7 @@ void tg_jobs_stop(void)
 {
     pthread_mutex_lock(&pool.lock);
     bool started = pool.started;
-    __atomic_store_n(&pool.stopping, 1, __ATOMIC_RELEASE);
+    tg_job_workers_set_stopping(true);
     pthread_cond_broadcast(&pool.wake);
     pthread_cond_broadcast(&pool.renew_wake);
     pthread_mutex_unlock(&pool.lock);

@@ -7,9 +7,9 @@
 #include "catalog.h"
 #include "checks.h"
 #include "embedded.h"
+#include "preload_service.h"
 #include "resources.h"
 #include "routes.h"
-#include "routes_preloads.h"
 
 void tg_route_healthz(tg_request *req)
 {
@@ -36,7 +36,8 @@ void tg_route_readyz(tg_request *req)
         json_object_set_new(body, "reason", json_string("blob_store_unavailable"));
     if (!catalog_ok && body) /* the catalog first: without it nothing is served */
         json_object_set_new(body, "reason", json_string("catalog_unavailable"));
-    tg_preloads_readyz(body); /* "gpu" and "preload"; an absent GPU leaves the server ready */
+    /* "gpu" and "preload"; an absent GPU leaves the server ready */
+    tg_preload_service_readyz(req->server->preloads, body);
     tg_respond_json(req, (catalog_ok && store_ok) ? 200 : 503, body);
 }
 
@@ -100,8 +101,8 @@ void tg_route_metrics(tg_request *req)
     char *text = cache_metrics_append(
         req->server->blobs,
         jobs_metrics_append(req->server->catalog,
-                            tg_resources_metrics_append(
-                                tg_preloads_metrics_append(tg_metrics_render(req->server)))));
+                            tg_resources_metrics_append(tg_preload_service_metrics_append(
+                                req->server->preloads, tg_metrics_render(req->server)))));
     if (text == NULL) {
         tg_respond_internal(req, "out of memory");
         return;

@@ -138,7 +138,7 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
     } else if (strcmp(rev, "latest") == 0) {
         status = tg_catalog_version_latest_published(catalog, model->id, version);
     } else if (tg_is_commit_id(rev) &&
-               (status = tg_version_by_commit(catalog, model->id, rev, version)) !=
+               (status = tg_catalog_version_by_commit(catalog, model->id, rev, version)) !=
                    TG_CAT_NOT_FOUND) {
         /* a commit id: found, or the catalog failed */
     } else if (tg_valid_name_part(rev)) {

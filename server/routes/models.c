@@ -7,10 +7,10 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "preload_service.h"
 #include "reclaim.h"
 #include "response_cache.h"
 #include "routes.h"
-#include "routes_preloads.h"
 #include "url_redact.h"
 
 tg_model *tg_model_alloc(tg_request *req)
@@ -74,36 +74,6 @@ bool tg_is_commit_id(const char *text)
     return i == 40;
 }
 
-/* tg_version_by_commit's visit: keeps the published version whose digest starts with
- * the commit id (two at once would be a SHA-256 prefix collision: the lower wins). */
-typedef struct commit_search {
-    const char *commit;
-    tg_version found;
-    bool any;
-} commit_search;
-
-static void match_commit(void *ctx, const tg_version *version)
-{
-    commit_search *search = ctx;
-    if (!search->any && version->published && strncmp(version->digest, search->commit, 40) == 0) {
-        search->found = *version;
-        search->any = true;
-    }
-}
-
-tg_cat_status tg_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
-                                   tg_version *version)
-{
-    commit_search search = {.commit = commit};
-    tg_cat_status status = tg_catalog_version_list(catalog, model_id, match_commit, &search);
-    if (status != TG_CAT_OK)
-        return status;
-    if (!search.any)
-        return TG_CAT_NOT_FOUND;
-    *version = search.found;
-    return TG_CAT_OK;
-}
-
 bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *version)
 {
     const char *rev = tg_param(req, "rev");
@@ -126,7 +96,7 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
     } else if (strcmp(rev, "latest") == 0) {
         status = tg_catalog_version_latest_published(catalog, model->id, version);
     } else if (tg_is_commit_id(rev) &&
-               (status = tg_version_by_commit(catalog, model->id, rev, version)) !=
+               (status = tg_catalog_version_by_commit(catalog, model->id, rev, version)) !=
                    TG_CAT_NOT_FOUND) {
         /* a commit id (an alias of the same 40 hex digits is reached below otherwise) */
     } else {
@@ -453,7 +423,8 @@ void tg_route_model_delete(tg_request *req)
         /* after the delete: no ready answer made before it is served again */
         tg_response_cache_invalidate(req->server->responses);
         if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
-            tg_preloads_model_deleted(model->id, model->org, model->name);
+            tg_preload_service_model_deleted(req->server->preloads, model->id, model->org,
+                                             model->name);
         for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
             (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, blobs.items[i], false);
         free(blobs.items);

@@ -1,7 +1,7 @@
-/* POST|GET /v1/preloads, GET|DELETE /v1/preloads/{id}; the preload service's
- * flags, start and stop; its /readyz and /metrics lines. */
+/* POST|GET /v1/preloads, GET|DELETE /v1/preloads/{id}: each parses the request,
+ * calls the manager of the server's preload service (preload_service.h) and
+ * answers. */
 #include "parsed_header_cache.h"
-#include "routes_preloads.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -14,7 +14,7 @@
 #include "checks.h"
 #include "log.h"
 #include "preload.h"
-#include "preload_socket.h"
+#include "preload_service.h"
 #include "public_url.h"
 #include "resources.h"
 #include "routes.h"
@@ -22,361 +22,6 @@
 #include "st_header.h"
 
 #define PATTERNS_MAX 1024
-
-typedef struct preload_options {
-    char socket_path[4096]; /* "" : DATA/preload.sock */
-    uid_t allowed_uids[TG_PRELOAD_SOCKET_UIDS_MAX];
-    size_t allowed_count;
-    uint64_t budget_host, budget_cuda;
-    unsigned fake_devices;
-    unsigned copy_threads;
-    unsigned max_preloads;      /* 0: from the descriptor limit (resources.h) */
-    unsigned max_per_namespace; /* 0: a quarter of max_preloads */
-} preload_options;
-
-/* One server per process: the options taken from argv, then the running service. */
-static preload_options options;
-static tg_preload_manager *manager;
-static tg_preload_socket *hand_off;
-static tg_server *service_server;
-
-/* ---- flags ---- */
-
-static int parse_uids(const char *text, char *err, size_t err_len)
-{
-    options.allowed_count = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        unsigned long uid = strtoul(p, &end, 10);
-        if (end == p || (*end != ',' && *end != '\0') || uid > 0xfffffffeUL ||
-            options.allowed_count == TG_PRELOAD_SOCKET_UIDS_MAX) {
-            snprintf(err, err_len, "--preload-allow-uid: '%s' is not a list of at most %d uids",
-                     text, TG_PRELOAD_SOCKET_UIDS_MAX);
-            return -1;
-        }
-        options.allowed_uids[options.allowed_count++] = (uid_t)uid;
-        p = *end ? end + 1 : end;
-    }
-    return 0;
-}
-
-static int apply_option(const char *flag, const char *value, char *err, size_t err_len)
-{
-    uint64_t number = 0;
-    if (strcmp(flag, "--preload-socket") == 0) {
-        if (value[0] == '\0' || strlen(value) >= sizeof options.socket_path) {
-            snprintf(err, err_len, "--preload-socket: the path is empty or too long");
-            return -1;
-        }
-        snprintf(options.socket_path, sizeof options.socket_path, "%s", value);
-        return 0;
-    }
-    if (strcmp(flag, "--preload-allow-uid") == 0)
-        return parse_uids(value, err, err_len);
-    if (tg_parse_bytes(value, &number) != 0) {
-        snprintf(err, err_len, "%s: '%s' is not a number", flag, value);
-        return -1;
-    }
-    if (strcmp(flag, "--preload-budget-host") == 0) {
-        options.budget_host = number;
-    } else if (strcmp(flag, "--preload-budget-cuda") == 0) {
-        options.budget_cuda = number;
-    } else if (strcmp(flag, "--preload-fake-devices") == 0 && number <= 16) {
-        options.fake_devices = (unsigned)number;
-    } else if (strcmp(flag, "--preload-copy-threads") == 0 && number >= 1 && number <= 64) {
-        options.copy_threads = (unsigned)number;
-    } else if (strcmp(flag, "--preload-max") == 0 && number <= 4096) {
-        options.max_preloads = (unsigned)number;
-    } else if (strcmp(flag, "--preload-max-per-namespace") == 0 && number <= 4096) {
-        options.max_per_namespace = (unsigned)number;
-    } else {
-        snprintf(err, err_len, "%s: '%s' is out of range", flag, value);
-        return -1;
-    }
-    return 0;
-}
-
-static const char *const option_flags[][2] = {
-    {"--preload-socket", "TENSORGATE_PRELOAD_SOCKET"},
-    {"--preload-allow-uid", "TENSORGATE_PRELOAD_ALLOW_UID"},
-    {"--preload-budget-host", "TENSORGATE_PRELOAD_BUDGET_HOST"},
-    {"--preload-budget-cuda", "TENSORGATE_PRELOAD_BUDGET_CUDA"},
-    {"--preload-fake-devices", "TENSORGATE_PRELOAD_FAKE_DEVICES"},
-    {"--preload-copy-threads", "TENSORGATE_PRELOAD_COPY_THREADS"},
-    {"--preload-max", "TENSORGATE_PRELOAD_MAX"},
-    {"--preload-max-per-namespace", "TENSORGATE_PRELOAD_MAX_PER_NAMESPACE"},
-};
-#define OPTION_COUNT (sizeof option_flags / sizeof option_flags[0])
-
-int tg_preload_options_take(int *argc, char **argv, char *err, size_t err_len)
-{
-    memset(&options, 0, sizeof options);
-    for (size_t i = 0; i < OPTION_COUNT; i++) {
-        const char *value = getenv(option_flags[i][1]);
-        if (value && value[0] && apply_option(option_flags[i][0], value, err, err_len) != 0)
-            return -1;
-    }
-    int kept = 1;
-    for (int a = 1; a < *argc; a++) {
-        const char *flag = NULL, *value = NULL;
-        for (size_t i = 0; i < OPTION_COUNT && flag == NULL; i++) {
-            size_t len = strlen(option_flags[i][0]);
-            if (strncmp(argv[a], option_flags[i][0], len) != 0)
-                continue;
-            if (argv[a][len] == '=') {
-                flag = option_flags[i][0];
-                value = argv[a] + len + 1;
-            } else if (argv[a][len] == '\0') {
-                flag = option_flags[i][0];
-                if (a + 1 >= *argc) {
-                    snprintf(err, err_len, "%s needs a value", flag);
-                    return -1;
-                }
-                value = argv[++a];
-            }
-        }
-        if (flag == NULL) {
-            argv[kept++] = argv[a];
-            continue;
-        }
-        if (apply_option(flag, value, err, err_len) != 0)
-            return -1;
-    }
-    argv[kept] = NULL;
-    *argc = kept;
-    return 0;
-}
-
-const char *tg_preload_options_usage(void)
-{
-    return "preload flags: [--preload-socket PATH] [--preload-allow-uid UID,...]\n"
-           "               [--preload-budget-host BYTES] [--preload-budget-cuda BYTES]\n"
-           "               [--preload-fake-devices N] [--preload-copy-threads N]\n"
-           "               [--preload-max N] [--preload-max-per-namespace N]\n"
-           "(env TENSORGATE_PRELOAD_SOCKET, _ALLOW_UID, _BUDGET_HOST, _BUDGET_CUDA, "
-           "_FAKE_DEVICES,\n"
-           "_COPY_THREADS, _MAX, _MAX_PER_NAMESPACE; the socket defaults to DATA/preload.sock;\n"
-           "--preload-max 0 is a quarter of the descriptor limit (at most 4096),\n"
-           "--preload-max-per-namespace 0 a quarter of --preload-max)\n";
-}
-
-/* ---- the service ---- */
-
-/* The hand-off socket's check: the token has read scope on the model's namespace. */
-static bool authorize_token(void *context, const char *token, const char *model, char *why,
-                            size_t why_len, char *detail, size_t detail_len)
-{
-    tg_server *server = context;
-    tg_scope granted = TG_SCOPE_NONE;
-    char token_namespace[TG_NAME_MAX + 1] = "";
-    tg_cat_status status =
-        tg_token_lookup(server->catalog, token, &granted, token_namespace, sizeof token_namespace);
-    if (status != TG_CAT_OK || granted < TG_SCOPE_READ) {
-        snprintf(why, why_len, "unauthorized");
-        snprintf(detail, detail_len, "%s",
-                 status == TG_CAT_ERROR ? "the token store is unavailable"
-                                        : "the token is not valid");
-        return false;
-    }
-    size_t org_len = strcspn(model, "/");
-    if (token_namespace[0] != '\0' &&
-        (strlen(token_namespace) != org_len || strncmp(token_namespace, model, org_len) != 0)) {
-        snprintf(why, why_len, "forbidden");
-        snprintf(detail, detail_len, "the token is limited to the namespace '%s'", token_namespace);
-        return false;
-    }
-    return true;
-}
-
-/* The manager's re-check (when a load ends, before each hand-out): the model and
- * version are still the ones asked for and the asking token still covers the org. */
-static tg_preload_recheck_result recheck_preload(void *context, const tg_preload_identity *identity,
-                                                 char *reason, size_t reason_len, char *detail,
-                                                 size_t detail_len)
-{
-    tg_server *server = context;
-    if (identity->model_id <= 0)
-        return TG_PRELOAD_RECHECK_OK; /* not from the catalog: nothing to check */
-    char org[TG_NAME_MAX + 1], name[TG_NAME_MAX + 1];
-    size_t org_len = strcspn(identity->model, "/");
-    snprintf(org, sizeof org, "%.*s", (int)org_len, identity->model);
-    snprintf(name, sizeof name, "%s",
-             identity->model[org_len] ? identity->model + org_len + 1 : "");
-    tg_commit_guard guard = {.model_id = identity->model_id,
-                             .org = org,
-                             .name = name,
-                             .token_hash = identity->token_hash[0] ? identity->token_hash : NULL};
-    const char *why = NULL;
-    tg_cat_status status =
-        tg_catalog_guard_check(server->catalog, &guard, identity->version_id, &why);
-    if (status == TG_CAT_OK)
-        return TG_PRELOAD_RECHECK_OK;
-    if (status != TG_CAT_NOT_FOUND || why == NULL) {
-        snprintf(detail, detail_len, "the catalog failed while re-checking the preload");
-        return TG_PRELOAD_RECHECK_ERROR;
-    }
-    snprintf(reason, reason_len, "%s", why);
-    if (strcmp(why, "model_deleted") == 0)
-        snprintf(detail, detail_len, "model %s was deleted; the preload's memory is released",
-                 identity->model);
-    else if (strcmp(why, "version_deleted") == 0)
-        snprintf(detail, detail_len,
-                 "the version of %s was deleted; the preload's memory is released",
-                 identity->model);
-    else if (strcmp(why, "token_revoked") == 0)
-        snprintf(
-            detail, detail_len,
-            "the token that asked for the preload was revoked; the preload's memory is released");
-    else
-        snprintf(detail, detail_len,
-                 "the token that asked for the preload no longer covers '%s'; the preload's memory "
-                 "is released",
-                 org);
-    return TG_PRELOAD_RECHECK_REVOKED;
-}
-
-void tg_preloads_model_deleted(int64_t model_id, const char *org, const char *name)
-{
-    if (manager == NULL)
-        return;
-    char detail[300];
-    snprintf(detail, sizeof detail, "model %s/%s was deleted; the preload's memory is released",
-             org, name);
-    unsigned touched = tg_preload_revoke_model(manager, model_id, "model_deleted", detail);
-    if (touched > 0)
-        tg_log(TG_LOG_INFO, "preload: %u preload(s) of %s/%s revoked with the model", touched, org,
-               name);
-}
-
-int tg_preloads_start(tg_server *server, char *err, size_t err_len)
-{
-    /* Each held host preload is a descriptor: the count is a share of the limit. */
-    tg_fd_plan plan;
-    tg_fd_plan_for(tg_fd_limit(), &plan);
-    unsigned max_preloads = options.max_preloads ? options.max_preloads : plan.preloads;
-    unsigned max_per_namespace =
-        options.max_per_namespace ? options.max_per_namespace : max_preloads / 4;
-    if (max_per_namespace == 0)
-        max_per_namespace = 1;
-    tg_preload_manager_config config = {
-        .max_preloads = max_preloads,
-        .max_per_owner = max_per_namespace,
-        .host = tg_preload_host_backend(),
-        .cuda = options.fake_devices ? tg_preload_fake_backend(
-                                           (int)options.fake_devices,
-                                           options.budget_cuda ? options.budget_cuda : 1ULL << 30)
-                                     : tg_preload_cuda_backend(),
-        .host_budget = options.budget_host,
-        .cuda_budget = options.budget_cuda,
-        .copy_threads = options.copy_threads,
-        .recheck = recheck_preload,
-        .recheck_context = server,
-    };
-    /* Tests only: while this file exists (at most 20 s), a load waits before it can
-     * become resident, so a test can delete or revoke in the middle without timing. */
-    const char *hold = getenv("TENSORGATE_TEST_PRELOAD_HOLD");
-    if (hold != NULL && hold[0] != '\0')
-        config.test_hold_path = hold;
-    tg_log(TG_LOG_INFO,
-           "preload: at most %u preloads, %u per namespace or token, %u hand-off connections",
-           max_preloads, max_per_namespace, plan.preload_connections);
-    if (config.host == NULL || config.cuda == NULL) {
-        if (config.host)
-            config.host->destroy(config.host->context);
-        if (config.cuda)
-            config.cuda->destroy(config.cuda->context);
-        snprintf(err, err_len, "out of memory starting the preload backends");
-        return -1;
-    }
-    if (tg_preload_manager_create(&config, &manager, err, err_len) != 0)
-        return -1;
-    service_server = server;
-    json_t *devices = tg_preload_devices_status(manager);
-    json_t *cuda = json_object_get(devices, "cuda");
-    if (json_is_true(json_object_get(cuda, "available")))
-        tg_log(TG_LOG_INFO, "preload: %lld CUDA device(s) (%s backend)",
-               (long long)json_integer_value(json_object_get(cuda, "devices")),
-               json_string_value(json_object_get(cuda, "backend")));
-    else
-        tg_log(TG_LOG_INFO, "preload: GPU unavailable: %s",
-               json_string_value(json_object_get(cuda, "reason")));
-    json_decref(devices);
-
-    tg_preload_socket_config socket_config = {.manager = manager,
-                                              .authorize = authorize_token,
-                                              .authorize_context = server,
-                                              .allowed_count = options.allowed_count,
-                                              .max_connections = plan.preload_connections};
-    memcpy(socket_config.allowed_uids, options.allowed_uids, sizeof options.allowed_uids);
-    char path[4200];
-    bool default_path = options.socket_path[0] == '\0';
-    if (default_path)
-        snprintf(path, sizeof path, "%s/preload.sock", server->config.data_dir);
-    else
-        snprintf(path, sizeof path, "%s", options.socket_path);
-    socket_config.path = path;
-    char socket_err[512];
-    if (tg_preload_socket_start(&socket_config, &hand_off, socket_err, sizeof socket_err) != 0) {
-        /* A path that was asked for must work; the default may be too long for a
-         * unix socket (108 bytes), and then preloads work without hand-off. */
-        if (!default_path) {
-            snprintf(err, err_len, "%s", socket_err);
-            tg_preload_manager_destroy(manager);
-            manager = NULL;
-            return -1;
-        }
-        tg_log(TG_LOG_WARN, "preload: no hand-off socket: %s (use --preload-socket)", socket_err);
-        hand_off = NULL;
-    } else {
-        tg_log(TG_LOG_INFO, "preload: hand-off socket %s", path);
-    }
-    return 0;
-}
-
-void tg_preloads_stop(void)
-{
-    tg_preload_socket_stop(hand_off);
-    hand_off = NULL;
-    tg_preload_manager_destroy(manager);
-    manager = NULL;
-}
-
-void tg_preloads_readyz(json_t *body)
-{
-    if (body == NULL)
-        return;
-    if (manager == NULL) {
-        json_object_set_new(
-            body, "gpu",
-            json_pack("{s:b, s:s}", "available", 0, "reason", "preloads are not started"));
-        return;
-    }
-    json_t *devices = tg_preload_devices_status(manager);
-    json_t *cuda = json_object_get(devices, "cuda");
-    json_t *gpu = json_pack("{s:O}", "available", json_object_get(cuda, "available"));
-    if (gpu && json_object_get(cuda, "reason"))
-        json_object_set(gpu, "reason", json_object_get(cuda, "reason"));
-    json_object_set_new(body, "gpu", gpu);
-    json_object_set_new(body, "preload", devices);
-}
-
-char *tg_preloads_metrics_append(char *text)
-{
-    if (text == NULL || manager == NULL)
-        return text;
-    char *extra = tg_preload_metrics(manager);
-    if (extra == NULL)
-        return text;
-    size_t len = strlen(text), extra_len = strlen(extra);
-    char *joined = realloc(text, len + extra_len + 1);
-    if (joined != NULL) {
-        memcpy(joined + len, extra, extra_len + 1);
-        text = joined;
-    }
-    free(extra);
-    return text;
-}
 
 /* ---- POST /v1/preloads ---- */
 
@@ -574,8 +219,15 @@ static bool lookup_version_text(tg_request *req, const tg_model *model, const ch
     return tg_lookup_version(req, model, version);
 }
 
+/* The running manager, NULL when preloads are not started. */
+static tg_preload_manager *preload_manager(const tg_request *req)
+{
+    return tg_preload_service_manager(req->server->preloads);
+}
+
 static void create_preload(tg_request *req, json_t *body)
 {
+    tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL) {
         tg_respond_problem(req, 503, "device_unavailable", "preloads are not started");
         return;
@@ -736,6 +388,7 @@ void tg_route_preloads_list(tg_request *req)
     char token_namespace[TG_NAME_MAX + 1];
     if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
         return;
+    tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL) {
         tg_respond_problem(req, 503, "device_unavailable", "preloads are not started");
         return;
@@ -751,6 +404,7 @@ static bool lookup_preload(tg_request *req, const char **id, char *org, size_t o
 {
     *id = tg_param(req, "id");
     char model[2 * TG_NAME_MAX + 2];
+    tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL || *id == NULL || strlen(*id) != TG_PRELOAD_ID_LEN ||
         !tg_preload_model(manager, *id, model, sizeof model)) {
         /* under --auth-read, only a reader learns that an id does not exist */
@@ -768,7 +422,7 @@ void tg_route_preload_get(tg_request *req)
     char org[TG_NAME_MAX + 1];
     if (!lookup_preload(req, &id, org, sizeof org) || !tg_auth_read(req, org))
         return;
-    json_t *body = tg_preload_describe(manager, id, true);
+    json_t *body = tg_preload_describe(preload_manager(req), id, true);
     if (body == NULL)
         tg_respond_problem(req, 404, "preload_not_found", "no preload %s", id);
     else
@@ -780,6 +434,7 @@ void tg_route_preload_delete(tg_request *req)
     const char *id = tg_param(req, "id");
     char org[TG_NAME_MAX + 1];
     char model[2 * TG_NAME_MAX + 2];
+    tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL || id == NULL || !tg_preload_model(manager, id, model, sizeof model)) {
         /* Only a writer learns that an id does not exist. */
         if (tg_auth_require(req, TG_SCOPE_WRITE, NULL))

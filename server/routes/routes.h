@@ -65,7 +65,7 @@ void tg_route_tensors_list(tg_request *req);
 void tg_route_tensor_get(tg_request *req);
 
 /* preloads.c: POST|GET /v1/preloads, GET|DELETE /v1/preloads/{id} (the preload
- * service itself: routes_preloads.h) */
+ * service itself: preload_service.h) */
 void tg_route_preload_create(tg_request *req);
 void tg_route_preloads_list(tg_request *req);
 void tg_route_preload_get(tg_request *req);
@@ -133,9 +133,6 @@ bool tg_rev_is_fixed(const char *rev);
 void tg_version_commit_id(const tg_version *version, char out[41]);
 /* True for 40 lowercase hex digits. */
 bool tg_is_commit_id(const char *text);
-/* The published version of model whose commit id is commit: TG_CAT_OK, NOT_FOUND or ERROR. */
-tg_cat_status tg_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
-                                   tg_version *version);
 json_t *tg_file_json(const tg_file_record *file);
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files);

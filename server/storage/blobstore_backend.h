@@ -2,9 +2,9 @@
  * blobs of blobstore.h. A backend fills one tg_blobstore_ops table and embeds
  * struct tg_blobstore as the first member of its state (and tg_blob_writer,
  * tg_blob_reader as the first member of its writers and readers); tg_blobstore_open
- * chooses it from the URL ("file:DIR" or a path: blobstore_local.c; "s3://...":
- * blobstore_s3.c). blobstore.c dispatches every public call and
- * adds what needs no backend (tg_blob_read_at's loop, formatting damage records).
+ * (blobstore_open.c) chooses it from the URL ("file:DIR" or a path:
+ * blobstore_local.c; "s3://...": blobstore_s3.c). blobstore.c dispatches every
+ * public call and adds what needs no backend (tg_blob_read_at's loop, formatting damage records).
  * Each operation means what blobstore.h says of the public function of the same
  * name. Only server/storage/ includes this header. */
 #ifndef TG_BLOBSTORE_BACKEND_H

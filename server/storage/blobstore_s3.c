@@ -276,25 +276,33 @@ static bool env_timeout(const char *name, long *value)
     return true;
 }
 
-static void hmac(const void *key, size_t key_len, const char *data, unsigned char out[32])
+/* HMAC-SHA256 of data under key; false when OpenSSL failed (out is then unusable). */
+static bool hmac(const void *key, size_t key_len, const char *data, unsigned char out[32])
 {
     unsigned int n = 32;
-    HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)data, strlen(data), out, &n);
+    return HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)data, strlen(data), out,
+                &n) != NULL &&
+           n == 32;
 }
 
-/* The SigV4 signing key's last step over to_sign: the signature in hex. */
-static void sigv4_signature(const s3_store *s, const char *day, const char *to_sign,
-                            char sig_hex[65])
+/* The SigV4 signing key's last step over to_sign: the signature in hex. 0, or -1
+ * (errno EIO, logged) when an HMAC failed: the request is not sent unsigned. */
+static int sigv4_signature(const s3_store *s, const char *day, const char *to_sign,
+                           char sig_hex[65])
 {
     char secret[300];
     unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
     snprintf(secret, sizeof secret, "AWS4%s", s->secret);
-    hmac(secret, strlen(secret), day, k1);
-    hmac(k1, 32, s->region, k2);
-    hmac(k2, 32, "s3", k3);
-    hmac(k3, 32, "aws4_request", k4);
-    hmac(k4, 32, to_sign, sig);
+    bool signed_ok = hmac(secret, strlen(secret), day, k1) && hmac(k1, 32, s->region, k2) &&
+                     hmac(k2, 32, "s3", k3) && hmac(k3, 32, "aws4_request", k4) &&
+                     hmac(k4, 32, to_sign, sig);
+    if (!signed_ok) {
+        tg_log(TG_LOG_ERROR, "s3: HMAC-SHA256 failed; the request is not signed");
+        errno = EIO;
+        return -1;
+    }
     tg_hex_encode(sig, 32, sig_hex);
+    return 0;
 }
 
 /* An Authorization header signed here, for UploadPartCopy: curl 7.88 sorts the
@@ -327,7 +335,8 @@ static int sign_copy_part(const s3_store *s, const char *path, const char *query
         return -1;
     snprintf(scope, sizeof scope, "%s/%s/s3/aws4_request", day, s->region);
     snprintf(to_sign, sizeof to_sign, "AWS4-HMAC-SHA256\n%s\n%s\n%s", date, scope, hash);
-    sigv4_signature(s, day, to_sign, sig);
+    if (sigv4_signature(s, day, to_sign, sig) != 0)
+        return -1;
     n = snprintf(auth, auth_len,
                  "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=host;"
                  "x-amz-content-sha256;x-amz-copy-source;x-amz-copy-source-range;x-amz-date%s, "
@@ -1667,7 +1676,8 @@ int tg_blobstore_presign(tg_blobstore *store, const char *hex, unsigned expires,
         return -1;
     snprintf(to_sign, sizeof to_sign, "AWS4-HMAC-SHA256\n%s\n%s\n%s", date, scope, hash);
     char sig_hex[65];
-    sigv4_signature(s, day, to_sign, sig_hex);
+    if (sigv4_signature(s, day, to_sign, sig_hex) != 0)
+        return -1;
     int n = snprintf(url, url_len, "%s/%s/%s?%s&X-Amz-Signature=%s", s->endpoint, s->bucket,
                      key_enc, query, sig_hex);
     if (n < 0 || (size_t)n >= url_len) {

@@ -602,3 +602,13 @@ void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id)
         tg_log(TG_LOG_ERROR, "catalog: the URLs of ended import jobs could not be redacted");
     free(batch);
 }
+
+/* ---- versions by commit id ---- */
+
+tg_cat_status tg_catalog_version_by_commit(tg_catalog *catalog, int64_t model_id,
+                                           const char *commit, tg_version *out)
+{
+    if (strlen(commit) != 40 || strspn(commit, "0123456789abcdef") != 40)
+        return TG_CAT_NOT_FOUND;
+    return catalog->ops->version_by_commit(catalog, model_id, commit, out);
+}

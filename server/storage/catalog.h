@@ -97,6 +97,18 @@ tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size
 /* Closes every connection the catalog holds; no call may be in flight. */
 void tg_catalog_close(tg_catalog *catalog);
 
+/* The catalog of a data directory (catalog_data.c): the SQLite file serve makes in
+ * it when no catalog URL is given. */
+#define TG_CATALOG_FILE "catalog.db"
+/* Opens url (as tg_catalog_open) or, when url is NULL or "", the data directory's
+ * SQLite file. */
+tg_cat_status tg_catalog_open_data(const char *url, const char *data_dir, tg_catalog **out,
+                                   char *err, size_t err_len);
+/* Whether data_dir is a directory serve made with this catalog URL (NULL: none):
+ * one holding TG_CATALOG_FILE, or any directory when url names a PostgreSQL
+ * catalog (which lives elsewhere). */
+bool tg_catalog_data_dir_made(const char *data_dir, const char *url);
+
 /* True (and cleared) when a catalog call on this thread failed since the last
  * take because the disk is full (SQLITE_FULL, or an I/O error with ENOSPC/EDQUOT):
  * the server then answers its 500 as 507 insufficient_storage (http.c). */
@@ -135,6 +147,11 @@ tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int6
                                      tg_version *out);
 tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
                                            const char *digest, tg_version *out);
+/* The published version of model_id whose commit id (the first 40 hex digits of
+ * its digest, as the Hub clients take it) is commit; two at once would be a SHA-256
+ * prefix collision: the lower number wins. TG_CAT_OK, NOT_FOUND or ERROR. */
+tg_cat_status tg_catalog_version_by_commit(tg_catalog *catalog, int64_t model_id,
+                                           const char *commit, tg_version *out);
 tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
                                                   tg_version *out);
 tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,

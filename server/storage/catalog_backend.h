@@ -140,6 +140,10 @@ typedef struct tg_catalog_ops {
                                     void (*visit)(void *ctx, int64_t id, const char *url),
                                     void *ctx);
     tg_cat_status (*job_set_ended_url)(tg_catalog *catalog, int64_t job_id, const char *url);
+
+    /* versions by commit id */
+    tg_cat_status (*version_by_commit)(tg_catalog *catalog, int64_t model_id, const char *commit,
+                                       tg_version *out);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct

@@ -2115,6 +2115,20 @@ static tg_cat_status pg_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
     return status;
 }
 
+/* ---- versions by commit id (issue 21: a query, not a walk of every version) ---- */
+
+static tg_cat_status pg_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
+                                          tg_version *out)
+{
+    num m = n64(model_id);
+    const char *params[] = {m.s, commit};
+    return version_query(catalog,
+                         "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
+                         " state = 'published' AND substr(digest, 1, 40) = $2"
+                         " ORDER BY number LIMIT 1",
+                         2, params, out);
+}
+
 static const tg_catalog_ops pg_ops = {
     .name = "postgresql",
     .close = pg_close,
@@ -2168,4 +2182,6 @@ static const tg_catalog_ops pg_ops = {
     .job_renew = pg_job_renew,
     .job_release = pg_job_release,
     .version_publish_files = pg_version_publish_files,
+    /* versions by commit id */
+    .version_by_commit = pg_version_by_commit,
 };

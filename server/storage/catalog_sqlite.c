@@ -2374,6 +2374,26 @@ static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
     return status;
 }
 
+/* ---- versions by commit id (issue 21: a query, not a walk of every version) ---- */
+
+static tg_cat_status sq_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
+                                          tg_version *out)
+{
+    static const char sql[] =
+        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
+        " AND substr(digest, 1, 40) = ? ORDER BY number LIMIT 1";
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        bind_text(st, 2, commit);
+        status = one_version(st, out);
+    }
+    read_end(catalog, k);
+    return status;
+}
+
 static const tg_catalog_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -2427,4 +2447,6 @@ static const tg_catalog_ops sqlite_ops = {
     .import_commit = sq_import_commit,
     .job_ended_urls = sq_job_ended_urls,
     .job_set_ended_url = sq_job_set_ended_url,
+    /* versions by commit id */
+    .version_by_commit = sq_version_by_commit,
 };

@@ -1837,6 +1837,54 @@ TEST(job_claim_is_fair_across_namespaces)
     tg_catalog_close(d);
 }
 
+/* A version by its commit id (the first 40 hex digits of its digest) is one query:
+ * published versions only, the lower number on a 40-digit prefix collision, and
+ * nothing for a draft, another model, or text that is not 40 lowercase hex digits. */
+TEST(versions_by_commit_id)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model model, other;
+    CHECK(tg_catalog_model_create(catalog, "acme", "commits", "", &model) == TG_CAT_OK);
+    CHECK(tg_catalog_model_create(catalog, "acme", "commits-other", "", &other) == TG_CAT_OK);
+    tg_version v1, v2, v3, got;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v2) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v3) == TG_CAT_OK);
+    const char *commit = "c0ffee0000000000000000000000000000000001";
+    const char *d1 = "c0ffee0000000000000000000000000000000001aaaaaaaaaaaaaaaaaaaaaaaa";
+    const char *d2 = "c0ffee0000000000000000000000000000000001bbbbbbbbbbbbbbbbbbbbbbbb";
+    const char *d3 = "d00d000000000000000000000000000000000000cccccccccccccccccccccccc";
+    /* v2 first: the lower number wins, not the first published */
+    CHECK(tg_catalog_version_publish(catalog, v2.id, d2, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_version_by_commit(catalog, model.id, commit, &got) == TG_CAT_OK);
+    CHECK_EQ_U64(got.number, 2);
+    CHECK(tg_catalog_version_publish(catalog, v1.id, d1, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_version_by_commit(catalog, model.id, commit, &got) == TG_CAT_OK);
+    CHECK_EQ_U64(got.number, 1);
+    CHECK_STR(got.digest, d1);
+    CHECK(got.published);
+    /* v3 is a draft: its commit id finds nothing until it is published */
+    CHECK(tg_catalog_version_by_commit(catalog, model.id,
+                                       "d00d000000000000000000000000000000000000",
+                                       &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_publish(catalog, v3.id, d3, &got) == TG_CAT_OK);
+    CHECK(tg_catalog_version_by_commit(
+              catalog, model.id, "d00d000000000000000000000000000000000000", &got) == TG_CAT_OK);
+    CHECK_EQ_U64(got.number, 3);
+    CHECK(tg_catalog_version_by_commit(catalog, other.id, commit, &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_by_commit(catalog, model.id,
+                                       "C0FFEE0000000000000000000000000000000001",
+                                       &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_by_commit(catalog, model.id, "c0ffee", &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_by_commit(catalog, model.id, d1, &got) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_by_commit(catalog, model.id,
+                                       "c0ffee000000000000000000000000000000000%",
+                                       &got) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -1856,6 +1904,7 @@ int main(int argc, char **argv)
     RUN(job_leases_between_handles);
     RUN(job_claim_is_fair_across_namespaces);
     RUN(publish_checks_the_files);
+    RUN(versions_by_commit_id);
     RUN(schema_1_catalog_is_migrated);
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
     RUN(guarded_file_put);
@@ -1882,8 +1931,8 @@ int main(int argc, char **argv)
         RUN(import_job_urls_redacted_when_ended);
         RUN(job_leases_between_handles);
         RUN(job_claim_is_fair_across_namespaces);
-        RUN(job_claim_is_fair_across_namespaces);
         RUN(publish_checks_the_files);
+        RUN(versions_by_commit_id);
     } else {
         fprintf(stderr, "TENSORGATE_TEST_PG unset: PostgreSQL round skipped "
                         "(tests/scale/with-postgres.sh runs it)\n");
