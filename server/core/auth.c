@@ -76,11 +76,11 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
     token_namespace[0] = '\0';
     const char *header = tg_header(req, "Authorization");
     if (header == NULL) {
-        tg_respond_problem(req, 401, "unauthorized", "this route needs a bearer token");
+        tg_respond_problem(req, "unauthorized", "this route needs a bearer token");
         return false;
     }
     if (strncasecmp(header, "Bearer ", 7) != 0) {
-        tg_respond_problem(req, 401, "unauthorized",
+        tg_respond_problem(req, "unauthorized",
                            "the Authorization header must be 'Bearer <token>'");
         return false;
     }
@@ -100,12 +100,12 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
          * (not "repository not found"). */
         const char *const hub_headers[] = {"X-Error-Message",
                                            "Invalid credentials in Authorization header", NULL};
-        tg_respond_problem_headers(req, 401, "unauthorized", req->hub_errors ? hub_headers : NULL,
+        tg_respond_problem_headers(req, "unauthorized", req->hub_errors ? hub_headers : NULL,
                                    "the token is not valid");
         return false;
     }
     if (granted < scope) {
-        tg_respond_problem(req, 403, "forbidden", "the token's scope is too small for this route");
+        tg_respond_problem(req, "forbidden", "the token's scope is too small for this route");
         return false;
     }
     return true;
@@ -119,13 +119,13 @@ static bool authorize(tg_request *req, tg_scope scope, const char *org, char *to
         return false;
     if (token_namespace[0] != '\0' && scope > TG_SCOPE_READ &&
         (org == NULL || strcmp(org, token_namespace) != 0)) {
-        tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
+        tg_respond_problem(req, "forbidden", "the token is limited to the namespace '%s'",
                            token_namespace);
         return false;
     }
     if (token_namespace[0] != '\0' && scope == TG_SCOPE_READ && org != NULL &&
         strcmp(org, token_namespace) != 0) {
-        tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
+        tg_respond_problem(req, "forbidden", "the token is limited to the namespace '%s'",
                            token_namespace);
         return false;
     }

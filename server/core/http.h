@@ -131,14 +131,16 @@ void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals 
 void tg_respond_json_headers(tg_request *req, unsigned status, json_t *body,
                              const char *const *headers);
 void tg_respond_empty(tg_request *req, unsigned status);
-void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* A problem+json answer: reason is a code of the reason table (reasons.c), which
+ * gives the status (an unknown reason is logged and answered 500); the detail is
+ * one sentence. */
+void tg_respond_problem(tg_request *req, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The same with extra response headers: name/value pairs, NULL-terminated (a pair
  * whose value is NULL is left out). Every problem answer goes through these (and
  * tg_respond_internal, tg_respond_gate_problem). */
-void tg_respond_problem_headers(tg_request *req, unsigned status, const char *reason,
-                                const char *const *headers, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+void tg_respond_problem_headers(tg_request *req, const char *reason, const char *const *headers,
+                                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* 500 internal: the server's own failure (out of memory, the catalog failed, an I/O
  * error), the detail saying what failed. The one place a 500 is answered (and, when
  * the catalog's disk is full, the 507 insufficient_storage it becomes). */

@@ -32,14 +32,13 @@ void tg_route_scan_start(tg_request *req)
     } else if (kind_text != NULL && strcmp(kind_text, "json") == 0) {
         kind = ST_GATE_SIDECAR_JSON;
     } else if (kind_text != NULL && strcmp(kind_text, "safetensors") != 0) {
-        tg_respond_problem(req, 400, "invalid_request",
-                           "kind is 'safetensors', 'sidecar' or 'json'");
+        tg_respond_problem(req, "invalid_request", "kind is 'safetensors', 'sidecar' or 'json'");
         return;
     }
     uint64_t declared = tg_request_body_size(req);
     if (declared != ST_FILE_SIZE_UNKNOWN && declared > req->server->config.max_body) {
         tg_respond_problem(
-            req, 413, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
+            req, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
             (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
         return;
     }
@@ -96,7 +95,7 @@ void tg_route_scan_finish(tg_request *req)
         return;
     }
     if (ingest->state == TG_INGEST_TOO_LARGE) {
-        tg_respond_problem(req, 413, "payload_too_large", "the body is larger than %llu bytes",
+        tg_respond_problem(req, "payload_too_large", "the body is larger than %llu bytes",
                            (unsigned long long)req->server->config.max_body);
         return;
     }

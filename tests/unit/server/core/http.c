@@ -59,7 +59,7 @@ static void silent(tg_request *req)
 static void problem_headers(tg_request *req)
 {
     const char *const headers[] = {"X-One", "1", "X-Skipped", NULL, "X-Two", "2", NULL};
-    tg_respond_problem_headers(req, 409, "conflict", headers, "taken: %s", "yes");
+    tg_respond_problem_headers(req, "model_exists", headers, "taken: %s", "yes");
 }
 
 /* 500 internal through its one function */
@@ -77,7 +77,7 @@ static void created(tg_request *req)
 
 static void unauthorized(tg_request *req)
 {
-    tg_respond_problem(req, 401, "unauthorized", "a token is needed");
+    tg_respond_problem(req, "unauthorized", "a token is needed");
 }
 
 /* ?limit= and ?cursor= through tg_list_params */
@@ -117,7 +117,7 @@ typedef struct stream_state {
 static void stream_start(tg_request *req)
 {
     if (tg_header(req, "X-Refuse") != NULL) {
-        tg_respond_problem(req, 403, "forbidden", "refused at the headers");
+        tg_respond_problem(req, "forbidden", "refused at the headers");
         return;
     }
     req->state = calloc(1, sizeof(stream_state));
@@ -591,7 +591,7 @@ TEST(problems)
     CHECK_STR(header_value(&r, "X-Two", value, sizeof value), "2");
     CHECK_STR(header_value(&r, "X-Skipped", value, sizeof value), "");
     CHECK_STR(header_value(&r, "Content-Type", value, sizeof value), "application/problem+json");
-    CHECK_STR(json_str(r.json, "type"), "https://tensorgate.dev/problems/conflict");
+    CHECK_STR(json_str(r.json, "type"), "https://tensorgate.dev/problems/model_exists");
     CHECK_STR(json_str(r.json, "title"), "Conflict");
     CHECK_EQ_U64(json_integer_value(json_object_get(r.json, "status")), 409);
     CHECK_STR(json_str(r.json, "detail"), "taken: yes");
