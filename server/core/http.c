@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "checks.h"
 #include "log.h"
 #include "parsed_header_cache.h"
@@ -894,6 +895,21 @@ static bool finish_truncated_body(tg_request *req)
     return true;
 }
 
+/* The route's declared scope (tg_route.auth), checked once per request before its
+ * first callback, where the handler used to check it itself: true when the route
+ * may run; false when the request is answered (401/403/500, or already before).
+ * The route's error dialect is switched on here, as its handler did first thing. */
+static bool route_authorized(tg_request *req)
+{
+    if (req->responded)
+        return false;
+    if (req->authorized)
+        return true;
+    req->hub_errors = (req->route->flags & TG_ROUTE_HUB_ERRORS) != 0;
+    req->authorized = tg_auth_route(req);
+    return req->authorized;
+}
+
 /* 429 rate_limited with Retry-After (seconds). */
 static void respond_rate_limited(tg_request *req, unsigned retry_after)
 {
@@ -1081,14 +1097,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             return MHD_YES;
         const tg_route *route = req->route;
         if (route->body == TG_BODY_NONE) {
-            route->handle(req);
+            if (route_authorized(req))
+                route->handle(req);
         } else if (route->body == TG_BODY_JSON) {
             const char *length = tg_header(req, "Content-Length");
             uint64_t declared;
             if (length && tg_parse_u64(length, &declared) && declared > TG_JSON_BODY_MAX)
                 tg_respond_problem(req, "payload_too_large", "a JSON body is limited to %d bytes",
                                    TG_JSON_BODY_MAX);
-        } else {
+        } else if (route_authorized(req)) {
             route->start(req);
         }
         if (req->close_now)
@@ -1128,10 +1145,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (!req->responded && req->route == NULL) {
         /* a request without a body, deferred from the first call */
         route_request(req, url);
-        if (!req->responded && req->route->body == TG_BODY_STREAM)
+        if (!req->responded && req->route->body == TG_BODY_STREAM && route_authorized(req))
             req->route->start(req);
     }
-    if (!req->responded && req->route != NULL)
+    if (!req->responded && req->route != NULL && route_authorized(req))
         req->route->handle(req);
     if (!req->responded)
         tg_respond_internal(req, "the handler gave no answer");
@@ -1336,6 +1353,10 @@ static bool route_valid(const tg_route *route, char *why, size_t why_len)
     if (route->handle == NULL ||
         (route->body == TG_BODY_STREAM && (route->start == NULL || route->feed == NULL))) {
         snprintf(why, why_len, "a route needs a handler (a stream route also start and feed)");
+        return false;
+    }
+    if (route->auth > TG_AUTH_TOKEN) {
+        snprintf(why, why_len, "a route needs a scope (tg_route_auth)");
         return false;
     }
     return true;

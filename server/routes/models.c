@@ -235,9 +235,7 @@ static void add_model_summary(void *ctx, const tg_model *model)
 void tg_route_models_list(tg_request *req)
 {
     /* a namespace-limited token (under --auth-read) lists its org's models only */
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return;
+    const char *token_namespace = req->token_namespace;
     unsigned limit;
     char key[512];
     bool has_cursor;
@@ -290,9 +288,6 @@ static json_t *model_json(tg_server *server, const tg_model *model);
 
 void tg_route_model_create(tg_request *req)
 {
-    /* No token, or one that cannot write anywhere: 401/403 before the body is judged. */
-    if (!tg_auth_require_scope(req, TG_SCOPE_WRITE))
-        return;
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;
@@ -336,7 +331,7 @@ void tg_route_model_create(tg_request *req)
                            "each part of org/name is [A-Za-z0-9][A-Za-z0-9._-]{0,63} without '..'");
         return;
     }
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, org)) {
+    if (!tg_auth_namespace(req, TG_SCOPE_WRITE, org)) {
         json_decref(body);
         return;
     }
@@ -397,8 +392,6 @@ static json_t *model_json(tg_server *server, const tg_model *model)
 
 void tg_route_model_get(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
@@ -433,8 +426,6 @@ static void collect_blob(void *ctx, const char *sha256)
 
 void tg_route_model_delete(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_ADMIN, tg_param(req, "org")))
-        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
@@ -468,8 +459,6 @@ void tg_route_model_delete(tg_request *req)
 void tg_route_alias_set(tg_request *req)
 {
     const char *alias = tg_param(req, "alias");
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     /* latest is automatic; main and HEAD are what Hugging Face clients ask for and
      * mean latest there (hf.c): an alias under any of these names, in any
      * case, would make the two APIs disagree about a version */

@@ -600,7 +600,7 @@ static void create_preload(tg_request *req, json_t *body)
                            "[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
         return;
     }
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, org))
+    if (!tg_auth_namespace(req, TG_SCOPE_WRITE, org))
         return;
     char version_text[32];
     if (version_value == NULL) {
@@ -705,10 +705,7 @@ static void create_preload(tg_request *req, json_t *body)
 
 void tg_route_preload_create(tg_request *req)
 {
-    /* No token, or one that cannot write anywhere: 401/403 before the body is judged;
-     * the namespace is checked once the body names the model. */
-    if (!tg_auth_require_scope(req, TG_SCOPE_WRITE))
-        return;
+    /* the namespace is checked once the body names the model */
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;
@@ -733,9 +730,7 @@ static void keep_org(json_t *list, const char *org)
 
 void tg_route_preloads_list(tg_request *req)
 {
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return;
+    const char *token_namespace = req->token_namespace;
     if (manager == NULL) {
         tg_respond_problem(req, "device_unavailable", "preloads are not started");
         return;
@@ -753,9 +748,9 @@ static bool lookup_preload(tg_request *req, const char **id, char *org, size_t o
     char model[2 * TG_NAME_MAX + 2];
     if (manager == NULL || *id == NULL || strlen(*id) != TG_PRELOAD_ID_LEN ||
         !tg_preload_model(manager, *id, model, sizeof model)) {
-        /* under --auth-read, only a reader learns that an id does not exist */
-        if (tg_auth_read(req, NULL))
-            tg_respond_problem(req, "preload_not_found", "no preload %s", *id ? *id : "");
+        /* under --auth-read, only a reader learns that an id does not exist (the route's
+         * scope: read-object) */
+        tg_respond_problem(req, "preload_not_found", "no preload %s", *id ? *id : "");
         return false;
     }
     snprintf(org, org_len, "%.*s", (int)strcspn(model, "/"), model);
@@ -766,7 +761,7 @@ void tg_route_preload_get(tg_request *req)
 {
     const char *id;
     char org[TG_NAME_MAX + 1];
-    if (!lookup_preload(req, &id, org, sizeof org) || !tg_auth_read(req, org))
+    if (!lookup_preload(req, &id, org, sizeof org) || !tg_auth_namespace(req, TG_SCOPE_READ, org))
         return;
     json_t *body = tg_preload_describe(manager, id, true);
     if (body == NULL)
@@ -782,12 +777,12 @@ void tg_route_preload_delete(tg_request *req)
     char model[2 * TG_NAME_MAX + 2];
     if (manager == NULL || id == NULL || !tg_preload_model(manager, id, model, sizeof model)) {
         /* Only a writer learns that an id does not exist. */
-        if (tg_auth_require(req, TG_SCOPE_WRITE, NULL))
+        if (tg_auth_namespace(req, TG_SCOPE_WRITE, NULL))
             tg_respond_problem(req, "preload_not_found", "no preload %s", id ? id : "");
         return;
     }
     snprintf(org, sizeof org, "%.*s", (int)strcspn(model, "/"), model);
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, org))
+    if (!tg_auth_namespace(req, TG_SCOPE_WRITE, org))
         return;
     bool deferred = false;
     tg_preload_status status = tg_preload_evict(manager, id, &deferred);

@@ -20,11 +20,6 @@
 
 void tg_route_scan_start(tg_request *req)
 {
-    /* --scan-auth: any valid token of read scope or more (a namespace-limited one too:
-     * a scan reads nothing stored); otherwise scans are open unless --auth-read. */
-    if (req->server->config.scan_auth ? !tg_auth_require(req, TG_SCOPE_READ, NULL)
-                                      : !tg_auth_read(req, NULL))
-        return;
     const char *kind_text = tg_query(req, "kind");
     st_gate_kind kind = ST_GATE_SAFETENSORS;
     if (kind_text != NULL && strcmp(kind_text, "sidecar") == 0) {
