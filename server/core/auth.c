@@ -76,11 +76,11 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
     token_namespace[0] = '\0';
     const char *header = tg_header(req, "Authorization");
     if (header == NULL) {
-        tg_respond_problem(req, 401, "unauthorized", "this route needs a bearer token");
+        tg_respond_problem(req, "unauthorized", "this route needs a bearer token");
         return false;
     }
     if (strncasecmp(header, "Bearer ", 7) != 0) {
-        tg_respond_problem(req, 401, "unauthorized",
+        tg_respond_problem(req, "unauthorized",
                            "the Authorization header must be 'Bearer <token>'");
         return false;
     }
@@ -100,12 +100,32 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
          * (not "repository not found"). */
         const char *const hub_headers[] = {"X-Error-Message",
                                            "Invalid credentials in Authorization header", NULL};
-        tg_respond_problem_headers(req, 401, "unauthorized", req->hub_errors ? hub_headers : NULL,
+        tg_respond_problem_headers(req, "unauthorized", req->hub_errors ? hub_headers : NULL,
                                    "the token is not valid");
         return false;
     }
     if (granted < scope) {
-        tg_respond_problem(req, 403, "forbidden", "the token's scope is too small for this route");
+        tg_respond_problem(req, "forbidden", "the token's scope is too small for this route");
+        return false;
+    }
+    return true;
+}
+
+/* The namespace half of tg_auth_require: a token limited to token_namespace (not "")
+ * may act above read only on org (never on no org), and read only org (or no org). */
+static bool authorize_namespace(tg_request *req, tg_scope scope, const char *org,
+                                const char *token_namespace)
+{
+    if (token_namespace[0] != '\0' && scope > TG_SCOPE_READ &&
+        (org == NULL || strcmp(org, token_namespace) != 0)) {
+        tg_respond_problem(req, "forbidden", "the token is limited to the namespace '%s'",
+                           token_namespace);
+        return false;
+    }
+    if (token_namespace[0] != '\0' && scope == TG_SCOPE_READ && org != NULL &&
+        strcmp(org, token_namespace) != 0) {
+        tg_respond_problem(req, "forbidden", "the token is limited to the namespace '%s'",
+                           token_namespace);
         return false;
     }
     return true;
@@ -117,31 +137,13 @@ static bool authorize(tg_request *req, tg_scope scope, const char *org, char *to
 {
     if (!authorize_token(req, scope, token_namespace, namespace_size))
         return false;
-    if (token_namespace[0] != '\0' && scope > TG_SCOPE_READ &&
-        (org == NULL || strcmp(org, token_namespace) != 0)) {
-        tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
-                           token_namespace);
-        return false;
-    }
-    if (token_namespace[0] != '\0' && scope == TG_SCOPE_READ && org != NULL &&
-        strcmp(org, token_namespace) != 0) {
-        tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
-                           token_namespace);
-        return false;
-    }
-    return true;
+    return authorize_namespace(req, scope, org, token_namespace);
 }
 
 bool tg_auth_require_scope(tg_request *req, tg_scope scope)
 {
     char token_namespace[TG_NAME_MAX + 1];
     return authorize_token(req, scope, token_namespace, sizeof token_namespace);
-}
-
-bool tg_auth_require_scope_namespace(tg_request *req, tg_scope scope, char *token_namespace,
-                                     size_t namespace_size)
-{
-    return authorize_token(req, scope, token_namespace, namespace_size);
 }
 
 bool tg_auth_require(tg_request *req, tg_scope scope, const char *org)
@@ -164,4 +166,39 @@ bool tg_auth_read_namespace(tg_request *req, const char *org, char *token_namesp
     if (!req->server->config.auth_read)
         return true;
     return authorize(req, TG_SCOPE_READ, org, token_namespace, namespace_size);
+}
+
+bool tg_auth_namespace(tg_request *req, tg_scope scope, const char *org)
+{
+    return authorize_namespace(req, scope, org, req->token_namespace);
+}
+
+bool tg_auth_route(tg_request *req)
+{
+    const char *org = tg_param(req, "org"); /* NULL: the pattern has no {org} */
+    char *token_namespace = req->token_namespace;
+    size_t size = sizeof req->token_namespace;
+    token_namespace[0] = '\0';
+    switch (req->route->auth) {
+    case TG_AUTH_PUBLIC:
+    case TG_AUTH_TOKEN:
+        return true;
+    case TG_AUTH_READ:
+        return tg_auth_read_namespace(req, org, token_namespace, size);
+    case TG_AUTH_READ_OBJECT:
+        return tg_auth_read_namespace(req, NULL, token_namespace, size);
+    case TG_AUTH_SCAN:
+        if (req->server->config.scan_auth)
+            return authorize(req, TG_SCOPE_READ, NULL, token_namespace, size);
+        return tg_auth_read_namespace(req, NULL, token_namespace, size);
+    case TG_AUTH_WRITE:
+        return authorize(req, TG_SCOPE_WRITE, org, token_namespace, size);
+    case TG_AUTH_WRITE_OBJECT:
+        return authorize_token(req, TG_SCOPE_WRITE, token_namespace, size);
+    case TG_AUTH_ADMIN:
+        return authorize(req, TG_SCOPE_ADMIN, org, token_namespace, size);
+    }
+    /* a value outside the enum: refused, never let through */
+    tg_respond_internal(req, "the route declares no known scope");
+    return false;
 }

@@ -14,10 +14,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "checks.h"
 #include "log.h"
 #include "parsed_header_cache.h"
 #include "rate_limit.h"
+#include "reasons.h"
 #include "response_cache.h"
 #include "st_buffer.h"
 #include "st_utf8.h"
@@ -627,20 +629,31 @@ respond_problem_va(tg_request *req, unsigned status, const char *reason, const c
     respond_problem_json(req, status, tg_problem_json(status, reason, detail), headers);
 }
 
-void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
+/* The status the reason table gives reason; 500 (logged) for a reason it lacks. */
+static unsigned reason_status(const char *reason)
+{
+    unsigned status = tg_reason_status(reason);
+    if (status == 0) {
+        tg_log(TG_LOG_ERROR, "the reason '%s' is not in the reason table (reasons.c)", reason);
+        return 500;
+    }
+    return status;
+}
+
+void tg_respond_problem(tg_request *req, const char *reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    respond_problem_va(req, status, reason, NULL, fmt, ap);
+    respond_problem_va(req, reason_status(reason), reason, NULL, fmt, ap);
     va_end(ap);
 }
 
-void tg_respond_problem_headers(tg_request *req, unsigned status, const char *reason,
-                                const char *const *headers, const char *fmt, ...)
+void tg_respond_problem_headers(tg_request *req, const char *reason, const char *const *headers,
+                                const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    respond_problem_va(req, status, reason, headers, fmt, ap);
+    respond_problem_va(req, reason_status(reason), reason, headers, fmt, ap);
     va_end(ap);
 }
 
@@ -687,7 +700,7 @@ bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned ma
     uint64_t value = default_limit;
     if (limit_text != NULL &&
         (!tg_parse_u64(limit_text, &value) || value < 1 || value > max_limit)) {
-        tg_respond_problem(req, 400, "invalid_request", "limit must be an integer from 1 to %u",
+        tg_respond_problem(req, "invalid_request", "limit must be an integer from 1 to %u",
                            max_limit);
         return false;
     }
@@ -696,7 +709,7 @@ bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned ma
     *has_cursor = cursor != NULL && cursor[0] != '\0';
     key[0] = '\0';
     if (*has_cursor && tg_cursor_decode(cursor, key, key_len) != 0) {
-        tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
         return false;
     }
     return true;
@@ -718,14 +731,14 @@ void tg_set_next_cursor(json_t *body, const char *key_or_null)
 json_t *tg_json_body(tg_request *req)
 {
     if (req->body_too_large) {
-        tg_respond_problem(req, 413, "payload_too_large", "a JSON body is limited to %d bytes",
+        tg_respond_problem(req, "payload_too_large", "a JSON body is limited to %d bytes",
                            TG_JSON_BODY_MAX);
         return NULL;
     }
     if (req->body_len == 0)
         return json_object();
     if (!tg_json_depth_within(req->body, req->body_len, TG_JSON_DEPTH_MAX)) {
-        tg_respond_problem(req, 400, "json_too_deep",
+        tg_respond_problem(req, "json_too_deep",
                            "the body nests arrays and objects more than %d deep",
                            TG_JSON_DEPTH_MAX);
         return NULL;
@@ -733,13 +746,13 @@ json_t *tg_json_body(tg_request *req)
     json_error_t error;
     json_t *value = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &error);
     if (value == NULL) {
-        tg_respond_problem(req, 400, "invalid_json", "the body is not valid JSON: %s (line %d)",
+        tg_respond_problem(req, "invalid_json", "the body is not valid JSON: %s (line %d)",
                            error.text, error.line);
         return NULL;
     }
     if (!json_is_object(value)) {
         json_decref(value);
-        tg_respond_problem(req, 400, "invalid_json", "the body must be a JSON object");
+        tg_respond_problem(req, "invalid_json", "the body must be a JSON object");
         return NULL;
     }
     return value;
@@ -762,11 +775,11 @@ bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fiel
             snprintf(names + used, sizeof names - used, "%s\"%s\"", f ? ", " : "", fields[f]);
         }
         if (fields[0] == NULL)
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "unknown field \"%.64s\": this route takes an empty body or {}",
                                key);
         else
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "unknown field \"%.64s\": the body may have %s", key, names);
         return false;
     }
@@ -794,19 +807,18 @@ static void route_request(tg_request *req, const char *url)
     if (req->url_has_nul) {
         /* libmicrohttpd decodes %00 into a NUL, which would silently end the path or
          * value there (a.safetensors%00x would name a.safetensors) */
-        tg_respond_problem(req, 400, "invalid_request",
+        tg_respond_problem(req, "invalid_request",
                            "the URL holds an encoded NUL byte (%%00); paths, names and query "
                            "values cannot contain one");
         return;
     }
     if (req->target.length > TG_URI_MAX) {
-        tg_respond_problem(req, 414, "uri_too_long",
-                           "the request target has %zu bytes, more than %d", req->target.length,
-                           TG_URI_MAX);
+        tg_respond_problem(req, "uri_too_long", "the request target has %zu bytes, more than %d",
+                           req->target.length, TG_URI_MAX);
         return;
     }
     if (req->target.query_args > TG_QUERY_ARGS_MAX) {
-        tg_respond_problem(req, 400, "too_many_query_arguments",
+        tg_respond_problem(req, "too_many_query_arguments",
                            "the query has %zu arguments, more than %d", req->target.query_args,
                            TG_QUERY_ARGS_MAX);
         return;
@@ -814,7 +826,7 @@ static void route_request(tg_request *req, const char *url)
     segment url_segments[SEGMENTS_MAX];
     int url_count = split_path(url, url_segments);
     if (url_count < 0) {
-        tg_respond_problem(req, 404, "not_found", "no such route");
+        tg_respond_problem(req, "not_found", "no such route");
         return;
     }
     const char *match_method = req->is_head ? "GET" : req->method;
@@ -838,11 +850,11 @@ static void route_request(tg_request *req, const char *url)
         }
     }
     if (allow[0] == '\0') {
-        tg_respond_problem(req, 404, "not_found", "no such route");
+        tg_respond_problem(req, "not_found", "no such route");
         return;
     }
     const char *const headers[] = {"Allow", allow, NULL};
-    tg_respond_problem_headers(req, 405, "method_not_allowed", headers,
+    tg_respond_problem_headers(req, "method_not_allowed", headers,
                                "%s is not allowed here; allowed: %s", req->method, allow);
 }
 
@@ -883,6 +895,21 @@ static bool finish_truncated_body(tg_request *req)
     return true;
 }
 
+/* The route's declared scope (tg_route.auth), checked once per request before its
+ * first callback, where the handler used to check it itself: true when the route
+ * may run; false when the request is answered (401/403/500, or already before).
+ * The route's error dialect is switched on here, as its handler did first thing. */
+static bool route_authorized(tg_request *req)
+{
+    if (req->responded)
+        return false;
+    if (req->authorized)
+        return true;
+    req->hub_errors = (req->route->flags & TG_ROUTE_HUB_ERRORS) != 0;
+    req->authorized = tg_auth_route(req);
+    return req->authorized;
+}
+
 /* 429 rate_limited with Retry-After (seconds). */
 static void respond_rate_limited(tg_request *req, unsigned retry_after)
 {
@@ -890,7 +917,7 @@ static void respond_rate_limited(tg_request *req, unsigned retry_after)
     snprintf(seconds, sizeof seconds, "%u", retry_after);
     const char *const headers[] = {"Retry-After", seconds, NULL};
     tg_respond_problem_headers(
-        req, 429, "rate_limited", headers,
+        req, "rate_limited", headers,
         "more than %u requests per second from this client; retry after %u s",
         req->server->config.rate_limit, retry_after);
 }
@@ -1052,7 +1079,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             tg_rate_limit_take(req->client, server->config.rate_limit, server->config.rate_burst);
         if (refused) {
             req->close_after = refusal.close;
-            tg_respond_problem(req, refusal.status, refusal.reason, "%s", refusal.detail);
+            tg_respond_problem(req, refusal.reason, "%s", refusal.detail);
             return MHD_YES;
         }
         if (retry_after != 0) {
@@ -1070,14 +1097,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             return MHD_YES;
         const tg_route *route = req->route;
         if (route->body == TG_BODY_NONE) {
-            route->handle(req);
+            if (route_authorized(req))
+                route->handle(req);
         } else if (route->body == TG_BODY_JSON) {
             const char *length = tg_header(req, "Content-Length");
             uint64_t declared;
             if (length && tg_parse_u64(length, &declared) && declared > TG_JSON_BODY_MAX)
-                tg_respond_problem(req, 413, "payload_too_large",
-                                   "a JSON body is limited to %d bytes", TG_JSON_BODY_MAX);
-        } else {
+                tg_respond_problem(req, "payload_too_large", "a JSON body is limited to %d bytes",
+                                   TG_JSON_BODY_MAX);
+        } else if (route_authorized(req)) {
             route->start(req);
         }
         if (req->close_now)
@@ -1117,10 +1145,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (!req->responded && req->route == NULL) {
         /* a request without a body, deferred from the first call */
         route_request(req, url);
-        if (!req->responded && req->route->body == TG_BODY_STREAM)
+        if (!req->responded && req->route->body == TG_BODY_STREAM && route_authorized(req))
             req->route->start(req);
     }
-    if (!req->responded && req->route != NULL)
+    if (!req->responded && req->route != NULL && route_authorized(req))
         req->route->handle(req);
     if (!req->responded)
         tg_respond_internal(req, "the handler gave no answer");
@@ -1271,8 +1299,7 @@ static bool content_length_unparsable(tg_request *req)
     return value[0] == '\0';
 }
 
-static void refuse_from_log(tg_server *server, unsigned status, const char *reason,
-                            const char *detail)
+static void refuse_from_log(tg_server *server, const char *reason, const char *detail)
 {
     pthread_t self = pthread_self();
     tg_request *found = NULL;
@@ -1293,7 +1320,7 @@ static void refuse_from_log(tg_server *server, unsigned status, const char *reas
     client_address(found->connection, found->client, sizeof found->client);
     tg_rate_limit_take(found->client, server->config.rate_limit, server->config.rate_burst);
     found->in_upload_data = true; /* answer on the socket */
-    tg_respond_problem(found, status, reason, "%s", detail);
+    tg_respond_problem(found, reason, "%s", detail);
     found->in_upload_data = false;
 }
 
@@ -1307,11 +1334,10 @@ static void __attribute__((format(printf, 2, 0))) on_mhd_log(void *cls, const ch
     tg_log(TG_LOG_DEBUG, "microhttpd: %s", line);
     /* the messages of libmicrohttpd 0.9.75's parse_connection_headers() */
     if (strncmp(line, "Failed to parse `Content-Length' header", 39) == 0)
-        refuse_from_log(cls, 400, "bad_content_length",
+        refuse_from_log(cls, "bad_content_length",
                         "Content-Length must be a decimal number of bytes");
     else if (strncmp(line, "Too large value of 'Content-Length' header", 42) == 0)
-        refuse_from_log(cls, 413, "payload_too_large",
-                        "Content-Length is larger than 2^64 - 1 bytes");
+        refuse_from_log(cls, "payload_too_large", "Content-Length is larger than 2^64 - 1 bytes");
 }
 
 /* A row the router can run: a method, a pattern that can match (not too many or
@@ -1327,6 +1353,10 @@ static bool route_valid(const tg_route *route, char *why, size_t why_len)
     if (route->handle == NULL ||
         (route->body == TG_BODY_STREAM && (route->start == NULL || route->feed == NULL))) {
         snprintf(why, why_len, "a route needs a handler (a stream route also start and feed)");
+        return false;
+    }
+    if (route->auth > TG_AUTH_TOKEN) {
+        snprintf(why, why_len, "a route needs a scope (tg_route_auth)");
         return false;
     }
     return true;

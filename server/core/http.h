@@ -49,12 +49,58 @@ typedef enum tg_body_kind {
     TG_BODY_STREAM, /* start at the headers, feed per chunk, handle at the end */
 } tg_body_kind;
 
+/* What a route needs of the request's bearer token (docs/DESIGN.md §7; each
+ * operation of openapi.yaml names it as x-tensorgate-scope). The dispatcher
+ * authorizes (tg_auth_route, auth.c) before the route's first callback runs (start
+ * of a stream route, else handle): a refusal is 401 (no valid token), 403 (a scope
+ * too small, or a token limited to another namespace) or 500 (the token store
+ * failed), and the handler never runs. "{org}" is the path's org when the pattern
+ * has one; the token's namespace ("" when unlimited or when reads are open) is
+ * left in req->token_namespace for the handler. */
+typedef enum tg_route_auth {
+    /* "public": no token asked for (health, the contract, the web page) */
+    TG_AUTH_PUBLIC,
+    /* "read": open unless --auth-read; then a token of read scope or more, and a
+     * namespace-limited token only on its own {org} (any, on a route without {org}:
+     * the handler keeps its list to req->token_namespace) */
+    TG_AUTH_READ,
+    /* "read-object": as "read" without {org}: the namespace is the object's (a job, a
+     * preload, a Hub repository), known after a lookup; the handler checks it
+     * (tg_auth_namespace), and says itself what another namespace's object looks like */
+    TG_AUTH_READ_OBJECT,
+    /* "scan": "read", and also without --auth-read when --scan-auth is set (any valid
+     * token: a scan reads nothing stored) */
+    TG_AUTH_SCAN,
+    /* "write": a token of write scope or more; a namespace-limited one only on {org} */
+    TG_AUTH_WRITE,
+    /* "write-object": a token of write scope or more; the namespace comes from the
+     * body or the object (a model to create, a preload, a job): the handler checks it
+     * (tg_auth_namespace) once it knows it */
+    TG_AUTH_WRITE_OBJECT,
+    /* "admin": a token of admin scope; a namespace-limited one only on {org}, never on
+     * a route without {org} */
+    TG_AUTH_ADMIN,
+    /* "token": the handler reads the token itself and answers its own 401 (whoami
+     * tells who the token is); nothing is checked before it */
+    TG_AUTH_TOKEN,
+} tg_route_auth;
+
+/* Route flags (tg_route.flags). */
+enum {
+    /* Hugging Face Hub dialect: a problem answer without X-Error-Code gets the Hub's
+     * X-Error-Code (401 RepoNotFound, 403 GatedRepo) and X-Error-Message (the detail),
+     * from the authorization on (req->hub_errors) */
+    TG_ROUTE_HUB_ERRORS = 1u << 0,
+};
+
 typedef struct tg_request tg_request;
 
 struct tg_route {
     const char *method;  /* a GET route also answers HEAD */
     const char *pattern; /* "/v1/models/{org}/{name}"; "{path*}" takes one or more segments */
     tg_body_kind body;
+    tg_route_auth auth; /* what the token must allow, checked before the handler runs */
+    unsigned flags;     /* TG_ROUTE_* */
     void (*handle)(tg_request *req);
     /* stream routes only: */
     void (*start)(tg_request *req); /* may respond, then no body is read */
@@ -90,8 +136,13 @@ struct tg_request {
     bool close_now;      /* stream routes: stop reading and close the connection */
     bool in_upload_data; /* inside the feed callback: MHD cannot queue a response now */
     bool responded;
+    bool authorized; /* the route's scope was checked and allowed (tg_auth_route) */
+    /* the namespace the token is limited to, "" when unlimited or reads are open (set
+     * by tg_auth_route; read-object and write-object routes check their object's) */
+    char token_namespace[TG_NAME_MAX + 1];
     /* a Hugging Face Hub route: a problem answer without X-Error-Code gets the Hub's
-     * X-Error-Code (401 RepoNotFound, 403 GatedRepo) and X-Error-Message (the detail) */
+     * X-Error-Code (401 RepoNotFound, 403 GatedRepo) and X-Error-Message (the detail);
+     * set from TG_ROUTE_HUB_ERRORS when the dispatcher authorizes */
     bool hub_errors;
     unsigned status;
     uint64_t bytes_in;
@@ -133,14 +184,16 @@ void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals 
 void tg_respond_json_headers(tg_request *req, unsigned status, json_t *body,
                              const char *const *headers);
 void tg_respond_empty(tg_request *req, unsigned status);
-void tg_respond_problem(tg_request *req, unsigned status, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* A problem+json answer: reason is a code of the reason table (reasons.c), which
+ * gives the status (an unknown reason is logged and answered 500); the detail is
+ * one sentence. */
+void tg_respond_problem(tg_request *req, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The same with extra response headers: name/value pairs, NULL-terminated (a pair
  * whose value is NULL is left out). Every problem answer goes through these (and
  * tg_respond_internal, tg_respond_gate_problem). */
-void tg_respond_problem_headers(tg_request *req, unsigned status, const char *reason,
-                                const char *const *headers, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+void tg_respond_problem_headers(tg_request *req, const char *reason, const char *const *headers,
+                                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* 500 internal: the server's own failure (out of memory, the catalog failed, an I/O
  * error), the detail saying what failed. The one place a 500 is answered (and, when
  * the catalog's disk is full, the 507 insufficient_storage it becomes). */

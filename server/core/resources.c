@@ -285,12 +285,12 @@ void tg_respond_quota(tg_request *req, tg_tally_result result, unsigned retry_af
         tg_respond_internal(req, "%s", detail);
         return;
     }
-    unsigned status = result == TG_TALLY_KEY_FULL ? 429 : 503;
-    const char *reason = status == 429 ? "quota_exceeded" : "resource_exhausted";
+    /* 429 for the requester's own share, 503 for the server's */
+    const char *reason = result == TG_TALLY_KEY_FULL ? "quota_exceeded" : "resource_exhausted";
     char seconds[16];
     snprintf(seconds, sizeof seconds, "%u", retry_after);
     const char *const headers[] = {"Retry-After", retry_after ? seconds : NULL, NULL};
-    tg_respond_problem_headers(req, status, reason, headers, "%s", detail);
+    tg_respond_problem_headers(req, reason, headers, "%s", detail);
 }
 
 void tg_header_budget_init(tg_header_budget *budget, tg_request *req)

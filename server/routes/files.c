@@ -19,7 +19,7 @@
 
 void tg_respond_blob_damaged(tg_request *req, const char *path)
 {
-    tg_respond_problem(req, 500, "blob_damaged",
+    tg_respond_problem(req, "blob_damaged",
                        "the stored content of %s is damaged (missing, cut short or no longer "
                        "what was uploaded); an operator must run tensorgate fsck, or upload the "
                        "file again to repair it",
@@ -29,7 +29,7 @@ void tg_respond_blob_damaged(tg_request *req, const char *path)
 void tg_respond_blob_store_unavailable(tg_request *req)
 {
     const char *const headers[] = {"Retry-After", "5", NULL};
-    tg_respond_problem_headers(req, 503, "blob_store_unavailable", headers,
+    tg_respond_problem_headers(req, "blob_store_unavailable", headers,
                                "the blob store cannot be reached now; try again later");
 }
 
@@ -112,7 +112,7 @@ static bool lookup_path(tg_request *req, tg_model *model, tg_version *version, c
     if (!tg_lookup_model(req, model))
         return false;
     if (*path == NULL || !tg_valid_file_path(*path, &why)) {
-        tg_respond_problem(req, 400, "invalid_path", "%s", why ? why : "the file path is invalid");
+        tg_respond_problem(req, "invalid_path", "%s", why ? why : "the file path is invalid");
         return false;
     }
     return tg_lookup_version(req, model, version);
@@ -134,8 +134,6 @@ static void add_file(void *ctx, const tg_file_record *file)
 
 void tg_route_files_list(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     unsigned limit;
     char key[TG_PATH_MAX + 8];
     bool has_cursor;
@@ -239,7 +237,7 @@ void tg_serve_file(tg_request *req, const tg_file_record *file, const char *cons
             headers[n++] = extra_headers[i + 1];
         }
         headers[n] = NULL;
-        tg_respond_problem_headers(req, 416, "range_not_satisfiable", headers,
+        tg_respond_problem_headers(req, "range_not_satisfiable", headers,
                                    "the range is outside the file");
         return;
     }
@@ -304,8 +302,6 @@ struct MHD_Response *tg_file_head_response(const tg_file_record *file,
 
 void tg_route_file_get(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
@@ -317,7 +313,7 @@ void tg_route_file_get(tg_request *req)
         if (status == TG_CAT_OK)
             tg_serve_file(req, &file, NULL);
         else if (status == TG_CAT_NOT_FOUND)
-            tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
+            tg_respond_problem(req, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else
             tg_respond_internal(req, "the catalog failed");
@@ -413,8 +409,6 @@ static void respond_header_text(tg_request *req, char *text, size_t len, const t
 
 void tg_route_file_header(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     /* a published version's answer, ready: no catalog, no rendering (response_cache.h) */
     char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
     const char *rev = tg_param(req, "rev");
@@ -445,7 +439,7 @@ void tg_route_file_header(tg_request *req)
             tg_catalog_file_get(catalog, version.id, full, &record) == TG_CAT_OK) {
             tg_serve_file(req, &record, NULL);
         } else {
-            tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
+            tg_respond_problem(req, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         }
         free(model);
@@ -457,7 +451,7 @@ void tg_route_file_header(tg_request *req)
         return;
     }
     if (strcmp(record.kind, "safetensors") != 0) {
-        tg_respond_problem(req, 404, "not_safetensors", "%s is a %s sidecar, not safetensors", path,
+        tg_respond_problem(req, "not_safetensors", "%s is a %s sidecar, not safetensors", path,
                            record.kind);
         free(model);
         return;
@@ -512,8 +506,6 @@ void tg_route_file_header(tg_request *req)
 
 void tg_route_file_delete(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
@@ -532,11 +524,11 @@ void tg_route_file_delete(tg_request *req)
         if (status == TG_CAT_OK)
             tg_respond_empty(req, 204);
         else if (status == TG_CAT_CONFLICT)
-            tg_respond_problem(req, 409, "version_published",
+            tg_respond_problem(req, "version_published",
                                "version %lld is published; its files cannot change",
                                (long long)version.number);
         else if (status == TG_CAT_NOT_FOUND)
-            tg_respond_problem(req, 404, "file_not_found", "version %lld has no file %s",
+            tg_respond_problem(req, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else
             tg_respond_internal(req, "the catalog failed");

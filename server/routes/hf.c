@@ -29,8 +29,8 @@
  * Hub's error kind (huggingface_hub maps it to RepositoryNotFoundError etc.), and
  * X-Repo-Commit is set when the revision was resolved (an EntryNotFound in a known
  * commit is cached as such by huggingface_hub). */
-static void __attribute__((format(printf, 6, 7)))
-respond_hf_error(tg_request *req, unsigned status, const char *error_code, const char *reason,
+static void __attribute__((format(printf, 5, 6)))
+respond_hf_error(tg_request *req, const char *error_code, const char *reason,
                  const char *repo_commit, const char *fmt, ...)
 {
     char detail[512];
@@ -46,7 +46,7 @@ respond_hf_error(tg_request *req, unsigned status, const char *error_code, const
                                    repo_commit != NULL && repo_commit[0] != '\0' ? repo_commit
                                                                                  : NULL,
                                    NULL};
-    tg_respond_problem_headers(req, status, reason, headers, "%s", detail);
+    tg_respond_problem_headers(req, reason, headers, "%s", detail);
 }
 
 static void respond_internal(tg_request *req, const char *what)
@@ -80,10 +80,10 @@ static void respond_repo_not_found(tg_request *req)
 {
     const char *org = tg_param(req, "org"), *name = tg_param(req, "name");
     if (org == NULL || name == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name))
-        respond_hf_error(req, 404, "RepoNotFound", "model_not_found", NULL,
+        respond_hf_error(req, "RepoNotFound", "model_not_found", NULL,
                          "Repository not found: a model name is org/name");
     else
-        respond_hf_error(req, 404, "RepoNotFound", "model_not_found", NULL,
+        respond_hf_error(req, "RepoNotFound", "model_not_found", NULL,
                          "Repository not found: no model %s/%s", org, name);
 }
 
@@ -92,9 +92,7 @@ static void respond_repo_not_found(tg_request *req)
  * (huggingface_hub's repo_exists reads a 403 GatedRepo as "it exists"). */
 static bool hf_auth_repo(tg_request *req)
 {
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return false;
+    const char *token_namespace = req->token_namespace;
     const char *org = tg_param(req, "org");
     if (token_namespace[0] == '\0' || (org != NULL && strcmp(org, token_namespace) == 0))
         return true;
@@ -148,13 +146,13 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
             status = tg_catalog_version_get(catalog, model->id, number, version);
     }
     if (status == TG_CAT_OK && !version->published) {
-        respond_hf_error(req, 404, "RevisionNotFound", "version_not_found", NULL,
+        respond_hf_error(req, "RevisionNotFound", "version_not_found", NULL,
                          "Revision not found: version %lld of %s/%s is a draft (not published)",
                          (long long)version->number, model->org, model->name);
         return false;
     }
     if (status == TG_CAT_NOT_FOUND) {
-        respond_hf_error(req, 404, "RevisionNotFound", "version_not_found", NULL,
+        respond_hf_error(req, "RevisionNotFound", "version_not_found", NULL,
                          "Revision not found: %s/%s has no published revision '%s'", model->org,
                          model->name, hub_rev);
         return false;
@@ -215,7 +213,6 @@ static bool plain_head(tg_request *req)
 
 void tg_route_hf_file(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     char key[3 * TG_PATH_MAX], moving_key[3 * TG_PATH_MAX + 1];
@@ -251,7 +248,7 @@ void tg_route_hf_file(tg_request *req)
     if (path != NULL && tg_valid_file_path(path, NULL))
         status = tg_catalog_file_get(req->server->catalog, version.id, path, &file);
     if (status == TG_CAT_NOT_FOUND) {
-        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", commit,
+        respond_hf_error(req, "EntryNotFound", "file_not_found", commit,
                          "Entry not found: %s/%s revision %s has no file %s", model->org,
                          model->name, rev, path ? path : "");
     } else if (status != TG_CAT_OK) {
@@ -430,7 +427,7 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
     if (!add_parameters(req->server, &files, counts, &total, &any)) {
         free(files.items);
         json_decref(body);
-        respond_hf_error(req, 500, NULL, "blob_damaged", NULL, "%s",
+        respond_hf_error(req, NULL, "blob_damaged", NULL, "%s",
                          "a stored safetensors header is damaged or unreadable; an operator "
                          "must run tensorgate fsck");
         return NULL;
@@ -453,7 +450,6 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
 
 void tg_route_hf_model_info(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -597,11 +593,8 @@ static void add_model(void *ctx, const tg_model *model)
 
 void tg_route_hf_models_list(tg_request *req)
 {
-    req->hub_errors = true;
     /* a namespace-limited token (under --auth-read) lists its org's models only */
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return;
+    const char *token_namespace = req->token_namespace;
     unsigned limit;
     char key[512];
     bool has_cursor;
@@ -612,8 +605,7 @@ void tg_route_hf_models_list(tg_request *req)
         const char *slash = strchr(key, '/');
         if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX ||
             strlen(slash + 1) > TG_NAME_MAX) {
-            tg_respond_problem(req, 400, "invalid_request",
-                               "the cursor is not one this server issued");
+            tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
             return;
         }
         memcpy(after_org, key, (size_t)(slash - key));
@@ -622,7 +614,7 @@ void tg_route_hf_models_list(tg_request *req)
     }
     const char *search = tg_query(req, "search");
     if (search != NULL && strlen(search) > 256) {
-        tg_respond_problem(req, 400, "invalid_request", "search is limited to 256 bytes");
+        tg_respond_problem(req, "invalid_request", "search is limited to 256 bytes");
         return;
     }
     if (search != NULL && search[0] == '\0')
@@ -811,7 +803,6 @@ static json_t *tree_entries(const tg_file_records *files, const char *prefix, bo
 
 void tg_route_hf_tree(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     unsigned limit;
@@ -822,7 +813,7 @@ void tg_route_hf_tree(tg_request *req)
     /* The cursor is the position in the tree: a published version never changes. */
     uint64_t offset = 0;
     if (has_cursor && !tg_parse_u64(key, &offset)) {
-        tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
         return;
     }
     bool recursive = query_true(req, "recursive"), expand = query_true(req, "expand");
@@ -841,7 +832,7 @@ void tg_route_hf_tree(tg_request *req)
     char commit[41];
     tg_version_commit_id(&version, commit);
     if (prefix != NULL && !tg_valid_file_path(prefix, NULL)) {
-        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", commit,
+        respond_hf_error(req, "EntryNotFound", "file_not_found", commit,
                          "Entry not found: %s is not a path", prefix);
         goto out;
     }
@@ -854,7 +845,7 @@ void tg_route_hf_tree(tg_request *req)
         goto out;
     }
     if (prefix != NULL && json_array_size(entries) == 0) {
-        respond_hf_error(req, 404, "EntryNotFound", "file_not_found", commit,
+        respond_hf_error(req, "EntryNotFound", "file_not_found", commit,
                          "Entry not found: %s/%s revision %s has no directory %s", model->org,
                          model->name, rev, prefix);
         goto out;
@@ -980,7 +971,6 @@ static const tg_version *find_version(const version_list *list, int64_t number)
 
 void tg_route_hf_refs(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -1028,7 +1018,6 @@ out:
 
 void tg_route_hf_commits(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     tg_model *model = malloc(sizeof *model);
@@ -1120,7 +1109,7 @@ static json_t *paths_info_request(tg_request *req, bool *expand)
                                             strcmp(json_string_value(flag), "True") == 0));
         json_decref(doc);
         if (paths == NULL) {
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "the body must be a JSON object with a paths list");
             return NULL;
         }
@@ -1153,7 +1142,7 @@ static json_t *paths_info_request(tg_request *req, bool *expand)
         free(copy);
         if (!ok) {
             json_decref(paths);
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "the form body is malformed (a bad percent escape, or a path "
                                "that is not UTF-8)");
             return NULL;
@@ -1161,8 +1150,7 @@ static json_t *paths_info_request(tg_request *req, bool *expand)
     }
     if (json_array_size(paths) > HF_PATHS_MAX) {
         json_decref(paths);
-        tg_respond_problem(req, 400, "invalid_request", "at most %d paths per request",
-                           HF_PATHS_MAX);
+        tg_respond_problem(req, "invalid_request", "at most %d paths per request", HF_PATHS_MAX);
         return NULL;
     }
     return paths;
@@ -1170,11 +1158,10 @@ static json_t *paths_info_request(tg_request *req, bool *expand)
 
 void tg_route_hf_paths_info(tg_request *req)
 {
-    req->hub_errors = true;
     if (!hf_auth_repo(req))
         return;
     if (req->body_too_large) {
-        tg_respond_problem(req, 413, "payload_too_large", "a request body is limited to %d bytes",
+        tg_respond_problem(req, "payload_too_large", "a request body is limited to %d bytes",
                            TG_JSON_BODY_MAX);
         return;
     }
@@ -1238,8 +1225,7 @@ out:
 
 void tg_route_hf_not_model(tg_request *req)
 {
-    req->hub_errors = true;
-    respond_hf_error(req, 404, "RepoNotFound", "repo_type_not_served", NULL,
+    respond_hf_error(req, "RepoNotFound", "repo_type_not_served", NULL,
                      "Repository not found: this server serves models only "
                      "(repo_type \"model\"), no datasets or Spaces");
 }
@@ -1253,7 +1239,7 @@ void tg_route_hf_whoami(tg_request *req)
                                         "Invalid credentials in Authorization header", NULL};
     const char *header = tg_header(req, "Authorization");
     if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0) {
-        tg_respond_problem_headers(req, 401, "unauthorized", unauthorized,
+        tg_respond_problem_headers(req, "unauthorized", unauthorized,
                                    "whoami needs a bearer token");
         return;
     }
@@ -1269,8 +1255,7 @@ void tg_route_hf_whoami(tg_request *req)
         return;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_problem_headers(req, 401, "unauthorized", unauthorized,
-                                   "the token is not valid");
+        tg_respond_problem_headers(req, "unauthorized", unauthorized, "the token is not valid");
         return;
     }
     if (tg_auth_token_hash(req, hash) != 1) {

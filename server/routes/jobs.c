@@ -180,7 +180,7 @@ static bool read_job_filter(tg_request *req, tg_job_filter *filter, char org[TG_
             }
         }
         if (!filter->has_state) {
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "state must be queued, running, done or failed, not \"%.32s\"",
                                state);
             return false;
@@ -192,14 +192,14 @@ static bool read_job_filter(tg_request *req, tg_job_filter *filter, char org[TG_
     const char *slash = strchr(model, '/');
     size_t org_len = slash ? (size_t)(slash - model) : 0;
     if (slash == NULL || org_len > TG_NAME_MAX || strlen(slash + 1) > TG_NAME_MAX) {
-        tg_respond_problem(req, 400, "invalid_request", "model must be \"org/name\"");
+        tg_respond_problem(req, "invalid_request", "model must be \"org/name\"");
         return false;
     }
     memcpy(org, model, org_len);
     org[org_len] = '\0';
     snprintf(name, TG_NAME_MAX + 1, "%s", slash + 1);
     if (!tg_valid_name_part(org) || !tg_valid_name_part(name)) {
-        tg_respond_problem(req, 400, "invalid_request", "model must be \"org/name\"");
+        tg_respond_problem(req, "invalid_request", "model must be \"org/name\"");
         return false;
     }
     filter->org = org;
@@ -215,7 +215,7 @@ static bool read_before_id(tg_request *req, const char *key, bool has_cursor, in
     if (!has_cursor)
         return true;
     if (!parse_job_id(key, before)) {
-        tg_respond_problem(req, 400, "invalid_request", "the cursor is not one this server issued");
+        tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
         return false;
     }
     return true;
@@ -224,9 +224,10 @@ static bool read_before_id(tg_request *req, const char *key, bool has_cursor, in
 void tg_route_jobs_list(tg_request *req)
 {
     tg_job_filter filter;
-    char org[TG_NAME_MAX + 1], name[TG_NAME_MAX + 1], token_namespace[TG_NAME_MAX + 1];
+    char org[TG_NAME_MAX + 1], name[TG_NAME_MAX + 1];
+    const char *token_namespace = req->token_namespace;
     if (!read_job_filter(req, &filter, org, name) ||
-        !tg_auth_read_namespace(req, filter.org, token_namespace, sizeof token_namespace))
+        !tg_auth_namespace(req, TG_SCOPE_READ, filter.org))
         return;
     if (token_namespace[0] != '\0' && filter.org == NULL)
         filter.org = token_namespace; /* the jobs this token may read one by one */
@@ -268,7 +269,7 @@ void tg_route_jobs_list(tg_request *req)
  * tells a namespace-limited token nothing about the other namespaces' jobs. */
 static void respond_no_job(tg_request *req)
 {
-    tg_respond_problem(req, 404, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
+    tg_respond_problem(req, "job_not_found", "no job '%.32s'", tg_param(req, "id"));
 }
 
 static bool in_namespace(const tg_job *job, const char *token_namespace)
@@ -284,12 +285,10 @@ void tg_route_job_get(tg_request *req)
         return;
     }
     int64_t id = 0;
-    char token_namespace[TG_NAME_MAX + 1];
+    const char *token_namespace = req->token_namespace;
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
         tg_respond_internal(req, "the catalog failed");
-    } else if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace)) {
-        /* answered 401 or 403 (the token's scope): the same for every id */
     } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
         respond_job(req, 200, job);
     } else {
@@ -313,7 +312,7 @@ static void respond_cancel(tg_request *req, tg_job_state was, const tg_job *job)
         respond_job(req, 202, job);
         return;
     case TG_JOB_DONE:
-        tg_respond_problem(req, 409, "job_finished",
+        tg_respond_problem(req, "job_finished",
                            "job %lld is done (version %lld); only a queued or running job can be "
                            "cancelled",
                            (long long)job->id, (long long)job->result_version);
@@ -322,7 +321,7 @@ static void respond_cancel(tg_request *req, tg_job_state was, const tg_job *job)
         break;
     }
     tg_respond_problem(
-        req, 409, "job_finished",
+        req, "job_finished",
         "job %lld already failed (%s); only a queued or running job can be cancelled",
         (long long)job->id, job->error_reason);
 }
@@ -334,7 +333,7 @@ static void cancel_job(tg_request *req, int64_t id, tg_job *job)
     if (status == TG_CAT_OK)
         respond_cancel(req, was, job);
     else if (status == TG_CAT_NOT_FOUND) /* its model was deleted meanwhile */
-        tg_respond_problem(req, 404, "job_not_found", "no job %lld", (long long)id);
+        tg_respond_problem(req, "job_not_found", "no job %lld", (long long)id);
     else
         tg_respond_internal(req, "the catalog failed");
 }
@@ -347,19 +346,16 @@ void tg_route_job_delete(tg_request *req)
         return;
     }
     int64_t id = 0;
-    char token_namespace[TG_NAME_MAX + 1];
+    const char *token_namespace = req->token_namespace;
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
         tg_respond_internal(req, "the catalog failed");
-    } else if (!tg_auth_require_scope_namespace(req, TG_SCOPE_WRITE, token_namespace,
-                                                sizeof token_namespace)) {
-        /* answered 401 or 403 (the token's scope): the same for every id */
     } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
         cancel_job(req, id, job);
     } else if (status == TG_CAT_OK && !req->server->config.auth_read) {
         /* another namespace's job while reads are open (GET shows it to anyone): no
          * existence to hide */
-        tg_respond_problem(req, 403, "forbidden", "the token is limited to the namespace '%s'",
+        tg_respond_problem(req, "forbidden", "the token is limited to the namespace '%s'",
                            token_namespace);
     } else {
         respond_no_job(req); /* missing, or a job this token cannot read */

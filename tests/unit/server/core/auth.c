@@ -2,13 +2,13 @@
  * - tokens: the generated form and its hash, scope names, lookups by hash (unknown,
  *   revoked, empty and oversized tokens, namespaces, a failing hash);
  * - the checks a handler calls (tg_auth_require, tg_auth_require_scope, tg_auth_read,
- *   tg_auth_read_namespace, tg_auth_token_hash): they read the Authorization header
- *   through libmicrohttpd and answer 401/403/500 on the connection, so this test runs
- *   a small libmicrohttpd daemon of its own on 127.0.0.1 whose handler builds the
- *   tg_request and calls them, and a raw HTTP client that reads the status and
- *   headers. Every request is a HEAD: tg_respond counts body bytes into the server's
- *   metrics, which only http.c's daemon has, and a HEAD counts none. So the problem
- *   bodies (their detail sentences) are not read here; tests/integration/auth.c
+ *   tg_auth_read_namespace, tg_auth_token_hash, tg_auth_namespace) and the one the
+ *   dispatcher calls by the route's declared scope (tg_auth_route): they read the Authorization
+ * header through libmicrohttpd and answer 401/403/500 on the connection, so this test runs a small
+ * libmicrohttpd daemon of its own on 127.0.0.1 whose handler builds the tg_request and calls them,
+ * and a raw HTTP client that reads the status and headers. Every request is a HEAD: tg_respond
+ * counts body bytes into the server's metrics, which only http.c's daemon has, and a HEAD counts
+ * none. So the problem bodies (their detail sentences) are not read here; tests/integration/auth.c
  *   reads them through the whole server. Tokens have no expiry in the catalog: a
  *   token is valid until revoked. */
 #include <arpa/inet.h>
@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -150,8 +151,29 @@ static struct {
     char hash[65];
 } seen;
 
-/* GET arguments: fn (require, scope, read, read_ns, hash), scope (a scope name),
- * org (absent: NULL). */
+/* A route's declared scope by the contract's word for it (openapi.yaml). */
+static tg_route_auth route_auth(const char *name)
+{
+    static const struct {
+        const char *name;
+        tg_route_auth auth;
+    } names[] = {{"public", TG_AUTH_PUBLIC},
+                 {"read", TG_AUTH_READ},
+                 {"read-object", TG_AUTH_READ_OBJECT},
+                 {"scan", TG_AUTH_SCAN},
+                 {"write", TG_AUTH_WRITE},
+                 {"write-object", TG_AUTH_WRITE_OBJECT},
+                 {"admin", TG_AUTH_ADMIN},
+                 {"token", TG_AUTH_TOKEN}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (name != NULL && strcmp(name, names[i].name) == 0)
+            return names[i].auth;
+    return (tg_route_auth)99; /* no scope: refused */
+}
+
+/* GET arguments: fn (require, scope, read, read_ns, hash, route, namespace), scope (a
+ * scope name; for route, the route's declared scope), org (absent: NULL; for route,
+ * the path's {org}), ns (namespace: the token's namespace the dispatcher left). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -189,7 +211,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         ok = tg_auth_read(&req, org);
     else if (strcmp(fn, "read_ns") == 0)
         ok = tg_auth_read_namespace(&req, org, ns, sizeof ns);
-    else if (strcmp(fn, "hash") == 0) {
+    else if (strcmp(fn, "route") == 0) {
+        tg_route route = {"HEAD", "/check", TG_BODY_NONE, route_auth(scope_name), 0, NULL,
+                          NULL,   NULL,     NULL};
+        req.route = &route;
+        req.param_names[0] = org ? "org" : NULL;
+        req.params[0] = (char *)(uintptr_t)org;
+        snprintf(req.token_namespace, sizeof req.token_namespace, "stale");
+        ok = tg_auth_route(&req);
+        snprintf(ns, sizeof ns, "%s", req.token_namespace);
+        req.route = NULL;
+        req.params[0] = NULL;
+    } else if (strcmp(fn, "namespace") == 0) {
+        const char *token_namespace =
+            MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "ns");
+        snprintf(req.token_namespace, sizeof req.token_namespace, "%s",
+                 token_namespace ? token_namespace : "");
+        ok = tg_auth_namespace(&req, scope, org);
+    } else if (strcmp(fn, "hash") == 0) {
         hash_rc = tg_auth_token_hash(&req, hash);
         ok = true; /* it answers nothing itself: the handler's 204 goes out */
     }
@@ -408,6 +447,81 @@ TEST(reads_open_or_closed)
     server.config.auth_read = false;
 }
 
+static const char *seen_namespace(void)
+{
+    static char ns[TG_NAME_MAX + 1];
+    pthread_mutex_lock(&seen_lock);
+    snprintf(ns, sizeof ns, "%s", seen.ns);
+    pthread_mutex_unlock(&seen_lock);
+    return ns;
+}
+
+/* The dispatcher's check by a route's declared scope: each kind as the handler's own
+ * check used to be, and the token's namespace left for the handler. */
+TEST(route_scopes)
+{
+    server.config.auth_read = false;
+    server.config.scan_auth = false;
+    /* public and token: nothing looked at, whatever is sent */
+    CHECK_EQ_U64(check_status("route", "public", NULL, NULL), 204);
+    CHECK_EQ_U64(check_status("route", "public", NULL, bearer("tg_unknown")), 204);
+    CHECK_EQ_U64(check_status("route", "token", NULL, NULL), 204);
+    CHECK_STR(seen_namespace(), "");
+    /* open reads: read, read-object and scan let anything through, no namespace */
+    CHECK_EQ_U64(check_status("route", "read", "other", bearer(token_read_acme)), 204);
+    CHECK_STR(seen_namespace(), "");
+    CHECK_EQ_U64(check_status("route", "read-object", NULL, NULL), 204);
+    CHECK_EQ_U64(check_status("route", "scan", NULL, bearer("tg_unknown")), 204);
+    /* --scan-auth: any valid token, a namespace-limited one too */
+    server.config.scan_auth = true;
+    CHECK_EQ_U64(check_status("route", "scan", NULL, NULL), 401);
+    CHECK_EQ_U64(check_status("route", "scan", NULL, bearer(token_read_acme)), 204);
+    server.config.scan_auth = false;
+    /* write: on the path's org; write-object: the scope only, the namespace left */
+    CHECK_EQ_U64(check_status("route", "write", "acme", NULL), 401);
+    CHECK_EQ_U64(check_status("route", "write", "acme", bearer(token_read)), 403);
+    CHECK_EQ_U64(check_status("route", "write", "acme", bearer(token_write_acme)), 204);
+    CHECK_EQ_U64(check_status("route", "write", "other", bearer(token_write_acme)), 403);
+    CHECK_EQ_U64(check_status("route", "write-object", NULL, bearer(token_write_acme)), 204);
+    CHECK_STR(seen_namespace(), "acme");
+    CHECK_EQ_U64(check_status("route", "write-object", NULL, bearer(token_read_acme)), 403);
+    CHECK_EQ_U64(check_status("route", "write-object", NULL, bearer(token_revoked)), 401);
+    /* admin: on the path's org, never on a route without one for a limited token */
+    CHECK_EQ_U64(check_status("route", "admin", "acme", bearer(token_write)), 403);
+    CHECK_EQ_U64(check_status("route", "admin", "acme", bearer(token_admin)), 204);
+    CHECK_EQ_U64(check_status("route", "admin", NULL, bearer(token_admin)), 204);
+    /* closed reads */
+    server.config.auth_read = true;
+    CHECK_EQ_U64(check_status("route", "read", "acme", NULL), 401);
+    CHECK_EQ_U64(check_status("route", "read", "acme", bearer(token_read_acme)), 204);
+    CHECK_EQ_U64(check_status("route", "read", "other", bearer(token_read_acme)), 403);
+    CHECK_EQ_U64(check_status("route", "read", NULL, bearer(token_read_acme)), 204);
+    CHECK_STR(seen_namespace(), "acme"); /* a list keeps to it */
+    /* read-object: the path's org is not the object's; the handler judges it */
+    CHECK_EQ_U64(check_status("route", "read-object", "other", bearer(token_read_acme)), 204);
+    CHECK_STR(seen_namespace(), "acme");
+    CHECK_EQ_U64(check_status("route", "read-object", NULL, bearer("tg_unknown")), 401);
+    CHECK_EQ_U64(check_status("route", "scan", NULL, NULL), 401);
+    server.config.auth_read = false;
+    /* a route that declares no known scope is refused, never let through */
+    CHECK_EQ_U64(check_status("route", "owner", NULL, bearer(token_admin)), 500);
+}
+
+/* The object-level half: the token's namespace against the object's org. */
+TEST(namespace_of_the_object)
+{
+    /* unlimited: every org */
+    CHECK_EQ_U64(check_status("namespace", "write", "other", NULL), 204);
+    CHECK_EQ_U64(check_status("namespace&ns=acme", "write", "acme", NULL), 204);
+    CHECK_EQ_U64(check_status("namespace&ns=acme", "write", "other", NULL), 403);
+    CHECK(strstr(last_head, "Content-Type: application/problem+json") != NULL);
+    /* above read, an object of no org is another namespace's */
+    CHECK_EQ_U64(check_status("namespace&ns=acme", "write", NULL, NULL), 403);
+    CHECK_EQ_U64(check_status("namespace&ns=acme", "read", NULL, NULL), 204);
+    CHECK_EQ_U64(check_status("namespace&ns=acme", "read", "other", NULL), 403);
+    CHECK_EQ_U64(check_status("namespace&ns=acme", "read", "acme", NULL), 204);
+}
+
 /* The token's hash for a commit-time re-check: it answers nothing itself. */
 TEST(token_hash_of_the_request)
 {
@@ -497,6 +611,8 @@ int main(int argc, char **argv)
         RUN(require_matches_the_org);
         RUN(require_scope_ignores_the_org);
         RUN(reads_open_or_closed);
+        RUN(route_scopes);
+        RUN(namespace_of_the_object);
         RUN(token_hash_of_the_request);
         RUN(revocation_is_immediate);
         MHD_stop_daemon(daemon_handle);

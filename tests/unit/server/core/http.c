@@ -59,7 +59,7 @@ static void silent(tg_request *req)
 static void problem_headers(tg_request *req)
 {
     const char *const headers[] = {"X-One", "1", "X-Skipped", NULL, "X-Two", "2", NULL};
-    tg_respond_problem_headers(req, 409, "conflict", headers, "taken: %s", "yes");
+    tg_respond_problem_headers(req, "model_exists", headers, "taken: %s", "yes");
 }
 
 /* 500 internal through its one function */
@@ -77,7 +77,7 @@ static void created(tg_request *req)
 
 static void unauthorized(tg_request *req)
 {
-    tg_respond_problem(req, 401, "unauthorized", "a token is needed");
+    tg_respond_problem(req, "unauthorized", "a token is needed");
 }
 
 /* ?limit= and ?cursor= through tg_list_params */
@@ -117,7 +117,7 @@ typedef struct stream_state {
 static void stream_start(tg_request *req)
 {
     if (tg_header(req, "X-Refuse") != NULL) {
-        tg_respond_problem(req, 403, "forbidden", "refused at the headers");
+        tg_respond_problem(req, "forbidden", "refused at the headers");
         return;
     }
     req->state = calloc(1, sizeof(stream_state));
@@ -157,22 +157,25 @@ static void stream_cleanup(tg_request *req)
 }
 
 static const tg_route test_routes[] = {
-    {"GET", "/t/ping", TG_BODY_NONE, echo_params, NULL, NULL, NULL},
-    {"GET", "/t/items/{id}", TG_BODY_NONE, echo_params, NULL, NULL, NULL},
-    {"DELETE", "/t/items/{id}", TG_BODY_NONE, answer_204, NULL, NULL, NULL},
-    {"GET", "/t/files/{org}/{name}/{path*}/header", TG_BODY_NONE, echo_params, NULL, NULL, NULL},
-    {"GET", "/t/files/{org}/{name}/{path*}", TG_BODY_NONE, echo_params, NULL, NULL, NULL},
-    {"POST", "/t/json", TG_BODY_JSON, json_route, NULL, NULL, NULL},
-    {"PUT", "/t/stream/{name}", TG_BODY_STREAM, stream_finish, stream_start, stream_feed,
-     stream_cleanup},
-    {"GET", "/t/silent", TG_BODY_NONE, silent, NULL, NULL, NULL},
-    {"GET", "/t/problem", TG_BODY_NONE, problem_headers, NULL, NULL, NULL},
-    {"GET", "/t/unauthorized", TG_BODY_NONE, unauthorized, NULL, NULL, NULL},
-    {"POST", "/t/created", TG_BODY_NONE, created, NULL, NULL, NULL},
-    {"GET", "/t/internal", TG_BODY_NONE, internal, NULL, NULL, NULL},
-    {"GET", "/t/list", TG_BODY_NONE, list, NULL, NULL, NULL},
+    {"GET", "/t/ping", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params, NULL, NULL, NULL},
+    {"GET", "/t/items/{id}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params, NULL, NULL, NULL},
+    {"DELETE", "/t/items/{id}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, answer_204, NULL, NULL, NULL},
+    {"GET", "/t/files/{org}/{name}/{path*}/header", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params,
+     NULL, NULL, NULL},
+    {"GET", "/t/files/{org}/{name}/{path*}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params, NULL,
+     NULL, NULL},
+    {"POST", "/t/json", TG_BODY_JSON, TG_AUTH_PUBLIC, 0, json_route, NULL, NULL, NULL},
+    {"PUT", "/t/stream/{name}", TG_BODY_STREAM, TG_AUTH_PUBLIC, 0, stream_finish, stream_start,
+     stream_feed, stream_cleanup},
+    {"GET", "/t/silent", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, silent, NULL, NULL, NULL},
+    {"GET", "/t/problem", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, problem_headers, NULL, NULL, NULL},
+    {"GET", "/t/unauthorized", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, unauthorized, NULL, NULL, NULL},
+    {"POST", "/t/created", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, created, NULL, NULL, NULL},
+    {"GET", "/t/internal", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, internal, NULL, NULL, NULL},
+    {"GET", "/t/list", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, list, NULL, NULL, NULL},
     /* last: matches only what nothing above did (as the Hub routes of the real table) */
-    {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, echo_params, NULL, NULL, NULL},
+    {"GET", "/{org}/{name}/raw/{rev}/{path*}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params, NULL,
+     NULL, NULL},
 };
 #define TEST_ROUTE_COUNT (sizeof test_routes / sizeof test_routes[0])
 
@@ -309,14 +312,19 @@ static const char *param_of(const response *r, const char *name)
 TEST(start_refuses_bad_rows)
 {
     static const tg_route unknown_placeholder[] = {
-        {"GET", "/t/{bogus}", TG_BODY_NONE, echo_params, NULL, NULL, NULL}};
-    static const tg_route five_placeholders[] = {
-        {"GET", "/{org}/{name}/{rev}/{alias}/{id}", TG_BODY_NONE, echo_params, NULL, NULL, NULL}};
-    static const tg_route stream_without_feed[] = {
-        {"PUT", "/t/s", TG_BODY_STREAM, stream_finish, stream_start, NULL, NULL}};
-    static const tg_route no_handler[] = {{"GET", "/t/x", TG_BODY_NONE, NULL, NULL, NULL, NULL}};
+        {"GET", "/t/{bogus}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params, NULL, NULL, NULL}};
+    static const tg_route five_placeholders[] = {{"GET", "/{org}/{name}/{rev}/{alias}/{id}",
+                                                  TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params,
+                                                  NULL, NULL, NULL}};
+    static const tg_route stream_without_feed[] = {{"PUT", "/t/s", TG_BODY_STREAM, TG_AUTH_PUBLIC,
+                                                    0, stream_finish, stream_start, NULL, NULL}};
+    static const tg_route no_handler[] = {
+        {"GET", "/t/x", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, NULL, NULL, NULL, NULL}};
     static const tg_route no_pattern[] = {
-        {"GET", NULL, TG_BODY_NONE, echo_params, NULL, NULL, NULL}};
+        {"GET", NULL, TG_BODY_NONE, TG_AUTH_PUBLIC, 0, echo_params, NULL, NULL, NULL}};
+    /* a scope outside tg_route_auth: a row the dispatcher could not authorize by */
+    static const tg_route no_scope[] = {
+        {"GET", "/t/y", TG_BODY_NONE, (tg_route_auth)99, 0, echo_params, NULL, NULL, NULL}};
     struct {
         const tg_route *row;
         const char *named;
@@ -326,6 +334,7 @@ TEST(start_refuses_bad_rows)
         {stream_without_feed, "route PUT /t/s"},
         {no_handler, "route GET /t/x"},
         {no_pattern, "route GET ?"},
+        {no_scope, "route GET /t/y"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tg_server bad = {0};
@@ -591,7 +600,7 @@ TEST(problems)
     CHECK_STR(header_value(&r, "X-Two", value, sizeof value), "2");
     CHECK_STR(header_value(&r, "X-Skipped", value, sizeof value), "");
     CHECK_STR(header_value(&r, "Content-Type", value, sizeof value), "application/problem+json");
-    CHECK_STR(json_str(r.json, "type"), "https://tensorgate.dev/problems/conflict");
+    CHECK_STR(json_str(r.json, "type"), "https://tensorgate.dev/problems/model_exists");
     CHECK_STR(json_str(r.json, "title"), "Conflict");
     CHECK_EQ_U64(json_integer_value(json_object_get(r.json, "status")), 409);
     CHECK_STR(json_str(r.json, "detail"), "taken: yes");

@@ -60,8 +60,8 @@ static void moving_route(tg_request *req)
 }
 
 static const tg_route routes[] = {
-    {"GET", "/t/{id}", TG_BODY_NONE, cached_route, NULL, NULL, NULL},
-    {"GET", "/m/{id}", TG_BODY_NONE, moving_route, NULL, NULL, NULL},
+    {"GET", "/t/{id}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, cached_route, NULL, NULL, NULL},
+    {"GET", "/m/{id}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, moving_route, NULL, NULL, NULL},
 };
 
 typedef struct reply {

@@ -4,7 +4,9 @@
  * a "head" operation is served by its path's GET row (a GET route answers HEAD).
  * A row's "{path*}" is the document's "{path}". Every row can be run (its pattern
  * is valid, its body kind has its functions), and every row is reachable: a
- * request made from its own pattern is matched first by that row. */
+ * request made from its own pattern is matched first by that row. Every operation
+ * names its scope (x-tensorgate-scope), and the row that serves it declares the same
+ * (tg_route.auth; a HEAD operation's is its GET row's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,8 @@
 typedef struct operation {
     char method[8]; /* upper case */
     char path[256];
-    unsigned rows; /* rows of the table that serve it */
+    char scope[32]; /* its x-tensorgate-scope, "" when it names none */
+    unsigned rows;  /* rows of the table that serve it */
 } operation;
 
 static operation ops[OPS_MAX];
@@ -27,7 +30,8 @@ static size_t op_count;
 
 /* The paths: section of the document, read simply: a line at indentation 2 that
  * starts with '/' is a path ("  /v1/models:"), a line at indentation 4 that is
- * get:, put:, post:, delete:, patch: or head: is an operation of the last path. */
+ * get:, put:, post:, delete:, patch: or head: is an operation of the last path, and
+ * "      x-tensorgate-scope: NAME" below it is that operation's scope. */
 static void parse_openapi(const char *text)
 {
     static const char *const methods[] = {"get", "put", "post", "delete", "patch", "head"};
@@ -42,6 +46,10 @@ static void parse_openapi(const char *text)
             break; /* the next top-level key */
         } else if (in_paths && len > 3 && strncmp(line, "  /", 3) == 0 && line[len - 1] == ':') {
             snprintf(path, sizeof path, "%.*s", (int)(len - 3), line + 2);
+        } else if (in_paths && op_count > 0 && len > 26 &&
+                   strncmp(line, "      x-tensorgate-scope: ", 26) == 0) {
+            snprintf(ops[op_count - 1].scope, sizeof ops[op_count - 1].scope, "%.*s",
+                     (int)(len - 26), line + 26);
         } else if (in_paths && len > 5 && strncmp(line, "    ", 4) == 0 && line[4] != ' ') {
             for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
                 size_t ml = strlen(methods[m]);
@@ -128,6 +136,75 @@ TEST(table_matches_document)
     }
 }
 
+/* The contract's word for a row's scope (openapi.yaml, info: Auth). */
+static const char *scope_name(tg_route_auth auth)
+{
+    switch (auth) {
+    case TG_AUTH_PUBLIC:
+        return "public";
+    case TG_AUTH_READ:
+        return "read";
+    case TG_AUTH_READ_OBJECT:
+        return "read-object";
+    case TG_AUTH_SCAN:
+        return "scan";
+    case TG_AUTH_WRITE:
+        return "write";
+    case TG_AUTH_WRITE_OBJECT:
+        return "write-object";
+    case TG_AUTH_ADMIN:
+        return "admin";
+    case TG_AUTH_TOKEN:
+        return "token";
+    }
+    return "?";
+}
+
+/* Each operation names a scope, and the row serving it declares that scope. */
+TEST(scopes_match_document)
+{
+    size_t count = 0;
+    const tg_route *routes = tg_routes(&count);
+    for (size_t i = 0; i < op_count; i++) {
+        if (ops[i].scope[0] == '\0')
+            fprintf(stderr, "openapi.yaml: %s %s names no x-tensorgate-scope\n", ops[i].method,
+                    ops[i].path);
+        CHECK(ops[i].scope[0] != '\0');
+        const char *method = strcmp(ops[i].method, "HEAD") == 0 ? "GET" : ops[i].method;
+        for (size_t r = 0; r < count; r++) {
+            char path[256];
+            document_path(routes[r].pattern, path, sizeof path);
+            if (strcmp(path, ops[i].path) != 0 || strcmp(routes[r].method, method) != 0)
+                continue;
+            const char *declared = scope_name(routes[r].auth);
+            if (strcmp(declared, ops[i].scope) != 0)
+                fprintf(stderr, "table.c: %s %s declares %s, openapi.yaml's %s says %s\n",
+                        routes[r].method, routes[r].pattern, declared, ops[i].method, ops[i].scope);
+            CHECK_STR(declared, ops[i].scope);
+        }
+    }
+}
+
+/* The Hub's error dialect is declared by the Hub routes, and by them only. */
+TEST(hub_errors_flag)
+{
+    size_t count = 0;
+    const tg_route *routes = tg_routes(&count);
+    for (size_t r = 0; r < count; r++) {
+        bool hub = strncmp(routes[r].pattern, "/api/", 5) == 0 ||
+                   strncmp(routes[r].pattern, "/{org}/", 7) == 0 ||
+                   strncmp(routes[r].pattern, "/datasets/", 10) == 0 ||
+                   strncmp(routes[r].pattern, "/spaces/", 8) == 0;
+        /* whoami answers its own 401 in the Hub's words */
+        if (strcmp(routes[r].pattern, "/api/whoami-v2") == 0)
+            hub = false;
+        if (hub != ((routes[r].flags & TG_ROUTE_HUB_ERRORS) != 0))
+            fprintf(stderr, "table.c: %s %s: the Hub error flag is %s\n", routes[r].method,
+                    routes[r].pattern, hub ? "missing" : "set on a route of tensorgate's own");
+        CHECK_EQ_U64(hub, (routes[r].flags & TG_ROUTE_HUB_ERRORS) != 0);
+    }
+}
+
 TEST(rows_runnable)
 {
     size_t count = 0;
@@ -195,6 +272,8 @@ int main(int argc, char **argv)
     (void)argc;
     RUN(document_read);
     RUN(table_matches_document);
+    RUN(scopes_match_document);
+    RUN(hub_errors_flag);
     RUN(rows_runnable);
     RUN(rows_reachable);
     return test_report(argv[0]);

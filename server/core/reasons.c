@@ -1,0 +1,101 @@
+/* The reason table (reasons.h): every reason code of the service's own problem
+ * answers and the one HTTP status it implies, in openapi.yaml's ServiceReason order.
+ * A call site names the reason (tg_respond_problem), never the status; the title is
+ * the status's phrase. tests/unit/server/core/reasons.c checks this table against
+ * that enum, both ways. The gate's reasons (lib/st_error.c) are answered apart
+ * (tg_respond_gate_problem: 415 or 422). */
+#include "reasons.h"
+
+#include <string.h>
+
+static const tg_reason reasons[] = {
+    {"not_found", 404},
+    {"model_not_found", 404},
+    {"repo_type_not_served", 404},
+    {"version_not_found", 404},
+    {"file_not_found", 404},
+    {"alias_not_found", 404},
+    {"asset_not_found", 404},
+    {"not_safetensors", 404},
+    {"invalid_name", 400},
+    {"invalid_path", 400},
+    {"invalid_json", 400},
+    {"invalid_request", 400},
+    {"reserved_alias", 400},
+    {"model_exists", 409},
+    {"version_published", 409},
+    {"version_changed", 409},
+    {"version_not_draft", 409},
+    {"version_not_published", 409},
+    {"index_mismatch", 422},
+    {"empty_version", 422},
+    {"unauthorized", 401},
+    {"forbidden", 403},
+    {"payload_too_large", 413},
+    {"body_length_mismatch", 400},
+    {"range_not_satisfiable", 416},
+    {"insufficient_storage", 507},
+    {"catalog_unavailable", 503},
+    {"blob_damaged", 500},
+    {"method_not_allowed", 405},
+    {"rate_limited", 429},
+    {"uri_too_long", 414},
+    {"request_timeout", 408},
+    {"too_many_query_arguments", 400},
+    {"headers_too_large", 431},
+    {"json_too_deep", 400},
+    {"ambiguous_framing", 400},
+    {"bad_content_length", 400},
+    {"malformed_header", 400},
+    {"missing_host", 400},
+    {"duplicate_host", 400},
+    {"unsupported_transfer_encoding", 501},
+    {"not_ready", 503},
+    {"internal", 500},
+    {"internal_error", 500},
+    {"tensor_not_found", 404},
+    {"invalid_slice", 400},
+    {"slice_out_of_range", 400},
+    {"invalid_dtype", 400},
+    {"invalid_format", 400},
+    {"unsupported_conversion", 422},
+    {"unsupported_tensor", 422},
+    {"npy_unsupported_dtype", 406},
+    {"unsupported_dtype", 422},
+    {"tensors_not_found", 422},
+    {"nothing_to_convert", 422},
+    {"import_url_invalid", 400},
+    {"import_scheme_forbidden", 422},
+    {"import_address_forbidden", 422},
+    {"job_not_found", 404},
+    {"job_finished", 409},
+    /* source_unreadable, interrupted and cancelled end a failed job (its error), never an
+     * HTTP answer; the status is the one that job error carries (routes/jobs.c) */
+    {"source_unreadable", 500},
+    {"interrupted", 500},
+    {"cancelled", 409},
+    {"token_revoked", 401},
+    {"preload_not_found", 404},
+    {"no_tensors", 422},
+    {"invalid_device", 400},
+    {"not_resident", 409},
+    {"device_unavailable", 503},
+    {"preload_budget", 507},
+    {"quota_exceeded", 429},
+    {"resource_exhausted", 503},
+    {"blob_store_unavailable", 503},
+};
+
+const tg_reason *tg_reasons(size_t *count)
+{
+    *count = sizeof reasons / sizeof reasons[0];
+    return reasons;
+}
+
+unsigned tg_reason_status(const char *reason)
+{
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+        if (strcmp(reasons[i].name, reason) == 0)
+            return reasons[i].status;
+    return 0;
+}
