@@ -21,7 +21,6 @@
 #include "convert_job.h"
 #include "http.h"
 #include "log.h"
-#include "parsed_header_cache.h"
 #include "reclaim.h"
 #include "resources.h"
 #include "response_cache.h"
@@ -196,8 +195,6 @@ int tg_cmd_serve(int argc, char **argv)
                   server.config.catalog_url) != 0)
         return 1;
     pthread_mutex_init(&server.publish_lock, NULL);
-    tg_parsed_header_cache_configure((size_t)server.config.header_cache_bytes,
-                                     TG_PARSED_HEADER_CACHE_ENTRIES);
 
     /* The signals are taken by sigwait in this thread; MHD's threads inherit the mask. */
     sigset_t stop_signals;
