@@ -61,7 +61,7 @@ tg_cache *tg_cache_create(const tg_cache_config *config)
         shard *sh = &cache->shards[s];
         sh->bytes = config->bytes / count;
         sh->entries = config->entries > 0 ? (config->entries + count - 1) / count : SIZE_MAX;
-        sh->buckets = calloc(cache->config.buckets, sizeof *sh->buckets);
+        sh->buckets = calloc(cache->config.buckets, sizeof(tg_cache_entry *));
         if (sh->buckets == NULL || pthread_mutex_init(&sh->lock, NULL) != 0) {
             free(sh->buckets);
             cache->shard_count = s;
