@@ -258,6 +258,14 @@ static tg_cache_load load(tg_cache_entry *core, void *arg, size_t *charge)
     return TG_CACHE_KEEP;
 }
 
+/* The core's visitor (under the lock): answers from a kept entry. */
+static tg_cache_use answer_kept(tg_cache_entry *core, void *arg)
+{
+    lookup *l = arg;
+    l->result = answer(((const entry *)core)->map, l->name, l->shard, l->shard_len);
+    return TG_CACHE_HIT;
+}
+
 tg_index_lookup tg_index_cache_lookup(tg_index_cache *cache, tg_blobstore *store,
                                       const char *sha256, uint64_t size, const char *name,
                                       char *shard, size_t shard_len)
@@ -276,6 +284,9 @@ tg_index_lookup tg_index_cache_lookup(tg_index_cache *cache, tg_blobstore *store
         __atomic_fetch_add(&cache->not_read, 1, __ATOMIC_RELAXED);
         return TG_INDEX_UNUSABLE;
     }
+    /* a hit answers under the lock (one lock round); a miss loads, once for all askers */
+    if (tg_cache_visit(cache->entries, sha256, answer_kept, &l))
+        return l.result;
     tg_cache_entry *e = tg_cache_acquire(cache->entries, sha256, load, &l);
     if (e == NULL)
         return TG_INDEX_UNUSABLE;

@@ -9,10 +9,11 @@
  * TG_INDEX_UNUSABLE, and the caller reads the shards' headers instead.
  *
  * An instance of the cache core (cache.h), made by its owner (the server, a test):
- * readers hold the entry they answer from, so eviction never frees a map a reader
- * is using. One thread parses a given blob while the others asking for it wait and
- * share its result; at most TG_INDEX_CACHE_BUILDS parses run at once, which bounds
- * the memory parsing takes. Thread-safe. */
+ * a hit answers under the core's lock and a load's askers hold its entry, so
+ * eviction never frees a map a reader is using. One thread parses a given blob
+ * while the others asking for it wait and share its result; at most
+ * TG_INDEX_CACHE_BUILDS parses run at once, which bounds the memory parsing takes.
+ * Thread-safe. */
 #ifndef TG_INDEX_CACHE_H
 #define TG_INDEX_CACHE_H
 
