@@ -24,6 +24,7 @@
 #define CACHED_LOOKUPS 1000000
 
 static tg_blobstore *store;
+static tg_index_cache *cache;
 static const char *sha = "1111111111111111111111111111111111111111111111111111111111111111";
 static size_t index_size;
 
@@ -108,7 +109,7 @@ static void *cached_lookups(void *arg)
     for (unsigned i = 0; i < CACHED_LOOKUPS / THREADS; i++) {
         char name[128], shard[64];
         name_of(next_random(&state) % NAMES, name, sizeof name);
-        if (tg_index_cache_lookup(store, sha, index_size, name, shard, sizeof shard) !=
+        if (tg_index_cache_lookup(cache, store, sha, index_size, name, shard, sizeof shard) !=
             TG_INDEX_FOUND)
             (*failed)++;
     }
@@ -120,7 +121,8 @@ int main(void)
     char root[64], err[256];
     snprintf(root, sizeof root, "/tmp/tg-bench-index-XXXXXX");
     if (mkdtemp(root) == NULL || tg_blobstore_open(root, &store, err, sizeof err) != 0 ||
-        !put_index()) {
+        !put_index() ||
+        (cache = tg_index_cache_create(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES)) == NULL) {
         fprintf(stderr, "index_lookup: cannot set up the store in %s\n", root);
         return 1;
     }
@@ -139,10 +141,10 @@ int main(void)
     }
     double t = now();
     tg_index_lookup first =
-        tg_index_cache_lookup(store, sha, index_size, name, shard, sizeof shard);
+        tg_index_cache_lookup(cache, store, sha, index_size, name, shard, sizeof shard);
     double first_s = now() - t;
     tg_index_cache_stats stats;
-    tg_index_cache_stats_get(&stats);
+    tg_index_cache_stats_get(cache, &stats);
 
     t = now();
     void *one = cached_lookups((void *)1);
@@ -179,7 +181,7 @@ int main(void)
            per_lookup_us / (best_uncached * 1e6));
     printf("%-44s %10.2f M/s  (%d threads, %d lookups)\n", "cached lookups, all threads",
            CACHED_LOOKUPS / many_s / 1e6, THREADS, CACHED_LOOKUPS);
-    tg_index_cache_clear();
+    tg_index_cache_destroy(cache);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", root);
     return system(command) == 0 ? 0 : 1;

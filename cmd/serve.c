@@ -16,9 +16,9 @@
 #include "data_dir.h"
 #include "http.h"
 #include "log.h"
-#include "parsed_header_cache.h"
 #include "preload_options.h"
 #include "preload_service.h"
+#include "reclaim.h"
 #include "resources.h"
 #include "response_cache.h"
 #include "route_table.h"
@@ -91,8 +91,6 @@ int tg_cmd_serve(int argc, char **argv)
                      server.config.catalog_url) != 0)
         return 1;
     pthread_mutex_init(&server.publish_lock, NULL);
-    tg_parsed_header_cache_configure((size_t)server.config.header_cache_bytes,
-                                     TG_PARSED_HEADER_CACHE_ENTRIES);
 
     /* The signals are taken by sigwait in this thread; MHD's threads inherit the mask. */
     sigset_t stop_signals;

@@ -16,6 +16,8 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "header_cache.h"
+#include "index_cache.h"
 #include "log.h"
 #include "parsed_header_cache.h"
 #include "rate_limit.h"
@@ -215,7 +217,9 @@ char *tg_metrics_render(tg_server *server)
                (unsigned long long)m->rejections[i].count);
     pthread_mutex_unlock(&m->lock);
     char header_cache[2048];
-    if (tg_parsed_header_metrics(header_cache, sizeof header_cache) < (int)sizeof header_cache)
+    if (server->parsed_headers != NULL &&
+        tg_parsed_header_metrics(server->parsed_headers, header_cache, sizeof header_cache) <
+            (int)sizeof header_cache)
         append(&b, "%s", header_cache);
     return st_buffer_take(&b, NULL);
 }
@@ -362,6 +366,18 @@ bool tg_respond_shared(tg_request *req, unsigned status, struct MHD_Response *re
     if (!req->is_head)
         __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
     return true;
+}
+
+/* tg_response_send for tg_respond_cached: req is the request to answer. */
+static bool send_shared(void *req, unsigned status, struct MHD_Response *response,
+                        uint64_t body_len)
+{
+    return tg_respond_shared(req, status, response, body_len);
+}
+
+bool tg_respond_cached(tg_request *req, const char *key)
+{
+    return tg_response_cache_answer(req->server->responses, key, send_shared, req);
 }
 
 int tg_text_end_line(char **text)
@@ -1391,6 +1407,57 @@ static void listen_failure(const tg_server *server, const struct addrinfo *addre
                  port);
 }
 
+/* tg_server.caches_owned: the caches tg_http_start made. */
+enum { OWN_RESPONSES = 1, OWN_PARSED_HEADERS = 2, OWN_INDEXES = 4, OWN_HEADERS = 8 };
+
+/* The caches of tg_server the caller left NULL, made from the config and owned:
+ * 0, or -1 when out of memory. */
+static int open_caches(tg_server *server)
+{
+    const tg_config *c = &server->config;
+    if (c->response_cache_bytes > 0 && server->responses == NULL) {
+        server->responses =
+            tg_response_cache_create((size_t)c->response_cache_bytes, c->response_cache_ttl);
+        server->caches_owned |= OWN_RESPONSES;
+    }
+    if (server->parsed_headers == NULL) {
+        server->parsed_headers = tg_parsed_header_cache_create((size_t)c->header_cache_bytes,
+                                                               TG_PARSED_HEADER_CACHE_ENTRIES);
+        server->caches_owned |= OWN_PARSED_HEADERS;
+    }
+    if (server->indexes == NULL) {
+        server->indexes = tg_index_cache_create(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES);
+        server->caches_owned |= OWN_INDEXES;
+    }
+    if (server->headers == NULL) {
+        server->headers = tg_header_cache_create(TG_HEADER_CACHE_BYTES);
+        server->caches_owned |= OWN_HEADERS;
+    }
+    return server->parsed_headers && server->indexes && server->headers ? 0 : -1;
+}
+
+/* Frees the caches open_caches made. */
+static void close_caches(tg_server *server)
+{
+    if (server->caches_owned & OWN_RESPONSES) {
+        tg_response_cache_destroy(server->responses);
+        server->responses = NULL;
+    }
+    if (server->caches_owned & OWN_PARSED_HEADERS) {
+        tg_parsed_header_cache_destroy(server->parsed_headers);
+        server->parsed_headers = NULL;
+    }
+    if (server->caches_owned & OWN_INDEXES) {
+        tg_index_cache_destroy(server->indexes);
+        server->indexes = NULL;
+    }
+    if (server->caches_owned & OWN_HEADERS) {
+        tg_header_cache_destroy(server->headers);
+        server->headers = NULL;
+    }
+    server->caches_owned = 0;
+}
+
 int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count, char *err,
                   size_t err_len)
 {
@@ -1421,10 +1488,9 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
         return -1;
     }
     pthread_mutex_init(&server->metrics->lock, NULL);
-    if (server->config.response_cache_bytes > 0 && server->responses == NULL) {
-        server->responses = tg_response_cache_create((size_t)server->config.response_cache_bytes,
-                                                     server->config.response_cache_ttl);
-        server->responses_owned = true;
+    if (open_caches(server) != 0) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
     }
 
     struct addrinfo hints = {0}, *resolved = NULL;
@@ -1495,11 +1561,7 @@ void tg_http_stop(tg_server *server)
         MHD_stop_daemon(server->daemon);
         server->daemon = NULL;
     }
-    if (server->responses_owned) {
-        tg_response_cache_destroy(server->responses);
-        server->responses = NULL;
-        server->responses_owned = false;
-    }
+    close_caches(server);
     if (server->metrics) {
         free(server->metrics->timeout_answer);
         free(server->metrics->requests);

@@ -36,9 +36,14 @@ typedef struct tg_server {
     /* the routing table given to tg_http_start (not owned) */
     const tg_route *routes;
     size_t route_count;
-    /* ready responses of immutable reads (response_cache.h); NULL: none kept */
-    struct tg_response_cache *responses;
-    bool responses_owned; /* made by tg_http_start (freed by tg_http_stop), not the caller */
+    /* The caches, instances of the cache core (cache.h) that the routes and the storage
+     * calls they make are handed from here. Made by the caller or, those it left NULL,
+     * by tg_http_start from the config (and then freed by tg_http_stop). */
+    struct tg_response_cache *responses; /* ready responses (response_cache.h); NULL: none */
+    struct tg_parsed_header_cache *parsed_headers; /* parsed_header_cache.h */
+    struct tg_index_cache *indexes;                /* weight maps (index_cache.h) */
+    struct tg_header_cache *headers;               /* header JSON (header_cache.h) */
+    unsigned caches_owned;                         /* those made by tg_http_start, a bit each */
     /* the preload service (preload_service.h), started by serve; NULL: none */
     struct tg_preload_service *preloads;
 } tg_server;
@@ -175,6 +180,10 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
  * feed, or it must close its connection): the caller answers another way. */
 bool tg_respond_shared(tg_request *req, unsigned status, struct MHD_Response *response,
                        uint64_t body_bytes);
+/* Answers req with the response kept under key in the server's response cache
+ * (response_cache.h) and returns true; false (nothing answered) on a miss, or when
+ * the request cannot take a shared response (it must close its connection). */
+bool tg_respond_cached(tg_request *req, const char *key);
 /* Every JSON and problem+json body ends with "\n". tg_text_end_line appends it to a
  * malloc'd text that lacks it: 0, or -1 with the text freed and *text NULL. */
 int tg_text_end_line(char **text);

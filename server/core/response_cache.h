@@ -2,9 +2,10 @@
  * version never changes, so the answer to a read of it (the header JSON of one of its
  * files, the Hub's model info and resolve HEAD) is built once and kept as a
  * libmicrohttpd response object, which every later request queues as it is: no
- * catalog round trip, no rendering, no copy. This file owns that cache: a byte
- * budget split over shards (one mutex each, no global lock), least recently used
- * entries leave first, and these invalidation rules:
+ * catalog round trip, no rendering, no copy. This file owns that cache, an instance
+ * of the cache core (cache.h) with a byte budget split over shards (one mutex each,
+ * no global lock), least recently used entries leave first, and these invalidation
+ * rules:
  *  - tg_response_cache_invalidate (a model, version or file deleted on this
  *    replica) bumps a generation: every entry made before it stops being served,
  *    and an entry built from catalog reads that began before it is never kept;
@@ -15,6 +16,7 @@
  *    tg_response_cache_invalidate_moving (a publish, an alias move or a derived
  *    version on this replica) and after TG_RESPONSE_CACHE_MOVING_SECONDS at most
  *    (another replica's publish or alias move is seen within it).
+ * It knows nothing of requests: http.c's tg_respond_cached answers one from it.
  * Routes authorise before asking (a token's scope and namespace are checked per
  * request, never cached) and only put answers that hold for every reader allowed
  * to ask. */
@@ -25,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http.h"
+#include <microhttpd.h>
 
 typedef struct tg_response_cache tg_response_cache;
 
@@ -41,10 +43,16 @@ void tg_response_cache_destroy(tg_response_cache *cache);
  * the answer is built from. */
 uint64_t tg_response_cache_generation(const tg_response_cache *cache);
 
-/* Answers req with the response kept under key and returns true; false (nothing
- * answered) on a miss, or when the request cannot take a shared response (it must
- * close its connection). cache may be NULL (a miss). */
-bool tg_response_cache_answer(tg_response_cache *cache, tg_request *req, const char *key);
+/* Queues a kept response on the request ctx (called under a shard's lock, which
+ * keeps the response alive until libmicrohttpd holds its own reference): false when
+ * the request cannot take it. */
+typedef bool (*tg_response_send)(void *ctx, unsigned status, struct MHD_Response *response,
+                                 uint64_t body_len);
+
+/* Sends the response kept under key with send(ctx, ...) and returns what send
+ * returned; false (nothing sent) on a miss. cache may be NULL (a miss). */
+bool tg_response_cache_answer(tg_response_cache *cache, const char *key, tg_response_send send,
+                              void *ctx);
 
 /* Keeps a copy of body (len bytes) answered with status and the NULL-terminated
  * name/value pairs of headers (plus "Cache-Control: no-store", as tg_respond adds)

@@ -416,8 +416,7 @@ void tg_route_file_header(tg_request *req)
     bool keyed = header_key(req, rev, false, key, sizeof key);
     /* an alias or "latest": its answer kept for a moment (response_cache.h, moving keys) */
     bool moving = header_key(req, rev, true, moving_key, sizeof moving_key);
-    if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
-        (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
+    if ((keyed && tg_respond_cached(req, key)) || (moving && tg_respond_cached(req, moving_key)))
         return;
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
@@ -466,7 +465,8 @@ void tg_route_file_header(tg_request *req)
     const char *cache_moving_key = moving ? moving_key : NULL;
     /* Same blob and path, same answer: served from the cache without touching the blob. */
     size_t cached_len = 0;
-    char *cached = tg_header_cache_get(record.sha256, record.path, &cached_len);
+    char *cached =
+        tg_header_cache_get(req->server->headers, record.sha256, record.path, &cached_len);
     if (cached != NULL) {
         respond_header_text(req, cached, cached_len, &version, cache_key, cache_moving_key,
                             generation);
@@ -493,7 +493,7 @@ void tg_route_file_header(tg_request *req)
             tg_respond_internal(req, "out of memory");
         } else {
             size_t len = strlen(text);
-            tg_header_cache_put(record.sha256, record.path, text, len);
+            tg_header_cache_put(req->server->headers, record.sha256, record.path, text, len);
             respond_header_text(req, text, len, &version, cache_key, cache_moving_key, generation);
         }
         st_file_free(&file);

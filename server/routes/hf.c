@@ -223,8 +223,7 @@ void tg_route_hf_file(tg_request *req)
     bool moving = plain && !keyed &&
                   hf_cache_key(req, "hf-head", tg_param(req, "rev"), tg_param(req, "path"), true,
                                moving_key, sizeof moving_key);
-    if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
-        (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
+    if ((keyed && tg_respond_cached(req, key)) || (moving && tg_respond_cached(req, moving_key)))
         return;
     tg_model *model = malloc(sizeof *model);
     if (model == NULL) {
@@ -272,7 +271,7 @@ void tg_route_hf_file(tg_request *req)
         if (keyed) {
             tg_response_cache_put_response(req->server->responses, key, generation, 200,
                                            tg_file_head_response(&file, hub_headers), file.size);
-            if (tg_response_cache_answer(req->server->responses, req, key)) {
+            if (tg_respond_cached(req, key)) {
                 free(model);
                 return;
             }
@@ -465,8 +464,7 @@ void tg_route_hf_model_info(tg_request *req)
     bool keyed = hf_cache_key(req, "hf-info", rev, NULL, false, key, sizeof key);
     bool moving =
         !keyed && hf_cache_key(req, "hf-info", rev, NULL, true, moving_key, sizeof moving_key);
-    if ((keyed && tg_response_cache_answer(req->server->responses, req, key)) ||
-        (moving && tg_response_cache_answer(req->server->responses, req, moving_key)))
+    if ((keyed && tg_respond_cached(req, key)) || (moving && tg_respond_cached(req, moving_key)))
         goto out;
     if (!hf_lookup_repo(req, model))
         goto out;
@@ -491,8 +489,7 @@ void tg_route_hf_model_info(tg_request *req)
         keyed = hf_cache_key(req, "hf-info", number, NULL, false, key, sizeof key);
     }
     /* (a moving request builds the answer, to keep it under its moving key as well) */
-    if (keyed && has_version && !moving &&
-        tg_response_cache_answer(req->server->responses, req, key))
+    if (keyed && has_version && !moving && tg_respond_cached(req, key))
         goto out;
     json_t *body = model_info_json(req, model, has_version ? &version : NULL);
     if (body != NULL && keyed && has_version) {
@@ -507,7 +504,7 @@ void tg_route_hf_model_info(tg_request *req)
                                       strlen(text), headers);
         }
         free(text);
-        if (tg_response_cache_answer(req->server->responses, req, key)) {
+        if (tg_respond_cached(req, key)) {
             json_decref(body);
             goto out;
         }

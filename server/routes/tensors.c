@@ -146,9 +146,9 @@ void tg_route_tensors_list(tg_request *req)
             continue;
         st_error err;
         int failure = 0;
-        const st_file *file =
-            tg_parsed_header_acquire(req->server->blobs, list.items[i].sha256, list.items[i].size,
-                                     req->server->config.max_header, &err, &failure);
+        const st_file *file = tg_parsed_header_acquire(
+            req->server->parsed_headers, req->server->blobs, list.items[i].sha256,
+            list.items[i].size, req->server->config.max_header, &err, &failure);
         if (file == NULL) {
             if (failure == -1)
                 tg_respond_blob_damaged(req, list.items[i].path);
@@ -162,7 +162,7 @@ void tg_route_tensors_list(tg_request *req)
             return;
         }
         ok = page_add_file(&page, file, list.items[i].path);
-        tg_parsed_header_release(file);
+        tg_parsed_header_release(req->server->parsed_headers, file);
     }
     free(list.items);
     if (!ok) {
@@ -208,8 +208,9 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
 {
     st_error err;
     int read = 0;
-    out->held = tg_parsed_header_acquire(req->server->blobs, record->sha256, record->size,
-                                         req->server->config.max_header, &err, &read);
+    out->held =
+        tg_parsed_header_acquire(req->server->parsed_headers, req->server->blobs, record->sha256,
+                                 record->size, req->server->config.max_header, &err, &read);
     if (out->held == NULL) {
         if (read == -2 && tg_errno_is_exhaustion(errno))
             return -3; /* out of descriptors or memory: 503, not the blob's fault */
@@ -223,7 +224,7 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
     out->file = *out->held;
     out->tensor = st_file_find(out->held, name, strlen(name));
     if (out->tensor == NULL) {
-        tg_parsed_header_release(out->held);
+        tg_parsed_header_release(req->server->parsed_headers, out->held);
         return 0;
     }
     out->record = record;
@@ -237,8 +238,8 @@ static bool index_lookup(tg_request *req, const tg_file_record *index, const cha
                          char *shard, size_t shard_len)
 {
     char file[TG_PATH_MAX + 1];
-    if (tg_index_cache_lookup(req->server->blobs, index->sha256, index->size, name, file,
-                              sizeof file) != TG_INDEX_FOUND)
+    if (tg_index_cache_lookup(req->server->indexes, req->server->blobs, index->sha256, index->size,
+                              name, file, sizeof file) != TG_INDEX_FOUND)
         return false;
     const char *slash = strrchr(index->path, '/');
     int dir_len = slash ? (int)(slash - index->path + 1) : 0;
@@ -493,7 +494,7 @@ void tg_route_tensor_get(tg_request *req)
         if (blob != NULL)
             serve_tensor(req, blob, &at, name);
         /* the response does not use the header: the stream copied what it needs */
-        tg_parsed_header_release(at.held);
+        tg_parsed_header_release(req->server->parsed_headers, at.held);
     }
     free(list.items);
 }

@@ -1,111 +1,122 @@
-/* Header JSON cache (see header_cache.h): the shared hash table of sha_table.h,
- * keyed by (sha256, path), over the recency list of lru.h, one mutex, a byte budget. */
+/* Header JSON cache (see header_cache.h): an instance of the cache core (cache.h)
+ * keyed by "sha256\npath", whose entry holds one text. */
 #include "header_cache.h"
-#include "lru.h"
-#include "sha_table.h"
+#include "cache.h"
+#include "sha256.h"
 
-#include <assert.h>
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct entry {
-    tg_lru_node lru; /* first: an entry is its node */
-    tg_sha_node key; /* (sha256, path); key.name is `path` */
-    char *path;
+    tg_cache_entry core; /* first: the cache core's part */
     char *text;
     size_t text_len;
-    size_t charge; /* bytes counted against the budget */
 } entry;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static tg_sha_table table;
-static tg_lru recency;
-/* Invariant: used_bytes is the sum of the charges of the entries in the table. */
-static size_t used_bytes;
+struct tg_header_cache {
+    tg_cache *entries;
+};
 
-static entry *find(const char *sha256, const char *path)
+static void destroy_entry(tg_cache_entry *e)
 {
-    return TG_SHA_ENTRY(tg_sha_table_find_named(&table, sha256, path), entry, key);
+    free(((entry *)e)->text);
 }
 
-static void remove_entry(entry *e)
+tg_header_cache *tg_header_cache_create(size_t bytes)
 {
-    tg_sha_table_remove(&table, &e->key);
-    tg_lru_unlink(&recency, &e->lru);
-    assert(used_bytes >= e->charge);
-    used_bytes -= e->charge;
-    free(e->path);
-    free(e->text);
-    free(e);
-}
-
-char *tg_header_cache_get(const char *sha256, const char *path, size_t *len)
-{
-    char *copy = NULL;
-    pthread_mutex_lock(&cache_lock);
-    entry *e = find(sha256, path);
-    if (e != NULL) {
-        copy = malloc(e->text_len + 1);
-        if (copy) {
-            memcpy(copy, e->text, e->text_len + 1);
-            *len = e->text_len;
-        }
-        tg_lru_unlink(&recency, &e->lru);
-        tg_lru_push_newest(&recency, &e->lru);
+    tg_header_cache *cache = calloc(1, sizeof *cache);
+    tg_cache_config config = {.bytes = bytes,
+                              .entry_share = 8,
+                              .shards = 1,
+                              .buckets = 4096,
+                              .entry_size = sizeof(entry),
+                              .destroy = destroy_entry};
+    if (cache == NULL || (cache->entries = tg_cache_create(&config)) == NULL) {
+        free(cache);
+        return NULL;
     }
-    pthread_mutex_unlock(&cache_lock);
-    return copy;
+    return cache;
 }
 
-void tg_header_cache_put(const char *sha256, const char *path, const char *text, size_t len)
+void tg_header_cache_destroy(tg_header_cache *cache)
+{
+    if (cache == NULL)
+        return;
+    tg_cache_destroy(cache->entries);
+    free(cache);
+}
+
+/* The key "sha256\npath" in buf (cap bytes) or, when longer, a malloc'd string
+ * (the caller frees what is not buf); NULL when out of memory. */
+static char *make_key(char *buf, size_t cap, const char *sha256, const char *path)
+{
+    size_t path_len = strlen(path);
+    size_t need = TG_SHA256_HEX_LEN + 2 + path_len;
+    char *key = need <= cap ? buf : malloc(need);
+    if (key == NULL)
+        return NULL;
+    memcpy(key, sha256, TG_SHA256_HEX_LEN);
+    key[TG_SHA256_HEX_LEN] = '\n';
+    memcpy(key + TG_SHA256_HEX_LEN + 1, path, path_len + 1);
+    return key;
+}
+
+typedef struct copy_out {
+    char *copy;
+    size_t *len;
+} copy_out;
+
+/* The core's visitor (under the lock): copies the text out. */
+static tg_cache_use copy_text(tg_cache_entry *core, void *arg)
+{
+    const entry *e = (const entry *)core;
+    copy_out *out = arg;
+    out->copy = malloc(e->text_len + 1);
+    if (out->copy == NULL)
+        return TG_CACHE_MISS;
+    memcpy(out->copy, e->text, e->text_len + 1);
+    *out->len = e->text_len;
+    return TG_CACHE_HIT;
+}
+
+char *tg_header_cache_get(tg_header_cache *cache, const char *sha256, const char *path, size_t *len)
+{
+    if (strlen(sha256) != TG_SHA256_HEX_LEN)
+        return NULL;
+    char buf[512];
+    char *key = make_key(buf, sizeof buf, sha256, path);
+    if (key == NULL)
+        return NULL;
+    copy_out out = {NULL, len};
+    tg_cache_visit(cache->entries, key, copy_text, &out);
+    if (key != buf)
+        free(key);
+    return out.copy;
+}
+
+void tg_header_cache_put(tg_header_cache *cache, const char *sha256, const char *path,
+                         const char *text, size_t len)
 {
     if (strlen(sha256) != TG_SHA256_HEX_LEN)
         return; /* not a blob's digest: nothing to key it by */
-    size_t path_len = strlen(path);
-    /* what the key "sha256\npath" and the text take, as before the shared table */
-    size_t charge = sizeof(entry) + TG_SHA256_HEX_LEN + 1 + path_len + 1 + len + 1;
-    if (charge > TG_HEADER_CACHE_BYTES / 8)
+    /* what the key "sha256\npath" and the text take, as before the core */
+    size_t charge = sizeof(entry) + TG_SHA256_HEX_LEN + 1 + strlen(path) + 1 + len + 1;
+    if (charge > tg_cache_entry_bound(cache->entries))
         return;
-    entry *e = calloc(1, sizeof *e);
-    char *path_copy = malloc(path_len + 1);
-    char *copy = malloc(len + 1);
-    if (e == NULL || path_copy == NULL || copy == NULL) {
-        free(e);
-        free(path_copy);
-        free(copy);
+    char buf[512];
+    char *key = make_key(buf, sizeof buf, sha256, path);
+    entry *e = key != NULL ? (entry *)tg_cache_entry_new(cache->entries, key) : NULL;
+    if (key != buf)
+        free(key);
+    char *copy = e != NULL ? malloc(len + 1) : NULL;
+    if (copy == NULL) {
+        if (e != NULL)
+            tg_cache_entry_free(cache->entries, &e->core);
         return;
     }
-    memcpy(path_copy, path, path_len + 1);
     memcpy(copy, text, len);
     copy[len] = '\0';
-    e->path = path_copy;
     e->text = copy;
     e->text_len = len;
-    e->charge = charge;
-    pthread_mutex_lock(&cache_lock);
-    entry *old = find(sha256, path);
-    if (old != NULL)
-        remove_entry(old); /* a concurrent miss rendered it too */
-    while (used_bytes + charge > TG_HEADER_CACHE_BYTES && recency.oldest)
-        remove_entry((entry *)recency.oldest);
-    tg_sha_table_add_named(&table, &e->key, sha256, e->path);
-    tg_lru_push_newest(&recency, &e->lru);
-    used_bytes += charge;
-    /* an entry takes at most an eighth of the budget, and the oldest went until it fit */
-    assert(used_bytes <= TG_HEADER_CACHE_BYTES);
-    pthread_mutex_unlock(&cache_lock);
-}
-
-void tg_header_cache_clear(void)
-{
-    pthread_mutex_lock(&cache_lock);
-    while (recency.oldest)
-        /* remove_entry unlinks the entry before freeing it, so oldest moves on. */
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
-        remove_entry((entry *)recency.oldest);
-    assert(used_bytes == 0);
-    pthread_mutex_unlock(&cache_lock);
+    tg_cache_put(cache->entries, &e->core, charge);
 }

@@ -1,20 +1,17 @@
-/* Weight maps of index blobs (see index_cache.h): a chained hash table by sha256
- * over a doubly linked recency list, one mutex and one condition variable.
+/* Weight maps of index blobs (see index_cache.h): an instance of the cache core
+ * (cache.h) keyed by the blob's sha256, whose entry holds one map.
  *
  * A map is one allocation: `count` entries sorted by name, then an arena of
  * NUL-terminated strings the entries point into by offset; each distinct shard
  * string is stored once (an index names tens of shards for up to ~10^5 tensors). */
 #include "index_cache.h"
-#include "lru.h"
-#include "sha_table.h"
+#include "cache.h"
+#include "sha256.h"
 
-#include <assert.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct map_entry {
     uint32_t name;  /* arena offset */
@@ -29,62 +26,44 @@ typedef struct weight_map {
 } weight_map;
 
 typedef struct entry {
-    tg_lru_node lru; /* first: an entry is its node; a loading entry is not on the list */
-    tg_sha_node key; /* in the table while findable */
-    bool loading;    /* one thread is parsing the blob; others wait on `loaded` */
-    weight_map *map; /* NULL: the blob is not a usable index (remembered) */
-    size_t charge;   /* bytes counted against the budget */
+    tg_cache_entry core; /* first: the cache core's part */
+    weight_map *map;     /* NULL: the blob is not a usable index (remembered) */
 } entry;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-/* signalled when an entry stops loading, or a parse ends */
-static pthread_cond_t loaded = PTHREAD_COND_INITIALIZER;
-static tg_sha_table table;
-static tg_lru recency;
-static size_t budget_bytes = TG_INDEX_CACHE_BYTES;
-static size_t budget_entries = TG_INDEX_CACHE_ENTRIES;
-static unsigned builds_running;
-/* Invariant: stats.bytes and stats.entries are the sums over the entries on the
- * recency list (the kept ones); loading entries are charged nothing. */
-static tg_index_cache_stats stats;
+struct tg_index_cache {
+    tg_cache *entries;
+    uint64_t not_read; /* atomic: lookups refused because the blob is above the entry bound */
+};
 
-/* Checks the invariant above by walking the list (under the lock; O(entries)). */
-static void check_stats(void)
+static void destroy_entry(tg_cache_entry *e)
 {
-    uint64_t entries = 0, bytes = 0;
-    for (const tg_lru_node *n = recency.newest; n != NULL; n = n->older) {
-        assert(!((const struct entry *)n)->loading);
-        entries++;
-        bytes += ((const struct entry *)n)->charge;
+    free(((entry *)e)->map);
+}
+
+tg_index_cache *tg_index_cache_create(size_t bytes, size_t entries)
+{
+    tg_index_cache *cache = calloc(1, sizeof *cache);
+    tg_cache_config config = {.bytes = bytes,
+                              .entries = entries > 0 ? entries : 1,
+                              .entry_share = 2,
+                              .shards = 1,
+                              .buckets = 4096,
+                              .loads = TG_INDEX_CACHE_BUILDS,
+                              .entry_size = sizeof(entry),
+                              .destroy = destroy_entry};
+    if (cache == NULL || (cache->entries = tg_cache_create(&config)) == NULL) {
+        free(cache);
+        return NULL;
     }
-    assert(stats.entries == entries && stats.bytes == bytes);
-    (void)entries;
-    (void)bytes;
+    return cache;
 }
 
-/* ---- the table ---- */
-
-static entry *find(const char *sha256)
+void tg_index_cache_destroy(tg_index_cache *cache)
 {
-    return TG_SHA_ENTRY(tg_sha_table_find(&table, sha256), entry, key);
-}
-
-static void unlink_bucket(entry *e)
-{
-    tg_sha_table_remove(&table, &e->key);
-}
-
-/* Removes a kept entry (under the lock); readers copy answers out under the same
- * lock, so nothing can still be reading its map. */
-static void remove_kept(entry *e)
-{
-    assert(!e->loading && stats.entries > 0 && stats.bytes >= e->charge);
-    unlink_bucket(e);
-    tg_lru_unlink(&recency, &e->lru);
-    stats.bytes -= e->charge;
-    stats.entries--;
-    free(e->map);
-    free(e);
+    if (cache == NULL)
+        return;
+    tg_cache_destroy(cache->entries);
+    free(cache);
 }
 
 /* ---- building a map from the index text ---- */
@@ -225,7 +204,7 @@ static int compare_probe(const void *key, const void *element)
     return strcmp(p->name, p->arena + ((const map_entry *)element)->name);
 }
 
-/* The answer for name in map (NULL: not an index). Called under the lock for a kept map. */
+/* The answer for name in map (NULL: not an index). The caller holds the entry of a kept map. */
 static tg_index_lookup answer(const weight_map *map, const char *name, char *shard,
                               size_t shard_len)
 {
@@ -246,123 +225,86 @@ static tg_index_lookup answer(const weight_map *map, const char *name, char *sha
 
 /* ---- the lookup ---- */
 
-static size_t entry_bound(void)
-{
-    return budget_bytes / 2;
-}
+typedef struct lookup {
+    tg_blobstore *store;
+    size_t size, bound;
+    const char *name;
+    char *shard;
+    size_t shard_len;
+    bool answered; /* by the loader, from its own parse */
+    tg_index_lookup result;
+} lookup;
 
-/* Keeps a loaded entry (under the lock): evicts the least recently used entries
- * until it fits both bounds, then puts it first. */
-static void keep(entry *e, weight_map *map)
+/* The core's loader: parses the blob into e, answers the loader's name from the
+ * parse, and says whether to keep it. A map above the entry bound is kept as a
+ * mark (later lookups read the shards instead); a failed read is not kept. */
+static tg_cache_load load(tg_cache_entry *core, void *arg, size_t *charge)
 {
-    assert(e->loading);
-    e->loading = false;
-    e->map = map;
-    e->charge = sizeof *e + (map ? map->bytes : 0);
-    while (recency.oldest != NULL &&
-           (stats.entries + 1 > budget_entries || stats.bytes + e->charge > budget_bytes)) {
-        remove_kept((entry *)recency.oldest);
-        stats.evictions++;
-    }
-    tg_lru_push_newest(&recency, &e->lru);
-    stats.entries++;
-    stats.bytes += e->charge;
-}
-
-/* Parses the blob for the loading entry e (the caller holds the lock and returns
- * with it held), keeps the result when it is one to keep, and answers name. */
-static tg_index_lookup load(entry *e, tg_blobstore *store, uint64_t size, const char *name,
-                            char *shard, size_t shard_len)
-{
-    while (builds_running >= TG_INDEX_CACHE_BUILDS)
-        pthread_cond_wait(&loaded, &cache_lock);
-    builds_running++;
-    pthread_mutex_unlock(&cache_lock);
+    entry *e = (entry *)core;
+    lookup *l = arg;
     weight_map *map = NULL;
-    build_status status = build_map(store, e->key.sha256, (size_t)size, &map);
-    pthread_mutex_lock(&cache_lock);
-    assert(builds_running > 0);
-    builds_running--;
-    stats.parses++;
-    tg_index_lookup result =
-        status == BUILD_OK ? answer(map, name, shard, shard_len) : TG_INDEX_UNUSABLE;
-    if (status == BUILD_FAILED) {
-        /* not remembered: the next lookup tries again */
-        unlink_bucket(e);
-        free(e);
-    } else if (status == BUILD_OK && sizeof *e + map->bytes > entry_bound()) {
-        /* answered from this parse; later lookups read the shards instead */
+    build_status status = build_map(l->store, core->key, l->size, &map);
+    l->answered = true;
+    l->result =
+        status == BUILD_OK ? answer(map, l->name, l->shard, l->shard_len) : TG_INDEX_UNUSABLE;
+    if (status == BUILD_FAILED)
+        return TG_CACHE_FAILED;
+    if (status == BUILD_OK && sizeof *e + map->bytes > l->bound) {
         free(map);
-        keep(e, NULL);
-    } else {
-        keep(e, map);
+        map = NULL;
     }
-    pthread_cond_broadcast(&loaded);
-    return result;
+    e->map = map;
+    *charge = sizeof *e + (map ? map->bytes : 0);
+    return TG_CACHE_KEEP;
 }
 
-tg_index_lookup tg_index_cache_lookup(tg_blobstore *store, const char *sha256, uint64_t size,
-                                      const char *name, char *shard, size_t shard_len)
+/* The core's visitor (under the lock): answers from a kept entry. */
+static tg_cache_use answer_kept(tg_cache_entry *core, void *arg)
+{
+    lookup *l = arg;
+    l->result = answer(((const entry *)core)->map, l->name, l->shard, l->shard_len);
+    return TG_CACHE_HIT;
+}
+
+tg_index_lookup tg_index_cache_lookup(tg_index_cache *cache, tg_blobstore *store,
+                                      const char *sha256, uint64_t size, const char *name,
+                                      char *shard, size_t shard_len)
 {
     if (strlen(sha256) != TG_SHA256_HEX_LEN)
         return TG_INDEX_UNUSABLE;
-    pthread_mutex_lock(&cache_lock);
     /* the blob's text is at most the map's size plus its JSON syntax, so a blob above
      * the entry bound is not read */
-    if (size > entry_bound()) {
-        stats.not_read++;
-        pthread_mutex_unlock(&cache_lock);
+    lookup l = {.store = store,
+                .size = (size_t)size,
+                .bound = tg_cache_entry_bound(cache->entries),
+                .name = name,
+                .shard = shard,
+                .shard_len = shard_len};
+    if (size > l.bound) {
+        __atomic_fetch_add(&cache->not_read, 1, __ATOMIC_RELAXED);
         return TG_INDEX_UNUSABLE;
     }
-    entry *e;
-    while ((e = find(sha256)) != NULL && e->loading)
-        pthread_cond_wait(&loaded, &cache_lock);
-    tg_index_lookup result = TG_INDEX_UNUSABLE;
-    if (e != NULL) {
-        stats.hits++;
-        tg_lru_unlink(&recency, &e->lru);
-        tg_lru_push_newest(&recency, &e->lru);
-        result = answer(e->map, name, shard, shard_len);
-    } else if ((e = calloc(1, sizeof *e)) != NULL) {
-        e->loading = true;
-        tg_sha_table_add(&table, &e->key, sha256);
-        result = load(e, store, size, name, shard, shard_len);
-    }
-    pthread_mutex_unlock(&cache_lock);
+    /* a hit answers under the lock (one lock round); a miss loads, once for all askers */
+    if (tg_cache_visit(cache->entries, sha256, answer_kept, &l))
+        return l.result;
+    tg_cache_entry *e = tg_cache_acquire(cache->entries, sha256, load, &l);
+    if (e == NULL)
+        return TG_INDEX_UNUSABLE;
+    tg_index_lookup result = l.answered  ? l.result
+                             : e->failed ? TG_INDEX_UNUSABLE
+                                         : answer(((entry *)e)->map, name, shard, shard_len);
+    tg_cache_release(cache->entries, e);
     return result;
 }
 
-void tg_index_cache_stats_get(tg_index_cache_stats *out)
+void tg_index_cache_stats_get(tg_index_cache *cache, tg_index_cache_stats *out)
 {
-    pthread_mutex_lock(&cache_lock);
-    check_stats();
-    *out = stats;
-    pthread_mutex_unlock(&cache_lock);
-}
-
-/* Drops the kept entries; loading ones belong to their loaders. Under the lock. */
-static void drop_kept(void)
-{
-    while (recency.oldest)
-        /* remove_kept unlinks the entry before freeing it, so oldest moves on. */
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc) */
-        remove_kept((entry *)recency.oldest);
-}
-
-void tg_index_cache_configure(size_t bytes, size_t entries)
-{
-    pthread_mutex_lock(&cache_lock);
-    drop_kept();
-    budget_bytes = bytes;
-    budget_entries = entries > 0 ? entries : 1;
-    pthread_mutex_unlock(&cache_lock);
-}
-
-void tg_index_cache_clear(void)
-{
-    pthread_mutex_lock(&cache_lock);
-    drop_kept();
-    assert(stats.entries == 0 && stats.bytes == 0);
-    stats = (tg_index_cache_stats){0}; /* entries and bytes are 0 with every kept entry gone */
-    pthread_mutex_unlock(&cache_lock);
+    tg_cache_stats s;
+    tg_cache_stats_get(cache->entries, &s);
+    *out = (tg_index_cache_stats){.entries = s.entries,
+                                  .bytes = s.bytes,
+                                  .hits = s.hits,
+                                  .parses = s.loads,
+                                  .not_read = __atomic_load_n(&cache->not_read, __ATOMIC_RELAXED),
+                                  .evictions = s.evictions};
 }

@@ -8,10 +8,12 @@
  * index with a weight_map of strings is remembered as such: both answer
  * TG_INDEX_UNUSABLE, and the caller reads the shards' headers instead.
  *
- * Thread-safe: one mutex; lookups copy the answer out under it, so eviction never
- * frees a map a reader is using. One thread parses a given blob while the others
- * asking for it wait; at most TG_INDEX_CACHE_BUILDS parses run at once, which
- * bounds the memory parsing takes. */
+ * An instance of the cache core (cache.h), made by its owner (the server, a test):
+ * a hit answers under the core's lock and a load's askers hold its entry, so
+ * eviction never frees a map a reader is using. One thread parses a given blob
+ * while the others asking for it wait and share its result; at most
+ * TG_INDEX_CACHE_BUILDS parses run at once, which bounds the memory parsing takes.
+ * Thread-safe. */
 #ifndef TG_INDEX_CACHE_H
 #define TG_INDEX_CACHE_H
 
@@ -25,6 +27,14 @@
 /* Parses running at once (each holds the index text and its JSON tree). */
 #define TG_INDEX_CACHE_BUILDS 2
 
+typedef struct tg_index_cache tg_index_cache;
+
+/* A cache bounded by bytes and entries (an entry may take half the bytes); the
+ * defaults are the TG_INDEX_CACHE_* above. NULL when out of memory. */
+tg_index_cache *tg_index_cache_create(size_t bytes, size_t entries);
+/* Frees the cache (no lookup may be running). NULL is ignored. */
+void tg_index_cache_destroy(tg_index_cache *cache);
+
 typedef enum tg_index_lookup {
     TG_INDEX_FOUND,    /* shard holds the weight_map's value for the name */
     TG_INDEX_ABSENT,   /* the weight_map has no such name */
@@ -35,8 +45,9 @@ typedef enum tg_index_lookup {
 /* Looks name up in the weight_map of the index blob sha256 (size bytes, as the
  * catalog records it), parsing and caching the blob on a miss. On TG_INDEX_FOUND
  * shard holds the entry's value (relative to the index's directory), NUL-terminated. */
-tg_index_lookup tg_index_cache_lookup(tg_blobstore *store, const char *sha256, uint64_t size,
-                                      const char *name, char *shard, size_t shard_len);
+tg_index_lookup tg_index_cache_lookup(tg_index_cache *cache, tg_blobstore *store,
+                                      const char *sha256, uint64_t size, const char *name,
+                                      char *shard, size_t shard_len);
 
 typedef struct tg_index_cache_stats {
     size_t entries;    /* kept: weight maps and "unusable" marks */
@@ -47,12 +58,6 @@ typedef struct tg_index_cache_stats {
     uint64_t evictions;
 } tg_index_cache_stats;
 
-void tg_index_cache_stats_get(tg_index_cache_stats *out);
-
-/* Sets the bounds (bytes, entries; an entry may take half the bytes) and empties the
- * cache: tests use small bounds. The defaults are the TG_INDEX_CACHE_* above. */
-void tg_index_cache_configure(size_t bytes, size_t entries);
-/* Drops every entry and zeroes the counters (tests; shutdown). */
-void tg_index_cache_clear(void);
+void tg_index_cache_stats_get(tg_index_cache *cache, tg_index_cache_stats *out);
 
 #endif

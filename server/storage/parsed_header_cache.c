@@ -1,64 +1,57 @@
-/* Parsed headers of stored blobs (see parsed_header_cache.h): a chained hash table
- * by sha256 over the recency list of lru.h, one mutex and one condition variable.
- *
- * An entry holds one st_file and a reference count. Its states:
- *   loading   in the table, not on the list; its loader parses, others wait;
- *   kept      in the table and on the list, charged against the bounds;
- *   detached  in neither: a parse not kept, a failed parse, or an entry dropped
- *             by configure/clear while in use; freed when its last holder lets go.
- * Eviction removes kept entries nobody holds, oldest first. */
+/* Parsed headers of stored blobs (see parsed_header_cache.h): an instance of the
+ * cache core (cache.h) keyed by the blob's sha256, whose entry holds one st_file,
+ * or the error of a failed parse (shared with the requests that waited for it,
+ * then dropped: failures are not remembered). */
 #include "parsed_header_cache.h"
-#include "lru.h"
-#include "sha_table.h"
+#include "cache.h"
+#include "sha256.h"
 
-#include <assert.h>
 #include <errno.h>
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct entry {
-    tg_lru_node lru;   /* first: a kept entry is its node */
-    tg_sha_node key;   /* in the table while findable */
-    bool loading;      /* one thread is parsing the blob; others wait on `loaded` */
-    bool kept;         /* in the table and on the recency list */
-    bool failed;       /* the parse failed: err, failure and failure_errno say why; file is empty */
-    int failure;       /* tg_header_read_parse's -1 (damaged) or -2 (otherwise) */
-    int failure_errno; /* errno after a -2 (EMFILE is not damage) */
-    unsigned refs;
-    size_t charge; /* bytes counted against the budget while kept */
+    tg_cache_entry core; /* first: the cache core's part */
+    int failure;         /* failed: tg_header_read_parse's -1 (damaged) or -2 (otherwise) */
+    int failure_errno;   /* errno after a -2 (EMFILE is not damage) */
     st_error err;
     st_file file; /* what readers get: &file */
 } entry;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-/* signalled when an entry stops loading, or a parse ends */
-static pthread_cond_t loaded = PTHREAD_COND_INITIALIZER;
-static tg_sha_table table;
-static tg_lru recency;
-static size_t budget_bytes = TG_PARSED_HEADER_CACHE_BYTES;
-static size_t budget_entries = TG_PARSED_HEADER_CACHE_ENTRIES;
-static unsigned parses_running;
-/* Invariant: stats.entries and stats.bytes are the count and the sum of charges of
- * the kept entries; stats.in_use counts the entries with refs > 0. */
-static tg_parsed_header_stats stats;
+struct tg_parsed_header_cache {
+    tg_cache *entries;
+};
 
-/* Checks the invariant above by walking the list (under the lock; O(entries)). */
-static void check_stats(void)
+static void destroy_entry(tg_cache_entry *e)
 {
-    size_t entries = 0, bytes = 0;
-    for (const tg_lru_node *n = recency.newest; n != NULL; n = n->older) {
-        const struct entry *e = (const struct entry *)n;
-        assert(e->kept && !e->loading && !e->failed);
-        entries++;
-        bytes += e->charge;
+    st_file_free(&((entry *)e)->file);
+}
+
+tg_parsed_header_cache *tg_parsed_header_cache_create(size_t bytes, size_t entries)
+{
+    tg_parsed_header_cache *cache = calloc(1, sizeof *cache);
+    tg_cache_config config = {.bytes = bytes,
+                              .entries = entries > 0 ? entries : 1,
+                              .entry_share = 2,
+                              .shards = 1,
+                              .buckets = 4096,
+                              .loads = TG_PARSED_HEADER_PARSES,
+                              .entry_size = sizeof(entry),
+                              .destroy = destroy_entry};
+    if (cache == NULL || (cache->entries = tg_cache_create(&config)) == NULL) {
+        free(cache);
+        return NULL;
     }
-    assert(stats.entries == entries && stats.bytes == bytes);
-    (void)entries;
-    (void)bytes;
+    return cache;
+}
+
+void tg_parsed_header_cache_destroy(tg_parsed_header_cache *cache)
+{
+    if (cache == NULL)
+        return;
+    tg_cache_destroy(cache->entries);
+    free(cache);
 }
 
 /* ---- reading and parsing one blob ---- */
@@ -132,121 +125,31 @@ static size_t file_bytes(const st_file *f)
     return bytes;
 }
 
-/* ---- the table (everything below runs under cache_lock) ---- */
+/* ---- the cache ---- */
 
-static entry *find(const char *sha256)
-{
-    return TG_SHA_ENTRY(tg_sha_table_find(&table, sha256), entry, key);
-}
+typedef struct load_args {
+    tg_blobstore *store;
+    uint64_t size, max_header;
+} load_args;
 
-static void unlink_bucket(entry *e)
+/* The core's loader: reads and parses the blob into e (a failure, its error). */
+static tg_cache_load load(tg_cache_entry *core, void *arg, size_t *charge)
 {
-    tg_sha_table_remove(&table, &e->key);
-}
-
-static void destroy(entry *e)
-{
-    st_file_free(&e->file);
-    free(e);
-}
-
-/* Takes a kept entry out of the table and the list; frees it unless someone holds it. */
-static void drop_kept(entry *e)
-{
-    assert(e->kept && stats.entries > 0 && stats.bytes >= e->charge);
-    unlink_bucket(e);
-    tg_lru_unlink(&recency, &e->lru);
-    e->kept = false;
-    stats.entries--;
-    stats.bytes -= e->charge;
-    if (e->refs == 0)
-        destroy(e);
-}
-
-/* Evicts kept entries nobody holds, oldest first, until both bounds hold (or only
- * entries in use are left over them). */
-static void trim(void)
-{
-    tg_lru_node *n = recency.oldest;
-    while (n != NULL && (stats.entries > budget_entries || stats.bytes > budget_bytes)) {
-        entry *e = (entry *)n;
-        n = n->newer;
-        if (e->refs > 0)
-            continue;
-        drop_kept(e);
-        stats.evictions++;
-    }
-}
-
-static void hold(entry *e)
-{
-    if (e->refs++ == 0)
-        stats.in_use++;
-}
-
-static void unhold(entry *e)
-{
-    assert(e->refs > 0 && stats.in_use > 0);
-    if (--e->refs > 0)
-        return;
-    stats.in_use--;
-    if (e->kept)
-        trim(); /* it may have been left over the bounds while in use */
-    else if (!e->loading)
-        destroy(e);
-}
-
-/* Drops every kept entry (those in use are freed when released). */
-static void drop_all(void)
-{
-    while (recency.oldest != NULL)
-        drop_kept((entry *)recency.oldest);
-}
-
-/* Parses the blob for the loading entry e, which the caller holds (called with the
- * lock held, returns with it held). Keeps the result when it fits; else e leaves
- * the table and lives as long as its holders. */
-static void load(entry *e, tg_blobstore *store, uint64_t size, uint64_t max_header)
-{
-    while (parses_running >= TG_PARSED_HEADER_PARSES)
-        pthread_cond_wait(&loaded, &cache_lock);
-    parses_running++;
-    pthread_mutex_unlock(&cache_lock);
-    st_file file;
-    st_error err;
-    int rc = tg_header_read_parse(store, e->key.sha256, size, max_header, &file, &err);
-    int saved_errno = errno;
-    size_t charge = rc == 0 ? sizeof *e + file_bytes(&file) : 0;
-    pthread_mutex_lock(&cache_lock);
-    assert(parses_running > 0 && e->loading && !e->kept && e->refs > 0);
-    parses_running--;
-    stats.parses++;
-    e->loading = false;
+    entry *e = (entry *)core;
+    const load_args *a = arg;
+    int rc = tg_header_read_parse(a->store, core->key, a->size, a->max_header, &e->file, &e->err);
     if (rc != 0) {
-        e->failed = true;
-        e->err = err;
         e->failure = rc;
-        e->failure_errno = saved_errno;
-        stats.failures++;
-        unlink_bucket(e);
-    } else if (charge > budget_bytes / 2) {
-        e->file = file;
-        stats.not_kept++;
-        unlink_bucket(e);
-    } else {
-        e->file = file;
-        e->charge = charge;
-        e->kept = true;
-        tg_lru_push_newest(&recency, &e->lru);
-        stats.entries++;
-        stats.bytes += charge;
-        trim();
+        e->failure_errno = errno;
+        return TG_CACHE_FAILED;
     }
-    pthread_cond_broadcast(&loaded);
+    *charge = sizeof *e + file_bytes(&e->file);
+    return TG_CACHE_KEEP;
 }
 
-const st_file *tg_parsed_header_acquire(tg_blobstore *store, const char *sha256, uint64_t size,
-                                        uint64_t max_header, st_error *err, int *failure)
+const st_file *tg_parsed_header_acquire(tg_parsed_header_cache *cache, tg_blobstore *store,
+                                        const char *sha256, uint64_t size, uint64_t max_header,
+                                        st_error *err, int *failure)
 {
     st_error scratch;
     int scratch_failure;
@@ -261,68 +164,49 @@ const st_file *tg_parsed_header_acquire(tg_blobstore *store, const char *sha256,
         errno = EINVAL;
         return NULL;
     }
-    pthread_mutex_lock(&cache_lock);
-    entry *e = find(sha256);
-    if (e != NULL) {
-        hold(e); /* so it outlives its load, whatever the load decides */
-        while (e->loading)
-            pthread_cond_wait(&loaded, &cache_lock);
-        if (!e->failed)
-            stats.hits++;
-        if (e->kept) {
-            tg_lru_unlink(&recency, &e->lru);
-            tg_lru_push_newest(&recency, &e->lru);
-        }
-    } else {
-        e = calloc(1, sizeof *e);
-        if (e == NULL) {
-            pthread_mutex_unlock(&cache_lock);
-            st_error_set(err, ST_OUT_OF_MEMORY, 0, NULL, "out of memory for the header");
-            errno = ENOMEM;
-            return NULL;
-        }
-        e->loading = true;
-        tg_sha_table_add(&table, &e->key, sha256);
-        hold(e);
-        load(e, store, size, max_header);
+    load_args args = {store, size, max_header};
+    entry *e = (entry *)tg_cache_acquire(cache->entries, sha256, load, &args);
+    if (e == NULL) {
+        st_error_set(err, ST_OUT_OF_MEMORY, 0, NULL, "out of memory for the header");
+        errno = ENOMEM;
+        return NULL;
     }
-    const st_file *file = &e->file;
-    int failure_errno = 0;
-    if (e->failed) {
-        *err = e->err;
-        *failure = e->failure;
-        failure_errno = e->failure_errno;
-        file = NULL;
-        unhold(e);
-    }
-    pthread_mutex_unlock(&cache_lock);
-    if (file == NULL)
-        errno = failure_errno;
-    return file;
+    if (!e->core.failed)
+        return &e->file;
+    *err = e->err;
+    *failure = e->failure;
+    int failure_errno = e->failure_errno;
+    tg_cache_release(cache->entries, &e->core);
+    errno = failure_errno;
+    return NULL;
 }
 
-void tg_parsed_header_release(const st_file *file)
+void tg_parsed_header_release(tg_parsed_header_cache *cache, const st_file *file)
 {
     if (file == NULL)
         return;
     entry *e = (entry *)(void *)((char *)(uintptr_t)file - offsetof(entry, file));
-    pthread_mutex_lock(&cache_lock);
-    unhold(e);
-    pthread_mutex_unlock(&cache_lock);
+    tg_cache_release(cache->entries, &e->core);
 }
 
-void tg_parsed_header_stats_get(tg_parsed_header_stats *out)
+void tg_parsed_header_stats_get(tg_parsed_header_cache *cache, tg_parsed_header_stats *out)
 {
-    pthread_mutex_lock(&cache_lock);
-    check_stats();
-    *out = stats;
-    pthread_mutex_unlock(&cache_lock);
+    tg_cache_stats s;
+    tg_cache_stats_get(cache->entries, &s);
+    *out = (tg_parsed_header_stats){.entries = s.entries,
+                                    .bytes = s.bytes,
+                                    .in_use = s.in_use,
+                                    .hits = s.hits,
+                                    .parses = s.loads,
+                                    .not_kept = s.not_kept,
+                                    .failures = s.failures,
+                                    .evictions = s.evictions};
 }
 
-int tg_parsed_header_metrics(char *buf, size_t cap)
+int tg_parsed_header_metrics(tg_parsed_header_cache *cache, char *buf, size_t cap)
 {
     tg_parsed_header_stats s;
-    tg_parsed_header_stats_get(&s);
+    tg_parsed_header_stats_get(cache, &s);
     return snprintf(
         buf, cap,
         "# HELP tensorgate_header_cache_parses_total Stored safetensors headers read and parsed "
@@ -349,24 +233,4 @@ int tg_parsed_header_metrics(char *buf, size_t cap)
         "tensorgate_header_cache_entries %llu\n",
         (unsigned long long)s.parses, (unsigned long long)s.hits, (unsigned long long)s.evictions,
         (unsigned long long)s.not_kept, (unsigned long long)s.bytes, (unsigned long long)s.entries);
-}
-
-void tg_parsed_header_cache_configure(size_t bytes, size_t entries)
-{
-    pthread_mutex_lock(&cache_lock);
-    drop_all();
-    budget_bytes = bytes;
-    budget_entries = entries > 0 ? entries : 1;
-    pthread_mutex_unlock(&cache_lock);
-}
-
-void tg_parsed_header_cache_clear(void)
-{
-    pthread_mutex_lock(&cache_lock);
-    drop_all();
-    assert(stats.entries == 0 && stats.bytes == 0);
-    size_t in_use = stats.in_use;
-    stats = (tg_parsed_header_stats){0};
-    stats.in_use = in_use;
-    pthread_mutex_unlock(&cache_lock);
 }

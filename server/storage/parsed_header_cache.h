@@ -19,7 +19,8 @@
  * budget (or any, with a budget of 0) serves the requests that waited for it and
  * is then freed, not kept. Failures are not remembered.
  *
- * Thread-safe: one mutex and one condition variable. */
+ * An instance of the cache core (cache.h), made by its owner (the server, a test).
+ * Thread-safe. */
 #ifndef TG_PARSED_HEADER_CACHE_H
 #define TG_PARSED_HEADER_CACHE_H
 
@@ -44,14 +45,23 @@
 int tg_header_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
                          uint64_t max_header, st_file *out, st_error *err);
 
+typedef struct tg_parsed_header_cache tg_parsed_header_cache;
+
+/* A cache bounded by bytes and entries (an entry may take half the bytes; 0 bytes
+ * keeps nothing); the defaults are the ones above. NULL when out of memory. */
+tg_parsed_header_cache *tg_parsed_header_cache_create(size_t bytes, size_t entries);
+/* Frees the cache (nothing may be held). NULL is ignored. */
+void tg_parsed_header_cache_destroy(tg_parsed_header_cache *cache);
+
 /* The parsed header of blob sha256, from the cache or read and parsed now (keyed by
  * sha256 alone: a server passes the same max_header every time). NULL with err set
  * when it cannot be read or parsed, *failure (may be NULL) tg_header_read_parse's
  * -1 or -2, and errno its errno. The caller must release what it gets. */
-const st_file *tg_parsed_header_acquire(tg_blobstore *store, const char *sha256, uint64_t size,
-                                        uint64_t max_header, st_error *err, int *failure);
+const st_file *tg_parsed_header_acquire(tg_parsed_header_cache *cache, tg_blobstore *store,
+                                        const char *sha256, uint64_t size, uint64_t max_header,
+                                        st_error *err, int *failure);
 /* Gives back a reference from tg_parsed_header_acquire (NULL is ignored). */
-void tg_parsed_header_release(const st_file *file);
+void tg_parsed_header_release(tg_parsed_header_cache *cache, const st_file *file);
 
 typedef struct tg_parsed_header_stats {
     size_t entries;     /* kept */
@@ -64,17 +74,10 @@ typedef struct tg_parsed_header_stats {
     uint64_t evictions; /* kept entries dropped for the bounds */
 } tg_parsed_header_stats;
 
-void tg_parsed_header_stats_get(tg_parsed_header_stats *out);
+void tg_parsed_header_stats_get(tg_parsed_header_cache *cache, tg_parsed_header_stats *out);
 
 /* Writes the counters in the Prometheus text format (for /metrics) into buf; the
  * length written, as snprintf counts it. */
-int tg_parsed_header_metrics(char *buf, size_t cap);
-
-/* Sets the bounds (bytes, entries; an entry may take half the bytes; 0 bytes keeps
- * nothing) and empties the cache (entries in use are freed when released). The
- * defaults are the ones above. */
-void tg_parsed_header_cache_configure(size_t bytes, size_t entries);
-/* Empties the cache as configure does and zeroes the counters (tests). */
-void tg_parsed_header_cache_clear(void);
+int tg_parsed_header_metrics(tg_parsed_header_cache *cache, char *buf, size_t cap);
 
 #endif

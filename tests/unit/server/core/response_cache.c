@@ -33,7 +33,7 @@ static void answer(tg_request *req, bool moving)
         tg_respond_empty(req, 400);
         return;
     }
-    if (tg_response_cache_answer(server.responses, req, key))
+    if (tg_respond_cached(req, key))
         return;
     __atomic_fetch_add(&builds, 1, __ATOMIC_RELAXED);
     char body[256];

@@ -1,9 +1,9 @@
 /* Unit tests for server/storage/header_cache.c: misses, a copy per get, the key being
- * the pair (sha256, path) on the shared table of sha_table.h, a second put replacing
- * the first, texts with NUL bytes, what is never kept (over an eighth of the budget,
- * a key that is no digest), least-recently-used eviction at the 32 MiB budget with a
- * get refreshing an entry, clear, and 8 threads putting and getting at once (run under
- * ASan+UBSan by make test). */
+ * the pair (sha256, path), a second put replacing the first, texts with NUL bytes,
+ * what is never kept (over an eighth of the budget, a key that is no digest),
+ * least-recently-used eviction at the 32 MiB budget with a get refreshing an entry,
+ * and 8 threads putting and getting at once while a small budget evicts (run under
+ * ASan+UBSan by make test). Each test makes its own cache. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,6 +11,16 @@
 #include "header_cache.h"
 #include "sha256.h"
 #include "test.h"
+
+static tg_header_cache *cache;
+
+/* Replaces the cache by an empty one of `bytes`. */
+static void renew(size_t bytes)
+{
+    tg_header_cache_destroy(cache);
+    cache = tg_header_cache_create(bytes);
+    CHECK(cache != NULL);
+}
 
 /* A made-up digest for number k. */
 static void sha_name(unsigned k, char out[TG_SHA256_HEX_LEN + 1])
@@ -24,7 +34,7 @@ static void check_get(unsigned k, const char *path, const char *want, size_t wan
     char sha[TG_SHA256_HEX_LEN + 1];
     sha_name(k, sha);
     size_t len = 12345;
-    char *got = tg_header_cache_get(sha, path, &len);
+    char *got = tg_header_cache_get(cache, sha, path, &len);
     if (want == NULL) {
         CHECK(got == NULL);
         CHECK_EQ_U64(len, 12345); /* untouched on a miss */
@@ -43,12 +53,12 @@ static void put(unsigned k, const char *path, const char *text, size_t len)
 {
     char sha[TG_SHA256_HEX_LEN + 1];
     sha_name(k, sha);
-    tg_header_cache_put(sha, path, text, len);
+    tg_header_cache_put(cache, sha, path, text, len);
 }
 
 TEST(get_and_put)
 {
-    tg_header_cache_clear();
+    renew(TG_HEADER_CACHE_BYTES);
     check_get(1, "model.safetensors", NULL, 0);
     put(1, "model.safetensors", "{\"a\":1}", 7);
     check_get(1, "model.safetensors", "{\"a\":1}", 7);
@@ -56,8 +66,8 @@ TEST(get_and_put)
     char sha[TG_SHA256_HEX_LEN + 1];
     sha_name(1, sha);
     size_t len = 0;
-    char *a = tg_header_cache_get(sha, "model.safetensors", &len);
-    char *b = tg_header_cache_get(sha, "model.safetensors", &len);
+    char *a = tg_header_cache_get(cache, sha, "model.safetensors", &len);
+    char *b = tg_header_cache_get(cache, sha, "model.safetensors", &len);
     CHECK(a != NULL && b != NULL && a != b);
     if (a != NULL)
         a[0] = 'X';
@@ -91,14 +101,14 @@ TEST(get_and_put)
     put(3, "empty", "", 0);
     check_get(3, "empty", "", 0);
 
-    tg_header_cache_clear();
+    renew(TG_HEADER_CACHE_BYTES);
     check_get(1, "model.safetensors", NULL, 0);
     check_get(3, "nul", NULL, 0);
 }
 
 TEST(not_kept)
 {
-    tg_header_cache_clear();
+    renew(TG_HEADER_CACHE_BYTES);
     /* over an eighth of the budget */
     size_t big = TG_HEADER_CACHE_BYTES / 8;
     char *text = malloc(big);
@@ -114,18 +124,18 @@ TEST(not_kept)
     check_get(1, "fits", text, fits);
     free(text);
     /* a key that is no digest */
-    tg_header_cache_put("abc", "p", "t", 1);
+    tg_header_cache_put(cache, "abc", "p", "t", 1);
     size_t len = 0;
-    char *got = tg_header_cache_get("abc", "p", &len);
+    char *got = tg_header_cache_get(cache, "abc", "p", &len);
     CHECK(got == NULL);
     free(got);
-    tg_header_cache_clear();
+    renew(TG_HEADER_CACHE_BYTES);
 }
 
 /* 1 MiB texts fill the 32 MiB budget: the least recently used leave first. */
 TEST(eviction)
 {
-    tg_header_cache_clear();
+    renew(TG_HEADER_CACHE_BYTES);
     size_t size = (size_t)1024 * 1024;
     char *text = malloc(size);
     CHECK(text != NULL);
@@ -148,7 +158,7 @@ TEST(eviction)
         check_get(k, "f", kept ? text : NULL, size);
     }
     free(text);
-    tg_header_cache_clear();
+    renew(TG_HEADER_CACHE_BYTES);
 }
 
 typedef struct worker {
@@ -168,7 +178,7 @@ static void *hammer(void *arg)
         char sha[TG_SHA256_HEX_LEN + 1];
         sha_name(k, sha);
         size_t len = 0;
-        char *got = tg_header_cache_get(sha, path, &len);
+        char *got = tg_header_cache_get(cache, sha, path, &len);
         if (got != NULL) {
             /* whoever put it wrote the same text for the key */
             if (len == (size_t)n && memcmp(got, text, len) == 0)
@@ -177,17 +187,15 @@ static void *hammer(void *arg)
                 w->wrong++;
             free(got);
         } else {
-            tg_header_cache_put(sha, path, text, (size_t)n);
+            tg_header_cache_put(cache, sha, path, text, (size_t)n);
         }
-        if (i % 1000 == 999 && w->id == 0)
-            tg_header_cache_clear();
     }
     return NULL;
 }
 
 TEST(threads)
 {
-    tg_header_cache_clear();
+    renew(8 * 1024); /* a few dozen of the 150 keys fit: entries leave while read */
     pthread_t threads[8];
     worker workers[8];
     for (unsigned t = 0; t < 8; t++) {
@@ -202,7 +210,7 @@ TEST(threads)
     }
     CHECK(hits > 0);
     CHECK_EQ_U64(wrong, 0);
-    tg_header_cache_clear();
+    renew(TG_HEADER_CACHE_BYTES);
 }
 
 int main(int argc, char **argv)
@@ -212,5 +220,6 @@ int main(int argc, char **argv)
     RUN(not_kept);
     RUN(eviction);
     RUN(threads);
+    tg_header_cache_destroy(cache);
     return test_report(argv[0]);
 }

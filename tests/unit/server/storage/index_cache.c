@@ -14,6 +14,15 @@
 static tg_store store;
 static tg_blobstore *blobs; /* the same directory, through the interface the caches use */
 static char root[64];
+static tg_index_cache *cache; /* each test makes its own (renew) */
+
+/* Replaces the cache by an empty one with these bounds. */
+static void renew(size_t bytes, size_t entries)
+{
+    tg_index_cache_destroy(cache);
+    cache = tg_index_cache_create(bytes, entries);
+    CHECK(cache != NULL);
+}
 
 /* A made-up blob name for index number k (the cache does not hash the content). */
 static void blob_name(unsigned k, char out[TG_SHA256_HEX_LEN + 1])
@@ -55,14 +64,15 @@ static bool answers(unsigned k, size_t size, unsigned i)
     blob_name(k, sha);
     snprintf(name, sizeof name, "m%u.t%u", k, i);
     snprintf(want, sizeof want, "s%u-%u.safetensors", k, i % 5);
-    return tg_index_cache_lookup(blobs, sha, size, name, shard, sizeof shard) == TG_INDEX_FOUND &&
+    return tg_index_cache_lookup(cache, blobs, sha, size, name, shard, sizeof shard) ==
+               TG_INDEX_FOUND &&
            strcmp(shard, want) == 0;
 }
 
 static tg_index_cache_stats stats_now(void)
 {
     tg_index_cache_stats s;
-    tg_index_cache_stats_get(&s);
+    tg_index_cache_stats_get(cache, &s);
     return s;
 }
 
@@ -70,13 +80,12 @@ static tg_index_lookup lookup(unsigned k, size_t size, const char *name)
 {
     char sha[TG_SHA256_HEX_LEN + 1], shard[64];
     blob_name(k, sha);
-    return tg_index_cache_lookup(blobs, sha, size, name, shard, sizeof shard);
+    return tg_index_cache_lookup(cache, blobs, sha, size, name, shard, sizeof shard);
 }
 
 TEST(hits_after_one_parse)
 {
-    tg_index_cache_configure(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES);
-    tg_index_cache_clear();
+    renew(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES);
     size_t size = put_index(1, 1000);
     for (unsigned i = 0; i < 1000; i++)
         CHECK(answers(1, size, i));
@@ -92,7 +101,7 @@ TEST(hits_after_one_parse)
     /* a value longer than the caller's buffer is not cut */
     char sha[TG_SHA256_HEX_LEN + 1], small[8];
     blob_name(1, sha);
-    CHECK_EQ_U64(tg_index_cache_lookup(blobs, sha, size, "m1.t3", small, sizeof small),
+    CHECK_EQ_U64(tg_index_cache_lookup(cache, blobs, sha, size, "m1.t3", small, sizeof small),
                  TG_INDEX_UNUSABLE);
     /* an empty weight_map is an index with no names */
     blob_name(2, sha);
@@ -103,16 +112,15 @@ TEST(hits_after_one_parse)
     const char *escaped = "{\"weight_map\":{\"a\\/b\\u00e9\":\"dir\\/x.safetensors\"}}";
     put_blob(sha, escaped, strlen(escaped));
     char shard[64];
-    CHECK_EQ_U64(
-        tg_index_cache_lookup(blobs, sha, strlen(escaped), "a/b\xc3\xa9", shard, sizeof shard),
-        TG_INDEX_FOUND);
+    CHECK_EQ_U64(tg_index_cache_lookup(cache, blobs, sha, strlen(escaped), "a/b\xc3\xa9", shard,
+                                       sizeof shard),
+                 TG_INDEX_FOUND);
     CHECK_STR(shard, "dir/x.safetensors");
 }
 
 TEST(evicts_under_the_entry_bound)
 {
-    tg_index_cache_configure(TG_INDEX_CACHE_BYTES, 3);
-    tg_index_cache_clear();
+    renew(TG_INDEX_CACHE_BYTES, 3);
     size_t sizes[6];
     for (unsigned k = 0; k < 6; k++)
         sizes[k] = put_index(10 + k, 50);
@@ -141,8 +149,7 @@ TEST(evicts_under_the_byte_bound)
 {
     /* a 400-name index is about 13 KiB of text and 7 KiB of map: 32 KiB hold four */
     const size_t budget = 32 * 1024;
-    tg_index_cache_configure(budget, 100);
-    tg_index_cache_clear();
+    renew(budget, 100);
     size_t per_map = 0, capacity = 0;
     for (unsigned k = 0; k < 10; k++) {
         size_t size = put_index(20 + k, 400);
@@ -164,8 +171,7 @@ TEST(evicts_under_the_byte_bound)
 TEST(too_big_indexes)
 {
     /* an entry may take half the budget: 32 KiB */
-    tg_index_cache_configure(64 * 1024, 100);
-    tg_index_cache_clear();
+    renew(64 * 1024, 100);
     /* above the entry bound: never read (the caller reads the shards' headers) */
     size_t size = put_index(30, 2000);
     CHECK(size > 32 * 1024);
@@ -189,9 +195,10 @@ TEST(too_big_indexes)
     put_blob(sha, text, len);
     free(text);
     char shard[16];
-    CHECK_EQ_U64(tg_index_cache_lookup(blobs, sha, len, "a", shard, sizeof shard), TG_INDEX_FOUND);
+    CHECK_EQ_U64(tg_index_cache_lookup(cache, blobs, sha, len, "a", shard, sizeof shard),
+                 TG_INDEX_FOUND);
     CHECK_STR(shard, "s");
-    CHECK_EQ_U64(tg_index_cache_lookup(blobs, sha, len, "a", shard, sizeof shard),
+    CHECK_EQ_U64(tg_index_cache_lookup(cache, blobs, sha, len, "a", shard, sizeof shard),
                  TG_INDEX_UNUSABLE);
     s = stats_now();
     CHECK_EQ_U64(s.parses, 1);
@@ -201,8 +208,7 @@ TEST(too_big_indexes)
 
 TEST(malformed_and_unreadable)
 {
-    tg_index_cache_configure(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES);
-    tg_index_cache_clear();
+    renew(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES);
     const char *bad[] = {
         "not json",
         "{\"weight_map\":{\"a\":\"x\"",               /* cut */
@@ -237,7 +243,7 @@ TEST(malformed_and_unreadable)
     /* the same blob with its right size is fine */
     CHECK(answers(61, size, 1));
     char shard[8];
-    CHECK_EQ_U64(tg_index_cache_lookup(blobs, "not-a-digest", 10, "a", shard, sizeof shard),
+    CHECK_EQ_U64(tg_index_cache_lookup(cache, blobs, "not-a-digest", 10, "a", shard, sizeof shard),
                  TG_INDEX_UNUSABLE);
 }
 
@@ -299,16 +305,14 @@ TEST(threads_with_eviction)
     for (unsigned k = 0; k < INDEXES; k++)
         thread_sizes[k] = put_index(100 + k, NAMES);
     /* room for 3 of the 10 indexes: lookups race with parses and evictions */
-    tg_index_cache_configure(TG_INDEX_CACHE_BYTES, 3);
-    tg_index_cache_clear();
+    renew(TG_INDEX_CACHE_BYTES, 3);
     run_threads(1500);
     tg_index_cache_stats s = stats_now();
     CHECK(s.entries <= 3);
     CHECK(s.evictions > 0);
     CHECK_EQ_U64(s.hits + s.parses, THREADS * 1500);
     /* everything fits: each index is parsed once, however many threads miss at once */
-    tg_index_cache_configure(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES);
-    tg_index_cache_clear();
+    renew(TG_INDEX_CACHE_BYTES, TG_INDEX_CACHE_ENTRIES);
     run_threads(3000);
     s = stats_now();
     CHECK_EQ_U64(s.parses, INDEXES);
@@ -332,7 +336,7 @@ int main(int argc, char **argv)
     RUN(too_big_indexes);
     RUN(malformed_and_unreadable);
     RUN(threads_with_eviction);
-    tg_index_cache_clear();
+    tg_index_cache_destroy(cache);
     tg_blobstore_close(blobs);
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", root);
