@@ -1,6 +1,6 @@
 /* The preload service as the server runs it (preloads.c): the hand-off socket's
- * life, the preload flags, and the lines preloads add to /readyz and /metrics. The
- * server has one preload service (started by serve). Its /v1/preloads handlers are
+ * life (its options: server/preload/preload_options.h), and the lines preloads add
+ * to /readyz and /metrics. The server has one preload service (started by serve). Its /v1/preloads handlers are
  * declared with the others in routes.h. */
 #ifndef TG_ROUTES_PRELOADS_H
 #define TG_ROUTES_PRELOADS_H
@@ -10,19 +10,6 @@
 #include <stdint.h>
 
 #include "http.h"
-
-/* Takes the preload flags out of argv (so tg_config_load sees the rest) after
- * reading their environment variables:
- *   --preload-socket PATH        TENSORGATE_PRELOAD_SOCKET       default DATA/preload.sock
- *   --preload-allow-uid UID[,..] TENSORGATE_PRELOAD_ALLOW_UID    besides the server's uid and root
- *   --preload-budget-host BYTES  TENSORGATE_PRELOAD_BUDGET_HOST  default half of the RAM
- *   --preload-budget-cuda BYTES  TENSORGATE_PRELOAD_BUDGET_CUDA  per device; default its total
- *   --preload-fake-devices N     TENSORGATE_PRELOAD_FAKE_DEVICES cuda:N served by the fake backend
- * (tests)
- *   --preload-copy-threads N     TENSORGATE_PRELOAD_COPY_THREADS copy workers per load (default 4)
- * Returns 0, or -1 with one sentence in err. */
-int tg_preload_options_take(int *argc, char **argv, char *err, size_t err_len);
-const char *tg_preload_options_usage(void);
 
 /* Starts the manager (host backend, CUDA or fake backend) and the hand-off socket. */
 int tg_preloads_start(tg_server *server, char *err, size_t err_len);
