@@ -50,8 +50,8 @@ static int parse_text(const tg_option_spec *spec, void *field, const char *value
     return 0;
 }
 
-static int parse_url(const tg_option_spec *spec, void *field, const char *value,
-                     const char *origin, char *err, size_t err_len)
+static int parse_url(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                     char *err, size_t err_len)
 {
     if (value[0] == '\0') {
         snprintf(err, err_len, "%s needs a URL (file:DIR or s3://BUCKET[/PREFIX])", origin);
@@ -109,8 +109,8 @@ static const tg_option_spec blob_options[] = {
      "scheme://host[:port] of an S3-compatible store; default: AWS's endpoint of the region."},
     {NULL, "AWS_REGION", NULL, parse_text, FIELD(region), 0, SIZE_OF(region), false, NULL,
      "The region when neither --s3-region nor TENSORGATE_S3_REGION is given."},
-    {"--s3-region", "TENSORGATE_S3_REGION", "REGION", parse_text, FIELD(region), 0,
-     SIZE_OF(region), false, NULL, "The S3 region; default: AWS_REGION, else us-east-1."},
+    {"--s3-region", "TENSORGATE_S3_REGION", "REGION", parse_text, FIELD(region), 0, SIZE_OF(region),
+     false, NULL, "The S3 region; default: AWS_REGION, else us-east-1."},
     {NULL, "AWS_ACCESS_KEY_ID", NULL, parse_text, FIELD(access_key), 0, SIZE_OF(access_key), false,
      NULL, "The S3 access key (an s3:// store needs it)."},
     {NULL, "AWS_SECRET_ACCESS_KEY", NULL, parse_text, FIELD(secret_key), 0, SIZE_OF(secret_key),
@@ -127,8 +127,8 @@ static const tg_option_spec blob_options[] = {
      "A GET of a whole file answers 302 to a presigned URL."},
     {"--cache-dir", "TENSORGATE_CACHE_DIR", "DIR", parse_text, FIELD(cache_dir), 0,
      SIZE_OF(cache_dir), false, NULL, "A local cache of ranges read from the S3 store."},
-    {"--cache-size", "TENSORGATE_CACHE_SIZE", "BYTES", parse_number, FIELD(cache_size), 0, 0,
-     false, "256M", "The bound of --cache-dir (when a dir is given)."},
+    {"--cache-size", "TENSORGATE_CACHE_SIZE", "BYTES", parse_number, FIELD(cache_size), 0, 0, false,
+     "256M", "The bound of --cache-dir (when a dir is given)."},
     {"--gc-grace", "TENSORGATE_GC_GRACE", "SECONDS", parse_grace, FIELD(gc_grace), 0, 0, false,
      "3600", "gc on an S3 store leaves objects and uploads younger than this alone."},
 };

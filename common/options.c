@@ -41,8 +41,8 @@ bool tg_options_parse_bool(const char *text)
            strcmp(text, "on") == 0;
 }
 
-int tg_option_bytes(const tg_option_spec *spec, void *field, const char *value,
-                    const char *origin, char *err, size_t err_len)
+int tg_option_bytes(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                    char *err, size_t err_len)
 {
     (void)spec;
     if (tg_options_parse_bytes(value, field) != 0) {
@@ -52,8 +52,8 @@ int tg_option_bytes(const tg_option_spec *spec, void *field, const char *value,
     return 0;
 }
 
-int tg_option_count(const tg_option_spec *spec, void *field, const char *value,
-                    const char *origin, char *err, size_t err_len)
+int tg_option_count(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                    char *err, size_t err_len)
 {
     uint64_t number;
     if (tg_options_parse_bytes(value, &number) != 0 || number < spec->minimum ||
@@ -66,16 +66,16 @@ int tg_option_count(const tg_option_spec *spec, void *field, const char *value,
     return 0;
 }
 
-int tg_option_switch(const tg_option_spec *spec, void *field, const char *value,
-                     const char *origin, char *err, size_t err_len)
+int tg_option_switch(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                     char *err, size_t err_len)
 {
     (void)spec, (void)origin, (void)err, (void)err_len;
     *(bool *)field = tg_options_parse_bool(value);
     return 0;
 }
 
-int tg_option_text(const tg_option_spec *spec, void *field, const char *value,
-                   const char *origin, char *err, size_t err_len)
+int tg_option_text(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                   char *err, size_t err_len)
 {
     if (value[0] == '\0' || strlen(value) >= spec->maximum) {
         snprintf(err, err_len, "%s: path is empty or too long", origin);
@@ -231,8 +231,7 @@ static void option_entry(text *t, const tg_option_spec *spec)
 {
     if (spec->flag != NULL)
         put(t, "  %s%s%s%s  (%s)", spec->flag, spec->metavar ? " " : "",
-            spec->metavar ? spec->metavar : "", spec->repeatable ? " (repeatable)" : "",
-            spec->env);
+            spec->metavar ? spec->metavar : "", spec->repeatable ? " (repeatable)" : "", spec->env);
     else
         put(t, "  %s (environment only)", spec->env);
     if (spec->fallback != NULL)

@@ -21,9 +21,9 @@ typedef int (*tg_option_parse)(const tg_option_spec *spec, void *field, const ch
                                const char *origin, char *err, size_t err_len);
 
 struct tg_option_spec {
-    const char *flag;     /* "--listen"; NULL: an environment variable only (a secret) */
-    const char *env;      /* "TENSORGATE_LISTEN": every option has one */
-    const char *metavar;  /* "HOST:PORT"; NULL: a switch (--flag, or --flag=yes|no) */
+    const char *flag;    /* "--listen"; NULL: an environment variable only (a secret) */
+    const char *env;     /* "TENSORGATE_LISTEN": every option has one */
+    const char *metavar; /* "HOST:PORT"; NULL: a switch (--flag, or --flag=yes|no) */
     tg_option_parse parse;
     size_t offset;             /* of the field in the module's settings struct */
     uint64_t minimum, maximum; /* a count's bounds; a text's capacity in maximum */
@@ -63,14 +63,14 @@ int tg_options_usage(const char *program, const tg_option_table *tables, size_t 
 /* Standard parsers. bytes: a uint64_t byte count (tg_options_parse_bytes);
  * count: an unsigned in minimum..maximum; switch: a bool (1, true, yes, on);
  * text: a char[maximum] that may not be empty. */
-int tg_option_bytes(const tg_option_spec *spec, void *field, const char *value,
-                    const char *origin, char *err, size_t err_len);
-int tg_option_count(const tg_option_spec *spec, void *field, const char *value,
-                    const char *origin, char *err, size_t err_len);
-int tg_option_switch(const tg_option_spec *spec, void *field, const char *value,
-                     const char *origin, char *err, size_t err_len);
-int tg_option_text(const tg_option_spec *spec, void *field, const char *value,
-                   const char *origin, char *err, size_t err_len);
+int tg_option_bytes(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                    char *err, size_t err_len);
+int tg_option_count(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                    char *err, size_t err_len);
+int tg_option_switch(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                     char *err, size_t err_len);
+int tg_option_text(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                   char *err, size_t err_len);
 
 /* A byte count: digits with an optional K/M/G/T suffix (powers of 1024, "KiB" and
  * "KB" alike). 0, or -1 when malformed or above 2^64 - 1. */

@@ -115,8 +115,8 @@ static int parse_cidrs(const tg_option_spec *spec, void *field, const char *valu
 }
 
 /* --public-url: checked and normalised (public_url.h). */
-static int parse_url(const tg_option_spec *spec, void *field, const char *value,
-                     const char *origin, char *err, size_t err_len)
+static int parse_url(const tg_option_spec *spec, void *field, const char *value, const char *origin,
+                     char *err, size_t err_len)
 {
     (void)spec;
     char why[400];
@@ -134,9 +134,8 @@ static int parse_url(const tg_option_spec *spec, void *field, const char *value,
 static const tg_option_spec options[] = {
     {"--listen", "TENSORGATE_LISTEN", "HOST:PORT", parse_listen, 0, 0, 0, false, "127.0.0.1:8080",
      "The address to listen on ([v6]:PORT for IPv6; port 0 picks a free one)."},
-    {"--data", "TENSORGATE_DATA", "DIR", tg_option_text, FIELD(data_dir), 0,
-     PATH_MAX_OF(data_dir), false, "./data",
-     "The data directory: the SQLite catalog and the local blob store."},
+    {"--data", "TENSORGATE_DATA", "DIR", tg_option_text, FIELD(data_dir), 0, PATH_MAX_OF(data_dir),
+     false, "./data", "The data directory: the SQLite catalog and the local blob store."},
     {"--auth-read", "TENSORGATE_AUTH_READ", NULL, tg_option_switch, FIELD(auth_read), 0, 0, false,
      NULL, "Reads need a token too."},
     {"--max-body", "TENSORGATE_MAX_BODY", "BYTES", tg_option_bytes, FIELD(max_body), 0, 0, false,
@@ -168,8 +167,8 @@ static const tg_option_spec options[] = {
      NULL, "POST /v1/scan needs a read token."},
     {"--header-memory", "TENSORGATE_HEADER_MEMORY", "BYTES", tg_option_bytes, FIELD(header_memory),
      0, 0, false, "1G", "All gates' header buffers together; 0: no bound."},
-    {"--header-memory-per-client", "TENSORGATE_HEADER_MEMORY_PER_CLIENT", "BYTES",
-     tg_option_bytes, FIELD(header_memory_per_client), 0, 0, false, "256M",
+    {"--header-memory-per-client", "TENSORGATE_HEADER_MEMORY_PER_CLIENT", "BYTES", tg_option_bytes,
+     FIELD(header_memory_per_client), 0, 0, false, "256M",
      "One client's share of the header memory; 0: no bound."},
     {"--max-uploads", "TENSORGATE_MAX_UPLOADS", "N", tg_option_count, FIELD(max_uploads), 0,
      1000000, false, "0", "Concurrent uploads; 0: from the descriptor limit."},
@@ -189,8 +188,7 @@ static const tg_option_spec options[] = {
      "sqlite:PATH (default: catalog.db in --data) or postgresql://USER@HOST/DB (any libpq URI, "
      "or postgresql:KEY=VALUE ...: a catalog shared by replicas)."},
     {"--job-lease-seconds", "TENSORGATE_JOB_LEASE_SECONDS", "N", tg_option_count,
-     FIELD(job_lease_seconds), 2, 3600, false, "30",
-     "A job's claim; renewed every third of it."},
+     FIELD(job_lease_seconds), 2, 3600, false, "30", "A job's claim; renewed every third of it."},
     {"--response-cache-bytes", "TENSORGATE_RESPONSE_CACHE_BYTES", "BYTES", tg_option_bytes,
      FIELD(response_cache_bytes), 0, 0, false, "64M",
      "Ready answers of published versions; 0 keeps none."},
@@ -228,10 +226,8 @@ static const tg_option_spec options[] = {
 
 tg_option_table tg_config_option_table(tg_config *config)
 {
-    return (tg_option_table){.title = "server",
-                             .specs = options,
-                             .count = TG_OPTION_COUNT(options),
-                             .target = config};
+    return (tg_option_table){
+        .title = "server", .specs = options, .count = TG_OPTION_COUNT(options), .target = config};
 }
 
 const char *tg_config_usage(void)

@@ -133,10 +133,11 @@ int tg_preloads_start(tg_server *server, char *err, size_t err_len)
         .max_preloads = max_preloads,
         .max_per_owner = max_per_namespace,
         .host = tg_preload_host_backend(),
-        .cuda = options->fake_devices ? tg_preload_fake_backend(
-                                           (int)options->fake_devices,
-                                           options->budget_cuda ? options->budget_cuda : 1ULL << 30)
-                                     : tg_preload_cuda_backend(),
+        .cuda =
+            options->fake_devices
+                ? tg_preload_fake_backend((int)options->fake_devices,
+                                          options->budget_cuda ? options->budget_cuda : 1ULL << 30)
+                : tg_preload_cuda_backend(),
         .host_budget = options->budget_host,
         .cuda_budget = options->budget_cuda,
         .copy_threads = options->copy_threads,

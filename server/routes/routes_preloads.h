@@ -1,7 +1,7 @@
 /* The preload service as the server runs it (preloads.c): the hand-off socket's
  * life (its options: server/preload/preload_options.h), and the lines preloads add
- * to /readyz and /metrics. The server has one preload service (started by serve). Its /v1/preloads handlers are
- * declared with the others in routes.h. */
+ * to /readyz and /metrics. The server has one preload service (started by serve). Its /v1/preloads
+ * handlers are declared with the others in routes.h. */
 #ifndef TG_ROUTES_PRELOADS_H
 #define TG_ROUTES_PRELOADS_H
 

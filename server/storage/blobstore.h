@@ -65,20 +65,20 @@ typedef struct tg_blobstore_options {
     const char *s3_session_token;     /* AWS_SESSION_TOKEN, NULL: none */
     long s3_connect_timeout;          /* seconds; 0: 5 (TENSORGATE_S3_CONNECT_TIMEOUT) */
     long s3_low_speed_time;           /* seconds; 0: 15 (TENSORGATE_S3_LOW_SPEED_TIME) */
-    uint64_t max_blob;       /* the largest blob written (S3 part size: <= 10,000 parts) */
-    bool gc_grace_set;       /* gc_grace given (else 3600 s) */
-    uint64_t gc_grace;       /* seconds: gc leaves younger objects and uploads alone */
-    bool download_redirect;  /* tg_blobstore_redirects: whole-file GETs answer 302 */
-    const char *cache_dir;   /* a local read cache of ranges (S3), NULL: none */
-    uint64_t cache_size;     /* its bound in bytes (0: 256 MiB) */
+    uint64_t max_blob;                /* the largest blob written (S3 part size: <= 10,000 parts) */
+    bool gc_grace_set;                /* gc_grace given (else 3600 s) */
+    uint64_t gc_grace;                /* seconds: gc leaves younger objects and uploads alone */
+    bool download_redirect;           /* tg_blobstore_redirects: whole-file GETs answer 302 */
+    const char *cache_dir;            /* a local read cache of ranges (S3), NULL: none */
+    uint64_t cache_size;              /* its bound in bytes (0: 256 MiB) */
 } tg_blobstore_options;
 
 /* Opens the store url names: "file:DIR" or a plain path is the local directory
  * DIR (the data directory: blobs under DIR/blobs/, writes in flight under DIR/tmp/,
  * damage records under DIR/damaged/; created when missing); "s3://BUCKET[/PREFIX]"
  * is an S3-compatible bucket (endpoint, region and credentials from options:
- * the store reads no environment; cmd/blob_options.h fills them); any other "scheme://" is refused with
- * a sentence in err. 0 or -1. tg_blobstore_open is open_options with NULL. */
+ * the store reads no environment; cmd/blob_options.h fills them); any other "scheme://" is refused
+ * with a sentence in err. 0 or -1. tg_blobstore_open is open_options with NULL. */
 int tg_blobstore_open(const char *url, tg_blobstore **out, char *err, size_t err_len);
 int tg_blobstore_open_options(const char *url, const tg_blobstore_options *options,
                               tg_blobstore **out, char *err, size_t err_len);

@@ -62,7 +62,7 @@ typedef struct s3_store {
     char sigv4[128];
     char userpwd[520];
     long connect_timeout, low_speed_time; /* seconds (tg_blobstore_options) */
-    unsigned part_doubling; /* parts per size step: part k is 5 MiB << (k / this) */
+    unsigned part_doubling;               /* parts per size step: part k is 5 MiB << (k / this) */
     uint64_t gc_grace;
     pthread_rwlock_t commit_lock;
     pthread_mutex_t pool_lock;

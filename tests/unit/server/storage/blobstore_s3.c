@@ -29,9 +29,9 @@ static const char *env_or(const char *name, const char *fallback)
     const char *value = getenv(name);
     return value != NULL && value[0] != '\0' ? value : fallback;
 }
-#define CREDENTIALS                                                                               \
-    .s3_access_key_id = env_or("AWS_ACCESS_KEY_ID", "k"),                                        \
-    .s3_secret_access_key = env_or("AWS_SECRET_ACCESS_KEY", "s"),                                \
+#define CREDENTIALS                                                                                \
+    .s3_access_key_id = env_or("AWS_ACCESS_KEY_ID", "k"),                                          \
+    .s3_secret_access_key = env_or("AWS_SECRET_ACCESS_KEY", "s"),                                  \
     .s3_region = env_or("AWS_REGION", NULL)
 
 TEST(urls_are_checked)
