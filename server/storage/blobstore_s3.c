@@ -1782,7 +1782,7 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
     snprintf(s->sigv4, sizeof s->sigv4, "aws:amz:%s:s3", s->region);
     snprintf(s->userpwd, sizeof s->userpwd, "%s:%s", s->access, s->secret);
     /* parts: 5 MiB first, growing fast enough that the largest blob fits in 10,000 */
-    uint64_t max_blob = options && options->max_blob ? options->max_blob : 0;
+    uint64_t max_blob = options->max_blob;
     static const unsigned steps[] = {10000, 5000, 2000, 1000, 500, 200, 100};
     s->part_doubling = steps[sizeof steps / sizeof steps[0] - 1];
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
@@ -1790,7 +1790,7 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
             s->part_doubling = steps[i];
             break;
         }
-    s->gc_grace = options && options->gc_grace_set ? options->gc_grace : 3600;
+    s->gc_grace = options->gc_grace_set ? options->gc_grace : 3600;
     s->connect_timeout = options->s3_connect_timeout > 0 ? options->s3_connect_timeout : 5;
     s->low_speed_time = options->s3_low_speed_time > 0 ? options->s3_low_speed_time : 15;
     pthread_once(&curl_once, curl_init_once);
@@ -1799,8 +1799,8 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
         snprintf(err, err_len, "cannot make a lock");
         return -1;
     }
-    s->redirect = options && options->download_redirect;
-    if (options && options->cache_dir && options->cache_dir[0]) {
+    s->redirect = options->download_redirect;
+    if (options->cache_dir && options->cache_dir[0]) {
         if (strlen(options->cache_dir) >= sizeof s->cache_dir - 200 ||
             (mkdir(options->cache_dir, 0700) != 0 && errno != EEXIST)) {
             snprintf(err, err_len, "the cache directory %s cannot be made", options->cache_dir);
