@@ -63,10 +63,17 @@ CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD_A := $(BUILD)/libtgcmd.a
 # The preload client library for colocated consumers (C, and Python through ctypes),
 # with the common/ helpers it uses compiled in (it links nothing of the server).
-CLIENT_SRC := $(sort $(wildcard client/*.c)) common/io.c common/sha256.c
+CLIENT_SRC := $(sort $(wildcard client/*.c)) common/io.c common/sha256.c common/test_hooks.c
 CLIENT_A := $(BUILD)/libtgclient.a
 CLIENT_SO := $(BUILD)/libtgclient.so
 BIN := $(BUILD)/tensorgate
+# The test hooks (common/test_hooks.h) exist only in test builds: libtgserver.a
+# holds common/test_hooks.c compiled without them (every hook reads as unset, no
+# hook's name is in $(BIN)); the same file compiled with -DTG_TEST_HOOKS, linked
+# before the archives, gives $(TEST_BIN) (the binary the integration harness
+# runs) and the unit tests their hooks. One object differs; nothing else builds twice.
+TEST_HOOKS_OBJ := $(BUILD)/test-hooks/test_hooks.o
+TEST_BIN := $(BUILD)/tensorgate-test
 # The integration harness (tests/integration/harness.h), compiled once per build:
 # the integration programs and the route tests (tests/unit/server/routes) link it.
 HARNESS_OBJ := $(BUILD)/tests/integration/harness.o
@@ -107,7 +114,7 @@ check-fast:
 	@$(MAKE) --no-print-directory test-binaries
 	TG_TEST_FAST=1 scripts/run-tests.sh
 
-test-binaries: $(BIN) $(CMD_A) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(if $(filter 1,$(SAN)),,$(BENCH_BIN))
+test-binaries: $(BIN) $(TEST_BIN) $(CMD_A) $(LIB_A) $(CLIENT_A) $(CLIENT_SO) $(UNIT_BIN) $(PROPERTY_BIN) $(INTEGRATION_BIN) $(if $(filter 1,$(SAN)),,$(BENCH_BIN))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -169,21 +176,28 @@ $(CLIENT_SO): $(CLIENT_SRC) client/libtgclient.map
 $(BIN): $(BUILD)/cmd/main.o $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(TEST_HOOKS_OBJ): common/test_hooks.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DTG_TEST_HOOKS -MMD -MP -c $< -o $@
+
+$(TEST_BIN): $(BUILD)/cmd/main.o $(TEST_HOOKS_OBJ) $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # Test and bench programs compile and link in one step; DEPFLAGS writes the
 # headers each one includes (test.h, harness.h, lib/, server/ ...) to $@.d, so
 # a change to any of them rebuilds the program (the .d files are included below).
 DEPFLAGS = -MMD -MP -MF $@.d -MT $@
 
 # Unit tests may call the commands too (tests/unit/cmd, the allocation walk).
-$(BUILD)/tests/unit/%: tests/unit/%.c $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(TEST_HOOKS_OBJ) $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(TEST_HOOKS_OBJ) $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A) $(LDLIBS)
 
 # The route tests are black-box tests of server/routes/X.c through the harness
 # against the real binary (one server per program); they link the harness too.
-$(BUILD)/tests/unit/server/routes/%: tests/unit/server/routes/%.c $(HARNESS_A) $(CMD_A) $(SERVER_A) $(LIB_A) $(CLIENT_A)
+$(BUILD)/tests/unit/server/routes/%: tests/unit/server/routes/%.c $(HARNESS_A) $(TEST_HOOKS_OBJ) $(CMD_A) $(SERVER_A) $(LIB_A) $(CLIENT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS_A) $(CMD_A) $(SERVER_A) $(LIB_A) $(CLIENT_A) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -Itests/unit -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS_A) $(TEST_HOOKS_OBJ) $(CMD_A) $(SERVER_A) $(LIB_A) $(CLIENT_A) $(LDLIBS)
 
 $(BUILD)/tests/property/%: tests/property/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -274,4 +288,4 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(CLIENT_SRC:%.c=$(BUILD)/%.d) $(BUILD)/cmd/main.d
--include $(UNIT_BIN:=.d) $(PROPERTY_BIN:=.d) $(INTEGRATION_BIN:=.d) $(BENCH_BIN:=.d) $(HARNESS_OBJ:.o=.d)
+-include $(TEST_HOOKS_OBJ:.o=.d) $(UNIT_BIN:=.d) $(PROPERTY_BIN:=.d) $(INTEGRATION_BIN:=.d) $(BENCH_BIN:=.d) $(HARNESS_OBJ:.o=.d)

@@ -22,6 +22,7 @@
 #include "resources.h"
 #include "response_cache.h"
 #include "route_table.h"
+#include "serve_options.h"
 
 /* tg_jobs_context.version_published: a derived version is "latest" now. */
 static void moving_revisions_changed(void *responses)
@@ -43,24 +44,14 @@ int tg_cmd_serve(int argc, char **argv)
     static tg_server server;
     tg_config_defaults(&server.config);
     char err[512];
-    /* The preload and blob store flags are taken out first; tg_config_load sees the rest. */
-    if (tg_preload_options_take(&argc, argv, err, sizeof err) != 0) {
-        fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_preload_options_usage());
-        return 2;
-    }
-    if (tg_blob_options_take(&argc, argv, err, sizeof err) != 0) {
-        fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_blob_options_usage());
-        return 2;
-    }
-    int loaded = tg_config_load(&server.config, argc, argv, err, sizeof err);
+    /* The server's, the preload service's and the blob store's options, read by the one parser. */
+    int loaded = tg_serve_options_load(&server.config, argc, argv, err, sizeof err);
     if (loaded == 1) {
-        fputs(tg_config_usage(), stdout);
-        fputs(tg_preload_options_usage(), stdout);
-        fputs(tg_blob_options_usage(), stdout);
+        fputs(tg_serve_usage(), stdout);
         return 0;
     }
     if (loaded != 0) {
-        fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_config_usage());
+        fprintf(stderr, "tensorgate serve: %s\n%s", err, tg_serve_usage());
         return 2;
     }
     if (getenv("TENSORGATE_DEBUG") != NULL)

@@ -1,5 +1,6 @@
 /* SHA-256 with every OpenSSL call checked (see sha256.h). */
 #include "sha256.h"
+#include "test_hooks.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -25,10 +26,10 @@ static void arm(const char *what, unsigned long nth)
     pthread_mutex_unlock(&inject_lock);
 }
 
-/* TENSORGATE_TEST_SHA256_FAIL=WHAT:N */
+/* The test hook SHA256_FAIL=WHAT:N (test_hooks.h) */
 static void read_environment(void)
 {
-    const char *spec = getenv("TENSORGATE_TEST_SHA256_FAIL");
+    const char *spec = tg_test_hook(TG_HOOK_SHA256_FAIL);
     const char *colon = spec != NULL ? strrchr(spec, ':') : NULL;
     if (colon == NULL || colon == spec || (size_t)(colon - spec) >= sizeof inject_what)
         return;

@@ -4,8 +4,8 @@
  * functions then leave "" in hex (all zero bytes in a raw digest).
  *
  * Each digest is named (what: "manifest", "upload", ...) so that a failure can be
- * injected where a test wants it: tg_sha256_fail_nth, or in a server process the
- * environment variable TENSORGATE_TEST_SHA256_FAIL=WHAT:N (read once, at the first
+ * injected where a test wants it: tg_sha256_fail_nth, or in a test build's server the
+ * test hook TENSORGATE_TEST_SHA256_FAIL=WHAT:N (test_hooks.h; read once, at the first
  * digest), make the Nth EVP call (counting from 1: the context's allocation, init,
  * each update, final) of the digests named WHAT fail, once. */
 #ifndef TG_SHA256_H

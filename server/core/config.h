@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "addr_policy.h"
+#include "options.h"
 #include "public_url.h"
 
 typedef struct tg_config {
@@ -70,14 +71,20 @@ void tg_config_defaults(tg_config *config);
 /* Splits "HOST:PORT" ("[v6]:PORT" too). Returns 0, or -1 if malformed. */
 int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port);
 
-/* Parses a byte count: digits with an optional K/M/G/T suffix (powers of 1024). */
+/* Parses a byte count: digits with an optional K/M/G/T suffix (powers of 1024);
+ * tg_options_parse_bytes (options.h). */
 int tg_parse_bytes(const char *text, uint64_t *out);
 
-/* Applies the environment then argv (argv[0] is the command name). On error
- * writes one sentence to err and returns -1; returns 1 when --help was asked. */
+/* The server's rows of the option table (options.h), filling config; the
+ * defaults are tg_config_defaults' (the table has no reset). */
+tg_option_table tg_config_option_table(tg_config *config);
+
+/* Applies the environment then argv (argv[0] is the command name) over the
+ * server's rows alone. On error writes one sentence to err and returns -1;
+ * returns 1 when --help was asked. */
 int tg_config_load(tg_config *config, int argc, char **argv, char *err, size_t err_len);
 
-/* The flag list, for --help. */
+/* --help of the server's rows alone (generated from the table). */
 const char *tg_config_usage(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include "import_job.h"
 #include "job_worker.h"
 #include "log.h"
+#include "test_hooks.h"
 
 /* The job kinds: what the pool runs for a job's kind. */
 static const struct {
@@ -243,7 +244,7 @@ int tg_jobs_start(const tg_jobs_context *context, char *err, size_t err_len)
     if (requeued > 0 || failed > 0)
         tg_log(TG_LOG_INFO, "jobs interrupted by the last stop: %u resumed, %u given up", requeued,
                failed);
-    const char *delay = getenv("TENSORGATE_TEST_CONVERT_DELAY_MS");
+    const char *delay = tg_test_hook(TG_HOOK_CONVERT_DELAY_MS);
     unsigned count = context->workers > 0 ? context->workers : TG_JOB_WORKERS_DEFAULT;
     if (count > TG_JOB_WORKERS_MAX)
         count = TG_JOB_WORKERS_MAX;

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "preload_backend.h"
+#include "test_hooks.h"
 
 struct tg_preload_service {
     tg_preload_manager *manager;
@@ -150,7 +151,7 @@ static int start_manager(const tg_preload_service_config *config, tg_preload_ser
         .copy_threads = options->copy_threads,
         .recheck = recheck_preload,
         .recheck_context = service,
-        .test_hold_path = options->test_hold_path,
+        .test_hold_path = tg_test_hook(TG_HOOK_PRELOAD_HOLD), /* test builds only */
     };
     tg_log(TG_LOG_INFO,
            "preload: at most %u preloads, %u per namespace or token, %u hand-off connections",

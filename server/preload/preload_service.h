@@ -27,7 +27,6 @@ typedef struct tg_preload_service_options {
     unsigned copy_threads;             /* copy workers per load; 0: 4 */
     unsigned max_preloads;             /* 0: default_max_preloads below */
     unsigned max_per_namespace;        /* 0: a quarter of max_preloads */
-    const char *test_hold_path;        /* tests only: see tg_preload_manager_config */
 } tg_preload_service_options;
 
 /* The token check of the hand-off socket: auth.h's tg_token_lookup. */

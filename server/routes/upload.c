@@ -32,12 +32,13 @@
 #include "log.h"
 #include "reclaim.h"
 #include "routes.h"
+#include "test_hooks.h"
 
-/* Tests only: TENSORGATE_TEST_COMMIT_DELAY_MS (at most 10 s) widens the gap between
+/* The test hook COMMIT_DELAY_MS (test_hooks.h; at most 10 s) widens the gap between
  * a blob's commit and its catalog row, so a test can run gc inside it. */
 static void test_commit_delay(void)
 {
-    const char *delay = getenv("TENSORGATE_TEST_COMMIT_DELAY_MS");
+    const char *delay = tg_test_hook(TG_HOOK_COMMIT_DELAY_MS);
     unsigned long ms = delay ? strtoul(delay, NULL, 10) : 0;
     if (ms > 0)
         usleep((useconds_t)(ms > 10000 ? 10000 : ms) * 1000);

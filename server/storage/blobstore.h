@@ -58,22 +58,32 @@ int tg_is_sha256_hex(const char *text);
 
 /* What a remote backend needs beyond its URL (all optional; NULL/0: defaults). */
 typedef struct tg_blobstore_options {
-    const char *s3_endpoint; /* --s3-endpoint, else $TENSORGATE_S3_ENDPOINT, else AWS */
-    const char *s3_region;   /* --s3-region, else $TENSORGATE_S3_REGION, $AWS_REGION, us-east-1 */
+    const char *s3_endpoint; /* --s3-endpoint / TENSORGATE_S3_ENDPOINT; NULL: AWS's */
+    const char *s3_region;   /* --s3-region / TENSORGATE_S3_REGION / AWS_REGION; NULL: us-east-1 */
     uint64_t max_blob;       /* the largest blob written (S3 part size: <= 10,000 parts) */
     bool gc_grace_set;       /* gc_grace given (else 3600 s) */
     uint64_t gc_grace;       /* seconds: gc leaves younger objects and uploads alone */
     bool download_redirect;  /* tg_blobstore_redirects: whole-file GETs answer 302 */
     const char *cache_dir;   /* a local read cache of ranges (S3), NULL: none */
     uint64_t cache_size;     /* its bound in bytes (0: 256 MiB) */
+
+    /* The S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: an s3://
+     * store needs both; AWS_SESSION_TOKEN, NULL: none) and timeouts in seconds
+     * (TENSORGATE_S3_CONNECT_TIMEOUT, 0: 5; TENSORGATE_S3_LOW_SPEED_TIME, 0: 15). */
+    const char *s3_access_key_id;
+    const char *s3_secret_access_key;
+    const char *s3_session_token;
+    long s3_connect_timeout;
+    long s3_low_speed_time;
 } tg_blobstore_options;
 
 /* Opens the store url names: "file:DIR" or a plain path is the local directory
  * DIR (the data directory: blobs under DIR/blobs/, writes in flight under DIR/tmp/,
  * damage records under DIR/damaged/; created when missing); "s3://BUCKET[/PREFIX]"
- * is an S3-compatible bucket (credentials from AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN); any other "scheme://" is refused with
- * a sentence in err. 0 or -1. tg_blobstore_open is open_options with NULL. */
+ * is an S3-compatible bucket (endpoint, region and credentials from options: the
+ * store reads no environment; cmd/blob_options.h fills them); any other "scheme://"
+ * is refused with a sentence in err. 0 or -1. tg_blobstore_open is open_options
+ * with NULL. */
 int tg_blobstore_open(const char *url, tg_blobstore **out, char *err, size_t err_len);
 int tg_blobstore_open_options(const char *url, const tg_blobstore_options *options,
                               tg_blobstore **out, char *err, size_t err_len);
@@ -116,9 +126,9 @@ void tg_blobstore_unlock(tg_blobstore *store, int handle);
 tg_store_status tg_blob_write_begin(tg_blobstore *store, tg_blob_writer **out);
 /* Appends all of buf.
  *
- * Fault injection (tests only): with the environment variable
- * TENSORGATE_TEST_ENOSPC_AT=N (read once, at the first write) the Nth write of the
- * process fails with ENOSPC, once. On the local backend writes are counted from 1:
+ * Fault injection (test builds only): with the test hook
+ * TENSORGATE_TEST_ENOSPC_AT=N (test_hooks.h; read once, at the first write) the Nth
+ * write of the process fails with ENOSPC, once. On the local backend writes are counted from 1:
  * each write(2) of an append and the fsync of a commit. */
 tg_store_status tg_blob_write(tg_blob_writer *writer, const void *buf, size_t len);
 /* Puts what was written in as the blob named hex (the caller hashed it as it was

@@ -22,6 +22,7 @@
 #include "blobstore.h"
 #include "blobstore_backend.h"
 #include "log.h"
+#include "test_hooks.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -43,9 +44,6 @@
 #define S3_MAX_PART (5ULL << 30)
 #define S3_MAX_COPY (5ULL << 30) /* CopyObject's limit; above it UploadPartCopy */
 #define S3_COPY_PART (512ULL << 20)
-/* Tests only: TENSORGATE_TEST_S3_MAX_COPY=BYTES lowers the CopyObject limit (and
- * the copy part size to 5 MiB) so the UploadPartCopy path runs on small objects. */
-#define S3_TEST_MAX_COPY_ENV "TENSORGATE_TEST_S3_MAX_COPY"
 #define S3_WINDOW (4U << 20)           /* a reader's ranged GET */
 #define S3_MAX_XML (4U << 20)          /* the largest XML answer read */
 #define S3_MAX_COMPLETE_XML (1U << 20) /* 10,000 parts */
@@ -63,7 +61,8 @@ typedef struct s3_store {
     char token[4096];
     char sigv4[128];
     char userpwd[520];
-    unsigned part_doubling; /* parts per size step: part k is 5 MiB << (k / this) */
+    long connect_timeout, low_speed_time; /* seconds (tg_blobstore_options) */
+    unsigned part_doubling;               /* parts per size step: part k is 5 MiB << (k / this) */
     uint64_t gc_grace;
     pthread_rwlock_t commit_lock;
     pthread_mutex_t pool_lock;
@@ -263,19 +262,6 @@ static int encode_key(const char *key, char *out, size_t out_len)
     return 0;
 }
 
-static bool env_timeout(const char *name, long *value)
-{
-    const char *text = getenv(name);
-    if (text == NULL || text[0] == '\0')
-        return false;
-    char *end = NULL;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || v <= 0 || v > 3600)
-        return false;
-    *value = v;
-    return true;
-}
-
 /* HMAC-SHA256 of data under key; false when OpenSSL failed (out is then unusable). */
 static bool hmac(const void *key, size_t key_len, const char *data, unsigned char out[32])
 {
@@ -404,9 +390,7 @@ static int s3_perform(s3_store *s, s3_request *req)
     if (req->range)
         ADD_HEADER("Range: %s", req->range);
 #undef ADD_HEADER
-    long connect_timeout = 5, low_speed_time = 15;
-    env_timeout("TENSORGATE_S3_CONNECT_TIMEOUT", &connect_timeout);
-    env_timeout("TENSORGATE_S3_LOW_SPEED_TIME", &low_speed_time);
+    long connect_timeout = s->connect_timeout, low_speed_time = s->low_speed_time;
     s3_source source = {req->body, req->body_len, 0};
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -805,8 +789,10 @@ static int copy_object(s3_store *s, const char *from, const char *to, uint64_t s
         return -1;
     snprintf(source, sizeof source, "/%s/%s", s->bucket, enc);
     uint64_t max_copy = S3_MAX_COPY, copy_part = S3_COPY_PART;
-    const char *knob = getenv(S3_TEST_MAX_COPY_ENV);
-    if (knob != NULL && knob[0] != '\0') {
+    /* the test hook S3_MAX_COPY=BYTES (test_hooks.h) lowers the CopyObject limit (and
+     * the copy part size to 5 MiB) so the UploadPartCopy path runs on small objects */
+    const char *knob = tg_test_hook(TG_HOOK_S3_MAX_COPY);
+    if (knob != NULL) {
         max_copy = strtoull(knob, NULL, 10);
         copy_part = S3_MIN_PART;
     }
@@ -1152,9 +1138,7 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
         errno = ENOMEM;
         return -1;
     }
-    long connect_timeout = 5, low_speed_time = 15;
-    env_timeout("TENSORGATE_S3_CONNECT_TIMEOUT", &connect_timeout);
-    env_timeout("TENSORGATE_S3_LOW_SPEED_TIME", &low_speed_time);
+    long connect_timeout = s->connect_timeout, low_speed_time = s->low_speed_time;
     curl_easy_setopt(r->easy, CURLOPT_URL, url);
     curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(r->easy, CURLOPT_AWS_SIGV4, s->sigv4);
@@ -1710,15 +1694,10 @@ static void curl_init_once(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static const char *first_set(const char *a, const char *env1, const char *env2)
+/* a, unless NULL or empty */
+static const char *given(const char *a)
 {
-    if (a != NULL && a[0] != '\0')
-        return a;
-    const char *v = env1 ? getenv(env1) : NULL;
-    if (v != NULL && v[0] != '\0')
-        return v;
-    v = env2 ? getenv(env2) : NULL;
-    return v != NULL && v[0] != '\0' ? v : NULL;
+    return a != NULL && a[0] != '\0' ? a : NULL;
 }
 
 int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, tg_blobstore **out,
@@ -1751,13 +1730,14 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
             return -1;
         }
     }
-    const char *endpoint =
-        first_set(options ? options->s3_endpoint : NULL, "TENSORGATE_S3_ENDPOINT", NULL);
-    const char *region =
-        first_set(options ? options->s3_region : NULL, "TENSORGATE_S3_REGION", "AWS_REGION");
-    const char *access = first_set(NULL, "AWS_ACCESS_KEY_ID", NULL);
-    const char *secret = first_set(NULL, "AWS_SECRET_ACCESS_KEY", NULL);
-    const char *token = first_set(NULL, "AWS_SESSION_TOKEN", NULL);
+    static const tg_blobstore_options none;
+    if (options == NULL)
+        options = &none;
+    const char *endpoint = given(options->s3_endpoint);
+    const char *region = given(options->s3_region);
+    const char *access = given(options->s3_access_key_id);
+    const char *secret = given(options->s3_secret_access_key);
+    const char *token = given(options->s3_session_token);
     if (region == NULL)
         region = "us-east-1";
     if (access == NULL || secret == NULL) {
@@ -1812,7 +1792,7 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
     snprintf(s->sigv4, sizeof s->sigv4, "aws:amz:%s:s3", s->region);
     snprintf(s->userpwd, sizeof s->userpwd, "%s:%s", s->access, s->secret);
     /* parts: 5 MiB first, growing fast enough that the largest blob fits in 10,000 */
-    uint64_t max_blob = options && options->max_blob ? options->max_blob : 0;
+    uint64_t max_blob = options->max_blob;
     static const unsigned steps[] = {10000, 5000, 2000, 1000, 500, 200, 100};
     s->part_doubling = steps[sizeof steps / sizeof steps[0] - 1];
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
@@ -1820,15 +1800,17 @@ int tg_blobstore_s3_open(const char *url, const tg_blobstore_options *options, t
             s->part_doubling = steps[i];
             break;
         }
-    s->gc_grace = options && options->gc_grace_set ? options->gc_grace : 3600;
+    s->gc_grace = options->gc_grace_set ? options->gc_grace : 3600;
+    s->connect_timeout = options->s3_connect_timeout > 0 ? options->s3_connect_timeout : 5;
+    s->low_speed_time = options->s3_low_speed_time > 0 ? options->s3_low_speed_time : 15;
     pthread_once(&curl_once, curl_init_once);
     if (pthread_rwlock_init(&s->commit_lock, NULL) != 0) {
         free(s);
         snprintf(err, err_len, "cannot make a lock");
         return -1;
     }
-    s->redirect = options && options->download_redirect;
-    if (options && options->cache_dir && options->cache_dir[0]) {
+    s->redirect = options->download_redirect;
+    if (options->cache_dir && options->cache_dir[0]) {
         if (strlen(options->cache_dir) >= sizeof s->cache_dir - 200 ||
             (mkdir(options->cache_dir, 0700) != 0 && errno != EEXIST)) {
             snprintf(err, err_len, "the cache directory %s cannot be made", options->cache_dir);

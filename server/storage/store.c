@@ -19,6 +19,7 @@
 #include "io.h"
 #include "log.h"
 #include "sha256.h"
+#include "test_hooks.h"
 
 int tg_is_sha256_hex(const char *text)
 {
@@ -155,10 +156,10 @@ static pthread_once_t enospc_once = PTHREAD_ONCE_INIT;
 static atomic_ulong enospc_at;    /* the write to fail, counting from 1; 0: none */
 static atomic_ulong enospc_count; /* writes counted so far in this process */
 
-/* TENSORGATE_TEST_ENOSPC_AT=N */
+/* The test hook ENOSPC_AT=N (test_hooks.h) */
 static void enospc_read_environment(void)
 {
-    const char *spec = getenv("TENSORGATE_TEST_ENOSPC_AT");
+    const char *spec = tg_test_hook(TG_HOOK_ENOSPC_AT);
     if (spec == NULL || *spec < '0' || *spec > '9')
         return;
     char *end = NULL;

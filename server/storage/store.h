@@ -46,9 +46,9 @@ int tg_store_temp_create(const tg_store *store, int *fd, char *path, size_t path
 
 /* Writes all of buf to fd (retries short writes).
  *
- * Fault injection (tests only): with the environment variable
- * TENSORGATE_TEST_ENOSPC_AT=N (read once, at the first write) the Nth write of the
- * process fails with ENOSPC, once. Writes are counted from 1: each write(2) of
+ * Fault injection (test builds only): with the test hook
+ * TENSORGATE_TEST_ENOSPC_AT=N (test_hooks.h; read once, at the first write) the Nth
+ * write of the process fails with ENOSPC, once. Writes are counted from 1: each write(2) of
  * tg_store_write_all and the temp file's fsync in tg_store_commit_blob. */
 tg_store_status tg_store_write_all(int fd, const void *buf, size_t len);
 /* The same at offset (pwrite(2); fd's file offset does not move), counted by the

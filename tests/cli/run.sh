@@ -202,6 +202,8 @@ for c in validate inspect convert serve token "token create" "token list" "token
     run 0 "$c --help" "$BIN" $c --help
     out_has "$c --help prints usage on stdout" "usage: tensorgate"
 done
+# the production binary holds no test hook (common/test_hooks.h): not one hook's name
+if grep -aq TENSORGATE_TEST_ "$BIN"; then fail "a test hook in the production binary"; else ok; fi
 run 0 "--version" "$BIN" --version
 out_has "--version prints the version" "^tensorgate [0-9]+\.[0-9]+\.[0-9]+"
 run 0 "version" "$BIN" version

@@ -240,7 +240,8 @@ void it_init(int argc, char **argv, const char *const *extra_flags)
         snprintf(it_build_dir, sizeof it_build_dir, "%s", argv[1]);
     else if (getenv("TG_BUILD") != NULL)
         snprintf(it_build_dir, sizeof it_build_dir, "%s", getenv("TG_BUILD"));
-    snprintf(it_binary, sizeof it_binary, "%s/tensorgate", it_build_dir);
+    /* the test build of the binary: the same objects plus the test hooks (test_hooks.h) */
+    snprintf(it_binary, sizeof it_binary, "%s/tensorgate-test", it_build_dir);
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGALRM, it_on_alarm);
     signal(SIGPIPE, SIG_IGN);

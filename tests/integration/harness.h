@@ -73,7 +73,7 @@ typedef struct it_server {
 } it_server;
 
 extern char it_build_dir[512]; /* argv[1], $TG_BUILD or "build" */
-extern char it_binary[600];    /* it_build_dir/tensorgate */
+extern char it_binary[600];    /* it_build_dir/tensorgate-test (test hooks in) */
 extern it_server it_srv;       /* the one server of this program */
 extern char it_root_dir[256];  /* removed at exit unless $TG_IT_KEEP is set */
 

@@ -1,4 +1,5 @@
 /* Unit tests for server/core/config.c: flags, environment, HOST:PORT and byte counts. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +200,32 @@ TEST(job_pool_and_import_bounds)
     CHECK(strstr(usage, "TENSORGATE_JOB_WORKERS") != NULL);
 }
 
+/* The server's rows of the option table: each has an environment variable, a
+ * help sentence and a line in --help that names both the flag and the variable. */
+TEST(every_row_has_an_environment_name_and_is_in_help)
+{
+    tg_config config;
+    tg_config_defaults(&config);
+    tg_option_table table = tg_config_option_table(&config);
+    const char *usage = tg_config_usage();
+    CHECK(table.count >= 33);
+    for (size_t i = 0; i < table.count; i++) {
+        const tg_option_spec *spec = &table.specs[i];
+        CHECK(spec->flag != NULL && spec->env != NULL && spec->help != NULL);
+        if (spec->flag == NULL || spec->env == NULL)
+            continue;
+        CHECK(strncmp(spec->env, "TENSORGATE_", 11) == 0);
+        char line[200];
+        snprintf(line, sizeof line, "  %s%s%s", spec->flag, spec->metavar ? " " : "",
+                 spec->metavar ? spec->metavar : "");
+        const char *entry = strstr(usage, line);
+        CHECK(entry != NULL);
+        const char *end = entry ? strchr(entry, '\n') : NULL;
+        const char *env = entry ? strstr(entry, spec->env) : NULL;
+        CHECK(env != NULL && end != NULL && env < end);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -209,5 +236,6 @@ int main(int argc, char **argv)
     RUN(import_allow);
     RUN(proxy_options);
     RUN(job_pool_and_import_bounds);
+    RUN(every_row_has_an_environment_name_and_is_in_help);
     return test_report(argv[0]);
 }
