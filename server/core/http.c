@@ -689,7 +689,7 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
                             "the server ran out of memory checking the file; nothing was stored");
         return;
     }
-    unsigned status = verdict->error.reason == ST_REFUSED_FORMAT ? 415 : 422;
+    unsigned status = tg_gate_reason_status(verdict->error.reason);
     const char *detail =
         verdict->error.detail[0] ? verdict->error.detail : "the upload was refused";
     json_t *problem = tg_problem_json(status, st_reason_name(verdict->error.reason), detail);

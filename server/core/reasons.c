@@ -99,3 +99,8 @@ unsigned tg_reason_status(const char *reason)
             return reasons[i].status;
     return 0;
 }
+
+unsigned tg_gate_reason_status(st_reason reason)
+{
+    return reason == ST_REFUSED_FORMAT ? 415 : 422;
+}

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "st_error.h"
+
 typedef struct tg_reason {
     const char *name; /* snake_case, stable once published */
     unsigned status;  /* the HTTP status every answer with this reason has */
@@ -15,5 +17,8 @@ typedef struct tg_reason {
 const tg_reason *tg_reasons(size_t *count);
 /* The status of reason, or 0 when the table does not know it. */
 unsigned tg_reason_status(const char *reason);
+/* The status of a gate refusal (lib/st_error.h): 415 for a file that is not
+ * safetensors at all (refused_format), 422 for every other verdict. */
+unsigned tg_gate_reason_status(st_reason reason);
 
 #endif

@@ -8,6 +8,7 @@
 #include "checks.h"
 #include "embedded.h"
 #include "preload_service.h"
+#include "reasons.h"
 #include "resources.h"
 #include "routes.h"
 
@@ -125,6 +126,28 @@ void tg_route_openapi(tg_request *req)
     if (response)
         MHD_add_response_header(response, "Content-Type", "application/yaml");
     tg_respond(req, 200, response, tg_openapi_yaml_len);
+}
+
+/* GET /v1/reasons: every reason code a problem answer can carry, with its status:
+ * the service's (the reason table, reasons.h) and the gate's (lib/st_error.h;
+ * out_of_memory is answered as the service's internal_error, so it is not listed). */
+void tg_route_reasons(tg_request *req)
+{
+    json_t *list = json_array();
+    size_t count = 0;
+    const tg_reason *service = tg_reasons(&count);
+    for (size_t i = 0; list != NULL && i < count; i++)
+        json_array_append_new(list,
+                              json_pack("{s:s, s:i, s:s}", "reason", service[i].name, "status",
+                                        (int)service[i].status, "source", "service"));
+    for (int r = ST_OK + 1; list != NULL && r < ST_REASON_COUNT; r++) {
+        if (r == ST_OUT_OF_MEMORY)
+            continue;
+        json_array_append_new(
+            list, json_pack("{s:s, s:i, s:s}", "reason", st_reason_name((st_reason)r), "status",
+                            (int)tg_gate_reason_status((st_reason)r), "source", "gate"));
+    }
+    tg_respond_json(req, 200, list ? json_pack("{s:o}", "reasons", list) : NULL);
 }
 
 typedef struct rejection_page {

@@ -11,6 +11,7 @@ void tg_route_healthz(tg_request *req);
 void tg_route_readyz(tg_request *req);
 void tg_route_metrics(tg_request *req);
 void tg_route_openapi(tg_request *req);
+void tg_route_reasons(tg_request *req);
 void tg_route_rejections(tg_request *req);
 /* web.c: the web page and its assets */
 void tg_route_web_index(tg_request *req);

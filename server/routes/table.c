@@ -18,6 +18,7 @@ static const tg_route routes[] = {
     {"GET", "/readyz", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, tg_route_readyz, NULL, NULL, NULL},
     {"GET", "/metrics", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, tg_route_metrics, NULL, NULL, NULL},
     {"GET", "/openapi.yaml", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, tg_route_openapi, NULL, NULL, NULL},
+    {"GET", "/v1/reasons", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, tg_route_reasons, NULL, NULL, NULL},
     {"GET", "/", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, tg_route_web_index, NULL, NULL, NULL},
     {"GET", "/ui/{path}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, tg_route_web_asset, NULL, NULL, NULL},
     {"POST", "/v1/scan", TG_BODY_STREAM, TG_AUTH_SCAN, 0, tg_route_scan_finish, tg_route_scan_start,

@@ -302,6 +302,7 @@ static row rows[] = {
     {"GET", "/readyz", 200, 0, "/readyz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/metrics", 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/openapi.yaml", 200, 0, "/openapi.yaml", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/reasons", 200, 0, "/v1/reasons", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/", 200, 0, "/", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/ui/{path}", 200, 0, "/ui/app.js", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/{org}/{name}/resolve/{rev}/{path}", 200, 0, "/acme/m/resolve/1/model.safetensors",

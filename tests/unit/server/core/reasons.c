@@ -81,11 +81,21 @@ TEST(unknown_reason)
     CHECK_EQ_U64(tg_reason_status(""), 0);
 }
 
+/* A gate refusal is 415 when the file is not safetensors at all, 422 otherwise. */
+TEST(gate_statuses)
+{
+    CHECK(tg_gate_reason_status(ST_REFUSED_FORMAT) == 415);
+    CHECK(tg_gate_reason_status(ST_JSON_ESCAPE) == 422);
+    CHECK(tg_gate_reason_status(ST_DATA_TRUNCATED) == 422);
+    CHECK(tg_gate_reason_status(ST_HEADER_TOO_LARGE) == 422);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     RUN(document_read);
     RUN(table_matches_document);
     RUN(unknown_reason);
+    RUN(gate_statuses);
     return test_report(argv[0]);
 }
