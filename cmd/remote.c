@@ -2,7 +2,7 @@
  * (client/tensorgate_client.h): push, pull, ls, header, tensor, scan. Each takes
  * --url and --token (else $TENSORGATE_URL, default http://127.0.0.1:8080, and
  * $TENSORGATE_TOKEN), --json (one JSON document per line on stdout) and --help.
- * Exit status (README "The CLI"): 0 done; 1 the server refused (a 4xx answer, a
+ * Exit status (docs/MANUAL.md "The CLI"): 0 done; 1 the server refused (a 4xx answer, a
  * file refused by the gate, scan: the file is refused); 2 usage error or a local
  * file that cannot be read or written; 3 the server could not be reached or failed
  * (after the retries, or a 5xx, or an answer the client refuses: a body longer than

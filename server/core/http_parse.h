@@ -2,7 +2,7 @@
  * pattern matching, the request-target limits, the framing checks every request's
  * header fields pass before any handler runs, and the JSON nesting bound. Used by
  * http.c; driven in-process by tests/fuzz/fuzz_http.c. The limits are documented
- * in README.md ("Limits") and openapi.yaml. */
+ * in docs/MANUAL.md ("Limits") and openapi.yaml. */
 #ifndef TG_HTTP_PARSE_H
 #define TG_HTTP_PARSE_H
 
@@ -70,7 +70,7 @@ void tg_framing_add(tg_framing *framing, const char *name, const char *value);
 
 typedef struct tg_refusal {
     unsigned status;    /* 400, 431 or 501 */
-    const char *reason; /* stable reason code (README "Limits") */
+    const char *reason; /* stable reason code (docs/MANUAL.md "Limits") */
     char detail[256];
     bool close; /* the framing is in doubt: close the connection after answering */
 } tg_refusal;

@@ -4,7 +4,7 @@
  * closed, so a request sent after it in the same write never runs; a query with
  * thousands of arguments is answered and leaks nothing (the server's VmRSS over
  * 10,000 of them is bounded) and the rate limiter counts it; each documented limit
- * (README "Limits") is accepted at its value and refused one past it. */
+ * (docs/MANUAL.md "Limits") is accepted at its value and refused one past it. */
 #include "harness.h"
 
 #define SMUGGLED "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"

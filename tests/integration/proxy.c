@@ -1,5 +1,5 @@
 /* The server as users meet it on a port and behind a reverse proxy:
- *  - a second `tensorgate serve` on the port of a running one exits 1 (the README's
+ *  - a second `tensorgate serve` on the port of a running one exits 1 (docs/MANUAL.md's
  *    "cannot start") saying the port is in use, and never shares the port: every
  *    request still reaches the first registry;
  *  - paging through a real nginx run with the shipped docker/nginx-replicas.conf

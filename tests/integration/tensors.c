@@ -506,7 +506,7 @@ TEST(refusals)
     it_response_free(&r);
 }
 
-/* README "Limits": the ?slice= text is read up to 4,096 bytes (at the limit it is
+/* docs/MANUAL.md "Limits": the ?slice= text is read up to 4,096 bytes (at the limit it is
  * judged as a slice, one past it is 400 invalid_slice whatever it holds), and one
  * Range is honoured (two or more: the whole representation, 200). */
 TEST(limits_at_and_past)

@@ -1,17 +1,20 @@
 #!/bin/sh
-# tests/readme/run.sh BINARY: runs the README's walk-through as a new user pastes it.
-# Every ```sh and ```python block of the sections "Publish a model and fetch a tensor
-# slice with curl" through "Tokens", and of "The CLI", in README order, in ONE shell
-# (`sh -e`; variables, functions and the working directory carry from block to block),
-# against a real server started on a free port with a fresh data directory, from a
-# stand-in repository root (build/tensorgate is BINARY; clients/ and examples/ are
-# the tree's). A ```python block runs with /usr/bin/python3 and clients/python on
-# PYTHONPATH, as the README says. The first block of "The CLI" runs line by line, and
-# each line may exit 0 or 1 (a refusal), not 2 or more.
+# tests/readme/run.sh BINARY: runs the README's walk-through as a new user pastes it,
+# with the manual's examples that continue it. Every ```sh and ```python block, in
+# this order, in ONE shell (`sh -e`; variables, functions and the working directory
+# carry from block to block): the README's sections "Publish a model and fetch a
+# tensor slice with curl" and "Read tensors remotely from Python"; then docs/MANUAL.md's
+# sections "Push and pull with the CLI" through "Tokens", and "The CLI"; then the
+# README's "Clean up". They run against a real server started on a free port with a
+# fresh data directory, from a stand-in repository root (build/tensorgate is BINARY;
+# clients/ and examples/ are the tree's). A ```python block runs with /usr/bin/python3
+# and clients/python on PYTHONPATH, as the README says. The first block of "The CLI"
+# runs line by line, and each line may exit 0 or 1 (a refusal), not 2 or more.
 # Fails when a block fails (the first failing block is shown), when a block is a
-# transcript (lines starting with "$ " cannot be pasted), when the walk-through
-# leaves a file in the repository root or in TMPDIR, or when an output the README
-# promises is missing. Ends with "N passed, N failed".
+# transcript (lines starting with "$ " cannot be pasted), when a file holds fewer
+# walk-through blocks than it should (a renamed section would drop them silently),
+# when the walk-through leaves a file in the repository root or in TMPDIR, or when
+# an output the README or the manual promises is missing. Ends with "N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     echo "usage: $0 BINARY" >&2
@@ -23,6 +26,7 @@ case $1 in
 esac
 TREE=$(cd "$(dirname "$0")/../.." && pwd)
 README=$TREE/README.md
+MANUAL=$TREE/docs/MANUAL.md
 T=$(mktemp -d "${TMPDIR:-/tmp}/tg-readme.XXXXXX")
 W=$T/repo
 pid=
@@ -45,29 +49,40 @@ ln -s "$BIN" "$W/build/tensorgate"
 ln -s "$TREE/clients" "$W/clients"
 ln -s "$TREE/examples" "$W/examples"
 
-# the walk-through's blocks, one file each, numbered in README order
-awk -v dir="$T/blocks" '
-    /^## / {
-        walk = ($0 ~ /^## (Publish a model|Push and pull|Tensors|Read tensors remotely|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tokens|The CLI)/)
-        cli = ($0 ~ /^## The CLI/)
-    }
-    walk && /^```(sh|python)$/ {
-        n++
-        ext = ($0 == "```python") ? "py" : (cli && !cli_done ? "cli" : "sh")
-        if (cli) cli_done = 1
-        file = sprintf("%s/block%02d.%s", dir, n, ext)
-        inside = 1
-        next
-    }
-    inside && /^```$/ { inside = 0; close(file); next }
-    inside { print > file }
-' "$README"
+# blocks FILE TAG SECTIONS: writes the ```sh and ```python blocks of FILE's "## "
+# sections whose title starts with one of SECTIONS (an ERE alternation) as one file
+# each, numbered on from the blocks already written, in file order: blockNN-TAG.sh,
+# .py, or .cli for the first block of "The CLI"; prints how many it wrote
+blocks() {
+    awk -v dir="$T/blocks" -v tag="$2" -v sections="$3" -v n="$(ls "$T/blocks" | wc -l)" '
+        BEGIN { first = n }
+        /^## / {
+            walk = (substr($0, 4) ~ ("^(" sections ")"))
+            cli = ($0 ~ /^## The CLI/)
+        }
+        walk && /^```(sh|python)$/ {
+            n++
+            ext = ($0 == "```python") ? "py" : (cli && !cli_done ? "cli" : "sh")
+            if (cli) cli_done = 1
+            file = sprintf("%s/block%02d-%s.%s", dir, n, tag, ext)
+            inside = 1
+            next
+        }
+        inside && /^```$/ { inside = 0; close(file); next }
+        inside { print > file }
+        END { print n - first }
+    ' "$1"
+}
+# at_least N WHAT COUNT: a file holds the walk-through blocks it should
+at_least() {
+    if [ "$3" -ge "$1" ]; then ok; else fail "$2 has only $3 walk-through blocks (at least $1 expected)"; fi
+}
+# the README's walk-through, the manual's examples that continue it, the README's clean-up
+at_least 6 "the README walk-through" "$(blocks "$README" readme 'Publish a model|Read tensors remotely')"
+at_least 10 "the manual's walk-through sections" "$(blocks "$MANUAL" manual \
+    'Push and pull|Tensors|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tokens|The CLI')"
+at_least 1 "the README's Clean up" "$(blocks "$README" cleanup 'Clean up')"
 blocks=$(ls "$T/blocks")
-if [ "$(echo "$blocks" | wc -w)" -lt 10 ]; then
-    fail "the README walk-through has only $(echo "$blocks" | wc -w) blocks"
-else
-    ok
-fi
 
 cd "$W" || exit 2
 "$BIN" serve --listen 127.0.0.1:0 --data ./data >"$T/server.out" 2>"$T/server.log" &
@@ -92,7 +107,7 @@ driver=$T/driver.sh
 for b in $blocks; do
     f=$T/blocks/$b
     if grep -q '^\$ ' "$f"; then
-        fail "README block $b is a transcript (lines start with \"\$ \"), not paste-safe"
+        fail "block $b is a transcript (lines start with \"\$ \"), not paste-safe"
         sed 's/^/  | /' "$f"
     fi
     sed -i "s|127.0.0.1:8080|127.0.0.1:$port|g; s|localhost:8080|localhost:$port|g" "$f"
@@ -121,13 +136,13 @@ if env -u TENSORGATE_URL -u TENSORGATE_TOKEN -u TENSORGATE_DATA -u TENSORGATE_CA
     ok
 else
     last=$(grep '^@@ ' "$T/out" | tail -n 1 | cut -c4-)
-    fail "README block $last failed (the blocks before it ran):"
+    fail "block $last failed (the blocks before it ran):"
     [ -f "$T/blocks/$last" ] && sed 's/^/  | /' "$T/blocks/$last"
     sed -n "/^@@ $last\$/,\$p" "$T/out" | tail -n 30 | sed 's/^/  out: /'
 fi
 grep -q '^@@ end$' "$T/out" && ok || fail "the walk-through did not reach its end"
 
-# what the README says the blocks print
+# what the README and the manual say the blocks print
 expect() {
     if grep -Eq -- "$2" "$T/out"; then ok; else fail "the walk-through did not print $1 (/$2/)"; fi
 }
