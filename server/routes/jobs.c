@@ -244,7 +244,7 @@ void tg_route_jobs_list(tg_request *req)
                                      : TG_CAT_ERROR;
     if (status != TG_CAT_OK || page.failed) {
         json_decref(page.jobs);
-        tg_respond_internal(req, "the catalog failed listing the jobs");
+        tg_respond_catalog_failure_detail(req, status, "the catalog failed listing the jobs");
         return;
     }
     char next[32];
@@ -287,7 +287,7 @@ void tg_route_job_get(tg_request *req)
     char token_namespace[TG_NAME_MAX + 1];
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else if (!tg_auth_read_namespace(req, NULL, token_namespace, sizeof token_namespace)) {
         /* answered 401 or 403 (the token's scope): the same for every id */
     } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
@@ -336,7 +336,7 @@ static void cancel_job(tg_request *req, int64_t id, tg_job *job)
     else if (status == TG_CAT_NOT_FOUND) /* its model was deleted meanwhile */
         tg_respond_problem(req, 404, "job_not_found", "no job %lld", (long long)id);
     else
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
 }
 
 void tg_route_job_delete(tg_request *req)
@@ -350,7 +350,7 @@ void tg_route_job_delete(tg_request *req)
     char token_namespace[TG_NAME_MAX + 1];
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else if (!tg_auth_require_scope_namespace(req, TG_SCOPE_WRITE, token_namespace,
                                                 sizeof token_namespace)) {
         /* answered 401 or 403 (the token's scope): the same for every id */
@@ -425,7 +425,7 @@ bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
         status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
                                      count_job, &count);
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     if (count.found_equal)

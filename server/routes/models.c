@@ -35,7 +35,7 @@ bool tg_lookup_model(tg_request *req, tg_model *model)
         return false;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -151,7 +151,7 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
         return false;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -269,7 +269,7 @@ void tg_route_models_list(tg_request *req)
                               limit + 1, add_model_summary, &page);
     if (status != TG_CAT_OK || page.models == NULL) {
         json_decref(page.models);
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return;
     }
     const char *next = NULL;
@@ -350,7 +350,7 @@ void tg_route_model_create(tg_request *req)
     if (status == TG_CAT_EXISTS)
         tg_respond_problem(req, 409, "model_exists", "the model %s/%s already exists", org, name);
     else if (status != TG_CAT_OK)
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     else
         tg_respond_json(req, 201, model_json(req->server, model));
     free(model);
@@ -407,7 +407,7 @@ void tg_route_model_get(tg_request *req)
     if (tg_lookup_model(req, model)) {
         json_t *body = model_json(req->server, model);
         if (body == NULL)
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, TG_CAT_ERROR);
         else
             tg_respond_json(req, 200, body);
     }
@@ -460,7 +460,7 @@ void tg_route_model_delete(tg_request *req)
         if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
             tg_respond_empty(req, 204);
         else
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
     }
     free(model);
 }
@@ -519,7 +519,7 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         goto out;
     }
     if (!version.published) {
@@ -533,7 +533,7 @@ void tg_route_alias_set(tg_request *req)
      * failure, which may have moved it all the same) */
     tg_response_cache_invalidate_moving(req->server->responses);
     if (set != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, set);
         goto out;
     }
     tg_respond_json(req, 200,

@@ -33,7 +33,7 @@ void tg_route_version_create(tg_request *req)
             tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org,
                                model->name);
         else if (status != TG_CAT_OK)
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
         else
             tg_respond_json(req, 201, tg_version_json(req->server, model, &version, true));
     }
@@ -51,7 +51,7 @@ void tg_route_version_get(tg_request *req)
     if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
         json_t *body = tg_version_json(req->server, model, &version, true);
         if (body == NULL)
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, TG_CAT_ERROR);
         else
             tg_respond_json(req, 200, body);
     }
@@ -245,10 +245,10 @@ void tg_route_version_publish(tg_request *req)
         tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org, model->name);
         goto out_unlock;
     }
-    if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect,
-                             &files) != TG_CAT_OK ||
-        files.failed) {
-        tg_respond_internal(req, "the catalog failed");
+    tg_cat_status listed =
+        tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect, &files);
+    if (listed != TG_CAT_OK || files.failed) {
+        tg_respond_catalog_failure(req, listed);
         goto out_unlock;
     }
     if (files.count == 0) {
@@ -289,7 +289,7 @@ void tg_route_version_publish(tg_request *req)
                            "version %lld of %s/%s is already published", (long long)version.number,
                            model->org, model->name);
     } else if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else {
         /* "latest" and "main" may name this one now: their kept answers go */
         tg_response_cache_invalidate_moving(server->responses);

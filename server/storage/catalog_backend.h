@@ -168,12 +168,4 @@ tg_cat_status tg_catalog_pg_open(const char *conninfo, tg_catalog **out, char *e
 bool tg_catalog_files_match(const tg_file_record *given, size_t count,
                             const tg_file_records *stored);
 
-/* Records, for tg_catalog_take_unavailable (catalog.c), that a call on this thread
- * failed because the catalog could not be reached in time. */
-void tg_catalog_note_unavailable(void);
-
-/* Records, for tg_catalog_take_disk_full (catalog.c), that a call on this thread
- * failed because the disk is full. */
-void tg_catalog_note_disk_full(void);
-
 #endif

@@ -23,9 +23,8 @@
  * and reset before use; a read whose connection broke is retried once on a fresh
  * one; a write is never sent twice. Every connection has connect_timeout, TCP
  * keepalives, tcp_user_timeout, statement_timeout and lock_timeout, so no call
- * waits forever on a dead server: it fails (TG_CAT_ERROR, and
- * tg_catalog_take_unavailable() is true on that thread: the HTTP layer answers
- * 503 catalog_unavailable).
+ * waits forever on a dead server: it fails with TG_CAT_UNAVAILABLE (the HTTP
+ * layer answers 503 catalog_unavailable).
  *
  * Migrations: migrations/postgresql/NNNN_*.sql (tg_migrations_pg), the same
  * numbers as the SQLite files, applied at open under a session advisory lock so
@@ -160,7 +159,7 @@ static bool idle_connection_broken(PGconn *db)
 }
 
 /* A connection for one call, or NULL (the catalog is unreachable, or every
- * connection stayed busy for POOL_WAIT_SECONDS; noted for the 503). */
+ * connection stayed busy for POOL_WAIT_SECONDS: TG_CAT_UNAVAILABLE). */
 static pconn *acquire(pg_catalog *c)
 {
     struct timespec until;
@@ -183,7 +182,6 @@ static pconn *acquire(pg_catalog *c)
     if (k == NULL && !fresh) {
         tg_log(TG_LOG_ERROR, "catalog: every PostgreSQL connection stayed busy for %d s",
                POOL_WAIT_SECONDS);
-        tg_catalog_note_unavailable();
         return NULL;
     }
     if (k != NULL && idle_connection_broken(k->db)) {
@@ -199,7 +197,6 @@ static pconn *acquire(pg_catalog *c)
             c->open--;
             pthread_cond_signal(&c->freed);
             pthread_mutex_unlock(&c->lock);
-            tg_catalog_note_unavailable();
             return NULL;
         }
         /* the session settings are gone with the old session */
@@ -222,7 +219,6 @@ static pconn *acquire(pg_catalog *c)
         c->open--;
         pthread_cond_signal(&c->freed);
         pthread_mutex_unlock(&c->lock);
-        tg_catalog_note_unavailable();
     }
     return k;
 }
@@ -250,7 +246,10 @@ static void release(pg_catalog *c, pconn *k)
 
 /* ---- statements ---- */
 
-/* The status a failed statement maps to; notes an unreachable catalog. */
+/* The status a failed statement maps to: TG_CAT_FULL for a full disk (53100, as
+ * SQLite's), TG_CAT_UNAVAILABLE when the catalog could not be reached (a
+ * connection lost, the server shutting down or starting, a statement or lock
+ * timeout, too many connections). */
 static tg_cat_status failure_status(PGconn *db, const PGresult *r)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -258,17 +257,15 @@ static tg_cat_status failure_status(PGconn *db, const PGresult *r)
         return TG_CAT_EXISTS;
     if (state != NULL && strcmp(state, "23503") == 0)
         return TG_CAT_NOT_FOUND;
-    if (state != NULL && strcmp(state, "53100") == 0) /* disk_full: 507, as SQLite's */
-        tg_catalog_note_disk_full();
     tg_log(TG_LOG_ERROR, "catalog: PostgreSQL: %s",
            r && PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(db));
     bool unreachable =
         PQstatus(db) != CONNECTION_OK || state == NULL || strncmp(state, "08", 2) == 0 ||
         strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
         strcmp(state, "57014") == 0 || strcmp(state, "53300") == 0 || strcmp(state, "55P03") == 0;
-    if (unreachable)
-        tg_catalog_note_unavailable();
-    return TG_CAT_ERROR;
+    if (state != NULL && strcmp(state, "53100") == 0)
+        return TG_CAT_FULL;
+    return unreachable ? TG_CAT_UNAVAILABLE : TG_CAT_ERROR;
 }
 
 /* Runs sql with n text parameters (NULL: SQL NULL) on k. The result (command or
@@ -292,7 +289,7 @@ static PGresult *query(pg_catalog *c, bool retry, const char *sql, int n, const 
                        tg_cat_status *status)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        *status = TG_CAT_ERROR;
+        *status = TG_CAT_UNAVAILABLE; /* no connection to be had */
         pconn *k = acquire(c);
         if (k == NULL)
             return NULL;
@@ -302,7 +299,6 @@ static PGresult *query(pg_catalog *c, bool retry, const char *sql, int n, const 
         if (r != NULL || !broken || !retry)
             return r;
         tg_log(TG_LOG_WARN, "catalog: PostgreSQL connection broke; retrying once");
-        (void)tg_catalog_take_unavailable(); /* the retry's outcome is the call's */
     }
     return NULL;
 }
@@ -317,15 +313,15 @@ typedef struct tx {
 static bool tx_begin(pg_catalog *c, tx *t)
 {
     t->c = c;
-    t->status = TG_CAT_ERROR;
     for (int attempt = 0; attempt < 2; attempt++) {
+        t->status = TG_CAT_UNAVAILABLE; /* no connection to be had */
         t->k = acquire(c);
         if (t->k == NULL)
             return false;
-        tg_cat_status ignored;
-        PGresult *r = exec_on(t->k->db, "BEGIN", 0, NULL, &ignored);
+        PGresult *r = exec_on(t->k->db, "BEGIN", 0, NULL, &t->status);
         if (r != NULL) {
             PQclear(r);
+            t->status = TG_CAT_ERROR;
             return true;
         }
         release(c, t->k); /* nothing was done yet: BEGIN may be sent again */
@@ -723,7 +719,7 @@ static tg_cat_status pg_version_create(tg_catalog *catalog, int64_t model_id, tg
     const char *params[] = {id.s, now};
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status = lock_model(&t, id.s);
     if (status == TG_CAT_OK) {
         PGresult *r = tx_q(&t, sql, 2, params);
@@ -958,7 +954,7 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
     num vid = n64(version_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status;
     if (guard != NULL) {
         num mid = n64(guard->model_id);
@@ -1076,7 +1072,7 @@ static tg_cat_status pg_file_delete(tg_catalog *catalog, int64_t version_id, con
     const char *params[] = {vid.s, path};
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status = check_draft(&t, vid.s);
     if (status == TG_CAT_OK) {
         long rows = tx_run(&t, "DELETE FROM files WHERE version_id = $1 AND path = $2", 2, params);
@@ -1116,7 +1112,7 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
     num id = n64(version_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* The version's row lock: puts and deletes of its files (FOR SHARE) wait for
      * this transaction, and it waits for those already running. */
     const char *params[] = {id.s};
@@ -1489,7 +1485,7 @@ static tg_cat_status queue_job_once(tg_catalog *catalog, const char *model_id,
     *existing = false;
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status = lock_model(&t, model_id);
     const char *lock_params[] = {version_id};
     long rows = status == TG_CAT_OK ? tx_run(&t, lock_sql, 1, lock_params) : 0;
@@ -1594,7 +1590,7 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
     num jid = n64(job_id), vid = n64(version_id), mid = n64(guard->model_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* the model's row first, in the order a model delete takes them */
     tg_cat_status status = lock_model(&t, mid.s);
     int64_t token_id = 0;
@@ -1724,7 +1720,7 @@ static tg_cat_status pg_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_s
     num id = n64(job_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* the row lock: a claim or a commit cannot come between the read and the change */
     tg_cat_status status = tx_job(&t, id.s, true, out, NULL);
     if (status == TG_CAT_OK) {
@@ -1795,7 +1791,7 @@ static tg_cat_status pg_job_claim(tg_catalog *catalog, unsigned namespace_limit,
     tg_time_now(now);
     tx t;
     if (!tx_begin(c, &t))
-        return TG_CAT_ERROR;
+        return t.status;
     if (expire_jobs(&t, catalog->job_max_attempts, NULL) < 0)
         return tx_end(&t, t.status);
     num limit = n64(namespace_limit);
@@ -1830,7 +1826,7 @@ static tg_cat_status pg_job_recover(tg_catalog *catalog, int64_t max_attempts, u
     *requeued = *failed = 0;
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* count the jobs failed: the statement deletes job_files rows, so count first */
     static const char count_sql[] =
         "SELECT count(*) FROM jobs WHERE state = 'running' AND (coalesce(lease_expires, 0) "
@@ -1909,7 +1905,7 @@ static tg_cat_status pg_job_fail(tg_catalog *catalog, int64_t job_id, const char
     num id = n64(job_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_job *job = malloc(sizeof *job);
     bool ours = false;
     tg_cat_status status = job == NULL ? TG_CAT_ERROR : tx_job(&t, id.s, true, job, &ours);
@@ -2008,7 +2004,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     tx t;
     if (!tx_begin(pg(catalog), &t)) {
         free(job);
-        return TG_CAT_ERROR;
+        return t.status;
     }
     /* Locks in the order a model's delete takes them (model, then its jobs), so
      * the two never deadlock: the model's row first (it also orders the version

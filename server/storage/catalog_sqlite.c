@@ -132,15 +132,18 @@ static int exec(conn *k, const char *sql)
     return rc;
 }
 
-/* Notes a full disk for tg_catalog_take_disk_full when k's last call failed for
- * one: SQLite answers SQLITE_FULL when a write finds no room (ENOSPC); an fsync or
- * a truncate that does gives SQLITE_IOERR_* with the errno kept. */
-static void note_disk_full(conn *k)
+/* status, or TG_CAT_FULL when it is a failure and k's last call failed for a
+ * full disk: SQLite answers SQLITE_FULL when a write finds no room (ENOSPC); an
+ * fsync or a truncate that does gives SQLITE_IOERR_* with the errno kept. */
+static tg_cat_status full_or(conn *k, tg_cat_status status)
 {
+    if (status != TG_CAT_ERROR || k == NULL)
+        return status;
     int code = sqlite3_errcode(k->db);
     int sys = sqlite3_system_errno(k->db);
     if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT)))
-        tg_catalog_note_disk_full();
+        return TG_CAT_FULL;
+    return status;
 }
 
 static void finalize_statements(conn *k)
@@ -160,11 +163,13 @@ static conn *write_begin(tg_catalog *catalog)
     return &c->writer;
 }
 
-static void write_end(tg_catalog *catalog, conn *k)
+/* Gives the writer back; the call's status, TG_CAT_FULL for a full disk. */
+static tg_cat_status write_end(tg_catalog *catalog, conn *k, tg_cat_status status)
 {
     sqlite_catalog *c = sq(catalog);
-    note_disk_full(k);
+    status = full_or(k, status);
     pthread_mutex_unlock(&c->write_lock);
+    return status;
 }
 
 static void reader_close(conn *k)
@@ -233,12 +238,13 @@ static bool reader_is_quiet(conn *k)
     return sqlite3_get_autocommit(k->db) != 0;
 }
 
-static void read_end(tg_catalog *catalog, conn *k)
+/* Gives the reader back; the call's status, TG_CAT_FULL for a full disk. */
+static tg_cat_status read_end(tg_catalog *catalog, conn *k, tg_cat_status status)
 {
     if (k == NULL)
-        return;
+        return status;
     sqlite_catalog *c = sq(catalog);
-    note_disk_full(k);
+    status = full_or(k, status);
     /* A reader left inside a read transaction would keep serving its old snapshot
      * to the next call: every call ends its statements. */
     assert(reader_is_quiet(k));
@@ -254,6 +260,7 @@ static void read_end(tg_catalog *catalog, conn *k)
     pthread_mutex_unlock(&c->pool_lock);
     if (!keep)
         reader_close(k);
+    return status;
 }
 
 /* PRAGMA foreign_key_check finds no row: every foreign key has its parent. */
@@ -443,7 +450,7 @@ tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *e
         sq_close(&c->base);
         return TG_CAT_ERROR;
     }
-    read_end(&c->base, k);
+    (void)read_end(&c->base, k, TG_CAT_OK);
     *out = &c->base;
     return TG_CAT_OK;
 }
@@ -456,8 +463,7 @@ static tg_cat_status sq_ping(tg_catalog *catalog)
     tg_cat_status status = (st && sqlite3_step(st) == SQLITE_ROW) ? TG_CAT_OK : TG_CAT_ERROR;
     if (st)
         sqlite3_reset(st);
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- models ---- */
@@ -503,8 +509,7 @@ static tg_cat_status sq_model_create(tg_catalog *catalog, const char *org, const
         }
         sqlite3_reset(st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const char *name,
@@ -526,8 +531,7 @@ static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const ch
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_model_list(tg_catalog *catalog, const char *org, const char *query,
@@ -558,8 +562,7 @@ static tg_cat_status sq_model_list(tg_catalog *catalog, const char *org, const c
         free(model);
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status run_write(conn *k, sqlite3_stmt *st)
@@ -585,8 +588,7 @@ static tg_cat_status sq_model_delete(tg_catalog *catalog, int64_t model_id)
         sqlite3_bind_int64(st, 1, model_id);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- versions ---- */
@@ -650,8 +652,7 @@ static tg_cat_status sq_version_create(tg_catalog *catalog, int64_t model_id, tg
             status = TG_CAT_NOT_FOUND;
         }
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
@@ -667,8 +668,7 @@ static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64
         sqlite3_bind_int64(st, 2, number);
         status = one_version(st, out);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id, const char *digest,
@@ -685,8 +685,7 @@ static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id,
         bind_text(st, 2, digest);
         status = one_version(st, out);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t model_id,
@@ -702,8 +701,7 @@ static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t mo
         sqlite3_bind_int64(st, 1, model_id);
         status = one_version(st, out);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
@@ -725,8 +723,7 @@ static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id, const char *digest,
@@ -758,8 +755,7 @@ static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id,
             }
         }
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static void read_file_record(sqlite3_stmt *st, tg_file_record *out);
@@ -836,18 +832,14 @@ static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t versi
         status = TG_CAT_ERROR;
     }
 done:
-    /* a full disk is noted before the ROLLBACK clears SQLite's error (507, not 500) */
-    if (status == TG_CAT_ERROR)
-        note_disk_full(k);
-    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK) {
-        note_disk_full(k);
-        status = TG_CAT_ERROR;
-    }
+    /* a full disk is told before the ROLLBACK clears SQLite's error (507, not 500) */
+    status = full_or(k, status);
+    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+        status = full_or(k, TG_CAT_ERROR);
     if (status != TG_CAT_OK)
         exec(k, "ROLLBACK");
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- aliases ---- */
@@ -867,8 +859,7 @@ static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const c
         sqlite3_bind_int64(st, 3, number);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
@@ -890,8 +881,7 @@ static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const c
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
@@ -910,8 +900,7 @@ static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- files ---- */
@@ -1068,8 +1057,7 @@ static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         status = TG_CAT_ERROR;
     }
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
@@ -1111,8 +1099,7 @@ static tg_cat_status sq_guard_check(tg_catalog *catalog, const tg_commit_guard *
     if (exec(k, "ROLLBACK") != SQLITE_OK)
         status = TG_CAT_ERROR;
 out:
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
@@ -1135,8 +1122,7 @@ static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const 
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
@@ -1160,8 +1146,7 @@ static tg_cat_status sq_file_stats(tg_catalog *catalog, int64_t version_id, cons
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
@@ -1183,8 +1168,7 @@ static tg_cat_status sq_file_delete(tg_catalog *catalog, int64_t version_id, con
     }
     exec(k, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK");
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
@@ -1210,8 +1194,7 @@ static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- rejections ---- */
@@ -1239,8 +1222,7 @@ static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *r
         sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
@@ -1275,8 +1257,7 @@ static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, u
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- tokens ---- */
@@ -1327,8 +1308,7 @@ static tg_cat_status sq_token_add(tg_catalog *catalog, const char *hash, tg_scop
         bind_text(st, 4, now);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
@@ -1350,8 +1330,7 @@ static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_s
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_each(tg_catalog *catalog,
@@ -1375,8 +1354,7 @@ static tg_cat_status sq_token_each(tg_catalog *catalog,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_revoke(tg_catalog *catalog, int64_t id)
@@ -1389,8 +1367,7 @@ static tg_cat_status sq_token_revoke(tg_catalog *catalog, int64_t id)
         sqlite3_bind_int64(st, 1, id);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- blobs ---- */
@@ -1417,8 +1394,7 @@ static tg_cat_status sq_blob_each(tg_catalog *catalog,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
@@ -1437,8 +1413,7 @@ static tg_cat_status sq_blob_referenced(tg_catalog *catalog, const char *sha256,
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
@@ -1458,8 +1433,7 @@ static tg_cat_status sq_token_id(tg_catalog *catalog, const char *hash, int64_t 
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_model_blobs(tg_catalog *catalog, int64_t model_id,
@@ -1480,8 +1454,7 @@ static tg_cat_status sq_model_blobs(tg_catalog *catalog, int64_t model_id,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- jobs ---- */
@@ -1595,8 +1568,7 @@ static tg_cat_status sq_job_create_by(tg_catalog *catalog, int64_t token_id, int
     tg_cat_status status = same_job(k, source_version_id, dtype, tensors_json, out);
     if (status != TG_CAT_NOT_FOUND) {
         *existing = status == TG_CAT_OK;
-        write_end(catalog, k);
-        return status;
+        return write_end(catalog, k, status);
     }
     sqlite3_stmt *st = statement(k, sql);
     status = TG_CAT_ERROR;
@@ -1618,16 +1590,14 @@ static tg_cat_status sq_job_create_by(tg_catalog *catalog, int64_t token_id, int
         else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
             status = TG_CAT_NOT_FOUND;
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
 {
     conn *k = read_begin(catalog);
     tg_cat_status status = job_by_id(k, job_id, out);
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
@@ -1647,8 +1617,7 @@ static tg_cat_status sq_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_S
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filter,
@@ -1679,7 +1648,7 @@ static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filte
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
+    status = read_end(catalog, k, status);
     free(job);
     return status;
 }
@@ -1771,8 +1740,7 @@ rollback:
     exec(k, "ROLLBACK");
     status = TG_CAT_ERROR;
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* Gives up this handle's lease of a running job (tg_catalog_job_release). */
@@ -1788,8 +1756,7 @@ static tg_cat_status sq_job_release(tg_catalog *catalog, int64_t job_id)
         bind_text(st, 2, catalog->lease_owner);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* Extends this handle's lease of a running job (tg_catalog_job_renew). */
@@ -1819,8 +1786,7 @@ static tg_cat_status sq_job_renew(tg_catalog *catalog, int64_t job_id)
             status = TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
@@ -1883,8 +1849,7 @@ rollback:
     exec(k, "ROLLBACK");
     *requeued = *failed = 0;
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
@@ -1903,8 +1868,7 @@ static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64
         bind_text(st, 4, catalog->lease_owner);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* queued or running -> failed, and its job_files rows go; detail NULL keeps the
@@ -1940,8 +1904,10 @@ static tg_cat_status finish_transaction(conn *k, tg_cat_status status)
 {
     if (status == TG_CAT_OK && exec(k, "COMMIT") == SQLITE_OK)
         return TG_CAT_OK;
+    /* a full disk is told before the ROLLBACK clears SQLite's error */
+    status = full_or(k, status == TG_CAT_OK ? TG_CAT_ERROR : status);
     exec(k, "ROLLBACK");
-    return status == TG_CAT_OK ? TG_CAT_ERROR : status;
+    return status;
 }
 
 /* Caller holds k: TG_CAT_OK unless the job is running under another handle's
@@ -1972,8 +1938,7 @@ static tg_cat_status sq_job_fail(tg_catalog *catalog, int64_t job_id, const char
             status = fail_job(k, job_id, reason, detail);
         status = finish_transaction(k, status);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* Marks a running job for the worker to stop; caller holds k. */
@@ -2010,8 +1975,7 @@ static tg_cat_status sq_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_s
         status = job_by_id(k, job_id, out);
     status = finish_transaction(k, status);
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_file_put(tg_catalog *catalog, int64_t job_id,
@@ -2040,8 +2004,7 @@ static tg_cat_status sq_job_file_put(tg_catalog *catalog, int64_t job_id,
         /* no row inserted: the job is gone, no longer running, or being cancelled */
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_file_list(tg_catalog *catalog, int64_t job_id,
@@ -2064,8 +2027,7 @@ static tg_cat_status sq_job_file_list(tg_catalog *catalog, int64_t job_id,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
@@ -2197,8 +2159,7 @@ rollback_job:
 rollback:
     exec(k, "ROLLBACK");
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- imports (schema 6) ---- */
@@ -2251,8 +2212,7 @@ static tg_cat_status sq_import_job_create(tg_catalog *catalog, int64_t token_id,
     else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
         status = TG_CAT_NOT_FOUND;
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
@@ -2320,8 +2280,7 @@ static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
     }
     status = finish_transaction(k, status);
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* The ended import jobs whose url may hold credentials (tg_catalog_job_scrub_urls).
@@ -2353,8 +2312,7 @@ static tg_cat_status sq_job_ended_urls(tg_catalog *catalog, int64_t job_id, int6
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
     }
     sqlite3_finalize(st);
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, const char *url)
@@ -2370,8 +2328,7 @@ static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
         status = sqlite3_step(st) == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
     }
     sqlite3_finalize(st);
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static const tg_catalog_ops sqlite_ops = {
