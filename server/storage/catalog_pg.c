@@ -32,6 +32,7 @@
  * is refused. */
 #include "catalog.h"
 #include "catalog_backend.h"
+#include "catalog_sql.h"
 #include "embedded.h"
 #include "log.h"
 
@@ -396,6 +397,22 @@ static void get_text(char *dst, size_t len, const PGresult *r, int row, int col)
     snprintf(dst, len, "%s", PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
 }
 
+static int64_t row_integer(const tg_cat_row *row, int column)
+{
+    return get_i64(row->result, row->index, column);
+}
+
+static void row_text(const tg_cat_row *row, int column, char *dst, size_t len)
+{
+    get_text(dst, len, row->result, row->index, column);
+}
+
+/* Row i of r, for the shared decoders (catalog_sql.h). */
+static tg_cat_row pg_row(const PGresult *r, int i)
+{
+    return (tg_cat_row){.integer = row_integer, .text = row_text, .result = r, .index = i};
+}
+
 /* The single row of r: TG_CAT_OK, TG_CAT_NOT_FOUND (none), or TG_CAT_ERROR (r NULL). */
 static tg_cat_status one_row(const PGresult *r, tg_cat_status failed)
 {
@@ -447,6 +464,47 @@ static bool open_exec(PGconn *db, const char *sql, int n, const char *const *par
     return ok;
 }
 
+static int pg_migration_version(void *ctx, int *version, char *err, size_t err_len)
+{
+    PGconn *db = ctx;
+    if (!open_exec(db,
+                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                   "version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+                   0, NULL, "cannot create schema_migrations", err, err_len))
+        return -1;
+    PGresult *r = PQexec(db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        snprintf(err, err_len, "cannot read schema_migrations: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        return -1;
+    }
+    *version = (int)get_i64(r, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
+static int pg_migration_apply(void *ctx, int number, char *err, size_t err_len)
+{
+    PGconn *db = ctx;
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    num v = n64(number);
+    const char *record[] = {v.s, now};
+    char what[64];
+    snprintf(what, sizeof what, "migration %d failed", number);
+    if (!open_exec(db, "BEGIN", 0, NULL, what, err, err_len))
+        return -1;
+    if (!open_exec(db, tg_migrations_pg[number - 1].sql, 0, NULL, what, err, err_len) ||
+        !open_exec(db, "INSERT INTO schema_migrations(version, applied_at) VALUES ($1, $2)", 2,
+                   record, what, err, err_len) ||
+        !open_exec(db, "COMMIT", 0, NULL, what, err, err_len)) {
+        PQclear(PQexec(db, "ROLLBACK"));
+        return -1;
+    }
+    tg_log(TG_LOG_INFO, "catalog: PostgreSQL schema migrated to version %d", number);
+    return 0;
+}
+
 /* Brings the database to the newest schema this binary knows, under the migration
  * advisory lock (a second replica waits, then finds nothing left to do). */
 static tg_cat_status apply_migrations(pg_catalog *c, PGconn *db, char *err, size_t err_len)
@@ -455,50 +513,11 @@ static tg_cat_status apply_migrations(pg_catalog *c, PGconn *db, char *err, size
     if (!open_exec(db, "SELECT pg_advisory_lock($1::bigint)", 1, lock_params,
                    "cannot take the catalog's migration lock", err, err_len))
         return TG_CAT_ERROR;
-    tg_cat_status status = TG_CAT_ERROR;
     int known = (int)tg_migrations_pg_count;
-    if (!open_exec(db,
-                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                   "version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
-                   0, NULL, "cannot create schema_migrations", err, err_len))
-        goto unlock;
-    PGresult *r = PQexec(db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-        snprintf(err, err_len, "cannot read schema_migrations: %s", PQresultErrorMessage(r));
-        PQclear(r);
-        goto unlock;
-    }
-    int current = (int)get_i64(r, 0, 0);
-    PQclear(r);
-    if (current > known) {
-        snprintf(err, err_len,
-                 "the catalog is at schema version %d, newer than this tensorgate knows (%d); "
-                 "run a newer tensorgate",
-                 current, known);
-        goto unlock;
-    }
-    for (int version = current + 1; version <= known; version++) {
-        char now[TG_TIME_LEN];
-        tg_time_now(now);
-        num v = n64(version);
-        const char *record[] = {v.s, now};
-        char what[64];
-        snprintf(what, sizeof what, "migration %d failed", version);
-        /* one transaction per migration: a crash leaves the catalog at a whole version */
-        if (!open_exec(db, "BEGIN", 0, NULL, what, err, err_len))
-            goto unlock;
-        if (!open_exec(db, tg_migrations_pg[version - 1].sql, 0, NULL, what, err, err_len) ||
-            !open_exec(db, "INSERT INTO schema_migrations(version, applied_at) VALUES ($1, $2)", 2,
-                       record, what, err, err_len) ||
-            !open_exec(db, "COMMIT", 0, NULL, what, err, err_len)) {
-            PQclear(PQexec(db, "ROLLBACK"));
-            goto unlock;
-        }
-        tg_log(TG_LOG_INFO, "catalog: PostgreSQL schema migrated to version %d", version);
-    }
-    c->schema_version = known;
-    status = TG_CAT_OK;
-unlock:
+    tg_cat_migrator migrator = {db, pg_migration_version, pg_migration_apply};
+    tg_cat_status status = tg_cat_migrate(&migrator, known, err, err_len);
+    if (status == TG_CAT_OK)
+        c->schema_version = known;
     if (!open_exec(db, "SELECT pg_advisory_unlock($1::bigint)", 1, lock_params,
                    "cannot release the migration lock", err, err_len) &&
         status == TG_CAT_OK)
@@ -572,22 +591,11 @@ static tg_cat_status pg_ping(tg_catalog *catalog)
 
 /* ---- models ---- */
 
-#define MODEL_COLUMNS "id, org, name, description, created_at"
-
-static void read_model(const PGresult *r, int row, tg_model *out)
-{
-    out->id = get_i64(r, row, 0);
-    get_text(out->org, sizeof out->org, r, row, 1);
-    get_text(out->name, sizeof out->name, r, row, 2);
-    get_text(out->description, sizeof out->description, r, row, 3);
-    get_text(out->created_at, sizeof out->created_at, r, row, 4);
-}
-
 static tg_cat_status pg_model_create(tg_catalog *catalog, const char *org, const char *name,
                                      const char *description, tg_model *out)
 {
     static const char sql[] = "INSERT INTO models(org, name, description, created_at)"
-                              " VALUES ($1, $2, $3, $4) RETURNING " MODEL_COLUMNS;
+                              " VALUES ($1, $2, $3, $4) RETURNING " TG_CAT_MODEL_COLUMNS;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     const char *params[] = {org, name, description ? description : "", now};
@@ -596,7 +604,7 @@ static tg_cat_status pg_model_create(tg_catalog *catalog, const char *org, const
     status = one_row(r, status);
     if (status == TG_CAT_OK) {
         memset(out, 0, sizeof *out);
-        read_model(r, 0, out);
+        tg_cat_read_model(pg_row(r, 0), out);
     } else if (status == TG_CAT_NOT_FOUND) {
         status = TG_CAT_ERROR;
     }
@@ -607,13 +615,14 @@ static tg_cat_status pg_model_create(tg_catalog *catalog, const char *org, const
 static tg_cat_status pg_model_get(tg_catalog *catalog, const char *org, const char *name,
                                   tg_model *out)
 {
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models WHERE org = $1 AND name = $2";
+    static const char sql[] =
+        "SELECT " TG_CAT_MODEL_COLUMNS " FROM models WHERE org = $1 AND name = $2";
     const char *params[] = {org, name};
     tg_cat_status status;
     PGresult *r = query(pg(catalog), true, sql, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_model(r, 0, out);
+        tg_cat_read_model(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -623,7 +632,7 @@ static tg_cat_status pg_model_list(tg_catalog *catalog, const char *org, const c
                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
 {
     static const char sql[] =
-        "SELECT " MODEL_COLUMNS " FROM models"
+        "SELECT " TG_CAT_MODEL_COLUMNS " FROM models"
         " WHERE ($1::text IS NULL OR (org, name) > ($1::text, $2::text))"
         "   AND ($3::text IS NULL OR strpos(org || '/' || name, $3::text) > 0)"
         "   AND ($5::text IS NULL OR org = $5::text)"
@@ -637,7 +646,7 @@ static tg_cat_status pg_model_list(tg_catalog *catalog, const char *org, const c
         return status;
     tg_model *model = malloc(sizeof *model);
     for (int i = 0; model != NULL && i < PQntuples(r); i++) {
-        read_model(r, i, model);
+        tg_cat_read_model(pg_row(r, i), model);
         visit(ctx, model);
     }
     status = model != NULL ? TG_CAT_OK : TG_CAT_ERROR;
@@ -669,22 +678,6 @@ static tg_cat_status pg_model_delete(tg_catalog *catalog, int64_t model_id)
 
 /* ---- versions ---- */
 
-#define VERSION_COLUMNS                                                                            \
-    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
-
-static void read_version(const PGresult *r, int row, tg_version *out)
-{
-    out->id = get_i64(r, row, 0);
-    out->model_id = get_i64(r, row, 1);
-    out->number = get_i64(r, row, 2);
-    out->published = strcmp(PQgetvalue(r, row, 3), "published") == 0;
-    get_text(out->created_at, sizeof out->created_at, r, row, 4);
-    get_text(out->published_at, sizeof out->published_at, r, row, 5);
-    get_text(out->digest, sizeof out->digest, r, row, 6);
-    out->derived_from = get_i64(r, row, 7);
-    get_text(out->derived_dtype, sizeof out->derived_dtype, r, row, 8);
-}
-
 /* One version from a single-row query (read, retried). */
 static tg_cat_status version_query(tg_catalog *catalog, const char *sql, int n,
                                    const char *const *params, tg_version *out)
@@ -693,7 +686,7 @@ static tg_cat_status version_query(tg_catalog *catalog, const char *sql, int n,
     PGresult *r = query(pg(catalog), true, sql, n, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_version(r, 0, out);
+        tg_cat_read_version(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -712,7 +705,7 @@ static tg_cat_status pg_version_create(tg_catalog *catalog, int64_t model_id, tg
     static const char sql[] =
         "INSERT INTO versions(model_id, number, state, created_at)"
         " SELECT $1, coalesce(max(number), 0) + 1, 'draft', $2 FROM versions WHERE model_id = $1"
-        " RETURNING " VERSION_COLUMNS;
+        " RETURNING " TG_CAT_VERSION_COLUMNS;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num id = n64(model_id);
@@ -725,7 +718,7 @@ static tg_cat_status pg_version_create(tg_catalog *catalog, int64_t model_id, tg
         PGresult *r = tx_q(&t, sql, 2, params);
         status = one_row(r, t.status);
         if (status == TG_CAT_OK)
-            read_version(r, 0, out);
+            tg_cat_read_version(pg_row(r, 0), out);
         else if (status == TG_CAT_NOT_FOUND)
             status = TG_CAT_ERROR;
         PQclear(r);
@@ -738,9 +731,10 @@ static tg_cat_status pg_version_get(tg_catalog *catalog, int64_t model_id, int64
 {
     num m = n64(model_id), v = n64(number);
     const char *params[] = {m.s, v.s};
-    return version_query(
-        catalog, "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND number = $2", 2,
-        params, out);
+    return version_query(catalog,
+                         "SELECT " TG_CAT_VERSION_COLUMNS
+                         " FROM versions WHERE model_id = $1 AND number = $2",
+                         2, params, out);
 }
 
 static tg_cat_status pg_version_by_digest(tg_catalog *catalog, int64_t model_id, const char *digest,
@@ -749,7 +743,7 @@ static tg_cat_status pg_version_by_digest(tg_catalog *catalog, int64_t model_id,
     num m = n64(model_id);
     const char *params[] = {m.s, digest};
     return version_query(catalog,
-                         "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
+                         "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
                          " digest = $2 ORDER BY number DESC LIMIT 1",
                          2, params, out);
 }
@@ -760,7 +754,7 @@ static tg_cat_status pg_version_latest_published(tg_catalog *catalog, int64_t mo
     num m = n64(model_id);
     const char *params[] = {m.s};
     return version_query(catalog,
-                         "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
+                         "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
                          " state = 'published' ORDER BY number DESC LIMIT 1",
                          1, params, out);
 }
@@ -773,13 +767,13 @@ static tg_cat_status pg_version_list(tg_catalog *catalog, int64_t model_id,
     tg_cat_status status;
     PGresult *r =
         query(pg(catalog), true,
-              "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 ORDER BY number", 1,
-              params, &status);
+              "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = $1 ORDER BY number",
+              1, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
         tg_version version;
-        read_version(r, i, &version);
+        tg_cat_read_version(pg_row(r, i), &version);
         visit(ctx, &version);
     }
     PQclear(r);
@@ -793,7 +787,7 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
      * re-reads the row: no longer a draft, it changes nothing (CONFLICT). */
     static const char sql[] = "UPDATE versions SET state = 'published', published_at = $1,"
                               " digest = $2 WHERE id = $3 AND state = 'draft'"
-                              " RETURNING " VERSION_COLUMNS;
+                              " RETURNING " TG_CAT_VERSION_COLUMNS;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num id = n64(version_id);
@@ -802,7 +796,7 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
     PGresult *r = query(pg(catalog), false, sql, 3, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_version(r, 0, out);
+        tg_cat_read_version(pg_row(r, 0), out);
     else if (status == TG_CAT_NOT_FOUND)
         status = TG_CAT_CONFLICT; /* already published (or gone) */
     PQclear(r);
@@ -862,23 +856,6 @@ static tg_cat_status pg_alias_list(tg_catalog *catalog, int64_t model_id,
 }
 
 /* ---- files ---- */
-
-#define FILE_COLUMNS                                                                               \
-    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
-
-static void read_file_record(const PGresult *r, int row, tg_file_record *out)
-{
-    get_text(out->path, sizeof out->path, r, row, 0);
-    get_text(out->kind, sizeof out->kind, r, row, 1);
-    out->size = (uint64_t)get_i64(r, row, 2);
-    get_text(out->sha256, sizeof out->sha256, r, row, 3);
-    out->tensors = (uint64_t)get_i64(r, row, 4);
-    out->parameters = (uint64_t)get_i64(r, row, 5);
-    out->nan = (uint64_t)get_i64(r, row, 6);
-    out->inf = (uint64_t)get_i64(r, row, 7);
-    get_text(out->created_at, sizeof out->created_at, r, row, 8);
-    get_text(out->source_url, sizeof out->source_url, r, row, 9);
-}
 
 /* Inside t: the version exists and is a draft, its row share-locked until the
  * end of t (a publish waits). */
@@ -1036,12 +1013,13 @@ static tg_cat_status pg_file_get(tg_catalog *catalog, int64_t version_id, const 
     num vid = n64(version_id);
     const char *params[] = {vid.s, path};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = $1 AND path = $2", 2,
-                        params, &status);
+    PGresult *r =
+        query(pg(catalog), true,
+              "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = $1 AND path = $2", 2,
+              params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_file_record(r, 0, out);
+        tg_cat_read_file(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -1089,14 +1067,14 @@ static tg_cat_status pg_file_list(tg_catalog *catalog, int64_t version_id, const
     const char *params[] = {vid.s, after_path, limit == 0 ? NULL : lim.s};
     tg_cat_status status;
     PGresult *r = query(pg(catalog), true,
-                        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = $1"
+                        "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = $1"
                         " AND ($2::text IS NULL OR path > $2::text) ORDER BY path LIMIT $3::bigint",
                         3, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
         tg_file_record file;
-        read_file_record(r, i, &file);
+        tg_cat_read_file(pg_row(r, i), &file);
         visit(ctx, &file);
     }
     PQclear(r);
@@ -1125,11 +1103,11 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
     }
     PQclear(r);
     if (status == TG_CAT_OK) {
-        r = tx_q(&t, "SELECT " FILE_COLUMNS " FROM files WHERE version_id = $1", 1, params);
+        r = tx_q(&t, "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = $1", 1, params);
         tg_file_records stored = {0};
         for (int i = 0; r != NULL && i < PQntuples(r); i++) {
             tg_file_record file;
-            read_file_record(r, i, &file);
+            tg_cat_read_file(pg_row(r, i), &file);
             tg_file_records_collect(&stored, &file);
         }
         if (r == NULL || stored.failed)
@@ -1145,11 +1123,11 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
         const char *update[] = {now, digest, id.s};
         r = tx_q(&t,
                  "UPDATE versions SET state = 'published', published_at = $1, digest = $2"
-                 " WHERE id = $3 AND state = 'draft' RETURNING " VERSION_COLUMNS,
+                 " WHERE id = $3 AND state = 'draft' RETURNING " TG_CAT_VERSION_COLUMNS,
                  3, update);
         status = one_row(r, t.status);
         if (status == TG_CAT_OK)
-            read_version(r, 0, out);
+            tg_cat_read_version(pg_row(r, 0), out);
         else if (status == TG_CAT_NOT_FOUND)
             status = TG_CAT_ERROR;
         PQclear(r);
@@ -1215,36 +1193,10 @@ static tg_cat_status pg_rejection_list(tg_catalog *catalog, int64_t before_id, u
 
 /* ---- tokens ---- */
 
-static const char *scope_name(tg_scope scope)
-{
-    switch (scope) {
-    case TG_SCOPE_READ:
-        return "read";
-    case TG_SCOPE_WRITE:
-        return "write";
-    case TG_SCOPE_ADMIN:
-        return "admin";
-    case TG_SCOPE_NONE:
-        break;
-    }
-    return NULL;
-}
-
-static tg_scope scope_from_text(const char *text)
-{
-    if (strcmp(text, "read") == 0)
-        return TG_SCOPE_READ;
-    if (strcmp(text, "write") == 0)
-        return TG_SCOPE_WRITE;
-    if (strcmp(text, "admin") == 0)
-        return TG_SCOPE_ADMIN;
-    return TG_SCOPE_NONE;
-}
-
 static tg_cat_status pg_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
                                   const char *namespace_or_null)
 {
-    const char *scope_text = scope_name(scope);
+    const char *scope_text = tg_cat_scope_name(scope);
     if (scope_text == NULL)
         return TG_CAT_ERROR;
     char now[TG_TIME_LEN];
@@ -1269,7 +1221,7 @@ static tg_cat_status pg_token_lookup(tg_catalog *catalog, const char *hash, tg_s
                         params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK) {
-        *scope = scope_from_text(PQgetvalue(r, 0, 0));
+        *scope = tg_cat_scope_from_name(PQgetvalue(r, 0, 0));
         get_text(namespace_out, namespace_len, r, 0, 1);
     }
     PQclear(r);
@@ -1289,7 +1241,7 @@ static tg_cat_status pg_token_each(tg_catalog *catalog,
         tg_token_info token;
         memset(&token, 0, sizeof token);
         token.id = get_i64(r, i, 0);
-        token.scope = scope_from_text(PQgetvalue(r, i, 1));
+        token.scope = tg_cat_scope_from_name(PQgetvalue(r, i, 1));
         get_text(token.namespace_name, sizeof token.namespace_name, r, i, 2);
         get_text(token.created_at, sizeof token.created_at, r, i, 3);
         visit(ctx, &token);
@@ -1394,60 +1346,21 @@ static tg_cat_status pg_blob_referenced(tg_catalog *catalog, const char *sha256,
 
 /* ---- jobs ---- */
 
-#define JOB_COLUMNS                                                                                \
-    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
-    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
-    " j.kind, j.url, j.path"
-#define JOB_FROM                                                                                   \
-    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
-    "j.source_version_id"
 /* The database's clock in Unix milliseconds: every replica's leases use the same clock. */
 #define DB_NOW "(extract(epoch from clock_timestamp()) * 1000)::bigint"
-
-static void read_job(const PGresult *r, int row, tg_job *out)
-{
-    out->id = get_i64(r, row, 0);
-    const char *state = PQgetvalue(r, row, 1);
-    out->state = TG_JOB_FAILED;
-    for (int i = TG_JOB_QUEUED; i <= TG_JOB_FAILED; i++)
-        if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
-            out->state = (tg_job_state)i;
-    out->model_id = get_i64(r, row, 2);
-    get_text(out->org, sizeof out->org, r, row, 3);
-    get_text(out->name, sizeof out->name, r, row, 4);
-    out->source_version_id = get_i64(r, row, 5);
-    out->source_number = get_i64(r, row, 6);
-    get_text(out->dtype, sizeof out->dtype, r, row, 7);
-    get_text(out->tensors, sizeof out->tensors, r, row, 8);
-    out->bytes_done = (uint64_t)get_i64(r, row, 9);
-    out->bytes_total = (uint64_t)get_i64(r, row, 10);
-    out->attempts = get_i64(r, row, 11);
-    out->result_version = get_i64(r, row, 12);
-    get_text(out->error_reason, sizeof out->error_reason, r, row, 13);
-    get_text(out->error_detail, sizeof out->error_detail, r, row, 14);
-    out->cancel_requested = strcmp(out->error_reason, "cancelled") == 0;
-    get_text(out->created_at, sizeof out->created_at, r, row, 15);
-    get_text(out->started_at, sizeof out->started_at, r, row, 16);
-    get_text(out->finished_at, sizeof out->finished_at, r, row, 17);
-    out->token_id = get_i64(r, row, 18);
-    get_text(out->worker, sizeof out->worker, r, row, 19);
-    get_text(out->kind, sizeof out->kind, r, row, 20);
-    get_text(out->url, sizeof out->url, r, row, 21);
-    get_text(out->path, sizeof out->path, r, row, 22);
-}
 
 /* Inside t: the job (lock: FOR UPDATE OF its row). */
 static tg_cat_status tx_job(tx *t, const char *job_id, bool lock, tg_job *out, bool *ours)
 {
     const char *params[] = {job_id};
-    PGresult *r = tx_q(t,
-                       lock ? "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = $1 FOR UPDATE OF j"
-                            : "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = $1",
-                       1, params);
+    PGresult *r =
+        tx_q(t,
+             lock ? "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = $1 FOR UPDATE OF j"
+                  : "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = $1",
+             1, params);
     tg_cat_status status = one_row(r, t->status);
     if (status == TG_CAT_OK) {
-        read_job(r, 0, out);
+        tg_cat_read_job(pg_row(r, 0), out);
         if (ours != NULL)
             *ours =
                 PQgetisnull(r, 0, 19) || strcmp(PQgetvalue(r, 0, 19), t->c->base.lease_owner) == 0;
@@ -1461,11 +1374,12 @@ static tg_cat_status pg_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out
     num id = n64(job_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = $1", 1,
-                        params, &status);
+    PGresult *r =
+        query(pg(catalog), true, "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = $1", 1,
+              params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_job(r, 0, out);
+        tg_cat_read_job(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -1669,7 +1583,7 @@ static tg_cat_status pg_job_list(tg_catalog *catalog, const tg_job_filter *filte
                                  void (*visit)(void *ctx, const tg_job *job), void *ctx)
 {
     static const char sql[] =
-        "SELECT " JOB_COLUMNS JOB_FROM
+        "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM
         " WHERE ($1::text IS NULL OR j.state = $1::text) AND ($2::text IS NULL OR m.org = $2::text)"
         " AND ($3::text IS NULL OR m.name = $3::text) AND ($4::bigint <= 0 OR j.id < $4::bigint)"
         " ORDER BY j.id DESC LIMIT $5::bigint";
@@ -1683,7 +1597,7 @@ static tg_cat_status pg_job_list(tg_catalog *catalog, const tg_job_filter *filte
     PGresult *r = query(pg(catalog), true, sql, 5, params, &status);
     if (r != NULL) {
         for (int i = 0; i < PQntuples(r); i++) {
-            read_job(r, i, job);
+            tg_cat_read_job(pg_row(r, i), job);
             visit(ctx, job);
         }
         status = TG_CAT_OK;
@@ -1966,7 +1880,7 @@ static tg_cat_status pg_job_file_list(tg_catalog *catalog, int64_t job_id,
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
         tg_file_record file;
-        read_file_record(r, i, &file);
+        tg_cat_read_file(pg_row(r, i), &file);
         visit(ctx, &file);
     }
     PQclear(r);
@@ -1980,7 +1894,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         "INSERT INTO versions(model_id, number, state, created_at, published_at, digest,"
         " derived_from, derived_dtype)"
         " SELECT $1, coalesce(max(number), 0) + 1, 'published', $2, $2, $3, $4, $5"
-        " FROM versions WHERE model_id = $1 RETURNING " VERSION_COLUMNS;
+        " FROM versions WHERE model_id = $1 RETURNING " TG_CAT_VERSION_COLUMNS;
     static const char carried_sql[] =
         "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
         " tensor_stats, created_at)"
@@ -2042,7 +1956,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         r = tx_q(&t, version_sql, 5, params);
         status = one_row(r, t.status);
         if (status == TG_CAT_OK)
-            read_version(r, 0, out);
+            tg_cat_read_version(pg_row(r, 0), out);
         else if (status == TG_CAT_NOT_FOUND)
             status = TG_CAT_ERROR;
         PQclear(r);

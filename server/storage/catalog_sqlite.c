@@ -17,6 +17,7 @@
  * and cached by their SQL text's address. */
 #include "catalog.h"
 #include "catalog_backend.h"
+#include "catalog_sql.h"
 #include "embedded.h"
 #include "log.h"
 
@@ -109,6 +110,22 @@ static void copy_text(char *dst, size_t dst_len, sqlite3_stmt *st, int column)
 {
     const unsigned char *text = sqlite3_column_text(st, column);
     snprintf(dst, dst_len, "%s", text ? (const char *)text : "");
+}
+
+static int64_t row_integer(const tg_cat_row *row, int column)
+{
+    return sqlite3_column_int64((sqlite3_stmt *)row->result, column);
+}
+
+static void row_text(const tg_cat_row *row, int column, char *dst, size_t len)
+{
+    copy_text(dst, len, (sqlite3_stmt *)row->result, column);
+}
+
+/* The current row of st, for the shared decoders (catalog_sql.h). */
+static tg_cat_row sq_row(sqlite3_stmt *st)
+{
+    return (tg_cat_row){.integer = row_integer, .text = row_text, .result = st};
 }
 
 static void bind_text(sqlite3_stmt *st, int index, const char *text)
@@ -274,14 +291,19 @@ static bool foreign_keys_hold(conn *k)
     return hold;
 }
 
-/* Brings the catalog to the newest schema on the writer (at open, before any reader). */
-static tg_cat_status apply_migrations(sqlite_catalog *c, char *err, size_t err_len)
+/* The migration driver's view of the writer (catalog_sql.h). */
+typedef struct sq_migrator {
+    conn *k;
+    bool foreign_keys_off;
+} sq_migrator;
+
+static int sq_migration_version(void *ctx, int *version, char *err, size_t err_len)
 {
-    conn *k = &c->writer;
+    conn *k = ((sq_migrator *)ctx)->k;
     if (exec(k, "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)") != SQLITE_OK) {
         snprintf(err, err_len, "cannot create schema_migrations: %s", sqlite3_errmsg(k->db));
-        return TG_CAT_ERROR;
+        return -1;
     }
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(k->db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1,
@@ -289,62 +311,66 @@ static tg_cat_status apply_migrations(sqlite_catalog *c, char *err, size_t err_l
         sqlite3_step(st) != SQLITE_ROW) {
         snprintf(err, err_len, "cannot read schema_migrations: %s", sqlite3_errmsg(k->db));
         sqlite3_finalize(st);
-        return TG_CAT_ERROR;
+        return -1;
     }
-    int current = sqlite3_column_int(st, 0);
+    *version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    if (current > MIGRATION_COUNT) {
-        snprintf(err, err_len,
-                 "the catalog is at schema version %d, newer than this tensorgate knows (%d); "
-                 "run a newer tensorgate",
-                 current, MIGRATION_COUNT);
-        return TG_CAT_ERROR;
-    }
+    return 0;
+}
+
+static int sq_migration_apply(void *ctx, int number, char *err, size_t err_len)
+{
+    sq_migrator *m = ctx;
+    conn *k = m->k;
     /* A migration may rebuild a table (new, copy, drop, rename: SQLite cannot change a
      * key in place), and with foreign keys on the DROP would cascade into every row
      * that references it. So they are off while migrations run (the pragma cannot
      * change inside a transaction) and each migration checks them before its commit. */
-    if (current < MIGRATION_COUNT && exec(k, "PRAGMA foreign_keys=OFF") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
-        return TG_CAT_ERROR;
-    }
-    for (int version = current + 1; version <= MIGRATION_COUNT; version++) {
-        char now[TG_TIME_LEN];
-        tg_time_now(now);
-        char record[128];
-        snprintf(record, sizeof record,
-                 "INSERT INTO schema_migrations(version, applied_at) VALUES (%d, '%s')", version,
-                 now);
-        /* One transaction per migration: a crash leaves the catalog at a whole version. */
-        if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
-            goto fail;
-        if (exec(k, tg_catalog_migration_sql(version)) != SQLITE_OK ||
-            exec(k, record) != SQLITE_OK) {
-            exec(k, "ROLLBACK");
-            goto fail;
+    if (!m->foreign_keys_off) {
+        if (exec(k, "PRAGMA foreign_keys=OFF") != SQLITE_OK) {
+            snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
+            return -1;
         }
-        if (!foreign_keys_hold(k)) {
-            exec(k, "ROLLBACK");
-            snprintf(err, err_len,
-                     "migration %d failed: it leaves rows whose foreign key has no parent",
-                     version);
-            exec(k, "PRAGMA foreign_keys=ON");
-            return TG_CAT_ERROR;
-        }
-        if (exec(k, "COMMIT") != SQLITE_OK)
-            goto fail;
-        continue;
-    fail:
-        snprintf(err, err_len, "migration %d failed: %s", version, sqlite3_errmsg(k->db));
-        exec(k, "PRAGMA foreign_keys=ON");
-        return TG_CAT_ERROR;
+        m->foreign_keys_off = true;
     }
-    if (exec(k, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
-        return TG_CAT_ERROR;
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    char record[128];
+    snprintf(record, sizeof record,
+             "INSERT INTO schema_migrations(version, applied_at) VALUES (%d, '%s')", number, now);
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto fail;
+    if (exec(k, tg_catalog_migration_sql(number)) != SQLITE_OK || exec(k, record) != SQLITE_OK) {
+        exec(k, "ROLLBACK");
+        goto fail;
     }
-    c->schema_version = MIGRATION_COUNT;
-    return TG_CAT_OK;
+    if (!foreign_keys_hold(k)) {
+        exec(k, "ROLLBACK");
+        snprintf(err, err_len,
+                 "migration %d failed: it leaves rows whose foreign key has no parent", number);
+        return -1;
+    }
+    if (exec(k, "COMMIT") == SQLITE_OK)
+        return 0;
+fail:
+    snprintf(err, err_len, "migration %d failed: %s", number, sqlite3_errmsg(k->db));
+    return -1;
+}
+
+/* Brings the catalog to the newest schema on the writer (at open, before any reader). */
+static tg_cat_status apply_migrations(sqlite_catalog *c, char *err, size_t err_len)
+{
+    sq_migrator m = {.k = &c->writer};
+    tg_cat_migrator migrator = {&m, sq_migration_version, sq_migration_apply};
+    tg_cat_status status = tg_cat_migrate(&migrator, MIGRATION_COUNT, err, err_len);
+    if (m.foreign_keys_off && exec(m.k, "PRAGMA foreign_keys=ON") != SQLITE_OK &&
+        status == TG_CAT_OK) {
+        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(m.k->db));
+        status = TG_CAT_ERROR;
+    }
+    if (status == TG_CAT_OK)
+        c->schema_version = MIGRATION_COUNT;
+    return status;
 }
 
 static void sq_close(tg_catalog *catalog)
@@ -468,17 +494,6 @@ static tg_cat_status sq_ping(tg_catalog *catalog)
 
 /* ---- models ---- */
 
-#define MODEL_COLUMNS "id, org, name, description, created_at"
-
-static void read_model(sqlite3_stmt *st, tg_model *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    copy_text(out->org, sizeof out->org, st, 1);
-    copy_text(out->name, sizeof out->name, st, 2);
-    copy_text(out->description, sizeof out->description, st, 3);
-    copy_text(out->created_at, sizeof out->created_at, st, 4);
-}
-
 static tg_cat_status sq_model_create(tg_catalog *catalog, const char *org, const char *name,
                                      const char *description, tg_model *out)
 {
@@ -515,7 +530,8 @@ static tg_cat_status sq_model_create(tg_catalog *catalog, const char *org, const
 static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const char *name,
                                   tg_model *out)
 {
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?";
+    static const char sql[] =
+        "SELECT " TG_CAT_MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -524,7 +540,7 @@ static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const ch
         bind_text(st, 2, name);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            read_model(st, out);
+            tg_cat_read_model(sq_row(st), out);
             status = TG_CAT_OK;
         } else if (rc == SQLITE_DONE) {
             status = TG_CAT_NOT_FOUND;
@@ -538,7 +554,7 @@ static tg_cat_status sq_model_list(tg_catalog *catalog, const char *org, const c
                                    const char *after_org, const char *after_name, unsigned limit,
                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
 {
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models"
+    static const char sql[] = "SELECT " TG_CAT_MODEL_COLUMNS " FROM models"
                               " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
                               "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
                               "   AND (?5 IS NULL OR org = ?5)"
@@ -555,7 +571,7 @@ static tg_cat_status sq_model_list(tg_catalog *catalog, const char *org, const c
         int rc = SQLITE_ERROR;
         tg_model *model = malloc(sizeof *model);
         while (model && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_model(st, model);
+            tg_cat_read_model(sq_row(st), model);
             visit(ctx, model);
         }
         status = (model && rc == SQLITE_DONE) ? TG_CAT_OK : TG_CAT_ERROR;
@@ -593,30 +609,13 @@ static tg_cat_status sq_model_delete(tg_catalog *catalog, int64_t model_id)
 
 /* ---- versions ---- */
 
-#define VERSION_COLUMNS                                                                            \
-    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
-
-static void read_version(sqlite3_stmt *st, tg_version *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    out->model_id = sqlite3_column_int64(st, 1);
-    out->number = sqlite3_column_int64(st, 2);
-    const unsigned char *state = sqlite3_column_text(st, 3);
-    out->published = state != NULL && strcmp((const char *)state, "published") == 0;
-    copy_text(out->created_at, sizeof out->created_at, st, 4);
-    copy_text(out->published_at, sizeof out->published_at, st, 5);
-    copy_text(out->digest, sizeof out->digest, st, 6);
-    out->derived_from = sqlite3_column_int64(st, 7); /* NULL reads as 0 */
-    copy_text(out->derived_dtype, sizeof out->derived_dtype, st, 8);
-}
-
 /* Runs a prepared single-row version query; caller holds k. */
 static tg_cat_status one_version(sqlite3_stmt *st, tg_version *out)
 {
     int rc = sqlite3_step(st);
     tg_cat_status status = TG_CAT_ERROR;
     if (rc == SQLITE_ROW) {
-        read_version(st, out);
+        tg_cat_read_version(sq_row(st), out);
         status = TG_CAT_OK;
     } else if (rc == SQLITE_DONE) {
         status = TG_CAT_NOT_FOUND;
@@ -630,7 +629,7 @@ static tg_cat_status sq_version_create(tg_catalog *catalog, int64_t model_id, tg
     static const char insert_sql[] =
         "INSERT INTO versions(model_id, number, state, created_at)"
         " SELECT ?1, coalesce(max(number), 0) + 1, 'draft', ?2 FROM versions WHERE model_id = ?1";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -659,7 +658,7 @@ static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64
                                     tg_version *out)
 {
     static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?";
+        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -675,7 +674,7 @@ static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id,
                                           tg_version *out)
 {
     static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"
+        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"
         " ORDER BY number DESC LIMIT 1";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
@@ -692,7 +691,7 @@ static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t mo
                                                  tg_version *out)
 {
     static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
+        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
         " ORDER BY number DESC LIMIT 1";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
@@ -708,7 +707,7 @@ static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
                                      void (*visit)(void *ctx, const tg_version *version), void *ctx)
 {
     static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number";
+        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -717,7 +716,7 @@ static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
         int rc;
         tg_version version;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_version(st, &version);
+            tg_cat_read_version(sq_row(st), &version);
             visit(ctx, &version);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
@@ -732,7 +731,7 @@ static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id,
     static const char update_sql[] =
         "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
         " WHERE id = ? AND state = 'draft'";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -758,8 +757,6 @@ static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id,
     return write_end(catalog, k, status);
 }
 
-static void read_file_record(sqlite3_stmt *st, tg_file_record *out);
-
 static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t version_id,
                                               const char *digest, const tg_file_record *files,
                                               size_t count, tg_version *out, const char **why)
@@ -771,7 +768,7 @@ static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t versi
     static const char update_sql[] =
         "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
         " WHERE id = ? AND state = 'draft'";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -800,7 +797,7 @@ static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t versi
     tg_file_records stored = {0};
     tg_file_record file;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        read_file_record(st, &file);
+        tg_cat_read_file(sq_row(st), &file);
         tg_file_records_collect(&stored, &file);
     }
     sqlite3_reset(st);
@@ -904,23 +901,6 @@ static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
 }
 
 /* ---- files ---- */
-
-#define FILE_COLUMNS                                                                               \
-    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
-
-static void read_file_record(sqlite3_stmt *st, tg_file_record *out)
-{
-    copy_text(out->path, sizeof out->path, st, 0);
-    copy_text(out->kind, sizeof out->kind, st, 1);
-    out->size = (uint64_t)sqlite3_column_int64(st, 2);
-    copy_text(out->sha256, sizeof out->sha256, st, 3);
-    out->tensors = (uint64_t)sqlite3_column_int64(st, 4);
-    out->parameters = (uint64_t)sqlite3_column_int64(st, 5);
-    out->nan = (uint64_t)sqlite3_column_int64(st, 6);
-    out->inf = (uint64_t)sqlite3_column_int64(st, 7);
-    copy_text(out->created_at, sizeof out->created_at, st, 8);
-    copy_text(out->source_url, sizeof out->source_url, st, 9); /* NULL (or absent): "" */
-}
 
 /* Caller holds k: TG_CAT_OK when the version exists and is a draft. */
 static tg_cat_status check_draft(conn *k, int64_t version_id)
@@ -1106,7 +1086,7 @@ static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const 
                                  tg_file_record *out)
 {
     static const char sql[] =
-        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?";
+        "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1115,7 +1095,7 @@ static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const 
         bind_text(st, 2, path);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            read_file_record(st, out);
+            tg_cat_read_file(sq_row(st), out);
             status = TG_CAT_OK;
         } else if (rc == SQLITE_DONE) {
             status = TG_CAT_NOT_FOUND;
@@ -1175,9 +1155,9 @@ static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const
                                   unsigned limit,
                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
 {
-    static const char sql[] =
-        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
-        " ORDER BY path LIMIT ?3";
+    static const char sql[] = "SELECT " TG_CAT_FILE_COLUMNS
+                              " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
+                              " ORDER BY path LIMIT ?3";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1188,7 +1168,7 @@ static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const
         int rc;
         tg_file_record file;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_file_record(st, &file);
+            tg_cat_read_file(sq_row(st), &file);
             visit(ctx, &file);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
@@ -1262,38 +1242,12 @@ static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, u
 
 /* ---- tokens ---- */
 
-static const char *scope_name(tg_scope scope)
-{
-    switch (scope) {
-    case TG_SCOPE_READ:
-        return "read";
-    case TG_SCOPE_WRITE:
-        return "write";
-    case TG_SCOPE_ADMIN:
-        return "admin";
-    case TG_SCOPE_NONE:
-        break;
-    }
-    return NULL;
-}
-
-static tg_scope scope_from_text(const char *text)
-{
-    if (text && strcmp(text, "read") == 0)
-        return TG_SCOPE_READ;
-    if (text && strcmp(text, "write") == 0)
-        return TG_SCOPE_WRITE;
-    if (text && strcmp(text, "admin") == 0)
-        return TG_SCOPE_ADMIN;
-    return TG_SCOPE_NONE;
-}
-
 static tg_cat_status sq_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
                                   const char *namespace_or_null)
 {
     static const char sql[] =
         "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)";
-    const char *scope_text = scope_name(scope);
+    const char *scope_text = tg_cat_scope_name(scope);
     if (scope_text == NULL)
         return TG_CAT_ERROR;
     char now[TG_TIME_LEN];
@@ -1322,7 +1276,7 @@ static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_s
         bind_text(st, 1, hash);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            *scope = scope_from_text((const char *)sqlite3_column_text(st, 0));
+            *scope = tg_cat_scope_from_name((const char *)sqlite3_column_text(st, 0));
             copy_text(namespace_out, namespace_len, st, 1);
             status = TG_CAT_OK;
         } else if (rc == SQLITE_DONE) {
@@ -1346,7 +1300,7 @@ static tg_cat_status sq_token_each(tg_catalog *catalog,
             tg_token_info token;
             memset(&token, 0, sizeof token);
             token.id = sqlite3_column_int64(st, 0);
-            token.scope = scope_from_text((const char *)sqlite3_column_text(st, 1));
+            token.scope = tg_cat_scope_from_name((const char *)sqlite3_column_text(st, 1));
             copy_text(token.namespace_name, sizeof token.namespace_name, st, 2);
             copy_text(token.created_at, sizeof token.created_at, st, 3);
             visit(ctx, &token);
@@ -1467,51 +1421,10 @@ static bool step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE;
 }
 
-#define JOB_COLUMNS                                                                                \
-    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
-    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
-    " j.kind, j.url, j.path"
-#define JOB_FROM                                                                                   \
-    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
-    "j.source_version_id"
-
-static void read_job(sqlite3_stmt *st, tg_job *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    const char *state = (const char *)sqlite3_column_text(st, 1);
-    out->state = TG_JOB_FAILED;
-    for (int i = TG_JOB_QUEUED; state != NULL && i <= TG_JOB_FAILED; i++)
-        if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
-            out->state = (tg_job_state)i;
-    out->model_id = sqlite3_column_int64(st, 2);
-    copy_text(out->org, sizeof out->org, st, 3);
-    copy_text(out->name, sizeof out->name, st, 4);
-    out->source_version_id = sqlite3_column_int64(st, 5);
-    out->source_number = sqlite3_column_int64(st, 6);
-    copy_text(out->dtype, sizeof out->dtype, st, 7);
-    copy_text(out->tensors, sizeof out->tensors, st, 8);
-    out->bytes_done = (uint64_t)sqlite3_column_int64(st, 9);
-    out->bytes_total = (uint64_t)sqlite3_column_int64(st, 10);
-    out->attempts = sqlite3_column_int64(st, 11);
-    out->result_version = sqlite3_column_int64(st, 12);
-    copy_text(out->error_reason, sizeof out->error_reason, st, 13);
-    copy_text(out->error_detail, sizeof out->error_detail, st, 14);
-    out->cancel_requested = strcmp(out->error_reason, "cancelled") == 0;
-    copy_text(out->created_at, sizeof out->created_at, st, 15);
-    copy_text(out->started_at, sizeof out->started_at, st, 16);
-    copy_text(out->finished_at, sizeof out->finished_at, st, 17);
-    out->token_id = sqlite3_column_int64(st, 18);
-    copy_text(out->worker, sizeof out->worker, st, 19);
-    copy_text(out->kind, sizeof out->kind, st, 20);
-    copy_text(out->url, sizeof out->url, st, 21);
-    copy_text(out->path, sizeof out->path, st, 22);
-}
-
 /* Caller holds k. */
 static tg_cat_status job_by_id(conn *k, int64_t job_id, tg_job *out)
 {
-    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = ?";
+    static const char sql[] = "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = ?";
     sqlite3_stmt *st = statement(k, sql);
     if (st == NULL)
         return TG_CAT_ERROR;
@@ -1519,7 +1432,7 @@ static tg_cat_status job_by_id(conn *k, int64_t job_id, tg_job *out)
     int rc = sqlite3_step(st);
     tg_cat_status status = TG_CAT_ERROR;
     if (rc == SQLITE_ROW) {
-        read_job(st, out);
+        tg_cat_read_job(sq_row(st), out);
         status = TG_CAT_OK;
     } else if (rc == SQLITE_DONE) {
         status = TG_CAT_NOT_FOUND;
@@ -1624,7 +1537,7 @@ static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filte
                                  int64_t before_id, unsigned limit,
                                  void (*visit)(void *ctx, const tg_job *job), void *ctx)
 {
-    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM
+    static const char sql[] = "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM
                               " WHERE (?1 IS NULL OR j.state = ?1) AND (?2 IS NULL OR m.org = ?2)"
                               " AND (?3 IS NULL OR m.name = ?3) AND (?4 <= 0 OR j.id < ?4)"
                               " ORDER BY j.id DESC LIMIT ?5";
@@ -1642,7 +1555,7 @@ static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filte
         sqlite3_bind_int64(st, 5, limit);
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_job(st, job);
+            tg_cat_read_job(sq_row(st), job);
             visit(ctx, job);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
@@ -2021,7 +1934,7 @@ static tg_cat_status sq_job_file_list(tg_catalog *catalog, int64_t job_id,
         int rc;
         tg_file_record file;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_file_record(st, &file);
+            tg_cat_read_file(sq_row(st), &file);
             visit(ctx, &file);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
@@ -2054,7 +1967,7 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"
         " bytes_done = bytes_total, lease_owner = NULL WHERE id = ?";
     static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
