@@ -116,27 +116,17 @@ tg_cat_status tg_catalog_version_publish_files(tg_catalog *catalog, int64_t vers
                                                size_t count, tg_version *out, const char **why)
 {
     *why = NULL;
-    if (catalog->ops->version_publish_files != NULL)
-        return settle(catalog, catalog->ops->version_publish_files(catalog, version_id, digest,
-                                                                   files, count, out, why));
-    tg_cat_status status =
-        settle(catalog, catalog->ops->version_publish(catalog, version_id, digest, out));
-    if (status == TG_CAT_CONFLICT)
-        *why = "version_published";
-    return status;
+    return settle(catalog, catalog->ops->version_publish_files(catalog, version_id, digest, files,
+                                                               count, out, why));
 }
 
 tg_cat_status tg_catalog_job_release(tg_catalog *catalog, int64_t job_id)
 {
-    if (catalog->ops->job_release == NULL)
-        return TG_CAT_OK;
     return settle(catalog, catalog->ops->job_release(catalog, job_id));
 }
 
 tg_cat_status tg_catalog_job_renew(tg_catalog *catalog, int64_t job_id)
 {
-    if (catalog->ops->job_renew == NULL)
-        return TG_CAT_OK; /* a backend without leases: the job stays this process's */
     return settle(catalog, catalog->ops->job_renew(catalog, job_id));
 }
 
@@ -447,8 +437,6 @@ tg_cat_status tg_catalog_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_
 {
     for (int i = 0; i < TG_JOB_STATES; i++)
         counts[i] = 0;
-    if (catalog->ops->job_counts == NULL)
-        return TG_CAT_ERROR;
     return settle(catalog, catalog->ops->job_counts(catalog, counts));
 }
 
@@ -527,8 +515,6 @@ tg_cat_status tg_catalog_import_job_create(tg_catalog *catalog, int64_t token_id
                                            tg_job *out, bool *existing)
 {
     *existing = false;
-    if (catalog->ops->import_job_create == NULL)
-        return TG_CAT_ERROR;
     return settle(catalog, catalog->ops->import_job_create(catalog, token_id, model_id, version_id,
                                                            path, url, out, existing));
 }
@@ -539,8 +525,6 @@ tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
                                        const char **why)
 {
     *why = NULL;
-    if (catalog->ops->import_commit == NULL)
-        return TG_CAT_ERROR;
     tg_cat_status status =
         settle(catalog, catalog->ops->import_commit(catalog, job_id, guard, version_id, file,
                                                     tensor_stats, why));
@@ -568,8 +552,6 @@ static void scrub_visit(void *ctx, int64_t id, const char *url)
 
 void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id)
 {
-    if (catalog->ops->job_ended_urls == NULL || catalog->ops->job_set_ended_url == NULL)
-        return;
     scrub_batch *batch = malloc(sizeof *batch);
     if (batch == NULL) {
         tg_log(TG_LOG_ERROR, "catalog: out of memory redacting the URLs of ended jobs");
