@@ -274,7 +274,14 @@ static tg_cat_status failure_status(PGconn *db, const PGresult *r)
 static PGresult *exec_on(PGconn *db, const char *sql, int n, const char *const *params,
                          tg_cat_status *status)
 {
-    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
+    /* the shared statements (catalog_sql.h) come with "?" placeholders */
+    char numbered[4096];
+    if (!tg_cat_sql_numbered(sql, numbered, sizeof numbered)) {
+        tg_log(TG_LOG_ERROR, "catalog: a statement is longer than %zu bytes", sizeof numbered);
+        *status = TG_CAT_ERROR;
+        return NULL;
+    }
+    PGresult *r = PQexecParams(db, numbered, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (r != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK))
         return r;
@@ -472,7 +479,7 @@ static int pg_migration_version(void *ctx, int *version, char *err, size_t err_l
                    "version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
                    0, NULL, "cannot create schema_migrations", err, err_len))
         return -1;
-    PGresult *r = PQexec(db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+    PGresult *r = PQexec(db, TG_CAT_SQL_SCHEMA_VERSION);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         snprintf(err, err_len, "cannot read schema_migrations: %s", PQresultErrorMessage(r));
         PQclear(r);
@@ -582,8 +589,7 @@ tg_cat_status tg_catalog_pg_open(const char *conninfo, tg_catalog **out, char *e
 static tg_cat_status pg_ping(tg_catalog *catalog)
 {
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT count(*) FROM schema_migrations", 0, NULL, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_PING, 0, NULL, &status);
     status = one_row(r, status);
     PQclear(r);
     return status == TG_CAT_OK ? TG_CAT_OK : TG_CAT_ERROR;
@@ -615,8 +621,7 @@ static tg_cat_status pg_model_create(tg_catalog *catalog, const char *org, const
 static tg_cat_status pg_model_get(tg_catalog *catalog, const char *org, const char *name,
                                   tg_model *out)
 {
-    static const char sql[] =
-        "SELECT " TG_CAT_MODEL_COLUMNS " FROM models WHERE org = $1 AND name = $2";
+    static const char sql[] = TG_CAT_SQL_MODEL_GET;
     const char *params[] = {org, name};
     tg_cat_status status;
     PGresult *r = query(pg(catalog), true, sql, 2, params, &status);
@@ -670,7 +675,7 @@ static tg_cat_status pg_model_delete(tg_catalog *catalog, int64_t model_id)
     num id = n64(model_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, "DELETE FROM models WHERE id = $1", 1, params, &status);
+    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_MODEL_DELETE, 1, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -731,10 +736,7 @@ static tg_cat_status pg_version_get(tg_catalog *catalog, int64_t model_id, int64
 {
     num m = n64(model_id), v = n64(number);
     const char *params[] = {m.s, v.s};
-    return version_query(catalog,
-                         "SELECT " TG_CAT_VERSION_COLUMNS
-                         " FROM versions WHERE model_id = $1 AND number = $2",
-                         2, params, out);
+    return version_query(catalog, TG_CAT_SQL_VERSION_GET, 2, params, out);
 }
 
 static tg_cat_status pg_version_by_digest(tg_catalog *catalog, int64_t model_id, const char *digest,
@@ -742,10 +744,7 @@ static tg_cat_status pg_version_by_digest(tg_catalog *catalog, int64_t model_id,
 {
     num m = n64(model_id);
     const char *params[] = {m.s, digest};
-    return version_query(catalog,
-                         "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
-                         " digest = $2 ORDER BY number DESC LIMIT 1",
-                         2, params, out);
+    return version_query(catalog, TG_CAT_SQL_VERSION_BY_DIGEST, 2, params, out);
 }
 
 static tg_cat_status pg_version_latest_published(tg_catalog *catalog, int64_t model_id,
@@ -753,10 +752,7 @@ static tg_cat_status pg_version_latest_published(tg_catalog *catalog, int64_t mo
 {
     num m = n64(model_id);
     const char *params[] = {m.s};
-    return version_query(catalog,
-                         "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
-                         " state = 'published' ORDER BY number DESC LIMIT 1",
-                         1, params, out);
+    return version_query(catalog, TG_CAT_SQL_VERSION_LATEST_PUBLISHED, 1, params, out);
 }
 
 static tg_cat_status pg_version_list(tg_catalog *catalog, int64_t model_id,
@@ -765,10 +761,7 @@ static tg_cat_status pg_version_list(tg_catalog *catalog, int64_t model_id,
     num m = n64(model_id);
     const char *params[] = {m.s};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true,
-              "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = $1 ORDER BY number",
-              1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_VERSION_LIST, 1, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -808,9 +801,7 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
 static tg_cat_status pg_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
-    static const char sql[] =
-        "INSERT INTO aliases(model_id, name, number) VALUES ($1, $2, $3)"
-        " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number";
+    static const char sql[] = TG_CAT_SQL_ALIAS_SET;
     num m = n64(model_id), v = n64(number);
     const char *params[] = {m.s, alias, v.s};
     tg_cat_status status;
@@ -827,9 +818,7 @@ static tg_cat_status pg_alias_get(tg_catalog *catalog, int64_t model_id, const c
     num m = n64(model_id);
     const char *params[] = {m.s, alias};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT number FROM aliases WHERE model_id = $1 AND name = $2", 2,
-              params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_ALIAS_GET, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         *number = get_i64(r, 0, 0);
@@ -844,9 +833,7 @@ static tg_cat_status pg_alias_list(tg_catalog *catalog, int64_t model_id,
     num m = n64(model_id);
     const char *params[] = {m.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT name, number FROM aliases WHERE model_id = $1 ORDER BY name", 1,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_ALIAS_LIST, 1, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++)
@@ -1013,10 +1000,7 @@ static tg_cat_status pg_file_get(tg_catalog *catalog, int64_t version_id, const 
     num vid = n64(version_id);
     const char *params[] = {vid.s, path};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true,
-              "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = $1 AND path = $2", 2,
-              params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_FILE_GET, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         tg_cat_read_file(pg_row(r, 0), out);
@@ -1031,9 +1015,7 @@ static tg_cat_status pg_file_stats(tg_catalog *catalog, int64_t version_id, cons
     num vid = n64(version_id);
     const char *params[] = {vid.s, path};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT tensor_stats FROM files WHERE version_id = $1 AND path = $2", 2,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_FILE_STATS, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK) {
         *tensor_stats = strdup(PQgetisnull(r, 0, 0) ? "[]" : PQgetvalue(r, 0, 0));
@@ -1053,7 +1035,7 @@ static tg_cat_status pg_file_delete(tg_catalog *catalog, int64_t version_id, con
         return t.status;
     tg_cat_status status = check_draft(&t, vid.s);
     if (status == TG_CAT_OK) {
-        long rows = tx_run(&t, "DELETE FROM files WHERE version_id = $1 AND path = $2", 2, params);
+        long rows = tx_run(&t, TG_CAT_SQL_FILE_DELETE, 2, params);
         status = rows < 0 ? t.status : rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
     }
     return tx_end(&t, status);
@@ -1139,9 +1121,7 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
 
 static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
 {
-    static const char sql[] =
-        "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+    static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
     num version = n64(rejection->version), size = n64((int64_t)rejection->size);
     const char *params[] = {rejection->time,
                             rejection->model[0] ? rejection->model : NULL,
@@ -1203,10 +1183,7 @@ static tg_cat_status pg_token_add(tg_catalog *catalog, const char *hash, tg_scop
     tg_time_now(now);
     const char *params[] = {hash, scope_text, namespace_or_null, now};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), false,
-                        "INSERT INTO tokens(hash, scope, namespace, created_at)"
-                        " VALUES ($1, $2, $3, $4)",
-                        4, params, &status);
+    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_TOKEN_ADD, 4, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1217,8 +1194,7 @@ static tg_cat_status pg_token_lookup(tg_catalog *catalog, const char *hash, tg_s
 {
     const char *params[] = {hash};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, "SELECT scope, namespace FROM tokens WHERE hash = $1", 1,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_TOKEN_SCOPE, 1, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK) {
         *scope = tg_cat_scope_from_name(PQgetvalue(r, 0, 0));
@@ -1232,9 +1208,7 @@ static tg_cat_status pg_token_each(tg_catalog *catalog,
                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
 {
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id",
-              0, NULL, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_TOKEN_EACH, 0, NULL, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -1254,8 +1228,7 @@ static tg_cat_status pg_token_id(tg_catalog *catalog, const char *hash, int64_t 
 {
     const char *params[] = {hash};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT id FROM tokens WHERE hash = $1", 1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_TOKEN_ID, 1, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         *id = get_i64(r, 0, 0);
@@ -1268,7 +1241,7 @@ static tg_cat_status pg_token_revoke(tg_catalog *catalog, int64_t id)
     num i = n64(id);
     const char *params[] = {i.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, "DELETE FROM tokens WHERE id = $1", 1, params, &status);
+    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_TOKEN_REVOKE, 1, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1313,10 +1286,7 @@ static tg_cat_status pg_blob_each(tg_catalog *catalog,
 static tg_cat_status pg_model_blobs(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
 {
-    static const char sql[] =
-        "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = $1"
-        " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"
-        " WHERE j.model_id = $1";
+    static const char sql[] = TG_CAT_SQL_MODEL_BLOBS;
     num m = n64(model_id);
     const char *params[] = {m.s};
     tg_cat_status status;
@@ -1333,10 +1303,7 @@ static tg_cat_status pg_blob_referenced(tg_catalog *catalog, const char *sha256,
 {
     const char *params[] = {sha256};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT 1 FROM files WHERE sha256 = $1"
-                        " UNION ALL SELECT 1 FROM job_files WHERE sha256 = $1 LIMIT 1",
-                        1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_BLOB_REFERENCED, 1, params, &status);
     if (r == NULL)
         return status;
     *referenced = PQntuples(r) > 0;
@@ -1356,7 +1323,7 @@ static tg_cat_status tx_job(tx *t, const char *job_id, bool lock, tg_job *out, b
     PGresult *r =
         tx_q(t,
              lock ? "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = $1 FOR UPDATE OF j"
-                  : "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = $1",
+                  : TG_CAT_SQL_JOB_GET,
              1, params);
     tg_cat_status status = one_row(r, t->status);
     if (status == TG_CAT_OK) {
@@ -1374,9 +1341,7 @@ static tg_cat_status pg_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out
     num id = n64(job_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = $1", 1,
-              params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_GET, 1, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         tg_cat_read_job(pg_row(r, 0), out);
@@ -1457,10 +1422,7 @@ static tg_cat_status pg_import_job_create(tg_catalog *catalog, int64_t token_id,
                                           int64_t version_id, const char *path, const char *url,
                                           tg_job *out, bool *existing)
 {
-    static const char same_sql[] =
-        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
-        " AND kind = 'import' AND source_version_id = $1 AND path = $2 AND url = $3"
-        " ORDER BY id LIMIT 1";
+    static const char same_sql[] = TG_CAT_SQL_IMPORT_JOB_ACTIVE;
     static const char insert_sql[] =
         "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, created_at,"
         " token_id, url, path) VALUES ('import', 'queued', $1, $2, '', '[]', $3, $4, $5, $6)"
@@ -1614,18 +1576,13 @@ static tg_cat_status fail_job(tx *t, const char *job_id, const char *reason, con
     char now[TG_TIME_LEN];
     tg_time_now(now);
     const char *params[] = {now, reason, detail, job_id};
-    long rows = tx_run(t,
-                       "UPDATE jobs SET state = 'failed', finished_at = $1, error_reason = $2,"
-                       " error_detail = coalesce($3, error_detail), lease_owner = NULL"
-                       " WHERE id = $4 AND state IN ('queued', 'running')",
-                       4, params);
+    long rows = tx_run(t, TG_CAT_SQL_JOB_FAIL, 4, params);
     if (rows < 0)
         return t->status;
     if (rows == 0)
         return TG_CAT_NOT_FOUND;
     const char *drop_params[] = {job_id};
-    return tx_run(t, "DELETE FROM job_files WHERE job_id = $1", 1, drop_params) < 0 ? t->status
-                                                                                    : TG_CAT_OK;
+    return tx_run(t, TG_CAT_SQL_JOB_FILES_DROP, 1, drop_params) < 0 ? t->status : TG_CAT_OK;
 }
 
 static tg_cat_status pg_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
@@ -1643,13 +1600,8 @@ static tg_cat_status pg_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_s
             status = fail_job(&t, id.s, "cancelled", "cancelled before it started");
         } else if (out->state == TG_JOB_RUNNING && !out->cancel_requested) {
             const char *params[] = {id.s};
-            status = tx_run(&t,
-                            "UPDATE jobs SET error_reason = 'cancelled', error_detail ="
-                            " 'cancelled while it ran; its partial output was discarded'"
-                            " WHERE id = $1 AND state = 'running'",
-                            1, params) < 0
-                         ? t.status
-                         : TG_CAT_OK;
+            status =
+                tx_run(&t, TG_CAT_SQL_JOB_CANCEL_RUNNING, 1, params) < 0 ? t.status : TG_CAT_OK;
         }
     }
     if (status == TG_CAT_OK)
@@ -1774,10 +1726,7 @@ static tg_cat_status pg_job_progress(tg_catalog *catalog, int64_t job_id, uint64
     const char *params[] = {done.s, total.s, id.s, catalog->lease_owner};
     tg_cat_status status;
     /* only the lease holder (or a job no one holds) */
-    PGresult *r = query(pg(catalog), true,
-                        "UPDATE jobs SET bytes_done = $1, bytes_total = $2 WHERE id = $3"
-                        " AND (lease_owner IS NULL OR lease_owner = $4)",
-                        4, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_PROGRESS, 4, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1804,10 +1753,7 @@ static tg_cat_status pg_job_release(tg_catalog *catalog, int64_t job_id)
     num id = n64(job_id);
     const char *params[] = {id.s, catalog->lease_owner};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "UPDATE jobs SET lease_expires = 0 WHERE id = $1 AND state = 'running'"
-                        " AND lease_owner = $2",
-                        2, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_RELEASE, 2, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1872,10 +1818,7 @@ static tg_cat_status pg_job_file_list(tg_catalog *catalog, int64_t job_id,
     num id = n64(job_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
-                        " FROM job_files WHERE job_id = $1 ORDER BY path",
-                        1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_FILE_LIST, 1, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -1895,20 +1838,9 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         " derived_from, derived_dtype)"
         " SELECT $1, coalesce(max(number), 0) + 1, 'published', $2, $2, $3, $4, $5"
         " FROM versions WHERE model_id = $1 RETURNING " TG_CAT_VERSION_COLUMNS;
-    static const char carried_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT $1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, $2"
-        " FROM files WHERE version_id = $3"
-        " AND path NOT IN (SELECT path FROM job_files WHERE job_id = $4)";
-    static const char made_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT $1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, $2"
-        " FROM job_files WHERE job_id = $3";
-    static const char done_sql[] =
-        "UPDATE jobs SET state = 'done', result_version = $1, finished_at = $2,"
-        " bytes_done = bytes_total, lease_owner = NULL WHERE id = $3";
+    static const char carried_sql[] = TG_CAT_SQL_JOB_COMMIT_CARRIED;
+    static const char made_sql[] = TG_CAT_SQL_JOB_COMMIT_MADE;
+    static const char done_sql[] = TG_CAT_SQL_JOB_COMMIT_DONE;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num jid = n64(job_id);
@@ -1981,7 +1913,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     }
     if (status == TG_CAT_OK) {
         const char *params[] = {jid.s};
-        if (tx_run(&t, "DELETE FROM job_files WHERE job_id = $1", 1, params) < 0)
+        if (tx_run(&t, TG_CAT_SQL_JOB_FILES_DROP, 1, params) < 0)
             status = t.status;
     }
     return tx_end(&t, status);
@@ -2017,9 +1949,7 @@ static tg_cat_status pg_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
     num id = n64(job_id);
     const char *params[] = {url, id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "UPDATE jobs SET url = $1 WHERE id = $2 AND state IN ('done', 'failed')", 2,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_SET_ENDED_URL, 2, params, &status);
     status = r != NULL ? TG_CAT_OK : status;
     PQclear(r);
     return status;

@@ -31,6 +31,91 @@
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
 
+/* ---- statements both dialects agree on ----
+ * Placeholders are "?" (numbered in order) or "?N" (one form per statement):
+ * SQLite binds them as they are, PostgreSQL gets them as "$N"
+ * (tg_cat_sql_numbered, at the call). Each backend binds the same values in the
+ * same order; the statements that differ stay in the backend's own file. */
+
+#define TG_CAT_SQL_SCHEMA_VERSION "SELECT coalesce(max(version), 0) FROM schema_migrations"
+#define TG_CAT_SQL_PING "SELECT count(*) FROM schema_migrations"
+#define TG_CAT_SQL_MODEL_GET                                                                       \
+    "SELECT " TG_CAT_MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?"
+#define TG_CAT_SQL_MODEL_DELETE "DELETE FROM models WHERE id = ?"
+#define TG_CAT_SQL_VERSION_GET                                                                     \
+    "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?"
+#define TG_CAT_SQL_VERSION_BY_DIGEST                                                               \
+    "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"            \
+    " ORDER BY number DESC LIMIT 1"
+#define TG_CAT_SQL_VERSION_LATEST_PUBLISHED                                                        \
+    "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"   \
+    " ORDER BY number DESC LIMIT 1"
+#define TG_CAT_SQL_VERSION_LIST                                                                    \
+    "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number"
+#define TG_CAT_SQL_ALIAS_SET                                                                       \
+    "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"                                 \
+    " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number"
+#define TG_CAT_SQL_ALIAS_GET "SELECT number FROM aliases WHERE model_id = ? AND name = ?"
+#define TG_CAT_SQL_ALIAS_LIST "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name"
+#define TG_CAT_SQL_TOKEN_SCOPE "SELECT scope, namespace FROM tokens WHERE hash = ?"
+#define TG_CAT_SQL_FILE_GET                                                                        \
+    "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?"
+#define TG_CAT_SQL_FILE_STATS "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?"
+#define TG_CAT_SQL_FILE_DELETE "DELETE FROM files WHERE version_id = ? AND path = ?"
+#define TG_CAT_SQL_REJECTION_ADD                                                                   \
+    "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"     \
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#define TG_CAT_SQL_TOKEN_ADD                                                                       \
+    "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)"
+#define TG_CAT_SQL_TOKEN_EACH "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id"
+#define TG_CAT_SQL_TOKEN_REVOKE "DELETE FROM tokens WHERE id = ?"
+#define TG_CAT_SQL_BLOB_REFERENCED                                                                 \
+    "SELECT 1 FROM files WHERE sha256 = ?1"                                                        \
+    " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1"
+#define TG_CAT_SQL_TOKEN_ID "SELECT id FROM tokens WHERE hash = ?"
+#define TG_CAT_SQL_MODEL_BLOBS                                                                     \
+    "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"    \
+    " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"                    \
+    " WHERE j.model_id = ?1"
+#define TG_CAT_SQL_JOB_GET "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = ?"
+#define TG_CAT_SQL_JOB_RELEASE                                                                     \
+    "UPDATE jobs SET lease_expires = 0 WHERE id = ? AND state = 'running' AND lease_owner = ?"
+#define TG_CAT_SQL_JOB_PROGRESS                                                                    \
+    "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?"                                 \
+    " AND (lease_owner IS NULL OR lease_owner = ?)"
+#define TG_CAT_SQL_JOB_FAIL                                                                        \
+    "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?,"                         \
+    " error_detail = coalesce(?, error_detail), lease_owner = NULL"                                \
+    " WHERE id = ? AND state IN ('queued', 'running')"
+#define TG_CAT_SQL_JOB_FILES_DROP "DELETE FROM job_files WHERE job_id = ?"
+#define TG_CAT_SQL_JOB_CANCEL_RUNNING                                                              \
+    "UPDATE jobs SET error_reason = 'cancelled',"                                                  \
+    " error_detail = 'cancelled while it ran; its partial output was discarded'"                   \
+    " WHERE id = ? AND state = 'running'"
+#define TG_CAT_SQL_JOB_FILE_LIST                                                                   \
+    "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"                           \
+    " FROM job_files WHERE job_id = ? ORDER BY path"
+#define TG_CAT_SQL_JOB_COMMIT_CARRIED                                                              \
+    "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \
+    " tensor_stats, created_at)"                                                                   \
+    " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"        \
+    " FROM files WHERE version_id = ?3"                                                            \
+    " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)"
+#define TG_CAT_SQL_JOB_COMMIT_MADE                                                                 \
+    "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \
+    " tensor_stats, created_at)"                                                                   \
+    " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"        \
+    " FROM job_files WHERE job_id = ?3"
+#define TG_CAT_SQL_JOB_COMMIT_DONE                                                                 \
+    "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"                         \
+    " bytes_done = bytes_total, lease_owner = NULL WHERE id = ?"
+#define TG_CAT_SQL_IMPORT_JOB_ACTIVE                                                               \
+    "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"            \
+    " AND kind = 'import' AND source_version_id = ? AND path = ? AND url = ?"                      \
+    " ORDER BY id LIMIT 1"
+#define TG_CAT_SQL_JOB_SET_ENDED_URL                                                               \
+    "UPDATE jobs SET url = ?1 WHERE id = ?2 AND state IN ('done', 'failed')"
+
 /* ---- rows ---- */
 
 /* One row of a backend's result, as the decoders read it: a column's integer

@@ -306,8 +306,7 @@ static int sq_migration_version(void *ctx, int *version, char *err, size_t err_l
         return -1;
     }
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(k->db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1,
-                           &st, NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(k->db, TG_CAT_SQL_SCHEMA_VERSION, -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
         snprintf(err, err_len, "cannot read schema_migrations: %s", sqlite3_errmsg(k->db));
         sqlite3_finalize(st);
@@ -483,7 +482,7 @@ tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *e
 
 static tg_cat_status sq_ping(tg_catalog *catalog)
 {
-    static const char sql[] = "SELECT count(*) FROM schema_migrations";
+    static const char sql[] = TG_CAT_SQL_PING;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = (st && sqlite3_step(st) == SQLITE_ROW) ? TG_CAT_OK : TG_CAT_ERROR;
@@ -530,8 +529,7 @@ static tg_cat_status sq_model_create(tg_catalog *catalog, const char *org, const
 static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const char *name,
                                   tg_model *out)
 {
-    static const char sql[] =
-        "SELECT " TG_CAT_MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?";
+    static const char sql[] = TG_CAT_SQL_MODEL_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -596,7 +594,7 @@ static tg_cat_status run_write(conn *k, sqlite3_stmt *st)
 
 static tg_cat_status sq_model_delete(tg_catalog *catalog, int64_t model_id)
 {
-    static const char sql[] = "DELETE FROM models WHERE id = ?";
+    static const char sql[] = TG_CAT_SQL_MODEL_DELETE;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -657,8 +655,7 @@ static tg_cat_status sq_version_create(tg_catalog *catalog, int64_t model_id, tg
 static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
                                     tg_version *out)
 {
-    static const char sql[] =
-        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?";
+    static const char sql[] = TG_CAT_SQL_VERSION_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -673,9 +670,7 @@ static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64
 static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id, const char *digest,
                                           tg_version *out)
 {
-    static const char sql[] =
-        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"
-        " ORDER BY number DESC LIMIT 1";
+    static const char sql[] = TG_CAT_SQL_VERSION_BY_DIGEST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -690,9 +685,7 @@ static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id,
 static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t model_id,
                                                  tg_version *out)
 {
-    static const char sql[] =
-        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
-        " ORDER BY number DESC LIMIT 1";
+    static const char sql[] = TG_CAT_SQL_VERSION_LATEST_PUBLISHED;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -706,8 +699,7 @@ static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t mo
 static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
                                      void (*visit)(void *ctx, const tg_version *version), void *ctx)
 {
-    static const char sql[] =
-        "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number";
+    static const char sql[] = TG_CAT_SQL_VERSION_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -844,9 +836,7 @@ out:
 static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
-    static const char sql[] =
-        "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"
-        " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number";
+    static const char sql[] = TG_CAT_SQL_ALIAS_SET;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -862,7 +852,7 @@ static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const c
 static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t *number)
 {
-    static const char sql[] = "SELECT number FROM aliases WHERE model_id = ? AND name = ?";
+    static const char sql[] = TG_CAT_SQL_ALIAS_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -885,7 +875,7 @@ static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
                                    void (*visit)(void *ctx, const char *alias, int64_t number),
                                    void *ctx)
 {
-    static const char sql[] = "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name";
+    static const char sql[] = TG_CAT_SQL_ALIAS_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -927,7 +917,7 @@ static tg_cat_status check_draft(conn *k, int64_t version_id)
 static tg_cat_status check_token_covers(conn *k, const char *hash, int64_t id, const char *org,
                                         const char **why)
 {
-    static const char by_hash[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    static const char by_hash[] = TG_CAT_SQL_TOKEN_SCOPE;
     static const char by_id[] = "SELECT scope, namespace FROM tokens WHERE id = ?";
     sqlite3_stmt *st = statement(k, hash != NULL ? by_hash : by_id);
     if (st == NULL)
@@ -1085,8 +1075,7 @@ out:
 static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
                                  tg_file_record *out)
 {
-    static const char sql[] =
-        "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?";
+    static const char sql[] = TG_CAT_SQL_FILE_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1108,7 +1097,7 @@ static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const 
 static tg_cat_status sq_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
                                    char **tensor_stats)
 {
-    static const char sql[] = "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?";
+    static const char sql[] = TG_CAT_SQL_FILE_STATS;
     *tensor_stats = NULL;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
@@ -1131,7 +1120,7 @@ static tg_cat_status sq_file_stats(tg_catalog *catalog, int64_t version_id, cons
 
 static tg_cat_status sq_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
 {
-    static const char sql[] = "DELETE FROM files WHERE version_id = ? AND path = ?";
+    static const char sql[] = TG_CAT_SQL_FILE_DELETE;
     conn *k = write_begin(catalog);
     tg_cat_status status = TG_CAT_ERROR;
     if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
@@ -1181,9 +1170,7 @@ static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const
 
 static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
 {
-    static const char sql[] =
-        "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1245,8 +1232,7 @@ static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, u
 static tg_cat_status sq_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
                                   const char *namespace_or_null)
 {
-    static const char sql[] =
-        "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)";
+    static const char sql[] = TG_CAT_SQL_TOKEN_ADD;
     const char *scope_text = tg_cat_scope_name(scope);
     if (scope_text == NULL)
         return TG_CAT_ERROR;
@@ -1268,7 +1254,7 @@ static tg_cat_status sq_token_add(tg_catalog *catalog, const char *hash, tg_scop
 static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
                                      char *namespace_out, size_t namespace_len)
 {
-    static const char sql[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    static const char sql[] = TG_CAT_SQL_TOKEN_SCOPE;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1290,7 +1276,7 @@ static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_s
 static tg_cat_status sq_token_each(tg_catalog *catalog,
                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
 {
-    static const char sql[] = "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id";
+    static const char sql[] = TG_CAT_SQL_TOKEN_EACH;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1313,7 +1299,7 @@ static tg_cat_status sq_token_each(tg_catalog *catalog,
 
 static tg_cat_status sq_token_revoke(tg_catalog *catalog, int64_t id)
 {
-    static const char sql[] = "DELETE FROM tokens WHERE id = ?";
+    static const char sql[] = TG_CAT_SQL_TOKEN_REVOKE;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1353,8 +1339,7 @@ static tg_cat_status sq_blob_each(tg_catalog *catalog,
 
 static tg_cat_status sq_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
 {
-    static const char sql[] = "SELECT 1 FROM files WHERE sha256 = ?1"
-                              " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1";
+    static const char sql[] = TG_CAT_SQL_BLOB_REFERENCED;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1372,7 +1357,7 @@ static tg_cat_status sq_blob_referenced(tg_catalog *catalog, const char *sha256,
 
 static tg_cat_status sq_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
 {
-    static const char sql[] = "SELECT id FROM tokens WHERE hash = ?";
+    static const char sql[] = TG_CAT_SQL_TOKEN_ID;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1393,10 +1378,7 @@ static tg_cat_status sq_token_id(tg_catalog *catalog, const char *hash, int64_t 
 static tg_cat_status sq_model_blobs(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
 {
-    static const char sql[] =
-        "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"
-        " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"
-        " WHERE j.model_id = ?1";
+    static const char sql[] = TG_CAT_SQL_MODEL_BLOBS;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1424,7 +1406,7 @@ static bool step_done(sqlite3_stmt *st)
 /* Caller holds k. */
 static tg_cat_status job_by_id(conn *k, int64_t job_id, tg_job *out)
 {
-    static const char sql[] = "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = ?";
+    static const char sql[] = TG_CAT_SQL_JOB_GET;
     sqlite3_stmt *st = statement(k, sql);
     if (st == NULL)
         return TG_CAT_ERROR;
@@ -1659,8 +1641,7 @@ out:
 /* Gives up this handle's lease of a running job (tg_catalog_job_release). */
 static tg_cat_status sq_job_release(tg_catalog *catalog, int64_t job_id)
 {
-    static const char sql[] =
-        "UPDATE jobs SET lease_expires = 0 WHERE id = ? AND state = 'running' AND lease_owner = ?";
+    static const char sql[] = TG_CAT_SQL_JOB_RELEASE;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1769,8 +1750,7 @@ static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64
                                      uint64_t bytes_total)
 {
     /* only the lease holder (or a job no one holds) */
-    static const char sql[] = "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?"
-                              " AND (lease_owner IS NULL OR lease_owner = ?)";
+    static const char sql[] = TG_CAT_SQL_JOB_PROGRESS;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1788,11 +1768,8 @@ static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64
  * stored one (a cancel's). Caller holds k inside a transaction. */
 static tg_cat_status fail_job(conn *k, int64_t job_id, const char *reason, const char *detail)
 {
-    static const char fail_sql[] =
-        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?,"
-        " error_detail = coalesce(?, error_detail), lease_owner = NULL"
-        " WHERE id = ? AND state IN ('queued', 'running')";
-    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
+    static const char fail_sql[] = TG_CAT_SQL_JOB_FAIL;
+    static const char drop_sql[] = TG_CAT_SQL_JOB_FILES_DROP;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     sqlite3_stmt *st = statement(k, fail_sql);
@@ -1857,10 +1834,7 @@ static tg_cat_status sq_job_fail(tg_catalog *catalog, int64_t job_id, const char
 /* Marks a running job for the worker to stop; caller holds k. */
 static tg_cat_status mark_cancelled(conn *k, int64_t job_id)
 {
-    static const char sql[] =
-        "UPDATE jobs SET error_reason = 'cancelled',"
-        " error_detail = 'cancelled while it ran; its partial output was discarded'"
-        " WHERE id = ? AND state = 'running'";
+    static const char sql[] = TG_CAT_SQL_JOB_CANCEL_RUNNING;
     sqlite3_stmt *st = statement(k, sql);
     if (st == NULL)
         return TG_CAT_ERROR;
@@ -1924,8 +1898,7 @@ static tg_cat_status sq_job_file_list(tg_catalog *catalog, int64_t job_id,
                                       void (*visit)(void *ctx, const tg_file_record *file),
                                       void *ctx)
 {
-    static const char sql[] = "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
-                              " FROM job_files WHERE job_id = ? ORDER BY path";
+    static const char sql[] = TG_CAT_SQL_JOB_FILE_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1952,21 +1925,10 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         " SELECT ?1, coalesce(max(number), 0) + 1, 'published', ?2, ?2, ?3, ?4, ?5"
         " FROM versions WHERE model_id = ?1";
     /* carried over: the source's files that the job did not replace (same blobs) */
-    static const char carried_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
-        " FROM files WHERE version_id = ?3"
-        " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)";
-    static const char made_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
-        " FROM job_files WHERE job_id = ?3";
-    static const char done_sql[] =
-        "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"
-        " bytes_done = bytes_total, lease_owner = NULL WHERE id = ?";
-    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
+    static const char carried_sql[] = TG_CAT_SQL_JOB_COMMIT_CARRIED;
+    static const char made_sql[] = TG_CAT_SQL_JOB_COMMIT_MADE;
+    static const char done_sql[] = TG_CAT_SQL_JOB_COMMIT_DONE;
+    static const char drop_sql[] = TG_CAT_SQL_JOB_FILES_DROP;
     static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
@@ -2081,10 +2043,7 @@ static tg_cat_status sq_import_job_create(tg_catalog *catalog, int64_t token_id,
                                           int64_t version_id, const char *path, const char *url,
                                           tg_job *out, bool *existing)
 {
-    static const char same_sql[] =
-        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
-        " AND kind = 'import' AND source_version_id = ? AND path = ? AND url = ?"
-        " ORDER BY id LIMIT 1";
+    static const char same_sql[] = TG_CAT_SQL_IMPORT_JOB_ACTIVE;
     static const char sql[] =
         "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, created_at,"
         " token_id, url, path) VALUES ('import', 'queued', ?, ?, '', '[]', ?, ?, ?, ?)";
@@ -2230,8 +2189,7 @@ static tg_cat_status sq_job_ended_urls(tg_catalog *catalog, int64_t job_id, int6
 
 static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, const char *url)
 {
-    static const char sql[] =
-        "UPDATE jobs SET url = ?1 WHERE id = ?2 AND state IN ('done', 'failed')";
+    static const char sql[] = TG_CAT_SQL_JOB_SET_ENDED_URL;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = NULL;
     tg_cat_status status = TG_CAT_ERROR;
