@@ -1528,8 +1528,7 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
 static tg_cat_status pg_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
 {
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, "SELECT state, count(*) FROM jobs GROUP BY state", 0,
-                        NULL, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_COUNTS, 0, NULL, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++)

@@ -78,6 +78,7 @@
     " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"                    \
     " WHERE j.model_id = ?1"
 #define TG_CAT_SQL_JOB_GET "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = ?"
+#define TG_CAT_SQL_JOB_COUNTS "SELECT state, count(*) FROM jobs GROUP BY state"
 #define TG_CAT_SQL_JOB_RELEASE                                                                     \
     "UPDATE jobs SET lease_expires = 0 WHERE id = ? AND state = 'running' AND lease_owner = ?"
 #define TG_CAT_SQL_JOB_PROGRESS                                                                    \

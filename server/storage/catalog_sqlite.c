@@ -1497,7 +1497,7 @@ static tg_cat_status sq_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out
 
 static tg_cat_status sq_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
 {
-    static const char sql[] = "SELECT state, COUNT(*) FROM jobs GROUP BY state";
+    static const char sql[] = TG_CAT_SQL_JOB_COUNTS;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
