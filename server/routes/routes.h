@@ -136,8 +136,9 @@ bool tg_is_commit_id(const char *text);
 tg_cat_status tg_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
                                    tg_version *version);
 json_t *tg_file_json(const tg_file_record *file);
+/* NULL when the catalog (*status says how) or memory (*status TG_CAT_ERROR) failed. */
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
-                        bool with_files);
+                        bool with_files, tg_cat_status *status);
 
 /* 500 blob_damaged naming path: its stored content is missing or not what the
  * catalog recorded; an operator runs fsck or uploads the file again. */

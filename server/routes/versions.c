@@ -34,8 +34,11 @@ void tg_route_version_create(tg_request *req)
                                model->name);
         else if (status != TG_CAT_OK)
             tg_respond_catalog_failure(req, status);
+        else if ((body = tg_version_json(req->server, model, &version, true, &status)) ==
+                 NULL) /* the answer now */
+            tg_respond_catalog_failure(req, status);
         else
-            tg_respond_json(req, 201, tg_version_json(req->server, model, &version, true));
+            tg_respond_json(req, 201, body);
     }
     free(model);
 }
@@ -49,9 +52,10 @@ void tg_route_version_get(tg_request *req)
         return;
     tg_version version;
     if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
-        json_t *body = tg_version_json(req->server, model, &version, true);
+        tg_cat_status status;
+        json_t *body = tg_version_json(req->server, model, &version, true, &status);
         if (body == NULL)
-            tg_respond_catalog_failure(req, TG_CAT_ERROR);
+            tg_respond_catalog_failure(req, status);
         else
             tg_respond_json(req, 200, body);
     }
@@ -295,7 +299,11 @@ void tg_route_version_publish(tg_request *req)
         tg_response_cache_invalidate_moving(server->responses);
         tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
                (long long)published.number, digest);
-        tg_respond_json(req, 200, tg_version_json(server, model, &published, true));
+        json_t *body = tg_version_json(server, model, &published, true, &status);
+        if (body == NULL)
+            tg_respond_catalog_failure(req, status);
+        else
+            tg_respond_json(req, 200, body);
     }
 out_unlock:
     pthread_mutex_unlock(&server->publish_lock);
