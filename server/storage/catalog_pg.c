@@ -1532,9 +1532,7 @@ static tg_cat_status pg_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_S
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++)
-        for (int s = 0; s < TG_JOB_STATES; s++)
-            if (strcmp(PQgetvalue(r, i, 0), tg_job_state_name((tg_job_state)s)) == 0)
-                counts[s] = (uint64_t)get_i64(r, i, 1);
+        tg_cat_read_job_count(pg_row(r, i), counts);
     PQclear(r);
     return TG_CAT_OK;
 }

@@ -73,6 +73,15 @@ void tg_cat_read_job(tg_cat_row row, tg_job *out)
     row.text(&row, 22, out->path, sizeof out->path);
 }
 
+void tg_cat_read_job_count(tg_cat_row row, uint64_t counts[TG_JOB_STATES])
+{
+    char state[16];
+    row.text(&row, 0, state, sizeof state);
+    for (int i = 0; i < TG_JOB_STATES; i++)
+        if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
+            counts[i] = (uint64_t)row.integer(&row, 1);
+}
+
 /* The stored names of the scopes, indexed by tg_scope (NONE has none). */
 static const char *const scope_names[] = {NULL, "read", "write", "admin"};
 

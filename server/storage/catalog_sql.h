@@ -135,6 +135,9 @@ void tg_cat_read_model(tg_cat_row row, tg_model *out);
 void tg_cat_read_version(tg_cat_row row, tg_version *out);
 void tg_cat_read_file(tg_cat_row row, tg_file_record *out);
 void tg_cat_read_job(tg_cat_row row, tg_job *out);
+/* A row of TG_CAT_SQL_JOB_COUNTS (state, count) into counts; a state this binary
+ * does not know is left out. */
+void tg_cat_read_job_count(tg_cat_row row, uint64_t counts[TG_JOB_STATES]);
 
 /* ---- enum <-> text ---- */
 

@@ -1503,12 +1503,8 @@ static tg_cat_status sq_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_S
     tg_cat_status status = TG_CAT_ERROR;
     if (st) {
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            const char *state = (const char *)sqlite3_column_text(st, 0);
-            for (int i = 0; state != NULL && i < TG_JOB_STATES; i++)
-                if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
-                    counts[i] = (uint64_t)sqlite3_column_int64(st, 1);
-        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            tg_cat_read_job_count(sq_row(st), counts);
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }

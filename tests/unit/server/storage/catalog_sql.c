@@ -97,6 +97,12 @@ TEST(rows_are_decoded)
     CHECK(j.cancel_requested && j.result_version == 0 && j.token_id == 9);
     CHECK_STR(j.worker, "host:1");
     CHECK_STR(j.finished_at, "");
+    uint64_t counts[TG_JOB_STATES] = {0};
+    const char *done[] = {"done", "4"}, *odd[] = {"paused", "9"}, *none[] = {NULL, "2"};
+    tg_cat_read_job_count(text_row(done), counts);
+    tg_cat_read_job_count(text_row(odd), counts);
+    tg_cat_read_job_count(text_row(none), counts);
+    CHECK(counts[TG_JOB_DONE] == 4 && counts[TG_JOB_QUEUED] == 0 && counts[TG_JOB_FAILED] == 0);
 }
 
 /* A catalog in memory: its version, and the migrations applied in order. */
