@@ -658,10 +658,11 @@ void tg_route_hf_models_list(tg_request *req)
         tg_version version;
         tg_cat_status found =
             tg_catalog_version_latest_published(req->server->catalog, page.models[i].id, &version);
-        json_t *item =
-            found == TG_CAT_OK || found == TG_CAT_NOT_FOUND
-                ? model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL)
-                : NULL;
+        if (found != TG_CAT_OK && found != TG_CAT_NOT_FOUND) {
+            status = found; /* the catalog's failure is the answer */
+            break;
+        }
+        json_t *item = model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL);
         if (item == NULL || json_array_append_new(items, item) != 0)
             page.failed = true;
     }
