@@ -350,14 +350,13 @@ void tg_route_model_create(tg_request *req)
         model ? tg_catalog_model_create(req->server->catalog, org, name, description, model)
               : TG_CAT_ERROR;
     json_decref(body);
+    json_t *created = status == TG_CAT_OK ? model_json(req->server, model, &status) : NULL;
     if (status == TG_CAT_EXISTS)
         tg_respond_problem(req, 409, "model_exists", "the model %s/%s already exists", org, name);
-    else if (status != TG_CAT_OK)
-        tg_respond_catalog_failure(req, status);
-    else if ((body = model_json(req->server, model, &status)) == NULL) /* the answer now */
+    else if (created == NULL)
         tg_respond_catalog_failure(req, status);
     else
-        tg_respond_json(req, 201, body);
+        tg_respond_json(req, 201, created);
     free(model);
 }
 

@@ -29,16 +29,16 @@ void tg_route_version_create(tg_request *req)
     if (tg_lookup_model(req, model)) {
         tg_version version;
         tg_cat_status status = tg_catalog_version_create(req->server->catalog, model->id, &version);
+        json_t *created = status == TG_CAT_OK
+                              ? tg_version_json(req->server, model, &version, true, &status)
+                              : NULL;
         if (status == TG_CAT_NOT_FOUND)
             tg_respond_problem(req, 404, "model_not_found", "no model %s/%s", model->org,
                                model->name);
-        else if (status != TG_CAT_OK)
-            tg_respond_catalog_failure(req, status);
-        else if ((body = tg_version_json(req->server, model, &version, true, &status)) ==
-                 NULL) /* the answer now */
+        else if (created == NULL)
             tg_respond_catalog_failure(req, status);
         else
-            tg_respond_json(req, 201, body);
+            tg_respond_json(req, 201, created);
     }
     free(model);
 }
