@@ -90,9 +90,10 @@ static bool authorize_token(tg_request *req, tg_scope scope, char *token_namespa
     tg_scope granted = TG_SCOPE_NONE;
     tg_cat_status status =
         tg_token_lookup(req->server->catalog, token, &granted, token_namespace, namespace_size);
-    if (status == TG_CAT_ERROR) {
-        tg_respond_internal(req, "the token could not be checked (the token store "
-                                 "or its hash failed)");
+    if (tg_cat_failed(status)) {
+        tg_respond_catalog_failure_detail(req, status,
+                                          "the token could not be checked (the token store "
+                                          "or its hash failed)");
         return false;
     }
     if (status != TG_CAT_OK) {

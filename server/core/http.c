@@ -601,36 +601,6 @@ static void __attribute__((format(printf, 5, 0)))
 respond_problem_va(tg_request *req, unsigned status, const char *reason, const char *const *headers,
                    const char *fmt, va_list ap)
 {
-    /* A catalog write that failed for a full disk is the client-visible cause. */
-    if (tg_catalog_take_disk_full() && status == 500) {
-        respond_problem_json(req, 507,
-                             tg_problem_json(507, "insufficient_storage",
-                                             "the server's disk is full; the catalog could not "
-                                             "record the change, and nothing was changed"),
-                             NULL);
-        return;
-    }
-    /* A catalog that could not be reached (PostgreSQL down, a connection lost, a
-     * timeout) is no fault of the server's code: 503 with a stable reason, and
-     * Retry-After, so clients and balancers retry. */
-    bool unavailable = tg_catalog_take_unavailable();
-    /* A failure the backend could not classify (a connection that broke between
-     * two statements while PostgreSQL restarts) is unavailable too when the
-     * catalog does not answer a ping now; SQLite always answers. Only on a 500. */
-    if (!unavailable && status == 500 && req->server != NULL && req->server->catalog != NULL &&
-        strcmp(reason, "internal") == 0 && tg_catalog_ping(req->server->catalog) != TG_CAT_OK) {
-        (void)tg_catalog_take_unavailable();
-        unavailable = true;
-    }
-    if (unavailable && status == 500) {
-        const char *const retry[] = {"Retry-After", "1", NULL};
-        respond_problem_json(req, 503,
-                             tg_problem_json(503, "catalog_unavailable",
-                                             "the catalog cannot be reached right now; retry the "
-                                             "request"),
-                             retry);
-        return;
-    }
     char detail[512];
     vsnprintf(detail, sizeof detail, fmt, ap);
     if (req->hub_errors && headers == NULL) {
@@ -679,6 +649,39 @@ void tg_respond_internal(tg_request *req, const char *fmt, ...)
     va_start(ap, fmt);
     respond_problem_va(req, 500, "internal", NULL, fmt, ap);
     va_end(ap);
+}
+
+void tg_respond_catalog_failure_detail(tg_request *req, tg_cat_status status, const char *fmt, ...)
+{
+    if (status == TG_CAT_FULL) {
+        /* a catalog write that failed for a full disk is the client-visible cause */
+        respond_problem_json(req, 507,
+                             tg_problem_json(507, "insufficient_storage",
+                                             "the server's disk is full; the catalog could not "
+                                             "record the change, and nothing was changed"),
+                             NULL);
+        return;
+    }
+    if (status == TG_CAT_UNAVAILABLE) {
+        /* no fault of the server's code: a stable reason, and Retry-After, so clients
+         * and balancers retry */
+        const char *const retry[] = {"Retry-After", "1", NULL};
+        respond_problem_json(req, 503,
+                             tg_problem_json(503, "catalog_unavailable",
+                                             "the catalog cannot be reached right now; retry the "
+                                             "request"),
+                             retry);
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    respond_problem_va(req, 500, "internal", NULL, fmt, ap);
+    va_end(ap);
+}
+
+void tg_respond_catalog_failure(tg_request *req, tg_cat_status status)
+{
+    tg_respond_catalog_failure_detail(req, status, "the catalog failed");
 }
 
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
@@ -1074,8 +1077,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 {
     tg_server *server = cls;
     tg_request *req = *con_cls;
-    (void)tg_catalog_take_disk_full(); /* only this call's catalog failures count */
-    (void)tg_catalog_take_unavailable();
     if (req == NULL)
         return MHD_NO; /* no state for this connection (out of memory) */
     if (!req->started) {

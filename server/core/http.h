@@ -203,11 +203,18 @@ void tg_respond_problem(tg_request *req, const char *reason, const char *fmt, ..
  * tg_respond_internal, tg_respond_gate_problem). */
 void tg_respond_problem_headers(tg_request *req, const char *reason, const char *const *headers,
                                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* 500 internal: the server's own failure (out of memory, the catalog failed, an I/O
- * error), the detail saying what failed. The one place a 500 is answered (and, when
- * the catalog's disk is full, the 507 insufficient_storage it becomes). */
+/* 500 internal: the server's own failure (out of memory, an I/O error), the detail
+ * saying what failed. The one place a 500 is answered. */
 void tg_respond_internal(tg_request *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A catalog call failed with status (tg_cat_failed): the one place that answers
+ * it. TG_CAT_UNAVAILABLE is 503 catalog_unavailable with Retry-After: 1,
+ * TG_CAT_FULL 507 insufficient_storage (nothing was changed), anything else 500
+ * internal "the catalog failed". */
+void tg_respond_catalog_failure(tg_request *req, tg_cat_status status);
+/* The same with the 500's detail saying what failed. */
+void tg_respond_catalog_failure_detail(tg_request *req, tg_cat_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* A gate refusal: 415 for ST_REFUSED_FORMAT, else 422; reason, offset, tensor, format. */
 void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict);
 /* The problem+json body alone (for tests and for the scan verdict). */

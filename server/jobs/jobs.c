@@ -114,7 +114,7 @@ static void look_at(const tg_jobs_context *ctx, tg_job_worker *worker, tg_job *s
         tg_log(TG_LOG_WARN, "job %lld: its lease could not be renewed (the catalog failed)",
                (long long)job_id);
     pthread_mutex_lock(&pool.lock);
-    if (renew && status != TG_CAT_ERROR && worker->job_id == job_id)
+    if (renew && !tg_cat_failed(status) && worker->job_id == job_id)
         worker->renewed = now;
     if (status == TG_CAT_NOT_FOUND)
         flag_worker(worker, job_id, &worker->lease_lost);

@@ -29,8 +29,8 @@ static bool authorize_token(void *context, const char *token, const char *model,
     if (status != TG_CAT_OK || granted < TG_SCOPE_READ) {
         snprintf(why, why_len, "unauthorized");
         snprintf(detail, detail_len, "%s",
-                 status == TG_CAT_ERROR ? "the token store is unavailable"
-                                        : "the token is not valid");
+                 tg_cat_failed(status) ? "the token store is unavailable"
+                                       : "the token is not valid");
         return false;
     }
     size_t org_len = strcspn(model, "/");

@@ -191,10 +191,11 @@ void tg_route_rejections(tg_request *req)
         return;
     }
     rejection_page page = {.items = json_array()};
-    if (tg_catalog_rejection_list(req->server->catalog, (int64_t)before, limit + 1, add_rejection,
-                                  &page) != TG_CAT_OK) {
+    tg_cat_status status = tg_catalog_rejection_list(req->server->catalog, (int64_t)before,
+                                                     limit + 1, add_rejection, &page);
+    if (status != TG_CAT_OK) {
         json_decref(page.items);
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return;
     }
     char next[32];

@@ -162,7 +162,7 @@ void tg_route_version_convert(tg_request *req)
         goto out;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         goto out;
     }
     if (!existing)

@@ -151,7 +151,7 @@ void tg_route_files_list(tg_request *req)
             req->server->catalog, version.id, has_cursor ? key : NULL, limit + 1, add_file, &page);
         if (status != TG_CAT_OK) {
             json_decref(page.files);
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
         } else {
             const char *next = NULL;
             if (page.count > limit) {
@@ -316,7 +316,7 @@ void tg_route_file_get(tg_request *req)
             tg_respond_problem(req, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
     }
     free(model);
 }
@@ -445,7 +445,7 @@ void tg_route_file_header(tg_request *req)
         return;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         free(model);
         return;
     }
@@ -531,7 +531,7 @@ void tg_route_file_delete(tg_request *req)
             tg_respond_problem(req, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
     }
     free(model);
 }

@@ -112,7 +112,7 @@ static bool hf_lookup_repo(tg_request *req, tg_model *model)
         return false;
     }
     if (status != TG_CAT_OK) {
-        respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -158,7 +158,7 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
         return false;
     }
     if (status != TG_CAT_OK) {
-        respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -170,12 +170,12 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
 static bool load_files(tg_request *req, const tg_version *version, tg_file_records *list)
 {
     memset(list, 0, sizeof *list);
-    if (tg_catalog_file_list(req->server->catalog, version->id, NULL, 0, tg_file_records_collect,
-                             list) != TG_CAT_OK ||
-        list->failed) {
+    tg_cat_status status = tg_catalog_file_list(req->server->catalog, version->id, NULL, 0,
+                                                tg_file_records_collect, list);
+    if (status != TG_CAT_OK || list->failed) {
         free(list->items);
         list->items = NULL;
-        respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -251,7 +251,7 @@ void tg_route_hf_file(tg_request *req)
                          "Entry not found: %s/%s revision %s has no file %s", model->org,
                          model->name, rev, path ? path : "");
     } else if (status != TG_CAT_OK) {
-        respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else {
         char linked_etag[70], linked_size[24];
         snprintf(linked_etag, sizeof linked_etag, "\"%s\"", file.sha256);
@@ -477,7 +477,7 @@ void tg_route_hf_model_info(tg_request *req)
         tg_cat_status status =
             tg_catalog_version_latest_published(req->server->catalog, model->id, &version);
         if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
-            respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
             goto out;
         }
         has_version = status == TG_CAT_OK;
@@ -647,17 +647,18 @@ void tg_route_hf_models_list(tg_request *req)
         tg_version version;
         tg_cat_status found =
             tg_catalog_version_latest_published(req->server->catalog, page.models[i].id, &version);
-        json_t *item =
-            found == TG_CAT_OK || found == TG_CAT_NOT_FOUND
-                ? model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL)
-                : NULL;
+        if (found != TG_CAT_OK && found != TG_CAT_NOT_FOUND) {
+            status = found; /* the catalog's failure is the answer */
+            break;
+        }
+        json_t *item = model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL);
         if (item == NULL || json_array_append_new(items, item) != 0)
             page.failed = true;
     }
     if (status != TG_CAT_OK || page.failed || items == NULL) {
         json_decref(items);
         free(page.models);
-        respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return;
     }
     if (page.count <= limit) {
@@ -947,12 +948,12 @@ static void add_version_item(void *ctx, const tg_version *version)
 static bool load_versions(tg_request *req, const tg_model *model, version_list *list)
 {
     memset(list, 0, sizeof *list);
-    if (tg_catalog_version_list(req->server->catalog, model->id, add_version_item, list) !=
-            TG_CAT_OK ||
-        list->failed) {
+    tg_cat_status status =
+        tg_catalog_version_list(req->server->catalog, model->id, add_version_item, list);
+    if (status != TG_CAT_OK || list->failed) {
         free(list->items);
         list->items = NULL;
-        respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -979,9 +980,10 @@ void tg_route_hf_refs(tg_request *req)
     }
     if (!hf_lookup_repo(req, model) || !load_versions(req, model, &versions))
         goto out;
-    if (tg_catalog_alias_list(req->server->catalog, model->id, add_alias_item, aliases) !=
-        TG_CAT_OK) {
-        respond_internal(req, "the catalog failed");
+    tg_cat_status status =
+        tg_catalog_alias_list(req->server->catalog, model->id, add_alias_item, aliases);
+    if (status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, status);
         goto out;
     }
     /* main is the newest published version; each alias a branch; each version a tag */
@@ -1247,8 +1249,8 @@ void tg_route_hf_whoami(tg_request *req)
     char token_namespace[TG_NAME_MAX + 1] = "", hash[65];
     tg_cat_status status = tg_token_lookup(req->server->catalog, token, &scope, token_namespace,
                                            sizeof token_namespace);
-    if (status == TG_CAT_ERROR) {
-        tg_respond_internal(req, "the token could not be checked");
+    if (tg_cat_failed(status)) {
+        tg_respond_catalog_failure_detail(req, status, "the token could not be checked");
         return;
     }
     if (status != TG_CAT_OK) {

@@ -92,7 +92,7 @@ void tg_route_file_import(tg_request *req)
         goto out;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         goto out;
     }
     if (!existing)

@@ -245,7 +245,7 @@ void tg_route_jobs_list(tg_request *req)
                                      : TG_CAT_ERROR;
     if (status != TG_CAT_OK || page.failed) {
         json_decref(page.jobs);
-        tg_respond_internal(req, "the catalog failed listing the jobs");
+        tg_respond_catalog_failure_detail(req, status, "the catalog failed listing the jobs");
         return;
     }
     char next[32];
@@ -288,7 +288,7 @@ void tg_route_job_get(tg_request *req)
     const char *token_namespace = req->token_namespace;
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
         respond_job(req, 200, job);
     } else {
@@ -335,7 +335,7 @@ static void cancel_job(tg_request *req, int64_t id, tg_job *job)
     else if (status == TG_CAT_NOT_FOUND) /* its model was deleted meanwhile */
         tg_respond_problem(req, "job_not_found", "no job %lld", (long long)id);
     else
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
 }
 
 void tg_route_job_delete(tg_request *req)
@@ -349,7 +349,7 @@ void tg_route_job_delete(tg_request *req)
     const char *token_namespace = req->token_namespace;
     tg_cat_status status = lookup_job(req, &id, job);
     if (status != TG_CAT_OK && status != TG_CAT_NOT_FOUND) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else if (status == TG_CAT_OK && in_namespace(job, token_namespace)) {
         cancel_job(req, id, job);
     } else if (status == TG_CAT_OK && !req->server->config.auth_read) {
@@ -421,7 +421,7 @@ bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
         status = tg_catalog_job_list(req->server->catalog, &filter, 0, config->max_jobs + 1u,
                                      count_job, &count);
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     if (count.found_equal)

@@ -35,7 +35,7 @@ bool tg_lookup_model(tg_request *req, tg_model *model)
         return false;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -121,7 +121,7 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
         return false;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;
@@ -153,8 +153,9 @@ static void add_file(void *ctx, const tg_file_record *file)
 }
 
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
-                        bool with_files)
+                        bool with_files, tg_cat_status *status)
 {
+    *status = TG_CAT_ERROR;
     char full_name[2 * TG_NAME_MAX + 2];
     snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
     json_t *body = json_pack(
@@ -171,8 +172,10 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
     json_object_set_new(body, "dtype", string_or_null(version->derived_dtype));
     if (with_files) {
         json_t *files = json_array();
-        if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, add_file, files) !=
-            TG_CAT_OK) {
+        tg_cat_status listed =
+            tg_catalog_file_list(server->catalog, version->id, NULL, 0, add_file, files);
+        if (listed != TG_CAT_OK) {
+            *status = listed;
             json_decref(files);
             json_decref(body);
             return NULL;
@@ -236,7 +239,7 @@ void tg_route_models_list(tg_request *req)
                               limit + 1, add_model_summary, &page);
     if (status != TG_CAT_OK || page.models == NULL) {
         json_decref(page.models);
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return;
     }
     const char *next = NULL;
@@ -254,7 +257,7 @@ void tg_route_models_list(tg_request *req)
 
 /* ---- POST /v1/models ---- */
 
-static json_t *model_json(tg_server *server, const tg_model *model);
+static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_status *status);
 
 void tg_route_model_create(tg_request *req)
 {
@@ -310,12 +313,13 @@ void tg_route_model_create(tg_request *req)
         model ? tg_catalog_model_create(req->server->catalog, org, name, description, model)
               : TG_CAT_ERROR;
     json_decref(body);
+    json_t *created = status == TG_CAT_OK ? model_json(req->server, model, &status) : NULL;
     if (status == TG_CAT_EXISTS)
         tg_respond_problem(req, "model_exists", "the model %s/%s already exists", org, name);
-    else if (status != TG_CAT_OK)
-        tg_respond_internal(req, "the catalog failed");
+    else if (created == NULL)
+        tg_respond_catalog_failure(req, status);
     else
-        tg_respond_json(req, 201, model_json(req->server, model));
+        tg_respond_json(req, 201, created);
     free(model);
 }
 
@@ -338,8 +342,10 @@ static void add_version(void *ctx, const tg_version *version)
     json_array_append_new(ctx, item);
 }
 
-static json_t *model_json(tg_server *server, const tg_model *model)
+/* NULL when the catalog (*status says how) or memory failed. */
+static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_status *status)
 {
+    *status = TG_CAT_ERROR;
     char full_name[2 * TG_NAME_MAX + 2];
     snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
     json_t *aliases = json_object(), *versions = json_array();
@@ -348,9 +354,13 @@ static json_t *model_json(tg_server *server, const tg_model *model)
         tg_catalog_version_latest_published(server->catalog, model->id, &latest);
     if (latest_status == TG_CAT_OK)
         json_object_set_new(aliases, "latest", json_integer(latest.number));
-    if ((latest_status != TG_CAT_OK && latest_status != TG_CAT_NOT_FOUND) ||
-        tg_catalog_alias_list(server->catalog, model->id, add_alias, aliases) != TG_CAT_OK ||
-        tg_catalog_version_list(server->catalog, model->id, add_version, versions) != TG_CAT_OK) {
+    tg_cat_status listed = latest_status == TG_CAT_NOT_FOUND ? TG_CAT_OK : latest_status;
+    if (listed == TG_CAT_OK)
+        listed = tg_catalog_alias_list(server->catalog, model->id, add_alias, aliases);
+    if (listed == TG_CAT_OK)
+        listed = tg_catalog_version_list(server->catalog, model->id, add_version, versions);
+    if (listed != TG_CAT_OK) {
+        *status = listed;
         json_decref(aliases);
         json_decref(versions);
         return NULL;
@@ -366,9 +376,10 @@ void tg_route_model_get(tg_request *req)
     if (model == NULL)
         return;
     if (tg_lookup_model(req, model)) {
-        json_t *body = model_json(req->server, model);
+        tg_cat_status status;
+        json_t *body = model_json(req->server, model, &status);
         if (body == NULL)
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
         else
             tg_respond_json(req, 200, body);
     }
@@ -420,7 +431,7 @@ void tg_route_model_delete(tg_request *req)
         if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
             tg_respond_empty(req, 204);
         else
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
     }
     free(model);
 }
@@ -476,7 +487,7 @@ void tg_route_alias_set(tg_request *req)
         goto out;
     }
     if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         goto out;
     }
     if (!version.published) {
@@ -490,7 +501,7 @@ void tg_route_alias_set(tg_request *req)
      * failure, which may have moved it all the same) */
     tg_response_cache_invalidate_moving(req->server->responses);
     if (set != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, set);
         goto out;
     }
     tg_respond_json(req, 200,

@@ -120,10 +120,10 @@ static bool choose_tensors(tg_request *req, const tg_version *version, json_t *p
                            preload_sources *s)
 {
     tg_server *server = req->server;
-    if (tg_catalog_file_list(server->catalog, version->id, NULL, 0, collect_file, &s->files) !=
-            TG_CAT_OK ||
-        s->files.failed) {
-        tg_respond_internal(req, "the catalog failed");
+    tg_cat_status status =
+        tg_catalog_file_list(server->catalog, version->id, NULL, 0, collect_file, &s->files);
+    if (status != TG_CAT_OK || s->files.failed) {
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     size_t n = s->files.count;
@@ -314,7 +314,7 @@ static void create_preload(tg_request *req, json_t *body)
     if (found == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, "model_not_found", "no model %s/%s", org, name);
     } else if (found != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, found);
     } else if (lookup_version_text(req, model, version_string, &version) &&
                choose_tensors(req, &version, patterns, &sources)) {
         char model_text[2 * (TG_NAME_MAX + 2) + 2];

@@ -135,8 +135,9 @@ void tg_version_commit_id(const tg_version *version, char out[41]);
 /* True for 40 lowercase hex digits. */
 bool tg_is_commit_id(const char *text);
 json_t *tg_file_json(const tg_file_record *file);
+/* NULL when the catalog (*status says how) or memory (*status TG_CAT_ERROR) failed. */
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
-                        bool with_files);
+                        bool with_files, tg_cat_status *status);
 
 /* 500 blob_damaged naming path: its stored content is missing or not what the
  * catalog recorded; an operator runs fsck or uploads the file again. */

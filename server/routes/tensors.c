@@ -40,7 +40,7 @@ static bool lookup_files(tg_request *req, tg_version *version, tg_file_records *
     tg_cat_status status = tg_catalog_file_list(req->server->catalog, version->id, NULL, 0,
                                                 tg_file_records_collect, list);
     if (status != TG_CAT_OK || list->failed) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
         return false;
     }
     return true;

@@ -381,7 +381,7 @@ static void upload_answer(tg_request *req, bool body_ended)
             req, "version_not_found",
             "the model or the version was deleted during the upload; nothing was stored");
     } else if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else {
         tg_log(TG_LOG_INFO, "stored %s/%s v%lld %s (%llu bytes, sha256 %s)", up->model.org,
                up->model.name, (long long)up->version.number, file.path,

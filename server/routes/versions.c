@@ -27,12 +27,15 @@ void tg_route_version_create(tg_request *req)
     if (tg_lookup_model(req, model)) {
         tg_version version;
         tg_cat_status status = tg_catalog_version_create(req->server->catalog, model->id, &version);
+        json_t *created = status == TG_CAT_OK
+                              ? tg_version_json(req->server, model, &version, true, &status)
+                              : NULL;
         if (status == TG_CAT_NOT_FOUND)
             tg_respond_problem(req, "model_not_found", "no model %s/%s", model->org, model->name);
-        else if (status != TG_CAT_OK)
-            tg_respond_internal(req, "the catalog failed");
+        else if (created == NULL)
+            tg_respond_catalog_failure(req, status);
         else
-            tg_respond_json(req, 201, tg_version_json(req->server, model, &version, true));
+            tg_respond_json(req, 201, created);
     }
     free(model);
 }
@@ -44,9 +47,10 @@ void tg_route_version_get(tg_request *req)
         return;
     tg_version version;
     if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version)) {
-        json_t *body = tg_version_json(req->server, model, &version, true);
+        tg_cat_status status;
+        json_t *body = tg_version_json(req->server, model, &version, true, &status);
         if (body == NULL)
-            tg_respond_internal(req, "the catalog failed");
+            tg_respond_catalog_failure(req, status);
         else
             tg_respond_json(req, 200, body);
     }
@@ -237,10 +241,10 @@ void tg_route_version_publish(tg_request *req)
         tg_respond_problem(req, "model_not_found", "no model %s/%s", model->org, model->name);
         goto out_unlock;
     }
-    if (tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect,
-                             &files) != TG_CAT_OK ||
-        files.failed) {
-        tg_respond_internal(req, "the catalog failed");
+    tg_cat_status listed =
+        tg_catalog_file_list(server->catalog, version.id, NULL, 0, tg_file_records_collect, &files);
+    if (listed != TG_CAT_OK || files.failed) {
+        tg_respond_catalog_failure(req, listed);
         goto out_unlock;
     }
     if (files.count == 0) {
@@ -280,13 +284,17 @@ void tg_route_version_publish(tg_request *req)
         tg_respond_problem(req, "version_published", "version %lld of %s/%s is already published",
                            (long long)version.number, model->org, model->name);
     } else if (status != TG_CAT_OK) {
-        tg_respond_internal(req, "the catalog failed");
+        tg_respond_catalog_failure(req, status);
     } else {
         /* "latest" and "main" may name this one now: their kept answers go */
         tg_response_cache_invalidate_moving(server->responses);
         tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
                (long long)published.number, digest);
-        tg_respond_json(req, 200, tg_version_json(server, model, &published, true));
+        json_t *body = tg_version_json(server, model, &published, true, &status);
+        if (body == NULL)
+            tg_respond_catalog_failure(req, status);
+        else
+            tg_respond_json(req, 200, body);
     }
 out_unlock:
     pthread_mutex_unlock(&server->publish_lock);

@@ -39,41 +39,22 @@ int tg_catalog_known_schema_version(void)
     return (int)tg_migrations_count;
 }
 
-/* Set on this thread when a catalog call failed for a full disk. */
-static _Thread_local bool disk_full;
-
-void tg_catalog_note_disk_full(void)
+/* The status a backend's answer settles to: a failure the backend could not
+ * classify (a connection that broke between two statements while PostgreSQL
+ * restarts) is TG_CAT_UNAVAILABLE when the catalog does not answer a ping now
+ * (SQLite always answers), so the server says 503, not 500. */
+static tg_cat_status settle(tg_catalog *catalog, tg_cat_status status)
 {
-    disk_full = true;
-}
-
-bool tg_catalog_take_disk_full(void)
-{
-    bool was = disk_full;
-    disk_full = false;
-    return was;
-}
-
-/* Set on this thread when a catalog call failed because it could not be reached. */
-static _Thread_local bool unavailable;
-
-void tg_catalog_note_unavailable(void)
-{
-    unavailable = true;
-}
-
-bool tg_catalog_take_unavailable(void)
-{
-    bool was = unavailable;
-    unavailable = false;
-    return was;
+    if (status == TG_CAT_ERROR && catalog->ops->ping(catalog) != TG_CAT_OK)
+        return TG_CAT_UNAVAILABLE;
+    return status;
 }
 
 #define DEFAULT_JOB_LEASE_SECONDS 30
 #define DEFAULT_JOB_MAX_ATTEMPTS 3
 
 /* The lease identity of a new handle: host, pid and 64 random bits. */
-static void lease_identity(tg_catalog *catalog)
+void tg_catalog_init_identity(tg_catalog *catalog)
 {
     char host[64] = "";
     if (gethostname(host, sizeof host) != 0)
@@ -135,27 +116,18 @@ tg_cat_status tg_catalog_version_publish_files(tg_catalog *catalog, int64_t vers
                                                size_t count, tg_version *out, const char **why)
 {
     *why = NULL;
-    if (catalog->ops->version_publish_files != NULL)
-        return catalog->ops->version_publish_files(catalog, version_id, digest, files, count, out,
-                                                   why);
-    tg_cat_status status = catalog->ops->version_publish(catalog, version_id, digest, out);
-    if (status == TG_CAT_CONFLICT)
-        *why = "version_published";
-    return status;
+    return settle(catalog, catalog->ops->version_publish_files(catalog, version_id, digest, files,
+                                                               count, out, why));
 }
 
 tg_cat_status tg_catalog_job_release(tg_catalog *catalog, int64_t job_id)
 {
-    if (catalog->ops->job_release == NULL)
-        return TG_CAT_OK;
-    return catalog->ops->job_release(catalog, job_id);
+    return settle(catalog, catalog->ops->job_release(catalog, job_id));
 }
 
 tg_cat_status tg_catalog_job_renew(tg_catalog *catalog, int64_t job_id)
 {
-    if (catalog->ops->job_renew == NULL)
-        return TG_CAT_OK; /* a backend without leases: the job stays this process's */
-    return catalog->ops->job_renew(catalog, job_id);
+    return settle(catalog, catalog->ops->job_renew(catalog, job_id));
 }
 
 static const char *const job_state_names[] = {"queued", "running", "done", "failed"};
@@ -187,51 +159,11 @@ void tg_file_records_collect(void *ctx, const tg_file_record *file)
 
 /* The length of a URL scheme followed by "://" at the start of text (letters,
  * digits, '+', '-', '.' after a first letter), else 0. */
-static size_t url_scheme_length(const char *text)
-{
-    size_t n = 0;
-    if (!isalpha((unsigned char)text[0]))
-        return 0;
-    while (isalnum((unsigned char)text[n]) || text[n] == '+' || text[n] == '-' || text[n] == '.')
-        n++;
-    return strncmp(text + n, "://", 3) == 0 ? n : 0;
-}
-
-/* Opens the backend url names. */
-static tg_cat_status open_backend(const char *url, tg_catalog **out, char *err, size_t err_len)
-{
-    if (strncmp(url, "sqlite:", 7) == 0)
-        return tg_catalog_sqlite_open(url + 7, out, err, err_len);
-    size_t scheme = url_scheme_length(url);
-    if (scheme > 0) {
-        if ((scheme == 10 && strncmp(url, "postgresql", scheme) == 0) ||
-            (scheme == 8 && strncmp(url, "postgres", scheme) == 0))
-            return tg_catalog_pg_open(url, out, err, err_len);
-        snprintf(err, err_len,
-                 "unknown catalog URL scheme \"%.*s://\"; use sqlite:PATH, postgresql://... "
-                 "or a file path",
-                 (int)scheme, url);
-        return TG_CAT_ERROR;
-    }
-    /* "postgresql:" + libpq keyword=value pairs */
-    if (strncmp(url, "postgresql:", 11) == 0)
-        return tg_catalog_pg_open(url + 11, out, err, err_len);
-    return tg_catalog_sqlite_open(url, out, err, err_len);
-}
-
-tg_cat_status tg_catalog_open(const char *url, tg_catalog **out, char *err, size_t err_len)
-{
-    *out = NULL;
-    tg_cat_status status = open_backend(url, out, err, err_len);
-    if (status == TG_CAT_OK)
-        lease_identity(*out);
-    return status;
-}
-
 tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,
                                   const tg_file_record *file, const char *tensor_stats)
 {
-    return catalog->ops->file_put_guarded(catalog, NULL, version_id, file, tensor_stats, NULL);
+    return settle(catalog, catalog->ops->file_put_guarded(catalog, NULL, version_id, file,
+                                                          tensor_stats, NULL));
 }
 
 tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
@@ -239,8 +171,9 @@ tg_cat_status tg_catalog_job_create(tg_catalog *catalog, int64_t model_id,
                                     const char *tensors_json, uint64_t bytes_total, tg_job *out,
                                     bool *existing)
 {
-    return catalog->ops->job_create_by(catalog, 0, model_id, source_version_id, dtype, tensors_json,
-                                       bytes_total, out, existing);
+    return settle(catalog,
+                  catalog->ops->job_create_by(catalog, 0, model_id, source_version_id, dtype,
+                                              tensors_json, bytes_total, out, existing));
 }
 
 /* ---- dispatch: each call goes to the backend's operation of the same name ---- */
@@ -269,175 +202,179 @@ int tg_catalog_schema_version(tg_catalog *catalog)
 tg_cat_status tg_catalog_model_create(tg_catalog *catalog, const char *org, const char *name,
                                       const char *description, tg_model *out)
 {
-    return catalog->ops->model_create(catalog, org, name, description, out);
+    return settle(catalog, catalog->ops->model_create(catalog, org, name, description, out));
 }
 
 tg_cat_status tg_catalog_model_get(tg_catalog *catalog, const char *org, const char *name,
                                    tg_model *out)
 {
-    return catalog->ops->model_get(catalog, org, name, out);
+    return settle(catalog, catalog->ops->model_get(catalog, org, name, out));
 }
 
 tg_cat_status tg_catalog_model_list(tg_catalog *catalog, const char *org, const char *query,
                                     const char *after_org, const char *after_name, unsigned limit,
                                     void (*visit)(void *ctx, const tg_model *model), void *ctx)
 {
-    return catalog->ops->model_list(catalog, org, query, after_org, after_name, limit, visit, ctx);
+    return settle(catalog, catalog->ops->model_list(catalog, org, query, after_org, after_name,
+                                                    limit, visit, ctx));
 }
 
 tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
 {
-    return catalog->ops->model_delete(catalog, model_id);
+    return settle(catalog, catalog->ops->model_delete(catalog, model_id));
 }
 
 tg_cat_status tg_catalog_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
 {
-    return catalog->ops->version_create(catalog, model_id, out);
+    return settle(catalog, catalog->ops->version_create(catalog, model_id, out));
 }
 
 tg_cat_status tg_catalog_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
                                      tg_version *out)
 {
-    return catalog->ops->version_get(catalog, model_id, number, out);
+    return settle(catalog, catalog->ops->version_get(catalog, model_id, number, out));
 }
 
 tg_cat_status tg_catalog_version_by_digest(tg_catalog *catalog, int64_t model_id,
                                            const char *digest, tg_version *out)
 {
-    return catalog->ops->version_by_digest(catalog, model_id, digest, out);
+    return settle(catalog, catalog->ops->version_by_digest(catalog, model_id, digest, out));
 }
 
 tg_cat_status tg_catalog_version_latest_published(tg_catalog *catalog, int64_t model_id,
                                                   tg_version *out)
 {
-    return catalog->ops->version_latest_published(catalog, model_id, out);
+    return settle(catalog, catalog->ops->version_latest_published(catalog, model_id, out));
 }
 
 tg_cat_status tg_catalog_version_list(tg_catalog *catalog, int64_t model_id,
                                       void (*visit)(void *ctx, const tg_version *version),
                                       void *ctx)
 {
-    return catalog->ops->version_list(catalog, model_id, visit, ctx);
+    return settle(catalog, catalog->ops->version_list(catalog, model_id, visit, ctx));
 }
 
 tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id,
                                          const char *digest, tg_version *out)
 {
-    return catalog->ops->version_publish(catalog, version_id, digest, out);
+    return settle(catalog, catalog->ops->version_publish(catalog, version_id, digest, out));
 }
 
 tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t number)
 {
-    return catalog->ops->alias_set(catalog, model_id, alias, number);
+    return settle(catalog, catalog->ops->alias_set(catalog, model_id, alias, number));
 }
 
 tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t *number)
 {
-    return catalog->ops->alias_get(catalog, model_id, alias, number);
+    return settle(catalog, catalog->ops->alias_get(catalog, model_id, alias, number));
 }
 
 tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *alias, int64_t number),
                                     void *ctx)
 {
-    return catalog->ops->alias_list(catalog, model_id, visit, ctx);
+    return settle(catalog, catalog->ops->alias_list(catalog, model_id, visit, ctx));
 }
 
 tg_cat_status tg_catalog_file_put_guarded(tg_catalog *catalog, const tg_commit_guard *guard,
                                           int64_t version_id, const tg_file_record *file,
                                           const char *tensor_stats, const char **why)
 {
-    return catalog->ops->file_put_guarded(catalog, guard, version_id, file, tensor_stats, why);
+    return settle(catalog, catalog->ops->file_put_guarded(catalog, guard, version_id, file,
+                                                          tensor_stats, why));
 }
 
 tg_cat_status tg_catalog_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
                                      int64_t version_id, const char **why)
 {
-    return catalog->ops->guard_check(catalog, guard, version_id, why);
+    return settle(catalog, catalog->ops->guard_check(catalog, guard, version_id, why));
 }
 
 tg_cat_status tg_catalog_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
                                   tg_file_record *out)
 {
-    return catalog->ops->file_get(catalog, version_id, path, out);
+    return settle(catalog, catalog->ops->file_get(catalog, version_id, path, out));
 }
 
 tg_cat_status tg_catalog_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
                                     char **tensor_stats)
 {
-    return catalog->ops->file_stats(catalog, version_id, path, tensor_stats);
+    return settle(catalog, catalog->ops->file_stats(catalog, version_id, path, tensor_stats));
 }
 
 tg_cat_status tg_catalog_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
 {
-    return catalog->ops->file_delete(catalog, version_id, path);
+    return settle(catalog, catalog->ops->file_delete(catalog, version_id, path));
 }
 
 tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
                                    unsigned limit,
                                    void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
 {
-    return catalog->ops->file_list(catalog, version_id, after_path, limit, visit, ctx);
+    return settle(catalog,
+                  catalog->ops->file_list(catalog, version_id, after_path, limit, visit, ctx));
 }
 
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
 {
-    return catalog->ops->rejection_add(catalog, rejection);
+    return settle(catalog, catalog->ops->rejection_add(catalog, rejection));
 }
 
 tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
                                         void (*visit)(void *ctx, const tg_rejection *rejection),
                                         void *ctx)
 {
-    return catalog->ops->rejection_list(catalog, before_id, limit, visit, ctx);
+    return settle(catalog, catalog->ops->rejection_list(catalog, before_id, limit, visit, ctx));
 }
 
 tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
                                    const char *namespace_or_null)
 {
-    return catalog->ops->token_add(catalog, hash, scope, namespace_or_null);
+    return settle(catalog, catalog->ops->token_add(catalog, hash, scope, namespace_or_null));
 }
 
 tg_cat_status tg_catalog_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
                                       char *namespace_out, size_t namespace_len)
 {
-    return catalog->ops->token_lookup(catalog, hash, scope, namespace_out, namespace_len);
+    return settle(catalog,
+                  catalog->ops->token_lookup(catalog, hash, scope, namespace_out, namespace_len));
 }
 
 tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
                                     void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
 {
-    return catalog->ops->token_each(catalog, visit, ctx);
+    return settle(catalog, catalog->ops->token_each(catalog, visit, ctx));
 }
 
 tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
 {
-    return catalog->ops->token_id(catalog, hash, id);
+    return settle(catalog, catalog->ops->token_id(catalog, hash, id));
 }
 
 tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id)
 {
-    return catalog->ops->token_revoke(catalog, id);
+    return settle(catalog, catalog->ops->token_revoke(catalog, id));
 }
 
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
                                    int (*visit)(void *ctx, const char *sha256, uint64_t size),
                                    void *ctx)
 {
-    return catalog->ops->blob_each(catalog, visit, ctx);
+    return settle(catalog, catalog->ops->blob_each(catalog, visit, ctx));
 }
 
 tg_cat_status tg_catalog_model_blobs(tg_catalog *catalog, int64_t model_id,
                                      void (*visit)(void *ctx, const char *sha256), void *ctx)
 {
-    return catalog->ops->model_blobs(catalog, model_id, visit, ctx);
+    return settle(catalog, catalog->ops->model_blobs(catalog, model_id, visit, ctx));
 }
 
 tg_cat_status tg_catalog_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
 {
-    return catalog->ops->blob_referenced(catalog, sha256, referenced);
+    return settle(catalog, catalog->ops->blob_referenced(catalog, sha256, referenced));
 }
 
 tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
@@ -445,35 +382,34 @@ tg_cat_status tg_catalog_job_create_by(tg_catalog *catalog, int64_t token_id, in
                                        const char *tensors_json, uint64_t bytes_total, tg_job *out,
                                        bool *existing)
 {
-    return catalog->ops->job_create_by(catalog, token_id, model_id, source_version_id, dtype,
-                                       tensors_json, bytes_total, out, existing);
+    return settle(catalog,
+                  catalog->ops->job_create_by(catalog, token_id, model_id, source_version_id, dtype,
+                                              tensors_json, bytes_total, out, existing));
 }
 
 tg_cat_status tg_catalog_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
 {
-    return catalog->ops->job_get(catalog, job_id, out);
+    return settle(catalog, catalog->ops->job_get(catalog, job_id, out));
 }
 
 tg_cat_status tg_catalog_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
 {
     for (int i = 0; i < TG_JOB_STATES; i++)
         counts[i] = 0;
-    if (catalog->ops->job_counts == NULL)
-        return TG_CAT_ERROR;
-    return catalog->ops->job_counts(catalog, counts);
+    return settle(catalog, catalog->ops->job_counts(catalog, counts));
 }
 
 tg_cat_status tg_catalog_job_list(tg_catalog *catalog, const tg_job_filter *filter,
                                   int64_t before_id, unsigned limit,
                                   void (*visit)(void *ctx, const tg_job *job), void *ctx)
 {
-    return catalog->ops->job_list(catalog, filter, before_id, limit, visit, ctx);
+    return settle(catalog, catalog->ops->job_list(catalog, filter, before_id, limit, visit, ctx));
 }
 
 tg_cat_status tg_catalog_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                     tg_job *out)
 {
-    tg_cat_status status = catalog->ops->job_cancel(catalog, job_id, was, out);
+    tg_cat_status status = settle(catalog, catalog->ops->job_cancel(catalog, job_id, was, out));
     if (status == TG_CAT_OK && *was == TG_JOB_QUEUED) /* failed now */
         tg_catalog_job_scrub_urls(catalog, job_id);
     return status;
@@ -486,7 +422,7 @@ tg_cat_status tg_catalog_job_claim(tg_catalog *catalog, tg_job *out)
 
 tg_cat_status tg_catalog_job_claim_fair(tg_catalog *catalog, unsigned namespace_limit, tg_job *out)
 {
-    tg_cat_status status = catalog->ops->job_claim(catalog, namespace_limit, out);
+    tg_cat_status status = settle(catalog, catalog->ops->job_claim(catalog, namespace_limit, out));
     tg_catalog_job_scrub_urls(catalog, 0); /* the jobs whose lease expired for good */
     return status;
 }
@@ -494,7 +430,8 @@ tg_cat_status tg_catalog_job_claim_fair(tg_catalog *catalog, unsigned namespace_
 tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
                                      unsigned *failed)
 {
-    tg_cat_status status = catalog->ops->job_recover(catalog, max_attempts, requeued, failed);
+    tg_cat_status status =
+        settle(catalog, catalog->ops->job_recover(catalog, max_attempts, requeued, failed));
     tg_catalog_job_scrub_urls(catalog, 0); /* also what an older server left */
     return status;
 }
@@ -502,13 +439,13 @@ tg_cat_status tg_catalog_job_recover(tg_catalog *catalog, int64_t max_attempts, 
 tg_cat_status tg_catalog_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
                                       uint64_t bytes_total)
 {
-    return catalog->ops->job_progress(catalog, job_id, bytes_done, bytes_total);
+    return settle(catalog, catalog->ops->job_progress(catalog, job_id, bytes_done, bytes_total));
 }
 
 tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
                                   const char *detail)
 {
-    tg_cat_status status = catalog->ops->job_fail(catalog, job_id, reason, detail);
+    tg_cat_status status = settle(catalog, catalog->ops->job_fail(catalog, job_id, reason, detail));
     tg_catalog_job_scrub_urls(catalog, job_id);
     return status;
 }
@@ -516,20 +453,20 @@ tg_cat_status tg_catalog_job_fail(tg_catalog *catalog, int64_t job_id, const cha
 tg_cat_status tg_catalog_job_file_put(tg_catalog *catalog, int64_t job_id,
                                       const tg_file_record *file, const char *tensor_stats)
 {
-    return catalog->ops->job_file_put(catalog, job_id, file, tensor_stats);
+    return settle(catalog, catalog->ops->job_file_put(catalog, job_id, file, tensor_stats));
 }
 
 tg_cat_status tg_catalog_job_file_list(tg_catalog *catalog, int64_t job_id,
                                        void (*visit)(void *ctx, const tg_file_record *file),
                                        void *ctx)
 {
-    return catalog->ops->job_file_list(catalog, job_id, visit, ctx);
+    return settle(catalog, catalog->ops->job_file_list(catalog, job_id, visit, ctx));
 }
 
 tg_cat_status tg_catalog_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
                                     tg_version *out)
 {
-    return catalog->ops->job_commit(catalog, job_id, digest, out);
+    return settle(catalog, catalog->ops->job_commit(catalog, job_id, digest, out));
 }
 
 tg_cat_status tg_catalog_import_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
@@ -537,10 +474,8 @@ tg_cat_status tg_catalog_import_job_create(tg_catalog *catalog, int64_t token_id
                                            tg_job *out, bool *existing)
 {
     *existing = false;
-    if (catalog->ops->import_job_create == NULL)
-        return TG_CAT_ERROR;
-    return catalog->ops->import_job_create(catalog, token_id, model_id, version_id, path, url, out,
-                                           existing);
+    return settle(catalog, catalog->ops->import_job_create(catalog, token_id, model_id, version_id,
+                                                           path, url, out, existing));
 }
 
 tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
@@ -549,10 +484,9 @@ tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
                                        const char **why)
 {
     *why = NULL;
-    if (catalog->ops->import_commit == NULL)
-        return TG_CAT_ERROR;
     tg_cat_status status =
-        catalog->ops->import_commit(catalog, job_id, guard, version_id, file, tensor_stats, why);
+        settle(catalog, catalog->ops->import_commit(catalog, job_id, guard, version_id, file,
+                                                    tensor_stats, why));
     tg_catalog_job_scrub_urls(catalog, job_id);
     return status;
 }
@@ -577,8 +511,6 @@ static void scrub_visit(void *ctx, int64_t id, const char *url)
 
 void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id)
 {
-    if (catalog->ops->job_ended_urls == NULL || catalog->ops->job_set_ended_url == NULL)
-        return;
     scrub_batch *batch = malloc(sizeof *batch);
     if (batch == NULL) {
         tg_log(TG_LOG_ERROR, "catalog: out of memory redacting the URLs of ended jobs");
@@ -594,11 +526,11 @@ void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id)
             char shown[TG_URL_MAX + 1];
             after = batch->ids[i];
             if (tg_url_redact(batch->urls[i], shown, sizeof shown) &&
-                catalog->ops->job_set_ended_url(catalog, batch->ids[i], shown) == TG_CAT_ERROR)
+                tg_cat_failed(catalog->ops->job_set_ended_url(catalog, batch->ids[i], shown)))
                 status = TG_CAT_ERROR;
         }
     } while (status == TG_CAT_OK && batch->count == SCRUB_BATCH);
-    if (status == TG_CAT_ERROR)
+    if (tg_cat_failed(status))
         tg_log(TG_LOG_ERROR, "catalog: the URLs of ended import jobs could not be redacted");
     free(batch);
 }

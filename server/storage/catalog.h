@@ -39,8 +39,22 @@ typedef enum tg_cat_status {
     TG_CAT_NOT_FOUND,
     TG_CAT_EXISTS,   /* unique key taken */
     TG_CAT_CONFLICT, /* state forbids it (a published version) */
-    TG_CAT_ERROR,
+    TG_CAT_ERROR,    /* the catalog failed (a bug, a corrupt file, out of memory...) */
+    /* The catalog could not be reached in time (PostgreSQL down, a connection lost,
+     * a statement, a lock or the pool timed out): the server answers 503
+     * catalog_unavailable with Retry-After (tg_respond_catalog_failure). */
+    TG_CAT_UNAVAILABLE,
+    /* The disk is full (SQLite's SQLITE_FULL or an I/O error with ENOSPC/EDQUOT,
+     * PostgreSQL's 53100): nothing was changed; the server answers 507. */
+    TG_CAT_FULL,
 } tg_cat_status;
+
+/* True for the statuses that say the catalog failed (TG_CAT_ERROR, TG_CAT_UNAVAILABLE,
+ * TG_CAT_FULL), as against an answer about the data (not found, exists, conflict). */
+static inline bool tg_cat_failed(tg_cat_status status)
+{
+    return status >= TG_CAT_ERROR;
+}
 
 typedef struct tg_model {
     int64_t id;
@@ -109,15 +123,6 @@ tg_cat_status tg_catalog_open_data(const char *url, const char *data_dir, tg_cat
  * catalog (which lives elsewhere). */
 bool tg_catalog_data_dir_made(const char *data_dir, const char *url);
 
-/* True (and cleared) when a catalog call on this thread failed since the last
- * take because the disk is full (SQLITE_FULL, or an I/O error with ENOSPC/EDQUOT):
- * the server then answers its 500 as 507 insufficient_storage (http.c). */
-bool tg_catalog_take_disk_full(void);
-/* True (and cleared) when a catalog call on this thread failed since the last take
- * because the catalog could not be reached (PostgreSQL down, a connection lost, a
- * statement or the pool timed out): the server then answers its 500 as 503
- * catalog_unavailable with Retry-After (http.c). */
-bool tg_catalog_take_unavailable(void);
 /* The backend's name: "sqlite" or "postgresql" (for /readyz). */
 const char *tg_catalog_kind(const tg_catalog *catalog);
 /* A trivial query, for /readyz. */

@@ -8,7 +8,10 @@
  * callers never know which backend they talk to. Each operation has the meaning,
  * the arguments and the answers catalog.h documents for the public function of
  * the same name (tg_catalog_file_put and tg_catalog_job_create are the guarded
- * and the token-recording operation with no guard and token 0). Backends also
+ * and the token-recording operation with no guard and token 0). Every operation
+ * is required: catalog.c calls each without a check. What SQL backends share
+ * (column lists, row decoders, statements, the migration driver) is in
+ * catalog_sql.h. Backends also
  * keep the visitor rule of catalog.h: no lock of theirs is held while a visitor
  * runs. Only server/storage/ includes this header. */
 #ifndef TG_CATALOG_BACKEND_H
@@ -97,7 +100,6 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*job_list)(tg_catalog *catalog, const tg_job_filter *filter, int64_t before_id,
                               unsigned limit, void (*visit)(void *ctx, const tg_job *job),
                               void *ctx);
-    /* optional (NULL: tg_catalog_job_counts answers TG_CAT_ERROR) */
     tg_cat_status (*job_counts)(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES]);
     tg_cat_status (*job_cancel)(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
                                 tg_job *out);
@@ -119,11 +121,10 @@ typedef struct tg_catalog_ops {
      * running job act only for the lease holder (catalog->lease_owner). */
     tg_cat_status (*job_renew)(tg_catalog *catalog, int64_t job_id);
     tg_cat_status (*job_release)(tg_catalog *catalog, int64_t job_id);
-    /* optional (NULL: tg_catalog_version_publish_files is a plain publish) */
     tg_cat_status (*version_publish_files)(tg_catalog *catalog, int64_t version_id,
                                            const char *digest, const tg_file_record *files,
                                            size_t count, tg_version *out, const char **why);
-    /* optional, schema 6 (NULL: the import calls answer TG_CAT_ERROR) */
+    /* schema 6: imports */
     tg_cat_status (*import_job_create)(tg_catalog *catalog, int64_t token_id, int64_t model_id,
                                        int64_t version_id, const char *path, const char *url,
                                        tg_job *out, bool *existing);
@@ -131,7 +132,7 @@ typedef struct tg_catalog_ops {
                                    const tg_commit_guard *guard, int64_t version_id,
                                    const tg_file_record *file, const char *tensor_stats,
                                    const char **why);
-    /* optional, schema 6 (NULL: nothing is scrubbed): the ended (done or failed)
+    /* schema 6: the ended (done or failed)
      * import jobs whose url may hold credentials (an "@", a "#", or a query other
      * than "?REDACTED"), job_id's (0: any), ids above after_id in id order, at most
      * limit; and the url of an ended job replaced (tg_catalog_job_scrub_urls) */
@@ -167,17 +168,13 @@ tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *e
  * (a postgresql:// URI or keyword=value pairs). */
 tg_cat_status tg_catalog_pg_open(const char *conninfo, tg_catalog **out, char *err, size_t err_len);
 
+/* Fills a freshly opened handle's lease identity and job defaults (catalog.c);
+ * tg_catalog_open (catalog_data.c) calls it after the backend opened. */
+void tg_catalog_init_identity(tg_catalog *catalog);
+
 /* True when stored (a version's rows) holds exactly the files of given[0..count),
  * by path, sha256 and size, in any order (for version_publish_files). */
 bool tg_catalog_files_match(const tg_file_record *given, size_t count,
                             const tg_file_records *stored);
-
-/* Records, for tg_catalog_take_unavailable (catalog.c), that a call on this thread
- * failed because the catalog could not be reached in time. */
-void tg_catalog_note_unavailable(void);
-
-/* Records, for tg_catalog_take_disk_full (catalog.c), that a call on this thread
- * failed because the disk is full. */
-void tg_catalog_note_disk_full(void);
 
 #endif

@@ -23,9 +23,8 @@
  * and reset before use; a read whose connection broke is retried once on a fresh
  * one; a write is never sent twice. Every connection has connect_timeout, TCP
  * keepalives, tcp_user_timeout, statement_timeout and lock_timeout, so no call
- * waits forever on a dead server: it fails (TG_CAT_ERROR, and
- * tg_catalog_take_unavailable() is true on that thread: the HTTP layer answers
- * 503 catalog_unavailable).
+ * waits forever on a dead server: it fails with TG_CAT_UNAVAILABLE (the HTTP
+ * layer answers 503 catalog_unavailable).
  *
  * Migrations: migrations/postgresql/NNNN_*.sql (tg_migrations_pg), the same
  * numbers as the SQLite files, applied at open under a session advisory lock so
@@ -33,6 +32,7 @@
  * is refused. */
 #include "catalog.h"
 #include "catalog_backend.h"
+#include "catalog_sql.h"
 #include "embedded.h"
 #include "log.h"
 
@@ -160,7 +160,7 @@ static bool idle_connection_broken(PGconn *db)
 }
 
 /* A connection for one call, or NULL (the catalog is unreachable, or every
- * connection stayed busy for POOL_WAIT_SECONDS; noted for the 503). */
+ * connection stayed busy for POOL_WAIT_SECONDS: TG_CAT_UNAVAILABLE). */
 static pconn *acquire(pg_catalog *c)
 {
     struct timespec until;
@@ -183,7 +183,6 @@ static pconn *acquire(pg_catalog *c)
     if (k == NULL && !fresh) {
         tg_log(TG_LOG_ERROR, "catalog: every PostgreSQL connection stayed busy for %d s",
                POOL_WAIT_SECONDS);
-        tg_catalog_note_unavailable();
         return NULL;
     }
     if (k != NULL && idle_connection_broken(k->db)) {
@@ -199,7 +198,6 @@ static pconn *acquire(pg_catalog *c)
             c->open--;
             pthread_cond_signal(&c->freed);
             pthread_mutex_unlock(&c->lock);
-            tg_catalog_note_unavailable();
             return NULL;
         }
         /* the session settings are gone with the old session */
@@ -222,7 +220,6 @@ static pconn *acquire(pg_catalog *c)
         c->open--;
         pthread_cond_signal(&c->freed);
         pthread_mutex_unlock(&c->lock);
-        tg_catalog_note_unavailable();
     }
     return k;
 }
@@ -250,7 +247,10 @@ static void release(pg_catalog *c, pconn *k)
 
 /* ---- statements ---- */
 
-/* The status a failed statement maps to; notes an unreachable catalog. */
+/* The status a failed statement maps to: TG_CAT_FULL for a full disk (53100, as
+ * SQLite's), TG_CAT_UNAVAILABLE when the catalog could not be reached (a
+ * connection lost, the server shutting down or starting, a statement or lock
+ * timeout, too many connections). */
 static tg_cat_status failure_status(PGconn *db, const PGresult *r)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -258,17 +258,15 @@ static tg_cat_status failure_status(PGconn *db, const PGresult *r)
         return TG_CAT_EXISTS;
     if (state != NULL && strcmp(state, "23503") == 0)
         return TG_CAT_NOT_FOUND;
-    if (state != NULL && strcmp(state, "53100") == 0) /* disk_full: 507, as SQLite's */
-        tg_catalog_note_disk_full();
     tg_log(TG_LOG_ERROR, "catalog: PostgreSQL: %s",
            r && PQresultErrorMessage(r)[0] ? PQresultErrorMessage(r) : PQerrorMessage(db));
     bool unreachable =
         PQstatus(db) != CONNECTION_OK || state == NULL || strncmp(state, "08", 2) == 0 ||
         strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0 ||
         strcmp(state, "57014") == 0 || strcmp(state, "53300") == 0 || strcmp(state, "55P03") == 0;
-    if (unreachable)
-        tg_catalog_note_unavailable();
-    return TG_CAT_ERROR;
+    if (state != NULL && strcmp(state, "53100") == 0)
+        return TG_CAT_FULL;
+    return unreachable ? TG_CAT_UNAVAILABLE : TG_CAT_ERROR;
 }
 
 /* Runs sql with n text parameters (NULL: SQL NULL) on k. The result (command or
@@ -276,7 +274,14 @@ static tg_cat_status failure_status(PGconn *db, const PGresult *r)
 static PGresult *exec_on(PGconn *db, const char *sql, int n, const char *const *params,
                          tg_cat_status *status)
 {
-    PGresult *r = PQexecParams(db, sql, n, NULL, params, NULL, NULL, 0);
+    /* the shared statements (catalog_sql.h) come with "?" placeholders */
+    char numbered[4096];
+    if (!tg_cat_sql_numbered(sql, numbered, sizeof numbered)) {
+        tg_log(TG_LOG_ERROR, "catalog: a statement is longer than %zu bytes", sizeof numbered);
+        *status = TG_CAT_ERROR;
+        return NULL;
+    }
+    PGresult *r = PQexecParams(db, numbered, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = PQresultStatus(r);
     if (r != NULL && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK))
         return r;
@@ -292,7 +297,7 @@ static PGresult *query(pg_catalog *c, bool retry, const char *sql, int n, const 
                        tg_cat_status *status)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        *status = TG_CAT_ERROR;
+        *status = TG_CAT_UNAVAILABLE; /* no connection to be had */
         pconn *k = acquire(c);
         if (k == NULL)
             return NULL;
@@ -302,7 +307,6 @@ static PGresult *query(pg_catalog *c, bool retry, const char *sql, int n, const 
         if (r != NULL || !broken || !retry)
             return r;
         tg_log(TG_LOG_WARN, "catalog: PostgreSQL connection broke; retrying once");
-        (void)tg_catalog_take_unavailable(); /* the retry's outcome is the call's */
     }
     return NULL;
 }
@@ -317,15 +321,15 @@ typedef struct tx {
 static bool tx_begin(pg_catalog *c, tx *t)
 {
     t->c = c;
-    t->status = TG_CAT_ERROR;
     for (int attempt = 0; attempt < 2; attempt++) {
+        t->status = TG_CAT_UNAVAILABLE; /* no connection to be had */
         t->k = acquire(c);
         if (t->k == NULL)
             return false;
-        tg_cat_status ignored;
-        PGresult *r = exec_on(t->k->db, "BEGIN", 0, NULL, &ignored);
+        PGresult *r = exec_on(t->k->db, "BEGIN", 0, NULL, &t->status);
         if (r != NULL) {
             PQclear(r);
+            t->status = TG_CAT_ERROR;
             return true;
         }
         release(c, t->k); /* nothing was done yet: BEGIN may be sent again */
@@ -400,6 +404,22 @@ static void get_text(char *dst, size_t len, const PGresult *r, int row, int col)
     snprintf(dst, len, "%s", PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
 }
 
+static int64_t row_integer(const tg_cat_row *row, int column)
+{
+    return get_i64(row->result, row->index, column);
+}
+
+static void row_text(const tg_cat_row *row, int column, char *dst, size_t len)
+{
+    get_text(dst, len, row->result, row->index, column);
+}
+
+/* Row i of r, for the shared decoders (catalog_sql.h). */
+static tg_cat_row pg_row(const PGresult *r, int i)
+{
+    return (tg_cat_row){.integer = row_integer, .text = row_text, .result = r, .index = i};
+}
+
 /* The single row of r: TG_CAT_OK, TG_CAT_NOT_FOUND (none), or TG_CAT_ERROR (r NULL). */
 static tg_cat_status one_row(const PGresult *r, tg_cat_status failed)
 {
@@ -451,6 +471,47 @@ static bool open_exec(PGconn *db, const char *sql, int n, const char *const *par
     return ok;
 }
 
+static int pg_migration_version(void *ctx, int *version, char *err, size_t err_len)
+{
+    PGconn *db = ctx;
+    if (!open_exec(db,
+                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                   "version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+                   0, NULL, "cannot create schema_migrations", err, err_len))
+        return -1;
+    PGresult *r = PQexec(db, TG_CAT_SQL_SCHEMA_VERSION);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        snprintf(err, err_len, "cannot read schema_migrations: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        return -1;
+    }
+    *version = (int)get_i64(r, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
+static int pg_migration_apply(void *ctx, int number, char *err, size_t err_len)
+{
+    PGconn *db = ctx;
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    num v = n64(number);
+    const char *record[] = {v.s, now};
+    char what[64];
+    snprintf(what, sizeof what, "migration %d failed", number);
+    if (!open_exec(db, "BEGIN", 0, NULL, what, err, err_len))
+        return -1;
+    if (!open_exec(db, tg_migrations_pg[number - 1].sql, 0, NULL, what, err, err_len) ||
+        !open_exec(db, "INSERT INTO schema_migrations(version, applied_at) VALUES ($1, $2)", 2,
+                   record, what, err, err_len) ||
+        !open_exec(db, "COMMIT", 0, NULL, what, err, err_len)) {
+        PQclear(PQexec(db, "ROLLBACK"));
+        return -1;
+    }
+    tg_log(TG_LOG_INFO, "catalog: PostgreSQL schema migrated to version %d", number);
+    return 0;
+}
+
 /* Brings the database to the newest schema this binary knows, under the migration
  * advisory lock (a second replica waits, then finds nothing left to do). */
 static tg_cat_status apply_migrations(pg_catalog *c, PGconn *db, char *err, size_t err_len)
@@ -459,50 +520,11 @@ static tg_cat_status apply_migrations(pg_catalog *c, PGconn *db, char *err, size
     if (!open_exec(db, "SELECT pg_advisory_lock($1::bigint)", 1, lock_params,
                    "cannot take the catalog's migration lock", err, err_len))
         return TG_CAT_ERROR;
-    tg_cat_status status = TG_CAT_ERROR;
     int known = (int)tg_migrations_pg_count;
-    if (!open_exec(db,
-                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                   "version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
-                   0, NULL, "cannot create schema_migrations", err, err_len))
-        goto unlock;
-    PGresult *r = PQexec(db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-        snprintf(err, err_len, "cannot read schema_migrations: %s", PQresultErrorMessage(r));
-        PQclear(r);
-        goto unlock;
-    }
-    int current = (int)get_i64(r, 0, 0);
-    PQclear(r);
-    if (current > known) {
-        snprintf(err, err_len,
-                 "the catalog is at schema version %d, newer than this tensorgate knows (%d); "
-                 "run a newer tensorgate",
-                 current, known);
-        goto unlock;
-    }
-    for (int version = current + 1; version <= known; version++) {
-        char now[TG_TIME_LEN];
-        tg_time_now(now);
-        num v = n64(version);
-        const char *record[] = {v.s, now};
-        char what[64];
-        snprintf(what, sizeof what, "migration %d failed", version);
-        /* one transaction per migration: a crash leaves the catalog at a whole version */
-        if (!open_exec(db, "BEGIN", 0, NULL, what, err, err_len))
-            goto unlock;
-        if (!open_exec(db, tg_migrations_pg[version - 1].sql, 0, NULL, what, err, err_len) ||
-            !open_exec(db, "INSERT INTO schema_migrations(version, applied_at) VALUES ($1, $2)", 2,
-                       record, what, err, err_len) ||
-            !open_exec(db, "COMMIT", 0, NULL, what, err, err_len)) {
-            PQclear(PQexec(db, "ROLLBACK"));
-            goto unlock;
-        }
-        tg_log(TG_LOG_INFO, "catalog: PostgreSQL schema migrated to version %d", version);
-    }
-    c->schema_version = known;
-    status = TG_CAT_OK;
-unlock:
+    tg_cat_migrator migrator = {db, pg_migration_version, pg_migration_apply};
+    tg_cat_status status = tg_cat_migrate(&migrator, known, err, err_len);
+    if (status == TG_CAT_OK)
+        c->schema_version = known;
     if (!open_exec(db, "SELECT pg_advisory_unlock($1::bigint)", 1, lock_params,
                    "cannot release the migration lock", err, err_len) &&
         status == TG_CAT_OK)
@@ -567,8 +589,7 @@ tg_cat_status tg_catalog_pg_open(const char *conninfo, tg_catalog **out, char *e
 static tg_cat_status pg_ping(tg_catalog *catalog)
 {
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT count(*) FROM schema_migrations", 0, NULL, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_PING, 0, NULL, &status);
     status = one_row(r, status);
     PQclear(r);
     return status == TG_CAT_OK ? TG_CAT_OK : TG_CAT_ERROR;
@@ -576,22 +597,11 @@ static tg_cat_status pg_ping(tg_catalog *catalog)
 
 /* ---- models ---- */
 
-#define MODEL_COLUMNS "id, org, name, description, created_at"
-
-static void read_model(const PGresult *r, int row, tg_model *out)
-{
-    out->id = get_i64(r, row, 0);
-    get_text(out->org, sizeof out->org, r, row, 1);
-    get_text(out->name, sizeof out->name, r, row, 2);
-    get_text(out->description, sizeof out->description, r, row, 3);
-    get_text(out->created_at, sizeof out->created_at, r, row, 4);
-}
-
 static tg_cat_status pg_model_create(tg_catalog *catalog, const char *org, const char *name,
                                      const char *description, tg_model *out)
 {
     static const char sql[] = "INSERT INTO models(org, name, description, created_at)"
-                              " VALUES ($1, $2, $3, $4) RETURNING " MODEL_COLUMNS;
+                              " VALUES ($1, $2, $3, $4) RETURNING " TG_CAT_MODEL_COLUMNS;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     const char *params[] = {org, name, description ? description : "", now};
@@ -600,7 +610,7 @@ static tg_cat_status pg_model_create(tg_catalog *catalog, const char *org, const
     status = one_row(r, status);
     if (status == TG_CAT_OK) {
         memset(out, 0, sizeof *out);
-        read_model(r, 0, out);
+        tg_cat_read_model(pg_row(r, 0), out);
     } else if (status == TG_CAT_NOT_FOUND) {
         status = TG_CAT_ERROR;
     }
@@ -611,13 +621,13 @@ static tg_cat_status pg_model_create(tg_catalog *catalog, const char *org, const
 static tg_cat_status pg_model_get(tg_catalog *catalog, const char *org, const char *name,
                                   tg_model *out)
 {
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models WHERE org = $1 AND name = $2";
+    static const char sql[] = TG_CAT_SQL_MODEL_GET;
     const char *params[] = {org, name};
     tg_cat_status status;
     PGresult *r = query(pg(catalog), true, sql, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_model(r, 0, out);
+        tg_cat_read_model(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -627,7 +637,7 @@ static tg_cat_status pg_model_list(tg_catalog *catalog, const char *org, const c
                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
 {
     static const char sql[] =
-        "SELECT " MODEL_COLUMNS " FROM models"
+        "SELECT " TG_CAT_MODEL_COLUMNS " FROM models"
         " WHERE ($1::text IS NULL OR (org, name) > ($1::text, $2::text))"
         "   AND ($3::text IS NULL OR strpos(org || '/' || name, $3::text) > 0)"
         "   AND ($5::text IS NULL OR org = $5::text)"
@@ -641,7 +651,7 @@ static tg_cat_status pg_model_list(tg_catalog *catalog, const char *org, const c
         return status;
     tg_model *model = malloc(sizeof *model);
     for (int i = 0; model != NULL && i < PQntuples(r); i++) {
-        read_model(r, i, model);
+        tg_cat_read_model(pg_row(r, i), model);
         visit(ctx, model);
     }
     status = model != NULL ? TG_CAT_OK : TG_CAT_ERROR;
@@ -665,29 +675,13 @@ static tg_cat_status pg_model_delete(tg_catalog *catalog, int64_t model_id)
     num id = n64(model_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, "DELETE FROM models WHERE id = $1", 1, params, &status);
+    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_MODEL_DELETE, 1, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
 }
 
 /* ---- versions ---- */
-
-#define VERSION_COLUMNS                                                                            \
-    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
-
-static void read_version(const PGresult *r, int row, tg_version *out)
-{
-    out->id = get_i64(r, row, 0);
-    out->model_id = get_i64(r, row, 1);
-    out->number = get_i64(r, row, 2);
-    out->published = strcmp(PQgetvalue(r, row, 3), "published") == 0;
-    get_text(out->created_at, sizeof out->created_at, r, row, 4);
-    get_text(out->published_at, sizeof out->published_at, r, row, 5);
-    get_text(out->digest, sizeof out->digest, r, row, 6);
-    out->derived_from = get_i64(r, row, 7);
-    get_text(out->derived_dtype, sizeof out->derived_dtype, r, row, 8);
-}
 
 /* One version from a single-row query (read, retried). */
 static tg_cat_status version_query(tg_catalog *catalog, const char *sql, int n,
@@ -697,7 +691,7 @@ static tg_cat_status version_query(tg_catalog *catalog, const char *sql, int n,
     PGresult *r = query(pg(catalog), true, sql, n, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_version(r, 0, out);
+        tg_cat_read_version(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -716,20 +710,20 @@ static tg_cat_status pg_version_create(tg_catalog *catalog, int64_t model_id, tg
     static const char sql[] =
         "INSERT INTO versions(model_id, number, state, created_at)"
         " SELECT $1, coalesce(max(number), 0) + 1, 'draft', $2 FROM versions WHERE model_id = $1"
-        " RETURNING " VERSION_COLUMNS;
+        " RETURNING " TG_CAT_VERSION_COLUMNS;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num id = n64(model_id);
     const char *params[] = {id.s, now};
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status = lock_model(&t, id.s);
     if (status == TG_CAT_OK) {
         PGresult *r = tx_q(&t, sql, 2, params);
         status = one_row(r, t.status);
         if (status == TG_CAT_OK)
-            read_version(r, 0, out);
+            tg_cat_read_version(pg_row(r, 0), out);
         else if (status == TG_CAT_NOT_FOUND)
             status = TG_CAT_ERROR;
         PQclear(r);
@@ -742,9 +736,7 @@ static tg_cat_status pg_version_get(tg_catalog *catalog, int64_t model_id, int64
 {
     num m = n64(model_id), v = n64(number);
     const char *params[] = {m.s, v.s};
-    return version_query(
-        catalog, "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND number = $2", 2,
-        params, out);
+    return version_query(catalog, TG_CAT_SQL_VERSION_GET, 2, params, out);
 }
 
 static tg_cat_status pg_version_by_digest(tg_catalog *catalog, int64_t model_id, const char *digest,
@@ -752,10 +744,7 @@ static tg_cat_status pg_version_by_digest(tg_catalog *catalog, int64_t model_id,
 {
     num m = n64(model_id);
     const char *params[] = {m.s, digest};
-    return version_query(catalog,
-                         "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
-                         " digest = $2 ORDER BY number DESC LIMIT 1",
-                         2, params, out);
+    return version_query(catalog, TG_CAT_SQL_VERSION_BY_DIGEST, 2, params, out);
 }
 
 static tg_cat_status pg_version_latest_published(tg_catalog *catalog, int64_t model_id,
@@ -763,10 +752,7 @@ static tg_cat_status pg_version_latest_published(tg_catalog *catalog, int64_t mo
 {
     num m = n64(model_id);
     const char *params[] = {m.s};
-    return version_query(catalog,
-                         "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
-                         " state = 'published' ORDER BY number DESC LIMIT 1",
-                         1, params, out);
+    return version_query(catalog, TG_CAT_SQL_VERSION_LATEST_PUBLISHED, 1, params, out);
 }
 
 static tg_cat_status pg_version_list(tg_catalog *catalog, int64_t model_id,
@@ -775,15 +761,12 @@ static tg_cat_status pg_version_list(tg_catalog *catalog, int64_t model_id,
     num m = n64(model_id);
     const char *params[] = {m.s};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true,
-              "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 ORDER BY number", 1,
-              params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_VERSION_LIST, 1, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
         tg_version version;
-        read_version(r, i, &version);
+        tg_cat_read_version(pg_row(r, i), &version);
         visit(ctx, &version);
     }
     PQclear(r);
@@ -797,7 +780,7 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
      * re-reads the row: no longer a draft, it changes nothing (CONFLICT). */
     static const char sql[] = "UPDATE versions SET state = 'published', published_at = $1,"
                               " digest = $2 WHERE id = $3 AND state = 'draft'"
-                              " RETURNING " VERSION_COLUMNS;
+                              " RETURNING " TG_CAT_VERSION_COLUMNS;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num id = n64(version_id);
@@ -806,7 +789,7 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
     PGresult *r = query(pg(catalog), false, sql, 3, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_version(r, 0, out);
+        tg_cat_read_version(pg_row(r, 0), out);
     else if (status == TG_CAT_NOT_FOUND)
         status = TG_CAT_CONFLICT; /* already published (or gone) */
     PQclear(r);
@@ -818,9 +801,7 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
 static tg_cat_status pg_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
-    static const char sql[] =
-        "INSERT INTO aliases(model_id, name, number) VALUES ($1, $2, $3)"
-        " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number";
+    static const char sql[] = TG_CAT_SQL_ALIAS_SET;
     num m = n64(model_id), v = n64(number);
     const char *params[] = {m.s, alias, v.s};
     tg_cat_status status;
@@ -837,9 +818,7 @@ static tg_cat_status pg_alias_get(tg_catalog *catalog, int64_t model_id, const c
     num m = n64(model_id);
     const char *params[] = {m.s, alias};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT number FROM aliases WHERE model_id = $1 AND name = $2", 2,
-              params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_ALIAS_GET, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         *number = get_i64(r, 0, 0);
@@ -854,9 +833,7 @@ static tg_cat_status pg_alias_list(tg_catalog *catalog, int64_t model_id,
     num m = n64(model_id);
     const char *params[] = {m.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT name, number FROM aliases WHERE model_id = $1 ORDER BY name", 1,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_ALIAS_LIST, 1, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++)
@@ -866,23 +843,6 @@ static tg_cat_status pg_alias_list(tg_catalog *catalog, int64_t model_id,
 }
 
 /* ---- files ---- */
-
-#define FILE_COLUMNS                                                                               \
-    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
-
-static void read_file_record(const PGresult *r, int row, tg_file_record *out)
-{
-    get_text(out->path, sizeof out->path, r, row, 0);
-    get_text(out->kind, sizeof out->kind, r, row, 1);
-    out->size = (uint64_t)get_i64(r, row, 2);
-    get_text(out->sha256, sizeof out->sha256, r, row, 3);
-    out->tensors = (uint64_t)get_i64(r, row, 4);
-    out->parameters = (uint64_t)get_i64(r, row, 5);
-    out->nan = (uint64_t)get_i64(r, row, 6);
-    out->inf = (uint64_t)get_i64(r, row, 7);
-    get_text(out->created_at, sizeof out->created_at, r, row, 8);
-    get_text(out->source_url, sizeof out->source_url, r, row, 9);
-}
 
 /* Inside t: the version exists and is a draft, its row share-locked until the
  * end of t (a publish waits). */
@@ -958,7 +918,7 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
     num vid = n64(version_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status;
     if (guard != NULL) {
         num mid = n64(guard->model_id);
@@ -1040,12 +1000,10 @@ static tg_cat_status pg_file_get(tg_catalog *catalog, int64_t version_id, const 
     num vid = n64(version_id);
     const char *params[] = {vid.s, path};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = $1 AND path = $2", 2,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_FILE_GET, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_file_record(r, 0, out);
+        tg_cat_read_file(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -1057,9 +1015,7 @@ static tg_cat_status pg_file_stats(tg_catalog *catalog, int64_t version_id, cons
     num vid = n64(version_id);
     const char *params[] = {vid.s, path};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT tensor_stats FROM files WHERE version_id = $1 AND path = $2", 2,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_FILE_STATS, 2, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK) {
         *tensor_stats = strdup(PQgetisnull(r, 0, 0) ? "[]" : PQgetvalue(r, 0, 0));
@@ -1076,10 +1032,10 @@ static tg_cat_status pg_file_delete(tg_catalog *catalog, int64_t version_id, con
     const char *params[] = {vid.s, path};
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status = check_draft(&t, vid.s);
     if (status == TG_CAT_OK) {
-        long rows = tx_run(&t, "DELETE FROM files WHERE version_id = $1 AND path = $2", 2, params);
+        long rows = tx_run(&t, TG_CAT_SQL_FILE_DELETE, 2, params);
         status = rows < 0 ? t.status : rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
     }
     return tx_end(&t, status);
@@ -1093,14 +1049,14 @@ static tg_cat_status pg_file_list(tg_catalog *catalog, int64_t version_id, const
     const char *params[] = {vid.s, after_path, limit == 0 ? NULL : lim.s};
     tg_cat_status status;
     PGresult *r = query(pg(catalog), true,
-                        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = $1"
+                        "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = $1"
                         " AND ($2::text IS NULL OR path > $2::text) ORDER BY path LIMIT $3::bigint",
                         3, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
         tg_file_record file;
-        read_file_record(r, i, &file);
+        tg_cat_read_file(pg_row(r, i), &file);
         visit(ctx, &file);
     }
     PQclear(r);
@@ -1116,7 +1072,7 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
     num id = n64(version_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* The version's row lock: puts and deletes of its files (FOR SHARE) wait for
      * this transaction, and it waits for those already running. */
     const char *params[] = {id.s};
@@ -1129,11 +1085,11 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
     }
     PQclear(r);
     if (status == TG_CAT_OK) {
-        r = tx_q(&t, "SELECT " FILE_COLUMNS " FROM files WHERE version_id = $1", 1, params);
+        r = tx_q(&t, "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = $1", 1, params);
         tg_file_records stored = {0};
         for (int i = 0; r != NULL && i < PQntuples(r); i++) {
             tg_file_record file;
-            read_file_record(r, i, &file);
+            tg_cat_read_file(pg_row(r, i), &file);
             tg_file_records_collect(&stored, &file);
         }
         if (r == NULL || stored.failed)
@@ -1149,11 +1105,11 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
         const char *update[] = {now, digest, id.s};
         r = tx_q(&t,
                  "UPDATE versions SET state = 'published', published_at = $1, digest = $2"
-                 " WHERE id = $3 AND state = 'draft' RETURNING " VERSION_COLUMNS,
+                 " WHERE id = $3 AND state = 'draft' RETURNING " TG_CAT_VERSION_COLUMNS,
                  3, update);
         status = one_row(r, t.status);
         if (status == TG_CAT_OK)
-            read_version(r, 0, out);
+            tg_cat_read_version(pg_row(r, 0), out);
         else if (status == TG_CAT_NOT_FOUND)
             status = TG_CAT_ERROR;
         PQclear(r);
@@ -1165,9 +1121,7 @@ static tg_cat_status pg_version_publish_files(tg_catalog *catalog, int64_t versi
 
 static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
 {
-    static const char sql[] =
-        "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+    static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
     num version = n64(rejection->version), size = n64((int64_t)rejection->size);
     const char *params[] = {rejection->time,
                             rejection->model[0] ? rejection->model : NULL,
@@ -1219,46 +1173,17 @@ static tg_cat_status pg_rejection_list(tg_catalog *catalog, int64_t before_id, u
 
 /* ---- tokens ---- */
 
-static const char *scope_name(tg_scope scope)
-{
-    switch (scope) {
-    case TG_SCOPE_READ:
-        return "read";
-    case TG_SCOPE_WRITE:
-        return "write";
-    case TG_SCOPE_ADMIN:
-        return "admin";
-    case TG_SCOPE_NONE:
-        break;
-    }
-    return NULL;
-}
-
-static tg_scope scope_from_text(const char *text)
-{
-    if (strcmp(text, "read") == 0)
-        return TG_SCOPE_READ;
-    if (strcmp(text, "write") == 0)
-        return TG_SCOPE_WRITE;
-    if (strcmp(text, "admin") == 0)
-        return TG_SCOPE_ADMIN;
-    return TG_SCOPE_NONE;
-}
-
 static tg_cat_status pg_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
                                   const char *namespace_or_null)
 {
-    const char *scope_text = scope_name(scope);
+    const char *scope_text = tg_cat_scope_name(scope);
     if (scope_text == NULL)
         return TG_CAT_ERROR;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     const char *params[] = {hash, scope_text, namespace_or_null, now};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), false,
-                        "INSERT INTO tokens(hash, scope, namespace, created_at)"
-                        " VALUES ($1, $2, $3, $4)",
-                        4, params, &status);
+    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_TOKEN_ADD, 4, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1269,11 +1194,10 @@ static tg_cat_status pg_token_lookup(tg_catalog *catalog, const char *hash, tg_s
 {
     const char *params[] = {hash};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, "SELECT scope, namespace FROM tokens WHERE hash = $1", 1,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_TOKEN_SCOPE, 1, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK) {
-        *scope = scope_from_text(PQgetvalue(r, 0, 0));
+        *scope = tg_cat_scope_from_name(PQgetvalue(r, 0, 0));
         get_text(namespace_out, namespace_len, r, 0, 1);
     }
     PQclear(r);
@@ -1284,16 +1208,14 @@ static tg_cat_status pg_token_each(tg_catalog *catalog,
                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
 {
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id",
-              0, NULL, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_TOKEN_EACH, 0, NULL, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
         tg_token_info token;
         memset(&token, 0, sizeof token);
         token.id = get_i64(r, i, 0);
-        token.scope = scope_from_text(PQgetvalue(r, i, 1));
+        token.scope = tg_cat_scope_from_name(PQgetvalue(r, i, 1));
         get_text(token.namespace_name, sizeof token.namespace_name, r, i, 2);
         get_text(token.created_at, sizeof token.created_at, r, i, 3);
         visit(ctx, &token);
@@ -1306,8 +1228,7 @@ static tg_cat_status pg_token_id(tg_catalog *catalog, const char *hash, int64_t 
 {
     const char *params[] = {hash};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true, "SELECT id FROM tokens WHERE hash = $1", 1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_TOKEN_ID, 1, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         *id = get_i64(r, 0, 0);
@@ -1320,7 +1241,7 @@ static tg_cat_status pg_token_revoke(tg_catalog *catalog, int64_t id)
     num i = n64(id);
     const char *params[] = {i.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, "DELETE FROM tokens WHERE id = $1", 1, params, &status);
+    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_TOKEN_REVOKE, 1, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1365,10 +1286,7 @@ static tg_cat_status pg_blob_each(tg_catalog *catalog,
 static tg_cat_status pg_model_blobs(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
 {
-    static const char sql[] =
-        "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = $1"
-        " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"
-        " WHERE j.model_id = $1";
+    static const char sql[] = TG_CAT_SQL_MODEL_BLOBS;
     num m = n64(model_id);
     const char *params[] = {m.s};
     tg_cat_status status;
@@ -1385,10 +1303,7 @@ static tg_cat_status pg_blob_referenced(tg_catalog *catalog, const char *sha256,
 {
     const char *params[] = {sha256};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT 1 FROM files WHERE sha256 = $1"
-                        " UNION ALL SELECT 1 FROM job_files WHERE sha256 = $1 LIMIT 1",
-                        1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_BLOB_REFERENCED, 1, params, &status);
     if (r == NULL)
         return status;
     *referenced = PQntuples(r) > 0;
@@ -1398,60 +1313,21 @@ static tg_cat_status pg_blob_referenced(tg_catalog *catalog, const char *sha256,
 
 /* ---- jobs ---- */
 
-#define JOB_COLUMNS                                                                                \
-    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
-    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
-    " j.kind, j.url, j.path"
-#define JOB_FROM                                                                                   \
-    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
-    "j.source_version_id"
 /* The database's clock in Unix milliseconds: every replica's leases use the same clock. */
 #define DB_NOW "(extract(epoch from clock_timestamp()) * 1000)::bigint"
-
-static void read_job(const PGresult *r, int row, tg_job *out)
-{
-    out->id = get_i64(r, row, 0);
-    const char *state = PQgetvalue(r, row, 1);
-    out->state = TG_JOB_FAILED;
-    for (int i = TG_JOB_QUEUED; i <= TG_JOB_FAILED; i++)
-        if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
-            out->state = (tg_job_state)i;
-    out->model_id = get_i64(r, row, 2);
-    get_text(out->org, sizeof out->org, r, row, 3);
-    get_text(out->name, sizeof out->name, r, row, 4);
-    out->source_version_id = get_i64(r, row, 5);
-    out->source_number = get_i64(r, row, 6);
-    get_text(out->dtype, sizeof out->dtype, r, row, 7);
-    get_text(out->tensors, sizeof out->tensors, r, row, 8);
-    out->bytes_done = (uint64_t)get_i64(r, row, 9);
-    out->bytes_total = (uint64_t)get_i64(r, row, 10);
-    out->attempts = get_i64(r, row, 11);
-    out->result_version = get_i64(r, row, 12);
-    get_text(out->error_reason, sizeof out->error_reason, r, row, 13);
-    get_text(out->error_detail, sizeof out->error_detail, r, row, 14);
-    out->cancel_requested = strcmp(out->error_reason, "cancelled") == 0;
-    get_text(out->created_at, sizeof out->created_at, r, row, 15);
-    get_text(out->started_at, sizeof out->started_at, r, row, 16);
-    get_text(out->finished_at, sizeof out->finished_at, r, row, 17);
-    out->token_id = get_i64(r, row, 18);
-    get_text(out->worker, sizeof out->worker, r, row, 19);
-    get_text(out->kind, sizeof out->kind, r, row, 20);
-    get_text(out->url, sizeof out->url, r, row, 21);
-    get_text(out->path, sizeof out->path, r, row, 22);
-}
 
 /* Inside t: the job (lock: FOR UPDATE OF its row). */
 static tg_cat_status tx_job(tx *t, const char *job_id, bool lock, tg_job *out, bool *ours)
 {
     const char *params[] = {job_id};
-    PGresult *r = tx_q(t,
-                       lock ? "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = $1 FOR UPDATE OF j"
-                            : "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = $1",
-                       1, params);
+    PGresult *r =
+        tx_q(t,
+             lock ? "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM " WHERE j.id = $1 FOR UPDATE OF j"
+                  : TG_CAT_SQL_JOB_GET,
+             1, params);
     tg_cat_status status = one_row(r, t->status);
     if (status == TG_CAT_OK) {
-        read_job(r, 0, out);
+        tg_cat_read_job(pg_row(r, 0), out);
         if (ours != NULL)
             *ours =
                 PQgetisnull(r, 0, 19) || strcmp(PQgetvalue(r, 0, 19), t->c->base.lease_owner) == 0;
@@ -1465,11 +1341,10 @@ static tg_cat_status pg_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out
     num id = n64(job_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = $1", 1,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_GET, 1, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
-        read_job(r, 0, out);
+        tg_cat_read_job(pg_row(r, 0), out);
     PQclear(r);
     return status;
 }
@@ -1489,7 +1364,7 @@ static tg_cat_status queue_job_once(tg_catalog *catalog, const char *model_id,
     *existing = false;
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_cat_status status = lock_model(&t, model_id);
     const char *lock_params[] = {version_id};
     long rows = status == TG_CAT_OK ? tx_run(&t, lock_sql, 1, lock_params) : 0;
@@ -1547,10 +1422,7 @@ static tg_cat_status pg_import_job_create(tg_catalog *catalog, int64_t token_id,
                                           int64_t version_id, const char *path, const char *url,
                                           tg_job *out, bool *existing)
 {
-    static const char same_sql[] =
-        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
-        " AND kind = 'import' AND source_version_id = $1 AND path = $2 AND url = $3"
-        " ORDER BY id LIMIT 1";
+    static const char same_sql[] = TG_CAT_SQL_IMPORT_JOB_ACTIVE;
     static const char insert_sql[] =
         "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, created_at,"
         " token_id, url, path) VALUES ('import', 'queued', $1, $2, '', '[]', $3, $4, $5, $6)"
@@ -1594,7 +1466,7 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
     num jid = n64(job_id), vid = n64(version_id), mid = n64(guard->model_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* the model's row first, in the order a model delete takes them */
     tg_cat_status status = lock_model(&t, mid.s);
     int64_t token_id = 0;
@@ -1656,14 +1528,11 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
 static tg_cat_status pg_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
 {
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, "SELECT state, count(*) FROM jobs GROUP BY state", 0,
-                        NULL, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_COUNTS, 0, NULL, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++)
-        for (int s = 0; s < TG_JOB_STATES; s++)
-            if (strcmp(PQgetvalue(r, i, 0), tg_job_state_name((tg_job_state)s)) == 0)
-                counts[s] = (uint64_t)get_i64(r, i, 1);
+        tg_cat_read_job_count(pg_row(r, i), counts);
     PQclear(r);
     return TG_CAT_OK;
 }
@@ -1673,7 +1542,7 @@ static tg_cat_status pg_job_list(tg_catalog *catalog, const tg_job_filter *filte
                                  void (*visit)(void *ctx, const tg_job *job), void *ctx)
 {
     static const char sql[] =
-        "SELECT " JOB_COLUMNS JOB_FROM
+        "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM
         " WHERE ($1::text IS NULL OR j.state = $1::text) AND ($2::text IS NULL OR m.org = $2::text)"
         " AND ($3::text IS NULL OR m.name = $3::text) AND ($4::bigint <= 0 OR j.id < $4::bigint)"
         " ORDER BY j.id DESC LIMIT $5::bigint";
@@ -1687,7 +1556,7 @@ static tg_cat_status pg_job_list(tg_catalog *catalog, const tg_job_filter *filte
     PGresult *r = query(pg(catalog), true, sql, 5, params, &status);
     if (r != NULL) {
         for (int i = 0; i < PQntuples(r); i++) {
-            read_job(r, i, job);
+            tg_cat_read_job(pg_row(r, i), job);
             visit(ctx, job);
         }
         status = TG_CAT_OK;
@@ -1704,18 +1573,13 @@ static tg_cat_status fail_job(tx *t, const char *job_id, const char *reason, con
     char now[TG_TIME_LEN];
     tg_time_now(now);
     const char *params[] = {now, reason, detail, job_id};
-    long rows = tx_run(t,
-                       "UPDATE jobs SET state = 'failed', finished_at = $1, error_reason = $2,"
-                       " error_detail = coalesce($3, error_detail), lease_owner = NULL"
-                       " WHERE id = $4 AND state IN ('queued', 'running')",
-                       4, params);
+    long rows = tx_run(t, TG_CAT_SQL_JOB_FAIL, 4, params);
     if (rows < 0)
         return t->status;
     if (rows == 0)
         return TG_CAT_NOT_FOUND;
     const char *drop_params[] = {job_id};
-    return tx_run(t, "DELETE FROM job_files WHERE job_id = $1", 1, drop_params) < 0 ? t->status
-                                                                                    : TG_CAT_OK;
+    return tx_run(t, TG_CAT_SQL_JOB_FILES_DROP, 1, drop_params) < 0 ? t->status : TG_CAT_OK;
 }
 
 static tg_cat_status pg_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_state *was,
@@ -1724,7 +1588,7 @@ static tg_cat_status pg_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_s
     num id = n64(job_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* the row lock: a claim or a commit cannot come between the read and the change */
     tg_cat_status status = tx_job(&t, id.s, true, out, NULL);
     if (status == TG_CAT_OK) {
@@ -1733,13 +1597,8 @@ static tg_cat_status pg_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_s
             status = fail_job(&t, id.s, "cancelled", "cancelled before it started");
         } else if (out->state == TG_JOB_RUNNING && !out->cancel_requested) {
             const char *params[] = {id.s};
-            status = tx_run(&t,
-                            "UPDATE jobs SET error_reason = 'cancelled', error_detail ="
-                            " 'cancelled while it ran; its partial output was discarded'"
-                            " WHERE id = $1 AND state = 'running'",
-                            1, params) < 0
-                         ? t.status
-                         : TG_CAT_OK;
+            status =
+                tx_run(&t, TG_CAT_SQL_JOB_CANCEL_RUNNING, 1, params) < 0 ? t.status : TG_CAT_OK;
         }
     }
     if (status == TG_CAT_OK)
@@ -1795,7 +1654,7 @@ static tg_cat_status pg_job_claim(tg_catalog *catalog, unsigned namespace_limit,
     tg_time_now(now);
     tx t;
     if (!tx_begin(c, &t))
-        return TG_CAT_ERROR;
+        return t.status;
     if (expire_jobs(&t, catalog->job_max_attempts, NULL) < 0)
         return tx_end(&t, t.status);
     num limit = n64(namespace_limit);
@@ -1830,7 +1689,7 @@ static tg_cat_status pg_job_recover(tg_catalog *catalog, int64_t max_attempts, u
     *requeued = *failed = 0;
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     /* count the jobs failed: the statement deletes job_files rows, so count first */
     static const char count_sql[] =
         "SELECT count(*) FROM jobs WHERE state = 'running' AND (coalesce(lease_expires, 0) "
@@ -1864,10 +1723,7 @@ static tg_cat_status pg_job_progress(tg_catalog *catalog, int64_t job_id, uint64
     const char *params[] = {done.s, total.s, id.s, catalog->lease_owner};
     tg_cat_status status;
     /* only the lease holder (or a job no one holds) */
-    PGresult *r = query(pg(catalog), true,
-                        "UPDATE jobs SET bytes_done = $1, bytes_total = $2 WHERE id = $3"
-                        " AND (lease_owner IS NULL OR lease_owner = $4)",
-                        4, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_PROGRESS, 4, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1894,10 +1750,7 @@ static tg_cat_status pg_job_release(tg_catalog *catalog, int64_t job_id)
     num id = n64(job_id);
     const char *params[] = {id.s, catalog->lease_owner};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "UPDATE jobs SET lease_expires = 0 WHERE id = $1 AND state = 'running'"
-                        " AND lease_owner = $2",
-                        2, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_RELEASE, 2, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1909,7 +1762,7 @@ static tg_cat_status pg_job_fail(tg_catalog *catalog, int64_t job_id, const char
     num id = n64(job_id);
     tx t;
     if (!tx_begin(pg(catalog), &t))
-        return TG_CAT_ERROR;
+        return t.status;
     tg_job *job = malloc(sizeof *job);
     bool ours = false;
     tg_cat_status status = job == NULL ? TG_CAT_ERROR : tx_job(&t, id.s, true, job, &ours);
@@ -1962,15 +1815,12 @@ static tg_cat_status pg_job_file_list(tg_catalog *catalog, int64_t job_id,
     num id = n64(job_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
-                        " FROM job_files WHERE job_id = $1 ORDER BY path",
-                        1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_FILE_LIST, 1, params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++) {
         tg_file_record file;
-        read_file_record(r, i, &file);
+        tg_cat_read_file(pg_row(r, i), &file);
         visit(ctx, &file);
     }
     PQclear(r);
@@ -1984,21 +1834,10 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         "INSERT INTO versions(model_id, number, state, created_at, published_at, digest,"
         " derived_from, derived_dtype)"
         " SELECT $1, coalesce(max(number), 0) + 1, 'published', $2, $2, $3, $4, $5"
-        " FROM versions WHERE model_id = $1 RETURNING " VERSION_COLUMNS;
-    static const char carried_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT $1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, $2"
-        " FROM files WHERE version_id = $3"
-        " AND path NOT IN (SELECT path FROM job_files WHERE job_id = $4)";
-    static const char made_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT $1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, $2"
-        " FROM job_files WHERE job_id = $3";
-    static const char done_sql[] =
-        "UPDATE jobs SET state = 'done', result_version = $1, finished_at = $2,"
-        " bytes_done = bytes_total, lease_owner = NULL WHERE id = $3";
+        " FROM versions WHERE model_id = $1 RETURNING " TG_CAT_VERSION_COLUMNS;
+    static const char carried_sql[] = TG_CAT_SQL_JOB_COMMIT_CARRIED;
+    static const char made_sql[] = TG_CAT_SQL_JOB_COMMIT_MADE;
+    static const char done_sql[] = TG_CAT_SQL_JOB_COMMIT_DONE;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num jid = n64(job_id);
@@ -2008,7 +1847,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     tx t;
     if (!tx_begin(pg(catalog), &t)) {
         free(job);
-        return TG_CAT_ERROR;
+        return t.status;
     }
     /* Locks in the order a model's delete takes them (model, then its jobs), so
      * the two never deadlock: the model's row first (it also orders the version
@@ -2046,7 +1885,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         r = tx_q(&t, version_sql, 5, params);
         status = one_row(r, t.status);
         if (status == TG_CAT_OK)
-            read_version(r, 0, out);
+            tg_cat_read_version(pg_row(r, 0), out);
         else if (status == TG_CAT_NOT_FOUND)
             status = TG_CAT_ERROR;
         PQclear(r);
@@ -2071,7 +1910,7 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     }
     if (status == TG_CAT_OK) {
         const char *params[] = {jid.s};
-        if (tx_run(&t, "DELETE FROM job_files WHERE job_id = $1", 1, params) < 0)
+        if (tx_run(&t, TG_CAT_SQL_JOB_FILES_DROP, 1, params) < 0)
             status = t.status;
     }
     return tx_end(&t, status);
@@ -2107,9 +1946,7 @@ static tg_cat_status pg_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
     num id = n64(job_id);
     const char *params[] = {url, id.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true,
-                        "UPDATE jobs SET url = $1 WHERE id = $2 AND state IN ('done', 'failed')", 2,
-                        params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_SET_ENDED_URL, 2, params, &status);
     status = r != NULL ? TG_CAT_OK : status;
     PQclear(r);
     return status;
@@ -2122,11 +1959,7 @@ static tg_cat_status pg_version_by_commit(tg_catalog *catalog, int64_t model_id,
 {
     num m = n64(model_id);
     const char *params[] = {m.s, commit};
-    return version_query(catalog,
-                         "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = $1 AND"
-                         " state = 'published' AND substr(digest, 1, 40) = $2"
-                         " ORDER BY number LIMIT 1",
-                         2, params, out);
+    return version_query(catalog, TG_CAT_SQL_VERSION_BY_COMMIT, 2, params, out);
 }
 
 static const tg_catalog_ops pg_ops = {

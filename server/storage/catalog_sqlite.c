@@ -17,6 +17,7 @@
  * and cached by their SQL text's address. */
 #include "catalog.h"
 #include "catalog_backend.h"
+#include "catalog_sql.h"
 #include "embedded.h"
 #include "log.h"
 
@@ -111,6 +112,22 @@ static void copy_text(char *dst, size_t dst_len, sqlite3_stmt *st, int column)
     snprintf(dst, dst_len, "%s", text ? (const char *)text : "");
 }
 
+static int64_t row_integer(const tg_cat_row *row, int column)
+{
+    return sqlite3_column_int64((sqlite3_stmt *)row->result, column);
+}
+
+static void row_text(const tg_cat_row *row, int column, char *dst, size_t len)
+{
+    copy_text(dst, len, (sqlite3_stmt *)row->result, column);
+}
+
+/* The current row of st, for the shared decoders (catalog_sql.h). */
+static tg_cat_row sq_row(sqlite3_stmt *st)
+{
+    return (tg_cat_row){.integer = row_integer, .text = row_text, .result = st};
+}
+
 static void bind_text(sqlite3_stmt *st, int index, const char *text)
 {
     if (text == NULL)
@@ -132,15 +149,18 @@ static int exec(conn *k, const char *sql)
     return rc;
 }
 
-/* Notes a full disk for tg_catalog_take_disk_full when k's last call failed for
- * one: SQLite answers SQLITE_FULL when a write finds no room (ENOSPC); an fsync or
- * a truncate that does gives SQLITE_IOERR_* with the errno kept. */
-static void note_disk_full(conn *k)
+/* status, or TG_CAT_FULL when it is a failure and k's last call failed for a
+ * full disk: SQLite answers SQLITE_FULL when a write finds no room (ENOSPC); an
+ * fsync or a truncate that does gives SQLITE_IOERR_* with the errno kept. */
+static tg_cat_status full_or(conn *k, tg_cat_status status)
 {
+    if (status != TG_CAT_ERROR || k == NULL)
+        return status;
     int code = sqlite3_errcode(k->db);
     int sys = sqlite3_system_errno(k->db);
     if (code == SQLITE_FULL || (code == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT)))
-        tg_catalog_note_disk_full();
+        return TG_CAT_FULL;
+    return status;
 }
 
 static void finalize_statements(conn *k)
@@ -160,11 +180,13 @@ static conn *write_begin(tg_catalog *catalog)
     return &c->writer;
 }
 
-static void write_end(tg_catalog *catalog, conn *k)
+/* Gives the writer back; the call's status, TG_CAT_FULL for a full disk. */
+static tg_cat_status write_end(tg_catalog *catalog, conn *k, tg_cat_status status)
 {
     sqlite_catalog *c = sq(catalog);
-    note_disk_full(k);
+    status = full_or(k, status);
     pthread_mutex_unlock(&c->write_lock);
+    return status;
 }
 
 static void reader_close(conn *k)
@@ -233,12 +255,13 @@ static bool reader_is_quiet(conn *k)
     return sqlite3_get_autocommit(k->db) != 0;
 }
 
-static void read_end(tg_catalog *catalog, conn *k)
+/* Gives the reader back; the call's status, TG_CAT_FULL for a full disk. */
+static tg_cat_status read_end(tg_catalog *catalog, conn *k, tg_cat_status status)
 {
     if (k == NULL)
-        return;
+        return status;
     sqlite_catalog *c = sq(catalog);
-    note_disk_full(k);
+    status = full_or(k, status);
     /* A reader left inside a read transaction would keep serving its old snapshot
      * to the next call: every call ends its statements. */
     assert(reader_is_quiet(k));
@@ -254,6 +277,7 @@ static void read_end(tg_catalog *catalog, conn *k)
     pthread_mutex_unlock(&c->pool_lock);
     if (!keep)
         reader_close(k);
+    return status;
 }
 
 /* PRAGMA foreign_key_check finds no row: every foreign key has its parent. */
@@ -267,77 +291,85 @@ static bool foreign_keys_hold(conn *k)
     return hold;
 }
 
-/* Brings the catalog to the newest schema on the writer (at open, before any reader). */
-static tg_cat_status apply_migrations(sqlite_catalog *c, char *err, size_t err_len)
+/* The migration driver's view of the writer (catalog_sql.h). */
+typedef struct sq_migrator {
+    conn *k;
+    bool foreign_keys_off;
+} sq_migrator;
+
+static int sq_migration_version(void *ctx, int *version, char *err, size_t err_len)
 {
-    conn *k = &c->writer;
+    conn *k = ((sq_migrator *)ctx)->k;
     if (exec(k, "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 "version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)") != SQLITE_OK) {
         snprintf(err, err_len, "cannot create schema_migrations: %s", sqlite3_errmsg(k->db));
-        return TG_CAT_ERROR;
+        return -1;
     }
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(k->db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1,
-                           &st, NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(k->db, TG_CAT_SQL_SCHEMA_VERSION, -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
         snprintf(err, err_len, "cannot read schema_migrations: %s", sqlite3_errmsg(k->db));
         sqlite3_finalize(st);
-        return TG_CAT_ERROR;
+        return -1;
     }
-    int current = sqlite3_column_int(st, 0);
+    *version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    if (current > MIGRATION_COUNT) {
-        snprintf(err, err_len,
-                 "the catalog is at schema version %d, newer than this tensorgate knows (%d); "
-                 "run a newer tensorgate",
-                 current, MIGRATION_COUNT);
-        return TG_CAT_ERROR;
-    }
+    return 0;
+}
+
+static int sq_migration_apply(void *ctx, int number, char *err, size_t err_len)
+{
+    sq_migrator *m = ctx;
+    conn *k = m->k;
     /* A migration may rebuild a table (new, copy, drop, rename: SQLite cannot change a
      * key in place), and with foreign keys on the DROP would cascade into every row
      * that references it. So they are off while migrations run (the pragma cannot
      * change inside a transaction) and each migration checks them before its commit. */
-    if (current < MIGRATION_COUNT && exec(k, "PRAGMA foreign_keys=OFF") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
-        return TG_CAT_ERROR;
-    }
-    for (int version = current + 1; version <= MIGRATION_COUNT; version++) {
-        char now[TG_TIME_LEN];
-        tg_time_now(now);
-        char record[128];
-        snprintf(record, sizeof record,
-                 "INSERT INTO schema_migrations(version, applied_at) VALUES (%d, '%s')", version,
-                 now);
-        /* One transaction per migration: a crash leaves the catalog at a whole version. */
-        if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
-            goto fail;
-        if (exec(k, tg_catalog_migration_sql(version)) != SQLITE_OK ||
-            exec(k, record) != SQLITE_OK) {
-            exec(k, "ROLLBACK");
-            goto fail;
+    if (!m->foreign_keys_off) {
+        if (exec(k, "PRAGMA foreign_keys=OFF") != SQLITE_OK) {
+            snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
+            return -1;
         }
-        if (!foreign_keys_hold(k)) {
-            exec(k, "ROLLBACK");
-            snprintf(err, err_len,
-                     "migration %d failed: it leaves rows whose foreign key has no parent",
-                     version);
-            exec(k, "PRAGMA foreign_keys=ON");
-            return TG_CAT_ERROR;
-        }
-        if (exec(k, "COMMIT") != SQLITE_OK)
-            goto fail;
-        continue;
-    fail:
-        snprintf(err, err_len, "migration %d failed: %s", version, sqlite3_errmsg(k->db));
-        exec(k, "PRAGMA foreign_keys=ON");
-        return TG_CAT_ERROR;
+        m->foreign_keys_off = true;
     }
-    if (exec(k, "PRAGMA foreign_keys=ON") != SQLITE_OK) {
-        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(k->db));
-        return TG_CAT_ERROR;
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    char record[128];
+    snprintf(record, sizeof record,
+             "INSERT INTO schema_migrations(version, applied_at) VALUES (%d, '%s')", number, now);
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto fail;
+    if (exec(k, tg_catalog_migration_sql(number)) != SQLITE_OK || exec(k, record) != SQLITE_OK) {
+        exec(k, "ROLLBACK");
+        goto fail;
     }
-    c->schema_version = MIGRATION_COUNT;
-    return TG_CAT_OK;
+    if (!foreign_keys_hold(k)) {
+        exec(k, "ROLLBACK");
+        snprintf(err, err_len,
+                 "migration %d failed: it leaves rows whose foreign key has no parent", number);
+        return -1;
+    }
+    if (exec(k, "COMMIT") == SQLITE_OK)
+        return 0;
+fail:
+    snprintf(err, err_len, "migration %d failed: %s", number, sqlite3_errmsg(k->db));
+    return -1;
+}
+
+/* Brings the catalog to the newest schema on the writer (at open, before any reader). */
+static tg_cat_status apply_migrations(sqlite_catalog *c, char *err, size_t err_len)
+{
+    sq_migrator m = {.k = &c->writer};
+    tg_cat_migrator migrator = {&m, sq_migration_version, sq_migration_apply};
+    tg_cat_status status = tg_cat_migrate(&migrator, MIGRATION_COUNT, err, err_len);
+    if (m.foreign_keys_off && exec(m.k, "PRAGMA foreign_keys=ON") != SQLITE_OK &&
+        status == TG_CAT_OK) {
+        snprintf(err, err_len, "cannot configure the catalog: %s", sqlite3_errmsg(m.k->db));
+        status = TG_CAT_ERROR;
+    }
+    if (status == TG_CAT_OK)
+        c->schema_version = MIGRATION_COUNT;
+    return status;
 }
 
 static void sq_close(tg_catalog *catalog)
@@ -443,35 +475,23 @@ tg_cat_status tg_catalog_sqlite_open(const char *path, tg_catalog **out, char *e
         sq_close(&c->base);
         return TG_CAT_ERROR;
     }
-    read_end(&c->base, k);
+    (void)read_end(&c->base, k, TG_CAT_OK);
     *out = &c->base;
     return TG_CAT_OK;
 }
 
 static tg_cat_status sq_ping(tg_catalog *catalog)
 {
-    static const char sql[] = "SELECT count(*) FROM schema_migrations";
+    static const char sql[] = TG_CAT_SQL_PING;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = (st && sqlite3_step(st) == SQLITE_ROW) ? TG_CAT_OK : TG_CAT_ERROR;
     if (st)
         sqlite3_reset(st);
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- models ---- */
-
-#define MODEL_COLUMNS "id, org, name, description, created_at"
-
-static void read_model(sqlite3_stmt *st, tg_model *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    copy_text(out->org, sizeof out->org, st, 1);
-    copy_text(out->name, sizeof out->name, st, 2);
-    copy_text(out->description, sizeof out->description, st, 3);
-    copy_text(out->created_at, sizeof out->created_at, st, 4);
-}
 
 static tg_cat_status sq_model_create(tg_catalog *catalog, const char *org, const char *name,
                                      const char *description, tg_model *out)
@@ -503,14 +523,13 @@ static tg_cat_status sq_model_create(tg_catalog *catalog, const char *org, const
         }
         sqlite3_reset(st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const char *name,
                                   tg_model *out)
 {
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models WHERE org = ? AND name = ?";
+    static const char sql[] = TG_CAT_SQL_MODEL_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -519,22 +538,21 @@ static tg_cat_status sq_model_get(tg_catalog *catalog, const char *org, const ch
         bind_text(st, 2, name);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            read_model(st, out);
+            tg_cat_read_model(sq_row(st), out);
             status = TG_CAT_OK;
         } else if (rc == SQLITE_DONE) {
             status = TG_CAT_NOT_FOUND;
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_model_list(tg_catalog *catalog, const char *org, const char *query,
                                    const char *after_org, const char *after_name, unsigned limit,
                                    void (*visit)(void *ctx, const tg_model *model), void *ctx)
 {
-    static const char sql[] = "SELECT " MODEL_COLUMNS " FROM models"
+    static const char sql[] = "SELECT " TG_CAT_MODEL_COLUMNS " FROM models"
                               " WHERE (?1 IS NULL OR (org, name) > (?1, ?2))"
                               "   AND (?3 IS NULL OR instr(org || '/' || name, ?3) > 0)"
                               "   AND (?5 IS NULL OR org = ?5)"
@@ -551,15 +569,14 @@ static tg_cat_status sq_model_list(tg_catalog *catalog, const char *org, const c
         int rc = SQLITE_ERROR;
         tg_model *model = malloc(sizeof *model);
         while (model && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_model(st, model);
+            tg_cat_read_model(sq_row(st), model);
             visit(ctx, model);
         }
         status = (model && rc == SQLITE_DONE) ? TG_CAT_OK : TG_CAT_ERROR;
         free(model);
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status run_write(conn *k, sqlite3_stmt *st)
@@ -577,7 +594,7 @@ static tg_cat_status run_write(conn *k, sqlite3_stmt *st)
 
 static tg_cat_status sq_model_delete(tg_catalog *catalog, int64_t model_id)
 {
-    static const char sql[] = "DELETE FROM models WHERE id = ?";
+    static const char sql[] = TG_CAT_SQL_MODEL_DELETE;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -585,28 +602,10 @@ static tg_cat_status sq_model_delete(tg_catalog *catalog, int64_t model_id)
         sqlite3_bind_int64(st, 1, model_id);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- versions ---- */
-
-#define VERSION_COLUMNS                                                                            \
-    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
-
-static void read_version(sqlite3_stmt *st, tg_version *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    out->model_id = sqlite3_column_int64(st, 1);
-    out->number = sqlite3_column_int64(st, 2);
-    const unsigned char *state = sqlite3_column_text(st, 3);
-    out->published = state != NULL && strcmp((const char *)state, "published") == 0;
-    copy_text(out->created_at, sizeof out->created_at, st, 4);
-    copy_text(out->published_at, sizeof out->published_at, st, 5);
-    copy_text(out->digest, sizeof out->digest, st, 6);
-    out->derived_from = sqlite3_column_int64(st, 7); /* NULL reads as 0 */
-    copy_text(out->derived_dtype, sizeof out->derived_dtype, st, 8);
-}
 
 /* Runs a prepared single-row version query; caller holds k. */
 static tg_cat_status one_version(sqlite3_stmt *st, tg_version *out)
@@ -614,7 +613,7 @@ static tg_cat_status one_version(sqlite3_stmt *st, tg_version *out)
     int rc = sqlite3_step(st);
     tg_cat_status status = TG_CAT_ERROR;
     if (rc == SQLITE_ROW) {
-        read_version(st, out);
+        tg_cat_read_version(sq_row(st), out);
         status = TG_CAT_OK;
     } else if (rc == SQLITE_DONE) {
         status = TG_CAT_NOT_FOUND;
@@ -628,7 +627,7 @@ static tg_cat_status sq_version_create(tg_catalog *catalog, int64_t model_id, tg
     static const char insert_sql[] =
         "INSERT INTO versions(model_id, number, state, created_at)"
         " SELECT ?1, coalesce(max(number), 0) + 1, 'draft', ?2 FROM versions WHERE model_id = ?1";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -650,15 +649,13 @@ static tg_cat_status sq_version_create(tg_catalog *catalog, int64_t model_id, tg
             status = TG_CAT_NOT_FOUND;
         }
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64_t number,
                                     tg_version *out)
 {
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND number = ?";
+    static const char sql[] = TG_CAT_SQL_VERSION_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -667,16 +664,13 @@ static tg_cat_status sq_version_get(tg_catalog *catalog, int64_t model_id, int64
         sqlite3_bind_int64(st, 2, number);
         status = one_version(st, out);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id, const char *digest,
                                           tg_version *out)
 {
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND digest = ?"
-        " ORDER BY number DESC LIMIT 1";
+    static const char sql[] = TG_CAT_SQL_VERSION_BY_DIGEST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -685,16 +679,13 @@ static tg_cat_status sq_version_by_digest(tg_catalog *catalog, int64_t model_id,
         bind_text(st, 2, digest);
         status = one_version(st, out);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t model_id,
                                                  tg_version *out)
 {
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
-        " ORDER BY number DESC LIMIT 1";
+    static const char sql[] = TG_CAT_SQL_VERSION_LATEST_PUBLISHED;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -702,15 +693,13 @@ static tg_cat_status sq_version_latest_published(tg_catalog *catalog, int64_t mo
         sqlite3_bind_int64(st, 1, model_id);
         status = one_version(st, out);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
                                      void (*visit)(void *ctx, const tg_version *version), void *ctx)
 {
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number";
+    static const char sql[] = TG_CAT_SQL_VERSION_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -719,14 +708,13 @@ static tg_cat_status sq_version_list(tg_catalog *catalog, int64_t model_id,
         int rc;
         tg_version version;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_version(st, &version);
+            tg_cat_read_version(sq_row(st), &version);
             visit(ctx, &version);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id, const char *digest,
@@ -735,7 +723,7 @@ static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id,
     static const char update_sql[] =
         "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
         " WHERE id = ? AND state = 'draft'";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -758,11 +746,8 @@ static tg_cat_status sq_version_publish(tg_catalog *catalog, int64_t version_id,
             }
         }
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
-
-static void read_file_record(sqlite3_stmt *st, tg_file_record *out);
 
 static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t version_id,
                                               const char *digest, const tg_file_record *files,
@@ -775,7 +760,7 @@ static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t versi
     static const char update_sql[] =
         "UPDATE versions SET state = 'published', published_at = ?, digest = ?"
         " WHERE id = ? AND state = 'draft'";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -804,7 +789,7 @@ static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t versi
     tg_file_records stored = {0};
     tg_file_record file;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        read_file_record(st, &file);
+        tg_cat_read_file(sq_row(st), &file);
         tg_file_records_collect(&stored, &file);
     }
     sqlite3_reset(st);
@@ -836,18 +821,14 @@ static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t versi
         status = TG_CAT_ERROR;
     }
 done:
-    /* a full disk is noted before the ROLLBACK clears SQLite's error (507, not 500) */
-    if (status == TG_CAT_ERROR)
-        note_disk_full(k);
-    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK) {
-        note_disk_full(k);
-        status = TG_CAT_ERROR;
-    }
+    /* a full disk is told before the ROLLBACK clears SQLite's error (507, not 500) */
+    status = full_or(k, status);
+    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+        status = full_or(k, TG_CAT_ERROR);
     if (status != TG_CAT_OK)
         exec(k, "ROLLBACK");
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- aliases ---- */
@@ -855,9 +836,7 @@ out:
 static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
-    static const char sql[] =
-        "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"
-        " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number";
+    static const char sql[] = TG_CAT_SQL_ALIAS_SET;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -867,14 +846,13 @@ static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const c
         sqlite3_bind_int64(st, 3, number);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t *number)
 {
-    static const char sql[] = "SELECT number FROM aliases WHERE model_id = ? AND name = ?";
+    static const char sql[] = TG_CAT_SQL_ALIAS_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -890,15 +868,14 @@ static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const c
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
                                    void (*visit)(void *ctx, const char *alias, int64_t number),
                                    void *ctx)
 {
-    static const char sql[] = "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name";
+    static const char sql[] = TG_CAT_SQL_ALIAS_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -910,28 +887,10 @@ static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- files ---- */
-
-#define FILE_COLUMNS                                                                               \
-    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
-
-static void read_file_record(sqlite3_stmt *st, tg_file_record *out)
-{
-    copy_text(out->path, sizeof out->path, st, 0);
-    copy_text(out->kind, sizeof out->kind, st, 1);
-    out->size = (uint64_t)sqlite3_column_int64(st, 2);
-    copy_text(out->sha256, sizeof out->sha256, st, 3);
-    out->tensors = (uint64_t)sqlite3_column_int64(st, 4);
-    out->parameters = (uint64_t)sqlite3_column_int64(st, 5);
-    out->nan = (uint64_t)sqlite3_column_int64(st, 6);
-    out->inf = (uint64_t)sqlite3_column_int64(st, 7);
-    copy_text(out->created_at, sizeof out->created_at, st, 8);
-    copy_text(out->source_url, sizeof out->source_url, st, 9); /* NULL (or absent): "" */
-}
 
 /* Caller holds k: TG_CAT_OK when the version exists and is a draft. */
 static tg_cat_status check_draft(conn *k, int64_t version_id)
@@ -958,7 +917,7 @@ static tg_cat_status check_draft(conn *k, int64_t version_id)
 static tg_cat_status check_token_covers(conn *k, const char *hash, int64_t id, const char *org,
                                         const char **why)
 {
-    static const char by_hash[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    static const char by_hash[] = TG_CAT_SQL_TOKEN_SCOPE;
     static const char by_id[] = "SELECT scope, namespace FROM tokens WHERE id = ?";
     sqlite3_stmt *st = statement(k, hash != NULL ? by_hash : by_id);
     if (st == NULL)
@@ -1068,8 +1027,7 @@ static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         status = TG_CAT_ERROR;
     }
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_guard_check(tg_catalog *catalog, const tg_commit_guard *guard,
@@ -1111,15 +1069,13 @@ static tg_cat_status sq_guard_check(tg_catalog *catalog, const tg_commit_guard *
     if (exec(k, "ROLLBACK") != SQLITE_OK)
         status = TG_CAT_ERROR;
 out:
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const char *path,
                                  tg_file_record *out)
 {
-    static const char sql[] =
-        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?";
+    static const char sql[] = TG_CAT_SQL_FILE_GET;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1128,21 +1084,20 @@ static tg_cat_status sq_file_get(tg_catalog *catalog, int64_t version_id, const 
         bind_text(st, 2, path);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            read_file_record(st, out);
+            tg_cat_read_file(sq_row(st), out);
             status = TG_CAT_OK;
         } else if (rc == SQLITE_DONE) {
             status = TG_CAT_NOT_FOUND;
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_stats(tg_catalog *catalog, int64_t version_id, const char *path,
                                    char **tensor_stats)
 {
-    static const char sql[] = "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?";
+    static const char sql[] = TG_CAT_SQL_FILE_STATS;
     *tensor_stats = NULL;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
@@ -1160,13 +1115,12 @@ static tg_cat_status sq_file_stats(tg_catalog *catalog, int64_t version_id, cons
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_delete(tg_catalog *catalog, int64_t version_id, const char *path)
 {
-    static const char sql[] = "DELETE FROM files WHERE version_id = ? AND path = ?";
+    static const char sql[] = TG_CAT_SQL_FILE_DELETE;
     conn *k = write_begin(catalog);
     tg_cat_status status = TG_CAT_ERROR;
     if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
@@ -1183,17 +1137,16 @@ static tg_cat_status sq_file_delete(tg_catalog *catalog, int64_t version_id, con
     }
     exec(k, status == TG_CAT_OK ? "COMMIT" : "ROLLBACK");
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const char *after_path,
                                   unsigned limit,
                                   void (*visit)(void *ctx, const tg_file_record *file), void *ctx)
 {
-    static const char sql[] =
-        "SELECT " FILE_COLUMNS " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
-        " ORDER BY path LIMIT ?3";
+    static const char sql[] = "SELECT " TG_CAT_FILE_COLUMNS
+                              " FROM files WHERE version_id = ?1 AND (?2 IS NULL OR path > ?2)"
+                              " ORDER BY path LIMIT ?3";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1204,23 +1157,20 @@ static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const
         int rc;
         tg_file_record file;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_file_record(st, &file);
+            tg_cat_read_file(sq_row(st), &file);
             visit(ctx, &file);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- rejections ---- */
 
 static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
 {
-    static const char sql[] =
-        "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1239,8 +1189,7 @@ static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *r
         sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
@@ -1275,44 +1224,16 @@ static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, u
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- tokens ---- */
 
-static const char *scope_name(tg_scope scope)
-{
-    switch (scope) {
-    case TG_SCOPE_READ:
-        return "read";
-    case TG_SCOPE_WRITE:
-        return "write";
-    case TG_SCOPE_ADMIN:
-        return "admin";
-    case TG_SCOPE_NONE:
-        break;
-    }
-    return NULL;
-}
-
-static tg_scope scope_from_text(const char *text)
-{
-    if (text && strcmp(text, "read") == 0)
-        return TG_SCOPE_READ;
-    if (text && strcmp(text, "write") == 0)
-        return TG_SCOPE_WRITE;
-    if (text && strcmp(text, "admin") == 0)
-        return TG_SCOPE_ADMIN;
-    return TG_SCOPE_NONE;
-}
-
 static tg_cat_status sq_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
                                   const char *namespace_or_null)
 {
-    static const char sql[] =
-        "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)";
-    const char *scope_text = scope_name(scope);
+    static const char sql[] = TG_CAT_SQL_TOKEN_ADD;
+    const char *scope_text = tg_cat_scope_name(scope);
     if (scope_text == NULL)
         return TG_CAT_ERROR;
     char now[TG_TIME_LEN];
@@ -1327,14 +1248,13 @@ static tg_cat_status sq_token_add(tg_catalog *catalog, const char *hash, tg_scop
         bind_text(st, 4, now);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
                                      char *namespace_out, size_t namespace_len)
 {
-    static const char sql[] = "SELECT scope, namespace FROM tokens WHERE hash = ?";
+    static const char sql[] = TG_CAT_SQL_TOKEN_SCOPE;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1342,7 +1262,7 @@ static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_s
         bind_text(st, 1, hash);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            *scope = scope_from_text((const char *)sqlite3_column_text(st, 0));
+            *scope = tg_cat_scope_from_name((const char *)sqlite3_column_text(st, 0));
             copy_text(namespace_out, namespace_len, st, 1);
             status = TG_CAT_OK;
         } else if (rc == SQLITE_DONE) {
@@ -1350,14 +1270,13 @@ static tg_cat_status sq_token_lookup(tg_catalog *catalog, const char *hash, tg_s
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_each(tg_catalog *catalog,
                                    void (*visit)(void *ctx, const tg_token_info *token), void *ctx)
 {
-    static const char sql[] = "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id";
+    static const char sql[] = TG_CAT_SQL_TOKEN_EACH;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1367,7 +1286,7 @@ static tg_cat_status sq_token_each(tg_catalog *catalog,
             tg_token_info token;
             memset(&token, 0, sizeof token);
             token.id = sqlite3_column_int64(st, 0);
-            token.scope = scope_from_text((const char *)sqlite3_column_text(st, 1));
+            token.scope = tg_cat_scope_from_name((const char *)sqlite3_column_text(st, 1));
             copy_text(token.namespace_name, sizeof token.namespace_name, st, 2);
             copy_text(token.created_at, sizeof token.created_at, st, 3);
             visit(ctx, &token);
@@ -1375,13 +1294,12 @@ static tg_cat_status sq_token_each(tg_catalog *catalog,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_revoke(tg_catalog *catalog, int64_t id)
 {
-    static const char sql[] = "DELETE FROM tokens WHERE id = ?";
+    static const char sql[] = TG_CAT_SQL_TOKEN_REVOKE;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1389,8 +1307,7 @@ static tg_cat_status sq_token_revoke(tg_catalog *catalog, int64_t id)
         sqlite3_bind_int64(st, 1, id);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- blobs ---- */
@@ -1417,14 +1334,12 @@ static tg_cat_status sq_blob_each(tg_catalog *catalog,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_blob_referenced(tg_catalog *catalog, const char *sha256, bool *referenced)
 {
-    static const char sql[] = "SELECT 1 FROM files WHERE sha256 = ?1"
-                              " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1";
+    static const char sql[] = TG_CAT_SQL_BLOB_REFERENCED;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1437,13 +1352,12 @@ static tg_cat_status sq_blob_referenced(tg_catalog *catalog, const char *sha256,
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_token_id(tg_catalog *catalog, const char *hash, int64_t *id)
 {
-    static const char sql[] = "SELECT id FROM tokens WHERE hash = ?";
+    static const char sql[] = TG_CAT_SQL_TOKEN_ID;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1458,17 +1372,13 @@ static tg_cat_status sq_token_id(tg_catalog *catalog, const char *hash, int64_t 
         }
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_model_blobs(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *sha256), void *ctx)
 {
-    static const char sql[] =
-        "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"
-        " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"
-        " WHERE j.model_id = ?1";
+    static const char sql[] = TG_CAT_SQL_MODEL_BLOBS;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1480,8 +1390,7 @@ static tg_cat_status sq_model_blobs(tg_catalog *catalog, int64_t model_id,
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 /* ---- jobs ---- */
@@ -1494,51 +1403,10 @@ static bool step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE;
 }
 
-#define JOB_COLUMNS                                                                                \
-    "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
-    " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
-    " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
-    " j.kind, j.url, j.path"
-#define JOB_FROM                                                                                   \
-    " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
-    "j.source_version_id"
-
-static void read_job(sqlite3_stmt *st, tg_job *out)
-{
-    out->id = sqlite3_column_int64(st, 0);
-    const char *state = (const char *)sqlite3_column_text(st, 1);
-    out->state = TG_JOB_FAILED;
-    for (int i = TG_JOB_QUEUED; state != NULL && i <= TG_JOB_FAILED; i++)
-        if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
-            out->state = (tg_job_state)i;
-    out->model_id = sqlite3_column_int64(st, 2);
-    copy_text(out->org, sizeof out->org, st, 3);
-    copy_text(out->name, sizeof out->name, st, 4);
-    out->source_version_id = sqlite3_column_int64(st, 5);
-    out->source_number = sqlite3_column_int64(st, 6);
-    copy_text(out->dtype, sizeof out->dtype, st, 7);
-    copy_text(out->tensors, sizeof out->tensors, st, 8);
-    out->bytes_done = (uint64_t)sqlite3_column_int64(st, 9);
-    out->bytes_total = (uint64_t)sqlite3_column_int64(st, 10);
-    out->attempts = sqlite3_column_int64(st, 11);
-    out->result_version = sqlite3_column_int64(st, 12);
-    copy_text(out->error_reason, sizeof out->error_reason, st, 13);
-    copy_text(out->error_detail, sizeof out->error_detail, st, 14);
-    out->cancel_requested = strcmp(out->error_reason, "cancelled") == 0;
-    copy_text(out->created_at, sizeof out->created_at, st, 15);
-    copy_text(out->started_at, sizeof out->started_at, st, 16);
-    copy_text(out->finished_at, sizeof out->finished_at, st, 17);
-    out->token_id = sqlite3_column_int64(st, 18);
-    copy_text(out->worker, sizeof out->worker, st, 19);
-    copy_text(out->kind, sizeof out->kind, st, 20);
-    copy_text(out->url, sizeof out->url, st, 21);
-    copy_text(out->path, sizeof out->path, st, 22);
-}
-
 /* Caller holds k. */
 static tg_cat_status job_by_id(conn *k, int64_t job_id, tg_job *out)
 {
-    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM " WHERE j.id = ?";
+    static const char sql[] = TG_CAT_SQL_JOB_GET;
     sqlite3_stmt *st = statement(k, sql);
     if (st == NULL)
         return TG_CAT_ERROR;
@@ -1546,7 +1414,7 @@ static tg_cat_status job_by_id(conn *k, int64_t job_id, tg_job *out)
     int rc = sqlite3_step(st);
     tg_cat_status status = TG_CAT_ERROR;
     if (rc == SQLITE_ROW) {
-        read_job(st, out);
+        tg_cat_read_job(sq_row(st), out);
         status = TG_CAT_OK;
     } else if (rc == SQLITE_DONE) {
         status = TG_CAT_NOT_FOUND;
@@ -1595,8 +1463,7 @@ static tg_cat_status sq_job_create_by(tg_catalog *catalog, int64_t token_id, int
     tg_cat_status status = same_job(k, source_version_id, dtype, tensors_json, out);
     if (status != TG_CAT_NOT_FOUND) {
         *existing = status == TG_CAT_OK;
-        write_end(catalog, k);
-        return status;
+        return write_end(catalog, k, status);
     }
     sqlite3_stmt *st = statement(k, sql);
     status = TG_CAT_ERROR;
@@ -1618,44 +1485,37 @@ static tg_cat_status sq_job_create_by(tg_catalog *catalog, int64_t token_id, int
         else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
             status = TG_CAT_NOT_FOUND;
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_get(tg_catalog *catalog, int64_t job_id, tg_job *out)
 {
     conn *k = read_begin(catalog);
     tg_cat_status status = job_by_id(k, job_id, out);
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
 {
-    static const char sql[] = "SELECT state, COUNT(*) FROM jobs GROUP BY state";
+    static const char sql[] = TG_CAT_SQL_JOB_COUNTS;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
     if (st) {
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            const char *state = (const char *)sqlite3_column_text(st, 0);
-            for (int i = 0; state != NULL && i < TG_JOB_STATES; i++)
-                if (strcmp(state, tg_job_state_name((tg_job_state)i)) == 0)
-                    counts[i] = (uint64_t)sqlite3_column_int64(st, 1);
-        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            tg_cat_read_job_count(sq_row(st), counts);
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filter,
                                  int64_t before_id, unsigned limit,
                                  void (*visit)(void *ctx, const tg_job *job), void *ctx)
 {
-    static const char sql[] = "SELECT " JOB_COLUMNS JOB_FROM
+    static const char sql[] = "SELECT " TG_CAT_JOB_COLUMNS TG_CAT_JOB_FROM
                               " WHERE (?1 IS NULL OR j.state = ?1) AND (?2 IS NULL OR m.org = ?2)"
                               " AND (?3 IS NULL OR m.name = ?3) AND (?4 <= 0 OR j.id < ?4)"
                               " ORDER BY j.id DESC LIMIT ?5";
@@ -1673,13 +1533,13 @@ static tg_cat_status sq_job_list(tg_catalog *catalog, const tg_job_filter *filte
         sqlite3_bind_int64(st, 5, limit);
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_job(st, job);
+            tg_cat_read_job(sq_row(st), job);
             visit(ctx, job);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
+    status = read_end(catalog, k, status);
     free(job);
     return status;
 }
@@ -1771,15 +1631,13 @@ rollback:
     exec(k, "ROLLBACK");
     status = TG_CAT_ERROR;
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* Gives up this handle's lease of a running job (tg_catalog_job_release). */
 static tg_cat_status sq_job_release(tg_catalog *catalog, int64_t job_id)
 {
-    static const char sql[] =
-        "UPDATE jobs SET lease_expires = 0 WHERE id = ? AND state = 'running' AND lease_owner = ?";
+    static const char sql[] = TG_CAT_SQL_JOB_RELEASE;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1788,8 +1646,7 @@ static tg_cat_status sq_job_release(tg_catalog *catalog, int64_t job_id)
         bind_text(st, 2, catalog->lease_owner);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* Extends this handle's lease of a running job (tg_catalog_job_renew). */
@@ -1819,8 +1676,7 @@ static tg_cat_status sq_job_renew(tg_catalog *catalog, int64_t job_id)
             status = TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_recover(tg_catalog *catalog, int64_t max_attempts, unsigned *requeued,
@@ -1883,16 +1739,14 @@ rollback:
     exec(k, "ROLLBACK");
     *requeued = *failed = 0;
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64_t bytes_done,
                                      uint64_t bytes_total)
 {
     /* only the lease holder (or a job no one holds) */
-    static const char sql[] = "UPDATE jobs SET bytes_done = ?, bytes_total = ? WHERE id = ?"
-                              " AND (lease_owner IS NULL OR lease_owner = ?)";
+    static const char sql[] = TG_CAT_SQL_JOB_PROGRESS;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -1903,19 +1757,15 @@ static tg_cat_status sq_job_progress(tg_catalog *catalog, int64_t job_id, uint64
         bind_text(st, 4, catalog->lease_owner);
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* queued or running -> failed, and its job_files rows go; detail NULL keeps the
  * stored one (a cancel's). Caller holds k inside a transaction. */
 static tg_cat_status fail_job(conn *k, int64_t job_id, const char *reason, const char *detail)
 {
-    static const char fail_sql[] =
-        "UPDATE jobs SET state = 'failed', finished_at = ?, error_reason = ?,"
-        " error_detail = coalesce(?, error_detail), lease_owner = NULL"
-        " WHERE id = ? AND state IN ('queued', 'running')";
-    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
+    static const char fail_sql[] = TG_CAT_SQL_JOB_FAIL;
+    static const char drop_sql[] = TG_CAT_SQL_JOB_FILES_DROP;
     char now[TG_TIME_LEN];
     tg_time_now(now);
     sqlite3_stmt *st = statement(k, fail_sql);
@@ -1940,8 +1790,10 @@ static tg_cat_status finish_transaction(conn *k, tg_cat_status status)
 {
     if (status == TG_CAT_OK && exec(k, "COMMIT") == SQLITE_OK)
         return TG_CAT_OK;
+    /* a full disk is told before the ROLLBACK clears SQLite's error */
+    status = full_or(k, status == TG_CAT_OK ? TG_CAT_ERROR : status);
     exec(k, "ROLLBACK");
-    return status == TG_CAT_OK ? TG_CAT_ERROR : status;
+    return status;
 }
 
 /* Caller holds k: TG_CAT_OK unless the job is running under another handle's
@@ -1972,17 +1824,13 @@ static tg_cat_status sq_job_fail(tg_catalog *catalog, int64_t job_id, const char
             status = fail_job(k, job_id, reason, detail);
         status = finish_transaction(k, status);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* Marks a running job for the worker to stop; caller holds k. */
 static tg_cat_status mark_cancelled(conn *k, int64_t job_id)
 {
-    static const char sql[] =
-        "UPDATE jobs SET error_reason = 'cancelled',"
-        " error_detail = 'cancelled while it ran; its partial output was discarded'"
-        " WHERE id = ? AND state = 'running'";
+    static const char sql[] = TG_CAT_SQL_JOB_CANCEL_RUNNING;
     sqlite3_stmt *st = statement(k, sql);
     if (st == NULL)
         return TG_CAT_ERROR;
@@ -2010,8 +1858,7 @@ static tg_cat_status sq_job_cancel(tg_catalog *catalog, int64_t job_id, tg_job_s
         status = job_by_id(k, job_id, out);
     status = finish_transaction(k, status);
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_file_put(tg_catalog *catalog, int64_t job_id,
@@ -2040,16 +1887,14 @@ static tg_cat_status sq_job_file_put(tg_catalog *catalog, int64_t job_id,
         /* no row inserted: the job is gone, no longer running, or being cancelled */
         status = run_write(k, st);
     }
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_file_list(tg_catalog *catalog, int64_t job_id,
                                       void (*visit)(void *ctx, const tg_file_record *file),
                                       void *ctx)
 {
-    static const char sql[] = "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"
-                              " FROM job_files WHERE job_id = ? ORDER BY path";
+    static const char sql[] = TG_CAT_SQL_JOB_FILE_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -2058,14 +1903,13 @@ static tg_cat_status sq_job_file_list(tg_catalog *catalog, int64_t job_id,
         int rc;
         tg_file_record file;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            read_file_record(st, &file);
+            tg_cat_read_file(sq_row(st), &file);
             visit(ctx, &file);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
         sqlite3_reset(st);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const char *digest,
@@ -2077,22 +1921,11 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
         " SELECT ?1, coalesce(max(number), 0) + 1, 'published', ?2, ?2, ?3, ?4, ?5"
         " FROM versions WHERE model_id = ?1";
     /* carried over: the source's files that the job did not replace (same blobs) */
-    static const char carried_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
-        " FROM files WHERE version_id = ?3"
-        " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)";
-    static const char made_sql[] =
-        "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at)"
-        " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"
-        " FROM job_files WHERE job_id = ?3";
-    static const char done_sql[] =
-        "UPDATE jobs SET state = 'done', result_version = ?, finished_at = ?,"
-        " bytes_done = bytes_total, lease_owner = NULL WHERE id = ?";
-    static const char drop_sql[] = "DELETE FROM job_files WHERE job_id = ?";
-    static const char select_sql[] = "SELECT " VERSION_COLUMNS " FROM versions WHERE id = ?";
+    static const char carried_sql[] = TG_CAT_SQL_JOB_COMMIT_CARRIED;
+    static const char made_sql[] = TG_CAT_SQL_JOB_COMMIT_MADE;
+    static const char done_sql[] = TG_CAT_SQL_JOB_COMMIT_DONE;
+    static const char drop_sql[] = TG_CAT_SQL_JOB_FILES_DROP;
+    static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -2197,8 +2030,7 @@ rollback_job:
 rollback:
     exec(k, "ROLLBACK");
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- imports (schema 6) ---- */
@@ -2207,10 +2039,7 @@ static tg_cat_status sq_import_job_create(tg_catalog *catalog, int64_t token_id,
                                           int64_t version_id, const char *path, const char *url,
                                           tg_job *out, bool *existing)
 {
-    static const char same_sql[] =
-        "SELECT id FROM jobs WHERE state IN ('queued', 'running') AND error_reason IS NULL"
-        " AND kind = 'import' AND source_version_id = ? AND path = ? AND url = ?"
-        " ORDER BY id LIMIT 1";
+    static const char same_sql[] = TG_CAT_SQL_IMPORT_JOB_ACTIVE;
     static const char sql[] =
         "INSERT INTO jobs(kind, state, model_id, source_version_id, dtype, tensors, created_at,"
         " token_id, url, path) VALUES ('import', 'queued', ?, ?, '', '[]', ?, ?, ?, ?)";
@@ -2251,8 +2080,7 @@ static tg_cat_status sq_import_job_create(tg_catalog *catalog, int64_t token_id,
     else if (sqlite3_extended_errcode(k->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
         status = TG_CAT_NOT_FOUND;
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
@@ -2320,8 +2148,7 @@ static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
     }
     status = finish_transaction(k, status);
 out:
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* The ended import jobs whose url may hold credentials (tg_catalog_job_scrub_urls).
@@ -2353,14 +2180,12 @@ static tg_cat_status sq_job_ended_urls(tg_catalog *catalog, int64_t job_id, int6
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
     }
     sqlite3_finalize(st);
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, const char *url)
 {
-    static const char sql[] =
-        "UPDATE jobs SET url = ?1 WHERE id = ?2 AND state IN ('done', 'failed')";
+    static const char sql[] = TG_CAT_SQL_JOB_SET_ENDED_URL;
     conn *k = write_begin(catalog);
     sqlite3_stmt *st = NULL;
     tg_cat_status status = TG_CAT_ERROR;
@@ -2370,8 +2195,7 @@ static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
         status = sqlite3_step(st) == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
     }
     sqlite3_finalize(st);
-    write_end(catalog, k);
-    return status;
+    return write_end(catalog, k, status);
 }
 
 /* ---- versions by commit id (issue 21: a query, not a walk of every version) ---- */
@@ -2379,9 +2203,7 @@ static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
 static tg_cat_status sq_version_by_commit(tg_catalog *catalog, int64_t model_id, const char *commit,
                                           tg_version *out)
 {
-    static const char sql[] =
-        "SELECT " VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"
-        " AND substr(digest, 1, 40) = ? ORDER BY number LIMIT 1";
+    static const char sql[] = TG_CAT_SQL_VERSION_BY_COMMIT;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
@@ -2390,8 +2212,7 @@ static tg_cat_status sq_version_by_commit(tg_catalog *catalog, int64_t model_id,
         bind_text(st, 2, commit);
         status = one_version(st, out);
     }
-    read_end(catalog, k);
-    return status;
+    return read_end(catalog, k, status);
 }
 
 static const tg_catalog_ops sqlite_ops = {

@@ -1348,6 +1348,96 @@ static tg_cat_status fake_blob_referenced(tg_catalog *catalog, const char *sha25
     return TG_CAT_CONFLICT;
 }
 
+/* The operations that once were optional: every backend has them now. */
+static tg_cat_status fake_job_counts(tg_catalog *catalog, uint64_t counts[TG_JOB_STATES])
+{
+    (void)counts;
+    fake_called(catalog, "job_counts");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_renew(tg_catalog *catalog, int64_t job_id)
+{
+    (void)job_id;
+    fake_called(catalog, "job_renew");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_job_release(tg_catalog *catalog, int64_t job_id)
+{
+    (void)job_id;
+    fake_called(catalog, "job_release");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_publish_files(tg_catalog *catalog, int64_t version_id,
+                                                const char *digest, const tg_file_record *files,
+                                                size_t count, tg_version *out, const char **why)
+{
+    (void)version_id;
+    (void)digest;
+    (void)files;
+    (void)count;
+    (void)out;
+    (void)why;
+    fake_called(catalog, "version_publish_files");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_import_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
+                                            int64_t version_id, const char *path, const char *url,
+                                            tg_job *out, bool *existing)
+{
+    (void)token_id;
+    (void)model_id;
+    (void)version_id;
+    (void)path;
+    (void)url;
+    (void)out;
+    (void)existing;
+    fake_called(catalog, "import_job_create");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_import_commit(tg_catalog *catalog, int64_t job_id,
+                                        const tg_commit_guard *guard, int64_t version_id,
+                                        const tg_file_record *file, const char *tensor_stats,
+                                        const char **why)
+{
+    (void)job_id;
+    (void)guard;
+    (void)version_id;
+    (void)file;
+    (void)tensor_stats;
+    (void)why;
+    fake_called(catalog, "import_commit");
+    return TG_CAT_CONFLICT;
+}
+
+/* The URL scrub that follows a claim, a failure or an import: nothing to scrub
+ * (not recorded: the call that ran it is). */
+static tg_cat_status fake_job_ended_urls(tg_catalog *catalog, int64_t job_id, int64_t after_id,
+                                         unsigned limit,
+                                         void (*visit)(void *ctx, int64_t id, const char *url),
+                                         void *ctx)
+{
+    CHECK(catalog == &fake.base);
+    (void)job_id;
+    (void)after_id;
+    (void)limit;
+    (void)visit;
+    (void)ctx;
+    return TG_CAT_OK;
+}
+
+static tg_cat_status fake_job_set_ended_url(tg_catalog *catalog, int64_t job_id, const char *url)
+{
+    (void)job_id;
+    (void)url;
+    fake_called(catalog, "job_set_ended_url");
+    return TG_CAT_CONFLICT;
+}
+
 static tg_cat_status fake_job_create_by(tg_catalog *catalog, int64_t token_id, int64_t model_id,
                                         int64_t source_version_id, const char *dtype,
                                         const char *tensors_json, uint64_t bytes_total, tg_job *out,
@@ -1499,6 +1589,14 @@ static const tg_catalog_ops fake_ops = {
     .blob_each = fake_blob_each,
     .model_blobs = fake_model_blobs,
     .blob_referenced = fake_blob_referenced,
+    .job_counts = fake_job_counts,
+    .job_renew = fake_job_renew,
+    .job_release = fake_job_release,
+    .version_publish_files = fake_version_publish_files,
+    .import_job_create = fake_import_job_create,
+    .import_commit = fake_import_commit,
+    .job_ended_urls = fake_job_ended_urls,
+    .job_set_ended_url = fake_job_set_ended_url,
     .job_create_by = fake_job_create_by,
     .job_get = fake_job_get,
     .job_list = fake_job_list,
@@ -1603,6 +1701,23 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "job_file_list");
     CHECK(tg_catalog_job_commit(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "job_commit");
+    uint64_t counts[TG_JOB_STATES];
+    CHECK(tg_catalog_job_counts(&fake.base, counts) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_counts");
+    CHECK(tg_catalog_job_renew(&fake.base, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_renew");
+    CHECK(tg_catalog_job_release(&fake.base, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "job_release");
+    const char *why = NULL;
+    CHECK(tg_catalog_version_publish_files(&fake.base, 0, NULL, NULL, 0, NULL, &why) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_publish_files");
+    bool existing = true;
+    CHECK(tg_catalog_import_job_create(&fake.base, 0, 0, 0, NULL, NULL, NULL, &existing) ==
+          TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "import_job_create");
+    CHECK(tg_catalog_import_commit(&fake.base, 0, NULL, 0, NULL, NULL, &why) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "import_commit");
     /* the two calls with defaults: no guard, no token */
     fake.called = NULL;
     CHECK(tg_catalog_file_put(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
