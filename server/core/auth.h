@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "catalog.h"
-#include "http.h"
+#include "request.h"
 
 #define TG_TOKEN_LEN (3 + 64)
 
