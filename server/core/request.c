@@ -51,7 +51,7 @@ uint64_t tg_request_body_size(const tg_request *req)
 
 static const char *status_title(unsigned status);
 
-/* Writes a complete small response on the connection's socket (see http.h). */
+/* Writes a complete small response on the connection's socket (see request.h). */
 static void respond_raw(tg_request *req, unsigned status, const char *content_type,
                         const char *body)
 {
