@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "catalog.h"
-#include "http.h"
+#include "request.h"
 
 #define TG_TOKEN_LEN (3 + 64)
 
@@ -49,7 +49,7 @@ bool tg_auth_require_scope(tg_request *req, tg_scope scope);
  * request carries none, or -1 (hash "") when the hash failed (answer 500). */
 int tg_auth_token_hash(const tg_request *req, char hash[65]);
 
-/* Authorizes the request for its route's declared scope (req->route->auth, http.h)
+/* Authorizes the request for its route's declared scope (req->route->auth, request.h)
  * and fills req->token_namespace: true when the route may run, else false after
  * answering 401/403 (or 500 when the token store failed). Called by the dispatcher
  * (http.c) before the route's first callback, never by a handler. */

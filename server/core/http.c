@@ -1,5 +1,6 @@
-/* libmicrohttpd glue: the router over the table given at start, request lifecycle,
- * responses, metrics. */
+/* libmicrohttpd glue: the router over the table given at start, the route's scope
+ * (auth.c) before its handler, request lifecycle, metrics. Answers go through the
+ * responders of request.c. */
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -21,10 +21,8 @@
 #include "log.h"
 #include "parsed_header_cache.h"
 #include "rate_limit.h"
-#include "reasons.h"
 #include "response_cache.h"
 #include "st_buffer.h"
-#include "st_utf8.h"
 
 /* ---- metrics ---- */
 
@@ -47,7 +45,7 @@ struct tg_metrics {
     uint64_t *requests;
     /* by the same rows: LATENCY_SLOTS counters each (fixed memory per route) */
     uint64_t *latency;
-    uint64_t bytes_in, bytes_out;
+    tg_traffic traffic;   /* the byte counters (request.h; tg_server.traffic) */
     pthread_mutex_t lock; /* guards the rejection table */
     struct {
         char reason[48];
@@ -201,8 +199,8 @@ char *tg_metrics_render(tg_server *server)
            "# HELP tensorgate_bytes_out_total Response body bytes sent.\n"
            "# TYPE tensorgate_bytes_out_total counter\n"
            "tensorgate_bytes_out_total %llu\n",
-           (unsigned long long)__atomic_load_n(&m->bytes_in, __ATOMIC_RELAXED),
-           (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED));
+           (unsigned long long)__atomic_load_n(&m->traffic.bytes_in, __ATOMIC_RELAXED),
+           (unsigned long long)__atomic_load_n(&m->traffic.bytes_out, __ATOMIC_RELAXED));
     append(&b,
            "# HELP tensorgate_header_timeouts_total Connections closed because a request's head "
            "took longer than --header-timeout.\n"
@@ -256,551 +254,6 @@ static bool take_params(const char *pattern, const segment *url, int url_count, 
         req->params[i] = strndup(spans[i].text, spans[i].len);
         if (req->params[i] == NULL)
             return false;
-    }
-    return true;
-}
-
-const char *tg_param(const tg_request *req, const char *name)
-{
-    for (int i = 0; i < TG_PARAMS_MAX; i++)
-        if (req->param_names[i] && strcmp(req->param_names[i], name) == 0)
-            return req->params[i];
-    return NULL;
-}
-
-const char *tg_header(const tg_request *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
-}
-
-const char *tg_query(const tg_request *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, name);
-}
-
-uint64_t tg_request_body_size(const tg_request *req)
-{
-    const char *encoding = tg_header(req, "Transfer-Encoding");
-    if (encoding != NULL && strcasestr(encoding, "chunked") != NULL)
-        return ST_FILE_SIZE_UNKNOWN;
-    const char *length = tg_header(req, "Content-Length");
-    uint64_t value;
-    if (length != NULL && tg_parse_u64(length, &value))
-        return value;
-    return ST_FILE_SIZE_UNKNOWN;
-}
-
-/* ---- responses ---- */
-
-static const char *status_title(unsigned status);
-
-/* Writes a complete small response on the connection's socket (see http.h). */
-static void respond_raw(tg_request *req, unsigned status, const char *content_type,
-                        const char *body)
-{
-    req->responded = true;
-    req->status = status;
-    req->close_now = true;
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (info == NULL)
-        return;
-    char head[512];
-    size_t body_len = strlen(body);
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-                     status, status_title(status), content_type, body_len);
-    if (n < 0 || (size_t)n >= sizeof head)
-        return;
-    struct iovec parts[2] = {{head, (size_t)n}, {(void *)(uintptr_t)body, body_len}};
-    /* A few hundred bytes on a connection whose send buffer is empty: one writev.
-     * The write side is then shut so the client sees the end of the response. */
-    ssize_t written = writev(info->connect_fd, parts, 2);
-    (void)written;
-    shutdown(info->connect_fd, SHUT_WR);
-    __atomic_fetch_add(&req->server->metrics->bytes_out, body_len, __ATOMIC_RELAXED);
-}
-
-void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
-                uint64_t body_bytes)
-{
-    if (req->responded) {
-        if (response)
-            MHD_destroy_response(response);
-        return;
-    }
-    if (req->in_upload_data) {
-        if (response)
-            MHD_destroy_response(response);
-        respond_raw(req, status, "text/plain", "");
-        return;
-    }
-    req->responded = true;
-    req->status = status;
-    if (response == NULL) {
-        tg_log(TG_LOG_ERROR, "out of memory building a %u response", status);
-        req->close_now = true;
-        return;
-    }
-    /* no-store unless the route chose its caching (the web page's assets) */
-    if (MHD_get_response_header(response, "Cache-Control") == NULL)
-        MHD_add_response_header(response, "Cache-Control", "no-store");
-    if (req->close_after)
-        MHD_add_response_header(response, "Connection", "close");
-    MHD_queue_response(req->connection, status, response);
-    MHD_destroy_response(response);
-    if (!req->is_head)
-        __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
-}
-
-bool tg_respond_shared(tg_request *req, unsigned status, struct MHD_Response *response,
-                       uint64_t body_bytes)
-{
-    if (req->responded || req->in_upload_data || req->close_after)
-        return false;
-    if (MHD_queue_response(req->connection, status, response) != MHD_YES)
-        return false;
-    req->responded = true;
-    req->status = status;
-    if (!req->is_head)
-        __atomic_fetch_add(&req->server->metrics->bytes_out, body_bytes, __ATOMIC_RELAXED);
-    return true;
-}
-
-/* tg_response_send for tg_respond_cached: req is the request to answer. */
-static bool send_shared(void *req, unsigned status, struct MHD_Response *response,
-                        uint64_t body_len)
-{
-    return tg_respond_shared(req, status, response, body_len);
-}
-
-bool tg_respond_cached(tg_request *req, const char *key)
-{
-    return tg_response_cache_answer(req->server->responses, key, send_shared, req);
-}
-
-int tg_text_end_line(char **text)
-{
-    size_t len = strlen(*text);
-    if (len > 0 && (*text)[len - 1] == '\n')
-        return 0;
-    char *grown = realloc(*text, len + 2);
-    if (grown == NULL) {
-        free(*text);
-        *text = NULL;
-        return -1;
-    }
-    grown[len] = '\n';
-    grown[len + 1] = '\0';
-    *text = grown;
-    return 0;
-}
-
-/* The one way a JSON or problem+json text is answered (it ends with a newline): takes text
- * (malloc'd; NULL answers 500 with no body); headers are name/value pairs, NULL-terminated (a pair
- * whose value is NULL is skipped); a 401 also says how to authenticate. Inside a
- * body's feed, where libmicrohttpd takes no response object, the plain text is
- * written on the socket without them. */
-static void respond_text(tg_request *req, unsigned status, char *text, const char *content_type,
-                         const char *const *headers)
-{
-    if (text == NULL || tg_text_end_line(&text) != 0) {
-        tg_respond(req, 500, NULL, 0);
-        return;
-    }
-    if (req->in_upload_data) {
-        if (!req->responded)
-            respond_raw(req, status, content_type, text);
-        free(text);
-        return;
-    }
-    size_t len = strlen(text);
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (response == NULL) {
-        free(text);
-    } else {
-        MHD_add_response_header(response, "Content-Type", content_type);
-        for (size_t i = 0; headers != NULL && headers[i] != NULL; i += 2)
-            if (headers[i + 1] != NULL)
-                MHD_add_response_header(response, headers[i], headers[i + 1]);
-        if (status == 401)
-            MHD_add_response_header(response, "WWW-Authenticate", "Bearer realm=\"tensorgate\"");
-    }
-    tg_respond(req, status, response, len);
-}
-
-void tg_respond_json(tg_request *req, unsigned status, json_t *body)
-{
-    tg_respond_json_headers(req, status, body, NULL);
-}
-
-void tg_respond_json_headers(tg_request *req, unsigned status, json_t *body,
-                             const char *const *headers)
-{
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    respond_text(req, status, text, "application/json", headers);
-}
-
-void tg_respond_empty(tg_request *req, unsigned status)
-{
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    tg_respond(req, status, response, 0);
-}
-
-/* The titles of the statuses this server seldom or never answers with itself (a
- * failed job's problem may carry 502 from its source), and a class's title for any
- * other: never a bare "Error". */
-static const char *rare_status_title(unsigned status)
-{
-    static const struct {
-        unsigned status;
-        const char *title;
-    } titles[] = {
-        {200, "OK"},
-        {201, "Created"},
-        {202, "Accepted"},
-        {204, "No Content"},
-        {206, "Partial Content"},
-        {301, "Moved Permanently"},
-        {302, "Found"},
-        {303, "See Other"},
-        {304, "Not Modified"},
-        {307, "Temporary Redirect"},
-        {308, "Permanent Redirect"},
-        {402, "Payment Required"},
-        {407, "Proxy Authentication Required"},
-        {410, "Gone"},
-        {412, "Precondition Failed"},
-        {417, "Expectation Failed"},
-        {421, "Misdirected Request"},
-        {423, "Locked"},
-        {424, "Failed Dependency"},
-        {425, "Too Early"},
-        {426, "Upgrade Required"},
-        {428, "Precondition Required"},
-        {451, "Unavailable For Legal Reasons"},
-        {502, "Bad Gateway"},
-        {504, "Gateway Timeout"},
-        {505, "HTTP Version Not Supported"},
-        {506, "Variant Also Negotiates"},
-        {508, "Loop Detected"},
-        {510, "Not Extended"},
-        {511, "Network Authentication Required"},
-    };
-    for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
-        if (titles[i].status == status)
-            return titles[i].title;
-    if (status >= 400 && status < 500)
-        return "Client Error";
-    if (status >= 500 && status < 600)
-        return "Server Error";
-    return "Status";
-}
-
-static const char *status_title(unsigned status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 406:
-        return "Not Acceptable";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 411:
-        return "Length Required";
-    case 413:
-        return "Content Too Large";
-    case 414:
-        return "URI Too Long";
-    case 415:
-        return "Unsupported Media Type";
-    case 416:
-        return "Range Not Satisfiable";
-    case 422:
-        return "Unprocessable Content";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    case 507:
-        return "Insufficient Storage";
-    default:
-        return rare_status_title(status);
-    }
-}
-
-/* Copies in to out as valid UTF-8: each byte that does not begin a valid sequence
- * becomes the text \xNN; truncated (on a character boundary) to fit out_len. */
-static void utf8_clean(const char *in, char *out, size_t out_len)
-{
-    const unsigned char *p = (const unsigned char *)in;
-    size_t n = strlen(in), o = 0;
-    while (n > 0 && o + 1 < out_len) {
-        size_t len = st_utf8_sequence_length(p, n);
-        if (len == 0) {
-            /* a byte that is not UTF-8 is written as text, \xNN, as details do elsewhere */
-            if (o + 5 > out_len)
-                break;
-            snprintf(out + o, 5, "\\x%02x", p[0]);
-            o += 4;
-            len = 1;
-        } else {
-            if (o + len + 1 > out_len)
-                break; /* never cut a character in half */
-            memcpy(out + o, p, len);
-            o += len;
-        }
-        p += len;
-        n -= len;
-    }
-    out[o] = '\0';
-}
-
-json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
-{
-    char type[160];
-    snprintf(type, sizeof type, "https://tensorgate.dev/problems/%s", reason);
-    /* details echo client input (paths, names): make them valid UTF-8 so the
-     * problem can always be written */
-    char clean[2048];
-    utf8_clean(detail, clean, sizeof clean);
-    return json_pack("{s:s, s:s, s:i, s:s, s:s}", "type", type, "title", status_title(status),
-                     "status", (json_int_t)status, "detail", clean, "reason", reason);
-}
-
-/* The one way a problem+json is answered: steals problem; headers as respond_text's. */
-static void respond_problem_json(tg_request *req, unsigned status, json_t *problem,
-                                 const char *const *headers)
-{
-    char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
-    json_decref(problem);
-    respond_text(req, status, text, "application/problem+json", headers);
-}
-
-static void __attribute__((format(printf, 5, 0)))
-respond_problem_va(tg_request *req, unsigned status, const char *reason, const char *const *headers,
-                   const char *fmt, va_list ap)
-{
-    char detail[512];
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    if (req->hub_errors && headers == NULL) {
-        /* huggingface_hub maps RepoNotFound to RepositoryNotFoundError (repo_exists then
-         * answers False) and GatedRepo to GatedRepoError; other statuses carry the
-         * message only. */
-        const char *code = status == 401 ? "RepoNotFound" : status == 403 ? "GatedRepo" : NULL;
-        const char *const hub_headers[] = {"X-Error-Code", code, "X-Error-Message", detail, NULL};
-        respond_problem_json(req, status, tg_problem_json(status, reason, detail), hub_headers);
-        return;
-    }
-    respond_problem_json(req, status, tg_problem_json(status, reason, detail), headers);
-}
-
-/* The status the reason table gives reason; 500 (logged) for a reason it lacks. */
-static unsigned reason_status(const char *reason)
-{
-    unsigned status = tg_reason_status(reason);
-    if (status == 0) {
-        tg_log(TG_LOG_ERROR, "the reason '%s' is not in the reason table (reasons.c)", reason);
-        return 500;
-    }
-    return status;
-}
-
-void tg_respond_problem(tg_request *req, const char *reason, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    respond_problem_va(req, reason_status(reason), reason, NULL, fmt, ap);
-    va_end(ap);
-}
-
-void tg_respond_problem_headers(tg_request *req, const char *reason, const char *const *headers,
-                                const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    respond_problem_va(req, reason_status(reason), reason, headers, fmt, ap);
-    va_end(ap);
-}
-
-void tg_respond_internal(tg_request *req, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    respond_problem_va(req, 500, "internal", NULL, fmt, ap);
-    va_end(ap);
-}
-
-void tg_respond_catalog_failure_detail(tg_request *req, tg_cat_status status, const char *fmt, ...)
-{
-    if (status == TG_CAT_FULL) {
-        /* a catalog write that failed for a full disk is the client-visible cause */
-        respond_problem_json(req, 507,
-                             tg_problem_json(507, "insufficient_storage",
-                                             "the server's disk is full; the catalog could not "
-                                             "record the change, and nothing was changed"),
-                             NULL);
-        return;
-    }
-    if (status == TG_CAT_UNAVAILABLE) {
-        /* no fault of the server's code: a stable reason, and Retry-After, so clients
-         * and balancers retry */
-        const char *const retry[] = {"Retry-After", "1", NULL};
-        respond_problem_json(req, 503,
-                             tg_problem_json(503, "catalog_unavailable",
-                                             "the catalog cannot be reached right now; retry the "
-                                             "request"),
-                             retry);
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    respond_problem_va(req, 500, "internal", NULL, fmt, ap);
-    va_end(ap);
-}
-
-void tg_respond_catalog_failure(tg_request *req, tg_cat_status status)
-{
-    tg_respond_catalog_failure_detail(req, status, "the catalog failed");
-}
-
-void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
-{
-    if (verdict->error.reason == ST_OUT_OF_MEMORY) {
-        /* the server's failure, not a verdict on the file */
-        tg_respond_internal(req,
-                            "the server ran out of memory checking the file; nothing was stored");
-        return;
-    }
-    unsigned status = tg_gate_reason_status(verdict->error.reason);
-    const char *detail =
-        verdict->error.detail[0] ? verdict->error.detail : "the upload was refused";
-    json_t *problem = tg_problem_json(status, st_reason_name(verdict->error.reason), detail);
-    if (problem) {
-        json_object_set_new(problem, "offset",
-                            verdict->error.offset == ST_NO_OFFSET
-                                ? json_null()
-                                : json_integer((json_int_t)verdict->error.offset));
-        json_object_set_new(problem, "tensor", st_error_tensor_json(&verdict->error));
-        json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
-    }
-    respond_problem_json(req, status, problem, NULL);
-}
-
-bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor)
-{
-    return tg_list_params_bounded(req, 50, 1000, limit, key, key_len, has_cursor);
-}
-
-bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned max_limit,
-                            unsigned *limit, char *key, size_t key_len, bool *has_cursor)
-{
-    const char *limit_text = tg_query(req, "limit");
-    uint64_t value = default_limit;
-    if (limit_text != NULL &&
-        (!tg_parse_u64(limit_text, &value) || value < 1 || value > max_limit)) {
-        tg_respond_problem(req, "invalid_request", "limit must be an integer from 1 to %u",
-                           max_limit);
-        return false;
-    }
-    *limit = (unsigned)value;
-    const char *cursor = tg_query(req, "cursor");
-    *has_cursor = cursor != NULL && cursor[0] != '\0';
-    key[0] = '\0';
-    if (*has_cursor && tg_cursor_decode(cursor, key, key_len) != 0) {
-        tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
-        return false;
-    }
-    return true;
-}
-
-void tg_set_next_cursor(json_t *body, const char *key_or_null)
-{
-    if (key_or_null == NULL) {
-        json_object_set_new(body, "next_cursor", json_null());
-        return;
-    }
-    char cursor[2048];
-    if (tg_cursor_encode(key_or_null, cursor, sizeof cursor) != 0)
-        json_object_set_new(body, "next_cursor", json_null());
-    else
-        json_object_set_new(body, "next_cursor", json_string(cursor));
-}
-
-json_t *tg_json_body(tg_request *req)
-{
-    if (req->body_too_large) {
-        tg_respond_problem(req, "payload_too_large", "a JSON body is limited to %d bytes",
-                           TG_JSON_BODY_MAX);
-        return NULL;
-    }
-    if (req->body_len == 0)
-        return json_object();
-    if (!tg_json_depth_within(req->body, req->body_len, TG_JSON_DEPTH_MAX)) {
-        tg_respond_problem(req, "json_too_deep",
-                           "the body nests arrays and objects more than %d deep",
-                           TG_JSON_DEPTH_MAX);
-        return NULL;
-    }
-    json_error_t error;
-    json_t *value = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &error);
-    if (value == NULL) {
-        tg_respond_problem(req, "invalid_json", "the body is not valid JSON: %s (line %d)",
-                           error.text, error.line);
-        return NULL;
-    }
-    if (!json_is_object(value)) {
-        json_decref(value);
-        tg_respond_problem(req, "invalid_json", "the body must be a JSON object");
-        return NULL;
-    }
-    return value;
-}
-
-bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fields)
-{
-    const char *key;
-    json_t *value;
-    json_object_foreach(body, key, value)
-    {
-        size_t i = 0;
-        while (fields[i] != NULL && strcmp(fields[i], key) != 0)
-            i++;
-        if (fields[i] != NULL)
-            continue;
-        char names[256] = "";
-        for (size_t f = 0; fields[f] != NULL; f++) {
-            size_t used = strlen(names);
-            snprintf(names + used, sizeof names - used, "%s\"%s\"", f ? ", " : "", fields[f]);
-        }
-        if (fields[0] == NULL)
-            tg_respond_problem(req, "invalid_request",
-                               "unknown field \"%.64s\": this route takes an empty body or {}",
-                               key);
-        else
-            tg_respond_problem(req, "invalid_request",
-                               "unknown field \"%.64s\": the body may have %s", key, names);
-        return false;
     }
     return true;
 }
@@ -1133,7 +586,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         size_t len = *upload_data_size;
         *upload_data_size = 0;
         req->bytes_in += len;
-        __atomic_fetch_add(&server->metrics->bytes_in, len, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&server->metrics->traffic.bytes_in, len, __ATOMIC_RELAXED);
         if (req->route == NULL || req->responded)
             return req->close_now ? MHD_NO : MHD_YES;
         if (req->route->body == TG_BODY_JSON) {
@@ -1489,6 +942,7 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
         return -1;
     }
     pthread_mutex_init(&server->metrics->lock, NULL);
+    server->traffic = &server->metrics->traffic;
     if (open_caches(server) != 0) {
         snprintf(err, err_len, "out of memory");
         return -1;
@@ -1570,5 +1024,6 @@ void tg_http_stop(tg_server *server)
         pthread_mutex_destroy(&server->metrics->lock);
         free(server->metrics);
         server->metrics = NULL;
+        server->traffic = NULL;
     }
 }

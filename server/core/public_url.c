@@ -6,7 +6,7 @@
 #include <strings.h>
 
 #include "addr_policy.h"
-#include "http.h"
+#include "request.h"
 
 static bool is_alnum(char c)
 {

@@ -1,5 +1,5 @@
 /* The reason table: every reason code of the service's problem answers and the HTTP
- * status it implies, declared once in reasons.c. tg_respond_problem (http.h) takes
+ * status it implies, declared once in reasons.c. tg_respond_problem (request.h) takes
  * the reason and answers with its status; the problem's title is that status's phrase. */
 #ifndef TG_REASONS_H
 #define TG_REASONS_H

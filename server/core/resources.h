@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http.h"
+#include "request.h"
 
 #define TG_TALLY_KEY_MAX 96
 

@@ -16,7 +16,7 @@
  *    tg_response_cache_invalidate_moving (a publish, an alias move or a derived
  *    version on this replica) and after TG_RESPONSE_CACHE_MOVING_SECONDS at most
  *    (another replica's publish or alias move is seen within it).
- * It knows nothing of requests: http.c's tg_respond_cached answers one from it.
+ * It knows nothing of requests: request.c's tg_respond_cached answers one from it.
  * Routes authorise before asking (a token's scope and namespace are checked per
  * request, never cached) and only put answers that hold for every reader allowed
  * to ask. */

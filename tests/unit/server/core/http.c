@@ -5,8 +5,8 @@
  * match wins), 404 not_found, 405 method_not_allowed with Allow, HEAD on GET routes,
  * parameters, the three body kinds (none, JSON bounded by TG_JSON_BODY_MAX, stream:
  * start, feed, finish, cleanup), the 500 of a handler that gives no answer, the
- * request counters of /metrics, problem+json with extra headers and the UTF-8
- * cleaning of details. */
+ * request counters of /metrics and problem+json with extra headers, as answered
+ * through the responders of request.c (whose own unit test checks the problem body). */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -630,42 +630,6 @@ TEST(problems)
     json_decref(r.json);
 }
 
-/* Details echo client input: bytes that are not UTF-8 become \xNN (st_utf8's
- * decoder decides), valid characters pass, and a long detail is cut on a
- * character boundary. */
-TEST(problem_json_utf8)
-{
-    json_t *p = tg_problem_json(400, "invalid_request", "bad \xff byte, caf\xc3\xa9, \xc3");
-    CHECK(p != NULL);
-    CHECK_STR(json_str(p, "detail"), "bad \\xff byte, caf\xc3\xa9, \\xc3");
-    CHECK_STR(json_str(p, "title"), "Bad Request");
-    json_decref(p);
-    static char long_detail[4000];
-    for (size_t i = 0; i + 2 < sizeof long_detail; i += 2)
-        memcpy(long_detail + i, "\xc3\xa9", 2);
-    p = tg_problem_json(404, "not_found", long_detail);
-    const char *detail = json_str(p, "detail");
-    CHECK(detail != NULL && strlen(detail) < 2048 && strlen(detail) % 2 == 0);
-    json_decref(p);
-    p = tg_problem_json(499, "odd", "x");
-    CHECK_STR(json_str(p, "title"), "Client Error");
-    json_decref(p);
-    /* a failed import's problem carries 502 (the source's fault): its own title */
-    p = tg_problem_json(502, "import_fetch_failed", "x");
-    CHECK_STR(json_str(p, "title"), "Bad Gateway");
-    json_decref(p);
-    p = tg_problem_json(599, "odd", "x");
-    CHECK_STR(json_str(p, "title"), "Server Error");
-    json_decref(p);
-    /* no problem status has a bare "Error" title */
-    for (unsigned status = 400; status < 600; status++) {
-        p = tg_problem_json(status, "any", "x");
-        const char *title = json_str(p, "title");
-        CHECK(title != NULL && strcmp(title, "Error") != 0);
-        json_decref(p);
-    }
-}
-
 /* /metrics counts requests by the table's rows (method and pattern) and status, a
  * HEAD as HEAD, with a latency histogram per row; the unmatched ones on their own line. */
 TEST(metrics)
@@ -728,7 +692,6 @@ int main(int argc, char **argv)
     RUN(json_body);
     RUN(stream_body);
     RUN(problems);
-    RUN(problem_json_utf8);
     RUN(metrics);
     tg_http_stop(&server);
     CHECK(server.daemon == NULL && server.metrics == NULL);
