@@ -60,8 +60,8 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[in
 old16="" old64="" new16="" new64=""
 echo "header GET req/s (published version), $(nproc) cores, $rounds rounds, old then new"
 for r in $(seq 1 "$rounds"); do
-    serve "$1" old; o16=$(rps 16); o64=$(rps 64); stop
-    serve "$2" new; n16=$(rps 16); n64=$(rps 64); stop
+    serve "$1" "old$r"; o16=$(rps 16); o64=$(rps 64); stop
+    serve "$2" "new$r"; n16=$(rps 16); n64=$(rps 64); stop
     old16="$old16 $o16" old64="$old64 $o64" new16="$new16 $n16" new64="$new64 $n64"
     printf 'round %d: old %s / %s   new %s / %s   (16 / 64 connections)\n' "$r" "$o16" "$o64" "$n16" "$n64"
 done
