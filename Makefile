@@ -28,7 +28,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wvla -Wformat=2
 CFLAGS ?= -O2 -g
 # Every layer folder is on the include path: headers are named by their base name
 # (unique across the tree), and scripts/layer-check.sh resolves each name to its layer.
-LAYERS := lib lib/sniff common server/storage server/ingest server/jobs server/preload server/core server/routes cmd client
+LAYERS := lib lib/sniff common server/storage server/ingest server/jobs server/preload server/core server/routes cmd clients/c
 INCLUDES := $(LAYERS:%=-I%)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -pthread $(WARN) $(CFLAGS) $(INCLUDES) $(PKG_CFLAGS) $(CUDA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -lpthread -ldl -lm
@@ -63,7 +63,7 @@ CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 CMD_A := $(BUILD)/libtgcmd.a
 # The preload client library for colocated consumers (C, and Python through ctypes),
 # with the common/ helpers it uses compiled in (it links nothing of the server).
-CLIENT_SRC := $(sort $(wildcard client/*.c)) common/io.c common/sha256.c common/test_hooks.c
+CLIENT_SRC := $(sort $(wildcard clients/c/*.c)) common/io.c common/sha256.c common/test_hooks.c
 CLIENT_A := $(BUILD)/libtgclient.a
 CLIENT_SO := $(BUILD)/libtgclient.so
 BIN := $(BUILD)/tensorgate
@@ -169,9 +169,9 @@ $(CLIENT_A): $(CLIENT_SRC:%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(CLIENT_SO): $(CLIENT_SRC) client/libtgclient.map
+$(CLIENT_SO): $(CLIENT_SRC) clients/c/libtgclient.map
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -Wl,--version-script=client/libtgclient.map -o $@ $(CLIENT_SRC) $(shell pkg-config --libs jansson libcurl libcrypto) -lpthread
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $(LDFLAGS) -Wl,--version-script=clients/c/libtgclient.map -o $@ $(CLIENT_SRC) $(shell pkg-config --libs jansson libcurl libcrypto) -lpthread
 
 $(BIN): $(BUILD)/cmd/main.o $(CMD_A) $(CLIENT_A) $(SERVER_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -256,12 +256,12 @@ bench: $(BIN)
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tensorgate
 	install -D -m 0644 $(CLIENT_SO) $(DESTDIR)$(PREFIX)/lib/libtgclient.so
-	install -D -m 0644 client/tg_preload_client.h $(DESTDIR)$(PREFIX)/include/tg_preload_client.h
+	install -D -m 0644 clients/c/tg_preload_client.h $(DESTDIR)$(PREFIX)/include/tg_preload_client.h
 	install -D -m 0644 $(CLIENT_A) $(DESTDIR)$(PREFIX)/lib/libtgclient.a
-	install -D -m 0644 client/tensorgate_client.h $(DESTDIR)$(PREFIX)/include/tensorgate_client.h
+	install -D -m 0644 clients/c/tensorgate_client.h $(DESTDIR)$(PREFIX)/include/tensorgate_client.h
 
 # Every C source and header the project owns, for format and format-check.
-FORMAT_FILES = $(sort $(wildcard lib/*.[ch] lib/*/*.[ch] common/*.[ch] server/*/*.[ch] cmd/*.[ch] client/*.[ch] \
+FORMAT_FILES = $(sort $(wildcard lib/*.[ch] lib/*/*.[ch] common/*.[ch] server/*/*.[ch] cmd/*.[ch] clients/c/*.[ch] \
 	bench/*.c tests/unit/*.h tests/unit/*/*.c tests/unit/*/*/*.c tests/property/*.c tests/integration/*.[ch] \
 	tests/fuzz/*.c))
 
@@ -275,7 +275,7 @@ format-check:
 # cppcheck, then clang-tidy (the checks of .clang-tidy, every finding an error)
 # with the build's flags, two files at a time; a file whose preprocessed text has
 # not changed since its last clean run is not checked again (scripts/lint-tidy.sh).
-TIDY_SRC = $(sort $(wildcard lib/*.c lib/*/*.c common/*.c server/*/*.c cmd/*.c client/*.c))
+TIDY_SRC = $(sort $(wildcard lib/*.c lib/*/*.c common/*.c server/*/*.c cmd/*.c clients/c/*.c))
 TIDY_FLAGS = -std=c11 -D_GNU_SOURCE -pthread $(INCLUDES) $(PKG_CFLAGS) $(CUDA_CFLAGS)
 CLANG_TIDY ?= clang-tidy-14
 

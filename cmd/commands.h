@@ -29,7 +29,7 @@ int tg_cmd_token(int argc, char **argv); /* cmd/token.c */
 int tg_cmd_gc(int argc, char **argv);    /* cmd/maintenance.c */
 int tg_cmd_fsck(int argc, char **argv);  /* cmd/maintenance.c */
 
-/* commands that talk to a server through libtgclient (client/tensorgate_client.h) */
+/* commands that talk to a server through libtgclient (clients/c/tensorgate_client.h) */
 int tg_cmd_push(int argc, char **argv);   /* cmd/remote.c */
 int tg_cmd_pull(int argc, char **argv);   /* cmd/remote.c */
 int tg_cmd_ls(int argc, char **argv);     /* cmd/remote.c */

@@ -1,5 +1,5 @@
 /* The commands that talk to a tensorgate server through libtgclient
- * (client/tensorgate_client.h): push, pull, ls, header, tensor, scan. Each takes
+ * (clients/c/tensorgate_client.h): push, pull, ls, header, tensor, scan. Each takes
  * --url and --token (else $TENSORGATE_URL, default http://127.0.0.1:8080, and
  * $TENSORGATE_TOKEN), --json (one JSON document per line on stdout) and --help.
  * Exit status (docs/MANUAL.md "The CLI"): 0 done; 1 the server refused (a 4xx answer, a

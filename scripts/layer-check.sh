@@ -45,18 +45,18 @@ allowed() {
     server/jobs) echo "lib common server/storage server/ingest server/jobs" ;;
     server/core) echo "lib common server/storage server/ingest server/preload server/jobs server/core" ;;
     server/routes) echo "lib common server/storage server/ingest server/preload server/jobs server/core server/routes" ;;
-    cmd) echo "lib common server/storage server/ingest server/preload server/jobs server/core server/routes cmd client" ;;
-    client) echo "common client" ;;
+    cmd) echo "lib common server/storage server/ingest server/preload server/jobs server/core server/routes cmd clients/c" ;;
+    clients/c) echo "common clients/c" ;;
     *) echo "" ;;
     esac
 }
 
-sources=$(find lib common server cmd client -name '*.[ch]' | sort)
+sources=$(find lib common server cmd clients/c -name '*.[ch]' | sort)
 
 # 0. header base names are unique
 dups=$(for f in $sources; do case $f in *.h) basename "$f" ;; esac; done | sort | uniq -d)
 for d in $dups; do
-    fail "header name $d is used twice: $(find lib common server cmd client -name "$d" | tr '\n' ' ')"
+    fail "header name $d is used twice: $(find lib common server cmd clients/c -name "$d" | tr '\n' ' ')"
 done
 
 # base name -> folder, for every header of the tree

@@ -349,7 +349,7 @@ run 2 "scan a missing file" "$BIN" scan nope.bin
 # a program linked against libtgclient (shared and static), as `make install` ships it
 BUILD_DIR=$(dirname "$BIN")
 if command -v cc >/dev/null 2>&1 && [ -f "$BUILD_DIR/libtgclient.so" ] && [ -f "$BUILD_DIR/libtgclient.a" ]; then
-    mkdir -p inc && cp "$SRC_DIR/client/tensorgate_client.h" inc/
+    mkdir -p inc && cp "$SRC_DIR/clients/c/tensorgate_client.h" inc/
     cat >app.c <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* libtgclient's HTTP client (client/tensorgate_client.h) against the real server:
+/* libtgclient's HTTP client (clients/c/tensorgate_client.h) against the real server:
  * every call, a resumed download (a wrong prefix left in the part file is started
  * over once), SHA-256 mismatch detection, bounded parallel batches, retries on 429
  * with Retry-After (a second server with --rate-limit 1) and on connection refused
