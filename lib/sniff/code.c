@@ -34,10 +34,14 @@ static bool is_pe(const uint8_t *head, size_t head_len)
 /* Python bytecode: a 16-bit version number, CR LF, then (after 4, 8 or 12 more bytes of
  * flags, date and size, by version) the marshal byte of a code object ('c', or 0xe3
  * with the reference flag). CPython 3 numbers its bytecode 3000-3999, Python 2 from
- * 20121 (1.5) to 62211 (2.7). */
+ * 20121 (1.5) to 62211 (2.7). Text never is bytecode. */
 static bool is_python_bytecode(const uint8_t *head, size_t head_len, unsigned *version)
 {
     if (head_len < 9 || head[2] != '\r' || head[3] != '\n')
+        return false;
+    /* the 4 bytes after CR LF are flags (zero) or a date: a real .pyc's first 16 bytes
+     * are never text, while "Hi\r\nThe cat" would match the numbers below */
+    if (st_sniff_utf8_text(head, head_len < 16 ? head_len : 16, false))
         return false;
     unsigned magic = st_sniff_le16(head);
     if (!((magic >= 3000 && magic < 4000) || (magic >= 20000 && magic < 63000)))

