@@ -21,6 +21,9 @@ static void validate_usage(FILE *out)
         "                      name is: a FILE named *.json must be strict JSON (an object or\n"
         "                      array); any other also passes as UTF-8 text or safetensors\n"
         "                      (JSON and text 16 MiB at most)\n"
+        "Code is refused in either mode: a FILE whose name marks code (*.py, *.sh, *.so, ...),\n"
+        "content that is (ELF, PE, Mach-O, .pyc, a #! script, a notebook), or JSON whose\n"
+        "auto_map or custom_pipelines points a loader at code (reasons code_*).\n"
         "  --max-header BYTES  refuse headers larger than BYTES (at most 100000000)\n"
         "  --refuse-nonfinite  refuse NaN or Inf values in floating tensors\n"
         "Exit status: 0 all valid, 1 any refused, 2 an I/O, out-of-memory or usage error.\n");
@@ -80,6 +83,9 @@ int tg_cmd_validate(int argc, char **argv)
         st_gate_config file_config = config;
         if (config.kind == ST_GATE_SIDECAR && strcmp(argv[i], "-") != 0)
             file_config.kind = st_gate_sidecar_kind(argv[i]);
+        /* a name that marks code (modeling_x.py, lib.so) is refused as an upload's is */
+        if (strcmp(argv[i], "-") != 0)
+            file_config.name = argv[i];
         tg_local_run run;
         if (tg_local_gate_file(argv[i], &file_config, false, &run) != 0) {
             any_error = true;

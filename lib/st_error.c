@@ -43,6 +43,12 @@ static const char *const reason_names[ST_REASON_COUNT] = {
     [ST_SIDECAR_JSON_INVALID] = "sidecar_json_invalid",
     [ST_SIDECAR_TEXT_INVALID] = "sidecar_text_invalid",
     [ST_OUT_OF_MEMORY] = "out_of_memory",
+    [ST_CODE_PYTHON] = "code_python",
+    [ST_CODE_COMPILED_PYTHON] = "code_compiled_python",
+    [ST_CODE_NOTEBOOK] = "code_notebook",
+    [ST_CODE_SCRIPT] = "code_script",
+    [ST_CODE_NATIVE] = "code_native",
+    [ST_CODE_REFERENCE] = "code_reference",
 };
 
 const char *st_reason_name(st_reason reason)

@@ -62,6 +62,13 @@ typedef enum st_reason {
     /* not a verdict on the content: an allocation failed (a server error, never a
      * refusal; the gate reports it as st_gate_out_of_memory) */
     ST_OUT_OF_MEMORY,
+    /* code a loader would execute (st_code.h, docs/DESIGN.md §3) */
+    ST_CODE_PYTHON,          /* Python source, by name (.py, .pyw) */
+    ST_CODE_COMPILED_PYTHON, /* Python bytecode, by name (.pyc, .pyo) or by its magic */
+    ST_CODE_NOTEBOOK,        /* a Jupyter notebook, by name (.ipynb) or by its keys */
+    ST_CODE_SCRIPT,          /* a shell or other script, by name or by a #! line */
+    ST_CODE_NATIVE,          /* a shared object or executable, by name or by its magic */
+    ST_CODE_REFERENCE,       /* configuration pointing a loader at code (auto_map, ...) */
     ST_REASON_COUNT
 } st_reason;
 

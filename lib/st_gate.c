@@ -4,6 +4,8 @@
  * Phases, in order:
  *   HEAD     the first bytes are buffered until the candidate rule below can decide
  *            whether this is a safetensors attempt (at most ST_SNIFF_HEAD_MAX bytes);
+ *            a file whose name marks code (st_code.h) is refused here once the head
+ *            is complete, as code or as the strong format its content has;
  *   HEADER   a safetensors attempt: buffer until 8 + N bytes are in, then parse;
  *   DATA     the data section streams through st_scanner, never buffered;
  *   SIDECAR  (sidecar kinds only) JSON or text, buffered up to sidecar_max_size; or
@@ -44,6 +46,9 @@
  * Not an attempt: safetensors kind refuses the format named by st_sniff on the
  * first ST_SNIFF_HEAD_MAX bytes at once, or, when the head names none, at the end
  * with the tail (TAIL); sidecar kind judges the content as JSON or text.
+ * Code (docs/DESIGN.md §3): the sniffer's native, python-bytecode and script formats
+ * are strong and refused with their code_* reason in every kind; a JSON sidecar that
+ * is a notebook or points a loader at code (auto_map) is refused once parsed.
  * The JSON sidecar kind (a *.json name) skips the rule: nothing but strict JSON (an
  * object or array) passes, and a head that cannot start one is refused at once.
  *
@@ -58,6 +63,7 @@
  * bound; TAIL holds at most ST_SNIFF_HEAD_MAX + ST_SNIFF_TAIL_MAX bytes. */
 #include "st_gate.h"
 #include "st_alloc.h"
+#include "st_code.h"
 #include "st_utf8.h"
 
 #include <jansson.h>
@@ -110,6 +116,7 @@ struct st_gate {
     st_scanner scanner;
     uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
 
+    st_reason name_reason; /* the code reason config.name marks, or ST_OK */
     sidecar_class sidecar;
     st_format inert; /* SIDECAR_INERT: the format its magic named */
     uint8_t *ring;   /* TAIL: the last ring_len bytes, oldest at ring_next when full */
@@ -172,6 +179,9 @@ static bool format_is_strong(st_format format)
     case ST_FORMAT_HDF5:
     case ST_FORMAT_TFLITE:
     case ST_FORMAT_COMPRESSED:
+    case ST_FORMAT_NATIVE:
+    case ST_FORMAT_PYTHON_BYTECODE:
+    case ST_FORMAT_SCRIPT:
         return true;
     default:
         return false;
@@ -261,7 +271,13 @@ static bool head_complete(const st_gate *gate, bool at_end)
  * final (finish_refused) or provisional (TAIL). */
 static void set_format_refusal(st_gate *gate, st_format format, const st_sniff_info *info)
 {
-    if (info != NULL && info->detail[0] != '\0')
+    st_reason code = st_code_reason_of_format(format);
+    if (code != ST_OK)
+        st_error_set(&gate->verdict.error, code, 0, NULL, "%.120s is code: %s",
+                     gate->config.name != NULL ? gate->config.name : "the file",
+                     info != NULL && info->detail[0] != '\0' ? info->detail
+                                                             : st_format_name(format));
+    else if (info != NULL && info->detail[0] != '\0')
         st_error_set(&gate->verdict.error, ST_REFUSED_FORMAT, ST_NO_OFFSET, NULL,
                      "not safetensors: %s (%s)", st_format_name(format), info->detail);
     else
@@ -612,6 +628,19 @@ static void sidecar_classify_other(st_gate *gate, size_t len, bool at_end)
     }
 }
 
+/* Text that opens with a #! interpreter line is a script: refused as code. */
+static bool sidecar_refuse_script(st_gate *gate, size_t len, bool at_end)
+{
+    if (len < 2 || gate->buf[0] != '#' || gate->buf[1] != '!')
+        return false;
+    st_sniff_info info;
+    st_format format = sniff_head_window(gate, len, true, at_end, &info);
+    if (format != ST_FORMAT_SCRIPT)
+        return false;
+    refuse_format(gate, format, &info);
+    return true;
+}
+
 /* Classifies the sidecar from its first sidecar_window bytes (or all of it). */
 static void sidecar_classify(st_gate *gate, bool at_end)
 {
@@ -630,6 +659,8 @@ static void sidecar_classify(st_gate *gate, bool at_end)
         json_sidecar_refuse_start(gate, len, bad, at_end);
         return;
     } else if (st_sniff_is_text(gate->buf, len, at_end && len == gate->buf_len)) {
+        if (sidecar_refuse_script(gate, len, at_end))
+            return;
         gate->sidecar = SIDECAR_TEXT;
     } else if (st_sniff_inert(gate->buf, len) != ST_FORMAT_UNKNOWN) {
         /* a model card's image or a tokenizer.model: buffered whole (bounded by the
@@ -683,7 +714,12 @@ static void sidecar_final_json(st_gate *gate)
         finish_refused(gate, ST_FORMAT_JSON);
         return;
     }
+    st_reason code = st_code_check_json(root, gate->config.name, &gate->verdict.error);
     json_decref(root);
+    if (code != ST_OK) {
+        finish_refused(gate, ST_FORMAT_JSON);
+        return;
+    }
     finish_accepted(gate, ST_FORMAT_JSON);
 }
 
@@ -776,8 +812,47 @@ static void not_an_attempt(st_gate *gate, bool at_end)
     refuse_format(gate, format, &info);
 }
 
+/* What each code reason a name gives says of the file. */
+static const char *code_by_name_sentence(st_reason reason)
+{
+    switch (reason) {
+    case ST_CODE_PYTHON:
+        return "Python source, which a loader imports and runs";
+    case ST_CODE_COMPILED_PYTHON:
+        return "compiled Python, which a loader imports and runs";
+    case ST_CODE_NOTEBOOK:
+        return "a Jupyter notebook, whose cells are code";
+    case ST_CODE_SCRIPT:
+        return "a script, which a shell or an interpreter runs";
+    default:
+        return "a shared object or executable, which the system loads and runs";
+    }
+}
+
+/* A name that marks code (st_code_reason_by_name): once the head is in, the content's
+ * own strong format (a pickle, an ELF named run.sh) is the more precise refusal; else
+ * the name's code reason, with the format the content has (text, JSON, unknown). */
+static void refuse_code_by_name(st_gate *gate, st_reason reason, bool at_end)
+{
+    if (!head_complete(gate, at_end))
+        return;
+    st_sniff_info info;
+    st_format format = sniff_head(gate, true, at_end, &info);
+    if (format_is_strong(format)) {
+        refuse_format(gate, format, &info);
+        return;
+    }
+    st_error_set(&gate->verdict.error, reason, ST_NO_OFFSET, NULL, "%.120s is %s (by its name)",
+                 gate->config.name, code_by_name_sentence(reason));
+    finish_refused(gate, format);
+}
+
 static void head_step(st_gate *gate, bool at_end)
 {
+    if (gate->name_reason != ST_OK) {
+        refuse_code_by_name(gate, gate->name_reason, at_end);
+        return;
+    }
     /* a *.json sidecar is never a safetensors attempt: only strict JSON passes */
     if (gate->config.kind == ST_GATE_SIDECAR_JSON) {
         sidecar_begin(gate, at_end);
@@ -918,6 +993,7 @@ st_gate *st_gate_new(const st_gate_config *config, uint64_t declared_size)
     /* a sidecar is buffered whole: keep its bound addressable */
     if (gate->sidecar_limit > SIZE_MAX / 2)
         gate->sidecar_limit = SIZE_MAX / 2;
+    gate->name_reason = st_code_reason_by_name(config->name);
     gate->phase = PHASE_HEAD;
     gate->status = ST_GATE_CONTINUE;
     gate->buf_bound = ST_SNIFF_HEAD_MAX;

@@ -45,6 +45,12 @@ st_gate_kind st_gate_sidecar_kind(const char *name);
 typedef struct st_gate_config {
     st_limits limits;
     st_gate_kind kind;
+    /* The file's name or path in its repository, or NULL (content alone decides). A
+     * name a loader takes for code (st_code.h: modeling_x.py, run.sh, lib.so) is
+     * refused with its code_* reason once the head is in, unless the content names a
+     * stronger format; the name also goes into the sentences of code refusals. Borrowed:
+     * it must outlive the gate. */
+    const char *name;
     bool refuse_nonfinite;     /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
     uint64_t sidecar_max_size; /* 0 means 16 MiB */
     /* Optional memory budget (NULL: none). reserve is asked before the gate's buffer

@@ -33,6 +33,9 @@ static const char *const format_names[ST_FORMAT_COUNT] = {
     [ST_FORMAT_GIF] = "gif",
     [ST_FORMAT_WEBP] = "webp",
     [ST_FORMAT_SENTENCEPIECE] = "sentencepiece",
+    [ST_FORMAT_NATIVE] = "native",
+    [ST_FORMAT_PYTHON_BYTECODE] = "python-bytecode",
+    [ST_FORMAT_SCRIPT] = "script",
 };
 
 const char *st_format_name(st_format format)
@@ -88,8 +91,8 @@ bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_s
 
 /* The order, and why:
  * 1. Magics at offset 0 (pickle PROTO, legacy torch, zip, npy, GGUF, HDF5, 7z/gzip/
- *    xz/zstd/lz4/bzip2): the cheapest and most certain signals; the loaders
- *    (torch.load, np.load, ...) dispatch on these very bytes.
+ *    xz/zstd/lz4/bzip2, ELF/PE/Mach-O, Python bytecode): the cheapest and most certain signals; the
+ * loaders (torch.load, np.load, ...) dispatch on these very bytes.
  * 2. Magics at fixed offsets (tar 'ustar' at 257, TFLite 'TFL3' at 4, HDF5 after
  *    a user block): binary signatures that still fix the format, but only after
  *    bytes that could be anything.
@@ -98,8 +101,8 @@ bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_s
  *    format; a prefix that is itself a pickle is reported as the pickle.
  * 4. The protocol-0/1 pickle walker: headerless pickles are ASCII, so this must run
  *    before the text check, which they would otherwise pass.
- * 5. JSON, then text: valid UTF-8 without control bytes (zlib's 'x' magic is ASCII,
- *    so a text starting "x^" is text, and zlib is only tried on binary content).
+ * 5. A #! interpreter line (a script), JSON, then text: valid UTF-8 without control bytes (zlib's
+ * 'x' magic is ASCII, so a text starting "x^" is text, and zlib is only tried on binary content).
  * 6. zlib, then the ONNX/protobuf weak signal: both are a byte or two of structure
  *    that many binaries happen to start with, so only when nothing else matched.
  * 7. Unknown. */
@@ -147,7 +150,8 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
         (found = st_sniff_npy(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
         (found = st_sniff_gguf(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
         (found = st_sniff_hdf5(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
-        (found = st_sniff_compressed(head, head_len, info)) != ST_FORMAT_UNKNOWN)
+        (found = st_sniff_compressed(head, head_len, info)) != ST_FORMAT_UNKNOWN ||
+        (found = st_sniff_code(head, head_len, info)) != ST_FORMAT_UNKNOWN)
         return found;
     if (st_sniff_zip_magic_at_zero(head, head_len))
         return st_sniff_zip(head, head_len, end_view, end_view_len, end_abs_known, end_abs, true,
@@ -169,7 +173,10 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
     if ((found = st_sniff_pickle_walk(head, head_len, head_is_whole, info)) != ST_FORMAT_UNKNOWN)
         return found;
 
-    /* 5. JSON and text. The pickle walk above already ruled out a pickle. */
+    /* 5. A script's #! line, then JSON and text. The pickle walk above already ruled
+     * out a pickle. */
+    if ((found = st_sniff_shebang(head, head_len, info)) != ST_FORMAT_UNKNOWN)
+        return found;
     if ((found = st_sniff_text(head, head_len, head_is_whole, info)) != ST_FORMAT_UNKNOWN)
         return found;
 

@@ -7,7 +7,7 @@
  * work linear in the bytes it looks at. sniff.c is the dispatcher: it owns the order
  * in which formats are tried (and so which wins); each other file of the folder
  * recognises one format (pickle.c, zip.c, tar.c, npy.c, onnx.c, gguf.c, hdf5.c,
- * tflite.c, compressed.c, text.c) through sniff_formats.h. The gate (st_gate.h)
+ * tflite.c, compressed.c, text.c, code.c) through sniff_formats.h. The gate (st_gate.h)
  * calls st_sniff on whatever fails the safetensors framing. */
 #ifndef ST_SNIFF_H
 #define ST_SNIFF_H
@@ -38,6 +38,10 @@ typedef enum st_format {
     ST_FORMAT_GIF,
     ST_FORMAT_WEBP,
     ST_FORMAT_SENTENCEPIECE,
+    /* code a loader would execute (code.c): always refused, with a code_* reason */
+    ST_FORMAT_NATIVE,          /* ELF, PE, Mach-O (and the fat/Java 0xCAFEBABE magic) */
+    ST_FORMAT_PYTHON_BYTECODE, /* a .pyc: version magic, CR LF, then a marshalled code object */
+    ST_FORMAT_SCRIPT,          /* text whose first line is a #! interpreter line */
     ST_FORMAT_COUNT
 } st_format;
 
@@ -51,7 +55,7 @@ typedef struct st_sniff_info {
 
 /* Stable names: "safetensors", "pickle", "pytorch-zip", "pytorch-legacy", "zip", "tar",
  * "numpy", "gguf", "hdf5", "tflite", "onnx", "compressed", "text", "json", "unknown",
- * "png", "jpeg", "gif", "webp", "sentencepiece". */
+ * "png", "jpeg", "gif", "webp", "sentencepiece", "native", "python-bytecode", "script". */
 const char *st_format_name(st_format format);
 
 /* Classifies content that is not valid safetensors. Never returns

@@ -39,6 +39,14 @@ bool st_sniff_utf8_text(const uint8_t *buf, size_t len, bool complete);
  * the head is the whole file. Run after the pickle walk: protocol-0 pickles are text. */
 st_format st_sniff_text(const uint8_t *head, size_t head_len, bool whole, st_sniff_info *info);
 
+/* ---- code a loader would execute (code.c) ---- */
+
+/* ELF, PE (MZ with its PE signature in the head), Mach-O and the 0xCAFEBABE magic
+ * (ST_FORMAT_NATIVE), or Python bytecode (ST_FORMAT_PYTHON_BYTECODE), at offset 0. */
+st_format st_sniff_code(const uint8_t *head, size_t head_len, st_sniff_info *info);
+/* A #! interpreter line at offset 0 ("#!/..." or "#! /..."): ST_FORMAT_SCRIPT. */
+st_format st_sniff_shebang(const uint8_t *head, size_t head_len, st_sniff_info *info);
+
 /* ---- pickle (pickle.c) ---- */
 
 /* What a walk of the opcodes at the start of a buffer found (see pickle.c). */

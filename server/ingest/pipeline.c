@@ -20,6 +20,7 @@ int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
     st_gate_config gate_config = {
         .limits = {.max_header_size = config->max_header, .max_depth = 0},
         .kind = config->kind,
+        .name = config->name,
         .refuse_nonfinite = config->refuse_nonfinite,
         .sidecar_max_size = 0,
         .reserve = config->reserve,

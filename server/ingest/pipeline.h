@@ -60,6 +60,8 @@ typedef enum tg_ingest_error {
 
 typedef struct tg_ingest_config {
     st_gate_kind kind;
+    const char *name;      /* the file's path in its version (st_gate_config.name), or NULL;
+                              borrowed for the ingest's life */
     uint64_t declared;     /* the size the source announced, or ST_FILE_SIZE_UNKNOWN */
     uint64_t max_bytes;    /* bytes taken at most (past it: TG_INGEST_TOO_LARGE); UINT64_MAX: any */
     uint64_t max_header;   /* the gate's bound on a safetensors header's N */

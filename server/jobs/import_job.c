@@ -220,6 +220,7 @@ static bool begin_ingest(importer *im, uint64_t declared)
     const char *path = im->job->path;
     tg_ingest_config config = {
         .kind = tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path),
+        .name = path,
         .declared = declared,
         .max_bytes = im->ctx->max_body,
         .max_header = im->ctx->max_header,

@@ -1,7 +1,9 @@
 /* POST /v1/scan: the gate over the body, nothing stored, the verdict as JSON
  * (the fields of `tensorgate validate --json` minus "file"). ?kind=sidecar lets
  * strict JSON and UTF-8 text pass too; ?kind=json judges the body as a sidecar named
- * *.json is judged (strict JSON only), as `validate --sidecar x.json` does.
+ * *.json is judged (strict JSON only), as `validate --sidecar x.json` does. ?name=PATH
+ * judges the body as a file of that name: a name that marks code (st_code.h) is refused
+ * as code, and code refusals name it.
  * A scan stores nothing, so unlike an upload it reads a body whose refusal is already
  * certain to its end (up to --max-body; memory stays bounded): its verdict then names
  * the format exactly as `tensorgate validate` does (a ZIP behind a long prefix).
@@ -43,7 +45,7 @@ void tg_route_scan_start(tg_request *req)
         return;
     }
     req->state = body;
-    if (tg_body_ingest_begin(body, req, kind, declared, false) != 0) {
+    if (tg_body_ingest_begin(body, req, kind, tg_query(req, "name"), declared, false) != 0) {
         tg_respond_internal(req, "out of memory");
         return;
     }

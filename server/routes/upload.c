@@ -44,13 +44,14 @@ static void test_commit_delay(void)
         usleep((useconds_t)(ms > 10000 ? 10000 : ms) * 1000);
 }
 
-int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kind,
+int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kind, const char *name,
                          uint64_t declared, bool with_file)
 {
     tg_server *server = req->server;
     tg_header_budget_init(&body->budget, req);
     tg_ingest_config config = {
         .kind = kind,
+        .name = name,
         .declared = declared,
         .max_bytes = server->config.max_body,
         .max_header = server->config.max_header,
@@ -204,11 +205,12 @@ void tg_route_upload_start(tg_request *req)
     }
     /* A .safetensors name must hold safetensors, a .json name strict JSON; any other
      * name is a sidecar, which may be strict JSON, UTF-8 text or safetensors, and
-     * there content decides, never the name. */
+     * there content decides, except that a name marking code (modeling_x.py, a .so) is
+     * refused as code (st_code.h). */
     st_gate_kind kind =
         tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
     errno = 0;
-    if (tg_body_ingest_begin(&up->body, req, kind, declared, true) != 0) {
+    if (tg_body_ingest_begin(&up->body, req, kind, up->path, declared, true) != 0) {
         if (tg_errno_is_exhaustion(errno))
             tg_respond_exhausted(req, "a temp file");
         else

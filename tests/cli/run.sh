@@ -128,6 +128,22 @@ cp bom.json bom.txt
 printf 'null' >null.json
 run 1 "sidecar strict json" "$BIN" validate --json --sidecar bom.json bom.txt null.json
 json "BOM and bare null refused under .json" '[(l["valid"], l["reason"], l["format"]) for l in lines] == [(False, "sidecar_json_invalid", "json"), (True, None, "text"), (False, "sidecar_json_invalid", "json")]'
+
+# ---- validate: code a loader would execute (the upload's verdict, by name and content) ----
+printf 'import os\nos.system("echo pwned")\n' >modeling_evil.py
+cp modeling_evil.py modeling_notes.txt
+printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000' >model_elf.bin
+mkdir -p auto_map
+printf '{"model_type": "evil", "auto_map": {"AutoModel": "modeling_evil.EvilModel"}}' >auto_map/config.json
+printf '#!/bin/sh\nrm -rf ~\n' >script.md
+run 1 "code sidecars" "$BIN" validate --json --sidecar modeling_evil.py model_elf.bin auto_map/config.json script.md modeling_notes.txt
+json "code reasons" '[(l["valid"], l["reason"], l["format"]) for l in lines] == [(False, "code_python", "text"), (False, "code_native", "native"), (False, "code_reference", "json"), (False, "code_script", "script"), (True, None, "text")]'
+json "code sentences name the file and the key" '"modeling_evil.py" in lines[0]["detail"] and "model_elf.bin" in lines[1]["detail"] and "auto_map/config.json" in lines[2]["detail"] and "auto_map" in lines[2]["detail"]'
+run 1 "code in plain validate" "$BIN" validate --json modeling_evil.py model_elf.bin
+json "plain validate names code too" '[l["reason"] for l in lines] == ["code_python", "code_native"]'
+run 1 "code text line" "$BIN" validate modeling_evil.py
+out_has "code text line names the reason" "code_python"
+run 1 "code from stdin by content" sh -c "\"$BIN\" validate --sidecar - < model_elf.bin"
 run 0 "stdin sidecar is judged by content" sh -c "\"$BIN\" validate --sidecar - < bom.json"
 
 # ---- the tensor of a verdict is the whole name, U+0000 included ----

