@@ -108,14 +108,15 @@ static const expectation real_files[] = {
     EXPECT(pickle_p3, ST_FORMAT_PICKLE, "pickle protocol 3 (0x80 0x03) at offset 0"),
     EXPECT(pickle_p4, ST_FORMAT_PICKLE, "pickle protocol 4 (0x80 0x04) at offset 0"),
     EXPECT(pickle_p5, ST_FORMAT_PICKLE, "pickle protocol 5 (0x80 0x05) at offset 0"),
-    EXPECT(pickle_p0_data_only, ST_FORMAT_PICKLE, "reach STOP"),
+    /* issue 23: text that is a data-only pickle is text */
+    EXPECT(pickle_p0_data_only, ST_FORMAT_TEXT, "UTF-8 text"),
     EXPECT(pickle_mixed_0_4, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
     EXPECT(pickle_breaks_after_payload, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
     EXPECT(pickle_stack_global_no_proto, ST_FORMAT_PICKLE, "REDUCE"),
     EXPECT(pickle_inst, ST_FORMAT_PICKLE, "INST"),
     EXPECT(pickle_hex_int_first, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
     EXPECT(pickle_deep_marks, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
-    EXPECT(pickle_none_stop, ST_FORMAT_PICKLE, "STOP"),
+    EXPECT(pickle_none_stop, ST_FORMAT_TEXT, "UTF-8 text"),
     EXPECT(npy_int64, ST_FORMAT_NUMPY, "descr <i8"),
     EXPECT(npy_object, ST_FORMAT_NUMPY, "|O"),
     EXPECT(npz, ST_FORMAT_NUMPY, ".npz"),
@@ -146,8 +147,9 @@ TEST(real_files_every_class)
             st_format got = sniff_mode(e->bytes, e->len, (enum sniff_mode)mode, NULL);
             CHECK_STR(st_format_name(got), st_format_name(e->format));
         }
-        /* None of these is text, and every pickle is one for the sidecar check too. */
-        CHECK(!st_sniff_is_text(e->bytes, e->len, true));
+        /* None of these is text but the data-only pickles, and every pickle is one for
+         * the sidecar check too. */
+        CHECK(st_sniff_is_text(e->bytes, e->len, true) == (e->format == ST_FORMAT_TEXT));
         if (e->format == ST_FORMAT_PICKLE || e->bytes == sample_torch_legacy)
             CHECK(st_sniff_is_pickle(e->bytes, e->len));
     }
@@ -475,10 +477,13 @@ TEST(is_text_rules)
     CHECK(!st_sniff_is_text((const uint8_t *)"ok \xe2\x82", 5, true));
     CHECK(!st_sniff_is_text((const uint8_t *)"ok \xe2\x28", 5, false));
     CHECK(!st_sniff_is_text((const uint8_t *)"ok \xed\xa0", 5, false));
-    /* Protocol-0 pickles are ASCII but never text. */
-    CHECK(!st_sniff_is_text((const uint8_t *)"N.", 2, true));
+    /* Protocol-0 pickles that import or call are ASCII but never text; data-only
+     * ones are text (issue 23: a model card starting "N.B." is NONE STOP). */
+    CHECK(st_sniff_is_text((const uint8_t *)"N.", 2, true));
+    CHECK(st_sniff_is_text((const uint8_t *)"N.B. see below\n", 15, true));
+    CHECK(!st_sniff_is_text((const uint8_t *)"N.cos\nsystem\n(S'ls'\ntR.", 23, true));
     CHECK(!st_sniff_is_text(SAMPLE(pickle_p0), true));
-    CHECK(!st_sniff_is_text(SAMPLE(pickle_p0_data_only), true));
+    CHECK(st_sniff_is_text(SAMPLE(pickle_p0_data_only), true));
     CHECK(!st_sniff_is_text(SAMPLE(pickle_inst), true));
 }
 
