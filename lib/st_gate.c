@@ -1056,9 +1056,9 @@ json_t *st_verdict_findings_json(const st_verdict *verdict)
     json_t *array = json_array();
     for (size_t i = 0; array != NULL && i < verdict->findings.count; i++) {
         const st_pickle_finding *f = &verdict->findings.items[i];
-        json_t *item = json_pack("{s:s, s:b, s:s, s:I}", "global", f->global, "calls", f->calls,
-                                 "severity", st_pickle_severity_name(f->severity), "offset",
-                                 (json_int_t)f->offset);
+        json_t *item =
+            json_pack("{s:s, s:b, s:s, s:I}", "global", f->global, "calls", f->calls, "severity",
+                      st_pickle_severity_name(f->severity), "offset", (json_int_t)f->offset);
         if (item == NULL || json_array_append_new(array, item) != 0) {
             json_decref(array);
             return NULL;

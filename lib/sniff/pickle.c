@@ -56,8 +56,8 @@ static const pickle_ref no_ref = {0, 0, -1, false};
 #define PICKLE_MEMO_REFS 256
 
 typedef struct pickle_stack {
-    size_t size;                      /* items on the stack, all marks included */
-    uint8_t kinds[PICKLE_STACK_MAX];  /* enum pickle_kind of each item */
+    size_t size;                     /* items on the stack, all marks included */
+    uint8_t kinds[PICKLE_STACK_MAX]; /* enum pickle_kind of each item */
     pickle_ref refs[PICKLE_STACK_MAX];
     struct {
         uint64_t index;
@@ -834,8 +834,8 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
 
 /* Walks the valid opcode prefix of buf. Linear: every step moves forward, and
  * the only scan inside a step (for a newline) covers bytes the step consumes. */
-static void pickle_walk(const uint8_t *buf, size_t len, st_pickle_findings *findings,
-                        uint64_t base, st_pickle_walk *w)
+static void pickle_walk(const uint8_t *buf, size_t len, st_pickle_findings *findings, uint64_t base,
+                        st_pickle_walk *w)
 {
     pickle_stack st;
     memset(&st, 0, sizeof st);
@@ -1038,9 +1038,9 @@ static const uint8_t legacy_torch_magic[14] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xf
 
 st_format st_sniff_pickle_magic(const uint8_t *head, size_t head_len, st_sniff_info *info)
 {
-    if (info != NULL && (st_sniff_has_at(head, head_len, 0, legacy_torch_magic,
-                                         sizeof legacy_torch_magic) ||
-                         st_pickle_strong_magic(head, head_len)))
+    if (info != NULL &&
+        (st_sniff_has_at(head, head_len, 0, legacy_torch_magic, sizeof legacy_torch_magic) ||
+         st_pickle_strong_magic(head, head_len)))
         st_pickle_collect_findings(head, head_len, 0, &info->findings);
     if (st_sniff_has_at(head, head_len, 0, legacy_torch_magic, sizeof legacy_torch_magic)) {
         st_sniff_note(info, "PyTorch legacy checkpoint: magic-number pickle (0x80 0x02 0x8a 0x0a "

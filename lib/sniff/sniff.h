@@ -55,7 +55,7 @@ typedef enum st_pickle_severity {
     ST_PICKLE_DANGEROUS, /* process, file system, network, eval/exec, imports, unpicklers */
 } st_pickle_severity;
 
-#define ST_PICKLE_GLOBAL_MAX 96  /* "module.name", printable ASCII, cut at 95 bytes */
+#define ST_PICKLE_GLOBAL_MAX 96   /* "module.name", printable ASCII, cut at 95 bytes */
 #define ST_PICKLE_FINDINGS_MAX 16 /* distinct globals listed; more are counted in omitted */
 
 typedef struct st_pickle_finding {
@@ -114,8 +114,8 @@ bool st_sniff_is_pickle(const uint8_t *buf, size_t len);
 bool st_sniff_is_code_pickle(const uint8_t *buf, size_t len, bool complete);
 
 /* True when buf is valid UTF-8 text without NUL or other control characters than
- * tab, CR, LF, FF, and not a pickle that can import or call (st_sniff_is_code_pickle). `complete` says buf is the whole file (else a
- * multi-byte character cut at the end is allowed). */
+ * tab, CR, LF, FF, and not a pickle that can import or call (st_sniff_is_code_pickle). `complete`
+ * says buf is the whole file (else a multi-byte character cut at the end is allowed). */
 bool st_sniff_is_text(const uint8_t *buf, size_t len, bool complete);
 
 /* The inert formats a model repository holds beside its weights (the model card's
