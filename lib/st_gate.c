@@ -1067,6 +1067,24 @@ json_t *st_verdict_findings_json(const st_verdict *verdict)
     return array;
 }
 
+void st_verdict_findings_text(const st_verdict *verdict, char *out, size_t out_size)
+{
+    if (out_size == 0)
+        return;
+    out[0] = '\0';
+    if (verdict->findings.count == 0)
+        return;
+    json_t *array = st_verdict_findings_json(verdict);
+    if (array == NULL)
+        return;
+    size_t need = json_dumpb(array, NULL, 0, JSON_COMPACT);
+    if (need > 0 && need < out_size) {
+        json_dumpb(array, out, out_size, JSON_COMPACT);
+        out[need] = '\0';
+    }
+    json_decref(array);
+}
+
 void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,
                           st_verdict *out)
 {

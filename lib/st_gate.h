@@ -115,6 +115,9 @@ bool st_gate_over_budget(const st_gate *gate);
 /* The verdict's findings as a JSON array of {"global", "calls", "severity",
  * "offset"} (empty when none); NULL on allocation failure. */
 json_t *st_verdict_findings_json(const st_verdict *verdict);
+/* The same array as compact JSON text in out (what a rejection record keeps); ""
+ * when there are no findings or the text does not fit out_size. */
+void st_verdict_findings_text(const st_verdict *verdict, char *out, size_t out_size);
 
 /* Whole-buffer convenience: runs the gate over buf as one file. */
 void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,
