@@ -1054,7 +1054,7 @@ st_format st_sniff_pickle_magic(const uint8_t *head, size_t head_len, st_sniff_i
     return ST_FORMAT_UNKNOWN;
 }
 
-st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole,
+st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole, bool is_text,
                                st_sniff_info *info)
 {
     st_pickle_walk w;
@@ -1063,8 +1063,7 @@ st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole,
         return ST_FORMAT_UNKNOWN;
     /* Text that is a data-only pickle ("N.B." is NONE STOP) is text: nothing in it
      * imports, calls or builds an object. Binary ones stay pickles. */
-    if (st_pickle_walk_data_only(&w, head, head_len, whole) &&
-        st_sniff_utf8_text(head, head_len, whole))
+    if (is_text && st_pickle_walk_data_only(&w, head, head_len, whole))
         return ST_FORMAT_UNKNOWN;
     if (info != NULL)
         st_pickle_collect_findings(head, head_len, 0, &info->findings);

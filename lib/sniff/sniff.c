@@ -173,7 +173,9 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
         return found;
 
     /* 4. Headerless (protocol 0/1) or mixed-protocol pickles. */
-    if ((found = st_sniff_pickle_walk(head, head_len, head_is_whole, info)) != ST_FORMAT_UNKNOWN)
+    bool is_text = st_sniff_utf8_text(head, head_len, head_is_whole);
+    if ((found = st_sniff_pickle_walk(head, head_len, head_is_whole, is_text, info)) !=
+        ST_FORMAT_UNKNOWN)
         return found;
 
     /* 5. JSON and text. The pickle walk above already ruled out a pickle. */

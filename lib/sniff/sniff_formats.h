@@ -80,8 +80,10 @@ bool st_pickle_is_stream(const uint8_t *buf, size_t len, bool complete);
 void st_pickle_note_walk(st_sniff_info *info, const st_pickle_walk *w, const char *where);
 /* The magics at offset 0: PyTorch's legacy magic-number pickle, then PROTO 2..5. */
 st_format st_sniff_pickle_magic(const uint8_t *head, size_t head_len, st_sniff_info *info);
-/* Headerless (protocol 0/1) or mixed-protocol pickles, by walking the head. */
-st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole,
+/* Headerless (protocol 0/1) or mixed-protocol pickles, by walking the head; is_text
+ * says the head is UTF-8 text (st_sniff_utf8_text), and then a data-only pickle is
+ * left to the text check (UNKNOWN). */
+st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole, bool is_text,
                                st_sniff_info *info);
 
 /* ---- NumPy .npy (npy.c) ---- */
