@@ -46,7 +46,7 @@ enum pickle_kind {
  * or the finding an imported global (or what a memo fetch of it gave) stands for. */
 typedef struct pickle_ref {
     uint32_t str_off, str_len;
-    int16_t finding; /* index in the findings, -1 none */
+    int32_t finding; /* the finding's id (st_pickle_findings.ids), -1 none */
     bool is_str;
 } pickle_ref;
 
@@ -353,9 +353,21 @@ static void global_append(char *out, size_t *at, const uint8_t *s, size_t n)
     out[*at] = '\0';
 }
 
+/* The slot a new finding of this severity takes in a full list: the first of the
+ * lowest severity when that is lower, else none. */
+static int finding_slot_to_displace(const st_pickle_findings *f, st_pickle_severity severity)
+{
+    int slot = -1;
+    for (size_t i = 0; i < f->count; i++)
+        if (f->items[i].severity < severity &&
+            (slot < 0 || f->items[i].severity < f->items[slot].severity))
+            slot = (int)i;
+    return slot;
+}
+
 /* Adds module.name (module NULL: the name alone, already formatted) to the
- * findings, once per name; returns its index, -1 when not kept. */
-static int16_t finding_add(st_pickle_walk *w, const uint8_t *module, size_t module_len,
+ * findings, once per name; returns its id, -1 when not kept. */
+static int32_t finding_add(st_pickle_walk *w, const uint8_t *module, size_t module_len,
                            const uint8_t *name, size_t name_len, size_t at)
 {
     st_pickle_findings *f = w->findings;
@@ -376,22 +388,29 @@ static int16_t finding_add(st_pickle_walk *w, const uint8_t *module, size_t modu
     global_append(global, &n, name, name_len);
     for (size_t i = 0; i < f->count; i++)
         if (strcmp(f->items[i].global, global) == 0)
-            return (int16_t)i;
+            return (int32_t)f->ids[i];
+    size_t slot = f->count;
     if (f->count == ST_PICKLE_FINDINGS_MAX) {
+        int displaced = finding_slot_to_displace(f, severity);
         f->omitted++;
-        return -1;
+        if (displaced < 0)
+            return -1;
+        slot = (size_t)displaced;
+    } else {
+        f->count++;
     }
-    st_pickle_finding *item = &f->items[f->count];
+    st_pickle_finding *item = &f->items[slot];
     memcpy(item->global, global, sizeof item->global);
     item->calls = false;
     item->severity = severity;
     item->offset = w->base + at;
-    return (int16_t)f->count++;
+    f->ids[slot] = f->next_id++ & 0x7fffffffu;
+    return (int32_t)f->ids[slot];
 }
 
 /* A STACK_GLOBAL: module and name are the two items below the top when the
  * model knows them as strings, else the import is unresolved ("?"). */
-static int16_t finding_stack_global(st_pickle_walk *w, const uint8_t *buf, pickle_ref module,
+static int32_t finding_stack_global(st_pickle_walk *w, const uint8_t *buf, pickle_ref module,
                                     pickle_ref name, size_t at)
 {
     if (!module.is_str || !name.is_str)
@@ -402,12 +421,14 @@ static int16_t finding_stack_global(st_pickle_walk *w, const uint8_t *buf, pickl
 
 static void finding_called(st_pickle_walk *w, pickle_ref callable)
 {
-    if (w->findings != NULL && callable.finding >= 0 &&
-        (size_t)callable.finding < w->findings->count)
-        w->findings->items[callable.finding].calls = true;
+    if (w->findings == NULL || callable.finding < 0)
+        return;
+    for (size_t i = 0; i < w->findings->count; i++)
+        if (w->findings->ids[i] == (uint32_t)callable.finding)
+            w->findings->items[i].calls = true;
 }
 
-static pickle_ref finding_ref(int16_t finding)
+static pickle_ref finding_ref(int32_t finding)
 {
     pickle_ref ref = no_ref;
     ref.finding = finding;
@@ -704,7 +725,7 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         if (!stack_need(st, 2))
             return STEP_INVALID;
         w->code_ops = true;
-        int16_t finding = finding_stack_global(w, buf, stack_ref(st, 1), stack_ref(st, 0), at);
+        int32_t finding = finding_stack_global(w, buf, stack_ref(st, 1), stack_ref(st, 0), at);
         stack_pop(st, 2);
         stack_push_ref(st, KIND_CALLABLE, finding_ref(finding));
         break;
@@ -800,7 +821,7 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         if (op == 'i' && !stack_pop_mark(st, &items))
             return STEP_INVALID;
         w->code_ops = true;
-        int16_t finding = finding_add(w, buf + p, module_len, buf + name_pos, name_len, at);
+        int32_t finding = finding_add(w, buf + p, module_len, buf + name_pos, name_len, at);
         if (op == 'i')
             finding_called(w, finding_ref(finding));
         if (w->global_module == NULL) {

@@ -67,6 +67,7 @@ bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_s
         info->detail[0] = '\0';
         info->findings.count = 0;
         info->findings.omitted = 0;
+        info->findings.next_id = 0;
     }
     if (buf == NULL)
         len = 0;
@@ -114,6 +115,7 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
         info->detail[0] = '\0';
         info->findings.count = 0;
         info->findings.omitted = 0;
+        info->findings.next_id = 0;
     }
     if (head == NULL)
         head_len = 0;

@@ -55,8 +55,11 @@ typedef enum st_pickle_severity {
     ST_PICKLE_DANGEROUS, /* process, file system, network, eval/exec, imports, unpicklers */
 } st_pickle_severity;
 
-#define ST_PICKLE_GLOBAL_MAX 96   /* "module.name", printable ASCII, cut at 95 bytes */
-#define ST_PICKLE_FINDINGS_MAX 16 /* distinct globals listed; more are counted in omitted */
+#define ST_PICKLE_GLOBAL_MAX 96 /* "module.name", printable ASCII, cut at 95 bytes */
+/* distinct globals listed; more are counted in omitted. A dangerous global takes the
+ * place of a listed one of lower severity when the list is full, so that padding a
+ * pickle with harmless imports cannot push its payload out of the list. */
+#define ST_PICKLE_FINDINGS_MAX 16
 
 typedef struct st_pickle_finding {
     char global[ST_PICKLE_GLOBAL_MAX]; /* "posix.system"; "?" when not resolvable */
@@ -67,8 +70,12 @@ typedef struct st_pickle_finding {
 
 typedef struct st_pickle_findings {
     size_t count;   /* entries in items */
-    size_t omitted; /* distinct globals past ST_PICKLE_FINDINGS_MAX */
+    size_t omitted; /* distinct globals past ST_PICKLE_FINDINGS_MAX (or displaced) */
     st_pickle_finding items[ST_PICKLE_FINDINGS_MAX];
+    /* the walker's bookkeeping: a number per listed item, so that a call reaches the
+     * item its global became even after the list changed */
+    uint32_t ids[ST_PICKLE_FINDINGS_MAX];
+    uint32_t next_id;
 } st_pickle_findings;
 
 typedef struct st_sniff_info {

@@ -752,6 +752,19 @@ TEST(pickle_findings_bounded)
     CHECK_STR(st_format_name(sniff((const uint8_t *)buf, n, &info)), "pickle");
     CHECK(info.findings.count == ST_PICKLE_FINDINGS_MAX);
     CHECK(info.findings.omitted == 4);
+    /* padding with harmless imports does not push a payload out of the list: the
+     * dangerous global displaces an unknown one, and its call is seen */
+    n = 0;
+    for (int i = 0; i < ST_PICKLE_FINDINGS_MAX + 2; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "cm%d\nf\n0", i);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "cos\nsystem\n(S'echo hi'\ntR.");
+    CHECK_FINDING((const uint8_t *)buf, n, ST_FORMAT_PICKLE, "os.system", ST_PICKLE_DANGEROUS,
+                  true);
+    CHECK_STR(st_format_name(sniff((const uint8_t *)buf, n, &info)), "pickle");
+    CHECK(info.findings.count == ST_PICKLE_FINDINGS_MAX);
+    CHECK(info.findings.omitted == 3);
+    CHECK(finding_of(&info, "m0.f") == NULL);
+    CHECK(finding_of(&info, "m1.f") != NULL);
     /* a name is cut and kept printable */
     char longname[300] = "\x80\x04\x8c\xc8";
     memset(longname + 4, 'a', 200);
