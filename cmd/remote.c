@@ -1266,6 +1266,21 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* A refused pickle's imports, one line each, as `tensorgate validate` prints them. */
+static void print_findings(const json_t *findings)
+{
+    size_t i;
+    const json_t *f;
+    json_array_foreach(findings, i, f)
+    {
+        printf("  imports %s (%s%s) at offset %" JSON_INTEGER_FORMAT "\n",
+               shown(json_string_value(json_object_get(f, "global"))),
+               shown(json_string_value(json_object_get(f, "severity"))),
+               json_is_true(json_object_get(f, "calls")) ? ", called" : "",
+               json_integer_value(json_object_get(f, "offset")));
+    }
+}
+
 int tg_cmd_scan(int argc, char **argv)
 {
     static const struct option extra[] = {
@@ -1308,6 +1323,7 @@ int tg_cmd_scan(int argc, char **argv)
                    shown(json_string_value(json_object_get(v, "reason"))),
                    shown(json_string_value(json_object_get(v, "detail"))),
                    shown(json_string_value(json_object_get(v, "format"))));
+            print_findings(json_object_get(v, "findings"));
         }
     }
     json_decref(v);

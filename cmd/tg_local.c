@@ -127,6 +127,13 @@ void tg_local_print_verdict(FILE *out, const char *path, const st_verdict *verdi
         fputc(')', out);
     }
     fprintf(out, ": %s [format %s]\n", err->detail, st_format_name(verdict->format));
+    for (size_t i = 0; i < verdict->findings.count; i++) {
+        const st_pickle_finding *f = &verdict->findings.items[i];
+        fprintf(out, "  imports %s (%s%s) at offset %" PRIu64 "\n", f->global,
+                st_pickle_severity_name(f->severity), f->calls ? ", called" : "", f->offset);
+    }
+    if (verdict->findings.omitted > 0)
+        fprintf(out, "  and %zu more imports not listed\n", verdict->findings.omitted);
 }
 
 json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict)
@@ -148,6 +155,7 @@ json_t *tg_local_verdict_json(const char *path, const st_verdict *verdict)
                             : json_null());
     json_object_set_new(object, "tensor", refused ? st_error_tensor_json(err) : json_null());
     json_object_set_new(object, "format", json_string(st_format_name(verdict->format)));
+    json_object_set_new(object, "findings", st_verdict_findings_json(verdict));
     return object;
 }
 

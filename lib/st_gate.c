@@ -269,8 +269,26 @@ static bool head_complete(const st_gate *gate, bool at_end)
 
 /* Fills the verdict with a refused_format refusal; the caller decides whether it is
  * final (finish_refused) or provisional (TAIL). */
+/* The first finding of the highest severity, NULL when there are none. */
+static const st_pickle_finding *worst_finding(const st_pickle_findings *findings)
+{
+    const st_pickle_finding *worst = NULL;
+    for (size_t i = 0; i < findings->count; i++)
+        if (worst == NULL || findings->items[i].severity > worst->severity)
+            worst = &findings->items[i];
+    return worst;
+}
+
 static void set_format_refusal(st_gate *gate, st_format format, const st_sniff_info *info)
 {
+    /* A pickle's worst import is named in the sentence too: that is what a rejection
+     * record's detail keeps (the full list is the verdict's findings). */
+    char imports[160] = "";
+    const st_pickle_finding *worst = info != NULL ? worst_finding(&info->findings) : NULL;
+    if (worst != NULL)
+        snprintf(imports, sizeof imports, "; imports %s (%s%s)%s", worst->global,
+                 st_pickle_severity_name(worst->severity), worst->calls ? ", called" : "",
+                 info->findings.count + info->findings.omitted > 1 ? " and more" : "");
     st_reason code = st_code_reason_of_format(format);
     if (code != ST_OK)
         st_error_set(&gate->verdict.error, code, 0, NULL, "%.120s is code: %s",
@@ -279,12 +297,16 @@ static void set_format_refusal(st_gate *gate, st_format format, const st_sniff_i
                                                              : st_format_name(format));
     else if (info != NULL && info->detail[0] != '\0')
         st_error_set(&gate->verdict.error, ST_REFUSED_FORMAT, ST_NO_OFFSET, NULL,
-                     "not safetensors: %s (%s)", st_format_name(format), info->detail);
+                     "not safetensors: %s (%s)%s", st_format_name(format), info->detail, imports);
     else
         st_error_set(&gate->verdict.error, ST_REFUSED_FORMAT, ST_NO_OFFSET, NULL,
                      "not safetensors: %s", st_format_name(format));
     gate->verdict.valid = false;
     gate->verdict.format = format;
+    if (info != NULL)
+        gate->verdict.findings = info->findings;
+    else
+        memset(&gate->verdict.findings, 0, sizeof gate->verdict.findings);
 }
 
 static void refuse_format(st_gate *gate, st_format format, const st_sniff_info *info)
@@ -650,7 +672,7 @@ static void sidecar_classify(st_gate *gate, bool at_end)
     if (sidecar_looks_like_json(gate->buf, len, &bad) || (json_kind && bad == len)) {
         /* (a *.json head of whitespace only: the parser judges the whole) */
         gate->sidecar = SIDECAR_JSON;
-    } else if (st_sniff_is_pickle(gate->buf, len)) {
+    } else if (st_sniff_is_code_pickle(gate->buf, len, at_end && len == gate->buf_len)) {
         st_sniff_info info;
         (void)sniff_head_window(gate, len, true, at_end, &info);
         refuse_format(gate, ST_FORMAT_PICKLE, &info);
@@ -1105,11 +1127,46 @@ bool st_gate_over_budget(const st_gate *gate)
     return gate->over_budget;
 }
 
+json_t *st_verdict_findings_json(const st_verdict *verdict)
+{
+    json_t *array = json_array();
+    for (size_t i = 0; array != NULL && i < verdict->findings.count; i++) {
+        const st_pickle_finding *f = &verdict->findings.items[i];
+        json_t *item =
+            json_pack("{s:s, s:b, s:s, s:I}", "global", f->global, "calls", f->calls, "severity",
+                      st_pickle_severity_name(f->severity), "offset", (json_int_t)f->offset);
+        if (item == NULL || json_array_append_new(array, item) != 0) {
+            json_decref(array);
+            return NULL;
+        }
+    }
+    return array;
+}
+
+void st_verdict_findings_text(const st_verdict *verdict, char *out, size_t out_size)
+{
+    if (out_size == 0)
+        return;
+    out[0] = '\0';
+    if (verdict->findings.count == 0)
+        return;
+    json_t *array = st_verdict_findings_json(verdict);
+    if (array == NULL)
+        return;
+    size_t need = json_dumpb(array, NULL, 0, JSON_COMPACT);
+    if (need > 0 && need < out_size) {
+        json_dumpb(array, out, out_size, JSON_COMPACT);
+        out[need] = '\0';
+    }
+    json_decref(array);
+}
+
 void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,
                           st_verdict *out)
 {
     st_gate *gate = st_gate_new(config, len);
     if (gate == NULL) {
+        memset(out, 0, sizeof *out);
         out->valid = false;
         out->format = ST_FORMAT_UNKNOWN;
         st_error_set(&out->error, ST_OK, ST_NO_OFFSET, NULL, "out of memory in the gate");

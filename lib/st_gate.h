@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "sniff.h"
 #include "st_error.h"
 #include "st_header.h"
@@ -73,6 +75,9 @@ typedef struct st_verdict {
     bool valid;
     st_format format; /* what the content is (safetensors when valid) */
     st_error error;   /* reason ST_OK when valid */
+    /* A refused pickle (plain, in a PyTorch zip, in a NumPy file): the globals it
+     * imports, whether it calls them, and their severity (sniff.h); count 0 otherwise. */
+    st_pickle_findings findings;
 } st_verdict;
 
 typedef struct st_gate st_gate;
@@ -112,6 +117,13 @@ uint64_t st_gate_bytes_seen(const st_gate *gate);
 bool st_gate_out_of_memory(const st_gate *gate);
 /* True when that stop was the budget's refusal (st_gate_config.reserve said no). */
 bool st_gate_over_budget(const st_gate *gate);
+
+/* The verdict's findings as a JSON array of {"global", "calls", "severity",
+ * "offset"} (empty when none); NULL on allocation failure. */
+json_t *st_verdict_findings_json(const st_verdict *verdict);
+/* The same array as compact JSON text in out (what a rejection record keeps); ""
+ * when there are no findings or the text does not fit out_size. */
+void st_verdict_findings_text(const st_verdict *verdict, char *out, size_t out_size);
 
 /* Whole-buffer convenience: runs the gate over buf as one file. */
 void st_gate_check_buffer(const st_gate_config *config, const uint8_t *buf, size_t len,

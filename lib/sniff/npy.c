@@ -1,5 +1,6 @@
 /* NumPy .npy (lib/sniff/, see sniff.h): the magic, the version and the dtype of
- * the header dict, and whether the array holds pickled objects ('|O'). */
+ * the header dict, and whether the array holds pickled objects ('|O'), with what
+ * that pickle imports. */
 #include "sniff_formats.h"
 #include "sniff_util.h"
 
@@ -24,6 +25,20 @@ bool st_sniff_npy_has_objects(const uint8_t *buf, size_t len)
         if (buf[header_start + i] == '|' && buf[header_start + i + 1] == 'O')
             return true;
     return false;
+}
+
+void st_sniff_npy_findings(const uint8_t *buf, size_t len, uint64_t base,
+                           st_pickle_findings *findings)
+{
+    if (findings == NULL || len < 10 || !st_sniff_npy_has_objects(buf, len))
+        return;
+    size_t header_start = buf[6] >= 2 ? 12 : 10;
+    uint64_t header_len =
+        buf[6] >= 2 ? (len >= 12 ? st_sniff_le32(buf + 8) : 0) : st_sniff_le16(buf + 8);
+    if (header_len >= len - header_start)
+        return;
+    size_t payload = header_start + (size_t)header_len;
+    st_pickle_collect_findings(buf + payload, len - payload, base + payload, findings);
 }
 
 static void note_npy(st_sniff_info *info, const uint8_t *buf, size_t len)
@@ -61,5 +76,7 @@ st_format st_sniff_npy(const uint8_t *head, size_t head_len, st_sniff_info *info
     if (!st_sniff_has_at(head, head_len, 0, st_sniff_npy_magic, sizeof st_sniff_npy_magic))
         return ST_FORMAT_UNKNOWN;
     note_npy(info, head, head_len);
+    if (info != NULL)
+        st_sniff_npy_findings(head, head_len, 0, &info->findings);
     return ST_FORMAT_NUMPY;
 }

@@ -8,7 +8,15 @@
  * the valid prefix. The model is never stricter than CPython: where it cannot
  * know (memo contents, deep stacks) it accepts. That is what keeps prose from
  * reading as a protocol-0 pickle (letters are opcodes, but sentences do not
- * balance a stack) without letting a real pickle end its walk early. */
+ * balance a stack) without letting a real pickle end its walk early.
+ *
+ * The same walk names what a pickle would do (st_pickle_findings): each global
+ * imported by GLOBAL or INST (names in the opcode), STACK_GLOBAL (the two strings
+ * below it, pushed directly or fetched from the memo), or EXT1/2/4, and whether a
+ * call opcode is applied to it; pickle_globals.c grades each. The model carries,
+ * beside each stack item's kind, the string it is (for STACK_GLOBAL) or the
+ * finding it came from (for calls), and keeps both for memo entries in a small
+ * table; an item it cannot follow gives an unresolved "?" import, never none. */
 #include "sniff_formats.h"
 #include "sniff_util.h"
 
@@ -34,9 +42,28 @@ enum pickle_kind {
     KIND_PERSISTENT, /* from PERSID/BINPERSID: the loader's own objects, not the file's code */
 };
 
+/* What the model knows of an item beyond its kind: a string's bytes in the buffer,
+ * or the finding an imported global (or what a memo fetch of it gave) stands for. */
+typedef struct pickle_ref {
+    uint32_t str_off, str_len;
+    int32_t finding; /* the finding's id (st_pickle_findings.ids), -1 none */
+    bool is_str;
+} pickle_ref;
+
+static const pickle_ref no_ref = {0, 0, -1, false};
+
+/* Memo entries whose refs are kept: by index modulo the table, checked on fetch. */
+#define PICKLE_MEMO_REFS 256
+
 typedef struct pickle_stack {
-    size_t size;                      /* items on the stack, all marks included */
-    uint8_t kinds[PICKLE_STACK_MAX];  /* enum pickle_kind of each item */
+    size_t size;                     /* items on the stack, all marks included */
+    uint8_t kinds[PICKLE_STACK_MAX]; /* enum pickle_kind of each item */
+    pickle_ref refs[PICKLE_STACK_MAX];
+    struct {
+        uint64_t index;
+        bool set;
+        pickle_ref ref;
+    } memo_refs[PICKLE_MEMO_REFS];
     size_t marks;                     /* marks in force */
     size_t mark_at[PICKLE_MARKS_MAX]; /* stack size when each mark was set */
     uint8_t memo_small[32];           /* which memo indexes 0..255 were set */
@@ -64,7 +91,7 @@ static enum pickle_kind stack_kind(const pickle_stack *st, size_t n)
     return (enum pickle_kind)st->kinds[st->size - 1 - n];
 }
 
-static void stack_push(pickle_stack *st, enum pickle_kind kind)
+static void stack_push_ref(pickle_stack *st, enum pickle_kind kind, pickle_ref ref)
 {
     if (st->lenient)
         return;
@@ -72,7 +99,46 @@ static void stack_push(pickle_stack *st, enum pickle_kind kind)
         st->lenient = true;
         return;
     }
+    st->refs[st->size] = ref;
     st->kinds[st->size++] = (uint8_t)kind;
+}
+
+static void stack_push(pickle_stack *st, enum pickle_kind kind)
+{
+    stack_push_ref(st, kind, no_ref);
+}
+
+/* The ref of the item n places below the top; none in lenient mode. */
+static pickle_ref stack_ref(const pickle_stack *st, size_t n)
+{
+    if (st->lenient || n >= st->size)
+        return no_ref;
+    return st->refs[st->size - 1 - n];
+}
+
+/* The ref of the first item above the topmost mark (OBJ's class). */
+static pickle_ref stack_ref_after_mark(const pickle_stack *st)
+{
+    if (st->lenient || st->marks == 0 || stack_depth(st) == 0)
+        return no_ref;
+    return st->refs[st->mark_at[st->marks - 1]];
+}
+
+/* Remembers the top item's ref under a memo index. */
+static void memo_keep_ref(pickle_stack *st, uint64_t index)
+{
+    size_t slot = (size_t)(index % PICKLE_MEMO_REFS);
+    st->memo_refs[slot].index = index;
+    st->memo_refs[slot].set = true;
+    st->memo_refs[slot].ref = stack_ref(st, 0);
+}
+
+static pickle_ref memo_ref(const pickle_stack *st, uint64_t index)
+{
+    size_t slot = (size_t)(index % PICKLE_MEMO_REFS);
+    if (!st->memo_refs[slot].set || st->memo_refs[slot].index != index)
+        return no_ref;
+    return st->memo_refs[slot].ref;
 }
 
 /* Callers checked stack_need(n) first. */
@@ -279,6 +345,105 @@ static bool pickle_opcode_byte(uint8_t b)
 
 enum walk_step { STEP_OK, STEP_STOP, STEP_INVALID, STEP_CUT };
 
+/* Copies an untrusted name part into out at *at, printable ASCII, '?' for others. */
+static void global_append(char *out, size_t *at, const uint8_t *s, size_t n)
+{
+    for (size_t i = 0; i < n && *at + 1 < ST_PICKLE_GLOBAL_MAX; i++)
+        out[(*at)++] = (s[i] >= 0x20 && s[i] < 0x7f) ? (char)s[i] : '?';
+    out[*at] = '\0';
+}
+
+/* The slot a new finding of this severity takes in a full list: the first of the
+ * lowest severity when that is lower, else none. */
+static int finding_slot_to_displace(const st_pickle_findings *f, st_pickle_severity severity)
+{
+    int slot = -1;
+    for (size_t i = 0; i < f->count; i++)
+        if (f->items[i].severity < severity &&
+            (slot < 0 || f->items[i].severity < f->items[slot].severity))
+            slot = (int)i;
+    return slot;
+}
+
+/* Adds module.name (module NULL: the name alone, already formatted) to the
+ * findings, once per name; returns its id, -1 when not kept. */
+static int32_t finding_add(st_pickle_walk *w, const uint8_t *module, size_t module_len,
+                           const uint8_t *name, size_t name_len, size_t at)
+{
+    st_pickle_findings *f = w->findings;
+    if (f == NULL)
+        return -1;
+    char global[ST_PICKLE_GLOBAL_MAX] = "";
+    size_t n = 0;
+    st_pickle_severity severity = ST_PICKLE_UNKNOWN;
+    if (module != NULL) {
+        char mod[ST_PICKLE_GLOBAL_MAX] = "", nam[ST_PICKLE_GLOBAL_MAX] = "";
+        size_t mn = 0, nn = 0;
+        global_append(mod, &mn, module, module_len);
+        global_append(nam, &nn, name, name_len);
+        severity = st_pickle_global_severity(mod, nam);
+        global_append(global, &n, module, module_len);
+        global_append(global, &n, (const uint8_t *)".", 1);
+    }
+    global_append(global, &n, name, name_len);
+    for (size_t i = 0; i < f->count; i++)
+        if (strcmp(f->items[i].global, global) == 0)
+            return (int32_t)f->ids[i];
+    size_t slot = f->count;
+    if (f->count == ST_PICKLE_FINDINGS_MAX) {
+        int displaced = finding_slot_to_displace(f, severity);
+        f->omitted++;
+        if (displaced < 0)
+            return -1;
+        slot = (size_t)displaced;
+    } else {
+        f->count++;
+    }
+    st_pickle_finding *item = &f->items[slot];
+    memcpy(item->global, global, sizeof item->global);
+    item->calls = false;
+    item->severity = severity;
+    item->offset = w->base + at;
+    f->ids[slot] = f->next_id++ & 0x7fffffffu;
+    return (int32_t)f->ids[slot];
+}
+
+/* A STACK_GLOBAL: module and name are the two items below the top when the
+ * model knows them as strings, else the import is unresolved ("?"). */
+static int32_t finding_stack_global(st_pickle_walk *w, const uint8_t *buf, pickle_ref module,
+                                    pickle_ref name, size_t at)
+{
+    if (!module.is_str || !name.is_str)
+        return finding_add(w, NULL, 0, (const uint8_t *)"?", 1, at);
+    return finding_add(w, buf + module.str_off, module.str_len, buf + name.str_off, name.str_len,
+                       at);
+}
+
+static void finding_called(st_pickle_walk *w, pickle_ref callable)
+{
+    if (w->findings == NULL || callable.finding < 0)
+        return;
+    for (size_t i = 0; i < w->findings->count; i++)
+        if (w->findings->ids[i] == (uint32_t)callable.finding)
+            w->findings->items[i].calls = true;
+}
+
+static pickle_ref finding_ref(int32_t finding)
+{
+    pickle_ref ref = no_ref;
+    ref.finding = finding;
+    return ref;
+}
+
+static pickle_ref string_ref(size_t off, size_t len)
+{
+    pickle_ref ref = no_ref;
+    ref.is_str = true;
+    ref.str_off = (uint32_t)off;
+    ref.str_len = (uint32_t)len;
+    return ref;
+}
+
 static void note_code(st_pickle_walk *w, uint8_t op, size_t offset)
 {
     if (!w->runs_code && !w->imports_as_text) {
@@ -354,6 +519,7 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     size_t p = at + 1;
     uint64_t arg = 0;
     size_t items = 0;
+    size_t data_off = 0; /* a length-prefixed argument's bytes */
 
     /* Binary arguments first: fixed sizes, then length-prefixed data. */
     size_t fixed = fixed_arg_size(op);
@@ -372,6 +538,7 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         if ((op == 'T' || op == 0x8b) && (arg & 0x80000000u))
             return STEP_INVALID;
         p += prefix;
+        data_off = p;
         /* Never trust a length beyond the buffer. A length past it is a cut stream,
          * unless it is one no file here could hold: four ASCII bytes read as a
          * length are at least 144 MiB, and prose starting "This" must not count as
@@ -392,11 +559,6 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     case 'G': /* BININT1, BININT2, BININT, BINFLOAT */
     case 0x8a:
     case 0x8b: /* LONG1, LONG4 */
-    case 'U':
-    case 'T':
-    case 'X':
-    case 0x8c:
-    case 0x8d: /* strings */
     case 'C':
     case 'B':
     case 0x8e:
@@ -405,6 +567,13 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     case 0x8f: /* EMPTY_LIST, EMPTY_SET */
     case 0x97: /* NEXT_BUFFER */
         stack_push(st, KIND_DATA);
+        break;
+    case 'U':
+    case 'T':
+    case 'X':
+    case 0x8c:
+    case 0x8d: /* strings: STACK_GLOBAL may name a global with them */
+        stack_push_ref(st, KIND_DATA, string_ref(data_off, (size_t)arg));
         break;
     case '}': /* EMPTY_DICT */
         stack_push(st, KIND_DICT);
@@ -446,11 +615,12 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     case '2': /* DUP */
         if (!stack_need(st, 1))
             return STEP_INVALID;
-        stack_push(st, stack_kind(st, 0));
+        stack_push_ref(st, stack_kind(st, 0), stack_ref(st, 0));
         break;
     case 'Q': /* BINPERSID: pid -> object */
         if (!stack_need(st, 1))
             return STEP_INVALID;
+        w->code_ops = true;
         stack_pop(st, 1);
         stack_push(st, KIND_PERSISTENT);
         break;
@@ -461,26 +631,35 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     case 0x94: /* MEMOIZE */
         if (!stack_need(st, 1))
             return STEP_INVALID;
+        memo_keep_ref(st, st->memo_uncertain ? 256 : st->memo_count);
         memo_set(st, st->memo_uncertain ? 256 : st->memo_count);
         break;
     case 'q':
     case 'r': /* BINPUT, LONG_BINPUT */
         if (!stack_need(st, 1))
             return STEP_INVALID;
+        memo_keep_ref(st, arg);
         memo_set(st, arg);
         break;
     case 'h':
     case 'j': /* BINGET, LONG_BINGET */
         if (!memo_has(st, arg))
             return STEP_INVALID;
-        stack_push(st, KIND_UNKNOWN);
+        stack_push_ref(st, KIND_UNKNOWN, memo_ref(st, arg));
         break;
     case 0x82:
     case 0x83:
     case 0x84: /* EXT1, EXT2, EXT4: code 0 is refused */
         if (arg == 0)
             return STEP_INVALID;
-        stack_push(st, KIND_CALLABLE);
+        w->code_ops = true;
+        {
+            char ext[48];
+            int n = snprintf(ext, sizeof ext, "(extension code %llu)", (unsigned long long)arg);
+            stack_push_ref(st, KIND_CALLABLE,
+                           finding_ref(finding_add(w, NULL, 0, (const uint8_t *)ext,
+                                                   n > 0 ? (size_t)n : 0, at)));
+        }
         break;
     case 'R':  /* REDUCE: callable, args tuple -> result */
     case 0x81: /* NEWOBJ: class, args tuple -> object */
@@ -489,6 +668,8 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
             !may_be_callable(stack_kind(st, 1)))
             return STEP_INVALID;
         note_call(w, stack_kind(st, 1), op, at);
+        finding_called(w, stack_ref(st, 1));
+        w->code_ops = true;
         stack_pop(st, 2);
         stack_push(st, KIND_OBJECT);
         break;
@@ -499,6 +680,8 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
             !may_be_callable(stack_kind(st, 2)))
             return STEP_INVALID;
         note_call(w, stack_kind(st, 2), op, at);
+        finding_called(w, stack_ref(st, 2));
+        w->code_ops = true;
         stack_pop(st, 3);
         stack_push(st, KIND_OBJECT);
         break;
@@ -507,6 +690,7 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     {
         if (!stack_need(st, 2))
             return STEP_INVALID;
+        w->code_ops = true;
         enum pickle_kind object = stack_kind(st, 1);
         if (object == KIND_UNKNOWN) {
             note_code(w, op, at);
@@ -537,11 +721,15 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         break;
     }
     case 0x93: /* STACK_GLOBAL: module, name -> object */
+    {
         if (!stack_need(st, 2))
             return STEP_INVALID;
+        w->code_ops = true;
+        int32_t finding = finding_stack_global(w, buf, stack_ref(st, 1), stack_ref(st, 0), at);
         stack_pop(st, 2);
-        stack_push(st, KIND_CALLABLE);
+        stack_push_ref(st, KIND_CALLABLE, finding_ref(finding));
         break;
+    }
     case 'd':
     case 'l':
     case 't':
@@ -553,9 +741,12 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
     case 'o': /* OBJ: mark, class, args... -> object */
     {
         enum pickle_kind cls = stack_first_after_mark(st);
+        pickle_ref cls_ref = stack_ref_after_mark(st);
         if (!may_be_callable(cls) || !stack_pop_mark(st, &items) || items < 1)
             return STEP_INVALID;
         note_call(w, cls, op, at);
+        finding_called(w, cls_ref);
+        w->code_ops = true;
         stack_push(st, KIND_OBJECT);
         break;
     }
@@ -598,8 +789,18 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
         if (!ok)
             return STEP_INVALID;
         p += line_len + 1;
-        if (op != 'p')
-            stack_push(st, op == 'g' ? KIND_UNKNOWN : op == 'P' ? KIND_PERSISTENT : KIND_DATA);
+        if (op == 'P')
+            w->code_ops = true;
+        if (op == 'p')
+            memo_keep_ref(st, arg);
+        else if (op == 'g')
+            stack_push_ref(st, KIND_UNKNOWN, memo_ref(st, arg));
+        else if (op == 'V')
+            stack_push_ref(st, KIND_DATA, string_ref((size_t)(s - buf), line_len));
+        else if (op == 'S')
+            stack_push_ref(st, KIND_DATA, string_ref((size_t)(s - buf) + 1, line_len - 2));
+        else
+            stack_push(st, op == 'P' ? KIND_PERSISTENT : KIND_DATA);
         break;
     }
     case 'c': /* GLOBAL: module line, name line -> object */
@@ -619,6 +820,10 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
             return STEP_INVALID;
         if (op == 'i' && !stack_pop_mark(st, &items))
             return STEP_INVALID;
+        w->code_ops = true;
+        int32_t finding = finding_add(w, buf + p, module_len, buf + name_pos, name_len, at);
+        if (op == 'i')
+            finding_called(w, finding_ref(finding));
         if (w->global_module == NULL) {
             w->global_op = op;
             w->global_module = buf + p;
@@ -637,7 +842,8 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
             w->runs_code = true;
         }
         p = name_pos + name_len + 1;
-        stack_push(st, op == 'c' ? KIND_CALLABLE : KIND_OBJECT);
+        stack_push_ref(st, op == 'c' ? KIND_CALLABLE : KIND_OBJECT,
+                       op == 'c' ? finding_ref(finding) : no_ref);
         break;
     }
     default:
@@ -649,12 +855,15 @@ static enum walk_step pickle_step(const uint8_t *buf, size_t len, size_t *pos, p
 
 /* Walks the valid opcode prefix of buf. Linear: every step moves forward, and
  * the only scan inside a step (for a newline) covers bytes the step consumes. */
-void st_pickle_walk_buffer(const uint8_t *buf, size_t len, st_pickle_walk *w)
+static void pickle_walk(const uint8_t *buf, size_t len, st_pickle_findings *findings, uint64_t base,
+                        st_pickle_walk *w)
 {
     pickle_stack st;
     memset(&st, 0, sizeof st);
     memset(w, 0, sizeof *w);
     w->protocol = -1;
+    w->findings = findings;
+    w->base = base;
     size_t pos = 0;
     while (pos < len) {
         enum walk_step step = pickle_step(buf, len, &pos, &st, w);
@@ -679,6 +888,65 @@ void st_pickle_walk_buffer(const uint8_t *buf, size_t len, st_pickle_walk *w)
             break;
         }
     }
+}
+
+void st_pickle_walk_buffer(const uint8_t *buf, size_t len, st_pickle_walk *w)
+{
+    pickle_walk(buf, len, NULL, 0, w);
+}
+
+void st_pickle_walk_findings(const uint8_t *buf, size_t len, uint64_t base,
+                             st_pickle_findings *findings, st_pickle_walk *w)
+{
+    pickle_walk(buf, len, findings, base, w);
+}
+
+/* Pickles walked one after another (legacy torch.save writes several; a payload
+ * may follow a harmless first pickle): at most this many, each consuming bytes. */
+#define PICKLE_SUCCESSORS_MAX 64
+
+void st_pickle_collect_findings(const uint8_t *buf, size_t len, uint64_t base,
+                                st_pickle_findings *findings)
+{
+    if (buf == NULL || findings == NULL)
+        return;
+    size_t pos = 0;
+    for (int i = 0; i < PICKLE_SUCCESSORS_MAX && pos < len; i++) {
+        st_pickle_walk w;
+        pickle_walk(buf + pos, len - pos, findings, base + pos, &w);
+        if (!w.reached_stop || w.end == 0)
+            return;
+        pos += w.end;
+    }
+}
+
+st_pickle_severity st_pickle_findings_worst(const st_pickle_findings *findings)
+{
+    st_pickle_severity worst = ST_PICKLE_BENIGN;
+    for (size_t i = 0; i < findings->count; i++)
+        if (findings->items[i].severity > worst)
+            worst = findings->items[i].severity;
+    return worst;
+}
+
+bool st_pickle_walk_data_only(const st_pickle_walk *w, const uint8_t *buf, size_t len,
+                              bool complete)
+{
+    if (w->code_ops || !w->clean_stop || w->end > len)
+        return false;
+    size_t pos = w->end;
+    for (int i = 0; i < PICKLE_SUCCESSORS_MAX; i++) {
+        if (pos >= len)
+            return true;
+        st_pickle_walk next;
+        st_pickle_walk_buffer(buf + pos, len - pos, &next);
+        if (!st_pickle_walk_is_pickle(&next, len - pos, complete))
+            return true; /* what follows is no pickle: prose after "N." */
+        if (next.code_ops || !next.clean_stop || next.end == 0)
+            return false;
+        pos += next.end;
+    }
+    return false;
 }
 
 /* Buffers at least this long whose every byte is a valid opcode stream are
@@ -718,6 +986,18 @@ bool st_pickle_is_stream(const uint8_t *buf, size_t len, bool complete)
     st_pickle_walk w;
     st_pickle_walk_buffer(buf, len, &w);
     return st_pickle_walk_is_pickle(&w, len, complete);
+}
+
+bool st_sniff_is_code_pickle(const uint8_t *buf, size_t len, bool complete)
+{
+    if (buf == NULL || len == 0)
+        return false;
+    if (st_pickle_strong_magic(buf, len))
+        return true;
+    st_pickle_walk w;
+    st_pickle_walk_buffer(buf, len, &w);
+    return st_pickle_walk_is_pickle(&w, len, complete) &&
+           !st_pickle_walk_data_only(&w, buf, len, complete);
 }
 
 /* Without being told, the buffer is taken as the start of a stream: the cautious side. */
@@ -779,6 +1059,10 @@ static const uint8_t legacy_torch_magic[14] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xf
 
 st_format st_sniff_pickle_magic(const uint8_t *head, size_t head_len, st_sniff_info *info)
 {
+    if (info != NULL &&
+        (st_sniff_has_at(head, head_len, 0, legacy_torch_magic, sizeof legacy_torch_magic) ||
+         st_pickle_strong_magic(head, head_len)))
+        st_pickle_collect_findings(head, head_len, 0, &info->findings);
     if (st_sniff_has_at(head, head_len, 0, legacy_torch_magic, sizeof legacy_torch_magic)) {
         st_sniff_note(info, "PyTorch legacy checkpoint: magic-number pickle (0x80 0x02 0x8a 0x0a "
                             "0x6c 0xfc 0x9c 0x46 ...) at offset 0");
@@ -791,13 +1075,19 @@ st_format st_sniff_pickle_magic(const uint8_t *head, size_t head_len, st_sniff_i
     return ST_FORMAT_UNKNOWN;
 }
 
-st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole,
+st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole, bool is_text,
                                st_sniff_info *info)
 {
     st_pickle_walk w;
     st_pickle_walk_buffer(head, head_len, &w);
     if (!st_pickle_walk_is_pickle(&w, head_len, whole))
         return ST_FORMAT_UNKNOWN;
+    /* Text that is a data-only pickle ("N.B." is NONE STOP) is text: nothing in it
+     * imports, calls or builds an object. Binary ones stay pickles. */
+    if (is_text && st_pickle_walk_data_only(&w, head, head_len, whole))
+        return ST_FORMAT_UNKNOWN;
+    if (info != NULL)
+        st_pickle_collect_findings(head, head_len, 0, &info->findings);
     char where[48];
     if (w.protocol >= 0)
         snprintf(where, sizeof where, " (mixed, PROTO %d inside)", w.protocol);

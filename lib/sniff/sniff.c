@@ -66,8 +66,12 @@ st_format st_sniff_inert(const uint8_t *head, size_t head_len)
 
 bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_sniff_info *info)
 {
-    if (info != NULL)
+    if (info != NULL) {
         info->detail[0] = '\0';
+        info->findings.count = 0;
+        info->findings.omitted = 0;
+        info->findings.next_id = 0;
+    }
     if (buf == NULL)
         len = 0;
     switch (format) {
@@ -100,7 +104,8 @@ bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_s
  *    directory record at the end): weaker, as those bytes may sit inside another
  *    format; a prefix that is itself a pickle is reported as the pickle.
  * 4. The protocol-0/1 pickle walker: headerless pickles are ASCII, so this must run
- *    before the text check, which they would otherwise pass.
+ *    before the text check, which they would otherwise pass; text that is a
+ *    data-only pickle (nothing imported, called or built) goes on to the text check.
  * 5. A #! interpreter line (a script), JSON, then text: valid UTF-8 without control bytes (zlib's
  * 'x' magic is ASCII, so a text starting "x^" is text, and zlib is only tried on binary content).
  * 6. zlib, then the ONNX/protobuf weak signal: both are a byte or two of structure
@@ -109,8 +114,12 @@ bool st_sniff_inert_valid(st_format format, const uint8_t *buf, size_t len, st_s
 st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, size_t tail_len,
                    uint64_t file_size, st_sniff_info *info)
 {
-    if (info != NULL)
+    if (info != NULL) {
         info->detail[0] = '\0';
+        info->findings.count = 0;
+        info->findings.omitted = 0;
+        info->findings.next_id = 0;
+    }
     if (head == NULL)
         head_len = 0;
     if (head_len > ST_SNIFF_HEAD_MAX)
@@ -170,7 +179,9 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
         return found;
 
     /* 4. Headerless (protocol 0/1) or mixed-protocol pickles. */
-    if ((found = st_sniff_pickle_walk(head, head_len, head_is_whole, info)) != ST_FORMAT_UNKNOWN)
+    bool is_text = st_sniff_utf8_text(head, head_len, head_is_whole);
+    if ((found = st_sniff_pickle_walk(head, head_len, head_is_whole, is_text, info)) !=
+        ST_FORMAT_UNKNOWN)
         return found;
 
     /* 5. A script's #! line, then JSON and text. The pickle walk above already ruled

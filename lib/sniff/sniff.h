@@ -49,9 +49,57 @@ typedef enum st_format {
 #define ST_SNIFF_HEAD_MAX (64 * 1024)
 #define ST_SNIFF_TAIL_MAX (64 * 1024)
 
+/* What a pickle would do (pickle.c, pickle_globals.c): each global it imports, by
+ * GLOBAL, STACK_GLOBAL, INST or an extension code, whether a call opcode (REDUCE,
+ * NEWOBJ, NEWOBJ_EX, OBJ, INST) is applied to it, and the severity of the global
+ * (the table of pickle_globals.c, docs/DESIGN.md §3). */
+typedef enum st_pickle_severity {
+    ST_PICKLE_BENIGN,    /* known tensor or container rebuilding */
+    ST_PICKLE_UNKNOWN,   /* in neither list */
+    ST_PICKLE_DANGEROUS, /* process, file system, network, eval/exec, imports, unpicklers */
+} st_pickle_severity;
+
+#define ST_PICKLE_GLOBAL_MAX 96 /* "module.name", printable ASCII, cut at 95 bytes */
+/* distinct globals listed; more are counted in omitted. A dangerous global takes the
+ * place of a listed one of lower severity when the list is full, so that padding a
+ * pickle with harmless imports cannot push its payload out of the list. */
+#define ST_PICKLE_FINDINGS_MAX 16
+
+typedef struct st_pickle_finding {
+    char global[ST_PICKLE_GLOBAL_MAX]; /* "posix.system"; "?" when not resolvable */
+    bool calls;                        /* a call opcode applies it */
+    st_pickle_severity severity;
+    uint64_t offset; /* of the importing opcode in the file (or in the zip member) */
+} st_pickle_finding;
+
+typedef struct st_pickle_findings {
+    size_t count;   /* entries in items */
+    size_t omitted; /* distinct globals past ST_PICKLE_FINDINGS_MAX (or displaced) */
+    st_pickle_finding items[ST_PICKLE_FINDINGS_MAX];
+    /* the walker's bookkeeping: a number per listed item, so that a call reaches the
+     * item its global became even after the list changed */
+    uint32_t ids[ST_PICKLE_FINDINGS_MAX];
+    uint32_t next_id;
+} st_pickle_findings;
+
 typedef struct st_sniff_info {
     char detail[160]; /* why: "pickle protocol 4 (0x80 0x04)", "zip member 'x/y' holds a pickle" */
+    st_pickle_findings findings; /* a pickle's globals, in the order first imported */
 } st_sniff_info;
+
+/* "dangerous", "unknown", "benign". */
+const char *st_pickle_severity_name(st_pickle_severity severity);
+/* The severity of module.name by the table of pickle_globals.c. */
+st_pickle_severity st_pickle_global_severity(const char *module, const char *name);
+/* How many dangerous entries the table holds (documentation, tests). */
+size_t st_pickle_dangerous_rule_count(void);
+/* The highest severity among the findings (BENIGN when there are none). */
+st_pickle_severity st_pickle_findings_worst(const st_pickle_findings *findings);
+/* Walks the pickle (or successive pickles) at the start of buf, len bytes, within a
+ * bounded budget, and adds every global it imports to findings (deduplicated by
+ * name; offsets are base + the offset in buf). */
+void st_pickle_collect_findings(const uint8_t *buf, size_t len, uint64_t base,
+                                st_pickle_findings *findings);
 
 /* Stable names: "safetensors", "pickle", "pytorch-zip", "pytorch-legacy", "zip", "tar",
  * "numpy", "gguf", "hdf5", "tflite", "onnx", "compressed", "text", "json", "unknown",
@@ -69,9 +117,16 @@ st_format st_sniff(const uint8_t *head, size_t head_len, const uint8_t *tail, si
  * The text sidecar check uses it: a protocol-0 pickle is ASCII but never text. */
 bool st_sniff_is_pickle(const uint8_t *buf, size_t len);
 
+/* True when the bytes are a pickle that can import, call or build objects: a binary
+ * PROTO header, or an opcode stream st_sniff_is_pickle accepts that is not a
+ * data-only pickle (one that reaches STOP with no GLOBAL, STACK_GLOBAL, INST, OBJ,
+ * REDUCE, NEWOBJ, NEWOBJ_EX, BUILD, EXT or persistent id, nor any such in the
+ * pickles after it). Text that is a data-only pickle ("N.B." is NONE STOP) is text. */
+bool st_sniff_is_code_pickle(const uint8_t *buf, size_t len, bool complete);
+
 /* True when buf is valid UTF-8 text without NUL or other control characters than
- * tab, CR, LF, FF, and not a pickle. `complete` says buf is the whole file (else a
- * multi-byte character cut at the end is allowed). */
+ * tab, CR, LF, FF, and not a pickle that can import or call (st_sniff_is_code_pickle). `complete`
+ * says buf is the whole file (else a multi-byte character cut at the end is allowed). */
 bool st_sniff_is_text(const uint8_t *buf, size_t len, bool complete);
 
 /* The inert formats a model repository holds beside its weights (the model card's

@@ -59,15 +59,25 @@ typedef struct st_pickle_walk {
     bool jumped;          /* a binary argument was read (text can be skipped over by it) */
     bool runs_code;       /* a call of an imported or unknown callable, or INST */
     bool imports_as_text; /* GLOBAL/INST in a stream of text opcodes only */
+    bool code_ops;        /* any opcode that imports, calls or builds: not a data-only pickle */
     int protocol;         /* last PROTO argument, -1 when none */
     uint8_t code_op;      /* the opcode that made runs_code or imports_as_text */
     size_t code_offset;   /* and its offset */
     uint8_t global_op;    /* the first GLOBAL or INST, for the detail */
     const uint8_t *global_module, *global_name;
     size_t global_module_len, global_name_len;
+    st_pickle_findings *findings; /* where the globals go (NULL: not collected) */
+    uint64_t base;                /* added to offsets in findings */
 } st_pickle_walk;
 
 void st_pickle_walk_buffer(const uint8_t *buf, size_t len, st_pickle_walk *w);
+/* The same walk, adding the globals it imports to findings (base: buf's offset). */
+void st_pickle_walk_findings(const uint8_t *buf, size_t len, uint64_t base,
+                             st_pickle_findings *findings, st_pickle_walk *w);
+/* A walked prefix that is a data-only pickle reaching a clean STOP, and whose
+ * following bytes are no pickle or data-only pickles too (complete: buf is whole). */
+bool st_pickle_walk_data_only(const st_pickle_walk *w, const uint8_t *buf, size_t len,
+                              bool complete);
 /* The verdict on a walked prefix of len bytes; complete says they are the whole stream. */
 bool st_pickle_walk_is_pickle(const st_pickle_walk *w, size_t len, bool complete);
 /* PROTO 2..5 at offset 0. */
@@ -78,8 +88,10 @@ bool st_pickle_is_stream(const uint8_t *buf, size_t len, bool complete);
 void st_pickle_note_walk(st_sniff_info *info, const st_pickle_walk *w, const char *where);
 /* The magics at offset 0: PyTorch's legacy magic-number pickle, then PROTO 2..5. */
 st_format st_sniff_pickle_magic(const uint8_t *head, size_t head_len, st_sniff_info *info);
-/* Headerless (protocol 0/1) or mixed-protocol pickles, by walking the head. */
-st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole,
+/* Headerless (protocol 0/1) or mixed-protocol pickles, by walking the head; is_text
+ * says the head is UTF-8 text (st_sniff_utf8_text), and then a data-only pickle is
+ * left to the text check (UNKNOWN). */
+st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole, bool is_text,
                                st_sniff_info *info);
 
 /* ---- NumPy .npy (npy.c) ---- */
@@ -87,6 +99,10 @@ st_format st_sniff_pickle_walk(const uint8_t *head, size_t head_len, bool whole,
 extern const uint8_t st_sniff_npy_magic[6];
 /* Whether the .npy header dict in buf holds an object dtype ('|O'): its data is a pickle. */
 bool st_sniff_npy_has_objects(const uint8_t *buf, size_t len);
+/* An object .npy in buf (len bytes, at offset base in the file): adds the globals
+ * of the pickle after its header, as far as buf holds it, to findings (may be NULL). */
+void st_sniff_npy_findings(const uint8_t *buf, size_t len, uint64_t base,
+                           st_pickle_findings *findings);
 /* The .npy magic at offset 0. */
 st_format st_sniff_npy(const uint8_t *head, size_t head_len, st_sniff_info *info);
 

@@ -1,6 +1,7 @@
 /* UTF-8 text and JSON (lib/sniff/, see sniff.h): valid UTF-8 (st_utf8.h) without NUL
  * or control characters other than tab, LF, FF, CR, and JSON when such text starts
- * with '{' or '['. A protocol-0 pickle is ASCII too, so text is never a pickle. */
+ * with '{' or '['. A protocol-0 pickle is ASCII too, so text is never a pickle that
+ * can import or call; a data-only one ("N.B." is NONE STOP) is text. */
 #include "sniff_formats.h"
 #include "sniff_util.h"
 #include "st_utf8.h"
@@ -30,7 +31,7 @@ bool st_sniff_is_text(const uint8_t *buf, size_t len, bool complete)
         return true;
     if (buf == NULL)
         return false;
-    return st_sniff_utf8_text(buf, len, complete) && !st_pickle_is_stream(buf, len, complete);
+    return st_sniff_utf8_text(buf, len, complete) && !st_sniff_is_code_pickle(buf, len, complete);
 }
 
 st_format st_sniff_text(const uint8_t *head, size_t head_len, bool whole, st_sniff_info *info)

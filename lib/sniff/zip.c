@@ -32,6 +32,8 @@ typedef struct zip_scan {
     bool have_shift; /* the prefix length the EOCD implies */
     uint64_t shift;
     bool zip64;
+    st_pickle_findings *findings; /* the globals of the pickles found (NULL: not kept) */
+    const uint8_t *head;          /* for the findings' file offsets */
 } zip_scan;
 
 /* Keeps the strongest evidence seen: a member's content over a member's name. */
@@ -80,7 +82,11 @@ static void zip_member_content(zip_scan *z, const uint8_t *name, size_t name_len
                                const uint8_t *data, size_t len, bool *is_npy)
 {
     *is_npy = false;
+    uint64_t base = (uint64_t)(data - z->head);
     if (st_pickle_strong_magic(data, len)) {
+        size_t n = len < z->walk_budget ? len : z->walk_budget;
+        z->walk_budget -= n;
+        st_pickle_collect_findings(data, n, base, z->findings);
         char why[48];
         snprintf(why, sizeof why, "holds a pickle (0x80 0x%02x)", data[1]);
         zip_torch(z, 2, "zip", name, name_len, why);
@@ -91,8 +97,10 @@ static void zip_member_content(zip_scan *z, const uint8_t *name, size_t name_len
         /* The header scan draws on the same budget as the pickle walks. */
         size_t n = len < z->walk_budget ? len : z->walk_budget;
         z->walk_budget -= n;
-        if (st_sniff_npy_has_objects(data, n))
+        if (st_sniff_npy_has_objects(data, n)) {
             z->npy_objects = true;
+            st_sniff_npy_findings(data, n, base, z->findings);
+        }
         return;
     }
     size_t n = len < z->walk_budget ? len : z->walk_budget;
@@ -101,8 +109,10 @@ static void zip_member_content(zip_scan *z, const uint8_t *name, size_t name_len
     z->walk_budget -= n;
     st_pickle_walk w;
     st_pickle_walk_buffer(data, n, &w);
-    if (st_pickle_walk_is_pickle(&w, n, false))
+    if (st_pickle_walk_is_pickle(&w, n, false)) {
+        st_pickle_collect_findings(data, n, base, z->findings);
         zip_torch(z, 2, "zip", name, name_len, "holds a pickle (protocol 0/1 opcodes)");
+    }
 }
 
 /* Every "PK\3\4" in the head: a local header when its name fits and has no control bytes. */
@@ -233,6 +243,8 @@ st_format st_sniff_zip(const uint8_t *head, size_t head_len, const uint8_t *end_
     zip_scan z;
     memset(&z, 0, sizeof z);
     z.walk_budget = ZIP_WALK_BUDGET;
+    z.findings = info != NULL ? &info->findings : NULL;
+    z.head = head;
     zip_scan_local_headers(&z, head, head_len);
     zip_scan_central(&z, end_view, end_view_len, end_abs_known, end_abs);
     if (!magic_at_zero && !z.have_head_start && !z.have_eocd)
@@ -252,6 +264,10 @@ st_format st_sniff_zip(const uint8_t *head, size_t head_len, const uint8_t *end_
         st_pickle_walk w;
         size_t n = prefix < head_len ? (size_t)prefix : head_len;
         if (st_pickle_strong_magic(head, n)) {
+            if (info != NULL) {
+                info->findings.count = info->findings.omitted = 0;
+                st_pickle_collect_findings(head, n, 0, &info->findings);
+            }
             st_sniff_note(
                 info, "pickle protocol %u (0x80 0x%02x) at offset 0, before a zip at offset %llu",
                 head[1], head[1], (unsigned long long)prefix);
@@ -259,6 +275,10 @@ st_format st_sniff_zip(const uint8_t *head, size_t head_len, const uint8_t *end_
         }
         st_pickle_walk_buffer(head, n, &w);
         if (st_pickle_walk_is_pickle(&w, n, false)) {
+            if (info != NULL) {
+                info->findings.count = info->findings.omitted = 0;
+                st_pickle_collect_findings(head, n, 0, &info->findings);
+            }
             char where[64];
             snprintf(where, sizeof where, " before a zip at offset %llu",
                      (unsigned long long)prefix);

@@ -460,6 +460,9 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
                                 : json_integer((json_int_t)verdict->error.offset));
         json_object_set_new(problem, "tensor", st_error_tensor_json(&verdict->error));
         json_object_set_new(problem, "format", json_string(st_format_name(verdict->format)));
+        /* a refused pickle names what it would import and call */
+        if (verdict->findings.count > 0)
+            json_object_set_new(problem, "findings", st_verdict_findings_json(verdict));
     }
     respond_problem_json(req, status, problem, NULL);
 }

@@ -566,8 +566,9 @@ static void record_import(void *ctx, const tg_file_record *file, const char *sta
         pthread_mutex_unlock(im->ctx->publish_lock);
 }
 
+/* findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or NULL. */
 static void record_rejection(importer *im, const char *reason, const char *format,
-                             const char *detail)
+                             const char *detail, const char *findings)
 {
     tg_rejection r;
     memset(&r, 0, sizeof r);
@@ -580,6 +581,7 @@ static void record_rejection(importer *im, const char *reason, const char *forma
     snprintf(r.detail, sizeof r.detail, "%s", detail);
     snprintf(r.client, sizeof r.client, "import job %lld", (long long)im->job->id);
     r.size = im->offset;
+    snprintf(r.findings, sizeof r.findings, "%s", findings ? findings : "");
     if (tg_catalog_rejection_add(im->ctx->catalog, &r) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot record the rejection of import job %lld",
                (long long)im->job->id);
@@ -591,7 +593,10 @@ static void gate_refusal(importer *im)
     st_gate_verdict(im->ingest.gate, &verdict);
     fail(im, st_reason_name(verdict.error.reason), "%s (at byte %llu of the source)",
          verdict.error.detail, (unsigned long long)im->offset);
-    record_rejection(im, im->reason, st_format_name(verdict.format), verdict.error.detail);
+    char findings[TG_REJECTION_FINDINGS_MAX];
+    st_verdict_findings_text(&verdict, findings, sizeof findings);
+    record_rejection(im, im->reason, st_format_name(verdict.format), verdict.error.detail,
+                     findings);
 }
 
 /* The ingest's end: a stopped ingest is judged as it stopped (never finished: the
@@ -610,7 +615,7 @@ static void conclude(importer *im)
     case TG_INGEST_TOO_LARGE:
         fail(im, "import_too_large", "the source is larger than --max-body (%llu bytes)",
              (unsigned long long)im->ctx->max_body);
-        record_rejection(im, "payload_too_large", NULL, im->detail);
+        record_rejection(im, "payload_too_large", NULL, im->detail, NULL);
         return;
     case TG_INGEST_LENGTH_MISMATCH:
         fail(im, "import_fetch_failed", "the source sent %llu bytes; it announced %llu",

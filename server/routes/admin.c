@@ -174,6 +174,11 @@ static void add_rejection(void *ctx, const tg_rejection *r)
     json_object_set_new(item, "format", text_or_null(r->format));
     json_object_set_new(item, "detail", text_or_null(r->detail));
     json_object_set_new(item, "client", text_or_null(r->client));
+    /* a refused pickle's findings, kept as JSON text; [] when none (or unreadable) */
+    json_t *findings = r->findings[0] ? json_loads(r->findings, 0, NULL) : NULL;
+    json_object_set_new(item, "findings", json_is_array(findings) ? findings : json_array());
+    if (findings != NULL && !json_is_array(findings))
+        json_decref(findings);
     json_array_append_new(page->items, item);
     page->count++;
 }

@@ -120,6 +120,7 @@ void tg_route_scan_finish(tg_request *req)
                             : json_integer((json_int_t)verdict.error.offset));
     json_object_set_new(body, "tensor", valid ? json_null() : st_error_tensor_json(&verdict.error));
     json_object_set_new(body, "format", json_string(st_format_name(verdict.format)));
+    json_object_set_new(body, "findings", st_verdict_findings_json(&verdict));
     json_object_set_new(body, "size", json_integer((json_int_t)size));
     json_object_set_new(body, "sha256", json_string(sha));
     tg_respond_json(req, 200, body);

@@ -106,8 +106,9 @@ typedef struct upload {
     bool counted;
 } upload;
 
+/* findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or NULL. */
 static void record_rejection(tg_request *req, upload *up, const char *reason, const char *format,
-                             const char *detail, uint64_t size)
+                             const char *detail, uint64_t size, const char *findings)
 {
     if (up->recorded)
         return;
@@ -123,6 +124,7 @@ static void record_rejection(tg_request *req, upload *up, const char *reason, co
     snprintf(r.detail, sizeof r.detail, "%s", detail);
     snprintf(r.client, sizeof r.client, "%s", req->client);
     r.size = size;
+    snprintf(r.findings, sizeof r.findings, "%s", findings ? findings : "");
     if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s (%s)", r.model, r.path, reason);
     tg_metrics_rejection(req->server, reason);
@@ -136,8 +138,10 @@ static void record_gate_refusal(tg_request *req, upload *up)
     st_gate_verdict(up->body.ingest.gate, &verdict);
     if (verdict.error.reason == ST_OUT_OF_MEMORY)
         return; /* the server's failure: never recorded as the file's */
+    char findings[TG_REJECTION_FINDINGS_MAX];
+    st_verdict_findings_text(&verdict, findings, sizeof findings);
     record_rejection(req, up, st_reason_name(verdict.error.reason), st_format_name(verdict.format),
-                     verdict.error.detail, st_gate_bytes_seen(up->body.ingest.gate));
+                     verdict.error.detail, st_gate_bytes_seen(up->body.ingest.gate), findings);
 }
 
 void tg_route_upload_start(tg_request *req)
@@ -199,7 +203,7 @@ void tg_route_upload_start(tg_request *req)
         char detail[128];
         snprintf(detail, sizeof detail, "the body declares %llu bytes; the limit is %llu",
                  (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
-        record_rejection(req, up, "payload_too_large", NULL, detail, 0);
+        record_rejection(req, up, "payload_too_large", NULL, detail, 0, NULL);
         tg_respond_problem(req, "payload_too_large", "%s", detail);
         return;
     }
@@ -234,7 +238,7 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
         record_gate_refusal(req, up);
     if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_TOO_LARGE)
         record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
-                         ingest->seen);
+                         ingest->seen, NULL);
     if (ingest->state == TG_INGEST_OPEN)
         return;
     /* Stopped. A short rest of the body is read and dropped, and the answer goes out
@@ -288,7 +292,7 @@ static void respond_length_mismatch(tg_request *req, upload *up)
     tg_ingest *ingest = &up->body.ingest;
     uint64_t received = tg_ingest_received(ingest);
     record_rejection(req, up, "body_length_mismatch", NULL,
-                     "the body length differs from Content-Length", received);
+                     "the body length differs from Content-Length", received, NULL);
     tg_respond_problem(req, "body_length_mismatch", "received %llu bytes, Content-Length said %llu",
                        (unsigned long long)received, (unsigned long long)ingest->config.declared);
 }
@@ -416,7 +420,7 @@ void tg_route_upload_cleanup(tg_request *req)
                 detail, sizeof detail,
                 "the client closed the connection after %llu body bytes, before the last chunk",
                 (unsigned long long)ingest->seen);
-        record_rejection(req, up, "body_length_mismatch", NULL, detail, ingest->seen);
+        record_rejection(req, up, "body_length_mismatch", NULL, detail, ingest->seen, NULL);
     }
     /* a refusal whose answer never went out (the client left while the rest drained) */
     if (ingest->gate != NULL && ingest->state == TG_INGEST_REFUSED)

@@ -86,6 +86,9 @@ typedef struct tg_file_record {
     char source_url[TG_URL_MAX + 1]; /* the URL an import fetched it from (schema 6), else "" */
 } tg_file_record;
 
+/* A rejection's findings text: ST_PICKLE_FINDINGS_MAX entries of at most ~190 bytes. */
+#define TG_REJECTION_FINDINGS_MAX 4096
+
 typedef struct tg_rejection {
     int64_t id;
     char time[TG_TIME_LEN];
@@ -97,6 +100,9 @@ typedef struct tg_rejection {
     char detail[300];
     char client[64];
     uint64_t size; /* bytes seen before the refusal */
+    /* a refused pickle's findings, the JSON array text of st_verdict_findings_json
+     * (schema 7); "" when none */
+    char findings[TG_REJECTION_FINDINGS_MAX];
 } tg_rejection;
 
 typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCOPE_ADMIN } tg_scope;

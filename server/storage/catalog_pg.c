@@ -1131,9 +1131,10 @@ static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *r
                             rejection->format[0] ? rejection->format : NULL,
                             rejection->detail,
                             rejection->client,
-                            size.s};
+                            size.s,
+                            rejection->findings[0] ? rejection->findings : NULL};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, sql, 9, params, &status);
+    PGresult *r = query(pg(catalog), false, sql, 10, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -1144,7 +1145,7 @@ static tg_cat_status pg_rejection_list(tg_catalog *catalog, int64_t before_id, u
                                        void *ctx)
 {
     static const char sql[] =
-        "SELECT id, time, model, version, path, reason, format, detail, client, size"
+        "SELECT id, time, model, version, path, reason, format, detail, client, size, findings"
         " FROM rejections WHERE ($1::bigint <= 0 OR id < $1::bigint) ORDER BY id DESC"
         " LIMIT $2::bigint";
     num before = n64(before_id), lim = n64(limit);
@@ -1165,6 +1166,7 @@ static tg_cat_status pg_rejection_list(tg_catalog *catalog, int64_t before_id, u
         get_text(j.detail, sizeof j.detail, r, i, 7);
         get_text(j.client, sizeof j.client, r, i, 8);
         j.size = (uint64_t)get_i64(r, i, 9);
+        get_text(j.findings, sizeof j.findings, r, i, 10);
         visit(ctx, &j);
     }
     PQclear(r);

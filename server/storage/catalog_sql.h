@@ -68,8 +68,8 @@
 #define TG_CAT_SQL_FILE_STATS "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?"
 #define TG_CAT_SQL_FILE_DELETE "DELETE FROM files WHERE version_id = ? AND path = ?"
 #define TG_CAT_SQL_REJECTION_ADD                                                                   \
-    "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size)"     \
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size,"     \
+    " findings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #define TG_CAT_SQL_TOKEN_ADD                                                                       \
     "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)"
 #define TG_CAT_SQL_TOKEN_EACH "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id"

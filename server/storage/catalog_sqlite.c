@@ -1187,6 +1187,7 @@ static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *r
         bind_text(st, 7, rejection->detail);
         bind_text(st, 8, rejection->client);
         sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
+        bind_text(st, 10, rejection->findings[0] ? rejection->findings : NULL);
         status = run_write(k, st);
     }
     return write_end(catalog, k, status);
@@ -1197,7 +1198,7 @@ static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, u
                                        void *ctx)
 {
     static const char sql[] =
-        "SELECT id, time, model, version, path, reason, format, detail, client, size"
+        "SELECT id, time, model, version, path, reason, format, detail, client, size, findings"
         " FROM rejections WHERE (?1 <= 0 OR id < ?1) ORDER BY id DESC LIMIT ?2";
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
@@ -1219,6 +1220,7 @@ static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, u
             copy_text(r.detail, sizeof r.detail, st, 7);
             copy_text(r.client, sizeof r.client, st, 8);
             r.size = (uint64_t)sqlite3_column_int64(st, 9);
+            copy_text(r.findings, sizeof r.findings, st, 10);
             visit(ctx, &r);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;

@@ -126,7 +126,14 @@ def make(d):
 
     # other formats, classified by content whatever the name
     open(f"{d}/model.bin", "wb").write(pickle.dumps({"w": [1, 2, 3]}, protocol=2))
-    open(f"{d}/proto0.txt", "wb").write(pickle.dumps({"w": [1, 2]}, protocol=0))
+    # protocol 0 that imports and calls (built as bytes, never loaded): ASCII, a pickle
+    open(f"{d}/proto0.txt", "wb").write(b"cos\nsystem\n(S'echo hi'\ntR.")
+    # what a pickle would do (issue 23): posix.system by STACK_GLOBAL + REDUCE, protocol 4
+    open(f"{d}/evil.bin", "wb").write(b"\x80\x04\x8c\x05posix\x94\x8c\x06system\x94\x93\x94"
+                                      b"\x8c\x07echo hi\x94\x85\x94R\x94.")
+    # data-only protocol-0 pickles are text: a dict, and a model card starting "N.B."
+    open(f"{d}/data_only.txt", "wb").write(pickle.dumps({"w": [1, 2]}, protocol=0))
+    open(f"{d}/nb.md", "wb").write(b"N.B. this model card starts with a note.\n")
     torch.save({"w": torch.zeros(3)}, f"{d}/torch_zip.safetensors")
     buf = io.BytesIO()
     np.save(buf, np.zeros(3, dtype=np.float32))

@@ -90,12 +90,12 @@ run 1 "stdin pickle" sh -c "\"$BIN\" validate - < model.bin"
 
 # ---- validate --json ----
 run 0 "json valid" "$BIN" validate --json valid.safetensors
-json "json valid fields" 'd == {"file": "valid.safetensors", "valid": True, "reason": None, "detail": None, "offset": None, "tensor": None, "format": "safetensors"}'
+json "json valid fields" 'd == {"file": "valid.safetensors", "valid": True, "reason": None, "detail": None, "offset": None, "tensor": None, "format": "safetensors", "findings": []}'
 run 1 "json formats" "$BIN" validate --json model.bin proto0.txt torch_zip.safetensors array.safetensors config.json README.md
 json "one line per file" 'len(lines) == 6 and [l["file"] for l in lines] == ["model.bin", "proto0.txt", "torch_zip.safetensors", "array.safetensors", "config.json", "README.md"]'
 json "all refused as formats" 'all(not l["valid"] and l["reason"] == "refused_format" and l["detail"] for l in lines)'
 json "formats named by content" '[l["format"] for l in lines[:5]] == ["pickle", "pickle", "pytorch-zip", "numpy", "json"] and lines[5]["format"] in ("text", "json")'
-json "keys" 'all(sorted(l) == sorted(["file", "valid", "reason", "detail", "offset", "tensor", "format"]) for l in lines)'
+json "keys" 'all(sorted(l) == sorted(["file", "valid", "reason", "detail", "offset", "tensor", "format", "findings"]) for l in lines)'
 run 1 "json truncated" "$BIN" validate --json truncated.safetensors
 json "truncated fields" 'd["reason"] == "data_truncated" and d["format"] == "safetensors" and isinstance(d["offset"], int)'
 run 1 "json trailing" "$BIN" validate --json trailing.safetensors
@@ -110,6 +110,17 @@ run 0 "nonfinite allowed by default" "$BIN" validate nan.safetensors
 run 1 "refuse-nonfinite" "$BIN" validate --json --refuse-nonfinite nan.safetensors
 json "nonfinite names the first tensor" 'd["reason"] == "nonfinite_values" and d["tensor"] == "big.f32" and d["offset"] > 0'
 run 0 "refuse-nonfinite on finite file" "$BIN" validate --refuse-nonfinite valid.safetensors
+
+# ---- what a refused pickle would do (issue 23) ----
+run 1 "pickle findings" "$BIN" validate evil.bin
+out_has "the refusal names the worst import" "imports posix.system \(dangerous, called\) \[format pickle\]$"
+out_has "one line per import" "^  imports posix.system \(dangerous, called\) at offset [0-9]+$"
+run 1 "pickle findings json" "$BIN" validate --json evil.bin proto0.txt valid.safetensors
+json "findings in the JSON" 'lines[0]["findings"] == [{"global": "posix.system", "calls": True, "severity": "dangerous", "offset": 19}] and lines[1]["findings"][0]["global"] == "os.system" and lines[2]["findings"] == []'
+run 1 "data-only pickle text" "$BIN" validate --json data_only.txt nb.md
+json "data-only pickles are text" '[(l["reason"], l["format"], l["findings"]) for l in lines] == [("refused_format", "text", []), ("refused_format", "text", [])]'
+run 0 "data-only pickle sidecars" "$BIN" validate --json --sidecar data_only.txt nb.md
+json "admitted as text" '[(l["valid"], l["format"]) for l in lines] == [(True, "text"), (True, "text")]'
 
 # ---- validate --sidecar ----
 run 0 "sidecars" "$BIN" validate --json --sidecar config.json README.md valid.safetensors

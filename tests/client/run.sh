@@ -101,6 +101,9 @@ st("m/model-00002-of-00002.safetensors", [("big", rng.standard_normal((1024, 102
 open("m/config.json", "w").write('{"model_type": "tiny"}\n')
 open("m/docs/README.md", "w").write("# tiny\n")
 pickle.dump({"w": 1}, open("bad.bin", "wb"), protocol=2)
+# os.system('echo hi') as protocol 4 (STACK_GLOBAL posix.system + REDUCE), built as bytes
+open("evil.bin", "wb").write(b"\x80\x04\x8c\x05posix\x94\x8c\x06system\x94\x93\x94"
+                             b"\x8c\x07echo hi\x94\x85\x94R\x94.")
 EOF
 
 # --help: usage on stdout, exit 0
@@ -343,6 +346,13 @@ py "scan --json verdict" "
 import json
 v = json.load(open('out'))
 assert v['valid'] is False and v['format'] == 'pickle' and v['file'] == 'bad.bin', v"
+run 1 "scan names a pickle's imports" "$BIN" scan evil.bin
+out_has "scan imports line" "^  imports posix.system \(dangerous, called\) at offset 19$"
+run 1 "scan --json findings" "$BIN" scan evil.bin --json
+py "scan --json findings" "
+import json
+v = json.load(open('out'))
+assert v['findings'] == [{'global': 'posix.system', 'calls': True, 'severity': 'dangerous', 'offset': 19}], v"
 run 0 "scan a sidecar by name" "$BIN" scan m/config.json
 run 2 "scan a missing file" "$BIN" scan nope.bin
 

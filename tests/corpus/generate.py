@@ -345,6 +345,10 @@ def pickle_proto(p):
 
 # Protocol 2 stream: GLOBAL os.system, the argument "echo pwned", TUPLE1, REDUCE, STOP.
 PICKLE_SYSTEM_P2 = b"\x80\x02cos\nsystem\nq\x00X\x0a\x00\x00\x00echo pwnedq\x01\x85q\x02Rq\x03."
+# Protocol 4: builtins.exec through STACK_GLOBAL on memoized strings, then REDUCE.
+PICKLE_EXEC_P4 = b"\x80\x04\x8c\x08builtins\x94\x8c\x04exec\x94\x93\x94\x8c\x0aprint(404)\x94\x85\x94R\x94."
+# Protocol 3: subprocess.Popen(['echo', 'pwned']).
+PICKLE_POPEN_P3 = b"\x80\x03csubprocess\nPopen\nq\x00]q\x01(X\x04\x00\x00\x00echoq\x02X\x05\x00\x00\x00pwnedq\x03e\x85q\x04Rq\x05."
 # Protocol 0 (plain ASCII): the same call spelled with text opcodes.
 PICKLE_SYSTEM_P0 = b"cos\nsystem\n(S'echo pwned'\ntR."
 # Protocol 0 GLOBAL with protocol 1+/4 opcodes mixed in (BINUNICODE, SHORT_BINUNICODE via 0x8c, MEMOIZE).
@@ -859,7 +863,10 @@ def family_ref():
 def family_format():
     import numpy as np
     for p in range(6):
-        add(f"format_pickle_protocol_{p}", pickle_proto(p), "refused_format", "pickle", ext="pkl", note=f"pickle.dumps protocol {p} of a plain dict")
+        # Issue 23: protocol 0 of plain data is ASCII with no import or call: text, no
+        # longer named a pickle (still refused where only safetensors passes).
+        add(f"format_pickle_protocol_{p}", pickle_proto(p), "refused_format", "text" if p == 0 else "pickle", ext="pkl",
+            note=f"pickle.dumps protocol {p} of a plain dict" + (" (data-only text pickle: text)" if p == 0 else ""))
     state = torch_state()
     add("format_torch_zip", torch_zip(state), "refused_format", "pytorch-zip", ext="pt", note="torch.save (zip, torch 1.13)")
     add("format_torch_legacy", torch_legacy(state), "refused_format", "pytorch-legacy", ext="pt", note="torch.save _use_new_zipfile_serialization=False")
@@ -935,8 +942,17 @@ def family_bypass():
     add("bypass_plain_pickle_as_txt", pickle_proto(4), "refused_format", "pickle", ext="txt", note="protocol-4 pickle named .txt")
     add("bypass_plain_pickle_as_json", pickle_proto(5), "refused_format", "pickle", ext="json", note="protocol-5 pickle named .json")
     add("bypass_protocol0_system", PICKLE_SYSTEM_P0, "refused_format", "pickle", ext="txt", note="protocol-0 (ASCII) os.system('echo pwned') named .txt")
-    add("bypass_protocol0_dict", pickle_proto(0), "refused_format", "pickle", ext="md", note="protocol-0 dict pickle named .md")
-    add("bypass_protocol0_list_tiny", b"(lp0\nI1\na.", "refused_format", "pickle", ext="txt", note="10-byte protocol-0 list")
+    # Issue 23: data-only protocol-0 pickles are text (nothing imported, called or built).
+    add("bypass_protocol0_dict", pickle_proto(0), "refused_format", "text", ext="md", note="protocol-0 dict pickle named .md: data-only, text")
+    add("bypass_protocol0_list_tiny", b"(lp0\nI1\na.", "refused_format", "text", ext="txt", note="10-byte protocol-0 list: data-only, text")
+    add("bypass_protocol0_data_then_system", b"N." + PICKLE_SYSTEM_P0, "refused_format", "pickle", ext="txt",
+        note="a data-only pickle (NONE STOP) followed by a protocol-0 os.system pickle: still a pickle")
+    add("pickle_findings_stack_global_exec", PICKLE_EXEC_P4, "refused_format", "pickle", ext="bin",
+        note="protocol 4: STACK_GLOBAL builtins.exec (memoized strings) + REDUCE")
+    add("pickle_findings_subprocess_popen", PICKLE_POPEN_P3, "refused_format", "pickle", ext="bin",
+        note="protocol 3: GLOBAL subprocess.Popen + REDUCE")
+    add("pickle_findings_torch_zip_system", zip_bytes([("archive/data.pkl", PICKLE_SYSTEM_P2), ("archive/version", b"3\n")]),
+        "refused_format", "pytorch-zip", ext="pt", note="torch-style zip whose data.pkl calls os.system")
     add("bypass_mixed_protocol_0_and_4", PICKLE_MIXED, "refused_format", "pickle", ext="bin", note="protocol-0 GLOBAL with BINUNICODE/SHORT_BINUNICODE/MEMOIZE opcodes")
     add("bypass_pickle_breaks_after_payload", PICKLE_BREAKS, "refused_format", "pickle", ext="bin", note="protocol 4: STACK_GLOBAL+REDUCE, then garbage instead of STOP")
     add("bypass_pickle_p0_breaks_after_payload", PICKLE_P0_BREAKS, "refused_format", "pickle", ext="txt", note="protocol 0: GLOBAL+REDUCE then garbage")
@@ -1045,7 +1061,13 @@ def family_sidecar():
     add("sidecar_text_nul", b"line one\n\0line two\n", "sidecar_text_invalid", "unknown", ext="txt", mode="sidecar", note="NUL byte in text")
     add("sidecar_text_overlong", b"slash \xc0\xaf\n", "sidecar_text_invalid", "unknown", ext="txt", mode="sidecar", note="overlong UTF-8")
     add("sidecar_pickle_p0_named_readme", PICKLE_SYSTEM_P0, "refused_format", "pickle", ext="md", mode="sidecar", note="protocol-0 pickle (ASCII) named README.md")
-    add("sidecar_pickle_p0_dict_named_merges", pickle_proto(0), "refused_format", "pickle", ext="txt", mode="sidecar", note="protocol-0 dict pickle named merges.txt")
+    # Issue 23: a data-only protocol-0 pickle is text, admitted as a sidecar.
+    add("sidecar_pickle_p0_dict_named_merges", pickle_proto(0), None, "text", ext="txt", mode="sidecar",
+        note="protocol-0 dict pickle named merges.txt: data-only, text")
+    add("sidecar_text_nb_model_card", b"N.B. this model card starts with a note.\n\nIt is text.\n", None, "text", ext="md", mode="sidecar",
+        note="a model card starting 'N.B.' (NONE STOP): text, not a pickle")
+    add("sidecar_pickle_data_then_system", b"N." + PICKLE_SYSTEM_P0, "refused_format", "pickle", ext="md", mode="sidecar",
+        note="NONE STOP then a protocol-0 os.system pickle named README.md")
     add("sidecar_pickle_p4_named_config", pickle_proto(4), "refused_format", "pickle", ext="json", mode="sidecar", note="protocol-4 pickle named config.json")
     add("sidecar_pickle_text_no_stop_readme", PICKLE_TEXT_NO_STOP, "refused_format", "pickle", ext="md", mode="sidecar",
         note="printable protocol-0 GLOBAL+REDUCE with no STOP (the call runs before EOF) named README.md")

@@ -76,12 +76,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sniff_window(data, size, head_max, tail_max, size / 2);
     sniff_window(data, size, head_max, tail_max, (uint64_t)size + 12345);
 
-    /* The two predicates on the whole input and on a cut: the sidecar gate relies on
-     * text never being a pickle when both look at the same bytes the same way. */
+    /* The predicates on the whole input and on a cut: the sidecar gate relies on
+     * text never being a pickle that can import or call when both look at the same
+     * bytes the same way (a data-only pickle may be text), and on a code pickle
+     * always being a pickle. */
     uint8_t *whole = exact_copy(data, size);
     bool pickle = st_sniff_is_pickle(whole, size);
+    bool code_pickle = st_sniff_is_code_pickle(whole, size, false);
     bool text_head = st_sniff_is_text(whole, size, false);
-    if (pickle && text_head)
+    if ((code_pickle && text_head) || (code_pickle && !pickle))
         abort();
     (void)st_sniff_is_text(whole, size, true);
     if (size >= 2 && whole[0] == 0x80 && whole[1] >= 2 && whole[1] <= 5 && !pickle)
@@ -103,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(inert);
     size_t cut = size / 2;
     uint8_t *part = exact_copy(data, cut);
-    if (st_sniff_is_pickle(part, cut) && st_sniff_is_text(part, cut, false))
+    if (st_sniff_is_code_pickle(part, cut, false) && st_sniff_is_text(part, cut, false))
         abort();
     free(part);
     return 0;

@@ -608,6 +608,79 @@ TEST(rejections_listed)
     it_response_free(&r);
 }
 
+/* The finding named global in a findings array, NULL when absent. */
+static json_t *finding_of(json_t *findings, const char *global)
+{
+    for (size_t i = 0; i < json_array_size(findings); i++) {
+        json_t *f = json_array_get(findings, i);
+        const char *name = json_string_value(json_object_get(f, "global"));
+        if (name != NULL && strcmp(name, global) == 0)
+            return f;
+    }
+    return NULL;
+}
+
+/* Issue 23: a refused pickle names what it would import and call, in the refusal
+ * and in its rejection record; a model card starting "N.B." is text. */
+TEST(pickle_findings)
+{
+    int blobs_before = it_count_blobs();
+    char url[256];
+    snprintf(url, sizeof url, VBASE "/files/evil.bin");
+    it_response r =
+        it_send("PUT", url, write_token, it_pickle_posix_system, sizeof it_pickle_posix_system);
+    CHECK_PROBLEM(r, 415, "refused_format");
+    CHECK_STR(it_json_str(&r, "format"), "pickle");
+    json_t *f = finding_of(json_object_get(r.json, "findings"), "posix.system");
+    CHECK(f != NULL);
+    CHECK_STR(json_string_value(json_object_get(f, "severity")), "dangerous");
+    CHECK(json_is_true(json_object_get(f, "calls")));
+    CHECK_EQ_U64(json_integer_value(json_object_get(f, "offset")), 2);
+    CHECK(strstr(it_json_str(&r, "detail"), "posix.system") != NULL);
+    it_response_free(&r);
+    refusals_made++;
+    CHECK_EQ_U64(it_count_blobs(), blobs_before);
+
+    /* a refusal that is no pickle has no findings member */
+    it_buf b = {0};
+    it_build_gguf(&b);
+    r = it_send("PUT", VBASE "/files/g.bin", write_token, b.data, b.len);
+    CHECK_PROBLEM(r, 415, "refused_format");
+    CHECK(json_object_get(r.json, "findings") == NULL);
+    it_response_free(&r);
+    refusals_made++;
+    it_buf_free(&b);
+
+    /* the rejection record keeps them */
+    r = it_request("GET", "/v1/rejections?limit=1000", &(it_request_opts){.token = admin_token});
+    CHECK_STATUS(r, 200);
+    json_t *list = json_object_get(r.json, "rejections");
+    bool saw = false;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *e = json_array_get(list, i);
+        const char *path = json_string_value(json_object_get(e, "path"));
+        CHECK(json_is_array(json_object_get(e, "findings")));
+        if (path == NULL || strcmp(path, "evil.bin") != 0)
+            continue;
+        saw = true;
+        json_t *kept = finding_of(json_object_get(e, "findings"), "posix.system");
+        CHECK(kept != NULL);
+        CHECK_STR(json_string_value(json_object_get(kept, "severity")), "dangerous");
+        CHECK(json_is_true(json_object_get(kept, "calls")));
+    }
+    CHECK(saw);
+    it_response_free(&r);
+
+    /* a model card starting "N.B." (NONE STOP, a data-only pickle) is stored as text */
+    const char *card = "N.B. this model card starts with a note.\n";
+    r = it_send("PUT", VBASE "/files/NOTES.md", write_token, card, strlen(card));
+    CHECK(r.status == 200 || r.status == 201);
+    CHECK_STR(it_json_str(&r, "kind"), "text");
+    it_response_free(&r);
+    r = it_send("DELETE", VBASE "/files/NOTES.md", write_token, NULL, 0);
+    it_response_free(&r);
+}
+
 static it_response scan(const void *body, size_t len, const char *query)
 {
     char url[128];
@@ -637,6 +710,16 @@ TEST(scan_verdicts)
     CHECK(json_is_false(json_object_get(r.json, "valid")));
     CHECK_STR(it_json_str(&r, "reason"), "refused_format");
     CHECK_STR(it_json_str(&r, "format"), "pickle");
+    CHECK(json_array_size(json_object_get(r.json, "findings")) == 0);
+    it_response_free(&r);
+
+    /* the scan names what a pickle would import and call */
+    r = scan(it_pickle_posix_system, sizeof it_pickle_posix_system, NULL);
+    CHECK_STATUS(r, 200);
+    json_t *f = finding_of(json_object_get(r.json, "findings"), "posix.system");
+    CHECK(f != NULL);
+    CHECK_STR(json_string_value(json_object_get(f, "severity")), "dangerous");
+    CHECK(json_is_true(json_object_get(f, "calls")));
     it_response_free(&r);
 
     it_build_raw_safetensors(&b, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
@@ -697,6 +780,7 @@ int main(int argc, char **argv)
     RUN(chunked_upload);
     RUN(early_refusal_before_body);
     RUN(doomed_upload_is_not_stored);
+    RUN(pickle_findings);
     RUN(rejections_listed);
     RUN(scan_verdicts);
     return it_finish(argv[0]);

@@ -793,8 +793,14 @@ const unsigned char it_pickle_p2[] = {0x80, 0x02, '}', 'q',  0x00, 'X',  0x01, 0
 const unsigned char it_pickle_p4[] = {0x80, 0x04, 0x95, 0x0a, 0x00, 0x00, 0x00,
                                       0x00, 0x00, 0x00, 0x00, '}',  0x94, 0x8c,
                                       0x01, 'w',  0x94, 'K',  0x01, 's',  '.'};
-/* pickle.dumps({'a': 1}, protocol=0): plain ASCII text */
-const char it_pickle_p0[] = "(dp0\nVa\np1\nI1\ns.";
+/* a protocol-0 os.system('echo hi') (plain ASCII text that imports and calls; a
+ * data-only protocol-0 pickle is text since issue 23) */
+const char it_pickle_p0[] = "cos\nsystem\n(S'echo hi'\ntR.";
+/* os.system('echo hi') as pickle.dumps(protocol=2) writes it on Linux: posix.system */
+const unsigned char it_pickle_posix_system[] = {
+    0x80, 0x02, 'c',  'p', 'o',  's',  'i',  'x',  '\n', 's',  'y', 's',  't',
+    'e',  'm',  '\n', 'q', 0x00, 'X',  0x07, 0x00, 0x00, 0x00, 'e', 'c',  'h',
+    'o',  ' ',  'h',  'i', 'q',  0x01, 0x85, 'q',  0x02, 'R',  'q', 0x03, '.'};
 
 void it_build_pytorch_zip(it_buf *out)
 {

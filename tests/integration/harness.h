@@ -215,8 +215,10 @@ void it_build_gguf(it_buf *out);
 extern const unsigned char it_pickle_p2[17];
 /* pickle.dumps({'w': 1}, protocol=4) */
 extern const unsigned char it_pickle_p4[21];
-/* pickle.dumps({'a': 1}, protocol=0): plain ASCII text */
+/* a protocol-0 os.system('echo hi'): plain ASCII text that imports and calls */
 extern const char it_pickle_p0[];
+/* os.system('echo hi') pickled with protocol 2 on Linux: GLOBAL posix.system + REDUCE */
+extern const unsigned char it_pickle_posix_system[39];
 
 /* ---------- raw sockets (for what libcurl hides) ---------- */
 

@@ -98,6 +98,32 @@ must_load(b"V" + b"a" * 70000 + b"\n0cbuiltins\nstr\n(S'id'\ntR.")
 add("pickle_none_stop", b"N.", "the smallest pickle: NONE STOP")
 must_load(b"N.")
 
+# What a pickle would do (issue 23): pickles that name dangerous globals, made with
+# pickle.dumps of an object whose __reduce__ names the callable. Never loaded here.
+class Reduce:
+    def __init__(self, func, args):
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return (self.func, self.args)
+
+
+import builtins  # noqa: E402
+add("findings_os_system_p2", pickle.dumps(Reduce(os.system, ("echo hi",)), protocol=2),
+    "os.system('echo hi') via GLOBAL + REDUCE, protocol 2 (posix.system)")
+add("findings_exec_p4", pickle.dumps(Reduce(builtins.exec, ("print(1)",)), protocol=4),
+    "builtins.exec via STACK_GLOBAL + REDUCE, protocol 4 (framed, memoized strings)")
+add("findings_popen_p5", pickle.dumps(Reduce(subprocess.Popen, (["echo", "hi"],)), protocol=5),
+    "subprocess.Popen via STACK_GLOBAL + REDUCE, protocol 5")
+add("findings_torch_state_dict", torch_bytes(torch.nn.Linear(2, 2).state_dict()),
+    "torch.save of nn.Linear(2, 2).state_dict(): benign tensor rebuilding only")
+add("findings_torch_zip_system", torch_bytes([Reduce(os.system, ("echo hi",))]),
+    "torch.save of a list holding an os.system reduction: data.pkl calls posix.system")
+buf = io.BytesIO(); np.save(buf, np.array([Reduce(os.system, ("echo hi",))], dtype=object), allow_pickle=True)
+add("findings_npy_system", buf.getvalue(), "np.save of an object array whose item reduces to os.system")
+add("text_nb_model_card", b"N.B. this model card starts with a note.\n\nIt is text.\n",
+    "a model card starting 'N.B.': NONE STOP, a data-only pickle, so text")
+
 # NumPy.
 buf = io.BytesIO(); np.save(buf, np.arange(3, dtype=np.int64)); add("npy_int64", buf.getvalue(), "np.save int64")
 buf = io.BytesIO(); np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)

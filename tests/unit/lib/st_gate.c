@@ -308,14 +308,20 @@ TEST(other_formats_are_refused_by_format)
     static const uint8_t p4[] = {0x80, 0x04, 0x95, 0x0b, 0,   0,    0,   0,    0,   0,  0,
                                  '}',  0x94, 0x8c, 0x01, 'a', 0x94, 'K', 0x01, 's', '.'};
     expect(&c, make_raw(p4, sizeof p4), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
-    const char *p0 = "(dp0\nVa\np1\nI1\ns.";
+    const char *p0 = "(dp0\nVa\np1\ncos\nsystem\np2\ns.";
     expect(&c, make_raw(p0, strlen(p0)), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    /* a protocol-0 pickle of plain data is text (issue 23: nothing in it imports or
+     * calls), refused here as text */
+    const char *p0_data = "(dp0\nVa\np1\nI1\ns.";
+    expect(&c, make_raw(p0_data, strlen(p0_data)), false, ST_FORMAT_TEXT, ST_REFUSED_FORMAT);
     /* a protocol-0 pickle whose byte 8 is `{` (rule 2 keeps it out of the header path) */
-    const char *p0_brace = "(dp0\nS'a{x}'\np1\nI1\ns.";
+    const char *p0_brace = "(dp0\nS'a{x}'\np1\ncos\nsystem\np2\ns.";
     CHECK(p0_brace[8] == '{');
     expect(&c, make_raw(p0_brace, strlen(p0_brace)), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
-    /* a short pickle (fewer than 8 bytes) is still named */
-    expect(&c, make_raw("N.", 2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    /* a short pickle (fewer than 8 bytes) is still named; "N." (NONE STOP) is text,
+     * data only, and too short for safetensors */
+    expect(&c, make_raw("\x80\x02N.", 4), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    expect(&c, make_raw("N.", 2), false, ST_FORMAT_UNKNOWN, ST_FILE_TOO_SMALL);
 
     /* zip local header (PyTorch zip checkpoints start so), gguf, npy, gzip */
     uint8_t zip[120];

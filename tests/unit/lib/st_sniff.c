@@ -116,14 +116,15 @@ static const expectation real_files[] = {
     EXPECT(pickle_p3, ST_FORMAT_PICKLE, "pickle protocol 3 (0x80 0x03) at offset 0"),
     EXPECT(pickle_p4, ST_FORMAT_PICKLE, "pickle protocol 4 (0x80 0x04) at offset 0"),
     EXPECT(pickle_p5, ST_FORMAT_PICKLE, "pickle protocol 5 (0x80 0x05) at offset 0"),
-    EXPECT(pickle_p0_data_only, ST_FORMAT_PICKLE, "reach STOP"),
+    /* issue 23: text that is a data-only pickle is text */
+    EXPECT(pickle_p0_data_only, ST_FORMAT_TEXT, "UTF-8 text"),
     EXPECT(pickle_mixed_0_4, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
     EXPECT(pickle_breaks_after_payload, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
     EXPECT(pickle_stack_global_no_proto, ST_FORMAT_PICKLE, "REDUCE"),
     EXPECT(pickle_inst, ST_FORMAT_PICKLE, "INST"),
     EXPECT(pickle_hex_int_first, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
     EXPECT(pickle_deep_marks, ST_FORMAT_PICKLE, "GLOBAL 'builtins str'"),
-    EXPECT(pickle_none_stop, ST_FORMAT_PICKLE, "STOP"),
+    EXPECT(pickle_none_stop, ST_FORMAT_TEXT, "UTF-8 text"),
     EXPECT(npy_int64, ST_FORMAT_NUMPY, "descr <i8"),
     EXPECT(npy_object, ST_FORMAT_NUMPY, "|O"),
     EXPECT(npz, ST_FORMAT_NUMPY, ".npz"),
@@ -154,8 +155,9 @@ TEST(real_files_every_class)
             st_format got = sniff_mode(e->bytes, e->len, (enum sniff_mode)mode, NULL);
             CHECK_STR(st_format_name(got), st_format_name(e->format));
         }
-        /* None of these is text, and every pickle is one for the sidecar check too. */
-        CHECK(!st_sniff_is_text(e->bytes, e->len, true));
+        /* None of these is text but the data-only pickles, and every pickle is one for
+         * the sidecar check too. */
+        CHECK(st_sniff_is_text(e->bytes, e->len, true) == (e->format == ST_FORMAT_TEXT));
         if (e->format == ST_FORMAT_PICKLE || e->bytes == sample_torch_legacy)
             CHECK(st_sniff_is_pickle(e->bytes, e->len));
     }
@@ -483,10 +485,13 @@ TEST(is_text_rules)
     CHECK(!st_sniff_is_text((const uint8_t *)"ok \xe2\x82", 5, true));
     CHECK(!st_sniff_is_text((const uint8_t *)"ok \xe2\x28", 5, false));
     CHECK(!st_sniff_is_text((const uint8_t *)"ok \xed\xa0", 5, false));
-    /* Protocol-0 pickles are ASCII but never text. */
-    CHECK(!st_sniff_is_text((const uint8_t *)"N.", 2, true));
+    /* Protocol-0 pickles that import or call are ASCII but never text; data-only
+     * ones are text (issue 23: a model card starting "N.B." is NONE STOP). */
+    CHECK(st_sniff_is_text((const uint8_t *)"N.", 2, true));
+    CHECK(st_sniff_is_text((const uint8_t *)"N.B. see below\n", 15, true));
+    CHECK(!st_sniff_is_text((const uint8_t *)"N.cos\nsystem\n(S'ls'\ntR.", 23, true));
     CHECK(!st_sniff_is_text(SAMPLE(pickle_p0), true));
-    CHECK(!st_sniff_is_text(SAMPLE(pickle_p0_data_only), true));
+    CHECK(st_sniff_is_text(SAMPLE(pickle_p0_data_only), true));
     CHECK(!st_sniff_is_text(SAMPLE(pickle_inst), true));
 }
 
@@ -634,6 +639,175 @@ TEST(bounded_inputs)
     free(buf);
 }
 
+/* ---- what a pickle would do (issue 23) ---- */
+
+/* The finding named global in info, NULL when absent. */
+static const st_pickle_finding *finding_of(const st_sniff_info *info, const char *global)
+{
+    for (size_t i = 0; i < info->findings.count; i++)
+        if (strcmp(info->findings.items[i].global, global) == 0)
+            return &info->findings.items[i];
+    return NULL;
+}
+
+/* buf sniffs as format and lists global with that severity and call flag. */
+static void check_finding(int line, const uint8_t *buf, size_t len, st_format format,
+                          const char *global, st_pickle_severity severity, bool calls)
+{
+    st_sniff_info info;
+    st_format got = sniff(buf, len, &info);
+    const st_pickle_finding *f = finding_of(&info, global);
+    if (got == format && f != NULL && f->severity == severity && f->calls == calls) {
+        test_checks_passed++;
+        return;
+    }
+    test_checks_failed++;
+    fprintf(stderr, "%s:%d: sniffed %s with %zu findings; wanted %s with %s (%s%s)\n", __FILE__,
+            line, st_format_name(got), info.findings.count, st_format_name(format), global,
+            st_pickle_severity_name(severity), calls ? ", called" : "");
+    for (size_t i = 0; i < info.findings.count; i++)
+        fprintf(stderr, "  %s %s calls=%d\n", info.findings.items[i].global,
+                st_pickle_severity_name(info.findings.items[i].severity),
+                info.findings.items[i].calls);
+}
+
+/* (buf, len, format, global, severity, calls); variadic so that SAMPLE() fits */
+#define CHECK_FINDING(...) check_finding(__LINE__, __VA_ARGS__)
+
+TEST(pickle_findings_real_files)
+{
+    CHECK_FINDING(SAMPLE(findings_os_system_p2), ST_FORMAT_PICKLE, "posix.system",
+                  ST_PICKLE_DANGEROUS, true);
+    CHECK_FINDING(SAMPLE(findings_exec_p4), ST_FORMAT_PICKLE, "builtins.exec", ST_PICKLE_DANGEROUS,
+                  true);
+    CHECK_FINDING(SAMPLE(findings_popen_p5), ST_FORMAT_PICKLE, "subprocess.Popen",
+                  ST_PICKLE_DANGEROUS, true);
+    CHECK_FINDING(SAMPLE(findings_torch_zip_system), ST_FORMAT_PYTORCH_ZIP, "posix.system",
+                  ST_PICKLE_DANGEROUS, true);
+    CHECK_FINDING(SAMPLE(findings_npy_system), ST_FORMAT_NUMPY, "posix.system", ST_PICKLE_DANGEROUS,
+                  true);
+    CHECK_FINDING(SAMPLE(pickle_p0), ST_FORMAT_PICKLE, "_codecs.encode", ST_PICKLE_BENIGN, true);
+    /* a torch state dict: tensor rebuilding only, every finding benign */
+    CHECK_FINDING(SAMPLE(findings_torch_state_dict), ST_FORMAT_PYTORCH_ZIP,
+                  "torch._utils._rebuild_tensor_v2", ST_PICKLE_BENIGN, true);
+    CHECK_FINDING(SAMPLE(findings_torch_state_dict), ST_FORMAT_PYTORCH_ZIP,
+                  "collections.OrderedDict", ST_PICKLE_BENIGN, true);
+    CHECK_FINDING(SAMPLE(findings_torch_state_dict), ST_FORMAT_PYTORCH_ZIP, "torch.FloatStorage",
+                  ST_PICKLE_BENIGN, false);
+    st_sniff_info info;
+    (void)sniff(SAMPLE(findings_torch_state_dict), &info);
+    CHECK(st_pickle_findings_worst(&info.findings) == ST_PICKLE_BENIGN);
+    (void)sniff(SAMPLE(torch_legacy), &info);
+    CHECK(finding_of(&info, "torch._utils._rebuild_tensor_v2") != NULL);
+    /* the model card starting "N.B." and a data-only pickle are text, with nothing found */
+    check_sniff(__LINE__, SAMPLE(text_nb_model_card), ST_FORMAT_TEXT, "UTF-8 text");
+    CHECK(st_sniff_is_text(SAMPLE(text_nb_model_card), true));
+    CHECK(!st_sniff_is_code_pickle(SAMPLE(text_nb_model_card), true));
+    CHECK(st_sniff_is_pickle(SAMPLE(text_nb_model_card)));
+    (void)sniff(SAMPLE(pickle_p0_data_only), &info);
+    CHECK(info.findings.count == 0);
+    /* a binary data-only pickle is still a pickle: not text */
+    CHECK_SNIFF((const uint8_t *)"]q\0.", 4, ST_FORMAT_PICKLE, NULL);
+}
+
+TEST(pickle_findings_crafted)
+{
+    /* protocol 0, text opcodes: GLOBAL + REDUCE */
+    const char *p0 = "cos\nsystem\n(S'echo hi'\ntR.";
+    CHECK_FINDING((const uint8_t *)p0, strlen(p0), ST_FORMAT_PICKLE, "os.system",
+                  ST_PICKLE_DANGEROUS, true);
+    /* INST imports and calls in one opcode */
+    CHECK_FINDING(SAMPLE(pickle_inst), ST_FORMAT_PICKLE, "builtins.str", ST_PICKLE_UNKNOWN, true);
+    /* STACK_GLOBAL on strings fetched back from the memo, then NEWOBJ */
+    static const uint8_t memo[] = "\x80\x04\x8c\x05runpy\x94\x8c\x08run_path\x94" /* */
+                                  "h\x00h\x01\x93)\x81.";
+    CHECK_FINDING(memo, sizeof memo - 1, ST_FORMAT_PICKLE, "runpy.run_path", ST_PICKLE_DANGEROUS,
+                  true);
+    /* imported, never called */
+    static const uint8_t imported[] = "\x80\x02"
+                                      "cwebbrowser\nopen\n.";
+    CHECK_FINDING(imported, sizeof imported - 1, ST_FORMAT_PICKLE, "webbrowser.open",
+                  ST_PICKLE_DANGEROUS, false);
+    /* OBJ and NEWOBJ_EX call too */
+    static const uint8_t obj[] = "\x80\x02(cshutil\nrmtree\nS'/'\no.";
+    CHECK_FINDING(obj, sizeof obj - 1, ST_FORMAT_PICKLE, "shutil.rmtree", ST_PICKLE_DANGEROUS,
+                  true);
+    static const uint8_t newobj_ex[] = "\x80\x04\x8c\x06socket\x8c\x06socket\x93)}\x92.";
+    CHECK_FINDING(newobj_ex, sizeof newobj_ex - 1, ST_FORMAT_PICKLE, "socket.socket",
+                  ST_PICKLE_DANGEROUS, true);
+    /* an extension code, and a STACK_GLOBAL whose operands are not strings */
+    static const uint8_t ext[] = "\x80\x02\x82\x05)R.";
+    CHECK_FINDING(ext, sizeof ext - 1, ST_FORMAT_PICKLE, "(extension code 5)", ST_PICKLE_UNKNOWN,
+                  true);
+    static const uint8_t unresolved[] = "\x80\x04K\x01K\x02\x93)R.";
+    CHECK_FINDING(unresolved, sizeof unresolved - 1, ST_FORMAT_PICKLE, "?", ST_PICKLE_UNKNOWN,
+                  true);
+    /* a payload after a harmless first pickle is found */
+    const char *second = "N.cos\nsystem\n(S'echo hi'\ntR.";
+    CHECK_FINDING((const uint8_t *)second, strlen(second), ST_FORMAT_PICKLE, "os.system",
+                  ST_PICKLE_DANGEROUS, true);
+}
+
+TEST(pickle_findings_bounded)
+{
+    /* more distinct globals than the list holds: the first ones listed, the rest counted */
+    char buf[1024];
+    size_t n = 0;
+    for (int i = 0; i < ST_PICKLE_FINDINGS_MAX + 4; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "cm%d\nf\n0", i);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "N.");
+    st_sniff_info info;
+    CHECK_STR(st_format_name(sniff((const uint8_t *)buf, n, &info)), "pickle");
+    CHECK(info.findings.count == ST_PICKLE_FINDINGS_MAX);
+    CHECK(info.findings.omitted == 4);
+    /* padding with harmless imports does not push a payload out of the list: the
+     * dangerous global displaces an unknown one, and its call is seen */
+    n = 0;
+    for (int i = 0; i < ST_PICKLE_FINDINGS_MAX + 2; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "cm%d\nf\n0", i);
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "cos\nsystem\n(S'echo hi'\ntR.");
+    CHECK_FINDING((const uint8_t *)buf, n, ST_FORMAT_PICKLE, "os.system", ST_PICKLE_DANGEROUS,
+                  true);
+    CHECK_STR(st_format_name(sniff((const uint8_t *)buf, n, &info)), "pickle");
+    CHECK(info.findings.count == ST_PICKLE_FINDINGS_MAX);
+    CHECK(info.findings.omitted == 3);
+    CHECK(finding_of(&info, "m0.f") == NULL);
+    CHECK(finding_of(&info, "m1.f") != NULL);
+    /* a name is cut and kept printable */
+    char longname[300] = "\x80\x04\x8c\xc8";
+    memset(longname + 4, 'a', 200);
+    memcpy(longname + 204, "\x8c\x01\x01\x93.", 5);
+    CHECK_STR(st_format_name(sniff((const uint8_t *)longname, 209, &info)), "pickle");
+    CHECK(info.findings.count == 1);
+    CHECK(strlen(info.findings.items[0].global) == ST_PICKLE_GLOBAL_MAX - 1);
+}
+
+TEST(pickle_globals_table)
+{
+    CHECK(st_pickle_global_severity("os", "system") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("posix", "system") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("nt", "system") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("os.path", "join") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("builtins", "getattr") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("builtins", "exec.__call__") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("__builtin__", "eval") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("importlib.util", "spec_from_file_location") ==
+          ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("requests.api", "get") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("http.client", "HTTPConnection") == ST_PICKLE_DANGEROUS);
+    CHECK(st_pickle_global_severity("torch._utils", "_rebuild_tensor_v2") == ST_PICKLE_BENIGN);
+    CHECK(st_pickle_global_severity("torch", "FloatStorage") == ST_PICKLE_BENIGN);
+    CHECK(st_pickle_global_severity("numpy.core.multiarray", "_reconstruct") == ST_PICKLE_BENIGN);
+    CHECK(st_pickle_global_severity("builtins", "set") == ST_PICKLE_BENIGN);
+    CHECK(st_pickle_global_severity("builtins", "str") == ST_PICKLE_UNKNOWN);
+    CHECK(st_pickle_global_severity("osx", "a") == ST_PICKLE_UNKNOWN);
+    CHECK(st_pickle_global_severity("mymodel", "Net") == ST_PICKLE_UNKNOWN);
+    CHECK(st_pickle_dangerous_rule_count() >= 100);
+    CHECK_STR(st_pickle_severity_name(ST_PICKLE_DANGEROUS), "dangerous");
+    CHECK_STR(st_pickle_severity_name(ST_PICKLE_UNKNOWN), "unknown");
+    CHECK_STR(st_pickle_severity_name(ST_PICKLE_BENIGN), "benign");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -653,5 +827,9 @@ int main(int argc, char **argv)
     RUN(safetensors_lookalikes_are_never_safetensors);
     RUN(truncated_and_empty_inputs);
     RUN(bounded_inputs);
+    RUN(pickle_findings_real_files);
+    RUN(pickle_findings_crafted);
+    RUN(pickle_findings_bounded);
+    RUN(pickle_globals_table);
     return test_report(argv[0]);
 }

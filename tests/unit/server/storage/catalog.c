@@ -247,6 +247,14 @@ static void count_rejection(void *ctx, const tg_rejection *r)
     *last = r->id;
 }
 
+/* Keeps the findings text of the rejections listed, by id (1..5). */
+static void keep_findings(void *ctx, const tg_rejection *r)
+{
+    char(*texts)[TG_REJECTION_FINDINGS_MAX] = ctx;
+    if (r->id >= 1 && r->id <= 5)
+        snprintf(texts[r->id], sizeof texts[r->id], "%s", r->findings);
+}
+
 TEST(rejections_and_tokens)
 {
     tg_catalog *catalog = open_fresh();
@@ -257,8 +265,18 @@ TEST(rejections_and_tokens)
         tg_time_now(r.time);
         snprintf(r.reason, sizeof r.reason, "refused_format");
         snprintf(r.client, sizeof r.client, "127.0.0.1");
+        /* schema 7: a refused pickle's findings, kept as JSON text */
+        if (i == 3)
+            snprintf(r.findings, sizeof r.findings,
+                     "[{\"global\":\"posix.system\",\"calls\":true,\"severity\":\"dangerous\","
+                     "\"offset\":2}]");
         CHECK(tg_catalog_rejection_add(catalog, &r) == TG_CAT_OK);
     }
+    static char texts[6][TG_REJECTION_FINDINGS_MAX];
+    memset(texts, 0, sizeof texts);
+    CHECK(tg_catalog_rejection_list(catalog, 0, 10, keep_findings, texts) == TG_CAT_OK);
+    CHECK(strstr(texts[4], "posix.system") != NULL);
+    CHECK_STR(texts[3], "");
     int64_t last = 0;
     CHECK(tg_catalog_rejection_list(catalog, 0, 2, count_rejection, &last) == TG_CAT_OK);
     CHECK_EQ_U64(last, 4); /* newest first: 5, 4 */
