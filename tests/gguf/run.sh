@@ -58,3 +58,48 @@ print(f"gguf corpus: {len(rows)} files ({sum(e == 'valid' for _, e in rows)} val
 print(f"gguf: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
 PYEOF
+
+# --- over HTTP: a real server; a valid GGUF upload is stored (kind gguf), a refused one
+# is answered 422 with its reason, and POST /v1/scan says the same
+W=$tmp/srv
+mkdir -p "$W"
+"$bin" serve --listen 127.0.0.1:0 --data "$W/data" >"$W/out" 2>"$W/log" &
+spid=$!
+trap 'kill $spid 2>/dev/null; wait $spid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+port=
+for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$W/log" | head -n 1)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+[ -n "$port" ] || { echo "FAIL: server did not start"; cat "$W/log"; exit 1; }
+U="http://127.0.0.1:$port"
+T=$("$bin" token create --data "$W/data" --scope write --namespace acme | tail -n 1)
+curl -s -o /dev/null -H "Authorization: Bearer $T" -d '{"name":"acme/llm"}' "$U/v1/models"
+curl -s -o /dev/null -H "Authorization: Bearer $T" -X POST "$U/v1/models/acme/llm/versions"
+hp=0
+hf=0
+check() { # NAME EXPECTED ACTUAL
+    if [ "$2" = "$3" ]; then hp=$((hp + 1)); else hf=$((hf + 1)); echo "FAIL http $1: expected $2, got $3"; fi
+}
+put() { # FILE NAME: prints status and body
+    curl -s -o "$W/body" -w '%{http_code}' -H "Authorization: Bearer $T" -T "$tmp/corpus/$1" \
+        "$U/v1/models/acme/llm/versions/1/files/$2"
+}
+check "valid upload" 201 "$(put valid_metadata.gguf model-Q8_0.gguf)"
+check "valid kind" gguf "$(curl -s "$U/v1/models/acme/llm/versions/1/files" -H "Authorization: Bearer $T" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); f=d.get("files",d); print([x for x in f if x["path"]=="model-Q8_0.gguf"][0]["kind"])' 2>/dev/null)"
+check "refused upload" 422 "$(put poc_string_length_huge.gguf evil.gguf)"
+check "refused reason" gguf_string "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reason"])' "$W/body" 2>/dev/null)"
+check "refused padding upload" 422 "$(put padding_between_nonzero.gguf pad.gguf)"
+check "scan valid" true "$(curl -s -H "Authorization: Bearer $T" --data-binary "@$tmp/corpus/valid_all_types.gguf" "$U/v1/scan" |
+    python3 -c 'import json,sys; print(str(json.load(sys.stdin)["valid"]).lower())' 2>/dev/null)"
+check "scan refused" gguf_dims "$(curl -s -H "Authorization: Bearer $T" --data-binary "@$tmp/corpus/dims_5.gguf" "$U/v1/scan" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["reason"])' 2>/dev/null)"
+echo "gguf http: $hp passed, $hf failed"
+[ "$hf" -eq 0 ] || exit 1
+
+# --- the differential run against @huggingface/gguf (needs node and npm)
+if [ "${TG_GGUF_DIFFERENTIAL:-1}" = 1 ] && [ -x "$here/differential.sh" ]; then
+    "$here/differential.sh" "$bin" "$tmp/corpus" || exit 1
+fi
