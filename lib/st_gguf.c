@@ -481,9 +481,8 @@ static st_reason read_shape(reader *r, st_gguf_tensor *t)
         reason = read_u64(r, &t->ne[j], "a dimension");
         if (reason != ST_OK)
             return reason;
-        if (t->ne[j] == 0 || t->ne[j] > (uint64_t)INT64_MAX)
-            return tensor_error(r, ST_GGUF_SHAPE, dim_at, t,
-                                "a dimension is 0 or larger than INT64_MAX");
+        if (t->ne[j] == 0 || t->ne[j] > ST_GGUF_DIM_MAX)
+            return tensor_error(r, ST_GGUF_SHAPE, dim_at, t, "a dimension is 0 or above 2^32");
     }
     return ST_OK;
 }
@@ -621,6 +620,11 @@ static st_reason read_counts(parse_state *st)
     uint64_t room = room_left(r);
     uint64_t tc = st->file->tensor_count;
     uint64_t kc = st->file->kv_count;
+    if (tc > ST_GGUF_TENSOR_COUNT_MAX || kc > ST_GGUF_KV_COUNT_MAX)
+        return st_error_set(r->err, ST_GGUF_COUNT, 8, NULL,
+                            "%llu tensors and %llu key-values: more than %u or %u",
+                            (unsigned long long)tc, (unsigned long long)kc,
+                            ST_GGUF_TENSOR_COUNT_MAX, ST_GGUF_KV_COUNT_MAX);
     if (tc > room / TENSOR_MIN_BYTES || kc > room / KV_MIN_BYTES ||
         tc * TENSOR_MIN_BYTES + kc * KV_MIN_BYTES > room)
         return st_error_set(r->err, ST_GGUF_COUNT, 8, NULL,

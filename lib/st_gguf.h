@@ -17,10 +17,15 @@
 
 #include "st_error.h"
 
-#define ST_GGUF_KEY_MAX 65535u          /* the specification's bound on a key */
-#define ST_GGUF_TENSOR_NAME_MAX 63u     /* ggml's GGML_MAX_NAME - 1 */
-#define ST_GGUF_STRING_MAX (1ULL << 30) /* the reference parser's bound */
-#define ST_GGUF_ARRAY_MAX (1ULL << 30)  /* elements, the reference parser's bound */
+#define ST_GGUF_KEY_MAX 65535u      /* the specification's bound on a key */
+#define ST_GGUF_TENSOR_NAME_MAX 63u /* ggml's GGML_MAX_NAME - 1 */
+/* Bounds of @huggingface/gguf (the Hub's parser), tighter than ggml's 1 GiB: a file the
+ * Hub cannot read is not admitted either (docs/DESIGN.md, "GGUF") */
+#define ST_GGUF_STRING_MAX 10000000u /* bytes in a string value */
+#define ST_GGUF_ARRAY_MAX 1000000u   /* elements in an array */
+#define ST_GGUF_KV_COUNT_MAX 100000u /* key-value pairs */
+#define ST_GGUF_TENSOR_COUNT_MAX 10000000u
+#define ST_GGUF_DIM_MAX (1ULL << 32) /* elements along one dimension */
 #define ST_GGUF_ALIGNMENT_DEFAULT 32u
 #define ST_GGUF_ALIGNMENT_MAX 65536u /* a power of two up to this */
 #define ST_GGUF_DIMS_MAX 4u

@@ -183,6 +183,10 @@ def cases():
     ok("row_not_block_multiple", ("gguf_block", gguf([("a", [31, 2], 2)])))
     ok("elements_overflow", ("gguf_size_overflow", gguf([("a", [1 << 31, 1 << 31, 1 << 31], 24)])))
     ok("bytes_overflow", ("gguf_size_overflow", gguf([("a", [1 << 31, 1 << 31], 28)])))
+    ok("dim_above_2p32", ("gguf_shape", gguf([("a", [(1 << 32) + 1], 24)])))
+    ok("array_above_bound", ("gguf_array", gguf(T1, kvs=[ARCH, kv("a.b", ARRAY, (U8, [0] * 1000001))])))
+    ok("string_above_bound", ("gguf_string", gguf(T1, kvs=[ARCH, kv("a.b", STRING, "x" * 10000001)])))
+    ok("n_kv_above_bound", ("gguf_count", gguf([], n_kv=100001)))
     # ---- offsets and the data section ----
     ok("offset_unaligned", ("gguf_offset", gguf(T2, offsets=[1, 64])))
     ok("offset_overlap", ("gguf_overlap", gguf(T2, offsets=[0, 0])))
