@@ -42,6 +42,15 @@ for mode in ([], ["--sidecar"]):
         else:
             failed += 1
             print(f"FAIL {name} {' '.join(mode)}: expected {expect}, got {got} ({v['format']}: {v['detail']})")
+# a header above --max-header
+p = subprocess.run([binary, "validate", "--json", "--max-header", "100",
+                    os.path.join(corpus, "valid_v3_f32.gguf")], capture_output=True, text=True)
+got = json.loads(p.stdout)["reason"]
+if got == "gguf_header_too_large":
+    passed += 1
+else:
+    failed += 1
+    print(f"FAIL --max-header 100: expected gguf_header_too_large, got {got}")
 # standard input: the size is unknown to the gate, the verdict must not change
 for name, expect in rows:
     with open(os.path.join(corpus, name + ".gguf"), "rb") as f:
