@@ -887,7 +887,8 @@ static void head_step(st_gate *gate, bool at_end)
         return;
     }
     /* GGUF by its magic: no safetensors file starts so (N would be above the limit) */
-    if (st_gguf_is_attempt(gate->buf, gate->buf_len)) {
+    if ((gate->config.kind == ST_GATE_SIDECAR || gate->config.admit_gguf) &&
+        st_gguf_is_attempt(gate->buf, gate->buf_len)) {
         gguf_begin(gate, at_end);
         return;
     }

@@ -116,19 +116,23 @@ static st_reason take(reader *r, uint64_t n, const uint8_t **out, const char *wh
         end = UINT64_MAX;
     if (r->file_size != ST_GGUF_SIZE_UNKNOWN && end > r->file_size) {
         r->need = 0;
-        return st_error_set(r->err, ST_GGUF_TRUNCATED, r->pos, NULL,
-                            "the file ends at offset %llu inside the header (%s)",
-                            (unsigned long long)r->file_size, what);
+        st_error_set(r->err, ST_GGUF_TRUNCATED, r->pos, NULL,
+                     "the file ends at offset %llu inside the header (%s)",
+                     (unsigned long long)r->file_size, what);
+        return ST_GGUF_TRUNCATED;
     }
-    if (end > r->limit)
-        return st_error_set(r->err, ST_GGUF_HEADER_TOO_LARGE, r->pos, NULL,
-                            "the header goes past the limit of %llu bytes (%s)",
-                            (unsigned long long)r->limit, what);
+    if (end > r->limit) {
+        st_error_set(r->err, ST_GGUF_HEADER_TOO_LARGE, r->pos, NULL,
+                     "the header goes past the limit of %llu bytes (%s)",
+                     (unsigned long long)r->limit, what);
+        return ST_GGUF_HEADER_TOO_LARGE;
+    }
     if (end > r->len) {
         r->need = end;
-        return st_error_set(r->err, ST_GGUF_TRUNCATED, r->pos, NULL,
-                            "the input ends at offset %llu inside the header (%s)",
-                            (unsigned long long)r->len, what);
+        st_error_set(r->err, ST_GGUF_TRUNCATED, r->pos, NULL,
+                     "the input ends at offset %llu inside the header (%s)",
+                     (unsigned long long)r->len, what);
+        return ST_GGUF_TRUNCATED;
     }
     *out = r->buf + r->pos;
     r->pos = end;

@@ -23,6 +23,7 @@ static void check_accepted(const uint8_t *data, size_t size)
 {
     st_gguf_file file;
     st_error err;
+    st_error_clear(&err);
     if (st_gguf_parse_header(data, size, size, HEADER_LIMIT, &file, NULL, &err) != ST_OK)
         abort();
     uint64_t end = file.data_start;
@@ -71,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size)
         memcpy(data, input, size);
 
     st_error err;
+    st_error_clear(&err);
     st_reason direct = st_gguf_check_buffer(data, size, HEADER_LIMIT, &err);
 
     st_gate_config config;

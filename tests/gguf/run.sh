@@ -101,9 +101,13 @@ check "valid kind" gguf "$(curl -s "$U/v1/models/acme/llm/versions/1/files" -H "
 check "refused upload" 422 "$(put poc_string_length_huge.gguf evil.gguf)"
 check "refused reason" gguf_string "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["reason"])' "$W/body" 2>/dev/null)"
 check "refused padding upload" 422 "$(put padding_between_nonzero.gguf pad.gguf)"
-check "scan valid" true "$(curl -s -H "Authorization: Bearer $T" --data-binary "@$tmp/corpus/valid_all_types.gguf" "$U/v1/scan" |
+# a valid GGUF named *.safetensors is not safetensors: refused as a format, 415
+check "gguf named safetensors" 415 "$(put valid_v3_f32.gguf model.safetensors)"
+check "scan as safetensors" refused_format "$(curl -s -H "Authorization: Bearer $T" --data-binary "@$tmp/corpus/valid_v3_f32.gguf" "$U/v1/scan" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["reason"])' 2>/dev/null)"
+check "scan valid" true "$(curl -s -H "Authorization: Bearer $T" --data-binary "@$tmp/corpus/valid_all_types.gguf" "$U/v1/scan?kind=sidecar" |
     python3 -c 'import json,sys; print(str(json.load(sys.stdin)["valid"]).lower())' 2>/dev/null)"
-check "scan refused" gguf_dims "$(curl -s -H "Authorization: Bearer $T" --data-binary "@$tmp/corpus/dims_5.gguf" "$U/v1/scan" |
+check "scan refused" gguf_dims "$(curl -s -H "Authorization: Bearer $T" --data-binary "@$tmp/corpus/dims_5.gguf" "$U/v1/scan?kind=sidecar" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["reason"])' 2>/dev/null)"
 echo "gguf http: $hp passed, $hf failed"
 [ "$hf" -eq 0 ] || exit 1
