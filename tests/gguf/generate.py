@@ -177,7 +177,9 @@ def cases():
     ok("dims_5", ("gguf_dims", gguf([("a", [1, 1, 1, 1, 8], 0)])))
     ok("dim_zero", ("gguf_shape", gguf([("a", [8, 0], 0)])))
     ok("dim_negative", ("gguf_shape", gguf([("a", [8, 1 << 63], 0)])))
-    ok("ggml_type_unknown", ("gguf_ggml_type", gguf([("a", [32], 40)])))
+    ok("ggml_type_unknown", ("gguf_ggml_type", gguf([("a", [32], 99)])))
+    # NVFP4 (40): known to @huggingface/gguf 0.4.6, not in the specification's table
+    ok("ggml_type_not_in_spec", ("gguf_ggml_type", gguf([("a", [64], 40)])))
     ok("ggml_type_removed_q4_2", ("gguf_ggml_type", gguf([("a", [32], 4)])))
     ok("ggml_type_removed_q4_0_4_4", ("gguf_ggml_type", gguf([("a", [32], 31)])))
     ok("row_not_block_multiple", ("gguf_block", gguf([("a", [31, 2], 2)])))
