@@ -18,6 +18,9 @@
  *            already certain here (st_gate_refusal_certain): only the format's name
  *            waits, and until the end the verdict holds the refusal the head gives,
  *            so a caller that stops before the end still has a deterministic answer;
+ *   GGUF_HEADER  content that starts with the GGUF magic (sidecar kind, or config.admit_gguf):
+ *            buffered up to the header limit and parsed by st_gguf as it grows;
+ *   GGUF_DATA    its data section streams through st_gguf_data (padding, the end);
  *   DONE     a final verdict was reached.
  *
  * The candidate rule ("is this a safetensors attempt?", docs/DESIGN.md §3: framing first).
