@@ -42,6 +42,7 @@ int tg_cmd_validate(int argc, char **argv)
     st_gate_config config;
     memset(&config, 0, sizeof config);
     config.kind = ST_GATE_SAFETENSORS;
+    config.admit_gguf = true; /* a GGUF file gets the GGUF validator's verdict */
     bool json = false;
     optind = 1;
     opterr = 0;

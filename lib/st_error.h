@@ -69,6 +69,34 @@ typedef enum st_reason {
     ST_CODE_SCRIPT,          /* a shell or other script, by name or by a #! line */
     ST_CODE_NATIVE,          /* a shared object or executable, by name or by its magic */
     ST_CODE_REFERENCE,       /* configuration pointing a loader at code (auto_map, ...) */
+    /* GGUF (st_gguf.h) */
+    ST_GGUF_MAGIC,            /* the first four bytes are not GGUF */
+    ST_GGUF_VERSION,          /* a version other than 2 or 3 */
+    ST_GGUF_COUNT,            /* a tensor or key-value count the header cannot hold */
+    ST_GGUF_TRUNCATED,        /* the file ends inside the header */
+    ST_GGUF_HEADER_TOO_LARGE, /* the header ends past the header limit */
+    ST_GGUF_KEY,              /* a key empty, too long or not printable ASCII */
+    ST_GGUF_STRING,           /* a string longer than the bound or than the file */
+    ST_GGUF_UTF8,             /* a string or tensor name that is not UTF-8 */
+    ST_GGUF_TYPE,             /* an unknown metadata value type */
+    ST_GGUF_ARRAY,            /* an array too long, of an unknown type, or nested */
+    ST_GGUF_BOOL,             /* a boolean other than 0 or 1 */
+    ST_GGUF_DUPLICATE_KEY,    /* a key repeated */
+    ST_GGUF_ALIGNMENT,        /* general.alignment not a u32 power of two within the bound */
+    ST_GGUF_ARCHITECTURE,     /* general.architecture missing or not a string */
+    ST_GGUF_TENSOR_NAME,      /* a tensor name empty or too long */
+    ST_GGUF_DUPLICATE_TENSOR, /* a tensor name repeated */
+    ST_GGUF_DIMS,             /* fewer than 1 or more than 4 dimensions */
+    ST_GGUF_SHAPE,            /* a dimension of 0 or above INT64_MAX */
+    ST_GGUF_GGML_TYPE,        /* an unknown or removed ggml type */
+    ST_GGUF_BLOCK,            /* a row length not a multiple of the type's block */
+    ST_GGUF_SIZE_OVERFLOW,    /* element count or byte size overflows */
+    ST_GGUF_OFFSET,           /* a tensor offset not a multiple of the alignment */
+    ST_GGUF_OVERLAP,          /* a tensor offset before the previous tensor's padded end */
+    ST_GGUF_DATA_HOLE,        /* a tensor offset after the previous tensor's padded end */
+    ST_GGUF_DATA_TRUNCATED,   /* the file ends before the last tensor does */
+    ST_GGUF_TRAILING,         /* bytes after the padded end of the last tensor */
+    ST_GGUF_PADDING,          /* a padding byte that is not zero */
     ST_REASON_COUNT
 } st_reason;
 

@@ -20,6 +20,9 @@
  *            already certain here (st_gate_refusal_certain): only the format's name
  *            waits, and until the end the verdict holds the refusal the head gives,
  *            so a caller that stops before the end still has a deterministic answer;
+ *   GGUF_HEADER  content that starts with the GGUF magic (sidecar kind, or config.admit_gguf):
+ *            buffered up to the header limit and parsed by st_gguf as it grows;
+ *   GGUF_DATA    its data section streams through st_gguf_data (padding, the end);
  *   DONE     a final verdict was reached.
  *
  * The candidate rule ("is this a safetensors attempt?", docs/DESIGN.md §3: framing first).
@@ -64,6 +67,7 @@
 #include "st_gate.h"
 #include "st_alloc.h"
 #include "st_code.h"
+#include "st_gguf.h"
 #include "st_utf8.h"
 
 #include <jansson.h>
@@ -82,6 +86,8 @@ typedef enum gate_phase {
     PHASE_DATA,
     PHASE_SIDECAR,
     PHASE_TAIL,
+    PHASE_GGUF_HEADER, /* a GGUF attempt (magic "GGUF"): buffer until st_gguf parses it */
+    PHASE_GGUF_DATA,   /* its data section streams through st_gguf_data */
     PHASE_DONE,
 } gate_phase;
 
@@ -126,6 +132,11 @@ struct st_gate {
     bool over_budget; /* the out_of_memory stop was config.reserve's refusal */
     size_t reserved;  /* bytes granted by config.reserve, released by st_gate_free */
     st_verdict verdict;
+
+    bool have_gguf;
+    st_gguf_file gguf; /* points into buf, which is kept while it lives */
+    st_gguf_data gguf_data;
+    size_t gguf_next_try; /* buf_len at which the header parse is tried again */
 };
 
 static bool is_json_space(uint8_t c)
@@ -812,6 +823,78 @@ static void sidecar_begin(st_gate *gate, bool at_end)
     sidecar_step(gate, at_end);
 }
 
+/* ---- GGUF phases (st_gguf.h; docs/DESIGN.md, "GGUF") ----
+ *
+ * The header is buffered (bounded by the header limit) and parsed again each time the
+ * buffer doubles or reaches what the last parse needed: a parse of a prefix either
+ * asks for more bytes or gives the verdict of the whole, so the chunking never changes
+ * the answer. The data section then streams through st_gguf_data. */
+
+static void gguf_refuse(st_gate *gate)
+{
+    finish_refused(gate, ST_FORMAT_GGUF);
+}
+
+static void gguf_data_consume(st_gate *gate, const uint8_t *data, size_t len)
+{
+    gate->seen += len;
+    if (st_gguf_data_feed(&gate->gguf, &gate->gguf_data, data, len, &gate->verdict.error) != ST_OK)
+        gguf_refuse(gate);
+}
+
+static void gguf_data_finish(st_gate *gate)
+{
+    if (st_gguf_data_finish(&gate->gguf, &gate->gguf_data, &gate->verdict.error) != ST_OK) {
+        gguf_refuse(gate);
+        return;
+    }
+    finish_accepted(gate, ST_FORMAT_GGUF);
+}
+
+static void gguf_header_step(st_gate *gate, bool at_end)
+{
+    if (!at_end && gate->buf_len < gate->gguf_next_try && gate->buf_len < gate->buf_bound)
+        return;
+    uint64_t need = 0;
+    st_reason reason =
+        st_gguf_parse_header(gate->buf, gate->buf_len, known_size(gate, false), gate->header_limit,
+                             &gate->gguf, &need, &gate->verdict.error);
+    if (reason == ST_OUT_OF_MEMORY) {
+        fail_out_of_memory(gate);
+        return;
+    }
+    if (reason == ST_GGUF_TRUNCATED && need != 0 && !at_end) {
+        /* wait for what the parse needs, and for the buffer to double at least */
+        uint64_t next = (uint64_t)gate->buf_len * 2;
+        gate->gguf_next_try = (size_t)(need > next ? need : next);
+        return;
+    }
+    if (reason != ST_OK) {
+        gguf_refuse(gate);
+        return;
+    }
+    gate->have_gguf = true;
+    gate->phase = PHASE_GGUF_DATA;
+    st_gguf_data_init(&gate->gguf, &gate->gguf_data);
+    /* the bytes buffered past the header belong to the data section; buf stays (the
+     * parsed header points into it) */
+    size_t header_end = (size_t)gate->gguf.header_end;
+    gate->seen -= gate->buf_len - header_end;
+    gguf_data_consume(gate, gate->buf + header_end, gate->buf_len - header_end);
+    if (at_end && gate->phase == PHASE_GGUF_DATA)
+        gguf_data_finish(gate);
+}
+
+static void gguf_begin(st_gate *gate, bool at_end)
+{
+    gate->phase = PHASE_GGUF_HEADER;
+    gate->verdict.format = ST_FORMAT_GGUF;
+    gate->buf_bound =
+        gate->header_limit > gate->buf_len ? (size_t)gate->header_limit : gate->buf_len;
+    gate->gguf_next_try = 0;
+    gguf_header_step(gate, at_end);
+}
+
 /* ---- HEAD phase: the candidate rule ---- */
 
 static void not_an_attempt(st_gate *gate, bool at_end)
@@ -903,6 +986,12 @@ static void head_step(st_gate *gate, bool at_end)
         finish_refused(gate, ST_FORMAT_UNKNOWN);
         return;
     }
+    /* GGUF by its magic: no safetensors file starts so (N would be above the limit) */
+    if ((gate->config.kind == ST_GATE_SIDECAR || gate->config.admit_gguf) &&
+        st_gguf_is_attempt(gate->buf, gate->buf_len)) {
+        gguf_begin(gate, at_end);
+        return;
+    }
     /* rule 2 */
     if (length_bytes_are_text(gate->buf)) {
         not_an_attempt(gate, at_end);
@@ -976,6 +1065,13 @@ static void gate_step(st_gate *gate, bool at_end)
             if (at_end)
                 tail_finish(gate);
             return;
+        case PHASE_GGUF_HEADER:
+            gguf_header_step(gate, at_end);
+            break;
+        case PHASE_GGUF_DATA:
+            if (at_end)
+                gguf_data_finish(gate);
+            return;
         case PHASE_DONE:
             return;
         }
@@ -1033,6 +1129,8 @@ void st_gate_free(st_gate *gate)
         st_scanner_free(&gate->scanner);
     if (gate->have_file)
         st_file_free(&gate->file);
+    if (gate->have_gguf)
+        st_gguf_file_free(&gate->gguf);
     free(gate->buf);
     free(gate->ring);
     if (gate->reserved > 0 && gate->config.release != NULL)
@@ -1045,6 +1143,10 @@ st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len)
     while (len > 0 && gate->status == ST_GATE_CONTINUE) {
         if (gate->phase == PHASE_DATA) {
             data_consume(gate, data, len);
+            break;
+        }
+        if (gate->phase == PHASE_GGUF_DATA) {
+            gguf_data_consume(gate, data, len);
             break;
         }
         if (gate->phase == PHASE_TAIL) {

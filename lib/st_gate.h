@@ -55,6 +55,11 @@ typedef struct st_gate_config {
     const char *name;
     bool refuse_nonfinite;     /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
     uint64_t sidecar_max_size; /* 0 means 16 MiB */
+    /* GGUF content (magic "GGUF") is judged by the strict validator (st_gguf.h) and
+     * admitted as format gguf in the ST_GATE_SIDECAR kind (an upload not named
+     * *.safetensors), and in the safetensors kind too when this is set (`tensorgate
+     * validate`); otherwise the safetensors kind refuses it as refused_format. */
+    bool admit_gguf;
     /* Optional memory budget (NULL: none). reserve is asked before the gate's buffer
      * (the head, the header, a sidecar) grows by bytes; false stops the gate as an
      * allocation failure would, with st_gate_over_budget() true. What was granted is

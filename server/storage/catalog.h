@@ -78,7 +78,7 @@ typedef struct tg_version {
 
 typedef struct tg_file_record {
     char path[TG_PATH_MAX + 1];
-    char kind[16]; /* "safetensors", "json", "text", or png, jpeg, gif, webp, sentencepiece */
+    char kind[16]; /* "safetensors", "json", "text", "gguf", png, jpeg, gif, webp, sentencepiece */
     uint64_t size;
     char sha256[65];
     uint64_t tensors, parameters, nan, inf;

@@ -886,7 +886,13 @@ def family_format():
     add("format_zip_with_prefix", b"#!/bin/sh\necho self-extracting\nexit 0\n" + zip_bytes([("readme.txt", b"hello\n")]), "refused_format", "zip", ext="sh",
         note="ZIP behind a script prefix (EOCD from the end)")
     add("format_tar", tar_bytes([("model/config.txt", b"layers=2\n"), ("model/weights.bin", det_bytes(100, "tar"))]), "refused_format", "tar", ext="tar", note="ustar archive")
-    add("format_gguf", gguf_file(), "refused_format", "gguf", ext="gguf", note="GGUF v3 with one kv and one tensor")
+    add("format_gguf", gguf_file(), None, "gguf", ext="gguf", note="GGUF v3 with one kv and one tensor: strictly valid GGUF")
+    # GGUF as an upload not named *.safetensors gets it (the full classes: tests/gguf)
+    add("sidecar_gguf", gguf_file(), None, "gguf", ext="gguf", mode="sidecar", note="GGUF v3 upload: admitted")
+    bad = bytearray(gguf_file())
+    bad[-33] = 1  # the last padding byte before the data
+    add("sidecar_gguf_padding", bytes(bad), "gguf_padding", "gguf", offset=len(bad) - 33, ext="gguf",
+        mode="sidecar", note="GGUF v3 upload with a nonzero padding byte")
     add("format_hdf5", hdf5_file(), "refused_format", "hdf5", ext="h5", note="HDF5 superblock at 0")
     add("format_hdf5_user_block_512", hdf5_file(512), "refused_format", "hdf5", ext="h5", note="HDF5 signature after a 512-byte user block")
     add("format_hdf5_user_block_4096", hdf5_file(4096), "refused_format", "hdf5", ext="h5", note="HDF5 signature after a 4096-byte user block")
