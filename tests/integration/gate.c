@@ -641,10 +641,11 @@ TEST(pickle_findings)
     refusals_made++;
     CHECK_EQ_U64(it_count_blobs(), blobs_before);
 
-    /* a refusal that is no pickle has no findings member */
+    /* a refusal that is no pickle has no findings member (a GGUF under a
+     * .safetensors name, which promises safetensors: 415 refused_format) */
     it_buf b = {0};
     it_build_gguf(&b);
-    r = it_send("PUT", VBASE "/files/g.bin", write_token, b.data, b.len);
+    r = it_send("PUT", VBASE "/files/g.safetensors", write_token, b.data, b.len);
     CHECK_PROBLEM(r, 415, "refused_format");
     CHECK(json_object_get(r.json, "findings") == NULL);
     it_response_free(&r);
