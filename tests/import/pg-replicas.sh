@@ -28,61 +28,18 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d "${TMPDIR:-/tmp}/tg-import-pg.XXXXXX")
 chmod 755 "$W"
 export TENSORGATE_CATALOG="$TENSORGATE_TEST_PG"
-pids=
-cleanup() {
-    for p in $pids; do kill "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
-    rm -rf "$W"
-}
-trap cleanup EXIT INT TERM
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-ko() {
-    failed=$((failed + 1))
-    echo "FAIL: $*"
-}
-check() { # NAME COMMAND...
-    name=$1
-    shift
-    if "$@"; then ok; else ko "$name"; fi
-}
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_port() { # PORT
-    for _ in $(seq 1 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-start_tg() { # NAME; sets port
-    n=$1
-    "$BIN" serve --listen 127.0.0.1:0 --data "$W/$n" --job-lease-seconds 3 \
-        --import-allow 127.0.0.1/32 --import-min-rate 0 >"$W/$n.out" 2>"$W/$n.log" &
-    pids="$pids $!"
-    port=
-    for _ in $(seq 1 100); do
-        port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$W/$n.log" | head -n 1)
-        [ -n "$port" ] && return 0
-        sleep 0.1
-    done
-    echo "FAIL: replica $n did not start"
-    cat "$W/$n.log"
-    exit 1
-}
+. "$HERE/lib.sh"
 
 SP=$(free_port)
 python3 "$HERE/helpers.py" slow "$SP" "$W/slow.log" &
 pids="$pids $!"
 wait_port "$SP" || exit 1
 
-start_tg a
+start_tg a --job-lease-seconds 3 --import-allow 127.0.0.1/32 --import-min-rate 0
 A="http://127.0.0.1:$port"
 mkdir -p "$W/b"
 ln -s "$W/a/blobs" "$W/b/blobs"
-start_tg b
+start_tg b --job-lease-seconds 3 --import-allow 127.0.0.1/32 --import-min-rate 0
 B="http://127.0.0.1:$port"
 T=$("$BIN" token create --data "$W/a" --scope write --namespace acme | tail -n 1)
 curl -s -o /dev/null -H "Authorization: Bearer $T" -d '{"name":"acme/rep"}' "$A/v1/models"
