@@ -415,8 +415,11 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
     }
     if (readme != NULL) {
         json_t *card = card_data(req->server, readme);
-        if (card != NULL)
+        if (card != NULL) {
+            /* the card's tags and license join the Hub's tags, as the Hub does */
+            tg_hf_card_tags(card, json_object_get(body, "tags"));
             json_object_set_new(body, "cardData", card);
+        }
     }
     json_object_set_new(body, "siblings", siblings);
     json_object_set_new(body, "usedStorage", json_integer((json_int_t)used));

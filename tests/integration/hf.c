@@ -855,8 +855,11 @@ TEST(card_data)
                                  "- text-generation\n"
                                  "- 'tiny'\n"
                                  "datasets: [wikitext, c4]\n"
-                                 "base_model:\n"
-                                 "  nested: skipped\n"
+                                 "base_model: acme/base\n"
+                                 "model-index:\n"
+                                 "- name: hf-card\n"
+                                 "  results:\n"
+                                 "  - metrics: [{type: wer, value: 11.5}]\n"
                                  "inference: false\n"
                                  "---\n"
                                  "# A card\n";
@@ -879,6 +882,23 @@ TEST(card_data)
     CHECK_STR(json_string_value(json_array_get(tags, 1)), "tiny");
     CHECK(json_array_size(json_object_get(data, "datasets")) == 2);
     CHECK(json_is_false(json_object_get(data, "inference")));
+    /* nested maps and lists (parsed by libyaml) */
+    json_t *metric = json_array_get(
+        json_object_get(
+            json_array_get(
+                json_object_get(json_array_get(json_object_get(data, "model-index"), 0), "results"),
+                0),
+            "metrics"),
+        0);
+    CHECK(json_real_value(json_object_get(metric, "value")) == 11.5);
+    /* the card's tags, license, base model and datasets join the Hub's tags */
+    json_t *hub_tags = json_object_get(r.json, "tags");
+    static const char *const expected[] = {
+        "safetensors",          "text-generation",  "tiny",      "license:apache-2.0",
+        "base_model:acme/base", "dataset:wikitext", "dataset:c4"};
+    CHECK(json_array_size(hub_tags) == sizeof expected / sizeof expected[0]);
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        CHECK_STR(json_string_value(json_array_get(hub_tags, i)), expected[i]);
     it_response_free(&r);
     /* a model without a root README.md has no cardData */
     r = it_get("/api/models/" SINGLE);
