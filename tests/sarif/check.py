@@ -183,6 +183,13 @@ rc, out, err = cli("validate", "--format", "sarif", "ok.safetensors", "missing.s
                    cwd=os.path.join(work, "in"))
 check("validate --format sarif unreadable exit", rc == 2, f"{rc} {err}")
 unreadable = save("unreadable", out)
+# usage errors: an unknown format, --json with --format sarif
+for args in (["validate", "--format", "xml", "ok.safetensors"],
+             ["validate", "--json", "--format", "sarif", "ok.safetensors"],
+             ["scan", "ok.safetensors", "--format", "xml", "--url", url],
+             ["scan", "ok.safetensors", "--json", "--format", "sarif", "--url", url]):
+    rc, out, err = cli(*args, cwd=os.path.join(work, "in"))
+    check(f"{' '.join(args[:4])}: usage error", rc == 2 and out == "", f"{rc} {out[:100]!r} {err}")
 
 # ---- the validator over every report -------------------------------------------------
 files = list(reports) + [unreadable]
