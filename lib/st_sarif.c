@@ -179,10 +179,12 @@ static int add_refusal(json_t *run, json_t *results, const char *uri, json_int_t
         set_new(properties, "tensor", st_error_tensor_json(err));
     if (properties != NULL && verdict->findings.omitted > 0)
         set_new(properties, "omittedFindings", json_integer((json_int_t)verdict->findings.omitted));
-    if (properties == NULL || set_new(r, "properties", properties) != 0 ||
-        append_new(results, r) != 0)
+    /* set_new takes properties even when it fails; r is the caller's until appended */
+    if (properties == NULL || set_new(r, "properties", properties) != 0) {
+        json_decref(r);
         return -1;
-    return 0;
+    }
+    return append_new(results, r) != 0 ? -1 : 0;
 }
 
 static int add_finding(json_t *run, json_t *results, const char *uri, json_int_t artifact,
@@ -202,10 +204,12 @@ static int add_finding(json_t *run, json_t *results, const char *uri, json_int_t
     json_t *properties =
         json_pack("{s:o, s:b, s:s}", "global", st_json_string_lossy(f->global), "calls", f->calls,
                   "severity", st_pickle_severity_name((st_pickle_severity)s));
-    if (properties == NULL || set_new(r, "properties", properties) != 0 ||
-        append_new(results, r) != 0)
+    /* set_new takes properties even when it fails; r is the caller's until appended */
+    if (properties == NULL || set_new(r, "properties", properties) != 0) {
+        json_decref(r);
         return -1;
-    return 0;
+    }
+    return append_new(results, r) != 0 ? -1 : 0;
 }
 
 int st_sarif_log_add(json_t *log, const st_sarif_file *file, const st_verdict *verdict)
