@@ -8,11 +8,9 @@
 #ifndef TG_COMMANDS_H
 #define TG_COMMANDS_H
 
-/* The one version string: `tensorgate --version` prints it (the API's own version
- * is openapi.yaml's info.version). A build may override it: make CFLAGS+=-DTG_VERSION=... */
-#ifndef TG_VERSION
-#define TG_VERSION "1.0.0"
-#endif
+/* The one version string, TG_VERSION, lives in lib/st_version.h: `tensorgate
+ * --version` prints it and the SARIF reports of the server and the CLI name it. */
+#include "st_version.h"
 
 /* A maintenance command's (token, gc, fsck) exit status when --data names a
  * directory that is not a tensorgate data directory; nothing is created. */

@@ -201,7 +201,7 @@ int tg_cmd_convert(int argc, char **argv)
     st_gate_config config;
     memset(&config, 0, sizeof config);
     config.kind = ST_GATE_SAFETENSORS;
-    if (tg_local_gate_file(in_path, &config, false, &run) != 0)
+    if (tg_local_gate_file(in_path, &config, TG_LOCAL_HASH_NONE, &run) != 0)
         goto done;
     if (!run.verdict.valid) {
         tg_local_print_verdict(stdout, in_path, &run.verdict, NULL);

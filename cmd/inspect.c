@@ -224,7 +224,7 @@ int tg_cmd_inspect(int argc, char **argv)
     }
     const char *path = argv[optind];
     tg_local_run run;
-    if (tg_local_gate_file(path, &config, true, &run) != 0)
+    if (tg_local_gate_file(path, &config, TG_LOCAL_HASH_ADMITTED, &run) != 0)
         return 2;
     int status = 0;
     if (!run.verdict.valid) {

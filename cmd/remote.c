@@ -156,7 +156,8 @@ enum {
     OPT_DESCRIPTION,
     OPT_LIMIT_RATE,
     OPT_STALL_TIMEOUT,
-    OPT_TENSORS
+    OPT_TENSORS,
+    OPT_FORMAT
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -1243,21 +1244,36 @@ int tg_cmd_tensor(int argc, char **argv)
 static void scan_usage(FILE *out)
 {
     fprintf(out, "usage: tensorgate scan FILE [--kind safetensors|sidecar|json] [--url URL]\n"
-                 "                       [--token TOKEN] [--json]\n"
+                 "                       [--token TOKEN] [--json | --format text|json|sarif]\n"
                  "\n"
-                 "Sends FILE to the server's gate (POST /v1/scan) and prints its verdict; the\n"
-                 "server stores nothing. --kind defaults from the name as an upload would be\n"
-                 "judged: *.safetensors safetensors, *.json json, anything else sidecar.\n"
-                 "Exit 0 valid, 1 refused.\n\n");
+                 "Sends FILE to the server's gate (POST /v1/scan?name=BASENAME) and prints its\n"
+                 "verdict; the server stores nothing. The file's base name goes with it, so a\n"
+                 "name that marks code (x.py, run.sh) is refused as code, as an upload would be.\n"
+                 "--kind defaults from the name as an upload would be judged: *.safetensors\n"
+                 "safetensors, *.json json, anything else sidecar. --format sarif prints the\n"
+                 "server's SARIF 2.1.0 report (one run, the file as its artifact). --json is\n"
+                 "--format json. Exit 0 valid, 1 refused.\n\n");
     fputs(remote_common_help, out);
 }
 
+typedef struct scan_args {
+    const char *kind;
+    const char *format; /* "text", "json" or "sarif"; NULL: text (or json with --json) */
+} scan_args;
+
 static int scan_extra(int opt, const char *arg, void *ud)
 {
-    if (opt != OPT_KIND)
-        return -1;
-    *(const char **)ud = arg;
-    return 0;
+    scan_args *a = ud;
+    if (opt == OPT_KIND) {
+        a->kind = arg;
+        return 0;
+    }
+    if (opt == OPT_FORMAT &&
+        (strcmp(arg, "text") == 0 || strcmp(arg, "json") == 0 || strcmp(arg, "sarif") == 0)) {
+        a->format = arg;
+        return 0;
+    }
+    return -1;
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -1285,28 +1301,53 @@ int tg_cmd_scan(int argc, char **argv)
 {
     static const struct option extra[] = {
         {"kind", required_argument, NULL, OPT_KIND},
+        {"format", required_argument, NULL, OPT_FORMAT},
         {NULL, 0, NULL, 0},
     };
     remote_opts ro = {0};
-    const char *kind = NULL;
-    int rc = parse_common("scan", argc, argv, &ro, extra, scan_usage, scan_extra, &kind);
+    scan_args a = {0};
+    int rc = parse_common("scan", argc, argv, &ro, extra, scan_usage, scan_extra, &a);
     if (rc >= 0)
         return rc;
     if (argc - optind != 1)
         return usage_error("scan", "expected FILE", scan_usage);
+    if (a.format != NULL && strcmp(a.format, "json") == 0)
+        ro.json = true;
+    bool sarif = a.format != NULL && strcmp(a.format, "sarif") == 0;
+    if (sarif && ro.json)
+        return usage_error("scan", "--json and --format sarif exclude each other", scan_usage);
     const char *file = argv[optind];
+    const char *kind = a.kind;
     if (kind == NULL)
         kind = ends_with(file, ".safetensors") ? "safetensors"
                : ends_with(file, ".json")      ? "json"
                                                : "sidecar";
+    /* the base name: what the server judges the body under (code names are refused) */
+    const char *slash = strrchr(file, '/');
+    const char *base = slash != NULL ? slash + 1 : file;
     int status = 0;
     tgc_client *c = remote_connect("scan", &ro, &status);
     if (c == NULL)
         return status;
     json_t *v = NULL;
     tgc_error e;
-    if (tgc_scan(c, file, kind, &v, &e) != 0) {
+    tgc_scan_options options = {
+        .kind = kind, .name = base[0] != '\0' ? base : NULL, .format = sarif ? "sarif" : NULL};
+    if (tgc_scan_with(c, file, &options, &v, &e) != 0) {
         status = fail("scan", &ro, &e);
+    } else if (sarif) {
+        /* the server's report as it came; an admitted file has no result */
+        char *text = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (text == NULL) {
+            fprintf(stderr, "tensorgate scan: out of memory\n");
+            status = EXIT_USAGE;
+        } else {
+            puts(text);
+            fflush(stdout);
+            free(text);
+            const json_t *run = json_array_get(json_object_get(v, "runs"), 0);
+            status = json_array_size(json_object_get(run, "results")) > 0 ? EXIT_REFUSED : 0;
+        }
     } else {
         bool valid = json_is_true(json_object_get(v, "valid"));
         status = valid ? 0 : EXIT_REFUSED;

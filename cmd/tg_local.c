@@ -11,7 +11,8 @@
 
 #include "sha256.h"
 
-int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash, tg_local_run *run)
+int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_hash hash,
+                       tg_local_run *run)
 {
     memset(run, 0, sizeof *run);
     bool is_stdin = strcmp(path, "-") == 0;
@@ -38,7 +39,7 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash
         fprintf(stderr, "tensorgate: %s: out of memory\n", path);
         goto fail_all;
     }
-    if (hash && tg_sha256_init(&md, "local") != 0) {
+    if (hash != TG_LOCAL_HASH_NONE && tg_sha256_init(&md, "local") != 0) {
         fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
         goto fail_all;
     }
@@ -54,18 +55,20 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash
         if (got == 0)
             break;
         run->size += (uint64_t)got;
-        if (hash && tg_sha256_update(&md, chunk, (size_t)got) != 0) {
+        if (hash != TG_LOCAL_HASH_NONE && tg_sha256_update(&md, chunk, (size_t)got) != 0) {
             fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
             goto fail_all;
         }
+        if (status != ST_GATE_CONTINUE)
+            continue; /* refused, read on only to hash the whole file */
         status = st_gate_feed(run->gate, chunk, (size_t)got);
         /* a refusal is final: the rest of the file cannot change it */
-        if (status != ST_GATE_CONTINUE)
+        if (status != ST_GATE_CONTINUE && hash != TG_LOCAL_HASH_WHOLE)
             break;
     }
-    if (status == ST_GATE_CONTINUE) {
+    if (status == ST_GATE_CONTINUE || hash == TG_LOCAL_HASH_WHOLE) {
         st_gate_finish(run->gate);
-        if (hash) {
+        if (hash != TG_LOCAL_HASH_NONE) {
             if (tg_sha256_final(&md, run->sha256) != 0) {
                 fprintf(stderr, "tensorgate: %s: SHA-256 failed\n", path);
                 goto fail_all;

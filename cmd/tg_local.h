@@ -23,13 +23,21 @@ typedef struct tg_local_run {
     uint8_t sha256[32];
 } tg_local_run;
 
+/* What tg_local_gate_file hashes. */
+typedef enum tg_local_hash {
+    TG_LOCAL_HASH_NONE,     /* nothing; a refused file's rest is never read */
+    TG_LOCAL_HASH_ADMITTED, /* a file read to its end (never one refused before its end) */
+    TG_LOCAL_HASH_WHOLE,    /* every file: a refused one is read on to its end to hash it */
+} tg_local_hash;
+
 /* Streams path ("-" is standard input) through a gate of config, with the size from
- * fstat declared for regular files. Stops reading at a refusal, hash or not: the rest
- * of a refused file is never read, so run->size is what was read and run->hashed is
- * false. With hash set, a file read to its end is hashed in the same pass (hashed
- * true). Returns 0 with run filled, or -1 after printing an I/O, out-of-memory or
- * SHA-256 error to stderr. */
-int tg_local_gate_file(const char *path, const st_gate_config *config, bool hash,
+ * fstat declared for regular files. Stops reading at a refusal unless hash is
+ * TG_LOCAL_HASH_WHOLE: the rest of a refused file is never read, so run->size is what
+ * was read and run->hashed is false. With TG_LOCAL_HASH_ADMITTED, a file read to its
+ * end is hashed in the same pass (hashed true); with TG_LOCAL_HASH_WHOLE every file is
+ * (run->size is then the whole file). Returns 0 with run filled, or -1 after printing
+ * an I/O, out-of-memory or SHA-256 error to stderr. */
+int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_hash hash,
                        tg_local_run *run);
 
 /* One line: "FILE: valid (safetensors, 3 tensors)" or

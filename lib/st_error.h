@@ -112,6 +112,16 @@ typedef struct st_error {
 /* Stable snake_case name of a reason code ("header_too_large"); "unknown" out of range. */
 const char *st_reason_name(st_reason reason);
 
+/* What the reason means, one sentence ("the file is shorter than the 8 bytes of the
+ * header length"), from the same table as the name; "" for ST_OK and out of range.
+ * The SARIF reports (st_sarif.h) give it as a rule's short description. */
+const char *st_reason_summary(st_reason reason);
+
+/* What to do about a refusal of the reason's family (framing, header JSON, tensors,
+ * data, a refused format, sidecars, code, GGUF): a rule's help text in the SARIF
+ * reports; "" for ST_OK and out of range. */
+const char *st_reason_help(st_reason reason);
+
 /* Copies len bytes of name (which may hold NUL bytes) into err->tensor, cut to
  * ST_TENSOR_NAME_MAX bytes at a UTF-8 character boundary; sets err->tensor_len. */
 void st_error_set_tensor(st_error *err, const char *name, size_t len);

@@ -1662,15 +1662,34 @@ int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int versi
 int tgc_scan(tgc_client *c, const char *local_file, const char *kind, json_t **verdict,
              tgc_error *err)
 {
+    tgc_scan_options options = {.kind = kind};
+    return tgc_scan_with(c, local_file, &options, verdict, err);
+}
+
+int tgc_scan_with(tgc_client *c, const char *local_file, const tgc_scan_options *options,
+                  json_t **verdict, tgc_error *err)
+{
     clear_err(err);
     if (c == NULL || local_file == NULL)
         return set_err(err, 0, TGC_REASON_USAGE, "no file to scan");
+    static const tgc_scan_options none = {0};
+    if (options == NULL)
+        options = &none;
     sbuf u = {0};
     sb_str(&u, c->base);
     sb_str(&u, "/v1/scan");
-    if (kind != NULL) {
-        sb_str(&u, "?kind=");
-        sb_escaped(&u, kind, false);
+    const char *sep = "?";
+    const struct {
+        const char *key, *value;
+    } query[] = {{"kind", options->kind}, {"name", options->name}, {"format", options->format}};
+    for (size_t i = 0; i < sizeof query / sizeof query[0]; i++) {
+        if (query[i].value == NULL)
+            continue;
+        sb_str(&u, sep);
+        sb_str(&u, query[i].key);
+        sb_str(&u, "=");
+        sb_escaped(&u, query[i].value, false);
+        sep = "&";
     }
     xfer *x = xfer_new(c, "POST", &u);
     free(u.s);

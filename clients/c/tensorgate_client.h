@@ -185,6 +185,25 @@ int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int versi
 int tgc_scan(tgc_client *c, const char *local_file, const char *kind, json_t **verdict,
              tgc_error *err);
 
+/* What tgc_scan_with sends with the file (every field may be NULL: the server's
+ * default). Zero-initialize it, so that a field added later reads as its default. */
+typedef struct tgc_scan_options {
+    const char *kind; /* as tgc_scan's kind */
+    /* The name the server judges the body under (?name=), e.g. the file's base name:
+     * a name that marks code (x.py, run.sh, lib.so) is refused as code, as an upload
+     * of that name is, and code refusals name it. NULL: content alone decides. */
+    const char *name;
+    /* The answer's form (?format=): "json" (the verdict, as tgc_scan) or "sarif" (a
+     * SARIF 2.1.0 log, application/sarif+json; docs/MANUAL.md). */
+    const char *format;
+} tgc_scan_options;
+
+/* tgc_scan with options (NULL: none): *answer gets the verdict, or the SARIF log with
+ * format "sarif". A refused file is success. tgc_scan keeps its signature and meaning:
+ * it is tgc_scan_with with a kind only (no name, JSON). */
+int tgc_scan_with(tgc_client *c, const char *local_file, const tgc_scan_options *options,
+                  json_t **answer, tgc_error *err);
+
 /* ---- many transfers at once ---- */
 
 typedef struct tgc_batch tgc_batch;

@@ -2,6 +2,7 @@
 #include "checks.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "st_utf8.h"
 
@@ -279,6 +280,75 @@ tg_range_result tg_range_parse(const char *header, uint64_t total, uint64_t *fir
     *first = a;
     *length = last - a + 1;
     return TG_RANGE_OK;
+}
+
+/* The q of one element's parameters (after the media type): 1000 when none, 0 when
+ * malformed. p points after the type, end at the element's end. */
+static unsigned accept_q(const char *p, const char *end)
+{
+    unsigned q = 1000;
+    while (p < end) {
+        while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
+            p++;
+        const char *param = p;
+        while (p < end && *p != ';')
+            p++;
+        const char *param_end = p;
+        while (param_end > param && (param_end[-1] == ' ' || param_end[-1] == '\t'))
+            param_end--;
+        if (param_end - param < 2 || (param[0] != 'q' && param[0] != 'Q') || param[1] != '=')
+            continue;
+        const char *v = param + 2;
+        /* qvalue: "0" ["." 0*3DIGIT] / "1" ["." 0*3("0")] */
+        if (v >= param_end || (*v != '0' && *v != '1'))
+            return 0;
+        unsigned value = (unsigned)(*v - '0') * 1000;
+        v++;
+        if (v < param_end) {
+            if (*v != '.')
+                return 0;
+            v++;
+            unsigned scale = 100;
+            for (int digits = 0; v < param_end; v++, digits++) {
+                if (digits == 3 || *v < '0' || *v > '9')
+                    return 0;
+                value += (unsigned)(*v - '0') * scale;
+                scale /= 10;
+            }
+        }
+        if (value > 1000)
+            return 0;
+        q = value;
+    }
+    return q;
+}
+
+unsigned tg_accept_quality(const char *accept, const char *media_type)
+{
+    if (accept == NULL)
+        return 0;
+    size_t type_len = strlen(media_type);
+    unsigned best = 0;
+    const char *p = accept;
+    while (*p != '\0') {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p == '\0')
+            break;
+        const char *element = p;
+        while (*p != '\0' && *p != ',')
+            p++;
+        const char *type_end = element;
+        while (type_end < p && *type_end != ';' && *type_end != ' ' && *type_end != '\t')
+            type_end++;
+        if ((size_t)(type_end - element) == type_len &&
+            strncasecmp(element, media_type, type_len) == 0) {
+            unsigned q = accept_q(type_end, p);
+            if (q > best)
+                best = q;
+        }
+    }
+    return best;
 }
 
 bool tg_etag_matches(const char *if_none_match, const char *etag)

@@ -44,6 +44,12 @@ tg_range_result tg_range_parse(const char *header, uint64_t total, uint64_t *fir
  * without quotes): "*", or a list holding "etag" or W/"etag". */
 bool tg_etag_matches(const char *if_none_match, const char *etag);
 
+/* The quality an Accept header value gives media_type, named exactly (any case; a
+ * wildcard such as "*" "/" "*" does not count), in thousandths: 1000 for "type" or
+ * "type;q=1", 500 for "type;q=0.5", 0 when it is absent, refused (q=0) or its q is
+ * malformed. The highest when it is listed twice. NULL accept is 0. */
+unsigned tg_accept_quality(const char *accept, const char *media_type);
+
 /* Parses a decimal u64 with no sign, spaces or leading zeros (except "0"). */
 bool tg_parse_u64(const char *text, uint64_t *out);
 

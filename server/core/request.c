@@ -201,6 +201,14 @@ void tg_respond_json_headers(tg_request *req, unsigned status, json_t *body,
     respond_text(req, status, text, "application/json", headers);
 }
 
+void tg_respond_json_typed(tg_request *req, unsigned status, json_t *body, const char *content_type,
+                           const char *const *headers)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    respond_text(req, status, text, content_type, headers);
+}
+
 void tg_respond_empty(tg_request *req, unsigned status)
 {
     struct MHD_Response *response =

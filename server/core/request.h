@@ -193,6 +193,9 @@ void tg_respond_json(tg_request *req, unsigned status, json_t *body); /* steals 
  * whose value is NULL is left out), e.g. Location or Link. */
 void tg_respond_json_headers(tg_request *req, unsigned status, json_t *body,
                              const char *const *headers);
+/* The same with another JSON media type (application/sarif+json, ...). */
+void tg_respond_json_typed(tg_request *req, unsigned status, json_t *body, const char *content_type,
+                           const char *const *headers);
 void tg_respond_empty(tg_request *req, unsigned status);
 /* A problem+json answer: reason is a code of the reason table (reasons.c), which
  * gives the status (an unknown reason is logged and answered 500); the detail is

@@ -10,15 +10,46 @@
  * The header it buffers is charged to the client's and the server's header memory
  * (--header-memory-per-client, --header-memory): past either the scan is answered at
  * once (429 quota_exceeded / 503 resource_exhausted) and its connection closed.
- * --scan-auth makes scans need a token. */
+ * --scan-auth makes scans need a token.
+ * The verdict comes as SARIF 2.1.0 (st_sarif.h, application/sarif+json) with
+ * ?format=sarif, or without ?format= when Accept ranks application/sarif+json above
+ * application/json; ?format=json (the default) keeps the JSON verdict, any other
+ * format is 400 invalid_format. The artifact's uri is ?name= (else "unnamed"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
+#include "checks.h"
 #include "routes.h"
+#include "st_sarif.h"
 #include "st_utf8.h"
 #include "upload.h"
+
+/* A scan's state: the body's ingest (first, so that it never moves once begun) and
+ * the form of its answer. */
+typedef struct scan_state {
+    tg_body_ingest body;
+    bool sarif;
+    bool early; /* answered before the end of the body (a long rest not read) */
+} scan_state;
+
+/* The answer's form from ?format= or Accept: 1 SARIF, 0 JSON, -1 answered 400. */
+static int scan_wants_sarif(tg_request *req)
+{
+    const char *format = tg_query(req, "format");
+    if (format != NULL) {
+        if (strcmp(format, "sarif") == 0)
+            return 1;
+        if (strcmp(format, "json") == 0)
+            return 0;
+        tg_respond_problem(req, "invalid_format", "format is 'json' or 'sarif'");
+        return -1;
+    }
+    const char *accept = tg_header(req, "Accept");
+    unsigned sarif = tg_accept_quality(accept, ST_SARIF_MEDIA_TYPE);
+    return sarif > 0 && sarif > tg_accept_quality(accept, "application/json") ? 1 : 0;
+}
 
 void tg_route_scan_start(tg_request *req)
 {
@@ -32,6 +63,9 @@ void tg_route_scan_start(tg_request *req)
         tg_respond_problem(req, "invalid_request", "kind is 'safetensors', 'sidecar' or 'json'");
         return;
     }
+    int sarif = scan_wants_sarif(req);
+    if (sarif < 0)
+        return;
     uint64_t declared = tg_request_body_size(req);
     if (declared != ST_FILE_SIZE_UNKNOWN && declared > req->server->config.max_body) {
         tg_respond_problem(
@@ -39,13 +73,14 @@ void tg_route_scan_start(tg_request *req)
             (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
         return;
     }
-    tg_body_ingest *body = calloc(1, sizeof *body);
-    if (body == NULL) {
+    scan_state *scan = calloc(1, sizeof *scan);
+    if (scan == NULL) {
         tg_respond_internal(req, "out of memory");
         return;
     }
-    req->state = body;
-    if (tg_body_ingest_begin(body, req, kind, tg_query(req, "name"), declared, false) != 0) {
+    scan->sarif = sarif == 1;
+    req->state = scan;
+    if (tg_body_ingest_begin(&scan->body, req, kind, tg_query(req, "name"), declared, false) != 0) {
         tg_respond_internal(req, "out of memory");
         return;
     }
@@ -53,9 +88,10 @@ void tg_route_scan_start(tg_request *req)
 
 void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len)
 {
-    tg_body_ingest *body = req->state;
-    if (body == NULL)
+    scan_state *scan = req->state;
+    if (scan == NULL)
         return;
+    tg_body_ingest *body = &scan->body;
     tg_ingest *ingest = &body->ingest;
     if (tg_body_ingest_feed(body, req, data, len) == TG_INGEST_OPEN)
         return;
@@ -67,6 +103,7 @@ void tg_route_scan_feed(tg_request *req, const uint8_t *data, size_t len)
                                         declared - (received < declared ? received : declared) >
                                             ingest->config.drain_limit);
     if (long_rest) {
+        scan->early = true;
         req->close_now = false;
         tg_route_scan_finish(req);
         req->close_now = true;
@@ -78,9 +115,31 @@ static json_t *string_or_null(const char *text)
     return (text && text[0]) ? json_string(text) : json_null();
 }
 
+/* The SARIF answer: one run, the body as its artifact (its length and SHA-256 when
+ * the whole body was read; the declared length when the answer came before its end). */
+static void respond_sarif(tg_request *req, const scan_state *scan, const st_verdict *verdict,
+                          uint64_t size, const char *sha)
+{
+    uint64_t declared = scan->body.ingest.config.declared;
+    st_sarif_file file = {
+        .path = tg_query(req, "name"),
+        .length = !scan->early ? size : declared,
+        .sha256 = !scan->early ? sha : NULL,
+    };
+    json_t *log = st_sarif_log_new();
+    if (log == NULL || st_sarif_log_add(log, &file, verdict) != 0) {
+        json_decref(log);
+        tg_respond_internal(req, "out of memory building the SARIF report");
+        return;
+    }
+    static const char *const vary[] = {"Vary", "Accept", NULL};
+    tg_respond_json_typed(req, 200, log, ST_SARIF_MEDIA_TYPE, vary);
+}
+
 void tg_route_scan_finish(tg_request *req)
 {
-    tg_body_ingest *state = req->state;
+    scan_state *scan = req->state;
+    tg_body_ingest *state = scan != NULL ? &scan->body : NULL;
     if (state == NULL || state->ingest.gate == NULL) {
         tg_respond_internal(req, "the scan was not started");
         return;
@@ -109,6 +168,11 @@ void tg_route_scan_finish(tg_request *req)
     }
     bool valid = ingest->state == TG_INGEST_OPEN && verdict.valid;
     uint64_t size = tg_ingest_received(ingest);
+    if (scan->sarif) {
+        verdict.valid = valid;
+        respond_sarif(req, scan, &verdict, size, sha);
+        return;
+    }
     json_t *body = json_object();
     json_object_set_new(body, "valid", json_boolean(valid));
     json_object_set_new(body, "reason",
@@ -123,15 +187,16 @@ void tg_route_scan_finish(tg_request *req)
     json_object_set_new(body, "findings", st_verdict_findings_json(&verdict));
     json_object_set_new(body, "size", json_integer((json_int_t)size));
     json_object_set_new(body, "sha256", json_string(sha));
-    tg_respond_json(req, 200, body);
+    static const char *const vary[] = {"Vary", "Accept", NULL};
+    tg_respond_json_headers(req, 200, body, vary);
 }
 
 void tg_route_scan_cleanup(tg_request *req)
 {
-    tg_body_ingest *body = req->state;
-    if (body == NULL)
+    scan_state *scan = req->state;
+    if (scan == NULL)
         return;
-    tg_ingest_abort(&body->ingest);
-    free(body);
+    tg_ingest_abort(&scan->body.ingest);
+    free(scan);
     req->state = NULL;
 }

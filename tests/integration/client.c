@@ -365,6 +365,42 @@ TEST(scan)
     CHECK(e.status == 400);
 }
 
+/* tgc_scan_with: the name goes to the server (a code name is refused as code, and the
+ * refusal names it), the SARIF form comes back as a log; NULL options are tgc_scan's
+ * default; a format the server does not know is its 400 invalid_format. */
+TEST(scan_with_options)
+{
+    tgc_error e;
+    json_t *v = NULL;
+    tgc_scan_options named = {.kind = "sidecar", .name = "modeling_evil.py"};
+    CHECK(tgc_scan_with(cl, model_path, &named, &v, &e) == 0);
+    CHECK_STR(json_string_value(json_object_get(v, "reason")), "code_python");
+    const char *detail = json_string_value(json_object_get(v, "detail"));
+    CHECK(detail != NULL && strstr(detail, "modeling_evil.py") != NULL);
+    json_decref(v);
+    v = NULL;
+    CHECK(tgc_scan_with(cl, model_path, NULL, &v, &e) == 0);
+    CHECK(json_is_true(json_object_get(v, "valid")));
+    json_decref(v);
+    v = NULL;
+    tgc_scan_options sarif = {.name = "weights v1.bin", .format = "sarif"};
+    CHECK(tgc_scan_with(cl, pickle_path, &sarif, &v, &e) == 0);
+    CHECK_STR(json_string_value(json_object_get(v, "version")), "2.1.0");
+    json_t *run = json_array_get(json_object_get(v, "runs"), 0);
+    json_t *first = json_array_get(json_object_get(run, "results"), 0);
+    CHECK_STR(json_string_value(json_object_get(first, "ruleId")), "refused_format");
+    json_t *artifact = json_array_get(json_object_get(run, "artifacts"), 0);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(artifact, "location"), "uri")),
+              "weights%20v1.bin");
+    json_decref(v);
+    v = NULL;
+    tgc_scan_options bad = {.format = "xml"};
+    CHECK(tgc_scan_with(cl, model_path, &bad, &v, &e) == -1);
+    CHECK(e.status == 400);
+    CHECK_STR(e.reason, "invalid_format");
+    CHECK(v == NULL);
+}
+
 static size_t items_seen;
 static uint64_t last_done, last_total;
 
@@ -864,6 +900,7 @@ int main(int argc, char **argv)
     RUN(download_resume_and_sha);
     RUN(no_retry_on_403);
     RUN(scan);
+    RUN(scan_with_options);
     RUN(batches);
     RUN(retry_connection_refused_until_the_server_starts);
     RUN(retry_429_honours_retry_after);

@@ -36,7 +36,7 @@ TEST(refused_file_stops_unhashed)
     memset(&config, 0, sizeof config);
     config.kind = ST_GATE_SAFETENSORS;
     tg_local_run run;
-    CHECK_EQ_U64(tg_local_gate_file(path, &config, true, &run), 0);
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_ADMITTED, &run), 0);
     CHECK(!run.verdict.valid);
     CHECK_STR(st_reason_name(run.verdict.error.reason), "json_syntax");
     CHECK(!run.hashed);
@@ -55,7 +55,7 @@ TEST(valid_file_hashed_whole)
     memset(&config, 0, sizeof config);
     config.kind = ST_GATE_SAFETENSORS;
     tg_local_run run;
-    CHECK_EQ_U64(tg_local_gate_file(path, &config, true, &run), 0);
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_ADMITTED, &run), 0);
     CHECK(run.verdict.valid);
     CHECK(run.hashed);
     uint64_t total = 8 + strlen(header) + 3000000;
@@ -75,10 +75,43 @@ TEST(valid_file_hashed_whole)
     unlink(path);
 }
 
+/* TG_LOCAL_HASH_WHOLE (validate --format sarif): a refused file is read on to its end
+ * and hashed whole; the verdict is the same refusal. */
+TEST(refused_file_hashed_whole)
+{
+    char path[] = "/tmp/tg-local-XXXXXX";
+    size_t data = 3u * TG_LOCAL_READ_SIZE;
+    const char *header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},}";
+    CHECK(write_file(path, header, data));
+    st_gate_config config;
+    memset(&config, 0, sizeof config);
+    config.kind = ST_GATE_SAFETENSORS;
+    tg_local_run run;
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_WHOLE, &run), 0);
+    CHECK(!run.verdict.valid);
+    CHECK_STR(st_reason_name(run.verdict.error.reason), "json_syntax");
+    CHECK(run.hashed);
+    uint64_t total = 8 + strlen(header) + data;
+    CHECK_EQ_U64(run.size, total);
+    FILE *f = fopen(path, "rb");
+    uint8_t *all = malloc(total);
+    CHECK(f != NULL && all != NULL && fread(all, 1, total, f) == total);
+    char want[65], got[65];
+    CHECK_EQ_U64(tg_sha256_hex(all, total, want, "test"), 0);
+    tg_hex_encode(run.sha256, sizeof run.sha256, got);
+    CHECK_STR(got, want);
+    free(all);
+    if (f != NULL)
+        fclose(f);
+    st_gate_free(run.gate);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     RUN(refused_file_stops_unhashed);
     RUN(valid_file_hashed_whole);
+    RUN(refused_file_hashed_whole);
     return test_report(argv[0]);
 }

@@ -205,6 +205,29 @@ TEST(parse_u64)
     CHECK(!tg_parse_u64("1 ", &v));
 }
 
+TEST(accept_quality)
+{
+    const char *sarif = "application/sarif+json";
+    CHECK(tg_accept_quality(NULL, sarif) == 0);
+    CHECK(tg_accept_quality("", sarif) == 0);
+    CHECK(tg_accept_quality("*/*", sarif) == 0);
+    CHECK(tg_accept_quality("application/sarif+json", sarif) == 1000);
+    CHECK(tg_accept_quality("Application/SARIF+JSON", sarif) == 1000);
+    CHECK(tg_accept_quality("application/json, application/sarif+json;q=0.5", sarif) == 500);
+    CHECK(tg_accept_quality("application/json, application/sarif+json;q=0.5", "application/json") ==
+          1000);
+    CHECK(tg_accept_quality("application/sarif+json ; q=0.25 ; x=y", sarif) == 250);
+    CHECK(tg_accept_quality("application/sarif+json;q=0", sarif) == 0);
+    CHECK(tg_accept_quality("application/sarif+json;q=1.000", sarif) == 1000);
+    CHECK(tg_accept_quality("application/sarif+json;q=1.5", sarif) == 0);
+    CHECK(tg_accept_quality("application/sarif+json;q=0.1234", sarif) == 0);
+    CHECK(tg_accept_quality("application/sarif+json;q=abc", sarif) == 0);
+    CHECK(tg_accept_quality("application/sarif+jsonx", sarif) == 0);
+    CHECK(tg_accept_quality("application/sarif+json;q=0.2, application/sarif+json;q=0.7", sarif) ==
+          700);
+    CHECK(tg_accept_quality(",,, ;;, application/sarif+json", sarif) == 1000);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -217,5 +240,6 @@ int main(int argc, char **argv)
     RUN(range_unsatisfiable_and_ignored);
     RUN(etags);
     RUN(parse_u64);
+    RUN(accept_quality);
     return test_report(argv[0]);
 }
