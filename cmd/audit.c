@@ -91,7 +91,7 @@ static const struct option audit_options[] = {
 /* -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, audit_args *a)
 {
-    static const char *const names[] = {"since",  "until",    "actor",  "namespace", "action",
+    static const char *const names[] = {"since",    "until",  "actor",   "namespace", "action",
                                         "resource", "status", "outcome", "limit"};
     memset(a, 0, sizeof *a);
     optind = 2;
@@ -170,8 +170,9 @@ static void check_record(verify_state *v, const tg_audit_record *r)
         if (r->seq > 1) {
             /* the log begins at 1: what comes before the first record is gone */
             if (r->seq == 2)
-                snprintf(why, sizeof why, "record 1 missing: sequence gap (the log begins at "
-                                          "record 2)");
+                snprintf(why, sizeof why,
+                         "record 1 missing: sequence gap (the log begins at "
+                         "record 2)");
             else
                 snprintf(why, sizeof why,
                          "records 1..%" PRId64 " missing: sequence gap (the log begins at "
@@ -304,11 +305,10 @@ static int audit_verify(const audit_args *a)
     }
     bool holds = v.chain.breaks == 0;
     if (a->json) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:s, s:I}", "status",
-                              holds ? "ok" : "broken", "records", (json_int_t)v.chain.checked,
-                              "first_seq", (json_int_t)v.first_seq, "last_seq",
-                              (json_int_t)v.chain.last_seq, "last_hash", v.chain.last_hash,
-                              "breaks", (json_int_t)v.chain.breaks);
+        json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:s, s:I}", "status", holds ? "ok" : "broken",
+                              "records", (json_int_t)v.chain.checked, "first_seq",
+                              (json_int_t)v.first_seq, "last_seq", (json_int_t)v.chain.last_seq,
+                              "last_hash", v.chain.last_hash, "breaks", (json_int_t)v.chain.breaks);
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         if (text)
             printf("%s\n", text);

@@ -101,8 +101,7 @@ void tg_audit_answer(tg_request *req, unsigned status, struct MHD_Response *resp
         MHD_add_response_header(response, "X-Request-Id", r.request_id);
     char hash[65];
     bool has_token = token_hash(req, hash);
-    tg_cat_status cat =
-        tg_catalog_audit_append(req->server->catalog, has_token ? hash : NULL, &r);
+    tg_cat_status cat = tg_catalog_audit_append(req->server->catalog, has_token ? hash : NULL, &r);
     if (cat == TG_CAT_OK) {
         __atomic_fetch_add(&req->server->audit.records, 1, __ATOMIC_RELAXED);
         return;

@@ -22,9 +22,9 @@
 /* records read from the catalog per step of a JSON-lines answer */
 #define AUDIT_STREAM_PAGE 256
 /* the query parameters the route knows, in the order a next link repeats them */
-static const char *const filter_names[] = {"since",  "until",  "actor",   "namespace", "action",
-                                           "resource", "status", "outcome", "format", "limit",
-                                           NULL};
+static const char *const filter_names[] = {"since",  "until",    "actor",  "namespace",
+                                           "action", "resource", "status", "outcome",
+                                           "format", "limit",    NULL};
 
 /* The filter, its strings copied (a JSON-lines answer outlives the request's
  * callbacks). */
@@ -97,8 +97,7 @@ static int parse_time(const char *text, char out[TG_AUDIT_TIME_LEN])
 }
 
 /* A bounded text parameter into out: false (answered 400) when too long. */
-static bool text_param(tg_request *req, const char *name, char *out, size_t cap,
-                       const char **set)
+static bool text_param(tg_request *req, const char *name, char *out, size_t cap, const char **set)
 {
     const char *v = tg_query(req, name);
     *set = NULL;
@@ -253,8 +252,8 @@ static void add_query(st_buffer *b, const char *name, const char *value, bool *f
 static void respond_page(tg_request *req, const audit_query *q)
 {
     audit_page page = {.items = json_array(), .limit = (unsigned)q->limit};
-    tg_cat_status status = tg_catalog_audit_list(req->server->catalog, &q->filter,
-                                                 page.limit + 1, add_record, &page);
+    tg_cat_status status =
+        tg_catalog_audit_list(req->server->catalog, &q->filter, page.limit + 1, add_record, &page);
     if (status != TG_CAT_OK || page.items == NULL || page.failed) {
         json_decref(page.items);
         if (status != TG_CAT_OK)
@@ -299,10 +298,10 @@ static void respond_page(tg_request *req, const audit_query *q)
 typedef struct audit_stream {
     tg_catalog *catalog;
     audit_query q;
-    uint64_t sent;    /* records written so far */
-    char *text;       /* the current page's lines */
-    size_t len, off;  /* its length and what of it was sent */
-    bool last_page;   /* the catalog had no more */
+    uint64_t sent;   /* records written so far */
+    char *text;      /* the current page's lines */
+    size_t len, off; /* its length and what of it was sent */
+    bool last_page;  /* the catalog had no more */
     bool failed;
     tg_cat_status status; /* the last page's */
     st_buffer lines;
@@ -332,8 +331,8 @@ static bool next_page(audit_stream *s)
     s->len = s->off = 0;
     s->in_page = 0;
     st_buffer_init(&s->lines, (size_t)AUDIT_STREAM_PAGE * 4096);
-    tg_cat_status status = tg_catalog_audit_list(s->catalog, &s->q.filter, AUDIT_STREAM_PAGE,
-                                                 add_line, s);
+    tg_cat_status status =
+        tg_catalog_audit_list(s->catalog, &s->q.filter, AUDIT_STREAM_PAGE, add_line, s);
     s->text = st_buffer_take(&s->lines, &s->len);
     s->status = status;
     if (status != TG_CAT_OK || s->failed || s->text == NULL)

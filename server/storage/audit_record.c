@@ -45,10 +45,18 @@ int tg_audit_hash(const tg_audit_record *r, char hash[65])
     static const char magic[] = "tensorgate-audit-v1\n";
     int rc = tg_sha256_update(&sha, magic, sizeof magic - 1);
     const char *const fields[][2] = {
-        {"seq", seq},         {"time", r->time},         {"token_id", token},
-        {"namespace", r->namespace_name}, {"action", r->action}, {"resource", r->resource},
-        {"status", status},   {"reason", r->reason},     {"request_id", r->request_id},
-        {"client", r->client}, {"user_agent", r->user_agent}, {"prev_hash", r->prev_hash},
+        {"seq", seq},
+        {"time", r->time},
+        {"token_id", token},
+        {"namespace", r->namespace_name},
+        {"action", r->action},
+        {"resource", r->resource},
+        {"status", status},
+        {"reason", r->reason},
+        {"request_id", r->request_id},
+        {"client", r->client},
+        {"user_agent", r->user_agent},
+        {"prev_hash", r->prev_hash},
     };
     for (size_t i = 0; rc == 0 && i < sizeof fields / sizeof fields[0]; i++)
         rc = add_field(&sha, fields[i][0], fields[i][1]);
@@ -63,8 +71,7 @@ void tg_audit_chain_init(tg_audit_chain *chain)
     memset(chain, 0, sizeof *chain);
 }
 
-bool tg_audit_chain_next(tg_audit_chain *chain, const tg_audit_record *r, char *why,
-                         size_t why_len)
+bool tg_audit_chain_next(tg_audit_chain *chain, const tg_audit_record *r, char *why, size_t why_len)
 {
     bool first = chain->checked == 0;
     bool ok = true;
@@ -74,28 +81,35 @@ bool tg_audit_chain_next(tg_audit_chain *chain, const tg_audit_record *r, char *
         snprintf(why, why_len, "record %" PRId64 ": its hash could not be computed", r->seq);
         ok = false;
     } else if (strcmp(computed, r->hash) != 0) {
-        snprintf(why, why_len, "record %" PRId64 " edited: hash mismatch (stored %.16s..., its "
-                 "fields hash to %.16s...)", r->seq, r->hash, computed);
+        snprintf(why, why_len,
+                 "record %" PRId64 " edited: hash mismatch (stored %.16s..., its "
+                 "fields hash to %.16s...)",
+                 r->seq, r->hash, computed);
         ok = false;
     } else if (!first && r->seq != chain->last_seq + 1) {
         if (r->seq <= chain->last_seq)
-            snprintf(why, why_len, "record %" PRId64 " out of order: after record %" PRId64,
-                     r->seq, chain->last_seq);
+            snprintf(why, why_len, "record %" PRId64 " out of order: after record %" PRId64, r->seq,
+                     chain->last_seq);
         else if (r->seq == chain->last_seq + 2)
-            snprintf(why, why_len, "record %" PRId64 " missing: sequence gap (record %" PRId64
-                     " follows record %" PRId64 ")", chain->last_seq + 1, r->seq, chain->last_seq);
+            snprintf(why, why_len,
+                     "record %" PRId64 " missing: sequence gap (record %" PRId64
+                     " follows record %" PRId64 ")",
+                     chain->last_seq + 1, r->seq, chain->last_seq);
         else
-            snprintf(why, why_len, "records %" PRId64 "..%" PRId64 " missing: sequence gap "
-                     "(record %" PRId64 " follows record %" PRId64 ")", chain->last_seq + 1,
-                     r->seq - 1, r->seq, chain->last_seq);
+            snprintf(why, why_len,
+                     "records %" PRId64 "..%" PRId64 " missing: sequence gap "
+                     "(record %" PRId64 " follows record %" PRId64 ")",
+                     chain->last_seq + 1, r->seq - 1, r->seq, chain->last_seq);
         ok = false;
     } else if (!first && strcmp(r->prev_hash, chain->last_hash) != 0) {
-        snprintf(why, why_len, "prev_hash mismatch at %" PRId64 ": it names %.16s..., record %"
-                 PRId64 " hashes to %.16s...", r->seq, r->prev_hash, chain->last_seq,
-                 chain->last_hash);
+        snprintf(why, why_len,
+                 "prev_hash mismatch at %" PRId64 ": it names %.16s..., record %" PRId64
+                 " hashes to %.16s...",
+                 r->seq, r->prev_hash, chain->last_seq, chain->last_hash);
         ok = false;
     } else if (first && r->seq == 1 && strcmp(r->prev_hash, TG_AUDIT_GENESIS) != 0) {
-        snprintf(why, why_len, "prev_hash mismatch at 1: the first record's prev_hash is not "
+        snprintf(why, why_len,
+                 "prev_hash mismatch at 1: the first record's prev_hash is not "
                  "64 zeros");
         ok = false;
     }

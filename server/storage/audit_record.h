@@ -34,9 +34,9 @@
 #define TG_AUDIT_GENESIS "0000000000000000000000000000000000000000000000000000000000000000"
 
 typedef struct tg_audit_record {
-    int64_t seq;                         /* 1, 2, 3... without a gap */
-    char time[TG_AUDIT_TIME_LEN];        /* UTC, microseconds, always this width */
-    int64_t token_id;                    /* the token's public id; 0: anonymous */
+    int64_t seq;                                     /* 1, 2, 3... without a gap */
+    char time[TG_AUDIT_TIME_LEN];                    /* UTC, microseconds, always this width */
+    int64_t token_id;                                /* the token's public id; 0: anonymous */
     char namespace_name[TG_AUDIT_NAMESPACE_MAX + 1]; /* the token's namespace, "" if none */
     char action[TG_AUDIT_ACTION_MAX + 1];            /* method, space, route pattern */
     char resource[TG_AUDIT_RESOURCE_MAX + 1];        /* the concrete path */

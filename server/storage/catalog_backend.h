@@ -150,8 +150,7 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*audit_append)(tg_catalog *catalog, const char *token_hash,
                                   tg_audit_record *record);
     tg_cat_status (*audit_list)(tg_catalog *catalog, const tg_audit_filter *filter, unsigned limit,
-                                void (*visit)(void *ctx, const tg_audit_record *record),
-                                void *ctx);
+                                void (*visit)(void *ctx, const tg_audit_record *record), void *ctx);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct

@@ -2006,9 +2006,19 @@ static tg_cat_status pg_audit_append(tg_catalog *catalog, const char *token_hash
     if (tg_audit_hash(r, r->hash) != 0)
         return tx_end(&t, TG_CAT_ERROR);
     num seq = n64(r->seq), token = n64(r->token_id), status = n64(r->status);
-    const char *params[] = {seq.s,        r->time,       r->token_id > 0 ? token.s : NULL,
-                            r->namespace_name, r->action, r->resource, status.s, r->reason,
-                            r->request_id, r->client,    r->user_agent, r->prev_hash, r->hash};
+    const char *params[] = {seq.s,
+                            r->time,
+                            r->token_id > 0 ? token.s : NULL,
+                            r->namespace_name,
+                            r->action,
+                            r->resource,
+                            status.s,
+                            r->reason,
+                            r->request_id,
+                            r->client,
+                            r->user_agent,
+                            r->prev_hash,
+                            r->hash};
     long rows = tx_run(&t, TG_CAT_SQL_AUDIT_INSERT, 13, params);
     return tx_end(&t, rows == 1 ? TG_CAT_OK : t.status);
 }
@@ -2019,9 +2029,8 @@ static tg_cat_status pg_audit_list(tg_catalog *catalog, const tg_audit_filter *f
 {
     num after = n64(f->after_seq), token = n64(f->token_id), status = n64(f->status),
         outcome = n64(f->outcome), lim = n64(limit);
-    const char *params[] = {after.s,          f->since,  f->until,           token.s,
-                            f->namespace_name, f->action, f->resource_prefix, status.s,
-                            outcome.s,        lim.s};
+    const char *params[] = {after.s,   f->since,           f->until, token.s,   f->namespace_name,
+                            f->action, f->resource_prefix, status.s, outcome.s, lim.s};
     tg_cat_status st;
     PGresult *r = query(pg(catalog), true, TG_CAT_SQL_AUDIT_LIST, 10, params, &st);
     if (r == NULL)

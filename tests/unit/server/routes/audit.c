@@ -57,8 +57,8 @@ static size_t count(const char *path)
 }
 
 /* Sends method path with a JSON body (or none), token, X-Request-Id: id; the status. */
-static long send_with_id(const char *method, const char *path, const char *token,
-                         const char *json, const char *id, const char *user_agent)
+static long send_with_id(const char *method, const char *path, const char *token, const char *json,
+                         const char *id, const char *user_agent)
 {
     char id_line[128], ua_line[600], echoed[128];
     snprintf(id_line, sizeof id_line, "X-Request-Id: %s", id);
@@ -109,8 +109,8 @@ TEST(a_write_is_recorded_with_its_fields)
     char long_agent[400];
     memset(long_agent, 'u', sizeof long_agent - 1);
     long_agent[sizeof long_agent - 1] = '\0';
-    CHECK(send_with_id("POST", "/v1/models/acme/a/versions", write_acme, "{}", "w-2",
-                       long_agent) == 201);
+    CHECK(send_with_id("POST", "/v1/models/acme/a/versions", write_acme, "{}", "w-2", long_agent) ==
+          201);
     rec = record_by_id("w-2");
     CHECK(rec != NULL && strlen(json_string_value(json_object_get(rec, "user_agent"))) == 256);
     CHECK(rec != NULL && strcmp(json_string_value(json_object_get(rec, "resource")),
@@ -138,14 +138,13 @@ static void check_refusal(const char *id, long status, const char *reason, bool 
 
 TEST(refusals_are_recorded)
 {
-    CHECK(send_with_id("POST", "/v1/models", NULL, "{\"name\":\"acme/b\"}", "r-none", NULL) ==
-          401);
+    CHECK(send_with_id("POST", "/v1/models", NULL, "{\"name\":\"acme/b\"}", "r-none", NULL) == 401);
     check_refusal("r-none", 401, "unauthorized", true, "", "POST /v1/models");
-    CHECK(send_with_id("POST", "/v1/models", "tg_0000", "{\"name\":\"acme/b\"}", "r-bad",
-                       NULL) == 401);
+    CHECK(send_with_id("POST", "/v1/models", "tg_0000", "{\"name\":\"acme/b\"}", "r-bad", NULL) ==
+          401);
     check_refusal("r-bad", 401, "unauthorized", true, "", "POST /v1/models");
-    CHECK(send_with_id("POST", "/v1/models/acme/a/versions", write_other, "{}", "r-other",
-                       NULL) == 403);
+    CHECK(send_with_id("POST", "/v1/models/acme/a/versions", write_other, "{}", "r-other", NULL) ==
+          403);
     check_refusal("r-other", 403, "forbidden", false, "other",
                   "POST /v1/models/{org}/{name}/versions");
     CHECK(send_with_id("POST", "/v1/models/acme/a/versions", read_any, "{}", "r-read", NULL) ==
@@ -157,14 +156,14 @@ TEST(refusals_are_recorded)
     /* a write that fails for another cause is recorded too: a job cancel of no job */
     CHECK(send_with_id("DELETE", "/v1/jobs/999999", write_acme, NULL, "r-job", NULL) == 404);
     json_t *rec = record_by_id("r-job");
-    CHECK(rec != NULL && strcmp(json_string_value(json_object_get(rec, "action")),
-                                "DELETE /v1/jobs/{id}") == 0);
-    CHECK(rec != NULL && strcmp(json_string_value(json_object_get(rec, "resource")),
-                                "/v1/jobs/999999") == 0);
+    CHECK(rec != NULL &&
+          strcmp(json_string_value(json_object_get(rec, "action")), "DELETE /v1/jobs/{id}") == 0);
+    CHECK(rec != NULL &&
+          strcmp(json_string_value(json_object_get(rec, "resource")), "/v1/jobs/999999") == 0);
     json_decref(rec);
     /* a Hub-compatible route answered with the Hub's dialect */
-    long hub = send_with_id("POST", "/api/models/acme/a/paths-info/main", NULL, "{}", "r-hub",
-                            NULL);
+    long hub =
+        send_with_id("POST", "/api/models/acme/a/paths-info/main", NULL, "{}", "r-hub", NULL);
     CHECK(hub == 401);
     check_refusal("r-hub", 401, "unauthorized", true, "",
                   "POST /api/models/{org}/{name}/paths-info/{rev}");
@@ -201,7 +200,8 @@ TEST(filters)
     CHECK(count("/v1/audit?limit=1000&resource=%2Fv1%2Fmodels%2Facme%2F") >= 4);
     CHECK_EQ_U64(count("/v1/audit?limit=1000&resource=%2Fv1%2Fjobs%2F"), 1);
     size_t refused = count("/v1/audit?limit=1000&outcome=refused");
-    CHECK_EQ_U64(count("/v1/audit?limit=1000&status=401") + count("/v1/audit?limit=1000&status=403"),
+    CHECK_EQ_U64(count("/v1/audit?limit=1000&status=401") +
+                     count("/v1/audit?limit=1000&status=403"),
                  refused);
     CHECK_EQ_U64(count("/v1/audit?limit=1000&outcome=success") +
                      count("/v1/audit?limit=1000&outcome=failure"),

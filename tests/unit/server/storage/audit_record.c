@@ -49,18 +49,42 @@ TEST(every_field_takes_part)
     for (int field = 0; field < 12; field++) {
         tg_audit_record r = base;
         switch (field) {
-        case 0: r.seq++; break;
-        case 1: r.time[5] = '9'; break;
-        case 2: r.token_id = 0; break;
-        case 3: r.namespace_name[0] = 'b'; break;
-        case 4: r.action[0] = 'P' + 1; break;
-        case 5: r.resource[1] = 'w'; break;
-        case 6: r.status = 403; break;
-        case 7: snprintf(r.reason, sizeof r.reason, "forbidden"); break;
-        case 8: r.request_id[0] = 'x'; break;
-        case 9: r.client[0] = '8'; break;
-        case 10: r.user_agent[0] = 'C'; break;
-        default: r.prev_hash[0] = 'c'; break;
+        case 0:
+            r.seq++;
+            break;
+        case 1:
+            r.time[5] = '9';
+            break;
+        case 2:
+            r.token_id = 0;
+            break;
+        case 3:
+            r.namespace_name[0] = 'b';
+            break;
+        case 4:
+            r.action[0] = 'P' + 1;
+            break;
+        case 5:
+            r.resource[1] = 'w';
+            break;
+        case 6:
+            r.status = 403;
+            break;
+        case 7:
+            snprintf(r.reason, sizeof r.reason, "forbidden");
+            break;
+        case 8:
+            r.request_id[0] = 'x';
+            break;
+        case 9:
+            r.client[0] = '8';
+            break;
+        case 10:
+            r.user_agent[0] = 'C';
+            break;
+        default:
+            r.prev_hash[0] = 'c';
+            break;
         }
         CHECK(tg_audit_hash(&r, got) == 0);
         CHECK(strcmp(got, want) != 0);
