@@ -89,7 +89,7 @@
 #define TG_CAT_SQL_AUDIT_LAST "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
 #define TG_CAT_SQL_AUDIT_INSERT                                                                    \
     "INSERT INTO audit_log(" TG_CAT_AUDIT_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " \
-                                                  "?)"
+    "?)"
 #define TG_CAT_SQL_AUDIT_LIST                                                                      \
     "SELECT " TG_CAT_AUDIT_COLUMNS " FROM audit_log WHERE seq > CAST(?1 AS BIGINT)"                \
     " AND (CAST(?2 AS TEXT) IS NULL OR time >= CAST(?2 AS TEXT))"                                  \

@@ -174,6 +174,60 @@ TEST(refusals_are_recorded)
     check_refusal("r-audit-none", 401, "unauthorized", true, "", "GET /v1/audit");
 }
 
+/* Hostile text in the path is kept as valid UTF-8 and bounded; an upload the gate
+ * refuses (answered from inside its body) is recorded with the gate's reason. */
+TEST(hostile_paths_and_refused_uploads)
+{
+    CHECK(send_with_id("POST", "/v1/models/acme/a%ff%0a/versions", write_acme, "{}", "h-1", NULL) >=
+          400);
+    json_t *rec = record_by_id("h-1");
+    CHECK(rec != NULL);
+    const char *res = rec ? json_string_value(json_object_get(rec, "resource")) : NULL;
+    CHECK(res != NULL && strcmp(res, "/v1/models/acme/a\\xff\\x0a/versions") == 0);
+    json_decref(rec);
+
+    /* 8 segments of 100 e-acutes: 1600 bytes decoded, in few segments */
+    char path[8000];
+    int n = snprintf(path, sizeof path, "/v1/models/acme/a/versions/1/files/");
+    for (int seg = 0; seg < 8; seg++) {
+        n += snprintf(path + n, sizeof path - (size_t)n, "d");
+        for (int k = 0; k < 100; k++)
+            n += snprintf(path + n, sizeof path - (size_t)n, "%%C3%%A9");
+        n += snprintf(path + n, sizeof path - (size_t)n, "/");
+    }
+    snprintf(path + n, sizeof path - (size_t)n, "x.json");
+    CHECK(send_with_id("DELETE", path, write_acme, NULL, "h-2", NULL) >= 400);
+    rec = record_by_id("h-2");
+    CHECK(rec != NULL);
+    res = rec ? json_string_value(json_object_get(rec, "resource")) : NULL;
+    /* cut at 1024 bytes, never inside the two bytes of an e-acute */
+    CHECK(res != NULL && strlen(res) <= 1024 && strlen(res) >= 1020);
+    CHECK(res != NULL && ((unsigned char)res[strlen(res) - 1] != 0xc3));
+    json_decref(rec);
+
+    const char *garbage = "this is not a safetensors file at all, not even close";
+    char id_line[] = "X-Request-Id: h-3";
+    const char *headers[] = {id_line, NULL};
+    it_response r = it_request("PUT", "/v1/models/acme/a/versions/1/files/w.safetensors",
+                               &(it_request_opts){.token = write_acme,
+                                                  .headers = headers,
+                                                  .body = garbage,
+                                                  .body_len = strlen(garbage),
+                                                  .has_body = true});
+    CHECK(r.status == 415 || r.status == 422);
+    long refused = r.status;
+    char reason[64];
+    snprintf(reason, sizeof reason, "%s", it_reason(&r) ? it_reason(&r) : "");
+    it_response_free(&r);
+    rec = record_by_id("h-3");
+    CHECK(rec != NULL && it_json_int(rec, "status") == refused);
+    CHECK(rec != NULL && reason[0] != '\0' &&
+          strcmp(json_string_value(json_object_get(rec, "reason")), reason) == 0);
+    CHECK(rec != NULL && strcmp(json_string_value(json_object_get(rec, "action")),
+                                "PUT /v1/models/{org}/{name}/versions/{rev}/files/{path*}") == 0);
+    json_decref(rec);
+}
+
 TEST(a_successful_read_is_not_recorded)
 {
     size_t before = count("/v1/audit?limit=1000");
@@ -325,6 +379,7 @@ int main(int argc, char **argv)
     write_other = it_token("write", "other");
     RUN(a_write_is_recorded_with_its_fields);
     RUN(refusals_are_recorded);
+    RUN(hostile_paths_and_refused_uploads);
     RUN(a_successful_read_is_not_recorded);
     RUN(filters);
     RUN(paging_walks_every_record_once);
