@@ -38,43 +38,60 @@ typedef struct audit_query {
     bool jsonl;
 } audit_query;
 
+/* The n decimal digits at p as a number; -1 when one is not a digit. */
+static int digits(const char *p, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v;
+}
+
 /* An RFC 3339 date-time ("2026-01-02T03:04:05Z", "...05.5+02:00"; 't', 'z' and a
  * space for 'T' accepted) in the record's form (UTC, microseconds): 0, or -1. */
 static int parse_time(const char *text, char out[TG_AUDIT_TIME_LEN])
 {
+    if (strlen(text) < 20 || text[4] != '-' || text[7] != '-' || text[13] != ':' ||
+        text[16] != ':' || (text[10] != 'T' && text[10] != 't' && text[10] != ' '))
+        return -1;
     struct tm tm;
     memset(&tm, 0, sizeof tm);
-    int used = 0;
-    char sep = 0;
-    if (sscanf(text, "%4d-%2d-%2d%c%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &sep,
-               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 7 ||
-        used != 19 || (sep != 'T' && sep != 't' && sep != ' '))
+    tm.tm_year = digits(text, 4);
+    tm.tm_mon = digits(text + 5, 2);
+    tm.tm_mday = digits(text + 8, 2);
+    tm.tm_hour = digits(text + 11, 2);
+    tm.tm_min = digits(text + 14, 2);
+    tm.tm_sec = digits(text + 17, 2);
+    if (tm.tm_year < 1970 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+        tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 ||
+        tm.tm_sec > 60)
         return -1;
-    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-        tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
-        return -1;
-    const char *p = text + used;
+    const char *p = text + 19;
     long micros = 0;
     if (*p == '.') {
         p++;
-        int digits = 0;
+        int count = 0;
         while (*p >= '0' && *p <= '9') {
-            if (digits < 6)
+            if (count < 6)
                 micros = micros * 10 + (*p - '0');
-            digits++;
+            count++;
             p++;
         }
-        if (digits == 0 || digits > 9)
+        if (count == 0 || count > 9)
             return -1;
-        for (; digits < 6; digits++)
+        for (; count < 6; count++)
             micros *= 10;
     }
     long offset = 0;
     if (*p == 'Z' || *p == 'z') {
         p++;
     } else if (*p == '+' || *p == '-') {
-        int oh, om, n = 0;
-        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5 || oh > 23 || om > 59)
+        int oh = digits(p + 1, 2);
+        int om = oh >= 0 && p[3] == ':' ? digits(p + 4, 2) : -1; /* p[3]: after 2 digits */
+        if (oh < 0 || oh > 23 || om < 0 || om > 59)
             return -1;
         offset = (oh * 3600L + om * 60L) * (*p == '-' ? -1 : 1);
         p += 6;
