@@ -483,7 +483,7 @@ static void xfer_free(xfer *x)
     if (x->fd >= 0)
         close(x->fd);
     tg_sha256_free(&x->sha);
-    if (x->sink == SINK_MEM)
+    if (x->sink == SINK_MEM || x->sink == SINK_LINES) /* SINK_BUF: the caller's */
         free(x->mem);
     json_decref(x->json);
     free(x->url);
