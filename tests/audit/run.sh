@@ -11,7 +11,10 @@
 #  - the catalog's triggers refuse UPDATE and DELETE of a record;
 #  - one field of record 3 edited with sqlite3 (its trigger dropped first): verify
 #    exits 1 and names record 3 (hash mismatch), from the server and offline;
-#  - record 5 deleted: verify names the sequence gap at record 5.
+#  - record 5 deleted: verify names the sequence gap at record 5;
+#  - with the test build (tensorgate-test beside BINARY), an audit record that cannot
+#    be written: the write still answers, the record is logged whole and counted on
+#    /metrics, the chain goes on without a gap.
 # Ends with "audit: N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -131,6 +134,37 @@ check "names the gap at record 5 ($(cat "$W/v5.txt" | tr '\n' ' '))" \
 check "and still the edit of record 3" grep -q '"break":"record 3 edited' "$W/v5.txt"
 "$BIN" audit verify --data "$W/d" >"$W/v6.txt"
 check "offline: the gap at record 5" grep -q '^BREAK: record 5 missing: sequence gap' "$W/v6.txt"
+
+# the catalog cannot take a record (the test build's SHA-256 fault hook fails the
+# first audit hash): the write still answers 201, the record is logged whole and
+# counted, and the next record follows without a gap
+TB=$(dirname "$BIN")/tensorgate-test
+if [ -x "$TB" ]; then
+    mkdir -p "$W/f"
+    TENSORGATE_TEST_SHA256_FAIL=audit:1 "$TB" serve --listen 127.0.0.1:0 --data "$W/f" \
+        >"$W/f.out" 2>"$W/f.log" &
+    pids="$pids $!"
+    fport=
+    for _ in $(seq 1 100); do
+        fport=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$W/f.log" | head -n 1)
+        [ -n "$fport" ] && break
+        sleep 0.1
+    done
+    FU="http://127.0.0.1:$fport"
+    FA=$("$TB" token create --data "$W/f" --scope admin 2>/dev/null | tail -n 1)
+    FW=$("$TB" token create --data "$W/f" --scope write 2>/dev/null | tail -n 1)
+    c1=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FW" \
+        -H 'X-Request-Id: lost-1' -d '{"name":"acme/f1"}' "$FU/v1/models")
+    c2=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FW" \
+        -H 'X-Request-Id: kept-2' -d '{"name":"acme/f2"}' "$FU/v1/models")
+    check "writes answer as ever when the record fails ($c1 $c2)" [ "$c1" = 201 ] && [ "$c2" = 201 ]
+    check "the lost record is logged whole" \
+        grep -q 'audit: record not written.*action="POST /v1/models".*status=201.*request_id=lost-1' "$W/f.log"
+    m=$(curl -s "$FU/metrics" | grep -E '^tensorgate_audit_(records|failures)_total' | tr '\n' ' ')
+    check "metrics count it ($m)" [ "$m" = "tensorgate_audit_records_total 1 tensorgate_audit_failures_total 1 " ]
+    "$TB" audit verify --url "$FU" --token "$FA" >"$W/vf.txt"
+    check "the chain holds: one record, seq 1 ($(cat "$W/vf.txt"))" grep -q '^1 records, seq 1\.\.1' "$W/vf.txt"
+fi
 
 # usage errors
 "$BIN" audit verify --since 2020-01-01T00:00:00Z --url "$U" >/dev/null 2>&1
