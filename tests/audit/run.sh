@@ -106,6 +106,8 @@ check "python recomputes every hash and link ($(cat "$W/py.out"))" grep -q '^ok 
 check "verify from the server holds ($(cat "$W/v1.txt"))" [ $? = 0 ]
 "$BIN" audit verify --data "$W/d" >"$W/v2.txt"
 check "verify offline holds ($(cat "$W/v2.txt"))" [ $? = 0 ]
+"$BIN" audit verify --server "$U" --token "$ADMIN" --json >"$W/v2j.txt"
+check "verify --server --json: status ok ($(cat "$W/v2j.txt"))" grep -q '"status":"ok"' "$W/v2j.txt"
 
 # the triggers refuse an edit and a delete
 sqlite3 "$W/d/catalog.db" "UPDATE audit_log SET status = 200 WHERE seq = 3" 2>"$W/upd.err"
