@@ -26,6 +26,7 @@ int tg_cmd_serve(int argc, char **argv); /* cmd/serve.c */
 int tg_cmd_token(int argc, char **argv); /* cmd/token.c */
 int tg_cmd_gc(int argc, char **argv);    /* cmd/maintenance.c */
 int tg_cmd_fsck(int argc, char **argv);  /* cmd/maintenance.c */
+int tg_cmd_audit(int argc, char **argv); /* cmd/audit.c */
 
 /* commands that talk to a server through libtgclient (clients/c/tensorgate_client.h) */
 int tg_cmd_push(int argc, char **argv);   /* cmd/remote.c */

@@ -18,6 +18,7 @@ static const struct command commands[] = {
     {"token", tg_cmd_token, "create and list API tokens"},
     {"gc", tg_cmd_gc, "delete blobs no catalog row references"},
     {"fsck", tg_cmd_fsck, "re-hash every blob against the catalog"},
+    {"audit", tg_cmd_audit, "verify the audit log's hash chain, list its records"},
     {"push", tg_cmd_push, "upload a directory as a new version of a model (server)"},
     {"pull", tg_cmd_pull, "download a version's files, resumable, SHA-256 checked (server)"},
     {"ls", tg_cmd_ls, "list models, a model's versions, or a version's files (server)"},

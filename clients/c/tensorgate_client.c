@@ -383,7 +383,7 @@ unsigned tgc_peak_parallel(const tgc_client *c)
 
 /* ---------- one transfer ---------- */
 
-enum sink { SINK_MEM, SINK_BUF, SINK_FILE };
+enum sink { SINK_MEM, SINK_BUF, SINK_FILE, SINK_LINES };
 enum xstate { X_PENDING, X_ACTIVE, X_WAITING, X_DONE };
 
 typedef struct xfer {
@@ -404,6 +404,10 @@ typedef struct xfer {
     size_t mem_len, mem_cap, mem_max;
     bool want_json;
     json_t *json;
+    /* SINK_LINES: each whole line (mem holds the partial one, up to mem_max) */
+    int (*on_line)(void *user, const char *line, size_t len);
+    void *line_user;
+    bool line_sent; /* a line went to on_line: the transfer is not tried again */
     /* SINK_FILE */
     char *dest, *part;
     char range[80]; /* a Range line of the request, or "" */
@@ -479,7 +483,7 @@ static void xfer_free(xfer *x)
     if (x->fd >= 0)
         close(x->fd);
     tg_sha256_free(&x->sha);
-    if (x->sink == SINK_MEM)
+    if (x->sink == SINK_MEM || x->sink == SINK_LINES) /* SINK_BUF: the caller's */
         free(x->mem);
     json_decref(x->json);
     free(x->url);
@@ -639,6 +643,41 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         memcpy(x->mem + x->mem_len, ptr, n);
         x->mem_len += n;
         x->mem[x->mem_len] = '\0';
+        break;
+    case SINK_LINES:
+        for (size_t i = 0; i < n; i++) {
+            if (ptr[i] != '\n') {
+                if (x->mem_len + 1 >= x->mem_max) {
+                    local_fail(x, TGC_REASON_BAD_ANSWER, "a line of the answer is too long");
+                    return 0;
+                }
+                if (x->mem_len + 2 > x->mem_cap) {
+                    size_t cap = x->mem_cap ? x->mem_cap * 2 : 4096;
+                    unsigned char *p = realloc(x->mem, cap);
+                    if (p == NULL) {
+                        local_fail(x, TGC_REASON_MEMORY, "out of memory for the answer");
+                        return 0;
+                    }
+                    x->mem = p;
+                    x->mem_cap = cap;
+                }
+                x->mem[x->mem_len++] = (unsigned char)ptr[i];
+                continue;
+            }
+            if (x->mem == NULL && (x->mem = malloc(1)) != NULL)
+                x->mem_cap = 1;
+            if (x->mem == NULL) {
+                local_fail(x, TGC_REASON_MEMORY, "out of memory for the answer");
+                return 0;
+            }
+            x->mem[x->mem_len] = '\0';
+            x->line_sent = true;
+            if (x->on_line(x->line_user, (const char *)x->mem, x->mem_len) != 0) {
+                local_fail(x, TGC_REASON_USAGE, "stopped by the caller");
+                return 0;
+            }
+            x->mem_len = 0;
+        }
         break;
     case SINK_BUF:
         if (n > x->mem_cap - x->mem_len) {
@@ -957,7 +996,8 @@ static bool file_end(xfer *x, double now)
  * are final. */
 static bool xfer_end(xfer *x, double now)
 {
-    bool can_retry = x->attempt <= x->c->o.max_retries;
+    /* lines already handed over would be handed over twice */
+    bool can_retry = x->attempt <= x->c->o.max_retries && !x->line_sent;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
     if (x->err_cut)
         x->cc = CURLE_OK; /* the refusal as far as it was read is the answer */
@@ -1224,6 +1264,34 @@ static int get_all_pages(tgc_client *c, const char *url, const char *key, json_t
     }
     *out = all;
     return 0;
+}
+
+int tgc_get_lines(tgc_client *c, const char *path_and_query,
+                  int (*on_line)(void *user, const char *line, size_t len), void *user,
+                  tgc_error *err)
+{
+    clear_err(err);
+    if (c == NULL || path_and_query == NULL || path_and_query[0] != '/' || on_line == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "a path beginning with / and a line callback");
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, path_and_query);
+    xfer *x = xfer_new(c, "GET", &u);
+    free(u.s);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    x->sink = SINK_LINES;
+    x->on_line = on_line;
+    x->line_user = user;
+    x->mem_max = 1024 * 1024;
+    int rc = run_one(x, err);
+    if (rc == 0 && x->mem_len > 0) { /* a last line without its newline */
+        x->mem[x->mem_len] = '\0';
+        if (on_line(user, (const char *)x->mem, x->mem_len) != 0)
+            rc = set_err(err, 0, TGC_REASON_USAGE, "stopped by the caller");
+    }
+    xfer_free(x);
+    return rc;
 }
 
 /* ---------- reads ---------- */

@@ -83,6 +83,15 @@ unsigned tgc_peak_parallel(const tgc_client *client);
  * tgc_list_files refuse a file list holding another (TGC_REASON_UNSAFE_NAME). */
 bool tgc_path_is_safe(const char *path);
 
+/* GET path_and_query ("/v1/audit?format=jsonl") and hand each line of a 2xx answer
+ * (without its newline, NUL-terminated; at most 1 MiB) to on_line as it arrives:
+ * memory stays bounded whatever the answer's length. on_line returns 0 to go on. Once
+ * a line was handed over the request is not retried. 0, or -1 with *err (a refusal,
+ * the connection, a line too long, on_line stopping it). */
+int tgc_get_lines(tgc_client *c, const char *path_and_query,
+                  int (*on_line)(void *user, const char *line, size_t len), void *user,
+                  tgc_error *err);
+
 /* Splits "org/name[@rev]" into model ("org/name") and rev ("latest" when absent).
  * Checks the characters of org and name as the server does. */
 int tgc_parse_ref(const char *text, char *model, size_t model_cap, char *rev, size_t rev_cap,

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "audit.h"
 #include "checks.h"
 #include "log.h"
 #include "reasons.h"
@@ -55,6 +56,8 @@ static const char *status_title(unsigned status);
 static void respond_raw(tg_request *req, unsigned status, const char *content_type,
                         const char *body)
 {
+    if (tg_audit_due(req, status))
+        tg_audit_answer(req, status, NULL);
     req->responded = true;
     req->status = status;
     req->close_now = true;
@@ -93,6 +96,10 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
         respond_raw(req, status, "text/plain", "");
         return;
     }
+    /* the audit log's one place: every answer but a shared read passes here or
+     * respond_raw, before it is queued */
+    if (tg_audit_due(req, status))
+        tg_audit_answer(req, status, response);
     req->responded = true;
     req->status = status;
     if (response == NULL) {
@@ -357,6 +364,9 @@ json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
 static void respond_problem_json(tg_request *req, unsigned status, json_t *problem,
                                  const char *const *headers)
 {
+    const char *reason = json_string_value(json_object_get(problem, "reason"));
+    if (!req->responded)
+        snprintf(req->reason, sizeof req->reason, "%s", reason ? reason : "");
     char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
     json_decref(problem);
     respond_text(req, status, text, "application/problem+json", headers);

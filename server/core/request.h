@@ -55,6 +55,10 @@ typedef struct tg_server {
     unsigned caches_owned;                         /* those made by tg_http_start, a bit each */
     /* the preload service (preload_service.h), started by serve; NULL: none */
     struct tg_preload_service *preloads;
+    /* the audit log's counters (audit.h; /metrics), added atomically */
+    struct {
+        uint64_t records, failures;
+    } audit;
 } tg_server;
 
 typedef enum tg_body_kind {
@@ -160,6 +164,11 @@ struct tg_request {
     bool hub_errors;
     unsigned status;
     uint64_t bytes_in;
+    /* the decoded path (libmicrohttpd's, valid until the request ends), set at the
+     * first on_request; the reason code of a problem answer ("" otherwise): both for
+     * the audit log (audit.h) */
+    const char *url;
+    char reason[48];
 };
 
 /* Request accessors. */

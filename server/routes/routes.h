@@ -13,6 +13,9 @@ void tg_route_metrics(tg_request *req);
 void tg_route_openapi(tg_request *req);
 void tg_route_reasons(tg_request *req);
 void tg_route_rejections(tg_request *req);
+/* audit.c: GET /v1/audit, and one record as the JSON the route and its export give */
+void tg_route_audit_list(tg_request *req);
+json_t *tg_audit_record_json(const tg_audit_record *record);
 /* web.c: the web page and its assets */
 void tg_route_web_index(tg_request *req);
 void tg_route_web_asset(tg_request *req);

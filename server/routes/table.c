@@ -25,6 +25,7 @@ static const tg_route routes[] = {
      tg_route_scan_feed, tg_route_scan_cleanup},
     {"GET", "/v1/rejections", TG_BODY_NONE, TG_AUTH_ADMIN, 0, tg_route_rejections, NULL, NULL,
      NULL},
+    {"GET", "/v1/audit", TG_BODY_NONE, TG_AUTH_ADMIN, 0, tg_route_audit_list, NULL, NULL, NULL},
     {"GET", "/v1/models", TG_BODY_NONE, TG_AUTH_READ, 0, tg_route_models_list, NULL, NULL, NULL},
     {"POST", "/v1/models", TG_BODY_JSON, TG_AUTH_WRITE_OBJECT, 0, tg_route_model_create, NULL, NULL,
      NULL},

@@ -330,6 +330,20 @@ tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, 
     return settle(catalog, catalog->ops->rejection_list(catalog, before_id, limit, visit, ctx));
 }
 
+tg_cat_status tg_catalog_audit_append(tg_catalog *catalog, const char *token_hash,
+                                      tg_audit_record *record)
+{
+    return settle(catalog, catalog->ops->audit_append(catalog, token_hash, record));
+}
+
+tg_cat_status tg_catalog_audit_list(tg_catalog *catalog, const tg_audit_filter *filter,
+                                    unsigned limit,
+                                    void (*visit)(void *ctx, const tg_audit_record *record),
+                                    void *ctx)
+{
+    return settle(catalog, catalog->ops->audit_list(catalog, filter, limit, visit, ctx));
+}
+
 tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,
                                    const char *namespace_or_null)
 {

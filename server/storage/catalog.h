@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audit_record.h"
+
 #define TG_NAME_MAX 64  /* each of org and name */
 #define TG_PATH_MAX 255 /* a file path inside a version */
 #define TG_URL_MAX 2048 /* an import's source URL */
@@ -266,6 +268,39 @@ tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
 tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id);
 /* Deletes the token: it is refused (401) from the next request on. NOT_FOUND if no such id. */
 tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id);
+
+/* The audit log (schema 11, audit_record.h): append-only, one hash chain.
+ * tg_catalog_audit_append appends record: in one transaction that serialises every
+ * append (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock, so
+ * replicas on one database make one chain) it resolves the token by its hash
+ * (token_hash NULL or unknown: anonymous, token_id 0 and namespace ""), takes the
+ * last record's seq and hash, and fills record's token_id, namespace_name, seq,
+ * prev_hash and hash before the insert. There is no update or delete: the tables
+ * refuse both (triggers), and an edit made around them is found by the chain. */
+tg_cat_status tg_catalog_audit_append(tg_catalog *catalog, const char *token_hash,
+                                      tg_audit_record *record);
+/* What tg_catalog_audit_list keeps: every field set narrows (NULL or 0: any). */
+typedef struct tg_audit_filter {
+    const char *since, *until; /* record times, tg_audit_record.time's form: since <= t < until */
+    int64_t token_id;          /* > 0: that token; -1: anonymous records; 0: any */
+    const char *namespace_name;
+    const char *action;
+    const char *resource_prefix;
+    unsigned status;   /* the exact status */
+    int outcome;       /* TG_AUDIT_OUTCOME_* */
+    int64_t after_seq; /* records after this seq (paging) */
+} tg_audit_filter;
+enum {
+    TG_AUDIT_OUTCOME_ANY = 0,
+    TG_AUDIT_OUTCOME_SUCCESS, /* status below 400 */
+    TG_AUDIT_OUTCOME_REFUSED, /* 401 or 403 */
+    TG_AUDIT_OUTCOME_FAILURE, /* 400 and above */
+};
+/* Records that pass filter, in seq order, at most limit (1..). */
+tg_cat_status tg_catalog_audit_list(tg_catalog *catalog, const tg_audit_filter *filter,
+                                    unsigned limit,
+                                    void (*visit)(void *ctx, const tg_audit_record *record),
+                                    void *ctx);
 
 /* blobs: every distinct (sha256, size) a file row or a job's file row (job_files) references */
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,

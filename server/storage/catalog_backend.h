@@ -145,6 +145,12 @@ typedef struct tg_catalog_ops {
     /* versions by commit id */
     tg_cat_status (*version_by_commit)(tg_catalog *catalog, int64_t model_id, const char *commit,
                                        tg_version *out);
+
+    /* schema 11: the audit log */
+    tg_cat_status (*audit_append)(tg_catalog *catalog, const char *token_hash,
+                                  tg_audit_record *record);
+    tg_cat_status (*audit_list)(tg_catalog *catalog, const tg_audit_filter *filter, unsigned limit,
+                                void (*visit)(void *ctx, const tg_audit_record *record), void *ctx);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct

@@ -1964,7 +1964,89 @@ static tg_cat_status pg_version_by_commit(tg_catalog *catalog, int64_t model_id,
     return version_query(catalog, TG_CAT_SQL_VERSION_BY_COMMIT, 2, params, out);
 }
 
+/* ---- the audit log ---- */
+
+/* The advisory lock key that serialises audit appends across replicas ("tgaudit"). */
+#define AUDIT_LOCK_KEY "8387236014250960500"
+
+static tg_cat_status pg_audit_append(tg_catalog *catalog, const char *token_hash,
+                                     tg_audit_record *r)
+{
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    /* one chain across replicas: the lock is held from the read of the last row to
+     * the commit of the next (a transaction-level lock: the commit or the rollback
+     * releases it, also when the connection dies) */
+    if (tx_run(&t, "SELECT pg_advisory_xact_lock(" AUDIT_LOCK_KEY ")", 0, NULL) < 0)
+        return tx_end(&t, t.status);
+    r->token_id = 0;
+    r->namespace_name[0] = '\0';
+    if (token_hash != NULL) {
+        const char *params[] = {token_hash};
+        PGresult *q = tx_q(&t, TG_CAT_SQL_AUDIT_TOKEN, 1, params);
+        if (q == NULL)
+            return tx_end(&t, t.status);
+        if (PQntuples(q) > 0) {
+            r->token_id = get_i64(q, 0, 0);
+            get_text(r->namespace_name, sizeof r->namespace_name, q, 0, 1);
+        }
+        PQclear(q);
+    }
+    PGresult *q = tx_q(&t, TG_CAT_SQL_AUDIT_LAST, 0, NULL);
+    if (q == NULL)
+        return tx_end(&t, t.status);
+    r->seq = PQntuples(q) > 0 ? get_i64(q, 0, 0) + 1 : 1;
+    if (PQntuples(q) > 0)
+        get_text(r->prev_hash, sizeof r->prev_hash, q, 0, 1);
+    else
+        snprintf(r->prev_hash, sizeof r->prev_hash, "%s", TG_AUDIT_GENESIS);
+    PQclear(q);
+    tg_audit_time_now(r->time);
+    if (tg_audit_hash(r, r->hash) != 0)
+        return tx_end(&t, TG_CAT_ERROR);
+    num seq = n64(r->seq), token = n64(r->token_id), status = n64(r->status);
+    const char *params[] = {seq.s,
+                            r->time,
+                            r->token_id > 0 ? token.s : NULL,
+                            r->namespace_name,
+                            r->action,
+                            r->resource,
+                            status.s,
+                            r->reason,
+                            r->request_id,
+                            r->client,
+                            r->user_agent,
+                            r->prev_hash,
+                            r->hash};
+    long rows = tx_run(&t, TG_CAT_SQL_AUDIT_INSERT, 13, params);
+    return tx_end(&t, rows == 1 ? TG_CAT_OK : t.status);
+}
+
+static tg_cat_status pg_audit_list(tg_catalog *catalog, const tg_audit_filter *f, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_audit_record *record),
+                                   void *ctx)
+{
+    num after = n64(f->after_seq), token = n64(f->token_id), status = n64(f->status),
+        outcome = n64(f->outcome), lim = n64(limit);
+    const char *params[] = {after.s,   f->since,           f->until, token.s,   f->namespace_name,
+                            f->action, f->resource_prefix, status.s, outcome.s, lim.s};
+    tg_cat_status st;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_AUDIT_LIST, 10, params, &st);
+    if (r == NULL)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++) {
+        tg_audit_record rec;
+        tg_cat_read_audit(pg_row(r, i), &rec);
+        visit(ctx, &rec);
+    }
+    PQclear(r);
+    return TG_CAT_OK;
+}
+
 static const tg_catalog_ops pg_ops = {
+    .audit_append = pg_audit_append,
+    .audit_list = pg_audit_list,
     .name = "postgresql",
     .close = pg_close,
     .ping = pg_ping,

@@ -43,6 +43,23 @@ void tg_cat_read_file(tg_cat_row row, tg_file_record *out)
     row.text(&row, 9, out->source_url, sizeof out->source_url); /* NULL: "" */
 }
 
+void tg_cat_read_audit(tg_cat_row row, tg_audit_record *out)
+{
+    out->seq = row.integer(&row, 0);
+    row.text(&row, 1, out->time, sizeof out->time);
+    out->token_id = row.integer(&row, 2);
+    row.text(&row, 3, out->namespace_name, sizeof out->namespace_name);
+    row.text(&row, 4, out->action, sizeof out->action);
+    row.text(&row, 5, out->resource, sizeof out->resource);
+    out->status = (unsigned)row.integer(&row, 6);
+    row.text(&row, 7, out->reason, sizeof out->reason);
+    row.text(&row, 8, out->request_id, sizeof out->request_id);
+    row.text(&row, 9, out->client, sizeof out->client);
+    row.text(&row, 10, out->user_agent, sizeof out->user_agent);
+    row.text(&row, 11, out->prev_hash, sizeof out->prev_hash);
+    row.text(&row, 12, out->hash, sizeof out->hash);
+}
+
 void tg_cat_read_job(tg_cat_row row, tg_job *out)
 {
     char state[16];

@@ -31,6 +31,10 @@
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
 
+#define TG_CAT_AUDIT_COLUMNS                                                                       \
+    "seq, time, token_id, namespace, action, resource, status, reason, request_id, client,"        \
+    " user_agent, prev_hash, hash"
+
 /* ---- statements both dialects agree on ----
  * Placeholders are "?" (numbered in order) or "?N" (one form per statement):
  * SQLite binds them as they are, PostgreSQL gets them as "$N"
@@ -78,6 +82,29 @@
     "SELECT 1 FROM files WHERE sha256 = ?1"                                                        \
     " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1"
 #define TG_CAT_SQL_TOKEN_ID "SELECT id FROM tokens WHERE hash = ?"
+/* the audit log (schema 11): the appender's token, the chain's last row, the insert,
+ * and the filtered list (every filter NULL or 0 when unset; CASTs so that PostgreSQL
+ * knows each parameter's type) */
+#define TG_CAT_SQL_AUDIT_TOKEN "SELECT id, coalesce(namespace, '') FROM tokens WHERE hash = ?"
+#define TG_CAT_SQL_AUDIT_LAST "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
+#define TG_CAT_SQL_AUDIT_INSERT                                                                    \
+    "INSERT INTO audit_log(" TG_CAT_AUDIT_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " \
+    "?)"
+#define TG_CAT_SQL_AUDIT_LIST                                                                      \
+    "SELECT " TG_CAT_AUDIT_COLUMNS " FROM audit_log WHERE seq > CAST(?1 AS BIGINT)"                \
+    " AND (CAST(?2 AS TEXT) IS NULL OR time >= CAST(?2 AS TEXT))"                                  \
+    " AND (CAST(?3 AS TEXT) IS NULL OR time < CAST(?3 AS TEXT))"                                   \
+    " AND (CAST(?4 AS BIGINT) = 0 OR (CAST(?4 AS BIGINT) > 0 AND token_id = CAST(?4 AS BIGINT))"   \
+    " OR (CAST(?4 AS BIGINT) < 0 AND token_id IS NULL))"                                           \
+    " AND (CAST(?5 AS TEXT) IS NULL OR namespace = CAST(?5 AS TEXT))"                              \
+    " AND (CAST(?6 AS TEXT) IS NULL OR action = CAST(?6 AS TEXT))"                                 \
+    " AND (CAST(?7 AS TEXT) IS NULL"                                                               \
+    " OR substr(resource, 1, length(CAST(?7 AS TEXT))) = CAST(?7 AS TEXT))"                        \
+    " AND (CAST(?8 AS INTEGER) = 0 OR status = CAST(?8 AS INTEGER))"                               \
+    " AND (CAST(?9 AS INTEGER) = 0 OR (CAST(?9 AS INTEGER) = 1 AND status < 400)"                  \
+    " OR (CAST(?9 AS INTEGER) = 2 AND status IN (401, 403))"                                       \
+    " OR (CAST(?9 AS INTEGER) = 3 AND status >= 400))"                                             \
+    " ORDER BY seq LIMIT CAST(?10 AS BIGINT)"
 #define TG_CAT_SQL_MODEL_BLOBS                                                                     \
     "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"    \
     " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"                    \
@@ -139,6 +166,7 @@ struct tg_cat_row {
 void tg_cat_read_model(tg_cat_row row, tg_model *out);
 void tg_cat_read_version(tg_cat_row row, tg_version *out);
 void tg_cat_read_file(tg_cat_row row, tg_file_record *out);
+void tg_cat_read_audit(tg_cat_row row, tg_audit_record *out); /* TG_CAT_AUDIT_COLUMNS */
 void tg_cat_read_job(tg_cat_row row, tg_job *out);
 /* A row of TG_CAT_SQL_JOB_COUNTS (state, count) into counts; a state this binary
  * does not know is left out. */

@@ -2217,7 +2217,129 @@ static tg_cat_status sq_version_by_commit(tg_catalog *catalog, int64_t model_id,
     return read_end(catalog, k, status);
 }
 
+/* ---- the audit log ---- */
+
+/* Caller holds k inside a transaction: fills the token's id and namespace (hash NULL
+ * or unknown: anonymous). */
+static tg_cat_status audit_token(conn *k, const char *hash, tg_audit_record *r)
+{
+    r->token_id = 0;
+    r->namespace_name[0] = '\0';
+    if (hash == NULL)
+        return TG_CAT_OK;
+    static const char sql[] = TG_CAT_SQL_AUDIT_TOKEN;
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    bind_text(st, 1, hash);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        r->token_id = sqlite3_column_int64(st, 0);
+        copy_text(r->namespace_name, sizeof r->namespace_name, st, 1);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+}
+
+/* Caller holds k inside a transaction: the chain's last seq and hash (0 and the
+ * genesis hash when the log is empty). */
+static tg_cat_status audit_last(conn *k, int64_t *seq, char hash[65])
+{
+    static const char sql[] = TG_CAT_SQL_AUDIT_LAST;
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    *seq = 0;
+    snprintf(hash, 65, "%s", TG_AUDIT_GENESIS);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *seq = sqlite3_column_int64(st, 0);
+        copy_text(hash, 65, st, 1);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+}
+
+static tg_cat_status sq_audit_append(tg_catalog *catalog, const char *token_hash,
+                                     tg_audit_record *r)
+{
+    static const char sql[] = TG_CAT_SQL_AUDIT_INSERT;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    /* BEGIN IMMEDIATE: the write lock of the file from the read of the last row to
+     * the insert (one process per file, and the writer is already serialised) */
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    int64_t last = 0;
+    status = audit_token(k, token_hash, r);
+    if (status == TG_CAT_OK)
+        status = audit_last(k, &last, r->prev_hash);
+    if (status == TG_CAT_OK) {
+        r->seq = last + 1;
+        tg_audit_time_now(r->time);
+        status = tg_audit_hash(r, r->hash) == 0 ? TG_CAT_OK : TG_CAT_ERROR;
+    }
+    sqlite3_stmt *st = status == TG_CAT_OK ? statement(k, sql) : NULL;
+    if (st != NULL) {
+        sqlite3_bind_int64(st, 1, r->seq);
+        bind_text(st, 2, r->time);
+        if (r->token_id > 0)
+            sqlite3_bind_int64(st, 3, r->token_id);
+        else
+            sqlite3_bind_null(st, 3);
+        bind_text(st, 4, r->namespace_name);
+        bind_text(st, 5, r->action);
+        bind_text(st, 6, r->resource);
+        sqlite3_bind_int64(st, 7, r->status);
+        bind_text(st, 8, r->reason);
+        bind_text(st, 9, r->request_id);
+        bind_text(st, 10, r->client);
+        bind_text(st, 11, r->user_agent);
+        bind_text(st, 12, r->prev_hash);
+        bind_text(st, 13, r->hash);
+        status = run_write(k, st);
+    } else {
+        status = TG_CAT_ERROR;
+    }
+    status = finish_transaction(k, status);
+out:
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_audit_list(tg_catalog *catalog, const tg_audit_filter *f, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_audit_record *record),
+                                   void *ctx)
+{
+    static const char sql[] = TG_CAT_SQL_AUDIT_LIST;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, f->after_seq);
+        bind_text(st, 2, f->since);
+        bind_text(st, 3, f->until);
+        sqlite3_bind_int64(st, 4, f->token_id);
+        bind_text(st, 5, f->namespace_name);
+        bind_text(st, 6, f->action);
+        bind_text(st, 7, f->resource_prefix);
+        sqlite3_bind_int64(st, 8, f->status);
+        sqlite3_bind_int64(st, 9, f->outcome);
+        sqlite3_bind_int64(st, 10, limit);
+        int rc;
+        tg_audit_record r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            tg_cat_read_audit(sq_row(st), &r);
+            visit(ctx, &r);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
 static const tg_catalog_ops sqlite_ops = {
+    .audit_append = sq_audit_append,
+    .audit_list = sq_audit_list,
     .name = "sqlite",
     .close = sq_close,
     .ping = sq_ping,

@@ -298,6 +298,7 @@ static row rows[] = {
      false},
     {"POST", "/v1/scan", 200, 0, "/v1/scan", B_MODEL, NULL, P_NONE, NULL, false},
     {"GET", "/v1/rejections", 200, 0, "/v1/rejections", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/audit", 200, 0, "/v1/audit", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/healthz", 200, 0, "/healthz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/readyz", 200, 0, "/readyz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/metrics", 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},

@@ -294,6 +294,107 @@ TEST(rejections_and_tokens)
     tg_catalog_close(catalog);
 }
 
+static void keep_audit(void *ctx, const tg_audit_record *r)
+{
+    tg_audit_record *rs = ctx;
+    for (int i = 0; i < 8; i++) {
+        if (rs[i].seq == 0) {
+            rs[i] = *r;
+            return;
+        }
+    }
+}
+
+/* Returns how many of rs[0..8) are filled, after a list with filter f. */
+static int audit_listed(tg_catalog *catalog, const tg_audit_filter *f, unsigned limit,
+                        tg_audit_record *rs)
+{
+    memset(rs, 0, 8 * sizeof *rs);
+    CHECK(tg_catalog_audit_list(catalog, f, limit, keep_audit, rs) == TG_CAT_OK);
+    int n = 0;
+    while (n < 8 && rs[n].seq != 0)
+        n++;
+    return n;
+}
+
+/* schema 11: the audit log. Appends chain (seq 1, 2, 3, prev_hash the hash before,
+ * hash over the record); the token is resolved by its hash (unknown or none:
+ * anonymous); each filter keeps what it says. */
+TEST(audit_append_chain_and_filters)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    const char *hash = "a0d1000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, hash, &token_id) == TG_CAT_OK);
+    const char *hashes[] = {hash, "dddd", NULL};
+    const unsigned statuses[] = {201, 401, 403};
+    const char *resources[] = {"/v1/models", "/v1/models/acme/m", "/v1/jobs/3"};
+    for (int i = 0; i < 3; i++) {
+        tg_audit_record r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.action, sizeof r.action, "POST /v1/models");
+        snprintf(r.resource, sizeof r.resource, "%s", resources[i]);
+        r.status = statuses[i];
+        snprintf(r.reason, sizeof r.reason, "%s", i ? "forbidden" : "");
+        snprintf(r.request_id, sizeof r.request_id, "id-%d", i);
+        snprintf(r.client, sizeof r.client, "127.0.0.1");
+        CHECK(tg_catalog_audit_append(catalog, hashes[i], &r) == TG_CAT_OK);
+        CHECK(r.seq == i + 1);
+        CHECK(r.token_id == (i == 0 ? token_id : 0));
+        CHECK_STR(r.namespace_name, i == 0 ? "acme" : "");
+    }
+    tg_audit_record rs[8];
+    tg_audit_filter f;
+    memset(&f, 0, sizeof f);
+    CHECK(audit_listed(catalog, &f, 100, rs) == 3);
+    tg_audit_chain chain;
+    tg_audit_chain_init(&chain);
+    char why[256];
+    for (int i = 0; i < 3; i++) {
+        CHECK(tg_audit_chain_next(&chain, &rs[i], why, sizeof why));
+        CHECK(rs[i].seq == i + 1);
+    }
+    CHECK_STR(rs[0].prev_hash, TG_AUDIT_GENESIS);
+    CHECK_STR(rs[1].prev_hash, rs[0].hash);
+    CHECK(rs[0].token_id == token_id && rs[1].token_id == 0);
+    CHECK_STR(rs[2].request_id, "id-2");
+    f.token_id = token_id;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    f.token_id = -1;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 2);
+    memset(&f, 0, sizeof f);
+    f.outcome = TG_AUDIT_OUTCOME_REFUSED;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 2);
+    f.outcome = TG_AUDIT_OUTCOME_SUCCESS;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    memset(&f, 0, sizeof f);
+    f.status = 403;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1 && rs[0].seq == 3);
+    memset(&f, 0, sizeof f);
+    f.resource_prefix = "/v1/models";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 2);
+    f.resource_prefix = "/v1/models/acme/";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    memset(&f, 0, sizeof f);
+    f.namespace_name = "acme";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    f.namespace_name = NULL;
+    f.action = "POST /v1/models";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 3);
+    f.action = NULL;
+    f.after_seq = 1;
+    CHECK(audit_listed(catalog, &f, 1, rs) == 1 && rs[0].seq == 2);
+    f.after_seq = 0;
+    f.since = "2000-01-01T00:00:00.000000Z";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 3);
+    f.until = "2000-01-02T00:00:00.000000Z";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 0);
+    tg_catalog_close(catalog);
+}
+
 static void remember_file(void *ctx, const tg_file_record *file)
 {
     tg_file_record *files = ctx;
@@ -2030,6 +2131,7 @@ int main(int argc, char **argv)
     RUN(versions_files_publish);
     RUN(file_records_collect_keeps_order);
     RUN(rejections_and_tokens);
+    RUN(audit_append_chain_and_filters);
     RUN(jobs_commit_fail_recover);
     RUN(jobs_create_is_idempotent);
     RUN(jobs_list_filters_and_pages);
@@ -2055,6 +2157,7 @@ int main(int argc, char **argv)
         RUN(models_and_listing);
         RUN(versions_files_publish);
         RUN(rejections_and_tokens);
+        RUN(audit_append_chain_and_filters);
         RUN(jobs_commit_fail_recover);
         RUN(jobs_create_is_idempotent);
         RUN(jobs_list_filters_and_pages);
