@@ -12,7 +12,8 @@
 # 2b. tests/import/pg-replicas.sh: an import from a slow source queued on two
 #    replicas with a 3 s lease is fetched once (the lease is renewed), the file
 #    appears once;
-# 3. existing integration programs with every server on the PostgreSQL catalog
+# 3. existing integration programs (rejections among them: its filters, paging and
+#    export on the PostgreSQL dialect) with every server on the PostgreSQL catalog
 #    (TENSORGATE_CATALOG): the same answers as on SQLite. Left out: the programs
 #    that test the SQLite file itself (models: a newer schema written into
 #    catalog.db; integrity: a full disk under SQLite) and convert, whose kill -9
@@ -59,7 +60,7 @@ run "unit catalog (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/c
 run "unit catalog_pg" "$build/tests/unit/server/storage/catalog_pg"
 run "integration pg_replicas" "$build/tests/integration/pg_replicas" "$build"
 run "import on two replicas" tests/import/pg-replicas.sh "$build/tensorgate"
-for t in auth tenancy routes metrics digests tensors hf authz_matrix cases; do
+for t in auth tenancy routes metrics digests tensors hf authz_matrix cases rejections; do
     run "integration $t (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
         "$build/tests/integration/$t" "$build"
 done
