@@ -334,15 +334,17 @@ typedef struct rejection_page {
     json_t *items;
     unsigned count;
     int64_t last_id;
+    bool failed; /* out of memory: a record is missing, so the page is not answered */
 } rejection_page;
 
 static void add_rejection(void *ctx, const tg_rejection *r)
 {
     rejection_page *page = ctx;
     json_t *item = rejection_json(r);
-    if (item == NULL)
+    if (item == NULL || json_array_append_new(page->items, item) != 0) {
+        page->failed = true;
         return;
-    json_array_append_new(page->items, item);
+    }
     page->count++;
     page->last_id = r->id;
 }
@@ -379,6 +381,11 @@ static void respond_page(tg_request *req, const rejection_query *q)
     if (status != TG_CAT_OK) {
         json_decref(page.items);
         tg_respond_catalog_failure(req, status);
+        return;
+    }
+    if (page.failed) {
+        json_decref(page.items);
+        tg_respond_internal(req, "out of memory");
         return;
     }
     bool has_next = page.count > q->limit;
