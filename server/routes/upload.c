@@ -6,10 +6,10 @@
  * body (auth, names, draft state, declared size) answer at the headers, before a
  * byte is read; a refusal found in the body stops all work at once (temp file
  * deleted, nothing more written or parsed) and the rest of the body is dropped
- * until the end, where the problem is sent; the dropped rest is still hashed, so the
- * refusal's record (GET /v1/rejections) carries the SHA-256 of the whole body. A body that goes on
- * past
- * --drain-limit after a refusal gets its connection closed.
+ * until the end, where the problem is sent. The dropped rest is still hashed, so
+ * the refusal's record (GET /v1/rejections) carries the SHA-256 of the whole body.
+ * A body that goes on past --drain-limit after a refusal gets its connection
+ * closed.
  *
  * "A refusal found" includes one that is only certain (st_gate_refusal_certain):
  * content that is not safetensors and that the first 64 KiB do not name waits for
