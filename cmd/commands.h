@@ -29,11 +29,12 @@ int tg_cmd_fsck(int argc, char **argv);  /* cmd/maintenance.c */
 int tg_cmd_audit(int argc, char **argv); /* cmd/audit.c */
 
 /* commands that talk to a server through libtgclient (clients/c/tensorgate_client.h) */
-int tg_cmd_push(int argc, char **argv);   /* cmd/remote.c */
-int tg_cmd_pull(int argc, char **argv);   /* cmd/remote.c */
-int tg_cmd_ls(int argc, char **argv);     /* cmd/remote.c */
-int tg_cmd_header(int argc, char **argv); /* cmd/remote.c */
-int tg_cmd_tensor(int argc, char **argv); /* cmd/remote.c */
-int tg_cmd_scan(int argc, char **argv);   /* cmd/remote.c */
+int tg_cmd_push(int argc, char **argv);       /* cmd/remote.c */
+int tg_cmd_pull(int argc, char **argv);       /* cmd/remote.c */
+int tg_cmd_ls(int argc, char **argv);         /* cmd/remote.c */
+int tg_cmd_header(int argc, char **argv);     /* cmd/remote.c */
+int tg_cmd_tensor(int argc, char **argv);     /* cmd/remote.c */
+int tg_cmd_scan(int argc, char **argv);       /* cmd/remote.c */
+int tg_cmd_rejections(int argc, char **argv); /* cmd/remote.c */
 
 #endif

@@ -1,5 +1,5 @@
 /* The commands that talk to a tensorgate server through libtgclient
- * (clients/c/tensorgate_client.h): push, pull, ls, header, tensor, scan. Each takes
+ * (clients/c/tensorgate_client.h): push, pull, ls, header, tensor, scan, rejections. Each takes
  * --url and --token (else $TENSORGATE_URL, default http://127.0.0.1:8080, and
  * $TENSORGATE_TOKEN), --json (one JSON document per line on stdout) and --help.
  * Exit status (docs/MANUAL.md "The CLI"): 0 done; 1 the server refused (a 4xx answer, a
@@ -157,7 +157,14 @@ enum {
     OPT_LIMIT_RATE,
     OPT_STALL_TIMEOUT,
     OPT_TENSORS,
-    OPT_FORMAT
+    OPT_FORMAT,
+    OPT_REASON,
+    OPT_NAMESPACE,
+    OPT_SINCE,
+    OPT_UNTIL,
+    OPT_SHA256,
+    OPT_LIMIT,
+    OPT_JSONL
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -1368,6 +1375,141 @@ int tg_cmd_scan(int argc, char **argv)
         }
     }
     json_decref(v);
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- rejections ---------- */
+
+static void rejections_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tensorgate rejections [--reason R] [--namespace N] [--since T] [--until T]\n"
+            "                             [--sha256 H] [--limit N] [--jsonl] [--url URL]\n"
+            "                             [--token TOKEN]\n"
+            "\n"
+            "The uploads and imports the server refused (GET /v1/rejections; an admin\n"
+            "token, and a namespace's admin sees its namespace's), newest first: time,\n"
+            "reason, namespace, size, SHA-256 of the refused bytes (- when the server did\n"
+            "not read them all), token id, model version and path. The filters combine:\n"
+            "  --reason R      one reason code (pickle_refused, payload_too_large, ...)\n"
+            "  --namespace N   one org\n"
+            "  --since T       at or after T, an RFC 3339 time (2026-05-01T00:00:00Z)\n"
+            "  --until T       before T\n"
+            "  --sha256 H      refusals of the bytes with this SHA-256\n"
+            "  --limit N       at most N records (default: every one)\n"
+            "  --jsonl         one JSON object a line, as the API gives it (so does --json)\n"
+            "Memory stays bounded (a page of 1000 at most), whatever the number of records.\n\n");
+    fputs(remote_common_help, out);
+}
+
+typedef struct rejections_args {
+    tgc_rejection_query q;
+    bool jsonl;
+    bool bad_limit;
+} rejections_args;
+
+static int rejections_extra(int opt, const char *arg, void *ud)
+{
+    rejections_args *a = ud;
+    switch (opt) {
+    case OPT_REASON:
+        a->q.reason = arg;
+        return 0;
+    case OPT_NAMESPACE:
+        a->q.namespace_name = arg;
+        return 0;
+    case OPT_SINCE:
+        a->q.since = arg;
+        return 0;
+    case OPT_UNTIL:
+        a->q.until = arg;
+        return 0;
+    case OPT_SHA256:
+        a->q.sha256 = arg;
+        return 0;
+    case OPT_JSONL:
+        a->jsonl = true;
+        return 0;
+    case OPT_LIMIT: {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(arg, &end, 10);
+        if (errno != 0 || end == arg || *end != '\0' || v == 0 || arg[0] == '-') {
+            a->bad_limit = true; /* said after the parse */
+            return 0;
+        }
+        a->q.limit = v;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+static int print_rejection(void *user, const json_t *r)
+{
+    const bool *jsonl = user;
+    if (*jsonl) {
+        print_json_line((json_t *)r);
+        return 0;
+    }
+    const json_t *version = json_object_get(r, "version");
+    char where[600];
+    const char *model = json_string_value(json_object_get(r, "model"));
+    if (model != NULL && json_is_integer(version))
+        snprintf(where, sizeof where, "%s@%" JSON_INTEGER_FORMAT " %s", shown(model),
+                 json_integer_value(version), shown(json_string_value(json_object_get(r, "path"))));
+    else
+        snprintf(where, sizeof where, "%s %s", shown(model),
+                 shown(json_string_value(json_object_get(r, "path"))));
+    const json_t *token = json_object_get(r, "token_id");
+    char token_text[32] = "-";
+    if (json_is_integer(token))
+        snprintf(token_text, sizeof token_text, "%" JSON_INTEGER_FORMAT, json_integer_value(token));
+    printf("%-20s %-24s %-16s %12" JSON_INTEGER_FORMAT " %-64s %-6s %s\n",
+           shown(json_string_value(json_object_get(r, "time"))),
+           shown(json_string_value(json_object_get(r, "reason"))),
+           shown(json_string_value(json_object_get(r, "namespace"))),
+           json_integer_value(json_object_get(r, "size")),
+           shown(json_string_value(json_object_get(r, "sha256"))), token_text, where);
+    return 0;
+}
+
+int tg_cmd_rejections(int argc, char **argv)
+{
+    static const struct option extra[] = {
+        {"reason", required_argument, NULL, OPT_REASON},
+        {"namespace", required_argument, NULL, OPT_NAMESPACE},
+        {"since", required_argument, NULL, OPT_SINCE},
+        {"until", required_argument, NULL, OPT_UNTIL},
+        {"sha256", required_argument, NULL, OPT_SHA256},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"jsonl", no_argument, NULL, OPT_JSONL},
+        {NULL, 0, NULL, 0},
+    };
+    remote_opts ro = {0};
+    rejections_args a = {0};
+    int rc =
+        parse_common("rejections", argc, argv, &ro, extra, rejections_usage, rejections_extra, &a);
+    if (rc >= 0)
+        return rc;
+    if (a.bad_limit)
+        return usage_error("rejections", "--limit takes a positive integer", rejections_usage);
+    if (argc - optind != 0)
+        return usage_error("rejections", "expected no argument", rejections_usage);
+    bool jsonl = a.jsonl || ro.json;
+    int status = 0;
+    tgc_client *c = remote_connect("rejections", &ro, &status);
+    if (c == NULL)
+        return status;
+    if (!jsonl)
+        printf("%-20s %-24s %-16s %12s %-64s %-6s %s\n", "TIME", "REASON", "NAMESPACE", "SIZE",
+               "SHA256", "TOKEN", "WHERE");
+    tgc_error e;
+    if (tgc_list_rejections(c, &a.q, print_rejection, &jsonl, &e) != 0)
+        status = fail("rejections", &ro, &e);
+    fflush(stdout);
     tgc_close(c);
     return status;
 }

@@ -237,9 +237,11 @@ async function viewRejections() {
   const rows = page.rejections || [];
   main.replaceChildren(el('h1', {}, 'Refusals'),
     rows.length === 0 ? el('p', {className: 'muted'}, 'No refusals.') :
-      table(['when', 'model', 'path', 'reason', 'format', 'detail'], rows.map(r =>
+      table(['when', 'model', 'path', 'reason', 'format', 'detail', 'size', 'sha256', 'token'], rows.map(r =>
         el('tr', {}, cell(r.time || '', 'muted'), cell((r.model || '') + (r.version ? '@' + r.version : '')),
-          cell(r.path || '', 'mono'), cell(r.reason || '', 'bad'), cell(r.format || ''), cell(r.detail || '')
+          cell(r.path || '', 'mono'), cell(r.reason || '', 'bad'), cell(r.format || ''), cell(r.detail || ''),
+          cell(r.size == null ? '' : String(r.size)), cell(r.sha256 || '', 'mono'),
+          cell(r.token_id == null ? '' : String(r.token_id))
         )), 'rejections-table'));
 }
 

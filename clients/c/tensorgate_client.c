@@ -1353,6 +1353,84 @@ int tgc_list_models(tgc_client *c, const char *query, json_t **out, tgc_error *e
     return rc;
 }
 
+int tgc_list_rejections(tgc_client *c, const tgc_rejection_query *query,
+                        int (*visit)(void *user, const json_t *record), void *user, tgc_error *err)
+{
+    clear_err(err);
+    static const tgc_rejection_query all = {0};
+    const tgc_rejection_query *q = query ? query : &all;
+    const struct {
+        const char *name, *value;
+    } filters[] = {{"reason", q->reason},
+                   {"namespace", q->namespace_name},
+                   {"since", q->since},
+                   {"until", q->until},
+                   {"sha256", q->sha256}};
+    uint64_t left = q->limit ? q->limit : UINT64_MAX;
+    char *cursor = NULL;
+    while (left > 0) {
+        sbuf u = {0};
+        char limit[32];
+        snprintf(limit, sizeof limit, "%llu",
+                 (unsigned long long)(left < 1000 ? left : 1000)); /* the server's page bound */
+        sb_str(&u, c->base);
+        sb_str(&u, "/v1/rejections?limit=");
+        sb_str(&u, limit);
+        for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++) {
+            if (filters[i].value == NULL)
+                continue;
+            sb_str(&u, "&");
+            sb_str(&u, filters[i].name);
+            sb_str(&u, "=");
+            sb_escaped(&u, filters[i].value, false);
+        }
+        if (cursor != NULL) {
+            sb_str(&u, "&cursor=");
+            sb_escaped(&u, cursor, false);
+        }
+        free(cursor);
+        cursor = NULL;
+        if (u.failed) {
+            free(u.s);
+            return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+        }
+        json_t *page = NULL;
+        int rc = get_json(c, &u, &page, err);
+        free(u.s);
+        if (rc != 0)
+            return -1;
+        json_t *list = json_object_get(page, "rejections");
+        if (!json_is_array(list)) {
+            json_decref(page);
+            return set_err(err, 200, TGC_REASON_BAD_ANSWER, "the answer has no 'rejections' list");
+        }
+        size_t i;
+        json_t *record;
+        bool stop = false;
+        json_array_foreach(list, i, record)
+        {
+            if (left == 0 || visit(user, record) != 0) {
+                stop = true;
+                break;
+            }
+            left--;
+        }
+        const char *next = json_string_value(json_object_get(page, "next_cursor"));
+        if (!stop && next != NULL && next[0] != '\0') {
+            cursor = strdup(next);
+            if (cursor == NULL) {
+                json_decref(page);
+                return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+            }
+        }
+        json_decref(page);
+        if (cursor == NULL)
+            break;
+    }
+    free(cursor);
+    return 0;
+}
+
 int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err)
 {
     CHECK_MODEL(model);

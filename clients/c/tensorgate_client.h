@@ -213,6 +213,25 @@ typedef struct tgc_scan_options {
 int tgc_scan_with(tgc_client *c, const char *local_file, const tgc_scan_options *options,
                   json_t **answer, tgc_error *err);
 
+/* What tgc_list_rejections keeps (GET /v1/rejections): NULL members match all;
+ * since and until are RFC 3339 date-times (until exclusive); sha256 64 hex digits. */
+typedef struct tgc_rejection_query {
+    const char *reason;
+    const char *namespace_name;
+    const char *since;
+    const char *until;
+    const char *sha256;
+    uint64_t limit; /* the most records visited; 0: all */
+} tgc_rejection_query;
+/* The recorded refusals (needs an admin token; a namespace's admin sees its
+ * namespace's), newest first, page by page (at most 1000 records in memory, whatever
+ * the total): visit(user, record) gets each (a Rejection object of openapi.yaml,
+ * borrowed for the call) and returns 0 to go on, anything else to stop (then 0 is
+ * returned). A bad filter is the server's 400 (reason invalid_time, invalid_sha256,
+ * ...) in err. */
+int tgc_list_rejections(tgc_client *c, const tgc_rejection_query *query,
+                        int (*visit)(void *user, const json_t *record), void *user, tgc_error *err);
+
 /* ---- many transfers at once ---- */
 
 typedef struct tgc_batch tgc_batch;

@@ -582,3 +582,52 @@ bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fiel
     }
     return true;
 }
+
+typedef struct query_check {
+    const char *const *names;
+    unsigned seen[32]; /* how often each name came */
+    const char *unknown;
+    const char *repeated;
+} query_check;
+
+static enum MHD_Result check_argument(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    (void)value;
+    query_check *check = cls;
+    size_t i = 0;
+    while (check->names[i] != NULL && strcmp(check->names[i], key) != 0)
+        i++;
+    if (check->names[i] == NULL || i >= sizeof check->seen / sizeof check->seen[0]) {
+        check->unknown = key;
+        return MHD_NO;
+    }
+    if (++check->seen[i] > 1) {
+        check->repeated = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+bool tg_query_known(tg_request *req, const char *const *names)
+{
+    query_check check = {.names = names};
+    MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, check_argument, &check);
+    if (check.unknown == NULL && check.repeated == NULL)
+        return true;
+    char list[256] = "";
+    for (size_t i = 0; names[i] != NULL; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (check.unknown != NULL)
+        tg_respond_problem(req, "unknown_parameter",
+                           "unknown query parameter \"%.64s\": this route takes %s", check.unknown,
+                           list);
+    else
+        tg_respond_problem(req, "invalid_request",
+                           "the query parameter \"%.64s\" is given twice; give it once",
+                           check.repeated);
+    return false;
+}

@@ -98,6 +98,11 @@ typedef enum tg_route_auth {
     /* "admin": a token of admin scope; a namespace-limited one only on {org}, never on
      * a route without {org} */
     TG_AUTH_ADMIN,
+    /* "admin-list": a token of admin scope, on a route without {org} that lists what
+     * several namespaces own (the rejections): an unlimited token sees every
+     * namespace; a namespace-limited one is let through and the handler keeps the
+     * list to req->token_namespace (and refuses a filter naming another) */
+    TG_AUTH_ADMIN_LIST,
     /* "token": the handler reads the token itself and answers its own 401 (whoami
      * tells who the token is); nothing is checked before it */
     TG_AUTH_TOKEN,
@@ -241,6 +246,11 @@ bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned ma
                             unsigned *limit, char *key, size_t key_len, bool *has_cursor);
 /* Sets "next_cursor" on body from key, or null when key is NULL. */
 void tg_set_next_cursor(json_t *body, const char *key_or_null);
+
+/* True when every query parameter of the request is one of names (NULL-terminated,
+ * at most 32), each at most once; otherwise answers 400 unknown_parameter (or, for a
+ * name given twice, invalid_request) naming it and returns false. */
+bool tg_query_known(tg_request *req, const char *const *names);
 
 /* Parses the JSON body (JSON_REJECT_DUPLICATES) as an object; answers 400 invalid_json
  * (or 413) and returns NULL on failure. An empty body gives an empty object. */

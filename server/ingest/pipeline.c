@@ -192,6 +192,7 @@ static void hash_ring_stop(tg_ingest *ingest, bool cancel)
 /* Every byte the digest covers goes through here, in order. */
 static void hash_bytes(tg_ingest *ingest, const uint8_t *data, size_t len)
 {
+    ingest->hashed += len;
     if (ingest->hasher == NULL && ingest->hashed_inline < TG_INGEST_HASH_THREAD_AFTER) {
         ingest->hashed_inline += len;
         (void)tg_sha256_update(&ingest->sha, data, len); /* a failure shows at the digest */
@@ -352,6 +353,17 @@ int tg_ingest_digest(tg_ingest *ingest, char hex[65])
 {
     hash_ring_stop(ingest, false);
     return tg_sha256_final_hex(&ingest->sha, hex);
+}
+
+int tg_ingest_whole_digest(tg_ingest *ingest, char hex[65])
+{
+    hex[0] = '\0';
+    uint64_t received = tg_ingest_received(ingest);
+    uint64_t declared = ingest->config.declared;
+    if (!ingest->begun || !ingest->finished || ingest->hashed != received ||
+        (declared != ST_FILE_SIZE_UNKNOWN && declared != received))
+        return -1;
+    return tg_ingest_digest(ingest, hex);
 }
 
 /* The stats column: [[nan, inf], ...] per tensor of a safetensors file, [] otherwise;

@@ -566,25 +566,40 @@ static void record_import(void *ctx, const tg_file_record *file, const char *sta
         pthread_mutex_unlock(im->ctx->publish_lock);
 }
 
-/* findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or NULL. */
+/* Records the refusal of this import: what was refused (its size: the bytes fetched
+ * when the source was read to its end, else its announced size, else the bytes
+ * fetched; its SHA-256 when every byte went through the digest), where it was aimed,
+ * the job and the token that asked for it, and why. findings: a refused pickle's
+ * findings as JSON text (st_verdict_findings_text), or NULL. */
 static void record_rejection(importer *im, const char *reason, const char *format,
                              const char *detail, const char *findings)
 {
-    tg_rejection r;
-    memset(&r, 0, sizeof r);
-    tg_time_now(r.time);
-    snprintf(r.model, sizeof r.model, "%s/%s", im->job->org, im->job->name);
-    r.version = im->job->source_number;
-    snprintf(r.path, sizeof r.path, "%s", im->job->path);
-    snprintf(r.reason, sizeof r.reason, "%s", reason);
-    snprintf(r.format, sizeof r.format, "%s", format ? format : "");
-    snprintf(r.detail, sizeof r.detail, "%s", detail);
-    snprintf(r.client, sizeof r.client, "import job %lld", (long long)im->job->id);
-    r.size = im->offset;
-    snprintf(r.findings, sizeof r.findings, "%s", findings ? findings : "");
-    if (tg_catalog_rejection_add(im->ctx->catalog, &r) != TG_CAT_OK)
+    tg_rejection *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of import job %lld: out of memory",
+               (long long)im->job->id);
+        return;
+    }
+    tg_time_now(r->time);
+    snprintf(r->model, sizeof r->model, "%s/%s", im->job->org, im->job->name);
+    snprintf(r->namespace_name, sizeof r->namespace_name, "%s", im->job->org);
+    r->version = im->job->source_number;
+    snprintf(r->path, sizeof r->path, "%s", im->job->path);
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+    snprintf(r->format, sizeof r->format, "%s", format ? format : "");
+    snprintf(r->detail, sizeof r->detail, "%s", detail);
+    snprintf(r->findings, sizeof r->findings, "%s", findings ? findings : "");
+    r->job_id = im->job->id;
+    r->token_id = im->job->token_id;
+    tg_ingest *ingest = &im->ingest;
+    bool whole = im->begun && ingest->begun && tg_ingest_whole_digest(ingest, r->sha256) == 0;
+    if (!whole)
+        r->sha256[0] = '\0';
+    r->size = whole || im->total == UNKNOWN ? im->offset : im->total;
+    if (tg_catalog_rejection_add(im->ctx->catalog, r) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot record the rejection of import job %lld",
                (long long)im->job->id);
+    free(r);
 }
 
 static void gate_refusal(importer *im)

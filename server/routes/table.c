@@ -23,7 +23,7 @@ static const tg_route routes[] = {
     {"GET", "/ui/{path}", TG_BODY_NONE, TG_AUTH_PUBLIC, 0, tg_route_web_asset, NULL, NULL, NULL},
     {"POST", "/v1/scan", TG_BODY_STREAM, TG_AUTH_SCAN, 0, tg_route_scan_finish, tg_route_scan_start,
      tg_route_scan_feed, tg_route_scan_cleanup},
-    {"GET", "/v1/rejections", TG_BODY_NONE, TG_AUTH_ADMIN, 0, tg_route_rejections, NULL, NULL,
+    {"GET", "/v1/rejections", TG_BODY_NONE, TG_AUTH_ADMIN_LIST, 0, tg_route_rejections, NULL, NULL,
      NULL},
     {"GET", "/v1/audit", TG_BODY_NONE, TG_AUTH_ADMIN, 0, tg_route_audit_list, NULL, NULL, NULL},
     {"GET", "/v1/models", TG_BODY_NONE, TG_AUTH_READ, 0, tg_route_models_list, NULL, NULL, NULL},

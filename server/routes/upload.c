@@ -5,9 +5,11 @@
  * delivered, only at the headers or after the whole body. So checks that need no
  * body (auth, names, draft state, declared size) answer at the headers, before a
  * byte is read; a refusal found in the body stops all work at once (temp file
- * deleted, nothing more hashed, written or parsed) and the rest of the body is
- * dropped until the end, where the problem is sent. A body that goes on past
- * --drain-limit after a refusal gets its connection closed.
+ * deleted, nothing more written or parsed) and the rest of the body is dropped
+ * until the end, where the problem is sent. The dropped rest is still hashed, so
+ * the refusal's record (GET /v1/rejections) carries the SHA-256 of the whole body.
+ * A body that goes on past --drain-limit after a refusal gets its connection
+ * closed.
  *
  * "A refusal found" includes one that is only certain (st_gate_refusal_certain):
  * content that is not safetensors and that the first 64 KiB do not name waits for
@@ -62,7 +64,8 @@ int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kin
         .store = with_file ? server->blobs : NULL,
         .digest_name = with_file ? "upload" : "scan",
         .stop_when_certain = with_file,
-        .hash_after_stop = !with_file, /* a scan's sha256 covers the whole body */
+        /* the digest covers the whole body: a scan's answer, a refused upload's record */
+        .hash_after_stop = true,
         .check_length = with_file,
         .drain_limit = server->config.drain_limit,
     };
@@ -106,30 +109,64 @@ typedef struct upload {
     bool counted;
 } upload;
 
-/* findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or NULL. */
+/* The refused file's size and SHA-256, for its record: a body read to its end has
+ * the bytes received and, when every byte was hashed as it streamed, their digest;
+ * one refused before or while it streamed has its declared length (else the bytes
+ * received so far) and no digest. */
+static void refused_facts(tg_request *req, upload *up, tg_rejection *r)
+{
+    tg_ingest *ingest = &up->body.ingest;
+    uint64_t declared = tg_request_body_size(req);
+    if (!ingest->begun || ingest->gate == NULL) {
+        r->size = declared != ST_FILE_SIZE_UNKNOWN ? declared : 0;
+        return;
+    }
+    uint64_t received = tg_ingest_received(ingest);
+    r->size = ingest->finished || declared == ST_FILE_SIZE_UNKNOWN ? received : declared;
+    if (tg_ingest_whole_digest(ingest, r->sha256) != 0)
+        r->sha256[0] = '\0';
+}
+
+/* Records the refusal of this upload, once (the first call wins): what was refused
+ * (its size and SHA-256), where it was aimed (model, version, path, namespace), who
+ * sent it (the token's id, the client's address), how (the route) and why.
+ * findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or
+ * NULL. */
 static void record_rejection(tg_request *req, upload *up, const char *reason, const char *format,
-                             const char *detail, uint64_t size, const char *findings)
+                             const char *detail, const char *findings)
 {
     if (up->recorded)
         return;
     up->recorded = true;
-    tg_rejection r;
-    memset(&r, 0, sizeof r);
-    tg_time_now(r.time);
-    snprintf(r.model, sizeof r.model, "%s/%s", up->model.org, up->model.name);
-    r.version = up->version.number;
-    snprintf(r.path, sizeof r.path, "%s", up->path);
-    snprintf(r.reason, sizeof r.reason, "%s", reason);
-    snprintf(r.format, sizeof r.format, "%s", format ? format : "");
-    snprintf(r.detail, sizeof r.detail, "%s", detail);
-    snprintf(r.client, sizeof r.client, "%s", req->client);
-    r.size = size;
-    snprintf(r.findings, sizeof r.findings, "%s", findings ? findings : "");
-    if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
-        tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s (%s)", r.model, r.path, reason);
+    tg_rejection *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of %s/%s %s (%s): out of memory",
+               up->model.org, up->model.name, up->path, reason);
+        return;
+    }
+    tg_time_now(r->time);
+    snprintf(r->model, sizeof r->model, "%s/%s", up->model.org, up->model.name);
+    snprintf(r->namespace_name, sizeof r->namespace_name, "%s", up->model.org);
+    r->version = up->version.number;
+    snprintf(r->path, sizeof r->path, "%s", up->path);
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+    snprintf(r->format, sizeof r->format, "%s", format ? format : "");
+    snprintf(r->detail, sizeof r->detail, "%s", detail);
+    snprintf(r->client, sizeof r->client, "%s", req->client);
+    snprintf(r->route, sizeof r->route, "%s %s", req->route->method, req->route->pattern);
+    snprintf(r->findings, sizeof r->findings, "%s", findings ? findings : "");
+    refused_facts(req, up, r);
+    /* the token's public id (a revoked token's is gone: null) */
+    if (up->token_hash[0] != '\0' &&
+        tg_catalog_token_id(req->server->catalog, up->token_hash, &r->token_id) != TG_CAT_OK)
+        r->token_id = 0;
+    if (tg_catalog_rejection_add(req->server->catalog, r) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s (%s)", r->model, r->path,
+               reason);
     tg_metrics_rejection(req->server, reason);
-    tg_log(TG_LOG_INFO, "refused %s v%lld %s from %s: %s (%s)", r.model, (long long)r.version,
-           r.path, r.client, reason, detail);
+    tg_log(TG_LOG_INFO, "refused %s v%lld %s from %s: %s (%s)", r->model, (long long)r->version,
+           r->path, r->client, reason, detail);
+    free(r);
 }
 
 static void record_gate_refusal(tg_request *req, upload *up)
@@ -141,7 +178,13 @@ static void record_gate_refusal(tg_request *req, upload *up)
     char findings[TG_REJECTION_FINDINGS_MAX];
     st_verdict_findings_text(&verdict, findings, sizeof findings);
     record_rejection(req, up, st_reason_name(verdict.error.reason), st_format_name(verdict.format),
-                     verdict.error.detail, st_gate_bytes_seen(up->body.ingest.gate), findings);
+                     verdict.error.detail, findings);
+}
+
+static void record_too_large(tg_request *req, upload *up)
+{
+    record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
+                     NULL);
 }
 
 void tg_route_upload_start(tg_request *req)
@@ -203,7 +246,7 @@ void tg_route_upload_start(tg_request *req)
         char detail[128];
         snprintf(detail, sizeof detail, "the body declares %llu bytes; the limit is %llu",
                  (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
-        record_rejection(req, up, "payload_too_large", NULL, detail, 0, NULL);
+        record_rejection(req, up, "payload_too_large", NULL, detail, NULL);
         tg_respond_problem(req, "payload_too_large", "%s", detail);
         return;
     }
@@ -231,14 +274,10 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     if (up == NULL)
         return;
     tg_ingest *ingest = &up->body.ingest;
-    tg_ingest_state before = ingest->state;
     tg_body_ingest_feed(&up->body, req, data, len);
-    /* a pending verdict is recorded when it is answered (the end may name the format) */
-    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_REFUSED && !ingest->verdict_pending)
-        record_gate_refusal(req, up);
-    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_TOO_LARGE)
-        record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
-                         ingest->seen, NULL);
+    /* A refusal is recorded when it is answered, or at the cleanup when its answer never
+     * went out: a body read to its end is recorded with its SHA-256, and a pending
+     * verdict with the format the end names. */
     if (ingest->state == TG_INGEST_OPEN)
         return;
     /* Stopped. A short rest of the body is read and dropped, and the answer goes out
@@ -292,7 +331,7 @@ static void respond_length_mismatch(tg_request *req, upload *up)
     tg_ingest *ingest = &up->body.ingest;
     uint64_t received = tg_ingest_received(ingest);
     record_rejection(req, up, "body_length_mismatch", NULL,
-                     "the body length differs from Content-Length", received, NULL);
+                     "the body length differs from Content-Length", NULL);
     tg_respond_problem(req, "body_length_mismatch", "received %llu bytes, Content-Length said %llu",
                        (unsigned long long)received, (unsigned long long)ingest->config.declared);
 }
@@ -326,6 +365,7 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_respond_gate_problem(req, &verdict);
         return;
     case TG_INGEST_TOO_LARGE:
+        record_too_large(req, up);
         tg_respond_problem(req, "payload_too_large", "the body is larger than %llu bytes",
                            (unsigned long long)server->config.max_body);
         return;
@@ -420,11 +460,13 @@ void tg_route_upload_cleanup(tg_request *req)
                 detail, sizeof detail,
                 "the client closed the connection after %llu body bytes, before the last chunk",
                 (unsigned long long)ingest->seen);
-        record_rejection(req, up, "body_length_mismatch", NULL, detail, ingest->seen, NULL);
+        record_rejection(req, up, "body_length_mismatch", NULL, detail, NULL);
     }
     /* a refusal whose answer never went out (the client left while the rest drained) */
     if (ingest->gate != NULL && ingest->state == TG_INGEST_REFUSED)
         record_gate_refusal(req, up);
+    if (ingest->gate != NULL && ingest->state == TG_INGEST_TOO_LARGE)
+        record_too_large(req, up);
     tg_ingest_abort(ingest);
     if (up->counted)
         tg_tally_give(tg_uploads_tally(), up->owner, 1);

@@ -323,11 +323,14 @@ tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *
     return settle(catalog, catalog->ops->rejection_add(catalog, rejection));
 }
 
-tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                        unsigned limit,
                                         void (*visit)(void *ctx, const tg_rejection *rejection),
                                         void *ctx)
 {
-    return settle(catalog, catalog->ops->rejection_list(catalog, before_id, limit, visit, ctx));
+    static const tg_rejection_filter all = {0};
+    return settle(catalog,
+                  catalog->ops->rejection_list(catalog, filter ? filter : &all, limit, visit, ctx));
 }
 
 tg_cat_status tg_catalog_audit_append(tg_catalog *catalog, const char *token_hash,

@@ -91,6 +91,10 @@ typedef struct tg_file_record {
 /* A rejection's findings text: ST_PICKLE_FINDINGS_MAX entries of at most ~190 bytes. */
 #define TG_REJECTION_FINDINGS_MAX 4096
 
+/* One refusal of a body, as the catalog keeps it (schema 1, 7, 9). A struct, so a
+ * field can be added without touching its writers: each writer memsets it and fills
+ * what it knows; tg_catalog_rejection_add writes it in one statement of one
+ * transaction. */
 typedef struct tg_rejection {
     int64_t id;
     char time[TG_TIME_LEN];
@@ -100,12 +104,32 @@ typedef struct tg_rejection {
     char reason[48];
     char format[32];
     char detail[300];
-    char client[64];
-    uint64_t size; /* bytes seen before the refusal */
+    char client[64]; /* the client's address; "" when none (an import) */
+    /* the refused file's size (schema 9): the bytes received when the body was read to
+     * its end, else its declared length (or the bytes received when it declared none) */
+    uint64_t size;
     /* a refused pickle's findings, the JSON array text of st_verdict_findings_json
      * (schema 7); "" when none */
     char findings[TG_REJECTION_FINDINGS_MAX];
+    /* schema 9: the SHA-256 hex of the whole refused body, hashed as it streamed
+     * through the gate; "" when the server did not read all of it */
+    char sha256[65];
+    char namespace_name[TG_NAME_MAX + 1]; /* the model's org; "" when none */
+    int64_t token_id;                     /* the sending token's id; 0: anonymous or gone */
+    char route[128];                      /* "PUT /v1/models/..." of an upload; "" else */
+    int64_t job_id;                       /* the import job; 0 for an upload */
 } tg_rejection;
+
+/* What tg_catalog_rejection_list keeps: NULL (or 0) members match everything. Times
+ * are the catalog's "YYYY-MM-DDTHH:MM:SSZ" texts: since inclusive, until exclusive. */
+typedef struct tg_rejection_filter {
+    int64_t before_id; /* only ids below it (the page's cursor); 0: from the newest */
+    const char *reason;
+    const char *namespace_name;
+    const char *since;
+    const char *until;
+    const char *sha256; /* 64 lowercase hex digits */
+} tg_rejection_filter;
 
 typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCOPE_ADMIN } tg_scope;
 
@@ -241,9 +265,12 @@ typedef struct tg_file_records {
  * the tg_file_records ctx. */
 void tg_file_records_collect(void *ctx, const tg_file_record *file);
 
-/* rejections, newest first; before_id 0 means from the newest */
+/* Records one rejection (its id is the catalog's), in one transaction. */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);
-tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+/* Visits at most limit rejections that match filter (NULL: all), newest first (by
+ * id, descending). */
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                        unsigned limit,
                                         void (*visit)(void *ctx, const tg_rejection *rejection),
                                         void *ctx);
 

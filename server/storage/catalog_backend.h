@@ -71,7 +71,8 @@ typedef struct tg_catalog_ops {
                                void *ctx);
 
     tg_cat_status (*rejection_add)(tg_catalog *catalog, const tg_rejection *rejection);
-    tg_cat_status (*rejection_list)(tg_catalog *catalog, int64_t before_id, unsigned limit,
+    tg_cat_status (*rejection_list)(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                    unsigned limit,
                                     void (*visit)(void *ctx, const tg_rejection *rejection),
                                     void *ctx);
 

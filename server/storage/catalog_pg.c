@@ -1123,6 +1123,7 @@ static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *r
 {
     static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
     num version = n64(rejection->version), size = n64((int64_t)rejection->size);
+    num token = n64(rejection->token_id), job = n64(rejection->job_id);
     const char *params[] = {rejection->time,
                             rejection->model[0] ? rejection->model : NULL,
                             rejection->version >= 0 ? version.s : NULL,
@@ -1130,45 +1131,46 @@ static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *r
                             rejection->reason,
                             rejection->format[0] ? rejection->format : NULL,
                             rejection->detail,
-                            rejection->client,
+                            rejection->client[0] ? rejection->client : NULL,
                             size.s,
-                            rejection->findings[0] ? rejection->findings : NULL};
-    tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, sql, 10, params, &status);
-    status = touched(r, status);
-    PQclear(r);
-    return status;
+                            rejection->findings[0] ? rejection->findings : NULL,
+                            rejection->sha256[0] ? rejection->sha256 : NULL,
+                            rejection->namespace_name[0] ? rejection->namespace_name : NULL,
+                            rejection->token_id > 0 ? token.s : NULL,
+                            rejection->route[0] ? rejection->route : NULL,
+                            rejection->job_id > 0 ? job.s : NULL};
+    /* one transaction, so that what else a rejection records lands with it or not at all */
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    long rows = tx_run(&t, sql, 15, params);
+    return tx_end(&t, rows == 1 ? TG_CAT_OK : t.status);
 }
 
-static tg_cat_status pg_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+static tg_cat_status pg_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                       unsigned limit,
                                        void (*visit)(void *ctx, const tg_rejection *rejection),
                                        void *ctx)
 {
-    static const char sql[] =
-        "SELECT id, time, model, version, path, reason, format, detail, client, size, findings"
-        " FROM rejections WHERE ($1::bigint <= 0 OR id < $1::bigint) ORDER BY id DESC"
-        " LIMIT $2::bigint";
-    num before = n64(before_id), lim = n64(limit);
-    const char *params[] = {before.s, lim.s};
+    static const char sql[] = TG_CAT_SQL_REJECTION_LIST;
+    num before = n64(filter->before_id), lim = n64(limit);
+    const char *params[] = {before.s,      filter->reason, filter->namespace_name,
+                            filter->since, filter->until,  filter->sha256,
+                            lim.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, sql, 2, params, &status);
+    PGresult *r = query(pg(catalog), true, sql, 7, params, &status);
     if (r == NULL)
         return status;
-    for (int i = 0; i < PQntuples(r); i++) {
-        tg_rejection j;
-        j.id = get_i64(r, i, 0);
-        get_text(j.time, sizeof j.time, r, i, 1);
-        get_text(j.model, sizeof j.model, r, i, 2);
-        j.version = PQgetisnull(r, i, 3) ? -1 : get_i64(r, i, 3);
-        get_text(j.path, sizeof j.path, r, i, 4);
-        get_text(j.reason, sizeof j.reason, r, i, 5);
-        get_text(j.format, sizeof j.format, r, i, 6);
-        get_text(j.detail, sizeof j.detail, r, i, 7);
-        get_text(j.client, sizeof j.client, r, i, 8);
-        j.size = (uint64_t)get_i64(r, i, 9);
-        get_text(j.findings, sizeof j.findings, r, i, 10);
-        visit(ctx, &j);
+    tg_rejection *j = malloc(sizeof *j);
+    if (j == NULL) {
+        PQclear(r);
+        return TG_CAT_ERROR;
     }
+    for (int i = 0; i < PQntuples(r); i++) {
+        tg_cat_read_rejection(pg_row(r, i), j);
+        visit(ctx, j);
+    }
+    free(j);
     PQclear(r);
     return TG_CAT_OK;
 }

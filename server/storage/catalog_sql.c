@@ -60,6 +60,26 @@ void tg_cat_read_audit(tg_cat_row row, tg_audit_record *out)
     row.text(&row, 12, out->hash, sizeof out->hash);
 }
 
+void tg_cat_read_rejection(tg_cat_row row, tg_rejection *out)
+{
+    out->id = row.integer(&row, 0);
+    row.text(&row, 1, out->time, sizeof out->time);
+    row.text(&row, 2, out->model, sizeof out->model);
+    out->version = row.integer(&row, 3); /* coalesce(version, -1) */
+    row.text(&row, 4, out->path, sizeof out->path);
+    row.text(&row, 5, out->reason, sizeof out->reason);
+    row.text(&row, 6, out->format, sizeof out->format);
+    row.text(&row, 7, out->detail, sizeof out->detail);
+    row.text(&row, 8, out->client, sizeof out->client);
+    out->size = (uint64_t)row.integer(&row, 9);
+    row.text(&row, 10, out->findings, sizeof out->findings);
+    row.text(&row, 11, out->sha256, sizeof out->sha256);
+    row.text(&row, 12, out->namespace_name, sizeof out->namespace_name);
+    out->token_id = row.integer(&row, 13);
+    row.text(&row, 14, out->route, sizeof out->route);
+    out->job_id = row.integer(&row, 15);
+}
+
 void tg_cat_read_job(tg_cat_row row, tg_job *out)
 {
     char state[16];

@@ -27,6 +27,9 @@
     " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
     " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
     " j.kind, j.url, j.path"
+#define TG_CAT_REJECTION_COLUMNS                                                                   \
+    "id, time, model, coalesce(version, -1), path, reason, format, detail, client, size,"          \
+    " findings, sha256, namespace, token_id, route, job_id"
 #define TG_CAT_JOB_FROM                                                                            \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
@@ -71,9 +74,22 @@
     "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?"
 #define TG_CAT_SQL_FILE_STATS "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?"
 #define TG_CAT_SQL_FILE_DELETE "DELETE FROM files WHERE version_id = ? AND path = ?"
+/* a rejection's columns, in the order of its parameters ("" and -1/0 bind as NULL) */
 #define TG_CAT_SQL_REJECTION_ADD                                                                   \
     "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size,"     \
-    " findings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " findings, sha256, namespace, token_id, route, job_id)"                                       \
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+/* the rejections a tg_rejection_filter keeps, newest first: ?1 before_id (0: any),
+ * ?2 reason, ?3 namespace, ?4 since, ?5 until, ?6 sha256 (NULL: any), ?7 the limit */
+#define TG_CAT_SQL_REJECTION_LIST                                                                  \
+    "SELECT " TG_CAT_REJECTION_COLUMNS " FROM rejections"                                          \
+    " WHERE (CAST(?1 AS BIGINT) <= 0 OR id < CAST(?1 AS BIGINT))"                                  \
+    " AND (CAST(?2 AS TEXT) IS NULL OR reason = CAST(?2 AS TEXT))"                                 \
+    " AND (CAST(?3 AS TEXT) IS NULL OR namespace = CAST(?3 AS TEXT))"                              \
+    " AND (CAST(?4 AS TEXT) IS NULL OR time >= CAST(?4 AS TEXT))"                                  \
+    " AND (CAST(?5 AS TEXT) IS NULL OR time < CAST(?5 AS TEXT))"                                   \
+    " AND (CAST(?6 AS TEXT) IS NULL OR sha256 = CAST(?6 AS TEXT))"                                 \
+    " ORDER BY id DESC LIMIT CAST(?7 AS BIGINT)"
 #define TG_CAT_SQL_TOKEN_ADD                                                                       \
     "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)"
 #define TG_CAT_SQL_TOKEN_EACH "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id"
@@ -168,6 +184,7 @@ void tg_cat_read_version(tg_cat_row row, tg_version *out);
 void tg_cat_read_file(tg_cat_row row, tg_file_record *out);
 void tg_cat_read_audit(tg_cat_row row, tg_audit_record *out); /* TG_CAT_AUDIT_COLUMNS */
 void tg_cat_read_job(tg_cat_row row, tg_job *out);
+void tg_cat_read_rejection(tg_cat_row row, tg_rejection *out);
 /* A row of TG_CAT_SQL_JOB_COUNTS (state, count) into counts; a state this binary
  * does not know is left out. */
 void tg_cat_read_job_count(tg_cat_row row, uint64_t counts[TG_JOB_STATES]);

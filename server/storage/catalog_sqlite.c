@@ -1168,6 +1168,14 @@ static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const
 
 /* ---- rejections ---- */
 
+static void bind_id_or_null(sqlite3_stmt *st, int index, int64_t id)
+{
+    if (id > 0)
+        sqlite3_bind_int64(st, index, id);
+    else
+        sqlite3_bind_null(st, index);
+}
+
 static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
 {
     static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
@@ -1185,47 +1193,47 @@ static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *r
         bind_text(st, 5, rejection->reason);
         bind_text(st, 6, rejection->format[0] ? rejection->format : NULL);
         bind_text(st, 7, rejection->detail);
-        bind_text(st, 8, rejection->client);
+        bind_text(st, 8, rejection->client[0] ? rejection->client : NULL);
         sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
         bind_text(st, 10, rejection->findings[0] ? rejection->findings : NULL);
+        bind_text(st, 11, rejection->sha256[0] ? rejection->sha256 : NULL);
+        bind_text(st, 12, rejection->namespace_name[0] ? rejection->namespace_name : NULL);
+        bind_id_or_null(st, 13, rejection->token_id);
+        bind_text(st, 14, rejection->route[0] ? rejection->route : NULL);
+        bind_id_or_null(st, 15, rejection->job_id);
         status = run_write(k, st);
     }
     return write_end(catalog, k, status);
 }
 
-static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+static tg_cat_status sq_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                       unsigned limit,
                                        void (*visit)(void *ctx, const tg_rejection *rejection),
                                        void *ctx)
 {
-    static const char sql[] =
-        "SELECT id, time, model, version, path, reason, format, detail, client, size, findings"
-        " FROM rejections WHERE (?1 <= 0 OR id < ?1) ORDER BY id DESC LIMIT ?2";
+    static const char sql[] = TG_CAT_SQL_REJECTION_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, before_id);
-        sqlite3_bind_int64(st, 2, limit);
+    tg_rejection *r = malloc(sizeof *r);
+    if (st && r) {
+        sqlite3_bind_int64(st, 1, filter->before_id);
+        bind_text(st, 2, filter->reason);
+        bind_text(st, 3, filter->namespace_name);
+        bind_text(st, 4, filter->since);
+        bind_text(st, 5, filter->until);
+        bind_text(st, 6, filter->sha256);
+        sqlite3_bind_int64(st, 7, limit);
         int rc;
-        tg_rejection r;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            r.id = sqlite3_column_int64(st, 0);
-            copy_text(r.time, sizeof r.time, st, 1);
-            copy_text(r.model, sizeof r.model, st, 2);
-            r.version =
-                sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
-            copy_text(r.path, sizeof r.path, st, 4);
-            copy_text(r.reason, sizeof r.reason, st, 5);
-            copy_text(r.format, sizeof r.format, st, 6);
-            copy_text(r.detail, sizeof r.detail, st, 7);
-            copy_text(r.client, sizeof r.client, st, 8);
-            r.size = (uint64_t)sqlite3_column_int64(st, 9);
-            copy_text(r.findings, sizeof r.findings, st, 10);
-            visit(ctx, &r);
+            tg_cat_read_rejection(sq_row(st), r);
+            visit(ctx, r);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
     }
+    if (st)
+        sqlite3_reset(st);
+    free(r);
     return read_end(catalog, k, status);
 }
 

@@ -45,15 +45,16 @@ static char tokens[K_COUNT][128];
 /* What a route needs (docs/DESIGN.md §7, openapi.yaml's Auth paragraph), as the
  * contract's scope of the operation says (need_from_scope). */
 typedef enum need {
-    N_OPEN,     /* service routes: never a token */
-    N_READ,     /* read scope on the org; open unless --auth-read */
-    N_HUB_READ, /* N_READ on a Hub route: another namespace's token gets 404 model_not_found */
-    N_LIST,     /* read scope, any namespace, the list kept to the token's namespace */
-    N_READ_ANY, /* read scope, no org (POST /v1/scan) */
-    N_TOKEN,    /* any valid token, always (GET /api/whoami-v2) */
-    N_WRITE,    /* write scope on the org */
-    N_ADMIN,    /* admin scope */
-    N_UNKNOWN   /* the contract names no scope this test knows */
+    N_OPEN,       /* service routes: never a token */
+    N_READ,       /* read scope on the org; open unless --auth-read */
+    N_HUB_READ,   /* N_READ on a Hub route: another namespace's token gets 404 model_not_found */
+    N_LIST,       /* read scope, any namespace, the list kept to the token's namespace */
+    N_READ_ANY,   /* read scope, no org (POST /v1/scan) */
+    N_TOKEN,      /* any valid token, always (GET /api/whoami-v2) */
+    N_WRITE,      /* write scope on the org */
+    N_ADMIN,      /* admin scope */
+    N_ADMIN_LIST, /* admin scope, any namespace, the list kept to the token's namespace */
+    N_UNKNOWN     /* the contract names no scope this test knows */
 } need;
 
 /* How a refused write is shown to have changed nothing. */
@@ -365,6 +366,8 @@ static need need_from_scope(const char *scope, const char *op)
         return N_WRITE;
     if (strcmp(scope, "admin") == 0)
         return N_ADMIN;
+    if (strcmp(scope, "admin-list") == 0)
+        return N_ADMIN_LIST;
     if (strcmp(scope, "token") == 0)
         return N_TOKEN;
     return N_UNKNOWN;
@@ -375,7 +378,7 @@ static int expected_status(const row *r, kind k)
 {
     need n = needs[r - rows];
     bool needs_token =
-        n == N_WRITE || n == N_ADMIN || n == N_TOKEN ||
+        n == N_WRITE || n == N_ADMIN || n == N_ADMIN_LIST || n == N_TOKEN ||
         (auth_read && (n == N_READ || n == N_HUB_READ || n == N_LIST || n == N_READ_ANY));
     if (n == N_OPEN || !needs_token)
         return r->ok; /* an open route does not look at the token at all */
@@ -402,6 +405,8 @@ static int expected_status(const row *r, kind k)
         return k == K_WRITE || k == K_ADMIN ? r->ok : 403;
     case N_ADMIN:
         return k == K_ADMIN ? r->ok : 403;
+    case N_ADMIN_LIST:
+        return k == K_ADMIN || k == K_ADMIN_OTHER ? r->ok : 403;
     case N_OPEN:
         break;
     }
@@ -459,11 +464,13 @@ static void check_refusal(const row *r, const it_response *resp, int want)
     CHECK_STR(ct, "application/problem+json");
 }
 
-/* A list answered to a token limited to 'other' under --auth-read shows nothing of acme. */
+/* A list answered to a token limited to 'other' under --auth-read (or, for an
+ * admin-list, to the admin token of 'other' always) shows nothing of acme. */
 static void check_list_scope(const row *r, kind k, const it_response *resp)
 {
-    if (needs[r - rows] != N_LIST || !auth_read ||
-        (k != K_READ_OTHER && k != K_WRITE_OTHER && k != K_ADMIN_OTHER))
+    bool admin_list = needs[r - rows] == N_ADMIN_LIST && k == K_ADMIN_OTHER;
+    if (!admin_list && (needs[r - rows] != N_LIST || !auth_read ||
+                        (k != K_READ_OTHER && k != K_WRITE_OTHER && k != K_ADMIN_OTHER)))
         return;
     const char *body = resp->body.data ? (const char *)resp->body.data : "";
     bool leaks = strstr(body, "acme/") != NULL;
@@ -722,8 +729,14 @@ static void setup(void)
     create_published("acme/cv");
     create_published("other/m");
     create_draft("acme/w", draft_w, sizeof draft_w);
-    it_response r =
-        it_send_json("PUT", "/v1/models/acme/m/aliases/stable", admin(), "{\"version\":1}");
+    /* a refusal of acme's, which /v1/rejections must not show to other's admin */
+    char refused[128];
+    snprintf(refused, sizeof refused, "/v1/models/acme/w/versions/%s/files/refused.safetensors",
+             draft_w);
+    it_response r = it_send("PUT", refused, admin(), "not safetensors at all", 22);
+    must(r, 415, refused);
+    it_response_free(&r);
+    r = it_send_json("PUT", "/v1/models/acme/m/aliases/stable", admin(), "{\"version\":1}");
     must(r, 200, "alias");
     it_response_free(&r);
     r = it_send_json("POST", "/v1/models/acme/m/versions/1/convert", admin(),

@@ -141,6 +141,8 @@ async function main() {
   check('refusals: one row per refusal', rej.length > 0 && rrows.length === rej.length, { rrows, rej });
   check('the refused pickle is listed with its reason',
     rrows.some(r => r[2] === 'model.safetensors' && r[3] === rej[0].reason), rrows);
+  check('a refusal shows its size and the SHA-256 of its bytes',
+    rrows.some(r => r[6] === String(rej[0].size) && r[7] === (rej[0].sha256 || '')), rrows);
   check('the token is not in the URL', !page.url().includes(ADMIN));
   check('the token is in sessionStorage only', await page.evaluate(t =>
     sessionStorage.getItem('tensorgate.token') === t && localStorage.length === 0, ADMIN));

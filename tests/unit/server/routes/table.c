@@ -154,6 +154,8 @@ static const char *scope_name(tg_route_auth auth)
         return "write-object";
     case TG_AUTH_ADMIN:
         return "admin";
+    case TG_AUTH_ADMIN_LIST:
+        return "admin-list";
     case TG_AUTH_TOKEN:
         return "token";
     }

@@ -255,16 +255,48 @@ static void keep_findings(void *ctx, const tg_rejection *r)
         snprintf(texts[r->id], sizeof texts[r->id], "%s", r->findings);
 }
 
+static void keep_rejection(void *ctx, const tg_rejection *r)
+{
+    tg_rejection *seen = ctx;
+    if (r->id >= 1 && r->id <= 5)
+        seen[r->id] = *r;
+}
+
+static void count_one(void *ctx, const tg_rejection *r)
+{
+    (void)r;
+    (*(uint64_t *)ctx)++;
+}
+
+static uint64_t count_matching(tg_catalog *catalog, const tg_rejection_filter *filter)
+{
+    uint64_t n = 0;
+    CHECK(tg_catalog_rejection_list(catalog, filter, 100, count_one, &n) == TG_CAT_OK);
+    return n;
+}
+
 TEST(rejections_and_tokens)
 {
     tg_catalog *catalog = open_fresh();
     if (catalog == NULL)
         return;
+    static const char sha_a[] = "1111111111111111111111111111111111111111111111111111111111111111";
     for (int i = 0; i < 5; i++) {
         tg_rejection r = {.version = i == 0 ? -1 : i, .size = (uint64_t)i};
-        tg_time_now(r.time);
-        snprintf(r.reason, sizeof r.reason, "refused_format");
+        /* times a day apart: 2026-05-01 .. 2026-05-05 */
+        snprintf(r.time, sizeof r.time, "2026-05-0%dT12:00:00Z", i + 1);
+        snprintf(r.reason, sizeof r.reason, "%s", i % 2 ? "pickle_refused" : "refused_format");
         snprintf(r.client, sizeof r.client, "127.0.0.1");
+        /* schema 9: what, whose and how */
+        snprintf(r.namespace_name, sizeof r.namespace_name, "%s", i < 3 ? "acme" : "other");
+        snprintf(r.model, sizeof r.model, "%s/m", r.namespace_name);
+        if (i == 1 || i == 4)
+            snprintf(r.sha256, sizeof r.sha256, "%s", sha_a);
+        r.token_id = i == 2 ? 0 : 40 + i;
+        if (i == 0)
+            r.job_id = 9;
+        else
+            snprintf(r.route, sizeof r.route, "PUT /v1/models/{org}/{name}");
         /* schema 7: a refused pickle's findings, kept as JSON text */
         if (i == 3)
             snprintf(r.findings, sizeof r.findings,
@@ -274,14 +306,47 @@ TEST(rejections_and_tokens)
     }
     static char texts[6][TG_REJECTION_FINDINGS_MAX];
     memset(texts, 0, sizeof texts);
-    CHECK(tg_catalog_rejection_list(catalog, 0, 10, keep_findings, texts) == TG_CAT_OK);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 10, keep_findings, texts) == TG_CAT_OK);
     CHECK(strstr(texts[4], "posix.system") != NULL);
     CHECK_STR(texts[3], "");
     int64_t last = 0;
-    CHECK(tg_catalog_rejection_list(catalog, 0, 2, count_rejection, &last) == TG_CAT_OK);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 2, count_rejection, &last) == TG_CAT_OK);
     CHECK_EQ_U64(last, 4); /* newest first: 5, 4 */
-    CHECK(tg_catalog_rejection_list(catalog, last, 100, count_rejection, &last) == TG_CAT_OK);
+    tg_rejection_filter page = {.before_id = last};
+    CHECK(tg_catalog_rejection_list(catalog, &page, 100, count_rejection, &last) == TG_CAT_OK);
     CHECK_EQ_U64(last, 1);
+    /* every field comes back as written; NULL columns as "" / -1 / 0 */
+    static tg_rejection seen[6];
+    memset(seen, 0, sizeof seen);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 10, keep_rejection, seen) == TG_CAT_OK);
+    CHECK_STR(seen[2].sha256, sha_a);
+    CHECK_STR(seen[2].namespace_name, "acme");
+    CHECK_EQ_U64(seen[2].token_id, 41);
+    CHECK_STR(seen[2].route, "PUT /v1/models/{org}/{name}");
+    CHECK_EQ_U64(seen[2].job_id, 0);
+    CHECK_STR(seen[1].sha256, "");
+    CHECK(seen[1].version == -1);
+    CHECK_EQ_U64(seen[1].job_id, 9);
+    CHECK_STR(seen[1].route, "");
+    CHECK_EQ_U64(seen[3].token_id, 0);
+    CHECK_STR(seen[5].time, "2026-05-05T12:00:00Z");
+    /* the filters, alone and together */
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.reason = "pickle_refused"}), 2);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.namespace_name = "acme"}), 3);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.sha256 = sha_a}), 2);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.since = "2026-05-02T12:00:00Z"}),
+                 4);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.until = "2026-05-02T12:00:00Z"}),
+                 1); /* until is exclusive */
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.namespace_name = "other",
+                                                                .sha256 = sha_a,
+                                                                .since = "2026-05-05T00:00:00Z",
+                                                                .until = "2026-05-06T00:00:00Z"}),
+                 1);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.namespace_name = "nobody"}), 0);
+    CHECK_EQ_U64(
+        count_matching(catalog, &(tg_rejection_filter){.reason = "pickle_refused", .before_id = 4}),
+        1);
     const char *hash = "aaaa000000000000000000000000000000000000000000000000000000000000";
     CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
     CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_READ, NULL) == TG_CAT_EXISTS);
@@ -1381,11 +1446,12 @@ static tg_cat_status fake_rejection_add(tg_catalog *catalog, const tg_rejection 
     return TG_CAT_CONFLICT;
 }
 
-static tg_cat_status fake_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+static tg_cat_status fake_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                         unsigned limit,
                                          void (*visit)(void *ctx, const tg_rejection *rejection),
                                          void *ctx)
 {
-    (void)before_id;
+    (void)filter;
     (void)limit;
     (void)visit;
     (void)ctx;
@@ -1779,7 +1845,7 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "file_list");
     CHECK(tg_catalog_rejection_add(&fake.base, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "rejection_add");
-    CHECK(tg_catalog_rejection_list(&fake.base, 0, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_rejection_list(&fake.base, NULL, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "rejection_list");
     CHECK(tg_catalog_token_add(&fake.base, NULL, 0, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "token_add");
