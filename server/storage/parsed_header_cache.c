@@ -180,6 +180,20 @@ int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
         return check == TG_BLOB_UNREADABLE ? -2 : -1;
     }
     int rc = gguf_read_prefixes(blob, size, max_header, out, err);
+    if (rc == -1 && max_header < ST_HEADER_SIZE_MAX) {
+        /* the limit bounds the parse's room, so a header cut by a --max-header lowered
+         * since the upload may fail for another reason (a string "longer than the
+         * file"): read under the gate's own bound to tell that from damage */
+        tg_gguf_header whole;
+        st_error again;
+        memset(&whole, 0, sizeof whole);
+        if (gguf_read_prefixes(blob, size, ST_HEADER_SIZE_MAX, &whole, &again) == 0)
+            st_error_set(err, ST_GGUF_HEADER_TOO_LARGE, 0, NULL,
+                         "the GGUF header (%llu bytes) is above --max-header %llu",
+                         (unsigned long long)whole.file.header_end,
+                         (unsigned long long)max_header);
+        tg_gguf_header_free(&whole);
+    }
     int saved = errno;
     tg_blob_close(blob);
     /* admitted at upload with the same size: a header that no longer parses is damage,
