@@ -411,14 +411,14 @@ static void respond_header_text(tg_request *req, char *text, size_t len, const t
 /* The header answer of a GGUF file: rendered from the parse the tensor routes share
  * (parsed_header_cache.h), then kept like a safetensors file's (header_cache.h). */
 static void respond_gguf_header(tg_request *req, const tg_file_record *record,
-                                const tg_version *version, const char *key,
-                                const char *moving_key, uint64_t generation)
+                                const tg_version *version, const char *key, const char *moving_key,
+                                uint64_t generation)
 {
     st_error err;
     int failure = 0;
-    const tg_gguf_header *h = tg_parsed_gguf_acquire(
-        req->server->parsed_headers, req->server->blobs, record->sha256, record->size,
-        req->server->config.max_header, &err, &failure);
+    const tg_gguf_header *h =
+        tg_parsed_gguf_acquire(req->server->parsed_headers, req->server->blobs, record->sha256,
+                               record->size, req->server->config.max_header, &err, &failure);
     if (h == NULL) {
         if (failure == -1)
             tg_respond_blob_damaged(req, record->path);

@@ -147,9 +147,9 @@ json_t *tg_gguf_header_json(const char *path, const char *sha256, uint64_t size,
 
 json_t *tg_gguf_hub_json(const st_gguf_file *file)
 {
-    json_t *out = json_pack("{s:I, s:s%}", "total", (json_int_t)tg_gguf_parameters(file),
-                            "architecture", (const char *)file->architecture,
-                            file->architecture_len);
+    json_t *out =
+        json_pack("{s:I, s:s%}", "total", (json_int_t)tg_gguf_parameters(file), "architecture",
+                  (const char *)file->architecture, file->architecture_len);
     if (out == NULL)
         return NULL;
     char key[128];

@@ -140,8 +140,8 @@ static int gguf_read_prefixes(tg_blob_reader *blob, uint64_t size, uint64_t max_
             return -2;
         }
         out->bytes = grown;
-        if (want > out->len &&
-            tg_blob_read_at(blob, out->bytes + out->len, (size_t)(want - out->len), out->len) != 0) {
+        if (want > out->len && tg_blob_read_at(blob, out->bytes + out->len,
+                                               (size_t)(want - out->len), out->len) != 0) {
             st_error_set(err, ST_GGUF_TRUNCATED, out->len, NULL,
                          "the blob ended inside the GGUF header");
             return -1;
@@ -163,8 +163,8 @@ static int gguf_read_prefixes(tg_blob_reader *blob, uint64_t size, uint64_t max_
     }
 }
 
-int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
-                       uint64_t max_header, tg_gguf_header *out, st_error *err)
+int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size, uint64_t max_header,
+                       tg_gguf_header *out, st_error *err)
 {
     memset(out, 0, sizeof *out);
     st_error_clear(err);
@@ -190,8 +190,7 @@ int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
         if (gguf_read_prefixes(blob, size, ST_HEADER_SIZE_MAX, &whole, &again) == 0)
             st_error_set(err, ST_GGUF_HEADER_TOO_LARGE, 0, NULL,
                          "the GGUF header (%llu bytes) is above --max-header %llu",
-                         (unsigned long long)whole.file.header_end,
-                         (unsigned long long)max_header);
+                         (unsigned long long)whole.file.header_end, (unsigned long long)max_header);
         tg_gguf_header_free(&whole);
     }
     int saved = errno;
@@ -271,9 +270,9 @@ static tg_cache_load load_gguf(tg_cache_entry *core, void *arg, size_t *charge)
 
 /* Acquires the entry under key (loaded by loader); NULL with err, *failure and errno
  * set when it failed. */
-static entry *acquire_entry(tg_parsed_header_cache *cache, tg_blobstore *store,
-                            const char *sha256, const char *key, tg_cache_loader loader,
-                            uint64_t size, uint64_t max_header, st_error *err, int *failure)
+static entry *acquire_entry(tg_parsed_header_cache *cache, tg_blobstore *store, const char *sha256,
+                            const char *key, tg_cache_loader loader, uint64_t size,
+                            uint64_t max_header, st_error *err, int *failure)
 {
     st_error_clear(err);
     *failure = -2;
@@ -300,8 +299,8 @@ static entry *acquire_entry(tg_parsed_header_cache *cache, tg_blobstore *store,
 }
 
 const tg_gguf_header *tg_parsed_gguf_acquire(tg_parsed_header_cache *cache, tg_blobstore *store,
-                                             const char *sha256, uint64_t size,
-                                             uint64_t max_header, st_error *err, int *failure)
+                                             const char *sha256, uint64_t size, uint64_t max_header,
+                                             st_error *err, int *failure)
 {
     st_error scratch;
     int scratch_failure;

@@ -58,8 +58,8 @@ typedef struct tg_gguf_header {
 /* As tg_header_read_parse, for a blob of kind gguf: reads the header in growing
  * prefixes (the parse says how many bytes it wants) up to max_header and parses it
  * with st_gguf_parse_header, the gate's own parser. Free out with tg_gguf_header_free. */
-int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
-                       uint64_t max_header, tg_gguf_header *out, st_error *err);
+int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size, uint64_t max_header,
+                       tg_gguf_header *out, st_error *err);
 void tg_gguf_header_free(tg_gguf_header *header);
 
 typedef struct tg_parsed_header_cache tg_parsed_header_cache;
@@ -83,8 +83,8 @@ void tg_parsed_header_release(tg_parsed_header_cache *cache, const st_file *file
 /* The same for a GGUF blob (kind gguf): its parsed header, kept in the same cache and
  * budget (an entry is charged its header bytes and tables) under its own key. */
 const tg_gguf_header *tg_parsed_gguf_acquire(tg_parsed_header_cache *cache, tg_blobstore *store,
-                                             const char *sha256, uint64_t size,
-                                             uint64_t max_header, st_error *err, int *failure);
+                                             const char *sha256, uint64_t size, uint64_t max_header,
+                                             st_error *err, int *failure);
 void tg_parsed_gguf_release(tg_parsed_header_cache *cache, const tg_gguf_header *header);
 
 typedef struct tg_parsed_header_stats {
