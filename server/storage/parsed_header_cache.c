@@ -126,41 +126,51 @@ void tg_gguf_header_free(tg_gguf_header *header)
     header->len = 0;
 }
 
-/* Reads the header from blob into out by growing prefixes; 0, -1 (the parse failed:
- * err says why) or -2 (out of memory, or the blob could not be read). */
+/* Reads the header from blob into out (empty on entry) by growing prefixes; 0, -1 (the
+ * parse failed: err says why) or -2 (out of memory, or the blob could not be read).
+ * out is filled on success only: the buffer lives in locals until then. */
 static int gguf_read_prefixes(tg_blob_reader *blob, uint64_t size, uint64_t max_header,
                               tg_gguf_header *out, st_error *err)
 {
     uint64_t bound = size < max_header ? size : max_header;
     uint64_t want = bound < GGUF_FIRST_READ ? bound : GGUF_FIRST_READ;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    st_gguf_file file;
+    int rc;
     for (;;) {
-        uint8_t *grown = realloc(out->bytes, want ? (size_t)want : 1);
+        uint8_t *grown = realloc(bytes, want ? (size_t)want : 1);
         if (grown == NULL) {
             st_error_set(err, ST_OUT_OF_MEMORY, 0, NULL, "out of memory for the GGUF header");
-            return -2;
+            rc = -2;
+            break;
         }
-        out->bytes = grown;
-        if (want > out->len && tg_blob_read_at(blob, out->bytes + out->len,
-                                               (size_t)(want - out->len), out->len) != 0) {
-            st_error_set(err, ST_GGUF_TRUNCATED, out->len, NULL,
-                         "the blob ended inside the GGUF header");
-            return -1;
+        bytes = grown;
+        if (want > len &&
+            tg_blob_read_at(blob, bytes + len, (size_t)(want - len), (uint64_t)len) != 0) {
+            st_error_set(err, ST_GGUF_TRUNCATED, len, NULL, "the blob ended inside the GGUF header");
+            rc = -1;
+            break;
         }
-        out->len = (size_t)want;
+        len = (size_t)want;
         uint64_t need = 0;
-        st_reason reason =
-            st_gguf_parse_header(out->bytes, out->len, size, max_header, &out->file, &need, err);
-        if (reason == ST_OK)
+        st_reason reason = st_gguf_parse_header(bytes, len, size, max_header, &file, &need, err);
+        if (reason == ST_OK) {
+            out->bytes = bytes;
+            out->len = len;
+            out->file = file;
             return 0;
-        if (reason == ST_OUT_OF_MEMORY)
-            return -2;
-        if (reason != ST_GGUF_TRUNCATED || need <= out->len || out->len >= bound)
-            return -1;
-        uint64_t next = 2 * (uint64_t)out->len;
+        }
+        rc = reason == ST_OUT_OF_MEMORY ? -2 : -1;
+        if (reason != ST_GGUF_TRUNCATED || need <= len || len >= bound)
+            break;
+        uint64_t next = 2 * (uint64_t)len;
         want = need > next ? need : next;
         if (want > bound)
             want = bound;
     }
+    free(bytes);
+    return rc;
 }
 
 int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size, uint64_t max_header,
