@@ -354,6 +354,11 @@ try:
 finally:
     server.terminate()
     server.wait()
+    log.seek(0)
+    text = log.read()
+    # an ASan build reports memory errors and leaks in its log
+    check("the server stopped cleanly (no sanitizer report)", "Sanitizer" not in text,
+          text[text.find("Sanitizer") - 200:][:3000])
     log.close()
     shutil.rmtree(work, ignore_errors=True)
 
