@@ -148,7 +148,8 @@ static int gguf_read_prefixes(tg_blob_reader *blob, uint64_t size, uint64_t max_
         bytes = grown;
         if (want > len &&
             tg_blob_read_at(blob, bytes + len, (size_t)(want - len), (uint64_t)len) != 0) {
-            st_error_set(err, ST_GGUF_TRUNCATED, len, NULL, "the blob ended inside the GGUF header");
+            st_error_set(err, ST_GGUF_TRUNCATED, len, NULL,
+                         "the blob ended inside the GGUF header");
             rc = -1;
             break;
         }
