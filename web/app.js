@@ -2,7 +2,7 @@
 //   #/                              models, with search
 //   #/ORG/NAME                      a model: versions and aliases
 //   #/ORG/NAME@REV                  a version: its files (kind, size, SHA-256, verdict)
-//   #/ORG/NAME@REV/PATH             a safetensors file: the tensor table
+//   #/ORG/NAME@REV/PATH             a safetensors or GGUF file: the tensor table
 //   #/rejections                    the record of refusals (admin token)
 // Every catalog string is rendered with textContent (el() below), never as HTML.
 // The token is kept in sessionStorage and sent as a bearer token, never in a URL.
@@ -177,7 +177,7 @@ async function viewVersion(model, rev) {
       (v.derived_from ? ', derived from version ' + v.derived_from : '') + (v.dtype ? ' (' + v.dtype + ')' : '')),
     table(['file', 'kind', {text: 'size', num: true}, 'SHA-256', 'verdict', {text: 'parameters', num: true}],
       files.map(f => el('tr', {dataset: {path: f.path}},
-        el('td', {}, f.kind === 'safetensors' ? link(f.path, '/' + model + '@' + v.version + '/' + f.path) : el('span', {}, f.path)),
+        el('td', {}, f.kind === 'safetensors' || f.kind === 'gguf' ? link(f.path, '/' + model + '@' + v.version + '/' + f.path) : el('span', {}, f.path)),
         cell(f.kind),
         el('td', {className: 'num', title: f.size + ' bytes', dataset: {bytes: String(f.size)}}, bytes(f.size)),
         cell(f.sha256, 'mono'),
@@ -197,6 +197,7 @@ async function viewFile(model, rev, path) {
   setCrumbs([{text: 'models', hash: '/'}, {text: model, hash: '/' + model},
     {text: '@' + rev, hash: '/' + model + '@' + rev}, {text: path}]);
   const h = await api(versionBase(model, rev) + '/files/' + encPath(path) + '/header');
+  if (h.format === 'gguf') return viewGguf(path, h);
   const tensors = h.tensors || [];
   const per = Object.entries(h.parameters || {}).sort((a, b) => b[1] - a[1]);
   const total = h.parameters_total !== undefined ? h.parameters_total : per.reduce((s, x) => s + x[1], 0);
@@ -223,6 +224,44 @@ async function viewFile(model, rev, path) {
           cell(t.nan !== undefined ? String(t.nan) : '', t.nan ? 'num bad' : 'num'),
           cell(t.inf !== undefined ? String(t.inf) : '', t.inf ? 'num bad' : 'num'));
       }), 'tensors-table'));
+}
+
+// A GGUF metadata value as text: an array as its element type, length and first
+// elements (the server sends only the first few), a cut string with its length.
+function ggufValue(v) {
+  if (v.type === 'array') {
+    return v.element_type + '[' + count(v.length) + ']: ' + JSON.stringify(v.value) + (v.truncated ? ' …' : '');
+  }
+  const text = typeof v.value === 'string' ? v.value : JSON.stringify(v.value);
+  return v.truncated ? text + ' … (' + count(v.length) + ' bytes)' : text;
+}
+
+// ---- #/ORG/NAME@REV/PATH of a GGUF file: its metadata and tensor table
+function viewGguf(path, h) {
+  const tensors = h.tensors || [];
+  const per = Object.entries(h.parameters || {}).sort((a, b) => b[1] - a[1]);
+  const total = h.parameters_total || 0;
+  const meta = Object.entries(h.metadata || {});
+  main.replaceChildren(
+    el('h1', {}, path),
+    el('p', {className: 'muted', id: 'gguf-summary'}, 'GGUF v' + h.version + ', ' + h.architecture + ', ' +
+      bytes(h.size) + ', alignment ' + h.alignment + ', data at byte ' + count(h.data_start) + ', ' +
+      count(tensors.length) + ' tensors, sha256 ', el('code', {}, h.sha256)),
+    el('h2', {}, 'Parameters'),
+    table(['type', {text: 'parameters', num: true}, {text: 'share', num: true}],
+      per.map(([d, n]) => el('tr', {dataset: {dtype: d}}, cell(d), cell(count(n), 'num'),
+        cell(total ? (100 * n / total).toFixed(1) + ' %' : '', 'num')))
+        .concat([el('tr', {id: 'parameters-total'}, el('th', {}, 'total'), el('th', {className: 'num'}, count(total)),
+          el('th', {}, ''))]), 'dtype-table'),
+    el('h2', {}, 'Metadata'),
+    table(['key', 'type', 'value'], meta.map(([k, v]) => el('tr', {dataset: {key: k}}, cell(k, 'mono'),
+      cell(v.type === 'array' ? 'array of ' + v.element_type : v.type), cell(ggufValue(v), 'mono'))), 'metadata-table'),
+    el('h2', {}, 'Tensors'),
+    el('p', {className: 'muted'}, 'Shapes are row-major (NumPy, PyTorch): GGUF\'s dimensions reversed.'),
+    table(['name', 'type', 'shape', {text: 'parameters', num: true}, {text: 'offset', num: true}, {text: 'bytes', num: true}],
+      tensors.map(t => el('tr', {dataset: {name: t.name}}, cell(t.name, 'mono'), cell(t.dtype),
+        cell('[' + t.shape.join(', ') + ']', 'mono'), cell(count(t.shape.reduce((a, b) => a * b, 1)), 'num'),
+        cell(count(t.offset), 'num'), cell(count(t.size), 'num'))), 'tensors-table'));
 }
 
 // ---- #/rejections : refused uploads (admin scope)

@@ -65,6 +65,7 @@ static const tg_reason reasons[] = {
     {"invalid_dtype", 400},
     {"invalid_format", 400},
     {"unsupported_conversion", 422},
+    {"gguf_quantized", 422},
     {"unsupported_tensor", 422},
     {"npy_unsupported_dtype", 406},
     {"unsupported_dtype", 422},

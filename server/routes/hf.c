@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "blobstore.h"
 #include "checks.h"
+#include "gguf_view.h"
 #include "hf_card.h"
 #include "manifest.h"
 #include "parsed_header_cache.h"
@@ -333,6 +334,28 @@ static bool add_parameters(tg_server *server, const tg_file_records *files,
     return true;
 }
 
+/* The Hub's `gguf` field of a version holding a GGUF file: {total, architecture,
+ * context_length} of its first GGUF file in path order (gguf_view.h), from the parse
+ * the tensor routes share. *out stays NULL without one; false when it cannot be read. */
+static bool add_gguf(tg_server *server, const tg_file_records *files, json_t **out)
+{
+    for (size_t i = 0; i < files->count; i++) {
+        const tg_file_record *record = &files->items[i];
+        if (strcmp(record->kind, "gguf") != 0)
+            continue;
+        st_error err;
+        const tg_gguf_header *h =
+            tg_parsed_gguf_acquire(server->parsed_headers, server->blobs, record->sha256,
+                                   record->size, server->config.max_header, &err, NULL);
+        if (h == NULL)
+            return false;
+        *out = tg_gguf_hub_json(&h->file);
+        tg_parsed_gguf_release(server->parsed_headers, h);
+        return true;
+    }
+    return true;
+}
+
 /* A catalog time ("2026-01-01T00:00:00Z") as the Hub writes it, with milliseconds
  * ("2026-01-01T00:00:00.000Z"): huggingface_hub 0.17 parses no other form. Written
  * into out (HF_TIME_LEN). */
@@ -434,7 +457,18 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
                          "must run tensorgate fsck");
         return NULL;
     }
+    json_t *gguf = NULL;
+    if (!add_gguf(req->server, &files, &gguf)) {
+        free(files.items);
+        json_decref(body);
+        respond_hf_error(req, NULL, "blob_damaged", NULL, "%s",
+                         "a stored GGUF header is damaged or unreadable; an operator must run "
+                         "tensorgate fsck");
+        return NULL;
+    }
     free(files.items);
+    if (gguf != NULL)
+        json_object_set_new(body, "gguf", gguf);
     if (any) {
         json_t *parameters = json_object();
         for (int d = 0; d < ST_DTYPE_COUNT; d++)

@@ -129,6 +129,35 @@ async function main() {
     total[2] === header.nan_total + ' NaN, ' + header.inf_total + ' Inf', total);
   await shot(page, '4-tensors');
 
+  // --- a GGUF file: its metadata and tensor table
+  await open(page, '#/acme/tiny@1');
+  check('the GGUF file row is a link', (await page.$('#files-table tr[data-path="tiny-Q8_0.gguf"] a')) !== null);
+  await open(page, '#/acme/tiny@1/tiny-Q8_0.gguf');
+  const g = await api('/v1/models/acme/tiny/versions/1/files/tiny-Q8_0.gguf/header');
+  const summary = await page.textContent('#gguf-summary');
+  check('GGUF summary: version, architecture, alignment, data offset',
+    summary.startsWith('GGUF v' + g.version + ', ' + g.architecture) && summary.includes('alignment ' + g.alignment) &&
+      summary.includes(count(g.data_start)), summary);
+  const grows = await rows(page, 'tensors-table');
+  check('GGUF tensor table: one row per tensor', grows.length === g.tensors.length && g.tensors.length === 2, grows);
+  for (const t of g.tensors) {
+    const r = grows.find(x => x[0] === t.name);
+    check('GGUF tensor ' + t.name + ': type, row-major shape, parameters, offset, bytes',
+      r && r[1] === t.dtype && r[2] === '[' + t.shape.join(', ') + ']' &&
+        r[3] === count(t.shape.reduce((a, b) => a * b, 1)) && r[4] === count(t.offset) && r[5] === count(t.size), { r, t });
+  }
+  const mrows = await rows(page, 'metadata-table');
+  check('GGUF metadata: one row per key, in order', JSON.stringify(mrows.map(r => r[0])) === JSON.stringify(Object.keys(g.metadata)), mrows);
+  const tok = mrows.find(r => r[0] === 'tokenizer.ggml.tokens');
+  check('a long array shows its type, length and first elements',
+    tok && tok[1] === 'array of string' && tok[2].startsWith('string[20]: ["t0","t1"') && tok[2].endsWith('…'), tok);
+  const name = mrows.find(r => r[0] === 'general.name');
+  check('markup in a GGUF value is text', name && name[2] === '<script>alert(1)</script> tiny' &&
+    (await page.$$('main script')).length === 0, name);
+  const gtotal = (await rows(page, 'dtype-table')).find(x => x[0] === 'total');
+  check('GGUF parameter total', gtotal && gtotal[1] === count(g.parameters_total), gtotal);
+  await shot(page, '4b-gguf');
+
   // --- refusals: not without a token, shown with the admin token
   await open(page, '#/rejections');
   check('refusals need a token', (await page.$('#need-token')) !== null && (await page.$('#rejections-table')) === null);
