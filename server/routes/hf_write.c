@@ -1206,7 +1206,9 @@ static void commit_line(tg_request *req, hub_commit *c, const char *text, size_t
         } else {
             snprintf(op.path, sizeof op.path, "%s", path);
             size_t n = strlen(op.path);
-            while (n > 0 && op.path[n - 1] == '/') /* "folder/" names the folder */
+            if (n > 0 && op.path[n - 1] == '/') /* "folder/" names a folder (deletedFile too) */
+                op.kind = OP_DELETE_FOLDER;
+            while (n > 0 && op.path[n - 1] == '/')
                 op.path[--n] = '\0';
             add_op(c, &op);
         }
@@ -1589,7 +1591,7 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
     if (ok)
         return true;
     if (reason != NULL && strcmp(reason, "index_mismatch") == 0)
-        hub_error(req, NULL, "index_mismatch", "%s", detail);
+        hub_error(req, NULL, "index_mismatch", "index_mismatch: %s", detail);
     else if (reason != NULL && strcmp(reason, "internal") == 0)
         tg_respond_internal(req, "%s", detail);
     else if (reason != NULL && strcmp(reason, "catalog") != 0)
