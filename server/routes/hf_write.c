@@ -566,6 +566,19 @@ void tg_route_hub_repo_delete(tg_request *req)
 
 void tg_route_hub_repo_move(tg_request *req)
 {
+    /* the Hub's body: {fromRepo, toRepo, type}; the token must cover the source */
+    json_t *body = tg_json_body(req);
+    if (body == NULL)
+        return;
+    const char *from = json_string_value(json_object_get(body, "fromRepo"));
+    char org[TG_NAME_MAX + 1] = "";
+    const char *slash = from ? strchr(from, '/') : NULL;
+    if (slash != NULL && (size_t)(slash - from) <= TG_NAME_MAX)
+        snprintf(org, sizeof org, "%.*s", (int)(slash - from), from);
+    bool allowed = tg_auth_namespace(req, TG_SCOPE_WRITE, org[0] ? org : NULL);
+    json_decref(body);
+    if (!allowed)
+        return;
     hub_error(req, NULL, "invalid_request",
               "moving or renaming a repository is not supported by this server: its commit ids, "
               "aliases and jobs belong to the model's name");
