@@ -352,7 +352,8 @@ static void respond_problem_json(tg_request *req, unsigned status, json_t *probl
     /* On the Hub's routes the problem is also the Hub's error body: its sentence under
      * "error" (what huggingface_hub and @huggingface/hub show the user), as
      * application/json (@huggingface/hub reads no other type). */
-    bool hub_json = req->hub_errors && req->route != NULL && (req->route->flags & TG_ROUTE_HUB_JSON);
+    bool hub_json =
+        req->hub_errors && req->route != NULL && (req->route->flags & TG_ROUTE_HUB_JSON);
     if (req->hub_errors && problem != NULL)
         json_object_set(problem, "error", json_object_get(problem, "detail"));
     char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;

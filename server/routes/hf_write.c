@@ -39,14 +39,14 @@
 #include "st_code.h"
 #include "upload.h"
 
-#define HUB_REGULAR_MAX (1024 * 1024)          /* larger files go through LFS */
-#define HUB_GATHER_MAX (4 * 1024 * 1024)       /* JSON bodies of preupload and batch */
-#define HUB_LINE_MAX (2 * 1024 * 1024)         /* one NDJSON line of a commit */
-#define HUB_COMMIT_OPS_MAX 10000               /* operations of one commit */
-#define HUB_HREF_SECONDS 3600                  /* an upload href is good for an hour */
-#define HUB_PENDING_SECONDS (24 * 3600)        /* an uploaded LFS object waits a day */
-#define HUB_PENDING_MAX 4096                   /* pending LFS objects, all namespaces */
-#define HUB_STATS_MAX (16 * 1024 * 1024)       /* a pending object's stats text */
+#define HUB_REGULAR_MAX (1024 * 1024)    /* larger files go through LFS */
+#define HUB_GATHER_MAX (4 * 1024 * 1024) /* JSON bodies of preupload and batch */
+#define HUB_LINE_MAX (2 * 1024 * 1024)   /* one NDJSON line of a commit */
+#define HUB_COMMIT_OPS_MAX 10000         /* operations of one commit */
+#define HUB_HREF_SECONDS 3600            /* an upload href is good for an hour */
+#define HUB_PENDING_SECONDS (24 * 3600)  /* an uploaded LFS object waits a day */
+#define HUB_PENDING_MAX 4096             /* pending LFS objects, all namespaces */
+#define HUB_STATS_MAX (16 * 1024 * 1024) /* a pending object's stats text */
 
 /* ---- the Hub's error dialect ---- */
 
@@ -60,8 +60,8 @@ hub_error(tg_request *req, const char *code, const char *reason, const char *fmt
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    const char *const headers[] = {"X-Error-Code", code ? code : reason, "X-Error-Message",
-                                   detail, NULL};
+    const char *const headers[] = {"X-Error-Code", code ? code : reason, "X-Error-Message", detail,
+                                   NULL};
     tg_respond_problem_headers(req, reason, headers, "%s", detail);
 }
 
@@ -109,9 +109,8 @@ static tg_cat_status hub_resolve(tg_catalog *catalog, int64_t model_id, const ch
             status = tg_catalog_version_get(catalog, model_id, (int64_t)number, version);
     } else if (tg_is_sha256_hex(rev)) {
         status = tg_catalog_version_by_digest(catalog, model_id, rev, version);
-    } else if (tg_is_commit_id(rev) &&
-               (status = tg_catalog_version_by_commit(catalog, model_id, rev, version)) !=
-                   TG_CAT_NOT_FOUND) {
+    } else if (tg_is_commit_id(rev) && (status = tg_catalog_version_by_commit(
+                                            catalog, model_id, rev, version)) != TG_CAT_NOT_FOUND) {
         /* found, or the catalog failed */
     } else if (tg_valid_alias(rev)) {
         int64_t number = 0;
@@ -243,9 +242,10 @@ ssize_t tg_hub_base64_decode(const char *text, size_t len, uint8_t *out)
 bool tg_hub_upload_lfs(const char *path, uint64_t size, const uint8_t *sample, size_t sample_len)
 {
     static const char *const binary[] = {
-        ".safetensors", ".gguf", ".bin", ".pt",  ".pth", ".ckpt", ".pkl", ".pickle", ".h5",
-        ".onnx",        ".msgpack", ".npy", ".npz", ".tflite", ".model", ".zip", ".tar", ".gz",
-        ".png",         ".jpg",  ".jpeg", ".gif", ".webp", ".wasm", ".ot", ".joblib", ".mlmodel"};
+        ".safetensors", ".gguf", ".bin",  ".pt",      ".pth",    ".ckpt",   ".pkl",
+        ".pickle",      ".h5",   ".onnx", ".msgpack", ".npy",    ".npz",    ".tflite",
+        ".model",       ".zip",  ".tar",  ".gz",      ".png",    ".jpg",    ".jpeg",
+        ".gif",         ".webp", ".wasm", ".ot",      ".joblib", ".mlmodel"};
     size_t len = strlen(path);
     for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++) {
         size_t n = strlen(binary[i]);
@@ -624,8 +624,8 @@ void tg_route_hub_preupload(tg_request *req)
             sample_len = tg_hub_base64_decode(sample, strlen(sample), bytes);
         if (sample_len < 0)
             sample_len = 0;
-        bool lfs = tg_hub_upload_lfs(path, (uint64_t)json_integer_value(size), bytes,
-                                     (size_t)sample_len);
+        bool lfs =
+            tg_hub_upload_lfs(path, (uint64_t)json_integer_value(size), bytes, (size_t)sample_len);
         json_array_append_new(answer, json_pack("{s:s, s:s, s:b}", "path", path, "uploadMode",
                                                 lfs ? "lfs" : "regular", "shouldIgnore", 0));
     }
@@ -703,7 +703,8 @@ void tg_route_hub_lfs_batch(tg_request *req)
         goto out;
     }
     if (!json_is_array(objects) || json_array_size(objects) > 1000) {
-        hub_error(req, NULL, "invalid_request", "\"objects\" (an array of at most 1000) is required");
+        hub_error(req, NULL, "invalid_request",
+                  "\"objects\" (an array of at most 1000) is required");
         goto out;
     }
     char origin[512];
@@ -744,19 +745,20 @@ void tg_route_hub_lfs_batch(tg_request *req)
                 goto out;
             }
             char href[1400], verify[1024];
-            snprintf(href, sizeof href, "%s/api/tensorgate/lfs/%s/%s/%s?size=%lld&expires=%lld&sig=%s",
-                     origin, org, name, oid, (long long)size, expires, sig);
+            snprintf(href, sizeof href,
+                     "%s/api/tensorgate/lfs/%s/%s/%s?size=%lld&expires=%lld&sig=%s", origin, org,
+                     name, oid, (long long)size, expires, sig);
             snprintf(verify, sizeof verify, "%s/api/tensorgate/lfs-verify/%s/%s", origin, org,
                      name);
-            json_object_set_new(
-                item, "actions",
-                json_pack("{s:{s:s, s:s}, s:{s:s, s:s}}", "upload", "href", href, "expires_at",
-                          expires_at, "verify", "href", verify, "expires_at", expires_at));
+            json_object_set_new(item, "actions",
+                                json_pack("{s:{s:s, s:s}, s:{s:s, s:s}}", "upload", "href", href,
+                                          "expires_at", expires_at, "verify", "href", verify,
+                                          "expires_at", expires_at));
         }
         json_array_append_new(answer, item);
     }
-    json_t *reply = json_pack("{s:s, s:O, s:s}", "transfer", "basic", "objects", answer,
-                              "hash_algo", "sha256");
+    json_t *reply =
+        json_pack("{s:s, s:O, s:s}", "transfer", "basic", "objects", answer, "hash_algo", "sha256");
     char *text = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
     json_decref(reply);
     if (text == NULL) {
@@ -830,9 +832,9 @@ void tg_route_hub_lfs_put_start(tg_request *req)
     const char *sig = tg_query(req, "sig");
     uint64_t size = 0, expires = 0;
     char want[65];
-    if (org == NULL || name == NULL || oid == NULL || size_text == NULL ||
-        expires_text == NULL || sig == NULL || !tg_valid_name_part(org) ||
-        !tg_valid_name_part(name) || !tg_is_sha256_hex(oid) || !tg_parse_u64(size_text, &size) ||
+    if (org == NULL || name == NULL || oid == NULL || size_text == NULL || expires_text == NULL ||
+        sig == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name) ||
+        !tg_is_sha256_hex(oid) || !tg_parse_u64(size_text, &size) ||
         !tg_parse_u64(expires_text, &expires) || expires > INT64_MAX ||
         !href_sign(org, name, oid, size, (long long)expires, want) || strcmp(want, sig) != 0) {
         hub_error(req, NULL, "unauthorized",
@@ -933,7 +935,8 @@ void tg_route_hub_lfs_put(tg_request *req)
         tg_body_ingest_respond_over_budget(&put->body, req);
         return;
     case TG_INGEST_NO_SPACE:
-        hub_error(req, NULL, "insufficient_storage", "the server's disk is full; nothing was stored");
+        hub_error(req, NULL, "insufficient_storage",
+                  "the server's disk is full; nothing was stored");
         return;
     default:
         tg_respond_internal(req, "the upload could not be written");
@@ -1130,8 +1133,9 @@ static void commit_inline_file(tg_request *req, hub_commit *c, const char *path,
     if (ingest->state == TG_INGEST_REFUSED) {
         st_gate_verdict(ingest->gate, &c->verdict);
         c->fail_status_is_gate = 1;
-        commit_fail(c, st_reason_name(c->verdict.error.reason), st_reason_name(c->verdict.error.reason),
-                    "%s: %s", path, c->verdict.error.detail);
+        commit_fail(c, st_reason_name(c->verdict.error.reason),
+                    st_reason_name(c->verdict.error.reason), "%s: %s", path,
+                    c->verdict.error.detail);
     } else if (ingest->state == TG_INGEST_TOO_LARGE) {
         commit_fail(c, NULL, "payload_too_large", "%s is larger than --max-body", path);
     } else if (ingest->state != TG_INGEST_OPEN) {
@@ -1213,7 +1217,8 @@ static void commit_line(tg_request *req, hub_commit *c, const char *text, size_t
         }
     } else if (strcmp(key, "deletedFile") == 0 || strcmp(key, "deletedFolder") == 0) {
         const char *path = json_string_value(json_object_get(value, "path"));
-        commit_op op = {.kind = strcmp(key, "deletedFile") == 0 ? OP_DELETE_FILE : OP_DELETE_FOLDER};
+        commit_op op = {.kind =
+                            strcmp(key, "deletedFile") == 0 ? OP_DELETE_FILE : OP_DELETE_FOLDER};
         if (path == NULL || path[0] == '\0' || strlen(path) > TG_PATH_MAX) {
             commit_fail(c, NULL, "invalid_path", "a deletion needs the path it deletes");
         } else {
@@ -1245,8 +1250,7 @@ void tg_route_hub_commit_start(tg_request *req)
     const char *rev = tg_param(req, "rev");
     if (!hub_lookup_repo(req, tg_param(req, "org"), tg_param(req, "name"), &c->model))
         return;
-    if (tg_query(req, "create_pr") != NULL &&
-        strcmp(tg_query(req, "create_pr"), "0") != 0 &&
+    if (tg_query(req, "create_pr") != NULL && strcmp(tg_query(req, "create_pr"), "0") != 0 &&
         strcmp(tg_query(req, "create_pr"), "false") != 0) {
         hub_error(req, NULL, "invalid_request", "pull requests are not served by this server");
         return;
@@ -1486,8 +1490,8 @@ static bool build_files(tg_request *req, hub_commit *c, const tg_version *base, 
             }
         }
         uint64_t stored = 0;
-        if (found && (tg_blob_stat(req->server->blobs, op->oid, &stored) != 0 ||
-                      stored != op->size)) {
+        if (found &&
+            (tg_blob_stat(req->server->blobs, op->oid, &stored) != 0 || stored != op->size)) {
             free(stats);
             stats = NULL;
             found = false;
@@ -1537,8 +1541,7 @@ static void respond_commit(tg_request *req, const hub_commit *c, const char *com
 {
     char origin[512], url[1024];
     tg_request_origin(req, origin, sizeof origin);
-    snprintf(url, sizeof url, "%s/%s/%s/commit/%s", origin, c->model.org, c->model.name,
-             commit_id);
+    snprintf(url, sizeof url, "%s/%s/%s/commit/%s", origin, c->model.org, c->model.name, commit_id);
     tg_respond_json(req, 200,
                     json_pack("{s:s, s:s, s:s, s:s, s:b, s:n}", "commitUrl", url, "commitOid",
                               commit_id, "commitMessage", c->summary, "hookOutput", "", "success",
@@ -1587,8 +1590,7 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
     const char *reason = NULL;
     char detail[512] = "";
     if (status == TG_CAT_OK) {
-        status =
-            tg_catalog_file_list(catalog, draft.id, NULL, 0, tg_file_records_collect, &listed);
+        status = tg_catalog_file_list(catalog, draft.id, NULL, 0, tg_file_records_collect, &listed);
         if (listed.failed && status == TG_CAT_OK)
             status = TG_CAT_ERROR;
     }
@@ -1757,8 +1759,8 @@ static void set_ref(tg_request *req, const tg_model *model, const char *ref, con
     int64_t existing = 0;
     status = tg_catalog_alias_get(catalog, model->id, ref, &existing);
     if (status == TG_CAT_OK && !overwrite) {
-        hub_error(req, NULL, "ref_exists", "%s '%s' already exists on %s/%s", what, ref,
-                  model->org, model->name);
+        hub_error(req, NULL, "ref_exists", "%s '%s' already exists on %s/%s", what, ref, model->org,
+                  model->name);
         return;
     }
     if (tg_cat_failed(status)) {
@@ -1779,8 +1781,8 @@ static void delete_ref(tg_request *req, const tg_model *model, const char *ref, 
     tg_cat_status status = tg_catalog_alias_delete(req->server->catalog, model->id, ref);
     tg_response_cache_invalidate_moving(req->server->responses);
     if (status == TG_CAT_NOT_FOUND)
-        hub_error(req, "RevisionNotFound", "version_not_found", "%s/%s has no %s '%s'",
-                  model->org, model->name, what, ref);
+        hub_error(req, "RevisionNotFound", "version_not_found", "%s/%s has no %s '%s'", model->org,
+                  model->name, what, ref);
     else if (status != TG_CAT_OK)
         tg_respond_catalog_failure(req, status);
     else

@@ -97,8 +97,8 @@ static const tg_route routes[] = {
     /* Hugging Face Hub write routes (hf_write.c) */
     {"POST", "/api/repos/create", TG_BODY_JSON, TG_AUTH_WRITE_OBJECT, HUB_WRITE,
      tg_route_hub_repo_create, NULL, NULL, NULL},
-    {"DELETE", "/api/repos/delete", TG_BODY_JSON, TG_AUTH_ADMIN, HUB_WRITE, tg_route_hub_repo_delete,
-     NULL, NULL, NULL},
+    {"DELETE", "/api/repos/delete", TG_BODY_JSON, TG_AUTH_ADMIN, HUB_WRITE,
+     tg_route_hub_repo_delete, NULL, NULL, NULL},
     {"POST", "/api/repos/move", TG_BODY_JSON, TG_AUTH_WRITE_OBJECT, HUB_WRITE,
      tg_route_hub_repo_move, NULL, NULL, NULL},
     {"POST", "/api/models/{org}/{name}/preupload/{rev}", TG_BODY_STREAM, TG_AUTH_WRITE, HUB_WRITE,

@@ -225,8 +225,7 @@ static void prep_file_delete(attempt *a)
 
 static void prep_hub_create(attempt *a)
 {
-    snprintf(a->body, sizeof a->body, "{\"name\":\"hc-%d\",\"organization\":\"acme\"}",
-             ++serial);
+    snprintf(a->body, sizeof a->body, "{\"name\":\"hc-%d\",\"organization\":\"acme\"}", ++serial);
     snprintf(a->probe, sizeof a->probe, "/v1/models/acme/hc-%d", serial);
 }
 
@@ -235,8 +234,7 @@ static void prep_hub_delete(attempt *a)
     char name[64];
     snprintf(name, sizeof name, "acme/hd-%d", ++serial);
     create_model(name);
-    snprintf(a->body, sizeof a->body, "{\"name\":\"hd-%d\",\"organization\":\"acme\"}",
-             serial);
+    snprintf(a->body, sizeof a->body, "{\"name\":\"hd-%d\",\"organization\":\"acme\"}", serial);
     snprintf(a->probe, sizeof a->probe, "/v1/models/%s", name);
 }
 
@@ -390,8 +388,8 @@ static row rows[] = {
      "/api/tensorgate/lfs/acme/w/"
      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa?size=1&expires=1&sig=x",
      B_MODEL, NULL, P_NONE, NULL, false},
-    {"POST", "/api/tensorgate/lfs-verify/{org}/{name}", 200, 0,
-     "/api/tensorgate/lfs-verify/acme/w", B_JSON, NULL, P_NONE, prep_hub_verify, false},
+    {"POST", "/api/tensorgate/lfs-verify/{org}/{name}", 200, 0, "/api/tensorgate/lfs-verify/acme/w",
+     B_JSON, NULL, P_NONE, prep_hub_verify, false},
     {"POST", "/{org}/{name}/info/lfs/objects/batch", 200, 0, "/acme/w.git/info/lfs/objects/batch",
      B_JSON,
      "{\"operation\":\"upload\",\"objects\":[{\"oid\":"

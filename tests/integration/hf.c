@@ -654,9 +654,9 @@ TEST(javascript_client_writes)
     snprintf(write_hf, sizeof write_hf, "hf_%s", it_token("write", "acme"));
     snprintf(admin_hf, sizeof admin_hf, "hf_%s", it_token("admin", NULL));
     snprintf(other_hf, sizeof other_hf, "hf_%s", it_token("write", "other"));
-    json_t *expect = json_pack("{s:s, s:s, s:s, s:s, s:s}", "hubUrl", it_srv.base, "repo",
-                               "acme/hf-write", "writeToken", write_hf, "adminToken", admin_hf,
-                               "otherToken", other_hf);
+    json_t *expect =
+        json_pack("{s:s, s:s, s:s, s:s, s:s}", "hubUrl", it_srv.base, "repo", "acme/hf-write",
+                  "writeToken", write_hf, "adminToken", admin_hf, "otherToken", other_hf);
     char path[400];
     snprintf(path, sizeof path, "%s/hf-write.json", it_srv.root);
     CHECK(expect != NULL && json_dump_file(expect, path, 0) == 0);

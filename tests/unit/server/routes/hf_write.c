@@ -67,7 +67,8 @@ static void batch_href(const char *oid, size_t size, char *href, size_t cap)
     const char *url = json_string_value(
         json_object_get(json_object_get(json_object_get(object, "actions"), "upload"), "href"));
     size_t base = strlen(it_srv.base);
-    snprintf(href, cap, "%s", url != NULL && strncmp(url, it_srv.base, base) == 0 ? url + base : "");
+    snprintf(href, cap, "%s",
+             url != NULL && strncmp(url, it_srv.base, base) == 0 ? url + base : "");
     it_response_free(&r);
 }
 
@@ -152,14 +153,16 @@ TEST(protocol_by_hand)
     r = post_ndjson(lines);
     CHECK_STATUS(r, 200);
     char oid[41] = "";
-    snprintf(oid, sizeof oid, "%s", it_json_str(&r, "commitOid") ? it_json_str(&r, "commitOid") : "");
+    snprintf(oid, sizeof oid, "%s",
+             it_json_str(&r, "commitOid") ? it_json_str(&r, "commitOid") : "");
     it_response_free(&r);
     CHECK(versions() == 1);
     r = it_get(REPO);
     CHECK_STR(it_json_str(&r, "sha"), oid);
     it_response_free(&r);
     r = it_get("/acme/hw/resolve/main/model.safetensors");
-    CHECK(r.status == 200 && r.body.len == file.len && memcmp(r.body.data, file.data, file.len) == 0);
+    CHECK(r.status == 200 && r.body.len == file.len &&
+          memcmp(r.body.data, file.data, file.len) == 0);
     it_response_free(&r);
 
     /* a stale parent: 412, nothing published */
