@@ -584,6 +584,30 @@ void tg_route_hub_repo_move(tg_request *req)
               "aliases and jobs belong to the model's name");
 }
 
+/* ---- POST /api/validate-yaml ---- */
+
+void tg_route_hub_validate_yaml_start(tg_request *req)
+{
+    gather_start(req);
+}
+
+/* huggingface_hub asks before it uploads a README.md: {content, repoType}. The card is
+ * a text file to the gate, and its front matter is read leniently (hf_card.c): no
+ * errors and no warnings, once the body is a JSON object with "content". */
+void tg_route_hub_validate_yaml(tg_request *req)
+{
+    if (req->state == NULL)
+        return;
+    json_t *body = gather_json(req, req->state);
+    if (body == NULL)
+        return;
+    if (!json_is_string(json_object_get(body, "content")))
+        hub_error(req, NULL, "invalid_request", "\"content\" (the README.md text) is required");
+    else
+        tg_respond_json(req, 200, json_pack("{s:[], s:[]}", "errors", "warnings"));
+    json_decref(body);
+}
+
 /* ---- POST /api/models/{org}/{name}/preupload/{rev} ---- */
 
 void tg_route_hub_preupload_start(tg_request *req)

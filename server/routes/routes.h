@@ -119,6 +119,8 @@ void tg_route_hub_repo_delete(tg_request *req);
 void tg_route_hub_repo_move(tg_request *req);
 void tg_route_hub_gather_feed(tg_request *req, const uint8_t *data, size_t len);
 void tg_route_hub_gather_cleanup(tg_request *req);
+void tg_route_hub_validate_yaml_start(tg_request *req);
+void tg_route_hub_validate_yaml(tg_request *req);
 void tg_route_hub_preupload_start(tg_request *req);
 void tg_route_hub_preupload(tg_request *req);
 void tg_route_hub_lfs_batch_start(tg_request *req);

@@ -369,6 +369,8 @@ static row rows[] = {
     /* never served: an allowed move is 400 invalid_request */
     {"POST", "/api/repos/move", 400, 0, "/api/repos/move", B_JSON,
      "{\"fromRepo\":\"acme/w\",\"toRepo\":\"acme/w2\"}", P_NONE, NULL, false},
+    {"POST", "/api/validate-yaml", 200, 0, "/api/validate-yaml", B_JSON,
+     "{\"content\":\"---\\nlicense: mit\\n---\\n\",\"repoType\":\"model\"}", P_NONE, NULL, false},
     {"POST", "/api/models/{org}/{name}/preupload/{rev}", 200, 0,
      "/api/models/acme/w/preupload/main", B_JSON, "{\"files\":[{\"path\":\"a.txt\",\"size\":1}]}",
      P_NONE, NULL, false},
