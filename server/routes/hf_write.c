@@ -814,32 +814,43 @@ typedef struct lfs_put {
     bool recorded;
 } lfs_put;
 
-static void lfs_record_rejection(tg_request *req, lfs_put *put)
+/* A gate refusal into /v1/rejections (as an upload's), version -1: a Hub write has
+ * no version before its commit. */
+static void record_refusal(tg_request *req, const char *org, const char *name, const char *path,
+                           const st_verdict *verdict, uint64_t seen)
 {
-    if (put->recorded || put->body.ingest.gate == NULL)
-        return;
-    st_verdict verdict;
-    st_gate_verdict(put->body.ingest.gate, &verdict);
-    if (verdict.error.reason == ST_OUT_OF_MEMORY)
-        return;
-    put->recorded = true;
+    if (verdict->error.reason == ST_OUT_OF_MEMORY)
+        return; /* the server's failure, never the file's */
     tg_rejection r;
     memset(&r, 0, sizeof r);
     tg_time_now(r.time);
-    snprintf(r.model, sizeof r.model, "%s/%s", put->org, put->name);
+    snprintf(r.model, sizeof r.model, "%s/%s", org, name);
     r.version = -1;
-    snprintf(r.path, sizeof r.path, "lfs:%s", put->oid);
-    snprintf(r.reason, sizeof r.reason, "%s", st_reason_name(verdict.error.reason));
-    snprintf(r.format, sizeof r.format, "%s", st_format_name(verdict.format));
-    snprintf(r.detail, sizeof r.detail, "%s", verdict.error.detail);
+    snprintf(r.path, sizeof r.path, "%s", path);
+    snprintf(r.reason, sizeof r.reason, "%s", st_reason_name(verdict->error.reason));
+    snprintf(r.format, sizeof r.format, "%s", st_format_name(verdict->format));
+    snprintf(r.detail, sizeof r.detail, "%s", verdict->error.detail);
     snprintf(r.client, sizeof r.client, "%s", req->client);
-    r.size = st_gate_bytes_seen(put->body.ingest.gate);
-    st_verdict_findings_text(&verdict, r.findings, sizeof r.findings);
+    r.size = seen;
+    st_verdict_findings_text(verdict, r.findings, sizeof r.findings);
     if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s", r.model, r.path);
     tg_metrics_rejection(req->server, r.reason);
     tg_log(TG_LOG_INFO, "refused %s %s from %s: %s (%s)", r.model, r.path, r.client, r.reason,
            r.detail);
+}
+
+static void lfs_record_rejection(tg_request *req, lfs_put *put)
+{
+    if (put->recorded || put->body.ingest.gate == NULL)
+        return;
+    put->recorded = true;
+    st_verdict verdict;
+    st_gate_verdict(put->body.ingest.gate, &verdict);
+    char path[TG_PATH_MAX + 1];
+    snprintf(path, sizeof path, "lfs:%s", put->oid);
+    record_refusal(req, put->org, put->name, path, &verdict,
+                   st_gate_bytes_seen(put->body.ingest.gate));
 }
 
 void tg_route_hub_lfs_put_start(tg_request *req)
@@ -1156,6 +1167,8 @@ static void commit_inline_file(tg_request *req, hub_commit *c, const char *path,
     tg_ingest_finish(ingest);
     if (ingest->state == TG_INGEST_REFUSED) {
         st_gate_verdict(ingest->gate, &c->verdict);
+        record_refusal(req, c->model.org, c->model.name, path, &c->verdict,
+                       st_gate_bytes_seen(ingest->gate));
         c->fail_status_is_gate = 1;
         commit_fail(c, st_reason_name(c->verdict.error.reason),
                     st_reason_name(c->verdict.error.reason), "%s: %s", path,
@@ -1180,8 +1193,6 @@ static void commit_inline_file(tg_request *req, hub_commit *c, const char *path,
                 commit_fail(c, NULL, "internal", "out of memory");
             } else {
                 file_set_find(&c->inline_files, file.path)->stored_new = true;
-                commit_op none = {.kind = OP_LFS};
-                (void)none;
             }
         }
     }
@@ -1532,6 +1543,8 @@ static bool build_files(tg_request *req, hub_commit *c, const tg_version *base, 
             if (gated != 0) {
                 free(stats);
                 if (gated > 0) {
+                    record_refusal(req, c->model.org, c->model.name, op->path, &c->verdict,
+                                   file.size);
                     c->fail_status_is_gate = 1;
                     commit_fail(c, st_reason_name(c->verdict.error.reason),
                                 st_reason_name(c->verdict.error.reason), "%s: %s", op->path,

@@ -165,6 +165,26 @@ TEST(protocol_by_hand)
           memcmp(r.body.data, file.data, file.len) == 0);
     it_response_free(&r);
 
+    /* JSON bytes through LFS (content decides: accepted as JSON), then committed under
+     * a .safetensors name: gated again under that name, refused, nothing published */
+    static const char json_bytes[] = "{\"not\": \"weights\"}";
+    char json_sha[65], json_href[1024];
+    it_sha256_hex(json_bytes, strlen(json_bytes), json_sha);
+    batch_href(json_sha, strlen(json_bytes), json_href, sizeof json_href);
+    r = it_send("PUT", json_href, NULL, json_bytes, strlen(json_bytes));
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    snprintf(lines, sizeof lines,
+             "{\"key\":\"header\",\"value\":{\"summary\":\"s\"}}\n"
+             "{\"key\":\"lfsFile\",\"value\":{\"path\":\"fake.safetensors\",\"algo\":"
+             "\"sha256\",\"oid\":\"%s\",\"size\":%zu}}\n",
+             json_sha, strlen(json_bytes));
+    r = post_ndjson(lines);
+    CHECK(r.status == 415 || r.status == 422);
+    CHECK(it_header(&r, "X-Error-Message", code, sizeof code) != NULL);
+    it_response_free(&r);
+    CHECK(versions() == 1);
+
     /* a stale parent: 412, nothing published */
     snprintf(lines, sizeof lines,
              "{\"key\":\"header\",\"value\":{\"summary\":\"s\",\"parentCommit\":\"%040d\"}}\n"
