@@ -1703,7 +1703,7 @@ void tg_route_hub_commit(tg_request *req)
     }
     /* nothing changed: the Hub answers with the commit main is at */
     if (has_base) {
-        tg_file_record *records = calloc(files.count, sizeof *records);
+        tg_file_record *records = calloc(files.count ? files.count : 1, sizeof *records);
         char digest[65];
         for (size_t i = 0; records != NULL && i < files.count; i++)
             records[i] = files.items[i].file;
