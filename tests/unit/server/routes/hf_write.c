@@ -197,6 +197,62 @@ TEST(protocol_by_hand)
     CHECK(versions() == 1);
 }
 
+/* Hostile bodies: a clear refusal each, nothing published. */
+TEST(hostile_bodies)
+{
+    int before = versions();
+    it_response r = post_ndjson("not json\n");
+    CHECK_STATUS(r, 400);
+    CHECK_STR(it_reason(&r), "invalid_json");
+    it_response_free(&r);
+    r = post_ndjson("{\"key\":\"file\",\"value\":{\"path\":\"a.txt\",\"content\":\"YQ==\"}}\n");
+    CHECK_STATUS(r, 400); /* no header first */
+    it_response_free(&r);
+    r = post_ndjson("{\"key\":\"header\",\"value\":{}}\n"
+                    "{\"key\":\"file\",\"value\":{\"path\":\"../x\",\"content\":\"YQ==\"}}\n");
+    CHECK_STATUS(r, 400);
+    CHECK_STR(it_reason(&r), "invalid_path");
+    it_response_free(&r);
+    r = post_ndjson("{\"key\":\"header\",\"value\":{}}\n"
+                    "{\"key\":\"file\",\"value\":{\"path\":\"a.txt\",\"content\":\"%%%\"}}\n");
+    CHECK_STATUS(r, 400);
+    it_response_free(&r);
+    /* one line past the bound: 413, the rest drained */
+    size_t big = 3 * 1024 * 1024;
+    char *line = malloc(big + 64);
+    CHECK(line != NULL);
+    if (line != NULL) {
+        int head = snprintf(line, 64, "{\"key\":\"header\",\"value\":{}}\n{\"x\":\"");
+        memset(line + head, 'a', big);
+        memcpy(line + head + big, "\"}\n", 3);
+        r = it_send("POST", REPO "/commit/main", write_acme, line, (size_t)head + big + 3);
+        CHECK_STATUS(r, 413);
+        it_response_free(&r);
+        free(line);
+    }
+    r = it_send_json("POST", "/acme/hw.git/info/lfs/objects/batch", write_acme,
+                     "{\"operation\":\"upload\",\"objects\":[{\"oid\":\"xyz\",\"size\":1}]}");
+    CHECK_STATUS(r, 200);
+    json_t *object = json_array_get(json_object_get(r.json, "objects"), 0);
+    CHECK(json_object_get(object, "error") != NULL && json_object_get(object, "actions") == NULL);
+    it_response_free(&r);
+    r = it_send_json("POST", "/acme/hw.git/info/lfs/objects/batch", write_acme,
+                     "{\"operation\":\"download\",\"objects\":[]}");
+    CHECK_STATUS(r, 400);
+    it_response_free(&r);
+    r = it_send("POST", REPO "/preupload/main", write_acme, "[1,2", 4);
+    CHECK_STATUS(r, 400);
+    CHECK_STR(it_reason(&r), "invalid_json");
+    it_response_free(&r);
+    r = it_send_json("POST", "/api/models/acme/absent/preupload/main", write_acme,
+                     "{\"files\":[]}");
+    CHECK_STATUS(r, 404);
+    char code[64];
+    CHECK_STR(it_header(&r, "X-Error-Code", code, sizeof code), "RepoNotFound");
+    it_response_free(&r);
+    CHECK(versions() == before);
+}
+
 int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
@@ -207,6 +263,7 @@ int main(int argc, char **argv)
     RUN(base64_decode);
     RUN(upload_modes);
     RUN(protocol_by_hand);
+    RUN(hostile_bodies);
     it_buf_free(&file);
     return it_finish(argv[0]);
 }
