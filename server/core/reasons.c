@@ -91,6 +91,9 @@ static const tg_reason reasons[] = {
     {"quota_exceeded", 429},
     {"resource_exhausted", 503},
     {"blob_store_unavailable", 503},
+    {"parent_commit_mismatch", 412},
+    {"ref_exists", 409},
+    {"digest_mismatch", 400},
 };
 
 const tg_reason *tg_reasons(size_t *count)

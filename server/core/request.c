@@ -367,9 +367,17 @@ static void respond_problem_json(tg_request *req, unsigned status, json_t *probl
     const char *reason = json_string_value(json_object_get(problem, "reason"));
     if (!req->responded)
         snprintf(req->reason, sizeof req->reason, "%s", reason ? reason : "");
+    /* On the Hub's routes the problem is also the Hub's error body: its sentence under
+     * "error" (what huggingface_hub and @huggingface/hub show the user), as
+     * application/json (@huggingface/hub reads no other type). */
+    bool hub_json =
+        req->hub_errors && req->route != NULL && (req->route->flags & TG_ROUTE_HUB_JSON);
+    if (req->hub_errors && problem != NULL)
+        json_object_set(problem, "error", json_object_get(problem, "detail"));
     char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
     json_decref(problem);
-    respond_text(req, status, text, "application/problem+json", headers);
+    respond_text(req, status, text, hub_json ? "application/json" : "application/problem+json",
+                 headers);
 }
 
 static void __attribute__((format(printf, 5, 0)))
@@ -382,7 +390,7 @@ respond_problem_va(tg_request *req, unsigned status, const char *reason, const c
         /* huggingface_hub maps RepoNotFound to RepositoryNotFoundError (repo_exists then
          * answers False) and GatedRepo to GatedRepoError; other statuses carry the
          * message only. */
-        const char *code = status == 401 ? "RepoNotFound" : status == 403 ? "GatedRepo" : NULL;
+        const char *code = status == 401 ? "RepoNotFound" : status == 403 ? "GatedRepo" : reason;
         const char *const hub_headers[] = {"X-Error-Code", code, "X-Error-Message", detail, NULL};
         respond_problem_json(req, status, tg_problem_json(status, reason, detail), hub_headers);
         return;
@@ -482,7 +490,14 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
         if (verdict->findings.count > 0)
             json_object_set_new(problem, "findings", st_verdict_findings_json(verdict));
     }
-    respond_problem_json(req, status, problem, NULL);
+    /* the Hub's clients show X-Error-Message: the gate's reason and sentence */
+    char message[600];
+    snprintf(message, sizeof message, "%s: %s", st_reason_name(verdict->error.reason), detail);
+    const char *const hub_headers[] = {"X-Error-Code", st_reason_name(verdict->error.reason),
+                                       "X-Error-Message", message, NULL};
+    if (req->hub_errors && problem != NULL)
+        json_object_set_new(problem, "detail", json_string(message));
+    respond_problem_json(req, status, problem, req->hub_errors ? hub_headers : NULL);
 }
 
 bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor)

@@ -114,6 +114,10 @@ enum {
      * X-Error-Code (401 RepoNotFound, 403 GatedRepo) and X-Error-Message (the detail),
      * from the authorization on (req->hub_errors) */
     TG_ROUTE_HUB_ERRORS = 1u << 0,
+    /* with TG_ROUTE_HUB_ERRORS, the Hub's write routes: a problem goes out as
+     * application/json (the only type @huggingface/hub reads an error body of), its
+     * sentence also under "error" */
+    TG_ROUTE_HUB_JSON = 1u << 1,
 };
 
 typedef struct tg_request tg_request;

@@ -405,29 +405,34 @@ static void collect_blob(void *ctx, const char *sha256)
     snprintf(blobs->items[blobs->count++], TG_SHA256_HEX_LEN + 1, "%s", sha256);
 }
 
+tg_cat_status tg_model_remove(tg_server *server, const tg_model *model)
+{
+    /* Its blobs go with it when nothing else uses them (another model's version
+     * may share one: tg_blob_reclaim keeps those). Its jobs' rows go too; their
+     * ids are never reused, so a worker still running one only finds it gone.
+     * Uploads in flight to it find it gone at their commit (404). */
+    model_blobs blobs = {0};
+    (void)tg_catalog_model_blobs(server->catalog, model->id, collect_blob, &blobs);
+    pthread_mutex_lock(&server->publish_lock);
+    tg_cat_status status = tg_catalog_model_delete(server->catalog, model->id);
+    pthread_mutex_unlock(&server->publish_lock);
+    /* after the delete: no ready answer made before it is served again */
+    tg_response_cache_invalidate(server->responses);
+    if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
+        tg_preload_service_model_deleted(server->preloads, model->id, model->org, model->name);
+    for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
+        (void)tg_blob_reclaim(server->blobs, server->catalog, blobs.items[i], false);
+    free(blobs.items);
+    return status;
+}
+
 void tg_route_model_delete(tg_request *req)
 {
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
     if (tg_lookup_model(req, model)) {
-        /* Its blobs go with it when nothing else uses them (another model's version
-         * may share one: tg_blob_reclaim keeps those). Its jobs' rows go too; their
-         * ids are never reused, so a worker still running one only finds it gone.
-         * Uploads in flight to it find it gone at their commit (404). */
-        model_blobs blobs = {0};
-        (void)tg_catalog_model_blobs(req->server->catalog, model->id, collect_blob, &blobs);
-        pthread_mutex_lock(&req->server->publish_lock);
-        tg_cat_status status = tg_catalog_model_delete(req->server->catalog, model->id);
-        pthread_mutex_unlock(&req->server->publish_lock);
-        /* after the delete: no ready answer made before it is served again */
-        tg_response_cache_invalidate(req->server->responses);
-        if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
-            tg_preload_service_model_deleted(req->server->preloads, model->id, model->org,
-                                             model->name);
-        for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
-            (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, blobs.items[i], false);
-        free(blobs.items);
+        tg_cat_status status = tg_model_remove(req->server, model);
         if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
             tg_respond_empty(req, 204);
         else

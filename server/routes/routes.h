@@ -4,6 +4,8 @@
 #ifndef TG_ROUTES_H
 #define TG_ROUTES_H
 
+#include <sys/types.h>
+
 #include "http.h"
 
 /* admin.c: health, readiness, metrics, the OpenAPI document and the rejections list */
@@ -26,11 +28,26 @@ void tg_route_model_create(tg_request *req);
 void tg_route_model_get(tg_request *req);
 void tg_route_model_delete(tg_request *req);
 void tg_route_alias_set(tg_request *req);
+/* Deletes a model with its versions, aliases and jobs, its preloads and the blobs
+ * nothing else uses (DELETE /v1/models/{org}/{name} and the Hub's repo delete). */
+tg_cat_status tg_model_remove(tg_server *server, const tg_model *model);
 
 /* versions.c */
 void tg_route_version_create(tg_request *req);
 void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
+/* The one publish path, shared by POST .../publish and the Hub's commit (hf_write.c);
+ * the caller holds server->publish_lock. Checks files (the draft's files, exactly as
+ * listed) for index and shard consistency, computes the version digest and publishes
+ * version_id with exactly these files (tg_catalog_version_publish_files). NULL when
+ * published (*published is the version); else the reason: "empty_version",
+ * "index_mismatch", "version_changed", "version_published" (detail says it),
+ * "internal" (a server failure; detail says which) or "catalog" (*catalog_status
+ * says how the catalog failed). */
+const char *tg_publish_files_locked(tg_server *server, const tg_model *model, int64_t version_id,
+                                    int64_t number, const tg_file_records *files,
+                                    tg_version *published, char *detail, size_t detail_len,
+                                    tg_cat_status *catalog_status);
 
 /* files.c */
 void tg_route_files_list(tg_request *req);
@@ -97,6 +114,40 @@ void tg_route_hf_commits(tg_request *req);
 void tg_route_hf_whoami(tg_request *req);
 /* any request for a dataset or a Space: 404 RepoNotFound, repo_type_not_served */
 void tg_route_hf_not_model(tg_request *req);
+
+/* Hugging Face Hub write routes (hf_write.c): repositories, preupload, the LFS batch
+ * API and its signed upload and verify links, NDJSON commits, branches and tags. */
+void tg_route_hub_repo_create(tg_request *req);
+void tg_route_hub_repo_delete(tg_request *req);
+void tg_route_hub_repo_move(tg_request *req);
+void tg_route_hub_gather_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_hub_gather_cleanup(tg_request *req);
+void tg_route_hub_validate_yaml_start(tg_request *req);
+void tg_route_hub_validate_yaml(tg_request *req);
+void tg_route_hub_preupload_start(tg_request *req);
+void tg_route_hub_preupload(tg_request *req);
+void tg_route_hub_lfs_batch_start(tg_request *req);
+void tg_route_hub_lfs_batch(tg_request *req);
+void tg_route_hub_lfs_put_start(tg_request *req);
+void tg_route_hub_lfs_put_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_hub_lfs_put(tg_request *req);
+void tg_route_hub_lfs_put_cleanup(tg_request *req);
+void tg_route_hub_lfs_verify(tg_request *req);
+void tg_route_hub_commit_start(tg_request *req);
+void tg_route_hub_commit_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_hub_commit(tg_request *req);
+void tg_route_hub_commit_cleanup(tg_request *req);
+void tg_route_hub_branch_create(tg_request *req);
+void tg_route_hub_branch_delete(tg_request *req);
+void tg_route_hub_tag_create(tg_request *req);
+void tg_route_hub_tag_delete(tg_request *req);
+/* Pure helpers of hf_write.c (unit-tested): standard or URL-safe base64, padding
+ * optional, into out (room for len / 4 * 3 + 3 bytes): the byte count, or -1 for a
+ * character outside the alphabet. */
+ssize_t tg_hub_base64_decode(const char *text, size_t len, uint8_t *out);
+/* The preupload answer for a file: true for "lfs" (weights and other binary names,
+ * more than 1 MiB, or a NUL byte in the sample), false for "regular" (inline). */
+bool tg_hub_upload_lfs(const char *path, uint64_t size, const uint8_t *sample, size_t sample_len);
 
 /* jobs.c */
 void tg_route_jobs_list(tg_request *req);

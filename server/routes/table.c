@@ -11,6 +11,9 @@
 
 #include "routes.h"
 
+/* the Hub's write routes: its error dialect, with the error body as application/json */
+#define HUB_WRITE (TG_ROUTE_HUB_ERRORS | TG_ROUTE_HUB_JSON)
+
 /* The first pattern that matches with the right method wins; a pattern that
  * matches with another method gives 405 (with Allow). A GET route also answers HEAD. */
 static const tg_route routes[] = {
@@ -92,6 +95,38 @@ static const tg_route routes[] = {
      TG_ROUTE_HUB_ERRORS, tg_route_hf_tree, NULL, NULL, NULL},
     {"GET", "/api/models/{org}/{name}/tree/{rev}/{path*}", TG_BODY_NONE, TG_AUTH_READ_OBJECT,
      TG_ROUTE_HUB_ERRORS, tg_route_hf_tree, NULL, NULL, NULL},
+    /* Hugging Face Hub write routes (hf_write.c) */
+    {"POST", "/api/repos/create", TG_BODY_JSON, TG_AUTH_WRITE_OBJECT, HUB_WRITE,
+     tg_route_hub_repo_create, NULL, NULL, NULL},
+    {"DELETE", "/api/repos/delete", TG_BODY_JSON, TG_AUTH_ADMIN, HUB_WRITE,
+     tg_route_hub_repo_delete, NULL, NULL, NULL},
+    {"POST", "/api/repos/move", TG_BODY_JSON, TG_AUTH_WRITE_OBJECT, HUB_WRITE,
+     tg_route_hub_repo_move, NULL, NULL, NULL},
+    {"POST", "/api/validate-yaml", TG_BODY_STREAM, TG_AUTH_PUBLIC, HUB_WRITE,
+     tg_route_hub_validate_yaml, tg_route_hub_validate_yaml_start, tg_route_hub_gather_feed,
+     tg_route_hub_gather_cleanup},
+    {"POST", "/api/models/{org}/{name}/preupload/{rev}", TG_BODY_STREAM, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_preupload, tg_route_hub_preupload_start, tg_route_hub_gather_feed,
+     tg_route_hub_gather_cleanup},
+    {"POST", "/api/models/{org}/{name}/commit/{rev}", TG_BODY_STREAM, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_commit, tg_route_hub_commit_start, tg_route_hub_commit_feed,
+     tg_route_hub_commit_cleanup},
+    {"POST", "/api/models/{org}/{name}/branch/{alias}", TG_BODY_JSON, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_branch_create, NULL, NULL, NULL},
+    {"DELETE", "/api/models/{org}/{name}/branch/{alias}", TG_BODY_NONE, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_branch_delete, NULL, NULL, NULL},
+    {"POST", "/api/models/{org}/{name}/tag/{rev}", TG_BODY_JSON, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_tag_create, NULL, NULL, NULL},
+    {"DELETE", "/api/models/{org}/{name}/tag/{rev}", TG_BODY_NONE, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_tag_delete, NULL, NULL, NULL},
+    {"PUT", "/api/tensorgate/lfs/{org}/{name}/{id}", TG_BODY_STREAM, TG_AUTH_PUBLIC, HUB_WRITE,
+     tg_route_hub_lfs_put, tg_route_hub_lfs_put_start, tg_route_hub_lfs_put_feed,
+     tg_route_hub_lfs_put_cleanup},
+    {"POST", "/api/tensorgate/lfs-verify/{org}/{name}", TG_BODY_JSON, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_lfs_verify, NULL, NULL, NULL},
+    {"POST", "/{org}/{name}/info/lfs/objects/batch", TG_BODY_STREAM, TG_AUTH_WRITE, HUB_WRITE,
+     tg_route_hub_lfs_batch, tg_route_hub_lfs_batch_start, tg_route_hub_gather_feed,
+     tg_route_hub_gather_cleanup},
     /* datasets and Spaces (repo_type "dataset", "space"): before "/{org}/{name}/..." */
     {"GET", "/api/datasets", TG_BODY_NONE, TG_AUTH_PUBLIC, TG_ROUTE_HUB_ERRORS,
      tg_route_hf_not_model, NULL, NULL, NULL},

@@ -266,6 +266,16 @@ tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const 
     return settle(catalog, catalog->ops->alias_set(catalog, model_id, alias, number));
 }
 
+tg_cat_status tg_catalog_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    return settle(catalog, catalog->ops->alias_delete(catalog, model_id, alias));
+}
+
+tg_cat_status tg_catalog_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    return settle(catalog, catalog->ops->version_delete_draft(catalog, version_id));
+}
+
 tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t *number)
 {

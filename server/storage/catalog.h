@@ -212,6 +212,12 @@ tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const 
                                    int64_t number);
 tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t *number);
+/* Removes an alias; TG_CAT_NOT_FOUND when the model has none of that name. */
+tg_cat_status tg_catalog_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias);
+/* Removes a draft version and its files (a Hub commit that could not be published
+ * takes back the draft it made); TG_CAT_NOT_FOUND when version_id is no draft (gone,
+ * or published: a published version is never removed this way). */
+tg_cat_status tg_catalog_version_delete_draft(tg_catalog *catalog, int64_t version_id);
 tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *alias, int64_t number),
                                     void *ctx);

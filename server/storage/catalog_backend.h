@@ -51,6 +51,8 @@ typedef struct tg_catalog_ops {
                                int64_t number);
     tg_cat_status (*alias_get)(tg_catalog *catalog, int64_t model_id, const char *alias,
                                int64_t *number);
+    tg_cat_status (*alias_delete)(tg_catalog *catalog, int64_t model_id, const char *alias);
+    tg_cat_status (*version_delete_draft)(tg_catalog *catalog, int64_t version_id);
     tg_cat_status (*alias_list)(tg_catalog *catalog, int64_t model_id,
                                 void (*visit)(void *ctx, const char *alias, int64_t number),
                                 void *ctx);

@@ -812,6 +812,29 @@ static tg_cat_status pg_alias_set(tg_catalog *catalog, int64_t model_id, const c
     return status;
 }
 
+static tg_cat_status pg_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    num m = n64(model_id);
+    const char *params[] = {m.s, alias};
+    tg_cat_status status;
+    /* deleting twice is the same as once: safe to send again */
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_ALIAS_DELETE, 2, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    num id = n64(version_id);
+    const char *params[] = {id.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_VERSION_DELETE_DRAFT, 1, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
 static tg_cat_status pg_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t *number)
 {
@@ -2064,6 +2087,8 @@ static const tg_catalog_ops pg_ops = {
     .version_list = pg_version_list,
     .version_publish = pg_version_publish,
     .alias_set = pg_alias_set,
+    .alias_delete = pg_alias_delete,
+    .version_delete_draft = pg_version_delete_draft,
     .alias_get = pg_alias_get,
     .alias_list = pg_alias_list,
     .file_put_guarded = pg_file_put_guarded,

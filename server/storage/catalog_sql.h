@@ -68,6 +68,9 @@
     "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"                                 \
     " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number"
 #define TG_CAT_SQL_ALIAS_GET "SELECT number FROM aliases WHERE model_id = ? AND name = ?"
+#define TG_CAT_SQL_ALIAS_DELETE "DELETE FROM aliases WHERE model_id = ? AND name = ?"
+/* a draft only (its files go with it, ON DELETE CASCADE): a published version stays */
+#define TG_CAT_SQL_VERSION_DELETE_DRAFT "DELETE FROM versions WHERE id = ? AND state = 'draft'"
 #define TG_CAT_SQL_ALIAS_LIST "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name"
 #define TG_CAT_SQL_TOKEN_SCOPE "SELECT scope, namespace FROM tokens WHERE hash = ?"
 #define TG_CAT_SQL_FILE_GET                                                                        \

@@ -849,6 +849,33 @@ static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const c
     return write_end(catalog, k, status);
 }
 
+static tg_cat_status sq_delete_by_id_text(tg_catalog *catalog, const char *sql, int64_t id,
+                                          const char *text)
+{
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        if (text != NULL)
+            bind_text(st, 2, text);
+        status = run_write(k, st);
+    }
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    static const char sql[] = TG_CAT_SQL_ALIAS_DELETE;
+    return sq_delete_by_id_text(catalog, sql, model_id, alias);
+}
+
+static tg_cat_status sq_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    static const char sql[] = TG_CAT_SQL_VERSION_DELETE_DRAFT;
+    return sq_delete_by_id_text(catalog, sql, version_id, NULL);
+}
+
 static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t *number)
 {
@@ -2363,6 +2390,8 @@ static const tg_catalog_ops sqlite_ops = {
     .version_list = sq_version_list,
     .version_publish = sq_version_publish,
     .alias_set = sq_alias_set,
+    .alias_delete = sq_alias_delete,
+    .version_delete_draft = sq_version_delete_draft,
     .alias_get = sq_alias_get,
     .alias_list = sq_alias_list,
     .file_put_guarded = sq_file_put_guarded,

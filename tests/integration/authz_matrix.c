@@ -222,6 +222,58 @@ static void prep_file_delete(attempt *a)
     snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s/files/%s", draft_w, path);
 }
 
+/* ---- the Hub's write routes ---- */
+
+static void prep_hub_create(attempt *a)
+{
+    snprintf(a->body, sizeof a->body, "{\"name\":\"hc-%d\",\"organization\":\"acme\"}", ++serial);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/hc-%d", serial);
+}
+
+static void prep_hub_delete(attempt *a)
+{
+    char name[64];
+    snprintf(name, sizeof name, "acme/hd-%d", ++serial);
+    create_model(name);
+    snprintf(a->body, sizeof a->body, "{\"name\":\"hd-%d\",\"organization\":\"acme\"}", serial);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/%s", name);
+}
+
+static void prep_hub_branch(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/api/models/acme/w/branch/hb-%d", ++serial);
+}
+
+static void prep_hub_branch_delete(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/api/models/acme/w/branch/hbd-%d", ++serial);
+    it_response r = it_send_json("POST", a->path, admin(), "{}");
+    must(r, 200, a->path);
+    it_response_free(&r);
+}
+
+static void prep_hub_tag(attempt *a)
+{
+    snprintf(a->body, sizeof a->body, "{\"tag\":\"ht-%d\"}", ++serial);
+}
+
+static void prep_hub_tag_delete(attempt *a)
+{
+    snprintf(a->body, sizeof a->body, "{\"tag\":\"htd-%d\"}", ++serial);
+    it_response r = it_send_json("POST", "/api/models/acme/w/tag/1", admin(), a->body);
+    must(r, 200, a->body);
+    it_response_free(&r);
+    snprintf(a->path, sizeof a->path, "/api/models/acme/w/tag/htd-%d", serial);
+    a->body[0] = '\0';
+}
+
+static void prep_hub_verify(attempt *a)
+{
+    char sha[65];
+    it_sha256_hex(model_file.data, model_file.len, sha);
+    snprintf(a->body, sizeof a->body, "{\"oid\":\"%s\",\"size\":%zu}", sha, model_file.len);
+}
+
 /* an import into the draft: a name that resolves to loopback, so the queued job
  * fails at once at its connect (the default policy) */
 static void prep_import(attempt *a)
@@ -310,6 +362,42 @@ static row rows[] = {
     {"GET", "/{org}/{name}/resolve/{rev}/{path}", 200, 0, "/acme/m/resolve/1/model.safetensors",
      B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/{org}/{name}/raw/{rev}/{path}", 200, 0, "/acme/m/raw/1/sub/config.json", B_NONE, NULL,
+     P_NONE, NULL, false},
+    /* the Hub's write routes */
+    {"POST", "/api/repos/create", 200, 0, "/api/repos/create", B_JSON, NULL, P_STATUS,
+     prep_hub_create, false},
+    {"DELETE", "/api/repos/delete", 200, 0, "/api/repos/delete", B_JSON, NULL, P_STATUS,
+     prep_hub_delete, false},
+    /* never served: an allowed move is 400 invalid_request */
+    {"POST", "/api/repos/move", 400, 0, "/api/repos/move", B_JSON,
+     "{\"fromRepo\":\"acme/w\",\"toRepo\":\"acme/w2\"}", P_NONE, NULL, false},
+    {"POST", "/api/validate-yaml", 200, 0, "/api/validate-yaml", B_JSON,
+     "{\"content\":\"---\\nlicense: mit\\n---\\n\",\"repoType\":\"model\"}", P_NONE, NULL, false},
+    {"POST", "/api/models/{org}/{name}/preupload/{rev}", 200, 0,
+     "/api/models/acme/w/preupload/main", B_JSON, "{\"files\":[{\"path\":\"a.txt\",\"size\":1}]}",
+     P_NONE, NULL, false},
+    /* a commit that changes nothing: main's commit, no new version */
+    {"POST", "/api/models/{org}/{name}/commit/{rev}", 200, 0, "/api/models/acme/w/commit/main",
+     B_JSON, "{\"key\":\"header\",\"value\":{\"summary\":\"x\"}}", P_BODY, NULL, false},
+    {"POST", "/api/models/{org}/{name}/branch/{alias}", 200, 0, NULL, B_JSON, "{}", P_BODY,
+     prep_hub_branch, false},
+    {"DELETE", "/api/models/{org}/{name}/branch/{alias}", 200, 0, NULL, B_NONE, NULL, P_BODY,
+     prep_hub_branch_delete, false},
+    {"POST", "/api/models/{org}/{name}/tag/{rev}", 200, 0, "/api/models/acme/w/tag/1", B_JSON, NULL,
+     P_BODY, prep_hub_tag, false},
+    {"DELETE", "/api/models/{org}/{name}/tag/{rev}", 200, 0, NULL, B_NONE, NULL, P_BODY,
+     prep_hub_tag_delete, false},
+    /* the upload link: its signature is its authorization, whatever the token (401 here) */
+    {"PUT", "/api/tensorgate/lfs/{org}/{name}/{id}", 401, 0,
+     "/api/tensorgate/lfs/acme/w/"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa?size=1&expires=1&sig=x",
+     B_MODEL, NULL, P_NONE, NULL, false},
+    {"POST", "/api/tensorgate/lfs-verify/{org}/{name}", 200, 0, "/api/tensorgate/lfs-verify/acme/w",
+     B_JSON, NULL, P_NONE, prep_hub_verify, false},
+    {"POST", "/{org}/{name}/info/lfs/objects/batch", 200, 0, "/acme/w.git/info/lfs/objects/batch",
+     B_JSON,
+     "{\"operation\":\"upload\",\"objects\":[{\"oid\":"
+     "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"size\":3}]}",
      P_NONE, NULL, false},
     {"GET", "/api/models", 200, 0, "/api/models", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/api/models/{org}/{name}", 200, 0, "/api/models/acme/m", B_NONE, NULL, P_NONE, NULL,
@@ -461,7 +549,18 @@ static void check_refusal(const row *r, const it_response *resp, int want)
     CHECK_STR(it_reason(resp), want == 401 ? "unauthorized" : "forbidden");
     char ct[128];
     it_header(resp, "Content-Type", ct, sizeof ct);
-    CHECK_STR(ct, "application/problem+json");
+    /* the Hub's write routes answer problems as application/json (their clients read
+     * no other type), with X-Error-Message */
+    bool hub_write = strncmp(r->op, "/api/repos/", 11) == 0 ||
+                     strncmp(r->op, "/api/tensorgate/", 16) == 0 ||
+                     strstr(r->op, "/info/lfs/") != NULL || strstr(r->op, "/preupload/") != NULL ||
+                     strstr(r->op, "/commit/") != NULL || strstr(r->op, "/branch/") != NULL ||
+                     strstr(r->op, "/tag/") != NULL;
+    CHECK_STR(ct, hub_write ? "application/json" : "application/problem+json");
+    if (hub_write) {
+        char message[512];
+        CHECK(it_header(resp, "X-Error-Message", message, sizeof message) != NULL);
+    }
 }
 
 /* A list answered to a token limited to 'other' under --auth-read (or, for an

@@ -209,6 +209,20 @@ TEST(versions_files_publish)
     free(all.items);
     CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_OK);
     CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_NOT_FOUND);
+    /* An alias goes by name; a draft goes with its files, a published version never. */
+    CHECK(tg_catalog_alias_delete(catalog, model.id, "stable") == TG_CAT_OK);
+    CHECK(tg_catalog_alias_delete(catalog, model.id, "stable") == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_alias_get(catalog, model.id, "stable", &number) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_delete_draft(catalog, v1.id) == TG_CAT_NOT_FOUND);
+    tg_version v3;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v3) == TG_CAT_OK);
+    tg_file_record draft_file = {.path = "x.json", .kind = "json", .size = 2, .sha256 = "01"};
+    CHECK(tg_catalog_file_put(catalog, v3.id, &draft_file, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_version_delete_draft(catalog, v3.id) == TG_CAT_OK);
+    CHECK(tg_catalog_version_get(catalog, model.id, v3.number, &latest) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_file_get(catalog, v3.id, "x.json", &draft_file) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_delete_draft(catalog, v3.id) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_get(catalog, model.id, 1, &latest) == TG_CAT_OK);
     bool referenced = false;
     CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK && referenced);
     CHECK(tg_catalog_blob_referenced(catalog, "ff", &referenced) == TG_CAT_OK && !referenced);
@@ -1344,6 +1358,21 @@ static tg_cat_status fake_version_publish(tg_catalog *catalog, int64_t version_i
     return TG_CAT_CONFLICT;
 }
 
+static tg_cat_status fake_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    (void)model_id;
+    (void)alias;
+    fake_called(catalog, "alias_delete");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    (void)version_id;
+    fake_called(catalog, "version_delete_draft");
+    return TG_CAT_CONFLICT;
+}
+
 static tg_cat_status fake_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                     int64_t number)
 {
@@ -1756,6 +1785,8 @@ static const tg_catalog_ops fake_ops = {
     .version_list = fake_version_list,
     .version_publish = fake_version_publish,
     .alias_set = fake_alias_set,
+    .alias_delete = fake_alias_delete,
+    .version_delete_draft = fake_version_delete_draft,
     .alias_get = fake_alias_get,
     .alias_list = fake_alias_list,
     .file_put_guarded = fake_file_put_guarded,
@@ -1829,6 +1860,10 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "alias_set");
     CHECK(tg_catalog_alias_get(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "alias_get");
+    CHECK(tg_catalog_alias_delete(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "alias_delete");
+    CHECK(tg_catalog_version_delete_draft(&fake.base, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_delete_draft");
     CHECK(tg_catalog_alias_list(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "alias_list");
     CHECK(tg_catalog_file_put_guarded(&fake.base, NULL, 0, NULL, NULL, NULL) == TG_CAT_CONFLICT);
