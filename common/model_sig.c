@@ -268,7 +268,8 @@ int tg_msig_manifest_ignore(tg_msig_manifest *m, const char *path)
 
 int tg_msig_manifest_ignore_defaults(tg_msig_manifest *m, const char *signature_name)
 {
-    static const char *const git[] = {".git", ".gitattributes", ".github", ".gitignore"};
+    static const char *const git[] = {".git", ".gitattributes", ".github", ".gitignore",
+                                      TG_MSIG_SERVER_NAME};
     if (signature_name != NULL && tg_msig_manifest_ignore(m, signature_name) != 0)
         return -1;
     for (size_t i = 0; i < sizeof git / sizeof git[0]; i++)

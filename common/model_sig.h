@@ -29,6 +29,9 @@
 #include "sha256.h"
 
 #define TG_MSIG_DEFAULT_NAME "model.sig"
+/* The name of the signature a tensorgate server adds to each version it publishes
+ * (docs/SIGNING.md): never signed by anyone, as the signature file itself is not. */
+#define TG_MSIG_SERVER_NAME "model.server.sig"
 #define TG_MSIG_BUNDLE_MAX (64u << 20)  /* bytes of a bundle accepted for parsing */
 #define TG_MSIG_DEPTH_MAX 16            /* JSON nesting of a bundle or a statement */
 #define TG_MSIG_SIG_MAX 512             /* bytes of a decoded signature */
@@ -79,8 +82,9 @@ int tg_msig_manifest_add(tg_msig_manifest *m, const char *name,
 int tg_msig_manifest_add_hex(tg_msig_manifest *m, const char *name, const char *hex);
 /* Records a path left out (normalised: no leading "./", no trailing "/"). 0 or -1. */
 int tg_msig_manifest_ignore(tg_msig_manifest *m, const char *path);
-/* Records the reference tool's default ignore list: .git, .gitattributes, .github,
- * .gitignore, and signature_name (the signature file itself). 0 or -1. */
+/* Records the default ignore list: signature_name (the signature file itself), the
+ * reference tool's .git, .gitattributes, .github, .gitignore, and the server's
+ * signature (TG_MSIG_SERVER_NAME). 0 or -1. */
 int tg_msig_manifest_ignore_defaults(tg_msig_manifest *m, const char *signature_name);
 /* Whether a relative name is one of the ignore paths or lies under one. */
 bool tg_msig_manifest_ignores(const tg_msig_manifest *m, const char *name);

@@ -55,6 +55,9 @@ typedef struct tg_server {
     unsigned caches_owned;                         /* those made by tg_http_start, a bit each */
     /* the preload service (preload_service.h), started by serve; NULL: none */
     struct tg_preload_service *preloads;
+    /* the server's signing identity (version_sign.h, --signing-key); NULL: versions
+     * are published unsigned by the server */
+    struct tg_version_signer *signer;
 } tg_server;
 
 typedef enum tg_body_kind {

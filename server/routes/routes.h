@@ -117,6 +117,18 @@ void tg_jobs_admission_end(void);
 bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
                    bool (*equal)(void *context, const tg_job *job), void *context);
 
+/* signing.c: the server's signing keys, a namespace's signature policy, and the
+ * signatures of a version at publish (docs/SIGNING.md) */
+void tg_route_signing_keys(tg_request *req);
+void tg_route_namespace_signing_get(tg_request *req);
+void tg_route_namespace_signing_put(tg_request *req);
+/* Called by publish with the draft's files, under the publish lock: checks a
+ * client's model.sig against the namespace's policy (422 signature_* when refused)
+ * and, when the server signs, adds model.server.sig to the draft and lists files
+ * again. 0 go on, -1 answered. */
+int tg_signing_at_publish(tg_request *req, const tg_model *model, const tg_version *version,
+                          tg_file_records *files);
+
 /* Shared lookups (models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */
 tg_model *tg_model_alloc(tg_request *req);

@@ -262,6 +262,9 @@ void tg_route_version_publish(tg_request *req)
         tg_respond_problem(req, "index_mismatch", "%s", detail);
         goto out_unlock;
     }
+    /* signatures: a client's model.sig checked, the server's model.server.sig added */
+    if (tg_signing_at_publish(req, model, &version, &files) != 0)
+        goto out_unlock;
     char digest[65];
     if (tg_manifest_digest(files.items, files.count, digest) != 0) {
         /* nothing is frozen without its digest: the version stays a draft */

@@ -61,6 +61,10 @@
     "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"                                 \
     " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number"
 #define TG_CAT_SQL_ALIAS_GET "SELECT number FROM aliases WHERE model_id = ? AND name = ?"
+#define TG_CAT_SQL_SIGNING_SET                                                                     \
+    "INSERT INTO namespace_signing(org, policy) VALUES (?, ?)"                                     \
+    " ON CONFLICT (org) DO UPDATE SET policy = excluded.policy"
+#define TG_CAT_SQL_SIGNING_GET "SELECT policy FROM namespace_signing WHERE org = ?"
 #define TG_CAT_SQL_ALIAS_LIST "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name"
 #define TG_CAT_SQL_TOKEN_SCOPE "SELECT scope, namespace FROM tokens WHERE hash = ?"
 #define TG_CAT_SQL_FILE_GET                                                                        \

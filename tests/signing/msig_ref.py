@@ -33,7 +33,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 PREDICATE_TYPE = "https://model_signing/signature/v1.0"
 MEDIA_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
-DEFAULT_IGNORE = [".git", ".gitattributes", ".github", ".gitignore"]
+DEFAULT_IGNORE = [".git", ".gitattributes", ".github", ".gitignore", "model.server.sig"]
 
 
 class Refused(Exception):
