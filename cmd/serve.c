@@ -66,8 +66,8 @@ int tg_cmd_serve(int argc, char **argv)
         return 2;
     }
     if (server.config.signing_key[0] != '\0') {
-        if (tg_version_signer_load(&signer, server.config.signing_key,
-                                   server.config.signing_chain, err, sizeof err) != 0) {
+        if (tg_version_signer_load(&signer, server.config.signing_key, server.config.signing_chain,
+                                   err, sizeof err) != 0) {
             fprintf(stderr, "tensorgate serve: %s\n", err);
             return 2;
         }

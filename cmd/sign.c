@@ -41,16 +41,15 @@ typedef struct sign_args {
 static void usage(FILE *out, const char *command)
 {
     if (strcmp(command, "sign") == 0)
-        fprintf(out,
-                "usage: tensorgate sign key DIR --private-key PEM [--signature PATH]\n"
-                "                       [--ignore-paths PATH...]\n"
-                "       tensorgate sign certificate DIR --private-key PEM\n"
-                "                       --signing-certificate PEM --certificate-chain PEM...\n"
-                "                       [--signature PATH] [--ignore-paths PATH...]\n\n"
-                "Signs every file under DIR (not .git, .gitattributes, .github, .gitignore,\n"
-                "the signature itself, nor the ignored paths) in the OpenSSF model-signing\n"
-                "format v1 and writes the Sigstore bundle to PATH (default DIR/model.sig).\n"
-                "Keys: EC P-256, P-384 or P-521, PEM, unencrypted.\n");
+        fprintf(out, "usage: tensorgate sign key DIR --private-key PEM [--signature PATH]\n"
+                     "                       [--ignore-paths PATH...]\n"
+                     "       tensorgate sign certificate DIR --private-key PEM\n"
+                     "                       --signing-certificate PEM --certificate-chain PEM...\n"
+                     "                       [--signature PATH] [--ignore-paths PATH...]\n\n"
+                     "Signs every file under DIR (not .git, .gitattributes, .github, .gitignore,\n"
+                     "the signature itself, nor the ignored paths) in the OpenSSF model-signing\n"
+                     "format v1 and writes the Sigstore bundle to PATH (default DIR/model.sig).\n"
+                     "Keys: EC P-256, P-384 or P-521, PEM, unencrypted.\n");
     else
         fprintf(out,
                 "usage: tensorgate verify key DIR --public-key PEM [--signature PATH]\n"
@@ -92,8 +91,7 @@ static int parse(int argc, char **argv, sign_args *a, bool signing)
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
         return 1;
     if (argc < 2 || (strcmp(argv[1], "key") != 0 && strcmp(argv[1], "certificate") != 0)) {
-        fprintf(stderr, "tensorgate %s: the first word is the mode: key or certificate\n",
-                argv[0]);
+        fprintf(stderr, "tensorgate %s: the first word is the mode: key or certificate\n", argv[0]);
         return -1;
     }
     a->mode = argv[1];
@@ -132,8 +130,8 @@ static int parse(int argc, char **argv, sign_args *a, bool signing)
             a->dir = arg;
             continue;
         } else {
-            fprintf(stderr, "tensorgate %s: one directory only (%s, then %s)\n", argv[0],
-                    a->dir, arg);
+            fprintf(stderr, "tensorgate %s: one directory only (%s, then %s)\n", argv[0], a->dir,
+                    arg);
             return -1;
         }
         if (i + 1 >= argc) {
@@ -380,15 +378,15 @@ int tg_cmd_verify(int argc, char **argv)
     bundle = read_or_say("verify", signature, TG_MSIG_BUNDLE_MAX, &len);
     if (bundle == NULL)
         goto done;
-    tg_msig_status st = tg_msig_verify_bundle(bundle, len, &trust, &signed_m, signer,
-                                              sizeof signer, err, sizeof err);
+    tg_msig_status st = tg_msig_verify_bundle(bundle, len, &trust, &signed_m, signer, sizeof signer,
+                                              err, sizeof err);
     if (st == TG_MSIG_ERROR) {
         fprintf(stderr, "tensorgate verify: %s\n", err);
         goto done;
     }
     if (st != TG_MSIG_OK) {
-        fprintf(stderr, "tensorgate verify: signature refused (%s): %s\n",
-                tg_msig_status_name(st), err);
+        fprintf(stderr, "tensorgate verify: signature refused (%s): %s\n", tg_msig_status_name(st),
+                err);
         status = EXIT_REFUSED;
         goto done;
     }
@@ -400,8 +398,9 @@ int tg_cmd_verify(int argc, char **argv)
     tg_msig_manifest_finish(&signed_m);
     st = tg_msig_manifest_compare(&signed_m, &actual, err, sizeof err);
     if (st != TG_MSIG_OK) {
-        fprintf(stderr, "tensorgate verify: signature refused (mismatch): the files differ "
-                        "from what was signed: %s\n",
+        fprintf(stderr,
+                "tensorgate verify: signature refused (mismatch): the files differ "
+                "from what was signed: %s\n",
                 err);
         status = EXIT_REFUSED;
         goto done;

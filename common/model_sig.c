@@ -394,8 +394,7 @@ static int walk(tg_msig_manifest *m, int dirfd, const char *prefix, int depth, c
                 say(err, err_size, "%s: %s", name, strerror(errno));
                 rc = -1;
             } else if (tg_msig_manifest_add(m, name, digest) != 0) {
-                say(err, err_size, "%s: a name the format cannot hold (or out of memory)",
-                    name);
+                say(err, err_size, "%s: a name the format cannot hold (or out of memory)", name);
                 rc = -1;
             }
             if (fd >= 0)
@@ -454,8 +453,7 @@ static void note_difference(char *err, size_t err_size, size_t *shown, size_t *m
 }
 
 tg_msig_status tg_msig_manifest_compare(const tg_msig_manifest *signed_m,
-                                        const tg_msig_manifest *actual, char *err,
-                                        size_t err_size)
+                                        const tg_msig_manifest *actual, char *err, size_t err_size)
 {
     char scratch[1];
     if (err == NULL || err_size == 0) {
@@ -471,10 +469,10 @@ tg_msig_status tg_msig_manifest_compare(const tg_msig_manifest *signed_m,
     for (int pass = 0; pass < 3; pass++) {
         size_t i = 0, j = 0;
         while (i < signed_m->count || j < actual->count) {
-            int c = i == signed_m->count  ? 1
-                    : j == actual->count ? -1
-                                         : strcmp(signed_m->entries[i].name,
-                                                  actual->entries[j].name);
+            int c = i == signed_m->count ? 1
+                    : j == actual->count
+                        ? -1
+                        : strcmp(signed_m->entries[i].name, actual->entries[j].name);
             if (c == 0) {
                 if (pass == 0 && memcmp(signed_m->entries[i].digest, actual->entries[j].digest,
                                         TG_SHA256_SIZE) != 0)
@@ -741,20 +739,19 @@ static char *statement_text(const tg_msig_manifest *m)
         char hex[2 * TG_SHA256_SIZE + 1];
         tg_hex_encode(m->entries[i].digest, TG_SHA256_SIZE, hex);
         bad |= tg_sha256_update(&root, m->entries[i].digest, TG_SHA256_SIZE);
-        bad |= json_array_append_new(resources, json_pack("{s:s, s:s, s:s}", "name",
-                                                          m->entries[i].name, "algorithm",
-                                                          "sha256", "digest", hex));
+        bad |= json_array_append_new(resources,
+                                     json_pack("{s:s, s:s, s:s}", "name", m->entries[i].name,
+                                               "algorithm", "sha256", "digest", hex));
     }
     for (size_t i = 0; i < m->ignore_count; i++)
         bad |= json_array_append_new(ignore, json_string(m->ignore[i]));
     char root_hex[2 * TG_SHA256_SIZE + 1];
     bad |= tg_sha256_final_hex(&root, root_hex);
     json_t *st = json_pack(
-        "{s:s, s:[{s:s, s:{s:s}}], s:s, s:{s:{s:s, s:s, s:b, s:o}, s:o}}", "_type",
-        STATEMENT_TYPE, "subject", "name", m->model_name, "digest", "sha256", root_hex,
-        "predicateType", PREDICATE_TYPE, "predicate", "serialization", "method", "files",
-        "hash_type", "sha256", "allow_symlinks", m->allow_symlinks, "ignore_paths", ignore,
-        "resources", resources);
+        "{s:s, s:[{s:s, s:{s:s}}], s:s, s:{s:{s:s, s:s, s:b, s:o}, s:o}}", "_type", STATEMENT_TYPE,
+        "subject", "name", m->model_name, "digest", "sha256", root_hex, "predicateType",
+        PREDICATE_TYPE, "predicate", "serialization", "method", "files", "hash_type", "sha256",
+        "allow_symlinks", m->allow_symlinks, "ignore_paths", ignore, "resources", resources);
     char *text = NULL;
     if (st != NULL && bad == 0)
         text = json_dumps(st, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -779,8 +776,8 @@ static unsigned char *pae(const char *type, const unsigned char *payload, size_t
     return out;
 }
 
-static int ecdsa_sign(EVP_PKEY *pkey, const unsigned char *msg, size_t msg_len,
-                      unsigned char **sig, size_t *sig_len)
+static int ecdsa_sign(EVP_PKEY *pkey, const unsigned char *msg, size_t msg_len, unsigned char **sig,
+                      size_t *sig_len)
 {
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int ok = ctx != NULL && EVP_DigestSignInit(ctx, NULL, curve_digest(pkey), NULL, pkey) == 1 &&
@@ -813,8 +810,8 @@ static int ecdsa_verify(EVP_PKEY *pkey, const unsigned char *msg, size_t msg_len
     return rc == 1 ? 1 : 0;
 }
 
-char *tg_msig_sign(const tg_msig_manifest *m, const tg_msig_key *key,
-                   const tg_msig_certs *chain, size_t *len, char *err, size_t err_size)
+char *tg_msig_sign(const tg_msig_manifest *m, const tg_msig_key *key, const tg_msig_certs *chain,
+                   size_t *len, char *err, size_t err_size)
 {
     if (!key->has_private) {
         say(err, err_size, "signing needs a private key");
@@ -826,8 +823,7 @@ char *tg_msig_sign(const tg_msig_manifest *m, const tg_msig_key *key,
         int same = leaf_key != NULL && EVP_PKEY_eq(leaf_key, key->pkey) == 1;
         X509_free(leaf);
         if (!same) {
-            say(err, err_size,
-                "the signing certificate's public key is not the private key's");
+            say(err, err_size, "the signing certificate's public key is not the private key's");
             return NULL;
         }
     }
@@ -871,10 +867,10 @@ char *tg_msig_sign(const tg_msig_manifest *m, const tg_msig_key *key,
     char *sig_b64 = base64_encode(sig, sig_len);
     json_t *bundle = NULL;
     if (material != NULL && payload_b64 != NULL && sig_b64 != NULL) {
-        bundle = json_pack("{s:s, s:O, s:{s:s, s:s, s:[{s:s, s:s}]}}", "mediaType",
-                           BUNDLE_MEDIA_TYPE, "verificationMaterial", material, "dsseEnvelope",
-                           "payload", payload_b64, "payloadType", PAYLOAD_TYPE, "signatures",
-                           "sig", sig_b64, "keyid", "");
+        bundle =
+            json_pack("{s:s, s:O, s:{s:s, s:s, s:[{s:s, s:s}]}}", "mediaType", BUNDLE_MEDIA_TYPE,
+                      "verificationMaterial", material, "dsseEnvelope", "payload", payload_b64,
+                      "payloadType", PAYLOAD_TYPE, "signatures", "sig", sig_b64, "keyid", "");
     }
     free(payload_b64);
     free(sig_b64);
@@ -974,8 +970,7 @@ static tg_msig_status read_statement(const unsigned char *payload, size_t len,
         goto done;
     }
     if (ptype == NULL || strcmp(ptype, PREDICATE_TYPE) != 0) {
-        say(err, err_size, "predicateType %s is not %s", ptype ? ptype : "(none)",
-            PREDICATE_TYPE);
+        say(err, err_size, "predicateType %s is not %s", ptype ? ptype : "(none)", PREDICATE_TYPE);
         status = TG_MSIG_UNSUPPORTED;
         goto done;
     }
@@ -1073,8 +1068,7 @@ static tg_msig_status check_chain(json_t *certs, const tg_msig_trust *trust, X50
 {
     if (!json_is_array(certs) || json_array_size(certs) == 0 ||
         json_array_size(certs) > TG_MSIG_CERTS_MAX) {
-        say(err, err_size, "the certificate chain holds 1 to %d certificates",
-            TG_MSIG_CERTS_MAX);
+        say(err, err_size, "the certificate chain holds 1 to %d certificates", TG_MSIG_CERTS_MAX);
         return TG_MSIG_MALFORMED;
     }
     if (trust->cas.count == 0) {
@@ -1130,8 +1124,9 @@ static tg_msig_status check_chain(json_t *certs, const tg_msig_trust *trust, X50
         goto done;
     }
     uint32_t flags = X509_get_extension_flags(leaf);
-    bool can_sign = ((flags & EXFLAG_KUSAGE) && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE)) ||
-                    ((flags & EXFLAG_XKUSAGE) && (X509_get_extended_key_usage(leaf) & XKU_CODE_SIGN));
+    bool can_sign =
+        ((flags & EXFLAG_KUSAGE) && (X509_get_key_usage(leaf) & KU_DIGITAL_SIGNATURE)) ||
+        ((flags & EXFLAG_XKUSAGE) && (X509_get_extended_key_usage(leaf) & XKU_CODE_SIGN));
     if (!can_sign) {
         say(err, err_size,
             "the signing certificate has neither the digitalSignature key usage nor the "
@@ -1154,8 +1149,8 @@ done:
 }
 
 tg_msig_status tg_msig_verify_bundle(const char *bundle, size_t len, const tg_msig_trust *trust,
-                                     tg_msig_manifest *signed_out, char *signer,
-                                     size_t signer_size, char *err, size_t err_size)
+                                     tg_msig_manifest *signed_out, char *signer, size_t signer_size,
+                                     char *err, size_t err_size)
 {
     memset(signed_out, 0, sizeof *signed_out);
     if (signer != NULL && signer_size > 0)
@@ -1182,8 +1177,8 @@ tg_msig_status tg_msig_verify_bundle(const char *bundle, size_t len, const tg_ms
         say(err, err_size, "mediaType %s is not a Sigstore bundle v0.3", media ? media : "(none)");
         goto done;
     }
-    if (!json_is_object(material) || env == NULL || payload_b64 == NULL ||
-        payload_type == NULL || !json_is_array(sigs)) {
+    if (!json_is_object(material) || env == NULL || payload_b64 == NULL || payload_type == NULL ||
+        !json_is_array(sigs)) {
         say(err, err_size, "the bundle lacks its verification material or its DSSE envelope");
         goto done;
     }
@@ -1210,8 +1205,8 @@ tg_msig_status tg_msig_verify_bundle(const char *bundle, size_t len, const tg_ms
         say(err, err_size, "out of memory");
         goto done;
     }
-    json_t *chain = json_object_get(json_object_get(material, "x509CertificateChain"),
-                                    "certificates");
+    json_t *chain =
+        json_object_get(json_object_get(material, "x509CertificateChain"), "certificates");
     json_t *public_key = json_object_get(material, "publicKey");
     if (chain != NULL) {
         status = check_chain(chain, trust, &leaf, err, err_size);
@@ -1264,8 +1259,9 @@ tg_msig_status tg_msig_verify_bundle(const char *bundle, size_t len, const tg_ms
         if (signer != NULL)
             snprintf(signer, signer_size, "key %s", key_hint);
     } else {
-        say(err, err_size, "the verification material is neither a public key nor a "
-                           "certificate chain");
+        say(err, err_size,
+            "the verification material is neither a public key nor a "
+            "certificate chain");
         status = TG_MSIG_UNSUPPORTED;
         goto done;
     }

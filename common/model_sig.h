@@ -32,15 +32,15 @@
 /* The name of the signature a tensorgate server adds to each version it publishes
  * (docs/SIGNING.md): never signed by anyone, as the signature file itself is not. */
 #define TG_MSIG_SERVER_NAME "model.server.sig"
-#define TG_MSIG_BUNDLE_MAX (64u << 20)  /* bytes of a bundle accepted for parsing */
-#define TG_MSIG_DEPTH_MAX 16            /* JSON nesting of a bundle or a statement */
-#define TG_MSIG_SIG_MAX 512             /* bytes of a decoded signature */
-#define TG_MSIG_CERTS_MAX 10            /* certificates in a bundle's chain */
-#define TG_MSIG_CERT_MAX (64u << 10)    /* bytes of one decoded certificate */
-#define TG_MSIG_NAME_MAX 4096           /* bytes of one resource name */
-#define TG_MSIG_RESOURCES_MAX 1000000u  /* resources in one statement */
-#define TG_MSIG_PEM_MAX (1u << 20)      /* bytes of a key or certificate file */
-#define TG_MSIG_ERR_MAX 1024            /* room for an error or difference sentence */
+#define TG_MSIG_BUNDLE_MAX (64u << 20) /* bytes of a bundle accepted for parsing */
+#define TG_MSIG_DEPTH_MAX 16           /* JSON nesting of a bundle or a statement */
+#define TG_MSIG_SIG_MAX 512            /* bytes of a decoded signature */
+#define TG_MSIG_CERTS_MAX 10           /* certificates in a bundle's chain */
+#define TG_MSIG_CERT_MAX (64u << 10)   /* bytes of one decoded certificate */
+#define TG_MSIG_NAME_MAX 4096          /* bytes of one resource name */
+#define TG_MSIG_RESOURCES_MAX 1000000u /* resources in one statement */
+#define TG_MSIG_PEM_MAX (1u << 20)     /* bytes of a key or certificate file */
+#define TG_MSIG_ERR_MAX 1024           /* room for an error or difference sentence */
 
 /* The outcome of a verification, from the most to the least basic failure. */
 typedef enum tg_msig_status {
@@ -103,8 +103,7 @@ int tg_msig_manifest_from_dir(tg_msig_manifest *m, const char *dir, char *err, s
  * "changed: a; missing: b; extra: c" (missing = signed but absent, extra = present
  * but not signed), at most 20 names and a count of the rest. */
 tg_msig_status tg_msig_manifest_compare(const tg_msig_manifest *signed_m,
-                                        const tg_msig_manifest *actual, char *err,
-                                        size_t err_size);
+                                        const tg_msig_manifest *actual, char *err, size_t err_size);
 
 /* --- keys and certificates --------------------------------------------------------- */
 
@@ -137,8 +136,8 @@ void tg_msig_certs_free(tg_msig_certs *certs);
  * hint); else certificate mode, chain->der[0] the signing certificate (whose key must
  * be key's) and the rest the certificates up to a root, as given. Returns the bundle,
  * malloc'd JSON text with a final newline (*len its length), or NULL with err. */
-char *tg_msig_sign(const tg_msig_manifest *m, const tg_msig_key *key,
-                   const tg_msig_certs *chain, size_t *len, char *err, size_t err_size);
+char *tg_msig_sign(const tg_msig_manifest *m, const tg_msig_key *key, const tg_msig_certs *chain,
+                   size_t *len, char *err, size_t err_size);
 
 /* --- verifying --------------------------------------------------------------------- */
 
@@ -160,8 +159,8 @@ void tg_msig_trust_free(tg_msig_trust *trust);
  * receives a short text naming who signed ("key <hint>" or the leaf's subject).
  * TG_MSIG_OK, or another status with a sentence in err. */
 tg_msig_status tg_msig_verify_bundle(const char *bundle, size_t len, const tg_msig_trust *trust,
-                                     tg_msig_manifest *signed_out, char *signer,
-                                     size_t signer_size, char *err, size_t err_size);
+                                     tg_msig_manifest *signed_out, char *signer, size_t signer_size,
+                                     char *err, size_t err_size);
 
 /* Reads a whole small file (at most max bytes) into a malloc'd, NUL-terminated
  * buffer. NULL with err (the file's name and errno's sentence, or too large). */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tg_version_signer_load(tg_version_signer *signer, const char *key_path,
-                           const char *chain_path, char *err, size_t err_size)
+int tg_version_signer_load(tg_version_signer *signer, const char *key_path, const char *chain_path,
+                           char *err, size_t err_size)
 {
     memset(signer, 0, sizeof *signer);
     size_t len = 0;
@@ -123,9 +123,8 @@ int tg_version_sign(const tg_version_signer *signer, tg_blobstore *store, const 
 }
 
 tg_msig_status tg_version_check_signature(const char *bundle, size_t len,
-                                          const tg_msig_trust *trust,
-                                          const tg_file_record *files, size_t count,
-                                          char *signer, size_t signer_size, char *err,
+                                          const tg_msig_trust *trust, const tg_file_record *files,
+                                          size_t count, char *signer, size_t signer_size, char *err,
                                           size_t err_size)
 {
     tg_msig_manifest signed_m, actual;

@@ -29,8 +29,8 @@ typedef struct tg_version_signer {
 
 /* Loads the private key (and the chain: the signing certificate first, then the
  * certificates up to a root, PEM). 0, or -1 with a sentence in err. */
-int tg_version_signer_load(tg_version_signer *signer, const char *key_path,
-                           const char *chain_path, char *err, size_t err_size);
+int tg_version_signer_load(tg_version_signer *signer, const char *key_path, const char *chain_path,
+                           char *err, size_t err_size);
 void tg_version_signer_free(tg_version_signer *signer);
 
 /* The manifest of a version's files (catalog records) named model_name, with the
@@ -50,9 +50,8 @@ int tg_version_sign(const tg_version_signer *signer, tg_blobstore *store, const 
  * version's files: TG_MSIG_OK, or the status with a sentence in err (a mismatch
  * names the files). signer receives who signed. */
 tg_msig_status tg_version_check_signature(const char *bundle, size_t len,
-                                          const tg_msig_trust *trust,
-                                          const tg_file_record *files, size_t count,
-                                          char *signer, size_t signer_size, char *err,
+                                          const tg_msig_trust *trust, const tg_file_record *files,
+                                          size_t count, char *signer, size_t signer_size, char *err,
                                           size_t err_size);
 
 #endif

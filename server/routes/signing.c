@@ -67,8 +67,7 @@ static int policy_trust(const char *text, tg_msig_trust *trust, bool *require, c
     json_array_foreach(json_object_get(doc, "trusted_cas"), i, v)
     {
         const char *pem = json_string_value(v);
-        if (pem == NULL ||
-            tg_msig_certs_add_pem(&trust->cas, pem, strlen(pem), err, err_size) != 0)
+        if (pem == NULL || tg_msig_certs_add_pem(&trust->cas, pem, strlen(pem), err, err_size) != 0)
             rc = -1;
     }
     json_decref(doc);
@@ -79,8 +78,7 @@ static json_t *policy_json(const char *org, const char *text)
 {
     json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
     if (doc == NULL)
-        doc = json_pack("{s:[], s:[], s:b}", "trusted_keys", "trusted_cas", "require_signature",
-                        0);
+        doc = json_pack("{s:[], s:[], s:b}", "trusted_keys", "trusted_cas", "require_signature", 0);
     if (doc != NULL)
         json_object_set_new(doc, "namespace", json_string(org));
     return doc;
@@ -157,8 +155,7 @@ void tg_route_namespace_signing_put(tg_request *req)
     json_t *body = tg_json_body(req);
     if (body == NULL)
         return;
-    static const char *const fields[] = {"trusted_keys", "trusted_cas", "require_signature",
-                                         NULL};
+    static const char *const fields[] = {"trusted_keys", "trusted_cas", "require_signature", NULL};
     size_t total = 0;
     json_t *require = json_object_get(body, "require_signature");
     if (!tg_json_known_fields(req, body, fields) ||
@@ -172,10 +169,9 @@ void tg_route_namespace_signing_put(tg_request *req)
         json_decref(body);
         return;
     }
-    json_t *stored =
-        json_pack("{s:O?, s:O?, s:b}", "trusted_keys", json_object_get(body, "trusted_keys"),
-                  "trusted_cas", json_object_get(body, "trusted_cas"), "require_signature",
-                  json_is_true(require));
+    json_t *stored = json_pack(
+        "{s:O?, s:O?, s:b}", "trusted_keys", json_object_get(body, "trusted_keys"), "trusted_cas",
+        json_object_get(body, "trusted_cas"), "require_signature", json_is_true(require));
     json_decref(body);
     if (stored != NULL && json_object_get(stored, "trusted_keys") == json_null())
         json_object_set_new(stored, "trusted_keys", json_array());
@@ -245,8 +241,8 @@ static char *read_blob(tg_server *server, const tg_file_record *file)
 }
 
 /* The client's model.sig against the namespace's policy. 0 go on, -1 answered. */
-static int check_client_signature(tg_request *req, const tg_model *model,
-                                  const tg_version *version, const tg_file_records *files)
+static int check_client_signature(tg_request *req, const tg_model *model, const tg_version *version,
+                                  const tg_file_records *files)
 {
     tg_server *server = req->server;
     char *policy = NULL;
@@ -290,9 +286,9 @@ static int check_client_signature(tg_request *req, const tg_model *model,
         goto out;
     }
     char signer[256] = "";
-    tg_msig_status st = tg_version_check_signature(bundle, (size_t)sig->size, &trust,
-                                                   files->items, files->count, signer,
-                                                   sizeof signer, why, sizeof why);
+    tg_msig_status st =
+        tg_version_check_signature(bundle, (size_t)sig->size, &trust, files->items, files->count,
+                                   signer, sizeof signer, why, sizeof why);
     free(bundle);
     switch (st) {
     case TG_MSIG_OK:

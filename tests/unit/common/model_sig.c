@@ -80,8 +80,8 @@ TEST(test_compare_names_differences)
     sample_manifest(&b);
     char err[TG_MSIG_ERR_MAX];
     CHECK(tg_msig_manifest_compare(&a, &b, err, sizeof err) == TG_MSIG_OK);
-    b.entries[0].digest[0] ^= 1;          /* a.safetensors changed */
-    free(b.entries[1].name);              /* config.json missing */
+    b.entries[0].digest[0] ^= 1;           /* a.safetensors changed */
+    free(b.entries[1].name);               /* config.json missing */
     b.entries[1].name = strdup("new.bin"); /* new.bin extra */
     tg_msig_manifest_finish(&b);
     CHECK(tg_msig_manifest_compare(&a, &b, err, sizeof err) == TG_MSIG_MISMATCH);
@@ -274,8 +274,8 @@ TEST(test_hostile_bundles)
     free(t);
     /* past the size bound: refused before parsing */
     tg_msig_manifest got;
-    CHECK(tg_msig_verify_bundle(bundle, (size_t)TG_MSIG_BUNDLE_MAX + 1, &trust, &got, NULL, 0,
-                                err, sizeof err) == TG_MSIG_MALFORMED);
+    CHECK(tg_msig_verify_bundle(bundle, (size_t)TG_MSIG_BUNDLE_MAX + 1, &trust, &got, NULL, 0, err,
+                                sizeof err) == TG_MSIG_MALFORMED);
     /* two signatures */
     char *two = strdup(bundle);
     char *s = strstr(two, "\"signatures\": [");
