@@ -323,12 +323,174 @@ def test_usage_errors():
           "a symbolic link refused, nothing written (%s)" % out)
 
 
+# ---------------------------------------------------------------- the server
+
+
+def _f32_safetensors(values):
+    import struct
+    data = struct.pack("<%df" % len(values), *values)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [len(values)], "data_offsets": [0, len(data)]}}).encode()
+    header += b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(header)) + header + data
+
+
+class Server:
+    def __init__(self, key_path):
+        import re
+        import time
+        self.data = path("server-data")
+        out = subprocess.run([TG, "token", "create", "--data", self.data, "--scope", "admin"],
+                             capture_output=True, text=True)
+        self.admin = out.stdout.strip().splitlines()[-1]
+        self.log = open(path("server.log"), "w+")
+        self.proc = subprocess.Popen([TG, "serve", "--listen", "127.0.0.1:0", "--data", self.data,
+                                      "--signing-key", key_path], stdout=subprocess.DEVNULL, stderr=self.log)
+        self.url = None
+        for _ in range(200):
+            self.log.seek(0)
+            m = re.search(r"listening on http://127.0.0.1:(\d+)", self.log.read())
+            if m:
+                self.url = "http://127.0.0.1:%s" % m.group(1)
+                break
+            time.sleep(0.05)
+        self.env = dict(os.environ, TENSORGATE_URL=self.url or "", TENSORGATE_TOKEN=self.admin)
+
+    def tg(self, *args):
+        r = subprocess.run([TG, *args], capture_output=True, text=True, env=self.env)
+        return r.returncode, r.stdout + r.stderr
+
+    def call(self, method, route, body=None):
+        import urllib.error
+        import urllib.request
+        req = urllib.request.Request(self.url + route, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": "Bearer " + self.admin,
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        self.log.close()
+
+
+def test_server():
+    import time
+    server_key, server_priv, server_pub = new_key("server")
+    client_key, client_priv, client_pub = new_key("client")
+    other_key, _, other_pub = new_key("client-other")
+    srv = Server(server_priv)
+    check(srv.url is not None, "the server starts with --signing-key")
+    if srv.url is None:
+        return
+    try:
+        # the well-known route
+        st, body = srv.call("GET", "/.well-known/tensorgate/signing-keys")
+        keys = json.loads(body)["keys"]
+        check(st == 200 and keys[0]["pem"].encode() == open(server_pub, "rb").read()
+              and keys[0]["hint"] == msig_ref.key_hint(server_key.public_key()), "well-known key and hint")
+        # a published version holds model.server.sig over its files
+        d = path("srv-model")
+        os.makedirs(d)
+        open(os.path.join(d, "model.safetensors"), "wb").write(_f32_safetensors([1.0, 2.0, 3.0, 4.0]))
+        open(os.path.join(d, "config.json"), "w").write('{"x": 1}\n')
+        rc, out = srv.tg("push", d, "acme/srv", "--publish")
+        check(rc == 0, "push --publish (%s)" % out)
+        pulled = path("srv-pulled")
+        rc, out = srv.tg("pull", "acme/srv@1", pulled, "--verify")
+        check(rc == 0 and "verified 2 files" in out, "pull --verify with the server's key (%s)" % out)
+        ok, why = ref_ok(pulled, os.path.join(pulled, "model.server.sig"), public_key=server_key.public_key())
+        check(ok, "the independent verifier accepts the server's signature of the pulled files (%s)" % why)
+        # the Hub routes list and serve it
+        st, body = srv.call("GET", "/api/models/acme/srv/tree/main")
+        check(st == 200 and b"model.server.sig" in body, "the Hub tree lists model.server.sig")
+        st, body = srv.call("GET", "/acme/srv/resolve/main/model.server.sig")
+        check(st == 200 and body == open(os.path.join(pulled, "model.server.sig"), "rb").read(),
+              "the Hub resolve route serves it")
+        # a pulled byte changed, pull --verify again: the download repairs it; an extra
+        # file in the folder is named
+        open(os.path.join(pulled, "notes.txt"), "w").write("mine")
+        rc, out = srv.tg("pull", "acme/srv@1", pulled, "--verify")
+        check(rc == 5 and "extra: notes.txt" in out, "pull --verify names an extra file (%s)" % out)
+        os.remove(os.path.join(pulled, "notes.txt"))
+        # the Python client
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+        import tensorgate
+        with tensorgate.safe_open(srv.url + "/acme/srv@1", verify=True) as f:
+            check(f.signature == {"file": "model.server.sig", "signed": 2}, "safe_open(verify=True)")
+        try:
+            tensorgate.safe_open(srv.url + "/acme/srv@1", verify=other_pub)
+            check(False, "safe_open(verify=another key) refused")
+        except tensorgate.TensorgateError as e:
+            check(e.reason == "signature_required", "verify=PEM wants a model.sig (%s)" % e)
+        # a conversion job's version is signed too
+        st, body = srv.call("POST", "/v1/models/acme/srv/versions/1/convert", {"dtype": "F16"})
+        job = json.loads(body)
+        check(st == 202, "conversion accepted (%s)" % body)
+        for _ in range(200):
+            st, body = srv.call("GET", "/v1/jobs/%s" % job["id"])
+            job = json.loads(body)
+            if job["state"] in ("done", "failed"):
+                break
+            time.sleep(0.05)
+        check(job["state"] == "done", "conversion done (%s)" % job)
+        conv = path("srv-converted")
+        rc, out = srv.tg("pull", "acme/srv@%d" % job.get("version", 2), conv, "--verify")
+        check(rc == 0, "the converted version verifies (%s)" % out)
+        check(ref_ok(conv, os.path.join(conv, "model.server.sig"), public_key=server_key.public_key())[0],
+              "and by the independent verifier")
+
+        # client signatures under a namespace policy
+        st, body = srv.call("PUT", "/v1/namespaces/acme/signing",
+                            {"trusted_keys": [open(client_pub).read()], "require_signature": True})
+        check(st == 200, "policy set (%s)" % body)
+        cd = path("client-model")
+        os.makedirs(cd)
+        open(os.path.join(cd, "model.safetensors"), "wb").write(_f32_safetensors([5.0, 6.0]))
+        open(os.path.join(cd, "config.json"), "w").write('{"y": 2}\n')
+        rc, out = srv.tg("push", cd, "acme/client", "--publish")
+        check(rc == 1 and "signature_required" in out, "unsigned refused under require_signature (%s)" % out)
+        msig_ref.sign(cd, client_key, os.path.join(cd, "model.sig"))
+        rc, out = srv.tg("push", cd, "acme/client", "--publish")
+        check(rc == 0, "a version signed by the independent signer with a trusted key publishes (%s)" % out)
+        cp = path("client-pulled")
+        rc, out = srv.tg("pull", "acme/client@latest", cp, "--verify", "--public-key", client_pub)
+        check(rc == 0, "pull --verify --public-key checks the client's model.sig (%s)" % out)
+        check(ref_ok(cp, os.path.join(cp, "model.sig"), public_key=client_key.public_key())[0],
+              "the independent verifier accepts the client's model.sig in the pulled folder")
+        rc, out = srv.tg("pull", "acme/client@latest", cp, "--verify")
+        check(rc == 0, "and the server's model.server.sig beside it (%s)" % out)
+        with tensorgate.safe_open(srv.url + "/acme/client@latest", verify=client_pub) as f:
+            check(f.signature["file"] == "model.sig", "safe_open(verify=PEM path)")
+        try:
+            tensorgate.safe_open(srv.url + "/acme/client@latest", verify=open(other_pub, "rb").read())
+            check(False, "safe_open with another key refused")
+        except tensorgate.TensorgateError as e:
+            check(e.reason == "signature_untrusted", "safe_open with another key: untrusted (%s)" % e)
+        # a file changed after signing: refused, named
+        open(os.path.join(cd, "config.json"), "w").write('{"y": 3}\n')
+        rc, out = srv.tg("push", cd, "acme/client", "--publish")
+        check(rc == 1 and "signature_mismatch" in out and "config.json" in out,
+              "a file changed after signing is refused, named (%s)" % out)
+        # signed by a key the namespace does not trust
+        msig_ref.sign(cd, other_key, os.path.join(cd, "model.sig"))
+        rc, out = srv.tg("push", cd, "acme/client", "--publish")
+        check(rc == 1 and "signature_untrusted" in out, "an untrusted key is refused (%s)" % out)
+    finally:
+        srv.stop()
+
+
 try:
     test_key_mode()
     test_tampering_key()
     test_key_rotation()
     test_certificate_mode()
     test_usage_errors()
+    test_server()
 finally:
     shutil.rmtree(WORK, ignore_errors=True)
 print("signing: %d passed, %d failed" % (passed, failed))
