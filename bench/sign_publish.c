@@ -122,8 +122,7 @@ int main(void)
     printf("sign at publish, 10 GB as 5 shards + 3 files: %.3f ms\n", t_shards * 1e3);
     printf("sign at publish, 10 GB as 10000 files:        %.3f ms\n", t_many * 1e3);
     printf("anchor: SHA-256 of 10 GB in memory (from 64 MiB): %.2f s\n", hash_10gb);
-    bench_result("sign_publish_10gb_5_shards_ms", t_shards * 1e3, "ms", "sha256_10gb_s",
-                 hash_10gb);
+    bench_result("sign_publish_10gb_5_shards_ms", t_shards * 1e3, "ms", "sha256_10gb_s", hash_10gb);
     bench_result("sign_publish_10gb_10000_files_ms", t_many * 1e3, "ms", "sha256_10gb_s",
                  hash_10gb);
     free(buf);
