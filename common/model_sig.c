@@ -346,18 +346,18 @@ static int hash_fd(int fd, unsigned char digest[TG_SHA256_SIZE])
     return 0;
 }
 
-/* Walks the directory dirfd (whose relative name is prefix, "" at the top). */
-static int walk(tg_msig_manifest *m, int dirfd, const char *prefix, int depth, char *err,
-                size_t err_size)
+/* One directory of the walk (prefix: its name relative to the top, "" for the top):
+ * its files hashed into m, its subdirectories' names appended to *pending. */
+static int walk_one(tg_msig_manifest *m, int top, const char *prefix, char ***pending,
+                    size_t *pending_count, char *err, size_t err_size)
 {
-    if (depth > 64) {
-        say(err, err_size, "%s: directories nested deeper than 64", prefix);
-        return -1;
-    }
-    DIR *d = fdopendir(dirfd);
+    int dirfd =
+        openat(top, prefix[0] ? prefix : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dirfd >= 0 ? fdopendir(dirfd) : NULL;
     if (d == NULL) {
         say(err, err_size, "%s: %s", prefix[0] ? prefix : ".", strerror(errno));
-        close(dirfd);
+        if (dirfd >= 0)
+            close(dirfd);
         return -1;
     }
     int rc = 0;
@@ -380,12 +380,14 @@ static int walk(tg_msig_manifest *m, int dirfd, const char *prefix, int depth, c
             say(err, err_size, "%s: %s", name, strerror(errno));
             rc = -1;
         } else if (S_ISDIR(st.st_mode)) {
-            int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0) {
-                say(err, err_size, "%s: %s", name, strerror(errno));
+            char **grown = realloc(*pending, (*pending_count + 1) * sizeof *grown);
+            if (grown == NULL) {
+                say(err, err_size, "out of memory");
                 rc = -1;
             } else {
-                rc = walk(m, sub, name, depth + 1, err, err_size);
+                *pending = grown;
+                grown[(*pending_count)++] = name;
+                name = NULL; /* the list owns it */
             }
         } else if (S_ISREG(st.st_mode)) {
             int fd = openat(dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -418,12 +420,32 @@ static int walk(tg_msig_manifest *m, int dirfd, const char *prefix, int depth, c
 
 int tg_msig_manifest_from_dir(tg_msig_manifest *m, const char *dir, char *err, size_t err_size)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
+    int top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (top < 0) {
         say(err, err_size, "%s: %s", dir, strerror(errno));
         return -1;
     }
-    if (walk(m, fd, "", 0, err, err_size) != 0)
+    /* the directories still to read, as names relative to the top; no recursion */
+    char **pending = NULL;
+    size_t pending_count = 0, done = 0;
+    int rc = walk_one(m, top, "", &pending, &pending_count, err, err_size);
+    while (rc == 0 && done < pending_count) {
+        const char *next = pending[done++];
+        size_t depth = 1;
+        for (const char *p = next; *p; p++)
+            depth += *p == '/';
+        if (depth > 64) {
+            say(err, err_size, "%s: directories nested deeper than 64", next);
+            rc = -1;
+            break;
+        }
+        rc = walk_one(m, top, next, &pending, &pending_count, err, err_size);
+    }
+    for (size_t i = 0; i < pending_count; i++)
+        free(pending[i]);
+    free(pending);
+    close(top);
+    if (rc != 0)
         return -1;
     if (tg_msig_manifest_finish(m) != 0) {
         say(err, err_size, "%s: a file name seen twice", dir);
@@ -699,7 +721,7 @@ int tg_msig_trust_add_key_pem(tg_msig_trust *trust, const char *pem, size_t len,
     tg_msig_key *key = tg_msig_key_public_pem(pem, len, err, err_size);
     if (key == NULL)
         return -1;
-    tg_msig_key **grown = realloc(trust->keys, (trust->key_count + 1) * sizeof *grown);
+    tg_msig_key **grown = realloc(trust->keys, (trust->key_count + 1) * sizeof(tg_msig_key *));
     if (grown == NULL) {
         tg_msig_key_free(key);
         say(err, err_size, "out of memory");
