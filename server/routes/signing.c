@@ -4,6 +4,7 @@
  * model.sig against the namespace's policy and adds the server's model.server.sig.
  * The format is common/model_sig.h; signing and checking from catalog digests is
  * server/ingest/version_sign.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,6 +279,13 @@ static int check_client_signature(tg_request *req, const tg_model *model, const 
                               "the namespace requires a signature and trusts no key or CA yet");
         else
             rc = 0;
+        goto out;
+    }
+    if (sig->size > TG_MSIG_BUNDLE_MAX) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "model.sig is larger than %u bytes: not a signature",
+                 TG_MSIG_BUNDLE_MAX);
+        signature_refused(req, model, version, "signature_invalid", detail);
         goto out;
     }
     char *bundle = read_blob(server, sig);
