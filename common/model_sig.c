@@ -922,13 +922,18 @@ done:
 
 /* --- verifying ----------------------------------------------------------------------- */
 
-/* The deepest nesting of objects and arrays in a JSON text (strings skipped), to
- * refuse a deep document before the parser recurses into it. */
-static int json_depth(const char *text, size_t len)
+/* The shape of a JSON text before the parser sees it (strings skipped): its
+ * deepest nesting of objects and arrays, and its count of structural tokens ({ [ , :),
+ * which bounds the number of values jansson would allocate. Stops counting past
+ * the bounds given. */
+static void json_shape(const char *text, size_t len, int max_depth, size_t max_tokens, int *deepest,
+                       size_t *tokens)
 {
-    int depth = 0, deepest = 0;
+    int depth = 0;
     bool in_string = false;
-    for (size_t i = 0; i < len; i++) {
+    *deepest = 0;
+    *tokens = 0;
+    for (size_t i = 0; i < len && *deepest <= max_depth && *tokens <= max_tokens; i++) {
         char c = text[i];
         if (in_string) {
             if (c == '\\')
@@ -938,22 +943,29 @@ static int json_depth(const char *text, size_t len)
         } else if (c == '"') {
             in_string = true;
         } else if (c == '{' || c == '[') {
-            if (++depth > deepest)
-                deepest = depth;
-            if (deepest > TG_MSIG_DEPTH_MAX)
-                return deepest;
+            (*tokens)++;
+            if (++depth > *deepest)
+                *deepest = depth;
         } else if (c == '}' || c == ']') {
             depth--;
+        } else if (c == ',' || c == ':') {
+            (*tokens)++;
         }
     }
-    return deepest;
 }
 
-static json_t *parse_bounded(const char *text, size_t len, const char *what, char *err,
-                             size_t err_size)
+static json_t *parse_bounded(const char *text, size_t len, const char *what, size_t max_tokens,
+                             char *err, size_t err_size)
 {
-    if (json_depth(text, len) > TG_MSIG_DEPTH_MAX) {
+    int depth;
+    size_t tokens;
+    json_shape(text, len, TG_MSIG_DEPTH_MAX, max_tokens, &depth, &tokens);
+    if (depth > TG_MSIG_DEPTH_MAX) {
         say(err, err_size, "the %s nests deeper than %d levels", what, TG_MSIG_DEPTH_MAX);
+        return NULL;
+    }
+    if (tokens > max_tokens) {
+        say(err, err_size, "the %s holds more than %zu JSON values", what, max_tokens);
         return NULL;
     }
     json_error_t jerr;
@@ -977,7 +989,8 @@ static const char *get_string(json_t *obj, const char *key)
 static tg_msig_status read_statement(const unsigned char *payload, size_t len,
                                      tg_msig_manifest *out, char *err, size_t err_size)
 {
-    json_t *st = parse_bounded((const char *)payload, len, "statement", err, err_size);
+    json_t *st = parse_bounded((const char *)payload, len, "statement",
+                               TG_MSIG_STATEMENT_TOKENS_MAX, err, err_size);
     if (st == NULL)
         return TG_MSIG_MALFORMED;
     tg_msig_status status = TG_MSIG_MALFORMED;
@@ -1181,7 +1194,8 @@ tg_msig_status tg_msig_verify_bundle(const char *bundle, size_t len, const tg_ms
         say(err, err_size, "the signature file is larger than %u bytes", TG_MSIG_BUNDLE_MAX);
         return TG_MSIG_MALFORMED;
     }
-    json_t *doc = parse_bounded(bundle, len, "signature file", err, err_size);
+    json_t *doc =
+        parse_bounded(bundle, len, "signature file", TG_MSIG_BUNDLE_TOKENS_MAX, err, err_size);
     if (doc == NULL)
         return TG_MSIG_MALFORMED;
     tg_msig_status status = TG_MSIG_MALFORMED;

@@ -18,8 +18,9 @@
  * Keys are EC P-256, P-384 or P-521; the digest signed follows the curve (SHA-256,
  * SHA-384, SHA-512).
  *
- * A bundle is hostile input: its size, nesting, base64 fields, resource count and
- * names are bounded before anything is allocated for them (TG_MSIG_*_MAX). */
+ * A bundle is hostile input: its size, nesting, number of JSON values, base64
+ * fields, resource count and names are bounded before anything is allocated for
+ * them (TG_MSIG_*_MAX). */
 #ifndef TG_MODEL_SIG_H
 #define TG_MODEL_SIG_H
 
@@ -38,9 +39,13 @@
 #define TG_MSIG_CERTS_MAX 10           /* certificates in a bundle's chain */
 #define TG_MSIG_CERT_MAX (64u << 10)   /* bytes of one decoded certificate */
 #define TG_MSIG_NAME_MAX 4096          /* bytes of one resource name */
-#define TG_MSIG_RESOURCES_MAX 1000000u /* resources in one statement */
-#define TG_MSIG_PEM_MAX (1u << 20)     /* bytes of a key or certificate file */
-#define TG_MSIG_ERR_MAX 1024           /* room for an error or difference sentence */
+#define TG_MSIG_RESOURCES_MAX 100000u  /* resources in one statement */
+/* JSON values ({ [ , : counted) of a bundle (its manifest is inside the payload's
+ * base64, so a bundle itself is small) and of a statement (about 8 a resource) */
+#define TG_MSIG_BUNDLE_TOKENS_MAX 4096u
+#define TG_MSIG_STATEMENT_TOKENS_MAX (16u * TG_MSIG_RESOURCES_MAX)
+#define TG_MSIG_PEM_MAX (1u << 20) /* bytes of a key or certificate file */
+#define TG_MSIG_ERR_MAX 1024       /* room for an error or difference sentence */
 
 /* The outcome of a verification, from the most to the least basic failure. */
 typedef enum tg_msig_status {

@@ -256,6 +256,16 @@ TEST(test_hostile_bundles)
     deep[n] = '\0';
     CHECK(verify_text(deep, &trust, err) == TG_MSIG_MALFORMED);
     CHECK(strstr(err, "nests deeper") != NULL);
+    /* many values, each small: refused before jansson allocates them */
+    size_t wide_len = 3 * 10000 + 64;
+    char *wide = malloc(wide_len);
+    size_t w = (size_t)snprintf(wide, wide_len, "{\"tlogEntries\": [");
+    for (int i = 0; i < 10000; i++)
+        w += (size_t)snprintf(wide + w, wide_len - w, "%s1", i ? "," : "");
+    snprintf(wide + w, wide_len - w, "]}");
+    CHECK(verify_text(wide, &trust, err) == TG_MSIG_MALFORMED);
+    CHECK(strstr(err, "JSON values") != NULL);
+    free(wide);
     /* a signature far past any ECDSA signature's length */
     char *big = malloc(5000);
     memset(big, 'A', 4999);
