@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "blobstore.h"
 #include "catalog.h"
@@ -359,8 +360,22 @@ int tg_signing_at_publish(tg_request *req, const tg_model *model, const tg_versi
     draft_row row = {server->catalog, version->id, TG_CAT_ERROR};
     tg_file_record sig;
     char why[TG_MSIG_ERR_MAX] = "";
-    if (tg_version_sign(server->signer, server->blobs, model->name, files->items, files->count,
-                        record_draft_file, &row, &sig, why, sizeof why) != 0) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int signed_rc = tg_version_sign(server->signer, server->blobs, model->name, files->items,
+                                    files->count, record_draft_file, &row, &sig, why, sizeof why);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (signed_rc == 0) {
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < files->count; i++)
+            bytes += files->items[i].size;
+        tg_log(TG_LOG_INFO,
+               "%s/%s version %lld: model.server.sig over %zu files (%llu bytes) in %.1f ms",
+               model->org, model->name, (long long)version->number, files->count,
+               (unsigned long long)bytes,
+               (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    }
+    if (signed_rc != 0) {
         tg_respond_internal(req, "%s; the version is still a draft", why);
         return -1;
     }
