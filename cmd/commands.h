@@ -20,6 +20,8 @@
 int tg_cmd_validate(int argc, char **argv); /* cmd/validate.c */
 int tg_cmd_inspect(int argc, char **argv);  /* cmd/inspect.c */
 int tg_cmd_convert(int argc, char **argv);  /* cmd/convert.c */
+int tg_cmd_sign(int argc, char **argv);     /* cmd/sign.c */
+int tg_cmd_verify(int argc, char **argv);   /* cmd/sign.c */
 
 /* the gateway and its maintenance commands */
 int tg_cmd_serve(int argc, char **argv); /* cmd/serve.c */

@@ -26,6 +26,8 @@ static const struct command commands[] = {
     {"tensor", tg_cmd_tensor, "fetch one tensor, sliced or converted, as .npy or raw (server)"},
     {"scan", tg_cmd_scan, "the server's gate verdict on a local file, nothing stored"},
     {"rejections", tg_cmd_rejections, "what the server refused, filtered (admin token)"},
+    {"sign", tg_cmd_sign, "sign a model directory (OpenSSF model signing v1, model.sig)"},
+    {"verify", tg_cmd_verify, "verify a model directory against its model.sig"},
 };
 
 static void usage(FILE *out)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "model_sig.h"
 #include "sha256.h"
 #include "tensorgate_client.h"
 
@@ -29,6 +30,7 @@
 #define EXIT_USAGE 2
 #define EXIT_SERVER 3
 #define EXIT_INTEGRITY 4
+#define EXIT_SIGNATURE 5 /* pull --verify: the signature was refused */
 #define MAX_INCLUDES 32
 #define MAX_FILES 100000
 
@@ -52,7 +54,7 @@ static const char remote_common_help[] =
     "  --help          this text\n"
     "Exit status: 0 done; 1 the server refused (4xx, a gate refusal); 2 usage or local\n"
     "file error; 3 the server could not be reached or failed (5xx, after retries);\n"
-    "4 a downloaded file's SHA-256 differs.\n";
+    "4 a downloaded file's SHA-256 differs; 5 pull --verify refused the signature.\n";
 
 /* The exit status an error stands for. */
 static int exit_for(const tgc_error *e)
@@ -164,7 +166,9 @@ enum {
     OPT_UNTIL,
     OPT_SHA256,
     OPT_LIMIT,
-    OPT_JSONL
+    OPT_JSONL,
+    OPT_VERIFY,
+    OPT_PUBLIC_KEY
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -589,7 +593,8 @@ done:
 static void pull_usage(FILE *out)
 {
     fprintf(out, "usage: tensorgate pull ORG/NAME[@REV] [DIR] [--include GLOB]... [--parallel N]\n"
-                 "                       [--url URL] [--token TOKEN] [--json]\n"
+                 "                       [--verify [--public-key PEM]] [--url URL]\n"
+                 "                       [--token TOKEN] [--json]\n"
                  "\n"
                  "Downloads the files of a version (REV: a number, an alias, latest (the\n"
                  "default) or a digest) into DIR (default: NAME), at most --parallel at once\n"
@@ -601,7 +606,12 @@ static void pull_usage(FILE *out)
                  "over from byte 0 once. A body longer than the file's listed size fails it\n"
                  "(body_too_large, its .part removed); a file name with a control character,\n"
                  "'..' or a leading '/' refuses the version before anything is written\n"
-                 "(unsafe_name).\n\n");
+                 "(unsafe_name).\n"
+                 "--verify checks a signature of the version against the downloaded bytes\n"
+                 "(OpenSSF model signing v1, docs/SIGNING.md): model.server.sig with the key\n"
+                 "the server publishes at /.well-known/tensorgate/signing-keys, or, with\n"
+                 "--public-key PEM, model.sig with that key. A refused signature exits 5\n"
+                 "(the files stay; the message names those that differ).\n\n");
     fputs(remote_common_help, out);
 }
 
@@ -729,14 +739,73 @@ static void pull_item(void *user, size_t index, int rc, const tgc_error *e, cons
     }
 }
 
+/* pull --verify: the server's model.server.sig with its well-known key, or model.sig
+ * with public_key, checked against the files of dir by `tensorgate verify key`
+ * (cmd/sign.c). 0 verified, EXIT_SIGNATURE refused, else another exit status. */
+static int pull_verify(tgc_client *c, const remote_opts *ro, const char *dir,
+                       const char *public_key)
+{
+    char sig[8192], key_path[64] = "";
+    int rc;
+    if (public_key != NULL) {
+        snprintf(sig, sizeof sig, "%s/%s", dir, TG_MSIG_DEFAULT_NAME);
+    } else {
+        snprintf(sig, sizeof sig, "%s/%s", dir, TG_MSIG_SERVER_NAME);
+        json_t *keys = NULL;
+        tgc_error e;
+        if (tgc_get_signing_keys(c, &keys, &e) != 0)
+            return fail("pull", ro, &e);
+        const char *pem = json_string_value(
+            json_object_get(json_array_get(json_object_get(keys, "keys"), 0), "pem"));
+        if (pem == NULL) {
+            json_decref(keys);
+            fprintf(stderr, "tensorgate pull: --verify: the server signs nothing (no key at "
+                            "/.well-known/tensorgate/signing-keys); give --public-key\n");
+            return EXIT_SIGNATURE;
+        }
+        snprintf(key_path, sizeof key_path, "/tmp/tensorgate-key-XXXXXX");
+        int fd = mkstemp(key_path);
+        bool written = fd >= 0 && write(fd, pem, strlen(pem)) == (ssize_t)strlen(pem);
+        if (fd >= 0)
+            close(fd);
+        json_decref(keys);
+        if (!written) {
+            fprintf(stderr, "tensorgate pull: --verify: cannot write the server's key: %s\n",
+                    strerror(errno));
+            if (key_path[0] != '\0')
+                unlink(key_path);
+            return EXIT_USAGE;
+        }
+        public_key = key_path;
+    }
+    if (access(sig, F_OK) != 0) {
+        fprintf(stderr, "tensorgate pull: --verify: the version has no %s\n",
+                public_key == key_path ? TG_MSIG_SERVER_NAME : TG_MSIG_DEFAULT_NAME);
+        rc = EXIT_SIGNATURE;
+    } else {
+        char *args[] = {"verify", "key",          (char *)dir,        "--signature",
+                        sig,      "--public-key", (char *)public_key, NULL};
+        int v = tg_cmd_verify(7, args);
+        rc = v == 0 ? 0 : v == 1 ? EXIT_SIGNATURE : EXIT_USAGE;
+    }
+    if (key_path[0] != '\0')
+        unlink(key_path);
+    return rc;
+}
+
 int tg_cmd_pull(int argc, char **argv)
 {
     static const struct option options[] = {
         COMMON_LONG_OPTIONS,
         {"include", required_argument, NULL, OPT_INCLUDE},
+        {"verify", no_argument, NULL, OPT_VERIFY},
+        {"public-key", required_argument, NULL, OPT_PUBLIC_KEY},
+        {"public_key", required_argument, NULL, OPT_PUBLIC_KEY},
         {NULL, 0, NULL, 0},
     };
     remote_opts ro = {0};
+    bool verify = false;
+    const char *public_key = NULL;
     const char *includes[MAX_INCLUDES];
     size_t n_includes = 0;
     optind = 1;
@@ -758,10 +827,18 @@ int tg_cmd_pull(int argc, char **argv)
             return 0;
         } else if (opt == OPT_INCLUDE && n_includes < MAX_INCLUDES) {
             includes[n_includes++] = optarg;
+        } else if (opt == OPT_VERIFY) {
+            verify = true;
+        } else if (opt == OPT_PUBLIC_KEY) {
+            public_key = optarg;
         } else {
             return usage_error("pull", "unknown option (or more than 32 --include)", pull_usage);
         }
     }
+    if (public_key != NULL && !verify)
+        return usage_error("pull", "--public-key goes with --verify", pull_usage);
+    if (verify && n_includes > 0)
+        return usage_error("pull", "--verify checks the whole version: no --include", pull_usage);
     if (argc - optind < 1 || argc - optind > 2)
         return usage_error("pull", "expected ORG/NAME[@REV] [DIR]", pull_usage);
     char model[160], rev[160];
@@ -870,6 +947,8 @@ int tg_cmd_pull(int argc, char **argv)
         status = p.worst ? p.worst : EXIT_SERVER;
         fprintf(stderr, "tensorgate pull: %zu of %zu files failed\n", failed, n_paths);
     }
+    if (status == 0 && verify)
+        status = pull_verify(c, &ro, dir, public_key);
     if (ro.json) {
         json_t *o = json_pack("{s:s,s:i,s:s?,s:s,s:I,s:I,s:I}", "model", model, "version",
                               v.version, "digest", v.digest[0] ? v.digest : NULL, "dir", dir,

@@ -1441,6 +1441,16 @@ int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err
     return rc;
 }
 
+int tgc_get_signing_keys(tgc_client *c, json_t **out, tgc_error *err)
+{
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, "/.well-known/tensorgate/signing-keys");
+    int rc = get_json(c, &u, out, err);
+    free(u.s);
+    return rc;
+}
+
 static int list_under_version(tgc_client *c, const char *model, const char *rev, const char *what,
                               const char *limit, json_t **out, tgc_error *err)
 {

@@ -115,6 +115,9 @@ int tgc_resolve(tgc_client *c, const char *model, const char *rev, tgc_resolved 
 int tgc_list_models(tgc_client *c, const char *query, json_t **out, tgc_error *err);
 /* One model with its aliases and versions (the Model object). */
 int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err);
+/* The keys the server signs published versions with (GET
+ * /.well-known/tensorgate/signing-keys): {"keys": [{hint, pem, mode}], ...}. */
+int tgc_get_signing_keys(tgc_client *c, json_t **out, tgc_error *err);
 /* The model's versions, oldest first: a JSON array of VersionSummary objects. */
 int tgc_list_versions(tgc_client *c, const char *model, json_t **out, tgc_error *err);
 /* The files of a version (all pages): a JSON array of File objects. */

@@ -208,6 +208,15 @@ static const tg_option_spec options[] = {
      NULL,
      "scheme://host[:port][/prefix] of the absolute links the server builds (paging Link "
      "headers); default: the request's Host."},
+    {"--signing-key", "TENSORGATE_SIGNING_KEY", "PEM", tg_option_text, FIELD(signing_key), 0,
+     PATH_MAX_OF(signing_key), false, NULL,
+     "An EC private key (P-256, P-384, P-521; PEM, unencrypted): every version published gets "
+     "a model.server.sig (OpenSSF model signing v1) made with it, from the catalog's digests; "
+     "its public key is served at /.well-known/tensorgate/signing-keys."},
+    {"--signing-certificate-chain", "TENSORGATE_SIGNING_CERTIFICATE_CHAIN", "PEM", tg_option_text,
+     FIELD(signing_chain), 0, PATH_MAX_OF(signing_chain), false, NULL,
+     "With --signing-key: the key's certificate, then the certificates up to a root (PEM): "
+     "signatures carry the chain (certificate mode) instead of the key's hint."},
     {"--job-workers", "TENSORGATE_JOB_WORKERS", "N", tg_option_count, FIELD(job_workers), 1, 64,
      false, "2",
      "Jobs run at once; one namespace runs at most N-1 of them when N > 1, so another "

@@ -64,6 +64,12 @@ typedef struct tg_config {
      * scheme://host[:port][/prefix] of absolute links (public_url.h) */
     tg_addr_policy trusted_proxies;
     char public_url[TG_PUBLIC_URL_MAX];
+    /* TENSORGATE_SIGNING_KEY / --signing-key PEM: every published version gets a
+     * model.server.sig signed with it (docs/SIGNING.md); "" signs nothing.
+     * TENSORGATE_SIGNING_CERTIFICATE_CHAIN / --signing-certificate-chain PEM: the
+     * key's certificate first, then the chain (certificate mode); "" is key mode. */
+    char signing_key[4096];
+    char signing_chain[4096];
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

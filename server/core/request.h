@@ -59,6 +59,9 @@ typedef struct tg_server {
     struct {
         uint64_t records, failures;
     } audit;
+    /* the server's signing identity (version_sign.h, --signing-key); NULL: versions
+     * are published unsigned by the server */
+    struct tg_version_signer *signer;
 } tg_server;
 
 typedef enum tg_body_kind {

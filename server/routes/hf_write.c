@@ -1645,8 +1645,8 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
             status = TG_CAT_ERROR;
     }
     if (status == TG_CAT_OK)
-        reason = tg_publish_files_locked(server, &c->model, draft.id, draft.number, &listed,
-                                         published, detail, sizeof detail, &status);
+        reason = tg_publish_files_locked(req, &c->model, &draft, &listed, published, detail,
+                                         sizeof detail, &status);
     bool ok = status == TG_CAT_OK && reason == NULL;
     if (!ok && tg_catalog_version_delete_draft(catalog, draft.id) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot remove the draft %lld of %s/%s of a failed Hub commit",
@@ -1655,6 +1655,8 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
     free(listed.items);
     if (ok)
         return true;
+    if (reason != NULL && strcmp(reason, "answered") == 0)
+        return false; /* the signature step answered (in the Hub's dialect: hub_errors) */
     if (reason != NULL && strcmp(reason, "index_mismatch") == 0)
         hub_error(req, NULL, "index_mismatch", "index_mismatch: %s", detail);
     else if (reason != NULL && strcmp(reason, "internal") == 0)

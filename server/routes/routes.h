@@ -38,14 +38,16 @@ void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
 /* The one publish path, shared by POST .../publish and the Hub's commit (hf_write.c);
  * the caller holds server->publish_lock. Checks files (the draft's files, exactly as
- * listed) for index and shard consistency, computes the version digest and publishes
- * version_id with exactly these files (tg_catalog_version_publish_files). NULL when
- * published (*published is the version); else the reason: "empty_version",
- * "index_mismatch", "version_changed", "version_published" (detail says it),
- * "internal" (a server failure; detail says which) or "catalog" (*catalog_status
- * says how the catalog failed). */
-const char *tg_publish_files_locked(tg_server *server, const tg_model *model, int64_t version_id,
-                                    int64_t number, const tg_file_records *files,
+ * listed) for index and shard consistency, then the signatures (tg_signing_at_publish:
+ * a client's model.sig checked, the server's model.server.sig added to the draft and
+ * to files), computes the version digest and publishes the draft with exactly these
+ * files (tg_catalog_version_publish_files). NULL when published (*published is the
+ * version); else the reason: "answered" (the signature step answered req itself),
+ * "empty_version", "index_mismatch", "version_changed", "version_published" (detail
+ * says it), "internal" (a server failure; detail says which) or "catalog"
+ * (*catalog_status says how the catalog failed). */
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model,
+                                    const tg_version *draft, tg_file_records *files,
                                     tg_version *published, char *detail, size_t detail_len,
                                     tg_cat_status *catalog_status);
 
@@ -170,6 +172,18 @@ void tg_jobs_admission_begin(void);
 void tg_jobs_admission_end(void);
 bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
                    bool (*equal)(void *context, const tg_job *job), void *context);
+
+/* signing.c: the server's signing keys, a namespace's signature policy, and the
+ * signatures of a version at publish (docs/SIGNING.md) */
+void tg_route_signing_keys(tg_request *req);
+void tg_route_namespace_signing_get(tg_request *req);
+void tg_route_namespace_signing_put(tg_request *req);
+/* Called by publish with the draft's files, under the publish lock: checks a
+ * client's model.sig against the namespace's policy (422 signature_* when refused)
+ * and, when the server signs, adds model.server.sig to the draft and lists files
+ * again. 0 go on, -1 answered. */
+int tg_signing_at_publish(tg_request *req, const tg_model *model, const tg_version *version,
+                          tg_file_records *files);
 
 /* Shared lookups (models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */

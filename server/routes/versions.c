@@ -213,11 +213,13 @@ out:
 }
 
 /* The one publish path (routes.h). */
-const char *tg_publish_files_locked(tg_server *server, const tg_model *model, int64_t version_id,
-                                    int64_t number, const tg_file_records *files,
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model,
+                                    const tg_version *draft, tg_file_records *files,
                                     tg_version *published, char *detail, size_t detail_len,
                                     tg_cat_status *catalog_status)
 {
+    tg_server *server = req->server;
+    int64_t version_id = draft->id, number = draft->number;
     if (files->count == 0) {
         snprintf(detail, detail_len, "version %lld has no files to publish", (long long)number);
         return "empty_version";
@@ -229,6 +231,9 @@ const char *tg_publish_files_locked(tg_server *server, const tg_model *model, in
     }
     if (check > 0)
         return "index_mismatch";
+    /* signatures: a client's model.sig checked, the server's model.server.sig added */
+    if (tg_signing_at_publish(req, model, draft, files) != 0)
+        return "answered";
     char digest[65];
     if (tg_manifest_digest(files->items, files->count, digest) != 0) {
         /* nothing is frozen without its digest: the version stays a draft */
@@ -301,9 +306,11 @@ void tg_route_version_publish(tg_request *req)
     char detail[512] = "";
     tg_version published;
     tg_cat_status status = TG_CAT_OK;
-    const char *reason = tg_publish_files_locked(server, model, version.id, version.number, &files,
-                                                 &published, detail, sizeof detail, &status);
-    if (reason == NULL) {
+    const char *reason = tg_publish_files_locked(req, model, &version, &files, &published, detail,
+                                                 sizeof detail, &status);
+    if (reason != NULL && strcmp(reason, "answered") == 0) {
+        /* the signature step answered */
+    } else if (reason == NULL) {
         json_t *body = tg_version_json(server, model, &published, true, &status);
         if (body == NULL)
             tg_respond_catalog_failure(req, status);

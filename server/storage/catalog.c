@@ -282,6 +282,17 @@ tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const 
     return settle(catalog, catalog->ops->alias_get(catalog, model_id, alias, number));
 }
 
+tg_cat_status tg_catalog_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    return settle(catalog, catalog->ops->signing_set(catalog, org, policy));
+}
+
+tg_cat_status tg_catalog_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    *policy = NULL;
+    return settle(catalog, catalog->ops->signing_get(catalog, org, policy));
+}
+
 tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *alias, int64_t number),
                                     void *ctx)

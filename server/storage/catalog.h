@@ -222,6 +222,12 @@ tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *alias, int64_t number),
                                     void *ctx);
 
+/* A namespace's signature policy (schema 9, docs/SIGNING.md): a JSON text the
+ * routes write and read whole (server/routes/signing.c). get: *policy malloc'd,
+ * TG_CAT_NOT_FOUND when the namespace has none. set replaces it. */
+tg_cat_status tg_catalog_signing_set(tg_catalog *catalog, const char *org, const char *policy);
+tg_cat_status tg_catalog_signing_get(tg_catalog *catalog, const char *org, char **policy);
+
 /* files: put replaces a file of the same path; put and delete answer
  * TG_CAT_CONFLICT when the version is published. tensor_stats is JSON text. */
 tg_cat_status tg_catalog_file_put(tg_catalog *catalog, int64_t version_id,

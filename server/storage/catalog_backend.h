@@ -57,6 +57,9 @@ typedef struct tg_catalog_ops {
                                 void (*visit)(void *ctx, const char *alias, int64_t number),
                                 void *ctx);
 
+    tg_cat_status (*signing_set)(tg_catalog *catalog, const char *org, const char *policy);
+    tg_cat_status (*signing_get)(tg_catalog *catalog, const char *org, char **policy);
+
     /* guard NULL: only the draft check of tg_catalog_file_put */
     tg_cat_status (*file_put_guarded)(tg_catalog *catalog, const tg_commit_guard *guard,
                                       int64_t version_id, const tg_file_record *file,

@@ -849,6 +849,33 @@ static tg_cat_status pg_alias_get(tg_catalog *catalog, int64_t model_id, const c
     return status;
 }
 
+static tg_cat_status pg_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    static const char sql[] = TG_CAT_SQL_SIGNING_SET;
+    const char *params[] = {org, policy};
+    tg_cat_status status;
+    /* setting the same policy twice is the same as once: safe to send again */
+    PGresult *r = query(pg(catalog), true, sql, 2, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    const char *params[] = {org};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_SIGNING_GET, 1, params, &status);
+    status = one_row(r, status);
+    if (status == TG_CAT_OK) {
+        *policy = strdup(PQgetvalue(r, 0, 0));
+        if (*policy == NULL)
+            status = TG_CAT_ERROR;
+    }
+    PQclear(r);
+    return status;
+}
+
 static tg_cat_status pg_alias_list(tg_catalog *catalog, int64_t model_id,
                                    void (*visit)(void *ctx, const char *alias, int64_t number),
                                    void *ctx)
@@ -2090,6 +2117,8 @@ static const tg_catalog_ops pg_ops = {
     .alias_delete = pg_alias_delete,
     .version_delete_draft = pg_version_delete_draft,
     .alias_get = pg_alias_get,
+    .signing_set = pg_signing_set,
+    .signing_get = pg_signing_get,
     .alias_list = pg_alias_list,
     .file_put_guarded = pg_file_put_guarded,
     .guard_check = pg_guard_check,

@@ -71,6 +71,10 @@
 #define TG_CAT_SQL_ALIAS_DELETE "DELETE FROM aliases WHERE model_id = ? AND name = ?"
 /* a draft only (its files go with it, ON DELETE CASCADE): a published version stays */
 #define TG_CAT_SQL_VERSION_DELETE_DRAFT "DELETE FROM versions WHERE id = ? AND state = 'draft'"
+#define TG_CAT_SQL_SIGNING_SET                                                                     \
+    "INSERT INTO namespace_signing(org, policy) VALUES (?, ?)"                                     \
+    " ON CONFLICT (org) DO UPDATE SET policy = excluded.policy"
+#define TG_CAT_SQL_SIGNING_GET "SELECT policy FROM namespace_signing WHERE org = ?"
 #define TG_CAT_SQL_ALIAS_LIST "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name"
 #define TG_CAT_SQL_TOKEN_SCOPE "SELECT scope, namespace FROM tokens WHERE hash = ?"
 #define TG_CAT_SQL_FILE_GET                                                                        \

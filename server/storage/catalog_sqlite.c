@@ -898,6 +898,41 @@ static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const c
     return read_end(catalog, k, status);
 }
 
+static tg_cat_status sq_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    static const char sql[] = TG_CAT_SQL_SIGNING_SET;
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        bind_text(st, 2, policy);
+        status = run_write(k, st);
+    }
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    static const char sql[] = TG_CAT_SQL_SIGNING_GET;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const unsigned char *text = sqlite3_column_text(st, 0);
+            *policy = strdup(text ? (const char *)text : "{}");
+            status = *policy ? TG_CAT_OK : TG_CAT_ERROR;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
 static tg_cat_status sq_alias_list(tg_catalog *catalog, int64_t model_id,
                                    void (*visit)(void *ctx, const char *alias, int64_t number),
                                    void *ctx)
@@ -2393,6 +2428,8 @@ static const tg_catalog_ops sqlite_ops = {
     .alias_delete = sq_alias_delete,
     .version_delete_draft = sq_version_delete_draft,
     .alias_get = sq_alias_get,
+    .signing_set = sq_signing_set,
+    .signing_get = sq_signing_get,
     .alias_list = sq_alias_list,
     .file_put_guarded = sq_file_put_guarded,
     .guard_check = sq_guard_check,

@@ -357,6 +357,14 @@ static row rows[] = {
     {"GET", "/metrics", 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/openapi.yaml", 200, 0, "/openapi.yaml", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/v1/reasons", 200, 0, "/v1/reasons", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/.well-known/tensorgate/signing-keys", 200, 0, "/.well-known/tensorgate/signing-keys",
+     B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/namespaces/{org}/signing", 200, 0, "/v1/namespaces/acme/signing", B_NONE, NULL,
+     P_NONE, NULL, false},
+    /* require_signature false on acme: the same as no policy, so the other rows' publishes
+     * are unaffected whichever attempt went through */
+    {"PUT", "/v1/namespaces/{org}/signing", 200, 0, "/v1/namespaces/acme/signing", B_JSON,
+     "{\"require_signature\":false}", P_NONE, NULL, false},
     {"GET", "/", 200, 0, "/", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/ui/{path}", 200, 0, "/ui/app.js", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/{org}/{name}/resolve/{rev}/{path}", 200, 0, "/acme/m/resolve/1/model.safetensors",

@@ -1383,6 +1383,22 @@ static tg_cat_status fake_alias_set(tg_catalog *catalog, int64_t model_id, const
     return TG_CAT_CONFLICT;
 }
 
+static tg_cat_status fake_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    (void)org;
+    (void)policy;
+    fake_called(catalog, "signing_set");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    (void)org;
+    (void)policy;
+    fake_called(catalog, "signing_get");
+    return TG_CAT_CONFLICT;
+}
+
 static tg_cat_status fake_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                     int64_t *number)
 {
@@ -1788,6 +1804,8 @@ static const tg_catalog_ops fake_ops = {
     .alias_delete = fake_alias_delete,
     .version_delete_draft = fake_version_delete_draft,
     .alias_get = fake_alias_get,
+    .signing_set = fake_signing_set,
+    .signing_get = fake_signing_get,
     .alias_list = fake_alias_list,
     .file_put_guarded = fake_file_put_guarded,
     .guard_check = fake_guard_check,
@@ -1864,6 +1882,11 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "alias_delete");
     CHECK(tg_catalog_version_delete_draft(&fake.base, 0) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "version_delete_draft");
+    CHECK(tg_catalog_signing_set(&fake.base, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "signing_set");
+    char *policy_text = NULL;
+    CHECK(tg_catalog_signing_get(&fake.base, NULL, &policy_text) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "signing_get");
     CHECK(tg_catalog_alias_list(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "alias_list");
     CHECK(tg_catalog_file_put_guarded(&fake.base, NULL, 0, NULL, NULL, NULL) == TG_CAT_CONFLICT);
@@ -2175,6 +2198,25 @@ TEST(job_claim_is_fair_across_namespaces)
 /* A version by its commit id (the first 40 hex digits of its digest) is one query:
  * published versions only, the lower number on a 40-digit prefix collision, and
  * nothing for a draft, another model, or text that is not 40 lowercase hex digits. */
+/* A namespace's signature policy: none, set, replaced, another namespace apart. */
+TEST(namespace_signing_policy)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    char *text = NULL;
+    CHECK(tg_catalog_signing_get(catalog, "acme", &text) == TG_CAT_NOT_FOUND);
+    CHECK(text == NULL);
+    CHECK(tg_catalog_signing_set(catalog, "acme", "{\"require_signature\":true}") == TG_CAT_OK);
+    CHECK(tg_catalog_signing_set(catalog, "acme", "{\"require_signature\":false}") == TG_CAT_OK);
+    CHECK(tg_catalog_signing_get(catalog, "acme", &text) == TG_CAT_OK);
+    CHECK_STR(text, "{\"require_signature\":false}");
+    free(text);
+    text = NULL;
+    CHECK(tg_catalog_signing_get(catalog, "other", &text) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
 TEST(versions_by_commit_id)
 {
     tg_catalog *catalog = open_fresh();
@@ -2241,6 +2283,7 @@ int main(int argc, char **argv)
     RUN(job_claim_is_fair_across_namespaces);
     RUN(publish_checks_the_files);
     RUN(versions_by_commit_id);
+    RUN(namespace_signing_policy);
     RUN(schema_1_catalog_is_migrated);
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
     RUN(guarded_file_put);
@@ -2270,6 +2313,7 @@ int main(int argc, char **argv)
         RUN(job_claim_is_fair_across_namespaces);
         RUN(publish_checks_the_files);
         RUN(versions_by_commit_id);
+        RUN(namespace_signing_policy);
     } else {
         fprintf(stderr, "TENSORGATE_TEST_PG unset: PostgreSQL round skipped "
                         "(tests/scale/with-postgres.sh runs it)\n");
