@@ -84,6 +84,12 @@ static const tg_reason reasons[] = {
     {"quota_exceeded", 429},
     {"resource_exhausted", 503},
     {"blob_store_unavailable", 503},
+    {"webhook_not_found", 404},
+    {"webhook_delivery_not_found", 404},
+    {"webhook_url_invalid", 400},
+    {"webhook_address_forbidden", 422},
+    {"webhook_events_invalid", 400},
+    {"webhook_secret_invalid", 400},
 };
 
 const tg_reason *tg_reasons(size_t *count)

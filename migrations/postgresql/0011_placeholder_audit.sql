@@ -1,0 +1,3 @@
+-- PLACEHOLDER of branch h-webhooks so that its 0012 applies in order: another
+-- branch owns this number (0011_placeholder_audit). Delete this file at merge.
+SELECT 1;
