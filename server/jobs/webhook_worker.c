@@ -19,7 +19,7 @@
 
 #define WORKERS_MAX 16
 #define BODY_MAX (TG_WEBHOOK_DATA_MAX + 1024)
-#define ANSWER_KEEP 160 /* bytes of an answer's body kept for the delivery log */
+#define ANSWER_KEEP 160  /* bytes of an answer's body kept for the delivery log */
 #define ANSWER_MAX 65536 /* bytes of an answer's body read at most, then the transfer stops */
 #define RETRY_AFTER_MAX_MS 3600000LL
 
@@ -32,9 +32,8 @@ size_t tg_webhook_body(const tg_webhook_send *send, char *out, size_t len)
         json_decref(data);
         data = json_object();
     }
-    json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", send->event_id, "type",
-                             send->type, "timestamp", send->created_at, "namespace", send->org,
-                             "data", data);
+    json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", send->event_id, "type", send->type,
+                             "timestamp", send->created_at, "namespace", send->org, "data", data);
     if (body == NULL)
         return 0;
     size_t n = json_dumpb(body, out, len, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -45,8 +44,8 @@ size_t tg_webhook_body(const tg_webhook_send *send, char *out, size_t len)
     return n;
 }
 
-int tg_webhook_signature(const char *secret, const char *id, long long timestamp,
-                         const char *body, size_t body_len, char *out, size_t len)
+int tg_webhook_signature(const char *secret, const char *id, long long timestamp, const char *body,
+                         size_t body_len, char *out, size_t len)
 {
     char prefix[TG_WEBHOOK_ID_LEN + 48];
     int p = snprintf(prefix, sizeof prefix, "%s.%lld.", id, timestamp);
@@ -60,9 +59,9 @@ int tg_webhook_signature(const char *secret, const char *id, long long timestamp
     memcpy(message + p, body, body_len);
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned int mac_len = 0;
-    bool ok = HMAC(EVP_sha256(), secret, (int)strlen(secret), message, total, mac, &mac_len) !=
-                  NULL &&
-              mac_len == 32;
+    bool ok =
+        HMAC(EVP_sha256(), secret, (int)strlen(secret), message, total, mac, &mac_len) != NULL &&
+        mac_len == 32;
     free(message);
     if (!ok)
         return -1;
@@ -237,13 +236,12 @@ static void deliver(const tg_webhook_config *config, const tg_webhook_send *send
     tg_webhook_outcome outcome = TG_WEBHOOK_DELIVERED;
     int64_t next = 0;
     if (error[0] != '\0') {
-        outcome = send->attempts >= (int64_t)config->max_attempts ? TG_WEBHOOK_GAVE_UP
-                                                                   : TG_WEBHOOK_RETRY;
-        int64_t delay =
-            tg_webhook_backoff_ms((unsigned)send->attempts, config->backoff_ms,
-                                  config->backoff_max_ms);
-        int64_t asked = tg_webhook_retry_after_ms(a.retry_after[0] ? a.retry_after : NULL,
-                                                  time(NULL));
+        outcome =
+            send->attempts >= (int64_t)config->max_attempts ? TG_WEBHOOK_GAVE_UP : TG_WEBHOOK_RETRY;
+        int64_t delay = tg_webhook_backoff_ms((unsigned)send->attempts, config->backoff_ms,
+                                              config->backoff_max_ms);
+        int64_t asked =
+            tg_webhook_retry_after_ms(a.retry_after[0] ? a.retry_after : NULL, time(NULL));
         if (asked > delay)
             delay = asked;
         next = tg_webhook_now_ms() + delay;

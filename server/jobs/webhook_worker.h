@@ -49,8 +49,8 @@ void tg_webhooks_wake(void);
 size_t tg_webhook_body(const tg_webhook_send *send, char *out, size_t len);
 /* "v1," and the base64 of HMAC-SHA256(secret, id "." timestamp "." body): the
  * webhook-signature header's value. 0, or -1 when out is too small. */
-int tg_webhook_signature(const char *secret, const char *id, long long timestamp,
-                         const char *body, size_t body_len, char *out, size_t len);
+int tg_webhook_signature(const char *secret, const char *id, long long timestamp, const char *body,
+                         size_t body_len, char *out, size_t len);
 /* The delay after the attempt-th failed send: base * 2^(attempt-1), at most cap. */
 int64_t tg_webhook_backoff_ms(unsigned attempt, unsigned base_ms, unsigned cap_ms);
 /* A Retry-After value: delay-seconds or an HTTP-date (against now), in

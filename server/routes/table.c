@@ -75,8 +75,8 @@ static const tg_route routes[] = {
     /* webhooks of a namespace (webhooks.c), managed by its admins */
     {"POST", "/v1/namespaces/{org}/webhooks", TG_BODY_JSON, TG_AUTH_ADMIN, 0,
      tg_route_webhook_create, NULL, NULL, NULL},
-    {"GET", "/v1/namespaces/{org}/webhooks", TG_BODY_NONE, TG_AUTH_ADMIN, 0,
-     tg_route_webhooks_list, NULL, NULL, NULL},
+    {"GET", "/v1/namespaces/{org}/webhooks", TG_BODY_NONE, TG_AUTH_ADMIN, 0, tg_route_webhooks_list,
+     NULL, NULL, NULL},
     {"GET", "/v1/namespaces/{org}/webhooks/{id}", TG_BODY_NONE, TG_AUTH_ADMIN, 0,
      tg_route_webhook_get, NULL, NULL, NULL},
     {"PATCH", "/v1/namespaces/{org}/webhooks/{id}", TG_BODY_JSON, TG_AUTH_ADMIN, 0,
@@ -87,8 +87,8 @@ static const tg_route routes[] = {
      tg_route_webhook_ping, NULL, NULL, NULL},
     {"GET", "/v1/namespaces/{org}/webhooks/{id}/deliveries", TG_BODY_NONE, TG_AUTH_ADMIN, 0,
      tg_route_webhook_deliveries, NULL, NULL, NULL},
-    {"GET", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}", TG_BODY_NONE,
-     TG_AUTH_ADMIN, 0, tg_route_webhook_delivery_get, NULL, NULL, NULL},
+    {"GET", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}", TG_BODY_NONE, TG_AUTH_ADMIN,
+     0, tg_route_webhook_delivery_get, NULL, NULL, NULL},
     {"POST", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}/redeliver", TG_BODY_NONE,
      TG_AUTH_ADMIN, 0, tg_route_webhook_redeliver, NULL, NULL, NULL},
     /* Hugging Face Hub read routes. Last, so every fixed route above wins: the

@@ -22,8 +22,8 @@
 /* The event types a subscription may ask for ("ping" is sent by the ping route
  * to one subscription, never subscribed to). */
 static const char *const event_types[] = {
-    "model.created",      "version.published", "alias.moved",     "version.deprecated",
-    "version.deleted",    "upload.refused",    "job.finished",    "signature.invalid",
+    "model.created",   "version.published", "alias.moved",  "version.deprecated",
+    "version.deleted", "upload.refused",    "job.finished", "signature.invalid",
 };
 #define EVENT_TYPES (sizeof event_types / sizeof event_types[0])
 
@@ -43,9 +43,9 @@ static bool id_param(tg_request *req, const char *name, int64_t *out)
     uint64_t value = 0;
     const char *text = tg_param(req, name);
     if (text == NULL || !tg_parse_u64(text, &value) || value == 0 || value > INT64_MAX) {
-        tg_respond_problem(req, strcmp(name, "id") == 0 ? "webhook_not_found"
-                                                        : "webhook_delivery_not_found",
-                           "no such %s", strcmp(name, "id") == 0 ? "webhook" : "delivery");
+        tg_respond_problem(
+            req, strcmp(name, "id") == 0 ? "webhook_not_found" : "webhook_delivery_not_found",
+            "no such %s", strcmp(name, "id") == 0 ? "webhook" : "delivery");
         return false;
     }
     *out = (int64_t)value;
@@ -96,10 +96,10 @@ static json_t *time_ms_json(int64_t ms)
 
 static json_t *delivery_json(const tg_webhook_delivery *d)
 {
-    json_t *body = json_pack("{s:I, s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)d->id,
-                             "subscription_id", (json_int_t)d->subscription_id, "event_id",
-                             d->event_id, "type", d->type, "state", d->state, "attempts",
-                             (json_int_t)d->attempts);
+    json_t *body =
+        json_pack("{s:I, s:I, s:s, s:s, s:s, s:I}", "id", (json_int_t)d->id, "subscription_id",
+                  (json_int_t)d->subscription_id, "event_id", d->event_id, "type", d->type, "state",
+                  d->state, "attempts", (json_int_t)d->attempts);
     if (body == NULL)
         return NULL;
     bool pending = strcmp(d->state, "pending") == 0;
@@ -120,7 +120,8 @@ static json_t *delivery_json(const tg_webhook_delivery *d)
 static bool read_url(tg_request *req, json_t *value, const char **out)
 {
     if (!json_is_string(value)) {
-        tg_respond_problem(req, "webhook_url_invalid", "\"url\" (an http or https URL) is required");
+        tg_respond_problem(req, "webhook_url_invalid",
+                           "\"url\" (an http or https URL) is required");
         return false;
     }
     const char *url = json_string_value(value);
@@ -135,8 +136,8 @@ static bool read_url(tg_request *req, json_t *value, const char **out)
                 snprintf((char *)cut, sizeof detail - (size_t)(cut - detail),
                          "; a webhook may not target it (--import-allow)");
         }
-        tg_respond_problem(req, address ? "webhook_address_forbidden" : "webhook_url_invalid",
-                           "%s", detail);
+        tg_respond_problem(req, address ? "webhook_address_forbidden" : "webhook_url_invalid", "%s",
+                           detail);
         return false;
     }
     *out = url;
@@ -212,8 +213,7 @@ static bool read_secret(tg_request *req, json_t *value, char out[TG_WEBHOOK_SECR
 static void respond_hook_failure(tg_request *req, tg_cat_status status, int64_t id)
 {
     if (status == TG_CAT_NOT_FOUND)
-        tg_respond_problem(req, "webhook_not_found", "this namespace has no webhook %" PRId64,
-                           id);
+        tg_respond_problem(req, "webhook_not_found", "this namespace has no webhook %" PRId64, id);
     else
         tg_respond_catalog_failure(req, status);
 }

@@ -452,8 +452,8 @@ void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id);
  * record the outcome. docs/WEBHOOKS.md tells the whole story. */
 #define TG_WEBHOOK_EVENTS_MAX 512 /* the ",type,type," text of a subscription */
 #define TG_WEBHOOK_SECRET_MAX 128
-#define TG_WEBHOOK_ID_LEN 40    /* "evt_" + 32 hex digits + NUL, with room */
-#define TG_WEBHOOK_TYPE_MAX 32  /* "version.published" */
+#define TG_WEBHOOK_ID_LEN 40     /* "evt_" + 32 hex digits + NUL, with room */
+#define TG_WEBHOOK_TYPE_MAX 32   /* "version.published" */
 #define TG_WEBHOOK_DATA_MAX 8192 /* an event's data: a JSON object */
 #define TG_WEBHOOK_ERROR_MAX 300
 
@@ -463,7 +463,7 @@ typedef struct tg_webhook {
     char url[TG_URL_MAX + 1];
     char events[TG_WEBHOOK_EVENTS_MAX]; /* ",model.created,version.published," */
     bool enabled;
-    int64_t failures; /* failed deliveries in a row */
+    int64_t failures;                           /* failed deliveries in a row */
     char disabled_reason[TG_WEBHOOK_ERROR_MAX]; /* "" while enabled */
     char created_at[TG_TIME_LEN];
     char updated_at[TG_TIME_LEN];
@@ -474,10 +474,10 @@ typedef struct tg_webhook_delivery {
     int64_t subscription_id;
     char event_id[TG_WEBHOOK_ID_LEN];
     char type[TG_WEBHOOK_TYPE_MAX];
-    char state[16];         /* "pending", "delivered", "failed" */
-    int64_t attempts;       /* sends tried so far */
-    int64_t next_attempt;   /* Unix milliseconds of the next try, while pending */
-    int64_t last_status;    /* the last answer's HTTP status, 0 when none came */
+    char state[16];                        /* "pending", "delivered", "failed" */
+    int64_t attempts;                      /* sends tried so far */
+    int64_t next_attempt;                  /* Unix milliseconds of the next try, while pending */
+    int64_t last_status;                   /* the last answer's HTTP status, 0 when none came */
     char last_error[TG_WEBHOOK_ERROR_MAX]; /* "" when none */
     char created_at[TG_TIME_LEN];
     char updated_at[TG_TIME_LEN];
@@ -524,11 +524,9 @@ tg_cat_status tg_catalog_webhook_event_add(tg_catalog *catalog, const char *org,
                                            const char *data_json);
 /* Deliveries of subscription id of org, newest first, id < before_id (0: from the
  * newest); at most limit. NOT_FOUND when no such subscription. */
-tg_cat_status tg_catalog_webhook_deliveries(tg_catalog *catalog, const char *org, int64_t id,
-                                            int64_t before_id, unsigned limit,
-                                            void (*visit)(void *ctx,
-                                                          const tg_webhook_delivery *delivery),
-                                            void *ctx);
+tg_cat_status tg_catalog_webhook_deliveries(
+    tg_catalog *catalog, const char *org, int64_t id, int64_t before_id, unsigned limit,
+    void (*visit)(void *ctx, const tg_webhook_delivery *delivery), void *ctx);
 tg_cat_status tg_catalog_webhook_delivery_get(tg_catalog *catalog, const char *org, int64_t id,
                                               int64_t delivery_id, tg_webhook_delivery *out);
 /* The delivery is pending again, due now, with a fresh count of attempts (the same

@@ -132,8 +132,8 @@
  * parameters, before its COMMIT. */
 #define TG_CAT_SQL_WEBHOOK_EVENT_ADD                                                               \
     "INSERT INTO webhook_events (id, org, type, created_at, data)"                                 \
-    " SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS TEXT),"             \
-    " CAST(?5 AS TEXT) WHERE EXISTS (SELECT 1 FROM webhook_subscriptions WHERE org = ?2"          \
+    " SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS TEXT),"              \
+    " CAST(?5 AS TEXT) WHERE EXISTS (SELECT 1 FROM webhook_subscriptions WHERE org = ?2"           \
     " AND enabled = 1 AND events LIKE '%,' || ?3 || ',%')"
 
 /* ---- rows ---- */

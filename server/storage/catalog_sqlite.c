@@ -2257,8 +2257,7 @@ static tg_cat_status run_step(conn *k, tg_cat_step *step)
     return status;
 }
 
-static tg_cat_status sq_run_steps(tg_catalog *catalog, bool write, tg_cat_step *steps,
-                                  size_t count)
+static tg_cat_status sq_run_steps(tg_catalog *catalog, bool write, tg_cat_step *steps, size_t count)
 {
     tg_cat_status status = TG_CAT_ERROR;
     if (!write) {

@@ -123,6 +123,7 @@ static void read_one_delivery(void *ctx, tg_cat_row row)
 tg_cat_status tg_catalog_webhook_create(tg_catalog *catalog, const char *org, const char *url,
                                         const char *secret, const char *events, tg_webhook *out)
 {
+    memset(out, 0, sizeof *out); /* a failed call leaves it zeroed */
     static const char sql[] =
         "INSERT INTO webhook_subscriptions (org, url, secret, events, enabled, failures,"
         " created_at, updated_at) VALUES (?, ?, ?, ?, 1, 0, ?, ?) RETURNING " HOOK_COLUMNS;
@@ -136,6 +137,7 @@ tg_cat_status tg_catalog_webhook_create(tg_catalog *catalog, const char *org, co
 tg_cat_status tg_catalog_webhook_get(tg_catalog *catalog, const char *org, int64_t id,
                                      tg_webhook *out)
 {
+    memset(out, 0, sizeof *out); /* a failed call leaves it zeroed */
     static const char sql[] = "SELECT " HOOK_COLUMNS " FROM webhook_subscriptions"
                               " WHERE org = ? AND id = CAST(? AS BIGINT)";
     num n = n64(id);
@@ -172,6 +174,7 @@ tg_cat_status tg_catalog_webhook_update(tg_catalog *catalog, const char *org, in
                                         const char *url, const char *events, int enabled,
                                         tg_webhook *out)
 {
+    memset(out, 0, sizeof *out); /* a failed call leaves it zeroed */
     static const char sql[] =
         "UPDATE webhook_subscriptions SET url = coalesce(CAST(?3 AS TEXT), url),"
         " events = coalesce(CAST(?4 AS TEXT), events),"
@@ -253,17 +256,15 @@ static void visit_delivery(void *ctx, tg_cat_row row)
     v->visit(v->ctx, &delivery);
 }
 
-tg_cat_status tg_catalog_webhook_deliveries(tg_catalog *catalog, const char *org, int64_t id,
-                                            int64_t before_id, unsigned limit,
-                                            void (*visit)(void *ctx,
-                                                          const tg_webhook_delivery *delivery),
-                                            void *ctx)
+tg_cat_status tg_catalog_webhook_deliveries(
+    tg_catalog *catalog, const char *org, int64_t id, int64_t before_id, unsigned limit,
+    void (*visit)(void *ctx, const tg_webhook_delivery *delivery), void *ctx)
 {
     static const char exists[] = HOOK_EXISTS;
-    static const char sql[] = "SELECT " DELIVERY_COLUMNS DELIVERY_FROM
-                              " WHERE d.subscription_id = CAST(?1 AS BIGINT)"
-                              " AND (CAST(?2 AS BIGINT) = 0 OR d.id < CAST(?2 AS BIGINT))"
-                              " ORDER BY d.id DESC LIMIT CAST(?3 AS BIGINT)";
+    static const char sql[] =
+        "SELECT " DELIVERY_COLUMNS DELIVERY_FROM " WHERE d.subscription_id = CAST(?1 AS BIGINT)"
+        " AND (CAST(?2 AS BIGINT) = 0 OR d.id < CAST(?2 AS BIGINT))"
+        " ORDER BY d.id DESC LIMIT CAST(?3 AS BIGINT)";
     num n = n64(id), before = n64(before_id), most = n64(limit);
     delivery_visit v = {visit, ctx};
     const char *exists_params[] = {org, n.s};
@@ -276,6 +277,7 @@ tg_cat_status tg_catalog_webhook_deliveries(tg_catalog *catalog, const char *org
 tg_cat_status tg_catalog_webhook_delivery_get(tg_catalog *catalog, const char *org, int64_t id,
                                               int64_t delivery_id, tg_webhook_delivery *out)
 {
+    memset(out, 0, sizeof *out); /* a failed call leaves it zeroed */
     static const char exists[] = HOOK_EXISTS;
     static const char sql[] = "SELECT " DELIVERY_COLUMNS DELIVERY_FROM
                               " WHERE d.id = CAST(? AS BIGINT) AND d.subscription_id = CAST(? AS "
@@ -291,6 +293,7 @@ tg_cat_status tg_catalog_webhook_delivery_get(tg_catalog *catalog, const char *o
 tg_cat_status tg_catalog_webhook_redeliver(tg_catalog *catalog, const char *org, int64_t id,
                                            int64_t delivery_id, tg_webhook_delivery *out)
 {
+    memset(out, 0, sizeof *out); /* a failed call leaves it zeroed */
     static const char exists[] = HOOK_EXISTS;
     static const char update[] =
         "UPDATE webhook_deliveries SET state = 'pending', attempts = 0,"
@@ -346,6 +349,7 @@ static void read_send(void *ctx, tg_cat_row row)
 tg_cat_status tg_catalog_webhook_claim(tg_catalog *catalog, unsigned lease_seconds,
                                        tg_webhook_send *out)
 {
+    memset(out, 0, sizeof *out); /* a failed call leaves it zeroed */
     static const char sqlite_claim[] = CLAIM_SQL("");
     /* a replica skips the row another is claiming rather than wait for it */
     static const char pg_claim[] = CLAIM_SQL(" FOR UPDATE OF d SKIP LOCKED");
@@ -399,10 +403,13 @@ tg_cat_status tg_catalog_webhook_record(tg_catalog *catalog, int64_t delivery_id
     snprintf(reason, sizeof reason,
              "disabled after %u deliveries in a row failed; the last: %.200s", max_failures,
              error && error[0] ? error : "no detail");
-    const char *update_params[] = {
-        states[outcome],          next.s, http_status > 0 ? status.s : NULL,
-        error && error[0] ? error : NULL, now, d.s,
-        catalog->lease_owner};
+    const char *update_params[] = {states[outcome],
+                                   next.s,
+                                   http_status > 0 ? status.s : NULL,
+                                   error && error[0] ? error : NULL,
+                                   now,
+                                   d.s,
+                                   catalog->lease_owner};
     const char *id_params[] = {d.s};
     const char *disable_params[] = {reason, now, d.s, most.s};
     tg_cat_step steps[3] = {{update, 7, update_params, NULL, NULL, true, 0}};

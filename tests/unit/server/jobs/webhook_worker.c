@@ -32,8 +32,9 @@ TEST(body_has_the_documented_members)
     snprintf(send.data, sizeof send.data, "{\"alias\":\"prod\",\"version\":2}");
     char out[512];
     size_t n = tg_webhook_body(&send, out, sizeof out);
-    CHECK_STR(out, "{\"id\":\"evt_1\",\"type\":\"alias.moved\",\"timestamp\":\"2026-01-02T03:04:05Z\","
-                   "\"namespace\":\"acme\",\"data\":{\"alias\":\"prod\",\"version\":2}}");
+    CHECK_STR(out,
+              "{\"id\":\"evt_1\",\"type\":\"alias.moved\",\"timestamp\":\"2026-01-02T03:04:05Z\","
+              "\"namespace\":\"acme\",\"data\":{\"alias\":\"prod\",\"version\":2}}");
     CHECK_EQ_U64(n, strlen(out));
     /* data that is not an object becomes {} */
     snprintf(send.data, sizeof send.data, "[1");

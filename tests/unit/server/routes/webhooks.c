@@ -98,7 +98,8 @@ TEST(ping_deliveries_redeliver)
     it_response r = it_send("POST", path, admin_acme, NULL, 0);
     CHECK_STATUS(r, 202);
     char event[64];
-    snprintf(event, sizeof event, "%s", it_json_str(&r, "event_id") ? it_json_str(&r, "event_id") : "");
+    snprintf(event, sizeof event, "%s",
+             it_json_str(&r, "event_id") ? it_json_str(&r, "event_id") : "");
     CHECK(strncmp(event, "evt_", 4) == 0);
     it_response_free(&r);
     /* a model created: one more delivery */

@@ -49,8 +49,7 @@ static void count_delivery(void *ctx, const tg_webhook_delivery *d)
 static int deliveries(tg_catalog *catalog, const char *org, int64_t id, tg_webhook_delivery *newest)
 {
     tally t = {0};
-    CHECK(tg_catalog_webhook_deliveries(catalog, org, id, 0, 100, count_delivery, &t) ==
-          TG_CAT_OK);
+    CHECK(tg_catalog_webhook_deliveries(catalog, org, id, 0, 100, count_delivery, &t) == TG_CAT_OK);
     if (newest != NULL)
         *newest = t.last;
     return t.count;
@@ -150,8 +149,8 @@ static int drain(tg_catalog *catalog)
     tg_webhook_send send;
     int n = 0;
     while (tg_catalog_webhook_claim(catalog, 30, &send) == TG_CAT_OK && n < 100) {
-        CHECK(tg_catalog_webhook_record(catalog, send.delivery_id, TG_WEBHOOK_DELIVERED, 200, "",
-                                        0, 3) == TG_CAT_OK);
+        CHECK(tg_catalog_webhook_record(catalog, send.delivery_id, TG_WEBHOOK_DELIVERED, 200, "", 0,
+                                        3) == TG_CAT_OK);
         n++;
     }
     return n;
