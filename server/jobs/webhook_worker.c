@@ -175,8 +175,9 @@ static void deliver(const tg_webhook_config *config, const tg_webhook_send *send
     if (body_len == 0 || tg_webhook_signature(send->secret, send->event_id, timestamp, body,
                                               body_len, signature, sizeof signature) != 0) {
         snprintf(error, sizeof error, "the request could not be built");
-    } else if (bad != NULL) {
-        snprintf(error, sizeof error, "%s: %s", bad, detail);
+    } else if (bad != NULL) { /* the import check's reasons, named for webhooks */
+        snprintf(error, sizeof error, "%s%s: %s", strncmp(bad, "import_", 7) == 0 ? "webhook_" : "",
+                 strncmp(bad, "import_", 7) == 0 ? bad + 7 : bad, detail);
     } else {
         CURL *c = curl_easy_init();
         struct curl_slist *headers = NULL;
