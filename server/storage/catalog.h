@@ -1,4 +1,4 @@
-/* The catalog: models, versions, files, aliases, rejections, tokens, jobs.
+/* The catalog: models, versions, files, aliases, rejections, tokens, jobs, webhooks.
  *
  * A narrow, SQL-free interface with a backend behind it (catalog_backend.h):
  * tg_catalog_open chooses it from the catalog URL: SQLite (catalog_sqlite.c: WAL,
