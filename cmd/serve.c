@@ -24,6 +24,7 @@
 #include "route_table.h"
 #include "serve_options.h"
 #include "version_sign.h"
+#include "webhook_worker.h"
 
 /* tg_jobs_context.version_published: a derived version is "latest" now. */
 static void moving_revisions_changed(void *responses)
@@ -151,6 +152,21 @@ int tg_cmd_serve(int argc, char **argv)
         close_server(&server);
         return 1;
     }
+    tg_webhook_config webhooks = {.catalog = server.catalog,
+                                  .policy = server.config.import_allow,
+                                  .workers = server.config.webhook_workers,
+                                  .max_attempts = server.config.webhook_attempts,
+                                  .max_failures = server.config.webhook_max_failures,
+                                  .backoff_ms = server.config.webhook_backoff_ms,
+                                  .backoff_max_ms = server.config.webhook_backoff_max_ms,
+                                  .timeout = server.config.webhook_timeout,
+                                  .poll_ms = server.config.webhook_poll_ms};
+    if (tg_webhooks_start(&webhooks, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_jobs_stop();
+        close_server(&server);
+        return 1;
+    }
     tg_preload_service_config preloads = {.options = tg_preload_options_get(),
                                           .catalog = server.catalog,
                                           .data_dir = server.config.data_dir,
@@ -159,6 +175,7 @@ int tg_cmd_serve(int argc, char **argv)
                                           .token_lookup = tg_token_lookup};
     if (tg_preload_service_start(&preloads, &server.preloads, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_webhooks_stop();
         tg_jobs_stop();
         close_server(&server);
         return 1;
@@ -168,6 +185,7 @@ int tg_cmd_serve(int argc, char **argv)
     if (tg_http_start(&server, routes, route_count, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_preload_service_stop(server.preloads);
+        tg_webhooks_stop();
         tg_jobs_stop();
         close_server(&server);
         return 1;
@@ -184,6 +202,7 @@ int tg_cmd_serve(int argc, char **argv)
     tg_log(TG_LOG_INFO, "signal %d: stopping", signal_number);
     tg_http_stop(&server);
     tg_preload_service_stop(server.preloads);
+    tg_webhooks_stop();
     tg_jobs_stop();
     pthread_mutex_destroy(&server.publish_lock);
     close_server(&server);

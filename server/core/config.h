@@ -56,6 +56,16 @@ typedef struct tg_config {
                                       ready responses of published versions, 0 = off */
     unsigned response_cache_ttl;   /* TENSORGATE_RESPONSE_CACHE_TTL / --response-cache-ttl: seconds
                                       a ready response is served (other replicas' deletes) */
+    /* webhook delivery (server/jobs/webhook_worker.h): --webhook-workers (0: none),
+     * --webhook-attempts, --webhook-max-failures, --webhook-backoff-ms,
+     * --webhook-backoff-max-ms, --webhook-timeout (seconds), --webhook-poll-ms */
+    unsigned webhook_workers;
+    unsigned webhook_attempts;
+    unsigned webhook_max_failures;
+    unsigned webhook_backoff_ms;
+    unsigned webhook_backoff_max_ms;
+    unsigned webhook_timeout;
+    unsigned webhook_poll_ms;
     /* TENSORGATE_IMPORT_ALLOW (CIDRs, comma-separated) / --import-allow CIDR (repeatable):
      * ranges imports may reach although the SSRF policy forbids them (addr_policy.h) */
     tg_addr_policy import_allow;

@@ -98,6 +98,12 @@ static const tg_reason reasons[] = {
     {"parent_commit_mismatch", 412},
     {"ref_exists", 409},
     {"digest_mismatch", 400},
+    {"webhook_not_found", 404},
+    {"webhook_delivery_not_found", 404},
+    {"webhook_url_invalid", 400},
+    {"webhook_address_forbidden", 422},
+    {"webhook_events_invalid", 400},
+    {"webhook_secret_invalid", 400},
 };
 
 const tg_reason *tg_reasons(size_t *count)

@@ -227,4 +227,15 @@ tg_blob_reader *tg_open_file_blob(tg_request *req, const tg_file_record *file);
 struct MHD_Response *tg_blob_response(tg_server *server, tg_blob_reader *blob, uint64_t offset,
                                       uint64_t length);
 
+/* webhooks.c: /v1/namespaces/{org}/webhooks... */
+void tg_route_webhook_create(tg_request *req);
+void tg_route_webhooks_list(tg_request *req);
+void tg_route_webhook_get(tg_request *req);
+void tg_route_webhook_update(tg_request *req);
+void tg_route_webhook_delete(tg_request *req);
+void tg_route_webhook_ping(tg_request *req);
+void tg_route_webhook_deliveries(tg_request *req);
+void tg_route_webhook_delivery_get(tg_request *req);
+void tg_route_webhook_redeliver(tg_request *req);
+
 #endif

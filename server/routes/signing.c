@@ -210,6 +210,19 @@ static void signature_refused(tg_request *req, const tg_model *model, const tg_v
 {
     tg_log(TG_LOG_WARN, "publish of %s/%s version %lld refused: %s: %s", model->org, model->name,
            (long long)version->number, reason, detail);
+    /* the namespace's webhooks hear of it (signature.invalid); nothing was changed, so
+     * the event has a transaction of its own, and a failure to write it is logged */
+    char repo[2 * TG_NAME_MAX + 2];
+    snprintf(repo, sizeof repo, "%s/%s", model->org, model->name);
+    json_t *data = json_pack("{s:s, s:I, s:s, s:s}", "model", repo, "version",
+                             (json_int_t)version->number, "reason", reason, "detail", detail);
+    char *text = data != NULL ? json_dumps(data, JSON_COMPACT) : NULL;
+    json_decref(data);
+    if (text == NULL || tg_catalog_webhook_event_add(req->server->catalog, model->org,
+                                                     "signature.invalid", text) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "the signature.invalid event of %s version %lld was not recorded", repo,
+               (long long)version->number);
+    free(text);
     tg_respond_problem(req, reason, "version %lld of %s/%s: %s", (long long)version->number,
                        model->org, model->name, detail);
 }

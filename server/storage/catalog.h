@@ -1,4 +1,4 @@
-/* The catalog: models, versions, files, aliases, rejections, tokens, jobs.
+/* The catalog: models, versions, files, aliases, rejections, tokens, jobs, webhooks.
  *
  * A narrow, SQL-free interface with a backend behind it (catalog_backend.h):
  * tg_catalog_open chooses it from the catalog URL: SQLite (catalog_sqlite.c: WAL,
@@ -513,6 +513,127 @@ tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
  * This does it for job_id, or for every ended import job (job_id 0); best effort
  * (a catalog error is logged; the routes show the redacted form anyway). */
 void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id);
+
+/* ---- webhooks (schema 12; catalog_webhooks.c, over both backends) ----
+ *
+ * Subscriptions per namespace, the event outbox and the deliveries. Events are
+ * written by the catalog itself, in the transaction of the change they report
+ * (triggers of migration 12: model.created, version.published, alias.moved,
+ * upload.refused, job.finished), and only when an enabled subscription of the
+ * namespace asks for the type; an event fans out, in the same transaction, into
+ * one pending delivery per such subscription. The server's delivery workers
+ * (server/jobs/webhook_worker.c) claim due deliveries under a lease, send them and
+ * record the outcome. docs/WEBHOOKS.md tells the whole story. */
+#define TG_WEBHOOK_EVENTS_MAX 512 /* the ",type,type," text of a subscription */
+#define TG_WEBHOOK_SECRET_MAX 128
+#define TG_WEBHOOK_ID_LEN 40     /* "evt_" + 32 hex digits + NUL, with room */
+#define TG_WEBHOOK_TYPE_MAX 32   /* "version.published" */
+#define TG_WEBHOOK_DATA_MAX 8192 /* an event's data: a JSON object */
+#define TG_WEBHOOK_ERROR_MAX 300
+
+typedef struct tg_webhook {
+    int64_t id;
+    char org[TG_NAME_MAX + 1];
+    char url[TG_URL_MAX + 1];
+    char events[TG_WEBHOOK_EVENTS_MAX]; /* ",model.created,version.published," */
+    bool enabled;
+    int64_t failures;                           /* failed deliveries in a row */
+    char disabled_reason[TG_WEBHOOK_ERROR_MAX]; /* "" while enabled */
+    char created_at[TG_TIME_LEN];
+    char updated_at[TG_TIME_LEN];
+} tg_webhook;
+
+typedef struct tg_webhook_delivery {
+    int64_t id;
+    int64_t subscription_id;
+    char event_id[TG_WEBHOOK_ID_LEN];
+    char type[TG_WEBHOOK_TYPE_MAX];
+    char state[16];                        /* "pending", "delivered", "failed" */
+    int64_t attempts;                      /* sends tried so far */
+    int64_t next_attempt;                  /* Unix milliseconds of the next try, while pending */
+    int64_t last_status;                   /* the last answer's HTTP status, 0 when none came */
+    char last_error[TG_WEBHOOK_ERROR_MAX]; /* "" when none */
+    char created_at[TG_TIME_LEN];
+    char updated_at[TG_TIME_LEN];
+    char delivered_at[TG_TIME_LEN]; /* "" until delivered */
+} tg_webhook_delivery;
+
+/* A claimed delivery: what the worker sends. */
+typedef struct tg_webhook_send {
+    int64_t delivery_id;
+    int64_t subscription_id;
+    int64_t attempts; /* this one included */
+    char event_id[TG_WEBHOOK_ID_LEN];
+    char type[TG_WEBHOOK_TYPE_MAX];
+    char org[TG_NAME_MAX + 1];
+    char created_at[TG_TIME_LEN];
+    char url[TG_URL_MAX + 1];
+    char secret[TG_WEBHOOK_SECRET_MAX + 1];
+    char data[TG_WEBHOOK_DATA_MAX];
+} tg_webhook_send;
+
+/* A new enabled subscription of org (events in the ",a,b," form). */
+tg_cat_status tg_catalog_webhook_create(tg_catalog *catalog, const char *org, const char *url,
+                                        const char *secret, const char *events, tg_webhook *out);
+/* NOT_FOUND when there is no such subscription in org. */
+tg_cat_status tg_catalog_webhook_get(tg_catalog *catalog, const char *org, int64_t id,
+                                     tg_webhook *out);
+tg_cat_status tg_catalog_webhook_list(tg_catalog *catalog, const char *org,
+                                      void (*visit)(void *ctx, const tg_webhook *hook), void *ctx);
+/* Changes what is given: url and events (NULL: kept), enabled (-1: kept, 0, 1;
+ * enabling clears the failure count and the reason). out gets the subscription after. */
+tg_cat_status tg_catalog_webhook_update(tg_catalog *catalog, const char *org, int64_t id,
+                                        const char *url, const char *events, int enabled,
+                                        tg_webhook *out);
+/* The subscription and its deliveries go. */
+tg_cat_status tg_catalog_webhook_delete(tg_catalog *catalog, const char *org, int64_t id);
+/* A "ping" event for this one subscription (enabled or not), with its delivery;
+ * event_id gets its id. */
+tg_cat_status tg_catalog_webhook_ping(tg_catalog *catalog, const char *org, int64_t id,
+                                      char event_id[TG_WEBHOOK_ID_LEN]);
+/* An event of type for org with data (a JSON object's text), in a transaction of
+ * its own; written (and fanned out) only when a subscription asks for the type.
+ * Inside a backend transaction, use TG_CAT_SQL_WEBHOOK_EVENT_ADD (catalog_sql.h). */
+tg_cat_status tg_catalog_webhook_event_add(tg_catalog *catalog, const char *org, const char *type,
+                                           const char *data_json);
+/* Deliveries of subscription id of org, newest first, id < before_id (0: from the
+ * newest); at most limit. NOT_FOUND when no such subscription. */
+tg_cat_status tg_catalog_webhook_deliveries(
+    tg_catalog *catalog, const char *org, int64_t id, int64_t before_id, unsigned limit,
+    void (*visit)(void *ctx, const tg_webhook_delivery *delivery), void *ctx);
+tg_cat_status tg_catalog_webhook_delivery_get(tg_catalog *catalog, const char *org, int64_t id,
+                                              int64_t delivery_id, tg_webhook_delivery *out);
+/* The delivery is pending again, due now, with a fresh count of attempts (the same
+ * event id goes out again). */
+tg_cat_status tg_catalog_webhook_redeliver(tg_catalog *catalog, const char *org, int64_t id,
+                                           int64_t delivery_id, tg_webhook_delivery *out);
+/* Claims the oldest due pending delivery (of an enabled subscription, or a ping)
+ * whose lease is free or expired, for lease_seconds under this handle's lease
+ * owner; attempts + 1. NOT_FOUND when none is due. Several replicas never claim
+ * the same one at once (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one writer). */
+tg_cat_status tg_catalog_webhook_claim(tg_catalog *catalog, unsigned lease_seconds,
+                                       tg_webhook_send *out);
+
+typedef enum tg_webhook_outcome {
+    TG_WEBHOOK_DELIVERED, /* 2xx: done; the subscription's failure count is cleared */
+    TG_WEBHOOK_RETRY,     /* pending again, due at next_attempt */
+    TG_WEBHOOK_GAVE_UP,   /* failed for good; the subscription's failure count + 1, and
+                           * past max_failures in a row it is disabled */
+} tg_webhook_outcome;
+/* Records the outcome of the attempt of a delivery this handle holds the lease of
+ * (NOT_FOUND when it does not any more: nothing changes). */
+tg_cat_status tg_catalog_webhook_record(tg_catalog *catalog, int64_t delivery_id,
+                                        tg_webhook_outcome outcome, int http_status,
+                                        const char *error, int64_t next_attempt,
+                                        unsigned max_failures);
+/* At a server's start on SQLite (one process per catalog): the leases a killed
+ * process left are cleared, so its deliveries are due at once. PostgreSQL: nothing
+ * (another replica may hold them; they expire). */
+tg_cat_status tg_catalog_webhook_recover(tg_catalog *catalog);
+/* The wall clock in Unix milliseconds (next_attempt and leases use it). */
+int64_t tg_webhook_now_ms(void);
+/* "evt_" and 32 random hex digits. */
+void tg_webhook_new_id(char out[TG_WEBHOOK_ID_LEN]);
 
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ". */
 void tg_time_now(char out[TG_TIME_LEN]);

@@ -18,6 +18,25 @@
 #define TG_CATALOG_BACKEND_H
 
 #include "catalog.h"
+#include "catalog_sql.h"
+
+/* One statement of a run_steps call (schema 12: what catalog_webhooks.c writes once
+ * for both backends): SQL text in the shared form (catalog_sql.h: "?" or "?N"
+ * placeholders; an integer parameter is written CAST(? AS BIGINT)), n text
+ * parameters (NULL: SQL NULL), and a visitor called for each row the statement
+ * returns (a SELECT, or RETURNING), with the backend's lock held: it only copies.
+ * A parameter may point into a buffer an earlier step's visitor fills. required:
+ * a statement that touched or returned no row ends the run with TG_CAT_NOT_FOUND
+ * (a write run is then rolled back). rows gets the number touched or returned. */
+typedef struct tg_cat_step {
+    const char *sql;
+    int n;
+    const char *const *params;
+    void (*row)(void *ctx, tg_cat_row row);
+    void *ctx;
+    bool required;
+    long rows;
+} tg_cat_step;
 
 typedef struct tg_catalog_ops {
     const char *name; /* "sqlite" */
@@ -148,6 +167,10 @@ typedef struct tg_catalog_ops {
                                     void *ctx);
     tg_cat_status (*job_set_ended_url)(tg_catalog *catalog, int64_t job_id, const char *url);
 
+    /* schema 12: runs steps[0..count) in order; write: in one write transaction
+     * (every step or none), else as reads. A unique key taken answers TG_CAT_EXISTS,
+     * a missing foreign key parent TG_CAT_NOT_FOUND. */
+    tg_cat_status (*run_steps)(tg_catalog *catalog, bool write, tg_cat_step *steps, size_t count);
     /* versions by commit id */
     tg_cat_status (*version_by_commit)(tg_catalog *catalog, int64_t model_id, const char *commit,
                                        tg_version *out);

@@ -2096,6 +2096,36 @@ static tg_cat_status pg_audit_list(tg_catalog *catalog, const tg_audit_filter *f
     return TG_CAT_OK;
 }
 
+/* ---- generic steps (catalog_webhooks.c) ---- */
+
+static tg_cat_status pg_run_steps(tg_catalog *catalog, bool write, tg_cat_step *steps, size_t count)
+{
+    (void)write; /* a read runs in a transaction too: one snapshot for all its steps */
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    tg_cat_status status = TG_CAT_OK;
+    for (size_t i = 0; i < count && status == TG_CAT_OK; i++) {
+        tg_cat_step *step = &steps[i];
+        PGresult *r = tx_q(&t, step->sql, step->n, step->params);
+        if (r == NULL) {
+            status = t.status;
+            break;
+        }
+        if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+            step->rows = PQntuples(r);
+            for (int row = 0; row < PQntuples(r) && step->row != NULL; row++)
+                step->row(step->ctx, pg_row(r, row));
+        } else {
+            step->rows = strtol(PQcmdTuples(r), NULL, 10);
+        }
+        PQclear(r);
+        if (step->required && step->rows == 0)
+            status = TG_CAT_NOT_FOUND;
+    }
+    return tx_end(&t, status);
+}
+
 static const tg_catalog_ops pg_ops = {
     .audit_append = pg_audit_append,
     .audit_list = pg_audit_list,
@@ -2156,5 +2186,6 @@ static const tg_catalog_ops pg_ops = {
     .job_release = pg_job_release,
     .version_publish_files = pg_version_publish_files,
     /* versions by commit id */
+    .run_steps = pg_run_steps,
     .version_by_commit = pg_version_by_commit,
 };

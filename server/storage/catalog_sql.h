@@ -172,6 +172,20 @@
 #define TG_CAT_SQL_JOB_SET_ENDED_URL                                                               \
     "UPDATE jobs SET url = ?1 WHERE id = ?2 AND state IN ('done', 'failed')"
 
+/* Schema 12: an event into the webhook outbox, inside whatever transaction runs it
+ * (so it commits or rolls back with the change it reports). Parameters: id
+ * (tg_webhook_new_id), org, type, created_at (tg_time_now), data (a JSON object's
+ * text). Written only when an enabled subscription of org asks for type; the
+ * webhook_fanout trigger makes its deliveries. A backend operation that records
+ * a change with an event (say, a signature check's failure: "signature.invalid")
+ * runs this statement on its transaction's connection, with these five text
+ * parameters, before its COMMIT. */
+#define TG_CAT_SQL_WEBHOOK_EVENT_ADD                                                               \
+    "INSERT INTO webhook_events (id, org, type, created_at, data)"                                 \
+    " SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS TEXT),"              \
+    " CAST(?5 AS TEXT) WHERE EXISTS (SELECT 1 FROM webhook_subscriptions WHERE org = ?2"           \
+    " AND enabled = 1 AND events LIKE '%,' || ?3 || ',%')"
+
 /* ---- rows ---- */
 
 /* One row of a backend's result, as the decoders read it: a column's integer

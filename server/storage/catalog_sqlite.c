@@ -2407,6 +2407,72 @@ static tg_cat_status sq_audit_list(tg_catalog *catalog, const tg_audit_filter *f
     return read_end(catalog, k, status);
 }
 
+/* ---- generic steps (catalog_webhooks.c) ---- */
+
+/* One step on k: prepared for this call only (the webhook statements are few and
+ * rare, and stay out of the per-connection cache). */
+static tg_cat_status run_step(conn *k, tg_cat_step *step)
+{
+    sqlite3_stmt *st = NULL;
+    if (k == NULL || sqlite3_prepare_v2(k->db, step->sql, -1, &st, NULL) != SQLITE_OK) {
+        if (k != NULL)
+            tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(k->db));
+        return TG_CAT_ERROR;
+    }
+    for (int i = 0; i < step->n; i++)
+        bind_text(st, i + 1, step->params[i]);
+    bool returns = sqlite3_column_count(st) > 0;
+    int rc;
+    step->rows = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        step->rows++;
+        if (step->row != NULL)
+            step->row(step->ctx, sq_row(st));
+    }
+    tg_cat_status status = TG_CAT_OK;
+    if (rc != SQLITE_DONE) {
+        int code = sqlite3_extended_errcode(k->db);
+        status = code == SQLITE_CONSTRAINT_UNIQUE || code == SQLITE_CONSTRAINT_PRIMARYKEY
+                     ? TG_CAT_EXISTS
+                 : code == SQLITE_CONSTRAINT_FOREIGNKEY ? TG_CAT_NOT_FOUND
+                                                        : TG_CAT_ERROR;
+        if (status == TG_CAT_ERROR)
+            tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(k->db));
+    } else if (!returns) {
+        step->rows = sqlite3_changes(k->db);
+    }
+    sqlite3_finalize(st);
+    if (status == TG_CAT_OK && step->required && step->rows == 0)
+        status = TG_CAT_NOT_FOUND;
+    return status;
+}
+
+static tg_cat_status sq_run_steps(tg_catalog *catalog, bool write, tg_cat_step *steps, size_t count)
+{
+    tg_cat_status status = TG_CAT_ERROR;
+    if (!write) {
+        conn *k = read_begin(catalog);
+        status = TG_CAT_OK;
+        for (size_t i = 0; i < count && status == TG_CAT_OK; i++)
+            status = run_step(k, &steps[i]);
+        if (k == NULL)
+            status = TG_CAT_ERROR;
+        return read_end(catalog, k, status);
+    }
+    conn *k = write_begin(catalog);
+    if (exec(k, "BEGIN IMMEDIATE") == SQLITE_OK) {
+        status = TG_CAT_OK;
+        for (size_t i = 0; i < count && status == TG_CAT_OK; i++)
+            status = run_step(k, &steps[i]);
+        status = full_or(k, status);
+        if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+            status = full_or(k, TG_CAT_ERROR);
+        if (status != TG_CAT_OK)
+            exec(k, "ROLLBACK");
+    }
+    return write_end(catalog, k, status);
+}
+
 static const tg_catalog_ops sqlite_ops = {
     .audit_append = sq_audit_append,
     .audit_list = sq_audit_list,
@@ -2466,6 +2532,7 @@ static const tg_catalog_ops sqlite_ops = {
     .import_commit = sq_import_commit,
     .job_ended_urls = sq_job_ended_urls,
     .job_set_ended_url = sq_job_set_ended_url,
+    .run_steps = sq_run_steps,
     /* versions by commit id */
     .version_by_commit = sq_version_by_commit,
 };

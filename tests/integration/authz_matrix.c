@@ -292,6 +292,67 @@ static void prep_preload_delete(attempt *a)
     snprintf(a->probe, sizeof a->probe, "/v1/preloads/%s", id);
 }
 
+/* ---- webhooks: the fixture subscription of acme asks for signature.invalid, which
+ * nothing here sends, so only pings make deliveries (to a name that resolves to
+ * loopback: refused at connect, retried much later) ---- */
+static char hook_id[32];
+static char delivery_id[32];
+#define HOOKS "/v1/namespaces/acme/webhooks"
+#define HOOK_BODY "{\"url\":\"http://localhost:1/hook\",\"events\":[\"signature.invalid\"]}"
+
+static char *make_hook(char *out, size_t cap)
+{
+    it_response r = it_send_json("POST", HOOKS, admin(), HOOK_BODY);
+    must(r, 201, "POST " HOOKS);
+    snprintf(out, cap, "%lld", r.json ? it_json_int(r.json, "id") : -1);
+    it_response_free(&r);
+    return out;
+}
+
+static void prep_hook_create(attempt *a)
+{
+    snprintf(a->probe, sizeof a->probe, HOOKS);
+    snprintf(a->count_key, sizeof a->count_key, "webhooks");
+}
+
+static void prep_hook(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s", hook_id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s", hook_id);
+}
+
+static void prep_hook_delete(attempt *a)
+{
+    char id[32];
+    make_hook(id, sizeof id);
+    snprintf(a->path, sizeof a->path, HOOKS "/%s", id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s", id);
+}
+
+static void prep_hook_ping(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/ping", hook_id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s/deliveries", hook_id);
+    snprintf(a->count_key, sizeof a->count_key, "deliveries");
+}
+
+static void prep_hook_deliveries(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/deliveries", hook_id);
+}
+
+static void prep_hook_delivery(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/deliveries/%s", hook_id, delivery_id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s/deliveries/%s", hook_id, delivery_id);
+}
+
+static void prep_hook_redeliver(attempt *a)
+{
+    prep_hook_delivery(a);
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/deliveries/%s/redeliver", hook_id, delivery_id);
+}
+
 static void prep_job(attempt *a)
 {
     snprintf(a->path, sizeof a->path, "/v1/jobs/%s", job_id);
@@ -352,6 +413,23 @@ static row rows[] = {
     {"POST", "/v1/scan", 200, 0, "/v1/scan", B_MODEL, NULL, P_NONE, NULL, false},
     {"GET", "/v1/rejections", 200, 0, "/v1/rejections", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/v1/audit", 200, 0, "/v1/audit", B_NONE, NULL, P_NONE, NULL, false},
+    {"POST", "/v1/namespaces/{org}/webhooks", 201, 0, HOOKS, B_JSON, HOOK_BODY, P_COUNT,
+     prep_hook_create, false},
+    {"GET", "/v1/namespaces/{org}/webhooks", 200, 0, HOOKS, B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/namespaces/{org}/webhooks/{id}", 200, 0, NULL, B_NONE, NULL, P_NONE, prep_hook,
+     false},
+    {"PATCH", "/v1/namespaces/{org}/webhooks/{id}", 200, 0, NULL, B_JSON,
+     "{\"url\":\"http://localhost:2/hook\"}", P_BODY, prep_hook, false},
+    {"DELETE", "/v1/namespaces/{org}/webhooks/{id}", 204, 0, NULL, B_NONE, NULL, P_STATUS,
+     prep_hook_delete, false},
+    {"POST", "/v1/namespaces/{org}/webhooks/{id}/ping", 202, 0, NULL, B_NONE, NULL, P_COUNT,
+     prep_hook_ping, false},
+    {"GET", "/v1/namespaces/{org}/webhooks/{id}/deliveries", 200, 0, NULL, B_NONE, NULL, P_NONE,
+     prep_hook_deliveries, false},
+    {"GET", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}", 200, 0, NULL, B_NONE, NULL,
+     P_NONE, prep_hook_delivery, false},
+    {"POST", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}/redeliver", 202, 0, NULL,
+     B_NONE, NULL, P_STATUS, prep_hook_redeliver, false},
     {"GET", "/healthz", 200, 0, "/healthz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/readyz", 200, 0, "/readyz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/metrics", 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},
@@ -855,6 +933,18 @@ static void setup(void)
     snprintf(path, sizeof path, "/v1/jobs/%s", job_id);
     CHECK(wait_json_state(path, "done"));
     create_preload(preload_id);
+    make_hook(hook_id, sizeof hook_id);
+    char url[128];
+    snprintf(url, sizeof url, HOOKS "/%s/ping", hook_id);
+    r = it_send("POST", url, admin(), NULL, 0);
+    must(r, 202, url);
+    it_response_free(&r);
+    snprintf(url, sizeof url, HOOKS "/%s/deliveries", hook_id);
+    r = it_request("GET", url, &(it_request_opts){.token = admin()});
+    must(r, 200, url);
+    json_t *first = json_array_get(json_object_get(r.json, "deliveries"), 0);
+    snprintf(delivery_id, sizeof delivery_id, "%lld", first ? it_json_int(first, "id") : -1);
+    it_response_free(&r);
 }
 
 int main(int argc, char **argv)
