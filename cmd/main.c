@@ -24,6 +24,7 @@ static const struct command commands[] = {
     {"header", tg_cmd_header, "a stored file's parsed header (server)"},
     {"tensor", tg_cmd_tensor, "fetch one tensor, sliced or converted, as .npy or raw (server)"},
     {"scan", tg_cmd_scan, "the server's gate verdict on a local file, nothing stored"},
+    {"namespace", tg_cmd_namespace, "a namespace's settings: its code policy (server)"},
 };
 
 static void usage(FILE *out)

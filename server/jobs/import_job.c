@@ -218,9 +218,19 @@ static bool parse_content_range(const char *text, uint64_t *start, uint64_t *tot
 static bool begin_ingest(importer *im, uint64_t declared)
 {
     const char *path = im->job->path;
+    st_gate_kind kind =
+        tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
+    /* the namespace's code policy, as an upload reads it: when the fetch begins */
+    tg_namespace_settings settings = {0};
+    if (kind != ST_GATE_SAFETENSORS &&
+        tg_catalog_namespace_get(im->ctx->catalog, im->job->org, &settings) != TG_CAT_OK) {
+        fail(im, "internal_error", "the namespace's code policy cannot be read from the catalog");
+        return false;
+    }
     tg_ingest_config config = {
-        .kind = tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path),
+        .kind = kind,
         .name = path,
+        .allow_code = settings.allow_code,
         .declared = declared,
         .max_bytes = im->ctx->max_body,
         .max_header = im->ctx->max_header,
@@ -587,6 +597,31 @@ static void record_rejection(importer *im, const char *reason, const char *forma
                (long long)im->job->id);
 }
 
+/* Code the namespace's policy admitted: recorded like a refusal, outcome
+ * admitted_by_policy (docs/DESIGN.md, "The code policy"). */
+static void record_code_admission(importer *im, const tg_file_record *file)
+{
+    st_verdict verdict;
+    st_gate_verdict(im->ingest.gate, &verdict);
+    tg_rejection r;
+    memset(&r, 0, sizeof r);
+    tg_time_now(r.time);
+    snprintf(r.model, sizeof r.model, "%s/%s", im->job->org, im->job->name);
+    r.version = im->job->source_number;
+    snprintf(r.path, sizeof r.path, "%s", im->job->path);
+    snprintf(r.reason, sizeof r.reason, "%s", file->code_reason);
+    snprintf(r.format, sizeof r.format, "%s", st_format_name(verdict.format));
+    snprintf(r.detail, sizeof r.detail, "%s", verdict.code.detail);
+    snprintf(r.client, sizeof r.client, "import job %lld", (long long)im->job->id);
+    r.size = file->size;
+    snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
+    if (tg_catalog_rejection_add(im->ctx->catalog, &r) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "cannot record the admission of code by import job %lld",
+               (long long)im->job->id);
+    tg_log(TG_LOG_INFO, "job %lld: admitted code %s %s under the namespace's policy: %s (%s)",
+           (long long)im->job->id, r.model, r.path, r.reason, r.detail);
+}
+
 static void gate_refusal(importer *im)
 {
     st_verdict verdict;
@@ -652,6 +687,8 @@ static void conclude(importer *im)
              : strcmp(why, "forbidden") == 0 ? "the token that asked no longer covers the model"
                                              : "the catalog could not record it");
         (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
+    } else if (file->code_reason[0] != '\0') {
+        record_code_admission(im, file);
     }
     free(file);
 }

@@ -174,6 +174,8 @@ static void add_rejection(void *ctx, const tg_rejection *r)
     json_object_set_new(item, "format", text_or_null(r->format));
     json_object_set_new(item, "detail", text_or_null(r->detail));
     json_object_set_new(item, "client", text_or_null(r->client));
+    /* refused, or admitted_by_policy: code a namespace's policy let in (schema 10) */
+    json_object_set_new(item, "outcome", json_string(r->outcome[0] ? r->outcome : "refused"));
     /* a refused pickle's findings, kept as JSON text; [] when none (or unreadable) */
     json_t *findings = r->findings[0] ? json_loads(r->findings, 0, NULL) : NULL;
     json_object_set_new(item, "findings", json_is_array(findings) ? findings : json_array());

@@ -78,12 +78,15 @@ typedef struct tg_version {
 
 typedef struct tg_file_record {
     char path[TG_PATH_MAX + 1];
-    char kind[16]; /* "safetensors", "json", "text", "gguf", png, jpeg, gif, webp, sentencepiece */
+    /* "safetensors", "json", "text", "gguf", png, jpeg, gif, webp, sentencepiece, or
+     * "code" (schema 10: code a namespace's policy admitted, code_reason says which) */
+    char kind[16];
     uint64_t size;
     char sha256[65];
     uint64_t tensors, parameters, nan, inf;
     char created_at[TG_TIME_LEN];
     char source_url[TG_URL_MAX + 1]; /* the URL an import fetched it from (schema 6), else "" */
+    char code_reason[32]; /* kind "code": the code_* reason it was admitted under, else "" */
 } tg_file_record;
 
 /* A rejection's findings text: ST_PICKLE_FINDINGS_MAX entries of at most ~190 bytes. */
@@ -103,6 +106,9 @@ typedef struct tg_rejection {
     /* a refused pickle's findings, the JSON array text of st_verdict_findings_json
      * (schema 7); "" when none */
     char findings[TG_REJECTION_FINDINGS_MAX];
+    /* schema 10: "refused" (the default; "" is written as it), or "admitted_by_policy":
+     * code a namespace's policy let in (reason: the code_* reason it would have had) */
+    char outcome[24];
 } tg_rejection;
 
 typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCOPE_ADMIN } tg_scope;
@@ -228,6 +234,14 @@ tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, cons
                                    unsigned limit,
                                    void (*visit)(void *ctx, const tg_file_record *file), void *ctx);
 
+/* The files of kind "code" (schema 10) of model_id's version number, or of every
+ * version when number is 0, ordered by version number then path: what marks a version
+ * as holding code (the mark is these rows, never a flag of its own). */
+tg_cat_status tg_catalog_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                    void (*visit)(void *ctx, int64_t number, const char *path,
+                                                  const char *code_reason),
+                                    void *ctx);
+
 /* A growable array of file records in the order visited; failed means an
  * allocation failed and the array is incomplete. Start from {0}; free items. */
 typedef struct tg_file_records {
@@ -238,6 +252,21 @@ typedef struct tg_file_records {
 /* A visit for tg_catalog_file_list and tg_catalog_job_file_list: appends *file to
  * the tg_file_records ctx. */
 void tg_file_records_collect(void *ctx, const tg_file_record *file);
+
+/* Per-namespace settings (schema 10, table namespace_settings: one row per org an
+ * admin has set something for, one column per setting; an org without a row has
+ * every default). */
+typedef struct tg_namespace_settings {
+    bool allow_code;              /* the code policy (docs/DESIGN.md): default false */
+    char updated_at[TG_TIME_LEN]; /* when a setting last changed; "" when never */
+} tg_namespace_settings;
+/* The settings of org; an org never set answers TG_CAT_OK with the defaults. */
+tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
+                                       tg_namespace_settings *out);
+/* Sets org's code policy (creating its row), leaving any other setting as it is;
+ * out (may be NULL) gets the settings as stored. */
+tg_cat_status tg_catalog_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                            tg_namespace_settings *out);
 
 /* rejections, newest first; before_id 0 means from the newest */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);
