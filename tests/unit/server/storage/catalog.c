@@ -2145,9 +2145,9 @@ int main(int argc, char **argv)
     RUN(embedded_migrations_match_files_in_order);
     RUN(models_and_listing);
     RUN(versions_files_publish);
-    RUN(code_policy_settings_and_marks);
     RUN(file_records_collect_keeps_order);
     RUN(rejections_and_tokens);
+    RUN(code_policy_settings_and_marks);
     RUN(jobs_commit_fail_recover);
     RUN(jobs_create_is_idempotent);
     RUN(jobs_list_filters_and_pages);
@@ -2172,8 +2172,8 @@ int main(int argc, char **argv)
         catalog_url = pg_url;
         RUN(models_and_listing);
         RUN(versions_files_publish);
-        RUN(code_policy_settings_and_marks);
         RUN(rejections_and_tokens);
+        RUN(code_policy_settings_and_marks);
         RUN(jobs_commit_fail_recover);
         RUN(jobs_create_is_idempotent);
         RUN(jobs_list_filters_and_pages);
