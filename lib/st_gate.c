@@ -567,6 +567,54 @@ static void tail_begin(st_gate *gate, size_t head_keep, st_format head_format,
     gate->phase = PHASE_TAIL;
 }
 
+/* Native code or bytecode the policy admits must be that and nothing more: sniffed
+ * again with its magic blanked, a strong format behind it (a ZIP found from its end, a
+ * tar, a pickle) is what it also is, and refused as such. Returns that format (info
+ * filled) or ST_FORMAT_UNKNOWN; ST_FORMAT_UNKNOWN too when the copy cannot be made
+ * (then *failed is set). */
+static st_format format_behind_code(const uint8_t *head, size_t head_len, const uint8_t *tail,
+                                    size_t tail_len, uint64_t size, st_sniff_info *info,
+                                    bool *failed)
+{
+    *failed = false;
+    if (head_len > ST_SNIFF_HEAD_MAX)
+        head_len = ST_SNIFF_HEAD_MAX;
+    uint8_t *copy = st_malloc(head_len ? head_len : 1);
+    if (copy == NULL) {
+        *failed = true;
+        return ST_FORMAT_UNKNOWN;
+    }
+    memcpy(copy, head, head_len);
+    memset(copy, 0, head_len < 8 ? head_len : 8);
+    st_format format = st_sniff(copy, head_len, tail, tail_len, size, info);
+    free(copy);
+    if (format_is_strong(format) && st_code_reason_of_format(format) == ST_OK)
+        return format;
+    return ST_FORMAT_UNKNOWN;
+}
+
+
+/* Admits the native code or bytecode in buf (its head), with the tail given, unless
+ * another format hides behind it. */
+static void finish_code_binary(st_gate *gate, st_format format, const uint8_t *tail,
+                               size_t tail_len)
+{
+    st_sniff_info behind_info;
+    memset(&behind_info, 0, sizeof behind_info);
+    bool failed;
+    st_format behind = format_behind_code(gate->buf, sniff_head_len(gate), tail, tail_len,
+                                          gate->seen, &behind_info, &failed);
+    if (failed) {
+        fail_out_of_memory(gate);
+        return;
+    }
+    if (behind != ST_FORMAT_UNKNOWN) {
+        refuse_format(gate, behind, &behind_info);
+        return;
+    }
+    finish_accepted(gate, format); /* code admitted by the policy, verdict.code says so */
+}
+
 static void tail_finish(st_gate *gate)
 {
     uint8_t *tail = st_malloc(gate->ring_len ? gate->ring_len : 1);
@@ -583,11 +631,12 @@ static void tail_finish(st_gate *gate)
     memset(&info, 0, sizeof info);
     st_format format =
         st_sniff(gate->buf, sniff_head_len(gate), tail, gate->ring_len, gate->seen, &info);
-    free(tail);
     if (gate->code_pending && format == gate->code_format) {
-        finish_accepted(gate, format); /* code admitted by the policy, verdict.code says so */
+        finish_code_binary(gate, format, tail, gate->ring_len);
+        free(tail);
         return;
     }
+    free(tail);
     set_unnamed_refusal(gate, format, &info);
     finish_refused(gate, gate->verdict.format);
 }
@@ -681,7 +730,9 @@ static void sidecar_classify_other(st_gate *gate, size_t len, bool at_end)
         set_format_refusal(gate, format, &info);
         mark_code(gate, &gate->verdict.error);
         if (at_end) {
-            finish_accepted(gate, format);
+            size_t tail_len = 0;
+            const uint8_t *tail = current_tail(gate, true, &tail_len);
+            finish_code_binary(gate, format, tail, tail_len);
             return;
         }
         tail_begin(gate, len, format, &info);
