@@ -124,7 +124,8 @@ async function viewModels(query) {
     if (mine !== pending) return;
     list.replaceChildren(models.length === 0 ? el('p', {className: 'muted', id: 'no-models'}, 'No models.') :
       table(['model', 'description', 'created'], models.map(m =>
-        el('tr', {}, el('td', {}, link(m.name, '/' + m.name), ...(m.holds_code ? [codeBadge('code in version ' + m.code_versions.join(', '))] : [])), cell(m.description || ''),
+        el('tr', {dataset: {model: m.name}}, el('td', {}, link(m.name, '/' + m.name)),
+          el('td', {}, ...(m.holds_code ? [codeBadge('code in version ' + m.code_versions.join(', ')), ' '] : []), m.description || ''),
           cell(m.created_at || '', 'muted'))), 'models-table'));
   }
   search.addEventListener('input', load);
@@ -145,8 +146,8 @@ async function viewModel(model) {
     el('h2', {}, 'Versions'),
     table(['version', 'state', 'aliases', 'created', 'published', 'digest'], versions.map(v =>
       el('tr', {dataset: {version: String(v.version)}},
-        el('td', {}, link(String(v.version), '/' + model + '@' + v.version), ...(v.holds_code ? [codeBadge('this version holds code')] : [])),
-        cell(v.state, v.state === 'published' ? 'ok' : 'muted'),
+        el('td', {}, link(String(v.version), '/' + model + '@' + v.version)),
+        el('td', {className: v.state === 'published' ? 'ok' : 'muted'}, v.state, ...(v.holds_code ? [' ', codeBadge('this version holds code')] : [])),
         el('td', {}, ...(byNumber[v.version] || []).map(a => el('span', {className: 'pill'}, a))),
         cell(v.created_at || '', 'muted'), cell(v.published_at || '', 'muted'),
         cell(v.digest ? v.digest.slice(0, 16) + '…' : '', 'mono'))), 'versions-table'),
@@ -248,7 +249,11 @@ async function viewRejections() {
     rows.length === 0 ? el('p', {className: 'muted'}, 'No refusals.') :
       table(['when', 'model', 'path', 'reason', 'format', 'detail'], rows.map(r =>
         el('tr', {}, cell(r.time || '', 'muted'), cell((r.model || '') + (r.version ? '@' + r.version : '')),
-          cell(r.path || '', 'mono'), cell(r.reason || '', 'bad'), cell(r.format || ''), cell(r.detail || '')
+          cell(r.path || '', 'mono'),
+          // code a namespace's policy admitted is recorded here too, marked as such
+          r.outcome === 'admitted_by_policy' ? el('td', {}, r.reason || '', ' ', codeBadge('admitted by the namespace policy'))
+            : cell(r.reason || '', 'bad'),
+          cell(r.format || ''), cell(r.detail || '')
         )), 'rejections-table'));
 }
 
