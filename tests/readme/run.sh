@@ -4,7 +4,7 @@
 # this order, in ONE shell (`sh -e`; variables, functions and the working directory
 # carry from block to block): the README's sections "Publish a model and fetch a
 # tensor slice with curl" and "Read tensors remotely from Python"; then docs/MANUAL.md's
-# sections "Push and pull with the CLI" through "Tokens", and "The CLI"; then the
+# sections "Push and pull with the CLI" through "Code in a namespace", and "The CLI"; then the
 # README's "Clean up". They run against a real server started on a free port with a
 # fresh data directory, from a stand-in repository root (build/tensorgate is BINARY;
 # clients/ and examples/ are the tree's). A ```python block runs with /usr/bin/python3
@@ -80,7 +80,7 @@ at_least() {
 # the README's walk-through, the manual's examples that continue it, the README's clean-up
 at_least 6 "the README walk-through" "$(blocks "$README" readme 'Publish a model|Read tensors remotely')"
 at_least 10 "the manual's walk-through sections" "$(blocks "$MANUAL" manual \
-    'Push and pull|Tensors|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tokens|The CLI')"
+    'Push and pull|Tensors|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tokens|Code in a namespace|The CLI')"
 at_least 1 "the README's Clean up" "$(blocks "$README" cleanup 'Clean up')"
 blocks=$(ls "$T/blocks")
 
