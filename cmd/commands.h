@@ -30,12 +30,12 @@ int tg_cmd_gc(int argc, char **argv);    /* cmd/maintenance.c */
 int tg_cmd_fsck(int argc, char **argv);  /* cmd/maintenance.c */
 
 /* commands that talk to a server through libtgclient (clients/c/tensorgate_client.h) */
-int tg_cmd_push(int argc, char **argv);   /* cmd/remote.c */
-int tg_cmd_pull(int argc, char **argv);   /* cmd/remote.c */
-int tg_cmd_ls(int argc, char **argv);     /* cmd/remote.c */
-int tg_cmd_header(int argc, char **argv); /* cmd/remote.c */
-int tg_cmd_tensor(int argc, char **argv); /* cmd/remote.c */
-int tg_cmd_scan(int argc, char **argv);   /* cmd/remote.c */
+int tg_cmd_push(int argc, char **argv);      /* cmd/remote.c */
+int tg_cmd_pull(int argc, char **argv);      /* cmd/remote.c */
+int tg_cmd_ls(int argc, char **argv);        /* cmd/remote.c */
+int tg_cmd_header(int argc, char **argv);    /* cmd/remote.c */
+int tg_cmd_tensor(int argc, char **argv);    /* cmd/remote.c */
+int tg_cmd_scan(int argc, char **argv);      /* cmd/remote.c */
 int tg_cmd_namespace(int argc, char **argv); /* cmd/remote.c */
 
 #endif

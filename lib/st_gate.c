@@ -593,7 +593,6 @@ static st_format format_behind_code(const uint8_t *head, size_t head_len, const 
     return ST_FORMAT_UNKNOWN;
 }
 
-
 /* Admits the native code or bytecode in buf (its head), with the tail given, unless
  * another format hides behind it. */
 static void finish_code_binary(st_gate *gate, st_format format, const uint8_t *tail,

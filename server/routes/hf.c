@@ -677,8 +677,8 @@ void tg_route_hf_models_list(tg_request *req)
         json_t *item = model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL);
         json_t *code_paths = json_array();
         if (item != NULL && code_paths != NULL && found == TG_CAT_OK) {
-            tg_cat_status listed = tg_catalog_code_files(
-                req->server->catalog, page.models[i].id, version.number, add_code_path, code_paths);
+            tg_cat_status listed = tg_catalog_code_files(req->server->catalog, page.models[i].id,
+                                                         version.number, add_code_path, code_paths);
             if (listed != TG_CAT_OK) {
                 json_decref(item);
                 json_decref(code_paths);

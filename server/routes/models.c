@@ -158,9 +158,9 @@ json_t *tg_code_files_json(tg_server *server, int64_t model_id, int64_t number,
                            tg_cat_status *status)
 {
     json_t *files = json_array();
-    *status = files != NULL ? tg_catalog_code_files(server->catalog, model_id, number,
-                                                    add_code_file, files)
-                            : TG_CAT_ERROR;
+    *status = files != NULL
+                  ? tg_catalog_code_files(server->catalog, model_id, number, add_code_file, files)
+                  : TG_CAT_ERROR;
     if (*status != TG_CAT_OK) {
         json_decref(files);
         return NULL;
@@ -182,9 +182,9 @@ static void add_code_version(void *ctx, int64_t number, const char *path, const 
 static json_t *code_versions_json(tg_server *server, int64_t model_id, tg_cat_status *status)
 {
     json_t *numbers = json_array();
-    *status = numbers != NULL ? tg_catalog_code_files(server->catalog, model_id, 0,
-                                                      add_code_version, numbers)
-                              : TG_CAT_ERROR;
+    *status = numbers != NULL
+                  ? tg_catalog_code_files(server->catalog, model_id, 0, add_code_version, numbers)
+                  : TG_CAT_ERROR;
     if (*status != TG_CAT_OK) {
         json_decref(numbers);
         return NULL;
@@ -471,8 +471,8 @@ static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_statu
     }
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:o}", "name", full_name, "description",
                      model->description, "created_at", model->created_at, "aliases", aliases,
-                     "versions", versions, "holds_code", json_array_size(code) > 0,
-                     "code_versions", code);
+                     "versions", versions, "holds_code", json_array_size(code) > 0, "code_versions",
+                     code);
 }
 
 void tg_route_model_get(tg_request *req)

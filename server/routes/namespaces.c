@@ -27,8 +27,8 @@ static void respond_policy(tg_request *req, const char *org, const tg_namespace_
 {
     json_t *body = json_pack("{s:s, s:b}", "namespace", org, "allow_code", settings->allow_code);
     if (body != NULL)
-        json_object_set_new(body, "updated_at", settings->updated_at[0]
-                                                    ? json_string(settings->updated_at)
+        json_object_set_new(body, "updated_at",
+                            settings->updated_at[0] ? json_string(settings->updated_at)
                                                     : json_null());
     tg_respond_json(req, 200, body);
 }

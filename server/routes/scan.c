@@ -45,8 +45,7 @@ void tg_route_scan_start(tg_request *req)
         return;
     }
     req->state = body;
-    if (tg_body_ingest_begin(body, req, kind, tg_query(req, "name"), declared, false,
-                             false) != 0) {
+    if (tg_body_ingest_begin(body, req, kind, tg_query(req, "name"), declared, false, false) != 0) {
         tg_respond_internal(req, "out of memory");
         return;
     }

@@ -251,8 +251,8 @@ void tg_route_upload_start(tg_request *req)
         }
     }
     errno = 0;
-    if (tg_body_ingest_begin(&up->body, req, kind, up->path, declared, true,
-                             settings.allow_code) != 0) {
+    if (tg_body_ingest_begin(&up->body, req, kind, up->path, declared, true, settings.allow_code) !=
+        0) {
         if (tg_errno_is_exhaustion(errno))
             tg_respond_exhausted(req, "a temp file");
         else

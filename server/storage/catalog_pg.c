@@ -992,10 +992,12 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         num size = n64((int64_t)file->size), tensors = n64((int64_t)file->tensors),
             parameters = n64((int64_t)file->parameters), nan = n64((int64_t)file->nan),
             inf = n64((int64_t)file->inf);
-        const char *params[] = {
-            vid.s,     file->path,   file->kind, size.s, file->sha256,
-            tensors.s, parameters.s, nan.s,      inf.s,  tensor_stats ? tensor_stats : "[]",
-            now,       file->code_reason[0] ? file->code_reason : NULL};
+        const char *params[] = {vid.s,        file->path,
+                                file->kind,   size.s,
+                                file->sha256, tensors.s,
+                                parameters.s, nan.s,
+                                inf.s,        tensor_stats ? tensor_stats : "[]",
+                                now,          file->code_reason[0] ? file->code_reason : NULL};
         status = tx_run(&t, put_sql, 12, params) < 0 ? t.status : TG_CAT_OK;
     }
     return tx_end(&t, status);
@@ -1564,12 +1566,18 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
         num size = n64((int64_t)file->size), tensors = n64((int64_t)file->tensors),
             parameters = n64((int64_t)file->parameters), nan = n64((int64_t)file->nan),
             inf = n64((int64_t)file->inf);
-        const char *params[] = {vid.s,        file->path,
-                                file->kind,   size.s,
-                                file->sha256, tensors.s,
-                                parameters.s, nan.s,
-                                inf.s,        tensor_stats ? tensor_stats : "[]",
-                                now,          file->source_url[0] ? file->source_url : NULL,
+        const char *params[] = {vid.s,
+                                file->path,
+                                file->kind,
+                                size.s,
+                                file->sha256,
+                                tensors.s,
+                                parameters.s,
+                                nan.s,
+                                inf.s,
+                                tensor_stats ? tensor_stats : "[]",
+                                now,
+                                file->source_url[0] ? file->source_url : NULL,
                                 file->code_reason[0] ? file->code_reason : NULL};
         status = tx_run(&t, put_sql, 13, params) < 0 ? t.status : TG_CAT_OK;
     }

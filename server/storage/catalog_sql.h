@@ -117,7 +117,7 @@
     "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \
     " tensor_stats, created_at, code_reason)"                                                      \
     " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2,"       \
-    " code_reason FROM files WHERE version_id = ?3"                                                            \
+    " code_reason FROM files WHERE version_id = ?3"                                                \
     " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)"
 #define TG_CAT_SQL_JOB_COMMIT_MADE                                                                 \
     "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \

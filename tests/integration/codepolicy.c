@@ -73,7 +73,8 @@ TEST(policy_route_authorization)
     it_response_free(&r);
     const char *refused[] = {read_any, write_acme, admin_other};
     for (size_t i = 0; i < 3; i++) {
-        r = it_request("GET", "/v1/namespaces/acme/policy", &(it_request_opts){.token = refused[i]});
+        r = it_request("GET", "/v1/namespaces/acme/policy",
+                       &(it_request_opts){.token = refused[i]});
         CHECK_PROBLEM(r, 403, "forbidden");
         it_response_free(&r);
         r = it_send_json("PUT", "/v1/namespaces/acme/policy", refused[i], "{\"allow_code\":true}");
@@ -112,7 +113,8 @@ TEST(policy_route_authorization)
 TEST(code_refused_by_default)
 {
     CHECK_EQ_U64(it_make_version(write_acme, "acme/code", NULL, NULL, false), 1);
-    it_response r = put_file("acme/code", 1, "modeling_x.py", write_acme, modeling, strlen(modeling));
+    it_response r =
+        put_file("acme/code", 1, "modeling_x.py", write_acme, modeling, strlen(modeling));
     CHECK_PROBLEM(r, 422, "code_python");
     it_response_free(&r);
     r = put_file("acme/code", 1, "config.json", write_acme, auto_map_config,
@@ -124,7 +126,8 @@ TEST(code_refused_by_default)
 TEST(allowed_code_is_admitted_and_marked)
 {
     set_policy("acme", admin_acme, true, 200);
-    it_response r = put_file("acme/code", 1, "modeling_x.py", write_acme, modeling, strlen(modeling));
+    it_response r =
+        put_file("acme/code", 1, "modeling_x.py", write_acme, modeling, strlen(modeling));
     CHECK_STATUS(r, 201);
     CHECK_STR(it_json_str(&r, "kind"), "code");
     CHECK_STR(it_json_str(&r, "code"), "code_python");

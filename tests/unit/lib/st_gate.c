@@ -946,7 +946,10 @@ TEST(code_policy_admits_only_code)
     /* native code and bytecode: streamed, admitted at the end */
     uint8_t elf[200000];
     memset(elf, 0x5a, sizeof elf);
-    memcpy(elf, "\x7f" "ELF\x02\x01\x01\x00", 8);
+    memcpy(elf,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
     c = allowing(ST_GATE_SIDECAR, "ops/kernel.so");
     expect_code(&c, make_raw(elf, sizeof elf), ST_FORMAT_NATIVE, ST_CODE_NATIVE);
     c = allowing(ST_GATE_SIDECAR, "weights.bin");
@@ -966,7 +969,10 @@ TEST(code_policy_admits_only_code)
     /* a ZIP (a pickle inside) behind an ELF header is found from its end and refused */
     static const uint8_t pickled[] = {0x80, 0x02, 'N', '.'};
     input polyglot = make_prefixed_zip(100 * 1024, false, "archive/data.pkl", pickled, 4);
-    memcpy(polyglot.bytes, "\x7f" "ELF\x02\x01\x01\x00", 8);
+    memcpy(polyglot.bytes,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
     c = allowing(ST_GATE_SIDECAR, "ops/kernel.so");
     v = judge(&c, &polyglot, true);
     CHECK(!v.valid && v.code.reason == ST_OK && v.error.reason == ST_REFUSED_FORMAT);
@@ -974,7 +980,10 @@ TEST(code_policy_admits_only_code)
     input_free(&polyglot);
     /* and a small one, judged whole */
     polyglot = make_prefixed_zip(200, false, "archive/data.pkl", pickled, 4);
-    memcpy(polyglot.bytes, "\x7f" "ELF\x02\x01\x01\x00", 8);
+    memcpy(polyglot.bytes,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
     v = judge(&c, &polyglot, true);
     CHECK(!v.valid && v.code.reason == ST_OK && v.error.reason == ST_REFUSED_FORMAT);
     input_free(&polyglot);

@@ -292,7 +292,10 @@ TEST(code_policy_settings_and_marks)
     tg_version v1, v2;
     CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
     CHECK(tg_catalog_version_create(catalog, model.id, &v2) == TG_CAT_OK);
-    tg_file_record code = {.path = "modeling_x.py", .kind = "code", .size = 3, .sha256 = "aa",
+    tg_file_record code = {.path = "modeling_x.py",
+                           .kind = "code",
+                           .size = 3,
+                           .sha256 = "aa",
                            .code_reason = "code_python"};
     tg_file_record text = {.path = "README.md", .kind = "text", .size = 3, .sha256 = "bb"};
     CHECK(tg_catalog_file_put(catalog, v2.id, &code, NULL) == TG_CAT_OK);
@@ -1670,8 +1673,8 @@ static tg_cat_status fake_namespace_get(tg_catalog *catalog, const char *org,
     return TG_CAT_CONFLICT;
 }
 
-static tg_cat_status fake_namespace_set_code(tg_catalog *catalog, const char *org,
-                                             bool allow_code, const char *now)
+static tg_cat_status fake_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                             const char *now)
 {
     (void)org;
     (void)allow_code;
