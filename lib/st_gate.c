@@ -1036,17 +1036,16 @@ static const char *code_by_name_sentence(st_reason reason)
     }
 }
 
-static void head_step(st_gate *gate, bool at_end);
-
 /* A name that marks code (st_code_reason_by_name): once the head is in, the content's
  * own strong format (a pickle, an ELF named run.sh) is the more precise refusal; else
  * the name's code reason, with the format the content has (text, JSON, unknown).
  * Under the code policy the name's mark is kept and the content is judged as any
- * sidecar's (a strong format that is not code is still refused as that format). */
-static void refuse_code_by_name(st_gate *gate, st_reason reason, bool at_end)
+ * sidecar's (a strong format that is not code is still refused as that format): false
+ * then, the head goes on; true when the gate decided or waits for the head. */
+static bool refuse_code_by_name(st_gate *gate, st_reason reason, bool at_end)
 {
     if (!head_complete(gate, at_end))
-        return;
+        return true;
     st_sniff_info info;
     st_format format = sniff_head(gate, true, at_end, &info);
     if (code_allowed(gate) &&
@@ -1056,24 +1055,22 @@ static void refuse_code_by_name(st_gate *gate, st_reason reason, bool at_end)
                      gate->config.name, code_by_name_sentence(reason));
         mark_code(gate, &why);
         gate->name_reason = ST_OK;
-        head_step(gate, at_end);
-        return;
+        return false;
     }
     if (format_is_strong(format)) {
         refuse_format(gate, format, &info);
-        return;
+        return true;
     }
     st_error_set(&gate->verdict.error, reason, ST_NO_OFFSET, NULL, "%.120s is %s (by its name)",
                  gate->config.name, code_by_name_sentence(reason));
     finish_refused(gate, format);
+    return true;
 }
 
 static void head_step(st_gate *gate, bool at_end)
 {
-    if (gate->name_reason != ST_OK) {
-        refuse_code_by_name(gate, gate->name_reason, at_end);
+    if (gate->name_reason != ST_OK && refuse_code_by_name(gate, gate->name_reason, at_end))
         return;
-    }
     /* a *.json sidecar is never a safetensors attempt: only strict JSON passes */
     if (gate->config.kind == ST_GATE_SIDECAR_JSON) {
         sidecar_begin(gate, at_end);

@@ -1663,8 +1663,9 @@ int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t
                          tgc_error *err)
 {
     clear_err(err);
-    if (out != NULL)
-        *out = NULL;
+    if (out == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "no place for the answer");
+    *out = NULL;
     if (c == NULL || org == NULL || org[0] == '\0' || strlen(org) > 64 || strchr(org, '/'))
         return set_err(err, 0, TGC_REASON_USAGE, "'%s' is not a namespace", org ? org : "(null)");
     sbuf u = {0};
