@@ -157,7 +157,14 @@ TEST(allowed_code_is_admitted_and_marked)
     r = put_file("acme/code", 1, "broken.json", write_acme, "{\"auto_map\": {", 14);
     CHECK_PROBLEM(r, 422, "sidecar_json_invalid");
     it_response_free(&r);
-    /* a plain file beside the code */
+    /* plain files beside the code */
+    it_tensor_spec spec = {"w", "F32", 2, {2, 3}};
+    it_buf weights = {0};
+    it_build_safetensors(&weights, &spec, 1, NULL, 1);
+    r = put_file("acme/code", 1, "model.safetensors", write_acme, weights.data, weights.len);
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    it_buf_free(&weights);
     r = put_file("acme/code", 1, "README.md", write_acme, "# x\n", 4);
     CHECK_STATUS(r, 201);
     CHECK_STR(it_json_str(&r, "kind"), "text");
@@ -184,7 +191,7 @@ TEST(allowed_code_is_admitted_and_marked)
     r = it_get("/v1/models/acme/code/versions/1/files");
     CHECK_STATUS(r, 200);
     json_t *files = json_object_get(r.json, "files");
-    CHECK_EQ_U64(json_array_size(files), 3);
+    CHECK_EQ_U64(json_array_size(files), 4);
     json_t *file = find_by(files, "path", "modeling_x.py");
     CHECK_STR(json_string_value(json_object_get(file, "kind")), "code");
     CHECK_STR(json_string_value(json_object_get(file, "code")), "code_python");
@@ -316,6 +323,33 @@ TEST(imports_follow_the_policy)
     CHECK_STR(reason, "code_python");
 }
 
+/* A conversion carries the code over to its derived version, marked as well */
+TEST(derived_versions_keep_the_mark)
+{
+    it_response r = it_send_json("POST", "/v1/models/acme/code/versions/1/convert", write_acme,
+                                 "{\"dtype\":\"F16\"}");
+    CHECK_STATUS(r, 202);
+    char location[128] = "", state[32], reason[64];
+    it_header(&r, "Location", location, sizeof location);
+    it_response_free(&r);
+    wait_job(location, state, sizeof state, reason, sizeof reason);
+    CHECK_STR(state, "done");
+    r = it_get(location);
+    long long derived = it_json_int(r.json, "version");
+    it_response_free(&r);
+    char url[128];
+    snprintf(url, sizeof url, "/v1/models/acme/code/versions/%lld", derived);
+    r = it_get(url);
+    CHECK_STATUS(r, 200);
+    CHECK(json_is_true(json_object_get(r.json, "holds_code")));
+    json_t *code = json_object_get(r.json, "code_files");
+    CHECK_EQ_U64(json_array_size(code), 2);
+    json_t *py = find_by(code, "path", "modeling_x.py");
+    CHECK(py != NULL &&
+          strcmp(json_string_value(json_object_get(py, "reason")), "code_python") == 0);
+    it_response_free(&r);
+}
+
 TEST(policy_off_refuses_new_code_and_keeps_the_mark)
 {
     set_policy("acme", admin_any, false, 200);
@@ -325,8 +359,9 @@ TEST(policy_off_refuses_new_code_and_keeps_the_mark)
     r = it_get("/api/models/acme/code");
     CHECK(array_has_string(json_object_get(r.json, "tags"), "custom_code"));
     it_response_free(&r);
-    CHECK_EQ_U64(it_make_version(write_acme, "acme/code", NULL, NULL, false), 3);
-    r = put_file("acme/code", 3, "modeling_x.py", write_acme, modeling, strlen(modeling));
+    int draft = it_make_version(write_acme, "acme/code", NULL, NULL, false);
+    CHECK(draft > 3); /* 2: the import's draft, 3: the derived version */
+    r = put_file("acme/code", draft, "modeling_x.py", write_acme, modeling, strlen(modeling));
     CHECK_PROBLEM(r, 422, "code_python");
     it_response_free(&r);
     /* the draft that took code while it was allowed keeps it, marked */
@@ -334,7 +369,9 @@ TEST(policy_off_refuses_new_code_and_keeps_the_mark)
     CHECK(json_is_true(json_object_get(r.json, "holds_code")));
     it_response_free(&r);
     /* a version without code is not marked */
-    r = it_get("/v1/models/acme/code/versions/3");
+    char url[128];
+    snprintf(url, sizeof url, "/v1/models/acme/code/versions/%d", draft);
+    r = it_get(url);
     CHECK(json_is_false(json_object_get(r.json, "holds_code")));
     CHECK_EQ_U64(json_array_size(json_object_get(r.json, "code_files")), 0);
     it_response_free(&r);
@@ -355,6 +392,7 @@ int main(int argc, char **argv)
     RUN(allowed_code_is_admitted_and_marked);
     RUN(other_namespace_still_refuses);
     RUN(imports_follow_the_policy);
+    RUN(derived_versions_keep_the_mark);
     RUN(policy_off_refuses_new_code_and_keeps_the_mark);
     return it_finish(argv[0]);
 }
