@@ -887,7 +887,8 @@ static void ls_usage(FILE *out)
                  "                     [--json]\n"
                  "\n"
                  "Without an argument the models; ORG: that org's models; ORG/NAME: the model's\n"
-                 "versions and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
+                 "versions (\"holds code\" after one that holds code its namespace's policy\n"
+                 "admitted) and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
                  "SHA-256), or with --tensors every tensor of the version (name, dtype, shape,\n"
                  "file).\n\n");
     fputs(remote_common_help, out);
@@ -1009,10 +1010,12 @@ int tg_cmd_ls(int argc, char **argv)
             {
                 const char *pub = json_string_value(json_object_get(ver, "published_at"));
                 const char *dig = json_string_value(json_object_get(ver, "digest"));
-                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s\n",
+                /* a version that holds code says so (docs/DESIGN.md, "The code policy") */
+                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s%s\n",
                        json_integer_value(json_object_get(ver, "version")),
                        shown(json_string_value(json_object_get(ver, "state"))), shown(pub),
-                       shown(dig));
+                       shown(dig),
+                       json_is_true(json_object_get(ver, "holds_code")) ? "  holds code" : "");
             }
             const char *alias;
             json_t *num;

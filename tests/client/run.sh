@@ -381,6 +381,8 @@ assert v['namespace'] == 'acme' and v['allow_code'] is True and v['updated_at'],
 run 0 "push with code is admitted" "$BIN" push coded acme/coded --publish
 run 0 "ls the version's files" "$BIN" ls acme/coded@latest
 out_has "the code file's kind" " code +[0-9a-f]{64}  modeling_x.py$"
+run 0 "ls marks the version" "$BIN" ls acme/coded
+out_has "the version holds code" "^1 +published .*  holds code$"
 run 0 "ls --json marks the version" "$BIN" ls acme/coded --json
 py "the model marks its versions" "
 import json
