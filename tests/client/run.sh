@@ -382,7 +382,7 @@ run 0 "push with code is admitted" "$BIN" push coded acme/coded --publish
 run 0 "ls the version's files" "$BIN" ls acme/coded@latest
 out_has "the code file's kind" " code +[0-9a-f]{64}  modeling_x.py$"
 run 0 "ls marks the version" "$BIN" ls acme/coded
-out_has "the version holds code" "^1 +published .*  holds code$"
+out_has "the version holds code" "^2 +published .*  holds code$"
 run 0 "ls --json marks the version" "$BIN" ls acme/coded --json
 py "the model marks its versions" "
 import json
