@@ -569,9 +569,19 @@ static void record_import(void *ctx, const tg_file_record *file, const char *sta
                              .token_hash = NULL};
     if (im->ctx->publish_lock != NULL)
         pthread_mutex_lock(im->ctx->publish_lock);
-    commit->status =
-        tg_catalog_import_commit(im->ctx->catalog, im->job->id, &guard, im->job->source_version_id,
-                                 commit->file, stats, &commit->why);
+    /* code admitted when the fetch began is admitted only while the policy still allows it */
+    tg_namespace_settings settings = {.allow_code = true};
+    commit->status = TG_CAT_OK;
+    if (commit->file->code_reason[0] != '\0')
+        commit->status = tg_catalog_namespace_get(im->ctx->catalog, im->job->org, &settings);
+    if (commit->status == TG_CAT_OK && !settings.allow_code) {
+        commit->status = TG_CAT_CONFLICT;
+        commit->why = "code_refused";
+    } else if (commit->status == TG_CAT_OK) {
+        commit->status =
+            tg_catalog_import_commit(im->ctx->catalog, im->job->id, &guard,
+                                     im->job->source_version_id, commit->file, stats, &commit->why);
+    }
     if (im->ctx->publish_lock != NULL)
         pthread_mutex_unlock(im->ctx->publish_lock);
 }
@@ -677,6 +687,16 @@ static void conclude(importer *im)
                strcmp(commit.why, "lease_lost") == 0) {
         /* another replica holds the job now: its fetch is the one that counts */
         im->lease_lost = true;
+        (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
+    } else if (commit.status != TG_CAT_OK && commit.why != NULL &&
+               strcmp(commit.why, "code_refused") == 0) {
+        /* the namespace's code policy was turned off during the fetch: refused as code */
+        st_verdict verdict;
+        st_gate_verdict(ingest->gate, &verdict);
+        fail(im, st_reason_name(verdict.code.reason),
+             "%.180s; the namespace's code policy was turned off during the import",
+             verdict.code.detail);
+        record_rejection(im, im->reason, st_format_name(verdict.format), im->detail, NULL);
         (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
     } else if (commit.status != TG_CAT_OK) {
         const char *why = commit.why != NULL ? commit.why : "internal_error";

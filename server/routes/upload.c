@@ -320,8 +320,18 @@ static void record_upload_row(void *ctx, const tg_file_record *file, const char 
                              .org = up->model.org,
                              .name = up->model.name,
                              .token_hash = up->token_hash[0] != '\0' ? up->token_hash : NULL};
-    row->status = tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, file, stats,
-                                              &row->why);
+    /* Code admitted at the head is admitted only while the policy still allows it: one
+     * turned off during the body refuses it here (no row). */
+    tg_namespace_settings settings = {.allow_code = true};
+    if (file->code_reason[0] != '\0')
+        row->status = tg_catalog_namespace_get(server->catalog, up->model.org, &settings);
+    if (file->code_reason[0] != '\0' && row->status == TG_CAT_OK && !settings.allow_code) {
+        row->status = TG_CAT_CONFLICT;
+        row->why = "code_refused";
+    } else if (file->code_reason[0] == '\0' || row->status == TG_CAT_OK) {
+        row->status = tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, file,
+                                                  stats, &row->why);
+    }
     pthread_mutex_unlock(&server->publish_lock);
 }
 
@@ -410,7 +420,20 @@ static void upload_answer(tg_request *req, bool body_ended)
     /* a lost upload gives its blob back at once when no row uses it */
     if (status != TG_CAT_OK)
         (void)tg_blob_reclaim(server->blobs, server->catalog, file.sha256, false);
-    if (status == TG_CAT_CONFLICT) {
+    if (status == TG_CAT_CONFLICT && row.why != NULL && strcmp(row.why, "code_refused") == 0) {
+        /* the namespace's code policy was turned off during the body: refused as code,
+         * as it would be now */
+        st_verdict refused;
+        st_gate_verdict(ingest->gate, &refused);
+        refused.valid = false;
+        refused.error = refused.code;
+        snprintf(refused.error.detail, sizeof refused.error.detail,
+                 "%.180s; the namespace's code policy was turned off during the upload",
+                 refused.code.detail);
+        record_rejection(req, up, st_reason_name(refused.error.reason),
+                         st_format_name(refused.format), refused.error.detail, file.size, NULL);
+        tg_respond_gate_problem(req, &refused);
+    } else if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, "version_published", "version %lld was published during the upload",
                            (long long)up->version.number);
     } else if (status == TG_CAT_NOT_FOUND && row.why != NULL &&

@@ -8,6 +8,8 @@
  * turning the policy off refuses new code but leaves the mark. Who may read and set the
  * policy: an admin of the org or of every org; a write or read token, another org's
  * admin and no token may not. */
+#include <pthread.h>
+
 #include "harness.h"
 #include "test.h"
 
@@ -377,6 +379,55 @@ TEST(policy_off_refuses_new_code_and_keeps_the_mark)
     it_response_free(&r);
 }
 
+/* The policy turned off while an upload of code is between its blob and its row (the
+ * server restarted with TENSORGATE_TEST_COMMIT_DELAY_MS): the commit re-reads it and
+ * refuses the code, as a new upload would be; no row, the blob given back. */
+static const char race_text[] = "# only the race test uploads this\nimport os\n";
+
+static void *upload_race(void *arg)
+{
+    it_response r = it_send("PUT", arg, write_acme, race_text, sizeof race_text - 1);
+    const char *reason = it_reason(&r);
+    long result = r.status == 422 && reason != NULL && strcmp(reason, "code_python") == 0 ? 1 : 0;
+    it_response_free(&r);
+    return (void *)result;
+}
+
+TEST(policy_turned_off_during_an_upload)
+{
+    CHECK(it_server_stop() == 0);
+    setenv("TENSORGATE_TEST_COMMIT_DELAY_MS", "4000", 1);
+    CHECK(it_server_start_args((const char *const[]){"--import-allow", "127.0.0.1/32", NULL},
+                               NULL) == 0);
+    unsetenv("TENSORGATE_TEST_COMMIT_DELAY_MS");
+    set_policy("acme", admin_acme, true, 200);
+    int draft = it_make_version(write_acme, "acme/race", NULL, NULL, false);
+    CHECK(draft == 1);
+    char url[128], hex[65];
+    snprintf(url, sizeof url, "/v1/models/acme/race/versions/1/files/modeling_race.py");
+    it_sha256_hex(race_text, sizeof race_text - 1, hex);
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, upload_race, url) == 0);
+    /* the blob is durable before the row: the upload is then inside its 4 s gap */
+    for (int i = 0; i < 300 && !it_blob_exists(hex); i++)
+        usleep(10 * 1000);
+    CHECK(it_blob_exists(hex));
+    set_policy("acme", admin_acme, false, 200);
+    void *refused = NULL;
+    pthread_join(thread, &refused);
+    CHECK((long)refused == 1);
+    it_response r = it_get(url);
+    CHECK_PROBLEM(r, 404, "file_not_found");
+    it_response_free(&r);
+    CHECK(!it_blob_exists(hex));
+    r = it_request("GET", "/v1/rejections?limit=5", &(it_request_opts){.token = admin_any});
+    json_t *record = find_by(json_object_get(r.json, "rejections"), "path", "modeling_race.py");
+    CHECK(record != NULL);
+    CHECK_STR(json_string_value(json_object_get(record, "outcome")), "refused");
+    CHECK(strstr(json_string_value(json_object_get(record, "detail")), "turned off") != NULL);
+    it_response_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const flags[] = {"--import-allow", "127.0.0.1/32", NULL};
@@ -394,5 +445,6 @@ int main(int argc, char **argv)
     RUN(imports_follow_the_policy);
     RUN(derived_versions_keep_the_mark);
     RUN(policy_off_refuses_new_code_and_keeps_the_mark);
+    RUN(policy_turned_off_during_an_upload);
     return it_finish(argv[0]);
 }
