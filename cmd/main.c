@@ -28,6 +28,7 @@ static const struct command commands[] = {
     {"rejections", tg_cmd_rejections, "what the server refused, filtered (admin token)"},
     {"sign", tg_cmd_sign, "sign a model directory (OpenSSF model signing v1, model.sig)"},
     {"verify", tg_cmd_verify, "verify a model directory against its model.sig"},
+    {"namespace", tg_cmd_namespace, "a namespace's settings: its code policy (server)"},
 };
 
 static void usage(FILE *out)

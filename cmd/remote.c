@@ -168,7 +168,8 @@ enum {
     OPT_LIMIT,
     OPT_JSONL,
     OPT_VERIFY,
-    OPT_PUBLIC_KEY
+    OPT_PUBLIC_KEY,
+    OPT_ALLOW_CODE
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -973,7 +974,8 @@ static void ls_usage(FILE *out)
                  "                     [--json]\n"
                  "\n"
                  "Without an argument the models; ORG: that org's models; ORG/NAME: the model's\n"
-                 "versions and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
+                 "versions (\"holds code\" after one that holds code its namespace's policy\n"
+                 "admitted) and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
                  "SHA-256), or with --tensors every tensor of the version (name, dtype, shape,\n"
                  "file).\n\n");
     fputs(remote_common_help, out);
@@ -1095,10 +1097,12 @@ int tg_cmd_ls(int argc, char **argv)
             {
                 const char *pub = json_string_value(json_object_get(ver, "published_at"));
                 const char *dig = json_string_value(json_object_get(ver, "digest"));
-                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s\n",
+                /* a version that holds code says so (docs/DESIGN.md, "The code policy") */
+                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s%s\n",
                        json_integer_value(json_object_get(ver, "version")),
                        shown(json_string_value(json_object_get(ver, "state"))), shown(pub),
-                       shown(dig));
+                       shown(dig),
+                       json_is_true(json_object_get(ver, "holds_code")) ? "  holds code" : "");
             }
             const char *alias;
             json_t *num;
@@ -1589,6 +1593,83 @@ int tg_cmd_rejections(int argc, char **argv)
     if (tgc_list_rejections(c, &a.q, print_rejection, &jsonl, &e) != 0)
         status = fail("rejections", &ro, &e);
     fflush(stdout);
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- namespace ---------- */
+
+static void namespace_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tensorgate namespace policy ORG [--allow-code yes|no] [--url URL]\n"
+            "                  [--token TOKEN] [--json]\n"
+            "\n"
+            "policy: ORG's code policy. Without --allow-code it is shown; --allow-code yes lets\n"
+            "uploads and imports into ORG's models hold code (modeling_x.py, a config.json with\n"
+            "auto_map, ...), which is then marked on every version that holds it; no refuses\n"
+            "code again (versions that hold code stay marked). Needs an admin token of ORG or\n"
+            "of every org.\n\n");
+    fputs(remote_common_help, out);
+}
+
+/* --allow-code's value: 1 yes, 0 no, -1 anything else */
+static int namespace_extra(int opt, const char *arg, void *ud)
+{
+    if (opt != OPT_ALLOW_CODE || arg == NULL)
+        return -1;
+    int *value = ud;
+    if (strcmp(arg, "yes") == 0 || strcmp(arg, "true") == 0)
+        *value = 1;
+    else if (strcmp(arg, "no") == 0 || strcmp(arg, "false") == 0)
+        *value = 0;
+    else
+        return -1;
+    return 0;
+}
+
+int tg_cmd_namespace(int argc, char **argv)
+{
+    static const struct option extra[] = {
+        {"allow-code", required_argument, NULL, OPT_ALLOW_CODE},
+        {NULL, 0, NULL, 0},
+    };
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        namespace_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "policy") != 0)
+        return usage_error("namespace", "the subcommand is 'policy'", namespace_usage);
+    remote_opts ro = {0};
+    int allow = -1;
+    int rc = parse_common("namespace policy", argc - 1, argv + 1, &ro, extra, namespace_usage,
+                          namespace_extra, &allow);
+    if (rc >= 0)
+        return rc;
+    if (argc - 1 - optind != 1)
+        return usage_error("namespace policy", "expected one ORG", namespace_usage);
+    const char *org = argv[1 + optind];
+    int status = 0;
+    tgc_client *c = remote_connect("namespace policy", &ro, &status);
+    if (c == NULL)
+        return status;
+    bool set = allow == 1;
+    json_t *j = NULL;
+    tgc_error e;
+    if (tgc_namespace_policy(c, org, allow >= 0 ? &set : NULL, &j, &e) != 0) {
+        status = fail("namespace policy", &ro, &e);
+    } else if (ro.json) {
+        print_json_line(j);
+    } else {
+        const char *since = json_string_value(json_object_get(j, "updated_at"));
+        const char *name = shown(json_string_value(json_object_get(j, "namespace")));
+        const char *policy = json_is_true(json_object_get(j, "allow_code")) ? "allowed" : "refused";
+        if (since != NULL)
+            printf("%s: code %s (set %s)\n", name, policy, shown(since));
+        else
+            printf("%s: code %s (the default)\n", name, policy);
+    }
+    json_decref(j);
     tgc_close(c);
     return status;
 }

@@ -124,7 +124,8 @@ async function viewModels(query) {
     if (mine !== pending) return;
     list.replaceChildren(models.length === 0 ? el('p', {className: 'muted', id: 'no-models'}, 'No models.') :
       table(['model', 'description', 'created'], models.map(m =>
-        el('tr', {}, el('td', {}, link(m.name, '/' + m.name)), cell(m.description || ''),
+        el('tr', {dataset: {model: m.name}}, el('td', {}, link(m.name, '/' + m.name)),
+          el('td', {}, ...(m.holds_code ? [codeBadge('code in version ' + m.code_versions.join(', ')), ' '] : []), m.description || ''),
           cell(m.created_at || '', 'muted'))), 'models-table'));
   }
   search.addEventListener('input', load);
@@ -146,7 +147,7 @@ async function viewModel(model) {
     table(['version', 'state', 'aliases', 'created', 'published', 'digest'], versions.map(v =>
       el('tr', {dataset: {version: String(v.version)}},
         el('td', {}, link(String(v.version), '/' + model + '@' + v.version)),
-        cell(v.state, v.state === 'published' ? 'ok' : 'muted'),
+        el('td', {className: v.state === 'published' ? 'ok' : 'muted'}, v.state, ...(v.holds_code ? [' ', codeBadge('this version holds code')] : [])),
         el('td', {}, ...(byNumber[v.version] || []).map(a => el('span', {className: 'pill'}, a))),
         cell(v.created_at || '', 'muted'), cell(v.published_at || '', 'muted'),
         cell(v.digest ? v.digest.slice(0, 16) + '…' : '', 'mono'))), 'versions-table'),
@@ -154,6 +155,12 @@ async function viewModel(model) {
     aliases.length === 0 ? el('p', {className: 'muted'}, 'No aliases.') :
       table(['alias', 'version'], aliases.map(([a, n]) =>
         el('tr', {}, cell(a), el('td', {}, link(String(n), '/' + model + '@' + n)))), 'aliases-table'));
+}
+
+// The mark of a version that holds code its namespace's policy admitted
+// (docs/DESIGN.md, "The code policy"): derived from its files by the server.
+function codeBadge(title) {
+  return el('span', {className: 'badge code', title: title}, 'code');
 }
 
 function versionBase(model, rev) {
@@ -173,12 +180,14 @@ async function viewVersion(model, rev) {
   } while (cursor && files.length < 20000);
   main.replaceChildren(
     el('h1', {}, model + ' @ ' + v.version),
+    ...(v.holds_code ? [el('p', {id: 'code-warning', className: 'warn'}, codeBadge('this version holds code'),
+      ' This version holds code that a loader may run: ' + v.code_files.map(c => c.path + ' (' + c.reason + ')').join(', ') + '.')] : []),
     el('p', {className: 'muted'}, v.state + (v.published_at ? ', published ' + v.published_at : '') +
       (v.derived_from ? ', derived from version ' + v.derived_from : '') + (v.dtype ? ' (' + v.dtype + ')' : '')),
     table(['file', 'kind', {text: 'size', num: true}, 'SHA-256', 'verdict', {text: 'parameters', num: true}],
       files.map(f => el('tr', {dataset: {path: f.path}},
         el('td', {}, f.kind === 'safetensors' || f.kind === 'gguf' ? link(f.path, '/' + model + '@' + v.version + '/' + f.path) : el('span', {}, f.path)),
-        cell(f.kind),
+        f.kind === 'code' ? el('td', {className: 'kind'}, codeBadge(f.code), ' ' + f.code) : cell(f.kind),
         el('td', {className: 'num', title: f.size + ' bytes', dataset: {bytes: String(f.size)}}, bytes(f.size)),
         cell(f.sha256, 'mono'),
         cell(verdict(f), f.nan || f.inf ? 'bad' : 'ok'),
@@ -188,6 +197,7 @@ async function viewVersion(model, rev) {
 // Every stored file passed the gate; what it is, and non-finite values it holds.
 function verdict(f) {
   let text = 'accepted: ' + f.kind;
+  if (f.kind === 'code') text = 'admitted as code by the namespace policy (' + f.code + ')';
   if (f.nan || f.inf) text += ' (' + (f.nan || 0) + ' NaN, ' + (f.inf || 0) + ' Inf)';
   return text;
 }
@@ -278,7 +288,11 @@ async function viewRejections() {
     rows.length === 0 ? el('p', {className: 'muted'}, 'No refusals.') :
       table(['when', 'model', 'path', 'reason', 'format', 'detail', 'size', 'sha256', 'token'], rows.map(r =>
         el('tr', {}, cell(r.time || '', 'muted'), cell((r.model || '') + (r.version ? '@' + r.version : '')),
-          cell(r.path || '', 'mono'), cell(r.reason || '', 'bad'), cell(r.format || ''), cell(r.detail || ''),
+          cell(r.path || '', 'mono'),
+          // code a namespace's policy admitted is recorded here too, marked as such
+          r.outcome === 'admitted_by_policy' ? el('td', {}, r.reason || '', ' ', codeBadge('admitted by the namespace policy'))
+            : cell(r.reason || '', 'bad'),
+          cell(r.format || ''), cell(r.detail || ''),
           cell(r.size == null ? '' : String(r.size)), cell(r.sha256 || '', 'mono'),
           cell(r.token_id == null ? '' : String(r.token_id))
         )), 'rejections-table'));

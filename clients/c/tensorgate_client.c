@@ -1815,6 +1815,40 @@ int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int versi
     return rc;
 }
 
+int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t **out,
+                         tgc_error *err)
+{
+    clear_err(err);
+    if (out == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "no place for the answer");
+    *out = NULL;
+    if (c == NULL || org == NULL || org[0] == '\0' || strlen(org) > 64 || strchr(org, '/'))
+        return set_err(err, 0, TGC_REASON_USAGE, "'%s' is not a namespace", org ? org : "(null)");
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, "/v1/namespaces/");
+    sb_escaped(&u, org, false);
+    sb_str(&u, "/policy");
+    if (u.failed) {
+        free(u.s);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc;
+    if (set != NULL) {
+        json_t *body = json_pack("{s:b}", "allow_code", *set);
+        if (body == NULL) {
+            free(u.s);
+            return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+        }
+        rc = send_json(c, "PUT", &u, body, out, err);
+        json_decref(body);
+    } else {
+        rc = get_json(c, &u, out, err);
+    }
+    free(u.s);
+    return rc;
+}
+
 int tgc_scan(tgc_client *c, const char *local_file, const char *kind, json_t **verdict,
              tgc_error *err)
 {

@@ -191,6 +191,11 @@ int tgc_publish(tgc_client *c, const char *model, int version, json_t **version_
                 tgc_error *err);
 /* Points alias at a published version. */
 int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int version, tgc_error *err);
+/* A namespace's code policy (GET /v1/namespaces/{org}/policy; an admin token of org or
+ * of every org): *out (required) gets {"namespace", "allow_code", "updated_at"}. With set not NULL
+ * the policy is set to *set first (PUT), and *out is the policy as stored. */
+int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t **out,
+                         tgc_error *err);
 /* The gate's verdict on a local file, storing nothing (POST /v1/scan). kind:
  * "safetensors", "sidecar", "json", or NULL (the server's default, safetensors).
  * A refused file is success: read "valid" in *verdict. */

@@ -22,6 +22,7 @@ int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
         .kind = config->kind,
         .name = config->name,
         .refuse_nonfinite = config->refuse_nonfinite,
+        .allow_code = config->allow_code,
         .sidecar_max_size = 0,
         .reserve = config->reserve,
         .release = config->release,
@@ -407,8 +408,17 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
     if (tg_ingest_digest(ingest, file->sha256) != 0)
         return commit_failed(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_DIGEST, 0);
     const st_file *parsed = st_gate_file(ingest->gate);
+    st_verdict judged;
+    st_gate_verdict(ingest->gate, &judged);
+    if (judged.code.reason != ST_OK) {
+        /* code the namespace's policy admitted: its kind says so whatever it holds */
+        snprintf(file->kind, sizeof file->kind, "code");
+        snprintf(file->code_reason, sizeof file->code_reason, "%s",
+                 st_reason_name(judged.code.reason));
+    }
     if (parsed != NULL) {
-        snprintf(file->kind, sizeof file->kind, "safetensors");
+        if (file->kind[0] == '\0')
+            snprintf(file->kind, sizeof file->kind, "safetensors");
         uint64_t counts[ST_DTYPE_COUNT];
         file->tensors = parsed->tensor_count;
         st_file_parameter_counts(parsed, counts, &file->parameters);
@@ -419,7 +429,8 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
         const char *kind = verdict.format == ST_FORMAT_JSON   ? "json"
                            : verdict.format == ST_FORMAT_TEXT ? "text"
                                                               : st_format_name(verdict.format);
-        snprintf(file->kind, sizeof file->kind, "%s", kind != NULL ? kind : "text");
+        if (file->kind[0] == '\0')
+            snprintf(file->kind, sizeof file->kind, "%s", kind != NULL ? kind : "text");
     }
     char *stats = stats_text(parsed, st_gate_stats(ingest->gate), file);
     if (stats == NULL)

@@ -66,6 +66,7 @@ typedef struct tg_ingest_config {
     uint64_t max_bytes;    /* bytes taken at most (past it: TG_INGEST_TOO_LARGE); UINT64_MAX: any */
     uint64_t max_header;   /* the gate's bound on a safetensors header's N */
     bool refuse_nonfinite; /* NaN/Inf in floating tensors is a refusal */
+    bool allow_code;       /* the namespace's code policy admits code (st_gate_config) */
     /* the gate's memory budget (st_gate_config), or NULL: none */
     bool (*reserve)(void *budget_context, size_t bytes);
     void (*release)(void *budget_context, size_t bytes);
@@ -148,7 +149,8 @@ int tg_ingest_whole_digest(tg_ingest *ingest, char hex[65]);
 typedef void (*tg_ingest_record_fn)(void *ctx, const tg_file_record *file, const char *stats);
 
 /* Commits a storing ingest that finished accepted (state OPEN after
- * tg_ingest_finish): file gets path, size, sha256, kind ("safetensors", "json" or
+ * tg_ingest_finish): file gets path, size, sha256, kind ("code" for code the policy admitted, with
+ * code_reason; else "safetensors", "json" or
  * "text") and the tensor facts; what was written becomes the blob named by its
  * digest (tg_blob_write_commit, under the shared blobs lock); then record(ctx, file, stats)
  * runs under that lock. Returns 0 (state COMMITTED), or -1 with state NO_SPACE or

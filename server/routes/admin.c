@@ -189,6 +189,8 @@ static json_t *rejection_json(const tg_rejection *r)
     json_object_set_new(item, "token_id", id_or_null(r->token_id));
     json_object_set_new(item, "route", text_or_null(r->route));
     json_object_set_new(item, "job_id", id_or_null(r->job_id));
+    /* refused, or admitted_by_policy: code a namespace's policy let in (schema 10) */
+    json_object_set_new(item, "outcome", json_string(r->outcome[0] ? r->outcome : "refused"));
     /* a refused pickle's findings, kept as JSON text; [] when none (or unreadable) */
     json_t *findings = r->findings[0] ? json_loads(r->findings, 0, NULL) : NULL;
     json_object_set_new(item, "findings", json_is_array(findings) ? findings : json_array());

@@ -139,7 +139,69 @@ json_t *tg_file_json(const tg_file_record *file)
         (void)tg_url_redact(file->source_url, shown, sizeof shown);
         json_object_set_new(body, "source_url", json_string(shown));
     }
+    if (body != NULL && file->code_reason[0] != '\0') /* code the namespace's policy let in */
+        json_object_set_new(body, "code", json_string(file->code_reason));
     return body;
+}
+
+/* ---- the code mark (docs/DESIGN.md, "The code policy") ----
+ * Derived from the files of kind "code", never stored as a flag: a version holds code
+ * while one of its files is code, whatever the namespace's policy says now. */
+
+static void add_code_file(void *ctx, int64_t number, const char *path, const char *code_reason)
+{
+    (void)number;
+    json_array_append_new(ctx, json_pack("{s:s, s:s}", "path", path, "reason", code_reason));
+}
+
+json_t *tg_code_files_json(tg_server *server, int64_t model_id, int64_t number,
+                           tg_cat_status *status)
+{
+    json_t *files = json_array();
+    *status = files != NULL
+                  ? tg_catalog_code_files(server->catalog, model_id, number, add_code_file, files)
+                  : TG_CAT_ERROR;
+    if (*status != TG_CAT_OK) {
+        json_decref(files);
+        return NULL;
+    }
+    return files;
+}
+
+static void add_code_version(void *ctx, int64_t number, const char *path, const char *code_reason)
+{
+    (void)path;
+    (void)code_reason;
+    json_t *numbers = ctx;
+    size_t count = json_array_size(numbers);
+    if (count == 0 || json_integer_value(json_array_get(numbers, count - 1)) != number)
+        json_array_append_new(numbers, json_integer(number)); /* rows come by number */
+}
+
+/* The numbers of model_id's versions that hold code, ascending; NULL on failure. */
+static json_t *code_versions_json(tg_server *server, int64_t model_id, tg_cat_status *status)
+{
+    json_t *numbers = json_array();
+    *status = numbers != NULL
+                  ? tg_catalog_code_files(server->catalog, model_id, 0, add_code_version, numbers)
+                  : TG_CAT_ERROR;
+    if (*status != TG_CAT_OK) {
+        json_decref(numbers);
+        return NULL;
+    }
+    return numbers;
+}
+
+static bool number_in(const json_t *numbers, int64_t number)
+{
+    size_t i;
+    json_t *value;
+    json_array_foreach(numbers, i, value)
+    {
+        if (json_integer_value(value) == number)
+            return true;
+    }
+    return false;
 }
 
 static json_t *string_or_null(const char *text)
@@ -170,6 +232,13 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
                         version->derived_from > 0 ? json_integer((json_int_t)version->derived_from)
                                                   : json_null());
     json_object_set_new(body, "dtype", string_or_null(version->derived_dtype));
+    json_t *code = tg_code_files_json(server, model->id, version->number, status);
+    if (code == NULL) {
+        json_decref(body);
+        return NULL;
+    }
+    json_object_set_new(body, "holds_code", json_boolean(json_array_size(code) > 0));
+    json_object_set_new(body, "code_files", code);
     if (with_files) {
         json_t *files = json_array();
         tg_cat_status listed =
@@ -191,6 +260,9 @@ typedef struct model_page {
     json_t *models;
     unsigned count;
     char last_key[2 * TG_NAME_MAX + 2];
+    int64_t *ids; /* the models' ids, in the order of models */
+    size_t ids_cap;
+    bool failed;
 } model_page;
 
 static void add_model_summary(void *ctx, const tg_model *model)
@@ -198,6 +270,17 @@ static void add_model_summary(void *ctx, const tg_model *model)
     model_page *page = ctx;
     char full_name[2 * TG_NAME_MAX + 2];
     snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
+    if (page->count == page->ids_cap) {
+        size_t cap = page->ids_cap ? page->ids_cap * 2 : 64;
+        int64_t *grown = realloc(page->ids, cap * sizeof *grown);
+        if (grown == NULL) {
+            page->failed = true;
+            return;
+        }
+        page->ids = grown;
+        page->ids_cap = cap;
+    }
+    page->ids[page->count] = model->id;
     json_array_append_new(page->models,
                           json_pack("{s:s, s:s, s:s}", "name", full_name, "description",
                                     model->description, "created_at", model->created_at));
@@ -237,6 +320,19 @@ void tg_route_models_list(tg_request *req)
         tg_catalog_model_list(req->server->catalog, token_namespace[0] ? token_namespace : NULL,
                               query, has_cursor ? after_org : NULL, has_cursor ? after_name : NULL,
                               limit + 1, add_model_summary, &page);
+    if (status == TG_CAT_OK && page.failed)
+        status = TG_CAT_ERROR;
+    /* each summary says which of the model's versions hold code (after the list: no
+     * catalog call runs inside another's visit) */
+    for (unsigned i = 0; status == TG_CAT_OK && page.models != NULL && i < page.count; i++) {
+        json_t *numbers = code_versions_json(req->server, page.ids[i], &status);
+        json_t *item = json_array_get(page.models, i);
+        if (numbers != NULL) {
+            json_object_set_new(item, "holds_code", json_boolean(json_array_size(numbers) > 0));
+            json_object_set_new(item, "code_versions", numbers);
+        }
+    }
+    free(page.ids);
     if (status != TG_CAT_OK || page.models == NULL) {
         json_decref(page.models);
         tg_respond_catalog_failure(req, status);
@@ -359,15 +455,24 @@ static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_statu
         listed = tg_catalog_alias_list(server->catalog, model->id, add_alias, aliases);
     if (listed == TG_CAT_OK)
         listed = tg_catalog_version_list(server->catalog, model->id, add_version, versions);
+    json_t *code = listed == TG_CAT_OK ? code_versions_json(server, model->id, &listed) : NULL;
     if (listed != TG_CAT_OK) {
         *status = listed;
         json_decref(aliases);
         json_decref(versions);
         return NULL;
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", full_name, "description",
+    size_t i;
+    json_t *item;
+    json_array_foreach(versions, i, item)
+    {
+        int64_t number = json_integer_value(json_object_get(item, "version"));
+        json_object_set_new(item, "holds_code", json_boolean(number_in(code, number)));
+    }
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:o}", "name", full_name, "description",
                      model->description, "created_at", model->created_at, "aliases", aliases,
-                     "versions", versions);
+                     "versions", versions, "holds_code", json_array_size(code) > 0, "code_versions",
+                     code);
 }
 
 void tg_route_model_get(tg_request *req)

@@ -18,6 +18,10 @@ void tg_route_rejections(tg_request *req);
 /* audit.c: GET /v1/audit, and one record as the JSON the route and its export give */
 void tg_route_audit_list(tg_request *req);
 json_t *tg_audit_record_json(const tg_audit_record *record);
+
+/* namespaces.c: a namespace's settings (its code policy) */
+void tg_route_namespace_policy_get(tg_request *req);
+void tg_route_namespace_policy_set(tg_request *req);
 /* web.c: the web page and its assets */
 void tg_route_web_index(tg_request *req);
 void tg_route_web_asset(tg_request *req);
@@ -203,6 +207,10 @@ void tg_version_commit_id(const tg_version *version, char out[41]);
 /* True for 40 lowercase hex digits. */
 bool tg_is_commit_id(const char *text);
 json_t *tg_file_json(const tg_file_record *file);
+/* [{"path", "reason"}] of the code files of model_id's version number (0: every
+ * version): what marks a version as holding code. NULL when the catalog failed. */
+json_t *tg_code_files_json(tg_server *server, int64_t model_id, int64_t number,
+                           tg_cat_status *status);
 /* NULL when the catalog (*status says how) or memory (*status TG_CAT_ERROR) failed. */
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files, tg_cat_status *status);

@@ -47,7 +47,7 @@ static void test_commit_delay(void)
 }
 
 int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kind, const char *name,
-                         uint64_t declared, bool with_file)
+                         uint64_t declared, bool with_file, bool allow_code)
 {
     tg_server *server = req->server;
     tg_header_budget_init(&body->budget, req);
@@ -58,6 +58,7 @@ int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kin
         .max_bytes = server->config.max_body,
         .max_header = server->config.max_header,
         .refuse_nonfinite = server->config.refuse_nonfinite,
+        .allow_code = allow_code,
         .reserve = tg_header_budget_reserve,
         .release = tg_header_budget_release,
         .budget_context = &body->budget,
@@ -169,6 +170,31 @@ static void record_rejection(tg_request *req, upload *up, const char *reason, co
     free(r);
 }
 
+/* Code the namespace's policy admitted is recorded like a refusal (docs/DESIGN.md, "The
+ * code policy"), with outcome admitted_by_policy and the code reason it would have had. */
+static void record_code_admission(tg_request *req, upload *up, const tg_file_record *file)
+{
+    st_verdict verdict;
+    st_gate_verdict(up->body.ingest.gate, &verdict);
+    tg_rejection r;
+    memset(&r, 0, sizeof r);
+    tg_time_now(r.time);
+    snprintf(r.model, sizeof r.model, "%s/%s", up->model.org, up->model.name);
+    r.version = up->version.number;
+    snprintf(r.path, sizeof r.path, "%s", up->path);
+    snprintf(r.reason, sizeof r.reason, "%s", file->code_reason);
+    snprintf(r.format, sizeof r.format, "%s", st_format_name(verdict.format));
+    snprintf(r.detail, sizeof r.detail, "%s", verdict.code.detail);
+    snprintf(r.client, sizeof r.client, "%s", req->client);
+    r.size = file->size;
+    snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
+    if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "cannot record the admission of code %s %s (%s)", r.model, r.path,
+               r.reason);
+    tg_log(TG_LOG_INFO, "admitted code %s v%lld %s from %s under the namespace's policy: %s (%s)",
+           r.model, (long long)r.version, r.path, r.client, r.reason, r.detail);
+}
+
 static void record_gate_refusal(tg_request *req, upload *up)
 {
     st_verdict verdict;
@@ -256,8 +282,20 @@ void tg_route_upload_start(tg_request *req)
      * refused as code (st_code.h). */
     st_gate_kind kind =
         tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
+    /* The namespace's code policy, read once at the head: a sidecar refused only as code
+     * is admitted where an admin allowed it (PUT /v1/namespaces/{org}/policy). */
+    tg_namespace_settings settings = {0};
+    if (kind != ST_GATE_SAFETENSORS) {
+        tg_cat_status status =
+            tg_catalog_namespace_get(req->server->catalog, up->model.org, &settings);
+        if (status != TG_CAT_OK) {
+            tg_respond_catalog_failure(req, status);
+            return;
+        }
+    }
     errno = 0;
-    if (tg_body_ingest_begin(&up->body, req, kind, up->path, declared, true) != 0) {
+    if (tg_body_ingest_begin(&up->body, req, kind, up->path, declared, true, settings.allow_code) !=
+        0) {
         if (tg_errno_is_exhaustion(errno))
             tg_respond_exhausted(req, "a temp file");
         else
@@ -321,8 +359,18 @@ static void record_upload_row(void *ctx, const tg_file_record *file, const char 
                              .org = up->model.org,
                              .name = up->model.name,
                              .token_hash = up->token_hash[0] != '\0' ? up->token_hash : NULL};
-    row->status = tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, file, stats,
-                                              &row->why);
+    /* Code admitted at the head is admitted only while the policy still allows it: one
+     * turned off during the body refuses it here (no row). */
+    tg_namespace_settings settings = {.allow_code = true};
+    if (file->code_reason[0] != '\0')
+        row->status = tg_catalog_namespace_get(server->catalog, up->model.org, &settings);
+    if (file->code_reason[0] != '\0' && row->status == TG_CAT_OK && !settings.allow_code) {
+        row->status = TG_CAT_CONFLICT;
+        row->why = "code_refused";
+    } else if (file->code_reason[0] == '\0' || row->status == TG_CAT_OK) {
+        row->status = tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, file,
+                                                  stats, &row->why);
+    }
     pthread_mutex_unlock(&server->publish_lock);
 }
 
@@ -412,7 +460,20 @@ static void upload_answer(tg_request *req, bool body_ended)
     /* a lost upload gives its blob back at once when no row uses it */
     if (status != TG_CAT_OK)
         (void)tg_blob_reclaim(server->blobs, server->catalog, file.sha256, false);
-    if (status == TG_CAT_CONFLICT) {
+    if (status == TG_CAT_CONFLICT && row.why != NULL && strcmp(row.why, "code_refused") == 0) {
+        /* the namespace's code policy was turned off during the body: refused as code,
+         * as it would be now */
+        st_verdict refused;
+        st_gate_verdict(ingest->gate, &refused);
+        refused.valid = false;
+        refused.error = refused.code;
+        snprintf(refused.error.detail, sizeof refused.error.detail,
+                 "%.180s; the namespace's code policy was turned off during the upload",
+                 refused.code.detail);
+        record_rejection(req, up, st_reason_name(refused.error.reason),
+                         st_format_name(refused.format), refused.error.detail, file.size, NULL);
+        tg_respond_gate_problem(req, &refused);
+    } else if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, "version_published", "version %lld was published during the upload",
                            (long long)up->version.number);
     } else if (status == TG_CAT_NOT_FOUND && row.why != NULL &&
@@ -432,6 +493,8 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_log(TG_LOG_INFO, "stored %s/%s v%lld %s (%llu bytes, sha256 %s)", up->model.org,
                up->model.name, (long long)up->version.number, file.path,
                (unsigned long long)file.size, file.sha256);
+        if (file.code_reason[0] != '\0')
+            record_code_admission(req, up, &file);
         tg_respond_json(req, 201, tg_file_json(&file));
     }
 }

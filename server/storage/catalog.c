@@ -260,6 +260,38 @@ tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id
     return settle(catalog, catalog->ops->version_publish(catalog, version_id, digest, out));
 }
 
+tg_cat_status tg_catalog_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                    void (*visit)(void *ctx, int64_t number, const char *path,
+                                                  const char *code_reason),
+                                    void *ctx)
+{
+    return settle(catalog, catalog->ops->code_files(catalog, model_id, number, visit, ctx));
+}
+
+tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
+                                       tg_namespace_settings *out)
+{
+    memset(out, 0, sizeof *out);
+    tg_cat_status status = settle(catalog, catalog->ops->namespace_get(catalog, org, out));
+    if (status == TG_CAT_NOT_FOUND) {
+        memset(out, 0, sizeof *out); /* never set: the defaults */
+        status = TG_CAT_OK;
+    }
+    return status;
+}
+
+tg_cat_status tg_catalog_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                            tg_namespace_settings *out)
+{
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    tg_cat_status status =
+        settle(catalog, catalog->ops->namespace_set_code(catalog, org, allow_code, now));
+    if (status == TG_CAT_OK && out != NULL)
+        status = tg_catalog_namespace_get(catalog, org, out);
+    return status;
+}
+
 tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t number)
 {

@@ -80,12 +80,15 @@ typedef struct tg_version {
 
 typedef struct tg_file_record {
     char path[TG_PATH_MAX + 1];
-    char kind[16]; /* "safetensors", "json", "text", "gguf", png, jpeg, gif, webp, sentencepiece */
+    /* "safetensors", "json", "text", "gguf", png, jpeg, gif, webp, sentencepiece, or
+     * "code" (schema 10: code a namespace's policy admitted, code_reason says which) */
+    char kind[16];
     uint64_t size;
     char sha256[65];
     uint64_t tensors, parameters, nan, inf;
     char created_at[TG_TIME_LEN];
     char source_url[TG_URL_MAX + 1]; /* the URL an import fetched it from (schema 6), else "" */
+    char code_reason[32]; /* kind "code": the code_* reason it was admitted under, else "" */
 } tg_file_record;
 
 /* A rejection's findings text: ST_PICKLE_FINDINGS_MAX entries of at most ~190 bytes. */
@@ -118,6 +121,9 @@ typedef struct tg_rejection {
     int64_t token_id;                     /* the sending token's id; 0: anonymous or gone */
     char route[128];                      /* "PUT /v1/models/..." of an upload; "" else */
     int64_t job_id;                       /* the import job; 0 for an upload */
+    /* schema 10: "refused" (the default; "" is written as it), or "admitted_by_policy":
+     * code a namespace's policy let in (reason: the code_* reason it would have had) */
+    char outcome[24];
 } tg_rejection;
 
 /* What tg_catalog_rejection_list keeps: NULL (or 0) members match everything. Times
@@ -266,6 +272,14 @@ tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, cons
                                    unsigned limit,
                                    void (*visit)(void *ctx, const tg_file_record *file), void *ctx);
 
+/* The files of kind "code" (schema 10) of model_id's version number, or of every
+ * version when number is 0, ordered by version number then path: what marks a version
+ * as holding code (the mark is these rows, never a flag of its own). */
+tg_cat_status tg_catalog_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                    void (*visit)(void *ctx, int64_t number, const char *path,
+                                                  const char *code_reason),
+                                    void *ctx);
+
 /* A growable array of file records in the order visited; failed means an
  * allocation failed and the array is incomplete. Start from {0}; free items. */
 typedef struct tg_file_records {
@@ -276,6 +290,22 @@ typedef struct tg_file_records {
 /* A visit for tg_catalog_file_list and tg_catalog_job_file_list: appends *file to
  * the tg_file_records ctx. */
 void tg_file_records_collect(void *ctx, const tg_file_record *file);
+
+/* Per-namespace settings (schema 10, table namespace_settings: one row per org an
+ * admin has set something for, one column per setting; an org without a row has
+ * every default). */
+typedef struct tg_namespace_settings {
+    bool allow_code;              /* the code policy (docs/DESIGN.md): default false */
+    char updated_at[TG_TIME_LEN]; /* when a setting last changed; "" when never */
+} tg_namespace_settings;
+/* The settings of org; an org never set answers TG_CAT_OK with the defaults. */
+tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
+                                       tg_namespace_settings *out);
+/* Sets org's code policy (creating its row), leaving any other setting as it is;
+ * out (may be NULL) gets the settings as stored. */
+tg_cat_status tg_catalog_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                            tg_namespace_settings *out);
+
 
 /* Records one rejection (its id is the catalog's), in one transaction. */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);

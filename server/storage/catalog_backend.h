@@ -66,6 +66,14 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*version_publish)(tg_catalog *catalog, int64_t version_id, const char *digest,
                                      tg_version *out);
 
+    tg_cat_status (*code_files)(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                void (*visit)(void *ctx, int64_t number, const char *path,
+                                              const char *code_reason),
+                                void *ctx);
+    tg_cat_status (*namespace_get)(tg_catalog *catalog, const char *org,
+                                   tg_namespace_settings *out);
+    tg_cat_status (*namespace_set_code)(tg_catalog *catalog, const char *org, bool allow_code,
+                                        const char *now);
     tg_cat_status (*alias_set)(tg_catalog *catalog, int64_t model_id, const char *alias,
                                int64_t number);
     tg_cat_status (*alias_get)(tg_catalog *catalog, int64_t model_id, const char *alias,

@@ -798,6 +798,56 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
 
 /* ---- aliases ---- */
 
+static tg_cat_status pg_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                   void (*visit)(void *ctx, int64_t number, const char *path,
+                                                 const char *code_reason),
+                                   void *ctx)
+{
+    num m = n64(model_id), n = n64(number);
+    const char *params[] = {m.s, n.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_CODE_FILES, 2, params, &status);
+    if (r == NULL)
+        return status;
+    char path[TG_PATH_MAX + 1], reason[32];
+    for (int i = 0; i < PQntuples(r); i++) {
+        get_text(path, sizeof path, r, i, 1);
+        get_text(reason, sizeof reason, r, i, 2);
+        visit(ctx, get_i64(r, i, 0), path, reason);
+    }
+    PQclear(r);
+    return TG_CAT_OK;
+}
+
+/* ---- namespace settings ---- */
+
+static tg_cat_status pg_namespace_get(tg_catalog *catalog, const char *org,
+                                      tg_namespace_settings *out)
+{
+    const char *params[] = {org};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_NAMESPACE_GET, 1, params, &status);
+    status = one_row(r, status);
+    if (status == TG_CAT_OK) {
+        out->allow_code = get_i64(r, 0, 0) != 0;
+        get_text(out->updated_at, sizeof out->updated_at, r, 0, 1);
+    }
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                           const char *now)
+{
+    const char *params[] = {org, allow_code ? "1" : "0", now};
+    tg_cat_status status;
+    /* an upsert of one value: the same twice is the same as once, safe to send again */
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_NAMESPACE_SET_CODE, 3, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
 static tg_cat_status pg_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
@@ -953,12 +1003,13 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         " WHERE v.id = $1 AND m.id = $2 AND m.org = $3 AND m.name = $4 FOR SHARE OF v";
     static const char put_sql[] =
         "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        " tensor_stats, created_at, code_reason)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         " ON CONFLICT (version_id, path) DO UPDATE SET kind = excluded.kind,"
         " size = excluded.size, sha256 = excluded.sha256, tensors = excluded.tensors,"
         " parameters = excluded.parameters, nan = excluded.nan, inf = excluded.inf,"
         " tensor_stats = excluded.tensor_stats, created_at = excluded.created_at,"
-        " source_url = NULL";
+        " source_url = NULL, code_reason = excluded.code_reason";
     const char *why_local = NULL;
     if (why == NULL)
         why = &why_local;
@@ -991,11 +1042,13 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         num size = n64((int64_t)file->size), tensors = n64((int64_t)file->tensors),
             parameters = n64((int64_t)file->parameters), nan = n64((int64_t)file->nan),
             inf = n64((int64_t)file->inf);
-        const char *params[] = {
-            vid.s,     file->path,   file->kind, size.s, file->sha256,
-            tensors.s, parameters.s, nan.s,      inf.s,  tensor_stats ? tensor_stats : "[]",
-            now};
-        status = tx_run(&t, put_sql, 11, params) < 0 ? t.status : TG_CAT_OK;
+        const char *params[] = {vid.s,        file->path,
+                                file->kind,   size.s,
+                                file->sha256, tensors.s,
+                                parameters.s, nan.s,
+                                inf.s,        tensor_stats ? tensor_stats : "[]",
+                                now,          file->code_reason[0] ? file->code_reason : NULL};
+        status = tx_run(&t, put_sql, 12, params) < 0 ? t.status : TG_CAT_OK;
     }
     return tx_end(&t, status);
 }
@@ -1188,12 +1241,13 @@ static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *r
                             rejection->namespace_name[0] ? rejection->namespace_name : NULL,
                             rejection->token_id > 0 ? token.s : NULL,
                             rejection->route[0] ? rejection->route : NULL,
-                            rejection->job_id > 0 ? job.s : NULL};
+                            rejection->job_id > 0 ? job.s : NULL,
+                            rejection->outcome[0] ? rejection->outcome : "refused"};
     /* one transaction, so that what else a rejection records lands with it or not at all */
     tx t;
     if (!tx_begin(pg(catalog), &t))
         return t.status;
-    long rows = tx_run(&t, sql, 15, params);
+    long rows = tx_run(&t, sql, 16, params);
     return tx_end(&t, rows == 1 ? TG_CAT_OK : t.status);
 }
 
@@ -1502,13 +1556,13 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
         " WHERE v.id = $1 AND m.id = $2 AND m.org = $3 AND m.name = $4 FOR SHARE OF v";
     static const char put_sql[] =
         "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at, source_url)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        " tensor_stats, created_at, source_url, code_reason)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         " ON CONFLICT (version_id, path) DO UPDATE SET kind = excluded.kind,"
         " size = excluded.size, sha256 = excluded.sha256, tensors = excluded.tensors,"
         " parameters = excluded.parameters, nan = excluded.nan, inf = excluded.inf,"
         " tensor_stats = excluded.tensor_stats, created_at = excluded.created_at,"
-        " source_url = excluded.source_url";
+        " source_url = excluded.source_url, code_reason = excluded.code_reason";
     static const char done_sql[] =
         "UPDATE jobs SET state = 'done', finished_at = $1, bytes_done = $2, bytes_total = $2,"
         " lease_owner = NULL, lease_expires = NULL,"
@@ -1563,13 +1617,20 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
         num size = n64((int64_t)file->size), tensors = n64((int64_t)file->tensors),
             parameters = n64((int64_t)file->parameters), nan = n64((int64_t)file->nan),
             inf = n64((int64_t)file->inf);
-        const char *params[] = {vid.s,        file->path,
-                                file->kind,   size.s,
-                                file->sha256, tensors.s,
-                                parameters.s, nan.s,
-                                inf.s,        tensor_stats ? tensor_stats : "[]",
-                                now,          file->source_url[0] ? file->source_url : NULL};
-        status = tx_run(&t, put_sql, 12, params) < 0 ? t.status : TG_CAT_OK;
+        const char *params[] = {vid.s,
+                                file->path,
+                                file->kind,
+                                size.s,
+                                file->sha256,
+                                tensors.s,
+                                parameters.s,
+                                nan.s,
+                                inf.s,
+                                tensor_stats ? tensor_stats : "[]",
+                                now,
+                                file->source_url[0] ? file->source_url : NULL,
+                                file->code_reason[0] ? file->code_reason : NULL};
+        status = tx_run(&t, put_sql, 13, params) < 0 ? t.status : TG_CAT_OK;
     }
     if (status == TG_CAT_OK) {
         num done = n64((int64_t)file->size);
@@ -2143,6 +2204,9 @@ static const tg_catalog_ops pg_ops = {
     .version_latest_published = pg_version_latest_published,
     .version_list = pg_version_list,
     .version_publish = pg_version_publish,
+    .code_files = pg_code_files,
+    .namespace_get = pg_namespace_get,
+    .namespace_set_code = pg_namespace_set_code,
     .alias_set = pg_alias_set,
     .alias_delete = pg_alias_delete,
     .version_delete_draft = pg_version_delete_draft,

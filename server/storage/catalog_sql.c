@@ -40,7 +40,8 @@ void tg_cat_read_file(tg_cat_row row, tg_file_record *out)
     out->nan = (uint64_t)row.integer(&row, 6);
     out->inf = (uint64_t)row.integer(&row, 7);
     row.text(&row, 8, out->created_at, sizeof out->created_at);
-    row.text(&row, 9, out->source_url, sizeof out->source_url); /* NULL: "" */
+    row.text(&row, 9, out->source_url, sizeof out->source_url);    /* NULL: "" */
+    row.text(&row, 10, out->code_reason, sizeof out->code_reason); /* schema 10; NULL: "" */
 }
 
 void tg_cat_read_audit(tg_cat_row row, tg_audit_record *out)
@@ -78,6 +79,7 @@ void tg_cat_read_rejection(tg_cat_row row, tg_rejection *out)
     out->token_id = row.integer(&row, 13);
     row.text(&row, 14, out->route, sizeof out->route);
     out->job_id = row.integer(&row, 15);
+    row.text(&row, 16, out->outcome, sizeof out->outcome); /* schema 10 */
 }
 
 void tg_cat_read_job(tg_cat_row row, tg_job *out)

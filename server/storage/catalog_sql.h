@@ -21,7 +21,7 @@
 #define TG_CAT_VERSION_COLUMNS                                                                     \
     "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
 #define TG_CAT_FILE_COLUMNS                                                                        \
-    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
+    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url, code_reason"
 #define TG_CAT_JOB_COLUMNS                                                                         \
     "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
     " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
@@ -29,7 +29,7 @@
     " j.kind, j.url, j.path"
 #define TG_CAT_REJECTION_COLUMNS                                                                   \
     "id, time, model, coalesce(version, -1), path, reason, format, detail, client, size,"          \
-    " findings, sha256, namespace, token_id, route, job_id"
+    " findings, sha256, namespace, token_id, route, job_id, outcome"
 #define TG_CAT_JOB_FROM                                                                            \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
@@ -64,6 +64,18 @@
 #define TG_CAT_SQL_VERSION_BY_COMMIT                                                               \
     "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"   \
     " AND substr(digest, 1, 40) = ? ORDER BY number LIMIT 1"
+/* schema 10: the files that mark versions as holding code */
+#define TG_CAT_SQL_CODE_FILES                                                                      \
+    "SELECT v.number, f.path, f.code_reason FROM files f JOIN versions v ON v.id = f.version_id"   \
+    " WHERE v.model_id = ?1 AND (?2 = 0 OR v.number = ?2) AND f.kind = 'code'"                     \
+    " ORDER BY v.number, f.path"
+/* schema 10: one row per namespace, one column per setting */
+#define TG_CAT_SQL_NAMESPACE_GET                                                                   \
+    "SELECT allow_code, updated_at FROM namespace_settings WHERE org = ?"
+#define TG_CAT_SQL_NAMESPACE_SET_CODE                                                              \
+    "INSERT INTO namespace_settings(org, allow_code, updated_at) VALUES (?, ?, ?)"                 \
+    " ON CONFLICT (org) DO UPDATE SET allow_code = excluded.allow_code,"                           \
+    " updated_at = excluded.updated_at"
 #define TG_CAT_SQL_ALIAS_SET                                                                       \
     "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"                                 \
     " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number"
@@ -84,8 +96,8 @@
 /* a rejection's columns, in the order of its parameters ("" and -1/0 bind as NULL) */
 #define TG_CAT_SQL_REJECTION_ADD                                                                   \
     "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size,"     \
-    " findings, sha256, namespace, token_id, route, job_id)"                                       \
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " findings, sha256, namespace, token_id, route, job_id, outcome)"                              \
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 /* the rejections a tg_rejection_filter keeps, newest first: ?1 before_id (0: any),
  * ?2 reason, ?3 namespace, ?4 since, ?5 until, ?6 sha256 (NULL: any), ?7 the limit */
 #define TG_CAT_SQL_REJECTION_LIST                                                                  \
@@ -149,13 +161,13 @@
     " error_detail = 'cancelled while it ran; its partial output was discarded'"                   \
     " WHERE id = ? AND state = 'running'"
 #define TG_CAT_SQL_JOB_FILE_LIST                                                                   \
-    "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"                           \
+    "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, '', NULL, NULL"               \
     " FROM job_files WHERE job_id = ? ORDER BY path"
 #define TG_CAT_SQL_JOB_COMMIT_CARRIED                                                              \
     "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \
-    " tensor_stats, created_at)"                                                                   \
-    " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"        \
-    " FROM files WHERE version_id = ?3"                                                            \
+    " tensor_stats, created_at, code_reason)"                                                      \
+    " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2,"       \
+    " code_reason FROM files WHERE version_id = ?3"                                                \
     " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)"
 #define TG_CAT_SQL_JOB_COMMIT_MADE                                                                 \
     "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \

@@ -833,6 +833,71 @@ out:
 
 /* ---- aliases ---- */
 
+static tg_cat_status sq_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                   void (*visit)(void *ctx, int64_t number, const char *path,
+                                                 const char *code_reason),
+                                   void *ctx)
+{
+    static const char sql[] = TG_CAT_SQL_CODE_FILES;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        sqlite3_bind_int64(st, 2, number);
+        int rc;
+        char path[TG_PATH_MAX + 1], reason[32];
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            copy_text(path, sizeof path, st, 1);
+            copy_text(reason, sizeof reason, st, 2);
+            visit(ctx, sqlite3_column_int64(st, 0), path, reason);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+/* ---- namespace settings ---- */
+
+static tg_cat_status sq_namespace_get(tg_catalog *catalog, const char *org,
+                                      tg_namespace_settings *out)
+{
+    static const char sql[] = TG_CAT_SQL_NAMESPACE_GET;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            out->allow_code = sqlite3_column_int64(st, 0) != 0;
+            copy_text(out->updated_at, sizeof out->updated_at, st, 1);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+static tg_cat_status sq_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                           const char *now)
+{
+    static const char sql[] = TG_CAT_SQL_NAMESPACE_SET_CODE;
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        sqlite3_bind_int64(st, 2, allow_code ? 1 : 0);
+        bind_text(st, 3, now);
+        status = run_write(k, st);
+    }
+    return write_end(catalog, k, status);
+}
+
 static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
@@ -1059,6 +1124,7 @@ static tg_cat_status insert_file(conn *k, const char *sql, int64_t version_id,
     bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
     bind_text(st, 11, now);
     bind_text(st, 12, file->source_url[0] != '\0' ? file->source_url : NULL);
+    bind_text(st, 13, file->code_reason[0] != '\0' ? file->code_reason : NULL);
     return run_write(k, st);
 }
 
@@ -1072,8 +1138,8 @@ static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
     *why = NULL;
     static const char sql[] =
         "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
-        " nan, inf, tensor_stats, created_at, source_url)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        " nan, inf, tensor_stats, created_at, source_url, code_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -1263,6 +1329,7 @@ static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *r
         bind_id_or_null(st, 13, rejection->token_id);
         bind_text(st, 14, rejection->route[0] ? rejection->route : NULL);
         bind_id_or_null(st, 15, rejection->job_id);
+        bind_text(st, 16, rejection->outcome[0] ? rejection->outcome : "refused");
         status = run_write(k, st);
     }
     return write_end(catalog, k, status);
@@ -2164,8 +2231,8 @@ static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
                                   " WHERE id = ? AND kind = 'import'";
     static const char file_sql[] =
         "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
-        " nan, inf, tensor_stats, created_at, source_url)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        " nan, inf, tensor_stats, created_at, source_url, code_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     static const char done_sql[] =
         "UPDATE jobs SET state = 'done', finished_at = ?, bytes_done = ?, bytes_total = ?,"
         " result_version = (SELECT number FROM versions WHERE id = source_version_id)"
@@ -2490,6 +2557,9 @@ static const tg_catalog_ops sqlite_ops = {
     .version_latest_published = sq_version_latest_published,
     .version_list = sq_version_list,
     .version_publish = sq_version_publish,
+    .code_files = sq_code_files,
+    .namespace_get = sq_namespace_get,
+    .namespace_set_code = sq_namespace_set_code,
     .alias_set = sq_alias_set,
     .alias_delete = sq_alias_delete,
     .version_delete_draft = sq_version_delete_draft,

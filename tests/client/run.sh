@@ -388,6 +388,41 @@ TENSORGATE_TOKEN=$ADMIN run 1 "rejections --sha256 bad" "$BIN" rejections --sha2
 err_has "rejections names the bad sha256" "invalid_sha256"
 run 2 "rejections --limit 0" "$BIN" rejections --limit 0
 err_has "rejections --limit 0 says why" "positive integer"
+# namespace policy: an admin of the org sets the code policy; a write token may not
+ADMIN_ACME=$("$BIN" token create --data ./data --scope admin --namespace acme 2>/dev/null | tail -n 1)
+ADMIN_OTHER=$("$BIN" token create --data ./data --scope admin --namespace other 2>/dev/null | tail -n 1)
+run 0 "namespace --help" "$BIN" namespace --help
+out_has "namespace --help" "^usage: tensorgate namespace policy"
+run 2 "namespace policy without ORG" "$BIN" namespace policy --token "$ADMIN_ACME"
+run 2 "namespace policy with a bad value" "$BIN" namespace policy acme --allow-code maybe --token "$ADMIN_ACME"
+run 2 "namespace without a subcommand we know" "$BIN" namespace quota acme
+run 0 "namespace policy shows the default" "$BIN" namespace policy acme --token "$ADMIN_ACME"
+out_has "the default is refused" "^acme: code refused \(the default\)$"
+run 1 "a write token may not read the policy" "$BIN" namespace policy acme
+err_has "write token: forbidden" "forbidden"
+run 1 "another namespace's admin may not set it" "$BIN" namespace policy acme --allow-code yes --token "$ADMIN_OTHER"
+printf 'class X:\n    pass\n' >modeling_x.py
+mkdir -p coded && cp modeling_x.py coded/ && cp m/config.json coded/
+run 1 "push with code is refused by default" "$BIN" push coded acme/coded --publish
+out_has "push names the code refusal" "^refused modeling_x.py: code_python"
+run 0 "namespace policy --allow-code yes" "$BIN" namespace policy acme --allow-code yes --token "$ADMIN_ACME" --json
+py "the policy as stored" "
+import json
+v = json.load(open('out'))
+assert v['namespace'] == 'acme' and v['allow_code'] is True and v['updated_at'], v"
+run 0 "push with code is admitted" "$BIN" push coded acme/coded --publish
+run 0 "ls the version's files" "$BIN" ls acme/coded@latest
+out_has "the code file's kind" " code +[0-9a-f]{64}  modeling_x.py$"
+run 0 "ls marks the version" "$BIN" ls acme/coded
+out_has "the version holds code" "^2 +published .*  holds code$"
+run 0 "ls --json marks the version" "$BIN" ls acme/coded --json
+py "the model marks its versions" "
+import json
+v = json.load(open('out'))
+assert v['holds_code'] is True and v['versions'][-1]['holds_code'] is True, v"
+run 0 "namespace policy --allow-code no" "$BIN" namespace policy acme --allow-code no --token "$ADMIN_ACME"
+out_has "refused again" "^acme: code refused \(set "
+run 1 "push with code is refused again" "$BIN" push coded acme/coded --publish
 
 # a program linked against libtgclient (shared and static), as `make install` ships it
 BUILD_DIR=$(dirname "$BIN")

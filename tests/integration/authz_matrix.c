@@ -430,6 +430,11 @@ static row rows[] = {
      P_NONE, prep_hook_delivery, false},
     {"POST", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}/redeliver", 202, 0, NULL,
      B_NONE, NULL, P_STATUS, prep_hook_redeliver, false},
+    {"GET", "/v1/namespaces/{org}/policy", 200, 0, "/v1/namespaces/acme/policy", B_NONE, NULL,
+     P_NONE, NULL, false},
+    /* refusing code is the default: an allowed attempt leaves the matrix's uploads as they are */
+    {"PUT", "/v1/namespaces/{org}/policy", 200, 0, "/v1/namespaces/acme/policy", B_JSON,
+     "{\"allow_code\":false}", P_BODY, NULL, false},
     {"GET", "/healthz", 200, 0, "/healthz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/readyz", 200, 0, "/readyz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/metrics", 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},

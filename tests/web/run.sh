@@ -62,7 +62,8 @@ ADMIN=$("$BIN" token create --data ./data --scope admin | tail -n 1)
 
 # a model whose description is markup (it must stay text), a safetensors file with
 # F32 (with a NaN and an Inf), F16 and I32 tensors, a config.json; a second model
-# for the search; an alias; a refused pickle for the refusals view; a GGUF file
+# for the search; an alias; a model holding code; a refused pickle for the refusals
+# view; a GGUF file
 TG_GGUF_DIR=$root/tests/gguf /usr/bin/python3 - <<'PYEOF'
 import json, struct, numpy as np
 ts = {"model.embed.weight": np.array([[1, np.nan, np.inf, 2], [0, 1, 2, 3]], dtype=np.float32),
@@ -97,6 +98,16 @@ curl -sf -o /dev/null -H "$H" -T config.json "$S/v1/models/acme/tiny/versions/1/
 curl -sf -o /dev/null -H "$H" -T tiny-Q8_0.gguf "$S/v1/models/acme/tiny/versions/1/files/tiny-Q8_0.gguf"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions/1/publish"
 curl -sf -o /dev/null -H "$H" -X PUT -d '{"version":1}' "$S/v1/models/acme/tiny/aliases/prod"
+# code allowed in acme (docs/DESIGN.md, "The code policy"): acme/coded holds code,
+# marked on the page (before the pickle, which stays the newest refusal)
+printf 'class X:\n    pass\n' >modeling_x.py
+printf '{"auto_map": {"AutoModel": "modeling_x.X"}}' >coded-config.json
+curl -sf -o /dev/null -H "Authorization: Bearer $ADMIN" -X PUT -d '{"allow_code":true}' "$S/v1/namespaces/acme/policy"
+curl -sf -o /dev/null -H "$H" -d '{"name":"acme/coded","description":"with code"}' "$S/v1/models"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/coded/versions"
+curl -sf -o /dev/null -H "$H" -T modeling_x.py "$S/v1/models/acme/coded/versions/1/files/modeling_x.py"
+curl -sf -o /dev/null -H "$H" -T coded-config.json "$S/v1/models/acme/coded/versions/1/files/config.json"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/coded/versions/1/publish"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
 curl -s -o /dev/null -H "$H" -T pickle.bin "$S/v1/models/acme/tiny/versions/2/files/model.safetensors"
 set +e

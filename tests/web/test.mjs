@@ -172,10 +172,42 @@ async function main() {
     rrows.some(r => r[2] === 'model.safetensors' && r[3] === rej[0].reason), rrows);
   check('a refusal shows its size and the SHA-256 of its bytes',
     rrows.some(r => r[6] === String(rej[0].size) && r[7] === (rej[0].sha256 || '')), rrows);
+  check('code admitted by the policy is listed, marked as admitted',
+    rej.filter(r => r.outcome === 'admitted_by_policy').length === 2 &&
+      (await page.$$('#rejections-table .badge.code')).length === 2, rej);
   check('the token is not in the URL', !page.url().includes(ADMIN));
   check('the token is in sessionStorage only', await page.evaluate(t =>
     sessionStorage.getItem('tensorgate.token') === t && localStorage.length === 0, ADMIN));
   await shot(page, '5-refusals');
+
+  // --- a version that holds code (admitted by acme's code policy) is marked
+  await open(page, '#/');
+  await page.waitForSelector('#models-table');
+  const codedRow = await page.$('#models-table tr[data-model="acme/coded"] .badge.code');
+  const plainRow = await page.$('#models-table tr[data-model="acme/tiny"] .badge.code');
+  check('the model list marks the model that holds code, only it', codedRow !== null && plainRow === null);
+  await open(page, '#/acme/coded');
+  const vcoded = await rows(page, 'versions-table');
+  check('its version is marked in the versions table',
+    vcoded.length === 1 && vcoded[0][1].startsWith('published') &&
+      (await page.$('#versions-table tr[data-version="1"] .badge.code')) !== null, vcoded);
+  await open(page, '#/acme/coded@1');
+  const coded = await api('/v1/models/acme/coded/versions/1');
+  const warning = await page.$('#code-warning');
+  const warningText = warning ? await warning.textContent() : '';
+  check('the version page shows the code badge and names the code files',
+    coded.holds_code && warning !== null && (await page.$('#code-warning .badge.code')) !== null &&
+      coded.code_files.every(c => warningText.includes(c.path) && warningText.includes(c.reason)),
+    { warningText, coded });
+  const crows = await page.$$eval('#files-table tbody tr', trs => trs.map(tr => ({
+    path: tr.dataset.path, badge: tr.querySelector('.badge.code') !== null,
+    cells: Array.from(tr.querySelectorAll('td')).map(td => td.textContent.trim()) })));
+  check('each code file carries the badge and its reason', crows.length === 2 &&
+    crows.every(r => r.badge && r.cells[1].includes(coded.code_files.find(c => c.path === r.path).reason)), crows);
+  await shot(page, '6-code');
+  await open(page, '#/acme/tiny@1');
+  check('a version without code has no badge', (await page.$('#code-warning')) === null &&
+    (await page.$('.badge.code')) === null);
 
   // --- an unknown model: an error, not a crash
   await open(page, '#/acme/nope');

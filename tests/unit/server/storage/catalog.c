@@ -289,6 +289,84 @@ static uint64_t count_matching(tg_catalog *catalog, const tg_rejection_filter *f
     return n;
 }
 
+static void count_code_file(void *ctx, int64_t number, const char *path, const char *reason)
+{
+    char *seen = ctx;
+    size_t used = strlen(seen);
+    snprintf(seen + used, 256 - used, "%lld:%s:%s;", (long long)number, path, reason);
+}
+
+static void keep_outcome(void *ctx, const tg_rejection *r)
+{
+    snprintf(ctx, 24, "%s", r->outcome);
+}
+
+/* schema 10: a namespace's code policy, code files that mark their version, and the
+ * outcome of a rejection record */
+TEST(code_policy_settings_and_marks)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_namespace_settings settings;
+    CHECK(tg_catalog_namespace_get(catalog, "acme", &settings) == TG_CAT_OK);
+    CHECK(!settings.allow_code); /* never set: the default */
+    CHECK_STR(settings.updated_at, "");
+    CHECK(tg_catalog_namespace_set_code(catalog, "acme", true, &settings) == TG_CAT_OK);
+    CHECK(settings.allow_code);
+    CHECK(settings.updated_at[0] != '\0');
+    CHECK(tg_catalog_namespace_set_code(catalog, "acme", true, NULL) == TG_CAT_OK); /* again */
+    CHECK(tg_catalog_namespace_get(catalog, "other", &settings) == TG_CAT_OK);
+    CHECK(!settings.allow_code);
+    CHECK(tg_catalog_namespace_set_code(catalog, "acme", false, &settings) == TG_CAT_OK);
+    CHECK(!settings.allow_code);
+
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "codepolicy", "", &model) == TG_CAT_OK);
+    tg_version v1, v2;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v2) == TG_CAT_OK);
+    tg_file_record code = {.path = "modeling_x.py",
+                           .kind = "code",
+                           .size = 3,
+                           .sha256 = "aa",
+                           .code_reason = "code_python"};
+    tg_file_record text = {.path = "README.md", .kind = "text", .size = 3, .sha256 = "bb"};
+    CHECK(tg_catalog_file_put(catalog, v2.id, &code, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_file_put(catalog, v2.id, &text, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_file_put(catalog, v1.id, &text, NULL) == TG_CAT_OK);
+    /* kind code without its reason (and a reason without the kind) is refused */
+    tg_file_record bad = code;
+    bad.code_reason[0] = '\0';
+    CHECK(tg_catalog_file_put(catalog, v1.id, &bad, NULL) != TG_CAT_OK);
+    tg_file_record got;
+    CHECK(tg_catalog_file_get(catalog, v2.id, "modeling_x.py", &got) == TG_CAT_OK);
+    CHECK_STR(got.kind, "code");
+    CHECK_STR(got.code_reason, "code_python");
+    CHECK(tg_catalog_file_get(catalog, v2.id, "README.md", &got) == TG_CAT_OK);
+    CHECK_STR(got.code_reason, "");
+    char seen[256] = "";
+    CHECK(tg_catalog_code_files(catalog, model.id, 0, count_code_file, seen) == TG_CAT_OK);
+    CHECK_STR(seen, "2:modeling_x.py:code_python;");
+    seen[0] = '\0';
+    CHECK(tg_catalog_code_files(catalog, model.id, 1, count_code_file, seen) == TG_CAT_OK);
+    CHECK_STR(seen, "");
+
+    tg_rejection r = {.version = 2, .size = 3};
+    tg_time_now(r.time);
+    snprintf(r.reason, sizeof r.reason, "code_python");
+    snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
+    CHECK(tg_catalog_rejection_add(catalog, &r) == TG_CAT_OK);
+    char outcome[24] = "";
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 1, keep_outcome, outcome) == TG_CAT_OK);
+    CHECK_STR(outcome, "admitted_by_policy");
+    r.outcome[0] = '\0'; /* the default */
+    CHECK(tg_catalog_rejection_add(catalog, &r) == TG_CAT_OK);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 1, keep_outcome, outcome) == TG_CAT_OK);
+    CHECK_STR(outcome, "refused");
+    tg_catalog_close(catalog);
+}
+
 TEST(rejections_and_tokens)
 {
     tg_catalog *catalog = open_fresh();
@@ -1787,6 +1865,38 @@ static tg_cat_status fake_job_commit(tg_catalog *catalog, int64_t job_id, const 
     return TG_CAT_CONFLICT;
 }
 
+static tg_cat_status fake_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                     void (*visit)(void *ctx, int64_t number, const char *path,
+                                                   const char *code_reason),
+                                     void *ctx)
+{
+    (void)model_id;
+    (void)number;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "code_files");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_namespace_get(tg_catalog *catalog, const char *org,
+                                        tg_namespace_settings *out)
+{
+    (void)org;
+    (void)out;
+    fake_called(catalog, "namespace_get");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                             const char *now)
+{
+    (void)org;
+    (void)allow_code;
+    (void)now;
+    fake_called(catalog, "namespace_set_code");
+    return TG_CAT_CONFLICT;
+}
+
 static const tg_catalog_ops fake_ops = {
     .name = "fake",
     .close = fake_close,
@@ -1802,6 +1912,9 @@ static const tg_catalog_ops fake_ops = {
     .version_latest_published = fake_version_latest_published,
     .version_list = fake_version_list,
     .version_publish = fake_version_publish,
+    .code_files = fake_code_files,
+    .namespace_get = fake_namespace_get,
+    .namespace_set_code = fake_namespace_set_code,
     .alias_set = fake_alias_set,
     .alias_delete = fake_alias_delete,
     .version_delete_draft = fake_version_delete_draft,
@@ -1876,6 +1989,13 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "version_list");
     CHECK(tg_catalog_version_publish(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "version_publish");
+    CHECK(tg_catalog_code_files(&fake.base, 0, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "code_files");
+    tg_namespace_settings settings;
+    CHECK(tg_catalog_namespace_get(&fake.base, "acme", &settings) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "namespace_get");
+    CHECK(tg_catalog_namespace_set_code(&fake.base, "acme", true, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "namespace_set_code");
     CHECK(tg_catalog_alias_set(&fake.base, 0, NULL, 0) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "alias_set");
     CHECK(tg_catalog_alias_get(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
@@ -2277,6 +2397,7 @@ int main(int argc, char **argv)
     RUN(file_records_collect_keeps_order);
     RUN(rejections_and_tokens);
     RUN(audit_append_chain_and_filters);
+    RUN(code_policy_settings_and_marks);
     RUN(jobs_commit_fail_recover);
     RUN(jobs_create_is_idempotent);
     RUN(jobs_list_filters_and_pages);
@@ -2304,6 +2425,7 @@ int main(int argc, char **argv)
         RUN(versions_files_publish);
         RUN(rejections_and_tokens);
         RUN(audit_append_chain_and_filters);
+        RUN(code_policy_settings_and_marks);
         RUN(jobs_commit_fail_recover);
         RUN(jobs_create_is_idempotent);
         RUN(jobs_list_filters_and_pages);

@@ -1,5 +1,0 @@
--- A placeholder on the audit-log branch (h-audit): this schema number belongs to
--- another change being made at the same time, and the migrations must run 1, 2, 3...
--- without a gap. It changes nothing. At the merge the real migration of this number
--- replaces this file (and the audit log's migration keeps its own number, 0011).
-SELECT 1;
