@@ -8,7 +8,8 @@
  * the signed href of the LFS batch answer), the new file list (the files of main's
  * head, then the commit's deletions and additions) is checked for index and shard
  * consistency and only then written as a draft and published through the one
- * publish path (tg_publish_files_locked) under the publish lock; a failure there
+ * publish path (tg_publish_files_locked) under the publish lock (code is refused
+ * here whatever the namespace's code policy: a Hub commit never admits code); a failure there
  * takes the draft back. Nothing of a refused commit is ever published, and blobs it
  * stored that nothing references are reclaimed.
  *
@@ -921,7 +922,7 @@ void tg_route_hub_lfs_put_start(tg_request *req)
     put->counted = true;
     /* The name is not known before the commit: content decides (a sidecar's gate),
      * and the commit checks the file's name against what was found. */
-    if (tg_body_ingest_begin(&put->body, req, ST_GATE_SIDECAR, NULL, size, true) != 0)
+    if (tg_body_ingest_begin(&put->body, req, ST_GATE_SIDECAR, NULL, size, true, false) != 0)
         tg_respond_internal(req, "cannot start the upload (temp file or memory)");
 }
 
@@ -1167,7 +1168,7 @@ static void commit_inline_file(tg_request *req, hub_commit *c, const char *path,
     memset(body, 0, sizeof *body);
     char name[TG_PATH_MAX + 1];
     snprintf(name, sizeof name, "%s", path);
-    if (tg_body_ingest_begin(body, req, kind, name, (uint64_t)len, true) != 0) {
+    if (tg_body_ingest_begin(body, req, kind, name, (uint64_t)len, true, false) != 0) {
         free(bytes);
         tg_ingest_abort(&body->ingest);
         commit_fail(c, NULL, "internal", "cannot start the ingest of %s", path);
@@ -1368,7 +1369,7 @@ static int regate_blob(tg_request *req, const tg_file_record *file, const char *
         tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
     tg_body_ingest body;
     memset(&body, 0, sizeof body);
-    if (tg_body_ingest_begin(&body, req, kind, path, file->size, false) != 0) {
+    if (tg_body_ingest_begin(&body, req, kind, path, file->size, false, false) != 0) {
         tg_ingest_abort(&body.ingest);
         return -1;
     }
