@@ -637,8 +637,11 @@ static void record_code_admission(importer *im, const tg_file_record *file)
     snprintf(r.reason, sizeof r.reason, "%s", file->code_reason);
     snprintf(r.format, sizeof r.format, "%s", st_format_name(verdict.format));
     snprintf(r.detail, sizeof r.detail, "%s", verdict.code.detail);
-    snprintf(r.client, sizeof r.client, "import job %lld", (long long)im->job->id);
     r.size = file->size;
+    snprintf(r.sha256, sizeof r.sha256, "%s", file->sha256);
+    snprintf(r.namespace_name, sizeof r.namespace_name, "%s", im->job->org);
+    r.job_id = im->job->id;
+    r.token_id = im->job->token_id;
     snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
     if (tg_catalog_rejection_add(im->ctx->catalog, &r) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot record the admission of code by import job %lld",

@@ -187,6 +187,12 @@ static void record_code_admission(tg_request *req, upload *up, const tg_file_rec
     snprintf(r.detail, sizeof r.detail, "%s", verdict.code.detail);
     snprintf(r.client, sizeof r.client, "%s", req->client);
     r.size = file->size;
+    snprintf(r.sha256, sizeof r.sha256, "%s", file->sha256);
+    snprintf(r.namespace_name, sizeof r.namespace_name, "%s", up->model.org);
+    snprintf(r.route, sizeof r.route, "%s %s", req->route->method, req->route->pattern);
+    if (up->token_hash[0] != '\0' &&
+        tg_catalog_token_id(req->server->catalog, up->token_hash, &r.token_id) != TG_CAT_OK)
+        r.token_id = 0;
     snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
     if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot record the admission of code %s %s (%s)", r.model, r.path,
@@ -471,7 +477,7 @@ static void upload_answer(tg_request *req, bool body_ended)
                  "%.180s; the namespace's code policy was turned off during the upload",
                  refused.code.detail);
         record_rejection(req, up, st_reason_name(refused.error.reason),
-                         st_format_name(refused.format), refused.error.detail, file.size, NULL);
+                         st_format_name(refused.format), refused.error.detail, NULL);
         tg_respond_gate_problem(req, &refused);
     } else if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, "version_published", "version %lld was published during the upload",
