@@ -33,6 +33,14 @@ export TENSORGATE_CATALOG="$TENSORGATE_TEST_PG"
 . "$HERE/../import/lib.sh"
 . "$HERE/lib.sh"
 
+# The suite's database is shared with the programs before this one: a subscription
+# they left (the catalog unit tests make some, to unreachable addresses) would have
+# these replicas' workers busy with its deliveries. Start from none.
+PSQL="${TG_PG_BIN:-/usr/lib/postgresql/15/bin}/psql"
+[ -x "$PSQL" ] || PSQL=psql
+"$PSQL" "$TENSORGATE_TEST_PG" -qtAc "DELETE FROM webhook_deliveries; DELETE FROM webhook_events;
+    DELETE FROM webhook_subscriptions" >/dev/null 2>&1 || true
+
 SECRET=the-receivers-secret-0123456789
 start_receiver
 FAST="--import-allow 127.0.0.1/32 --webhook-workers 2 --webhook-backoff-ms 200 --webhook-backoff-max-ms 800 --webhook-poll-ms 50"
