@@ -35,7 +35,8 @@ export TENSORGATE_CATALOG="$TENSORGATE_TEST_PG"
 
 # The suite's database is shared with the programs before this one: a subscription
 # they left (the catalog unit tests make some, to unreachable addresses) would have
-# these replicas' workers busy with its deliveries. Start from none.
+# these replicas' workers busy with its deliveries, so start from none; and the model
+# names are this test's own (tests/audit/pg.sh creates acme/m1...).
 PSQL="${TG_PG_BIN:-/usr/lib/postgresql/15/bin}/psql"
 [ -x "$PSQL" ] || PSQL=psql
 "$PSQL" "$TENSORGATE_TEST_PG" -qtAc "DELETE FROM webhook_deliveries; DELETE FROM webhook_events;
@@ -59,7 +60,7 @@ check "subscribe through A" [ "$(req POST "$A/v1/namespaces/acme/webhooks" "$ADM
 H=$(jget id)
 for i in $(seq 1 20); do
     if [ $((i % 2)) = 0 ]; then S=$A; else S=$B; fi
-    req POST "$S/v1/models" "$WRITE" "{\"name\":\"acme/m$i\"}" >/dev/null
+    req POST "$S/v1/models" "$WRITE" "{\"name\":\"acme/hooked-m$i\"}" >/dev/null
 done
 wait_for "20 events received" '[r for r in R if r["path"] == "/ok"]' 20
 sleep 1 # a second send of any of them, were there one, would have come by now
@@ -77,7 +78,7 @@ check "the replicas sent 20 together" [ $((sa + sb)) = 20 ]
 check "PATCH to a flaky receiver" [ "$(req PATCH "$A/v1/namespaces/acme/webhooks/$H" "$ADMIN" "{\"url\":\"$RECV/flaky\"}")" = 200 ]
 for i in $(seq 21 26); do
     if [ $((i % 2)) = 0 ]; then S=$A; else S=$B; fi
-    req POST "$S/v1/models" "$WRITE" "{\"name\":\"acme/m$i\"}" >/dev/null
+    req POST "$S/v1/models" "$WRITE" "{\"name\":\"acme/hooked-m$i\"}" >/dev/null
 done
 wait_for "6 events accepted" '[r for r in R if r["path"] == "/flaky" and r["status"] == 200]' 6
 sleep 1
