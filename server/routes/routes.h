@@ -37,6 +37,9 @@ void tg_route_files_list(tg_request *req);
 void tg_route_file_get(tg_request *req);
 void tg_route_file_header(tg_request *req);
 void tg_route_file_delete(tg_request *req);
+/* the README.md rendered (hf_card.h): at most TG_CARD_MAX bytes of it */
+#define TG_CARD_MAX (1024 * 1024)
+void tg_route_card(tg_request *req);
 /* GET|HEAD bytes of a stored file: Range (206/416), ETag, If-None-Match (304), If-Range;
  * the bytes are read from the blob in blocks (tg_blob_response), never sent with sendfile.
  * extra_headers: NULL-terminated name/value pairs added to every answer, or NULL. */
