@@ -555,8 +555,8 @@ void tg_route_card(tg_request *req)
         return;
     }
     tg_file_record record;
-    tg_cat_status status = tg_catalog_file_get(req->server->catalog, version.id, "README.md",
-                                               &record);
+    tg_cat_status status =
+        tg_catalog_file_get(req->server->catalog, version.id, "README.md", &record);
     free(model);
     if (status == TG_CAT_NOT_FOUND) {
         tg_respond_problem(req, "file_not_found", "version %lld has no README.md (model card)",

@@ -219,9 +219,10 @@ TEST(bounds)
 /* the body as HTML: front matter left out, raw HTML and unsafe links dropped */
 TEST(html)
 {
-    const char *text = "---\nlicense: mit\n---\n# Head\n\n<b>raw</b> <img src=x onerror=a()>\n\n"
-                       "[j](javascript:x) [v](vbscript:x) [f](file:///etc/passwd) [ok](https://a.b/c)\n"
-                       "![i](data:image/png;base64,AA==) [d](data:text/html,x)\n\n\xff bad\n";
+    const char *text =
+        "---\nlicense: mit\n---\n# Head\n\n<b>raw</b> <img src=x onerror=a()>\n\n"
+        "[j](javascript:x) [v](vbscript:x) [f](file:///etc/passwd) [ok](https://a.b/c)\n"
+        "![i](data:image/png;base64,AA==) [d](data:text/html,x)\n\n\xff bad\n";
     char *html = tg_hf_card_html(text, strlen(text));
     CHECK(html != NULL);
     if (html != NULL) {
