@@ -336,10 +336,10 @@ async function hubCard(into, model, rev) {
   for (const t of list(data.tags)) chips.push(el('span', {className: 'pill tag'}, t));
   const body = el('article', {id: 'card', className: 'card'});
   body.append(...hubSafeNodes(c.html || '', versionBase(model, rev) + '/files/'));
-  into.replaceChildren(el('h2', {}, 'Model card (version ' + c.version + ')'),
+  into.replaceChildren(...[el('h2', {}, 'Model card (version ' + c.version + ')'),
     el('p', {id: 'card-chips'}, ...chips),
     c.truncated ? el('p', {className: 'muted', id: 'card-truncated'}, 'The card is longer than 1 MiB: its start is shown.') : null,
-    body);
+    body].filter(Boolean));
 }
 
 const HUB_TAGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'em', 'strong', 'code', 'pre', 'blockquote',
