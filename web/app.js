@@ -338,7 +338,7 @@ async function hubCard(into, model, rev) {
   body.append(...hubSafeNodes(c.html || '', versionBase(model, rev) + '/files/'));
   into.replaceChildren(...[el('h2', {}, 'Model card (version ' + c.version + ')'),
     el('p', {id: 'card-chips'}, ...chips),
-    c.truncated ? el('p', {className: 'muted', id: 'card-truncated'}, 'The card is longer than 1 MiB: its start is shown.') : null,
+    c.truncated ? el('p', {className: 'muted', id: 'card-truncated'}, 'The card is longer than 128 KiB: its start is shown.') : null,
     body].filter(Boolean));
 }
 

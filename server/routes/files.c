@@ -542,7 +542,7 @@ void tg_route_file_delete(tg_request *req)
 
 /* The README.md of a version as the web page shows it: its front matter as JSON
  * (hf_card.h) and its Markdown body as safe HTML (libcmark, no raw HTML, no
- * javascript: links), from its first TG_CARD_MAX bytes ("truncated" says when the
+ * javascript: links), from its first TG_CARD_MAX bytes (routes.h) ("truncated" says when the
  * file is longer). */
 void tg_route_card(tg_request *req)
 {

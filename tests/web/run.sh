@@ -116,7 +116,7 @@ print("code")
 ```
 """
 open("README.md", "w").write(card)
-# a huge card: 1.5 MiB, markup past the first MiB
+# a huge card: 1.5 MiB (the server renders its first 128 KiB), markup past that
 big = "---\nlicense: mit\n---\n# Huge\n\n" + ("lorem *ipsum* <b>x</b> [j](javascript:alert(1))\n" * 30000)
 big += "<script>alert('late')</script>\n" * 1000
 open("HUGE.md", "w").write(big)

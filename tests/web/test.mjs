@@ -217,7 +217,7 @@ async function main() {
     (await page.$$('main script')).length === 0);
   await open(page, '#/acme/huge');
   await page.waitForSelector('#card');
-  check('a huge card: its first MiB, marked truncated', (await page.$('#card-truncated')) !== null &&
+  check('a huge card: its start, marked truncated', (await page.$('#card-truncated')) !== null &&
     (await page.$$('#card em')).length > 1000 && (await page.$$('#card a')).length === 0 &&
     (await page.$$('main script')).length === 0);
   await shot(page, '3b-huge');
