@@ -12,7 +12,7 @@ CC ?= cc
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 
-PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcrypto libcurl libpq
+PKGS := libmicrohttpd sqlite3 jansson yaml-0.1 libcmark libcrypto libcurl libpq
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

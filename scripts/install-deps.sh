@@ -16,7 +16,7 @@
 set -eu
 
 packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy cppcheck
-libmicrohttpd-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev
+libmicrohttpd-dev libsqlite3-dev libjansson-dev libyaml-dev libcmark-dev libssl-dev libcurl4-openssl-dev
 curl sqlite3 coreutils python3 python3-numpy python3-torch python3-cryptography
 radosgw ceph-mon ceph-osd ceph-common
 libpq-dev postgresql-15 nginx-light openssl chromium"
@@ -26,7 +26,8 @@ if [ "${1:-}" = "--bench" ]; then
 fi
 
 build_packages="gcc make pkg-config libc6-dev
-libmicrohttpd-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev libpq-dev"
+libmicrohttpd-dev libsqlite3-dev libjansson-dev libyaml-dev libcmark-dev libssl-dev libcurl4-openssl-dev
+libpq-dev"
 if [ "${1:-}" = "--build" ]; then
     packages=$build_packages
 elif [ "${1:-}" = "--run" ]; then
@@ -34,7 +35,7 @@ elif [ "${1:-}" = "--run" ]; then
 elif [ "${1:-}" = "--runtime" ]; then
     # The libraries of the build's LDLIBS (libcrypto is in libssl3); libcurl is the
     # S3 blob store's HTTP client (and the tests').
-    packages="libmicrohttpd12 libsqlite3-0 libjansson4 libyaml-0-2 libssl3 libcurl4 libpq5"
+    packages="libmicrohttpd12 libsqlite3-0 libjansson4 libyaml-0-2 libcmark0.30.2 libssl3 libcurl4 libpq5"
 # Node.js runs the OpenAPI linter; a machine that already has a node on PATH keeps it.
 elif ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     packages="$packages nodejs npm"

@@ -1,4 +1,5 @@
-/* .../versions/{rev}/files, .../files/{path} (GET, HEAD, DELETE), .../files/{path}/header */
+/* .../versions/{rev}/files, .../files/{path} (GET, HEAD, DELETE), .../files/{path}/header,
+ * .../versions/{rev}/card (the README.md rendered for the web page) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "checks.h"
 #include "gguf_view.h"
 #include "header_cache.h"
+#include "hf_card.h"
 #include "log.h"
 #include "parsed_header_cache.h"
 #include "reclaim.h"
@@ -576,4 +578,73 @@ void tg_route_file_delete(tg_request *req)
             tg_respond_catalog_failure(req, status);
     }
     free(model);
+}
+
+/* ---- GET .../versions/{rev}/card ---- */
+
+/* The README.md of a version as the web page shows it: its front matter as JSON
+ * (hf_card.h) and its Markdown body as safe HTML (libcmark, no raw HTML, no
+ * javascript: links), from its first TG_CARD_MAX bytes (routes.h) ("truncated" says when the
+ * file is longer). */
+void tg_route_card(tg_request *req)
+{
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
+        return;
+    tg_version version;
+    if (!tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version)) {
+        free(model);
+        return;
+    }
+    tg_file_record record;
+    tg_cat_status status =
+        tg_catalog_file_get(req->server->catalog, version.id, "README.md", &record);
+    free(model);
+    if (status == TG_CAT_NOT_FOUND) {
+        tg_respond_problem(req, "file_not_found", "version %lld has no README.md (model card)",
+                           (long long)version.number);
+        return;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, status);
+        return;
+    }
+    tg_blob_reader *blob = tg_open_file_blob(req, &record);
+    if (blob == NULL)
+        return;
+    size_t len = record.size < TG_CARD_MAX ? (size_t)record.size : TG_CARD_MAX;
+    char *text = malloc(len + 1);
+    if (text == NULL) {
+        tg_blob_close(blob);
+        tg_respond_exhausted(req, NULL);
+        return;
+    }
+    int rc = tg_blob_read_at(blob, text, len, 0);
+    tg_blob_close(blob);
+    if (rc != 0) {
+        free(text);
+        tg_respond_blob_damaged(req, record.path);
+        return;
+    }
+    text[len] = '\0';
+    char *html = tg_hf_card_html(text, len);
+    json_t *card = tg_hf_card_data(text, len);
+    free(text);
+    json_t *body = json_object();
+    if (html == NULL || body == NULL) {
+        free(html);
+        json_decref(card);
+        json_decref(body);
+        tg_respond_exhausted(req, NULL);
+        return;
+    }
+    json_object_set_new(body, "version", json_integer(version.number));
+    json_object_set_new(body, "path", json_string(record.path));
+    json_object_set_new(body, "size", json_integer((json_int_t)record.size));
+    json_object_set_new(body, "sha256", json_string(record.sha256));
+    json_object_set_new(body, "truncated", json_boolean(record.size > len));
+    json_object_set_new(body, "card_data", card != NULL ? card : json_null());
+    json_object_set_new(body, "html", json_string(html));
+    free(html);
+    tg_respond_json(req, 200, body);
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include <cmark.h>
+
 /* ---- finding the front matter ---- */
 
 /* Whether the line [start, end) is exactly mark, give or take blanks and a '\r'. */
@@ -26,6 +28,8 @@ static bool line_is(const char *start, const char *end, const char *mark)
  * it. */
 static bool front_matter(const char *text, size_t len, const char **yaml, size_t *yaml_len)
 {
+    *yaml = NULL;
+    *yaml_len = 0;
     const char *p = text, *limit = text + len;
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
         p += 3; /* a UTF-8 byte order mark may precede the first "---" */
@@ -318,4 +322,20 @@ void tg_hf_card_tags(const json_t *card, json_t *tags)
     add_tags(tags, "license:", json_object_get(card, "license"));
     add_tags(tags, "base_model:", json_object_get(card, "base_model"));
     add_tags(tags, "dataset:", json_object_get(card, "datasets"));
+}
+
+/* ---- the card's body as HTML ---- */
+
+char *tg_hf_card_html(const char *text, size_t len)
+{
+    const char *body = text, *yaml = NULL;
+    size_t yaml_len = 0;
+    if (front_matter(text, len, &yaml, &yaml_len)) {
+        /* the closing "---" or "..." line starts at yaml + yaml_len; skip it */
+        const char *close = yaml + yaml_len;
+        const char *nl = memchr(close, '\n', len - (size_t)(close - text));
+        body = nl != NULL ? nl + 1 : text + len;
+    }
+    return cmark_markdown_to_html(body, len - (size_t)(body - text),
+                                  CMARK_OPT_SAFE | CMARK_OPT_VALIDATE_UTF8);
 }

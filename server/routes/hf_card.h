@@ -27,4 +27,12 @@ json_t *tg_hf_card_data(const char *text, size_t len);
  * of strings). card may be NULL. */
 void tg_hf_card_tags(const json_t *card, json_t *tags);
 
+/* The card's body (what follows the front matter; all of text when it has none)
+ * rendered to HTML by libcmark (CommonMark) with CMARK_OPT_SAFE: raw HTML, inline or
+ * block, becomes an "omitted" comment, and javascript:, vbscript:, file: and
+ * non-image data: link targets are emptied; invalid UTF-8 becomes U+FFFD. The web
+ * page still allow-lists the elements and attributes it keeps. Returns a malloc'd
+ * string (free()), or NULL when out of memory. */
+char *tg_hf_card_html(const char *text, size_t len);
+
 #endif

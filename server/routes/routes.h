@@ -60,6 +60,11 @@ void tg_route_files_list(tg_request *req);
 void tg_route_file_get(tg_request *req);
 void tg_route_file_header(tg_request *req);
 void tg_route_file_delete(tg_request *req);
+/* the README.md rendered (hf_card.h): at most TG_CARD_MAX bytes of it. Small because
+ * libcmark 0.30.2 takes quadratic time on some inputs ("![[]()" repeated: 0.4 s of
+ * CPU at 128 KiB, 2 s at 256 KiB, over 20 s at 1 MiB; fixed in cmark 0.30.3). */
+#define TG_CARD_MAX (128 * 1024)
+void tg_route_card(tg_request *req);
 /* GET|HEAD bytes of a stored file: Range (206/416), ETag, If-None-Match (304), If-Range;
  * the bytes are read from the blob in blocks (tg_blob_response), never sent with sendfile.
  * extra_headers: NULL-terminated name/value pairs added to every answer, or NULL. */

@@ -74,6 +74,8 @@ static const tg_route routes[] = {
      tg_route_upload_cleanup},
     {"DELETE", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE, TG_AUTH_WRITE,
      0, tg_route_file_delete, NULL, NULL, NULL},
+    {"GET", "/v1/models/{org}/{name}/versions/{rev}/card", TG_BODY_NONE, TG_AUTH_READ, 0,
+     tg_route_card, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors", TG_BODY_NONE, TG_AUTH_READ, 0,
      tg_route_tensors_list, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/tensors/{tensor*}", TG_BODY_NONE, TG_AUTH_READ,

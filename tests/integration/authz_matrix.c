@@ -131,7 +131,8 @@ static void create_draft(const char *model, char *out, size_t cap)
     it_response_free(&r);
 }
 
-/* model with version 1 published: model.safetensors (tensor w) and sub/config.json. */
+/* model with version 1 published: model.safetensors (tensor w), sub/config.json and a
+ * README.md (the card). */
 static void create_published(const char *model)
 {
     create_model(model);
@@ -140,6 +141,8 @@ static void create_published(const char *model)
     put_file(model, v, "model.safetensors", model_file.data, model_file.len);
     static const char sidecar[] = "{\"model_type\":\"authz\"}";
     put_file(model, v, "sub/config.json", sidecar, strlen(sidecar));
+    static const char readme[] = "---\nlicense: mit\n---\n# authz\n";
+    put_file(model, v, "README.md", readme, strlen(readme));
     char url[300];
     snprintf(url, sizeof url, "/v1/models/%s/versions/%s/publish", model, v);
     it_response r = it_send("POST", url, admin(), NULL, 0);
@@ -392,6 +395,7 @@ static row rows[] = {
      "{\"url\":\"http://localhost:1/x.safetensors\"}", P_COUNT, prep_import, false},
     {"GET", V "/files/{path}/header", 200, 0, M "/versions/1/files/model.safetensors/header",
      B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", V "/card", 200, 0, M "/versions/1/card", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", V "/tensors", 200, 0, M "/versions/1/tensors", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", V "/tensors/{tensor}", 200, 0, M "/versions/1/tensors/w", B_NONE, NULL, P_NONE, NULL,
      false},

@@ -87,6 +87,48 @@ from generate import gguf, kv, ARCH, STRING, U32, ARRAY
 kvs = [ARCH, kv("general.name", STRING, "<script>alert(1)</script> tiny"), kv("llama.context_length", U32, 2048),
        kv("tokenizer.ggml.tokens", ARRAY, (STRING, [f"t{i}" for i in range(20)]))]
 open("tiny-Q8_0.gguf", "wb").write(gguf([("token_embd.weight", [4, 3], 0), ("blk.0.attn_k.weight", [64, 2], 8)], kvs=kvs))
+# a second shard (layers 1 and 2) and the index that names both
+ts2 = {"model.layers.1.weight": np.ones((2, 2), np.float32), "model.layers.1.bias": np.zeros(2, np.float32),
+       "model.layers.2.weight": np.ones((3,), np.float16)}
+h = {}; off = 0; blobs = []
+for k, v in ts2.items():
+    d = {"float32": "F32", "float16": "F16"}[str(v.dtype)]
+    h[k] = {"dtype": d, "shape": list(v.shape), "data_offsets": [off, off + v.nbytes]}
+    off += v.nbytes; blobs.append(v.tobytes())
+hb = json.dumps(h).encode(); hb += b" " * (-len(hb) % 8)
+open("model-2.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
+# a hostile model card: raw HTML, script, event handlers, javascript: and data: links,
+# an image from elsewhere; and a relative link to a file of the version
+card = """---
+license: apache-2.0
+tags:
+- text-generation
+- "<b>tag</b>"
+---
+# Tiny card
+
+Some **bold** text and a [config link](config.json) and [site](https://example.org/x).
+
+<script>alert('card')</script>
+<img src=x onerror="alert('img')">
+<a href="javascript:alert('raw')">raw link</a>
+
+[js link](javascript:alert('md')) [vb](vbscript:msgbox) [data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)
+
+![remote](http://example.invalid/x.png) ![pixel](data:image/png;base64,iVBORw0KGgo=)
+
+<iframe src="https://example.org"></iframe>
+<style>body{display:none}</style>
+
+```python
+print("code")
+```
+"""
+open("README.md", "w").write(card)
+# a huge card: 1.5 MiB (the server renders its first 128 KiB), markup past that
+big = "---\nlicense: mit\n---\n# Huge\n\n" + ("lorem *ipsum* <b>x</b> [j](javascript:alert(1))\n" * 30000)
+big += "<script>alert('late')</script>\n" * 1000
+open("HUGE.md", "w").write(big)
 PYEOF
 H="Authorization: Bearer $WRITE"
 set -e
@@ -96,6 +138,8 @@ curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
 curl -sf -o /dev/null -H "$H" -T model.safetensors "$S/v1/models/acme/tiny/versions/1/files/model.safetensors"
 curl -sf -o /dev/null -H "$H" -T config.json "$S/v1/models/acme/tiny/versions/1/files/config.json"
 curl -sf -o /dev/null -H "$H" -T tiny-Q8_0.gguf "$S/v1/models/acme/tiny/versions/1/files/tiny-Q8_0.gguf"
+curl -sf -o /dev/null -H "$H" -T model-2.safetensors "$S/v1/models/acme/tiny/versions/1/files/model-2.safetensors"
+curl -sf -o /dev/null -H "$H" -T README.md "$S/v1/models/acme/tiny/versions/1/files/README.md"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions/1/publish"
 curl -sf -o /dev/null -H "$H" -X PUT -d '{"version":1}' "$S/v1/models/acme/tiny/aliases/prod"
 # code allowed in acme (docs/DESIGN.md, "The code policy"): acme/coded holds code,
@@ -110,6 +154,16 @@ curl -sf -o /dev/null -H "$H" -T coded-config.json "$S/v1/models/acme/coded/vers
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/coded/versions/1/publish"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
 curl -s -o /dev/null -H "$H" -T pickle.bin "$S/v1/models/acme/tiny/versions/2/files/model.safetensors"
+# a huge card; 30 more models (the list has pages of 25); 55 more refusals (pages of 50)
+curl -sf -o /dev/null -H "$H" -d '{"name":"acme/huge"}' "$S/v1/models"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/huge/versions"
+curl -sf -o /dev/null -H "$H" -T HUGE.md "$S/v1/models/acme/huge/versions/1/files/README.md"
+for i in $(seq 10 39); do
+    curl -sf -o /dev/null -H "$H" -d "{\"name\":\"acme/bulk-$i\"}" "$S/v1/models"
+done
+for i in $(seq 10 64); do
+    curl -s -o /dev/null -H "$H" -T pickle.bin "$S/v1/models/acme/tiny/versions/2/files/p$i.safetensors"
+done
 set +e
 
 S=$S ADMIN=$ADMIN SHOTS=$shots CHROMIUM=$chromium NODE_PATH=$here/node_modules \

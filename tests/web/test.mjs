@@ -59,13 +59,47 @@ async function main() {
   page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   page.on('pageerror', e => consoleErrors.push(String(e)));
   page.on('dialog', d => { dialogs.push(d.message()); d.dismiss(); });
+  // every Content-Security-Policy violation in the page is a failure (checked at the end)
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
+  });
 
-  // --- the model list and search
+  // --- the model list: pages of 25, sorting, search
   await page.goto(S + '/');
   await page.waitForSelector('#models-table');
+  const apiModels = [];
+  for (let cursor = null; ;) {
+    const pg = await api('/v1/models?limit=1000' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    apiModels.push(...pg.models);
+    cursor = pg.next_cursor;
+    if (!cursor) break;
+  }
+  const models = apiModels.map(m => m.name).sort();
   let list = await rows(page, 'models-table');
-  const models = (await api('/v1/models')).models.map(m => m.name).sort();
-  check('model list shows every model', JSON.stringify(list.map(r => r[0]).sort()) === JSON.stringify(models), list);
+  check('the first page has 25 models', list.length === 25 && models.length > 25, { shown: list.length, all: models.length });
+  check('the page count', (await page.textContent('#page-info')).includes('page 1 of ' + Math.ceil(models.length / 25)));
+  check('previous is disabled on the first page', await page.$eval('#page-prev', b => b.disabled));
+  const seen = list.map(r => r[0]);
+  while (!(await page.$eval('#page-next', b => b.disabled))) {
+    await page.click('#page-next');
+    seen.push(...(await rows(page, 'models-table')).map(r => r[0]));
+  }
+  check('the pages together show every model once, by name',
+    JSON.stringify(seen) === JSON.stringify(models), { seen, models });
+  await page.selectOption('#sort', 'updated');
+  list = await rows(page, 'models-table');
+  const byTime = apiModels.slice().sort((a, b) => (b.updated_at || b.created_at) < (a.updated_at || a.created_at) ? -1 :
+    (b.updated_at || b.created_at) > (a.updated_at || a.created_at) ? 1 : 0);
+  check('sorted by last update: newest first, back to page 1',
+    list.length === 25 && list[0][3] === (byTime[0].updated_at || byTime[0].created_at) &&
+    (await page.textContent('#page-info')).includes('page 1 of'), list[0]);
+  const times = list.map(r => r[3]);
+  check('the update times are in order', times.every((t, i) => i === 0 || times[i - 1] >= t), times);
+  await page.selectOption('#sort', 'name');
+  await page.fill('#search', 'tin');
+  await page.waitForFunction(() => document.querySelectorAll('#models-table tbody tr').length === 1);
+  list = await rows(page, 'models-table');
   const desc = list.find(r => r[0] === 'acme/tiny');
   check('the markup in a description is shown as text', desc && desc[1].startsWith('<img src=x onerror=alert(1)>'), desc);
   check('the markup made no element', (await page.$$('main img')).length === 0);
@@ -74,6 +108,16 @@ async function main() {
   await page.waitForFunction(() => document.querySelectorAll('#models-table tbody tr').length === 1);
   list = await rows(page, 'models-table');
   check('search filters the list', list.length === 1 && list[0][0] === 'acme/other', list);
+  // tags and downloads come from other parts of the API: checked once it reports them
+  const tagged = apiModels.filter(m => Array.isArray(m.tags) && m.tags.length);
+  if (tagged.length) {
+    await page.fill('#search', tagged[0].name);
+    await page.waitForFunction(n => Array.from(document.querySelectorAll('#models-table tbody tr'))
+      .some(tr => tr.dataset.name === n), tagged[0].name);
+    const tagCells = await page.$$eval('#models-table tbody tr', (trs, n) => trs.filter(tr => tr.dataset.name === n)
+      .map(tr => Array.from(tr.querySelectorAll('td.tags .pill')).map(p => p.textContent)), tagged[0].name);
+    check('a model\'s tags as chips', JSON.stringify(tagCells[0]) === JSON.stringify(tagged[0].tags.map(String)), tagCells);
+  }
 
   // --- a model: versions and aliases
   await open(page, '#/acme/tiny');
@@ -88,6 +132,38 @@ async function main() {
     JSON.stringify(aliases) === JSON.stringify(apiAliases) && aliases.some(a => a[0] === 'prod'), aliases);
   check('the model heading', (await page.textContent('#model-name')) === 'acme/tiny');
   check('the description is text', (await page.textContent('#model-description')).startsWith('<img src=x'));
+  await page.waitForSelector('#card');
+  const cardApi = await api('/v1/models/acme/tiny/versions/1/card');
+  check('the card API: front matter as JSON, not in the HTML',
+    cardApi.card_data && cardApi.card_data.license === 'apache-2.0' && !cardApi.html.includes('apache-2.0'), cardApi.card_data);
+  check('the card API: no raw HTML, no javascript: link',
+    !/<script|<iframe|<style|onerror|javascript:|vbscript:|data:text/i.test(cardApi.html), cardApi.html);
+  check('the card is rendered Markdown', (await page.textContent('#card h1')) === 'Tiny card' &&
+    (await page.textContent('#card strong')) === 'bold' && (await page.textContent('#card pre code')).includes('print("code")'));
+  const chips = await page.$$eval('#card-chips .pill', ps => ps.map(p => p.textContent));
+  check('license and tags as chips (the front matter is not text)',
+    JSON.stringify(chips) === JSON.stringify(['license: apache-2.0', 'text-generation', '<b>tag</b>']) &&
+    !(await page.textContent('#card')).includes('license:'), chips);
+  const hostile = await page.evaluate(() => {
+    const card = document.getElementById('card');
+    return {
+      scripts: document.querySelectorAll('main script, main iframe, main style, main object, main embed').length,
+      handlers: Array.from(card.querySelectorAll('*')).filter(n => Array.from(n.attributes).some(a => a.name.startsWith('on'))).length,
+      hrefs: Array.from(card.querySelectorAll('a')).map(a => a.getAttribute('href')),
+      imgs: Array.from(card.querySelectorAll('img')).map(i => i.getAttribute('src')),
+      blocked: card.querySelectorAll('.blocked-image').length,
+      hidden: getComputedStyle(document.body).display,
+    };
+  });
+  check('card: no script, iframe, style or event handler survives',
+    hostile.scripts === 0 && hostile.handlers === 0 && hostile.hidden !== 'none', hostile);
+  check('card: links only http(s), none javascript:/vbscript:/data:',
+    hostile.hrefs.length > 0 && hostile.hrefs.every(h => /^https?:/.test(h)), hostile.hrefs);
+  check('card: a relative link leads to the version\'s file',
+    hostile.hrefs.includes(S + '/v1/models/acme/tiny/versions/1/files/config.json'), hostile.hrefs);
+  check('card: images from elsewhere (and data:) are not loaded', hostile.imgs.length === 0 && hostile.blocked === 2, hostile);
+  check('no stray "null" text in the card section', !(await page.textContent('#card-section')).includes('null'));
+  check('card: external links get rel=noopener', await page.$eval('#card a[href^="https://example.org"]', a => a.rel.includes('noopener')));
   await shot(page, '2-model');
 
   // --- a version: files
@@ -105,7 +181,46 @@ async function main() {
       r && r.cells[1] === f.kind && r.bytes === String(f.size) && r.cells[3] === f.sha256, { r, f });
     check('file ' + f.path + ': verdict', r && r.cells[4].startsWith('accepted: ' + f.kind), r);
   }
+  const dl = await page.$$eval('#files-table a.download', as => as.map(a => a.getAttribute('href')));
+  check('a download link for every file', dl.length === files.length &&
+    files.every(f => dl.includes('/v1/models/acme/tiny/versions/1/files/' + f.path)), dl);
+  const got = await fetch(S + dl.find(h => h.endsWith('/config.json')));
+  check('a download link serves the file', got.status === 200 && (await got.text()).includes('hidden_size'));
+  const allTensors = (await api('/v1/models/acme/tiny/versions/1/tensors')).tensors;
+  const groups = await page.$$eval('#tensor-groups details', ds => ds.map(d => ({
+    prefix: d.dataset.prefix, names: Array.from(d.querySelectorAll('tbody tr')).map(tr => tr.dataset.name),
+    sizes: Array.from(d.querySelectorAll('td[data-bytes]')).map(td => td.dataset.bytes) })));
+  const prefixes = groups.map(g => g.prefix);
+  check('tensors grouped by layer across both shards',
+    ['model.layers.0', 'model.layers.1', 'model.layers.2'].every(p => prefixes.includes(p)) &&
+    groups.find(g => g.prefix === 'model.layers.1').names.length === 2, prefixes);
+  check('every tensor of the version in one group, with its size',
+    groups.reduce((n, g) => n + g.names.length, 0) === allTensors.length && allTensors.every(t => groups.some(g =>
+      g.names.includes(t.name) && g.sizes[g.names.indexOf(t.name)] === String(t.data_offsets[1] - t.data_offsets[0]))),
+    { groups, allTensors });
+  await page.fill('#tensor-filter', 'layers.1.b');
+  const visible = await page.$$eval('#tensor-groups details', ds => ds.filter(d => !d.hidden).map(d => ({
+    prefix: d.dataset.prefix, open: d.open,
+    rows: Array.from(d.querySelectorAll('tbody tr')).filter(tr => !tr.hidden).map(tr => tr.dataset.name) })));
+  check('the filter box leaves the matching tensor only', visible.length === 1 && visible[0].open &&
+    JSON.stringify(visible[0].rows) === JSON.stringify(['model.layers.1.bias']), visible);
   await shot(page, '3-version');
+
+  // --- a JSON file as text, and the card's truncation on a huge card
+  await open(page, '#/acme/tiny@1/config.json');
+  const text = await page.textContent('#text-view');
+  check('a JSON file is shown pretty-printed as text', text === JSON.stringify({ hidden_size: 4 }, null, 2), text);
+  check('with a download link', (await page.$('#text-size a.download')) !== null);
+  await open(page, '#/acme/tiny@1/README.md');
+  check('the card file itself is shown as text, inert',
+    (await page.textContent('#text-view')).includes("<script>alert('card')</script>") &&
+    (await page.$$('main script')).length === 0);
+  await open(page, '#/acme/huge');
+  await page.waitForSelector('#card');
+  check('a huge card: its start, marked truncated', (await page.$('#card-truncated')) !== null &&
+    (await page.$$('#card em')).length > 1000 && (await page.$$('#card a')).length === 0 &&
+    (await page.$$('main script')).length === 0);
+  await shot(page, '3b-huge');
 
   // --- a safetensors file: the tensor table
   await open(page, '#/acme/tiny@1/model.safetensors');
@@ -167,14 +282,62 @@ async function main() {
   await page.waitForFunction(b => (document.body.dataset.ready || '') !== b, before);
   const rej = (await api('/v1/rejections', ADMIN)).rejections;
   const rrows = await rows(page, 'rejections-table');
-  check('refusals: one row per refusal', rej.length > 0 && rrows.length === rej.length, { rrows, rej });
+  check('refusals: one row per refusal (newest 50)', rej.length > 50 && rrows.length === 50, { n: rrows.length });
   check('the refused pickle is listed with its reason',
-    rrows.some(r => r[2] === 'model.safetensors' && r[3] === rej[0].reason), rrows);
+    rrows.some(r => r[2] === rej[0].path && r[3] === rej[0].reason && r[4] === 'pickle'), rrows);
   check('a refusal shows its size and the SHA-256 of its bytes',
     rrows.some(r => r[6] === String(rej[0].size) && r[7] === (rej[0].sha256 || '')), rrows);
   check('code admitted by the policy is listed, marked as admitted',
     rej.filter(r => r.outcome === 'admitted_by_policy').length === 2 &&
       (await page.$$('#rejections-table .badge.code')).length === 2, rej);
+  check('refusals come in pages of 50', rrows.length === 50 && (await page.$eval('#rej-prev', b => b.disabled)));
+  const allRej = [];
+  for (let cursor = null; ;) {
+    const pg = await api('/v1/rejections?limit=1000' + (cursor ? '&cursor=' + cursor : ''), ADMIN);
+    allRej.push(...pg.rejections);
+    cursor = pg.next_cursor;
+    if (!cursor) break;
+  }
+  async function submit(sel) {
+    const b = await page.evaluate(() => document.body.dataset.ready || '');
+    await page.click(sel);
+    await page.waitForFunction(x => (document.body.dataset.ready || '') !== x, b);
+  }
+  await submit('#rej-next');
+  const page2 = await page.$$eval('#rejections-table tbody tr', trs => trs.map(tr => tr.dataset.id));
+  check('older: the next page continues the list', JSON.stringify(page2) ===
+    JSON.stringify(allRej.slice(50, 100).map(r => String(r.id))), { page2 });
+  await submit('#rej-prev');
+  check('newer: back to the first page', (await page.$$eval('#rejections-table tbody tr', trs => trs[0].dataset.id)) === String(allRej[0].id));
+  await page.fill('#rej-sha256', allRej[0].sha256.toUpperCase());
+  await submit('#rej-apply');
+  let fr = await rows(page, 'rejections-table');
+  check('filter by sha256', fr.length === Math.min(50, allRej.filter(r => r.sha256 === allRej[0].sha256).length) &&
+    fr.every(r => r[7] === allRej[0].sha256), fr.length);
+  await page.fill('#rej-sha256', '');
+  await page.fill('#rej-reason', 'payload_too_large');
+  await submit('#rej-apply');
+  check('filter by reason: none of another reason', (await page.$('#no-rejections')) !== null);
+  await page.fill('#rej-reason', allRej[0].reason);
+  await page.fill('#rej-namespace', 'acme');
+  await submit('#rej-apply');
+  fr = await rows(page, 'rejections-table');
+  check('filter by reason and namespace', fr.length === 50 && fr.every(r => r[3] === allRej[0].reason));
+  await page.fill('#rej-namespace', 'nobody');
+  await submit('#rej-apply');
+  check('filter by another namespace: none', (await page.$('#no-rejections')) !== null);
+  await page.fill('#rej-namespace', '');
+  await page.fill('#rej-since', '2099-01-01T00:00:00');
+  await submit('#rej-apply');
+  check('filter by time: none since 2099', (await page.$('#no-rejections')) !== null);
+  await page.fill('#rej-since', '2000-01-01T00:00:00');
+  await page.fill('#rej-until', '2099-01-01T00:00:00');
+  await submit('#rej-apply');
+  check('filter by time range: all in 2000..2099', (await rows(page, 'rejections-table')).length === 50);
+  await page.fill('#rej-reason', 'Bad Reason!');
+  await submit('#rej-apply');
+  const rejErr = await page.textContent('#rej-error').catch(() => null);
+  check('an invalid filter shows the API reason', rejErr && rejErr.includes('invalid'), rejErr);
   check('the token is not in the URL', !page.url().includes(ADMIN));
   check('the token is in sessionStorage only', await page.evaluate(t =>
     sessionStorage.getItem('tensorgate.token') === t && localStorage.length === 0, ADMIN));
@@ -214,9 +377,12 @@ async function main() {
   const err = await page.textContent('#error');
   check('an unknown model shows the API reason', err && err.includes('model_not_found'), err);
 
-  check('no console errors (404 of the unknown model aside)',
-    consoleErrors.filter(e => !e.includes('404')).length === 0, consoleErrors);
+  check('no console errors (the 404 of the unknown model and the 400 of the bad filter aside)',
+    consoleErrors.filter(e => !/status of (404|400)/.test(e)).length === 0, consoleErrors);
   check('no dialog was opened (the markup stayed inert)', dialogs.length === 0, dialogs);
+  const csp = await page.evaluate(() => window.__csp);
+  check('no Content-Security-Policy violation', csp.length === 0 &&
+    !consoleErrors.some(e => /Content Security Policy/i.test(e)), { csp, consoleErrors });
   await browser.close();
 }
 

@@ -1,5 +1,5 @@
 /* server/routes/files.c, black-box: GET .../versions/{rev}/files, GET, HEAD and
- * DELETE .../files/{path}, GET .../files/{path}/header against the real server
+ * DELETE .../files/{path}, GET .../files/{path}/header, GET .../card against the real server
  * through the integration harness (tests/integration/harness.h), one server for
  * the program. Each route's main success path, and refusals with the status and
  * reason openapi.yaml names. */
@@ -114,6 +114,52 @@ TEST(delete_file)
     it_response_free(&r);
 }
 
+/* GET .../card: README.md as safe HTML and its front matter as JSON (after delete_file:
+ * version 2 is a draft) */
+TEST(card)
+{
+    it_response r = it_get(V1 "/card");
+    CHECK_PROBLEM(r, 404, "file_not_found");
+    it_response_free(&r);
+    static const char readme[] = "---\nlicense: mit\ntags: [a, b]\n---\n# Title\n\n"
+                                 "<script>alert(1)</script>\n\n[x](javascript:alert(1)) *em*\n";
+    r = it_send("PUT", V2 "/files/README.md", write_acme, readme, strlen(readme));
+    CHECK_STATUS(r, 201);
+    it_response_free(&r);
+    r = it_get(V2 "/card");
+    CHECK_STATUS(r, 200);
+    const char *html = it_json_str(&r, "html");
+    CHECK(html != NULL && strstr(html, "<h1>Title</h1>") != NULL && strstr(html, "<em>em</em>"));
+    CHECK(html != NULL && strstr(html, "<script") == NULL && strstr(html, "javascript:") == NULL &&
+          strstr(html, "license") == NULL);
+    json_t *data = json_object_get(r.json, "card_data");
+    CHECK_STR(json_string_value(json_object_get(data, "license")), "mit");
+    CHECK_EQ_U64(json_array_size(json_object_get(data, "tags")), 2);
+    CHECK(json_is_false(json_object_get(r.json, "truncated")));
+    CHECK_EQ_U64(it_json_int(r.json, "size"), strlen(readme));
+    it_response_free(&r);
+    /* past TG_CARD_MAX (128 KiB): the start is rendered, marked truncated */
+    size_t big = 200 * 1024;
+    char *text = malloc(big);
+    CHECK(text != NULL);
+    if (text != NULL) {
+        for (size_t i = 0; i < big; i++)
+            text[i] = i % 64 == 63 ? '\n' : 'x';
+        r = it_send("PUT", V2 "/files/README.md", write_acme, text, big);
+        CHECK_STATUS(r, 201);
+        it_response_free(&r);
+        free(text);
+        r = it_get(V2 "/card");
+        CHECK_STATUS(r, 200);
+        CHECK(json_is_true(json_object_get(r.json, "truncated")));
+        CHECK(json_is_null(json_object_get(r.json, "card_data")));
+        it_response_free(&r);
+    }
+    r = it_get("/v1/models/acme/files/versions/9/card");
+    CHECK_PROBLEM(r, 404, "version_not_found");
+    it_response_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
@@ -136,6 +182,7 @@ int main(int argc, char **argv)
     RUN(head_file);
     RUN(file_header);
     RUN(delete_file);
+    RUN(card);
     it_buf_free(&file);
     return it_finish(argv[0]);
 }

@@ -216,6 +216,37 @@ TEST(bounds)
     tg_hf_card_tags(NULL, NULL); /* no card: nothing, no crash */
 }
 
+/* the body as HTML: front matter left out, raw HTML and unsafe links dropped */
+TEST(html)
+{
+    const char *text =
+        "---\nlicense: mit\n---\n# Head\n\n<b>raw</b> <img src=x onerror=a()>\n\n"
+        "[j](javascript:x) [v](vbscript:x) [f](file:///etc/passwd) [ok](https://a.b/c)\n"
+        "![i](data:image/png;base64,AA==) [d](data:text/html,x)\n\n\xff bad\n";
+    char *html = tg_hf_card_html(text, strlen(text));
+    CHECK(html != NULL);
+    if (html != NULL) {
+        CHECK(strstr(html, "<h1>Head</h1>") != NULL);
+        CHECK(strstr(html, "license") == NULL);
+        CHECK(strstr(html, "<b>") == NULL && strstr(html, "onerror") == NULL);
+        CHECK(strstr(html, "javascript:") == NULL && strstr(html, "vbscript:") == NULL &&
+              strstr(html, "file:") == NULL && strstr(html, "data:text") == NULL);
+        CHECK(strstr(html, "href=\"https://a.b/c\"") != NULL);
+        CHECK(strstr(html, "\xEF\xBF\xBD") != NULL); /* invalid UTF-8 -> U+FFFD */
+        free(html);
+    }
+    /* no front matter: all of it; an unclosed one is text */
+    html = tg_hf_card_html("plain", 5);
+    CHECK(html != NULL && strcmp(html, "<p>plain</p>\n") == 0);
+    free(html);
+    html = tg_hf_card_html("---\nk: v\n", 9);
+    CHECK(html != NULL && strstr(html, "k: v") != NULL);
+    free(html);
+    html = tg_hf_card_html("---\nk: v\n---", 12); /* closed on the last line: empty body */
+    CHECK(html != NULL && html[0] == '\0');
+    free(html);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -224,5 +255,6 @@ int main(int argc, char **argv)
     RUN(gated_llm_card);
     RUN(not_a_card);
     RUN(bounds);
+    RUN(html);
     return test_report(argv[0]);
 }
