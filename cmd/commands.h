@@ -35,5 +35,6 @@ int tg_cmd_ls(int argc, char **argv);     /* cmd/remote.c */
 int tg_cmd_header(int argc, char **argv); /* cmd/remote.c */
 int tg_cmd_tensor(int argc, char **argv); /* cmd/remote.c */
 int tg_cmd_scan(int argc, char **argv);   /* cmd/remote.c */
+int tg_cmd_mirror(int argc, char **argv); /* cmd/mirror.c */
 
 #endif

@@ -25,6 +25,7 @@ static const struct command commands[] = {
     {"header", tg_cmd_header, "a stored file's parsed header (server)"},
     {"tensor", tg_cmd_tensor, "fetch one tensor, sliced or converted, as .npy or raw (server)"},
     {"scan", tg_cmd_scan, "the server's gate verdict on a local file, nothing stored"},
+    {"mirror", tg_cmd_mirror, "mirror a Hub repository into a new version (server)"},
 };
 
 static void usage(FILE *out)

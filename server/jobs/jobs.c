@@ -9,6 +9,7 @@
 
 #include "convert_job.h"
 #include "import_job.h"
+#include "mirror_job.h"
 #include "job_worker.h"
 #include "log.h"
 #include "test_hooks.h"
@@ -21,6 +22,7 @@ static const struct {
 } kinds[] = {
     {"convert", tg_convert_job_run},
     {"import", tg_import_job_run},
+    {"mirror", tg_mirror_job_run},
 };
 
 /* A cancel asked through another replica is looked for this often. */
