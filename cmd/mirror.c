@@ -77,7 +77,8 @@ static void print_job(json_t *job, bool as_json)
         bool already = json_is_true(json_object_get(result, "already_mirrored"));
         printf("%s %s@%s (commit %s) %s version %lld\n", already ? "already mirrored" : "mirrored",
                text(result, "repo"), text(result, "revision"), text(result, "commit"),
-               already ? "as" : "into", (long long)json_integer_value(json_object_get(job, "version")));
+               already ? "as" : "into",
+               (long long)json_integer_value(json_object_get(job, "version")));
     } else if (strcmp(state, "failed") == 0) {
         json_t *error = json_object_get(job, "error");
         fprintf(stderr, "tensorgate mirror: failed: %s: %s\n", text(error, "reason"),
@@ -106,14 +107,30 @@ int tg_cmd_mirror(int argc, char **argv)
     int opt;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (opt) {
-        case OPT_URL: url = optarg; break;
-        case OPT_TOKEN: token = optarg; break;
-        case OPT_JSON: as_json = true; break;
-        case OPT_PARTIAL: partial = true; break;
-        case OPT_TOKEN_ENV: token_env = optarg; break;
-        case OPT_NO_WAIT: wait = false; break;
-        case OPT_HELP: fputs(help, stdout); return 0;
-        default: fputs(help, stderr); return EXIT_USAGE;
+        case OPT_URL:
+            url = optarg;
+            break;
+        case OPT_TOKEN:
+            token = optarg;
+            break;
+        case OPT_JSON:
+            as_json = true;
+            break;
+        case OPT_PARTIAL:
+            partial = true;
+            break;
+        case OPT_TOKEN_ENV:
+            token_env = optarg;
+            break;
+        case OPT_NO_WAIT:
+            wait = false;
+            break;
+        case OPT_HELP:
+            fputs(help, stdout);
+            return 0;
+        default:
+            fputs(help, stderr);
+            return EXIT_USAGE;
         }
     }
     if (argc - optind != 3) {
@@ -124,7 +141,8 @@ int tg_cmd_mirror(int argc, char **argv)
     char repo[256], revision[256] = "main";
     const char *at = strrchr(ref, '@');
     size_t repo_len = at ? (size_t)(at - ref) : strlen(ref);
-    if (repo_len == 0 || repo_len >= sizeof repo || (at && (at[1] == '\0' || strlen(at + 1) >= sizeof revision))) {
+    if (repo_len == 0 || repo_len >= sizeof repo ||
+        (at && (at[1] == '\0' || strlen(at + 1) >= sizeof revision))) {
         fprintf(stderr, "tensorgate mirror: REPO[@REVISION] is malformed: %s\n", ref);
         return EXIT_USAGE;
     }
@@ -153,8 +171,8 @@ int tg_cmd_mirror(int argc, char **argv)
         fprintf(stderr, "tensorgate mirror: %s\n", e.detail);
         return exit_for(&e);
     }
-    json_t *body = json_pack("{s:s, s:s, s:s, s:b}", "endpoint", endpoint, "repo", repo,
-                             "revision", revision, "allow_partial", partial);
+    json_t *body = json_pack("{s:s, s:s, s:s, s:b}", "endpoint", endpoint, "repo", repo, "revision",
+                             revision, "allow_partial", partial);
     if (body != NULL && upstream_token != NULL)
         json_object_set_new(body, "token", json_string(upstream_token));
     json_t *job = NULL;
@@ -183,9 +201,10 @@ int tg_cmd_mirror(int argc, char **argv)
     print_job(job, as_json);
     if (strcmp(text(job, "state"), "failed") == 0) {
         const char *reason = text(json_object_get(job, "error"), "reason");
-        status = strncmp(reason, "mirror_upstream_", 16) == 0 || strcmp(reason, "internal_error") == 0
-                     ? EXIT_SERVER
-                     : EXIT_REFUSED;
+        status =
+            strncmp(reason, "mirror_upstream_", 16) == 0 || strcmp(reason, "internal_error") == 0
+                ? EXIT_SERVER
+                : EXIT_REFUSED;
     }
 out:
     json_decref(job);

@@ -509,8 +509,8 @@ static bool setup_curl(importer *im)
             explicit_bzero(line, len);
             free(line);
         }
-        ok = im->headers != NULL &&
-             curl_easy_setopt(c, CURLOPT_HTTPHEADER, im->headers) == CURLE_OK;
+        ok =
+            im->headers != NULL && curl_easy_setopt(c, CURLOPT_HTTPHEADER, im->headers) == CURLE_OK;
     }
     if (!ok)
         fail(im, "internal_error", "libcurl refused an option (http/https only needs 7.85)");

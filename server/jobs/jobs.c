@@ -9,9 +9,9 @@
 
 #include "convert_job.h"
 #include "import_job.h"
-#include "mirror_job.h"
 #include "job_worker.h"
 #include "log.h"
+#include "mirror_job.h"
 #include "test_hooks.h"
 
 /* The job kinds: what the pool runs for a job's kind. */

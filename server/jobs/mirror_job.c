@@ -34,6 +34,7 @@ typedef struct mirror {
     json_t *refused; /* the refused ones */
     uint64_t fetched_bytes;
     unsigned fetched_files, copied_files;
+    bool saved; /* the result was recorded */
 } mirror;
 
 static void fail(mirror *m, const char *reason, const char *fmt, ...)
@@ -326,10 +327,8 @@ static bool put_fetched(void *ctx, const tg_file_record *file, const char *stats
         p->mismatch = true;
         return false;
     }
-    tg_commit_guard guard = {.model_id = m->job->model_id,
-                             .org = m->job->org,
-                             .name = m->job->name,
-                             .token_hash = NULL};
+    tg_commit_guard guard = {
+        .model_id = m->job->model_id, .org = m->job->org, .name = m->job->name, .token_hash = NULL};
     const char *why = NULL;
     if (m->ctx->publish_lock != NULL)
         pthread_mutex_lock(m->ctx->publish_lock);
@@ -424,8 +423,8 @@ static void fetch_one(mirror *m, const upstream_file *u, int64_t draft_id)
     } else if (f.refused) {
         add_entry(m, u, "refused", f.reason, f.detail);
     } else if (put.mismatch) {
-        fail(m, "import_source_changed", "%s: its sha256 is not the upstream's LFS oid %s",
-             u->path, u->sha256);
+        fail(m, "import_source_changed", "%s: its sha256 is not the upstream's LFS oid %s", u->path,
+             u->sha256);
     } else {
         fail(m, f.reason[0] ? f.reason : "internal_error", "%s: %s", u->path, f.detail);
     }
@@ -503,9 +502,11 @@ static json_t *result_json(const mirror *m, bool already, int64_t number)
 
 static void save_result(mirror *m, bool already, int64_t number)
 {
+    m->saved = true;
     json_t *result = result_json(m, already, number);
     char *text = result ? json_dumps(result, JSON_COMPACT) : NULL;
-    if (text == NULL || tg_catalog_mirror_result_set(m->ctx->catalog, m->job->id, text) != TG_CAT_OK)
+    if (text == NULL ||
+        tg_catalog_mirror_result_set(m->ctx->catalog, m->job->id, text) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "job %lld: the mirror's result could not be recorded",
                (long long)m->job->id);
     free(text);
@@ -543,9 +544,9 @@ static void publish(mirror *m, int64_t draft_id, const upstream_file *files, siz
         fail(m, "empty_version", "no file of the upstream revision was taken; nothing to publish");
     } else if (tg_manifest_digest(list.items, list.count, digest) != 0) {
         fail(m, "internal_error", "the version digest could not be computed");
-    } else if ((status = tg_catalog_version_publish_files(m->ctx->catalog, draft_id, digest,
-                                                          list.items, list.count, &published,
-                                                          &why)) != TG_CAT_OK) {
+    } else if ((status =
+                    tg_catalog_version_publish_files(m->ctx->catalog, draft_id, digest, list.items,
+                                                     list.count, &published, &why)) != TG_CAT_OK) {
         fail(m, status == TG_CAT_CONFLICT ? "version_published" : "internal_error",
              "the draft could not be published (%s)", why ? why : "catalog error");
     }
@@ -562,20 +563,25 @@ static void publish(mirror *m, int64_t draft_id, const upstream_file *files, siz
     snprintf(record.revision, sizeof record.revision, "%s", m->revision);
     snprintf(record.commit, sizeof record.commit, "%s", m->commit);
     if (tg_catalog_mirror_version_add(m->ctx->catalog, m->job->model_id, &record) != TG_CAT_OK)
-        tg_log(TG_LOG_ERROR, "job %lld: version %lld was published but its upstream could not be "
-                             "recorded", (long long)m->job->id, (long long)published.number);
+        tg_log(TG_LOG_ERROR,
+               "job %lld: version %lld was published but its upstream could not be "
+               "recorded",
+               (long long)m->job->id, (long long)published.number);
     free(oids_text);
     save_result(m, false, published.number);
     if (m->ctx->version_published != NULL)
         m->ctx->version_published(m->ctx->version_published_arg);
     if (tg_catalog_mirror_job_done(m->ctx->catalog, m->job->id, published.number) != TG_CAT_OK)
-        tg_log(TG_LOG_WARN, "job %lld: version %lld is published, but the job was cancelled or "
-                            "taken over meanwhile", (long long)m->job->id,
-               (long long)published.number);
-    tg_log(TG_LOG_INFO, "job %lld: mirrored %s@%s (%s) into %s/%s version %lld: %u fetched, %u "
-                        "copied, %zu refused", (long long)m->job->id, m->repo, m->revision,
-           m->commit, m->job->org, m->job->name, (long long)published.number, m->fetched_files,
-           m->copied_files, json_array_size(m->refused));
+        tg_log(TG_LOG_WARN,
+               "job %lld: version %lld is published, but the job was cancelled or "
+               "taken over meanwhile",
+               (long long)m->job->id, (long long)published.number);
+    tg_log(TG_LOG_INFO,
+           "job %lld: mirrored %s@%s (%s) into %s/%s version %lld: %u fetched, %u "
+           "copied, %zu refused",
+           (long long)m->job->id, m->repo, m->revision, m->commit, m->job->org, m->job->name,
+           (long long)published.number, m->fetched_files, m->copied_files,
+           json_array_size(m->refused));
 }
 
 static void run(mirror *m)
@@ -613,8 +619,8 @@ static void run(mirror *m)
     for (size_t i = 0; i < count; i++)
         total += files[i].size;
     tg_mirror_record prev;
-    bool have_prev = tg_catalog_mirror_latest(catalog, m->job->model_id, m->endpoint, m->repo,
-                                              NULL, &prev) == TG_CAT_OK;
+    bool have_prev = tg_catalog_mirror_latest(catalog, m->job->model_id, m->endpoint, m->repo, NULL,
+                                              &prev) == TG_CAT_OK;
     json_t *prev_oids = have_prev ? json_loads(prev.oids, 0, NULL) : NULL;
     int64_t draft = m->job->source_version_id;
     uint64_t done_bytes = 0;
@@ -666,10 +672,8 @@ static void run(mirror *m)
     } else if (m->reason[0] == '\0') {
         publish(m, draft, files, count);
     }
-    if (m->reason[0] != '\0' && strcmp(m->reason, "mirror_refused") != 0) {
-        save_result(m, false, 0);
+    if (m->reason[0] != '\0' && strcmp(m->reason, "mirror_refused") != 0)
         clear_draft(m, draft, files, count);
-    }
     free(files);
     json_decref(info);
 }
@@ -696,6 +700,8 @@ tg_job_outcome tg_mirror_job_run(const tg_jobs_context *context, const tg_job *j
         fail(m, "internal_error", "out of memory");
     else
         run(m);
+    if (m->reason[0] != '\0' && !m->saved && !m->stopped && !m->lease_lost)
+        save_result(m, false, 0);
     tg_job_outcome outcome = TG_JOB_OUTCOME_DONE;
     if (m->stopped) {
         outcome = TG_JOB_OUTCOME_STOPPED;

@@ -91,11 +91,14 @@ json_t *tg_job_json(const tg_job *job)
     bool mirror = strcmp(job->kind, "mirror") == 0;
     json_t *body = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I}, s:I, s:s, s:b}", "id", (json_int_t)job->id,
-        "url", url, "kind", import ? "import" : mirror ? "mirror" : "convert", "state", tg_job_state_name(job->state),
-        "model", model, "source_version", (json_int_t)job->source_number, "progress", "bytes_done",
-        (json_int_t)job->bytes_done, "bytes_total", (json_int_t)job->bytes_total, "attempts",
-        (json_int_t)job->attempts, "created_at", job->created_at, "cancel_requested",
-        job->cancel_requested);
+        "url", url, "kind",
+        import   ? "import"
+        : mirror ? "mirror"
+                 : "convert",
+        "state", tg_job_state_name(job->state), "model", model, "source_version",
+        (json_int_t)job->source_number, "progress", "bytes_done", (json_int_t)job->bytes_done,
+        "bytes_total", (json_int_t)job->bytes_total, "attempts", (json_int_t)job->attempts,
+        "created_at", job->created_at, "cancel_requested", job->cancel_requested);
     if (body == NULL)
         return NULL;
     if (!import && !mirror) { /* a conversion's own members (an import's are below) */
@@ -128,10 +131,9 @@ json_t *tg_job_json(const tg_job *job)
         const char *at = strrchr(job->path, '@');
         int repo_len = at != NULL ? (int)(at - job->path) : (int)strlen(job->path);
         json_object_set_new(body, "upstream",
-                            json_pack("{s:s, s:s%, s:s, s:b}", "endpoint", shown, "repo",
-                                      job->path, (size_t)repo_len, "revision",
-                                      at != NULL ? at + 1 : "", "allow_partial",
-                                      strcmp(job->dtype, "partial") == 0));
+                            json_pack("{s:s, s:s%, s:s, s:b}", "endpoint", shown, "repo", job->path,
+                                      (size_t)repo_len, "revision", at != NULL ? at + 1 : "",
+                                      "allow_partial", strcmp(job->dtype, "partial") == 0));
     }
     set_outcome(body, job);
     return body;

@@ -131,8 +131,8 @@ void tg_route_model_mirror(tg_request *req)
         goto out;
     }
     if (token != NULL && !printable(token, MIRROR_TOKEN_MAX, "")) {
-        tg_respond_problem(req, "mirror_invalid",
-                           "\"token\" is 1 to %d printable ASCII bytes", MIRROR_TOKEN_MAX);
+        tg_respond_problem(req, "mirror_invalid", "\"token\" is 1 to %d printable ASCII bytes",
+                           MIRROR_TOKEN_MAX);
         goto out;
     }
     if (strchr(endpoint, '@') != NULL || strchr(endpoint, '?') != NULL ||

@@ -43,8 +43,8 @@ tg_cat_status tg_catalog_mirror_job_create(tg_catalog *catalog, int64_t token_id
     char now[TG_TIME_LEN];
     tg_time_now(now);
     text_num mid = num(model_id), vid = num(version_id), tid = num(token_id);
-    const char *params[] = {mid.s, vid.s, partial ? "partial" : "", now,
-                            token_id > 0 ? tid.s : NULL, url, spec};
+    const char *params[] = {
+        mid.s, vid.s, partial ? "partial" : "", now, token_id > 0 ? tid.s : NULL, url, spec};
     first_row row = {0};
     tg_cat_status status = catalog->ops->mirror_exec(catalog, true, sql, 7, params, take_id, &row);
     if (status != TG_CAT_OK)
@@ -87,7 +87,8 @@ static tg_cat_status one_record(tg_catalog *catalog, const char *sql, int n,
 {
     memset(out, 0, sizeof *out);
     record_ctx r = {.out = out};
-    tg_cat_status status = catalog->ops->mirror_exec(catalog, false, sql, n, params, take_record, &r);
+    tg_cat_status status =
+        catalog->ops->mirror_exec(catalog, false, sql, n, params, take_record, &r);
     if (status == TG_CAT_OK && r.failed)
         status = TG_CAT_ERROR;
     if (status == TG_CAT_OK && !r.seen)
@@ -108,12 +109,11 @@ tg_cat_status tg_catalog_mirror_version_get(tg_catalog *catalog, int64_t version
     return one_record(catalog, sql, 1, params, out);
 }
 
-tg_cat_status tg_catalog_mirror_latest(tg_catalog *catalog, int64_t model_id,
-                                       const char *endpoint, const char *repo, const char *commit,
-                                       tg_mirror_record *out)
+tg_cat_status tg_catalog_mirror_latest(tg_catalog *catalog, int64_t model_id, const char *endpoint,
+                                       const char *repo, const char *commit, tg_mirror_record *out)
 {
-    static const char any_sql[] = RECORD_SELECT
-        " WHERE m.model_id = ? AND m.endpoint = ? AND m.repo = ? ORDER BY m.version_id DESC LIMIT 1";
+    static const char any_sql[] = RECORD_SELECT " WHERE m.model_id = ? AND m.endpoint = ? AND "
+                                                "m.repo = ? ORDER BY m.version_id DESC LIMIT 1";
     static const char commit_sql[] = RECORD_SELECT
         " WHERE m.model_id = ? AND m.endpoint = ? AND m.repo = ? AND m.upstream_commit = ?"
         " ORDER BY m.version_id DESC LIMIT 1";
@@ -131,20 +131,25 @@ tg_cat_status tg_catalog_mirror_version_add(tg_catalog *catalog, int64_t model_i
     char now[TG_TIME_LEN];
     tg_time_now(now);
     text_num vid = num(record->version_id), mid = num(model_id);
-    const char *params[] = {vid.s,          mid.s,           record->endpoint,
-                            record->repo,   record->revision, record->commit,
-                            record->oids ? record->oids : "{}", now};
+    const char *params[] = {vid.s,
+                            mid.s,
+                            record->endpoint,
+                            record->repo,
+                            record->revision,
+                            record->commit,
+                            record->oids ? record->oids : "{}",
+                            now};
     return catalog->ops->mirror_exec(catalog, true, sql, 8, params, NULL, NULL);
 }
 
-tg_cat_status tg_catalog_mirror_result_set(tg_catalog *catalog, int64_t job_id,
-                                           const char *result)
+tg_cat_status tg_catalog_mirror_result_set(tg_catalog *catalog, int64_t job_id, const char *result)
 {
     static const char drop_sql[] = "DELETE FROM mirror_results WHERE job_id = ?";
     static const char sql[] = "INSERT INTO mirror_results(job_id, result) VALUES (?, ?)";
     text_num jid = num(job_id);
     const char *params[] = {jid.s, result};
-    tg_cat_status status = catalog->ops->mirror_exec(catalog, true, drop_sql, 1, params, NULL, NULL);
+    tg_cat_status status =
+        catalog->ops->mirror_exec(catalog, true, drop_sql, 1, params, NULL, NULL);
     if (status == TG_CAT_OK)
         status = catalog->ops->mirror_exec(catalog, true, sql, 2, params, NULL, NULL);
     return status;

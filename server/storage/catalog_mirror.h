@@ -37,16 +37,14 @@ tg_cat_status tg_catalog_mirror_version_get(tg_catalog *catalog, int64_t version
                                             tg_mirror_record *out);
 /* The newest version of model_id mirrored from endpoint's repo (commit NULL: any
  * commit; else that commit's). TG_CAT_NOT_FOUND when none. */
-tg_cat_status tg_catalog_mirror_latest(tg_catalog *catalog, int64_t model_id,
-                                       const char *endpoint, const char *repo, const char *commit,
-                                       tg_mirror_record *out);
+tg_cat_status tg_catalog_mirror_latest(tg_catalog *catalog, int64_t model_id, const char *endpoint,
+                                       const char *repo, const char *commit, tg_mirror_record *out);
 /* Records that the published version_id is a mirror of record's upstream. */
 tg_cat_status tg_catalog_mirror_version_add(tg_catalog *catalog, int64_t model_id,
                                             const tg_mirror_record *record);
 /* A mirror job's result (JSON text), set (replacing) and read (*out malloc'd, or
  * NULL when none). */
-tg_cat_status tg_catalog_mirror_result_set(tg_catalog *catalog, int64_t job_id,
-                                           const char *result);
+tg_cat_status tg_catalog_mirror_result_set(tg_catalog *catalog, int64_t job_id, const char *result);
 tg_cat_status tg_catalog_mirror_result_get(tg_catalog *catalog, int64_t job_id, char **out);
 /* The running mirror job job_id (no cancel asked, held by this handle) becomes done
  * with version number; TG_CAT_CONFLICT when it is not so (nothing changes). Its url

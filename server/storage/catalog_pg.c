@@ -1956,11 +1956,9 @@ static tg_cat_status pg_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
 
 /* ---- mirrors (schema 17): catalog_mirror.c's statements ---- */
 
-static tg_cat_status pg_mirror_exec(tg_catalog *catalog, bool write, const char *sql, int n,
-                                    const char *const *params,
-                                    void (*visit)(void *ctx, int columns,
-                                                  const char *const *values),
-                                    void *ctx)
+static tg_cat_status
+pg_mirror_exec(tg_catalog *catalog, bool write, const char *sql, int n, const char *const *params,
+               void (*visit)(void *ctx, int columns, const char *const *values), void *ctx)
 {
     tg_cat_status status;
     /* a write is sent once (its repeat could do it twice); a read may be retried */

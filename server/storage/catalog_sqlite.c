@@ -2156,7 +2156,7 @@ out:
 /* The ended import jobs whose url may hold credentials (tg_catalog_job_scrub_urls).
  * Rare calls, so their statements are prepared each time (not cached). */
 #define ENDED_URLS                                                                                 \
-    "kind IN ('import', 'mirror') AND state IN ('done', 'failed') AND url IS NOT NULL"                          \
+    "kind IN ('import', 'mirror') AND state IN ('done', 'failed') AND url IS NOT NULL"             \
     " AND (instr(url, '@') > 0 OR instr(url, '#') > 0"                                             \
     " OR (instr(url, '?') > 0 AND substr(url, instr(url, '?')) <> '?REDACTED'))"
 
@@ -2202,11 +2202,9 @@ static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
 
 /* ---- mirrors (schema 17): catalog_mirror.c's statements ---- */
 
-static tg_cat_status sq_mirror_exec(tg_catalog *catalog, bool write, const char *sql, int n,
-                                    const char *const *params,
-                                    void (*visit)(void *ctx, int columns,
-                                                  const char *const *values),
-                                    void *ctx)
+static tg_cat_status
+sq_mirror_exec(tg_catalog *catalog, bool write, const char *sql, int n, const char *const *params,
+               void (*visit)(void *ctx, int columns, const char *const *values), void *ctx)
 {
     conn *k = write ? write_begin(catalog) : read_begin(catalog);
     tg_cat_status status = TG_CAT_ERROR;
