@@ -165,31 +165,33 @@ static bool append_escaped(char *out, size_t out_len, const char *text)
     return true;
 }
 
+/* Appends text as it is; false when out_len is too small. */
+static bool append_plain(char *out, size_t out_len, const char *text)
+{
+    size_t at = strlen(out);
+    int n = snprintf(out + at, out_len - at, "%s", text);
+    return n >= 0 && (size_t)n < out_len - at;
+}
+
 static json_t *get_revision(mirror *m)
 {
     char url[TG_URL_MAX + 1];
     snprintf(url, sizeof url, "%s/api/models/", m->endpoint);
-    if (!append_escaped(url, sizeof url, m->repo) || strlen(url) + 12 >= sizeof url) {
+    /* a revision is one segment: its '/' (a branch "a/b") is encoded too */
+    char rev[3 * TG_MIRROR_REVISION_MAX + 1] = "";
+    bool fits = true;
+    for (const char *c = m->revision; *c && fits; c++) {
+        char one[2] = {*c, '\0'};
+        fits =
+            *c == '/' ? append_plain(rev, sizeof rev, "%2F") : append_escaped(rev, sizeof rev, one);
+    }
+    if (!fits || !append_escaped(url, sizeof url, m->repo) ||
+        !append_plain(url, sizeof url, "/revision/") || !append_plain(url, sizeof url, rev) ||
+        !append_plain(url, sizeof url, "?blobs=true")) {
         fail(m, "mirror_upstream_invalid", "the revision's URL is longer than %d bytes",
              TG_URL_MAX);
         return NULL;
     }
-    strcat(url, "/revision/");
-    /* a revision is one segment: its '/' (a branch "a/b") is encoded too */
-    char rev[3 * TG_MIRROR_REVISION_MAX + 1] = "";
-    for (const char *c = m->revision; *c; c++) {
-        char one[2] = {*c, '\0'};
-        if (*c == '/')
-            strcat(rev, "%2F");
-        else
-            (void)append_escaped(rev, sizeof rev, one);
-    }
-    if (strlen(url) + strlen(rev) + 12 >= sizeof url) {
-        fail(m, "mirror_upstream_invalid", "the revision's URL is too long");
-        return NULL;
-    }
-    strcat(url, rev);
-    strcat(url, "?blobs=true");
     char detail[TG_JOB_DETAIL_MAX];
     const char *bad = tg_import_url_check(&m->ctx->import_policy, url, detail, sizeof detail);
     if (bad != NULL) {
@@ -392,15 +394,9 @@ static void fetch_one(mirror *m, const upstream_file *u, int64_t draft_id)
 {
     char url[TG_URL_MAX + 1];
     snprintf(url, sizeof url, "%s/", m->endpoint);
-    if (!append_escaped(url, sizeof url, m->repo) ||
-        strlen(url) + strlen(m->commit) + 10 >= sizeof url) {
-        fail(m, "mirror_upstream_invalid", "the URL of %s is too long", u->path);
-        return;
-    }
-    strcat(url, "/resolve/");
-    strcat(url, m->commit);
-    strcat(url, "/");
-    if (!append_escaped(url, sizeof url, u->path)) {
+    if (!append_escaped(url, sizeof url, m->repo) || !append_plain(url, sizeof url, "/resolve/") ||
+        !append_plain(url, sizeof url, m->commit) || !append_plain(url, sizeof url, "/") ||
+        !append_escaped(url, sizeof url, u->path)) {
         fail(m, "mirror_upstream_invalid", "the URL of %s is too long", u->path);
         return;
     }
