@@ -170,8 +170,12 @@ void tg_route_model_mirror(tg_request *req)
         tg_jobs_admission_end();
         goto out;
     }
+    /* the empty draft an ended mirror left is filled again (the admission lock keeps
+     * two mirrors of this server from taking the same one) */
     tg_version draft;
-    tg_cat_status status = tg_catalog_version_create(server->catalog, model->id, &draft);
+    tg_cat_status status = tg_catalog_mirror_idle_draft(server->catalog, model->id, &draft);
+    if (status == TG_CAT_NOT_FOUND)
+        status = tg_catalog_version_create(server->catalog, model->id, &draft);
     if (status == TG_CAT_OK)
         status = tg_catalog_mirror_job_create(server->catalog, token_id, model->id, draft.id, url,
                                               spec, json_is_true(partial), job);

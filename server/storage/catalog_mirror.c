@@ -54,6 +54,27 @@ tg_cat_status tg_catalog_mirror_job_create(tg_catalog *catalog, int64_t token_id
     return tg_catalog_job_get(catalog, row.id, out);
 }
 
+tg_cat_status tg_catalog_mirror_idle_draft(tg_catalog *catalog, int64_t model_id, tg_version *out)
+{
+    static const char sql[] =
+        "SELECT v.number FROM versions v WHERE v.model_id = ? AND v.state = 'draft'"
+        " AND NOT EXISTS (SELECT 1 FROM files f WHERE f.version_id = v.id)"
+        " AND EXISTS (SELECT 1 FROM jobs j WHERE j.source_version_id = v.id"
+        " AND j.kind = 'mirror')"
+        " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.source_version_id = v.id"
+        " AND j.state IN ('queued', 'running'))"
+        " ORDER BY v.number DESC LIMIT 1";
+    text_num mid = num(model_id);
+    const char *params[] = {mid.s};
+    first_row row = {0};
+    tg_cat_status status = catalog->ops->mirror_exec(catalog, false, sql, 1, params, take_id, &row);
+    if (status != TG_CAT_OK)
+        return status;
+    if (!row.seen)
+        return TG_CAT_NOT_FOUND;
+    return tg_catalog_version_get(catalog, model_id, row.id, out);
+}
+
 typedef struct record_ctx {
     tg_mirror_record *out;
     bool seen;

@@ -32,6 +32,11 @@ typedef struct tg_mirror_record {
 tg_cat_status tg_catalog_mirror_job_create(tg_catalog *catalog, int64_t token_id, int64_t model_id,
                                            int64_t version_id, const char *url, const char *spec,
                                            bool partial, tg_job *out);
+/* The newest draft of model_id that an ended mirror job filled and left without
+ * files (a failed mirror, or one of a commit already mirrored), which no queued or
+ * running job fills: the next mirror fills it again rather than making another.
+ * TG_CAT_NOT_FOUND when none. */
+tg_cat_status tg_catalog_mirror_idle_draft(tg_catalog *catalog, int64_t model_id, tg_version *out);
 /* The mirror record of version_id: TG_CAT_NOT_FOUND when no mirror made it. */
 tg_cat_status tg_catalog_mirror_version_get(tg_catalog *catalog, int64_t version_id,
                                             tg_mirror_record *out);

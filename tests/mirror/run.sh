@@ -165,6 +165,10 @@ fetched=$(grep /resolve/ "$W/proxy.log" | sed 's|.*/||' | sort -u | tr '\n' ' ')
 check "... downloads config.json (and the refused .bin) only: $fetched" \
     test "$fetched" = "config.json pytorch_model.bin "
 check "... copies the 4 others" test "$(jq_ 'j["result"]["copied_files"]')" = 4
+states=$(curl -s "$A/v1/models/acme/m" | python3 -c \
+    'import json,sys; print(" ".join(v["state"] for v in json.load(sys.stdin)["versions"]))')
+check "the failed and already-mirrored runs left no extra draft: $states" \
+    test "$states" = "published published"
 got=$(curl -s "$A/acme/m/resolve/$V2/config.json" | python3 -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')
 want=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$R/config.json")
 check "... the new config.json's bytes" test "$got" = "$want"

@@ -4,8 +4,8 @@
  * API, over loopback): 202 with the job and its Location, the job done, a
  * published version whose upstream names the repository and commit and whose file
  * has the source's SHA-256; the same commit again is already mirrored (the same
- * version). Then the refusals with the status and reason openapi.yaml names. (The
- * whole story, against a second server: tests/mirror/run.sh.) */
+ * version), and the draft it left empty is the next mirror's. Then the refusals with the status and
+ * reason openapi.yaml names. (The whole story, against a second server: tests/mirror/run.sh.) */
 #include "harness.h"
 
 #define DST "/v1/models/acme/dst/mirror"
@@ -71,6 +71,11 @@ TEST(mirror_own_model)
     CHECK_STR(json_string_value(json_object_get(job, "state")), "done");
     CHECK_EQ_U64((uint64_t)it_json_int(job, "version"), (uint64_t)number);
     CHECK(json_is_true(json_object_get(json_object_get(job, "result"), "already_mirrored")));
+    long long idle = it_json_int(job, "source_version");
+    json_decref(job);
+    /* that run left its draft empty: the next one fills the same draft */
+    job = post_mirror();
+    CHECK_EQ_U64((uint64_t)it_json_int(job, "source_version"), (uint64_t)idle);
     json_decref(job);
 }
 

@@ -2,7 +2,7 @@
  * PostgreSQL backend runs the same statements: tests/scale/pg-suite.sh): a mirror
  * job's row (kind, url, "REPO@REVISION", "partial"); a result set, replaced and
  * read; a version's mirror record, the newest of a repository and the one of a
- * commit; a job made done only while it runs. */
+ * commit; a job made done only while it runs; the idle draft a mirror reuses. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +79,15 @@ TEST(test_mirror_rows)
     tg_version v3;
     CHECK(tg_catalog_version_create(catalog, model.id, &v3) == TG_CAT_OK);
     CHECK(tg_catalog_mirror_version_get(catalog, v3.id, &out) == TG_CAT_NOT_FOUND);
+    /* the draft an ended mirror left empty is the one to fill again; not while a
+     * job is queued on it, not once it holds a file */
+    tg_version idle;
+    CHECK(tg_catalog_mirror_idle_draft(catalog, model.id, &idle) == TG_CAT_OK);
+    CHECK_EQ_U64(idle.id, v1.id);
+    tg_job queued;
+    CHECK(tg_catalog_mirror_job_create(catalog, 0, model.id, v1.id, "http://up.example", "a/b@main",
+                                       false, &queued) == TG_CAT_OK);
+    CHECK(tg_catalog_mirror_idle_draft(catalog, model.id, &idle) == TG_CAT_NOT_FOUND);
 }
 
 int main(int argc, char **argv)
