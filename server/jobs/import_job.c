@@ -772,7 +772,8 @@ bool tg_import_fetch_file(const tg_jobs_context *context, const tg_job *job,
         tg_ingest *ingest = &im->ingest;
         if (ingest->state == TG_INGEST_OPEN)
             tg_ingest_finish(ingest);
-        file->refused = ingest->state == TG_INGEST_REFUSED;
+        /* the content's fault: the gate's refusal, or a size over --max-body */
+        file->refused = ingest->state == TG_INGEST_REFUSED || ingest->state == TG_INGEST_TOO_LARGE;
         conclude(im);
     } else if (im->reason[0] == '\0' && !ended) {
         fail(im, "import_fetch_failed", "the source sent nothing");

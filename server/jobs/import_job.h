@@ -73,7 +73,7 @@ typedef struct tg_import_file {
     /* out */
     char reason[48]; /* "" when stored */
     char detail[TG_JOB_DETAIL_MAX];
-    bool refused;     /* the gate refused the content (reason is the gate's) */
+    bool refused;     /* the content's fault: the gate's reason, or import_too_large */
     bool stopped;     /* the server stops */
     bool lease_lost;  /* another replica holds the job */
     uint64_t fetched; /* bytes received from the source */

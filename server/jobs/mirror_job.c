@@ -176,7 +176,7 @@ static bool append_plain(char *out, size_t out_len, const char *text)
 static json_t *get_revision(mirror *m)
 {
     char url[TG_URL_MAX + 1];
-    snprintf(url, sizeof url, "%s/api/models/", m->endpoint);
+    url[0] = '\0';
     /* a revision is one segment: its '/' (a branch "a/b") is encoded too */
     char rev[3 * TG_MIRROR_REVISION_MAX + 1] = "";
     bool fits = true;
@@ -185,9 +185,10 @@ static json_t *get_revision(mirror *m)
         fits =
             *c == '/' ? append_plain(rev, sizeof rev, "%2F") : append_escaped(rev, sizeof rev, one);
     }
-    if (!fits || !append_escaped(url, sizeof url, m->repo) ||
-        !append_plain(url, sizeof url, "/revision/") || !append_plain(url, sizeof url, rev) ||
-        !append_plain(url, sizeof url, "?blobs=true")) {
+    if (!fits || !append_plain(url, sizeof url, m->endpoint) ||
+        !append_plain(url, sizeof url, "/api/models/") ||
+        !append_escaped(url, sizeof url, m->repo) || !append_plain(url, sizeof url, "/revision/") ||
+        !append_plain(url, sizeof url, rev) || !append_plain(url, sizeof url, "?blobs=true")) {
         fail(m, "mirror_upstream_invalid", "the revision's URL is longer than %d bytes",
              TG_URL_MAX);
         return NULL;
@@ -393,8 +394,9 @@ static bool try_copy(mirror *m, const upstream_file *u, const tg_mirror_record *
 static void fetch_one(mirror *m, const upstream_file *u, int64_t draft_id)
 {
     char url[TG_URL_MAX + 1];
-    snprintf(url, sizeof url, "%s/", m->endpoint);
-    if (!append_escaped(url, sizeof url, m->repo) || !append_plain(url, sizeof url, "/resolve/") ||
+    url[0] = '\0';
+    if (!append_plain(url, sizeof url, m->endpoint) || !append_plain(url, sizeof url, "/") ||
+        !append_escaped(url, sizeof url, m->repo) || !append_plain(url, sizeof url, "/resolve/") ||
         !append_plain(url, sizeof url, m->commit) || !append_plain(url, sizeof url, "/") ||
         !append_escaped(url, sizeof url, u->path)) {
         fail(m, "mirror_upstream_invalid", "the URL of %s is too long", u->path);
@@ -634,7 +636,12 @@ static void run(mirror *m)
             m->lease_lost = true;
             break;
         }
-        if (try_copy(m, &files[i], have_prev ? &prev : NULL, prev_oids, draft)) {
+        const char *slash = strrchr(files[i].path, '/');
+        if (strcmp(slash != NULL ? slash + 1 : files[i].path, "header") == 0) {
+            /* the segment the header route takes: an upload may not use it either */
+            add_entry(m, &files[i], "refused", "invalid_path",
+                      "a file path may not end in the segment 'header'");
+        } else if (try_copy(m, &files[i], have_prev ? &prev : NULL, prev_oids, draft)) {
             m->copied_files++;
             add_entry(m, &files[i], "copied", NULL, NULL);
         } else {
