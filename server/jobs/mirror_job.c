@@ -529,6 +529,22 @@ static void publish(mirror *m, int64_t draft_id, const upstream_file *files, siz
     }
     char *oids_text = json_dumps(oids, JSON_COMPACT);
     json_decref(oids);
+    /* the token that asked must still be there, and still cover the model */
+    const char *denied = NULL;
+    tg_cat_status checked =
+        m->job->token_id > 0
+            ? tg_catalog_mirror_token_check(m->ctx->catalog, m->job->token_id, m->job->org, &denied)
+            : TG_CAT_OK;
+    if (checked != TG_CAT_OK) {
+        fail(m, denied != NULL ? denied : "internal_error",
+             "the files were fetched, but %s; nothing was published",
+             denied == NULL ? "the catalog could not check the token"
+             : strcmp(denied, "token_revoked") == 0
+                 ? "the token that asked was revoked"
+                 : "the token that asked no longer covers the model");
+        free(oids_text);
+        return;
+    }
     if (m->ctx->publish_lock != NULL)
         pthread_mutex_lock(m->ctx->publish_lock);
     tg_cat_status status =

@@ -28,7 +28,9 @@
  * an error, or could not be reached), mirror_upstream_invalid (its answer is not
  * the Hub's), import_address_forbidden, import_timeout, import_too_slow,
  * import_source_changed (a file's sha256 is not its LFS oid), empty_version,
- * cancelled, version_published, internal_error. */
+ * cancelled, token_revoked and forbidden (the token that asked was revoked, or no
+ * longer covers the model, when the job would publish), version_published,
+ * internal_error. */
 #ifndef TG_MIRROR_JOB_H
 #define TG_MIRROR_JOB_H
 

@@ -75,6 +75,47 @@ tg_cat_status tg_catalog_mirror_idle_draft(tg_catalog *catalog, int64_t model_id
     return tg_catalog_version_get(catalog, model_id, row.id, out);
 }
 
+typedef struct token_row {
+    bool seen;
+    char scope[16];
+    char space[TG_NAME_MAX + 1];
+    bool limited;
+} token_row;
+
+static void take_token(void *ctx, int columns, const char *const *values)
+{
+    token_row *t = ctx;
+    if (t->seen || columns < 2)
+        return;
+    t->seen = true;
+    snprintf(t->scope, sizeof t->scope, "%s", values[0] ? values[0] : "");
+    t->limited = values[1] != NULL && values[1][0] != '\0';
+    snprintf(t->space, sizeof t->space, "%s", values[1] ? values[1] : "");
+}
+
+tg_cat_status tg_catalog_mirror_token_check(tg_catalog *catalog, int64_t token_id, const char *org,
+                                            const char **why)
+{
+    static const char sql[] = "SELECT scope, namespace FROM tokens WHERE id = ?";
+    text_num tid = num(token_id);
+    const char *params[] = {tid.s};
+    token_row t = {0};
+    tg_cat_status status =
+        catalog->ops->mirror_exec(catalog, false, sql, 1, params, take_token, &t);
+    if (status != TG_CAT_OK)
+        return status;
+    if (!t.seen) {
+        *why = "token_revoked";
+        return TG_CAT_NOT_FOUND;
+    }
+    if (strcmp(t.scope, "read") == 0 || t.scope[0] == '\0' ||
+        (t.limited && strcmp(t.space, org) != 0)) {
+        *why = "forbidden";
+        return TG_CAT_NOT_FOUND;
+    }
+    return TG_CAT_OK;
+}
+
 typedef struct record_ctx {
     tg_mirror_record *out;
     bool seen;

@@ -37,6 +37,11 @@ tg_cat_status tg_catalog_mirror_job_create(tg_catalog *catalog, int64_t token_id
  * running job fills: the next mirror fills it again rather than making another.
  * TG_CAT_NOT_FOUND when none. */
 tg_cat_status tg_catalog_mirror_idle_draft(tg_catalog *catalog, int64_t model_id, tg_version *out);
+/* Whether the token that asked for a mirror (by id) still exists with write scope
+ * covering org: TG_CAT_OK, or TG_CAT_NOT_FOUND with *why "token_revoked" or
+ * "forbidden". */
+tg_cat_status tg_catalog_mirror_token_check(tg_catalog *catalog, int64_t token_id, const char *org,
+                                            const char **why);
 /* The mirror record of version_id: TG_CAT_NOT_FOUND when no mirror made it. */
 tg_cat_status tg_catalog_mirror_version_get(tg_catalog *catalog, int64_t version_id,
                                             tg_mirror_record *out);

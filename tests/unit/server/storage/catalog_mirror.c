@@ -2,7 +2,8 @@
  * PostgreSQL backend runs the same statements: tests/scale/pg-suite.sh): a mirror
  * job's row (kind, url, "REPO@REVISION", "partial"); a result set, replaced and
  * read; a version's mirror record, the newest of a repository and the one of a
- * commit; a job made done only while it runs; the idle draft a mirror reuses. */
+ * commit; a job made done only while it runs; the idle draft a mirror reuses; the
+ * asking token's check (write scope covering the org, revoked). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,35 @@ TEST(test_mirror_rows)
     CHECK(tg_catalog_mirror_idle_draft(catalog, model.id, &idle) == TG_CAT_NOT_FOUND);
 }
 
+TEST(test_token_check)
+{
+    static const char write_hash[] =
+        "1111111111111111111111111111111111111111111111111111111111111111";
+    static const char read_hash[] =
+        "2222222222222222222222222222222222222222222222222222222222222222";
+    static const char all_hash[] =
+        "3333333333333333333333333333333333333333333333333333333333333333";
+    CHECK(tg_catalog_token_add(catalog, write_hash, TG_SCOPE_WRITE, "org") == TG_CAT_OK);
+    CHECK(tg_catalog_token_add(catalog, read_hash, TG_SCOPE_READ, "org") == TG_CAT_OK);
+    CHECK(tg_catalog_token_add(catalog, all_hash, TG_SCOPE_ADMIN, NULL) == TG_CAT_OK);
+    int64_t w = 0, r = 0, a = 0;
+    CHECK(tg_catalog_token_id(catalog, write_hash, &w) == TG_CAT_OK);
+    CHECK(tg_catalog_token_id(catalog, read_hash, &r) == TG_CAT_OK);
+    CHECK(tg_catalog_token_id(catalog, all_hash, &a) == TG_CAT_OK);
+    const char *why = NULL;
+    CHECK(tg_catalog_mirror_token_check(catalog, w, "org", &why) == TG_CAT_OK);
+    CHECK(tg_catalog_mirror_token_check(catalog, a, "org", &why) == TG_CAT_OK);
+    CHECK(tg_catalog_mirror_token_check(catalog, w, "other", &why) == TG_CAT_NOT_FOUND);
+    CHECK_STR(why ? why : "", "forbidden");
+    why = NULL;
+    CHECK(tg_catalog_mirror_token_check(catalog, r, "org", &why) == TG_CAT_NOT_FOUND);
+    CHECK_STR(why ? why : "", "forbidden");
+    CHECK(tg_catalog_token_revoke(catalog, w) == TG_CAT_OK);
+    why = NULL;
+    CHECK(tg_catalog_mirror_token_check(catalog, w, "org", &why) == TG_CAT_NOT_FOUND);
+    CHECK_STR(why ? why : "", "token_revoked");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -103,6 +133,7 @@ int main(int argc, char **argv)
         return 1;
     }
     RUN(test_mirror_rows);
+    RUN(test_token_check);
     tg_catalog_close(catalog);
     char command[128];
     snprintf(command, sizeof command, "rm -rf '%s'", root);
