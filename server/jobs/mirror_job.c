@@ -13,6 +13,7 @@
 #include "import_job.h"
 #include "log.h"
 #include "manifest.h"
+#include "shard_check.h"
 #include "url_redact.h"
 
 typedef struct mirror {
@@ -552,10 +553,19 @@ static void publish(mirror *m, int64_t draft_id, const upstream_file *files, siz
     char digest[65];
     tg_version published;
     const char *why = NULL;
+    char detail[512] = "";
+    int shards = -1;
     if (status != TG_CAT_OK || list.failed || oids_text == NULL) {
         fail(m, "internal_error", "the draft's files could not be listed");
     } else if (list.count == 0) {
         fail(m, "empty_version", "no file of the upstream revision was taken; nothing to publish");
+    } else if ((shards = tg_shard_check(m->ctx->store, m->ctx->max_header, &list, detail,
+                                        sizeof detail)) != 0) {
+        /* the rules of POST .../publish: an index must name its shards' tensors */
+        if (shards > 0)
+            fail(m, "index_mismatch", "%s", detail);
+        else
+            fail(m, "internal_error", "the shard headers could not be read");
     } else if (tg_manifest_digest(list.items, list.count, digest) != 0) {
         fail(m, "internal_error", "the version digest could not be computed");
     } else if ((status =

@@ -28,6 +28,7 @@
  * an error, or could not be reached), mirror_upstream_invalid (its answer is not
  * the Hub's), import_address_forbidden, import_timeout, import_too_slow,
  * import_source_changed (a file's sha256 is not its LFS oid), empty_version,
+ * index_mismatch (the shards and their index disagree, as publish checks),
  * cancelled, token_revoked and forbidden (the token that asked was revoked, or no
  * longer covers the model, when the job would publish), version_published,
  * internal_error. */
