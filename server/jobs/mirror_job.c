@@ -647,6 +647,20 @@ static void run(mirror *m)
                                               &prev) == TG_CAT_OK;
     json_t *prev_oids = have_prev ? json_loads(prev.oids, 0, NULL) : NULL;
     int64_t draft = m->job->source_version_id;
+    /* a run resumed after a restart starts from an empty draft: nothing of an earlier
+     * attempt (whose revision may have named other files) is published */
+    tg_file_records stale = {0};
+    if (tg_catalog_file_list(catalog, draft, NULL, 0, tg_file_records_collect, &stale) ==
+            TG_CAT_OK &&
+        !stale.failed && stale.count > 0) {
+        if (m->ctx->publish_lock != NULL)
+            pthread_mutex_lock(m->ctx->publish_lock);
+        for (size_t i = 0; i < stale.count; i++)
+            (void)tg_catalog_file_delete(catalog, draft, stale.items[i].path);
+        if (m->ctx->publish_lock != NULL)
+            pthread_mutex_unlock(m->ctx->publish_lock);
+    }
+    free(stale.items);
     uint64_t done_bytes = 0;
     for (size_t i = 0; i < count && m->reason[0] == '\0' && !m->stopped && !m->lease_lost; i++) {
         tg_job_signal signal = tg_job_worker_signal(m->worker);
