@@ -29,6 +29,7 @@ static const struct command commands[] = {
     {"sign", tg_cmd_sign, "sign a model directory (OpenSSF model signing v1, model.sig)"},
     {"verify", tg_cmd_verify, "verify a model directory against its model.sig"},
     {"namespace", tg_cmd_namespace, "a namespace's settings: its code policy (server)"},
+    {"mirror", tg_cmd_mirror, "mirror a Hub repository into a new version (server)"},
 };
 
 static void usage(FILE *out)

@@ -1795,6 +1795,34 @@ int tgc_publish(tgc_client *c, const char *model, int version, json_t **version_
     return rc;
 }
 
+int tgc_mirror(tgc_client *c, const char *model, json_t *body, json_t **job, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    sbuf u = {0};
+    sb_model(&u, c, model, NULL);
+    sb_str(&u, "/mirror");
+    json_t *v = NULL;
+    int rc = send_json(c, "POST", &u, body, &v, err);
+    free(u.s);
+    if (rc == 0 && job != NULL)
+        *job = v;
+    else
+        json_decref(v);
+    return rc;
+}
+
+int tgc_get_job(tgc_client *c, long long id, json_t **job, tgc_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, path);
+    int rc = get_json(c, &u, job, err);
+    free(u.s);
+    return rc;
+}
+
 int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int version, tgc_error *err)
 {
     CHECK_MODEL(model);

@@ -196,6 +196,11 @@ int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int versi
  * the policy is set to *set first (PUT), and *out is the policy as stored. */
 int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t **out,
                          tgc_error *err);
+
+/* POST /v1/models/{model}/mirror with body (endpoint, repo, revision, token,
+ * allow_partial): *job gets the queued job (202). GET /v1/jobs/{id}: *job gets it. */
+int tgc_mirror(tgc_client *c, const char *model, json_t *body, json_t **job, tgc_error *err);
+int tgc_get_job(tgc_client *c, long long id, json_t **job, tgc_error *err);
 /* The gate's verdict on a local file, storing nothing (POST /v1/scan). kind:
  * "safetensors", "sidecar", "json", or NULL (the server's default, safetensors).
  * A refused file is success: read "valid" in *verdict. */

@@ -52,6 +52,9 @@ typedef struct importer {
     bool lease_lost; /* another replica holds the job: it is left to it */
     char reason[48];
     char detail[TG_JOB_DETAIL_MAX];
+    /* a mirror's file (tg_import_fetch_file): its own commit and Authorization */
+    tg_import_file *custom;
+    struct curl_slist *headers;
 } importer;
 
 static void fail(importer *im, const char *reason, const char *fmt, ...)
@@ -505,6 +508,20 @@ static bool setup_curl(importer *im)
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress) == CURLE_OK &&
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, im) == CURLE_OK &&
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L) == CURLE_OK;
+    if (ok && im->custom != NULL && im->custom->bearer != NULL && im->custom->bearer[0] != '\0') {
+        /* curl sends a header set here only to the first host, never after a
+         * redirect to another one (CURLOPT_UNRESTRICTED_AUTH is off) */
+        size_t len = strlen(im->custom->bearer) + 32;
+        char *line = malloc(len);
+        if (line != NULL) {
+            snprintf(line, len, "Authorization: Bearer %s", im->custom->bearer);
+            im->headers = curl_slist_append(NULL, line);
+            explicit_bzero(line, len);
+            free(line);
+        }
+        ok =
+            im->headers != NULL && curl_easy_setopt(c, CURLOPT_HTTPHEADER, im->headers) == CURLE_OK;
+    }
     if (!ok)
         fail(im, "internal_error", "libcurl refused an option (http/https only needs 7.85)");
     return ok;
@@ -563,6 +580,12 @@ static void record_import(void *ctx, const tg_file_record *file, const char *sta
     importer *im = commit->im;
     (void)file; /* it is commit->file, which gets the URL without its credentials */
     (void)tg_url_redact(im->job->url, commit->file->source_url, sizeof commit->file->source_url);
+    if (im->custom != NULL) { /* a mirror's file: the mirror records it */
+        commit->status = im->custom->commit(im->custom->commit_ctx, commit->file, stats)
+                             ? TG_CAT_OK
+                             : TG_CAT_ERROR;
+        return;
+    }
     tg_commit_guard guard = {.model_id = im->job->model_id,
                              .org = im->job->org,
                              .name = im->job->name,
@@ -783,4 +806,65 @@ tg_job_outcome tg_import_job_run(const tg_jobs_context *context, const tg_job *j
     }
     free(im);
     return outcome;
+}
+
+int64_t tg_import_now_ms(void)
+{
+    return now_ms();
+}
+
+bool tg_import_fetch_file(const tg_jobs_context *context, const tg_job *job,
+                          const tg_job_worker *worker, tg_import_file *file)
+{
+    importer *im = calloc(1, sizeof *im);
+    tg_job *one = malloc(sizeof *one);
+    if (im == NULL || one == NULL) {
+        free(im);
+        free(one);
+        snprintf(file->reason, sizeof file->reason, "internal_error");
+        snprintf(file->detail, sizeof file->detail, "out of memory");
+        return false;
+    }
+    *one = *job;
+    snprintf(one->url, sizeof one->url, "%s", file->url);
+    snprintf(one->path, sizeof one->path, "%s", file->path);
+    im->ctx = context;
+    im->job = one;
+    im->worker = worker;
+    im->custom = file;
+    im->total = UNKNOWN;
+    im->next_progress = UINT64_MAX; /* the mirror records its own progress */
+    im->started_ms = file->started_ms > 0 ? file->started_ms : now_ms();
+    im->window_ms = now_ms();
+    char detail[TG_JOB_DETAIL_MAX];
+    const char *bad = tg_import_url_check(&context->import_policy, one->url, detail, sizeof detail);
+    if (bad != NULL)
+        fail(im, bad, "%s", detail);
+    else if (setup_curl(im))
+        transfer(im);
+    bool ended = im->stopped || im->lease_lost;
+    if (im->reason[0] == '\0' && !ended && im->begun) {
+        tg_ingest *ingest = &im->ingest;
+        if (ingest->state == TG_INGEST_OPEN)
+            tg_ingest_finish(ingest);
+        /* the content's fault: the gate's refusal, or a size over --max-body */
+        file->refused = ingest->state == TG_INGEST_REFUSED || ingest->state == TG_INGEST_TOO_LARGE;
+        conclude(im);
+    } else if (im->reason[0] == '\0' && !ended) {
+        fail(im, "import_fetch_failed", "the source sent nothing");
+    }
+    if (im->begun)
+        tg_ingest_abort(&im->ingest);
+    if (im->curl != NULL)
+        curl_easy_cleanup(im->curl);
+    curl_slist_free_all(im->headers);
+    file->stopped = im->stopped;
+    file->lease_lost = im->lease_lost;
+    file->fetched = im->offset;
+    snprintf(file->reason, sizeof file->reason, "%s", im->reason);
+    snprintf(file->detail, sizeof file->detail, "%s", im->detail);
+    bool ok = im->reason[0] == '\0' && !ended;
+    free(one);
+    free(im);
+    return ok;
 }

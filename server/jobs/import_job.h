@@ -34,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "catalog.h"
 #include "jobs.h"
@@ -55,5 +56,34 @@ const char *tg_import_url_check(const tg_addr_policy *policy, const char *url, c
  * stops it and leaves the job to the replica that holds it. */
 tg_job_outcome tg_import_job_run(const tg_jobs_context *context, const tg_job *job,
                                  const tg_job_worker *worker);
+
+/* One file of a mirror (server/jobs/mirror_job.h), fetched as an import fetches
+ * (the address policy, ranges, resumes, --import-timeout counted from started_ms,
+ * --import-min-rate, the pool's signals) through the gate into the store, sending
+ * bearer (when not NULL or "") as its Authorization to the first host only. The
+ * stored file goes to commit (in place of an import's catalog commit), which
+ * answers whether it recorded it; refused content is recorded as a rejection. */
+typedef struct tg_import_file {
+    const char *url;
+    const char *path;
+    const char *bearer;
+    int64_t started_ms; /* tg_import_now_ms() of the mirror's start; 0: now */
+    bool (*commit)(void *ctx, const tg_file_record *file, const char *stats);
+    void *commit_ctx;
+    /* out */
+    char reason[48]; /* "" when stored */
+    char detail[TG_JOB_DETAIL_MAX];
+    bool refused;     /* the content's fault: the gate's reason, or import_too_large */
+    bool stopped;     /* the server stops */
+    bool lease_lost;  /* another replica holds the job */
+    uint64_t fetched; /* bytes received from the source */
+} tg_import_file;
+
+/* True when the file was stored and committed; else file's reason says why. job is
+ * the mirror's job (its model, its id for the rejection log). */
+bool tg_import_fetch_file(const tg_jobs_context *context, const tg_job *job,
+                          const tg_job_worker *worker, tg_import_file *file);
+/* A monotonic clock in milliseconds, the one the deadline is counted on. */
+int64_t tg_import_now_ms(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include "import_job.h"
 #include "job_worker.h"
 #include "log.h"
+#include "mirror_job.h"
 #include "test_hooks.h"
 
 /* The job kinds: what the pool runs for a job's kind. */
@@ -21,6 +22,7 @@ static const struct {
 } kinds[] = {
     {"convert", tg_convert_job_run},
     {"import", tg_import_job_run},
+    {"mirror", tg_mirror_job_run},
 };
 
 /* A cancel asked through another replica is looked for this often. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "catalog_mirror.h"
 #include "checks.h"
 #include "convert_job.h"
 #include "public_url.h"
@@ -36,6 +37,10 @@ static unsigned failure_status(const char *reason)
         return 504;
     if (strcmp(reason, "import_url_invalid") == 0)
         return 400;
+    if (strncmp(reason, "mirror_upstream_", 16) == 0) /* mirrors (mirror_job.h) */
+        return 502;
+    if (strcmp(reason, "mirror_refused") == 0 || strcmp(reason, "empty_version") == 0)
+        return 422;
     if (strncmp(reason, "import_", 7) == 0)
         return 422;
     if (strcmp(reason, "version_published") == 0)
@@ -83,16 +88,20 @@ json_t *tg_job_json(const tg_job *job)
     snprintf(url, sizeof url, "/v1/jobs/%lld", (long long)job->id);
     snprintf(model, sizeof model, "%s/%s", job->org, job->name);
     bool import = strcmp(job->kind, "import") == 0;
+    bool mirror = strcmp(job->kind, "mirror") == 0;
     json_t *body = json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:I, s:{s:I, s:I}, s:I, s:s, s:b}", "id", (json_int_t)job->id,
-        "url", url, "kind", import ? "import" : "convert", "state", tg_job_state_name(job->state),
-        "model", model, "source_version", (json_int_t)job->source_number, "progress", "bytes_done",
-        (json_int_t)job->bytes_done, "bytes_total", (json_int_t)job->bytes_total, "attempts",
-        (json_int_t)job->attempts, "created_at", job->created_at, "cancel_requested",
-        job->cancel_requested);
+        "url", url, "kind",
+        import   ? "import"
+        : mirror ? "mirror"
+                 : "convert",
+        "state", tg_job_state_name(job->state), "model", model, "source_version",
+        (json_int_t)job->source_number, "progress", "bytes_done", (json_int_t)job->bytes_done,
+        "bytes_total", (json_int_t)job->bytes_total, "attempts", (json_int_t)job->attempts,
+        "created_at", job->created_at, "cancel_requested", job->cancel_requested);
     if (body == NULL)
         return NULL;
-    if (!import) { /* a conversion's own members (an import's are below) */
+    if (!import && !mirror) { /* a conversion's own members (an import's are below) */
         json_t *tensors = json_loads(job->tensors, 0, NULL);
         json_object_set_new(body, "dtype", json_string(job->dtype));
         json_object_set_new(body, "tensors", tensors ? tensors : json_array());
@@ -115,6 +124,16 @@ json_t *tg_job_json(const tg_job *job)
         (void)tg_url_redact(job->url, shown, sizeof shown);
         json_object_set_new(body, "source_url", json_string(shown));
         json_object_set_new(body, "path", json_string(job->path));
+    }
+    if (mirror) { /* the upstream, never its token (mirror_job.h); the result: tg_route_job_get */
+        char shown[TG_URL_MAX + 1];
+        (void)tg_url_redact(job->url, shown, sizeof shown);
+        const char *at = strrchr(job->path, '@');
+        int repo_len = at != NULL ? (int)(at - job->path) : (int)strlen(job->path);
+        json_object_set_new(body, "upstream",
+                            json_pack("{s:s, s:s%, s:s, s:b}", "endpoint", shown, "repo", job->path,
+                                      (size_t)repo_len, "revision", at != NULL ? at + 1 : "",
+                                      "allow_partial", strcmp(job->dtype, "partial") == 0));
     }
     set_outcome(body, job);
     return body;
@@ -142,6 +161,16 @@ static tg_cat_status lookup_job(tg_request *req, int64_t *id, tg_job *job)
 static void respond_job(tg_request *req, unsigned status, const tg_job *job)
 {
     json_t *body = tg_job_json(job);
+    if (body != NULL && strcmp(job->kind, "mirror") == 0) {
+        /* a mirror's result: what was fetched, copied and refused (mirror_job.h) */
+        char *text = NULL;
+        json_t *result = NULL;
+        if (tg_catalog_mirror_result_get(req->server->catalog, job->id, &text) == TG_CAT_OK &&
+            text != NULL)
+            result = json_loads(text, 0, NULL);
+        free(text);
+        json_object_set_new(body, "result", result ? result : json_null());
+    }
     if (body == NULL)
         tg_respond_internal(req, "out of memory");
     else

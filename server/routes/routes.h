@@ -90,6 +90,8 @@ void tg_route_scan_cleanup(tg_request *req);
 void tg_route_version_convert(tg_request *req);
 /* import.c */
 void tg_route_file_import(tg_request *req);
+/* POST /v1/models/{org}/{name}/mirror (mirror.c) */
+void tg_route_model_mirror(tg_request *req);
 
 /* tensors.c: GET .../versions/{rev}/tensors (list) and
  * GET|HEAD .../versions/{rev}/tensors/{tensor*} (bytes) */

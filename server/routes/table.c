@@ -65,6 +65,8 @@ static const tg_route routes[] = {
      tg_route_files_list, NULL, NULL, NULL},
     {"POST", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/import", TG_BODY_JSON,
      TG_AUTH_WRITE, 0, tg_route_file_import, NULL, NULL, NULL},
+    {"POST", "/v1/models/{org}/{name}/mirror", TG_BODY_JSON, TG_AUTH_WRITE, 0,
+     tg_route_model_mirror, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header", TG_BODY_NONE,
      TG_AUTH_READ, 0, tg_route_file_header, NULL, NULL, NULL},
     {"GET", "/v1/models/{org}/{name}/versions/{rev}/files/{path*}", TG_BODY_NONE, TG_AUTH_READ, 0,

@@ -183,6 +183,15 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*version_by_commit)(tg_catalog *catalog, int64_t model_id, const char *commit,
                                        tg_version *out);
 
+    /* schema 14: one statement of catalog_mirror.c (mirrors of a Hub repository): the
+     * parameters $1..$n as text (NULL: SQL NULL), first named in order; each row's
+     * columns as text (NULL for SQL NULL) to visit (NULL: rows are not read). A
+     * statement that writes is run on the writer. */
+    tg_cat_status (*mirror_exec)(tg_catalog *catalog, bool write, const char *sql, int n,
+                                 const char *const *params,
+                                 void (*visit)(void *ctx, int columns, const char *const *values),
+                                 void *ctx);
+
     /* schema 11: the audit log */
     tg_cat_status (*audit_append)(tg_catalog *catalog, const char *token_hash,
                                   tg_audit_record *record);

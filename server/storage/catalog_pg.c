@@ -2039,7 +2039,7 @@ static tg_cat_status pg_job_ended_urls(tg_catalog *catalog, int64_t job_id, int6
 {
     static const char sql[] =
         "SELECT id, url FROM jobs WHERE ($1::bigint = 0 OR id = $1::bigint)"
-        " AND id > $2::bigint AND kind = 'import' AND state IN ('done', 'failed')"
+        " AND id > $2::bigint AND kind IN ('import', 'mirror') AND state IN ('done', 'failed')"
         " AND url IS NOT NULL AND (strpos(url, '@') > 0 OR strpos(url, '#') > 0"
         " OR (strpos(url, '?') > 0 AND substr(url, strpos(url, '?')) <> '?REDACTED'))"
         " ORDER BY id LIMIT $3::bigint";
@@ -2065,6 +2065,30 @@ static tg_cat_status pg_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
     status = r != NULL ? TG_CAT_OK : status;
     PQclear(r);
     return status;
+}
+
+/* ---- mirrors (schema 14): catalog_mirror.c's statements ---- */
+
+static tg_cat_status
+pg_mirror_exec(tg_catalog *catalog, bool write, const char *sql, int n, const char *const *params,
+               void (*visit)(void *ctx, int columns, const char *const *values), void *ctx)
+{
+    tg_cat_status status;
+    /* a write is sent once (its repeat could do it twice); a read may be retried */
+    PGresult *r = query(pg(catalog), !write, sql, n, params, &status);
+    if (r == NULL)
+        return status;
+    int columns = PQnfields(r);
+    if (columns > 16)
+        columns = 16;
+    const char *values[16];
+    for (int i = 0; visit != NULL && i < PQntuples(r); i++) {
+        for (int c = 0; c < columns; c++)
+            values[c] = PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c);
+        visit(ctx, columns, values);
+    }
+    PQclear(r);
+    return TG_CAT_OK;
 }
 
 /* ---- versions by commit id (issue 21: a query, not a walk of every version) ---- */
@@ -2252,4 +2276,5 @@ static const tg_catalog_ops pg_ops = {
     /* versions by commit id */
     .run_steps = pg_run_steps,
     .version_by_commit = pg_version_by_commit,
+    .mirror_exec = pg_mirror_exec,
 };

@@ -2293,7 +2293,7 @@ out:
 /* The ended import jobs whose url may hold credentials (tg_catalog_job_scrub_urls).
  * Rare calls, so their statements are prepared each time (not cached). */
 #define ENDED_URLS                                                                                 \
-    "kind = 'import' AND state IN ('done', 'failed') AND url IS NOT NULL"                          \
+    "kind IN ('import', 'mirror') AND state IN ('done', 'failed') AND url IS NOT NULL"             \
     " AND (instr(url, '@') > 0 OR instr(url, '#') > 0"                                             \
     " OR (instr(url, '?') > 0 AND substr(url, instr(url, '?')) <> '?REDACTED'))"
 
@@ -2335,6 +2335,37 @@ static tg_cat_status sq_job_set_ended_url(tg_catalog *catalog, int64_t job_id, c
     }
     sqlite3_finalize(st);
     return write_end(catalog, k, status);
+}
+
+/* ---- mirrors (schema 14): catalog_mirror.c's statements ---- */
+
+static tg_cat_status
+sq_mirror_exec(tg_catalog *catalog, bool write, const char *sql, int n, const char *const *params,
+               void (*visit)(void *ctx, int columns, const char *const *values), void *ctx)
+{
+    conn *k = write ? write_begin(catalog) : read_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    sqlite3_stmt *st = statement(k, sql);
+    if (st != NULL) {
+        for (int i = 0; i < n; i++)
+            bind_text(st, i + 1, params[i]);
+        int columns = sqlite3_column_count(st);
+        const char *values[16];
+        if (columns > 16)
+            columns = 16;
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            for (int c = 0; c < columns; c++)
+                values[c] = (const char *)sqlite3_column_text(st, c);
+            if (visit != NULL)
+                visit(ctx, columns, values);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        if (rc != SQLITE_DONE)
+            tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(k->db));
+        sqlite3_reset(st);
+    }
+    return write ? write_end(catalog, k, status) : read_end(catalog, k, status);
 }
 
 /* ---- versions by commit id (issue 21: a query, not a walk of every version) ---- */
@@ -2605,4 +2636,5 @@ static const tg_catalog_ops sqlite_ops = {
     .run_steps = sq_run_steps,
     /* versions by commit id */
     .version_by_commit = sq_version_by_commit,
+    .mirror_exec = sq_mirror_exec,
 };

@@ -287,6 +287,13 @@ static void prep_import(attempt *a)
     snprintf(a->count_key, sizeof a->count_key, "jobs");
 }
 
+static void prep_mirror(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/mirror");
+    snprintf(a->probe, sizeof a->probe, "/v1/jobs?model=acme/w&limit=1000");
+    snprintf(a->count_key, sizeof a->count_key, "jobs");
+}
+
 static void prep_preload_delete(attempt *a)
 {
     char id[17];
@@ -393,6 +400,9 @@ static row rows[] = {
     {"DELETE", V "/files/{path}", 204, 0, NULL, B_NONE, NULL, P_BODY, prep_file_delete, false},
     {"POST", V "/files/{path}/import", 202, 0, NULL, B_JSON,
      "{\"url\":\"http://localhost:1/x.safetensors\"}", P_COUNT, prep_import, false},
+    /* a mirror: a name that resolves to loopback, so the queued job fails at once */
+    {"POST", "/v1/models/{org}/{name}/mirror", 202, 0, "/v1/jobs?model=acme/w&limit=1000", B_JSON,
+     "{\"endpoint\":\"http://localhost:1\",\"repo\":\"up/m\"}", P_COUNT, prep_mirror, false},
     {"GET", V "/files/{path}/header", 200, 0, M "/versions/1/files/model.safetensors/header",
      B_NONE, NULL, P_NONE, NULL, false},
     {"GET", V "/card", 200, 0, M "/versions/1/card", B_NONE, NULL, P_NONE, NULL, false},
