@@ -22,6 +22,8 @@ static const tg_reason reasons[] = {
     {"invalid_json", 400},
     {"invalid_request", 400},
     {"reserved_alias", 400},
+    {"invalid_tag", 400},
+    {"too_many_tags", 409},
     {"model_exists", 409},
     {"version_published", 409},
     {"version_changed", 409},

@@ -57,6 +57,31 @@ void tg_route_version_get(tg_request *req)
     free(model);
 }
 
+/* ---- PATCH .../versions/{rev} ---- */
+
+void tg_route_version_patch(tg_request *req)
+{
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
+        return;
+    tg_version version;
+    tg_meta_patch patch;
+    if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version) &&
+        tg_meta_patch_parse(req, &patch)) {
+        /* metadata only: a published version's files and digest stay as they are */
+        if (tg_meta_patch_apply(req, model, version.id, &patch)) {
+            tg_cat_status status;
+            json_t *body = tg_version_json(req->server, model, &version, false, &status);
+            if (body == NULL)
+                tg_respond_catalog_failure(req, status);
+            else
+                tg_respond_json(req, 200, body);
+        }
+        tg_meta_patch_free(&patch);
+    }
+    free(model);
+}
+
 /* ---- publish ---- */
 
 static size_t dir_length(const char *path)
@@ -290,6 +315,8 @@ void tg_route_version_publish(tg_request *req)
         tg_response_cache_invalidate_moving(server->responses);
         tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
                (long long)published.number, digest);
+        /* its card's Hub tags, for the Hub's listing filters (best effort: logged) */
+        tg_hf_record_hub_tags(server, &published, &files);
         json_t *body = tg_version_json(server, model, &published, true, &status);
         if (body == NULL)
             tg_respond_catalog_failure(req, status);
