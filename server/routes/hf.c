@@ -482,8 +482,16 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
     if (readme != NULL) {
         json_t *card = card_data(req->server, readme);
         if (card != NULL) {
-            /* the card's tags and license join the Hub's tags, as the Hub does */
-            tg_hf_card_tags(card, json_object_get(body, "tags"));
+            /* the card's tags and license join the Hub's tags, as the Hub does: after
+             * "safetensors", in the card's order, then the registry's tags */
+            json_t *tags = json_pack("[s]", "safetensors");
+            tg_hf_card_tags(card, tags);
+            size_t i;
+            json_t *tag;
+            json_array_foreach(json_object_get(body, "tags"), i, tag) {
+                add_hub_tag(tags, json_string_value(tag));
+            }
+            json_object_set_new(body, "tags", tags);
             json_object_set_new(body, "cardData", card);
         }
     }

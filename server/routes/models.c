@@ -620,8 +620,16 @@ static void add_alias(void *ctx, const char *alias, int64_t number)
     json_object_set_new(ctx, alias, json_integer(number));
 }
 
+typedef struct version_items {
+    tg_server *server;
+    int64_t model_id;
+    json_t *items;
+    tg_cat_status status; /* the first failure of a nested read */
+} version_items;
+
 static void add_version(void *ctx, const tg_version *version)
 {
+    version_items *list = ctx;
     json_t *item =
         json_pack("{s:I, s:s, s:s}", "version", (json_int_t)version->number, "state",
                   version->published ? "published" : "draft", "created_at", version->created_at);
@@ -629,7 +637,26 @@ static void add_version(void *ctx, const tg_version *version)
         return;
     json_object_set_new(item, "published_at", string_or_null(version->published_at));
     json_object_set_new(item, "digest", string_or_null(version->digest));
-    json_array_append_new(ctx, item);
+    /* its description and tags (a nested read: allowed in a visitor, catalog.h) */
+    char *description = malloc(TG_DESCRIPTION_MAX + 1);
+    tg_cat_status status =
+        description
+            ? tg_catalog_version_description(list->server->catalog, version->id, description)
+            : TG_CAT_ERROR;
+    json_t *tags =
+        status == TG_CAT_OK ? tg_tags_json(list->server, list->model_id, version->id, &status)
+                            : NULL;
+    if (tags == NULL) {
+        if (list->status == TG_CAT_OK)
+            list->status = status;
+        free(description);
+        json_decref(item);
+        return;
+    }
+    json_object_set_new(item, "description", json_string(description));
+    json_object_set_new(item, "tags", tags);
+    free(description);
+    json_array_append_new(list->items, item);
 }
 
 /* NULL when the catalog (*status says how) or memory failed. */
@@ -647,8 +674,11 @@ static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_statu
     tg_cat_status listed = latest_status == TG_CAT_NOT_FOUND ? TG_CAT_OK : latest_status;
     if (listed == TG_CAT_OK)
         listed = tg_catalog_alias_list(server->catalog, model->id, add_alias, aliases);
+    version_items list = {server, model->id, versions, TG_CAT_OK};
     if (listed == TG_CAT_OK)
-        listed = tg_catalog_version_list(server->catalog, model->id, add_version, versions);
+        listed = tg_catalog_version_list(server->catalog, model->id, add_version, &list);
+    if (listed == TG_CAT_OK)
+        listed = list.status;
     json_t *tags = listed == TG_CAT_OK ? tg_tags_json(server, model->id, 0, &listed) : NULL;
     if (listed != TG_CAT_OK) {
         *status = listed;
