@@ -59,7 +59,7 @@ run "unit catalog (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/c
 run "unit catalog_pg" "$build/tests/unit/server/storage/catalog_pg"
 run "integration pg_replicas" "$build/tests/integration/pg_replicas" "$build"
 run "import on two replicas" tests/import/pg-replicas.sh "$build/tensorgate"
-for t in auth tenancy routes metrics digests tensors hf authz_matrix cases; do
+for t in auth tenancy routes metrics digests tensors hf authz_matrix cases registry; do
     run "integration $t (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
         "$build/tests/integration/$t" "$build"
 done
