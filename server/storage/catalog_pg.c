@@ -2067,6 +2067,11 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
             status = t.status;
     }
     if (status == TG_CAT_OK) {
+        const char *params[] = {vid.s, source_id.s};
+        if (tx_run(&t, TG_CAT_SQL_HUB_TAGS_COPY, 2, params) < 0)
+            status = t.status;
+    }
+    if (status == TG_CAT_OK) {
         const char *params[] = {vid.s, now, jid.s};
         if (tx_run(&t, made_sql, 3, params) < 0)
             status = t.status;

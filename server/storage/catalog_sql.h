@@ -150,6 +150,10 @@
     " UNION ALL SELECT tag, 1, tag FROM version_hub_tags WHERE version_id ="                       \
     " (SELECT id FROM versions WHERE model_id = ?1 AND state = 'published'"                       \
     " ORDER BY number DESC LIMIT 1) ORDER BY 2, 3"
+/* a converted version keeps its source's Hub tags (the same card; its GGUF files too) */
+#define TG_CAT_SQL_HUB_TAGS_COPY                                                                   \
+    "INSERT INTO version_hub_tags(version_id, tag)"                                                \
+    " SELECT ?1, tag FROM version_hub_tags WHERE version_id = ?2"
 #define TG_CAT_SQL_DOWNLOADS_ADD "UPDATE models SET downloads = downloads + ? WHERE id = ?"
 
 /* The SQL of a model search (tg_model_search) into out, with "?N" placeholders

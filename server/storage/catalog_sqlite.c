@@ -2180,6 +2180,7 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     /* carried over: the source's files that the job did not replace (same blobs) */
     static const char carried_sql[] = TG_CAT_SQL_JOB_COMMIT_CARRIED;
     static const char made_sql[] = TG_CAT_SQL_JOB_COMMIT_MADE;
+    static const char hub_tags_sql[] = TG_CAT_SQL_HUB_TAGS_COPY;
     static const char done_sql[] = TG_CAT_SQL_JOB_COMMIT_DONE;
     static const char drop_sql[] = TG_CAT_SQL_JOB_FILES_DROP;
     static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
@@ -2246,6 +2247,13 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     bind_text(st, 2, now);
     sqlite3_bind_int64(st, 3, job->source_version_id);
     sqlite3_bind_int64(st, 4, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(k, hub_tags_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    sqlite3_bind_int64(st, 2, job->source_version_id);
     if (!step_done(st))
         goto rollback_job;
     st = statement(k, made_sql);

@@ -307,6 +307,32 @@ static void remember_file(void *ctx, const tg_file_record *file)
 
 /* A conversion job from claim to commit: its version appears only at the commit,
  * with the source's files carried over and the job's files in place of theirs. */
+typedef struct tag_text {
+    char text[512];
+} tag_text;
+
+static void append_tag(void *ctx, const char *key, const char *value)
+{
+    tag_text *t = ctx;
+    size_t used = strlen(t->text);
+    snprintf(t->text + used, sizeof t->text - used, "%s=%s;", key, value);
+}
+
+static void append_hub_tag(void *ctx, const char *tag)
+{
+    tag_text *t = ctx;
+    size_t used = strlen(t->text);
+    snprintf(t->text + used, sizeof t->text - used, "%s;", tag);
+}
+
+static void append_model_name(void *ctx, const tg_model *model)
+{
+    tag_text *t = ctx;
+    size_t used = strlen(t->text);
+    snprintf(t->text + used, sizeof t->text - used, "%s/%s:%lld;", model->org, model->name,
+             (long long)model->downloads);
+}
+
 TEST(jobs_commit_fail_recover)
 {
     tg_catalog *catalog = open_fresh();
@@ -337,6 +363,8 @@ TEST(jobs_commit_fail_recover)
     CHECK(tg_catalog_version_publish(
               catalog, v1.id, "3333333333333333333333333333333333333333333333333333333333333333",
               &published) == TG_CAT_OK);
+    const char *hub_tags[] = {"license:mit"}; /* recorded at its publication */
+    CHECK(tg_catalog_version_hub_tags_set(catalog, v1.id, hub_tags, 1) == TG_CAT_OK);
 
     static tg_job job, got;
     bool existing = true;
@@ -377,6 +405,12 @@ TEST(jobs_commit_fail_recover)
     CHECK_EQ_U64(derived.number, 2);
     CHECK(derived.published);
     CHECK_STR(derived.digest, digest);
+    /* the derived version keeps its source's Hub tags (the same model card) */
+    tg_model_search by_tag = {.limit = 5, .hub_tags = {"license:mit"}, .hub_tag_count = 1,
+                              .org = "acme", .name_query = "acme/jobs"};
+    tag_text found = {""};
+    CHECK(tg_catalog_model_search(catalog, &by_tag, append_model_name, &found) == TG_CAT_OK);
+    CHECK_STR(found.text, "acme/jobs:0;");
     CHECK_EQ_U64(derived.derived_from, 1);
     CHECK_STR(derived.derived_dtype, "BF16");
     CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
@@ -2113,32 +2147,6 @@ TEST(versions_by_commit_id)
                                        "c0ffee000000000000000000000000000000000%",
                                        &got) == TG_CAT_NOT_FOUND);
     tg_catalog_close(catalog);
-}
-
-typedef struct tag_text {
-    char text[512];
-} tag_text;
-
-static void append_tag(void *ctx, const char *key, const char *value)
-{
-    tag_text *t = ctx;
-    size_t used = strlen(t->text);
-    snprintf(t->text + used, sizeof t->text - used, "%s=%s;", key, value);
-}
-
-static void append_hub_tag(void *ctx, const char *tag)
-{
-    tag_text *t = ctx;
-    size_t used = strlen(t->text);
-    snprintf(t->text + used, sizeof t->text - used, "%s;", tag);
-}
-
-static void append_model_name(void *ctx, const tg_model *model)
-{
-    tag_text *t = ctx;
-    size_t used = strlen(t->text);
-    snprintf(t->text + used, sizeof t->text - used, "%s/%s:%lld;", model->org, model->name,
-             (long long)model->downloads);
 }
 
 static const char *search_names(tg_catalog *catalog, const tg_model_search *search,
