@@ -196,6 +196,17 @@ TEST(hostile_patches_change_nothing)
                      "{\"tags\":{\"k\":\"nul\\u0000inside\"}}");
     CHECK_PROBLEM(r, 400, "invalid_json");
     it_response_free(&r);
+    /* one PATCH names at most 64 tags, deletions included */
+    it_buf many = {0};
+    it_buf_printf(&many, "{\"tags\":{");
+    for (int i = 0; i < 65; i++)
+        it_buf_printf(&many, "%s\"d%02d\":null", i ? "," : "", i);
+    it_buf_printf(&many, "}}");
+    it_buf_append(&many, "", 1);
+    r = it_send_json("PATCH", "/v1/models/acme/reg-a", writer, (const char *)many.data);
+    CHECK_PROBLEM(r, 409, "too_many_tags");
+    it_response_free(&r);
+    it_buf_free(&many);
     r = it_send_json("PATCH", "/v1/models/acme/reg-a", writer, "{\"owner\":\"me\"}");
     CHECK_PROBLEM(r, 400, "invalid_request");
     it_response_free(&r);
