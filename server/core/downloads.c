@@ -17,7 +17,7 @@ typedef struct pending {
 struct tg_downloads {
     tg_catalog *catalog;
     unsigned flush_ms;
-    pthread_mutex_t lock; /* guards items, count, stop */
+    pthread_mutex_t lock;       /* guards items, count, stop */
     pthread_mutex_t flush_lock; /* one flush at a time */
     pthread_cond_t wake;
     pending items[TG_DOWNLOADS_PENDING_MAX];

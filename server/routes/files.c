@@ -329,8 +329,7 @@ void tg_route_file_get(tg_request *req)
         if (status == TG_CAT_OK) {
             tg_count_download(req, model->id, &file);
             tg_serve_file(req, &file, NULL);
-        }
-        else if (status == TG_CAT_NOT_FOUND)
+        } else if (status == TG_CAT_NOT_FOUND)
             tg_respond_problem(req, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else

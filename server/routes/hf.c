@@ -355,7 +355,8 @@ static void add_hub_tag(void *ctx, const char *tag)
     json_t *tags = ctx;
     size_t i;
     json_t *value;
-    json_array_foreach(tags, i, value) {
+    json_array_foreach(tags, i, value)
+    {
         if (strcmp(json_string_value(value), tag) == 0)
             return;
     }
@@ -381,7 +382,8 @@ void tg_hf_record_hub_tags(tg_server *server, const tg_version *version,
     const char *kept[TG_HUB_TAGS_MAX];
     size_t count = 0, i;
     json_t *value;
-    json_array_foreach(tags, i, value) {
+    json_array_foreach(tags, i, value)
+    {
         const char *tag = json_string_value(value);
         /* bounded: a card's odd tag is not kept (it still shows in its modelInfo) */
         if (count < TG_HUB_TAGS_MAX && tag != NULL && tag[0] != '\0' &&
@@ -392,8 +394,9 @@ void tg_hf_record_hub_tags(tg_server *server, const tg_version *version,
         tags ? tg_catalog_version_hub_tags_set(server->catalog, version->id, kept, count)
              : TG_CAT_ERROR;
     if (status != TG_CAT_OK)
-        tg_log(TG_LOG_WARN, "version %lld: its Hub tags could not be recorded; listing filters "
-                            "will not find it by them",
+        tg_log(TG_LOG_WARN,
+               "version %lld: its Hub tags could not be recorded; listing filters "
+               "will not find it by them",
                (long long)version->number);
     json_decref(tags);
 }
@@ -410,12 +413,11 @@ static json_t *model_summary_json(tg_server *server, const tg_model *model,
     /* The Hub's _id is a 24-hex object id; the catalog row id stands in for it. */
     snprintf(object_id, sizeof object_id, "%024llx", (unsigned long long)model->id);
     char created[HF_TIME_LEN], modified[HF_TIME_LEN];
-    json_t *body =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:I, s:i, s:[s], s:s, s:s}", "_id",
-                  object_id, "id", repo, "modelId", repo, "author", model->org, "private", 0,
-                  "gated", 0, "disabled", 0, "downloads", (json_int_t)model->downloads, "likes",
-                  0, "tags", "safetensors", "library_name", "safetensors", "createdAt",
-                  hub_time(model->created_at, created));
+    json_t *body = json_pack(
+        "{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:I, s:i, s:[s], s:s, s:s}", "_id", object_id, "id",
+        repo, "modelId", repo, "author", model->org, "private", 0, "gated", 0, "disabled", 0,
+        "downloads", (json_int_t)model->downloads, "likes", 0, "tags", "safetensors",
+        "library_name", "safetensors", "createdAt", hub_time(model->created_at, created));
     if (body == NULL)
         return NULL;
     *status = tg_catalog_hub_tag_list(server->catalog, model->id, add_hub_tag,
@@ -488,7 +490,8 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
             tg_hf_card_tags(card, tags);
             size_t i;
             json_t *tag;
-            json_array_foreach(json_object_get(body, "tags"), i, tag) {
+            json_array_foreach(json_object_get(body, "tags"), i, tag)
+            {
                 add_hub_tag(tags, json_string_value(tag));
             }
             json_object_set_new(body, "tags", tags);

@@ -6,8 +6,8 @@
 #include <strings.h>
 
 #include "auth.h"
-#include "downloads.h"
 #include "checks.h"
+#include "downloads.h"
 #include "preload_service.h"
 #include "reclaim.h"
 #include "response_cache.h"
@@ -160,8 +160,7 @@ static void add_tag(void *ctx, const char *key, const char *value)
     json_object_set_new(ctx, key, json_string(value));
 }
 
-json_t *tg_tags_json(tg_server *server, int64_t model_id, int64_t version_id,
-                     tg_cat_status *status)
+json_t *tg_tags_json(tg_server *server, int64_t model_id, int64_t version_id, tg_cat_status *status)
 {
     json_t *tags = json_object();
     *status = tags ? tg_catalog_tag_list(server->catalog, model_id, version_id, add_tag, tags)
@@ -231,7 +230,8 @@ bool tg_meta_patch_parse(tg_request *req, tg_meta_patch *patch)
     }
     const char *key;
     json_t *value;
-    json_object_foreach(tags, key, value) {
+    json_object_foreach(tags, key, value)
+    {
         if (!tg_valid_tag_key(key)) {
             tg_respond_problem(req, "invalid_tag",
                                "a tag key is [A-Za-z0-9][A-Za-z0-9._-]{0,63} without '..'");
@@ -272,8 +272,9 @@ bool tg_meta_patch_apply(tg_request *req, const tg_model *model, int64_t version
                            "%s/%s would have more than %d tags; nothing was changed", model->org,
                            model->name, TG_TAGS_MAX);
     else if (status == TG_CAT_NOT_FOUND)
-        tg_respond_problem(req, why && strcmp(why, "version_not_found") == 0 ? "version_not_found"
-                                                                             : "model_not_found",
+        tg_respond_problem(req,
+                           why && strcmp(why, "version_not_found") == 0 ? "version_not_found"
+                                                                        : "model_not_found",
                            "%s/%s was deleted meanwhile", model->org, model->name);
     else
         tg_respond_catalog_failure(req, status);
@@ -329,8 +330,8 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
     tg_cat_status described =
         description ? tg_catalog_version_description(server->catalog, version->id, description)
                     : TG_CAT_ERROR;
-    json_t *tags = described == TG_CAT_OK ? tg_tags_json(server, model->id, version->id, &described)
-                                          : NULL;
+    json_t *tags =
+        described == TG_CAT_OK ? tg_tags_json(server, model->id, version->id, &described) : NULL;
     if (tags == NULL) {
         free(description);
         *status = described;
@@ -534,8 +535,8 @@ void tg_route_model_patch(tg_request *req)
     tg_meta_patch patch;
     if (tg_lookup_model(req, model) && tg_meta_patch_parse(req, &patch)) {
         if (tg_meta_patch_apply(req, model, 0, &patch)) {
-            tg_cat_status status = tg_catalog_model_get(req->server->catalog, model->org,
-                                                        model->name, model);
+            tg_cat_status status =
+                tg_catalog_model_get(req->server->catalog, model->org, model->name, model);
             json_t *body = status == TG_CAT_OK ? model_json(req->server, model, &status) : NULL;
             if (body == NULL)
                 tg_respond_catalog_failure(req, status);
@@ -639,13 +640,12 @@ static void add_version(void *ctx, const tg_version *version)
     json_object_set_new(item, "digest", string_or_null(version->digest));
     /* its description and tags (a nested read: allowed in a visitor, catalog.h) */
     char *description = malloc(TG_DESCRIPTION_MAX + 1);
-    tg_cat_status status =
-        description
-            ? tg_catalog_version_description(list->server->catalog, version->id, description)
-            : TG_CAT_ERROR;
-    json_t *tags =
-        status == TG_CAT_OK ? tg_tags_json(list->server, list->model_id, version->id, &status)
-                            : NULL;
+    tg_cat_status status = description ? tg_catalog_version_description(list->server->catalog,
+                                                                        version->id, description)
+                                       : TG_CAT_ERROR;
+    json_t *tags = status == TG_CAT_OK
+                       ? tg_tags_json(list->server, list->model_id, version->id, &status)
+                       : NULL;
     if (tags == NULL) {
         if (list->status == TG_CAT_OK)
             list->status = status;
@@ -688,8 +688,7 @@ static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_statu
     }
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:I}", "name", full_name, "description",
                      model->description, "created_at", model->created_at, "aliases", aliases,
-                     "versions", versions, "tags", tags, "downloads",
-                     (json_int_t)model->downloads);
+                     "versions", versions, "tags", tags, "downloads", (json_int_t)model->downloads);
 }
 
 void tg_route_model_get(tg_request *req)

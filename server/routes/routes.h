@@ -51,8 +51,7 @@ bool tg_meta_patch_apply(tg_request *req, const tg_model *model, int64_t version
                          const tg_meta_patch *patch);
 /* Every value of a repeated query argument, in order, at most max kept; the count
  * of all of them (more than max: the caller refuses). */
-unsigned tg_query_all(const tg_request *req, const char *name, const char **values,
-                      unsigned max);
+unsigned tg_query_all(const tg_request *req, const char *name, const char **values, unsigned max);
 /* Model list cursors: "org/name", or "~DOWNLOADS~org/name" by downloads. */
 bool tg_models_cursor_parse(const char *key, tg_model_search *search, char *after_org,
                             char *after_name);

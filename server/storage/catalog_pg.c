@@ -690,10 +690,9 @@ static tg_cat_status pg_tag_list(tg_catalog *catalog, int64_t model_id, int64_t 
     num id = n64(version_id > 0 ? version_id : model_id);
     const char *params[] = {id.s};
     tg_cat_status status;
-    PGresult *r =
-        query(pg(catalog), true,
-              version_id > 0 ? TG_CAT_SQL_VERSION_TAG_LIST : TG_CAT_SQL_MODEL_TAG_LIST, 1, params,
-              &status);
+    PGresult *r = query(pg(catalog), true,
+                        version_id > 0 ? TG_CAT_SQL_VERSION_TAG_LIST : TG_CAT_SQL_MODEL_TAG_LIST, 1,
+                        params, &status);
     if (r == NULL)
         return status;
     for (int i = 0; i < PQntuples(r); i++)
@@ -709,8 +708,7 @@ static tg_cat_status pg_version_description(tg_catalog *catalog, int64_t version
     const char *params[] = {id.s};
     tg_cat_status status;
     out[0] = '\0';
-    PGresult *r =
-        query(pg(catalog), true, TG_CAT_SQL_VERSION_DESCRIPTION, 1, params, &status);
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_VERSION_DESCRIPTION, 1, params, &status);
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         get_text(out, TG_DESCRIPTION_MAX + 1, r, 0, 0);
@@ -732,8 +730,7 @@ static tg_cat_status pg_meta_update(tg_catalog *catalog, int64_t model_id, int64
     const char *lock_params[] = {object.s, model.s};
     long rows =
         of_version
-            ? tx_run(&t,
-                     "SELECT 1 FROM versions WHERE id = $1 AND model_id = $2 FOR NO KEY UPDATE",
+            ? tx_run(&t, "SELECT 1 FROM versions WHERE id = $1 AND model_id = $2 FOR NO KEY UPDATE",
                      2, lock_params)
             : tx_run(&t, "SELECT 1 FROM models WHERE id = $1 FOR NO KEY UPDATE", 1, lock_params);
     if (rows < 0)
@@ -750,14 +747,13 @@ static tg_cat_status pg_meta_update(tg_catalog *catalog, int64_t model_id, int64
     }
     for (size_t i = 0; i < count; i++) {
         const char *params[] = {object.s, changes[i].key, changes[i].value};
-        long done = changes[i].value != NULL
-                        ? tx_run(&t,
-                                 of_version ? TG_CAT_SQL_VERSION_TAG_SET : TG_CAT_SQL_MODEL_TAG_SET,
-                                 3, params)
-                        : tx_run(&t,
-                                 of_version ? TG_CAT_SQL_VERSION_TAG_DELETE
-                                            : TG_CAT_SQL_MODEL_TAG_DELETE,
-                                 2, params);
+        long done =
+            changes[i].value != NULL
+                ? tx_run(&t, of_version ? TG_CAT_SQL_VERSION_TAG_SET : TG_CAT_SQL_MODEL_TAG_SET, 3,
+                         params)
+                : tx_run(&t,
+                         of_version ? TG_CAT_SQL_VERSION_TAG_DELETE : TG_CAT_SQL_MODEL_TAG_DELETE,
+                         2, params);
         if (done < 0)
             return tx_end(&t, t.status);
     }

@@ -123,7 +123,8 @@
     "UPDATE jobs SET url = ?1 WHERE id = ?2 AND state IN ('done', 'failed')"
 
 /* registry metadata (schema 15) */
-#define TG_CAT_SQL_MODEL_TAG_LIST "SELECT key, value FROM model_tags WHERE model_id = ? ORDER BY key"
+#define TG_CAT_SQL_MODEL_TAG_LIST                                                                  \
+    "SELECT key, value FROM model_tags WHERE model_id = ? ORDER BY key"
 #define TG_CAT_SQL_VERSION_TAG_LIST                                                                \
     "SELECT key, value FROM version_tags WHERE version_id = ? ORDER BY key"
 #define TG_CAT_SQL_MODEL_TAG_SET                                                                   \
@@ -148,7 +149,7 @@
     "SELECT CASE WHEN value = '' THEN key ELSE key || ':' || value END, 0, key"                    \
     " FROM model_tags WHERE model_id = ?1"                                                         \
     " UNION ALL SELECT tag, 1, tag FROM version_hub_tags WHERE version_id ="                       \
-    " (SELECT id FROM versions WHERE model_id = ?1 AND state = 'published'"                       \
+    " (SELECT id FROM versions WHERE model_id = ?1 AND state = 'published'"                        \
     " ORDER BY number DESC LIMIT 1) ORDER BY 2, 3"
 /* a converted version keeps its source's Hub tags (the same card; its GGUF files too) */
 #define TG_CAT_SQL_HUB_TAGS_COPY                                                                   \

@@ -652,7 +652,6 @@ static tg_cat_status sq_version_description(tg_catalog *catalog, int64_t version
     return read_end(catalog, k, status);
 }
 
-
 /* Runs st (bound) for its effect; true when it is done. */
 static bool meta_step(sqlite3_stmt *st)
 {

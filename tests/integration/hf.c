@@ -453,7 +453,7 @@ TEST(models_list_and_paging)
         CHECK(it_make_version(it_token("write", NULL), extra[i], "model.safetensors",
                               &single_model.bytes, true) == 1);
     it_response created = it_send_json("POST", "/v1/models", it_token("write", NULL),
-                                        "{\"name\":\"acme/hf-unpublished\"}");
+                                       "{\"name\":\"acme/hf-unpublished\"}");
     CHECK_STATUS(created, 201);
     it_response_free(&created);
     int pages = 0;
@@ -618,8 +618,8 @@ TEST(javascript_client)
     CHECK_STATUS(r, 200);
     it_response_free(&r);
     json_object_set_new(expect, "tagFilter",
-                        json_pack("{s:s, s:[s,s], s:[s]}", "search", "acme/hf", "tags",
-                                  "js-filter", "lane:fast", "models", SINGLE));
+                        json_pack("{s:s, s:[s,s], s:[s]}", "search", "acme/hf", "tags", "js-filter",
+                                  "lane:fast", "models", SINGLE));
     /* listModels by downloads: two more downloads of hf-zeta (pending until a sorted
      * list writes them), then the order and the counts the catalog holds */
     for (int i = 0; i < 2; i++) {
@@ -632,7 +632,8 @@ TEST(javascript_client)
     json_t *order = json_array(), *counts = json_array();
     size_t i;
     json_t *item;
-    json_array_foreach(json_object_get(r.json, "models"), i, item) {
+    json_array_foreach(json_object_get(r.json, "models"), i, item)
+    {
         const char *name = json_string_value(json_object_get(item, "name"));
         if (strcmp(name, "acme/hf-unpublished") == 0)
             continue; /* the Hub's list has published models only */
@@ -641,9 +642,9 @@ TEST(javascript_client)
     }
     CHECK(json_array_size(order) == 4);
     it_response_free(&r);
-    json_object_set_new(expect, "byDownloads",
-                        json_pack("{s:s, s:o, s:o}", "search", "acme/hf-", "models", order,
-                                  "downloads", counts));
+    json_object_set_new(
+        expect, "byDownloads",
+        json_pack("{s:s, s:o, s:o}", "search", "acme/hf-", "models", order, "downloads", counts));
     /* the calls that need an hf_ token, paths-info and the commit id */
     char prefixed[300];
     snprintf(prefixed, sizeof prefixed, "hf_%s", write_token);

@@ -49,7 +49,8 @@ static void names_of(const json_t *items, const char *field, char *out, size_t c
     out[0] = '\0';
     size_t i, used = 0;
     json_t *item;
-    json_array_foreach(items, i, item) {
+    json_array_foreach(items, i, item)
+    {
         const char *name = json_string_value(json_object_get(item, field));
         int n = snprintf(out + used, cap - used, "%s%s", used ? "," : "", name ? name : "?");
         if (n < 0 || (size_t)n >= cap - used)
@@ -87,8 +88,8 @@ static char *model_field(const char *model, const char *field)
     snprintf(path, sizeof path, "/v1/models/%s", model);
     it_response r = it_get(path);
     CHECK_STATUS(r, 200);
-    char *text = json_dumps(json_object_get(r.json, field),
-                            JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    char *text =
+        json_dumps(json_object_get(r.json, field), JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
     it_response_free(&r);
     return text;
 }
@@ -105,9 +106,10 @@ TEST(patch_merges_tags_and_bounds_them)
     make("acme/reg-a",
          "---\ntags: [tiny, vision]\nlicense: mit\nlanguage: en\ndatasets: [c4]\n---\n# A\n", false,
          true);
-    it_response r = it_send_json("PATCH", "/v1/models/acme/reg-a", writer,
-                                 "{\"description\":\"Tiny Vision encoder\","
-                                 "\"tags\":{\"stage\":\"prod\",\"team\":\"vision\",\"old\":\"x\"}}");
+    it_response r =
+        it_send_json("PATCH", "/v1/models/acme/reg-a", writer,
+                     "{\"description\":\"Tiny Vision encoder\","
+                     "\"tags\":{\"stage\":\"prod\",\"team\":\"vision\",\"old\":\"x\"}}");
     CHECK_STATUS(r, 200);
     CHECK_STR(json_string_value(json_object_get(r.json, "description")), "Tiny Vision encoder");
     it_response_free(&r);
@@ -151,7 +153,8 @@ TEST(patch_merges_tags_and_bounds_them)
     CHECK_STATUS(r, 200);
     CHECK(json_object_size(json_object_get(r.json, "tags")) == 32);
     it_response_free(&r);
-    r = it_send_json("PATCH", "/v1/models/acme/reg-full", writer, "{\"tags\":{\"one-more\":\"v\"}}");
+    r = it_send_json("PATCH", "/v1/models/acme/reg-full", writer,
+                     "{\"tags\":{\"one-more\":\"v\"}}");
     CHECK_PROBLEM(r, 409, "too_many_tags");
     it_response_free(&r);
     /* a deletion and an addition in one PATCH stay within the bound */
@@ -261,8 +264,8 @@ TEST(search_by_tag_and_text)
 {
     make("acme/reg-b", "---\nlicense: apache-2.0\n---\n", true, true);
     make("acme/reg-draft", NULL, false, false);
-    it_response r = it_send_json("PATCH", "/v1/models/acme/reg-b", writer,
-                                 "{\"tags\":{\"team\":\"audio\"}}");
+    it_response r =
+        it_send_json("PATCH", "/v1/models/acme/reg-b", writer, "{\"tags\":{\"team\":\"audio\"}}");
     it_response_free(&r);
     r = it_send_json("PATCH", "/v1/models/acme/reg-draft", writer,
                      "{\"tags\":{\"team\":\"vision\"},\"description\":\"work in progress\"}");
@@ -272,11 +275,11 @@ TEST(search_by_tag_and_text)
     expect_v1("tag=team=vision&tag=stage", "acme/reg-a");
     expect_v1("tag=team=vision&tag=stage=prod", "");
     expect_v1("tag=bare", "acme/reg-a");
-    expect_v1("q=VISION+ENCODER", "acme/reg-a");     /* the description, any case */
-    expect_v1("q=audio", "acme/reg-b");              /* a tag value */
-    expect_v1("q=reg-dr", "acme/reg-draft");         /* the name */
-    expect_v1("q=vision&tag=stage", "acme/reg-a");   /* all filters at once */
-    expect_v1("q=%25&tag=team", "");                 /* no pattern characters */
+    expect_v1("q=VISION+ENCODER", "acme/reg-a");   /* the description, any case */
+    expect_v1("q=audio", "acme/reg-b");            /* a tag value */
+    expect_v1("q=reg-dr", "acme/reg-draft");       /* the name */
+    expect_v1("q=vision&tag=stage", "acme/reg-a"); /* all filters at once */
+    expect_v1("q=%25&tag=team", "");               /* no pattern characters */
     /* the listing shows each model's tags and downloads */
     r = it_get("/v1/models?tag=team=audio");
     json_t *item = json_array_get(json_object_get(r.json, "models"), 0);
@@ -284,8 +287,8 @@ TEST(search_by_tag_and_text)
     CHECK(json_is_integer(json_object_get(item, "downloads")));
     it_response_free(&r);
     /* bad filters */
-    static const char *const bad[] = {"/v1/models?tag=bad%20key", "/v1/models?tag=",
-                                      "/v1/models?tag=k=%01"};
+    static const char *const bad[] = {"/v1/models?tag=bad%20key",
+                                      "/v1/models?tag=", "/v1/models?tag=k=%01"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = it_get(bad[i]);
         CHECK_PROBLEM(r, 400, "invalid_tag");

@@ -406,8 +406,11 @@ TEST(jobs_commit_fail_recover)
     CHECK(derived.published);
     CHECK_STR(derived.digest, digest);
     /* the derived version keeps its source's Hub tags (the same model card) */
-    tg_model_search by_tag = {.limit = 5, .hub_tags = {"license:mit"}, .hub_tag_count = 1,
-                              .org = "acme", .name_query = "acme/jobs"};
+    tg_model_search by_tag = {.limit = 5,
+                              .hub_tags = {"license:mit"},
+                              .hub_tag_count = 1,
+                              .org = "acme",
+                              .name_query = "acme/jobs"};
     tag_text found = {""};
     CHECK(tg_catalog_model_search(catalog, &by_tag, append_model_name, &found) == TG_CAT_OK);
     CHECK_STR(found.text, "acme/jobs:0;");
@@ -2149,8 +2152,7 @@ TEST(versions_by_commit_id)
     tg_catalog_close(catalog);
 }
 
-static const char *search_names(tg_catalog *catalog, const tg_model_search *search,
-                                tag_text *out)
+static const char *search_names(tg_catalog *catalog, const tg_model_search *search, tag_text *out)
 {
     out->text[0] = '\0';
     CHECK(tg_catalog_model_search(catalog, search, append_model_name, out) == TG_CAT_OK);
@@ -2202,10 +2204,8 @@ TEST(registry_metadata_and_search)
     tg_version v1, v2, published;
     CHECK(tg_catalog_version_create(catalog, a.id, &v1) == TG_CAT_OK);
     tg_tag_change vset[] = {{"run", "42"}};
-    CHECK(tg_catalog_meta_update(catalog, a.id, v1.id, "v1 notes", vset, 1, 4, &why) ==
-          TG_CAT_OK);
-    CHECK(tg_catalog_meta_update(catalog, b.id, v1.id, "x", NULL, 0, 4, &why) ==
-          TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_meta_update(catalog, a.id, v1.id, "v1 notes", vset, 1, 4, &why) == TG_CAT_OK);
+    CHECK(tg_catalog_meta_update(catalog, b.id, v1.id, "x", NULL, 0, 4, &why) == TG_CAT_NOT_FOUND);
     CHECK_STR(why, "version_not_found");
     char description[TG_DESCRIPTION_MAX + 1];
     CHECK(tg_catalog_version_description(catalog, v1.id, description) == TG_CAT_OK);
@@ -2249,10 +2249,8 @@ TEST(registry_metadata_and_search)
               &published) == TG_CAT_OK);
     search.hub_tags[0] = "tiny";
     CHECK_STR(search_names(catalog, &search, &names), "");
-    search = (tg_model_search){.limit = 10,
-                               .tag_keys = {"stage", "team"},
-                               .tag_values = {NULL, "Vision"},
-                               .tag_count = 2};
+    search = (tg_model_search){
+        .limit = 10, .tag_keys = {"stage", "team"}, .tag_values = {NULL, "Vision"}, .tag_count = 2};
     CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;");
     search.tag_values[1] = "vision"; /* values compare exactly */
     CHECK_STR(search_names(catalog, &search, &names), "");
