@@ -442,7 +442,7 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
 {
     tg_cat_status summary_status;
     json_t *body = model_summary_json(req->server, model, version, &summary_status);
-    if (body == NULL && summary_status != TG_CAT_ERROR) {
+    if (body == NULL) { /* the catalog's failure, or out of memory (TG_CAT_ERROR: 500) */
         tg_respond_catalog_failure(req, summary_status);
         return NULL;
     }
