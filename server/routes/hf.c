@@ -713,7 +713,9 @@ void tg_route_hf_models_list(tg_request *req)
         (author != NULL && !tg_valid_name_part(author)) ||
         (author != NULL && token_namespace[0] != '\0' && strcmp(author, token_namespace) != 0);
     for (unsigned i = 0; i < filter_count; i++) {
-        if (filters[i][0] == '\0' || strlen(filters[i]) > TG_HUB_TAG_MAX)
+        if (filters[i][0] == '\0')
+            continue; /* filter= (empty): no filter, as before */
+        if (strlen(filters[i]) > TG_HUB_TAG_MAX)
             none = true; /* no model has such a tag */
         search.hub_tags[search.hub_tag_count++] = filters[i];
     }
@@ -780,6 +782,8 @@ void tg_route_hf_models_list(tg_request *req)
         append_encoded(next, sizeof next, &used, author);
     }
     for (unsigned i = 0; i < filter_count; i++) {
+        if (filters[i][0] == '\0')
+            continue;
         append_text(next, sizeof next, &used, "&filter=");
         append_encoded(next, sizeof next, &used, filters[i]);
     }

@@ -317,6 +317,7 @@ TEST(search_by_tag_and_text)
     expect_hub("filter=gguf&filter=tiny", "");
     expect_hub("filter=safetensors&search=acme/reg-", "acme/reg-a,acme/reg-b");
     expect_hub("filter=team", ""); /* team has a value: its tag is team:VALUE */
+    expect_hub("filter=&search=acme/reg-", "acme/reg-a,acme/reg-b"); /* empty: no filter */
     r = it_get("/api/models?search=acme/reg-a");
     json_t *tags = json_object_get(json_array_get(r.json, 0), "tags");
     char *text = json_dumps(tags, JSON_COMPACT);
@@ -380,6 +381,24 @@ TEST(downloads_count_and_sort)
     CHECK(downloads_of("acme/reg-c") == 1);
     CHECK(downloads_of("acme/reg-a") == 0);
     expect_hub("sort=downloads&direction=-1&search=acme/reg-", "acme/reg-b,acme/reg-c,acme/reg-a");
+    /* the Hub list's next page keeps the order and the filters (Link) */
+    char link[2048];
+    r = it_get("/api/models?sort=downloads&direction=-1&search=acme/reg-&filter=safetensors"
+               "&limit=1");
+    CHECK_STATUS(r, 200);
+    CHECK(it_header(&r, "Link", link, sizeof link) != NULL);
+    it_response_free(&r);
+    char *start = strstr(link, "/api/models?"), *end = strstr(link, ">; rel=\"next\"");
+    CHECK(start != NULL && end != NULL && strstr(link, "sort=downloads") != NULL &&
+          strstr(link, "filter=safetensors") != NULL);
+    if (start != NULL && end != NULL) {
+        *end = '\0';
+        r = it_get(start);
+        CHECK_STATUS(r, 200);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(r.json, 0), "id")),
+                  "acme/reg-c");
+        it_response_free(&r);
+    }
     r = it_get("/api/models?sort=downloads&search=acme/reg-b");
     CHECK(it_json_int(json_array_get(r.json, 0), "downloads") == 4);
     it_response_free(&r);
