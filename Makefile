@@ -242,6 +242,12 @@ build-fuzz/fuzz_http: tests/fuzz/fuzz_http.c $(FUZZ_LIB_A) $(FUZZ_HTTP_SRC:%.c=b
 build-fuzz/fuzz_range: tests/fuzz/fuzz_range.c $(FUZZ_LIB_A) build-fuzz/obj/server/core/checks.o server/core/checks.h
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/obj/server/core/checks.o $(FUZZ_LIBS)
 
+# fuzz_model_sig drives common/model_sig.c (bundles: JSON, base64, OpenSSL) with the
+# common/ helpers it calls.
+FUZZ_MSIG_SRC := common/model_sig.c common/sha256.c common/io.c common/test_hooks.c
+build-fuzz/fuzz_model_sig: tests/fuzz/fuzz_model_sig.c $(FUZZ_LIB_A) $(FUZZ_MSIG_SRC:%.c=build-fuzz/obj/%.o) common/model_sig.h
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_MSIG_SRC:%.c=build-fuzz/obj/%.o) $(FUZZ_LIBS) -lcrypto -lpthread
+
 .PHONY: fuzz-build
 fuzz-build: $(FUZZ_BIN)
 

@@ -20,19 +20,24 @@
 int tg_cmd_validate(int argc, char **argv); /* cmd/validate.c */
 int tg_cmd_inspect(int argc, char **argv);  /* cmd/inspect.c */
 int tg_cmd_convert(int argc, char **argv);  /* cmd/convert.c */
+int tg_cmd_sign(int argc, char **argv);     /* cmd/sign.c */
+int tg_cmd_verify(int argc, char **argv);   /* cmd/sign.c */
 
 /* the gateway and its maintenance commands */
 int tg_cmd_serve(int argc, char **argv); /* cmd/serve.c */
 int tg_cmd_token(int argc, char **argv); /* cmd/token.c */
 int tg_cmd_gc(int argc, char **argv);    /* cmd/maintenance.c */
 int tg_cmd_fsck(int argc, char **argv);  /* cmd/maintenance.c */
+int tg_cmd_audit(int argc, char **argv); /* cmd/audit.c */
 
 /* commands that talk to a server through libtgclient (clients/c/tensorgate_client.h) */
-int tg_cmd_push(int argc, char **argv);   /* cmd/remote.c */
-int tg_cmd_pull(int argc, char **argv);   /* cmd/remote.c */
-int tg_cmd_ls(int argc, char **argv);     /* cmd/remote.c */
-int tg_cmd_header(int argc, char **argv); /* cmd/remote.c */
-int tg_cmd_tensor(int argc, char **argv); /* cmd/remote.c */
-int tg_cmd_scan(int argc, char **argv);   /* cmd/remote.c */
+int tg_cmd_push(int argc, char **argv);       /* cmd/remote.c */
+int tg_cmd_pull(int argc, char **argv);       /* cmd/remote.c */
+int tg_cmd_ls(int argc, char **argv);         /* cmd/remote.c */
+int tg_cmd_header(int argc, char **argv);     /* cmd/remote.c */
+int tg_cmd_tensor(int argc, char **argv);     /* cmd/remote.c */
+int tg_cmd_scan(int argc, char **argv);       /* cmd/remote.c */
+int tg_cmd_rejections(int argc, char **argv); /* cmd/remote.c */
+int tg_cmd_namespace(int argc, char **argv); /* cmd/remote.c */
 
 #endif

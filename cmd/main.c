@@ -18,12 +18,17 @@ static const struct command commands[] = {
     {"token", tg_cmd_token, "create and list API tokens"},
     {"gc", tg_cmd_gc, "delete blobs no catalog row references"},
     {"fsck", tg_cmd_fsck, "re-hash every blob against the catalog"},
+    {"audit", tg_cmd_audit, "verify the audit log's hash chain, list its records"},
     {"push", tg_cmd_push, "upload a directory as a new version of a model (server)"},
     {"pull", tg_cmd_pull, "download a version's files, resumable, SHA-256 checked (server)"},
     {"ls", tg_cmd_ls, "list models, a model's versions, or a version's files (server)"},
     {"header", tg_cmd_header, "a stored file's parsed header (server)"},
     {"tensor", tg_cmd_tensor, "fetch one tensor, sliced or converted, as .npy or raw (server)"},
     {"scan", tg_cmd_scan, "the server's gate verdict on a local file, nothing stored"},
+    {"rejections", tg_cmd_rejections, "what the server refused, filtered (admin token)"},
+    {"sign", tg_cmd_sign, "sign a model directory (OpenSSF model signing v1, model.sig)"},
+    {"verify", tg_cmd_verify, "verify a model directory against its model.sig"},
+    {"namespace", tg_cmd_namespace, "a namespace's settings: its code policy (server)"},
 };
 
 static void usage(FILE *out)

@@ -1,5 +1,5 @@
 /* The commands that talk to a tensorgate server through libtgclient
- * (clients/c/tensorgate_client.h): push, pull, ls, header, tensor, scan. Each takes
+ * (clients/c/tensorgate_client.h): push, pull, ls, header, tensor, scan, rejections. Each takes
  * --url and --token (else $TENSORGATE_URL, default http://127.0.0.1:8080, and
  * $TENSORGATE_TOKEN), --json (one JSON document per line on stdout) and --help.
  * Exit status (docs/MANUAL.md "The CLI"): 0 done; 1 the server refused (a 4xx answer, a
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "model_sig.h"
 #include "sha256.h"
 #include "tensorgate_client.h"
 
@@ -29,6 +30,7 @@
 #define EXIT_USAGE 2
 #define EXIT_SERVER 3
 #define EXIT_INTEGRITY 4
+#define EXIT_SIGNATURE 5 /* pull --verify: the signature was refused */
 #define MAX_INCLUDES 32
 #define MAX_FILES 100000
 
@@ -52,7 +54,7 @@ static const char remote_common_help[] =
     "  --help          this text\n"
     "Exit status: 0 done; 1 the server refused (4xx, a gate refusal); 2 usage or local\n"
     "file error; 3 the server could not be reached or failed (5xx, after retries);\n"
-    "4 a downloaded file's SHA-256 differs.\n";
+    "4 a downloaded file's SHA-256 differs; 5 pull --verify refused the signature.\n";
 
 /* The exit status an error stands for. */
 static int exit_for(const tgc_error *e)
@@ -157,7 +159,17 @@ enum {
     OPT_LIMIT_RATE,
     OPT_STALL_TIMEOUT,
     OPT_TENSORS,
-    OPT_FORMAT
+    OPT_FORMAT,
+    OPT_REASON,
+    OPT_NAMESPACE,
+    OPT_SINCE,
+    OPT_UNTIL,
+    OPT_SHA256,
+    OPT_LIMIT,
+    OPT_JSONL,
+    OPT_VERIFY,
+    OPT_PUBLIC_KEY,
+    OPT_ALLOW_CODE
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -582,7 +594,8 @@ done:
 static void pull_usage(FILE *out)
 {
     fprintf(out, "usage: tensorgate pull ORG/NAME[@REV] [DIR] [--include GLOB]... [--parallel N]\n"
-                 "                       [--url URL] [--token TOKEN] [--json]\n"
+                 "                       [--verify [--public-key PEM]] [--url URL]\n"
+                 "                       [--token TOKEN] [--json]\n"
                  "\n"
                  "Downloads the files of a version (REV: a number, an alias, latest (the\n"
                  "default) or a digest) into DIR (default: NAME), at most --parallel at once\n"
@@ -594,7 +607,12 @@ static void pull_usage(FILE *out)
                  "over from byte 0 once. A body longer than the file's listed size fails it\n"
                  "(body_too_large, its .part removed); a file name with a control character,\n"
                  "'..' or a leading '/' refuses the version before anything is written\n"
-                 "(unsafe_name).\n\n");
+                 "(unsafe_name).\n"
+                 "--verify checks a signature of the version against the downloaded bytes\n"
+                 "(OpenSSF model signing v1, docs/SIGNING.md): model.server.sig with the key\n"
+                 "the server publishes at /.well-known/tensorgate/signing-keys, or, with\n"
+                 "--public-key PEM, model.sig with that key. A refused signature exits 5\n"
+                 "(the files stay; the message names those that differ).\n\n");
     fputs(remote_common_help, out);
 }
 
@@ -722,14 +740,73 @@ static void pull_item(void *user, size_t index, int rc, const tgc_error *e, cons
     }
 }
 
+/* pull --verify: the server's model.server.sig with its well-known key, or model.sig
+ * with public_key, checked against the files of dir by `tensorgate verify key`
+ * (cmd/sign.c). 0 verified, EXIT_SIGNATURE refused, else another exit status. */
+static int pull_verify(tgc_client *c, const remote_opts *ro, const char *dir,
+                       const char *public_key)
+{
+    char sig[8192], key_path[64] = "";
+    int rc;
+    if (public_key != NULL) {
+        snprintf(sig, sizeof sig, "%s/%s", dir, TG_MSIG_DEFAULT_NAME);
+    } else {
+        snprintf(sig, sizeof sig, "%s/%s", dir, TG_MSIG_SERVER_NAME);
+        json_t *keys = NULL;
+        tgc_error e;
+        if (tgc_get_signing_keys(c, &keys, &e) != 0)
+            return fail("pull", ro, &e);
+        const char *pem = json_string_value(
+            json_object_get(json_array_get(json_object_get(keys, "keys"), 0), "pem"));
+        if (pem == NULL) {
+            json_decref(keys);
+            fprintf(stderr, "tensorgate pull: --verify: the server signs nothing (no key at "
+                            "/.well-known/tensorgate/signing-keys); give --public-key\n");
+            return EXIT_SIGNATURE;
+        }
+        snprintf(key_path, sizeof key_path, "/tmp/tensorgate-key-XXXXXX");
+        int fd = mkstemp(key_path);
+        bool written = fd >= 0 && write(fd, pem, strlen(pem)) == (ssize_t)strlen(pem);
+        if (fd >= 0)
+            close(fd);
+        json_decref(keys);
+        if (!written) {
+            fprintf(stderr, "tensorgate pull: --verify: cannot write the server's key: %s\n",
+                    strerror(errno));
+            if (key_path[0] != '\0')
+                unlink(key_path);
+            return EXIT_USAGE;
+        }
+        public_key = key_path;
+    }
+    if (access(sig, F_OK) != 0) {
+        fprintf(stderr, "tensorgate pull: --verify: the version has no %s\n",
+                public_key == key_path ? TG_MSIG_SERVER_NAME : TG_MSIG_DEFAULT_NAME);
+        rc = EXIT_SIGNATURE;
+    } else {
+        char *args[] = {"verify", "key",          (char *)dir,        "--signature",
+                        sig,      "--public-key", (char *)public_key, NULL};
+        int v = tg_cmd_verify(7, args);
+        rc = v == 0 ? 0 : v == 1 ? EXIT_SIGNATURE : EXIT_USAGE;
+    }
+    if (key_path[0] != '\0')
+        unlink(key_path);
+    return rc;
+}
+
 int tg_cmd_pull(int argc, char **argv)
 {
     static const struct option options[] = {
         COMMON_LONG_OPTIONS,
         {"include", required_argument, NULL, OPT_INCLUDE},
+        {"verify", no_argument, NULL, OPT_VERIFY},
+        {"public-key", required_argument, NULL, OPT_PUBLIC_KEY},
+        {"public_key", required_argument, NULL, OPT_PUBLIC_KEY},
         {NULL, 0, NULL, 0},
     };
     remote_opts ro = {0};
+    bool verify = false;
+    const char *public_key = NULL;
     const char *includes[MAX_INCLUDES];
     size_t n_includes = 0;
     optind = 1;
@@ -751,10 +828,18 @@ int tg_cmd_pull(int argc, char **argv)
             return 0;
         } else if (opt == OPT_INCLUDE && n_includes < MAX_INCLUDES) {
             includes[n_includes++] = optarg;
+        } else if (opt == OPT_VERIFY) {
+            verify = true;
+        } else if (opt == OPT_PUBLIC_KEY) {
+            public_key = optarg;
         } else {
             return usage_error("pull", "unknown option (or more than 32 --include)", pull_usage);
         }
     }
+    if (public_key != NULL && !verify)
+        return usage_error("pull", "--public-key goes with --verify", pull_usage);
+    if (verify && n_includes > 0)
+        return usage_error("pull", "--verify checks the whole version: no --include", pull_usage);
     if (argc - optind < 1 || argc - optind > 2)
         return usage_error("pull", "expected ORG/NAME[@REV] [DIR]", pull_usage);
     char model[160], rev[160];
@@ -863,6 +948,8 @@ int tg_cmd_pull(int argc, char **argv)
         status = p.worst ? p.worst : EXIT_SERVER;
         fprintf(stderr, "tensorgate pull: %zu of %zu files failed\n", failed, n_paths);
     }
+    if (status == 0 && verify)
+        status = pull_verify(c, &ro, dir, public_key);
     if (ro.json) {
         json_t *o = json_pack("{s:s,s:i,s:s?,s:s,s:I,s:I,s:I}", "model", model, "version",
                               v.version, "digest", v.digest[0] ? v.digest : NULL, "dir", dir,
@@ -887,7 +974,8 @@ static void ls_usage(FILE *out)
                  "                     [--json]\n"
                  "\n"
                  "Without an argument the models; ORG: that org's models; ORG/NAME: the model's\n"
-                 "versions and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
+                 "versions (\"holds code\" after one that holds code its namespace's policy\n"
+                 "admitted) and aliases; ORG/NAME@REV: the version's files (path, kind, size,\n"
                  "SHA-256), or with --tensors every tensor of the version (name, dtype, shape,\n"
                  "file).\n\n");
     fputs(remote_common_help, out);
@@ -1009,10 +1097,12 @@ int tg_cmd_ls(int argc, char **argv)
             {
                 const char *pub = json_string_value(json_object_get(ver, "published_at"));
                 const char *dig = json_string_value(json_object_get(ver, "digest"));
-                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s\n",
+                /* a version that holds code says so (docs/DESIGN.md, "The code policy") */
+                printf("%-8" JSON_INTEGER_FORMAT " %-10s %-21s %s%s\n",
                        json_integer_value(json_object_get(ver, "version")),
                        shown(json_string_value(json_object_get(ver, "state"))), shown(pub),
-                       shown(dig));
+                       shown(dig),
+                       json_is_true(json_object_get(ver, "holds_code")) ? "  holds code" : "");
             }
             const char *alias;
             json_t *num;
@@ -1368,6 +1458,218 @@ int tg_cmd_scan(int argc, char **argv)
         }
     }
     json_decref(v);
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- rejections ---------- */
+
+static void rejections_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tensorgate rejections [--reason R] [--namespace N] [--since T] [--until T]\n"
+            "                             [--sha256 H] [--limit N] [--jsonl] [--url URL]\n"
+            "                             [--token TOKEN]\n"
+            "\n"
+            "The uploads and imports the server refused (GET /v1/rejections; an admin\n"
+            "token, and a namespace's admin sees its namespace's), newest first: time,\n"
+            "reason, namespace, size, SHA-256 of the refused bytes (- when the server did\n"
+            "not read them all), token id, model version and path. The filters combine:\n"
+            "  --reason R      one reason code (pickle_refused, payload_too_large, ...)\n"
+            "  --namespace N   one org\n"
+            "  --since T       at or after T, an RFC 3339 time (2026-05-01T00:00:00Z)\n"
+            "  --until T       before T\n"
+            "  --sha256 H      refusals of the bytes with this SHA-256\n"
+            "  --limit N       at most N records (default: every one)\n"
+            "  --jsonl         one JSON object a line, as the API gives it (so does --json)\n"
+            "Memory stays bounded (a page of 1000 at most), whatever the number of records.\n\n");
+    fputs(remote_common_help, out);
+}
+
+typedef struct rejections_args {
+    tgc_rejection_query q;
+    bool jsonl;
+    bool bad_limit;
+} rejections_args;
+
+static int rejections_extra(int opt, const char *arg, void *ud)
+{
+    rejections_args *a = ud;
+    switch (opt) {
+    case OPT_REASON:
+        a->q.reason = arg;
+        return 0;
+    case OPT_NAMESPACE:
+        a->q.namespace_name = arg;
+        return 0;
+    case OPT_SINCE:
+        a->q.since = arg;
+        return 0;
+    case OPT_UNTIL:
+        a->q.until = arg;
+        return 0;
+    case OPT_SHA256:
+        a->q.sha256 = arg;
+        return 0;
+    case OPT_JSONL:
+        a->jsonl = true;
+        return 0;
+    case OPT_LIMIT: {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(arg, &end, 10);
+        if (errno != 0 || end == arg || *end != '\0' || v == 0 || arg[0] == '-') {
+            a->bad_limit = true; /* said after the parse */
+            return 0;
+        }
+        a->q.limit = v;
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+static int print_rejection(void *user, const json_t *r)
+{
+    const bool *jsonl = user;
+    if (*jsonl) {
+        print_json_line((json_t *)r);
+        return 0;
+    }
+    const json_t *version = json_object_get(r, "version");
+    char where[600];
+    const char *model = json_string_value(json_object_get(r, "model"));
+    if (model != NULL && json_is_integer(version))
+        snprintf(where, sizeof where, "%s@%" JSON_INTEGER_FORMAT " %s", shown(model),
+                 json_integer_value(version), shown(json_string_value(json_object_get(r, "path"))));
+    else
+        snprintf(where, sizeof where, "%s %s", shown(model),
+                 shown(json_string_value(json_object_get(r, "path"))));
+    const json_t *token = json_object_get(r, "token_id");
+    char token_text[32] = "-";
+    if (json_is_integer(token))
+        snprintf(token_text, sizeof token_text, "%" JSON_INTEGER_FORMAT, json_integer_value(token));
+    printf("%-20s %-24s %-16s %12" JSON_INTEGER_FORMAT " %-64s %-6s %s\n",
+           shown(json_string_value(json_object_get(r, "time"))),
+           shown(json_string_value(json_object_get(r, "reason"))),
+           shown(json_string_value(json_object_get(r, "namespace"))),
+           json_integer_value(json_object_get(r, "size")),
+           shown(json_string_value(json_object_get(r, "sha256"))), token_text, where);
+    return 0;
+}
+
+int tg_cmd_rejections(int argc, char **argv)
+{
+    static const struct option extra[] = {
+        {"reason", required_argument, NULL, OPT_REASON},
+        {"namespace", required_argument, NULL, OPT_NAMESPACE},
+        {"since", required_argument, NULL, OPT_SINCE},
+        {"until", required_argument, NULL, OPT_UNTIL},
+        {"sha256", required_argument, NULL, OPT_SHA256},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"jsonl", no_argument, NULL, OPT_JSONL},
+        {NULL, 0, NULL, 0},
+    };
+    remote_opts ro = {0};
+    rejections_args a = {0};
+    int rc =
+        parse_common("rejections", argc, argv, &ro, extra, rejections_usage, rejections_extra, &a);
+    if (rc >= 0)
+        return rc;
+    if (a.bad_limit)
+        return usage_error("rejections", "--limit takes a positive integer", rejections_usage);
+    if (argc - optind != 0)
+        return usage_error("rejections", "expected no argument", rejections_usage);
+    bool jsonl = a.jsonl || ro.json;
+    int status = 0;
+    tgc_client *c = remote_connect("rejections", &ro, &status);
+    if (c == NULL)
+        return status;
+    if (!jsonl)
+        printf("%-20s %-24s %-16s %12s %-64s %-6s %s\n", "TIME", "REASON", "NAMESPACE", "SIZE",
+               "SHA256", "TOKEN", "WHERE");
+    tgc_error e;
+    if (tgc_list_rejections(c, &a.q, print_rejection, &jsonl, &e) != 0)
+        status = fail("rejections", &ro, &e);
+    fflush(stdout);
+    tgc_close(c);
+    return status;
+}
+
+/* ---------- namespace ---------- */
+
+static void namespace_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tensorgate namespace policy ORG [--allow-code yes|no] [--url URL]\n"
+            "                  [--token TOKEN] [--json]\n"
+            "\n"
+            "policy: ORG's code policy. Without --allow-code it is shown; --allow-code yes lets\n"
+            "uploads and imports into ORG's models hold code (modeling_x.py, a config.json with\n"
+            "auto_map, ...), which is then marked on every version that holds it; no refuses\n"
+            "code again (versions that hold code stay marked). Needs an admin token of ORG or\n"
+            "of every org.\n\n");
+    fputs(remote_common_help, out);
+}
+
+/* --allow-code's value: 1 yes, 0 no, -1 anything else */
+static int namespace_extra(int opt, const char *arg, void *ud)
+{
+    if (opt != OPT_ALLOW_CODE || arg == NULL)
+        return -1;
+    int *value = ud;
+    if (strcmp(arg, "yes") == 0 || strcmp(arg, "true") == 0)
+        *value = 1;
+    else if (strcmp(arg, "no") == 0 || strcmp(arg, "false") == 0)
+        *value = 0;
+    else
+        return -1;
+    return 0;
+}
+
+int tg_cmd_namespace(int argc, char **argv)
+{
+    static const struct option extra[] = {
+        {"allow-code", required_argument, NULL, OPT_ALLOW_CODE},
+        {NULL, 0, NULL, 0},
+    };
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        namespace_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "policy") != 0)
+        return usage_error("namespace", "the subcommand is 'policy'", namespace_usage);
+    remote_opts ro = {0};
+    int allow = -1;
+    int rc = parse_common("namespace policy", argc - 1, argv + 1, &ro, extra, namespace_usage,
+                          namespace_extra, &allow);
+    if (rc >= 0)
+        return rc;
+    if (argc - 1 - optind != 1)
+        return usage_error("namespace policy", "expected one ORG", namespace_usage);
+    const char *org = argv[1 + optind];
+    int status = 0;
+    tgc_client *c = remote_connect("namespace policy", &ro, &status);
+    if (c == NULL)
+        return status;
+    bool set = allow == 1;
+    json_t *j = NULL;
+    tgc_error e;
+    if (tgc_namespace_policy(c, org, allow >= 0 ? &set : NULL, &j, &e) != 0) {
+        status = fail("namespace policy", &ro, &e);
+    } else if (ro.json) {
+        print_json_line(j);
+    } else {
+        const char *since = json_string_value(json_object_get(j, "updated_at"));
+        const char *name = shown(json_string_value(json_object_get(j, "namespace")));
+        const char *policy = json_is_true(json_object_get(j, "allow_code")) ? "allowed" : "refused";
+        if (since != NULL)
+            printf("%s: code %s (set %s)\n", name, policy, shown(since));
+        else
+            printf("%s: code %s (the default)\n", name, policy);
+    }
+    json_decref(j);
     tgc_close(c);
     return status;
 }

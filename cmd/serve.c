@@ -23,6 +23,8 @@
 #include "response_cache.h"
 #include "route_table.h"
 #include "serve_options.h"
+#include "version_sign.h"
+#include "webhook_worker.h"
 
 /* tg_jobs_context.version_published: a derived version is "latest" now. */
 static void moving_revisions_changed(void *responses)
@@ -36,6 +38,8 @@ static void close_server(tg_server *server)
 {
     tg_response_cache_destroy(server->responses);
     server->responses = NULL;
+    tg_version_signer_free(server->signer);
+    server->signer = NULL;
     tg_data_close(server->blobs, server->catalog);
 }
 
@@ -56,6 +60,22 @@ int tg_cmd_serve(int argc, char **argv)
     }
     if (getenv("TENSORGATE_DEBUG") != NULL)
         tg_log_set_level(TG_LOG_DEBUG);
+    /* the signing key is read before anything opens: a bad one stops the start */
+    static tg_version_signer signer;
+    if (server.config.signing_chain[0] != '\0' && server.config.signing_key[0] == '\0') {
+        fprintf(stderr, "tensorgate serve: --signing-certificate-chain needs --signing-key\n");
+        return 2;
+    }
+    if (server.config.signing_key[0] != '\0') {
+        if (tg_version_signer_load(&signer, server.config.signing_key, server.config.signing_chain,
+                                   err, sizeof err) != 0) {
+            fprintf(stderr, "tensorgate serve: %s\n", err);
+            return 2;
+        }
+        server.signer = &signer;
+        tg_log(TG_LOG_INFO, "signing published versions with key %s (%s mode)", signer.hint,
+               signer.chain.count ? "certificate" : "key");
+    }
     /* Descriptors: the soft limit goes up to the hard one, then is shared out so no
      * one use (preloads, connections) can take what the others need (resources.h). */
     tg_fd_plan plan;
@@ -110,7 +130,8 @@ int tg_cmd_serve(int argc, char **argv)
                             .import_policy = server.config.import_allow,
                             .publish_lock = &server.publish_lock,
                             .version_published = moving_revisions_changed,
-                            .version_published_arg = server.responses};
+                            .version_published_arg = server.responses,
+                            .signer = server.signer};
     /* imports (server/jobs/import_job.h): libcurl once, before any thread uses it; the
      * ranges the operator opened to them are logged */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -131,6 +152,21 @@ int tg_cmd_serve(int argc, char **argv)
         close_server(&server);
         return 1;
     }
+    tg_webhook_config webhooks = {.catalog = server.catalog,
+                                  .policy = server.config.import_allow,
+                                  .workers = server.config.webhook_workers,
+                                  .max_attempts = server.config.webhook_attempts,
+                                  .max_failures = server.config.webhook_max_failures,
+                                  .backoff_ms = server.config.webhook_backoff_ms,
+                                  .backoff_max_ms = server.config.webhook_backoff_max_ms,
+                                  .timeout = server.config.webhook_timeout,
+                                  .poll_ms = server.config.webhook_poll_ms};
+    if (tg_webhooks_start(&webhooks, err, sizeof err) != 0) {
+        fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_jobs_stop();
+        close_server(&server);
+        return 1;
+    }
     tg_preload_service_config preloads = {.options = tg_preload_options_get(),
                                           .catalog = server.catalog,
                                           .data_dir = server.config.data_dir,
@@ -139,6 +175,7 @@ int tg_cmd_serve(int argc, char **argv)
                                           .token_lookup = tg_token_lookup};
     if (tg_preload_service_start(&preloads, &server.preloads, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
+        tg_webhooks_stop();
         tg_jobs_stop();
         close_server(&server);
         return 1;
@@ -148,6 +185,7 @@ int tg_cmd_serve(int argc, char **argv)
     if (tg_http_start(&server, routes, route_count, err, sizeof err) != 0) {
         fprintf(stderr, "tensorgate serve: %s\n", err);
         tg_preload_service_stop(server.preloads);
+        tg_webhooks_stop();
         tg_jobs_stop();
         close_server(&server);
         return 1;
@@ -164,6 +202,7 @@ int tg_cmd_serve(int argc, char **argv)
     tg_log(TG_LOG_INFO, "signal %d: stopping", signal_number);
     tg_http_stop(&server);
     tg_preload_service_stop(server.preloads);
+    tg_webhooks_stop();
     tg_jobs_stop();
     pthread_mutex_destroy(&server.publish_lock);
     close_server(&server);

@@ -123,6 +123,10 @@ struct st_gate {
     uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
 
     st_reason name_reason; /* the code reason config.name marks, or ST_OK */
+    /* TAIL entered for native code or bytecode admitted under config.allow_code: the
+     * end accepts it unless the tail names another format (not a refusal yet) */
+    bool code_pending;
+    st_format code_format;
     sidecar_class sidecar;
     st_format inert; /* SIDECAR_INERT: the format its magic named */
     uint8_t *ring;   /* TAIL: the last ring_len bytes, oldest at ring_next when full */
@@ -201,6 +205,7 @@ static bool format_is_strong(st_format format)
 
 static void finish_refused(st_gate *gate, st_format format)
 {
+    st_error_clear(&gate->verdict.code); /* a refused file is never admitted as code */
     gate->verdict.valid = false;
     gate->verdict.format = format;
     gate->status = ST_GATE_REFUSED;
@@ -214,6 +219,19 @@ static void finish_accepted(st_gate *gate, st_format format)
     st_error_clear(&gate->verdict.error);
     gate->status = ST_GATE_ACCEPTED;
     gate->phase = PHASE_DONE;
+}
+
+/* The code policy (st_gate_config.allow_code) applies to sidecars only. */
+static bool code_allowed(const st_gate *gate)
+{
+    return gate->config.allow_code && gate->config.kind != ST_GATE_SAFETENSORS;
+}
+
+/* Marks the file as code admitted by the policy; the first mark (the name's) stays. */
+static void mark_code(st_gate *gate, const st_error *why)
+{
+    if (gate->verdict.code.reason == ST_OK)
+        gate->verdict.code = *why;
 }
 
 /* Allocation failure is not a verdict on the content: the gate stops with
@@ -549,6 +567,53 @@ static void tail_begin(st_gate *gate, size_t head_keep, st_format head_format,
     gate->phase = PHASE_TAIL;
 }
 
+/* Native code or bytecode the policy admits must be that and nothing more: sniffed
+ * again with its magic blanked, a strong format behind it (a ZIP found from its end, a
+ * tar, a pickle) is what it also is, and refused as such. Returns that format (info
+ * filled) or ST_FORMAT_UNKNOWN; ST_FORMAT_UNKNOWN too when the copy cannot be made
+ * (then *failed is set). */
+static st_format format_behind_code(const uint8_t *head, size_t head_len, const uint8_t *tail,
+                                    size_t tail_len, uint64_t size, st_sniff_info *info,
+                                    bool *failed)
+{
+    *failed = false;
+    if (head_len > ST_SNIFF_HEAD_MAX)
+        head_len = ST_SNIFF_HEAD_MAX;
+    uint8_t *copy = st_malloc(head_len ? head_len : 1);
+    if (copy == NULL) {
+        *failed = true;
+        return ST_FORMAT_UNKNOWN;
+    }
+    memcpy(copy, head, head_len);
+    memset(copy, 0, head_len < 8 ? head_len : 8);
+    st_format format = st_sniff(copy, head_len, tail, tail_len, size, info);
+    free(copy);
+    if (format_is_strong(format) && st_code_reason_of_format(format) == ST_OK)
+        return format;
+    return ST_FORMAT_UNKNOWN;
+}
+
+/* Admits the native code or bytecode in buf (its head), with the tail given, unless
+ * another format hides behind it. */
+static void finish_code_binary(st_gate *gate, st_format format, const uint8_t *tail,
+                               size_t tail_len)
+{
+    st_sniff_info behind_info;
+    memset(&behind_info, 0, sizeof behind_info);
+    bool failed;
+    st_format behind = format_behind_code(gate->buf, sniff_head_len(gate), tail, tail_len,
+                                          gate->seen, &behind_info, &failed);
+    if (failed) {
+        fail_out_of_memory(gate);
+        return;
+    }
+    if (behind != ST_FORMAT_UNKNOWN) {
+        refuse_format(gate, behind, &behind_info);
+        return;
+    }
+    finish_accepted(gate, format); /* code admitted by the policy, verdict.code says so */
+}
+
 static void tail_finish(st_gate *gate)
 {
     uint8_t *tail = st_malloc(gate->ring_len ? gate->ring_len : 1);
@@ -565,6 +630,11 @@ static void tail_finish(st_gate *gate)
     memset(&info, 0, sizeof info);
     st_format format =
         st_sniff(gate->buf, sniff_head_len(gate), tail, gate->ring_len, gate->seen, &info);
+    if (gate->code_pending && format == gate->code_format) {
+        finish_code_binary(gate, format, tail, gate->ring_len);
+        free(tail);
+        return;
+    }
     free(tail);
     set_unnamed_refusal(gate, format, &info);
     finish_refused(gate, gate->verdict.format);
@@ -651,6 +721,24 @@ static void sidecar_classify_other(st_gate *gate, size_t len, bool at_end)
 {
     st_sniff_info info;
     st_format format = sniff_head_window(gate, len, true, at_end, &info);
+    if (code_allowed(gate) && gate->config.kind == ST_GATE_SIDECAR &&
+        (format == ST_FORMAT_NATIVE || format == ST_FORMAT_PYTHON_BYTECODE)) {
+        /* native code or bytecode the policy admits: streamed like any other content
+         * that is not text, and accepted at the end unless its tail names another
+         * format (a ZIP appended to an ELF) */
+        set_format_refusal(gate, format, &info);
+        mark_code(gate, &gate->verdict.error);
+        if (at_end) {
+            size_t tail_len = 0;
+            const uint8_t *tail = current_tail(gate, true, &tail_len);
+            finish_code_binary(gate, format, tail, tail_len);
+            return;
+        }
+        tail_begin(gate, len, format, &info);
+        gate->code_pending = true;
+        gate->code_format = format;
+        return;
+    }
     if (format_is_strong(format)) {
         refuse_format(gate, format, &info);
     } else if (!at_end) {
@@ -670,6 +758,15 @@ static bool sidecar_refuse_script(st_gate *gate, size_t len, bool at_end)
     st_format format = sniff_head_window(gate, len, true, at_end, &info);
     if (format != ST_FORMAT_SCRIPT)
         return false;
+    if (code_allowed(gate)) {
+        /* a script the policy admits: judged as text from here on */
+        set_format_refusal(gate, format, &info);
+        mark_code(gate, &gate->verdict.error);
+        st_error_clear(&gate->verdict.error);
+        gate->verdict.format = ST_FORMAT_UNKNOWN;
+        memset(&gate->verdict.findings, 0, sizeof gate->verdict.findings);
+        return false;
+    }
     refuse_format(gate, format, &info);
     return true;
 }
@@ -749,6 +846,11 @@ static void sidecar_final_json(st_gate *gate)
     }
     st_reason code = st_code_check_json(root, gate->config.name, &gate->verdict.error);
     json_decref(root);
+    if (code != ST_OK && code_allowed(gate)) {
+        mark_code(gate, &gate->verdict.error); /* a notebook, an auto_map the policy admits */
+        finish_accepted(gate, ST_FORMAT_JSON);
+        return;
+    }
     if (code != ST_OK) {
         finish_refused(gate, ST_FORMAT_JSON);
         return;
@@ -936,28 +1038,39 @@ static const char *code_by_name_sentence(st_reason reason)
 
 /* A name that marks code (st_code_reason_by_name): once the head is in, the content's
  * own strong format (a pickle, an ELF named run.sh) is the more precise refusal; else
- * the name's code reason, with the format the content has (text, JSON, unknown). */
-static void refuse_code_by_name(st_gate *gate, st_reason reason, bool at_end)
+ * the name's code reason, with the format the content has (text, JSON, unknown).
+ * Under the code policy the name's mark is kept and the content is judged as any
+ * sidecar's (a strong format that is not code is still refused as that format): false
+ * then, the head goes on; true when the gate decided or waits for the head. */
+static bool refuse_code_by_name(st_gate *gate, st_reason reason, bool at_end)
 {
     if (!head_complete(gate, at_end))
-        return;
+        return true;
     st_sniff_info info;
     st_format format = sniff_head(gate, true, at_end, &info);
+    if (code_allowed(gate) &&
+        (!format_is_strong(format) || st_code_reason_of_format(format) != ST_OK)) {
+        st_error why;
+        st_error_set(&why, reason, ST_NO_OFFSET, NULL, "%.120s is %s (by its name)",
+                     gate->config.name, code_by_name_sentence(reason));
+        mark_code(gate, &why);
+        gate->name_reason = ST_OK;
+        return false;
+    }
     if (format_is_strong(format)) {
         refuse_format(gate, format, &info);
-        return;
+        return true;
     }
     st_error_set(&gate->verdict.error, reason, ST_NO_OFFSET, NULL, "%.120s is %s (by its name)",
                  gate->config.name, code_by_name_sentence(reason));
     finish_refused(gate, format);
+    return true;
 }
 
 static void head_step(st_gate *gate, bool at_end)
 {
-    if (gate->name_reason != ST_OK) {
-        refuse_code_by_name(gate, gate->name_reason, at_end);
+    if (gate->name_reason != ST_OK && refuse_code_by_name(gate, gate->name_reason, at_end))
         return;
-    }
     /* a *.json sidecar is never a safetensors attempt: only strict JSON passes */
     if (gate->config.kind == ST_GATE_SIDECAR_JSON) {
         sidecar_begin(gate, at_end);
@@ -1093,7 +1206,7 @@ st_gate_kind st_gate_sidecar_kind(const char *name)
 bool st_gate_refusal_certain(const st_gate *gate)
 {
     /* TAIL is entered only for content already refused whatever its end holds */
-    return gate->status == ST_GATE_REFUSED || gate->phase == PHASE_TAIL;
+    return gate->status == ST_GATE_REFUSED || (gate->phase == PHASE_TAIL && !gate->code_pending);
 }
 
 st_gate *st_gate_new(const st_gate_config *config, uint64_t declared_size)
@@ -1118,6 +1231,7 @@ st_gate *st_gate_new(const st_gate_config *config, uint64_t declared_size)
     gate->verdict.valid = false;
     gate->verdict.format = ST_FORMAT_UNKNOWN;
     st_error_clear(&gate->verdict.error);
+    st_error_clear(&gate->verdict.code);
     return gate;
 }
 

@@ -60,6 +60,14 @@ typedef struct st_gate_config {
      * *.safetensors), and in the safetensors kind too when this is set (`tensorgate
      * validate`); otherwise the safetensors kind refuses it as refused_format. */
     bool admit_gguf;
+    /* The namespace's code policy allows code (docs/DESIGN.md, "The code policy"): in the
+     * sidecar kinds, a file refused only because it is code is admitted instead, with
+     * verdict.code saying which code and why. Everything else about the file is judged
+     * as without the policy: a .py must still be UTF-8 text, a config.json with auto_map
+     * strict JSON, a native binary or bytecode must not end in another strong format,
+     * and a pickle (or an archive, ...) stays refused under any name. The safetensors
+     * kind ignores it: a *.safetensors name promises safetensors. */
+    bool allow_code;
     /* Optional memory budget (NULL: none). reserve is asked before the gate's buffer
      * (the head, the header, a sidecar) grows by bytes; false stops the gate as an
      * allocation failure would, with st_gate_over_budget() true. What was granted is
@@ -83,6 +91,10 @@ typedef struct st_verdict {
     /* A refused pickle (plain, in a PyTorch zip, in a NumPy file): the globals it
      * imports, whether it calls them, and their severity (sniff.h); count 0 otherwise. */
     st_pickle_findings findings;
+    /* Admitted under config.allow_code although it is code: code.reason is the code_*
+     * reason it would have been refused with and code.detail that refusal's sentence;
+     * ST_OK when the file is not code (always ST_OK when refused). */
+    st_error code;
 } st_verdict;
 
 typedef struct st_gate st_gate;

@@ -19,21 +19,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum gguf_value_type {
-    GV_U8 = 0,
-    GV_I8,
-    GV_U16,
-    GV_I16,
-    GV_U32,
-    GV_I32,
-    GV_F32,
-    GV_BOOL,
-    GV_STRING,
-    GV_ARRAY,
-    GV_U64,
-    GV_I64,
-    GV_F64,
-    GV_COUNT,
+/* the value types (st_gguf_value_type), short */
+enum {
+    GV_U8 = ST_GGUF_V_U8,
+    GV_I8 = ST_GGUF_V_I8,
+    GV_U16 = ST_GGUF_V_U16,
+    GV_I16 = ST_GGUF_V_I16,
+    GV_U32 = ST_GGUF_V_U32,
+    GV_I32 = ST_GGUF_V_I32,
+    GV_F32 = ST_GGUF_V_F32,
+    GV_BOOL = ST_GGUF_V_BOOL,
+    GV_STRING = ST_GGUF_V_STRING,
+    GV_ARRAY = ST_GGUF_V_ARRAY,
+    GV_U64 = ST_GGUF_V_U64,
+    GV_I64 = ST_GGUF_V_I64,
+    GV_F64 = ST_GGUF_V_F64,
+    GV_COUNT = ST_GGUF_VALUE_TYPES,
 };
 
 /* the smallest encodings: a key-value (8-byte length, 1-byte key, type, 1-byte value)
@@ -223,6 +224,7 @@ typedef struct parse_state {
     name_ref *keys;
     size_t key_count;
     size_t key_cap;
+    size_t kv_cap; /* of file->kvs */
     bool have_alignment;
 } parse_state;
 
@@ -391,6 +393,16 @@ static st_reason read_kv(parse_state *st, char *key)
     if (type >= GV_COUNT)
         return st_error_set(r->err, ST_GGUF_TYPE, type_at, key, "unknown value type %u", type);
     uint64_t value_at = r->pos;
+    st_gguf_file *file = st->file;
+    if (!grow((void **)&file->kvs, &st->kv_cap, st->key_count - 1, sizeof *file->kvs))
+        return ST_OUT_OF_MEMORY;
+    const name_ref *named = &st->keys[st->key_count - 1];
+    st_gguf_kv *entry = &file->kvs[st->key_count - 1];
+    *entry = (st_gguf_kv){.key = named->name,
+                          .key_len = named->len,
+                          .type = type,
+                          .value_at = value_at,
+                          .value = r->buf + value_at};
     if (type == GV_STRING) {
         const uint8_t *s;
         uint64_t len;
@@ -405,6 +417,12 @@ static st_reason read_kv(parse_state *st, char *key)
     }
     if (reason != ST_OK)
         return reason;
+    if (type == GV_ARRAY) {
+        entry->array_type = (uint32_t)le(r->buf + value_at, 4);
+        entry->array_count = le(r->buf + value_at + 4, 8);
+        entry->value_at = value_at + 12;
+        entry->value = r->buf + entry->value_at;
+    }
     return special_key(st, key, type, value_at);
 }
 
@@ -695,6 +713,99 @@ void st_gguf_file_free(st_gguf_file *file)
 {
     free(file->tensors);
     file->tensors = NULL;
+    free(file->kvs);
+    file->kvs = NULL;
+}
+
+/* ---- reading the parse's result ---- */
+
+const char *st_gguf_value_type_name(uint32_t type)
+{
+    static const char *const names[GV_COUNT] = {
+        "uint8", "int8",   "uint16", "int16",  "uint32", "int32",   "float32",
+        "bool",  "string", "array",  "uint64", "int64",  "float64",
+    };
+    return type < GV_COUNT ? names[type] : NULL;
+}
+
+static int64_t sign_extend(uint64_t v, unsigned bytes)
+{
+    unsigned shift = 64 - 8 * bytes;
+    return (int64_t)(v << shift) >> shift; /* arithmetic shift: GCC and Clang */
+}
+
+const uint8_t *st_gguf_value_decode(uint32_t type, const uint8_t *p, st_gguf_value *out)
+{
+    memset(out, 0, sizeof *out);
+    out->type = type;
+    if (type == GV_STRING) {
+        out->str_len = le(p, 8);
+        out->str = p + 8;
+        return p + 8 + out->str_len;
+    }
+    unsigned size = fixed_size(type);
+    uint64_t bits = le(p, size);
+    switch (type) {
+    case GV_I8:
+    case GV_I16:
+    case GV_I32:
+    case GV_I64:
+        out->i = sign_extend(bits, size);
+        break;
+    case GV_F32: {
+        uint32_t b32 = (uint32_t)bits;
+        float f;
+        memcpy(&f, &b32, sizeof f);
+        out->f = f;
+        break;
+    }
+    case GV_F64:
+        memcpy(&out->f, &bits, sizeof out->f);
+        break;
+    default: /* unsigned, bool */
+        out->u = bits;
+        break;
+    }
+    return p + size;
+}
+
+const st_gguf_kv *st_gguf_find_kv(const st_gguf_file *file, const char *key, size_t key_len)
+{
+    for (uint64_t i = 0; i < file->kv_count; i++)
+        if (file->kvs[i].key_len == key_len && memcmp(file->kvs[i].key, key, key_len) == 0)
+            return &file->kvs[i];
+    return NULL;
+}
+
+const st_gguf_tensor *st_gguf_find_tensor(const st_gguf_file *file, const char *name,
+                                          size_t name_len)
+{
+    for (uint64_t i = 0; i < file->tensor_count; i++)
+        if (file->tensors[i].name_len == name_len &&
+            memcmp(file->tensors[i].name, name, name_len) == 0)
+            return &file->tensors[i];
+    return NULL;
+}
+
+bool st_gguf_plain_dtype(uint32_t ggml_type, st_dtype *out)
+{
+    static const struct {
+        uint32_t ggml;
+        st_dtype dtype;
+    } plain[] = {{0, ST_F32},  {1, ST_F16},  {24, ST_I8},  {25, ST_I16},
+                 {26, ST_I32}, {27, ST_I64}, {28, ST_F64}, {30, ST_BF16}};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (plain[i].ggml == ggml_type) {
+            *out = plain[i].dtype;
+            return true;
+        }
+    return false;
+}
+
+void st_gguf_row_major_shape(const st_gguf_tensor *tensor, uint64_t *shape)
+{
+    for (uint32_t j = 0; j < tensor->n_dims; j++)
+        shape[j] = tensor->ne[tensor->n_dims - 1 - j];
 }
 
 /* ---- the data section ----

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "st_dtype.h"
 #include "st_error.h"
 
 #define ST_GGUF_KEY_MAX 65535u      /* the specification's bound on a key */
@@ -43,6 +44,46 @@ typedef struct st_gguf_tensor {
     uint64_t size;   /* bytes */
 } st_gguf_tensor;
 
+/* Metadata value types (the specification's gguf_metadata_value_type). */
+typedef enum st_gguf_value_type {
+    ST_GGUF_V_U8 = 0,
+    ST_GGUF_V_I8,
+    ST_GGUF_V_U16,
+    ST_GGUF_V_I16,
+    ST_GGUF_V_U32,
+    ST_GGUF_V_I32,
+    ST_GGUF_V_F32,
+    ST_GGUF_V_BOOL,
+    ST_GGUF_V_STRING,
+    ST_GGUF_V_ARRAY,
+    ST_GGUF_V_U64,
+    ST_GGUF_V_I64,
+    ST_GGUF_V_F64,
+    ST_GGUF_VALUE_TYPES,
+} st_gguf_value_type;
+
+/* One key-value of the metadata, as the validator read it (the parse's result: no
+ * second reader). Pointers point into the caller's buffer. */
+typedef struct st_gguf_kv {
+    const uint8_t *key; /* printable ASCII, key_len bytes, not NUL-terminated */
+    size_t key_len;
+    uint32_t type;        /* st_gguf_value_type */
+    uint32_t array_type;  /* an array's element type (never an array) */
+    uint64_t array_count; /* an array's element count */
+    uint64_t value_at;    /* file offset of the value (an array's: its first element) */
+    const uint8_t *value; /* the same, in the buffer */
+} st_gguf_kv;
+
+/* A decoded value (a scalar or a string; never an array). */
+typedef struct st_gguf_value {
+    uint32_t type;
+    uint64_t u;         /* U8..U64, BOOL */
+    int64_t i;          /* I8..I64 */
+    double f;           /* F32, F64 */
+    const uint8_t *str; /* STRING: str_len bytes of UTF-8 */
+    uint64_t str_len;
+} st_gguf_value;
+
 typedef struct st_gguf_file {
     uint32_t version;
     uint64_t tensor_count;
@@ -55,7 +96,33 @@ typedef struct st_gguf_file {
     uint64_t content_end;    /* the end of the last tensor's bytes (header_end without tensors) */
     uint64_t padded_end;     /* content_end rounded up to the alignment */
     st_gguf_tensor *tensors; /* tensor_count entries, file order */
+    st_gguf_kv *kvs;         /* kv_count entries, file order */
 } st_gguf_file;
+
+/* The specification's name of a value type ("uint32", "string", "array"); NULL out of range. */
+const char *st_gguf_value_type_name(uint32_t type);
+
+/* Decodes one value of type (a scalar or a string, not an array) at p, which must be a
+ * value or an array element of a parsed st_gguf_file (st_gguf_kv.value; the bytes are
+ * validated, so nothing is checked here). Returns the position after it. */
+const uint8_t *st_gguf_value_decode(uint32_t type, const uint8_t *p, st_gguf_value *out);
+
+/* The key-value named key (key_len bytes), or NULL. Linear in kv_count. */
+const st_gguf_kv *st_gguf_find_kv(const st_gguf_file *file, const char *key, size_t key_len);
+
+/* The tensor named name (name_len bytes), or NULL. Linear in tensor_count. */
+const st_gguf_tensor *st_gguf_find_tensor(const st_gguf_file *file, const char *name,
+                                          size_t name_len);
+
+/* The safetensors dtype with a ggml type's exact element layout (F32, F16, BF16, F64, I8,
+ * I16, I32, I64: one little-endian value per element), so the slice and conversion code
+ * (st_slice.h, st_convert.h) serves it unchanged. False for the quantized (block) types. */
+bool st_gguf_plain_dtype(uint32_t ggml_type, st_dtype *out);
+
+/* The tensor's shape in row-major (C, NumPy, PyTorch) order: GGUF's ne[] lists the
+ * fastest-varying dimension first, so this is ne[0..n_dims) reversed. shape needs n_dims
+ * (at most ST_GGUF_DIMS_MAX) entries. */
+void st_gguf_row_major_shape(const st_gguf_tensor *tensor, uint64_t *shape);
 
 /* The ggml type's name ("Q4_K") and its block: elements per block and bytes per block.
  * False for an unknown or removed id. */

@@ -17,7 +17,7 @@ set -eu
 
 packages="gcc make pkg-config clang libclang-rt-14-dev clang-format clang-tidy cppcheck
 libmicrohttpd-dev libsqlite3-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev
-curl sqlite3 coreutils python3 python3-numpy python3-torch
+curl sqlite3 coreutils python3 python3-numpy python3-torch python3-cryptography
 radosgw ceph-mon ceph-osd ceph-common
 libpq-dev postgresql-15 nginx-light openssl chromium"
 

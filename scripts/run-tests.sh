@@ -79,7 +79,7 @@ if [ -x build/tensorgate ]; then
 fi
 for build in build build-asan; do
     [ -d "$build" ] || continue
-    for s in import readme client cli corpus gguf sarif; do
+    for s in import readme client cli corpus gguf sarif audit signing webhooks; do
         [ -x "tests/$s/run.sh" ] || continue
         label=$s
         [ "$s" = client ] && label="client cli"

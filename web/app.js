@@ -2,7 +2,7 @@
 //   #/                              models, with search
 //   #/ORG/NAME                      a model: versions and aliases
 //   #/ORG/NAME@REV                  a version: its files (kind, size, SHA-256, verdict)
-//   #/ORG/NAME@REV/PATH             a safetensors file: the tensor table
+//   #/ORG/NAME@REV/PATH             a safetensors or GGUF file: the tensor table
 //   #/rejections                    the record of refusals (admin token)
 // Every catalog string is rendered with textContent (el() below), never as HTML.
 // The token is kept in sessionStorage and sent as a bearer token, never in a URL.
@@ -124,7 +124,8 @@ async function viewModels(query) {
     if (mine !== pending) return;
     list.replaceChildren(models.length === 0 ? el('p', {className: 'muted', id: 'no-models'}, 'No models.') :
       table(['model', 'description', 'created'], models.map(m =>
-        el('tr', {}, el('td', {}, link(m.name, '/' + m.name)), cell(m.description || ''),
+        el('tr', {dataset: {model: m.name}}, el('td', {}, link(m.name, '/' + m.name)),
+          el('td', {}, ...(m.holds_code ? [codeBadge('code in version ' + m.code_versions.join(', ')), ' '] : []), m.description || ''),
           cell(m.created_at || '', 'muted'))), 'models-table'));
   }
   search.addEventListener('input', load);
@@ -146,7 +147,7 @@ async function viewModel(model) {
     table(['version', 'state', 'aliases', 'created', 'published', 'digest'], versions.map(v =>
       el('tr', {dataset: {version: String(v.version)}},
         el('td', {}, link(String(v.version), '/' + model + '@' + v.version)),
-        cell(v.state, v.state === 'published' ? 'ok' : 'muted'),
+        el('td', {className: v.state === 'published' ? 'ok' : 'muted'}, v.state, ...(v.holds_code ? [' ', codeBadge('this version holds code')] : [])),
         el('td', {}, ...(byNumber[v.version] || []).map(a => el('span', {className: 'pill'}, a))),
         cell(v.created_at || '', 'muted'), cell(v.published_at || '', 'muted'),
         cell(v.digest ? v.digest.slice(0, 16) + '…' : '', 'mono'))), 'versions-table'),
@@ -154,6 +155,12 @@ async function viewModel(model) {
     aliases.length === 0 ? el('p', {className: 'muted'}, 'No aliases.') :
       table(['alias', 'version'], aliases.map(([a, n]) =>
         el('tr', {}, cell(a), el('td', {}, link(String(n), '/' + model + '@' + n)))), 'aliases-table'));
+}
+
+// The mark of a version that holds code its namespace's policy admitted
+// (docs/DESIGN.md, "The code policy"): derived from its files by the server.
+function codeBadge(title) {
+  return el('span', {className: 'badge code', title: title}, 'code');
 }
 
 function versionBase(model, rev) {
@@ -173,12 +180,14 @@ async function viewVersion(model, rev) {
   } while (cursor && files.length < 20000);
   main.replaceChildren(
     el('h1', {}, model + ' @ ' + v.version),
+    ...(v.holds_code ? [el('p', {id: 'code-warning', className: 'warn'}, codeBadge('this version holds code'),
+      ' This version holds code that a loader may run: ' + v.code_files.map(c => c.path + ' (' + c.reason + ')').join(', ') + '.')] : []),
     el('p', {className: 'muted'}, v.state + (v.published_at ? ', published ' + v.published_at : '') +
       (v.derived_from ? ', derived from version ' + v.derived_from : '') + (v.dtype ? ' (' + v.dtype + ')' : '')),
     table(['file', 'kind', {text: 'size', num: true}, 'SHA-256', 'verdict', {text: 'parameters', num: true}],
       files.map(f => el('tr', {dataset: {path: f.path}},
-        el('td', {}, f.kind === 'safetensors' ? link(f.path, '/' + model + '@' + v.version + '/' + f.path) : el('span', {}, f.path)),
-        cell(f.kind),
+        el('td', {}, f.kind === 'safetensors' || f.kind === 'gguf' ? link(f.path, '/' + model + '@' + v.version + '/' + f.path) : el('span', {}, f.path)),
+        f.kind === 'code' ? el('td', {className: 'kind'}, codeBadge(f.code), ' ' + f.code) : cell(f.kind),
         el('td', {className: 'num', title: f.size + ' bytes', dataset: {bytes: String(f.size)}}, bytes(f.size)),
         cell(f.sha256, 'mono'),
         cell(verdict(f), f.nan || f.inf ? 'bad' : 'ok'),
@@ -188,6 +197,7 @@ async function viewVersion(model, rev) {
 // Every stored file passed the gate; what it is, and non-finite values it holds.
 function verdict(f) {
   let text = 'accepted: ' + f.kind;
+  if (f.kind === 'code') text = 'admitted as code by the namespace policy (' + f.code + ')';
   if (f.nan || f.inf) text += ' (' + (f.nan || 0) + ' NaN, ' + (f.inf || 0) + ' Inf)';
   return text;
 }
@@ -197,6 +207,7 @@ async function viewFile(model, rev, path) {
   setCrumbs([{text: 'models', hash: '/'}, {text: model, hash: '/' + model},
     {text: '@' + rev, hash: '/' + model + '@' + rev}, {text: path}]);
   const h = await api(versionBase(model, rev) + '/files/' + encPath(path) + '/header');
+  if (h.format === 'gguf') return viewGguf(path, h);
   const tensors = h.tensors || [];
   const per = Object.entries(h.parameters || {}).sort((a, b) => b[1] - a[1]);
   const total = h.parameters_total !== undefined ? h.parameters_total : per.reduce((s, x) => s + x[1], 0);
@@ -225,6 +236,44 @@ async function viewFile(model, rev, path) {
       }), 'tensors-table'));
 }
 
+// A GGUF metadata value as text: an array as its element type, length and first
+// elements (the server sends only the first few), a cut string with its length.
+function ggufValue(v) {
+  if (v.type === 'array') {
+    return v.element_type + '[' + count(v.length) + ']: ' + JSON.stringify(v.value) + (v.truncated ? ' …' : '');
+  }
+  const text = typeof v.value === 'string' ? v.value : JSON.stringify(v.value);
+  return v.truncated ? text + ' … (' + count(v.length) + ' bytes)' : text;
+}
+
+// ---- #/ORG/NAME@REV/PATH of a GGUF file: its metadata and tensor table
+function viewGguf(path, h) {
+  const tensors = h.tensors || [];
+  const per = Object.entries(h.parameters || {}).sort((a, b) => b[1] - a[1]);
+  const total = h.parameters_total || 0;
+  const meta = Object.entries(h.metadata || {});
+  main.replaceChildren(
+    el('h1', {}, path),
+    el('p', {className: 'muted', id: 'gguf-summary'}, 'GGUF v' + h.version + ', ' + h.architecture + ', ' +
+      bytes(h.size) + ', alignment ' + h.alignment + ', data at byte ' + count(h.data_start) + ', ' +
+      count(tensors.length) + ' tensors, sha256 ', el('code', {}, h.sha256)),
+    el('h2', {}, 'Parameters'),
+    table(['type', {text: 'parameters', num: true}, {text: 'share', num: true}],
+      per.map(([d, n]) => el('tr', {dataset: {dtype: d}}, cell(d), cell(count(n), 'num'),
+        cell(total ? (100 * n / total).toFixed(1) + ' %' : '', 'num')))
+        .concat([el('tr', {id: 'parameters-total'}, el('th', {}, 'total'), el('th', {className: 'num'}, count(total)),
+          el('th', {}, ''))]), 'dtype-table'),
+    el('h2', {}, 'Metadata'),
+    table(['key', 'type', 'value'], meta.map(([k, v]) => el('tr', {dataset: {key: k}}, cell(k, 'mono'),
+      cell(v.type === 'array' ? 'array of ' + v.element_type : v.type), cell(ggufValue(v), 'mono'))), 'metadata-table'),
+    el('h2', {}, 'Tensors'),
+    el('p', {className: 'muted'}, 'Shapes are row-major (NumPy, PyTorch): GGUF\'s dimensions reversed.'),
+    table(['name', 'type', 'shape', {text: 'parameters', num: true}, {text: 'offset', num: true}, {text: 'bytes', num: true}],
+      tensors.map(t => el('tr', {dataset: {name: t.name}}, cell(t.name, 'mono'), cell(t.dtype),
+        cell('[' + t.shape.join(', ') + ']', 'mono'), cell(count(t.shape.reduce((a, b) => a * b, 1)), 'num'),
+        cell(count(t.offset), 'num'), cell(count(t.size), 'num'))), 'tensors-table'));
+}
+
 // ---- #/rejections : refused uploads (admin scope)
 async function viewRejections() {
   setCrumbs([{text: 'refusals'}]);
@@ -237,9 +286,15 @@ async function viewRejections() {
   const rows = page.rejections || [];
   main.replaceChildren(el('h1', {}, 'Refusals'),
     rows.length === 0 ? el('p', {className: 'muted'}, 'No refusals.') :
-      table(['when', 'model', 'path', 'reason', 'format', 'detail'], rows.map(r =>
+      table(['when', 'model', 'path', 'reason', 'format', 'detail', 'size', 'sha256', 'token'], rows.map(r =>
         el('tr', {}, cell(r.time || '', 'muted'), cell((r.model || '') + (r.version ? '@' + r.version : '')),
-          cell(r.path || '', 'mono'), cell(r.reason || '', 'bad'), cell(r.format || ''), cell(r.detail || '')
+          cell(r.path || '', 'mono'),
+          // code a namespace's policy admitted is recorded here too, marked as such
+          r.outcome === 'admitted_by_policy' ? el('td', {}, r.reason || '', ' ', codeBadge('admitted by the namespace policy'))
+            : cell(r.reason || '', 'bad'),
+          cell(r.format || ''), cell(r.detail || ''),
+          cell(r.size == null ? '' : String(r.size)), cell(r.sha256 || '', 'mono'),
+          cell(r.token_id == null ? '' : String(r.token_id))
         )), 'rejections-table'));
 }
 

@@ -383,7 +383,7 @@ unsigned tgc_peak_parallel(const tgc_client *c)
 
 /* ---------- one transfer ---------- */
 
-enum sink { SINK_MEM, SINK_BUF, SINK_FILE };
+enum sink { SINK_MEM, SINK_BUF, SINK_FILE, SINK_LINES };
 enum xstate { X_PENDING, X_ACTIVE, X_WAITING, X_DONE };
 
 typedef struct xfer {
@@ -404,6 +404,10 @@ typedef struct xfer {
     size_t mem_len, mem_cap, mem_max;
     bool want_json;
     json_t *json;
+    /* SINK_LINES: each whole line (mem holds the partial one, up to mem_max) */
+    int (*on_line)(void *user, const char *line, size_t len);
+    void *line_user;
+    bool line_sent; /* a line went to on_line: the transfer is not tried again */
     /* SINK_FILE */
     char *dest, *part;
     char range[80]; /* a Range line of the request, or "" */
@@ -479,7 +483,7 @@ static void xfer_free(xfer *x)
     if (x->fd >= 0)
         close(x->fd);
     tg_sha256_free(&x->sha);
-    if (x->sink == SINK_MEM)
+    if (x->sink == SINK_MEM || x->sink == SINK_LINES) /* SINK_BUF: the caller's */
         free(x->mem);
     json_decref(x->json);
     free(x->url);
@@ -639,6 +643,41 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         memcpy(x->mem + x->mem_len, ptr, n);
         x->mem_len += n;
         x->mem[x->mem_len] = '\0';
+        break;
+    case SINK_LINES:
+        for (size_t i = 0; i < n; i++) {
+            if (ptr[i] != '\n') {
+                if (x->mem_len + 1 >= x->mem_max) {
+                    local_fail(x, TGC_REASON_BAD_ANSWER, "a line of the answer is too long");
+                    return 0;
+                }
+                if (x->mem_len + 2 > x->mem_cap) {
+                    size_t cap = x->mem_cap ? x->mem_cap * 2 : 4096;
+                    unsigned char *p = realloc(x->mem, cap);
+                    if (p == NULL) {
+                        local_fail(x, TGC_REASON_MEMORY, "out of memory for the answer");
+                        return 0;
+                    }
+                    x->mem = p;
+                    x->mem_cap = cap;
+                }
+                x->mem[x->mem_len++] = (unsigned char)ptr[i];
+                continue;
+            }
+            if (x->mem == NULL && (x->mem = malloc(1)) != NULL)
+                x->mem_cap = 1;
+            if (x->mem == NULL) {
+                local_fail(x, TGC_REASON_MEMORY, "out of memory for the answer");
+                return 0;
+            }
+            x->mem[x->mem_len] = '\0';
+            x->line_sent = true;
+            if (x->on_line(x->line_user, (const char *)x->mem, x->mem_len) != 0) {
+                local_fail(x, TGC_REASON_USAGE, "stopped by the caller");
+                return 0;
+            }
+            x->mem_len = 0;
+        }
         break;
     case SINK_BUF:
         if (n > x->mem_cap - x->mem_len) {
@@ -957,7 +996,8 @@ static bool file_end(xfer *x, double now)
  * are final. */
 static bool xfer_end(xfer *x, double now)
 {
-    bool can_retry = x->attempt <= x->c->o.max_retries;
+    /* lines already handed over would be handed over twice */
+    bool can_retry = x->attempt <= x->c->o.max_retries && !x->line_sent;
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
     if (x->err_cut)
         x->cc = CURLE_OK; /* the refusal as far as it was read is the answer */
@@ -1226,6 +1266,34 @@ static int get_all_pages(tgc_client *c, const char *url, const char *key, json_t
     return 0;
 }
 
+int tgc_get_lines(tgc_client *c, const char *path_and_query,
+                  int (*on_line)(void *user, const char *line, size_t len), void *user,
+                  tgc_error *err)
+{
+    clear_err(err);
+    if (c == NULL || path_and_query == NULL || path_and_query[0] != '/' || on_line == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "a path beginning with / and a line callback");
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, path_and_query);
+    xfer *x = xfer_new(c, "GET", &u);
+    free(u.s);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    x->sink = SINK_LINES;
+    x->on_line = on_line;
+    x->line_user = user;
+    x->mem_max = 1024 * 1024;
+    int rc = run_one(x, err);
+    if (rc == 0 && x->mem_len > 0) { /* a last line without its newline */
+        x->mem[x->mem_len] = '\0';
+        if (on_line(user, (const char *)x->mem, x->mem_len) != 0)
+            rc = set_err(err, 0, TGC_REASON_USAGE, "stopped by the caller");
+    }
+    xfer_free(x);
+    return rc;
+}
+
 /* ---------- reads ---------- */
 
 #define CHECK_MODEL(model)                                                                         \
@@ -1285,11 +1353,99 @@ int tgc_list_models(tgc_client *c, const char *query, json_t **out, tgc_error *e
     return rc;
 }
 
+int tgc_list_rejections(tgc_client *c, const tgc_rejection_query *query,
+                        int (*visit)(void *user, const json_t *record), void *user, tgc_error *err)
+{
+    clear_err(err);
+    static const tgc_rejection_query all = {0};
+    const tgc_rejection_query *q = query ? query : &all;
+    const struct {
+        const char *name, *value;
+    } filters[] = {{"reason", q->reason},
+                   {"namespace", q->namespace_name},
+                   {"since", q->since},
+                   {"until", q->until},
+                   {"sha256", q->sha256}};
+    uint64_t left = q->limit ? q->limit : UINT64_MAX;
+    char *cursor = NULL;
+    while (left > 0) {
+        sbuf u = {0};
+        char limit[32];
+        snprintf(limit, sizeof limit, "%llu",
+                 (unsigned long long)(left < 1000 ? left : 1000)); /* the server's page bound */
+        sb_str(&u, c->base);
+        sb_str(&u, "/v1/rejections?limit=");
+        sb_str(&u, limit);
+        for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++) {
+            if (filters[i].value == NULL)
+                continue;
+            sb_str(&u, "&");
+            sb_str(&u, filters[i].name);
+            sb_str(&u, "=");
+            sb_escaped(&u, filters[i].value, false);
+        }
+        if (cursor != NULL) {
+            sb_str(&u, "&cursor=");
+            sb_escaped(&u, cursor, false);
+        }
+        free(cursor);
+        cursor = NULL;
+        if (u.failed) {
+            free(u.s);
+            return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+        }
+        json_t *page = NULL;
+        int rc = get_json(c, &u, &page, err);
+        free(u.s);
+        if (rc != 0)
+            return -1;
+        json_t *list = json_object_get(page, "rejections");
+        if (!json_is_array(list)) {
+            json_decref(page);
+            return set_err(err, 200, TGC_REASON_BAD_ANSWER, "the answer has no 'rejections' list");
+        }
+        size_t i;
+        json_t *record;
+        bool stop = false;
+        json_array_foreach(list, i, record)
+        {
+            if (left == 0 || visit(user, record) != 0) {
+                stop = true;
+                break;
+            }
+            left--;
+        }
+        const char *next = json_string_value(json_object_get(page, "next_cursor"));
+        if (!stop && next != NULL && next[0] != '\0') {
+            cursor = strdup(next);
+            if (cursor == NULL) {
+                json_decref(page);
+                return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+            }
+        }
+        json_decref(page);
+        if (cursor == NULL)
+            break;
+    }
+    free(cursor);
+    return 0;
+}
+
 int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err)
 {
     CHECK_MODEL(model);
     sbuf u = {0};
     sb_model(&u, c, model, NULL);
+    int rc = get_json(c, &u, out, err);
+    free(u.s);
+    return rc;
+}
+
+int tgc_get_signing_keys(tgc_client *c, json_t **out, tgc_error *err)
+{
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, "/.well-known/tensorgate/signing-keys");
     int rc = get_json(c, &u, out, err);
     free(u.s);
     return rc;
@@ -1655,6 +1811,40 @@ int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int versi
     }
     int rc = send_json(c, "PUT", &u, body, NULL, err);
     json_decref(body);
+    free(u.s);
+    return rc;
+}
+
+int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t **out,
+                         tgc_error *err)
+{
+    clear_err(err);
+    if (out == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "no place for the answer");
+    *out = NULL;
+    if (c == NULL || org == NULL || org[0] == '\0' || strlen(org) > 64 || strchr(org, '/'))
+        return set_err(err, 0, TGC_REASON_USAGE, "'%s' is not a namespace", org ? org : "(null)");
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, "/v1/namespaces/");
+    sb_escaped(&u, org, false);
+    sb_str(&u, "/policy");
+    if (u.failed) {
+        free(u.s);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc;
+    if (set != NULL) {
+        json_t *body = json_pack("{s:b}", "allow_code", *set);
+        if (body == NULL) {
+            free(u.s);
+            return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+        }
+        rc = send_json(c, "PUT", &u, body, out, err);
+        json_decref(body);
+    } else {
+        rc = get_json(c, &u, out, err);
+    }
     free(u.s);
     return rc;
 }

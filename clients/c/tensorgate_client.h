@@ -83,6 +83,15 @@ unsigned tgc_peak_parallel(const tgc_client *client);
  * tgc_list_files refuse a file list holding another (TGC_REASON_UNSAFE_NAME). */
 bool tgc_path_is_safe(const char *path);
 
+/* GET path_and_query ("/v1/audit?format=jsonl") and hand each line of a 2xx answer
+ * (without its newline, NUL-terminated; at most 1 MiB) to on_line as it arrives:
+ * memory stays bounded whatever the answer's length. on_line returns 0 to go on. Once
+ * a line was handed over the request is not retried. 0, or -1 with *err (a refusal,
+ * the connection, a line too long, on_line stopping it). */
+int tgc_get_lines(tgc_client *c, const char *path_and_query,
+                  int (*on_line)(void *user, const char *line, size_t len), void *user,
+                  tgc_error *err);
+
 /* Splits "org/name[@rev]" into model ("org/name") and rev ("latest" when absent).
  * Checks the characters of org and name as the server does. */
 int tgc_parse_ref(const char *text, char *model, size_t model_cap, char *rev, size_t rev_cap,
@@ -106,6 +115,9 @@ int tgc_resolve(tgc_client *c, const char *model, const char *rev, tgc_resolved 
 int tgc_list_models(tgc_client *c, const char *query, json_t **out, tgc_error *err);
 /* One model with its aliases and versions (the Model object). */
 int tgc_get_model(tgc_client *c, const char *model, json_t **out, tgc_error *err);
+/* The keys the server signs published versions with (GET
+ * /.well-known/tensorgate/signing-keys): {"keys": [{hint, pem, mode}], ...}. */
+int tgc_get_signing_keys(tgc_client *c, json_t **out, tgc_error *err);
 /* The model's versions, oldest first: a JSON array of VersionSummary objects. */
 int tgc_list_versions(tgc_client *c, const char *model, json_t **out, tgc_error *err);
 /* The files of a version (all pages): a JSON array of File objects. */
@@ -179,6 +191,11 @@ int tgc_publish(tgc_client *c, const char *model, int version, json_t **version_
                 tgc_error *err);
 /* Points alias at a published version. */
 int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int version, tgc_error *err);
+/* A namespace's code policy (GET /v1/namespaces/{org}/policy; an admin token of org or
+ * of every org): *out (required) gets {"namespace", "allow_code", "updated_at"}. With set not NULL
+ * the policy is set to *set first (PUT), and *out is the policy as stored. */
+int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t **out,
+                         tgc_error *err);
 /* The gate's verdict on a local file, storing nothing (POST /v1/scan). kind:
  * "safetensors", "sidecar", "json", or NULL (the server's default, safetensors).
  * A refused file is success: read "valid" in *verdict. */
@@ -203,6 +220,25 @@ typedef struct tgc_scan_options {
  * it is tgc_scan_with with a kind only (no name, JSON). */
 int tgc_scan_with(tgc_client *c, const char *local_file, const tgc_scan_options *options,
                   json_t **answer, tgc_error *err);
+
+/* What tgc_list_rejections keeps (GET /v1/rejections): NULL members match all;
+ * since and until are RFC 3339 date-times (until exclusive); sha256 64 hex digits. */
+typedef struct tgc_rejection_query {
+    const char *reason;
+    const char *namespace_name;
+    const char *since;
+    const char *until;
+    const char *sha256;
+    uint64_t limit; /* the most records visited; 0: all */
+} tgc_rejection_query;
+/* The recorded refusals (needs an admin token; a namespace's admin sees its
+ * namespace's), newest first, page by page (at most 1000 records in memory, whatever
+ * the total): visit(user, record) gets each (a Rejection object of openapi.yaml,
+ * borrowed for the call) and returns 0 to go on, anything else to stop (then 0 is
+ * returned). A bad filter is the server's 400 (reason invalid_time, invalid_sha256,
+ * ...) in err. */
+int tgc_list_rejections(tgc_client *c, const tgc_rejection_query *query,
+                        int (*visit)(void *user, const json_t *record), void *user, tgc_error *err);
 
 /* ---- many transfers at once ---- */
 

@@ -198,6 +198,8 @@ bool tg_auth_route(tg_request *req)
         return authorize_token(req, TG_SCOPE_WRITE, token_namespace, size);
     case TG_AUTH_ADMIN:
         return authorize(req, TG_SCOPE_ADMIN, org, token_namespace, size);
+    case TG_AUTH_ADMIN_LIST:
+        return authorize_token(req, TG_SCOPE_ADMIN, token_namespace, size);
     }
     /* a value outside the enum: refused, never let through */
     tg_respond_internal(req, "the route declares no known scope");

@@ -1,8 +1,10 @@
 /* Pure validation and encodings (see checks.h). */
 #include "checks.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "st_utf8.h"
 
@@ -379,4 +381,87 @@ bool tg_etag_matches(const char *if_none_match, const char *etag)
             return true;
         p = close + 1;
     }
+}
+
+/* n decimal digits at text into *out. */
+static bool digits(const char *text, int n, int *out)
+{
+    int value = 0;
+    for (int i = 0; i < n; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+        value = value * 10 + (text[i] - '0');
+    }
+    *out = value;
+    return true;
+}
+
+static int days_in_month(int year, int month)
+{
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return month == 2 && leap ? 29 : days[month - 1];
+}
+
+bool tg_rfc3339_utc(const char *text, char *out, size_t cap)
+{
+    int year, month, day, hour, minute, second;
+    if (text == NULL || cap < TG_UTC_TEXT_LEN || strlen(text) < 20)
+        return false;
+    if (!digits(text, 4, &year) || text[4] != '-' || !digits(text + 5, 2, &month) ||
+        text[7] != '-' || !digits(text + 8, 2, &day) ||
+        (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || !digits(text + 11, 2, &hour) ||
+        text[13] != ':' || !digits(text + 14, 2, &minute) || text[16] != ':' ||
+        !digits(text + 17, 2, &second))
+        return false;
+    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
+        minute > 59 || second > 60)
+        return false;
+    const char *p = text + 19;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    int offset = 0; /* seconds east of UTC */
+    if ((*p == 'Z' || *p == 'z') && p[1] == '\0') {
+        offset = 0;
+    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+        int oh, om;
+        if (!digits(p + 1, 2, &oh) || !digits(p + 4, 2, &om) || oh > 23 || om > 59)
+            return false;
+        offset = (oh * 60 + om) * 60 * (*p == '-' ? -1 : 1);
+    } else {
+        return false;
+    }
+    struct tm tm = {.tm_year = year - 1900,
+                    .tm_mon = month - 1,
+                    .tm_mday = day,
+                    .tm_hour = hour,
+                    .tm_min = minute,
+                    .tm_sec = second == 60 ? 59 : second};
+    time_t at = timegm(&tm) - offset;
+    struct tm utc;
+    if (gmtime_r(&at, &utc) == NULL || utc.tm_year + 1900 < 1 || utc.tm_year + 1900 > 9999)
+        return false;
+    return snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                    utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec) == TG_UTC_TEXT_LEN - 1;
+}
+
+bool tg_sha256_text_lower(const char *text, char *out, size_t cap)
+{
+    if (text == NULL || cap < 65 || strlen(text) != 64)
+        return false;
+    for (size_t i = 0; i < 64; i++) {
+        char c = text[i];
+        if (c >= 'A' && c <= 'F')
+            c = (char)(c - 'A' + 'a');
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+        out[i] = c;
+    }
+    out[64] = '\0';
+    return true;
 }

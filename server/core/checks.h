@@ -53,4 +53,16 @@ unsigned tg_accept_quality(const char *accept, const char *media_type);
 /* Parses a decimal u64 with no sign, spaces or leading zeros (except "0"). */
 bool tg_parse_u64(const char *text, uint64_t *out);
 
+/* An RFC 3339 date-time ("2026-05-01T12:00:00Z", "2026-05-01t14:00:00.250+02:00";
+ * "T" or a space between date and time, "Z" or a numeric offset, any fraction) as
+ * the catalog's UTC text "YYYY-MM-DDTHH:MM:SSZ" (cap >= TG_UTC_TEXT_LEN): the
+ * fraction is dropped, a leap second 60 reads as 59. False for anything else (a
+ * missing offset, a day the month lacks, a year outside 0001..9999 once in UTC). */
+#define TG_UTC_TEXT_LEN 21
+bool tg_rfc3339_utc(const char *text, char *out, size_t cap);
+
+/* A SHA-256 written as 64 hex digits, either case, as 64 lowercase digits into out
+ * (cap >= 65). False for anything else. */
+bool tg_sha256_text_lower(const char *text, char *out, size_t cap);
+
 #endif

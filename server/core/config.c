@@ -34,6 +34,13 @@ void tg_config_defaults(tg_config *config)
     config->import_rate_window = 30;           /* TG_IMPORT_RATE_WINDOW_DEFAULT */
     config->response_cache_bytes = 64ULL << 20;
     config->response_cache_ttl = 5;
+    config->webhook_workers = 1;
+    config->webhook_attempts = 8;
+    config->webhook_max_failures = 5;
+    config->webhook_backoff_ms = 1000;
+    config->webhook_backoff_max_ms = 60000;
+    config->webhook_timeout = 10;
+    config->webhook_poll_ms = 500;
 }
 
 int tg_parse_listen(const char *text, char *host, size_t host_len, uint16_t *port)
@@ -208,6 +215,15 @@ static const tg_option_spec options[] = {
      NULL,
      "scheme://host[:port][/prefix] of the absolute links the server builds (paging Link "
      "headers); default: the request's Host."},
+    {"--signing-key", "TENSORGATE_SIGNING_KEY", "PEM", tg_option_text, FIELD(signing_key), 0,
+     PATH_MAX_OF(signing_key), false, NULL,
+     "An EC private key (P-256, P-384, P-521; PEM, unencrypted): every version published gets "
+     "a model.server.sig (OpenSSF model signing v1) made with it, from the catalog's digests; "
+     "its public key is served at /.well-known/tensorgate/signing-keys."},
+    {"--signing-certificate-chain", "TENSORGATE_SIGNING_CERTIFICATE_CHAIN", "PEM", tg_option_text,
+     FIELD(signing_chain), 0, PATH_MAX_OF(signing_chain), false, NULL,
+     "With --signing-key: the key's certificate, then the certificates up to a root (PEM): "
+     "signatures carry the chain (certificate mode) instead of the key's hint."},
     {"--job-workers", "TENSORGATE_JOB_WORKERS", "N", tg_option_count, FIELD(job_workers), 1, 64,
      false, "2",
      "Jobs run at once; one namespace runs at most N-1 of them when N > 1, so another "
@@ -220,6 +236,28 @@ static const tg_option_spec options[] = {
      FIELD(import_min_rate), 0, 0, false, "64K",
      "Bytes per second a source must average over each --import-rate-window; 0: no minimum. A "
      "slower import fails with import_too_slow."},
+    {"--webhook-workers", "TENSORGATE_WEBHOOK_WORKERS", "N", tg_option_count,
+     FIELD(webhook_workers), 0, 16, false, "1",
+     "Threads sending webhook deliveries; 0: this replica sends none (another does)."},
+    {"--webhook-attempts", "TENSORGATE_WEBHOOK_ATTEMPTS", "N", tg_option_count,
+     FIELD(webhook_attempts), 1, 100, false, "8",
+     "Sends of one webhook delivery before it is marked failed."},
+    {"--webhook-max-failures", "TENSORGATE_WEBHOOK_MAX_FAILURES", "N", tg_option_count,
+     FIELD(webhook_max_failures), 0, 100000, false, "5",
+     "Failed deliveries in a row that disable a webhook subscription; 0: never."},
+    {"--webhook-backoff-ms", "TENSORGATE_WEBHOOK_BACKOFF_MS", "MS", tg_option_count,
+     FIELD(webhook_backoff_ms), 1, 86400000, false, "1000",
+     "The delay before a webhook's first retry; it doubles with each failed attempt."},
+    {"--webhook-backoff-max-ms", "TENSORGATE_WEBHOOK_BACKOFF_MAX_MS", "MS", tg_option_count,
+     FIELD(webhook_backoff_max_ms), 1, 86400000, false, "60000",
+     "The longest delay between a webhook's attempts (a Retry-After may ask for more, up to "
+     "an hour)."},
+    {"--webhook-timeout", "TENSORGATE_WEBHOOK_TIMEOUT", "SECONDS", tg_option_count,
+     FIELD(webhook_timeout), 1, 300, false, "10",
+     "Seconds one webhook request may take, connection included."},
+    {"--webhook-poll-ms", "TENSORGATE_WEBHOOK_POLL_MS", "MS", tg_option_count,
+     FIELD(webhook_poll_ms), 10, 60000, false, "500",
+     "How often an idle webhook worker looks for due deliveries."},
     {"--import-rate-window", "TENSORGATE_IMPORT_RATE_WINDOW", "SECONDS", tg_option_count,
      FIELD(import_rate_window), 1, 3600, false, "30", "The window of --import-min-rate."},
 };

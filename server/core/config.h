@@ -56,6 +56,16 @@ typedef struct tg_config {
                                       ready responses of published versions, 0 = off */
     unsigned response_cache_ttl;   /* TENSORGATE_RESPONSE_CACHE_TTL / --response-cache-ttl: seconds
                                       a ready response is served (other replicas' deletes) */
+    /* webhook delivery (server/jobs/webhook_worker.h): --webhook-workers (0: none),
+     * --webhook-attempts, --webhook-max-failures, --webhook-backoff-ms,
+     * --webhook-backoff-max-ms, --webhook-timeout (seconds), --webhook-poll-ms */
+    unsigned webhook_workers;
+    unsigned webhook_attempts;
+    unsigned webhook_max_failures;
+    unsigned webhook_backoff_ms;
+    unsigned webhook_backoff_max_ms;
+    unsigned webhook_timeout;
+    unsigned webhook_poll_ms;
     /* TENSORGATE_IMPORT_ALLOW (CIDRs, comma-separated) / --import-allow CIDR (repeatable):
      * ranges imports may reach although the SSRF policy forbids them (addr_policy.h) */
     tg_addr_policy import_allow;
@@ -64,6 +74,12 @@ typedef struct tg_config {
      * scheme://host[:port][/prefix] of absolute links (public_url.h) */
     tg_addr_policy trusted_proxies;
     char public_url[TG_PUBLIC_URL_MAX];
+    /* TENSORGATE_SIGNING_KEY / --signing-key PEM: every published version gets a
+     * model.server.sig signed with it (docs/SIGNING.md); "" signs nothing.
+     * TENSORGATE_SIGNING_CERTIFICATE_CHAIN / --signing-certificate-chain PEM: the
+     * key's certificate first, then the chain (certificate mode); "" is key mode. */
+    char signing_key[4096];
+    char signing_chain[4096];
 } tg_config;
 
 void tg_config_defaults(tg_config *config);

@@ -208,6 +208,17 @@ char *tg_metrics_render(tg_server *server)
            "# TYPE tensorgate_header_timeouts_total counter\n"
            "tensorgate_header_timeouts_total %llu\n",
            (unsigned long long)__atomic_load_n(&m->header_timeouts, __ATOMIC_RELAXED));
+    append(&b,
+           "# HELP tensorgate_audit_records_total Audit log records written (writes and "
+           "authorization refusals).\n"
+           "# TYPE tensorgate_audit_records_total counter\n"
+           "tensorgate_audit_records_total %llu\n"
+           "# HELP tensorgate_audit_failures_total Audit log records that could not be written "
+           "(the catalog failed; each is logged whole).\n"
+           "# TYPE tensorgate_audit_failures_total counter\n"
+           "tensorgate_audit_failures_total %llu\n",
+           (unsigned long long)__atomic_load_n(&server->audit.records, __ATOMIC_RELAXED),
+           (unsigned long long)__atomic_load_n(&server->audit.failures, __ATOMIC_RELAXED));
     append(&b, "# HELP tensorgate_rejections_total Uploads refused, by reason.\n"
                "# TYPE tensorgate_rejections_total counter\n");
     pthread_mutex_lock(&m->lock);
@@ -541,6 +552,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->connection = connection;
         req->method = method;
         req->is_head = strcmp(method, "HEAD") == 0;
+        req->url = url;
         client_address(connection, req->client, sizeof req->client);
         /* Framing first, before any handler: a request whose end is in doubt is refused
          * and its connection closed, so nothing after it can run as another request. */

@@ -37,7 +37,8 @@ static bool is_tail(const tg_segment *seg)
 /* The known name of a placeholder segment "{name}" or "{name*}", or NULL. */
 static const char *placeholder_name(const tg_segment *seg)
 {
-    static const char *const names[] = {"org", "name", "rev", "alias", "path", "id", "tensor"};
+    static const char *const names[] = {"org",  "name", "rev",    "alias",
+                                        "path", "id",   "tensor", "delivery"};
     size_t inner = seg->len - 2 - (is_tail(seg) ? 1 : 0);
     if (seg->text[seg->len - 1] != '}')
         return NULL;

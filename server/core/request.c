@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "audit.h"
 #include "checks.h"
 #include "log.h"
 #include "reasons.h"
@@ -55,6 +56,8 @@ static const char *status_title(unsigned status);
 static void respond_raw(tg_request *req, unsigned status, const char *content_type,
                         const char *body)
 {
+    if (tg_audit_due(req, status))
+        tg_audit_answer(req, status, NULL);
     req->responded = true;
     req->status = status;
     req->close_now = true;
@@ -93,6 +96,10 @@ void tg_respond(tg_request *req, unsigned status, struct MHD_Response *response,
         respond_raw(req, status, "text/plain", "");
         return;
     }
+    /* the audit log's one place: every answer but a shared read passes here or
+     * respond_raw, before it is queued */
+    if (tg_audit_due(req, status))
+        tg_audit_answer(req, status, response);
     req->responded = true;
     req->status = status;
     if (response == NULL) {
@@ -357,9 +364,20 @@ json_t *tg_problem_json(unsigned status, const char *reason, const char *detail)
 static void respond_problem_json(tg_request *req, unsigned status, json_t *problem,
                                  const char *const *headers)
 {
+    const char *reason = json_string_value(json_object_get(problem, "reason"));
+    if (!req->responded)
+        snprintf(req->reason, sizeof req->reason, "%s", reason ? reason : "");
+    /* On the Hub's routes the problem is also the Hub's error body: its sentence under
+     * "error" (what huggingface_hub and @huggingface/hub show the user), as
+     * application/json (@huggingface/hub reads no other type). */
+    bool hub_json =
+        req->hub_errors && req->route != NULL && (req->route->flags & TG_ROUTE_HUB_JSON);
+    if (req->hub_errors && problem != NULL)
+        json_object_set(problem, "error", json_object_get(problem, "detail"));
     char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
     json_decref(problem);
-    respond_text(req, status, text, "application/problem+json", headers);
+    respond_text(req, status, text, hub_json ? "application/json" : "application/problem+json",
+                 headers);
 }
 
 static void __attribute__((format(printf, 5, 0)))
@@ -372,7 +390,7 @@ respond_problem_va(tg_request *req, unsigned status, const char *reason, const c
         /* huggingface_hub maps RepoNotFound to RepositoryNotFoundError (repo_exists then
          * answers False) and GatedRepo to GatedRepoError; other statuses carry the
          * message only. */
-        const char *code = status == 401 ? "RepoNotFound" : status == 403 ? "GatedRepo" : NULL;
+        const char *code = status == 401 ? "RepoNotFound" : status == 403 ? "GatedRepo" : reason;
         const char *const hub_headers[] = {"X-Error-Code", code, "X-Error-Message", detail, NULL};
         respond_problem_json(req, status, tg_problem_json(status, reason, detail), hub_headers);
         return;
@@ -472,7 +490,14 @@ void tg_respond_gate_problem(tg_request *req, const st_verdict *verdict)
         if (verdict->findings.count > 0)
             json_object_set_new(problem, "findings", st_verdict_findings_json(verdict));
     }
-    respond_problem_json(req, status, problem, NULL);
+    /* the Hub's clients show X-Error-Message: the gate's reason and sentence */
+    char message[600];
+    snprintf(message, sizeof message, "%s: %s", st_reason_name(verdict->error.reason), detail);
+    const char *const hub_headers[] = {"X-Error-Code", st_reason_name(verdict->error.reason),
+                                       "X-Error-Message", message, NULL};
+    if (req->hub_errors && problem != NULL)
+        json_object_set_new(problem, "detail", json_string(message));
+    respond_problem_json(req, status, problem, req->hub_errors ? hub_headers : NULL);
 }
 
 bool tg_list_params(tg_request *req, unsigned *limit, char *key, size_t key_len, bool *has_cursor)
@@ -571,4 +596,53 @@ bool tg_json_known_fields(tg_request *req, json_t *body, const char *const *fiel
         return false;
     }
     return true;
+}
+
+typedef struct query_check {
+    const char *const *names;
+    unsigned seen[32]; /* how often each name came */
+    const char *unknown;
+    const char *repeated;
+} query_check;
+
+static enum MHD_Result check_argument(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    (void)value;
+    query_check *check = cls;
+    size_t i = 0;
+    while (check->names[i] != NULL && strcmp(check->names[i], key) != 0)
+        i++;
+    if (check->names[i] == NULL || i >= sizeof check->seen / sizeof check->seen[0]) {
+        check->unknown = key;
+        return MHD_NO;
+    }
+    if (++check->seen[i] > 1) {
+        check->repeated = key;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+bool tg_query_known(tg_request *req, const char *const *names)
+{
+    query_check check = {.names = names};
+    MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, check_argument, &check);
+    if (check.unknown == NULL && check.repeated == NULL)
+        return true;
+    char list[256] = "";
+    for (size_t i = 0; names[i] != NULL; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (check.unknown != NULL)
+        tg_respond_problem(req, "unknown_parameter",
+                           "unknown query parameter \"%.64s\": this route takes %s", check.unknown,
+                           list);
+    else
+        tg_respond_problem(req, "invalid_request",
+                           "the query parameter \"%.64s\" is given twice; give it once",
+                           check.repeated);
+    return false;
 }

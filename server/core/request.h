@@ -58,6 +58,13 @@ typedef struct tg_server {
     /* the download counter (downloads.h): started by tg_http_start, its last counts
      * written by tg_http_stop once no request runs */
     struct tg_downloads *downloads;
+    /* the audit log's counters (audit.h; /metrics), added atomically */
+    struct {
+        uint64_t records, failures;
+    } audit;
+    /* the server's signing identity (version_sign.h, --signing-key); NULL: versions
+     * are published unsigned by the server */
+    struct tg_version_signer *signer;
 } tg_server;
 
 typedef enum tg_body_kind {
@@ -97,6 +104,11 @@ typedef enum tg_route_auth {
     /* "admin": a token of admin scope; a namespace-limited one only on {org}, never on
      * a route without {org} */
     TG_AUTH_ADMIN,
+    /* "admin-list": a token of admin scope, on a route without {org} that lists what
+     * several namespaces own (the rejections): an unlimited token sees every
+     * namespace; a namespace-limited one is let through and the handler keeps the
+     * list to req->token_namespace (and refuses a filter naming another) */
+    TG_AUTH_ADMIN_LIST,
     /* "token": the handler reads the token itself and answers its own 401 (whoami
      * tells who the token is); nothing is checked before it */
     TG_AUTH_TOKEN,
@@ -108,6 +120,10 @@ enum {
      * X-Error-Code (401 RepoNotFound, 403 GatedRepo) and X-Error-Message (the detail),
      * from the authorization on (req->hub_errors) */
     TG_ROUTE_HUB_ERRORS = 1u << 0,
+    /* with TG_ROUTE_HUB_ERRORS, the Hub's write routes: a problem goes out as
+     * application/json (the only type @huggingface/hub reads an error body of), its
+     * sentence also under "error" */
+    TG_ROUTE_HUB_JSON = 1u << 1,
 };
 
 typedef struct tg_request tg_request;
@@ -163,6 +179,11 @@ struct tg_request {
     bool hub_errors;
     unsigned status;
     uint64_t bytes_in;
+    /* the decoded path (libmicrohttpd's, valid until the request ends), set at the
+     * first on_request; the reason code of a problem answer ("" otherwise): both for
+     * the audit log (audit.h) */
+    const char *url;
+    char reason[48];
 };
 
 /* Request accessors. */
@@ -235,6 +256,11 @@ bool tg_list_params_bounded(tg_request *req, unsigned default_limit, unsigned ma
                             unsigned *limit, char *key, size_t key_len, bool *has_cursor);
 /* Sets "next_cursor" on body from key, or null when key is NULL. */
 void tg_set_next_cursor(json_t *body, const char *key_or_null);
+
+/* True when every query parameter of the request is one of names (NULL-terminated,
+ * at most 32), each at most once; otherwise answers 400 unknown_parameter (or, for a
+ * name given twice, invalid_request) naming it and returns false. */
+bool tg_query_known(tg_request *req, const char *const *names);
 
 /* Parses the JSON body (JSON_REJECT_DUPLICATES) as an object; answers 400 invalid_json
  * (or 413) and returns NULL on failure. An empty body gives an empty object. */

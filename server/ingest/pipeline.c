@@ -22,6 +22,7 @@ int tg_ingest_begin(tg_ingest *ingest, const tg_ingest_config *config)
         .kind = config->kind,
         .name = config->name,
         .refuse_nonfinite = config->refuse_nonfinite,
+        .allow_code = config->allow_code,
         .sidecar_max_size = 0,
         .reserve = config->reserve,
         .release = config->release,
@@ -192,6 +193,7 @@ static void hash_ring_stop(tg_ingest *ingest, bool cancel)
 /* Every byte the digest covers goes through here, in order. */
 static void hash_bytes(tg_ingest *ingest, const uint8_t *data, size_t len)
 {
+    ingest->hashed += len;
     if (ingest->hasher == NULL && ingest->hashed_inline < TG_INGEST_HASH_THREAD_AFTER) {
         ingest->hashed_inline += len;
         (void)tg_sha256_update(&ingest->sha, data, len); /* a failure shows at the digest */
@@ -354,6 +356,17 @@ int tg_ingest_digest(tg_ingest *ingest, char hex[65])
     return tg_sha256_final_hex(&ingest->sha, hex);
 }
 
+int tg_ingest_whole_digest(tg_ingest *ingest, char hex[65])
+{
+    hex[0] = '\0';
+    uint64_t received = tg_ingest_received(ingest);
+    uint64_t declared = ingest->config.declared;
+    if (!ingest->begun || !ingest->finished || ingest->hashed != received ||
+        (declared != ST_FILE_SIZE_UNKNOWN && declared != received))
+        return -1;
+    return tg_ingest_digest(ingest, hex);
+}
+
 /* The stats column: [[nan, inf], ...] per tensor of a safetensors file, [] otherwise;
  * file's nan/inf get the totals. NULL when out of memory. */
 static char *stats_text(const st_file *parsed, const st_tensor_stats *stats, tg_file_record *file)
@@ -395,8 +408,17 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
     if (tg_ingest_digest(ingest, file->sha256) != 0)
         return commit_failed(ingest, TG_INGEST_FAILED, TG_INGEST_ERROR_DIGEST, 0);
     const st_file *parsed = st_gate_file(ingest->gate);
+    st_verdict judged;
+    st_gate_verdict(ingest->gate, &judged);
+    if (judged.code.reason != ST_OK) {
+        /* code the namespace's policy admitted: its kind says so whatever it holds */
+        snprintf(file->kind, sizeof file->kind, "code");
+        snprintf(file->code_reason, sizeof file->code_reason, "%s",
+                 st_reason_name(judged.code.reason));
+    }
     if (parsed != NULL) {
-        snprintf(file->kind, sizeof file->kind, "safetensors");
+        if (file->kind[0] == '\0')
+            snprintf(file->kind, sizeof file->kind, "safetensors");
         uint64_t counts[ST_DTYPE_COUNT];
         file->tensors = parsed->tensor_count;
         st_file_parameter_counts(parsed, counts, &file->parameters);
@@ -407,7 +429,8 @@ int tg_ingest_commit(tg_ingest *ingest, const char *path, tg_file_record *file,
         const char *kind = verdict.format == ST_FORMAT_JSON   ? "json"
                            : verdict.format == ST_FORMAT_TEXT ? "text"
                                                               : st_format_name(verdict.format);
-        snprintf(file->kind, sizeof file->kind, "%s", kind != NULL ? kind : "text");
+        if (file->kind[0] == '\0')
+            snprintf(file->kind, sizeof file->kind, "%s", kind != NULL ? kind : "text");
     }
     char *stats = stats_text(parsed, st_gate_stats(ingest->gate), file);
     if (stats == NULL)

@@ -3,10 +3,10 @@
  * come, SHA-256 hashes them, and a storing ingest writes them through a blob
  * writer of the blob store (blobstore.h); memory does not grow with the size (the gate buffers at
  * most a header, bounded by max_header, or a sidecar). A refusal stops the work at once: the writer
- * is dropped, nothing more is written or hashed. At the end the verdict decides, and an accepted
- * file is committed: described (kind, tensor counts, NaN/Inf stats), made a durable blob under its
- * digest, and recorded by the caller while the shared blobs lock keeps gc from coming between the
- * blob and its row.
+ * is dropped, nothing more is written (nor hashed, unless hash_after_stop). At the end the verdict
+ * decides, and an accepted file is committed: described (kind, tensor counts, NaN/Inf stats), made
+ * a durable blob under its digest, and recorded by the caller while the shared blobs lock keeps gc
+ * from coming between the blob and its row.
  *
  * Used by uploads and scans (server/routes/upload.c, server/routes/scan.c) and by
  * conversion jobs (server/jobs/convert_job.c); it is the only user of the blob
@@ -66,6 +66,7 @@ typedef struct tg_ingest_config {
     uint64_t max_bytes;    /* bytes taken at most (past it: TG_INGEST_TOO_LARGE); UINT64_MAX: any */
     uint64_t max_header;   /* the gate's bound on a safetensors header's N */
     bool refuse_nonfinite; /* NaN/Inf in floating tensors is a refusal */
+    bool allow_code;       /* the namespace's code policy admits code (st_gate_config) */
     /* the gate's memory budget (st_gate_config), or NULL: none */
     bool (*reserve)(void *budget_context, size_t bytes);
     void (*release)(void *budget_context, size_t bytes);
@@ -97,6 +98,7 @@ typedef struct tg_ingest {
      * overlap with hashing; NULL before that, or when the thread could not start */
     struct tg_hash_ring *hasher;
     uint64_t hashed_inline; /* bytes hashed on the caller's thread */
+    uint64_t hashed;        /* bytes hashed in all (the digest covers them, in order) */
     tg_blob_writer *writer; /* the blob being written; NULL when not storing or dropped */
     uint64_t seen;          /* bytes accepted into the gate, the hash and the temp file */
     uint64_t drained;       /* bytes fed and dropped after a stop */
@@ -134,6 +136,12 @@ uint64_t tg_ingest_received(const tg_ingest *ingest);
  * digest failed and the caller answers a server error. */
 int tg_ingest_digest(tg_ingest *ingest, char hex[65]);
 
+/* The SHA-256 hex of the whole source, for the record of a refusal: 0 when the
+ * source ended (tg_ingest_finish ran), at its declared size if it declared one, and
+ * every byte fed was hashed (a gate refusal with hash_after_stop keeps hashing; a stop
+ * for size or budget does not); else -1 with hex "". Ends the digest. */
+int tg_ingest_whole_digest(tg_ingest *ingest, char hex[65]);
+
 /* The commit's record step, called with the blob durable and the shared blobs lock
  * held: the caller writes the catalog row(s) that reference file (stats: the JSON
  * text of its per-tensor [nan, inf] pairs, "[]" for a sidecar). A crash before it
@@ -141,7 +149,8 @@ int tg_ingest_digest(tg_ingest *ingest, char hex[65]);
 typedef void (*tg_ingest_record_fn)(void *ctx, const tg_file_record *file, const char *stats);
 
 /* Commits a storing ingest that finished accepted (state OPEN after
- * tg_ingest_finish): file gets path, size, sha256, kind ("safetensors", "json" or
+ * tg_ingest_finish): file gets path, size, sha256, kind ("code" for code the policy admitted, with
+ * code_reason; else "safetensors", "json" or
  * "text") and the tensor facts; what was written becomes the blob named by its
  * digest (tg_blob_write_commit, under the shared blobs lock); then record(ctx, file, stats)
  * runs under that lock. Returns 0 (state COMMITTED), or -1 with state NO_SPACE or

@@ -29,6 +29,7 @@
 #include "st_convert.h"
 #include "st_convert_stream.h"
 #include "st_gate.h"
+#include "version_sign.h"
 
 /* The converter's chunk: each write hands this much to the pipeline at once. */
 #define OUT_CHUNK_BYTES ((size_t)8 << 20)
@@ -687,21 +688,78 @@ static int job_spec(const tg_job *job, tg_convert_spec *spec, json_t **globs_jso
 
 /* The version digest, as publish computes it, over the new version's files. Returns
  * 0, or -1 (hex "") when out of memory or the digest failed. */
+static int path_order(const void *a, const void *b)
+{
+    return strcmp(((const tg_file_record *)a)->path, ((const tg_file_record *)b)->path);
+}
+
+/* The derived version's files, as tg_catalog_job_commit makes them: the source's,
+ * each replaced by the job's file of the same path, and the job's other files
+ * (the server's signature) added; in path order. malloc'd, *count; NULL: memory. */
+static tg_file_record *derived_files(const version_plan *vp, const tg_file_records *made,
+                                     size_t *count)
+{
+    size_t n = vp->files.count + made->count;
+    tg_file_record *files = malloc((n ? n : 1) * sizeof *files);
+    if (files == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < vp->files.count; i++) {
+        const tg_file_record *replaced = find_path(made, vp->files.items[i].path);
+        files[k++] = replaced ? *replaced : vp->files.items[i];
+    }
+    for (size_t i = 0; i < made->count; i++)
+        if (find_path(&vp->files, made->items[i].path) == NULL)
+            files[k++] = made->items[i];
+    qsort(files, k, sizeof *files, path_order);
+    *count = k;
+    return files;
+}
+
 static int final_digest(const version_plan *vp, const tg_file_records *made, char hex[65])
 {
-    tg_file_record *files = malloc((vp->files.count ? vp->files.count : 1) * sizeof *files);
+    size_t count = 0;
+    tg_file_record *files = derived_files(vp, made, &count);
     if (files == NULL) {
         hex[0] = '\0';
         return -1;
     }
-    /* same paths as the source, in the catalog's path order */
-    for (size_t i = 0; i < vp->files.count; i++) {
-        const tg_file_record *replaced = find_path(made, vp->files.items[i].path);
-        files[i] = replaced ? *replaced : vp->files.items[i];
-    }
-    int rc = tg_manifest_digest(files, vp->files.count, hex);
+    int rc = tg_manifest_digest(files, count, hex);
     free(files);
     return rc;
+}
+
+/* With a server signing key: the derived version's model.server.sig, from the
+ * digests of its files (the job's new ones and the source's kept ones), recorded
+ * as a file of the job like a converted shard. 0, or -1 (failure set). */
+static int sign_derived(const tg_jobs_context *ctx, const tg_job *job, const version_plan *vp,
+                        job_failure *failure)
+{
+    tg_file_records made = {0};
+    if (tg_catalog_job_file_list(ctx->catalog, job->id, tg_file_records_collect, &made) !=
+            TG_CAT_OK ||
+        made.failed) {
+        free(made.items);
+        return fail(failure, "internal", "the catalog failed listing the job's files");
+    }
+    size_t count = 0;
+    tg_file_record *files = derived_files(vp, &made, &count);
+    free(made.items);
+    if (files == NULL)
+        return fail(failure, "internal", "out of memory");
+    job_row row = {ctx, job->id, false, TG_CAT_ERROR};
+    tg_file_record sig;
+    char why[TG_MSIG_ERR_MAX] = "";
+    int rc = tg_version_sign(ctx->signer, ctx->store, job->name, files, count, record_job_file,
+                             &row, &sig, why, sizeof why);
+    free(files);
+    if (rc != 0)
+        return fail(failure, "internal", "%s", why);
+    if (row.status == TG_CAT_NOT_FOUND)
+        return fail(failure, "cancelled", "the job was cancelled or its model deleted");
+    if (row.status != TG_CAT_OK)
+        return fail(failure, "internal", "the catalog failed recording the signature");
+    return 0;
 }
 
 /* Runs a claimed job to its commit. Returns 0 done, 1 stopped (stays running), -1 failed. */
@@ -759,6 +817,8 @@ static int run_job(const tg_jobs_context *ctx, const tg_job *job, const tg_job_w
         if (changed && rewrite_index(ctx, job->id, &vp, i, failure) != 0)
             goto out;
     }
+    if (ctx->signer != NULL && sign_derived(ctx, job, &vp, failure) != 0)
+        goto out;
     made.count = 0;
     if (tg_catalog_job_file_list(ctx->catalog, job->id, tg_file_records_collect, &made) !=
             TG_CAT_OK ||

@@ -218,9 +218,19 @@ static bool parse_content_range(const char *text, uint64_t *start, uint64_t *tot
 static bool begin_ingest(importer *im, uint64_t declared)
 {
     const char *path = im->job->path;
+    st_gate_kind kind =
+        tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
+    /* the namespace's code policy, as an upload reads it: when the fetch begins */
+    tg_namespace_settings settings = {0};
+    if (kind != ST_GATE_SAFETENSORS &&
+        tg_catalog_namespace_get(im->ctx->catalog, im->job->org, &settings) != TG_CAT_OK) {
+        fail(im, "internal_error", "the namespace's code policy cannot be read from the catalog");
+        return false;
+    }
     tg_ingest_config config = {
-        .kind = tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path),
+        .kind = kind,
         .name = path,
+        .allow_code = settings.allow_code,
         .declared = declared,
         .max_bytes = im->ctx->max_body,
         .max_header = im->ctx->max_header,
@@ -559,32 +569,85 @@ static void record_import(void *ctx, const tg_file_record *file, const char *sta
                              .token_hash = NULL};
     if (im->ctx->publish_lock != NULL)
         pthread_mutex_lock(im->ctx->publish_lock);
-    commit->status =
-        tg_catalog_import_commit(im->ctx->catalog, im->job->id, &guard, im->job->source_version_id,
-                                 commit->file, stats, &commit->why);
+    /* code admitted when the fetch began is admitted only while the policy still allows it */
+    tg_namespace_settings settings = {.allow_code = true};
+    commit->status = TG_CAT_OK;
+    if (commit->file->code_reason[0] != '\0')
+        commit->status = tg_catalog_namespace_get(im->ctx->catalog, im->job->org, &settings);
+    if (commit->status == TG_CAT_OK && !settings.allow_code) {
+        commit->status = TG_CAT_CONFLICT;
+        commit->why = "code_refused";
+    } else if (commit->status == TG_CAT_OK) {
+        commit->status =
+            tg_catalog_import_commit(im->ctx->catalog, im->job->id, &guard,
+                                     im->job->source_version_id, commit->file, stats, &commit->why);
+    }
     if (im->ctx->publish_lock != NULL)
         pthread_mutex_unlock(im->ctx->publish_lock);
 }
 
-/* findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or NULL. */
+/* Records the refusal of this import: what was refused (its size: the bytes fetched
+ * when the source was read to its end, else its announced size, else the bytes
+ * fetched; its SHA-256 when every byte went through the digest), where it was aimed,
+ * the job and the token that asked for it, and why. findings: a refused pickle's
+ * findings as JSON text (st_verdict_findings_text), or NULL. */
 static void record_rejection(importer *im, const char *reason, const char *format,
                              const char *detail, const char *findings)
 {
+    tg_rejection *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of import job %lld: out of memory",
+               (long long)im->job->id);
+        return;
+    }
+    tg_time_now(r->time);
+    snprintf(r->model, sizeof r->model, "%s/%s", im->job->org, im->job->name);
+    snprintf(r->namespace_name, sizeof r->namespace_name, "%s", im->job->org);
+    r->version = im->job->source_number;
+    snprintf(r->path, sizeof r->path, "%s", im->job->path);
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+    snprintf(r->format, sizeof r->format, "%s", format ? format : "");
+    snprintf(r->detail, sizeof r->detail, "%s", detail);
+    snprintf(r->findings, sizeof r->findings, "%s", findings ? findings : "");
+    r->job_id = im->job->id;
+    r->token_id = im->job->token_id;
+    tg_ingest *ingest = &im->ingest;
+    bool whole = im->begun && ingest->begun && tg_ingest_whole_digest(ingest, r->sha256) == 0;
+    if (!whole)
+        r->sha256[0] = '\0';
+    r->size = whole || im->total == UNKNOWN ? im->offset : im->total;
+    if (tg_catalog_rejection_add(im->ctx->catalog, r) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of import job %lld",
+               (long long)im->job->id);
+    free(r);
+}
+
+/* Code the namespace's policy admitted: recorded like a refusal, outcome
+ * admitted_by_policy (docs/DESIGN.md, "The code policy"). */
+static void record_code_admission(importer *im, const tg_file_record *file)
+{
+    st_verdict verdict;
+    st_gate_verdict(im->ingest.gate, &verdict);
     tg_rejection r;
     memset(&r, 0, sizeof r);
     tg_time_now(r.time);
     snprintf(r.model, sizeof r.model, "%s/%s", im->job->org, im->job->name);
     r.version = im->job->source_number;
     snprintf(r.path, sizeof r.path, "%s", im->job->path);
-    snprintf(r.reason, sizeof r.reason, "%s", reason);
-    snprintf(r.format, sizeof r.format, "%s", format ? format : "");
-    snprintf(r.detail, sizeof r.detail, "%s", detail);
-    snprintf(r.client, sizeof r.client, "import job %lld", (long long)im->job->id);
-    r.size = im->offset;
-    snprintf(r.findings, sizeof r.findings, "%s", findings ? findings : "");
+    snprintf(r.reason, sizeof r.reason, "%s", file->code_reason);
+    snprintf(r.format, sizeof r.format, "%s", st_format_name(verdict.format));
+    snprintf(r.detail, sizeof r.detail, "%s", verdict.code.detail);
+    r.size = file->size;
+    snprintf(r.sha256, sizeof r.sha256, "%s", file->sha256);
+    snprintf(r.namespace_name, sizeof r.namespace_name, "%s", im->job->org);
+    r.job_id = im->job->id;
+    r.token_id = im->job->token_id;
+    snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
     if (tg_catalog_rejection_add(im->ctx->catalog, &r) != TG_CAT_OK)
-        tg_log(TG_LOG_ERROR, "cannot record the rejection of import job %lld",
+        tg_log(TG_LOG_ERROR, "cannot record the admission of code by import job %lld",
                (long long)im->job->id);
+    tg_log(TG_LOG_INFO, "job %lld: admitted code %s %s under the namespace's policy: %s (%s)",
+           (long long)im->job->id, r.model, r.path, r.reason, r.detail);
 }
 
 static void gate_refusal(importer *im)
@@ -643,6 +706,16 @@ static void conclude(importer *im)
         /* another replica holds the job now: its fetch is the one that counts */
         im->lease_lost = true;
         (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
+    } else if (commit.status != TG_CAT_OK && commit.why != NULL &&
+               strcmp(commit.why, "code_refused") == 0) {
+        /* the namespace's code policy was turned off during the fetch: refused as code */
+        st_verdict verdict;
+        st_gate_verdict(ingest->gate, &verdict);
+        fail(im, st_reason_name(verdict.code.reason),
+             "%.180s; the namespace's code policy was turned off during the import",
+             verdict.code.detail);
+        record_rejection(im, im->reason, st_format_name(verdict.format), im->detail, NULL);
+        (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
     } else if (commit.status != TG_CAT_OK) {
         const char *why = commit.why != NULL ? commit.why : "internal_error";
         fail(im, why, "the file was fetched, but %s",
@@ -652,6 +725,8 @@ static void conclude(importer *im)
              : strcmp(why, "forbidden") == 0 ? "the token that asked no longer covers the model"
                                              : "the catalog could not record it");
         (void)tg_blob_reclaim(im->ctx->store, im->ctx->catalog, file->sha256, false);
+    } else if (file->code_reason[0] != '\0') {
+        record_code_admission(im, file);
     }
     free(file);
 }

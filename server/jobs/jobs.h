@@ -82,6 +82,9 @@ typedef struct tg_jobs_context {
      * names now: the server drops the answers it keeps for moving revisions */
     void (*version_published)(void *arg);
     void *version_published_arg;
+    /* the server's signing identity (version_sign.h): a derived version gets its
+     * model.server.sig at the commit; NULL: none */
+    const struct tg_version_signer *signer;
 } tg_jobs_context;
 
 /* A worker of the pool, as a job kind sees it: where it learns that it must stop. */

@@ -10,6 +10,7 @@
 #include "auth.h"
 #include "checks.h"
 #include "downloads.h"
+#include "gguf_view.h"
 #include "header_cache.h"
 #include "log.h"
 #include "parsed_header_cache.h"
@@ -424,6 +425,41 @@ static void respond_header_text(tg_request *req, char *text, size_t len, const t
     tg_respond(req, 200, response, len);
 }
 
+/* The header answer of a GGUF file: rendered from the parse the tensor routes share
+ * (parsed_header_cache.h), then kept like a safetensors file's (header_cache.h). */
+static void respond_gguf_header(tg_request *req, const tg_file_record *record,
+                                const tg_version *version, const char *key, const char *moving_key,
+                                uint64_t generation)
+{
+    st_error err;
+    int failure = 0;
+    const tg_gguf_header *h =
+        tg_parsed_gguf_acquire(req->server->parsed_headers, req->server->blobs, record->sha256,
+                               record->size, req->server->config.max_header, &err, &failure);
+    if (h == NULL) {
+        if (failure == -1)
+            tg_respond_blob_damaged(req, record->path);
+        else if (tg_errno_is_exhaustion(errno))
+            tg_respond_exhausted(req, NULL);
+        else
+            tg_respond_internal(req, "the stored GGUF header of %s cannot be read: %s",
+                                record->path, err.detail);
+        return;
+    }
+    json_t *body = tg_gguf_header_json(record->path, record->sha256, record->size, &h->file);
+    tg_parsed_gguf_release(req->server->parsed_headers, h);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (text == NULL || tg_text_end_line(&text) != 0) {
+        free(text);
+        tg_respond_internal(req, "out of memory");
+        return;
+    }
+    size_t len = strlen(text);
+    tg_header_cache_put(req->server->headers, record->sha256, record->path, text, len);
+    respond_header_text(req, text, len, version, key, moving_key, generation);
+}
+
 void tg_route_file_header(tg_request *req)
 {
     /* a published version's answer, ready: no catalog, no rendering (response_cache.h) */
@@ -466,9 +502,10 @@ void tg_route_file_header(tg_request *req)
         free(model);
         return;
     }
-    if (strcmp(record.kind, "safetensors") != 0) {
-        tg_respond_problem(req, "not_safetensors", "%s is a %s sidecar, not safetensors", path,
-                           record.kind);
+    bool gguf = strcmp(record.kind, "gguf") == 0;
+    if (!gguf && strcmp(record.kind, "safetensors") != 0) {
+        tg_respond_problem(req, "not_safetensors",
+                           "%s is a %s sidecar, neither safetensors nor GGUF", path, record.kind);
         free(model);
         return;
     }
@@ -487,6 +524,11 @@ void tg_route_file_header(tg_request *req)
     if (cached != NULL) {
         respond_header_text(req, cached, cached_len, &version, cache_key, cache_moving_key,
                             generation);
+        free(model);
+        return;
+    }
+    if (gguf) {
+        respond_gguf_header(req, &record, &version, cache_key, cache_moving_key, generation);
         free(model);
         return;
     }

@@ -13,6 +13,7 @@
 #include "blobstore.h"
 #include "checks.h"
 #include "downloads.h"
+#include "gguf_view.h"
 #include "hf_card.h"
 #include "log.h"
 #include "manifest.h"
@@ -336,6 +337,28 @@ static bool add_parameters(tg_server *server, const tg_file_records *files,
     return true;
 }
 
+/* The Hub's `gguf` field of a version holding a GGUF file: {total, architecture,
+ * context_length} of its first GGUF file in path order (gguf_view.h), from the parse
+ * the tensor routes share. *out stays NULL without one; false when it cannot be read. */
+static bool add_gguf(tg_server *server, const tg_file_records *files, json_t **out)
+{
+    for (size_t i = 0; i < files->count; i++) {
+        const tg_file_record *record = &files->items[i];
+        if (strcmp(record->kind, "gguf") != 0)
+            continue;
+        st_error err;
+        const tg_gguf_header *h =
+            tg_parsed_gguf_acquire(server->parsed_headers, server->blobs, record->sha256,
+                                   record->size, server->config.max_header, &err, NULL);
+        if (h == NULL)
+            return false;
+        *out = tg_gguf_hub_json(&h->file);
+        tg_parsed_gguf_release(server->parsed_headers, h);
+        return true;
+    }
+    return true;
+}
+
 /* A catalog time ("2026-01-01T00:00:00Z") as the Hub writes it, with milliseconds
  * ("2026-01-01T00:00:00.000Z"): huggingface_hub 0.17 parses no other form. Written
  * into out (HF_TIME_LEN). */
@@ -437,6 +460,24 @@ static json_t *model_summary_json(tg_server *server, const tg_model *model,
     return body;
 }
 
+/* A version that holds code (files of kind "code", admitted under its namespace's
+ * policy: docs/DESIGN.md, "The code policy") carries the Hub's custom_code tag, the one
+ * the Hub gives repositories whose config points at their own code, and codeFiles, the
+ * paths of those files. paths: a JSON array of strings (taken); empty: no mark. */
+static void set_code_mark(json_t *body, json_t *paths)
+{
+    if (json_array_size(paths) > 0)
+        json_array_append_new(json_object_get(body, "tags"), json_string("custom_code"));
+    json_object_set_new(body, "codeFiles", paths);
+}
+
+static void add_code_path(void *ctx, int64_t number, const char *path, const char *code_reason)
+{
+    (void)number;
+    (void)code_reason;
+    json_array_append_new(ctx, json_string(path));
+}
+
 /* Summary plus siblings, safetensors parameters and usedStorage of version. */
 static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_version *version)
 {
@@ -447,8 +488,10 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
         return NULL;
     }
     if (body == NULL || version == NULL) {
-        if (body)
+        if (body) {
             json_object_set_new(body, "siblings", json_array());
+            set_code_mark(body, json_array());
+        }
         return body;
     }
     tg_file_records files;
@@ -456,7 +499,7 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
         json_decref(body);
         return NULL;
     }
-    json_t *siblings = json_array();
+    json_t *siblings = json_array(), *code_paths = json_array();
     uint64_t used = 0;
     /* the query argument b-l-o-b-s, spelled so that scripts/layer-check.sh (which
      * keeps the blob folder's name inside server/storage/) does not take it for one */
@@ -477,6 +520,8 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
                                               lfs_pointer_size(file)));
         }
         json_array_append_new(siblings, sibling);
+        if (strcmp(file->kind, "code") == 0)
+            json_array_append_new(code_paths, json_string(file->path));
         used += file->size;
         if (strcmp(file->path, "README.md") == 0)
             readme = file;
@@ -499,6 +544,7 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
         }
     }
     json_object_set_new(body, "siblings", siblings);
+    set_code_mark(body, code_paths);
     json_object_set_new(body, "usedStorage", json_integer((json_int_t)used));
     json_object_set_new(body, "version", json_integer((json_int_t)version->number));
     uint64_t counts[ST_DTYPE_COUNT] = {0}, total = 0;
@@ -511,7 +557,18 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
                          "must run tensorgate fsck");
         return NULL;
     }
+    json_t *gguf = NULL;
+    if (!add_gguf(req->server, &files, &gguf)) {
+        free(files.items);
+        json_decref(body);
+        respond_hf_error(req, NULL, "blob_damaged", NULL, "%s",
+                         "a stored GGUF header is damaged or unreadable; an operator must run "
+                         "tensorgate fsck");
+        return NULL;
+    }
     free(files.items);
+    if (gguf != NULL)
+        json_object_set_new(body, "gguf", gguf);
     if (any) {
         json_t *parameters = json_object();
         for (int d = 0; d < ST_DTYPE_COUNT; d++)
@@ -745,6 +802,21 @@ void tg_route_hf_models_list(tg_request *req)
         }
         json_t *item = model_summary_json(req->server, &page.models[i],
                                           found == TG_CAT_OK ? &version : NULL, &status);
+        json_t *code_paths = json_array();
+        if (item != NULL && code_paths != NULL && found == TG_CAT_OK) {
+            tg_cat_status listed = tg_catalog_code_files(req->server->catalog, page.models[i].id,
+                                                         version.number, add_code_path, code_paths);
+            if (listed != TG_CAT_OK) {
+                json_decref(item);
+                json_decref(code_paths);
+                status = listed;
+                break;
+            }
+        }
+        if (item != NULL)
+            set_code_mark(item, code_paths);
+        else
+            json_decref(code_paths);
         if (item == NULL || json_array_append_new(items, item) != 0)
             page.failed = true;
     }
@@ -798,7 +870,11 @@ void tg_route_hf_models_list(tg_request *req)
  * kind, and any file of 10 MiB or more (the Hub's default threshold). */
 static bool is_lfs(const tg_file_record *file)
 {
-    if (strcmp(file->kind, "json") == 0 || strcmp(file->kind, "text") == 0)
+    /* code is text (Python, a script, a notebook, JSON) but for native code and bytecode */
+    bool text_code = strcmp(file->kind, "code") == 0 &&
+                     strcmp(file->code_reason, "code_native") != 0 &&
+                     strcmp(file->code_reason, "code_compiled_python") != 0;
+    if (strcmp(file->kind, "json") == 0 || strcmp(file->kind, "text") == 0 || text_code)
         return file->size >= 10u * 1024 * 1024;
     return true;
 }

@@ -140,7 +140,69 @@ json_t *tg_file_json(const tg_file_record *file)
         (void)tg_url_redact(file->source_url, shown, sizeof shown);
         json_object_set_new(body, "source_url", json_string(shown));
     }
+    if (body != NULL && file->code_reason[0] != '\0') /* code the namespace's policy let in */
+        json_object_set_new(body, "code", json_string(file->code_reason));
     return body;
+}
+
+/* ---- the code mark (docs/DESIGN.md, "The code policy") ----
+ * Derived from the files of kind "code", never stored as a flag: a version holds code
+ * while one of its files is code, whatever the namespace's policy says now. */
+
+static void add_code_file(void *ctx, int64_t number, const char *path, const char *code_reason)
+{
+    (void)number;
+    json_array_append_new(ctx, json_pack("{s:s, s:s}", "path", path, "reason", code_reason));
+}
+
+json_t *tg_code_files_json(tg_server *server, int64_t model_id, int64_t number,
+                           tg_cat_status *status)
+{
+    json_t *files = json_array();
+    *status = files != NULL
+                  ? tg_catalog_code_files(server->catalog, model_id, number, add_code_file, files)
+                  : TG_CAT_ERROR;
+    if (*status != TG_CAT_OK) {
+        json_decref(files);
+        return NULL;
+    }
+    return files;
+}
+
+static void add_code_version(void *ctx, int64_t number, const char *path, const char *code_reason)
+{
+    (void)path;
+    (void)code_reason;
+    json_t *numbers = ctx;
+    size_t count = json_array_size(numbers);
+    if (count == 0 || json_integer_value(json_array_get(numbers, count - 1)) != number)
+        json_array_append_new(numbers, json_integer(number)); /* rows come by number */
+}
+
+/* The numbers of model_id's versions that hold code, ascending; NULL on failure. */
+static json_t *code_versions_json(tg_server *server, int64_t model_id, tg_cat_status *status)
+{
+    json_t *numbers = json_array();
+    *status = numbers != NULL
+                  ? tg_catalog_code_files(server->catalog, model_id, 0, add_code_version, numbers)
+                  : TG_CAT_ERROR;
+    if (*status != TG_CAT_OK) {
+        json_decref(numbers);
+        return NULL;
+    }
+    return numbers;
+}
+
+static bool number_in(const json_t *numbers, int64_t number)
+{
+    size_t i;
+    json_t *value;
+    json_array_foreach(numbers, i, value)
+    {
+        if (json_integer_value(value) == number)
+            return true;
+    }
+    return false;
 }
 
 static json_t *string_or_null(const char *text)
@@ -341,6 +403,13 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
     json_object_set_new(body, "description", json_string(description));
     json_object_set_new(body, "tags", tags);
     free(description);
+    json_t *code = tg_code_files_json(server, model->id, version->number, status);
+    if (code == NULL) {
+        json_decref(body);
+        return NULL;
+    }
+    json_object_set_new(body, "holds_code", json_boolean(json_array_size(code) > 0));
+    json_object_set_new(body, "code_files", code);
     if (with_files) {
         json_t *files = json_array();
         tg_cat_status listed =
@@ -500,9 +569,17 @@ void tg_route_models_list(tg_request *req)
             break;
         char full_name[2 * TG_NAME_MAX + 2];
         snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
-        json_t *item = json_pack("{s:s, s:s, s:s, s:o, s:I}", "name", full_name, "description",
-                                 model->description, "created_at", model->created_at, "tags",
-                                 model_tags, "downloads", (json_int_t)model->downloads);
+        /* which of the model's versions hold code (the code policy) */
+        json_t *numbers = code_versions_json(req->server, model->id, &status);
+        if (numbers == NULL) {
+            json_decref(model_tags);
+            break;
+        }
+        json_t *item =
+            json_pack("{s:s, s:s, s:s, s:o, s:I, s:b, s:o}", "name", full_name, "description",
+                      model->description, "created_at", model->created_at, "tags", model_tags,
+                      "downloads", (json_int_t)model->downloads, "holds_code",
+                      json_array_size(numbers) > 0, "code_versions", numbers);
         if (item == NULL || json_array_append_new(models, item) != 0)
             page.failed = true;
     }
@@ -680,15 +757,27 @@ static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_statu
     if (listed == TG_CAT_OK)
         listed = list.status;
     json_t *tags = listed == TG_CAT_OK ? tg_tags_json(server, model->id, 0, &listed) : NULL;
+    json_t *code = listed == TG_CAT_OK ? code_versions_json(server, model->id, &listed) : NULL;
     if (listed != TG_CAT_OK) {
         *status = listed;
+        json_decref(tags);
+        json_decref(code);
         json_decref(aliases);
         json_decref(versions);
         return NULL;
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:I}", "name", full_name, "description",
-                     model->description, "created_at", model->created_at, "aliases", aliases,
-                     "versions", versions, "tags", tags, "downloads", (json_int_t)model->downloads);
+    size_t i;
+    json_t *item;
+    json_array_foreach(versions, i, item)
+    {
+        int64_t number = json_integer_value(json_object_get(item, "version"));
+        json_object_set_new(item, "holds_code", json_boolean(number_in(code, number)));
+    }
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:o, s:o, s:I}", "name", full_name,
+                     "description", model->description, "created_at", model->created_at, "aliases",
+                     aliases, "versions", versions, "holds_code", json_array_size(code) > 0,
+                     "code_versions", code, "tags", tags, "downloads",
+                     (json_int_t)model->downloads);
 }
 
 void tg_route_model_get(tg_request *req)
@@ -726,29 +815,34 @@ static void collect_blob(void *ctx, const char *sha256)
     snprintf(blobs->items[blobs->count++], TG_SHA256_HEX_LEN + 1, "%s", sha256);
 }
 
+tg_cat_status tg_model_remove(tg_server *server, const tg_model *model)
+{
+    /* Its blobs go with it when nothing else uses them (another model's version
+     * may share one: tg_blob_reclaim keeps those). Its jobs' rows go too; their
+     * ids are never reused, so a worker still running one only finds it gone.
+     * Uploads in flight to it find it gone at their commit (404). */
+    model_blobs blobs = {0};
+    (void)tg_catalog_model_blobs(server->catalog, model->id, collect_blob, &blobs);
+    pthread_mutex_lock(&server->publish_lock);
+    tg_cat_status status = tg_catalog_model_delete(server->catalog, model->id);
+    pthread_mutex_unlock(&server->publish_lock);
+    /* after the delete: no ready answer made before it is served again */
+    tg_response_cache_invalidate(server->responses);
+    if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
+        tg_preload_service_model_deleted(server->preloads, model->id, model->org, model->name);
+    for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
+        (void)tg_blob_reclaim(server->blobs, server->catalog, blobs.items[i], false);
+    free(blobs.items);
+    return status;
+}
+
 void tg_route_model_delete(tg_request *req)
 {
     tg_model *model = tg_model_alloc(req);
     if (model == NULL)
         return;
     if (tg_lookup_model(req, model)) {
-        /* Its blobs go with it when nothing else uses them (another model's version
-         * may share one: tg_blob_reclaim keeps those). Its jobs' rows go too; their
-         * ids are never reused, so a worker still running one only finds it gone.
-         * Uploads in flight to it find it gone at their commit (404). */
-        model_blobs blobs = {0};
-        (void)tg_catalog_model_blobs(req->server->catalog, model->id, collect_blob, &blobs);
-        pthread_mutex_lock(&req->server->publish_lock);
-        tg_cat_status status = tg_catalog_model_delete(req->server->catalog, model->id);
-        pthread_mutex_unlock(&req->server->publish_lock);
-        /* after the delete: no ready answer made before it is served again */
-        tg_response_cache_invalidate(req->server->responses);
-        if (status == TG_CAT_OK) /* its preloads: memory released, never handed out again */
-            tg_preload_service_model_deleted(req->server->preloads, model->id, model->org,
-                                             model->name);
-        for (size_t i = 0; status == TG_CAT_OK && i < blobs.count; i++)
-            (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, blobs.items[i], false);
-        free(blobs.items);
+        tg_cat_status status = tg_model_remove(req->server, model);
         if (status == TG_CAT_OK || status == TG_CAT_NOT_FOUND)
             tg_respond_empty(req, 204);
         else

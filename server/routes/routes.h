@@ -4,6 +4,8 @@
 #ifndef TG_ROUTES_H
 #define TG_ROUTES_H
 
+#include <sys/types.h>
+
 #include "http.h"
 
 /* admin.c: health, readiness, metrics, the OpenAPI document and the rejections list */
@@ -13,6 +15,13 @@ void tg_route_metrics(tg_request *req);
 void tg_route_openapi(tg_request *req);
 void tg_route_reasons(tg_request *req);
 void tg_route_rejections(tg_request *req);
+/* audit.c: GET /v1/audit, and one record as the JSON the route and its export give */
+void tg_route_audit_list(tg_request *req);
+json_t *tg_audit_record_json(const tg_audit_record *record);
+
+/* namespaces.c: a namespace's settings (its code policy) */
+void tg_route_namespace_policy_get(tg_request *req);
+void tg_route_namespace_policy_set(tg_request *req);
 /* web.c: the web page and its assets */
 void tg_route_web_index(tg_request *req);
 void tg_route_web_asset(tg_request *req);
@@ -61,11 +70,27 @@ void tg_models_cursor_key(const tg_model_search *search, const tg_model *last, c
  * (not HEAD) of config.json or of a weight file (safetensors, GGUF), whole or from
  * byte 0 (a Range continuation does not count). */
 void tg_count_download(tg_request *req, int64_t model_id, const tg_file_record *file);
+/* Deletes a model with its versions, aliases and jobs, its preloads and the blobs
+ * nothing else uses (DELETE /v1/models/{org}/{name} and the Hub's repo delete). */
+tg_cat_status tg_model_remove(tg_server *server, const tg_model *model);
 
 /* versions.c */
 void tg_route_version_create(tg_request *req);
 void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
+/* The one publish path, shared by POST .../publish and the Hub's commit (hf_write.c);
+ * the caller holds server->publish_lock. Checks files (the draft's files, exactly as
+ * listed) for index and shard consistency, then the signatures (tg_signing_at_publish:
+ * a client's model.sig checked, the server's model.server.sig added to the draft and
+ * to files), computes the version digest and publishes the draft with exactly these
+ * files (tg_catalog_version_publish_files). NULL when published (*published is the
+ * version); else the reason: "answered" (the signature step answered req itself),
+ * "empty_version", "index_mismatch", "version_changed", "version_published" (detail
+ * says it), "internal" (a server failure; detail says which) or "catalog"
+ * (*catalog_status says how the catalog failed). */
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model, const tg_version *draft,
+                                    tg_file_records *files, tg_version *published, char *detail,
+                                    size_t detail_len, tg_cat_status *catalog_status);
 
 /* files.c */
 void tg_route_files_list(tg_request *req);
@@ -139,6 +164,40 @@ void tg_route_hf_whoami(tg_request *req);
 /* any request for a dataset or a Space: 404 RepoNotFound, repo_type_not_served */
 void tg_route_hf_not_model(tg_request *req);
 
+/* Hugging Face Hub write routes (hf_write.c): repositories, preupload, the LFS batch
+ * API and its signed upload and verify links, NDJSON commits, branches and tags. */
+void tg_route_hub_repo_create(tg_request *req);
+void tg_route_hub_repo_delete(tg_request *req);
+void tg_route_hub_repo_move(tg_request *req);
+void tg_route_hub_gather_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_hub_gather_cleanup(tg_request *req);
+void tg_route_hub_validate_yaml_start(tg_request *req);
+void tg_route_hub_validate_yaml(tg_request *req);
+void tg_route_hub_preupload_start(tg_request *req);
+void tg_route_hub_preupload(tg_request *req);
+void tg_route_hub_lfs_batch_start(tg_request *req);
+void tg_route_hub_lfs_batch(tg_request *req);
+void tg_route_hub_lfs_put_start(tg_request *req);
+void tg_route_hub_lfs_put_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_hub_lfs_put(tg_request *req);
+void tg_route_hub_lfs_put_cleanup(tg_request *req);
+void tg_route_hub_lfs_verify(tg_request *req);
+void tg_route_hub_commit_start(tg_request *req);
+void tg_route_hub_commit_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_hub_commit(tg_request *req);
+void tg_route_hub_commit_cleanup(tg_request *req);
+void tg_route_hub_branch_create(tg_request *req);
+void tg_route_hub_branch_delete(tg_request *req);
+void tg_route_hub_tag_create(tg_request *req);
+void tg_route_hub_tag_delete(tg_request *req);
+/* Pure helpers of hf_write.c (unit-tested): standard or URL-safe base64, padding
+ * optional, into out (room for len / 4 * 3 + 3 bytes): the byte count, or -1 for a
+ * character outside the alphabet. */
+ssize_t tg_hub_base64_decode(const char *text, size_t len, uint8_t *out);
+/* The preupload answer for a file: true for "lfs" (weights and other binary names,
+ * more than 1 MiB, or a NUL byte in the sample), false for "regular" (inline). */
+bool tg_hub_upload_lfs(const char *path, uint64_t size, const uint8_t *sample, size_t sample_len);
+
 /* jobs.c */
 void tg_route_jobs_list(tg_request *req);
 void tg_route_job_get(tg_request *req);
@@ -161,6 +220,18 @@ void tg_jobs_admission_end(void);
 bool tg_jobs_admit(tg_request *req, const char *org, const char *what,
                    bool (*equal)(void *context, const tg_job *job), void *context);
 
+/* signing.c: the server's signing keys, a namespace's signature policy, and the
+ * signatures of a version at publish (docs/SIGNING.md) */
+void tg_route_signing_keys(tg_request *req);
+void tg_route_namespace_signing_get(tg_request *req);
+void tg_route_namespace_signing_put(tg_request *req);
+/* Called by publish with the draft's files, under the publish lock: checks a
+ * client's model.sig against the namespace's policy (422 signature_* when refused)
+ * and, when the server signs, adds model.server.sig to the draft and lists files
+ * again. 0 go on, -1 answered. */
+int tg_signing_at_publish(tg_request *req, const tg_model *model, const tg_version *version,
+                          tg_file_records *files);
+
 /* Shared lookups (models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */
 tg_model *tg_model_alloc(tg_request *req);
@@ -179,6 +250,10 @@ void tg_version_commit_id(const tg_version *version, char out[41]);
 /* True for 40 lowercase hex digits. */
 bool tg_is_commit_id(const char *text);
 json_t *tg_file_json(const tg_file_record *file);
+/* [{"path", "reason"}] of the code files of model_id's version number (0: every
+ * version): what marks a version as holding code. NULL when the catalog failed. */
+json_t *tg_code_files_json(tg_server *server, int64_t model_id, int64_t number,
+                           tg_cat_status *status);
 /* NULL when the catalog (*status says how) or memory (*status TG_CAT_ERROR) failed. */
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files, tg_cat_status *status);
@@ -202,5 +277,16 @@ tg_blob_reader *tg_open_file_blob(tg_request *req, const tg_file_record *file);
  * failure (NULL). */
 struct MHD_Response *tg_blob_response(tg_server *server, tg_blob_reader *blob, uint64_t offset,
                                       uint64_t length);
+
+/* webhooks.c: /v1/namespaces/{org}/webhooks... */
+void tg_route_webhook_create(tg_request *req);
+void tg_route_webhooks_list(tg_request *req);
+void tg_route_webhook_get(tg_request *req);
+void tg_route_webhook_update(tg_request *req);
+void tg_route_webhook_delete(tg_request *req);
+void tg_route_webhook_ping(tg_request *req);
+void tg_route_webhook_deliveries(tg_request *req);
+void tg_route_webhook_delivery_get(tg_request *req);
+void tg_route_webhook_redeliver(tg_request *req);
 
 #endif

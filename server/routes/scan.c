@@ -80,7 +80,8 @@ void tg_route_scan_start(tg_request *req)
     }
     scan->sarif = sarif == 1;
     req->state = scan;
-    if (tg_body_ingest_begin(&scan->body, req, kind, tg_query(req, "name"), declared, false) != 0) {
+    if (tg_body_ingest_begin(&scan->body, req, kind, tg_query(req, "name"), declared, false,
+                             false) != 0) {
         tg_respond_internal(req, "out of memory");
         return;
     }

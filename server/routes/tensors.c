@@ -15,6 +15,7 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "gguf_view.h"
 #include "index_cache.h"
 #include "index_check.h"
 #include "log.h"
@@ -49,6 +50,26 @@ static bool lookup_files(tg_request *req, tg_version *version, tg_file_records *
 static bool is_safetensors(const tg_file_record *file)
 {
     return strcmp(file->kind, "safetensors") == 0;
+}
+
+static bool is_gguf(const tg_file_record *file)
+{
+    return strcmp(file->kind, "gguf") == 0;
+}
+
+/* Answers a stored header that could not be read (failure and errno from an acquire). */
+static void respond_unreadable(tg_request *req, const tg_file_record *record, int failure,
+                               const st_error *err)
+{
+    if (failure == -1)
+        tg_respond_blob_damaged(req, record->path);
+    else if (tg_errno_is_exhaustion(errno))
+        tg_respond_exhausted(req, NULL);
+    else if (errno == TG_BLOB_UNAVAILABLE_ERRNO)
+        tg_respond_blob_store_unavailable(req);
+    else
+        tg_respond_internal(req, "the stored header of %s cannot be read: %s", record->path,
+                            err->detail);
 }
 
 /* ---- GET .../tensors ---- */
@@ -113,6 +134,39 @@ static bool page_add_file(tensor_page *page, const st_file *file, const char *pa
     return true;
 }
 
+/* The same for a GGUF file's tensors (gguf_view.h's entries, with file and format). */
+static bool page_add_gguf(tensor_page *page, const st_gguf_file *file, const char *path)
+{
+    page->total += file->tensor_count;
+    int order = page->after ? strcmp(path, page->after) : 1;
+    if (order < 0)
+        return true;
+    uint64_t t = 0;
+    if (order == 0) {
+        const st_gguf_tensor *mark =
+            st_gguf_find_tensor(file, page->after_name, strlen(page->after_name));
+        if (mark == NULL)
+            return true;
+        page->after_found = true;
+        t = (uint64_t)(mark - file->tensors) + 1;
+    }
+    for (; t < file->tensor_count; t++) {
+        if (json_array_size(page->tensors) == page->limit) {
+            page->more = true;
+            return true;
+        }
+        const st_gguf_tensor *tensor = &file->tensors[t];
+        json_t *item = tg_gguf_tensor_json(file, tensor);
+        if (item == NULL || json_array_append_new(page->tensors, item) != 0)
+            return false;
+        json_object_set_new(item, "file", json_string(path));
+        json_object_set_new(item, "format", json_string("gguf"));
+        snprintf(page->last, sizeof page->last, "%s\n%.*s", path, (int)tensor->name_len,
+                 (const char *)tensor->name);
+    }
+    return true;
+}
+
 void tg_route_tensors_list(tg_request *req)
 {
     tensor_page page = {0};
@@ -142,6 +196,22 @@ void tg_route_tensors_list(tg_request *req)
     /* files in path order, each file's tensors in file order; every header is
      * read (parsed once and kept: parsed_header_cache.h) so the total is known */
     for (size_t i = 0; ok && i < list.count; i++) {
+        if (is_gguf(&list.items[i])) {
+            st_error err;
+            int failure = 0;
+            const tg_gguf_header *h = tg_parsed_gguf_acquire(
+                req->server->parsed_headers, req->server->blobs, list.items[i].sha256,
+                list.items[i].size, req->server->config.max_header, &err, &failure);
+            if (h == NULL) {
+                respond_unreadable(req, &list.items[i], failure, &err);
+                json_decref(page.tensors);
+                free(list.items);
+                return;
+            }
+            ok = page_add_gguf(&page, &h->file, list.items[i].path);
+            tg_parsed_gguf_release(req->server->parsed_headers, h);
+            continue;
+        }
         if (!is_safetensors(&list.items[i]))
             continue;
         st_error err;
@@ -198,6 +268,16 @@ typedef struct located {
     st_file file;
     const st_tensor *tensor;
     const st_file *held;
+    /* A GGUF file's tensor, as the engine sees it: a plain ggml type as its safetensors
+     * dtype, row-major shape; a quantized one as its bytes (U8, one dimension), served
+     * raw only. ggml_type NULL: a safetensors tensor. */
+    st_tensor gguf_tensor;
+    uint64_t gguf_shape[ST_GGUF_DIMS_MAX];
+    uint64_t logical_shape[ST_GGUF_DIMS_MAX]; /* row-major, in elements */
+    size_t logical_rank;
+    char gguf_name[ST_GGUF_TENSOR_NAME_MAX + 1];
+    const char *ggml_type;
+    bool quantized;
 } located;
 
 /* Looks for name in one stored safetensors file. 1 found, 0 not there, -1 the blob
@@ -231,6 +311,76 @@ static int find_in_file(tg_request *req, const tg_file_record *record, const cha
     return 1;
 }
 
+/* Looks for name in one stored GGUF file; as find_in_file. The parse is held only
+ * while the tensor is copied into out (the engine needs no more of it). */
+static int find_in_gguf(tg_request *req, const tg_file_record *record, const char *name,
+                        located *out)
+{
+    st_error err;
+    int read = 0;
+    const tg_gguf_header *h =
+        tg_parsed_gguf_acquire(req->server->parsed_headers, req->server->blobs, record->sha256,
+                               record->size, req->server->config.max_header, &err, &read);
+    if (h == NULL) {
+        if (read == -2 && tg_errno_is_exhaustion(errno))
+            return -3;
+        if (read == -2 && errno == TG_BLOB_UNAVAILABLE_ERRNO)
+            return -4;
+        tg_log(TG_LOG_ERROR, "the stored GGUF header of %s (%s) cannot be read: %s", record->path,
+               record->sha256, err.detail);
+        out->record = record;
+        return read;
+    }
+    const st_gguf_tensor *t = st_gguf_find_tensor(&h->file, name, strlen(name));
+    if (t == NULL) {
+        tg_parsed_gguf_release(req->server->parsed_headers, h);
+        return 0;
+    }
+    memset(&out->file, 0, sizeof out->file);
+    out->file.data_start = h->file.data_start;
+    out->file.file_size = record->size;
+    out->held = NULL;
+    memcpy(out->gguf_name, t->name, t->name_len);
+    out->gguf_name[t->name_len] = '\0';
+    out->logical_rank = t->n_dims;
+    st_gguf_row_major_shape(t, out->logical_shape);
+    (void)st_gguf_ggml_type(t->type, &out->ggml_type, NULL, NULL);
+    st_dtype dtype;
+    out->quantized = !st_gguf_plain_dtype(t->type, &dtype);
+    st_tensor *e = &out->gguf_tensor;
+    *e = (st_tensor){.name = out->gguf_name,
+                     .name_len = t->name_len,
+                     .shape = out->gguf_shape,
+                     .begin = t->offset,
+                     .end = t->offset + t->size};
+    if (out->quantized) {
+        e->dtype = ST_U8;
+        e->rank = 1;
+        out->gguf_shape[0] = t->size;
+        e->elements = t->size;
+    } else {
+        e->dtype = dtype;
+        e->rank = t->n_dims;
+        memcpy(out->gguf_shape, out->logical_shape, sizeof out->gguf_shape);
+        e->elements = t->elements;
+    }
+    out->tensor = e;
+    out->record = record;
+    tg_parsed_gguf_release(req->server->parsed_headers, h);
+    return 1;
+}
+
+/* Looks in one stored file of either kind; 0 for any other kind. */
+static int find_in_any(tg_request *req, const tg_file_record *record, const char *name,
+                       located *out)
+{
+    if (is_safetensors(record))
+        return find_in_file(req, record, name, out);
+    if (is_gguf(record))
+        return find_in_gguf(req, record, name, out);
+    return 0;
+}
+
 /* The weight_map entry for name in one index file, as a path in the version
  * (the index's directory + the entry), or false. The parsed weight_map is cached
  * by the blob's sha256 (index_cache.h): a lookup is a binary search. */
@@ -251,6 +401,7 @@ static bool index_lookup(tg_request *req, const tg_file_record *index, const cha
  * 1 found, 0 absent, -1 / -2 / -3 a stored header could not be read (find_in_file). */
 static int locate(tg_request *req, const tg_file_records *list, const char *name, located *out)
 {
+    memset(out, 0, sizeof *out);
     for (size_t i = 0; i < list->count; i++) {
         char shard[TG_PATH_MAX + 1];
         if (!tg_is_index_path(list->items[i].path) ||
@@ -269,6 +420,14 @@ static int locate(tg_request *req, const tg_file_records *list, const char *name
         if (!is_safetensors(&list->items[i]))
             continue;
         int rc = find_in_file(req, &list->items[i], name, out);
+        if (rc != 0)
+            return rc;
+    }
+    /* then the GGUF files, in path order */
+    for (size_t i = 0; i < list->count; i++) {
+        if (!is_gguf(&list->items[i]))
+            continue;
+        int rc = find_in_gguf(req, &list->items[i], name, out);
         if (rc != 0)
             return rc;
     }
@@ -331,18 +490,26 @@ static bool representation_etag(const char *sha256, const char *name, const tg_t
 }
 
 static void add_tensor_headers(struct MHD_Response *response, const tg_tensor_plan *plan,
-                               const char *path, const char *etag)
+                               const located *at, const char *etag)
 {
+    const char *path = at->record->path;
     char shape[TG_TENSOR_SHAPE_TEXT_MAX], offsets[48];
-    tg_tensor_shape_text(plan->out_shape, plan->out_rank, shape, sizeof shape);
+    if (at->quantized) /* the bytes of blocks: the header says the tensor's own shape */
+        tg_tensor_shape_text(at->logical_shape, at->logical_rank, shape, sizeof shape);
+    else
+        tg_tensor_shape_text(plan->out_shape, plan->out_rank, shape, sizeof shape);
     snprintf(offsets, sizeof offsets, "[%llu,%llu]", (unsigned long long)plan->source_begin,
              (unsigned long long)plan->source_end);
     MHD_add_response_header(response, "Content-Type",
                             plan->format == TG_TENSOR_NPY ? "application/x-npy"
                                                           : "application/octet-stream");
-    MHD_add_response_header(response, "X-Tensor-Dtype", st_dtype_name(plan->out_dtype));
+    MHD_add_response_header(response, "X-Tensor-Dtype",
+                            at->quantized ? at->ggml_type : st_dtype_name(plan->out_dtype));
     MHD_add_response_header(response, "X-Tensor-Shape", shape);
-    MHD_add_response_header(response, "X-Tensor-Source-Dtype", st_dtype_name(plan->source_dtype));
+    MHD_add_response_header(response, "X-Tensor-Source-Dtype",
+                            at->ggml_type ? at->ggml_type : st_dtype_name(plan->source_dtype));
+    if (at->ggml_type != NULL)
+        MHD_add_response_header(response, "X-Tensor-Format", "gguf");
     MHD_add_response_header(response, "X-Tensor-File", path);
     MHD_add_response_header(response, "X-Tensor-Data-Offsets", offsets);
     MHD_add_response_header(response, "Accept-Ranges", "bytes");
@@ -372,6 +539,15 @@ static void serve_tensor(tg_request *req, tg_blob_reader *blob, const located *a
 {
     tg_tensor_options options = {tg_query(req, "slice"), tg_query(req, "dtype"),
                                  tg_query(req, "format")};
+    if (at->quantized && (options.slice != NULL || options.dtype != NULL ||
+                          (options.format != NULL && strcmp(options.format, "raw") != 0))) {
+        tg_blob_close(blob);
+        tg_respond_problem(req, "gguf_quantized",
+                           "tensor %s is %s, a quantized GGUF type: its blocks are served as raw "
+                           "bytes only (no ?slice=, ?dtype= or ?format=npy)",
+                           at->gguf_name, at->ggml_type);
+        return;
+    }
     tg_tensor_stream *stream;
     tg_tensor_error err;
     /* locate fills at->tensor whenever it returns a positive rc (the only
@@ -445,7 +621,7 @@ static void serve_tensor(tg_request *req, tg_blob_reader *blob, const located *a
         }
     }
     if (response != NULL) {
-        add_tensor_headers(response, plan, at->record->path, etag);
+        add_tensor_headers(response, plan, at, etag);
         if (result == TG_RANGE_OK) {
             char content_range[96];
             snprintf(content_range, sizeof content_range, "bytes %llu-%llu/%llu",
@@ -477,8 +653,28 @@ void tg_route_tensor_get(tg_request *req)
         return;
     }
     located at;
-    int rc = locate(req, &list, name, &at);
-    if (rc == 0) {
+    int rc;
+    const char *only = tg_query(req, "file");
+    if (only != NULL) {
+        /* ?file=PATH: that file's tensor (a GGUF repository's quantizations share names) */
+        const tg_file_record *record = NULL;
+        for (size_t i = 0; i < list.count && record == NULL; i++)
+            if (strcmp(list.items[i].path, only) == 0)
+                record = &list.items[i];
+        if (record == NULL) {
+            tg_respond_problem(req, "file_not_found", "version %lld has no file %.200s",
+                               (long long)version.number, only);
+            free(list.items);
+            return;
+        }
+        memset(&at, 0, sizeof at);
+        rc = find_in_any(req, record, name, &at);
+    } else {
+        rc = locate(req, &list, name, &at);
+    }
+    if (rc == 0 && only != NULL) {
+        tg_respond_problem(req, "tensor_not_found", "%.200s has no tensor %.200s", only, name);
+    } else if (rc == 0) {
         tg_respond_problem(req, "tensor_not_found", "version %lld has no tensor %.200s",
                            (long long)version.number, name);
     } else if (rc == -1) {

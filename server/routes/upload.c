@@ -5,9 +5,11 @@
  * delivered, only at the headers or after the whole body. So checks that need no
  * body (auth, names, draft state, declared size) answer at the headers, before a
  * byte is read; a refusal found in the body stops all work at once (temp file
- * deleted, nothing more hashed, written or parsed) and the rest of the body is
- * dropped until the end, where the problem is sent. A body that goes on past
- * --drain-limit after a refusal gets its connection closed.
+ * deleted, nothing more written or parsed) and the rest of the body is dropped
+ * until the end, where the problem is sent. The dropped rest is still hashed, so
+ * the refusal's record (GET /v1/rejections) carries the SHA-256 of the whole body.
+ * A body that goes on past --drain-limit after a refusal gets its connection
+ * closed.
  *
  * "A refusal found" includes one that is only certain (st_gate_refusal_certain):
  * content that is not safetensors and that the first 64 KiB do not name waits for
@@ -45,7 +47,7 @@ static void test_commit_delay(void)
 }
 
 int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kind, const char *name,
-                         uint64_t declared, bool with_file)
+                         uint64_t declared, bool with_file, bool allow_code)
 {
     tg_server *server = req->server;
     tg_header_budget_init(&body->budget, req);
@@ -56,13 +58,15 @@ int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kin
         .max_bytes = server->config.max_body,
         .max_header = server->config.max_header,
         .refuse_nonfinite = server->config.refuse_nonfinite,
+        .allow_code = allow_code,
         .reserve = tg_header_budget_reserve,
         .release = tg_header_budget_release,
         .budget_context = &body->budget,
         .store = with_file ? server->blobs : NULL,
         .digest_name = with_file ? "upload" : "scan",
         .stop_when_certain = with_file,
-        .hash_after_stop = !with_file, /* a scan's sha256 covers the whole body */
+        /* the digest covers the whole body: a scan's answer, a refused upload's record */
+        .hash_after_stop = true,
         .check_length = with_file,
         .drain_limit = server->config.drain_limit,
     };
@@ -106,30 +110,95 @@ typedef struct upload {
     bool counted;
 } upload;
 
-/* findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or NULL. */
+/* The refused file's size and SHA-256, for its record: a body read to its end has
+ * the bytes received and, when every byte was hashed as it streamed, their digest;
+ * one refused before or while it streamed has its declared length (else the bytes
+ * received so far) and no digest. */
+static void refused_facts(tg_request *req, upload *up, tg_rejection *r)
+{
+    tg_ingest *ingest = &up->body.ingest;
+    uint64_t declared = tg_request_body_size(req);
+    if (!ingest->begun || ingest->gate == NULL) {
+        r->size = declared != ST_FILE_SIZE_UNKNOWN ? declared : 0;
+        return;
+    }
+    uint64_t received = tg_ingest_received(ingest);
+    r->size = ingest->finished || declared == ST_FILE_SIZE_UNKNOWN ? received : declared;
+    if (tg_ingest_whole_digest(ingest, r->sha256) != 0)
+        r->sha256[0] = '\0';
+}
+
+/* Records the refusal of this upload, once (the first call wins): what was refused
+ * (its size and SHA-256), where it was aimed (model, version, path, namespace), who
+ * sent it (the token's id, the client's address), how (the route) and why.
+ * findings: a refused pickle's findings as JSON text (st_verdict_findings_text), or
+ * NULL. */
 static void record_rejection(tg_request *req, upload *up, const char *reason, const char *format,
-                             const char *detail, uint64_t size, const char *findings)
+                             const char *detail, const char *findings)
 {
     if (up->recorded)
         return;
     up->recorded = true;
+    tg_rejection *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of %s/%s %s (%s): out of memory",
+               up->model.org, up->model.name, up->path, reason);
+        return;
+    }
+    tg_time_now(r->time);
+    snprintf(r->model, sizeof r->model, "%s/%s", up->model.org, up->model.name);
+    snprintf(r->namespace_name, sizeof r->namespace_name, "%s", up->model.org);
+    r->version = up->version.number;
+    snprintf(r->path, sizeof r->path, "%s", up->path);
+    snprintf(r->reason, sizeof r->reason, "%s", reason);
+    snprintf(r->format, sizeof r->format, "%s", format ? format : "");
+    snprintf(r->detail, sizeof r->detail, "%s", detail);
+    snprintf(r->client, sizeof r->client, "%s", req->client);
+    snprintf(r->route, sizeof r->route, "%s %s", req->route->method, req->route->pattern);
+    snprintf(r->findings, sizeof r->findings, "%s", findings ? findings : "");
+    refused_facts(req, up, r);
+    /* the token's public id (a revoked token's is gone: null) */
+    if (up->token_hash[0] != '\0' &&
+        tg_catalog_token_id(req->server->catalog, up->token_hash, &r->token_id) != TG_CAT_OK)
+        r->token_id = 0;
+    if (tg_catalog_rejection_add(req->server->catalog, r) != TG_CAT_OK)
+        tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s (%s)", r->model, r->path,
+               reason);
+    tg_metrics_rejection(req->server, reason);
+    tg_log(TG_LOG_INFO, "refused %s v%lld %s from %s: %s (%s)", r->model, (long long)r->version,
+           r->path, r->client, reason, detail);
+    free(r);
+}
+
+/* Code the namespace's policy admitted is recorded like a refusal (docs/DESIGN.md, "The
+ * code policy"), with outcome admitted_by_policy and the code reason it would have had. */
+static void record_code_admission(tg_request *req, upload *up, const tg_file_record *file)
+{
+    st_verdict verdict;
+    st_gate_verdict(up->body.ingest.gate, &verdict);
     tg_rejection r;
     memset(&r, 0, sizeof r);
     tg_time_now(r.time);
     snprintf(r.model, sizeof r.model, "%s/%s", up->model.org, up->model.name);
     r.version = up->version.number;
     snprintf(r.path, sizeof r.path, "%s", up->path);
-    snprintf(r.reason, sizeof r.reason, "%s", reason);
-    snprintf(r.format, sizeof r.format, "%s", format ? format : "");
-    snprintf(r.detail, sizeof r.detail, "%s", detail);
+    snprintf(r.reason, sizeof r.reason, "%s", file->code_reason);
+    snprintf(r.format, sizeof r.format, "%s", st_format_name(verdict.format));
+    snprintf(r.detail, sizeof r.detail, "%s", verdict.code.detail);
     snprintf(r.client, sizeof r.client, "%s", req->client);
-    r.size = size;
-    snprintf(r.findings, sizeof r.findings, "%s", findings ? findings : "");
+    r.size = file->size;
+    snprintf(r.sha256, sizeof r.sha256, "%s", file->sha256);
+    snprintf(r.namespace_name, sizeof r.namespace_name, "%s", up->model.org);
+    snprintf(r.route, sizeof r.route, "%s %s", req->route->method, req->route->pattern);
+    if (up->token_hash[0] != '\0' &&
+        tg_catalog_token_id(req->server->catalog, up->token_hash, &r.token_id) != TG_CAT_OK)
+        r.token_id = 0;
+    snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
     if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
-        tg_log(TG_LOG_ERROR, "cannot record the rejection of %s %s (%s)", r.model, r.path, reason);
-    tg_metrics_rejection(req->server, reason);
-    tg_log(TG_LOG_INFO, "refused %s v%lld %s from %s: %s (%s)", r.model, (long long)r.version,
-           r.path, r.client, reason, detail);
+        tg_log(TG_LOG_ERROR, "cannot record the admission of code %s %s (%s)", r.model, r.path,
+               r.reason);
+    tg_log(TG_LOG_INFO, "admitted code %s v%lld %s from %s under the namespace's policy: %s (%s)",
+           r.model, (long long)r.version, r.path, r.client, r.reason, r.detail);
 }
 
 static void record_gate_refusal(tg_request *req, upload *up)
@@ -141,7 +210,13 @@ static void record_gate_refusal(tg_request *req, upload *up)
     char findings[TG_REJECTION_FINDINGS_MAX];
     st_verdict_findings_text(&verdict, findings, sizeof findings);
     record_rejection(req, up, st_reason_name(verdict.error.reason), st_format_name(verdict.format),
-                     verdict.error.detail, st_gate_bytes_seen(up->body.ingest.gate), findings);
+                     verdict.error.detail, findings);
+}
+
+static void record_too_large(tg_request *req, upload *up)
+{
+    record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
+                     NULL);
 }
 
 void tg_route_upload_start(tg_request *req)
@@ -203,7 +278,7 @@ void tg_route_upload_start(tg_request *req)
         char detail[128];
         snprintf(detail, sizeof detail, "the body declares %llu bytes; the limit is %llu",
                  (unsigned long long)declared, (unsigned long long)req->server->config.max_body);
-        record_rejection(req, up, "payload_too_large", NULL, detail, 0, NULL);
+        record_rejection(req, up, "payload_too_large", NULL, detail, NULL);
         tg_respond_problem(req, "payload_too_large", "%s", detail);
         return;
     }
@@ -213,8 +288,20 @@ void tg_route_upload_start(tg_request *req)
      * refused as code (st_code.h). */
     st_gate_kind kind =
         tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
+    /* The namespace's code policy, read once at the head: a sidecar refused only as code
+     * is admitted where an admin allowed it (PUT /v1/namespaces/{org}/policy). */
+    tg_namespace_settings settings = {0};
+    if (kind != ST_GATE_SAFETENSORS) {
+        tg_cat_status status =
+            tg_catalog_namespace_get(req->server->catalog, up->model.org, &settings);
+        if (status != TG_CAT_OK) {
+            tg_respond_catalog_failure(req, status);
+            return;
+        }
+    }
     errno = 0;
-    if (tg_body_ingest_begin(&up->body, req, kind, up->path, declared, true) != 0) {
+    if (tg_body_ingest_begin(&up->body, req, kind, up->path, declared, true, settings.allow_code) !=
+        0) {
         if (tg_errno_is_exhaustion(errno))
             tg_respond_exhausted(req, "a temp file");
         else
@@ -231,14 +318,10 @@ void tg_route_upload_feed(tg_request *req, const uint8_t *data, size_t len)
     if (up == NULL)
         return;
     tg_ingest *ingest = &up->body.ingest;
-    tg_ingest_state before = ingest->state;
     tg_body_ingest_feed(&up->body, req, data, len);
-    /* a pending verdict is recorded when it is answered (the end may name the format) */
-    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_REFUSED && !ingest->verdict_pending)
-        record_gate_refusal(req, up);
-    if (before == TG_INGEST_OPEN && ingest->state == TG_INGEST_TOO_LARGE)
-        record_rejection(req, up, "payload_too_large", NULL, "the body is larger than --max-body",
-                         ingest->seen, NULL);
+    /* A refusal is recorded when it is answered, or at the cleanup when its answer never
+     * went out: a body read to its end is recorded with its SHA-256, and a pending
+     * verdict with the format the end names. */
     if (ingest->state == TG_INGEST_OPEN)
         return;
     /* Stopped. A short rest of the body is read and dropped, and the answer goes out
@@ -282,8 +365,18 @@ static void record_upload_row(void *ctx, const tg_file_record *file, const char 
                              .org = up->model.org,
                              .name = up->model.name,
                              .token_hash = up->token_hash[0] != '\0' ? up->token_hash : NULL};
-    row->status = tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, file, stats,
-                                              &row->why);
+    /* Code admitted at the head is admitted only while the policy still allows it: one
+     * turned off during the body refuses it here (no row). */
+    tg_namespace_settings settings = {.allow_code = true};
+    if (file->code_reason[0] != '\0')
+        row->status = tg_catalog_namespace_get(server->catalog, up->model.org, &settings);
+    if (file->code_reason[0] != '\0' && row->status == TG_CAT_OK && !settings.allow_code) {
+        row->status = TG_CAT_CONFLICT;
+        row->why = "code_refused";
+    } else if (file->code_reason[0] == '\0' || row->status == TG_CAT_OK) {
+        row->status = tg_catalog_file_put_guarded(server->catalog, &guard, up->version.id, file,
+                                                  stats, &row->why);
+    }
     pthread_mutex_unlock(&server->publish_lock);
 }
 
@@ -292,7 +385,7 @@ static void respond_length_mismatch(tg_request *req, upload *up)
     tg_ingest *ingest = &up->body.ingest;
     uint64_t received = tg_ingest_received(ingest);
     record_rejection(req, up, "body_length_mismatch", NULL,
-                     "the body length differs from Content-Length", received, NULL);
+                     "the body length differs from Content-Length", NULL);
     tg_respond_problem(req, "body_length_mismatch", "received %llu bytes, Content-Length said %llu",
                        (unsigned long long)received, (unsigned long long)ingest->config.declared);
 }
@@ -326,6 +419,7 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_respond_gate_problem(req, &verdict);
         return;
     case TG_INGEST_TOO_LARGE:
+        record_too_large(req, up);
         tg_respond_problem(req, "payload_too_large", "the body is larger than %llu bytes",
                            (unsigned long long)server->config.max_body);
         return;
@@ -372,7 +466,20 @@ static void upload_answer(tg_request *req, bool body_ended)
     /* a lost upload gives its blob back at once when no row uses it */
     if (status != TG_CAT_OK)
         (void)tg_blob_reclaim(server->blobs, server->catalog, file.sha256, false);
-    if (status == TG_CAT_CONFLICT) {
+    if (status == TG_CAT_CONFLICT && row.why != NULL && strcmp(row.why, "code_refused") == 0) {
+        /* the namespace's code policy was turned off during the body: refused as code,
+         * as it would be now */
+        st_verdict refused;
+        st_gate_verdict(ingest->gate, &refused);
+        refused.valid = false;
+        refused.error = refused.code;
+        snprintf(refused.error.detail, sizeof refused.error.detail,
+                 "%.180s; the namespace's code policy was turned off during the upload",
+                 refused.code.detail);
+        record_rejection(req, up, st_reason_name(refused.error.reason),
+                         st_format_name(refused.format), refused.error.detail, NULL);
+        tg_respond_gate_problem(req, &refused);
+    } else if (status == TG_CAT_CONFLICT) {
         tg_respond_problem(req, "version_published", "version %lld was published during the upload",
                            (long long)up->version.number);
     } else if (status == TG_CAT_NOT_FOUND && row.why != NULL &&
@@ -392,6 +499,8 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_log(TG_LOG_INFO, "stored %s/%s v%lld %s (%llu bytes, sha256 %s)", up->model.org,
                up->model.name, (long long)up->version.number, file.path,
                (unsigned long long)file.size, file.sha256);
+        if (file.code_reason[0] != '\0')
+            record_code_admission(req, up, &file);
         tg_respond_json(req, 201, tg_file_json(&file));
     }
 }
@@ -420,11 +529,13 @@ void tg_route_upload_cleanup(tg_request *req)
                 detail, sizeof detail,
                 "the client closed the connection after %llu body bytes, before the last chunk",
                 (unsigned long long)ingest->seen);
-        record_rejection(req, up, "body_length_mismatch", NULL, detail, ingest->seen, NULL);
+        record_rejection(req, up, "body_length_mismatch", NULL, detail, NULL);
     }
     /* a refusal whose answer never went out (the client left while the rest drained) */
     if (ingest->gate != NULL && ingest->state == TG_INGEST_REFUSED)
         record_gate_refusal(req, up);
+    if (ingest->gate != NULL && ingest->state == TG_INGEST_TOO_LARGE)
+        record_too_large(req, up);
     tg_ingest_abort(ingest);
     if (up->counted)
         tg_tally_give(tg_uploads_tally(), up->owner, 1);

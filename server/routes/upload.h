@@ -26,10 +26,11 @@ typedef struct tg_body_ingest {
  * a scan, which stores nothing and hashes the whole body. body must not move while
  * the ingest runs (the gate holds &body->budget). name: the file's path
  * (st_gate_config.name: names that mark code are refused), or NULL; it must outlive
- * the ingest. Returns -1 on allocation or I/O failure (errno kept); tg_ingest_abort(&body->ingest)
- * frees it either way. */
+ * the ingest. allow_code: the namespace's code policy admits code (an upload into a
+ * namespace that allows it; st_gate_config.allow_code). Returns -1 on allocation or I/O failure
+ * (errno kept); tg_ingest_abort(&body->ingest) frees it either way. */
 int tg_body_ingest_begin(tg_body_ingest *body, tg_request *req, st_gate_kind kind, const char *name,
-                         uint64_t declared, bool with_file);
+                         uint64_t declared, bool with_file, bool allow_code);
 /* Feeds one chunk of the body. Sets req->close_now when the rest should not be read
  * (over the header memory budget, or too much drained after a stop). */
 tg_ingest_state tg_body_ingest_feed(tg_body_ingest *body, tg_request *req, const uint8_t *data,

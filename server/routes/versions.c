@@ -237,6 +237,63 @@ out:
     return result;
 }
 
+/* The one publish path (routes.h). */
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model, const tg_version *draft,
+                                    tg_file_records *files, tg_version *published, char *detail,
+                                    size_t detail_len, tg_cat_status *catalog_status)
+{
+    tg_server *server = req->server;
+    int64_t version_id = draft->id, number = draft->number;
+    if (files->count == 0) {
+        snprintf(detail, detail_len, "version %lld has no files to publish", (long long)number);
+        return "empty_version";
+    }
+    int check = check_shards(server, files, detail, detail_len);
+    if (check < 0) {
+        snprintf(detail, detail_len, "the shard headers could not be read");
+        return "internal";
+    }
+    if (check > 0)
+        return "index_mismatch";
+    /* signatures: a client's model.sig checked, the server's model.server.sig added */
+    if (tg_signing_at_publish(req, model, draft, files) != 0)
+        return "answered";
+    char digest[65];
+    if (tg_manifest_digest(files->items, files->count, digest) != 0) {
+        /* nothing is frozen without its digest: the version stays a draft */
+        snprintf(detail, detail_len,
+                 "the version digest could not be computed; the version is still a draft");
+        return "internal";
+    }
+    /* The files checked are the files published: a put or delete through another
+     * replica after the listing makes this a 409, never a digest of other files. */
+    const char *why = NULL;
+    tg_cat_status status = tg_catalog_version_publish_files(
+        server->catalog, version_id, digest, files->items, files->count, published, &why);
+    *catalog_status = status;
+    if (status == TG_CAT_CONFLICT && why != NULL && strcmp(why, "version_changed") == 0) {
+        snprintf(detail, detail_len,
+                 "the files of version %lld of %s/%s changed while it was being published; "
+                 "nothing was published, publish again",
+                 (long long)number, model->org, model->name);
+        return "version_changed";
+    }
+    if (status == TG_CAT_CONFLICT) {
+        snprintf(detail, detail_len, "version %lld of %s/%s is already published",
+                 (long long)number, model->org, model->name);
+        return "version_published";
+    }
+    if (status != TG_CAT_OK)
+        return "catalog";
+    /* "latest" and "main" may name this one now: their kept answers go */
+    tg_response_cache_invalidate_moving(server->responses);
+    tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
+           (long long)published->number, digest);
+    /* its card's Hub tags, for the Hub's listing filters (best effort: logged) */
+    tg_hf_record_hub_tags(server, published, files);
+    return NULL;
+}
+
 void tg_route_version_publish(tg_request *req)
 {
     tg_server *server = req->server;
@@ -272,56 +329,25 @@ void tg_route_version_publish(tg_request *req)
         tg_respond_catalog_failure(req, listed);
         goto out_unlock;
     }
-    if (files.count == 0) {
-        tg_respond_problem(req, "empty_version", "version %lld has no files to publish",
-                           (long long)version.number);
-        goto out_unlock;
-    }
     char detail[512] = "";
-    int check = check_shards(server, &files, detail, sizeof detail);
-    if (check < 0) {
-        tg_respond_internal(req, "the shard headers could not be read");
-        goto out_unlock;
-    }
-    if (check > 0) {
-        tg_respond_problem(req, "index_mismatch", "%s", detail);
-        goto out_unlock;
-    }
-    char digest[65];
-    if (tg_manifest_digest(files.items, files.count, digest) != 0) {
-        /* nothing is frozen without its digest: the version stays a draft */
-        tg_respond_internal(req, "the version digest could not be computed; the version is still a "
-                                 "draft");
-        goto out_unlock;
-    }
     tg_version published;
-    /* The files checked are the files published: a put or delete through another
-     * replica after the listing above makes this a 409, never a digest of other files. */
-    const char *why = NULL;
-    tg_cat_status status = tg_catalog_version_publish_files(
-        server->catalog, version.id, digest, files.items, files.count, &published, &why);
-    if (status == TG_CAT_CONFLICT && why != NULL && strcmp(why, "version_changed") == 0) {
-        tg_respond_problem(req, "version_changed",
-                           "the files of version %lld of %s/%s changed while it was being "
-                           "published; nothing was published, publish again",
-                           (long long)version.number, model->org, model->name);
-    } else if (status == TG_CAT_CONFLICT) {
-        tg_respond_problem(req, "version_published", "version %lld of %s/%s is already published",
-                           (long long)version.number, model->org, model->name);
-    } else if (status != TG_CAT_OK) {
-        tg_respond_catalog_failure(req, status);
-    } else {
-        /* "latest" and "main" may name this one now: their kept answers go */
-        tg_response_cache_invalidate_moving(server->responses);
-        tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
-               (long long)published.number, digest);
-        /* its card's Hub tags, for the Hub's listing filters (best effort: logged) */
-        tg_hf_record_hub_tags(server, &published, &files);
+    tg_cat_status status = TG_CAT_OK;
+    const char *reason = tg_publish_files_locked(req, model, &version, &files, &published, detail,
+                                                 sizeof detail, &status);
+    if (reason != NULL && strcmp(reason, "answered") == 0) {
+        /* the signature step answered */
+    } else if (reason == NULL) {
         json_t *body = tg_version_json(server, model, &published, true, &status);
         if (body == NULL)
             tg_respond_catalog_failure(req, status);
         else
             tg_respond_json(req, 200, body);
+    } else if (strcmp(reason, "catalog") == 0) {
+        tg_respond_catalog_failure(req, status);
+    } else if (strcmp(reason, "internal") == 0) {
+        tg_respond_internal(req, "%s", detail);
+    } else {
+        tg_respond_problem(req, reason, "%s", detail);
     }
 out_unlock:
     pthread_mutex_unlock(&server->publish_lock);

@@ -307,16 +307,69 @@ tg_cat_status tg_catalog_version_publish(tg_catalog *catalog, int64_t version_id
     return settle(catalog, catalog->ops->version_publish(catalog, version_id, digest, out));
 }
 
+tg_cat_status tg_catalog_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                    void (*visit)(void *ctx, int64_t number, const char *path,
+                                                  const char *code_reason),
+                                    void *ctx)
+{
+    return settle(catalog, catalog->ops->code_files(catalog, model_id, number, visit, ctx));
+}
+
+tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
+                                       tg_namespace_settings *out)
+{
+    memset(out, 0, sizeof *out);
+    tg_cat_status status = settle(catalog, catalog->ops->namespace_get(catalog, org, out));
+    if (status == TG_CAT_NOT_FOUND) {
+        memset(out, 0, sizeof *out); /* never set: the defaults */
+        status = TG_CAT_OK;
+    }
+    return status;
+}
+
+tg_cat_status tg_catalog_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                            tg_namespace_settings *out)
+{
+    char now[TG_TIME_LEN];
+    tg_time_now(now);
+    tg_cat_status status =
+        settle(catalog, catalog->ops->namespace_set_code(catalog, org, allow_code, now));
+    if (status == TG_CAT_OK && out != NULL)
+        status = tg_catalog_namespace_get(catalog, org, out);
+    return status;
+}
+
 tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t number)
 {
     return settle(catalog, catalog->ops->alias_set(catalog, model_id, alias, number));
 }
 
+tg_cat_status tg_catalog_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    return settle(catalog, catalog->ops->alias_delete(catalog, model_id, alias));
+}
+
+tg_cat_status tg_catalog_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    return settle(catalog, catalog->ops->version_delete_draft(catalog, version_id));
+}
+
 tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t *number)
 {
     return settle(catalog, catalog->ops->alias_get(catalog, model_id, alias, number));
+}
+
+tg_cat_status tg_catalog_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    return settle(catalog, catalog->ops->signing_set(catalog, org, policy));
+}
+
+tg_cat_status tg_catalog_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    *policy = NULL;
+    return settle(catalog, catalog->ops->signing_get(catalog, org, policy));
 }
 
 tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
@@ -370,11 +423,28 @@ tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *
     return settle(catalog, catalog->ops->rejection_add(catalog, rejection));
 }
 
-tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                        unsigned limit,
                                         void (*visit)(void *ctx, const tg_rejection *rejection),
                                         void *ctx)
 {
-    return settle(catalog, catalog->ops->rejection_list(catalog, before_id, limit, visit, ctx));
+    static const tg_rejection_filter all = {0};
+    return settle(catalog,
+                  catalog->ops->rejection_list(catalog, filter ? filter : &all, limit, visit, ctx));
+}
+
+tg_cat_status tg_catalog_audit_append(tg_catalog *catalog, const char *token_hash,
+                                      tg_audit_record *record)
+{
+    return settle(catalog, catalog->ops->audit_append(catalog, token_hash, record));
+}
+
+tg_cat_status tg_catalog_audit_list(tg_catalog *catalog, const tg_audit_filter *filter,
+                                    unsigned limit,
+                                    void (*visit)(void *ctx, const tg_audit_record *record),
+                                    void *ctx)
+{
+    return settle(catalog, catalog->ops->audit_list(catalog, filter, limit, visit, ctx));
 }
 
 tg_cat_status tg_catalog_token_add(tg_catalog *catalog, const char *hash, tg_scope scope,

@@ -1,4 +1,4 @@
-/* The catalog: models, versions, files, aliases, rejections, tokens, jobs.
+/* The catalog: models, versions, files, aliases, rejections, tokens, jobs, webhooks.
  *
  * A narrow, SQL-free interface with a backend behind it (catalog_backend.h):
  * tg_catalog_open chooses it from the catalog URL: SQLite (catalog_sqlite.c: WAL,
@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "audit_record.h"
 
 #define TG_NAME_MAX 64  /* each of org and name */
 #define TG_PATH_MAX 255 /* a file path inside a version */
@@ -79,17 +81,24 @@ typedef struct tg_version {
 
 typedef struct tg_file_record {
     char path[TG_PATH_MAX + 1];
-    char kind[16]; /* "safetensors", "json", "text", "gguf", png, jpeg, gif, webp, sentencepiece */
+    /* "safetensors", "json", "text", "gguf", png, jpeg, gif, webp, sentencepiece, or
+     * "code" (schema 10: code a namespace's policy admitted, code_reason says which) */
+    char kind[16];
     uint64_t size;
     char sha256[65];
     uint64_t tensors, parameters, nan, inf;
     char created_at[TG_TIME_LEN];
     char source_url[TG_URL_MAX + 1]; /* the URL an import fetched it from (schema 6), else "" */
+    char code_reason[32]; /* kind "code": the code_* reason it was admitted under, else "" */
 } tg_file_record;
 
 /* A rejection's findings text: ST_PICKLE_FINDINGS_MAX entries of at most ~190 bytes. */
 #define TG_REJECTION_FINDINGS_MAX 4096
 
+/* One refusal of a body, as the catalog keeps it (schema 1, 7, 9). A struct, so a
+ * field can be added without touching its writers: each writer memsets it and fills
+ * what it knows; tg_catalog_rejection_add writes it in one statement of one
+ * transaction. */
 typedef struct tg_rejection {
     int64_t id;
     char time[TG_TIME_LEN];
@@ -99,12 +108,35 @@ typedef struct tg_rejection {
     char reason[48];
     char format[32];
     char detail[300];
-    char client[64];
-    uint64_t size; /* bytes seen before the refusal */
+    char client[64]; /* the client's address; "" when none (an import) */
+    /* the refused file's size (schema 9): the bytes received when the body was read to
+     * its end, else its declared length (or the bytes received when it declared none) */
+    uint64_t size;
     /* a refused pickle's findings, the JSON array text of st_verdict_findings_json
      * (schema 7); "" when none */
     char findings[TG_REJECTION_FINDINGS_MAX];
+    /* schema 9: the SHA-256 hex of the whole refused body, hashed as it streamed
+     * through the gate; "" when the server did not read all of it */
+    char sha256[65];
+    char namespace_name[TG_NAME_MAX + 1]; /* the model's org; "" when none */
+    int64_t token_id;                     /* the sending token's id; 0: anonymous or gone */
+    char route[128];                      /* "PUT /v1/models/..." of an upload; "" else */
+    int64_t job_id;                       /* the import job; 0 for an upload */
+    /* schema 10: "refused" (the default; "" is written as it), or "admitted_by_policy":
+     * code a namespace's policy let in (reason: the code_* reason it would have had) */
+    char outcome[24];
 } tg_rejection;
+
+/* What tg_catalog_rejection_list keeps: NULL (or 0) members match everything. Times
+ * are the catalog's "YYYY-MM-DDTHH:MM:SSZ" texts: since inclusive, until exclusive. */
+typedef struct tg_rejection_filter {
+    int64_t before_id; /* only ids below it (the page's cursor); 0: from the newest */
+    const char *reason;
+    const char *namespace_name;
+    const char *since;
+    const char *until;
+    const char *sha256; /* 64 lowercase hex digits */
+} tg_rejection_filter;
 
 typedef enum tg_scope { TG_SCOPE_NONE = 0, TG_SCOPE_READ, TG_SCOPE_WRITE, TG_SCOPE_ADMIN } tg_scope;
 
@@ -187,9 +219,21 @@ tg_cat_status tg_catalog_alias_set(tg_catalog *catalog, int64_t model_id, const 
                                    int64_t number);
 tg_cat_status tg_catalog_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                    int64_t *number);
+/* Removes an alias; TG_CAT_NOT_FOUND when the model has none of that name. */
+tg_cat_status tg_catalog_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias);
+/* Removes a draft version and its files (a Hub commit that could not be published
+ * takes back the draft it made); TG_CAT_NOT_FOUND when version_id is no draft (gone,
+ * or published: a published version is never removed this way). */
+tg_cat_status tg_catalog_version_delete_draft(tg_catalog *catalog, int64_t version_id);
 tg_cat_status tg_catalog_alias_list(tg_catalog *catalog, int64_t model_id,
                                     void (*visit)(void *ctx, const char *alias, int64_t number),
                                     void *ctx);
+
+/* A namespace's signature policy (schema 9, docs/SIGNING.md): a JSON text the
+ * routes write and read whole (server/routes/signing.c). get: *policy malloc'd,
+ * TG_CAT_NOT_FOUND when the namespace has none. set replaces it. */
+tg_cat_status tg_catalog_signing_set(tg_catalog *catalog, const char *org, const char *policy);
+tg_cat_status tg_catalog_signing_get(tg_catalog *catalog, const char *org, char **policy);
 
 /* files: put replaces a file of the same path; put and delete answer
  * TG_CAT_CONFLICT when the version is published. tensor_stats is JSON text. */
@@ -229,6 +273,14 @@ tg_cat_status tg_catalog_file_list(tg_catalog *catalog, int64_t version_id, cons
                                    unsigned limit,
                                    void (*visit)(void *ctx, const tg_file_record *file), void *ctx);
 
+/* The files of kind "code" (schema 10) of model_id's version number, or of every
+ * version when number is 0, ordered by version number then path: what marks a version
+ * as holding code (the mark is these rows, never a flag of its own). */
+tg_cat_status tg_catalog_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                    void (*visit)(void *ctx, int64_t number, const char *path,
+                                                  const char *code_reason),
+                                    void *ctx);
+
 /* A growable array of file records in the order visited; failed means an
  * allocation failed and the array is incomplete. Start from {0}; free items. */
 typedef struct tg_file_records {
@@ -240,9 +292,27 @@ typedef struct tg_file_records {
  * the tg_file_records ctx. */
 void tg_file_records_collect(void *ctx, const tg_file_record *file);
 
-/* rejections, newest first; before_id 0 means from the newest */
+/* Per-namespace settings (schema 10, table namespace_settings: one row per org an
+ * admin has set something for, one column per setting; an org without a row has
+ * every default). */
+typedef struct tg_namespace_settings {
+    bool allow_code;              /* the code policy (docs/DESIGN.md): default false */
+    char updated_at[TG_TIME_LEN]; /* when a setting last changed; "" when never */
+} tg_namespace_settings;
+/* The settings of org; an org never set answers TG_CAT_OK with the defaults. */
+tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
+                                       tg_namespace_settings *out);
+/* Sets org's code policy (creating its row), leaving any other setting as it is;
+ * out (may be NULL) gets the settings as stored. */
+tg_cat_status tg_catalog_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                            tg_namespace_settings *out);
+
+/* Records one rejection (its id is the catalog's), in one transaction. */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);
-tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+/* Visits at most limit rejections that match filter (NULL: all), newest first (by
+ * id, descending). */
+tg_cat_status tg_catalog_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                        unsigned limit,
                                         void (*visit)(void *ctx, const tg_rejection *rejection),
                                         void *ctx);
 
@@ -267,6 +337,39 @@ tg_cat_status tg_catalog_token_each(tg_catalog *catalog,
 tg_cat_status tg_catalog_token_id(tg_catalog *catalog, const char *hash, int64_t *id);
 /* Deletes the token: it is refused (401) from the next request on. NOT_FOUND if no such id. */
 tg_cat_status tg_catalog_token_revoke(tg_catalog *catalog, int64_t id);
+
+/* The audit log (schema 11, audit_record.h): append-only, one hash chain.
+ * tg_catalog_audit_append appends record: in one transaction that serialises every
+ * append (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock, so
+ * replicas on one database make one chain) it resolves the token by its hash
+ * (token_hash NULL or unknown: anonymous, token_id 0 and namespace ""), takes the
+ * last record's seq and hash, and fills record's token_id, namespace_name, seq,
+ * prev_hash and hash before the insert. There is no update or delete: the tables
+ * refuse both (triggers), and an edit made around them is found by the chain. */
+tg_cat_status tg_catalog_audit_append(tg_catalog *catalog, const char *token_hash,
+                                      tg_audit_record *record);
+/* What tg_catalog_audit_list keeps: every field set narrows (NULL or 0: any). */
+typedef struct tg_audit_filter {
+    const char *since, *until; /* record times, tg_audit_record.time's form: since <= t < until */
+    int64_t token_id;          /* > 0: that token; -1: anonymous records; 0: any */
+    const char *namespace_name;
+    const char *action;
+    const char *resource_prefix;
+    unsigned status;   /* the exact status */
+    int outcome;       /* TG_AUDIT_OUTCOME_* */
+    int64_t after_seq; /* records after this seq (paging) */
+} tg_audit_filter;
+enum {
+    TG_AUDIT_OUTCOME_ANY = 0,
+    TG_AUDIT_OUTCOME_SUCCESS, /* status below 400 */
+    TG_AUDIT_OUTCOME_REFUSED, /* 401 or 403 */
+    TG_AUDIT_OUTCOME_FAILURE, /* 400 and above */
+};
+/* Records that pass filter, in seq order, at most limit (1..). */
+tg_cat_status tg_catalog_audit_list(tg_catalog *catalog, const tg_audit_filter *filter,
+                                    unsigned limit,
+                                    void (*visit)(void *ctx, const tg_audit_record *record),
+                                    void *ctx);
 
 /* blobs: every distinct (sha256, size) a file row or a job's file row (job_files) references */
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
@@ -510,6 +613,126 @@ typedef struct tg_model_search {
 } tg_model_search;
 tg_cat_status tg_catalog_model_search(tg_catalog *catalog, const tg_model_search *search,
                                       void (*visit)(void *ctx, const tg_model *model), void *ctx);
+/* ---- webhooks (schema 12; catalog_webhooks.c, over both backends) ----
+ *
+ * Subscriptions per namespace, the event outbox and the deliveries. Events are
+ * written by the catalog itself, in the transaction of the change they report
+ * (triggers of migration 12: model.created, version.published, alias.moved,
+ * upload.refused, job.finished), and only when an enabled subscription of the
+ * namespace asks for the type; an event fans out, in the same transaction, into
+ * one pending delivery per such subscription. The server's delivery workers
+ * (server/jobs/webhook_worker.c) claim due deliveries under a lease, send them and
+ * record the outcome. docs/WEBHOOKS.md tells the whole story. */
+#define TG_WEBHOOK_EVENTS_MAX 512 /* the ",type,type," text of a subscription */
+#define TG_WEBHOOK_SECRET_MAX 128
+#define TG_WEBHOOK_ID_LEN 40     /* "evt_" + 32 hex digits + NUL, with room */
+#define TG_WEBHOOK_TYPE_MAX 32   /* "version.published" */
+#define TG_WEBHOOK_DATA_MAX 8192 /* an event's data: a JSON object */
+#define TG_WEBHOOK_ERROR_MAX 300
+
+typedef struct tg_webhook {
+    int64_t id;
+    char org[TG_NAME_MAX + 1];
+    char url[TG_URL_MAX + 1];
+    char events[TG_WEBHOOK_EVENTS_MAX]; /* ",model.created,version.published," */
+    bool enabled;
+    int64_t failures;                           /* failed deliveries in a row */
+    char disabled_reason[TG_WEBHOOK_ERROR_MAX]; /* "" while enabled */
+    char created_at[TG_TIME_LEN];
+    char updated_at[TG_TIME_LEN];
+} tg_webhook;
+
+typedef struct tg_webhook_delivery {
+    int64_t id;
+    int64_t subscription_id;
+    char event_id[TG_WEBHOOK_ID_LEN];
+    char type[TG_WEBHOOK_TYPE_MAX];
+    char state[16];                        /* "pending", "delivered", "failed" */
+    int64_t attempts;                      /* sends tried so far */
+    int64_t next_attempt;                  /* Unix milliseconds of the next try, while pending */
+    int64_t last_status;                   /* the last answer's HTTP status, 0 when none came */
+    char last_error[TG_WEBHOOK_ERROR_MAX]; /* "" when none */
+    char created_at[TG_TIME_LEN];
+    char updated_at[TG_TIME_LEN];
+    char delivered_at[TG_TIME_LEN]; /* "" until delivered */
+} tg_webhook_delivery;
+
+/* A claimed delivery: what the worker sends. */
+typedef struct tg_webhook_send {
+    int64_t delivery_id;
+    int64_t subscription_id;
+    int64_t attempts; /* this one included */
+    char event_id[TG_WEBHOOK_ID_LEN];
+    char type[TG_WEBHOOK_TYPE_MAX];
+    char org[TG_NAME_MAX + 1];
+    char created_at[TG_TIME_LEN];
+    char url[TG_URL_MAX + 1];
+    char secret[TG_WEBHOOK_SECRET_MAX + 1];
+    char data[TG_WEBHOOK_DATA_MAX];
+} tg_webhook_send;
+
+/* A new enabled subscription of org (events in the ",a,b," form). */
+tg_cat_status tg_catalog_webhook_create(tg_catalog *catalog, const char *org, const char *url,
+                                        const char *secret, const char *events, tg_webhook *out);
+/* NOT_FOUND when there is no such subscription in org. */
+tg_cat_status tg_catalog_webhook_get(tg_catalog *catalog, const char *org, int64_t id,
+                                     tg_webhook *out);
+tg_cat_status tg_catalog_webhook_list(tg_catalog *catalog, const char *org,
+                                      void (*visit)(void *ctx, const tg_webhook *hook), void *ctx);
+/* Changes what is given: url and events (NULL: kept), enabled (-1: kept, 0, 1;
+ * enabling clears the failure count and the reason). out gets the subscription after. */
+tg_cat_status tg_catalog_webhook_update(tg_catalog *catalog, const char *org, int64_t id,
+                                        const char *url, const char *events, int enabled,
+                                        tg_webhook *out);
+/* The subscription and its deliveries go. */
+tg_cat_status tg_catalog_webhook_delete(tg_catalog *catalog, const char *org, int64_t id);
+/* A "ping" event for this one subscription (enabled or not), with its delivery;
+ * event_id gets its id. */
+tg_cat_status tg_catalog_webhook_ping(tg_catalog *catalog, const char *org, int64_t id,
+                                      char event_id[TG_WEBHOOK_ID_LEN]);
+/* An event of type for org with data (a JSON object's text), in a transaction of
+ * its own; written (and fanned out) only when a subscription asks for the type.
+ * Inside a backend transaction, use TG_CAT_SQL_WEBHOOK_EVENT_ADD (catalog_sql.h). */
+tg_cat_status tg_catalog_webhook_event_add(tg_catalog *catalog, const char *org, const char *type,
+                                           const char *data_json);
+/* Deliveries of subscription id of org, newest first, id < before_id (0: from the
+ * newest); at most limit. NOT_FOUND when no such subscription. */
+tg_cat_status tg_catalog_webhook_deliveries(
+    tg_catalog *catalog, const char *org, int64_t id, int64_t before_id, unsigned limit,
+    void (*visit)(void *ctx, const tg_webhook_delivery *delivery), void *ctx);
+tg_cat_status tg_catalog_webhook_delivery_get(tg_catalog *catalog, const char *org, int64_t id,
+                                              int64_t delivery_id, tg_webhook_delivery *out);
+/* The delivery is pending again, due now, with a fresh count of attempts (the same
+ * event id goes out again). */
+tg_cat_status tg_catalog_webhook_redeliver(tg_catalog *catalog, const char *org, int64_t id,
+                                           int64_t delivery_id, tg_webhook_delivery *out);
+/* Claims the oldest due pending delivery (of an enabled subscription, or a ping)
+ * whose lease is free or expired, for lease_seconds under this handle's lease
+ * owner; attempts + 1. NOT_FOUND when none is due. Several replicas never claim
+ * the same one at once (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one writer). */
+tg_cat_status tg_catalog_webhook_claim(tg_catalog *catalog, unsigned lease_seconds,
+                                       tg_webhook_send *out);
+
+typedef enum tg_webhook_outcome {
+    TG_WEBHOOK_DELIVERED, /* 2xx: done; the subscription's failure count is cleared */
+    TG_WEBHOOK_RETRY,     /* pending again, due at next_attempt */
+    TG_WEBHOOK_GAVE_UP,   /* failed for good; the subscription's failure count + 1, and
+                           * past max_failures in a row it is disabled */
+} tg_webhook_outcome;
+/* Records the outcome of the attempt of a delivery this handle holds the lease of
+ * (NOT_FOUND when it does not any more: nothing changes). */
+tg_cat_status tg_catalog_webhook_record(tg_catalog *catalog, int64_t delivery_id,
+                                        tg_webhook_outcome outcome, int http_status,
+                                        const char *error, int64_t next_attempt,
+                                        unsigned max_failures);
+/* At a server's start on SQLite (one process per catalog): the leases a killed
+ * process left are cleared, so its deliveries are due at once. PostgreSQL: nothing
+ * (another replica may hold them; they expire). */
+tg_cat_status tg_catalog_webhook_recover(tg_catalog *catalog);
+/* The wall clock in Unix milliseconds (next_attempt and leases use it). */
+int64_t tg_webhook_now_ms(void);
+/* "evt_" and 32 random hex digits. */
+void tg_webhook_new_id(char out[TG_WEBHOOK_ID_LEN]);
 
 /* Current UTC time as "YYYY-MM-DDTHH:MM:SSZ". */
 void tg_time_now(char out[TG_TIME_LEN]);

@@ -18,6 +18,25 @@
 #define TG_CATALOG_BACKEND_H
 
 #include "catalog.h"
+#include "catalog_sql.h"
+
+/* One statement of a run_steps call (schema 12: what catalog_webhooks.c writes once
+ * for both backends): SQL text in the shared form (catalog_sql.h: "?" or "?N"
+ * placeholders; an integer parameter is written CAST(? AS BIGINT)), n text
+ * parameters (NULL: SQL NULL), and a visitor called for each row the statement
+ * returns (a SELECT, or RETURNING), with the backend's lock held: it only copies.
+ * A parameter may point into a buffer an earlier step's visitor fills. required:
+ * a statement that touched or returned no row ends the run with TG_CAT_NOT_FOUND
+ * (a write run is then rolled back). rows gets the number touched or returned. */
+typedef struct tg_cat_step {
+    const char *sql;
+    int n;
+    const char *const *params;
+    void (*row)(void *ctx, tg_cat_row row);
+    void *ctx;
+    bool required;
+    long rows;
+} tg_cat_step;
 
 typedef struct tg_catalog_ops {
     const char *name; /* "sqlite" */
@@ -65,13 +84,26 @@ typedef struct tg_catalog_ops {
     tg_cat_status (*version_publish)(tg_catalog *catalog, int64_t version_id, const char *digest,
                                      tg_version *out);
 
+    tg_cat_status (*code_files)(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                void (*visit)(void *ctx, int64_t number, const char *path,
+                                              const char *code_reason),
+                                void *ctx);
+    tg_cat_status (*namespace_get)(tg_catalog *catalog, const char *org,
+                                   tg_namespace_settings *out);
+    tg_cat_status (*namespace_set_code)(tg_catalog *catalog, const char *org, bool allow_code,
+                                        const char *now);
     tg_cat_status (*alias_set)(tg_catalog *catalog, int64_t model_id, const char *alias,
                                int64_t number);
     tg_cat_status (*alias_get)(tg_catalog *catalog, int64_t model_id, const char *alias,
                                int64_t *number);
+    tg_cat_status (*alias_delete)(tg_catalog *catalog, int64_t model_id, const char *alias);
+    tg_cat_status (*version_delete_draft)(tg_catalog *catalog, int64_t version_id);
     tg_cat_status (*alias_list)(tg_catalog *catalog, int64_t model_id,
                                 void (*visit)(void *ctx, const char *alias, int64_t number),
                                 void *ctx);
+
+    tg_cat_status (*signing_set)(tg_catalog *catalog, const char *org, const char *policy);
+    tg_cat_status (*signing_get)(tg_catalog *catalog, const char *org, char **policy);
 
     /* guard NULL: only the draft check of tg_catalog_file_put */
     tg_cat_status (*file_put_guarded)(tg_catalog *catalog, const tg_commit_guard *guard,
@@ -89,7 +121,8 @@ typedef struct tg_catalog_ops {
                                void *ctx);
 
     tg_cat_status (*rejection_add)(tg_catalog *catalog, const tg_rejection *rejection);
-    tg_cat_status (*rejection_list)(tg_catalog *catalog, int64_t before_id, unsigned limit,
+    tg_cat_status (*rejection_list)(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                    unsigned limit,
                                     void (*visit)(void *ctx, const tg_rejection *rejection),
                                     void *ctx);
 
@@ -160,9 +193,19 @@ typedef struct tg_catalog_ops {
                                     void *ctx);
     tg_cat_status (*job_set_ended_url)(tg_catalog *catalog, int64_t job_id, const char *url);
 
+    /* schema 12: runs steps[0..count) in order; write: in one write transaction
+     * (every step or none), else as reads. A unique key taken answers TG_CAT_EXISTS,
+     * a missing foreign key parent TG_CAT_NOT_FOUND. */
+    tg_cat_status (*run_steps)(tg_catalog *catalog, bool write, tg_cat_step *steps, size_t count);
     /* versions by commit id */
     tg_cat_status (*version_by_commit)(tg_catalog *catalog, int64_t model_id, const char *commit,
                                        tg_version *out);
+
+    /* schema 11: the audit log */
+    tg_cat_status (*audit_append)(tg_catalog *catalog, const char *token_hash,
+                                  tg_audit_record *record);
+    tg_cat_status (*audit_list)(tg_catalog *catalog, const tg_audit_filter *filter, unsigned limit,
+                                void (*visit)(void *ctx, const tg_audit_record *record), void *ctx);
 } tg_catalog_ops;
 
 /* The part of every backend's state the dispatch reads: the backend's struct

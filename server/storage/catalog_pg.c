@@ -960,6 +960,56 @@ static tg_cat_status pg_version_publish(tg_catalog *catalog, int64_t version_id,
 
 /* ---- aliases ---- */
 
+static tg_cat_status pg_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                   void (*visit)(void *ctx, int64_t number, const char *path,
+                                                 const char *code_reason),
+                                   void *ctx)
+{
+    num m = n64(model_id), n = n64(number);
+    const char *params[] = {m.s, n.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_CODE_FILES, 2, params, &status);
+    if (r == NULL)
+        return status;
+    char path[TG_PATH_MAX + 1], reason[32];
+    for (int i = 0; i < PQntuples(r); i++) {
+        get_text(path, sizeof path, r, i, 1);
+        get_text(reason, sizeof reason, r, i, 2);
+        visit(ctx, get_i64(r, i, 0), path, reason);
+    }
+    PQclear(r);
+    return TG_CAT_OK;
+}
+
+/* ---- namespace settings ---- */
+
+static tg_cat_status pg_namespace_get(tg_catalog *catalog, const char *org,
+                                      tg_namespace_settings *out)
+{
+    const char *params[] = {org};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_NAMESPACE_GET, 1, params, &status);
+    status = one_row(r, status);
+    if (status == TG_CAT_OK) {
+        out->allow_code = get_i64(r, 0, 0) != 0;
+        get_text(out->updated_at, sizeof out->updated_at, r, 0, 1);
+    }
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                           const char *now)
+{
+    const char *params[] = {org, allow_code ? "1" : "0", now};
+    tg_cat_status status;
+    /* an upsert of one value: the same twice is the same as once, safe to send again */
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_NAMESPACE_SET_CODE, 3, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
 static tg_cat_status pg_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
@@ -969,6 +1019,29 @@ static tg_cat_status pg_alias_set(tg_catalog *catalog, int64_t model_id, const c
     tg_cat_status status;
     /* setting the same alias twice is the same as once: safe to send again */
     PGresult *r = query(pg(catalog), true, sql, 3, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    num m = n64(model_id);
+    const char *params[] = {m.s, alias};
+    tg_cat_status status;
+    /* deleting twice is the same as once: safe to send again */
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_ALIAS_DELETE, 2, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    num id = n64(version_id);
+    const char *params[] = {id.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_VERSION_DELETE_DRAFT, 1, params, &status);
     status = touched(r, status);
     PQclear(r);
     return status;
@@ -984,6 +1057,33 @@ static tg_cat_status pg_alias_get(tg_catalog *catalog, int64_t model_id, const c
     status = one_row(r, status);
     if (status == TG_CAT_OK)
         *number = get_i64(r, 0, 0);
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    static const char sql[] = TG_CAT_SQL_SIGNING_SET;
+    const char *params[] = {org, policy};
+    tg_cat_status status;
+    /* setting the same policy twice is the same as once: safe to send again */
+    PGresult *r = query(pg(catalog), true, sql, 2, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    const char *params[] = {org};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_SIGNING_GET, 1, params, &status);
+    status = one_row(r, status);
+    if (status == TG_CAT_OK) {
+        *policy = strdup(PQgetvalue(r, 0, 0));
+        if (*policy == NULL)
+            status = TG_CAT_ERROR;
+    }
     PQclear(r);
     return status;
 }
@@ -1065,12 +1165,13 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         " WHERE v.id = $1 AND m.id = $2 AND m.org = $3 AND m.name = $4 FOR SHARE OF v";
     static const char put_sql[] =
         "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        " tensor_stats, created_at, code_reason)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         " ON CONFLICT (version_id, path) DO UPDATE SET kind = excluded.kind,"
         " size = excluded.size, sha256 = excluded.sha256, tensors = excluded.tensors,"
         " parameters = excluded.parameters, nan = excluded.nan, inf = excluded.inf,"
         " tensor_stats = excluded.tensor_stats, created_at = excluded.created_at,"
-        " source_url = NULL";
+        " source_url = NULL, code_reason = excluded.code_reason";
     const char *why_local = NULL;
     if (why == NULL)
         why = &why_local;
@@ -1103,11 +1204,13 @@ static tg_cat_status pg_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
         num size = n64((int64_t)file->size), tensors = n64((int64_t)file->tensors),
             parameters = n64((int64_t)file->parameters), nan = n64((int64_t)file->nan),
             inf = n64((int64_t)file->inf);
-        const char *params[] = {
-            vid.s,     file->path,   file->kind, size.s, file->sha256,
-            tensors.s, parameters.s, nan.s,      inf.s,  tensor_stats ? tensor_stats : "[]",
-            now};
-        status = tx_run(&t, put_sql, 11, params) < 0 ? t.status : TG_CAT_OK;
+        const char *params[] = {vid.s,        file->path,
+                                file->kind,   size.s,
+                                file->sha256, tensors.s,
+                                parameters.s, nan.s,
+                                inf.s,        tensor_stats ? tensor_stats : "[]",
+                                now,          file->code_reason[0] ? file->code_reason : NULL};
+        status = tx_run(&t, put_sql, 12, params) < 0 ? t.status : TG_CAT_OK;
     }
     return tx_end(&t, status);
 }
@@ -1285,6 +1388,7 @@ static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *r
 {
     static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
     num version = n64(rejection->version), size = n64((int64_t)rejection->size);
+    num token = n64(rejection->token_id), job = n64(rejection->job_id);
     const char *params[] = {rejection->time,
                             rejection->model[0] ? rejection->model : NULL,
                             rejection->version >= 0 ? version.s : NULL,
@@ -1292,45 +1396,47 @@ static tg_cat_status pg_rejection_add(tg_catalog *catalog, const tg_rejection *r
                             rejection->reason,
                             rejection->format[0] ? rejection->format : NULL,
                             rejection->detail,
-                            rejection->client,
+                            rejection->client[0] ? rejection->client : NULL,
                             size.s,
-                            rejection->findings[0] ? rejection->findings : NULL};
-    tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, sql, 10, params, &status);
-    status = touched(r, status);
-    PQclear(r);
-    return status;
+                            rejection->findings[0] ? rejection->findings : NULL,
+                            rejection->sha256[0] ? rejection->sha256 : NULL,
+                            rejection->namespace_name[0] ? rejection->namespace_name : NULL,
+                            rejection->token_id > 0 ? token.s : NULL,
+                            rejection->route[0] ? rejection->route : NULL,
+                            rejection->job_id > 0 ? job.s : NULL,
+                            rejection->outcome[0] ? rejection->outcome : "refused"};
+    /* one transaction, so that what else a rejection records lands with it or not at all */
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    long rows = tx_run(&t, sql, 16, params);
+    return tx_end(&t, rows == 1 ? TG_CAT_OK : t.status);
 }
 
-static tg_cat_status pg_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+static tg_cat_status pg_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                       unsigned limit,
                                        void (*visit)(void *ctx, const tg_rejection *rejection),
                                        void *ctx)
 {
-    static const char sql[] =
-        "SELECT id, time, model, version, path, reason, format, detail, client, size, findings"
-        " FROM rejections WHERE ($1::bigint <= 0 OR id < $1::bigint) ORDER BY id DESC"
-        " LIMIT $2::bigint";
-    num before = n64(before_id), lim = n64(limit);
-    const char *params[] = {before.s, lim.s};
+    static const char sql[] = TG_CAT_SQL_REJECTION_LIST;
+    num before = n64(filter->before_id), lim = n64(limit);
+    const char *params[] = {before.s,      filter->reason, filter->namespace_name,
+                            filter->since, filter->until,  filter->sha256,
+                            lim.s};
     tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, sql, 2, params, &status);
+    PGresult *r = query(pg(catalog), true, sql, 7, params, &status);
     if (r == NULL)
         return status;
-    for (int i = 0; i < PQntuples(r); i++) {
-        tg_rejection j;
-        j.id = get_i64(r, i, 0);
-        get_text(j.time, sizeof j.time, r, i, 1);
-        get_text(j.model, sizeof j.model, r, i, 2);
-        j.version = PQgetisnull(r, i, 3) ? -1 : get_i64(r, i, 3);
-        get_text(j.path, sizeof j.path, r, i, 4);
-        get_text(j.reason, sizeof j.reason, r, i, 5);
-        get_text(j.format, sizeof j.format, r, i, 6);
-        get_text(j.detail, sizeof j.detail, r, i, 7);
-        get_text(j.client, sizeof j.client, r, i, 8);
-        j.size = (uint64_t)get_i64(r, i, 9);
-        get_text(j.findings, sizeof j.findings, r, i, 10);
-        visit(ctx, &j);
+    tg_rejection *j = malloc(sizeof *j);
+    if (j == NULL) {
+        PQclear(r);
+        return TG_CAT_ERROR;
     }
+    for (int i = 0; i < PQntuples(r); i++) {
+        tg_cat_read_rejection(pg_row(r, i), j);
+        visit(ctx, j);
+    }
+    free(j);
     PQclear(r);
     return TG_CAT_OK;
 }
@@ -1612,13 +1718,13 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
         " WHERE v.id = $1 AND m.id = $2 AND m.org = $3 AND m.name = $4 FOR SHARE OF v";
     static const char put_sql[] =
         "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"
-        " tensor_stats, created_at, source_url)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        " tensor_stats, created_at, source_url, code_reason)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         " ON CONFLICT (version_id, path) DO UPDATE SET kind = excluded.kind,"
         " size = excluded.size, sha256 = excluded.sha256, tensors = excluded.tensors,"
         " parameters = excluded.parameters, nan = excluded.nan, inf = excluded.inf,"
         " tensor_stats = excluded.tensor_stats, created_at = excluded.created_at,"
-        " source_url = excluded.source_url";
+        " source_url = excluded.source_url, code_reason = excluded.code_reason";
     static const char done_sql[] =
         "UPDATE jobs SET state = 'done', finished_at = $1, bytes_done = $2, bytes_total = $2,"
         " lease_owner = NULL, lease_expires = NULL,"
@@ -1673,13 +1779,20 @@ static tg_cat_status pg_import_commit(tg_catalog *catalog, int64_t job_id,
         num size = n64((int64_t)file->size), tensors = n64((int64_t)file->tensors),
             parameters = n64((int64_t)file->parameters), nan = n64((int64_t)file->nan),
             inf = n64((int64_t)file->inf);
-        const char *params[] = {vid.s,        file->path,
-                                file->kind,   size.s,
-                                file->sha256, tensors.s,
-                                parameters.s, nan.s,
-                                inf.s,        tensor_stats ? tensor_stats : "[]",
-                                now,          file->source_url[0] ? file->source_url : NULL};
-        status = tx_run(&t, put_sql, 12, params) < 0 ? t.status : TG_CAT_OK;
+        const char *params[] = {vid.s,
+                                file->path,
+                                file->kind,
+                                size.s,
+                                file->sha256,
+                                tensors.s,
+                                parameters.s,
+                                nan.s,
+                                inf.s,
+                                tensor_stats ? tensor_stats : "[]",
+                                now,
+                                file->source_url[0] ? file->source_url : NULL,
+                                file->code_reason[0] ? file->code_reason : NULL};
+        status = tx_run(&t, put_sql, 13, params) < 0 ? t.status : TG_CAT_OK;
     }
     if (status == TG_CAT_OK) {
         num done = n64((int64_t)file->size);
@@ -2131,7 +2244,119 @@ static tg_cat_status pg_version_by_commit(tg_catalog *catalog, int64_t model_id,
     return version_query(catalog, TG_CAT_SQL_VERSION_BY_COMMIT, 2, params, out);
 }
 
+/* ---- the audit log ---- */
+
+/* The advisory lock key that serialises audit appends across replicas ("tgaudit"). */
+#define AUDIT_LOCK_KEY "8387236014250960500"
+
+static tg_cat_status pg_audit_append(tg_catalog *catalog, const char *token_hash,
+                                     tg_audit_record *r)
+{
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    /* one chain across replicas: the lock is held from the read of the last row to
+     * the commit of the next (a transaction-level lock: the commit or the rollback
+     * releases it, also when the connection dies) */
+    if (tx_run(&t, "SELECT pg_advisory_xact_lock(" AUDIT_LOCK_KEY ")", 0, NULL) < 0)
+        return tx_end(&t, t.status);
+    r->token_id = 0;
+    r->namespace_name[0] = '\0';
+    if (token_hash != NULL) {
+        const char *params[] = {token_hash};
+        PGresult *q = tx_q(&t, TG_CAT_SQL_AUDIT_TOKEN, 1, params);
+        if (q == NULL)
+            return tx_end(&t, t.status);
+        if (PQntuples(q) > 0) {
+            r->token_id = get_i64(q, 0, 0);
+            get_text(r->namespace_name, sizeof r->namespace_name, q, 0, 1);
+        }
+        PQclear(q);
+    }
+    PGresult *q = tx_q(&t, TG_CAT_SQL_AUDIT_LAST, 0, NULL);
+    if (q == NULL)
+        return tx_end(&t, t.status);
+    r->seq = PQntuples(q) > 0 ? get_i64(q, 0, 0) + 1 : 1;
+    if (PQntuples(q) > 0)
+        get_text(r->prev_hash, sizeof r->prev_hash, q, 0, 1);
+    else
+        snprintf(r->prev_hash, sizeof r->prev_hash, "%s", TG_AUDIT_GENESIS);
+    PQclear(q);
+    tg_audit_time_now(r->time);
+    if (tg_audit_hash(r, r->hash) != 0)
+        return tx_end(&t, TG_CAT_ERROR);
+    num seq = n64(r->seq), token = n64(r->token_id), status = n64(r->status);
+    const char *params[] = {seq.s,
+                            r->time,
+                            r->token_id > 0 ? token.s : NULL,
+                            r->namespace_name,
+                            r->action,
+                            r->resource,
+                            status.s,
+                            r->reason,
+                            r->request_id,
+                            r->client,
+                            r->user_agent,
+                            r->prev_hash,
+                            r->hash};
+    long rows = tx_run(&t, TG_CAT_SQL_AUDIT_INSERT, 13, params);
+    return tx_end(&t, rows == 1 ? TG_CAT_OK : t.status);
+}
+
+static tg_cat_status pg_audit_list(tg_catalog *catalog, const tg_audit_filter *f, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_audit_record *record),
+                                   void *ctx)
+{
+    num after = n64(f->after_seq), token = n64(f->token_id), status = n64(f->status),
+        outcome = n64(f->outcome), lim = n64(limit);
+    const char *params[] = {after.s,   f->since,           f->until, token.s,   f->namespace_name,
+                            f->action, f->resource_prefix, status.s, outcome.s, lim.s};
+    tg_cat_status st;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_AUDIT_LIST, 10, params, &st);
+    if (r == NULL)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++) {
+        tg_audit_record rec;
+        tg_cat_read_audit(pg_row(r, i), &rec);
+        visit(ctx, &rec);
+    }
+    PQclear(r);
+    return TG_CAT_OK;
+}
+
+/* ---- generic steps (catalog_webhooks.c) ---- */
+
+static tg_cat_status pg_run_steps(tg_catalog *catalog, bool write, tg_cat_step *steps, size_t count)
+{
+    (void)write; /* a read runs in a transaction too: one snapshot for all its steps */
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    tg_cat_status status = TG_CAT_OK;
+    for (size_t i = 0; i < count && status == TG_CAT_OK; i++) {
+        tg_cat_step *step = &steps[i];
+        PGresult *r = tx_q(&t, step->sql, step->n, step->params);
+        if (r == NULL) {
+            status = t.status;
+            break;
+        }
+        if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+            step->rows = PQntuples(r);
+            for (int row = 0; row < PQntuples(r) && step->row != NULL; row++)
+                step->row(step->ctx, pg_row(r, row));
+        } else {
+            step->rows = strtol(PQcmdTuples(r), NULL, 10);
+        }
+        PQclear(r);
+        if (step->required && step->rows == 0)
+            status = TG_CAT_NOT_FOUND;
+    }
+    return tx_end(&t, status);
+}
+
 static const tg_catalog_ops pg_ops = {
+    .audit_append = pg_audit_append,
+    .audit_list = pg_audit_list,
     .name = "postgresql",
     .close = pg_close,
     .ping = pg_ping,
@@ -2153,8 +2378,15 @@ static const tg_catalog_ops pg_ops = {
     .version_latest_published = pg_version_latest_published,
     .version_list = pg_version_list,
     .version_publish = pg_version_publish,
+    .code_files = pg_code_files,
+    .namespace_get = pg_namespace_get,
+    .namespace_set_code = pg_namespace_set_code,
     .alias_set = pg_alias_set,
+    .alias_delete = pg_alias_delete,
+    .version_delete_draft = pg_version_delete_draft,
     .alias_get = pg_alias_get,
+    .signing_set = pg_signing_set,
+    .signing_get = pg_signing_get,
     .alias_list = pg_alias_list,
     .file_put_guarded = pg_file_put_guarded,
     .guard_check = pg_guard_check,
@@ -2192,5 +2424,6 @@ static const tg_catalog_ops pg_ops = {
     .job_release = pg_job_release,
     .version_publish_files = pg_version_publish_files,
     /* versions by commit id */
+    .run_steps = pg_run_steps,
     .version_by_commit = pg_version_by_commit,
 };

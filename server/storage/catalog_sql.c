@@ -44,7 +44,46 @@ void tg_cat_read_file(tg_cat_row row, tg_file_record *out)
     out->nan = (uint64_t)row.integer(&row, 6);
     out->inf = (uint64_t)row.integer(&row, 7);
     row.text(&row, 8, out->created_at, sizeof out->created_at);
-    row.text(&row, 9, out->source_url, sizeof out->source_url); /* NULL: "" */
+    row.text(&row, 9, out->source_url, sizeof out->source_url);    /* NULL: "" */
+    row.text(&row, 10, out->code_reason, sizeof out->code_reason); /* schema 10; NULL: "" */
+}
+
+void tg_cat_read_audit(tg_cat_row row, tg_audit_record *out)
+{
+    out->seq = row.integer(&row, 0);
+    row.text(&row, 1, out->time, sizeof out->time);
+    out->token_id = row.integer(&row, 2);
+    row.text(&row, 3, out->namespace_name, sizeof out->namespace_name);
+    row.text(&row, 4, out->action, sizeof out->action);
+    row.text(&row, 5, out->resource, sizeof out->resource);
+    out->status = (unsigned)row.integer(&row, 6);
+    row.text(&row, 7, out->reason, sizeof out->reason);
+    row.text(&row, 8, out->request_id, sizeof out->request_id);
+    row.text(&row, 9, out->client, sizeof out->client);
+    row.text(&row, 10, out->user_agent, sizeof out->user_agent);
+    row.text(&row, 11, out->prev_hash, sizeof out->prev_hash);
+    row.text(&row, 12, out->hash, sizeof out->hash);
+}
+
+void tg_cat_read_rejection(tg_cat_row row, tg_rejection *out)
+{
+    out->id = row.integer(&row, 0);
+    row.text(&row, 1, out->time, sizeof out->time);
+    row.text(&row, 2, out->model, sizeof out->model);
+    out->version = row.integer(&row, 3); /* coalesce(version, -1) */
+    row.text(&row, 4, out->path, sizeof out->path);
+    row.text(&row, 5, out->reason, sizeof out->reason);
+    row.text(&row, 6, out->format, sizeof out->format);
+    row.text(&row, 7, out->detail, sizeof out->detail);
+    row.text(&row, 8, out->client, sizeof out->client);
+    out->size = (uint64_t)row.integer(&row, 9);
+    row.text(&row, 10, out->findings, sizeof out->findings);
+    row.text(&row, 11, out->sha256, sizeof out->sha256);
+    row.text(&row, 12, out->namespace_name, sizeof out->namespace_name);
+    out->token_id = row.integer(&row, 13);
+    row.text(&row, 14, out->route, sizeof out->route);
+    out->job_id = row.integer(&row, 15);
+    row.text(&row, 16, out->outcome, sizeof out->outcome); /* schema 10 */
 }
 
 void tg_cat_read_job(tg_cat_row row, tg_job *out)

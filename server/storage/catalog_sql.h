@@ -21,15 +21,22 @@
 #define TG_CAT_VERSION_COLUMNS                                                                     \
     "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
 #define TG_CAT_FILE_COLUMNS                                                                        \
-    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url"
+    "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url, code_reason"
 #define TG_CAT_JOB_COLUMNS                                                                         \
     "j.id, j.state, j.model_id, m.org, m.name, j.source_version_id, v.number, j.dtype,"            \
     " j.tensors, j.bytes_done, j.bytes_total, j.attempts, j.result_version, j.error_reason,"       \
     " j.error_detail, j.created_at, j.started_at, j.finished_at, j.token_id, j.lease_owner,"       \
     " j.kind, j.url, j.path"
+#define TG_CAT_REJECTION_COLUMNS                                                                   \
+    "id, time, model, coalesce(version, -1), path, reason, format, detail, client, size,"          \
+    " findings, sha256, namespace, token_id, route, job_id, outcome"
 #define TG_CAT_JOB_FROM                                                                            \
     " FROM jobs j JOIN models m ON m.id = j.model_id JOIN versions v ON v.id = "                   \
     "j.source_version_id"
+
+#define TG_CAT_AUDIT_COLUMNS                                                                       \
+    "seq, time, token_id, namespace, action, resource, status, reason, request_id, client,"        \
+    " user_agent, prev_hash, hash"
 
 /* ---- statements both dialects agree on ----
  * Placeholders are "?" (numbered in order) or "?N" (one form per statement):
@@ -57,19 +64,51 @@
 #define TG_CAT_SQL_VERSION_BY_COMMIT                                                               \
     "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"   \
     " AND substr(digest, 1, 40) = ? ORDER BY number LIMIT 1"
+/* schema 10: the files that mark versions as holding code */
+#define TG_CAT_SQL_CODE_FILES                                                                      \
+    "SELECT v.number, f.path, f.code_reason FROM files f JOIN versions v ON v.id = f.version_id"   \
+    " WHERE v.model_id = ?1 AND (?2 = 0 OR v.number = ?2) AND f.kind = 'code'"                     \
+    " ORDER BY v.number, f.path"
+/* schema 10: one row per namespace, one column per setting */
+#define TG_CAT_SQL_NAMESPACE_GET                                                                   \
+    "SELECT allow_code, updated_at FROM namespace_settings WHERE org = ?"
+#define TG_CAT_SQL_NAMESPACE_SET_CODE                                                              \
+    "INSERT INTO namespace_settings(org, allow_code, updated_at) VALUES (?, ?, ?)"                 \
+    " ON CONFLICT (org) DO UPDATE SET allow_code = excluded.allow_code,"                           \
+    " updated_at = excluded.updated_at"
 #define TG_CAT_SQL_ALIAS_SET                                                                       \
     "INSERT INTO aliases(model_id, name, number) VALUES (?, ?, ?)"                                 \
     " ON CONFLICT (model_id, name) DO UPDATE SET number = excluded.number"
 #define TG_CAT_SQL_ALIAS_GET "SELECT number FROM aliases WHERE model_id = ? AND name = ?"
+#define TG_CAT_SQL_ALIAS_DELETE "DELETE FROM aliases WHERE model_id = ? AND name = ?"
+/* a draft only (its files go with it, ON DELETE CASCADE): a published version stays */
+#define TG_CAT_SQL_VERSION_DELETE_DRAFT "DELETE FROM versions WHERE id = ? AND state = 'draft'"
+#define TG_CAT_SQL_SIGNING_SET                                                                     \
+    "INSERT INTO namespace_signing(org, policy) VALUES (?, ?)"                                     \
+    " ON CONFLICT (org) DO UPDATE SET policy = excluded.policy"
+#define TG_CAT_SQL_SIGNING_GET "SELECT policy FROM namespace_signing WHERE org = ?"
 #define TG_CAT_SQL_ALIAS_LIST "SELECT name, number FROM aliases WHERE model_id = ? ORDER BY name"
 #define TG_CAT_SQL_TOKEN_SCOPE "SELECT scope, namespace FROM tokens WHERE hash = ?"
 #define TG_CAT_SQL_FILE_GET                                                                        \
     "SELECT " TG_CAT_FILE_COLUMNS " FROM files WHERE version_id = ? AND path = ?"
 #define TG_CAT_SQL_FILE_STATS "SELECT tensor_stats FROM files WHERE version_id = ? AND path = ?"
 #define TG_CAT_SQL_FILE_DELETE "DELETE FROM files WHERE version_id = ? AND path = ?"
+/* a rejection's columns, in the order of its parameters ("" and -1/0 bind as NULL) */
 #define TG_CAT_SQL_REJECTION_ADD                                                                   \
     "INSERT INTO rejections(time, model, version, path, reason, format, detail, client, size,"     \
-    " findings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " findings, sha256, namespace, token_id, route, job_id, outcome)"                              \
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+/* the rejections a tg_rejection_filter keeps, newest first: ?1 before_id (0: any),
+ * ?2 reason, ?3 namespace, ?4 since, ?5 until, ?6 sha256 (NULL: any), ?7 the limit */
+#define TG_CAT_SQL_REJECTION_LIST                                                                  \
+    "SELECT " TG_CAT_REJECTION_COLUMNS " FROM rejections"                                          \
+    " WHERE (CAST(?1 AS BIGINT) <= 0 OR id < CAST(?1 AS BIGINT))"                                  \
+    " AND (CAST(?2 AS TEXT) IS NULL OR reason = CAST(?2 AS TEXT))"                                 \
+    " AND (CAST(?3 AS TEXT) IS NULL OR namespace = CAST(?3 AS TEXT))"                              \
+    " AND (CAST(?4 AS TEXT) IS NULL OR time >= CAST(?4 AS TEXT))"                                  \
+    " AND (CAST(?5 AS TEXT) IS NULL OR time < CAST(?5 AS TEXT))"                                   \
+    " AND (CAST(?6 AS TEXT) IS NULL OR sha256 = CAST(?6 AS TEXT))"                                 \
+    " ORDER BY id DESC LIMIT CAST(?7 AS BIGINT)"
 #define TG_CAT_SQL_TOKEN_ADD                                                                       \
     "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)"
 #define TG_CAT_SQL_TOKEN_EACH "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id"
@@ -78,6 +117,29 @@
     "SELECT 1 FROM files WHERE sha256 = ?1"                                                        \
     " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1"
 #define TG_CAT_SQL_TOKEN_ID "SELECT id FROM tokens WHERE hash = ?"
+/* the audit log (schema 11): the appender's token, the chain's last row, the insert,
+ * and the filtered list (every filter NULL or 0 when unset; CASTs so that PostgreSQL
+ * knows each parameter's type) */
+#define TG_CAT_SQL_AUDIT_TOKEN "SELECT id, coalesce(namespace, '') FROM tokens WHERE hash = ?"
+#define TG_CAT_SQL_AUDIT_LAST "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
+#define TG_CAT_SQL_AUDIT_INSERT                                                                    \
+    "INSERT INTO audit_log(" TG_CAT_AUDIT_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " \
+    "?)"
+#define TG_CAT_SQL_AUDIT_LIST                                                                      \
+    "SELECT " TG_CAT_AUDIT_COLUMNS " FROM audit_log WHERE seq > CAST(?1 AS BIGINT)"                \
+    " AND (CAST(?2 AS TEXT) IS NULL OR time >= CAST(?2 AS TEXT))"                                  \
+    " AND (CAST(?3 AS TEXT) IS NULL OR time < CAST(?3 AS TEXT))"                                   \
+    " AND (CAST(?4 AS BIGINT) = 0 OR (CAST(?4 AS BIGINT) > 0 AND token_id = CAST(?4 AS BIGINT))"   \
+    " OR (CAST(?4 AS BIGINT) < 0 AND token_id IS NULL))"                                           \
+    " AND (CAST(?5 AS TEXT) IS NULL OR namespace = CAST(?5 AS TEXT))"                              \
+    " AND (CAST(?6 AS TEXT) IS NULL OR action = CAST(?6 AS TEXT))"                                 \
+    " AND (CAST(?7 AS TEXT) IS NULL"                                                               \
+    " OR substr(resource, 1, length(CAST(?7 AS TEXT))) = CAST(?7 AS TEXT))"                        \
+    " AND (CAST(?8 AS INTEGER) = 0 OR status = CAST(?8 AS INTEGER))"                               \
+    " AND (CAST(?9 AS INTEGER) = 0 OR (CAST(?9 AS INTEGER) = 1 AND status < 400)"                  \
+    " OR (CAST(?9 AS INTEGER) = 2 AND status IN (401, 403))"                                       \
+    " OR (CAST(?9 AS INTEGER) = 3 AND status >= 400))"                                             \
+    " ORDER BY seq LIMIT CAST(?10 AS BIGINT)"
 #define TG_CAT_SQL_MODEL_BLOBS                                                                     \
     "SELECT f.sha256 FROM files f JOIN versions v ON v.id = f.version_id WHERE v.model_id = ?1"    \
     " UNION SELECT jf.sha256 FROM job_files jf JOIN jobs j ON j.id = jf.job_id"                    \
@@ -99,13 +161,13 @@
     " error_detail = 'cancelled while it ran; its partial output was discarded'"                   \
     " WHERE id = ? AND state = 'running'"
 #define TG_CAT_SQL_JOB_FILE_LIST                                                                   \
-    "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, ''"                           \
+    "SELECT path, kind, size, sha256, tensors, parameters, nan, inf, '', NULL, NULL"               \
     " FROM job_files WHERE job_id = ? ORDER BY path"
 #define TG_CAT_SQL_JOB_COMMIT_CARRIED                                                              \
     "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \
-    " tensor_stats, created_at)"                                                                   \
-    " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2"        \
-    " FROM files WHERE version_id = ?3"                                                            \
+    " tensor_stats, created_at, code_reason)"                                                      \
+    " SELECT ?1, path, kind, size, sha256, tensors, parameters, nan, inf, tensor_stats, ?2,"       \
+    " code_reason FROM files WHERE version_id = ?3"                                                \
     " AND path NOT IN (SELECT path FROM job_files WHERE job_id = ?4)"
 #define TG_CAT_SQL_JOB_COMMIT_MADE                                                                 \
     "INSERT INTO files(version_id, path, kind, size, sha256, tensors, parameters, nan, inf,"       \
@@ -164,6 +226,19 @@
 #define TG_CAT_SEARCH_BINDS (8 + 3 * TG_SEARCH_TAGS_MAX)
 bool tg_cat_sql_model_search(const tg_model_search *search, bool pg, char *out, size_t out_len,
                              const char *binds[TG_CAT_SEARCH_BINDS], int *bind_count);
+/* Schema 12: an event into the webhook outbox, inside whatever transaction runs it
+ * (so it commits or rolls back with the change it reports). Parameters: id
+ * (tg_webhook_new_id), org, type, created_at (tg_time_now), data (a JSON object's
+ * text). Written only when an enabled subscription of org asks for type; the
+ * webhook_fanout trigger makes its deliveries. A backend operation that records
+ * a change with an event (say, a signature check's failure: "signature.invalid")
+ * runs this statement on its transaction's connection, with these five text
+ * parameters, before its COMMIT. */
+#define TG_CAT_SQL_WEBHOOK_EVENT_ADD                                                               \
+    "INSERT INTO webhook_events (id, org, type, created_at, data)"                                 \
+    " SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS TEXT),"              \
+    " CAST(?5 AS TEXT) WHERE EXISTS (SELECT 1 FROM webhook_subscriptions WHERE org = ?2"           \
+    " AND enabled = 1 AND events LIKE '%,' || ?3 || ',%')"
 
 /* ---- rows ---- */
 
@@ -182,7 +257,9 @@ struct tg_cat_row {
 void tg_cat_read_model(tg_cat_row row, tg_model *out);
 void tg_cat_read_version(tg_cat_row row, tg_version *out);
 void tg_cat_read_file(tg_cat_row row, tg_file_record *out);
+void tg_cat_read_audit(tg_cat_row row, tg_audit_record *out); /* TG_CAT_AUDIT_COLUMNS */
 void tg_cat_read_job(tg_cat_row row, tg_job *out);
+void tg_cat_read_rejection(tg_cat_row row, tg_rejection *out);
 /* A row of TG_CAT_SQL_JOB_COUNTS (state, count) into counts; a state this binary
  * does not know is left out. */
 void tg_cat_read_job_count(tg_cat_row row, uint64_t counts[TG_JOB_STATES]);

@@ -1087,6 +1087,71 @@ out:
 
 /* ---- aliases ---- */
 
+static tg_cat_status sq_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                   void (*visit)(void *ctx, int64_t number, const char *path,
+                                                 const char *code_reason),
+                                   void *ctx)
+{
+    static const char sql[] = TG_CAT_SQL_CODE_FILES;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        sqlite3_bind_int64(st, 2, number);
+        int rc;
+        char path[TG_PATH_MAX + 1], reason[32];
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            copy_text(path, sizeof path, st, 1);
+            copy_text(reason, sizeof reason, st, 2);
+            visit(ctx, sqlite3_column_int64(st, 0), path, reason);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+/* ---- namespace settings ---- */
+
+static tg_cat_status sq_namespace_get(tg_catalog *catalog, const char *org,
+                                      tg_namespace_settings *out)
+{
+    static const char sql[] = TG_CAT_SQL_NAMESPACE_GET;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            out->allow_code = sqlite3_column_int64(st, 0) != 0;
+            copy_text(out->updated_at, sizeof out->updated_at, st, 1);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+static tg_cat_status sq_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                           const char *now)
+{
+    static const char sql[] = TG_CAT_SQL_NAMESPACE_SET_CODE;
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        sqlite3_bind_int64(st, 2, allow_code ? 1 : 0);
+        bind_text(st, 3, now);
+        status = run_write(k, st);
+    }
+    return write_end(catalog, k, status);
+}
+
 static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t number)
 {
@@ -1103,6 +1168,33 @@ static tg_cat_status sq_alias_set(tg_catalog *catalog, int64_t model_id, const c
     return write_end(catalog, k, status);
 }
 
+static tg_cat_status sq_delete_by_id_text(tg_catalog *catalog, const char *sql, int64_t id,
+                                          const char *text)
+{
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        if (text != NULL)
+            bind_text(st, 2, text);
+        status = run_write(k, st);
+    }
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    static const char sql[] = TG_CAT_SQL_ALIAS_DELETE;
+    return sq_delete_by_id_text(catalog, sql, model_id, alias);
+}
+
+static tg_cat_status sq_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    static const char sql[] = TG_CAT_SQL_VERSION_DELETE_DRAFT;
+    return sq_delete_by_id_text(catalog, sql, version_id, NULL);
+}
+
 static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
                                   int64_t *number)
 {
@@ -1117,6 +1209,41 @@ static tg_cat_status sq_alias_get(tg_catalog *catalog, int64_t model_id, const c
         if (rc == SQLITE_ROW) {
             *number = sqlite3_column_int64(st, 0);
             status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+static tg_cat_status sq_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    static const char sql[] = TG_CAT_SQL_SIGNING_SET;
+    conn *k = write_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        bind_text(st, 2, policy);
+        status = run_write(k, st);
+    }
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    static const char sql[] = TG_CAT_SQL_SIGNING_GET;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        bind_text(st, 1, org);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const unsigned char *text = sqlite3_column_text(st, 0);
+            *policy = strdup(text ? (const char *)text : "{}");
+            status = *policy ? TG_CAT_OK : TG_CAT_ERROR;
         } else if (rc == SQLITE_DONE) {
             status = TG_CAT_NOT_FOUND;
         }
@@ -1251,6 +1378,7 @@ static tg_cat_status insert_file(conn *k, const char *sql, int64_t version_id,
     bind_text(st, 10, tensor_stats ? tensor_stats : "[]");
     bind_text(st, 11, now);
     bind_text(st, 12, file->source_url[0] != '\0' ? file->source_url : NULL);
+    bind_text(st, 13, file->code_reason[0] != '\0' ? file->code_reason : NULL);
     return run_write(k, st);
 }
 
@@ -1264,8 +1392,8 @@ static tg_cat_status sq_file_put_guarded(tg_catalog *catalog, const tg_commit_gu
     *why = NULL;
     static const char sql[] =
         "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
-        " nan, inf, tensor_stats, created_at, source_url)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        " nan, inf, tensor_stats, created_at, source_url, code_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     conn *k = write_begin(catalog);
@@ -1422,6 +1550,14 @@ static tg_cat_status sq_file_list(tg_catalog *catalog, int64_t version_id, const
 
 /* ---- rejections ---- */
 
+static void bind_id_or_null(sqlite3_stmt *st, int index, int64_t id)
+{
+    if (id > 0)
+        sqlite3_bind_int64(st, index, id);
+    else
+        sqlite3_bind_null(st, index);
+}
+
 static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *rejection)
 {
     static const char sql[] = TG_CAT_SQL_REJECTION_ADD;
@@ -1439,47 +1575,48 @@ static tg_cat_status sq_rejection_add(tg_catalog *catalog, const tg_rejection *r
         bind_text(st, 5, rejection->reason);
         bind_text(st, 6, rejection->format[0] ? rejection->format : NULL);
         bind_text(st, 7, rejection->detail);
-        bind_text(st, 8, rejection->client);
+        bind_text(st, 8, rejection->client[0] ? rejection->client : NULL);
         sqlite3_bind_int64(st, 9, (int64_t)rejection->size);
         bind_text(st, 10, rejection->findings[0] ? rejection->findings : NULL);
+        bind_text(st, 11, rejection->sha256[0] ? rejection->sha256 : NULL);
+        bind_text(st, 12, rejection->namespace_name[0] ? rejection->namespace_name : NULL);
+        bind_id_or_null(st, 13, rejection->token_id);
+        bind_text(st, 14, rejection->route[0] ? rejection->route : NULL);
+        bind_id_or_null(st, 15, rejection->job_id);
+        bind_text(st, 16, rejection->outcome[0] ? rejection->outcome : "refused");
         status = run_write(k, st);
     }
     return write_end(catalog, k, status);
 }
 
-static tg_cat_status sq_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+static tg_cat_status sq_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                       unsigned limit,
                                        void (*visit)(void *ctx, const tg_rejection *rejection),
                                        void *ctx)
 {
-    static const char sql[] =
-        "SELECT id, time, model, version, path, reason, format, detail, client, size, findings"
-        " FROM rejections WHERE (?1 <= 0 OR id < ?1) ORDER BY id DESC LIMIT ?2";
+    static const char sql[] = TG_CAT_SQL_REJECTION_LIST;
     conn *k = read_begin(catalog);
     sqlite3_stmt *st = statement(k, sql);
     tg_cat_status status = TG_CAT_ERROR;
-    if (st) {
-        sqlite3_bind_int64(st, 1, before_id);
-        sqlite3_bind_int64(st, 2, limit);
+    tg_rejection *r = malloc(sizeof *r);
+    if (st && r) {
+        sqlite3_bind_int64(st, 1, filter->before_id);
+        bind_text(st, 2, filter->reason);
+        bind_text(st, 3, filter->namespace_name);
+        bind_text(st, 4, filter->since);
+        bind_text(st, 5, filter->until);
+        bind_text(st, 6, filter->sha256);
+        sqlite3_bind_int64(st, 7, limit);
         int rc;
-        tg_rejection r;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            r.id = sqlite3_column_int64(st, 0);
-            copy_text(r.time, sizeof r.time, st, 1);
-            copy_text(r.model, sizeof r.model, st, 2);
-            r.version =
-                sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
-            copy_text(r.path, sizeof r.path, st, 4);
-            copy_text(r.reason, sizeof r.reason, st, 5);
-            copy_text(r.format, sizeof r.format, st, 6);
-            copy_text(r.detail, sizeof r.detail, st, 7);
-            copy_text(r.client, sizeof r.client, st, 8);
-            r.size = (uint64_t)sqlite3_column_int64(st, 9);
-            copy_text(r.findings, sizeof r.findings, st, 10);
-            visit(ctx, &r);
+            tg_cat_read_rejection(sq_row(st), r);
+            visit(ctx, r);
         }
         status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
-        sqlite3_reset(st);
     }
+    if (st)
+        sqlite3_reset(st);
+    free(r);
     return read_end(catalog, k, status);
 }
 
@@ -2356,8 +2493,8 @@ static tg_cat_status sq_import_commit(tg_catalog *catalog, int64_t job_id,
                                   " WHERE id = ? AND kind = 'import'";
     static const char file_sql[] =
         "INSERT OR REPLACE INTO files(version_id, path, kind, size, sha256, tensors, parameters,"
-        " nan, inf, tensor_stats, created_at, source_url)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        " nan, inf, tensor_stats, created_at, source_url, code_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     static const char done_sql[] =
         "UPDATE jobs SET state = 'done', finished_at = ?, bytes_done = ?, bytes_total = ?,"
         " result_version = (SELECT number FROM versions WHERE id = source_version_id)"
@@ -2479,7 +2616,195 @@ static tg_cat_status sq_version_by_commit(tg_catalog *catalog, int64_t model_id,
     return read_end(catalog, k, status);
 }
 
+/* ---- the audit log ---- */
+
+/* Caller holds k inside a transaction: fills the token's id and namespace (hash NULL
+ * or unknown: anonymous). */
+static tg_cat_status audit_token(conn *k, const char *hash, tg_audit_record *r)
+{
+    r->token_id = 0;
+    r->namespace_name[0] = '\0';
+    if (hash == NULL)
+        return TG_CAT_OK;
+    static const char sql[] = TG_CAT_SQL_AUDIT_TOKEN;
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    bind_text(st, 1, hash);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        r->token_id = sqlite3_column_int64(st, 0);
+        copy_text(r->namespace_name, sizeof r->namespace_name, st, 1);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+}
+
+/* Caller holds k inside a transaction: the chain's last seq and hash (0 and the
+ * genesis hash when the log is empty). */
+static tg_cat_status audit_last(conn *k, int64_t *seq, char hash[65])
+{
+    static const char sql[] = TG_CAT_SQL_AUDIT_LAST;
+    sqlite3_stmt *st = statement(k, sql);
+    if (st == NULL)
+        return TG_CAT_ERROR;
+    *seq = 0;
+    snprintf(hash, 65, "%s", TG_AUDIT_GENESIS);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *seq = sqlite3_column_int64(st, 0);
+        copy_text(hash, 65, st, 1);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+}
+
+static tg_cat_status sq_audit_append(tg_catalog *catalog, const char *token_hash,
+                                     tg_audit_record *r)
+{
+    static const char sql[] = TG_CAT_SQL_AUDIT_INSERT;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    /* BEGIN IMMEDIATE: the write lock of the file from the read of the last row to
+     * the insert (one process per file, and the writer is already serialised) */
+    if (exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        goto out;
+    int64_t last = 0;
+    status = audit_token(k, token_hash, r);
+    if (status == TG_CAT_OK)
+        status = audit_last(k, &last, r->prev_hash);
+    if (status == TG_CAT_OK) {
+        r->seq = last + 1;
+        tg_audit_time_now(r->time);
+        status = tg_audit_hash(r, r->hash) == 0 ? TG_CAT_OK : TG_CAT_ERROR;
+    }
+    sqlite3_stmt *st = status == TG_CAT_OK ? statement(k, sql) : NULL;
+    if (st != NULL) {
+        sqlite3_bind_int64(st, 1, r->seq);
+        bind_text(st, 2, r->time);
+        if (r->token_id > 0)
+            sqlite3_bind_int64(st, 3, r->token_id);
+        else
+            sqlite3_bind_null(st, 3);
+        bind_text(st, 4, r->namespace_name);
+        bind_text(st, 5, r->action);
+        bind_text(st, 6, r->resource);
+        sqlite3_bind_int64(st, 7, r->status);
+        bind_text(st, 8, r->reason);
+        bind_text(st, 9, r->request_id);
+        bind_text(st, 10, r->client);
+        bind_text(st, 11, r->user_agent);
+        bind_text(st, 12, r->prev_hash);
+        bind_text(st, 13, r->hash);
+        status = run_write(k, st);
+    } else {
+        status = TG_CAT_ERROR;
+    }
+    status = finish_transaction(k, status);
+out:
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_audit_list(tg_catalog *catalog, const tg_audit_filter *f, unsigned limit,
+                                   void (*visit)(void *ctx, const tg_audit_record *record),
+                                   void *ctx)
+{
+    static const char sql[] = TG_CAT_SQL_AUDIT_LIST;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, f->after_seq);
+        bind_text(st, 2, f->since);
+        bind_text(st, 3, f->until);
+        sqlite3_bind_int64(st, 4, f->token_id);
+        bind_text(st, 5, f->namespace_name);
+        bind_text(st, 6, f->action);
+        bind_text(st, 7, f->resource_prefix);
+        sqlite3_bind_int64(st, 8, f->status);
+        sqlite3_bind_int64(st, 9, f->outcome);
+        sqlite3_bind_int64(st, 10, limit);
+        int rc;
+        tg_audit_record r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            tg_cat_read_audit(sq_row(st), &r);
+            visit(ctx, &r);
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+/* ---- generic steps (catalog_webhooks.c) ---- */
+
+/* One step on k: prepared for this call only (the webhook statements are few and
+ * rare, and stay out of the per-connection cache). */
+static tg_cat_status run_step(conn *k, tg_cat_step *step)
+{
+    sqlite3_stmt *st = NULL;
+    if (k == NULL || sqlite3_prepare_v2(k->db, step->sql, -1, &st, NULL) != SQLITE_OK) {
+        if (k != NULL)
+            tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(k->db));
+        return TG_CAT_ERROR;
+    }
+    for (int i = 0; i < step->n; i++)
+        bind_text(st, i + 1, step->params[i]);
+    bool returns = sqlite3_column_count(st) > 0;
+    int rc;
+    step->rows = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        step->rows++;
+        if (step->row != NULL)
+            step->row(step->ctx, sq_row(st));
+    }
+    tg_cat_status status = TG_CAT_OK;
+    if (rc != SQLITE_DONE) {
+        int code = sqlite3_extended_errcode(k->db);
+        status = code == SQLITE_CONSTRAINT_UNIQUE || code == SQLITE_CONSTRAINT_PRIMARYKEY
+                     ? TG_CAT_EXISTS
+                 : code == SQLITE_CONSTRAINT_FOREIGNKEY ? TG_CAT_NOT_FOUND
+                                                        : TG_CAT_ERROR;
+        if (status == TG_CAT_ERROR)
+            tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(k->db));
+    } else if (!returns) {
+        step->rows = sqlite3_changes(k->db);
+    }
+    sqlite3_finalize(st);
+    if (status == TG_CAT_OK && step->required && step->rows == 0)
+        status = TG_CAT_NOT_FOUND;
+    return status;
+}
+
+static tg_cat_status sq_run_steps(tg_catalog *catalog, bool write, tg_cat_step *steps, size_t count)
+{
+    tg_cat_status status = TG_CAT_ERROR;
+    if (!write) {
+        conn *k = read_begin(catalog);
+        status = TG_CAT_OK;
+        for (size_t i = 0; i < count && status == TG_CAT_OK; i++)
+            status = run_step(k, &steps[i]);
+        if (k == NULL)
+            status = TG_CAT_ERROR;
+        return read_end(catalog, k, status);
+    }
+    conn *k = write_begin(catalog);
+    if (exec(k, "BEGIN IMMEDIATE") == SQLITE_OK) {
+        status = TG_CAT_OK;
+        for (size_t i = 0; i < count && status == TG_CAT_OK; i++)
+            status = run_step(k, &steps[i]);
+        status = full_or(k, status);
+        if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+            status = full_or(k, TG_CAT_ERROR);
+        if (status != TG_CAT_OK)
+            exec(k, "ROLLBACK");
+    }
+    return write_end(catalog, k, status);
+}
+
 static const tg_catalog_ops sqlite_ops = {
+    .audit_append = sq_audit_append,
+    .audit_list = sq_audit_list,
     .name = "sqlite",
     .close = sq_close,
     .ping = sq_ping,
@@ -2501,8 +2826,15 @@ static const tg_catalog_ops sqlite_ops = {
     .version_latest_published = sq_version_latest_published,
     .version_list = sq_version_list,
     .version_publish = sq_version_publish,
+    .code_files = sq_code_files,
+    .namespace_get = sq_namespace_get,
+    .namespace_set_code = sq_namespace_set_code,
     .alias_set = sq_alias_set,
+    .alias_delete = sq_alias_delete,
+    .version_delete_draft = sq_version_delete_draft,
     .alias_get = sq_alias_get,
+    .signing_set = sq_signing_set,
+    .signing_get = sq_signing_get,
     .alias_list = sq_alias_list,
     .file_put_guarded = sq_file_put_guarded,
     .guard_check = sq_guard_check,
@@ -2539,6 +2871,7 @@ static const tg_catalog_ops sqlite_ops = {
     .import_commit = sq_import_commit,
     .job_ended_urls = sq_job_ended_urls,
     .job_set_ended_url = sq_job_set_ended_url,
+    .run_steps = sq_run_steps,
     /* versions by commit id */
     .version_by_commit = sq_version_by_commit,
 };

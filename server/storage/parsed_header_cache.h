@@ -1,4 +1,5 @@
-/* Parsed safetensors headers of stored blobs (lib's st_file), parsed once and shared
+/* Parsed safetensors headers of stored blobs (lib's st_file), and parsed GGUF headers
+ * (lib's st_gguf_file with the header bytes it points into), parsed once and shared
  * by the blob's sha256, so a tensor GET on a file with a 20 MB header does not read
  * and parse the whole header again for every request.
  *
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "blobstore.h"
+#include "st_gguf.h"
 #include "st_header.h"
 
 /* Default byte budget (--header-cache-bytes) and entry bound. */
@@ -44,6 +46,21 @@
  * max_header. err is set on failure and out left empty. */
 int tg_header_read_parse(tg_blobstore *store, const char *sha256, uint64_t size,
                          uint64_t max_header, st_file *out, st_error *err);
+
+/* A stored GGUF file's header: its bytes (from offset 0 to the end of the tensor
+ * table) and the validator's parse of them (st_gguf.h), which points into bytes. */
+typedef struct tg_gguf_header {
+    uint8_t *bytes;
+    size_t len;
+    st_gguf_file file;
+} tg_gguf_header;
+
+/* As tg_header_read_parse, for a blob of kind gguf: reads the header in growing
+ * prefixes (the parse says how many bytes it wants) up to max_header and parses it
+ * with st_gguf_parse_header, the gate's own parser. Free out with tg_gguf_header_free. */
+int tg_gguf_read_parse(tg_blobstore *store, const char *sha256, uint64_t size, uint64_t max_header,
+                       tg_gguf_header *out, st_error *err);
+void tg_gguf_header_free(tg_gguf_header *header);
 
 typedef struct tg_parsed_header_cache tg_parsed_header_cache;
 
@@ -62,6 +79,13 @@ const st_file *tg_parsed_header_acquire(tg_parsed_header_cache *cache, tg_blobst
                                         st_error *err, int *failure);
 /* Gives back a reference from tg_parsed_header_acquire (NULL is ignored). */
 void tg_parsed_header_release(tg_parsed_header_cache *cache, const st_file *file);
+
+/* The same for a GGUF blob (kind gguf): its parsed header, kept in the same cache and
+ * budget (an entry is charged its header bytes and tables) under its own key. */
+const tg_gguf_header *tg_parsed_gguf_acquire(tg_parsed_header_cache *cache, tg_blobstore *store,
+                                             const char *sha256, uint64_t size, uint64_t max_header,
+                                             st_error *err, int *failure);
+void tg_parsed_gguf_release(tg_parsed_header_cache *cache, const tg_gguf_header *header);
 
 typedef struct tg_parsed_header_stats {
     size_t entries;     /* kept */

@@ -8,7 +8,8 @@
 # a hostile peer (tests/client/hostile_peer.py: an endless body, a 4 GiB announced
 # length, a 4-bytes-every-2-s trickle, an answer that never comes, file names with
 # terminal escapes), ls, header, tensor (--slice and --dtype, the
-# .npy compared by /usr/bin/python3 + NumPy with slicing the original), scan and
+# .npy compared by /usr/bin/python3 + NumPy with slicing the original), scan,
+# rejections (filters, --jsonl, the refused pickle's SHA-256 against sha256sum) and
 # the exit codes. Ends with "N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -355,6 +356,73 @@ v = json.load(open('out'))
 assert v['findings'] == [{'global': 'posix.system', 'calls': True, 'severity': 'dangerous', 'offset': 19}], v"
 run 0 "scan a sidecar by name" "$BIN" scan m/config.json
 run 2 "scan a missing file" "$BIN" scan nope.bin
+
+# rejections: what the server refused (the pickle push above), with the admin token
+ADMIN=$("$BIN" token create --data ./data --scope admin 2>/dev/null | tail -n 1)
+BAD_SHA=$(sha256sum bad.bin | cut -d' ' -f1)
+BAD_SIZE=$(wc -c <bad.bin)
+run 0 "rejections --help" "$BIN" rejections --help
+out_has "rejections --help" "^usage: tensorgate rejections"
+run 1 "rejections with a write token" "$BIN" rejections
+err_has "rejections needs admin" "forbidden"
+TENSORGATE_TOKEN=$ADMIN run 0 "rejections" "$BIN" rejections --namespace acme
+out_has "rejections table header" "^TIME +REASON +NAMESPACE +SIZE +SHA256"
+out_has "rejections lists the pickle" "refused_format +acme +$BAD_SIZE +$BAD_SHA .*acme/tiny@1 pytorch_model.bin$"
+TENSORGATE_TOKEN=$ADMIN run 0 "rejections --jsonl --sha256" "$BIN" rejections --jsonl --sha256 "$BAD_SHA"
+py "rejections --jsonl lines" "
+import json
+rs = [json.loads(l) for l in open('out')]
+assert len(rs) >= 1, rs
+for r in rs:
+    assert r['sha256'] == '$BAD_SHA' and r['size'] == $BAD_SIZE, r
+    assert r['namespace'] == 'acme' and isinstance(r['token_id'], int), r
+    assert r['route'] == 'PUT /v1/models/{org}/{name}/versions/{rev}/files/{path*}', r
+    assert r['client'] == '127.0.0.1' and r['job_id'] is None, r"
+TENSORGATE_TOKEN=$ADMIN run 0 "rejections --limit 1" "$BIN" rejections --jsonl --limit 1
+check "rejections --limit 1: one line" "[ \"\$(wc -l <out)\" -eq 1 ]"
+TENSORGATE_TOKEN=$ADMIN run 0 "rejections --until" "$BIN" rejections --json --until 2000-01-01T00:00:00Z
+check "rejections before 2000: none" "[ ! -s out ]"
+TENSORGATE_TOKEN=$ADMIN run 1 "rejections --since bad" "$BIN" rejections --since yesterday
+err_has "rejections names the bad time" "invalid_time"
+TENSORGATE_TOKEN=$ADMIN run 1 "rejections --sha256 bad" "$BIN" rejections --sha256 abc
+err_has "rejections names the bad sha256" "invalid_sha256"
+run 2 "rejections --limit 0" "$BIN" rejections --limit 0
+err_has "rejections --limit 0 says why" "positive integer"
+# namespace policy: an admin of the org sets the code policy; a write token may not
+ADMIN_ACME=$("$BIN" token create --data ./data --scope admin --namespace acme 2>/dev/null | tail -n 1)
+ADMIN_OTHER=$("$BIN" token create --data ./data --scope admin --namespace other 2>/dev/null | tail -n 1)
+run 0 "namespace --help" "$BIN" namespace --help
+out_has "namespace --help" "^usage: tensorgate namespace policy"
+run 2 "namespace policy without ORG" "$BIN" namespace policy --token "$ADMIN_ACME"
+run 2 "namespace policy with a bad value" "$BIN" namespace policy acme --allow-code maybe --token "$ADMIN_ACME"
+run 2 "namespace without a subcommand we know" "$BIN" namespace quota acme
+run 0 "namespace policy shows the default" "$BIN" namespace policy acme --token "$ADMIN_ACME"
+out_has "the default is refused" "^acme: code refused \(the default\)$"
+run 1 "a write token may not read the policy" "$BIN" namespace policy acme
+err_has "write token: forbidden" "forbidden"
+run 1 "another namespace's admin may not set it" "$BIN" namespace policy acme --allow-code yes --token "$ADMIN_OTHER"
+printf 'class X:\n    pass\n' >modeling_x.py
+mkdir -p coded && cp modeling_x.py coded/ && cp m/config.json coded/
+run 1 "push with code is refused by default" "$BIN" push coded acme/coded --publish
+out_has "push names the code refusal" "^refused modeling_x.py: code_python"
+run 0 "namespace policy --allow-code yes" "$BIN" namespace policy acme --allow-code yes --token "$ADMIN_ACME" --json
+py "the policy as stored" "
+import json
+v = json.load(open('out'))
+assert v['namespace'] == 'acme' and v['allow_code'] is True and v['updated_at'], v"
+run 0 "push with code is admitted" "$BIN" push coded acme/coded --publish
+run 0 "ls the version's files" "$BIN" ls acme/coded@latest
+out_has "the code file's kind" " code +[0-9a-f]{64}  modeling_x.py$"
+run 0 "ls marks the version" "$BIN" ls acme/coded
+out_has "the version holds code" "^2 +published .*  holds code$"
+run 0 "ls --json marks the version" "$BIN" ls acme/coded --json
+py "the model marks its versions" "
+import json
+v = json.load(open('out'))
+assert v['holds_code'] is True and v['versions'][-1]['holds_code'] is True, v"
+run 0 "namespace policy --allow-code no" "$BIN" namespace policy acme --allow-code no --token "$ADMIN_ACME"
+out_has "refused again" "^acme: code refused \(set "
+run 1 "push with code is refused again" "$BIN" push coded acme/coded --publish
 
 # a program linked against libtgclient (shared and static), as `make install` ships it
 BUILD_DIR=$(dirname "$BIN")

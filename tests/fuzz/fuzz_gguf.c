@@ -38,6 +38,23 @@ static void check_accepted(const uint8_t *data, size_t size)
     }
     if (file.content_end > size || size > file.padded_end)
         abort();
+    /* the key-value table the serving routes read: every value (every array element)
+     * decodes inside the header, and the walk ends where the next key begins */
+    for (uint64_t i = 0; i < file.kv_count; i++) {
+        const st_gguf_kv *kv = &file.kvs[i];
+        const uint8_t *p = kv->value;
+        uint64_t n = kv->type == ST_GGUF_V_ARRAY ? kv->array_count : 1;
+        uint32_t type = kv->type == ST_GGUF_V_ARRAY ? kv->array_type : kv->type;
+        st_gguf_value v;
+        for (uint64_t j = 0; j < n; j++)
+            p = st_gguf_value_decode(type, p, &v);
+        const uint8_t *next = i + 1 < file.kv_count
+                                  ? file.kvs[i + 1].key - 8
+                                  : (file.tensor_count > 0 ? data + file.tensors[0].info_offset
+                                                           : data + file.header_end);
+        if (p != next || st_gguf_value_type_name(kv->type) == NULL)
+            abort();
+    }
     st_gguf_file_free(&file);
 }
 

@@ -5,7 +5,8 @@
 # and through standard input in one read ("-"), and its reason is compared with the
 # expected one. With node and npm, tests/gguf/differential.sh then runs the corpus through
 # @huggingface/gguf. An upload over HTTP of a valid and of a refused file is
-# tests/gguf/upload.py against a real server.
+# tests/gguf/upload.py against a real server; serving an admitted file (header,
+# tensors, slices, conversions, the Hub's gguf field) is tests/gguf/serve.py.
 #   tests/gguf/run.sh build/tensorgate
 # Prints one line per mismatch and "gguf: N passed, N failed"; exit 1 on any failure.
 set -u
@@ -115,4 +116,11 @@ echo "gguf http: $hp passed, $hf failed"
 # --- the differential run against @huggingface/gguf (needs node and npm)
 if [ "${TG_GGUF_DIFFERENTIAL:-1}" = 1 ] && [ -x "$here/differential.sh" ]; then
     "$here/differential.sh" "$bin" "$tmp/corpus" || exit 1
+fi
+
+# --- serving (header, tensors, slices, conversions, the Hub's gguf field) over HTTP:
+# tests/gguf/serve.py with Debian's python3 (NumPy, torch), checked against
+# @huggingface/gguf (installed above by differential.sh) and @huggingface/hub
+if [ "${TG_GGUF_DIFFERENTIAL:-1}" = 1 ] && [ -d "$here/node_modules/@huggingface/gguf" ]; then
+    /usr/bin/python3 "$here/serve.py" "$bin" || exit 1
 fi

@@ -2,7 +2,8 @@
 # tests/hf/python_client.sh BIN: the real huggingface_hub Python client against a
 # tensorgate (BIN serve) started here on a free loopback port with a fresh data
 # directory: publishes acme/hf-py (model.safetensors, config.json, a README.md with
-# YAML front matter) and runs tests/hf/python_client.py once per client source tree.
+# YAML front matter) and runs tests/hf/python_client.py once per client source tree,
+# then tests/hf/python_write.py (writes through the gate) once per tree.
 # The client is never vendored: TG_HF_HUB_SRC names source trees (colon-separated
 # "<checkout>/src" folders, e.g. exported from git tags v0.36.0 and v1.0.0), else an
 # installed huggingface_hub is used. Exits 77 when none can be imported (the caller
@@ -75,5 +76,16 @@ for tree in $trees; do
     else
         PYTHONPATH="$tree" "$py" "$here/python_client.py" "$url" "$token" acme/hf-py || status=1
     fi
+done
+# writes through the gate (tests/hf/python_write.py): a repository per client tree
+admin=$("$bin" token create --data ./data --scope admin 2>/dev/null | tail -n 1)
+n=0
+for tree in $trees; do
+    n=$((n + 1))
+    pypath=$tree
+    [ "$tree" = installed ] && pypath=""
+    HF_ENDPOINT=$url HF_TOKEN=hf_$token TG_ADMIN_TOKEN=hf_$admin HF_HOME="$work/hf-home" \
+        HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_DISABLE_PROGRESS_BARS=1 PYTHONPATH="$pypath" \
+        "$py" "$here/python_write.py" "acme/py-write-$n" || status=1
 done
 exit $status

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/hf/run.sh: runs metadata.mjs (the real @huggingface/hub client) against a
-# running tensorgate; TG_HF_EXPECT names the expectations (see metadata.mjs).
+# running tensorgate; TG_HF_EXPECT names the expectations (see metadata.mjs), and
+# TG_HF_SCRIPT another script of this folder to run instead (write.mjs).
 # The client is installed into tests/hf/node_modules by `npm ci` (version pinned in
 # package-lock.json) the first time, and again only when the lock file changed.
 # Exits 77 when node is not installed (the caller skips), 2 when the client
@@ -20,4 +21,4 @@ if [ ! -d node_modules/@huggingface/hub ] || [ ! -f "$stamp" ] || ! cmp -s packa
     fi
     cp package-lock.json "$stamp"
 fi
-exec node metadata.mjs
+exec node "${TG_HF_SCRIPT:-metadata.mjs}"

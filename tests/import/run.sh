@@ -243,6 +243,28 @@ check "pickle: no file row" [ -z "$(file_field pickle.safetensors sha256)" ]
 import "$N/modeling_evil.py" modeling_evil.py
 check "code: failed, code_python (got $state $reason)" [ "$state" = failed ] && [ "$reason" = code_python ]
 check "code: no file row" [ -z "$(file_field modeling_evil.py sha256)" ]
+# the refusals' records: the job, the token that asked, no route nor client; the
+# pickle stopped at its head (4 MiB announced: size 4 MiB, no digest), the code file's
+# digest, when the whole file went through, the one sha256sum gives
+code_job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$W/job.json")
+ADM=$("$BIN" token create --data "$W/a" --scope admin | tail -n 1)
+TID=$("$BIN" token list --data "$W/a" | awk -F'\t' '$3 == "acme" { print $1; exit }')
+curl -s -H "Authorization: Bearer $ADM" "$A/v1/rejections?namespace=acme&format=jsonl" >"$W/rej.jsonl"
+check "rejections: the pickle's and the code's records" python3 -c '
+import json, os, sys, hashlib
+rs = [json.loads(l) for l in open(sys.argv[1])]
+by = {r["path"]: r for r in rs if r["job_id"] is not None}
+p, c = by["pickle.safetensors"], by["modeling_evil.py"]
+www = sys.argv[2]
+for r in (p, c):
+    assert r["namespace"] == "acme" and r["token_id"] == int(sys.argv[3]), r
+    assert r["route"] is None and r["client"] is None, r
+assert c["job_id"] == int(sys.argv[4]), c
+assert p["size"] == os.path.getsize(www + "/pickle.safetensors") and p["sha256"] is None, p
+code = open(www + "/modeling_evil.py", "rb").read()
+assert c["size"] == len(code), c
+assert c["sha256"] in (None, hashlib.sha256(code).hexdigest()), c
+' "$W/rej.jsonl" "$W/www" "$TID" "$code_job"
 import "$N/evil_config.json" config_auto_map.json
 check "auto_map: failed, code_reference (got $state $reason)" [ "$state" = failed ] && [ "$reason" = code_reference ]
 import "$N/badheader.safetensors" badheader.safetensors

@@ -45,15 +45,16 @@ static char tokens[K_COUNT][128];
 /* What a route needs (docs/DESIGN.md §7, openapi.yaml's Auth paragraph), as the
  * contract's scope of the operation says (need_from_scope). */
 typedef enum need {
-    N_OPEN,     /* service routes: never a token */
-    N_READ,     /* read scope on the org; open unless --auth-read */
-    N_HUB_READ, /* N_READ on a Hub route: another namespace's token gets 404 model_not_found */
-    N_LIST,     /* read scope, any namespace, the list kept to the token's namespace */
-    N_READ_ANY, /* read scope, no org (POST /v1/scan) */
-    N_TOKEN,    /* any valid token, always (GET /api/whoami-v2) */
-    N_WRITE,    /* write scope on the org */
-    N_ADMIN,    /* admin scope */
-    N_UNKNOWN   /* the contract names no scope this test knows */
+    N_OPEN,       /* service routes: never a token */
+    N_READ,       /* read scope on the org; open unless --auth-read */
+    N_HUB_READ,   /* N_READ on a Hub route: another namespace's token gets 404 model_not_found */
+    N_LIST,       /* read scope, any namespace, the list kept to the token's namespace */
+    N_READ_ANY,   /* read scope, no org (POST /v1/scan) */
+    N_TOKEN,      /* any valid token, always (GET /api/whoami-v2) */
+    N_WRITE,      /* write scope on the org */
+    N_ADMIN,      /* admin scope */
+    N_ADMIN_LIST, /* admin scope, any namespace, the list kept to the token's namespace */
+    N_UNKNOWN     /* the contract names no scope this test knows */
 } need;
 
 /* How a refused write is shown to have changed nothing. */
@@ -237,6 +238,58 @@ static void prep_file_delete(attempt *a)
     snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s/files/%s", draft_w, path);
 }
 
+/* ---- the Hub's write routes ---- */
+
+static void prep_hub_create(attempt *a)
+{
+    snprintf(a->body, sizeof a->body, "{\"name\":\"hc-%d\",\"organization\":\"acme\"}", ++serial);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/hc-%d", serial);
+}
+
+static void prep_hub_delete(attempt *a)
+{
+    char name[64];
+    snprintf(name, sizeof name, "acme/hd-%d", ++serial);
+    create_model(name);
+    snprintf(a->body, sizeof a->body, "{\"name\":\"hd-%d\",\"organization\":\"acme\"}", serial);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/%s", name);
+}
+
+static void prep_hub_branch(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/api/models/acme/w/branch/hb-%d", ++serial);
+}
+
+static void prep_hub_branch_delete(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/api/models/acme/w/branch/hbd-%d", ++serial);
+    it_response r = it_send_json("POST", a->path, admin(), "{}");
+    must(r, 200, a->path);
+    it_response_free(&r);
+}
+
+static void prep_hub_tag(attempt *a)
+{
+    snprintf(a->body, sizeof a->body, "{\"tag\":\"ht-%d\"}", ++serial);
+}
+
+static void prep_hub_tag_delete(attempt *a)
+{
+    snprintf(a->body, sizeof a->body, "{\"tag\":\"htd-%d\"}", ++serial);
+    it_response r = it_send_json("POST", "/api/models/acme/w/tag/1", admin(), a->body);
+    must(r, 200, a->body);
+    it_response_free(&r);
+    snprintf(a->path, sizeof a->path, "/api/models/acme/w/tag/htd-%d", serial);
+    a->body[0] = '\0';
+}
+
+static void prep_hub_verify(attempt *a)
+{
+    char sha[65];
+    it_sha256_hex(model_file.data, model_file.len, sha);
+    snprintf(a->body, sizeof a->body, "{\"oid\":\"%s\",\"size\":%zu}", sha, model_file.len);
+}
+
 /* an import into the draft: a name that resolves to loopback, so the queued job
  * fails at once at its connect (the default policy) */
 static void prep_import(attempt *a)
@@ -253,6 +306,67 @@ static void prep_preload_delete(attempt *a)
     create_preload(id);
     snprintf(a->path, sizeof a->path, "/v1/preloads/%s", id);
     snprintf(a->probe, sizeof a->probe, "/v1/preloads/%s", id);
+}
+
+/* ---- webhooks: the fixture subscription of acme asks for signature.invalid, which
+ * nothing here sends, so only pings make deliveries (to a name that resolves to
+ * loopback: refused at connect, retried much later) ---- */
+static char hook_id[32];
+static char delivery_id[32];
+#define HOOKS "/v1/namespaces/acme/webhooks"
+#define HOOK_BODY "{\"url\":\"http://localhost:1/hook\",\"events\":[\"signature.invalid\"]}"
+
+static char *make_hook(char *out, size_t cap)
+{
+    it_response r = it_send_json("POST", HOOKS, admin(), HOOK_BODY);
+    must(r, 201, "POST " HOOKS);
+    snprintf(out, cap, "%lld", r.json ? it_json_int(r.json, "id") : -1);
+    it_response_free(&r);
+    return out;
+}
+
+static void prep_hook_create(attempt *a)
+{
+    snprintf(a->probe, sizeof a->probe, HOOKS);
+    snprintf(a->count_key, sizeof a->count_key, "webhooks");
+}
+
+static void prep_hook(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s", hook_id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s", hook_id);
+}
+
+static void prep_hook_delete(attempt *a)
+{
+    char id[32];
+    make_hook(id, sizeof id);
+    snprintf(a->path, sizeof a->path, HOOKS "/%s", id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s", id);
+}
+
+static void prep_hook_ping(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/ping", hook_id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s/deliveries", hook_id);
+    snprintf(a->count_key, sizeof a->count_key, "deliveries");
+}
+
+static void prep_hook_deliveries(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/deliveries", hook_id);
+}
+
+static void prep_hook_delivery(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/deliveries/%s", hook_id, delivery_id);
+    snprintf(a->probe, sizeof a->probe, HOOKS "/%s/deliveries/%s", hook_id, delivery_id);
+}
+
+static void prep_hook_redeliver(attempt *a)
+{
+    prep_hook_delivery(a);
+    snprintf(a->path, sizeof a->path, HOOKS "/%s/deliveries/%s/redeliver", hook_id, delivery_id);
 }
 
 static void prep_job(attempt *a)
@@ -317,16 +431,83 @@ static row rows[] = {
      false},
     {"POST", "/v1/scan", 200, 0, "/v1/scan", B_MODEL, NULL, P_NONE, NULL, false},
     {"GET", "/v1/rejections", 200, 0, "/v1/rejections", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/audit", 200, 0, "/v1/audit", B_NONE, NULL, P_NONE, NULL, false},
+    {"POST", "/v1/namespaces/{org}/webhooks", 201, 0, HOOKS, B_JSON, HOOK_BODY, P_COUNT,
+     prep_hook_create, false},
+    {"GET", "/v1/namespaces/{org}/webhooks", 200, 0, HOOKS, B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/namespaces/{org}/webhooks/{id}", 200, 0, NULL, B_NONE, NULL, P_NONE, prep_hook,
+     false},
+    {"PATCH", "/v1/namespaces/{org}/webhooks/{id}", 200, 0, NULL, B_JSON,
+     "{\"url\":\"http://localhost:2/hook\"}", P_BODY, prep_hook, false},
+    {"DELETE", "/v1/namespaces/{org}/webhooks/{id}", 204, 0, NULL, B_NONE, NULL, P_STATUS,
+     prep_hook_delete, false},
+    {"POST", "/v1/namespaces/{org}/webhooks/{id}/ping", 202, 0, NULL, B_NONE, NULL, P_COUNT,
+     prep_hook_ping, false},
+    {"GET", "/v1/namespaces/{org}/webhooks/{id}/deliveries", 200, 0, NULL, B_NONE, NULL, P_NONE,
+     prep_hook_deliveries, false},
+    {"GET", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}", 200, 0, NULL, B_NONE, NULL,
+     P_NONE, prep_hook_delivery, false},
+    {"POST", "/v1/namespaces/{org}/webhooks/{id}/deliveries/{delivery}/redeliver", 202, 0, NULL,
+     B_NONE, NULL, P_STATUS, prep_hook_redeliver, false},
+    {"GET", "/v1/namespaces/{org}/policy", 200, 0, "/v1/namespaces/acme/policy", B_NONE, NULL,
+     P_NONE, NULL, false},
+    /* refusing code is the default: an allowed attempt leaves the matrix's uploads as they are */
+    {"PUT", "/v1/namespaces/{org}/policy", 200, 0, "/v1/namespaces/acme/policy", B_JSON,
+     "{\"allow_code\":false}", P_BODY, NULL, false},
     {"GET", "/healthz", 200, 0, "/healthz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/readyz", 200, 0, "/readyz", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/metrics", 200, 0, "/metrics", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/openapi.yaml", 200, 0, "/openapi.yaml", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/v1/reasons", 200, 0, "/v1/reasons", B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/.well-known/tensorgate/signing-keys", 200, 0, "/.well-known/tensorgate/signing-keys",
+     B_NONE, NULL, P_NONE, NULL, false},
+    {"GET", "/v1/namespaces/{org}/signing", 200, 0, "/v1/namespaces/acme/signing", B_NONE, NULL,
+     P_NONE, NULL, false},
+    /* require_signature false on acme: the same as no policy, so the other rows' publishes
+     * are unaffected whichever attempt went through */
+    {"PUT", "/v1/namespaces/{org}/signing", 200, 0, "/v1/namespaces/acme/signing", B_JSON,
+     "{\"require_signature\":false}", P_NONE, NULL, false},
     {"GET", "/", 200, 0, "/", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/ui/{path}", 200, 0, "/ui/app.js", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/{org}/{name}/resolve/{rev}/{path}", 200, 0, "/acme/m/resolve/1/model.safetensors",
      B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/{org}/{name}/raw/{rev}/{path}", 200, 0, "/acme/m/raw/1/sub/config.json", B_NONE, NULL,
+     P_NONE, NULL, false},
+    /* the Hub's write routes */
+    {"POST", "/api/repos/create", 200, 0, "/api/repos/create", B_JSON, NULL, P_STATUS,
+     prep_hub_create, false},
+    {"DELETE", "/api/repos/delete", 200, 0, "/api/repos/delete", B_JSON, NULL, P_STATUS,
+     prep_hub_delete, false},
+    /* never served: an allowed move is 400 invalid_request */
+    {"POST", "/api/repos/move", 400, 0, "/api/repos/move", B_JSON,
+     "{\"fromRepo\":\"acme/w\",\"toRepo\":\"acme/w2\"}", P_NONE, NULL, false},
+    {"POST", "/api/validate-yaml", 200, 0, "/api/validate-yaml", B_JSON,
+     "{\"content\":\"---\\nlicense: mit\\n---\\n\",\"repoType\":\"model\"}", P_NONE, NULL, false},
+    {"POST", "/api/models/{org}/{name}/preupload/{rev}", 200, 0,
+     "/api/models/acme/w/preupload/main", B_JSON, "{\"files\":[{\"path\":\"a.txt\",\"size\":1}]}",
+     P_NONE, NULL, false},
+    /* a commit that changes nothing: main's commit, no new version */
+    {"POST", "/api/models/{org}/{name}/commit/{rev}", 200, 0, "/api/models/acme/w/commit/main",
+     B_JSON, "{\"key\":\"header\",\"value\":{\"summary\":\"x\"}}", P_BODY, NULL, false},
+    {"POST", "/api/models/{org}/{name}/branch/{alias}", 200, 0, NULL, B_JSON, "{}", P_BODY,
+     prep_hub_branch, false},
+    {"DELETE", "/api/models/{org}/{name}/branch/{alias}", 200, 0, NULL, B_NONE, NULL, P_BODY,
+     prep_hub_branch_delete, false},
+    {"POST", "/api/models/{org}/{name}/tag/{rev}", 200, 0, "/api/models/acme/w/tag/1", B_JSON, NULL,
+     P_BODY, prep_hub_tag, false},
+    {"DELETE", "/api/models/{org}/{name}/tag/{rev}", 200, 0, NULL, B_NONE, NULL, P_BODY,
+     prep_hub_tag_delete, false},
+    /* the upload link: its signature is its authorization, whatever the token (401 here) */
+    {"PUT", "/api/tensorgate/lfs/{org}/{name}/{id}", 401, 0,
+     "/api/tensorgate/lfs/acme/w/"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa?size=1&expires=1&sig=x",
+     B_MODEL, NULL, P_NONE, NULL, false},
+    {"POST", "/api/tensorgate/lfs-verify/{org}/{name}", 200, 0, "/api/tensorgate/lfs-verify/acme/w",
+     B_JSON, NULL, P_NONE, prep_hub_verify, false},
+    {"POST", "/{org}/{name}/info/lfs/objects/batch", 200, 0, "/acme/w.git/info/lfs/objects/batch",
+     B_JSON,
+     "{\"operation\":\"upload\",\"objects\":[{\"oid\":"
+     "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"size\":3}]}",
      P_NONE, NULL, false},
     {"GET", "/api/models", 200, 0, "/api/models", B_NONE, NULL, P_NONE, NULL, false},
     {"GET", "/api/models/{org}/{name}", 200, 0, "/api/models/acme/m", B_NONE, NULL, P_NONE, NULL,
@@ -383,6 +564,8 @@ static need need_from_scope(const char *scope, const char *op)
         return N_WRITE;
     if (strcmp(scope, "admin") == 0)
         return N_ADMIN;
+    if (strcmp(scope, "admin-list") == 0)
+        return N_ADMIN_LIST;
     if (strcmp(scope, "token") == 0)
         return N_TOKEN;
     return N_UNKNOWN;
@@ -393,7 +576,7 @@ static int expected_status(const row *r, kind k)
 {
     need n = needs[r - rows];
     bool needs_token =
-        n == N_WRITE || n == N_ADMIN || n == N_TOKEN ||
+        n == N_WRITE || n == N_ADMIN || n == N_ADMIN_LIST || n == N_TOKEN ||
         (auth_read && (n == N_READ || n == N_HUB_READ || n == N_LIST || n == N_READ_ANY));
     if (n == N_OPEN || !needs_token)
         return r->ok; /* an open route does not look at the token at all */
@@ -420,6 +603,8 @@ static int expected_status(const row *r, kind k)
         return k == K_WRITE || k == K_ADMIN ? r->ok : 403;
     case N_ADMIN:
         return k == K_ADMIN ? r->ok : 403;
+    case N_ADMIN_LIST:
+        return k == K_ADMIN || k == K_ADMIN_OTHER ? r->ok : 403;
     case N_OPEN:
         break;
     }
@@ -474,14 +659,27 @@ static void check_refusal(const row *r, const it_response *resp, int want)
     CHECK_STR(it_reason(resp), want == 401 ? "unauthorized" : "forbidden");
     char ct[128];
     it_header(resp, "Content-Type", ct, sizeof ct);
-    CHECK_STR(ct, "application/problem+json");
+    /* the Hub's write routes answer problems as application/json (their clients read
+     * no other type), with X-Error-Message */
+    bool hub_write = strncmp(r->op, "/api/repos/", 11) == 0 ||
+                     strncmp(r->op, "/api/tensorgate/", 16) == 0 ||
+                     strstr(r->op, "/info/lfs/") != NULL || strstr(r->op, "/preupload/") != NULL ||
+                     strstr(r->op, "/commit/") != NULL || strstr(r->op, "/branch/") != NULL ||
+                     strstr(r->op, "/tag/") != NULL;
+    CHECK_STR(ct, hub_write ? "application/json" : "application/problem+json");
+    if (hub_write) {
+        char message[512];
+        CHECK(it_header(resp, "X-Error-Message", message, sizeof message) != NULL);
+    }
 }
 
-/* A list answered to a token limited to 'other' under --auth-read shows nothing of acme. */
+/* A list answered to a token limited to 'other' under --auth-read (or, for an
+ * admin-list, to the admin token of 'other' always) shows nothing of acme. */
 static void check_list_scope(const row *r, kind k, const it_response *resp)
 {
-    if (needs[r - rows] != N_LIST || !auth_read ||
-        (k != K_READ_OTHER && k != K_WRITE_OTHER && k != K_ADMIN_OTHER))
+    bool admin_list = needs[r - rows] == N_ADMIN_LIST && k == K_ADMIN_OTHER;
+    if (!admin_list && (needs[r - rows] != N_LIST || !auth_read ||
+                        (k != K_READ_OTHER && k != K_WRITE_OTHER && k != K_ADMIN_OTHER)))
         return;
     const char *body = resp->body.data ? (const char *)resp->body.data : "";
     bool leaks = strstr(body, "acme/") != NULL;
@@ -740,8 +938,14 @@ static void setup(void)
     create_published("acme/cv");
     create_published("other/m");
     create_draft("acme/w", draft_w, sizeof draft_w);
-    it_response r =
-        it_send_json("PUT", "/v1/models/acme/m/aliases/stable", admin(), "{\"version\":1}");
+    /* a refusal of acme's, which /v1/rejections must not show to other's admin */
+    char refused[128];
+    snprintf(refused, sizeof refused, "/v1/models/acme/w/versions/%s/files/refused.safetensors",
+             draft_w);
+    it_response r = it_send("PUT", refused, admin(), "not safetensors at all", 22);
+    must(r, 415, refused);
+    it_response_free(&r);
+    r = it_send_json("PUT", "/v1/models/acme/m/aliases/stable", admin(), "{\"version\":1}");
     must(r, 200, "alias");
     it_response_free(&r);
     r = it_send_json("POST", "/v1/models/acme/m/versions/1/convert", admin(),
@@ -753,6 +957,18 @@ static void setup(void)
     snprintf(path, sizeof path, "/v1/jobs/%s", job_id);
     CHECK(wait_json_state(path, "done"));
     create_preload(preload_id);
+    make_hook(hook_id, sizeof hook_id);
+    char url[128];
+    snprintf(url, sizeof url, HOOKS "/%s/ping", hook_id);
+    r = it_send("POST", url, admin(), NULL, 0);
+    must(r, 202, url);
+    it_response_free(&r);
+    snprintf(url, sizeof url, HOOKS "/%s/deliveries", hook_id);
+    r = it_request("GET", url, &(it_request_opts){.token = admin()});
+    must(r, 200, url);
+    json_t *first = json_array_get(json_object_get(r.json, "deliveries"), 0);
+    snprintf(delivery_id, sizeof delivery_id, "%lld", first ? it_json_int(first, "id") : -1);
+    it_response_free(&r);
 }
 
 int main(int argc, char **argv)

@@ -680,6 +680,48 @@ TEST(javascript_client)
     CHECK(reported);
 }
 
+/* Writes with the real @huggingface/hub JS client (tests/hf/write.mjs): createRepo,
+ * uploadFiles (inline and LFS: a sharded safetensors model with its index), commits
+ * with deletions, refusals (a pickle, code, an inconsistent index, a stale parent)
+ * that publish nothing and name the reason, branches and tags, deleteRepo, and the
+ * tokens of another namespace and none. */
+TEST(javascript_client_writes)
+{
+    char write_hf[300], admin_hf[300], other_hf[300];
+    snprintf(write_hf, sizeof write_hf, "hf_%s", it_token("write", "acme"));
+    snprintf(admin_hf, sizeof admin_hf, "hf_%s", it_token("admin", NULL));
+    snprintf(other_hf, sizeof other_hf, "hf_%s", it_token("write", "other"));
+    json_t *expect =
+        json_pack("{s:s, s:s, s:s, s:s, s:s}", "hubUrl", it_srv.base, "repo", "acme/hf-write",
+                  "writeToken", write_hf, "adminToken", admin_hf, "otherToken", other_hf);
+    char path[400];
+    snprintf(path, sizeof path, "%s/hf-write.json", it_srv.root);
+    CHECK(expect != NULL && json_dump_file(expect, path, 0) == 0);
+    json_decref(expect);
+    char command[600];
+    snprintf(command, sizeof command,
+             "TG_HF_SCRIPT=write.mjs TG_HF_EXPECT='%s' sh tests/hf/run.sh 2>&1", path);
+    FILE *p = popen(command, "r");
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    char line[4096];
+    bool reported = false;
+    while (fgets(line, sizeof line, p) != NULL) {
+        fputs(line, stdout);
+        if (strncmp(line, "hf-js-write: ", 13) == 0)
+            reported = true;
+    }
+    int status = pclose(p);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 77) {
+        printf("javascript_client_writes: SKIPPED (node is not installed)\n");
+        return;
+    }
+    CHECK(code == 0);
+    CHECK(reported);
+}
+
 /* The real huggingface_hub Python client (tests/hf/python_client.sh starts its own
  * server; TG_HF_HUB_SRC names the client's source trees, never vendored): skipped
  * when the client cannot be imported. */
@@ -1313,6 +1355,7 @@ int main(int argc, char **argv)
     RUN(models_list_and_paging);
     RUN(tree);
     RUN(javascript_client);
+    RUN(javascript_client_writes);
     RUN(python_client);
     RUN(commit_ids);
     RUN(refs_and_commits);

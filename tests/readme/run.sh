@@ -4,9 +4,10 @@
 # this order, in ONE shell (`sh -e`; variables, functions and the working directory
 # carry from block to block): the README's sections "Publish a model and fetch a
 # tensor slice with curl" and "Read tensors remotely from Python"; then docs/MANUAL.md's
-# sections "Push and pull with the CLI" through "Tokens", "Reports for a security
-# team" and "The CLI"; then the README's "Clean up". They run against a real server
-# started on a free port with a fresh data directory, from a stand-in repository root (build/tensorgate is BINARY;
+# sections "Push and pull with the CLI" through "Tokens", "Code in a namespace",
+# "Reports for a security team", "Audit log" and "The CLI"; then the README's "Clean
+# up". They run against a real server started on a free port with a fresh data
+# directory, from a stand-in repository root (build/tensorgate is BINARY;
 # clients/ and examples/ are the tree's). A ```python block runs with /usr/bin/python3
 # and clients/python on PYTHONPATH, as the README says. The first block of "The CLI"
 # runs line by line, and each line may exit 0 or 1 (a refusal), not 2 or more.
@@ -80,7 +81,7 @@ at_least() {
 # the README's walk-through, the manual's examples that continue it, the README's clean-up
 at_least 6 "the README walk-through" "$(blocks "$README" readme 'Publish a model|Read tensors remotely')"
 at_least 10 "the manual's walk-through sections" "$(blocks "$MANUAL" manual \
-    'Push and pull|Tensors|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tags, search|Tokens|Reports for a security team|The CLI')"
+    'Push and pull|Tensors|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tags, search|Tokens|Code in a namespace|Reports for a security team|Audit log|The CLI')"
 at_least 1 "the README's Clean up" "$(blocks "$README" cleanup 'Clean up')"
 blocks=$(ls "$T/blocks")
 

@@ -12,7 +12,12 @@
 # 2b. tests/import/pg-replicas.sh: an import from a slow source queued on two
 #    replicas with a 3 s lease is fetched once (the lease is renewed), the file
 #    appears once;
-# 3. existing integration programs with every server on the PostgreSQL catalog
+# 2c. tests/audit/pg.sh: 160 writes at once through two replicas make one audit
+#    chain, seq without a gap, every write once; an edit made in psql is found;
+# 2d. tests/webhooks/pg-replicas.sh: webhook deliveries shared by two replicas,
+#    each event received once (each retried one three times, under one id);
+# 3. existing integration programs (rejections among them: its filters, paging and
+#    export on the PostgreSQL dialect) with every server on the PostgreSQL catalog
 #    (TENSORGATE_CATALOG): the same answers as on SQLite. Left out: the programs
 #    that test the SQLite file itself (models: a newer schema written into
 #    catalog.db; integrity: a full disk under SQLite) and convert, whose kill -9
@@ -57,9 +62,12 @@ run() {
 
 run "unit catalog (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog"
 run "unit catalog_pg" "$build/tests/unit/server/storage/catalog_pg"
+run "unit catalog_webhooks (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog_webhooks"
 run "integration pg_replicas" "$build/tests/integration/pg_replicas" "$build"
 run "import on two replicas" tests/import/pg-replicas.sh "$build/tensorgate"
-for t in auth tenancy routes metrics digests tensors hf authz_matrix cases registry; do
+run "audit chain on two replicas" tests/audit/pg.sh "$build/tensorgate"
+run "webhooks on two replicas" tests/webhooks/pg-replicas.sh "$build/tensorgate"
+for t in auth tenancy routes metrics digests tensors hf authz_matrix cases rejections codepolicy registry; do
     run "integration $t (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
         "$build/tests/integration/$t" "$build"
 done

@@ -62,8 +62,9 @@ ADMIN=$("$BIN" token create --data ./data --scope admin | tail -n 1)
 
 # a model whose description is markup (it must stay text), a safetensors file with
 # F32 (with a NaN and an Inf), F16 and I32 tensors, a config.json; a second model
-# for the search; an alias; a refused pickle for the refusals view
-/usr/bin/python3 - <<'PYEOF'
+# for the search; an alias; a model holding code; a refused pickle for the refusals
+# view; a GGUF file
+TG_GGUF_DIR=$root/tests/gguf /usr/bin/python3 - <<'PYEOF'
 import json, struct, numpy as np
 ts = {"model.embed.weight": np.array([[1, np.nan, np.inf, 2], [0, 1, 2, 3]], dtype=np.float32),
       "model.layers.0.weight": np.ones((8, 3), np.float16),
@@ -78,6 +79,14 @@ hb = json.dumps(h).encode(); hb += b" " * (-len(hb) % 8)
 open("model.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
 open("config.json", "w").write('{"hidden_size": 4}\n')
 open("pickle.bin", "wb").write(b"\x80\x02}q\x00.")
+# a GGUF file (tests/gguf/generate.py's writer): metadata with markup in a value and a
+# 20-element array, an F32 and a Q8_0 tensor
+import os, sys
+sys.path.insert(0, os.environ["TG_GGUF_DIR"])
+from generate import gguf, kv, ARCH, STRING, U32, ARRAY
+kvs = [ARCH, kv("general.name", STRING, "<script>alert(1)</script> tiny"), kv("llama.context_length", U32, 2048),
+       kv("tokenizer.ggml.tokens", ARRAY, (STRING, [f"t{i}" for i in range(20)]))]
+open("tiny-Q8_0.gguf", "wb").write(gguf([("token_embd.weight", [4, 3], 0), ("blk.0.attn_k.weight", [64, 2], 8)], kvs=kvs))
 PYEOF
 H="Authorization: Bearer $WRITE"
 set -e
@@ -86,8 +95,19 @@ curl -sf -o /dev/null -H "$H" -d '{"name":"acme/other","description":"another"}'
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
 curl -sf -o /dev/null -H "$H" -T model.safetensors "$S/v1/models/acme/tiny/versions/1/files/model.safetensors"
 curl -sf -o /dev/null -H "$H" -T config.json "$S/v1/models/acme/tiny/versions/1/files/config.json"
+curl -sf -o /dev/null -H "$H" -T tiny-Q8_0.gguf "$S/v1/models/acme/tiny/versions/1/files/tiny-Q8_0.gguf"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions/1/publish"
 curl -sf -o /dev/null -H "$H" -X PUT -d '{"version":1}' "$S/v1/models/acme/tiny/aliases/prod"
+# code allowed in acme (docs/DESIGN.md, "The code policy"): acme/coded holds code,
+# marked on the page (before the pickle, which stays the newest refusal)
+printf 'class X:\n    pass\n' >modeling_x.py
+printf '{"auto_map": {"AutoModel": "modeling_x.X"}}' >coded-config.json
+curl -sf -o /dev/null -H "Authorization: Bearer $ADMIN" -X PUT -d '{"allow_code":true}' "$S/v1/namespaces/acme/policy"
+curl -sf -o /dev/null -H "$H" -d '{"name":"acme/coded","description":"with code"}' "$S/v1/models"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/coded/versions"
+curl -sf -o /dev/null -H "$H" -T modeling_x.py "$S/v1/models/acme/coded/versions/1/files/modeling_x.py"
+curl -sf -o /dev/null -H "$H" -T coded-config.json "$S/v1/models/acme/coded/versions/1/files/config.json"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/coded/versions/1/publish"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
 curl -s -o /dev/null -H "$H" -T pickle.bin "$S/v1/models/acme/tiny/versions/2/files/model.safetensors"
 set +e

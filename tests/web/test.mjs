@@ -129,6 +129,35 @@ async function main() {
     total[2] === header.nan_total + ' NaN, ' + header.inf_total + ' Inf', total);
   await shot(page, '4-tensors');
 
+  // --- a GGUF file: its metadata and tensor table
+  await open(page, '#/acme/tiny@1');
+  check('the GGUF file row is a link', (await page.$('#files-table tr[data-path="tiny-Q8_0.gguf"] a')) !== null);
+  await open(page, '#/acme/tiny@1/tiny-Q8_0.gguf');
+  const g = await api('/v1/models/acme/tiny/versions/1/files/tiny-Q8_0.gguf/header');
+  const summary = await page.textContent('#gguf-summary');
+  check('GGUF summary: version, architecture, alignment, data offset',
+    summary.startsWith('GGUF v' + g.version + ', ' + g.architecture) && summary.includes('alignment ' + g.alignment) &&
+      summary.includes(count(g.data_start)), summary);
+  const grows = await rows(page, 'tensors-table');
+  check('GGUF tensor table: one row per tensor', grows.length === g.tensors.length && g.tensors.length === 2, grows);
+  for (const t of g.tensors) {
+    const r = grows.find(x => x[0] === t.name);
+    check('GGUF tensor ' + t.name + ': type, row-major shape, parameters, offset, bytes',
+      r && r[1] === t.dtype && r[2] === '[' + t.shape.join(', ') + ']' &&
+        r[3] === count(t.shape.reduce((a, b) => a * b, 1)) && r[4] === count(t.offset) && r[5] === count(t.size), { r, t });
+  }
+  const mrows = await rows(page, 'metadata-table');
+  check('GGUF metadata: one row per key, in order', JSON.stringify(mrows.map(r => r[0])) === JSON.stringify(Object.keys(g.metadata)), mrows);
+  const tok = mrows.find(r => r[0] === 'tokenizer.ggml.tokens');
+  check('a long array shows its type, length and first elements',
+    tok && tok[1] === 'array of string' && tok[2].startsWith('string[20]: ["t0","t1"') && tok[2].endsWith('…'), tok);
+  const name = mrows.find(r => r[0] === 'general.name');
+  check('markup in a GGUF value is text', name && name[2] === '<script>alert(1)</script> tiny' &&
+    (await page.$$('main script')).length === 0, name);
+  const gtotal = (await rows(page, 'dtype-table')).find(x => x[0] === 'total');
+  check('GGUF parameter total', gtotal && gtotal[1] === count(g.parameters_total), gtotal);
+  await shot(page, '4b-gguf');
+
   // --- refusals: not without a token, shown with the admin token
   await open(page, '#/rejections');
   check('refusals need a token', (await page.$('#need-token')) !== null && (await page.$('#rejections-table')) === null);
@@ -141,10 +170,44 @@ async function main() {
   check('refusals: one row per refusal', rej.length > 0 && rrows.length === rej.length, { rrows, rej });
   check('the refused pickle is listed with its reason',
     rrows.some(r => r[2] === 'model.safetensors' && r[3] === rej[0].reason), rrows);
+  check('a refusal shows its size and the SHA-256 of its bytes',
+    rrows.some(r => r[6] === String(rej[0].size) && r[7] === (rej[0].sha256 || '')), rrows);
+  check('code admitted by the policy is listed, marked as admitted',
+    rej.filter(r => r.outcome === 'admitted_by_policy').length === 2 &&
+      (await page.$$('#rejections-table .badge.code')).length === 2, rej);
   check('the token is not in the URL', !page.url().includes(ADMIN));
   check('the token is in sessionStorage only', await page.evaluate(t =>
     sessionStorage.getItem('tensorgate.token') === t && localStorage.length === 0, ADMIN));
   await shot(page, '5-refusals');
+
+  // --- a version that holds code (admitted by acme's code policy) is marked
+  await open(page, '#/');
+  await page.waitForSelector('#models-table');
+  const codedRow = await page.$('#models-table tr[data-model="acme/coded"] .badge.code');
+  const plainRow = await page.$('#models-table tr[data-model="acme/tiny"] .badge.code');
+  check('the model list marks the model that holds code, only it', codedRow !== null && plainRow === null);
+  await open(page, '#/acme/coded');
+  const vcoded = await rows(page, 'versions-table');
+  check('its version is marked in the versions table',
+    vcoded.length === 1 && vcoded[0][1].startsWith('published') &&
+      (await page.$('#versions-table tr[data-version="1"] .badge.code')) !== null, vcoded);
+  await open(page, '#/acme/coded@1');
+  const coded = await api('/v1/models/acme/coded/versions/1');
+  const warning = await page.$('#code-warning');
+  const warningText = warning ? await warning.textContent() : '';
+  check('the version page shows the code badge and names the code files',
+    coded.holds_code && warning !== null && (await page.$('#code-warning .badge.code')) !== null &&
+      coded.code_files.every(c => warningText.includes(c.path) && warningText.includes(c.reason)),
+    { warningText, coded });
+  const crows = await page.$$eval('#files-table tbody tr', trs => trs.map(tr => ({
+    path: tr.dataset.path, badge: tr.querySelector('.badge.code') !== null,
+    cells: Array.from(tr.querySelectorAll('td')).map(td => td.textContent.trim()) })));
+  check('each code file carries the badge and its reason', crows.length === 2 &&
+    crows.every(r => r.badge && r.cells[1].includes(coded.code_files.find(c => c.path === r.path).reason)), crows);
+  await shot(page, '6-code');
+  await open(page, '#/acme/tiny@1');
+  check('a version without code has no badge', (await page.$('#code-warning')) === null &&
+    (await page.$('.badge.code')) === null);
 
   // --- an unknown model: an error, not a crash
   await open(page, '#/acme/nope');

@@ -11,13 +11,14 @@ def _is_url(s):
     return isinstance(s, str) and (s.startswith("http://") or s.startswith("https://"))
 
 
-def load_file(filename, device="cpu", framework="np", dtype=None, token=None):
+def load_file(filename, device="cpu", framework="np", dtype=None, token=None, verify=None):
     """Every tensor of a remote file or version (a URL, as safe_open takes), or
-    of a local .safetensors file, as a dict name -> array/tensor."""
+    of a local .safetensors file, as a dict name -> array/tensor. verify= as
+    safe_open's (remote only)."""
     if not _is_url(filename):
         with open(filename, "rb") as fh:
             return load(fh.read(), framework=framework, device=device)
-    with safe_open(filename, framework=framework, device=device, dtype=dtype, token=token) as f:
+    with safe_open(filename, framework=framework, device=device, dtype=dtype, token=token, verify=verify) as f:
         return f.load_all()
 
 

@@ -176,9 +176,14 @@ class safe_open:
     or a whole version (http(s)://host:port/org/name@rev: every .safetensors
     file, one key space). Use as a context manager, as safetensors.safe_open.
     token defaults to $TENSORGATE_TOKEN; dtype (e.g. "F32") has the server
-    convert every tensor read."""
+    convert every tensor read. verify=True checks the version's
+    model.server.sig with the server's published key, verify=PEM (a path or
+    PEM bytes) its model.sig with that EC key, against the version's file list,
+    before anything is read (TensorgateError signature_* when refused; needs
+    the `cryptography` package); .signature then says what was checked."""
 
-    def __init__(self, url, framework="np", device="cpu", dtype=None, token=None, timeout=60.0, stall_timeout=30.0):
+    def __init__(self, url, framework="np", device="cpu", dtype=None, token=None, timeout=60.0, stall_timeout=30.0,
+                 verify=None):
         fw = _FRAMEWORKS.get(str(framework).lower())
         if fw is None:
             raise ValueError(f"tensorgate: framework {framework!r} is not one of np, numpy, pt, torch")
@@ -199,6 +204,8 @@ class safe_open:
         self._sizes = {}  # file path -> size, from the version's file list
         self._entries = {}  # tensor name -> _Entry, in the server's order
         self._namesakes = {}  # name -> every _Entry of it, while the server's choice is unknown
+        self._verify = verify
+        self.signature = None  # with verify=: {"file", "signed"} once checked
         try:
             self._open(rev)
         except BaseException:
@@ -222,6 +229,11 @@ class safe_open:
             if not isinstance(size, int) or size < 0:
                 raise TensorgateError(0, "bad_response", f"the server lists {path!r} without a size")
             self._sizes[path] = size
+        if self._verify is not None and self._verify is not False:
+            from ._verify import check_version
+
+            listed = {f.get("path"): f.get("sha256", "") for f in v.get("files") or []}
+            self.signature = check_version(self._client, self._vpath(), listed, self._verify)
         if self.path is None:
             # every tensor of the version, across shards, paged
             cursor = None

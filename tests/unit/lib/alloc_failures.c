@@ -211,6 +211,65 @@ TEST(corpus_walk_failing_each_allocation)
     CHECK_EQ_U64(mismatches, 0);
 }
 
+/* The code policy's paths (st_gate_config.allow_code): native code streamed and sniffed
+ * again at its end, a script, auto_map, and an ELF hiding a ZIP; each allocation failing
+ * in turn is out of memory, never another verdict. */
+TEST(code_policy_failing_each_allocation)
+{
+    static uint8_t elf[100000];
+    memset(elf, 0x5a, sizeof elf);
+    memcpy(elf,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
+    static uint8_t hidden[300];
+    memset(hidden, 0x11, sizeof hidden);
+    memcpy(hidden,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
+    memcpy(hidden + sizeof hidden - 22, "PK\5\6", 4); /* an empty ZIP's end record */
+    memset(hidden + sizeof hidden - 18, 0, 18);
+    static const char script[] = "#!/bin/sh\necho hi\n";
+    static const char config[] = "{\"auto_map\": {\"AutoModel\": \"m.M\"}}";
+    static const char python[] = "import os\n";
+    const struct {
+        const char *name;
+        const uint8_t *data;
+        size_t len;
+    } cases[] = {{"lib.so", elf, sizeof elf},
+                 {"lib.so", hidden, sizeof hidden},
+                 {"run.sh", (const uint8_t *)script, sizeof script - 1},
+                 {"config.json", (const uint8_t *)config, sizeof config - 1},
+                 {"modeling_x.py", (const uint8_t *)python, sizeof python - 1}};
+    unsigned long mismatches = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        st_gate_config config_of_case;
+        memset(&config_of_case, 0, sizeof config_of_case);
+        config_of_case.kind = st_gate_sidecar_kind(cases[i].name);
+        config_of_case.name = cases[i].name;
+        config_of_case.allow_code = true;
+        st_verdict baseline;
+        CHECK(!run_gate(&config_of_case, cases[i].data, cases[i].len, &baseline));
+        /* the ELF hiding a ZIP is refused; every other case is code the policy admits */
+        CHECK(baseline.valid == (i != 1));
+        CHECK((baseline.code.reason != ST_OK) == (i != 1));
+        for (unsigned long k = 1; k <= WALK_MAX; k++) {
+            st_verdict verdict;
+            fail_nth(k);
+            bool oom = run_gate(&config_of_case, cases[i].data, cases[i].len, &verdict);
+            bool injected = alloc_counter.calls >= k;
+            fail_none();
+            if (oom ? verdict.valid || verdict.error.reason != ST_OUT_OF_MEMORY
+                    : !same_verdict(&verdict, &baseline))
+                mismatches++;
+            if (!injected)
+                break;
+        }
+    }
+    CHECK_EQ_U64(mismatches, 0);
+}
+
 TEST(validate_out_of_memory_is_an_error)
 {
     uint8_t buf[512];
@@ -277,6 +336,7 @@ int main(int argc, char **argv)
     (void)argc;
     RUN(header_parse_allocation_failure_is_out_of_memory);
     RUN(corpus_walk_failing_each_allocation);
+    RUN(code_policy_failing_each_allocation);
     RUN(validate_out_of_memory_is_an_error);
     RUN(write_allocation_failure_is_out_of_memory);
     return test_report(argv[0]);

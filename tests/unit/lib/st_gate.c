@@ -895,6 +895,108 @@ TEST(code_is_refused)
         expect(&c, make_raw(fine[i], strlen(fine[i])), true, ST_FORMAT_JSON, ST_OK);
 }
 
+/* The code policy (st_gate_config.allow_code, docs/DESIGN.md "The code policy"): what
+ * is refused only as code is admitted, with verdict.code; everything else about the
+ * file is judged as without it, in every feeding. */
+static st_gate_config allowing(st_gate_kind kind, const char *name)
+{
+    st_gate_config c = named(kind, name);
+    c.allow_code = true;
+    return c;
+}
+
+static void expect_code(const st_gate_config *c, input in, st_format format, st_reason code)
+{
+    st_verdict v = expect(c, in, true, format, ST_OK);
+    CHECK_STR(st_reason_name(v.code.reason), st_reason_name(code));
+    CHECK(v.code.detail[0] != '\0');
+}
+
+TEST(code_policy_admits_only_code)
+{
+    const char *py = "import os\nos.system('id')\n";
+    st_gate_config c = allowing(ST_GATE_SIDECAR, "modeling_x.py");
+    expect_code(&c, make_raw(py, strlen(py)), ST_FORMAT_TEXT, ST_CODE_PYTHON);
+    expect_code(&c, make_raw("", 0), ST_FORMAT_TEXT, ST_CODE_PYTHON);
+    /* text that is not text, and a pickle, stay refused under a code name */
+    static const uint8_t binary[] = {'a', 0x00, 0xff, 0xfe, 'b', '\n'};
+    expect(&c, make_raw(binary, sizeof binary), false, ST_FORMAT_UNKNOWN, ST_SIDECAR_TEXT_INVALID);
+    static const uint8_t p2[] = {0x80, 0x02, '}', 'q', 0x00, '.'};
+    st_verdict v = expect(&c, make_raw(p2, sizeof p2), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    CHECK(v.code.reason == ST_OK);
+    const char *p0 = "cposix\nsystem\n(S'id'\ntR.";
+    c = allowing(ST_GATE_SIDECAR, "run.sh");
+    expect(&c, make_raw(p0, strlen(p0)), false, ST_FORMAT_PICKLE, ST_REFUSED_FORMAT);
+    /* a script, by its #! line or its name */
+    const char *script = "#!/bin/sh\necho hi\n";
+    expect_code(&c, make_raw(script, strlen(script)), ST_FORMAT_TEXT, ST_CODE_SCRIPT);
+    c = allowing(ST_GATE_SIDECAR, "README");
+    expect_code(&c, make_raw(script, strlen(script)), ST_FORMAT_TEXT, ST_CODE_SCRIPT);
+    /* JSON: a notebook, auto_map; still strict JSON */
+    const char *nb = "{\"cells\": [], \"metadata\": {}, \"nbformat\": 4}";
+    c = allowing(ST_GATE_SIDECAR, "demo.ipynb");
+    expect_code(&c, make_raw(nb, strlen(nb)), ST_FORMAT_JSON, ST_CODE_NOTEBOOK);
+    const char *am = "{\"auto_map\": {\"AutoModel\": \"modeling_x.X\"}}";
+    c = allowing(ST_GATE_SIDECAR_JSON, "config.json");
+    expect_code(&c, make_raw(am, strlen(am)), ST_FORMAT_JSON, ST_CODE_REFERENCE);
+    expect(&c, make_raw("{\"auto_map\": {", 14), false, ST_FORMAT_JSON, ST_SIDECAR_JSON_INVALID);
+    /* plain files carry no mark */
+    v = expect(&c, make_raw("{\"a\": 1}", 8), true, ST_FORMAT_JSON, ST_OK);
+    CHECK(v.code.reason == ST_OK);
+    /* native code and bytecode: streamed, admitted at the end */
+    uint8_t elf[200000];
+    memset(elf, 0x5a, sizeof elf);
+    memcpy(elf,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
+    c = allowing(ST_GATE_SIDECAR, "ops/kernel.so");
+    expect_code(&c, make_raw(elf, sizeof elf), ST_FORMAT_NATIVE, ST_CODE_NATIVE);
+    c = allowing(ST_GATE_SIDECAR, "weights.bin");
+    expect_code(&c, make_raw(elf, 128), ST_FORMAT_NATIVE, ST_CODE_NATIVE);
+    uint8_t pyc[64] = {0xcb, 0x0d, '\r', '\n'};
+    pyc[16] = 0xe3;
+    c = allowing(ST_GATE_SIDECAR, "x.pyc");
+    expect_code(&c, make_raw(pyc, sizeof pyc), ST_FORMAT_PYTHON_BYTECODE, ST_CODE_COMPILED_PYTHON);
+    /* the admitted native file is not certain to be refused while it streams */
+    st_gate *gate = st_gate_new(&c, sizeof elf);
+    CHECK(gate != NULL);
+    if (gate != NULL) {
+        CHECK(st_gate_feed(gate, elf, 100000) == ST_GATE_CONTINUE);
+        CHECK(!st_gate_refusal_certain(gate));
+        st_gate_free(gate);
+    }
+    /* a ZIP (a pickle inside) behind an ELF header is found from its end and refused */
+    static const uint8_t pickled[] = {0x80, 0x02, 'N', '.'};
+    input polyglot = make_prefixed_zip(100 * 1024, false, "archive/data.pkl", pickled, 4);
+    memcpy(polyglot.bytes,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
+    c = allowing(ST_GATE_SIDECAR, "ops/kernel.so");
+    v = judge(&c, &polyglot, true);
+    CHECK(!v.valid && v.code.reason == ST_OK && v.error.reason == ST_REFUSED_FORMAT);
+    CHECK(v.format == ST_FORMAT_PYTORCH_ZIP || v.format == ST_FORMAT_ZIP);
+    input_free(&polyglot);
+    /* and a small one, judged whole */
+    polyglot = make_prefixed_zip(200, false, "archive/data.pkl", pickled, 4);
+    memcpy(polyglot.bytes,
+           "\x7f"
+           "ELF\x02\x01\x01\x00",
+           8);
+    v = judge(&c, &polyglot, true);
+    CHECK(!v.valid && v.code.reason == ST_OK && v.error.reason == ST_REFUSED_FORMAT);
+    input_free(&polyglot);
+    /* a *.safetensors or *.json name still promises its format */
+    c = allowing(ST_GATE_SAFETENSORS, "model.safetensors");
+    expect(&c, make_raw(elf, 128), false, ST_FORMAT_NATIVE, ST_CODE_NATIVE);
+    c = allowing(ST_GATE_SAFETENSORS, "kernel.so");
+    expect(&c, make_st(ONE_F32, f32_data, 24), false, ST_FORMAT_UNKNOWN, ST_CODE_NATIVE);
+    c = allowing(ST_GATE_SIDECAR_JSON, "config.json");
+    v = judge(&c, &(input){.bytes = elf, .len = 128}, true);
+    CHECK(!v.valid && v.code.reason == ST_OK);
+}
+
 TEST(tensor_names_keep_their_length)
 {
     st_gate_config c = config_of(ST_GATE_SAFETENSORS);
@@ -932,5 +1034,6 @@ int main(int argc, char **argv)
     RUN(refusal_is_certain_before_the_end);
     RUN(tensor_names_keep_their_length);
     RUN(code_is_refused);
+    RUN(code_policy_admits_only_code);
     return test_report(argv[0]);
 }

@@ -36,6 +36,7 @@ static const char *token_read = "tg_read-token";
 static const char *token_write_acme = "tg_write-acme-token"; /* limited to the org "acme" */
 static const char *token_read_acme = "tg_read-acme-token";
 static const char *token_revoked = "tg_revoked-token";
+static const char *token_admin_acme = "tg_admin-acme-token";
 
 static void add_token(const char *token, tg_scope scope, const char *namespace_or_null)
 {
@@ -164,6 +165,7 @@ static tg_route_auth route_auth(const char *name)
                  {"write", TG_AUTH_WRITE},
                  {"write-object", TG_AUTH_WRITE_OBJECT},
                  {"admin", TG_AUTH_ADMIN},
+                 {"admin-list", TG_AUTH_ADMIN_LIST},
                  {"token", TG_AUTH_TOKEN}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (name != NULL && strcmp(name, names[i].name) == 0)
@@ -490,6 +492,14 @@ TEST(route_scopes)
     CHECK_EQ_U64(check_status("route", "admin", "acme", bearer(token_write)), 403);
     CHECK_EQ_U64(check_status("route", "admin", "acme", bearer(token_admin)), 204);
     CHECK_EQ_U64(check_status("route", "admin", NULL, bearer(token_admin)), 204);
+    CHECK_EQ_U64(check_status("route", "admin", NULL, bearer(token_admin_acme)), 403);
+    /* admin-list: admin scope; a limited token passes, its namespace left for the list */
+    CHECK_EQ_U64(check_status("route", "admin-list", NULL, NULL), 401);
+    CHECK_EQ_U64(check_status("route", "admin-list", NULL, bearer(token_write)), 403);
+    CHECK_EQ_U64(check_status("route", "admin-list", NULL, bearer(token_admin)), 204);
+    CHECK_STR(seen_namespace(), "");
+    CHECK_EQ_U64(check_status("route", "admin-list", NULL, bearer(token_admin_acme)), 204);
+    CHECK_STR(seen_namespace(), "acme");
     /* closed reads */
     server.config.auth_read = true;
     CHECK_EQ_U64(check_status("route", "read", "acme", NULL), 401);
@@ -595,6 +605,7 @@ int main(int argc, char **argv)
     add_token(token_write_acme, TG_SCOPE_WRITE, "acme");
     add_token(token_read_acme, TG_SCOPE_READ, "acme");
     add_token(token_revoked, TG_SCOPE_ADMIN, NULL);
+    add_token(token_admin_acme, TG_SCOPE_ADMIN, "acme");
     char hash[65];
     int64_t id = 0;
     CHECK(tg_sha256_hex(token_revoked, strlen(token_revoked), hash, "test") == 0);

@@ -228,6 +228,59 @@ TEST(accept_quality)
     CHECK(tg_accept_quality(",,, ;;, application/sarif+json", sarif) == 1000);
 }
 
+TEST(rfc3339_times)
+{
+    char out[TG_UTC_TEXT_LEN];
+    CHECK(tg_rfc3339_utc("2026-05-01T12:00:00Z", out, sizeof out));
+    CHECK_STR(out, "2026-05-01T12:00:00Z");
+    CHECK(tg_rfc3339_utc("2026-05-01t14:30:05.999+02:00", out, sizeof out));
+    CHECK_STR(out, "2026-05-01T12:30:05Z");
+    CHECK(tg_rfc3339_utc("2026-12-31 23:00:00-01:30", out, sizeof out));
+    CHECK_STR(out, "2027-01-01T00:30:00Z");
+    CHECK(tg_rfc3339_utc("2024-02-29T00:00:00z", out, sizeof out));
+    CHECK_STR(out, "2024-02-29T00:00:00Z");
+    CHECK(tg_rfc3339_utc("2016-12-31T23:59:60Z", out, sizeof out)); /* a leap second */
+    CHECK_STR(out, "2016-12-31T23:59:59Z");
+    static const char *const bad[] = {
+        "",
+        "2026-05-01",
+        "2026-05-01T12:00:00",       /* no offset */
+        "2026-05-01T12:00Z",         /* no seconds */
+        "2025-02-29T00:00:00Z",      /* not a leap year */
+        "2026-13-01T00:00:00Z",      /* month */
+        "2026-04-31T00:00:00Z",      /* day */
+        "2026-05-01T24:00:00Z",      /* hour */
+        "2026-05-01T12:00:00.Z",     /* empty fraction */
+        "2026-05-01T12:00:00+0200",  /* offset without colon */
+        "2026-05-01T12:00:00+24:00", /* offset hour */
+        "2026-05-01T12:00:00Zjunk",
+        "0001-01-01T00:00:00+01:00", /* year 0 in UTC */
+        "1714564800",
+        "2026-05-01T12:00:00 Z",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bool ok = tg_rfc3339_utc(bad[i], out, sizeof out);
+        CHECK(!ok);
+        if (ok)
+            fprintf(stderr, "  accepted '%s'\n", bad[i]);
+    }
+    CHECK(!tg_rfc3339_utc("2026-05-01T12:00:00Z", out, 10)); /* too small */
+}
+
+TEST(sha256_texts)
+{
+    char out[65];
+    char upper[65];
+    memset(upper, 'A', 64);
+    upper[64] = '\0';
+    CHECK(tg_sha256_text_lower(upper, out, sizeof out));
+    CHECK(out[0] == 'a' && out[63] == 'a' && strlen(out) == 64);
+    upper[10] = 'g';
+    CHECK(!tg_sha256_text_lower(upper, out, sizeof out));
+    CHECK(!tg_sha256_text_lower("abc", out, sizeof out));
+    CHECK(!tg_sha256_text_lower(NULL, out, sizeof out));
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -241,5 +294,7 @@ int main(int argc, char **argv)
     RUN(etags);
     RUN(parse_u64);
     RUN(accept_quality);
+    RUN(rfc3339_times);
+    RUN(sha256_texts);
     return test_report(argv[0]);
 }

@@ -390,6 +390,57 @@ TEST(drain_limit_abandon_and_hash_after_stop)
     tg_ingest_abort(&ingest);
 }
 
+/* The whole source's digest, for a refusal's record: only when the source ended at
+ * its declared size and every byte went through the digest. */
+TEST(whole_digest_only_of_a_whole_source)
+{
+    uint8_t both[2 * sizeof bad_header];
+    memcpy(both, bad_header, sizeof bad_header);
+    memcpy(both + sizeof bad_header, bad_header, sizeof bad_header);
+    char want[65], got[65];
+    CHECK_EQ_U64(tg_sha256_hex(both, sizeof both, want, "test"), 0);
+    /* refused at its head, the rest drained and hashed, then ended: the digest */
+    tg_ingest ingest;
+    tg_ingest_config config = storing(ST_GATE_SAFETENSORS, sizeof both);
+    config.hash_after_stop = true;
+    CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+    CHECK_EQ_U64(tg_ingest_feed(&ingest, bad_header, sizeof bad_header), TG_INGEST_REFUSED);
+    tg_ingest_feed(&ingest, bad_header, sizeof bad_header);
+    CHECK_EQ_U64(tg_ingest_finish(&ingest), TG_INGEST_REFUSED);
+    CHECK_EQ_U64(tg_ingest_whole_digest(&ingest, got), 0);
+    CHECK_STR(got, want);
+    tg_ingest_abort(&ingest);
+    /* not ended (answered mid-body): none */
+    CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+    tg_ingest_feed(&ingest, bad_header, sizeof bad_header);
+    CHECK(tg_ingest_whole_digest(&ingest, got) == -1);
+    CHECK_STR(got, "");
+    tg_ingest_abort(&ingest);
+    /* ended short of its declared size: none */
+    CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+    tg_ingest_feed(&ingest, bad_header, sizeof bad_header);
+    tg_ingest_finish(&ingest);
+    CHECK(tg_ingest_whole_digest(&ingest, got) == -1);
+    tg_ingest_abort(&ingest);
+    /* without hash_after_stop the drained rest is not hashed: none */
+    config.hash_after_stop = false;
+    CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+    tg_ingest_feed(&ingest, bad_header, sizeof bad_header);
+    tg_ingest_feed(&ingest, bad_header, sizeof bad_header);
+    tg_ingest_finish(&ingest);
+    CHECK(tg_ingest_whole_digest(&ingest, got) == -1);
+    tg_ingest_abort(&ingest);
+    /* past max_bytes (the chunk that crossed it is not hashed): none */
+    config = storing(ST_GATE_SAFETENSORS, ST_FILE_SIZE_UNKNOWN);
+    config.hash_after_stop = true;
+    config.max_bytes = sizeof bad_header;
+    CHECK_EQ_U64(tg_ingest_begin(&ingest, &config), 0);
+    tg_ingest_feed(&ingest, both, sizeof both);
+    CHECK_EQ_U64(tg_ingest_finish(&ingest), TG_INGEST_TOO_LARGE);
+    CHECK(tg_ingest_whole_digest(&ingest, got) == -1);
+    tg_ingest_abort(&ingest);
+}
+
 /* Past TG_INGEST_HASH_THREAD_AFTER the digest runs on its own thread through the
  * ring: a 13 MiB safetensors file fed in odd pieces is stored and named by the SHA-256
  * of its bytes; one aborted halfway (the thread cancelled) leaves nothing; a
@@ -656,6 +707,7 @@ int main(int argc, char **argv)
     RUN(failures_store_nothing);
     RUN(enospc_at_each_write_stores_nothing);
     RUN(hash_thread_digest_equals_one_shot);
+    RUN(whole_digest_only_of_a_whole_source);
     store_remove();
     return test_report(argv[0]);
 }

@@ -209,6 +209,20 @@ TEST(versions_files_publish)
     free(all.items);
     CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_OK);
     CHECK(tg_catalog_file_delete(catalog, v2.id, "a.json") == TG_CAT_NOT_FOUND);
+    /* An alias goes by name; a draft goes with its files, a published version never. */
+    CHECK(tg_catalog_alias_delete(catalog, model.id, "stable") == TG_CAT_OK);
+    CHECK(tg_catalog_alias_delete(catalog, model.id, "stable") == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_alias_get(catalog, model.id, "stable", &number) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_delete_draft(catalog, v1.id) == TG_CAT_NOT_FOUND);
+    tg_version v3;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v3) == TG_CAT_OK);
+    tg_file_record draft_file = {.path = "x.json", .kind = "json", .size = 2, .sha256 = "01"};
+    CHECK(tg_catalog_file_put(catalog, v3.id, &draft_file, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_version_delete_draft(catalog, v3.id) == TG_CAT_OK);
+    CHECK(tg_catalog_version_get(catalog, model.id, v3.number, &latest) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_file_get(catalog, v3.id, "x.json", &draft_file) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_delete_draft(catalog, v3.id) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_version_get(catalog, model.id, 1, &latest) == TG_CAT_OK);
     bool referenced = false;
     CHECK(tg_catalog_blob_referenced(catalog, file.sha256, &referenced) == TG_CAT_OK && referenced);
     CHECK(tg_catalog_blob_referenced(catalog, "ff", &referenced) == TG_CAT_OK && !referenced);
@@ -255,16 +269,126 @@ static void keep_findings(void *ctx, const tg_rejection *r)
         snprintf(texts[r->id], sizeof texts[r->id], "%s", r->findings);
 }
 
+static void keep_rejection(void *ctx, const tg_rejection *r)
+{
+    tg_rejection *seen = ctx;
+    if (r->id >= 1 && r->id <= 5)
+        seen[r->id] = *r;
+}
+
+static void count_one(void *ctx, const tg_rejection *r)
+{
+    (void)r;
+    (*(uint64_t *)ctx)++;
+}
+
+static uint64_t count_matching(tg_catalog *catalog, const tg_rejection_filter *filter)
+{
+    uint64_t n = 0;
+    CHECK(tg_catalog_rejection_list(catalog, filter, 100, count_one, &n) == TG_CAT_OK);
+    return n;
+}
+
+static void count_code_file(void *ctx, int64_t number, const char *path, const char *reason)
+{
+    char *seen = ctx;
+    size_t used = strlen(seen);
+    snprintf(seen + used, 256 - used, "%lld:%s:%s;", (long long)number, path, reason);
+}
+
+static void keep_outcome(void *ctx, const tg_rejection *r)
+{
+    snprintf(ctx, 24, "%s", r->outcome);
+}
+
+/* schema 10: a namespace's code policy, code files that mark their version, and the
+ * outcome of a rejection record */
+TEST(code_policy_settings_and_marks)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_namespace_settings settings;
+    CHECK(tg_catalog_namespace_get(catalog, "acme", &settings) == TG_CAT_OK);
+    CHECK(!settings.allow_code); /* never set: the default */
+    CHECK_STR(settings.updated_at, "");
+    CHECK(tg_catalog_namespace_set_code(catalog, "acme", true, &settings) == TG_CAT_OK);
+    CHECK(settings.allow_code);
+    CHECK(settings.updated_at[0] != '\0');
+    CHECK(tg_catalog_namespace_set_code(catalog, "acme", true, NULL) == TG_CAT_OK); /* again */
+    CHECK(tg_catalog_namespace_get(catalog, "other", &settings) == TG_CAT_OK);
+    CHECK(!settings.allow_code);
+    CHECK(tg_catalog_namespace_set_code(catalog, "acme", false, &settings) == TG_CAT_OK);
+    CHECK(!settings.allow_code);
+
+    tg_model model;
+    CHECK(tg_catalog_model_create(catalog, "acme", "codepolicy", "", &model) == TG_CAT_OK);
+    tg_version v1, v2;
+    CHECK(tg_catalog_version_create(catalog, model.id, &v1) == TG_CAT_OK);
+    CHECK(tg_catalog_version_create(catalog, model.id, &v2) == TG_CAT_OK);
+    tg_file_record code = {.path = "modeling_x.py",
+                           .kind = "code",
+                           .size = 3,
+                           .sha256 = "aa",
+                           .code_reason = "code_python"};
+    tg_file_record text = {.path = "README.md", .kind = "text", .size = 3, .sha256 = "bb"};
+    CHECK(tg_catalog_file_put(catalog, v2.id, &code, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_file_put(catalog, v2.id, &text, NULL) == TG_CAT_OK);
+    CHECK(tg_catalog_file_put(catalog, v1.id, &text, NULL) == TG_CAT_OK);
+    /* kind code without its reason (and a reason without the kind) is refused */
+    tg_file_record bad = code;
+    bad.code_reason[0] = '\0';
+    CHECK(tg_catalog_file_put(catalog, v1.id, &bad, NULL) != TG_CAT_OK);
+    tg_file_record got;
+    CHECK(tg_catalog_file_get(catalog, v2.id, "modeling_x.py", &got) == TG_CAT_OK);
+    CHECK_STR(got.kind, "code");
+    CHECK_STR(got.code_reason, "code_python");
+    CHECK(tg_catalog_file_get(catalog, v2.id, "README.md", &got) == TG_CAT_OK);
+    CHECK_STR(got.code_reason, "");
+    char seen[256] = "";
+    CHECK(tg_catalog_code_files(catalog, model.id, 0, count_code_file, seen) == TG_CAT_OK);
+    CHECK_STR(seen, "2:modeling_x.py:code_python;");
+    seen[0] = '\0';
+    CHECK(tg_catalog_code_files(catalog, model.id, 1, count_code_file, seen) == TG_CAT_OK);
+    CHECK_STR(seen, "");
+
+    tg_rejection r = {.version = 2, .size = 3};
+    tg_time_now(r.time);
+    snprintf(r.reason, sizeof r.reason, "code_python");
+    snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
+    CHECK(tg_catalog_rejection_add(catalog, &r) == TG_CAT_OK);
+    char outcome[24] = "";
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 1, keep_outcome, outcome) == TG_CAT_OK);
+    CHECK_STR(outcome, "admitted_by_policy");
+    r.outcome[0] = '\0'; /* the default */
+    CHECK(tg_catalog_rejection_add(catalog, &r) == TG_CAT_OK);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 1, keep_outcome, outcome) == TG_CAT_OK);
+    CHECK_STR(outcome, "refused");
+    tg_catalog_close(catalog);
+}
+
 TEST(rejections_and_tokens)
 {
     tg_catalog *catalog = open_fresh();
     if (catalog == NULL)
         return;
+    static const char sha_a[] = "1111111111111111111111111111111111111111111111111111111111111111";
     for (int i = 0; i < 5; i++) {
         tg_rejection r = {.version = i == 0 ? -1 : i, .size = (uint64_t)i};
-        tg_time_now(r.time);
-        snprintf(r.reason, sizeof r.reason, "refused_format");
+        /* times a day apart: 2026-05-01 .. 2026-05-05 */
+        snprintf(r.time, sizeof r.time, "2026-05-0%dT12:00:00Z", i + 1);
+        snprintf(r.reason, sizeof r.reason, "%s", i % 2 ? "pickle_refused" : "refused_format");
         snprintf(r.client, sizeof r.client, "127.0.0.1");
+        /* schema 9: what, whose and how */
+        snprintf(r.namespace_name, sizeof r.namespace_name, "%s", i < 3 ? "acme" : "other");
+        snprintf(r.model, sizeof r.model, "%s/m", r.namespace_name);
+        if (i == 1 || i == 4)
+            snprintf(r.sha256, sizeof r.sha256, "%s", sha_a);
+        r.token_id = i == 2 ? 0 : 40 + i;
+        if (i == 0)
+            r.job_id = 9;
+        else
+            snprintf(r.route, sizeof r.route, "PUT /v1/models/{org}/{name}");
         /* schema 7: a refused pickle's findings, kept as JSON text */
         if (i == 3)
             snprintf(r.findings, sizeof r.findings,
@@ -274,14 +398,47 @@ TEST(rejections_and_tokens)
     }
     static char texts[6][TG_REJECTION_FINDINGS_MAX];
     memset(texts, 0, sizeof texts);
-    CHECK(tg_catalog_rejection_list(catalog, 0, 10, keep_findings, texts) == TG_CAT_OK);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 10, keep_findings, texts) == TG_CAT_OK);
     CHECK(strstr(texts[4], "posix.system") != NULL);
     CHECK_STR(texts[3], "");
     int64_t last = 0;
-    CHECK(tg_catalog_rejection_list(catalog, 0, 2, count_rejection, &last) == TG_CAT_OK);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 2, count_rejection, &last) == TG_CAT_OK);
     CHECK_EQ_U64(last, 4); /* newest first: 5, 4 */
-    CHECK(tg_catalog_rejection_list(catalog, last, 100, count_rejection, &last) == TG_CAT_OK);
+    tg_rejection_filter page = {.before_id = last};
+    CHECK(tg_catalog_rejection_list(catalog, &page, 100, count_rejection, &last) == TG_CAT_OK);
     CHECK_EQ_U64(last, 1);
+    /* every field comes back as written; NULL columns as "" / -1 / 0 */
+    static tg_rejection seen[6];
+    memset(seen, 0, sizeof seen);
+    CHECK(tg_catalog_rejection_list(catalog, NULL, 10, keep_rejection, seen) == TG_CAT_OK);
+    CHECK_STR(seen[2].sha256, sha_a);
+    CHECK_STR(seen[2].namespace_name, "acme");
+    CHECK_EQ_U64(seen[2].token_id, 41);
+    CHECK_STR(seen[2].route, "PUT /v1/models/{org}/{name}");
+    CHECK_EQ_U64(seen[2].job_id, 0);
+    CHECK_STR(seen[1].sha256, "");
+    CHECK(seen[1].version == -1);
+    CHECK_EQ_U64(seen[1].job_id, 9);
+    CHECK_STR(seen[1].route, "");
+    CHECK_EQ_U64(seen[3].token_id, 0);
+    CHECK_STR(seen[5].time, "2026-05-05T12:00:00Z");
+    /* the filters, alone and together */
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.reason = "pickle_refused"}), 2);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.namespace_name = "acme"}), 3);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.sha256 = sha_a}), 2);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.since = "2026-05-02T12:00:00Z"}),
+                 4);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.until = "2026-05-02T12:00:00Z"}),
+                 1); /* until is exclusive */
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.namespace_name = "other",
+                                                                .sha256 = sha_a,
+                                                                .since = "2026-05-05T00:00:00Z",
+                                                                .until = "2026-05-06T00:00:00Z"}),
+                 1);
+    CHECK_EQ_U64(count_matching(catalog, &(tg_rejection_filter){.namespace_name = "nobody"}), 0);
+    CHECK_EQ_U64(
+        count_matching(catalog, &(tg_rejection_filter){.reason = "pickle_refused", .before_id = 4}),
+        1);
     const char *hash = "aaaa000000000000000000000000000000000000000000000000000000000000";
     CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
     CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_READ, NULL) == TG_CAT_EXISTS);
@@ -291,6 +448,107 @@ TEST(rejections_and_tokens)
     CHECK(scope == TG_SCOPE_WRITE);
     CHECK_STR(ns, "acme");
     CHECK(tg_catalog_token_lookup(catalog, "bbbb", &scope, ns, sizeof ns) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
+static void keep_audit(void *ctx, const tg_audit_record *r)
+{
+    tg_audit_record *rs = ctx;
+    for (int i = 0; i < 8; i++) {
+        if (rs[i].seq == 0) {
+            rs[i] = *r;
+            return;
+        }
+    }
+}
+
+/* Returns how many of rs[0..8) are filled, after a list with filter f. */
+static int audit_listed(tg_catalog *catalog, const tg_audit_filter *f, unsigned limit,
+                        tg_audit_record *rs)
+{
+    memset(rs, 0, 8 * sizeof *rs);
+    CHECK(tg_catalog_audit_list(catalog, f, limit, keep_audit, rs) == TG_CAT_OK);
+    int n = 0;
+    while (n < 8 && rs[n].seq != 0)
+        n++;
+    return n;
+}
+
+/* schema 11: the audit log. Appends chain (seq 1, 2, 3, prev_hash the hash before,
+ * hash over the record); the token is resolved by its hash (unknown or none:
+ * anonymous); each filter keeps what it says. */
+TEST(audit_append_chain_and_filters)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    const char *hash = "a0d1000000000000000000000000000000000000000000000000000000000000";
+    CHECK(tg_catalog_token_add(catalog, hash, TG_SCOPE_WRITE, "acme") == TG_CAT_OK);
+    int64_t token_id = 0;
+    CHECK(tg_catalog_token_id(catalog, hash, &token_id) == TG_CAT_OK);
+    const char *hashes[] = {hash, "dddd", NULL};
+    const unsigned statuses[] = {201, 401, 403};
+    const char *resources[] = {"/v1/models", "/v1/models/acme/m", "/v1/jobs/3"};
+    for (int i = 0; i < 3; i++) {
+        tg_audit_record r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.action, sizeof r.action, "POST /v1/models");
+        snprintf(r.resource, sizeof r.resource, "%s", resources[i]);
+        r.status = statuses[i];
+        snprintf(r.reason, sizeof r.reason, "%s", i ? "forbidden" : "");
+        snprintf(r.request_id, sizeof r.request_id, "id-%d", i);
+        snprintf(r.client, sizeof r.client, "127.0.0.1");
+        CHECK(tg_catalog_audit_append(catalog, hashes[i], &r) == TG_CAT_OK);
+        CHECK(r.seq == i + 1);
+        CHECK(r.token_id == (i == 0 ? token_id : 0));
+        CHECK_STR(r.namespace_name, i == 0 ? "acme" : "");
+    }
+    tg_audit_record rs[8];
+    tg_audit_filter f;
+    memset(&f, 0, sizeof f);
+    CHECK(audit_listed(catalog, &f, 100, rs) == 3);
+    tg_audit_chain chain;
+    tg_audit_chain_init(&chain);
+    char why[256];
+    for (int i = 0; i < 3; i++) {
+        CHECK(tg_audit_chain_next(&chain, &rs[i], why, sizeof why));
+        CHECK(rs[i].seq == i + 1);
+    }
+    CHECK_STR(rs[0].prev_hash, TG_AUDIT_GENESIS);
+    CHECK_STR(rs[1].prev_hash, rs[0].hash);
+    CHECK(rs[0].token_id == token_id && rs[1].token_id == 0);
+    CHECK_STR(rs[2].request_id, "id-2");
+    f.token_id = token_id;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    f.token_id = -1;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 2);
+    memset(&f, 0, sizeof f);
+    f.outcome = TG_AUDIT_OUTCOME_REFUSED;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 2);
+    f.outcome = TG_AUDIT_OUTCOME_SUCCESS;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    memset(&f, 0, sizeof f);
+    f.status = 403;
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1 && rs[0].seq == 3);
+    memset(&f, 0, sizeof f);
+    f.resource_prefix = "/v1/models";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 2);
+    f.resource_prefix = "/v1/models/acme/";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    memset(&f, 0, sizeof f);
+    f.namespace_name = "acme";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 1);
+    f.namespace_name = NULL;
+    f.action = "POST /v1/models";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 3);
+    f.action = NULL;
+    f.after_seq = 1;
+    CHECK(audit_listed(catalog, &f, 1, rs) == 1 && rs[0].seq == 2);
+    f.after_seq = 0;
+    f.since = "2000-01-01T00:00:00.000000Z";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 3);
+    f.until = "2000-01-02T00:00:00.000000Z";
+    CHECK(audit_listed(catalog, &f, 100, rs) == 0);
     tg_catalog_close(catalog);
 }
 
@@ -844,7 +1102,9 @@ TEST(schema_2_catalog_is_migrated_to_stable_ids)
                             " 'job_files_by_sha256')"),
                  4);
     CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_new'"), 0);
-    CHECK_EQ_U64(scalar(db, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%_new%'"), 0);
+    /* "_new" literally (a trigger's "new." is not a leftover table) */
+    CHECK_EQ_U64(
+        scalar(db, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%\\_new%' ESCAPE '\\'"), 0);
     sqlite3_close(db);
 }
 
@@ -1291,6 +1551,21 @@ static tg_cat_status fake_version_publish(tg_catalog *catalog, int64_t version_i
     return TG_CAT_CONFLICT;
 }
 
+static tg_cat_status fake_alias_delete(tg_catalog *catalog, int64_t model_id, const char *alias)
+{
+    (void)model_id;
+    (void)alias;
+    fake_called(catalog, "alias_delete");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_delete_draft(tg_catalog *catalog, int64_t version_id)
+{
+    (void)version_id;
+    fake_called(catalog, "version_delete_draft");
+    return TG_CAT_CONFLICT;
+}
+
 static tg_cat_status fake_alias_set(tg_catalog *catalog, int64_t model_id, const char *alias,
                                     int64_t number)
 {
@@ -1298,6 +1573,22 @@ static tg_cat_status fake_alias_set(tg_catalog *catalog, int64_t model_id, const
     (void)alias;
     (void)number;
     fake_called(catalog, "alias_set");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_signing_set(tg_catalog *catalog, const char *org, const char *policy)
+{
+    (void)org;
+    (void)policy;
+    fake_called(catalog, "signing_set");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_signing_get(tg_catalog *catalog, const char *org, char **policy)
+{
+    (void)org;
+    (void)policy;
+    fake_called(catalog, "signing_get");
     return TG_CAT_CONFLICT;
 }
 
@@ -1393,11 +1684,12 @@ static tg_cat_status fake_rejection_add(tg_catalog *catalog, const tg_rejection 
     return TG_CAT_CONFLICT;
 }
 
-static tg_cat_status fake_rejection_list(tg_catalog *catalog, int64_t before_id, unsigned limit,
+static tg_cat_status fake_rejection_list(tg_catalog *catalog, const tg_rejection_filter *filter,
+                                         unsigned limit,
                                          void (*visit)(void *ctx, const tg_rejection *rejection),
                                          void *ctx)
 {
-    (void)before_id;
+    (void)filter;
     (void)limit;
     (void)visit;
     (void)ctx;
@@ -1686,6 +1978,38 @@ static tg_cat_status fake_job_commit(tg_catalog *catalog, int64_t job_id, const 
     return TG_CAT_CONFLICT;
 }
 
+static tg_cat_status fake_code_files(tg_catalog *catalog, int64_t model_id, int64_t number,
+                                     void (*visit)(void *ctx, int64_t number, const char *path,
+                                                   const char *code_reason),
+                                     void *ctx)
+{
+    (void)model_id;
+    (void)number;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "code_files");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_namespace_get(tg_catalog *catalog, const char *org,
+                                        tg_namespace_settings *out)
+{
+    (void)org;
+    (void)out;
+    fake_called(catalog, "namespace_get");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
+                                             const char *now)
+{
+    (void)org;
+    (void)allow_code;
+    (void)now;
+    fake_called(catalog, "namespace_set_code");
+    return TG_CAT_CONFLICT;
+}
+
 static const tg_catalog_ops fake_ops = {
     .name = "fake",
     .close = fake_close,
@@ -1708,8 +2032,15 @@ static const tg_catalog_ops fake_ops = {
     .version_latest_published = fake_version_latest_published,
     .version_list = fake_version_list,
     .version_publish = fake_version_publish,
+    .code_files = fake_code_files,
+    .namespace_get = fake_namespace_get,
+    .namespace_set_code = fake_namespace_set_code,
     .alias_set = fake_alias_set,
+    .alias_delete = fake_alias_delete,
+    .version_delete_draft = fake_version_delete_draft,
     .alias_get = fake_alias_get,
+    .signing_set = fake_signing_set,
+    .signing_get = fake_signing_get,
     .alias_list = fake_alias_list,
     .file_put_guarded = fake_file_put_guarded,
     .guard_check = fake_guard_check,
@@ -1792,10 +2123,26 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "version_list");
     CHECK(tg_catalog_version_publish(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "version_publish");
+    CHECK(tg_catalog_code_files(&fake.base, 0, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "code_files");
+    tg_namespace_settings settings;
+    CHECK(tg_catalog_namespace_get(&fake.base, "acme", &settings) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "namespace_get");
+    CHECK(tg_catalog_namespace_set_code(&fake.base, "acme", true, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "namespace_set_code");
     CHECK(tg_catalog_alias_set(&fake.base, 0, NULL, 0) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "alias_set");
     CHECK(tg_catalog_alias_get(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "alias_get");
+    CHECK(tg_catalog_alias_delete(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "alias_delete");
+    CHECK(tg_catalog_version_delete_draft(&fake.base, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_delete_draft");
+    CHECK(tg_catalog_signing_set(&fake.base, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "signing_set");
+    char *policy_text = NULL;
+    CHECK(tg_catalog_signing_get(&fake.base, NULL, &policy_text) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "signing_get");
     CHECK(tg_catalog_alias_list(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "alias_list");
     CHECK(tg_catalog_file_put_guarded(&fake.base, NULL, 0, NULL, NULL, NULL) == TG_CAT_CONFLICT);
@@ -1812,7 +2159,7 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "file_list");
     CHECK(tg_catalog_rejection_add(&fake.base, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "rejection_add");
-    CHECK(tg_catalog_rejection_list(&fake.base, 0, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK(tg_catalog_rejection_list(&fake.base, NULL, 0, NULL, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "rejection_list");
     CHECK(tg_catalog_token_add(&fake.base, NULL, 0, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "token_add");
@@ -2107,6 +2454,25 @@ TEST(job_claim_is_fair_across_namespaces)
 /* A version by its commit id (the first 40 hex digits of its digest) is one query:
  * published versions only, the lower number on a 40-digit prefix collision, and
  * nothing for a draft, another model, or text that is not 40 lowercase hex digits. */
+/* A namespace's signature policy: none, set, replaced, another namespace apart. */
+TEST(namespace_signing_policy)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    char *text = NULL;
+    CHECK(tg_catalog_signing_get(catalog, "acme", &text) == TG_CAT_NOT_FOUND);
+    CHECK(text == NULL);
+    CHECK(tg_catalog_signing_set(catalog, "acme", "{\"require_signature\":true}") == TG_CAT_OK);
+    CHECK(tg_catalog_signing_set(catalog, "acme", "{\"require_signature\":false}") == TG_CAT_OK);
+    CHECK(tg_catalog_signing_get(catalog, "acme", &text) == TG_CAT_OK);
+    CHECK_STR(text, "{\"require_signature\":false}");
+    free(text);
+    text = NULL;
+    CHECK(tg_catalog_signing_get(catalog, "other", &text) == TG_CAT_NOT_FOUND);
+    tg_catalog_close(catalog);
+}
+
 TEST(versions_by_commit_id)
 {
     tg_catalog *catalog = open_fresh();
@@ -2299,6 +2665,8 @@ int main(int argc, char **argv)
     RUN(versions_files_publish);
     RUN(file_records_collect_keeps_order);
     RUN(rejections_and_tokens);
+    RUN(audit_append_chain_and_filters);
+    RUN(code_policy_settings_and_marks);
     RUN(jobs_commit_fail_recover);
     RUN(jobs_create_is_idempotent);
     RUN(jobs_list_filters_and_pages);
@@ -2308,6 +2676,7 @@ int main(int argc, char **argv)
     RUN(publish_checks_the_files);
     RUN(versions_by_commit_id);
     RUN(registry_metadata_and_search);
+    RUN(namespace_signing_policy);
     RUN(schema_1_catalog_is_migrated);
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
     RUN(guarded_file_put);
@@ -2325,6 +2694,8 @@ int main(int argc, char **argv)
         RUN(models_and_listing);
         RUN(versions_files_publish);
         RUN(rejections_and_tokens);
+        RUN(audit_append_chain_and_filters);
+        RUN(code_policy_settings_and_marks);
         RUN(jobs_commit_fail_recover);
         RUN(jobs_create_is_idempotent);
         RUN(jobs_list_filters_and_pages);
@@ -2337,6 +2708,7 @@ int main(int argc, char **argv)
         RUN(publish_checks_the_files);
         RUN(versions_by_commit_id);
         RUN(registry_metadata_and_search);
+        RUN(namespace_signing_policy);
     } else {
         fprintf(stderr, "TENSORGATE_TEST_PG unset: PostgreSQL round skipped "
                         "(tests/scale/with-postgres.sh runs it)\n");

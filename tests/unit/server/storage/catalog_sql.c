@@ -84,11 +84,17 @@ TEST(rows_are_decoded)
     tg_cat_read_version(text_row(version), &v);
     CHECK(!v.published);
     const char *file[] = {
-        "a.safetensors", "safetensors", "1024", "ff", "2", "10", "0", "1", "t", NULL};
+        "a.safetensors", "safetensors", "1024", "ff", "2", "10", "0", "1", "t", NULL, NULL};
     tg_file_record f;
     tg_cat_read_file(text_row(file), &f);
     CHECK(f.size == 1024 && f.parameters == 10 && f.inf == 1);
     CHECK_STR(f.source_url, "");
+    CHECK_STR(f.code_reason, "");
+    /* schema 10: a file the code policy admitted names its code reason */
+    const char *code[] = {"m.py", "code", "3", "ee", "0", "0", "0", "0", "t", NULL, "code_python"};
+    tg_cat_read_file(text_row(code), &f);
+    CHECK_STR(f.kind, "code");
+    CHECK_STR(f.code_reason, "code_python");
     const char *job[] = {"5",  "running", "7",   "acme",   "bert",    "3",         "1", "F16",
                          "[]", "10",      "100", "1",      NULL,      "cancelled", "",  "t0",
                          "t1", NULL,      "9",   "host:1", "convert", NULL,        NULL};

@@ -188,6 +188,15 @@ static void *hammer(void *arg)
             free(got);
         } else {
             tg_header_cache_put(cache, sha, path, text, (size_t)n);
+            /* read back at once: a hit however the threads are scheduled (each thread
+             * alone cycles through all 150 keys, which an LRU of a few dozen never
+             * hits; on a loaded machine the threads may well run one at a time) */
+            got = tg_header_cache_get(cache, sha, path, &len);
+            if (got != NULL && len == (size_t)n && memcmp(got, text, len) == 0)
+                w->hits++;
+            else if (got != NULL)
+                w->wrong++;
+            free(got);
         }
     }
     return NULL;

@@ -277,6 +277,96 @@ TEST(failures_are_reported_and_not_remembered)
     tg_parsed_header_release(cache, NULL);
 }
 
+/* ---- GGUF entries ---- */
+
+/* A GGUF v3 file: general.architecture, a string of pad_bytes (so the header outgrows
+ * the first read), one F32 tensor "w" of ne [4]. Returns its size. */
+static size_t put_gguf(unsigned k, size_t pad_bytes)
+{
+    size_t cap = 256 + pad_bytes, len = 0;
+    unsigned char *b = calloc(1, cap);
+#define LE(v, n)                                                                                   \
+    do {                                                                                           \
+        for (int i_ = 0; i_ < (n); i_++)                                                           \
+            b[len++] = (unsigned char)((uint64_t)(v) >> (8 * i_));                                 \
+    } while (0)
+#define STR(s, n)                                                                                  \
+    do {                                                                                           \
+        LE((n), 8);                                                                                \
+        memcpy(b + len, (s), (n));                                                                 \
+        len += (n);                                                                                \
+    } while (0)
+    memcpy(b, "GGUF", 4);
+    len = 4;
+    LE(3, 4);
+    LE(1, 8);
+    LE(2, 8);
+    STR("general.architecture", 20);
+    LE(8, 4);
+    STR("llama", 5);
+    STR("general.pad", 11);
+    LE(8, 4);
+    LE(pad_bytes, 8);
+    memset(b + len, 'p', pad_bytes);
+    len += pad_bytes;
+    STR("w", 1);
+    LE(1, 4);
+    LE(4, 8);
+    LE(0, 4);
+    LE(0, 8);
+#undef LE
+#undef STR
+    len = (len + 31) / 32 * 32 + 16; /* zero padding, then 16 bytes of data */
+    put_blob(k, b, len);
+    free(b);
+    return len;
+}
+
+TEST(gguf_entries)
+{
+    renew(TG_PARSED_HEADER_CACHE_BYTES, TG_PARSED_HEADER_CACHE_ENTRIES);
+    size_t size = put_gguf(60, 200000); /* header past the first 64 KiB read */
+    char sha[TG_SHA256_HEX_LEN + 1];
+    blob_name(60, sha);
+    st_error err;
+    int failure = 0;
+    const tg_gguf_header *h =
+        tg_parsed_gguf_acquire(cache, blobs, sha, size, ST_HEADER_SIZE_MAX, &err, &failure);
+    CHECK(h != NULL);
+    if (h == NULL)
+        return;
+    CHECK_EQ_U64(h->file.tensor_count, 1);
+    CHECK_EQ_U64(h->file.kv_count, 2);
+    CHECK_EQ_U64(h->file.data_start + 16, size);
+    CHECK_EQ_U64(h->file.kvs[1].type, ST_GGUF_V_STRING);
+    CHECK(h->file.architecture_len == 5 && memcmp(h->file.architecture, "llama", 5) == 0);
+    const tg_gguf_header *again =
+        tg_parsed_gguf_acquire(cache, blobs, sha, size, ST_HEADER_SIZE_MAX, &err, &failure);
+    CHECK(again == h);
+    tg_parsed_gguf_release(cache, again);
+    tg_parsed_gguf_release(cache, h);
+    tg_parsed_header_stats s = stats_now();
+    CHECK_EQ_U64(s.parses, 1);
+    CHECK_EQ_U64(s.hits, 1);
+    CHECK_EQ_U64(s.entries, 1);
+    CHECK(s.bytes > 200000); /* charged its header bytes */
+    /* a header above a lowered max_header: not damage (-2) */
+    size = put_gguf(61, 1000);
+    blob_name(61, sha);
+    CHECK(tg_parsed_gguf_acquire(cache, blobs, sha, size, 100, &err, &failure) == NULL);
+    CHECK_EQ_U64(err.reason, ST_GGUF_HEADER_TOO_LARGE);
+    CHECK(failure == -2);
+    /* a blob that is no longer GGUF: damage (-1) */
+    static const char garbage[] = "GGUF\x07\0\0\0 not a header any more";
+    put_blob(62, garbage, sizeof garbage - 1);
+    blob_name(62, sha);
+    CHECK(tg_parsed_gguf_acquire(cache, blobs, sha, sizeof garbage - 1, ST_HEADER_SIZE_MAX, &err,
+                                 &failure) == NULL);
+    CHECK(failure == -1);
+    CHECK(tg_parsed_gguf_acquire(cache, blobs, "../x", 10, 0, &err, &failure) == NULL);
+    tg_parsed_gguf_release(cache, NULL);
+}
+
 /* ---- threads ---- */
 
 #define THREADS 8
@@ -377,6 +467,7 @@ int main(int argc, char **argv)
     RUN(a_held_entry_survives_eviction);
     RUN(too_big_to_keep);
     RUN(failures_are_reported_and_not_remembered);
+    RUN(gguf_entries);
     RUN(threads_with_eviction);
     tg_parsed_header_cache_destroy(cache);
     tg_blobstore_close(blobs);
