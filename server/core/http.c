@@ -16,6 +16,7 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "downloads.h"
 #include "header_cache.h"
 #include "index_cache.h"
 #include "log.h"
@@ -959,6 +960,11 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
         snprintf(err, err_len, "out of memory");
         return -1;
     }
+    server->downloads = tg_downloads_start(server->catalog, TG_DOWNLOADS_FLUSH_MS);
+    if (server->downloads == NULL) {
+        snprintf(err, err_len, "cannot start the download counter");
+        return -1;
+    }
 
     struct addrinfo hints = {0}, *resolved = NULL;
     hints.ai_family = AF_UNSPEC;
@@ -1028,6 +1034,9 @@ void tg_http_stop(tg_server *server)
         MHD_stop_daemon(server->daemon);
         server->daemon = NULL;
     }
+    /* no request runs now: the last counts are written */
+    tg_downloads_stop(server->downloads);
+    server->downloads = NULL;
     close_caches(server);
     if (server->metrics) {
         free(server->metrics->timeout_answer);

@@ -28,6 +28,8 @@ static const tg_reason reasons[] = {
     {"invalid_cursor", 400},
     {"invalid_filter", 400},
     {"reserved_alias", 400},
+    {"invalid_tag", 400},
+    {"too_many_tags", 409},
     {"model_exists", 409},
     {"version_published", 409},
     {"version_changed", 409},

@@ -55,6 +55,9 @@ typedef struct tg_server {
     unsigned caches_owned;                         /* those made by tg_http_start, a bit each */
     /* the preload service (preload_service.h), started by serve; NULL: none */
     struct tg_preload_service *preloads;
+    /* the download counter (downloads.h): started by tg_http_start, its last counts
+     * written by tg_http_stop once no request runs */
+    struct tg_downloads *downloads;
     /* the audit log's counters (audit.h; /metrics), added atomically */
     struct {
         uint64_t records, failures;

@@ -10,6 +10,7 @@
 
 #include "auth.h"
 #include "checks.h"
+#include "downloads.h"
 #include "gguf_view.h"
 #include "header_cache.h"
 #include "hf_card.h"
@@ -303,6 +304,21 @@ struct MHD_Response *tg_file_head_response(const tg_file_record *file,
     return response;
 }
 
+void tg_count_download(tg_request *req, int64_t model_id, const tg_file_record *file)
+{
+    if (req->is_head)
+        return;
+    bool counted = strcmp(file->path, "config.json") == 0 ||
+                   strcmp(file->kind, "safetensors") == 0 || strcmp(file->kind, "gguf") == 0;
+    if (!counted)
+        return;
+    /* a Range that starts past byte 0 continues a download already counted */
+    const char *range = tg_header(req, "Range");
+    if (range != NULL && strncmp(range, "bytes=0-", 8) != 0)
+        return;
+    tg_downloads_count(req->server->downloads, model_id);
+}
+
 void tg_route_file_get(tg_request *req)
 {
     tg_model *model = tg_model_alloc(req);
@@ -313,9 +329,10 @@ void tg_route_file_get(tg_request *req)
     if (lookup_path(req, model, &version, &path)) {
         tg_file_record file;
         tg_cat_status status = tg_catalog_file_get(req->server->catalog, version.id, path, &file);
-        if (status == TG_CAT_OK)
+        if (status == TG_CAT_OK) {
+            tg_count_download(req, model->id, &file);
             tg_serve_file(req, &file, NULL);
-        else if (status == TG_CAT_NOT_FOUND)
+        } else if (status == TG_CAT_NOT_FOUND)
             tg_respond_problem(req, "file_not_found", "version %lld has no file %s",
                                (long long)version.number, path);
         else

@@ -12,8 +12,10 @@
 #include "auth.h"
 #include "blobstore.h"
 #include "checks.h"
+#include "downloads.h"
 #include "gguf_view.h"
 #include "hf_card.h"
+#include "log.h"
 #include "manifest.h"
 #include "parsed_header_cache.h"
 #include "public_url.h"
@@ -277,6 +279,7 @@ void tg_route_hf_file(tg_request *req)
                 return;
             }
         }
+        tg_count_download(req, model->id, &file);
         tg_serve_file(req, &file, hub_headers);
     }
     free(model);
@@ -370,22 +373,82 @@ static const char *hub_time(const char *time, char *out)
     return out;
 }
 
-/* The fields the Hub gives every model; sha and lastModified from version (NULL: none
- * published yet). */
-static json_t *model_summary_json(const tg_model *model, const tg_version *version)
+static void add_hub_tag(void *ctx, const char *tag)
 {
+    json_t *tags = ctx;
+    size_t i;
+    json_t *value;
+    json_array_foreach(tags, i, value)
+    {
+        if (strcmp(json_string_value(value), tag) == 0)
+            return;
+    }
+    json_array_append_new(tags, json_string(tag));
+}
+
+void tg_hf_record_hub_tags(tg_server *server, const tg_version *version,
+                           const tg_file_records *files)
+{
+    json_t *tags = json_array();
+    bool gguf = false;
+    for (size_t i = 0; tags != NULL && i < files->count; i++) {
+        if (strcmp(files->items[i].kind, "gguf") == 0)
+            gguf = true;
+        if (strcmp(files->items[i].path, "README.md") == 0) {
+            json_t *card = card_data(server, &files->items[i]);
+            tg_hf_card_tags(card, tags);
+            json_decref(card);
+        }
+    }
+    if (gguf)
+        add_hub_tag(tags, "gguf");
+    const char *kept[TG_HUB_TAGS_MAX];
+    size_t count = 0, i;
+    json_t *value;
+    json_array_foreach(tags, i, value)
+    {
+        const char *tag = json_string_value(value);
+        /* bounded: a card's odd tag is not kept (it still shows in its modelInfo) */
+        if (count < TG_HUB_TAGS_MAX && tag != NULL && tag[0] != '\0' &&
+            strlen(tag) <= TG_HUB_TAG_MAX && strcmp(tag, "safetensors") != 0)
+            kept[count++] = tag;
+    }
+    tg_cat_status status =
+        tags ? tg_catalog_version_hub_tags_set(server->catalog, version->id, kept, count)
+             : TG_CAT_ERROR;
+    if (status != TG_CAT_OK)
+        tg_log(TG_LOG_WARN,
+               "version %lld: its Hub tags could not be recorded; listing filters "
+               "will not find it by them",
+               (long long)version->number);
+    json_decref(tags);
+}
+
+/* The fields the Hub gives every model; sha and lastModified from version (NULL: none
+ * published yet); tags: "safetensors", the registry's tags and the recorded Hub tags of
+ * the latest published version. */
+static json_t *model_summary_json(tg_server *server, const tg_model *model,
+                                  const tg_version *version, tg_cat_status *status)
+{
+    *status = TG_CAT_ERROR;
     char repo[HF_REPO_NAME_MAX], object_id[32];
     snprintf(repo, sizeof repo, "%s/%s", model->org, model->name);
     /* The Hub's _id is a 24-hex object id; the catalog row id stands in for it. */
     snprintf(object_id, sizeof object_id, "%024llx", (unsigned long long)model->id);
     char created[HF_TIME_LEN], modified[HF_TIME_LEN];
-    json_t *body =
-        json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:i, s:i, s:[s], s:s, s:s}", "_id",
-                  object_id, "id", repo, "modelId", repo, "author", model->org, "private", 0,
-                  "gated", 0, "disabled", 0, "downloads", 0, "likes", 0, "tags", "safetensors",
-                  "library_name", "safetensors", "createdAt", hub_time(model->created_at, created));
+    json_t *body = json_pack(
+        "{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:I, s:i, s:[s], s:s, s:s}", "_id", object_id, "id",
+        repo, "modelId", repo, "author", model->org, "private", 0, "gated", 0, "disabled", 0,
+        "downloads", (json_int_t)model->downloads, "likes", 0, "tags", "safetensors",
+        "library_name", "safetensors", "createdAt", hub_time(model->created_at, created));
     if (body == NULL)
         return NULL;
+    *status = tg_catalog_hub_tag_list(server->catalog, model->id, add_hub_tag,
+                                      json_object_get(body, "tags"));
+    if (*status != TG_CAT_OK) {
+        json_decref(body);
+        return NULL;
+    }
     char commit[41] = "";
     if (version != NULL)
         tg_version_commit_id(version, commit);
@@ -418,7 +481,12 @@ static void add_code_path(void *ctx, int64_t number, const char *path, const cha
 /* Summary plus siblings, safetensors parameters and usedStorage of version. */
 static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_version *version)
 {
-    json_t *body = model_summary_json(model, version);
+    tg_cat_status summary_status;
+    json_t *body = model_summary_json(req->server, model, version, &summary_status);
+    if (body == NULL) { /* the catalog's failure, or out of memory (TG_CAT_ERROR: 500) */
+        tg_respond_catalog_failure(req, summary_status);
+        return NULL;
+    }
     if (body == NULL || version == NULL) {
         if (body) {
             json_object_set_new(body, "siblings", json_array());
@@ -461,8 +529,17 @@ static json_t *model_info_json(tg_request *req, const tg_model *model, const tg_
     if (readme != NULL) {
         json_t *card = card_data(req->server, readme);
         if (card != NULL) {
-            /* the card's tags and license join the Hub's tags, as the Hub does */
-            tg_hf_card_tags(card, json_object_get(body, "tags"));
+            /* the card's tags and license join the Hub's tags, as the Hub does: after
+             * "safetensors", in the card's order, then the registry's tags */
+            json_t *tags = json_pack("[s]", "safetensors");
+            tg_hf_card_tags(card, tags);
+            size_t i;
+            json_t *tag;
+            json_array_foreach(json_object_get(body, "tags"), i, tag)
+            {
+                add_hub_tag(tags, json_string_value(tag));
+            }
+            json_object_set_new(body, "tags", tags);
             json_object_set_new(body, "cardData", card);
         }
     }
@@ -657,50 +734,62 @@ void tg_route_hf_models_list(tg_request *req)
     bool has_cursor;
     if (!tg_list_params(req, &limit, key, sizeof key, &has_cursor))
         return;
+    /* Only models with a published version, as the Hub lists only repositories with a
+     * commit. sort=downloads orders by downloads, descending (the Hub's direction=-1);
+     * any other sort is the name order. */
+    tg_model_search search = {.published_only = true};
+    const char *sort = tg_query(req, "sort");
+    search.by_downloads = sort != NULL && strcmp(sort, "downloads") == 0;
     char after_org[TG_NAME_MAX + 1] = "", after_name[TG_NAME_MAX + 1] = "";
-    if (has_cursor) {
-        const char *slash = strchr(key, '/');
-        if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX ||
-            strlen(slash + 1) > TG_NAME_MAX) {
-            tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
-            return;
-        }
-        memcpy(after_org, key, (size_t)(slash - key));
-        after_org[slash - key] = '\0';
-        snprintf(after_name, sizeof after_name, "%s", slash + 1);
+    if (has_cursor && !tg_models_cursor_parse(key, &search, after_org, after_name)) {
+        tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
+        return;
     }
-    const char *search = tg_query(req, "search");
-    if (search != NULL && strlen(search) > 256) {
+    const char *query = tg_query(req, "search");
+    if (query != NULL && strlen(query) > 256) {
         tg_respond_problem(req, "invalid_request", "search is limited to 256 bytes");
         return;
     }
-    if (search != NULL && search[0] == '\0')
-        search = NULL;
+    if (query != NULL && query[0] == '\0')
+        query = NULL;
+    search.name_query = query;
     /* author=ORG: that org's models (a namespace-limited token sees its own only);
-     * filter=TAG: every model here is tagged "safetensors" and nothing else. */
-    const char *author = tg_query(req, "author"), *filter = tg_query(req, "filter");
+     * filter=TAG (repeatable, all must match): "safetensors" (every model), a registry
+     * tag as "key" or "key:value", or a Hub tag of the latest published version */
+    const char *author = tg_query(req, "author");
     if (author != NULL && author[0] == '\0')
         author = NULL;
-    if (filter != NULL && filter[0] == '\0')
-        filter = NULL;
+    const char *filters[TG_SEARCH_TAGS_MAX];
+    unsigned filter_count = tg_query_all(req, "filter", filters, TG_SEARCH_TAGS_MAX);
+    if (filter_count > TG_SEARCH_TAGS_MAX) {
+        tg_respond_problem(req, "invalid_request", "at most %d filter arguments",
+                           TG_SEARCH_TAGS_MAX);
+        return;
+    }
     bool none =
         (author != NULL && !tg_valid_name_part(author)) ||
-        (author != NULL && token_namespace[0] != '\0' && strcmp(author, token_namespace) != 0) ||
-        (filter != NULL && strcmp(filter, "safetensors") != 0);
+        (author != NULL && token_namespace[0] != '\0' && strcmp(author, token_namespace) != 0);
+    for (unsigned i = 0; i < filter_count; i++) {
+        if (filters[i][0] == '\0')
+            continue; /* filter= (empty): no filter, as before */
+        if (strlen(filters[i]) > TG_HUB_TAG_MAX)
+            none = true; /* no model has such a tag */
+        search.hub_tags[search.hub_tag_count++] = filters[i];
+    }
     if (none) {
         respond_page(req, json_array(), NULL);
         return;
     }
-    const char *org = author != NULL ? author : token_namespace[0] ? token_namespace : NULL;
+    search.org = author != NULL ? author : token_namespace[0] ? token_namespace : NULL;
+    if (search.by_downloads) /* this replica's own downloads show at once */
+        (void)tg_downloads_flush(req->server->downloads);
     model_page page = {.models = calloc((size_t)limit + 1, sizeof(tg_model)), .cap = limit + 1};
     if (page.models == NULL) {
         respond_internal(req, "out of memory");
         return;
     }
-    /* One more than asked tells whether a next page exists. */
-    tg_cat_status status =
-        tg_catalog_model_list(req->server->catalog, org, search, has_cursor ? after_org : NULL,
-                              has_cursor ? after_name : NULL, limit + 1, add_model, &page);
+    search.limit = limit + 1; /* one more than asked tells whether a next page exists */
+    tg_cat_status status = tg_catalog_model_search(req->server->catalog, &search, add_model, &page);
     json_t *items = json_array();
     unsigned shown = page.count > limit ? limit : page.count;
     for (unsigned i = 0; status == TG_CAT_OK && !page.failed && i < shown; i++) {
@@ -711,7 +800,8 @@ void tg_route_hf_models_list(tg_request *req)
             status = found; /* the catalog's failure is the answer */
             break;
         }
-        json_t *item = model_summary_json(&page.models[i], found == TG_CAT_OK ? &version : NULL);
+        json_t *item = model_summary_json(req->server, &page.models[i],
+                                          found == TG_CAT_OK ? &version : NULL, &status);
         json_t *code_paths = json_array();
         if (item != NULL && code_paths != NULL && found == TG_CAT_OK) {
             tg_cat_status listed = tg_catalog_code_files(req->server->catalog, page.models[i].id,
@@ -741,8 +831,8 @@ void tg_route_hf_models_list(tg_request *req)
         respond_page(req, items, NULL);
         return;
     }
-    char last[HF_REPO_NAME_MAX], cursor[1024], next[HF_URL_MAX];
-    snprintf(last, sizeof last, "%s/%s", page.models[limit - 1].org, page.models[limit - 1].name);
+    char last[512], cursor[1024], next[HF_URL_MAX];
+    tg_models_cursor_key(&search, &page.models[limit - 1], last, sizeof last);
     free(page.models);
     if (tg_cursor_encode(last, cursor, sizeof cursor) != 0) {
         json_decref(items);
@@ -755,16 +845,22 @@ void tg_route_hf_models_list(tg_request *req)
     snprintf(head, sizeof head, "/api/models?limit=%u&cursor=", limit);
     append_text(next, sizeof next, &used, head);
     append_text(next, sizeof next, &used, cursor);
-    if (search != NULL) {
+    if (query != NULL) {
         append_text(next, sizeof next, &used, "&search=");
-        append_encoded(next, sizeof next, &used, search);
+        append_encoded(next, sizeof next, &used, query);
     }
     if (author != NULL) {
         append_text(next, sizeof next, &used, "&author=");
         append_encoded(next, sizeof next, &used, author);
     }
-    if (filter != NULL)
-        append_text(next, sizeof next, &used, "&filter=safetensors");
+    for (unsigned i = 0; i < filter_count; i++) {
+        if (filters[i][0] == '\0')
+            continue;
+        append_text(next, sizeof next, &used, "&filter=");
+        append_encoded(next, sizeof next, &used, filters[i]);
+    }
+    if (search.by_downloads)
+        append_text(next, sizeof next, &used, "&sort=downloads&direction=-1");
     respond_page(req, items, next);
 }
 

@@ -8,6 +8,7 @@
 #include "auth.h"
 #include "catalog_mirror.h"
 #include "checks.h"
+#include "downloads.h"
 #include "preload_service.h"
 #include "reclaim.h"
 #include "response_cache.h"
@@ -215,6 +216,160 @@ static void add_file(void *ctx, const tg_file_record *file)
     json_array_append_new(ctx, tg_file_json(file));
 }
 
+/* ---- registry metadata: tags and descriptions (docs/MANUAL.md) ---- */
+
+static void add_tag(void *ctx, const char *key, const char *value)
+{
+    json_object_set_new(ctx, key, json_string(value));
+}
+
+json_t *tg_tags_json(tg_server *server, int64_t model_id, int64_t version_id, tg_cat_status *status)
+{
+    json_t *tags = json_object();
+    *status = tags ? tg_catalog_tag_list(server->catalog, model_id, version_id, add_tag, tags)
+                   : TG_CAT_ERROR;
+    if (*status != TG_CAT_OK) {
+        json_decref(tags);
+        return NULL;
+    }
+    return tags;
+}
+
+bool tg_valid_tag_key(const char *key)
+{
+    return key != NULL && strlen(key) <= TG_TAG_KEY_MAX && tg_valid_name_part(key);
+}
+
+bool tg_valid_tag_value(const char *value, size_t len)
+{
+    if (value == NULL || len > TG_TAG_VALUE_MAX || strlen(value) != len)
+        return false; /* a NUL inside */
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false; /* control characters */
+    return true;
+}
+
+void tg_meta_patch_free(tg_meta_patch *patch)
+{
+    json_decref(patch->body);
+    patch->body = NULL;
+}
+
+bool tg_meta_patch_parse(tg_request *req, tg_meta_patch *patch)
+{
+    memset(patch, 0, sizeof *patch);
+    patch->body = tg_json_body(req);
+    if (patch->body == NULL)
+        return false;
+    static const char *const fields[] = {"description", "tags", NULL};
+    if (!tg_json_known_fields(req, patch->body, fields))
+        goto refused;
+    json_t *description = json_object_get(patch->body, "description");
+    if (json_is_null(description)) {
+        patch->description = ""; /* null clears it */
+    } else if (description != NULL) {
+        patch->description = json_string_value(description);
+        if (patch->description == NULL || json_string_length(description) > TG_DESCRIPTION_MAX ||
+            strlen(patch->description) != json_string_length(description)) {
+            tg_respond_problem(req, "invalid_request",
+                               "\"description\" must be a string of at most %d bytes (or null)",
+                               TG_DESCRIPTION_MAX);
+            goto refused;
+        }
+    }
+    json_t *tags = json_object_get(patch->body, "tags");
+    if (tags != NULL && !json_is_object(tags)) {
+        tg_respond_problem(req, "invalid_tag",
+                           "\"tags\" must be an object of key: value (a string, or null to "
+                           "delete the key)");
+        goto refused;
+    }
+    if (json_object_size(tags) > TG_META_PATCH_MAX) {
+        tg_respond_problem(req, "too_many_tags",
+                           "a PATCH names at most %d tags; an object keeps at most %d",
+                           TG_META_PATCH_MAX, TG_TAGS_MAX);
+        goto refused;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(tags, key, value)
+    {
+        if (!tg_valid_tag_key(key)) {
+            tg_respond_problem(req, "invalid_tag",
+                               "a tag key is [A-Za-z0-9][A-Za-z0-9._-]{0,63} without '..'");
+            goto refused;
+        }
+        if (!json_is_null(value) &&
+            !tg_valid_tag_value(json_string_value(value), json_string_length(value))) {
+            tg_respond_problem(req, "invalid_tag",
+                               "the value of tag '%s' must be a string of at most %d bytes "
+                               "without control characters, or null to delete it",
+                               key, TG_TAG_VALUE_MAX);
+            goto refused;
+        }
+        patch->changes[patch->count].key = key;
+        patch->changes[patch->count].value = json_is_null(value) ? NULL : json_string_value(value);
+        patch->count++;
+    }
+    return true;
+refused:
+    tg_meta_patch_free(patch);
+    return false;
+}
+
+bool tg_meta_patch_apply(tg_request *req, const tg_model *model, int64_t version_id,
+                         const tg_meta_patch *patch)
+{
+    const char *why = NULL;
+    tg_cat_status status =
+        tg_catalog_meta_update(req->server->catalog, model->id, version_id, patch->description,
+                               patch->changes, patch->count, TG_TAGS_MAX, &why);
+    if (status == TG_CAT_OK) {
+        /* the Hub's answers show the tags and the description */
+        tg_response_cache_invalidate(req->server->responses);
+        return true;
+    }
+    if (status == TG_CAT_CONFLICT)
+        tg_respond_problem(req, "too_many_tags",
+                           "%s/%s would have more than %d tags; nothing was changed", model->org,
+                           model->name, TG_TAGS_MAX);
+    else if (status == TG_CAT_NOT_FOUND)
+        tg_respond_problem(req,
+                           why && strcmp(why, "version_not_found") == 0 ? "version_not_found"
+                                                                        : "model_not_found",
+                           "%s/%s was deleted meanwhile", model->org, model->name);
+    else
+        tg_respond_catalog_failure(req, status);
+    return false;
+}
+
+typedef struct query_values {
+    const char *name;
+    const char **values;
+    unsigned max, count;
+} query_values;
+
+static enum MHD_Result collect_query_value(void *cls, enum MHD_ValueKind kind, const char *key,
+                                           const char *value)
+{
+    (void)kind;
+    query_values *q = cls;
+    if (key != NULL && strcmp(key, q->name) == 0) {
+        if (q->count < q->max)
+            q->values[q->count] = value ? value : "";
+        q->count++;
+    }
+    return MHD_YES;
+}
+
+unsigned tg_query_all(const tg_request *req, const char *name, const char **values, unsigned max)
+{
+    query_values q = {.name = name, .values = values, .max = max};
+    MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, collect_query_value, &q);
+    return q.count;
+}
+
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files, tg_cat_status *status)
 {
@@ -233,6 +388,22 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
                         version->derived_from > 0 ? json_integer((json_int_t)version->derived_from)
                                                   : json_null());
     json_object_set_new(body, "dtype", string_or_null(version->derived_dtype));
+    /* its description and tags (schema 15) */
+    char *description = malloc(TG_DESCRIPTION_MAX + 1);
+    tg_cat_status described =
+        description ? tg_catalog_version_description(server->catalog, version->id, description)
+                    : TG_CAT_ERROR;
+    json_t *tags =
+        described == TG_CAT_OK ? tg_tags_json(server, model->id, version->id, &described) : NULL;
+    if (tags == NULL) {
+        free(description);
+        *status = described;
+        json_decref(body);
+        return NULL;
+    }
+    json_object_set_new(body, "description", json_string(description));
+    json_object_set_new(body, "tags", tags);
+    free(description);
     json_t *code = tg_code_files_json(server, model->id, version->number, status);
     if (code == NULL) {
         json_decref(body);
@@ -275,38 +446,64 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
     return body;
 }
 
+static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_status *status);
+
 /* ---- GET /v1/models ---- */
 
+/* The catalog's page of models, copied out; their tags are read after. */
 typedef struct model_page {
-    json_t *models;
-    unsigned count;
-    char last_key[2 * TG_NAME_MAX + 2];
-    int64_t *ids; /* the models' ids, in the order of models */
-    size_t ids_cap;
+    tg_model *models;
+    unsigned count, cap;
     bool failed;
 } model_page;
 
-static void add_model_summary(void *ctx, const tg_model *model)
+static void add_model_row(void *ctx, const tg_model *model)
 {
     model_page *page = ctx;
-    char full_name[2 * TG_NAME_MAX + 2];
-    snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
-    if (page->count == page->ids_cap) {
-        size_t cap = page->ids_cap ? page->ids_cap * 2 : 64;
-        int64_t *grown = realloc(page->ids, cap * sizeof *grown);
-        if (grown == NULL) {
-            page->failed = true;
-            return;
-        }
-        page->ids = grown;
-        page->ids_cap = cap;
+    if (page->count >= page->cap) { /* cap was sized to the limit + 1 asked for */
+        page->failed = true;
+        return;
     }
-    page->ids[page->count] = model->id;
-    json_array_append_new(page->models,
-                          json_pack("{s:s, s:s, s:s}", "name", full_name, "description",
-                                    model->description, "created_at", model->created_at));
-    page->count++;
-    memcpy(page->last_key, full_name, sizeof full_name);
+    page->models[page->count++] = *model;
+}
+
+bool tg_models_cursor_parse(const char *key, tg_model_search *search, char *after_org,
+                            char *after_name)
+{
+    const char *rest = key;
+    if (search->by_downloads) {
+        /* "~DOWNLOADS~org/name" ('~' is in no name) */
+        char *end = NULL;
+        if (key[0] != '~')
+            return false;
+        long long downloads = strtoll(key + 1, &end, 10);
+        if (end == key + 1 || *end != '~' || downloads < 0)
+            return false;
+        search->after_downloads = downloads;
+        rest = end + 1;
+    } else if (key[0] == '~') {
+        return false;
+    }
+    const char *slash = strchr(rest, '/');
+    if (slash == NULL || slash == rest || (size_t)(slash - rest) > TG_NAME_MAX ||
+        strlen(slash + 1) > TG_NAME_MAX || slash[1] == '\0')
+        return false;
+    memcpy(after_org, rest, (size_t)(slash - rest));
+    after_org[slash - rest] = '\0';
+    snprintf(after_name, TG_NAME_MAX + 1, "%s", slash + 1);
+    search->has_after = true;
+    search->after_org = after_org;
+    search->after_name = after_name;
+    return true;
+}
+
+void tg_models_cursor_key(const tg_model_search *search, const tg_model *last, char *key,
+                          size_t key_len)
+{
+    if (search->by_downloads)
+        snprintf(key, key_len, "~%lld~%s/%s", (long long)last->downloads, last->org, last->name);
+    else
+        snprintf(key, key_len, "%s/%s", last->org, last->name);
 }
 
 void tg_route_models_list(tg_request *req)
@@ -318,63 +515,138 @@ void tg_route_models_list(tg_request *req)
     bool has_cursor;
     if (!tg_list_params(req, &limit, key, sizeof key, &has_cursor))
         return;
-    char after_org[TG_NAME_MAX + 1] = "", after_name[TG_NAME_MAX + 1] = "";
-    if (has_cursor) {
-        char *slash = strchr(key, '/');
-        if (slash == NULL || (size_t)(slash - key) > TG_NAME_MAX ||
-            strlen(slash + 1) > TG_NAME_MAX) {
-            tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
-            return;
-        }
-        memcpy(after_org, key, (size_t)(slash - key));
-        after_org[slash - key] = '\0';
-        snprintf(after_name, sizeof after_name, "%s", slash + 1);
+    tg_model_search search = {.org = token_namespace[0] ? token_namespace : NULL};
+    const char *sort = tg_query(req, "sort"), *direction = tg_query(req, "direction");
+    if (sort != NULL && strcmp(sort, "downloads") == 0)
+        search.by_downloads = true;
+    else if (sort != NULL && strcmp(sort, "name") != 0) {
+        tg_respond_problem(req, "invalid_request", "sort is name (the default) or downloads");
+        return;
     }
-    const char *query = tg_query(req, "q");
-    if (query && strlen(query) > 256) {
+    if (direction != NULL && strcmp(direction, search.by_downloads ? "-1" : "1") != 0) {
+        tg_respond_problem(req, "invalid_request",
+                           "direction is 1 for sort=name and -1 for sort=downloads (the only "
+                           "orders served)");
+        return;
+    }
+    char after_org[TG_NAME_MAX + 1] = "", after_name[TG_NAME_MAX + 1] = "";
+    if (has_cursor && !tg_models_cursor_parse(key, &search, after_org, after_name)) {
+        tg_respond_problem(req, "invalid_request", "the cursor is not one this server issued");
+        return;
+    }
+    search.text = tg_query(req, "q");
+    if (search.text && strlen(search.text) > 256) {
         tg_respond_problem(req, "invalid_request", "q is limited to 256 bytes");
         return;
     }
-    model_page page = {.models = json_array()};
-    /* One more than asked tells whether a next page exists. */
-    tg_cat_status status =
-        tg_catalog_model_list(req->server->catalog, token_namespace[0] ? token_namespace : NULL,
-                              query, has_cursor ? after_org : NULL, has_cursor ? after_name : NULL,
-                              limit + 1, add_model_summary, &page);
-    if (status == TG_CAT_OK && page.failed)
-        status = TG_CAT_ERROR;
-    /* each summary says which of the model's versions hold code (after the list: no
-     * catalog call runs inside another's visit) */
-    for (unsigned i = 0; status == TG_CAT_OK && page.models != NULL && i < page.count; i++) {
-        json_t *numbers = code_versions_json(req->server, page.ids[i], &status);
-        json_t *item = json_array_get(page.models, i);
-        if (numbers != NULL) {
-            json_object_set_new(item, "holds_code", json_boolean(json_array_size(numbers) > 0));
-            json_object_set_new(item, "code_versions", numbers);
-        }
-    }
-    free(page.ids);
-    if (status != TG_CAT_OK || page.models == NULL) {
-        json_decref(page.models);
-        tg_respond_catalog_failure(req, status);
+    const char *tags[TG_SEARCH_TAGS_MAX];
+    unsigned tag_count = tg_query_all(req, "tag", tags, TG_SEARCH_TAGS_MAX);
+    if (tag_count > TG_SEARCH_TAGS_MAX) {
+        tg_respond_problem(req, "invalid_request", "at most %d tag filters", TG_SEARCH_TAGS_MAX);
         return;
     }
-    const char *next = NULL;
-    if (page.count > limit) {
-        json_array_remove(page.models, limit);
-        json_t *last = json_array_get(page.models, limit - 1);
-        next = json_string_value(json_object_get(last, "name"));
+    /* tag=KEY or tag=KEY=VALUE; the value part is copied out of the query text */
+    char values[TG_SEARCH_TAGS_MAX][TG_TAG_VALUE_MAX + 1];
+    char keys[TG_SEARCH_TAGS_MAX][TG_TAG_KEY_MAX + 1];
+    for (unsigned i = 0; i < tag_count; i++) {
+        const char *equals = strchr(tags[i], '=');
+        size_t key_len = equals ? (size_t)(equals - tags[i]) : strlen(tags[i]);
+        if (key_len > TG_TAG_KEY_MAX ||
+            (equals != NULL && !tg_valid_tag_value(equals + 1, strlen(equals + 1)))) {
+            tg_respond_problem(req, "invalid_tag", "a tag filter is KEY or KEY=VALUE");
+            return;
+        }
+        memcpy(keys[i], tags[i], key_len);
+        keys[i][key_len] = '\0';
+        if (!tg_valid_tag_key(keys[i])) {
+            tg_respond_problem(req, "invalid_tag", "a tag filter is KEY or KEY=VALUE");
+            return;
+        }
+        search.tag_keys[i] = keys[i];
+        search.tag_values[i] = NULL;
+        if (equals != NULL) {
+            snprintf(values[i], sizeof values[i], "%s", equals + 1);
+            search.tag_values[i] = values[i];
+        }
     }
+    search.tag_count = tag_count;
+    /* this replica's own downloads show at once (one batched write, if any pending) */
+    if (search.by_downloads)
+        (void)tg_downloads_flush(req->server->downloads);
+    search.limit = limit + 1; /* one more than asked tells whether a next page exists */
+    model_page page = {.models = calloc((size_t)limit + 1, sizeof(tg_model)), .cap = limit + 1};
+    if (page.models == NULL) {
+        tg_respond_internal(req, "out of memory");
+        return;
+    }
+    tg_cat_status status =
+        tg_catalog_model_search(req->server->catalog, &search, add_model_row, &page);
+    json_t *models = json_array();
+    unsigned shown = page.count > limit ? limit : page.count;
+    for (unsigned i = 0; status == TG_CAT_OK && !page.failed && i < shown; i++) {
+        const tg_model *model = &page.models[i];
+        json_t *model_tags = tg_tags_json(req->server, model->id, 0, &status);
+        if (model_tags == NULL)
+            break;
+        char full_name[2 * TG_NAME_MAX + 2];
+        snprintf(full_name, sizeof full_name, "%s/%s", model->org, model->name);
+        /* which of the model's versions hold code (the code policy) */
+        json_t *numbers = code_versions_json(req->server, model->id, &status);
+        if (numbers == NULL) {
+            json_decref(model_tags);
+            break;
+        }
+        json_t *item =
+            json_pack("{s:s, s:s, s:s, s:o, s:I, s:b, s:o}", "name", full_name, "description",
+                      model->description, "created_at", model->created_at, "tags", model_tags,
+                      "downloads", (json_int_t)model->downloads, "holds_code",
+                      json_array_size(numbers) > 0, "code_versions", numbers);
+        if (item == NULL || json_array_append_new(models, item) != 0)
+            page.failed = true;
+    }
+    if (status != TG_CAT_OK || page.failed || models == NULL) {
+        json_decref(models);
+        free(page.models);
+        if (status == TG_CAT_OK)
+            tg_respond_internal(req, "out of memory");
+        else
+            tg_respond_catalog_failure(req, status);
+        return;
+    }
+    char next[512];
+    if (page.count > limit)
+        tg_models_cursor_key(&search, &page.models[limit - 1], next, sizeof next);
+    free(page.models);
     json_t *body = json_object();
-    json_object_set(body, "models", page.models);
-    tg_set_next_cursor(body, next);
-    json_decref(page.models);
+    json_object_set_new(body, "models", models);
+    tg_set_next_cursor(body, page.count > limit ? next : NULL);
     tg_respond_json(req, 200, body);
 }
 
-/* ---- POST /v1/models ---- */
+/* ---- PATCH /v1/models/{org}/{name} ---- */
 
-static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_status *status);
+void tg_route_model_patch(tg_request *req)
+{
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
+        return;
+    tg_meta_patch patch;
+    if (tg_lookup_model(req, model) && tg_meta_patch_parse(req, &patch)) {
+        if (tg_meta_patch_apply(req, model, 0, &patch)) {
+            tg_cat_status status =
+                tg_catalog_model_get(req->server->catalog, model->org, model->name, model);
+            json_t *body = status == TG_CAT_OK ? model_json(req->server, model, &status) : NULL;
+            if (body == NULL)
+                tg_respond_catalog_failure(req, status);
+            else
+                tg_respond_json(req, 200, body);
+        }
+        tg_meta_patch_free(&patch);
+    }
+    free(model);
+}
+
+/* ---- POST /v1/models ---- */
 
 void tg_route_model_create(tg_request *req)
 {
@@ -447,8 +719,16 @@ static void add_alias(void *ctx, const char *alias, int64_t number)
     json_object_set_new(ctx, alias, json_integer(number));
 }
 
+typedef struct version_items {
+    tg_server *server;
+    int64_t model_id;
+    json_t *items;
+    tg_cat_status status; /* the first failure of a nested read */
+} version_items;
+
 static void add_version(void *ctx, const tg_version *version)
 {
+    version_items *list = ctx;
     json_t *item =
         json_pack("{s:I, s:s, s:s}", "version", (json_int_t)version->number, "state",
                   version->published ? "published" : "draft", "created_at", version->created_at);
@@ -456,7 +736,25 @@ static void add_version(void *ctx, const tg_version *version)
         return;
     json_object_set_new(item, "published_at", string_or_null(version->published_at));
     json_object_set_new(item, "digest", string_or_null(version->digest));
-    json_array_append_new(ctx, item);
+    /* its description and tags (a nested read: allowed in a visitor, catalog.h) */
+    char *description = malloc(TG_DESCRIPTION_MAX + 1);
+    tg_cat_status status = description ? tg_catalog_version_description(list->server->catalog,
+                                                                        version->id, description)
+                                       : TG_CAT_ERROR;
+    json_t *tags = status == TG_CAT_OK
+                       ? tg_tags_json(list->server, list->model_id, version->id, &status)
+                       : NULL;
+    if (tags == NULL) {
+        if (list->status == TG_CAT_OK)
+            list->status = status;
+        free(description);
+        json_decref(item);
+        return;
+    }
+    json_object_set_new(item, "description", json_string(description));
+    json_object_set_new(item, "tags", tags);
+    free(description);
+    json_array_append_new(list->items, item);
 }
 
 /* NULL when the catalog (*status says how) or memory failed. */
@@ -474,11 +772,17 @@ static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_statu
     tg_cat_status listed = latest_status == TG_CAT_NOT_FOUND ? TG_CAT_OK : latest_status;
     if (listed == TG_CAT_OK)
         listed = tg_catalog_alias_list(server->catalog, model->id, add_alias, aliases);
+    version_items list = {server, model->id, versions, TG_CAT_OK};
     if (listed == TG_CAT_OK)
-        listed = tg_catalog_version_list(server->catalog, model->id, add_version, versions);
+        listed = tg_catalog_version_list(server->catalog, model->id, add_version, &list);
+    if (listed == TG_CAT_OK)
+        listed = list.status;
+    json_t *tags = listed == TG_CAT_OK ? tg_tags_json(server, model->id, 0, &listed) : NULL;
     json_t *code = listed == TG_CAT_OK ? code_versions_json(server, model->id, &listed) : NULL;
     if (listed != TG_CAT_OK) {
         *status = listed;
+        json_decref(tags);
+        json_decref(code);
         json_decref(aliases);
         json_decref(versions);
         return NULL;
@@ -490,10 +794,11 @@ static json_t *model_json(tg_server *server, const tg_model *model, tg_cat_statu
         int64_t number = json_integer_value(json_object_get(item, "version"));
         json_object_set_new(item, "holds_code", json_boolean(number_in(code, number)));
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:o}", "name", full_name, "description",
-                     model->description, "created_at", model->created_at, "aliases", aliases,
-                     "versions", versions, "holds_code", json_array_size(code) > 0, "code_versions",
-                     code);
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:o, s:o, s:I}", "name", full_name,
+                     "description", model->description, "created_at", model->created_at, "aliases",
+                     aliases, "versions", versions, "holds_code", json_array_size(code) > 0,
+                     "code_versions", code, "tags", tags, "downloads",
+                     (json_int_t)model->downloads);
 }
 
 void tg_route_model_get(tg_request *req)

@@ -32,6 +32,44 @@ void tg_route_model_create(tg_request *req);
 void tg_route_model_get(tg_request *req);
 void tg_route_model_delete(tg_request *req);
 void tg_route_alias_set(tg_request *req);
+/* PATCH /v1/models/{org}/{name} and (versions.c) .../versions/{rev}: description and
+ * tags (docs/MANUAL.md "Tags and descriptions") */
+void tg_route_model_patch(tg_request *req);
+void tg_route_version_patch(tg_request *req);
+/* A model's (version_id 0) or a version's tags as a JSON object; NULL with *status. */
+json_t *tg_tags_json(tg_server *server, int64_t model_id, int64_t version_id,
+                     tg_cat_status *status);
+/* A tag key: a name part ([A-Za-z0-9][A-Za-z0-9._-]{0,63}); a value: at most
+ * TG_TAG_VALUE_MAX bytes (len), no NUL, no control characters. */
+bool tg_valid_tag_key(const char *key);
+bool tg_valid_tag_value(const char *value, size_t len);
+/* A PATCH body {description?, tags?: {key: value|null}}, parsed and validated
+ * (answers 400 itself and returns false); changes point into body. */
+#define TG_META_PATCH_MAX (2 * TG_TAGS_MAX) /* tags one PATCH may name */
+typedef struct tg_meta_patch {
+    json_t *body;
+    const char *description; /* NULL: kept */
+    tg_tag_change changes[TG_META_PATCH_MAX];
+    size_t count;
+} tg_meta_patch;
+bool tg_meta_patch_parse(tg_request *req, tg_meta_patch *patch);
+void tg_meta_patch_free(tg_meta_patch *patch);
+/* Applies patch to model (version_id 0) or to its version version_id; answers the
+ * failure itself (409 too_many_tags, 404, catalog) and returns false. */
+bool tg_meta_patch_apply(tg_request *req, const tg_model *model, int64_t version_id,
+                         const tg_meta_patch *patch);
+/* Every value of a repeated query argument, in order, at most max kept; the count
+ * of all of them (more than max: the caller refuses). */
+unsigned tg_query_all(const tg_request *req, const char *name, const char **values, unsigned max);
+/* Model list cursors: "org/name", or "~DOWNLOADS~org/name" by downloads. */
+bool tg_models_cursor_parse(const char *key, tg_model_search *search, char *after_org,
+                            char *after_name);
+void tg_models_cursor_key(const tg_model_search *search, const tg_model *last, char *key,
+                          size_t key_len);
+/* Counts a download of file of model_id when the request is one that counts: a GET
+ * (not HEAD) of config.json or of a weight file (safetensors, GGUF), whole or from
+ * byte 0 (a Range continuation does not count). */
+void tg_count_download(tg_request *req, int64_t model_id, const tg_file_record *file);
 /* Deletes a model with its versions, aliases and jobs, its preloads and the blobs
  * nothing else uses (DELETE /v1/models/{org}/{name} and the Hub's repo delete). */
 tg_cat_status tg_model_remove(tg_server *server, const tg_model *model);
@@ -50,10 +88,9 @@ void tg_route_version_publish(tg_request *req);
  * "empty_version", "index_mismatch", "version_changed", "version_published" (detail
  * says it), "internal" (a server failure; detail says which) or "catalog"
  * (*catalog_status says how the catalog failed). */
-const char *tg_publish_files_locked(tg_request *req, const tg_model *model,
-                                    const tg_version *draft, tg_file_records *files,
-                                    tg_version *published, char *detail, size_t detail_len,
-                                    tg_cat_status *catalog_status);
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model, const tg_version *draft,
+                                    tg_file_records *files, tg_version *published, char *detail,
+                                    size_t detail_len, tg_cat_status *catalog_status);
 
 /* files.c */
 void tg_route_files_list(tg_request *req);
@@ -109,6 +146,12 @@ void tg_route_preload_delete(tg_request *req);
  * HF_ENDPOINT (huggingface_hub) and hubUrl (@huggingface/hub) can point at
  * tensorgate. Only published versions are visible there: a Hub revision needs a
  * commit id (the version digest). */
+/* Records the Hub tags of version (published, with files) in the catalog: its
+ * README.md card's tags (tg_hf_card_tags) and "gguf" when it holds a GGUF file. Called
+ * when a version is published; a failure is logged (the version stays published,
+ * without those tags in listing filters). */
+void tg_hf_record_hub_tags(tg_server *server, const tg_version *version,
+                           const tg_file_records *files);
 /* GET|HEAD /{org}/{name}/resolve/{rev}/{path*} and /{org}/{name}/raw/{rev}/{path*} */
 void tg_route_hf_file(tg_request *req);
 /* GET /api/models: ?search= ?limit= ?cursor=, Link: <absolute>; rel="next" */

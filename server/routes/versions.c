@@ -58,13 +58,37 @@ void tg_route_version_get(tg_request *req)
     free(model);
 }
 
+/* ---- PATCH .../versions/{rev} ---- */
+
+void tg_route_version_patch(tg_request *req)
+{
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
+        return;
+    tg_version version;
+    tg_meta_patch patch;
+    if (tg_lookup_model(req, model) && tg_lookup_version(req, model, &version) &&
+        tg_meta_patch_parse(req, &patch)) {
+        /* metadata only: a published version's files and digest stay as they are */
+        if (tg_meta_patch_apply(req, model, version.id, &patch)) {
+            tg_cat_status status;
+            json_t *body = tg_version_json(req->server, model, &version, false, &status);
+            if (body == NULL)
+                tg_respond_catalog_failure(req, status);
+            else
+                tg_respond_json(req, 200, body);
+        }
+        tg_meta_patch_free(&patch);
+    }
+    free(model);
+}
+
 /* ---- publish ---- */
 
 /* The one publish path (routes.h). */
-const char *tg_publish_files_locked(tg_request *req, const tg_model *model,
-                                    const tg_version *draft, tg_file_records *files,
-                                    tg_version *published, char *detail, size_t detail_len,
-                                    tg_cat_status *catalog_status)
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model, const tg_version *draft,
+                                    tg_file_records *files, tg_version *published, char *detail,
+                                    size_t detail_len, tg_cat_status *catalog_status)
 {
     tg_server *server = req->server;
     int64_t version_id = draft->id, number = draft->number;
@@ -113,6 +137,8 @@ const char *tg_publish_files_locked(tg_request *req, const tg_model *model,
     tg_response_cache_invalidate_moving(server->responses);
     tg_log(TG_LOG_INFO, "published %s/%s version %lld digest %s", model->org, model->name,
            (long long)published->number, digest);
+    /* its card's Hub tags, for the Hub's listing filters (best effort: logged) */
+    tg_hf_record_hub_tags(server, published, files);
     return NULL;
 }
 

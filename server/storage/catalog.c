@@ -224,6 +224,53 @@ tg_cat_status tg_catalog_model_delete(tg_catalog *catalog, int64_t model_id)
     return settle(catalog, catalog->ops->model_delete(catalog, model_id));
 }
 
+tg_cat_status tg_catalog_tag_list(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                  void (*visit)(void *ctx, const char *key, const char *value),
+                                  void *ctx)
+{
+    return settle(catalog, catalog->ops->tag_list(catalog, model_id, version_id, visit, ctx));
+}
+
+tg_cat_status tg_catalog_version_description(tg_catalog *catalog, int64_t version_id,
+                                             char out[TG_DESCRIPTION_MAX + 1])
+{
+    return settle(catalog, catalog->ops->version_description(catalog, version_id, out));
+}
+
+tg_cat_status tg_catalog_meta_update(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                     const char *description, const tg_tag_change *changes,
+                                     size_t count, unsigned max_tags, const char **why)
+{
+    const char *ignored = NULL;
+    return settle(catalog,
+                  catalog->ops->meta_update(catalog, model_id, version_id, description, changes,
+                                            count, max_tags, why ? why : &ignored));
+}
+
+tg_cat_status tg_catalog_version_hub_tags_set(tg_catalog *catalog, int64_t version_id,
+                                              const char *const *tags, size_t count)
+{
+    return settle(catalog, catalog->ops->version_hub_tags_set(catalog, version_id, tags, count));
+}
+
+tg_cat_status tg_catalog_hub_tag_list(tg_catalog *catalog, int64_t model_id,
+                                      void (*visit)(void *ctx, const char *tag), void *ctx)
+{
+    return settle(catalog, catalog->ops->hub_tag_list(catalog, model_id, visit, ctx));
+}
+
+tg_cat_status tg_catalog_downloads_add(tg_catalog *catalog, const int64_t *model_ids,
+                                       const uint64_t *counts, size_t n)
+{
+    return settle(catalog, catalog->ops->downloads_add(catalog, model_ids, counts, n));
+}
+
+tg_cat_status tg_catalog_model_search(tg_catalog *catalog, const tg_model_search *search,
+                                      void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    return settle(catalog, catalog->ops->model_search(catalog, search, visit, ctx));
+}
+
 tg_cat_status tg_catalog_version_create(tg_catalog *catalog, int64_t model_id, tg_version *out)
 {
     return settle(catalog, catalog->ops->version_create(catalog, model_id, out));

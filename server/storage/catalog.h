@@ -64,6 +64,7 @@ typedef struct tg_model {
     char name[TG_NAME_MAX + 1];
     char description[TG_DESCRIPTION_MAX + 1];
     char created_at[TG_TIME_LEN];
+    int64_t downloads; /* the download counter (schema 15), as last flushed */
 } tg_model;
 
 typedef struct tg_version {
@@ -306,7 +307,6 @@ tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
 tg_cat_status tg_catalog_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
                                             tg_namespace_settings *out);
 
-
 /* Records one rejection (its id is the catalog's), in one transaction. */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);
 /* Visits at most limit rejections that match filter (NULL: all), newest first (by
@@ -544,6 +544,75 @@ tg_cat_status tg_catalog_import_commit(tg_catalog *catalog, int64_t job_id,
  * (a catalog error is logged; the routes show the redacted form anyway). */
 void tg_catalog_job_scrub_urls(tg_catalog *catalog, int64_t job_id);
 
+/* ---- registry metadata (schema 15) ----
+ * Key/value tags of a model (version_id 0) or of one of its versions, and the
+ * description of either. Keys and values are validated by the HTTP layer (their
+ * bounds below); the catalog keeps at most max_tags per object. */
+#define TG_TAGS_MAX 32
+#define TG_TAG_KEY_MAX 64
+#define TG_TAG_VALUE_MAX 256
+#define TG_HUB_TAG_MAX 300 /* one Hub tag ("license:apache-2.0"), as stored */
+#define TG_HUB_TAGS_MAX 64 /* Hub tags kept per published version */
+
+typedef struct tg_tag_change {
+    const char *key;
+    const char *value; /* NULL: delete the key */
+} tg_tag_change;
+
+/* The tags of model_id (version_id 0) or of version_id, ordered by key. */
+tg_cat_status tg_catalog_tag_list(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                  void (*visit)(void *ctx, const char *key, const char *value),
+                                  void *ctx);
+/* A version's description into out ("" when none). */
+tg_cat_status tg_catalog_version_description(tg_catalog *catalog, int64_t version_id,
+                                             char out[TG_DESCRIPTION_MAX + 1]);
+/* One transaction: sets the description (NULL: kept) of model_id (version_id 0)
+ * or of version_id (one of model_id's versions), and applies changes in order (a
+ * value replaces the key's, NULL deletes the key; keys not named are kept).
+ * TG_CAT_NOT_FOUND (*why "model_not_found" / "version_not_found") when the object
+ * is gone; TG_CAT_CONFLICT (*why "too_many_tags") when the object would have more
+ * than max_tags tags afterwards: nothing is changed then. */
+tg_cat_status tg_catalog_meta_update(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                     const char *description, const tg_tag_change *changes,
+                                     size_t count, unsigned max_tags, const char **why);
+/* Replaces the Hub tags recorded for version_id (at its publication) with tags[0..count). */
+tg_cat_status tg_catalog_version_hub_tags_set(tg_catalog *catalog, int64_t version_id,
+                                              const char *const *tags, size_t count);
+/* The Hub tags of model_id beyond "safetensors": its registry tags as "key" (empty
+ * value) or "key:value", then the recorded Hub tags of its latest published version. */
+tg_cat_status tg_catalog_hub_tag_list(tg_catalog *catalog, int64_t model_id,
+                                      void (*visit)(void *ctx, const char *tag), void *ctx);
+/* One transaction: adds counts[i] to the download counter of model_ids[i], for
+ * i < n (replicas add; never overwrite); a model that is gone is skipped. */
+tg_cat_status tg_catalog_downloads_add(tg_catalog *catalog, const int64_t *model_ids,
+                                       const uint64_t *counts, size_t n);
+
+#define TG_SEARCH_TAGS_MAX 8
+/* Which models tg_catalog_model_search visits; all members zero or NULL: every model,
+ * by (org, name). */
+typedef struct tg_model_search {
+    const char *org;        /* of this org only */
+    const char *name_query; /* "org/name" contains it (byte-wise) */
+    const char *text;       /* "org/name", the description or a tag value contains it (any case
+                               of ASCII letters) */
+    /* every one of these model tags: key present (value NULL) or key = value */
+    const char *tag_keys[TG_SEARCH_TAGS_MAX];
+    const char *tag_values[TG_SEARCH_TAGS_MAX];
+    unsigned tag_count;
+    /* every one of these Hub tags ("safetensors" matches every model; else a registry
+     * tag as "key" or "key:value", or a Hub tag of the latest published version) */
+    const char *hub_tags[TG_SEARCH_TAGS_MAX];
+    unsigned hub_tag_count;
+    bool published_only; /* only models with a published version */
+    bool by_downloads;   /* order by downloads descending, then (org, name) */
+    /* after this key of the order (a cursor): after_downloads only by_downloads */
+    bool has_after;
+    int64_t after_downloads;
+    const char *after_org, *after_name;
+    unsigned limit;
+} tg_model_search;
+tg_cat_status tg_catalog_model_search(tg_catalog *catalog, const tg_model_search *search,
+                                      void (*visit)(void *ctx, const tg_model *model), void *ctx);
 /* ---- webhooks (schema 12; catalog_webhooks.c, over both backends) ----
  *
  * Subscriptions per namespace, the event outbox and the deliveries. Events are

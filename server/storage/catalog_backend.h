@@ -54,6 +54,24 @@ typedef struct tg_catalog_ops {
                                 void (*visit)(void *ctx, const tg_model *model), void *ctx);
     tg_cat_status (*model_delete)(tg_catalog *catalog, int64_t model_id);
 
+    /* registry metadata (schema 15) */
+    tg_cat_status (*tag_list)(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                              void (*visit)(void *ctx, const char *key, const char *value),
+                              void *ctx);
+    tg_cat_status (*version_description)(tg_catalog *catalog, int64_t version_id,
+                                         char out[TG_DESCRIPTION_MAX + 1]);
+    tg_cat_status (*meta_update)(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                 const char *description, const tg_tag_change *changes,
+                                 size_t count, unsigned max_tags, const char **why);
+    tg_cat_status (*version_hub_tags_set)(tg_catalog *catalog, int64_t version_id,
+                                          const char *const *tags, size_t count);
+    tg_cat_status (*hub_tag_list)(tg_catalog *catalog, int64_t model_id,
+                                  void (*visit)(void *ctx, const char *tag), void *ctx);
+    tg_cat_status (*downloads_add)(tg_catalog *catalog, const int64_t *model_ids,
+                                   const uint64_t *counts, size_t n);
+    tg_cat_status (*model_search)(tg_catalog *catalog, const tg_model_search *search,
+                                  void (*visit)(void *ctx, const tg_model *model), void *ctx);
+
     tg_cat_status (*version_create)(tg_catalog *catalog, int64_t model_id, tg_version *out);
     tg_cat_status (*version_get)(tg_catalog *catalog, int64_t model_id, int64_t number,
                                  tg_version *out);

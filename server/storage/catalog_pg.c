@@ -275,7 +275,7 @@ static PGresult *exec_on(PGconn *db, const char *sql, int n, const char *const *
                          tg_cat_status *status)
 {
     /* the shared statements (catalog_sql.h) come with "?" placeholders */
-    char numbered[4096];
+    char numbered[8192];
     if (!tg_cat_sql_numbered(sql, numbered, sizeof numbered)) {
         tg_log(TG_LOG_ERROR, "catalog: a statement is longer than %zu bytes", sizeof numbered);
         *status = TG_CAT_ERROR;
@@ -677,6 +677,168 @@ static tg_cat_status pg_model_delete(tg_catalog *catalog, int64_t model_id)
     tg_cat_status status;
     PGresult *r = query(pg(catalog), false, TG_CAT_SQL_MODEL_DELETE, 1, params, &status);
     status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
+/* ---- registry metadata (schema 15) ---- */
+
+static tg_cat_status pg_tag_list(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                 void (*visit)(void *ctx, const char *key, const char *value),
+                                 void *ctx)
+{
+    num id = n64(version_id > 0 ? version_id : model_id);
+    const char *params[] = {id.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true,
+                        version_id > 0 ? TG_CAT_SQL_VERSION_TAG_LIST : TG_CAT_SQL_MODEL_TAG_LIST, 1,
+                        params, &status);
+    if (r == NULL)
+        return status;
+    for (int i = 0; i < PQntuples(r); i++)
+        visit(ctx, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+    PQclear(r);
+    return TG_CAT_OK;
+}
+
+static tg_cat_status pg_version_description(tg_catalog *catalog, int64_t version_id,
+                                            char out[TG_DESCRIPTION_MAX + 1])
+{
+    num id = n64(version_id);
+    const char *params[] = {id.s};
+    tg_cat_status status;
+    out[0] = '\0';
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_VERSION_DESCRIPTION, 1, params, &status);
+    status = one_row(r, status);
+    if (status == TG_CAT_OK)
+        get_text(out, TG_DESCRIPTION_MAX + 1, r, 0, 0);
+    PQclear(r);
+    return status;
+}
+
+static tg_cat_status pg_meta_update(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                    const char *description, const tg_tag_change *changes,
+                                    size_t count, unsigned max_tags, const char **why)
+{
+    bool of_version = version_id > 0;
+    num object = n64(of_version ? version_id : model_id), model = n64(model_id);
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    tg_cat_status status = TG_CAT_ERROR;
+    /* the row lock makes the count below hold against a concurrent update */
+    const char *lock_params[] = {object.s, model.s};
+    long rows =
+        of_version
+            ? tx_run(&t, "SELECT 1 FROM versions WHERE id = $1 AND model_id = $2 FOR NO KEY UPDATE",
+                     2, lock_params)
+            : tx_run(&t, "SELECT 1 FROM models WHERE id = $1 FOR NO KEY UPDATE", 1, lock_params);
+    if (rows < 0)
+        return tx_end(&t, t.status);
+    if (rows == 0) {
+        *why = of_version ? "version_not_found" : "model_not_found";
+        return tx_end(&t, TG_CAT_NOT_FOUND);
+    }
+    if (description != NULL) {
+        const char *params[] = {description, object.s};
+        if (tx_run(&t, of_version ? TG_CAT_SQL_VERSION_DESCRIBE : TG_CAT_SQL_MODEL_DESCRIBE, 2,
+                   params) < 0)
+            return tx_end(&t, t.status);
+    }
+    for (size_t i = 0; i < count; i++) {
+        const char *params[] = {object.s, changes[i].key, changes[i].value};
+        long done =
+            changes[i].value != NULL
+                ? tx_run(&t, of_version ? TG_CAT_SQL_VERSION_TAG_SET : TG_CAT_SQL_MODEL_TAG_SET, 3,
+                         params)
+                : tx_run(&t,
+                         of_version ? TG_CAT_SQL_VERSION_TAG_DELETE : TG_CAT_SQL_MODEL_TAG_DELETE,
+                         2, params);
+        if (done < 0)
+            return tx_end(&t, t.status);
+    }
+    const char *count_params[] = {object.s};
+    PGresult *r = tx_q(&t, of_version ? TG_CAT_SQL_VERSION_TAG_COUNT : TG_CAT_SQL_MODEL_TAG_COUNT,
+                       1, count_params);
+    status = one_row(r, t.status);
+    if (status == TG_CAT_OK && get_i64(r, 0, 0) > (int64_t)max_tags) {
+        status = TG_CAT_CONFLICT;
+        *why = "too_many_tags";
+    } else if (status == TG_CAT_NOT_FOUND) {
+        status = TG_CAT_ERROR;
+    }
+    PQclear(r);
+    return tx_end(&t, status);
+}
+
+static tg_cat_status pg_version_hub_tags_set(tg_catalog *catalog, int64_t version_id,
+                                             const char *const *tags, size_t count)
+{
+    num id = n64(version_id);
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    const char *params[] = {id.s, NULL};
+    if (tx_run(&t, TG_CAT_SQL_HUB_TAGS_DROP, 1, params) < 0)
+        return tx_end(&t, t.status);
+    for (size_t i = 0; i < count; i++) {
+        params[1] = tags[i];
+        if (tx_run(&t, TG_CAT_SQL_HUB_TAG_ADD, 2, params) < 0)
+            return tx_end(&t, t.status == TG_CAT_NOT_FOUND ? TG_CAT_NOT_FOUND : t.status);
+    }
+    return tx_end(&t, TG_CAT_OK);
+}
+
+static tg_cat_status pg_hub_tag_list(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const char *tag), void *ctx)
+{
+    num id = n64(model_id);
+    const char *params[] = {id.s};
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_HUB_TAG_LIST, 1, params, &status);
+    if (r == NULL)
+        return status;
+    for (int i = 0; i < PQntuples(r); i++)
+        visit(ctx, PQgetvalue(r, i, 0));
+    PQclear(r);
+    return TG_CAT_OK;
+}
+
+static tg_cat_status pg_downloads_add(tg_catalog *catalog, const int64_t *model_ids,
+                                      const uint64_t *counts, size_t n)
+{
+    tx t;
+    if (!tx_begin(pg(catalog), &t))
+        return t.status;
+    for (size_t i = 0; i < n; i++) {
+        num count = n64(counts[i] > INT64_MAX ? INT64_MAX : (int64_t)counts[i]);
+        num id = n64(model_ids[i]);
+        const char *params[] = {count.s, id.s};
+        if (tx_run(&t, TG_CAT_SQL_DOWNLOADS_ADD, 2, params) < 0)
+            return tx_end(&t, t.status);
+    }
+    return tx_end(&t, TG_CAT_OK);
+}
+
+static tg_cat_status pg_model_search(tg_catalog *catalog, const tg_model_search *search,
+                                     void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    char sql[8192];
+    const char *binds[TG_CAT_SEARCH_BINDS];
+    int bind_count = 0;
+    if (!tg_cat_sql_model_search(search, true, sql, sizeof sql, binds, &bind_count))
+        return TG_CAT_ERROR;
+    tg_cat_status status;
+    PGresult *r = query(pg(catalog), true, sql, bind_count, binds, &status);
+    if (r == NULL)
+        return status;
+    tg_model *model = malloc(sizeof *model);
+    for (int i = 0; model != NULL && i < PQntuples(r); i++) {
+        tg_cat_read_model(pg_row(r, i), model);
+        visit(ctx, model);
+    }
+    status = model != NULL ? TG_CAT_OK : TG_CAT_ERROR;
+    free(model);
     PQclear(r);
     return status;
 }
@@ -2014,6 +2176,11 @@ static tg_cat_status pg_job_commit(tg_catalog *catalog, int64_t job_id, const ch
             status = t.status;
     }
     if (status == TG_CAT_OK) {
+        const char *params[] = {vid.s, source_id.s};
+        if (tx_run(&t, TG_CAT_SQL_HUB_TAGS_COPY, 2, params) < 0)
+            status = t.status;
+    }
+    if (status == TG_CAT_OK) {
         const char *params[] = {vid.s, now, jid.s};
         if (tx_run(&t, made_sql, 3, params) < 0)
             status = t.status;
@@ -2222,6 +2389,13 @@ static const tg_catalog_ops pg_ops = {
     .model_get = pg_model_get,
     .model_list = pg_model_list,
     .model_delete = pg_model_delete,
+    .tag_list = pg_tag_list,
+    .version_description = pg_version_description,
+    .meta_update = pg_meta_update,
+    .version_hub_tags_set = pg_version_hub_tags_set,
+    .hub_tag_list = pg_hub_tag_list,
+    .downloads_add = pg_downloads_add,
+    .model_search = pg_model_search,
     .version_create = pg_version_create,
     .version_get = pg_version_get,
     .version_by_digest = pg_version_by_digest,

@@ -2,7 +2,10 @@
  * enum <-> text tables, placeholder numbering and the migration driver. */
 #include "catalog_sql.h"
 
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void tg_cat_read_model(tg_cat_row row, tg_model *out)
@@ -12,6 +15,7 @@ void tg_cat_read_model(tg_cat_row row, tg_model *out)
     row.text(&row, 2, out->name, sizeof out->name);
     row.text(&row, 3, out->description, sizeof out->description);
     row.text(&row, 4, out->created_at, sizeof out->created_at);
+    out->downloads = row.integer(&row, 5);
 }
 
 void tg_cat_read_version(tg_cat_row row, tg_version *out)
@@ -197,4 +201,114 @@ tg_cat_status tg_cat_migrate(const tg_cat_migrator *migrator, int known, char *e
             return TG_CAT_ERROR;
     }
     return TG_CAT_OK;
+}
+
+/* ---- model search ---- */
+
+typedef struct sql_text {
+    char *out;
+    size_t len, used;
+    bool overflow;
+} sql_text;
+
+static void __attribute__((format(printf, 2, 3))) put(sql_text *t, const char *format, ...)
+{
+    if (t->overflow)
+        return;
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(t->out + t->used, t->len - t->used, format, args);
+    va_end(args);
+    if (n < 0 || (size_t)n >= t->len - t->used)
+        t->overflow = true;
+    else
+        t->used += (size_t)n;
+}
+
+/* The next bind's number for value. */
+static int bind(const char *binds[TG_CAT_SEARCH_BINDS], int *count, const char *value)
+{
+    binds[*count] = value;
+    return ++*count;
+}
+
+bool tg_cat_sql_model_search(const tg_model_search *search, bool pg, char *out, size_t out_len,
+                             const char *binds[TG_CAT_SEARCH_BINDS], int *bind_count)
+{
+    sql_text t = {.out = out, .len = out_len};
+    const char *contains = pg ? "strpos" : "instr";
+    *bind_count = 0;
+    out[0] = '\0';
+    put(&t, "SELECT m.id, m.org, m.name, m.description, m.created_at, m.downloads"
+            " FROM models m WHERE 1 = 1");
+    if (search->org != NULL)
+        put(&t, " AND m.org = ?%d", bind(binds, bind_count, search->org));
+    if (search->name_query != NULL && search->name_query[0] != '\0')
+        put(&t, " AND %s(m.org || '/' || m.name, ?%d) > 0", contains,
+            bind(binds, bind_count, search->name_query));
+    if (search->text != NULL && search->text[0] != '\0') {
+        int n = bind(binds, bind_count, search->text);
+        put(&t,
+            " AND (%s(lower(m.org || '/' || m.name), lower(?%d)) > 0"
+            " OR %s(lower(m.description), lower(?%d)) > 0"
+            " OR EXISTS (SELECT 1 FROM model_tags t WHERE t.model_id = m.id"
+            " AND %s(lower(t.value), lower(?%d)) > 0))",
+            contains, n, contains, n, contains, n);
+    }
+    for (unsigned i = 0; i < search->tag_count && i < TG_SEARCH_TAGS_MAX; i++) {
+        int key = bind(binds, bind_count, search->tag_keys[i]);
+        put(&t, " AND EXISTS (SELECT 1 FROM model_tags t WHERE t.model_id = m.id AND t.key = ?%d",
+            key);
+        if (search->tag_values[i] != NULL)
+            put(&t, " AND t.value = ?%d", bind(binds, bind_count, search->tag_values[i]));
+        put(&t, ")");
+    }
+    for (unsigned i = 0; i < search->hub_tag_count && i < TG_SEARCH_TAGS_MAX; i++) {
+        if (strcmp(search->hub_tags[i], "safetensors") == 0)
+            continue; /* every model's */
+        int n = bind(binds, bind_count, search->hub_tags[i]);
+        put(&t,
+            " AND (EXISTS (SELECT 1 FROM model_tags t WHERE t.model_id = m.id"
+            " AND CASE WHEN t.value = '' THEN t.key ELSE t.key || ':' || t.value END = ?%d)"
+            " OR EXISTS (SELECT 1 FROM version_hub_tags h WHERE h.tag = ?%d AND h.version_id ="
+            " (SELECT v.id FROM versions v WHERE v.model_id = m.id AND v.state = 'published'"
+            " ORDER BY v.number DESC LIMIT 1)))",
+            n, n);
+    }
+    if (search->published_only)
+        put(&t, " AND EXISTS (SELECT 1 FROM versions v WHERE v.model_id = m.id"
+                " AND v.state = 'published')");
+    if (search->has_after) {
+        int org = bind(binds, bind_count, search->after_org ? search->after_org : "");
+        int name = bind(binds, bind_count, search->after_name ? search->after_name : "");
+        if (search->by_downloads)
+            put(&t,
+                " AND (m.downloads < %" PRId64 " OR (m.downloads = %" PRId64
+                " AND (m.org, m.name) > (?%d, ?%d)))",
+                search->after_downloads, search->after_downloads, org, name);
+        else
+            put(&t, " AND (m.org, m.name) > (?%d, ?%d)", org, name);
+    }
+    put(&t, search->by_downloads ? " ORDER BY m.downloads DESC, m.org, m.name"
+                                 : " ORDER BY m.org, m.name");
+    put(&t, " LIMIT %u", search->limit);
+    if (pg && !t.overflow) {
+        /* PostgreSQL takes $N, typed here (lower() has more than one form); the text
+         * has no literal with a '?' in it */
+        char *copy = strdup(out);
+        if (copy == NULL)
+            return false;
+        t.used = 0;
+        for (const char *p = copy; *p && !t.overflow; p++) {
+            if (*p != '?') {
+                put(&t, "%c", *p);
+                continue;
+            }
+            int digits = (int)strspn(p + 1, "0123456789");
+            put(&t, "$%.*s::text", digits, p + 1);
+            p += digits;
+        }
+        free(copy);
+    }
+    return !t.overflow;
 }

@@ -17,7 +17,7 @@
 
 /* ---- column lists: the decoders below read them in this order ---- */
 
-#define TG_CAT_MODEL_COLUMNS "id, org, name, description, created_at"
+#define TG_CAT_MODEL_COLUMNS "id, org, name, description, created_at, downloads"
 #define TG_CAT_VERSION_COLUMNS                                                                     \
     "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
 #define TG_CAT_FILE_COLUMNS                                                                        \
@@ -184,6 +184,48 @@
 #define TG_CAT_SQL_JOB_SET_ENDED_URL                                                               \
     "UPDATE jobs SET url = ?1 WHERE id = ?2 AND state IN ('done', 'failed')"
 
+/* registry metadata (schema 15) */
+#define TG_CAT_SQL_MODEL_TAG_LIST                                                                  \
+    "SELECT key, value FROM model_tags WHERE model_id = ? ORDER BY key"
+#define TG_CAT_SQL_VERSION_TAG_LIST                                                                \
+    "SELECT key, value FROM version_tags WHERE version_id = ? ORDER BY key"
+#define TG_CAT_SQL_MODEL_TAG_SET                                                                   \
+    "INSERT INTO model_tags(model_id, key, value) VALUES (?, ?, ?)"                                \
+    " ON CONFLICT (model_id, key) DO UPDATE SET value = excluded.value"
+#define TG_CAT_SQL_VERSION_TAG_SET                                                                 \
+    "INSERT INTO version_tags(version_id, key, value) VALUES (?, ?, ?)"                            \
+    " ON CONFLICT (version_id, key) DO UPDATE SET value = excluded.value"
+#define TG_CAT_SQL_MODEL_TAG_DELETE "DELETE FROM model_tags WHERE model_id = ? AND key = ?"
+#define TG_CAT_SQL_VERSION_TAG_DELETE "DELETE FROM version_tags WHERE version_id = ? AND key = ?"
+#define TG_CAT_SQL_MODEL_TAG_COUNT "SELECT count(*) FROM model_tags WHERE model_id = ?"
+#define TG_CAT_SQL_VERSION_TAG_COUNT "SELECT count(*) FROM version_tags WHERE version_id = ?"
+#define TG_CAT_SQL_MODEL_DESCRIBE "UPDATE models SET description = ? WHERE id = ?"
+#define TG_CAT_SQL_VERSION_DESCRIBE "UPDATE versions SET description = ? WHERE id = ?"
+#define TG_CAT_SQL_MODEL_EXISTS "SELECT 1 FROM models WHERE id = ?"
+#define TG_CAT_SQL_VERSION_OF_MODEL "SELECT 1 FROM versions WHERE id = ? AND model_id = ?"
+#define TG_CAT_SQL_VERSION_DESCRIPTION "SELECT description FROM versions WHERE id = ?"
+#define TG_CAT_SQL_HUB_TAGS_DROP "DELETE FROM version_hub_tags WHERE version_id = ?"
+#define TG_CAT_SQL_HUB_TAG_ADD                                                                     \
+    "INSERT INTO version_hub_tags(version_id, tag) VALUES (?, ?) ON CONFLICT DO NOTHING"
+#define TG_CAT_SQL_HUB_TAG_LIST                                                                    \
+    "SELECT CASE WHEN value = '' THEN key ELSE key || ':' || value END, 0, key"                    \
+    " FROM model_tags WHERE model_id = ?1"                                                         \
+    " UNION ALL SELECT tag, 1, tag FROM version_hub_tags WHERE version_id ="                       \
+    " (SELECT id FROM versions WHERE model_id = ?1 AND state = 'published'"                        \
+    " ORDER BY number DESC LIMIT 1) ORDER BY 2, 3"
+/* a converted version keeps its source's Hub tags (the same card; its GGUF files too) */
+#define TG_CAT_SQL_HUB_TAGS_COPY                                                                   \
+    "INSERT INTO version_hub_tags(version_id, tag)"                                                \
+    " SELECT ?1, tag FROM version_hub_tags WHERE version_id = ?2"
+#define TG_CAT_SQL_DOWNLOADS_ADD "UPDATE models SET downloads = downloads + ? WHERE id = ?"
+
+/* The SQL of a model search (tg_model_search) into out, with "?N" placeholders
+ * for the text values it puts in binds (*bind_count of them, at most
+ * TG_CAT_SEARCH_BINDS); pg: PostgreSQL's dialect (strpos), else SQLite's (instr).
+ * False when out is too small. */
+#define TG_CAT_SEARCH_BINDS (8 + 3 * TG_SEARCH_TAGS_MAX)
+bool tg_cat_sql_model_search(const tg_model_search *search, bool pg, char *out, size_t out_len,
+                             const char *binds[TG_CAT_SEARCH_BINDS], int *bind_count);
 /* Schema 12: an event into the webhook outbox, inside whatever transaction runs it
  * (so it commits or rolls back with the change it reports). Parameters: id
  * (tg_webhook_new_id), org, type, created_at (tg_time_now), data (a JSON object's

@@ -34,7 +34,7 @@
  * tg_migrations[i] is schema version i + 1. */
 #define MIGRATION_COUNT ((int)tg_migrations_count)
 
-#define STATEMENT_CACHE_SIZE 64
+#define STATEMENT_CACHE_SIZE 96
 /* Idle readers kept open; one returned beyond this is closed. The pool holds at
  * most as many readers as calls ran at once (the server's threads and workers). */
 #define IDLE_READERS_MAX 64
@@ -603,6 +603,260 @@ static tg_cat_status sq_model_delete(tg_catalog *catalog, int64_t model_id)
         status = run_write(k, st);
     }
     return write_end(catalog, k, status);
+}
+
+/* ---- registry metadata (schema 15) ---- */
+
+static tg_cat_status sq_tag_list(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                 void (*visit)(void *ctx, const char *key, const char *value),
+                                 void *ctx)
+{
+    static const char model_sql[] = TG_CAT_SQL_MODEL_TAG_LIST;
+    static const char version_sql[] = TG_CAT_SQL_VERSION_TAG_LIST;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, version_id > 0 ? version_sql : model_sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id > 0 ? version_id : model_id);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const unsigned char *key = sqlite3_column_text(st, 0);
+            const unsigned char *value = sqlite3_column_text(st, 1);
+            visit(ctx, key ? (const char *)key : "", value ? (const char *)value : "");
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+static tg_cat_status sq_version_description(tg_catalog *catalog, int64_t version_id,
+                                            char out[TG_DESCRIPTION_MAX + 1])
+{
+    static const char sql[] = TG_CAT_SQL_VERSION_DESCRIPTION;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    out[0] = '\0';
+    if (st) {
+        sqlite3_bind_int64(st, 1, version_id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            copy_text(out, TG_DESCRIPTION_MAX + 1, st, 0);
+            status = TG_CAT_OK;
+        } else if (rc == SQLITE_DONE) {
+            status = TG_CAT_NOT_FOUND;
+        }
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+/* Runs st (bound) for its effect; true when it is done. */
+static bool meta_step(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+}
+
+/* The single integer st answers (bound), or -1 when it fails; 0 for no row. */
+static int64_t step_integer(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : rc == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return value;
+}
+
+static tg_cat_status sq_meta_update(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                    const char *description, const tg_tag_change *changes,
+                                    size_t count, unsigned max_tags, const char **why)
+{
+    static const char model_exists_sql[] = TG_CAT_SQL_MODEL_EXISTS;
+    static const char version_of_sql[] = TG_CAT_SQL_VERSION_OF_MODEL;
+    static const char model_describe_sql[] = TG_CAT_SQL_MODEL_DESCRIBE;
+    static const char version_describe_sql[] = TG_CAT_SQL_VERSION_DESCRIBE;
+    static const char model_set_sql[] = TG_CAT_SQL_MODEL_TAG_SET;
+    static const char version_set_sql[] = TG_CAT_SQL_VERSION_TAG_SET;
+    static const char model_delete_sql[] = TG_CAT_SQL_MODEL_TAG_DELETE;
+    static const char version_delete_sql[] = TG_CAT_SQL_VERSION_TAG_DELETE;
+    static const char model_count_sql[] = TG_CAT_SQL_MODEL_TAG_COUNT;
+    static const char version_count_sql[] = TG_CAT_SQL_VERSION_TAG_COUNT;
+    bool of_version = version_id > 0;
+    int64_t object = of_version ? version_id : model_id;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (k == NULL || exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        return write_end(catalog, k, status);
+    sqlite3_stmt *st = statement(k, of_version ? version_of_sql : model_exists_sql);
+    if (st == NULL)
+        goto done;
+    sqlite3_bind_int64(st, 1, object);
+    if (of_version)
+        sqlite3_bind_int64(st, 2, model_id);
+    int64_t found = step_integer(st);
+    if (found < 0)
+        goto done;
+    if (found == 0) {
+        status = TG_CAT_NOT_FOUND;
+        *why = of_version ? "version_not_found" : "model_not_found";
+        goto done;
+    }
+    if (description != NULL) {
+        st = statement(k, of_version ? version_describe_sql : model_describe_sql);
+        if (st == NULL)
+            goto done;
+        bind_text(st, 1, description);
+        sqlite3_bind_int64(st, 2, object);
+        if (!meta_step(st))
+            goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        bool set = changes[i].value != NULL;
+        st = statement(k, set ? (of_version ? version_set_sql : model_set_sql)
+                              : (of_version ? version_delete_sql : model_delete_sql));
+        if (st == NULL)
+            goto done;
+        sqlite3_bind_int64(st, 1, object);
+        bind_text(st, 2, changes[i].key);
+        if (set)
+            bind_text(st, 3, changes[i].value);
+        if (!meta_step(st))
+            goto done;
+    }
+    st = statement(k, of_version ? version_count_sql : model_count_sql);
+    if (st == NULL)
+        goto done;
+    sqlite3_bind_int64(st, 1, object);
+    int64_t tags = step_integer(st);
+    if (tags < 0)
+        goto done;
+    if (tags > (int64_t)max_tags) {
+        status = TG_CAT_CONFLICT;
+        *why = "too_many_tags";
+        goto done;
+    }
+    status = TG_CAT_OK;
+done:
+    status = full_or(k, status);
+    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+        status = full_or(k, TG_CAT_ERROR);
+    if (status != TG_CAT_OK)
+        exec(k, "ROLLBACK");
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_version_hub_tags_set(tg_catalog *catalog, int64_t version_id,
+                                             const char *const *tags, size_t count)
+{
+    static const char drop_sql[] = TG_CAT_SQL_HUB_TAGS_DROP;
+    static const char add_sql[] = TG_CAT_SQL_HUB_TAG_ADD;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (k == NULL || exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        return write_end(catalog, k, status);
+    sqlite3_stmt *st = statement(k, drop_sql);
+    if (st == NULL)
+        goto done;
+    sqlite3_bind_int64(st, 1, version_id);
+    if (!meta_step(st))
+        goto done;
+    for (size_t i = 0; i < count; i++) {
+        st = statement(k, add_sql);
+        if (st == NULL)
+            goto done;
+        sqlite3_bind_int64(st, 1, version_id);
+        bind_text(st, 2, tags[i]);
+        if (!meta_step(st))
+            goto done;
+    }
+    status = TG_CAT_OK;
+done:
+    status = full_or(k, status);
+    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+        status = full_or(k, TG_CAT_ERROR);
+    if (status != TG_CAT_OK)
+        exec(k, "ROLLBACK");
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_hub_tag_list(tg_catalog *catalog, int64_t model_id,
+                                     void (*visit)(void *ctx, const char *tag), void *ctx)
+{
+    static const char sql[] = TG_CAT_SQL_HUB_TAG_LIST;
+    conn *k = read_begin(catalog);
+    sqlite3_stmt *st = statement(k, sql);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (st) {
+        sqlite3_bind_int64(st, 1, model_id);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const unsigned char *tag = sqlite3_column_text(st, 0);
+            visit(ctx, tag ? (const char *)tag : "");
+        }
+        status = rc == SQLITE_DONE ? TG_CAT_OK : TG_CAT_ERROR;
+        sqlite3_reset(st);
+    }
+    return read_end(catalog, k, status);
+}
+
+static tg_cat_status sq_downloads_add(tg_catalog *catalog, const int64_t *model_ids,
+                                      const uint64_t *counts, size_t n)
+{
+    static const char sql[] = TG_CAT_SQL_DOWNLOADS_ADD;
+    conn *k = write_begin(catalog);
+    tg_cat_status status = TG_CAT_ERROR;
+    if (k == NULL || exec(k, "BEGIN IMMEDIATE") != SQLITE_OK)
+        return write_end(catalog, k, status);
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st = statement(k, sql);
+        if (st == NULL)
+            goto done;
+        sqlite3_bind_int64(st, 1, counts[i] > INT64_MAX ? INT64_MAX : (int64_t)counts[i]);
+        sqlite3_bind_int64(st, 2, model_ids[i]);
+        if (!meta_step(st))
+            goto done;
+    }
+    status = TG_CAT_OK;
+done:
+    status = full_or(k, status);
+    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+        status = full_or(k, TG_CAT_ERROR);
+    if (status != TG_CAT_OK)
+        exec(k, "ROLLBACK");
+    return write_end(catalog, k, status);
+}
+
+static tg_cat_status sq_model_search(tg_catalog *catalog, const tg_model_search *search,
+                                     void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    char sql[8192];
+    const char *binds[TG_CAT_SEARCH_BINDS];
+    int bind_count = 0;
+    if (!tg_cat_sql_model_search(search, false, sql, sizeof sql, binds, &bind_count))
+        return TG_CAT_ERROR;
+    conn *k = read_begin(catalog);
+    if (k == NULL)
+        return read_end(catalog, k, TG_CAT_ERROR);
+    /* the text varies with the search: prepared for this call, not cached */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(k->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        tg_log(TG_LOG_ERROR, "catalog: %s", sqlite3_errmsg(k->db));
+        return read_end(catalog, k, TG_CAT_ERROR);
+    }
+    for (int i = 0; i < bind_count; i++)
+        bind_text(st, i + 1, binds[i]);
+    int rc = SQLITE_ERROR;
+    tg_model *model = malloc(sizeof *model);
+    while (model && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        tg_cat_read_model(sq_row(st), model);
+        visit(ctx, model);
+    }
+    tg_cat_status status = (model && rc == SQLITE_DONE) ? TG_CAT_OK : TG_CAT_ERROR;
+    free(model);
+    sqlite3_finalize(st);
+    return read_end(catalog, k, status);
 }
 
 /* ---- versions ---- */
@@ -2062,6 +2316,7 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     /* carried over: the source's files that the job did not replace (same blobs) */
     static const char carried_sql[] = TG_CAT_SQL_JOB_COMMIT_CARRIED;
     static const char made_sql[] = TG_CAT_SQL_JOB_COMMIT_MADE;
+    static const char hub_tags_sql[] = TG_CAT_SQL_HUB_TAGS_COPY;
     static const char done_sql[] = TG_CAT_SQL_JOB_COMMIT_DONE;
     static const char drop_sql[] = TG_CAT_SQL_JOB_FILES_DROP;
     static const char select_sql[] = "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE id = ?";
@@ -2128,6 +2383,13 @@ static tg_cat_status sq_job_commit(tg_catalog *catalog, int64_t job_id, const ch
     bind_text(st, 2, now);
     sqlite3_bind_int64(st, 3, job->source_version_id);
     sqlite3_bind_int64(st, 4, job_id);
+    if (!step_done(st))
+        goto rollback_job;
+    st = statement(k, hub_tags_sql);
+    if (st == NULL)
+        goto rollback_job;
+    sqlite3_bind_int64(st, 1, version_id);
+    sqlite3_bind_int64(st, 2, job->source_version_id);
     if (!step_done(st))
         goto rollback_job;
     st = statement(k, made_sql);
@@ -2582,6 +2844,13 @@ static const tg_catalog_ops sqlite_ops = {
     .model_get = sq_model_get,
     .model_list = sq_model_list,
     .model_delete = sq_model_delete,
+    .tag_list = sq_tag_list,
+    .version_description = sq_version_description,
+    .meta_update = sq_meta_update,
+    .version_hub_tags_set = sq_version_hub_tags_set,
+    .hub_tag_list = sq_hub_tag_list,
+    .downloads_add = sq_downloads_add,
+    .model_search = sq_model_search,
     .version_create = sq_version_create,
     .version_get = sq_version_get,
     .version_by_digest = sq_version_by_digest,

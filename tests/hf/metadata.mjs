@@ -13,6 +13,10 @@
 //                          "clientParameters": {"F32": n, ...},  // the client's own count
 //                          "files": ["config.json", ...],          // listFiles, recursive
 //                          "download": {"path", "size", "sha256"}}],
+//               "tagFilter": {"search", "tags": [...], "models": [...]},  // optional:
+//                   listModels with search.tags must yield exactly these
+//               "byDownloads": {"search", "models": [...], "downloads": [...]},  // optional:
+//                   listModels sort "downloads": these names in this order, these counts
 //               "accessToken": "hf_tg_...",   // optional: the hf_ form of a write token,
 //               "tokenRepo": {"repo", "commit", "paths": [...]}}  // used by the calls below
 //
@@ -171,6 +175,37 @@ async function main() {
     process.exit(2);
   }
   const expect = JSON.parse(readFileSync(path, "utf8"));
+  // First, before the cases' downloads change the counts the expectations hold.
+  if (expect.byDownloads) {
+    try {
+      const got = [];
+      for await (const model of listModels({
+        hubUrl: expect.hubUrl,
+        search: { query: expect.byDownloads.search },
+        sort: "downloads",
+      })) {
+        got.push([model.name, model.downloads]);
+      }
+      const want = expect.byDownloads.models.map((name, i) => [name, expect.byDownloads.downloads[i]]);
+      check(JSON.stringify(got) === JSON.stringify(want), "listModels sort downloads", `got ${JSON.stringify(got)}`);
+    } catch (error) {
+      check(false, "listModels sort downloads", String(error));
+    }
+  }
+  if (expect.tagFilter) {
+    try {
+      const names = [];
+      for await (const model of listModels({
+        hubUrl: expect.hubUrl,
+        search: { query: expect.tagFilter.search, tags: expect.tagFilter.tags },
+      })) {
+        names.push(model.name);
+      }
+      check(same(names.sort(), [...expect.tagFilter.models].sort()), "listModels tag filter", `got ${JSON.stringify(names)}`);
+    } catch (error) {
+      check(false, "listModels tag filter", String(error));
+    }
+  }
   for (const c of expect.cases) {
     await runCase(expect.hubUrl, c);
   }

@@ -156,9 +156,12 @@ TEST(auth_read)
     it_response_free(&r);
     /* a read token limited to acme lists acme's models only (both model lists),
      * and is refused other orgs' items */
-    r = it_send_json("POST", "/v1/models", write_acme, "{\"name\":\"acme/listed\"}");
-    CHECK_STATUS(r, 201);
-    it_response_free(&r);
+    /* published: the Hub's list shows only models with a published version */
+    it_buf weights = {0};
+    const it_tensor_spec tensor = {"w", "F32", 1, {4, 0, 0, 0}};
+    it_build_safetensors(&weights, &tensor, 1, NULL, 3);
+    CHECK(it_make_version(write_acme, "acme/listed", "model.safetensors", &weights, true) == 1);
+    it_buf_free(&weights);
     static const char *const lists[] = {"/v1/models?limit=100", "/api/models?limit=100"};
     for (size_t i = 0; i < 2; i++) {
         r = it_request("GET", lists[i], &(it_request_opts){.token = read_acme});

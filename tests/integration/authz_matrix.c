@@ -206,6 +206,22 @@ static void prep_publish(attempt *a)
     snprintf(a->probe, sizeof a->probe, "/v1/models/acme/w/versions/%s", v);
 }
 
+/* a new tag value each time: an allowed PATCH changes the model, a refused one must not */
+static void prep_model_patch(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w");
+    snprintf(a->body, sizeof a->body, "{\"tags\":{\"authz\":\"v%d\"}}", ++serial);
+}
+
+static void prep_version_patch(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s", draft_w);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/w/versions/%s", draft_w);
+    snprintf(a->body, sizeof a->body, "{\"description\":\"d%d\",\"tags\":{\"n\":\"%d\"}}",
+             serial + 1, serial + 1);
+    serial++;
+}
+
 static void prep_alias(attempt *a)
 {
     snprintf(a->path, sizeof a->path, "/v1/models/acme/w/aliases/a%d", ++serial);
@@ -385,6 +401,9 @@ static row rows[] = {
     {"GET", "/v1/models/{org}/{name}", 200, 0, M, B_NONE, NULL, P_NONE, NULL, false},
     {"DELETE", "/v1/models/{org}/{name}", 204, 0, NULL, B_NONE, NULL, P_BODY, prep_model_delete,
      false},
+    {"PATCH", "/v1/models/{org}/{name}", 200, 0, NULL, B_JSON, NULL, P_BODY, prep_model_patch,
+     false},
+    {"PATCH", V, 200, 0, NULL, B_JSON, NULL, P_BODY, prep_version_patch, false},
     {"POST", "/v1/models/{org}/{name}/versions", 201, 0, "/v1/models/acme/w/versions", B_NONE, NULL,
      P_BODY, NULL, false},
     {"GET", V, 200, 0, M "/versions/1", B_NONE, NULL, P_NONE, NULL, false},

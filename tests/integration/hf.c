@@ -446,15 +446,16 @@ static json_t *follow_pages(const char *first_url, int *pages)
 
 TEST(models_list_and_paging)
 {
-    /* three more models so that paging has several pages */
+    /* three more published models so that paging has several pages, and one with
+     * nothing published, which the Hub's list leaves out */
     const char *const extra[] = {"acme/hf-zeta", "other/hf-unrelated", "acme/hf-alpha"};
-    for (int i = 0; i < 3; i++) {
-        char body[128];
-        snprintf(body, sizeof body, "{\"name\":\"%s\"}", extra[i]);
-        it_response r = it_send_json("POST", "/v1/models", it_token("write", NULL), body);
-        CHECK_STATUS(r, 201);
-        it_response_free(&r);
-    }
+    for (int i = 0; i < 3; i++)
+        CHECK(it_make_version(it_token("write", NULL), extra[i], "model.safetensors",
+                              &single_model.bytes, true) == 1);
+    it_response created = it_send_json("POST", "/v1/models", it_token("write", NULL),
+                                       "{\"name\":\"acme/hf-unpublished\"}");
+    CHECK_STATUS(created, 201);
+    it_response_free(&created);
     int pages = 0;
     json_t *all = follow_pages("/api/models?search=acme/hf&limit=2", &pages);
     CHECK(json_array_size(all) == 4);
@@ -467,9 +468,11 @@ TEST(models_list_and_paging)
         CHECK(json_is_string(json_object_get(item, "_id")));
         CHECK(json_is_false(json_object_get(item, "private")));
     }
-    /* a published model carries its sha; one with nothing published has null */
+    /* a published model carries its sha; one with nothing published is not listed */
     CHECK_STR(json_string_value(json_object_get(json_array_get(all, 1), "sha")), sharded_commit);
-    CHECK(json_is_null(json_object_get(json_array_get(all, 0), "sha")));
+    json_decref(all);
+    all = follow_pages("/api/models?search=hf-unpublished", &pages);
+    CHECK(json_array_size(all) == 0);
     json_decref(all);
 
     all = follow_pages("/api/models?limit=1", &pages);
@@ -608,6 +611,40 @@ TEST(javascript_client)
         client_case(SINGLE, "main", false, single, 1, single_paths, 3, &single_model),
         client_case(SHARDED, "main", true, shards, 2, sharded_paths, 3, &shard2),
         client_case(SINGLE, single_commit, false, single, 1, single_paths, 3, &config_file));
+    /* listModels by tags: a registry tag on hf-single ("js-filter"), and both a
+     * registry tag and one of the sharded model's own (none: its card has none) */
+    it_response r = it_send_json("PATCH", "/v1/models/" SINGLE, write_token,
+                                 "{\"tags\":{\"js-filter\":\"\",\"lane\":\"fast\"}}");
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    json_object_set_new(expect, "tagFilter",
+                        json_pack("{s:s, s:[s,s], s:[s]}", "search", "acme/hf", "tags", "js-filter",
+                                  "lane:fast", "models", SINGLE));
+    /* listModels by downloads: two more downloads of hf-zeta (pending until a sorted
+     * list writes them), then the order and the counts the catalog holds */
+    for (int i = 0; i < 2; i++) {
+        r = it_get("/acme/hf-zeta/resolve/main/model.safetensors");
+        CHECK_STATUS(r, 200);
+        it_response_free(&r);
+    }
+    r = it_get("/v1/models?q=acme/hf-&sort=downloads&direction=-1");
+    CHECK_STATUS(r, 200);
+    json_t *order = json_array(), *counts = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(r.json, "models"), i, item)
+    {
+        const char *name = json_string_value(json_object_get(item, "name"));
+        if (strcmp(name, "acme/hf-unpublished") == 0)
+            continue; /* the Hub's list has published models only */
+        json_array_append_new(order, json_string(name));
+        json_array_append(counts, json_object_get(item, "downloads"));
+    }
+    CHECK(json_array_size(order) == 4);
+    it_response_free(&r);
+    json_object_set_new(
+        expect, "byDownloads",
+        json_pack("{s:s, s:o, s:o}", "search", "acme/hf-", "models", order, "downloads", counts));
     /* the calls that need an hf_ token, paths-info and the commit id */
     char prefixed[300];
     snprintf(prefixed, sizeof prefixed, "hf_%s", write_token);

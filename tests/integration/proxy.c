@@ -199,15 +199,18 @@ static size_t page_through_nginx(const char *path, int *pages)
     return items;
 }
 
+/* each published: the Hub's list shows only models with a published version */
 static void create_models(void)
 {
+    it_buf weights = {0};
+    const it_tensor_spec tensor = {"w", "F32", 1, {4, 0, 0, 0}};
+    it_build_safetensors(&weights, &tensor, 1, NULL, 5);
     for (int i = 0; i < MODELS; i++) {
-        char body[64];
-        snprintf(body, sizeof body, "{\"name\":\"acme/page-%d\"}", i);
-        it_response r = it_send_json("POST", "/v1/models", admin_token, body);
-        CHECK_STATUS(r, 201);
-        it_response_free(&r);
+        char name[64];
+        snprintf(name, sizeof name, "acme/page-%d", i);
+        CHECK(it_make_version(admin_token, name, "model.safetensors", &weights, true) == 1);
     }
+    it_buf_free(&weights);
 }
 
 /* acme/tree-paged version 1, published: model.safetensors, config.json, README.md */

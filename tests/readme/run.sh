@@ -81,7 +81,7 @@ at_least() {
 # the README's walk-through, the manual's examples that continue it, the README's clean-up
 at_least 6 "the README walk-through" "$(blocks "$README" readme 'Publish a model|Read tensors remotely')"
 at_least 10 "the manual's walk-through sections" "$(blocks "$MANUAL" manual \
-    'Push and pull|Tensors|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tokens|Code in a namespace|Reports for a security team|Audit log|The CLI')"
+    'Push and pull|Tensors|Web page|Derived versions|Import from a URL|Preloads|Hugging Face clients|Tags, search|Tokens|Code in a namespace|Reports for a security team|Audit log|The CLI')"
 at_least 1 "the README's Clean up" "$(blocks "$README" cleanup 'Clean up')"
 blocks=$(ls "$T/blocks")
 

@@ -69,7 +69,7 @@ run "audit chain on two replicas" tests/audit/pg.sh "$build/tensorgate"
 run "webhooks on two replicas" tests/webhooks/pg-replicas.sh "$build/tensorgate"
 run "mirror route (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
     "$build/tests/unit/server/routes/mirror" "$build"
-for t in auth tenancy routes metrics digests tensors hf authz_matrix cases rejections codepolicy; do
+for t in auth tenancy routes metrics digests tensors hf authz_matrix cases rejections codepolicy registry; do
     run "integration $t (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
         "$build/tests/integration/$t" "$build"
 done

@@ -1,5 +1,5 @@
-/* server/routes/models.c, black-box: its routes (GET and POST /v1/models, GET and
- * DELETE /v1/models/{org}/{name}, PUT .../aliases/{alias}) against the real
+/* server/routes/models.c, black-box: its routes (GET and POST /v1/models, GET,
+ * PATCH and DELETE /v1/models/{org}/{name}, PUT .../aliases/{alias}) against the real
  * server through the integration harness (tests/integration/harness.h), one
  * server for the program. Each route's main success path, and refusals with the
  * status and reason openapi.yaml names. */
@@ -39,6 +39,34 @@ TEST(list_models)
     it_response_free(&r);
     r = it_get("/v1/models?limit=0");
     CHECK_PROBLEM(r, 400, "invalid_request");
+    it_response_free(&r);
+}
+
+/* PATCH /v1/models/{org}/{name}: description and tags merged; bounds refused */
+TEST(patch_model)
+{
+    it_response r = it_send_json("PATCH", "/v1/models/acme/unit", write_acme,
+                                 "{\"description\":\"patched\",\"tags\":{\"a\":\"1\",\"b\":\"\"}}");
+    CHECK_STATUS(r, 200);
+    CHECK_STR(it_json_str(&r, "description"), "patched");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.json, "tags"), "a")), "1");
+    it_response_free(&r);
+    r = it_send_json("PATCH", "/v1/models/acme/unit", write_acme, "{\"tags\":{\"a\":null}}");
+    CHECK_STATUS(r, 200);
+    CHECK_EQ_U64(json_object_size(json_object_get(r.json, "tags")), 1);
+    CHECK_STR(it_json_str(&r, "description"), "patched");
+    it_response_free(&r);
+    r = it_get("/v1/models?tag=b&q=unit");
+    CHECK_EQ_U64(json_array_size(json_object_get(r.json, "models")), 1);
+    it_response_free(&r);
+    r = it_send_json("PATCH", "/v1/models/acme/unit", write_acme, "{\"tags\":{\"a b\":\"1\"}}");
+    CHECK_PROBLEM(r, 400, "invalid_tag");
+    it_response_free(&r);
+    r = it_send_json("PATCH", "/v1/models/acme/unit", read_any, "{\"tags\":{}}");
+    CHECK_PROBLEM(r, 403, "forbidden");
+    it_response_free(&r);
+    r = it_send_json("PATCH", "/v1/models/acme/absent", write_acme, "{\"tags\":{}}");
+    CHECK_PROBLEM(r, 404, "model_not_found");
     it_response_free(&r);
 }
 
@@ -106,6 +134,7 @@ int main(int argc, char **argv)
     it_build_safetensors(&file, &t, 1, NULL, 1);
     RUN(create_model);
     RUN(list_models);
+    RUN(patch_model);
     RUN(get_model);
     RUN(set_alias);
     RUN(delete_model);

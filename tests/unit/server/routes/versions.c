@@ -1,5 +1,5 @@
 /* server/routes/versions.c, black-box: POST /v1/models/{org}/{name}/versions,
- * GET .../versions/{rev} and POST .../versions/{rev}/publish against the real
+ * GET and PATCH .../versions/{rev} and POST .../versions/{rev}/publish against the real
  * server through the integration harness (tests/integration/harness.h), one
  * server for the program. Each route's main success path, and refusals with the
  * status and reason openapi.yaml names. */
@@ -95,6 +95,26 @@ TEST(publish_version)
     it_response_free(&r);
 }
 
+/* PATCH .../versions/{rev}: a published version's description and tags change */
+TEST(patch_version)
+{
+    it_response r = it_send_json("PATCH", MODEL "/versions/1", write_acme,
+                                 "{\"description\":\"v1\",\"tags\":{\"run\":\"7\"}}");
+    CHECK_STATUS(r, 200);
+    CHECK_STR(it_json_str(&r, "description"), "v1");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.json, "tags"), "run")), "7");
+    it_response_free(&r);
+    r = it_get(MODEL "/versions/1");
+    CHECK_STR(it_json_str(&r, "description"), "v1");
+    it_response_free(&r);
+    r = it_send_json("PATCH", MODEL "/versions/1", write_other, "{\"description\":\"x\"}");
+    CHECK_PROBLEM(r, 403, "forbidden");
+    it_response_free(&r);
+    r = it_send_json("PATCH", MODEL "/versions/99", write_acme, "{\"description\":\"x\"}");
+    CHECK_PROBLEM(r, 404, "version_not_found");
+    it_response_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     it_init(argc, argv, NULL);
@@ -105,6 +125,7 @@ int main(int argc, char **argv)
     RUN(create_version);
     RUN(get_version);
     RUN(publish_version);
+    RUN(patch_version);
     it_buf_free(&file);
     return it_finish(argv[0]);
 }

@@ -565,6 +565,32 @@ static void remember_file(void *ctx, const tg_file_record *file)
 
 /* A conversion job from claim to commit: its version appears only at the commit,
  * with the source's files carried over and the job's files in place of theirs. */
+typedef struct tag_text {
+    char text[512];
+} tag_text;
+
+static void append_tag(void *ctx, const char *key, const char *value)
+{
+    tag_text *t = ctx;
+    size_t used = strlen(t->text);
+    snprintf(t->text + used, sizeof t->text - used, "%s=%s;", key, value);
+}
+
+static void append_hub_tag(void *ctx, const char *tag)
+{
+    tag_text *t = ctx;
+    size_t used = strlen(t->text);
+    snprintf(t->text + used, sizeof t->text - used, "%s;", tag);
+}
+
+static void append_model_name(void *ctx, const tg_model *model)
+{
+    tag_text *t = ctx;
+    size_t used = strlen(t->text);
+    snprintf(t->text + used, sizeof t->text - used, "%s/%s:%lld;", model->org, model->name,
+             (long long)model->downloads);
+}
+
 TEST(jobs_commit_fail_recover)
 {
     tg_catalog *catalog = open_fresh();
@@ -595,6 +621,8 @@ TEST(jobs_commit_fail_recover)
     CHECK(tg_catalog_version_publish(
               catalog, v1.id, "3333333333333333333333333333333333333333333333333333333333333333",
               &published) == TG_CAT_OK);
+    const char *hub_tags[] = {"license:mit"}; /* recorded at its publication */
+    CHECK(tg_catalog_version_hub_tags_set(catalog, v1.id, hub_tags, 1) == TG_CAT_OK);
 
     static tg_job job, got;
     bool existing = true;
@@ -635,6 +663,15 @@ TEST(jobs_commit_fail_recover)
     CHECK_EQ_U64(derived.number, 2);
     CHECK(derived.published);
     CHECK_STR(derived.digest, digest);
+    /* the derived version keeps its source's Hub tags (the same model card) */
+    tg_model_search by_tag = {.limit = 5,
+                              .hub_tags = {"license:mit"},
+                              .hub_tag_count = 1,
+                              .org = "acme",
+                              .name_query = "acme/jobs"};
+    tag_text found = {""};
+    CHECK(tg_catalog_model_search(catalog, &by_tag, append_model_name, &found) == TG_CAT_OK);
+    CHECK_STR(found.text, "acme/jobs:0;");
     CHECK_EQ_U64(derived.derived_from, 1);
     CHECK_STR(derived.derived_dtype, "BF16");
     CHECK(tg_catalog_version_latest_published(catalog, model.id, &latest) == TG_CAT_OK);
@@ -1373,6 +1410,82 @@ static tg_cat_status fake_model_list(tg_catalog *catalog, const char *org, const
     return TG_CAT_CONFLICT;
 }
 
+static tg_cat_status fake_tag_list(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                   void (*visit)(void *ctx, const char *key, const char *value),
+                                   void *ctx)
+{
+    (void)model_id;
+    (void)version_id;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "tag_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_description(tg_catalog *catalog, int64_t version_id,
+                                              char out[TG_DESCRIPTION_MAX + 1])
+{
+    (void)version_id;
+    (void)out;
+    fake_called(catalog, "version_description");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_meta_update(tg_catalog *catalog, int64_t model_id, int64_t version_id,
+                                      const char *description, const tg_tag_change *changes,
+                                      size_t count, unsigned max_tags, const char **why)
+{
+    (void)model_id;
+    (void)version_id;
+    (void)description;
+    (void)changes;
+    (void)count;
+    (void)max_tags;
+    (void)why;
+    fake_called(catalog, "meta_update");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_version_hub_tags_set(tg_catalog *catalog, int64_t version_id,
+                                               const char *const *tags, size_t count)
+{
+    (void)version_id;
+    (void)tags;
+    (void)count;
+    fake_called(catalog, "version_hub_tags_set");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_hub_tag_list(tg_catalog *catalog, int64_t model_id,
+                                       void (*visit)(void *ctx, const char *tag), void *ctx)
+{
+    (void)model_id;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "hub_tag_list");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_downloads_add(tg_catalog *catalog, const int64_t *model_ids,
+                                        const uint64_t *counts, size_t n)
+{
+    (void)model_ids;
+    (void)counts;
+    (void)n;
+    fake_called(catalog, "downloads_add");
+    return TG_CAT_CONFLICT;
+}
+
+static tg_cat_status fake_model_search(tg_catalog *catalog, const tg_model_search *search,
+                                       void (*visit)(void *ctx, const tg_model *model), void *ctx)
+{
+    (void)search;
+    (void)visit;
+    (void)ctx;
+    fake_called(catalog, "model_search");
+    return TG_CAT_CONFLICT;
+}
+
 static tg_cat_status fake_model_delete(tg_catalog *catalog, int64_t model_id)
 {
     (void)model_id;
@@ -1906,6 +2019,13 @@ static const tg_catalog_ops fake_ops = {
     .model_get = fake_model_get,
     .model_list = fake_model_list,
     .model_delete = fake_model_delete,
+    .tag_list = fake_tag_list,
+    .version_description = fake_version_description,
+    .meta_update = fake_meta_update,
+    .version_hub_tags_set = fake_version_hub_tags_set,
+    .hub_tag_list = fake_hub_tag_list,
+    .downloads_add = fake_downloads_add,
+    .model_search = fake_model_search,
     .version_create = fake_version_create,
     .version_get = fake_version_get,
     .version_by_digest = fake_version_by_digest,
@@ -1977,6 +2097,20 @@ TEST(dispatch_reaches_the_backend)
     CHECK_STR(fake.called, "model_list");
     CHECK(tg_catalog_model_delete(&fake.base, 0) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "model_delete");
+    CHECK(tg_catalog_tag_list(&fake.base, 0, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "tag_list");
+    CHECK(tg_catalog_version_description(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_description");
+    CHECK(tg_catalog_meta_update(&fake.base, 0, 0, NULL, NULL, 0, 0, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "meta_update");
+    CHECK(tg_catalog_version_hub_tags_set(&fake.base, 0, NULL, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "version_hub_tags_set");
+    CHECK(tg_catalog_hub_tag_list(&fake.base, 0, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "hub_tag_list");
+    CHECK(tg_catalog_downloads_add(&fake.base, NULL, NULL, 0) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "downloads_add");
+    CHECK(tg_catalog_model_search(&fake.base, NULL, NULL, NULL) == TG_CAT_CONFLICT);
+    CHECK_STR(fake.called, "model_search");
     CHECK(tg_catalog_version_create(&fake.base, 0, NULL) == TG_CAT_CONFLICT);
     CHECK_STR(fake.called, "version_create");
     CHECK(tg_catalog_version_get(&fake.base, 0, 0, NULL) == TG_CAT_CONFLICT);
@@ -2384,6 +2518,141 @@ TEST(versions_by_commit_id)
     tg_catalog_close(catalog);
 }
 
+static const char *search_names(tg_catalog *catalog, const tg_model_search *search, tag_text *out)
+{
+    out->text[0] = '\0';
+    CHECK(tg_catalog_model_search(catalog, search, append_model_name, out) == TG_CAT_OK);
+    return out->text;
+}
+
+/* Tags and descriptions (set, replace, delete, bounded), Hub tags, search and the
+ * download counter, on whichever backend catalog_url names. */
+TEST(registry_metadata_and_search)
+{
+    tg_catalog *catalog = open_fresh();
+    if (catalog == NULL)
+        return;
+    tg_model a, b, c;
+    CHECK(tg_catalog_model_create(catalog, "meta", "alpha", "First Model", &a) == TG_CAT_OK);
+    CHECK(tg_catalog_model_create(catalog, "meta", "beta", "", &b) == TG_CAT_OK);
+    CHECK(tg_catalog_model_create(catalog, "meta2", "gamma", "", &c) == TG_CAT_OK);
+    CHECK_EQ_U64((uint64_t)a.downloads, 0);
+    const char *why = NULL;
+    tg_tag_change set[] = {{"stage", "prod"}, {"team", "Vision"}, {"bare", ""}};
+    CHECK(tg_catalog_meta_update(catalog, a.id, 0, "new text", set, 3, 4, &why) == TG_CAT_OK);
+    tag_text t = {""};
+    CHECK(tg_catalog_tag_list(catalog, a.id, 0, append_tag, &t) == TG_CAT_OK);
+    CHECK_STR(t.text, "bare=;stage=prod;team=Vision;");
+    tg_model got;
+    CHECK(tg_catalog_model_get(catalog, "meta", "alpha", &got) == TG_CAT_OK);
+    CHECK_STR(got.description, "new text");
+    /* replace one, delete one, keep the rest; the description untouched (NULL) */
+    tg_tag_change merge[] = {{"stage", "dev"}, {"bare", NULL}, {"absent", NULL}};
+    CHECK(tg_catalog_meta_update(catalog, a.id, 0, NULL, merge, 3, 4, &why) == TG_CAT_OK);
+    t.text[0] = '\0';
+    CHECK(tg_catalog_tag_list(catalog, a.id, 0, append_tag, &t) == TG_CAT_OK);
+    CHECK_STR(t.text, "stage=dev;team=Vision;");
+    CHECK(tg_catalog_model_get(catalog, "meta", "alpha", &got) == TG_CAT_OK);
+    CHECK_STR(got.description, "new text");
+    /* over the bound: refused whole */
+    tg_tag_change many[] = {{"k1", "1"}, {"k2", "2"}, {"k3", "3"}};
+    CHECK(tg_catalog_meta_update(catalog, a.id, 0, "lost", many, 3, 4, &why) == TG_CAT_CONFLICT);
+    CHECK_STR(why, "too_many_tags");
+    t.text[0] = '\0';
+    CHECK(tg_catalog_tag_list(catalog, a.id, 0, append_tag, &t) == TG_CAT_OK);
+    CHECK_STR(t.text, "stage=dev;team=Vision;");
+    CHECK(tg_catalog_model_get(catalog, "meta", "alpha", &got) == TG_CAT_OK);
+    CHECK_STR(got.description, "new text");
+    CHECK(tg_catalog_meta_update(catalog, 999999, 0, "x", NULL, 0, 4, &why) == TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "model_not_found");
+
+    /* a version's own tags and description; another model's version is not found */
+    tg_version v1, v2, published;
+    CHECK(tg_catalog_version_create(catalog, a.id, &v1) == TG_CAT_OK);
+    tg_tag_change vset[] = {{"run", "42"}};
+    CHECK(tg_catalog_meta_update(catalog, a.id, v1.id, "v1 notes", vset, 1, 4, &why) == TG_CAT_OK);
+    CHECK(tg_catalog_meta_update(catalog, b.id, v1.id, "x", NULL, 0, 4, &why) == TG_CAT_NOT_FOUND);
+    CHECK_STR(why, "version_not_found");
+    char description[TG_DESCRIPTION_MAX + 1];
+    CHECK(tg_catalog_version_description(catalog, v1.id, description) == TG_CAT_OK);
+    CHECK_STR(description, "v1 notes");
+    t.text[0] = '\0';
+    CHECK(tg_catalog_tag_list(catalog, a.id, v1.id, append_tag, &t) == TG_CAT_OK);
+    CHECK_STR(t.text, "run=42;");
+
+    /* Hub tags: the registry's, then the latest published version's */
+    const char *hub1[] = {"license:mit", "tiny"};
+    CHECK(tg_catalog_version_hub_tags_set(catalog, v1.id, hub1, 2) == TG_CAT_OK);
+    t.text[0] = '\0';
+    CHECK(tg_catalog_hub_tag_list(catalog, a.id, append_hub_tag, &t) == TG_CAT_OK);
+    CHECK_STR(t.text, "stage:dev;team:Vision;"); /* v1 is a draft yet */
+    CHECK(tg_catalog_version_publish(
+              catalog, v1.id, "1111111111111111111111111111111111111111111111111111111111111111",
+              &published) == TG_CAT_OK);
+    t.text[0] = '\0';
+    CHECK(tg_catalog_hub_tag_list(catalog, a.id, append_hub_tag, &t) == TG_CAT_OK);
+    CHECK_STR(t.text, "stage:dev;team:Vision;license:mit;tiny;");
+
+    /* name_query keeps the searches to this test's models (the catalog is shared) */
+    tg_model_search search = {.limit = 10, .name_query = "meta"};
+    tag_text names;
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;meta/beta:0;meta2/gamma:0;");
+    search.published_only = true;
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;");
+    search = (tg_model_search){
+        .limit = 10, .name_query = "meta", .hub_tags = {"tiny"}, .hub_tag_count = 1};
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;");
+    search.hub_tags[0] = "team:Vision";
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;");
+    search.hub_tags[0] = "safetensors";
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;meta/beta:0;meta2/gamma:0;");
+    search.hub_tags[0] = "license:apache-2.0";
+    CHECK_STR(search_names(catalog, &search, &names), "");
+    /* a newer published version without the card's tags takes them away */
+    CHECK(tg_catalog_version_create(catalog, a.id, &v2) == TG_CAT_OK);
+    CHECK(tg_catalog_version_publish(
+              catalog, v2.id, "2222222222222222222222222222222222222222222222222222222222222222",
+              &published) == TG_CAT_OK);
+    search.hub_tags[0] = "tiny";
+    CHECK_STR(search_names(catalog, &search, &names), "");
+    search = (tg_model_search){
+        .limit = 10, .tag_keys = {"stage", "team"}, .tag_values = {NULL, "Vision"}, .tag_count = 2};
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;");
+    search.tag_values[1] = "vision"; /* values compare exactly */
+    CHECK_STR(search_names(catalog, &search, &names), "");
+    search = (tg_model_search){.limit = 10, .text = "VISION"}; /* a tag value, any case */
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;");
+    search.text = "new TEXT"; /* the description */
+    CHECK_STR(search_names(catalog, &search, &names), "meta/alpha:0;");
+    search.text = "gam"; /* the name */
+    CHECK_STR(search_names(catalog, &search, &names), "meta2/gamma:0;");
+    search.text = "%"; /* no pattern characters */
+    CHECK_STR(search_names(catalog, &search, &names), "");
+
+    /* downloads add up, and order a search */
+    const int64_t ids[] = {b.id, 999999, c.id}; /* a model that is not there is skipped */
+    const uint64_t counts[] = {5, 1, 3};
+    CHECK(tg_catalog_downloads_add(catalog, ids, counts, 3) == TG_CAT_OK);
+    CHECK(tg_catalog_downloads_add(catalog, ids, (const uint64_t[]){2, 0, 0}, 1) == TG_CAT_OK);
+    search = (tg_model_search){.limit = 10, .by_downloads = true, .name_query = "meta"};
+    CHECK_STR(search_names(catalog, &search, &names), "meta/beta:7;meta2/gamma:3;meta/alpha:0;");
+    search = (tg_model_search){.limit = 1,
+                               .by_downloads = true,
+                               .has_after = true,
+                               .after_downloads = 7,
+                               .after_org = "meta",
+                               .after_name = "beta"};
+    CHECK_STR(search_names(catalog, &search, &names), "meta2/gamma:3;");
+    search = (tg_model_search){
+        .limit = 10, .org = "meta", .has_after = true, .after_org = "meta", .after_name = "alpha"};
+    CHECK_STR(search_names(catalog, &search, &names), "meta/beta:7;");
+    /* a deleted model's tags go with it */
+    CHECK(tg_catalog_model_delete(catalog, a.id) == TG_CAT_OK);
+    search = (tg_model_search){.limit = 10, .tag_keys = {"stage"}, .tag_count = 1};
+    CHECK_STR(search_names(catalog, &search, &names), "");
+    tg_catalog_close(catalog);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -2406,6 +2675,7 @@ int main(int argc, char **argv)
     RUN(job_claim_is_fair_across_namespaces);
     RUN(publish_checks_the_files);
     RUN(versions_by_commit_id);
+    RUN(registry_metadata_and_search);
     RUN(namespace_signing_policy);
     RUN(schema_1_catalog_is_migrated);
     RUN(schema_2_catalog_is_migrated_to_stable_ids);
@@ -2437,6 +2707,7 @@ int main(int argc, char **argv)
         RUN(job_claim_is_fair_across_namespaces);
         RUN(publish_checks_the_files);
         RUN(versions_by_commit_id);
+        RUN(registry_metadata_and_search);
         RUN(namespace_signing_policy);
     } else {
         fprintf(stderr, "TENSORGATE_TEST_PG unset: PostgreSQL round skipped "

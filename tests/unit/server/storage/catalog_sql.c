@@ -68,10 +68,11 @@ static tg_cat_row text_row(const char *const *values)
 
 TEST(rows_are_decoded)
 {
-    const char *model[] = {"7", "acme", "bert", NULL, "2024-01-02T03:04:05Z"};
+    const char *model[] = {"7", "acme", "bert", NULL, "2024-01-02T03:04:05Z", "12"};
     tg_model m;
     tg_cat_read_model(text_row(model), &m);
     CHECK(m.id == 7);
+    CHECK(m.downloads == 12);
     CHECK_STR(m.org, "acme");
     CHECK_STR(m.description, "");
     const char *version[] = {"3", "7", "2", "published", "t0", "t1", "abc", NULL, NULL};
@@ -157,6 +158,48 @@ TEST(migrations_run_in_order)
     CHECK_STR(err, "migration 2 failed: no");
 }
 
+/* The model search's SQL: each value a bind (never in the text), the dialects'
+ * substring function and placeholders, the downloads order and its cursor. */
+TEST(model_search_sql)
+{
+    char sql[8192];
+    const char *binds[TG_CAT_SEARCH_BINDS];
+    int count = 0;
+    tg_model_search search = {.org = "acme",
+                              .text = "it's",
+                              .tag_keys = {"stage"},
+                              .tag_values = {"prod"},
+                              .tag_count = 1,
+                              .hub_tags = {"safetensors", "license:mit"},
+                              .hub_tag_count = 2,
+                              .published_only = true,
+                              .by_downloads = true,
+                              .has_after = true,
+                              .after_downloads = 9,
+                              .after_org = "acme",
+                              .after_name = "b",
+                              .limit = 11};
+    CHECK(tg_cat_sql_model_search(&search, false, sql, sizeof sql, binds, &count));
+    CHECK_EQ_U64(count, 7); /* org, text, key, value, one hub tag, after org, after name */
+    CHECK_STR(binds[1], "it's");
+    CHECK_STR(binds[4], "license:mit");
+    CHECK(strstr(sql, "it's") == NULL);
+    CHECK(strstr(sql, "instr(") != NULL && strstr(sql, "strpos(") == NULL);
+    CHECK(strstr(sql, "m.downloads < 9") != NULL);
+    CHECK(strstr(sql, "ORDER BY m.downloads DESC, m.org, m.name LIMIT 11") != NULL);
+    CHECK(strstr(sql, "state = 'published'") != NULL);
+    CHECK(tg_cat_sql_model_search(&search, true, sql, sizeof sql, binds, &count));
+    CHECK(strstr(sql, "?") == NULL && strstr(sql, "$7::text") != NULL);
+    CHECK(strstr(sql, "strpos(") != NULL && strstr(sql, "instr(") == NULL);
+    /* "safetensors" is every model's: no condition for it */
+    search = (tg_model_search){.hub_tags = {"safetensors"}, .hub_tag_count = 1, .limit = 1};
+    CHECK(tg_cat_sql_model_search(&search, false, sql, sizeof sql, binds, &count));
+    CHECK_EQ_U64(count, 0);
+    CHECK(strstr(sql, "ORDER BY m.org, m.name LIMIT 1") != NULL);
+    /* a buffer too small is refused */
+    CHECK(!tg_cat_sql_model_search(&search, false, sql, 40, binds, &count));
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -164,5 +207,6 @@ int main(int argc, char **argv)
     RUN(names_both_ways);
     RUN(rows_are_decoded);
     RUN(migrations_run_in_order);
+    RUN(model_search_sql);
     return test_report(argv[0]);
 }
