@@ -426,14 +426,14 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
         tg_mirror_record mirror;
         tg_cat_status found = tg_catalog_mirror_version_get(server->catalog, version->id, &mirror);
         if (found == TG_CAT_OK) {
-            char description[TG_URL_MAX + TG_MIRROR_REPO_MAX + TG_MIRROR_REVISION_MAX + 128];
-            snprintf(description, sizeof description, "Mirror of %s at commit %s (%s) from %s",
+            char summary[TG_URL_MAX + TG_MIRROR_REPO_MAX + TG_MIRROR_REVISION_MAX + 128];
+            snprintf(summary, sizeof summary, "Mirror of %s at commit %s (%s) from %s",
                      mirror.repo, mirror.commit, mirror.revision, mirror.endpoint);
             json_object_set_new(body, "upstream",
                                 json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "endpoint",
                                           mirror.endpoint, "repo", mirror.repo, "revision",
                                           mirror.revision, "commit", mirror.commit, "mirrored_at",
-                                          mirror.created_at, "description", description));
+                                          mirror.created_at, "description", summary));
             free(mirror.oids);
         } else if (found == TG_CAT_NOT_FOUND) {
             json_object_set_new(body, "upstream", json_null());
