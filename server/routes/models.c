@@ -427,8 +427,8 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
         tg_cat_status found = tg_catalog_mirror_version_get(server->catalog, version->id, &mirror);
         if (found == TG_CAT_OK) {
             char summary[TG_URL_MAX + TG_MIRROR_REPO_MAX + TG_MIRROR_REVISION_MAX + 128];
-            snprintf(summary, sizeof summary, "Mirror of %s at commit %s (%s) from %s",
-                     mirror.repo, mirror.commit, mirror.revision, mirror.endpoint);
+            snprintf(summary, sizeof summary, "Mirror of %s at commit %s (%s) from %s", mirror.repo,
+                     mirror.commit, mirror.revision, mirror.endpoint);
             json_object_set_new(body, "upstream",
                                 json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "endpoint",
                                           mirror.endpoint, "repo", mirror.repo, "revision",
