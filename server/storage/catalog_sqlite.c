@@ -189,6 +189,18 @@ static tg_cat_status write_end(tg_catalog *catalog, conn *k, tg_cat_status statu
     return status;
 }
 
+/* Ends the transaction the call opened on k: COMMIT when status is OK (a commit that
+ * fails is the call's failure), else ROLLBACK. The status, TG_CAT_FULL for a full disk. */
+static tg_cat_status commit_or_rollback(conn *k, tg_cat_status status)
+{
+    status = full_or(k, status);
+    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
+        status = full_or(k, TG_CAT_ERROR);
+    if (status != TG_CAT_OK)
+        exec(k, "ROLLBACK");
+    return status;
+}
+
 static void reader_close(conn *k)
 {
     finalize_statements(k);
@@ -739,11 +751,7 @@ static tg_cat_status sq_meta_update(tg_catalog *catalog, int64_t model_id, int64
     }
     status = TG_CAT_OK;
 done:
-    status = full_or(k, status);
-    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
-        status = full_or(k, TG_CAT_ERROR);
-    if (status != TG_CAT_OK)
-        exec(k, "ROLLBACK");
+    status = commit_or_rollback(k, status);
     return write_end(catalog, k, status);
 }
 
@@ -773,11 +781,7 @@ static tg_cat_status sq_version_hub_tags_set(tg_catalog *catalog, int64_t versio
     }
     status = TG_CAT_OK;
 done:
-    status = full_or(k, status);
-    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
-        status = full_or(k, TG_CAT_ERROR);
-    if (status != TG_CAT_OK)
-        exec(k, "ROLLBACK");
+    status = commit_or_rollback(k, status);
     return write_end(catalog, k, status);
 }
 
@@ -820,11 +824,7 @@ static tg_cat_status sq_downloads_add(tg_catalog *catalog, const int64_t *model_
     }
     status = TG_CAT_OK;
 done:
-    status = full_or(k, status);
-    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
-        status = full_or(k, TG_CAT_ERROR);
-    if (status != TG_CAT_OK)
-        exec(k, "ROLLBACK");
+    status = commit_or_rollback(k, status);
     return write_end(catalog, k, status);
 }
 
@@ -1076,11 +1076,7 @@ static tg_cat_status sq_version_publish_files(tg_catalog *catalog, int64_t versi
     }
 done:
     /* a full disk is told before the ROLLBACK clears SQLite's error (507, not 500) */
-    status = full_or(k, status);
-    if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
-        status = full_or(k, TG_CAT_ERROR);
-    if (status != TG_CAT_OK)
-        exec(k, "ROLLBACK");
+    status = commit_or_rollback(k, status);
 out:
     return write_end(catalog, k, status);
 }
@@ -2824,11 +2820,7 @@ static tg_cat_status sq_run_steps(tg_catalog *catalog, bool write, tg_cat_step *
         status = TG_CAT_OK;
         for (size_t i = 0; i < count && status == TG_CAT_OK; i++)
             status = run_step(k, &steps[i]);
-        status = full_or(k, status);
-        if (status == TG_CAT_OK && exec(k, "COMMIT") != SQLITE_OK)
-            status = full_or(k, TG_CAT_ERROR);
-        if (status != TG_CAT_OK)
-            exec(k, "ROLLBACK");
+        status = commit_or_rollback(k, status);
     }
     return write_end(catalog, k, status);
 }
