@@ -443,6 +443,32 @@ def test_server():
         check(rc == 0, "the converted version verifies (%s)" % out)
         check(ref_ok(conv, os.path.join(conv, "model.server.sig"), public_key=server_key.public_key())[0],
               "and by the independent verifier")
+        # a commit through the Hub's write protocol (what upload_folder sends) is signed too
+        st, body = srv.call("POST", "/api/repos/create", {"name": "hubsig", "organization": "acme",
+                                                          "type": "model"})
+        check(st == 200, "Hub create_repo (%s)" % body)
+        import base64
+        import urllib.error
+        import urllib.request
+        lines = [{"key": "header", "value": {"summary": "first commit"}}]
+        for name, data in (("model.safetensors", _f32_safetensors([7.0, 8.0])), ("config.json", b'{"z": 3}\n')):
+            lines.append({"key": "file", "value": {"path": name, "encoding": "base64",
+                                                   "content": base64.b64encode(data).decode()}})
+        req = urllib.request.Request(srv.url + "/api/models/acme/hubsig/commit/main", method="POST",
+                                     data="\n".join(json.dumps(x) for x in lines).encode(),
+                                     headers={"Authorization": "Bearer " + srv.admin,
+                                              "Content-Type": "application/x-ndjson"})
+        try:
+            with urllib.request.urlopen(req) as resp:
+                st, body = resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            st, body = e.code, e.read()
+        check(st == 200 and b"commitOid" in body, "Hub commit (%s)" % body)
+        hub = path("hub-pulled")
+        rc, out = srv.tg("pull", "acme/hubsig@latest", hub, "--verify")
+        check(rc == 0 and "verified 2 files" in out, "the Hub commit's version verifies (%s)" % out)
+        check(ref_ok(hub, os.path.join(hub, "model.server.sig"), public_key=server_key.public_key())[0],
+              "and by the independent verifier")
 
         # client signatures under a namespace policy
         st, body = srv.call("PUT", "/v1/namespaces/acme/signing",
