@@ -181,5 +181,18 @@ start_server a --import-allow 127.0.0.1/32 $FAST
 wait_for "after a restart the publish is delivered" '[r for r in R if r["type"] == "version.published" and r["body"]["data"]["version"] == 4 and r["status"] == 200]' 1
 check "under one id" [ "$(count 'ids(lambda r: r["type"] == "version.published" and r["body"]["data"]["version"] == 4)')" = 1 ]
 
+# --- signature.invalid: a publish refused for its signature (docs/SIGNING.md) ---
+A="http://127.0.0.1:$port" # the restarted server
+HOOKS="$A/v1/namespaces/acme/webhooks"
+M="$A/v1/models/acme/m"
+check "subscribe to signature.invalid" [ "$(req POST "$HOOKS" "$ADMIN" "{\"url\":\"$RECV/ok\",\"events\":[\"signature.invalid\"],\"secret\":\"$SECRET\"}")" = 201 ]
+check "acme requires a signature" [ "$(req PUT "$A/v1/namespaces/acme/signing" "$ADMIN" '{"require_signature":true}')" = 200 ]
+req POST "$M/versions" "$WRITE" '{}' >/dev/null # version 5
+curl -s -o /dev/null -H "Authorization: Bearer $WRITE" -T "$W/m.safetensors" "$M/versions/5/files/m.safetensors"
+check "an unsigned publish: 422" [ "$(req POST "$M/versions/5/publish" "$WRITE" '{}')" = 422 ] && jhas reason signature_required
+wait_for "the refusal is announced" '[r for r in R if r["type"] == "signature.invalid" and r["status"] == 200]' 1
+check "signature.invalid names the version and the reason" \
+    [ "$(count '[r for r in R if r["type"] == "signature.invalid" and r["body"]["data"]["version"] == 5 and r["body"]["data"]["reason"] == "signature_required" and r["body"]["data"]["model"] == "acme/m"]')" = 1 ]
+
 echo "webhooks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
