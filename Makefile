@@ -8,6 +8,10 @@
 
 BUILD ?= build
 SAN ?= 0
+# Builds run in parallel, a job per core, unless the command line says -jN.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 CC ?= cc
 PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
