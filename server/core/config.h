@@ -16,6 +16,8 @@ typedef struct tg_config {
     char data_dir[4096];   /* TENSORGATE_DATA / --data */
     bool auth_read;        /* TENSORGATE_AUTH_READ / --auth-read: reads need a token */
     uint64_t max_body;     /* TENSORGATE_MAX_BODY / --max-body: largest upload (413 above) */
+    uint64_t namespace_quota; /* TENSORGATE_NAMESPACE_QUOTA / --namespace-quota: the storage
+                                 quota of a namespace an admin set none for; 0: none */
     uint64_t max_header;   /* TENSORGATE_MAX_HEADER / --max-header: largest safetensors header N */
     unsigned threads;      /* TENSORGATE_THREADS / --threads: MHD thread pool size */
     unsigned connection_timeout; /* TENSORGATE_TIMEOUT / --timeout: idle seconds before a connection

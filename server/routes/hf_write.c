@@ -119,8 +119,8 @@ static tg_cat_status hub_resolve(tg_catalog *catalog, int64_t model_id, const ch
         if (status == TG_CAT_OK)
             status = tg_catalog_version_get(catalog, model_id, number, version);
     }
-    if (status == TG_CAT_OK && !version->published)
-        status = TG_CAT_NOT_FOUND;
+    if (status == TG_CAT_OK && (!version->published || version->deleted_at[0] != '\0'))
+        status = TG_CAT_NOT_FOUND; /* a draft, or a deleted version's tombstone */
     return status;
 }
 
