@@ -38,6 +38,6 @@ int tg_cmd_header(int argc, char **argv);     /* cmd/remote.c */
 int tg_cmd_tensor(int argc, char **argv);     /* cmd/remote.c */
 int tg_cmd_scan(int argc, char **argv);       /* cmd/remote.c */
 int tg_cmd_rejections(int argc, char **argv); /* cmd/remote.c */
-int tg_cmd_namespace(int argc, char **argv); /* cmd/remote.c */
+int tg_cmd_namespace(int argc, char **argv);  /* cmd/remote.c */
 
 #endif

@@ -161,8 +161,7 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
     if (status == TG_CAT_OK && version->deleted_at[0] != '\0') { /* schema 14: gone */
         respond_hf_error(req, "RevisionNotFound", "version_deleted", NULL,
                          "Revision gone: version %lld of %s/%s was deleted at %s",
-                         (long long)version->number, model->org, model->name,
-                         version->deleted_at);
+                         (long long)version->number, model->org, model->name, version->deleted_at);
         return false;
     }
     if (status != TG_CAT_OK) {
@@ -1007,8 +1006,7 @@ static json_t *ref_json(const char *name, const char *kind, const tg_version *ve
     char ref[TG_NAME_MAX + 16], commit[41];
     snprintf(ref, sizeof ref, "refs/%s/%s", kind, name);
     tg_version_commit_id(version, commit);
-    json_t *entry =
-        json_pack("{s:s, s:s, s:s}", "name", name, "ref", ref, "targetCommit", commit);
+    json_t *entry = json_pack("{s:s, s:s, s:s}", "name", name, "ref", ref, "targetCommit", commit);
     if (entry != NULL && version->deprecated_at[0] != '\0') /* schema 14: marked */
         json_object_set_new(entry, "deprecated", json_true());
     return entry;

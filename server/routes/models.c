@@ -650,8 +650,9 @@ void tg_route_alias_delete(tg_request *req)
 {
     const char *alias = tg_param(req, "alias");
     if (alias == NULL || !tg_valid_alias(alias)) {
-        tg_respond_problem(req, "invalid_name",
-                           "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
+        tg_respond_problem(
+            req, "invalid_name",
+            "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
         return;
     }
     static const char *const reserved[] = {"latest", "main", "head"};

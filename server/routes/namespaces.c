@@ -91,8 +91,8 @@ tg_cat_status tg_namespace_quota(tg_server *server, const char *org, uint64_t *q
     tg_cat_status status = tg_catalog_namespace_get(server->catalog, org, &settings);
     if (status != TG_CAT_OK)
         return status;
-    *quota = settings.quota_bytes >= 0 ? (uint64_t)settings.quota_bytes
-                                       : server->config.namespace_quota;
+    *quota =
+        settings.quota_bytes >= 0 ? (uint64_t)settings.quota_bytes : server->config.namespace_quota;
     return tg_catalog_namespace_usage(server->catalog, org, usage);
 }
 
@@ -126,9 +126,9 @@ static void respond_namespace(tg_request *req, const char *org)
         tg_respond_catalog_failure(req, status);
         return;
     }
-    json_t *body = json_pack("{s:s, s:I, s:b, s:b}", "namespace", org, "usage_bytes",
-                             (json_int_t)usage, "quota_default", settings.quota_bytes < 0,
-                             "allow_code", settings.allow_code);
+    json_t *body =
+        json_pack("{s:s, s:I, s:b, s:b}", "namespace", org, "usage_bytes", (json_int_t)usage,
+                  "quota_default", settings.quota_bytes < 0, "allow_code", settings.allow_code);
     if (body != NULL)
         json_object_set_new(body, "quota_bytes",
                             quota > 0 ? json_integer((json_int_t)quota) : json_null());
@@ -160,8 +160,8 @@ void tg_route_namespace_quota_set(tg_request *req)
         return;
     }
     json_t *value = json_object_get(body, "quota_bytes");
-    if (value == NULL || !(json_is_null(value) ||
-                           (json_is_integer(value) && json_integer_value(value) >= 0))) {
+    if (value == NULL ||
+        !(json_is_null(value) || (json_is_integer(value) && json_integer_value(value) >= 0))) {
         tg_respond_problem(req, "invalid_request",
                            "\"quota_bytes\" (bytes, 0 for no bound, or null for the default) is "
                            "required");

@@ -56,10 +56,9 @@ void tg_route_version_undeprecate(tg_request *req);
  * "empty_version", "index_mismatch", "version_changed", "version_published" (detail
  * says it), "internal" (a server failure; detail says which) or "catalog"
  * (*catalog_status says how the catalog failed). */
-const char *tg_publish_files_locked(tg_request *req, const tg_model *model,
-                                    const tg_version *draft, tg_file_records *files,
-                                    tg_version *published, char *detail, size_t detail_len,
-                                    tg_cat_status *catalog_status);
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model, const tg_version *draft,
+                                    tg_file_records *files, tg_version *published, char *detail,
+                                    size_t detail_len, tg_cat_status *catalog_status);
 
 /* files.c */
 void tg_route_files_list(tg_request *req);

@@ -220,8 +220,8 @@ static void signature_refused(tg_request *req, const tg_model *model, const tg_v
     json_decref(data);
     if (text == NULL || tg_catalog_webhook_event_add(req->server->catalog, model->org,
                                                      "signature.invalid", text) != TG_CAT_OK)
-        tg_log(TG_LOG_ERROR, "the signature.invalid event of %s version %lld was not recorded", repo,
-               (long long)version->number);
+        tg_log(TG_LOG_ERROR, "the signature.invalid event of %s version %lld was not recorded",
+               repo, (long long)version->number);
     free(text);
     tg_respond_problem(req, reason, "version %lld of %s/%s: %s", (long long)version->number,
                        model->org, model->name, detail);

@@ -213,10 +213,9 @@ out:
 }
 
 /* The one publish path (routes.h). */
-const char *tg_publish_files_locked(tg_request *req, const tg_model *model,
-                                    const tg_version *draft, tg_file_records *files,
-                                    tg_version *published, char *detail, size_t detail_len,
-                                    tg_cat_status *catalog_status)
+const char *tg_publish_files_locked(tg_request *req, const tg_model *model, const tg_version *draft,
+                                    tg_file_records *files, tg_version *published, char *detail,
+                                    size_t detail_len, tg_cat_status *catalog_status)
 {
     tg_server *server = req->server;
     int64_t version_id = draft->id, number = draft->number;
@@ -399,8 +398,7 @@ void tg_route_version_deprecate(tg_request *req)
     }
     tg_model *model = tg_model_alloc(req);
     tg_version version;
-    if (model == NULL || !tg_lookup_model(req, model) ||
-        !tg_lookup_version(req, model, &version))
+    if (model == NULL || !tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
         goto out;
     if (!version.published) {
         tg_respond_problem(req, "version_not_published",
@@ -413,9 +411,8 @@ void tg_route_version_deprecate(tg_request *req)
     tg_response_cache_invalidate(req->server->responses);
     if (status == TG_CAT_OK)
         status = tg_catalog_version_get(req->server->catalog, model->id, version.number, &version);
-    json_t *answer = status == TG_CAT_OK
-                         ? tg_version_json(req->server, model, &version, false, &status)
-                         : NULL;
+    json_t *answer =
+        status == TG_CAT_OK ? tg_version_json(req->server, model, &version, false, &status) : NULL;
     if (status == TG_CAT_NOT_FOUND)
         tg_respond_problem(req, "version_changed", "version %lld of %s/%s was deleted meanwhile",
                            (long long)version.number, model->org, model->name);
@@ -433,8 +430,7 @@ void tg_route_version_undeprecate(tg_request *req)
 {
     tg_model *model = tg_model_alloc(req);
     tg_version version;
-    if (model == NULL || !tg_lookup_model(req, model) ||
-        !tg_lookup_version(req, model, &version))
+    if (model == NULL || !tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
         goto out;
     if (!version.published) {
         tg_respond_problem(req, "version_not_published",
@@ -442,13 +438,13 @@ void tg_route_version_undeprecate(tg_request *req)
                            (long long)version.number);
         goto out;
     }
-    tg_cat_status status = tg_catalog_version_deprecate(req->server->catalog, model, &version, NULL);
+    tg_cat_status status =
+        tg_catalog_version_deprecate(req->server->catalog, model, &version, NULL);
     tg_response_cache_invalidate(req->server->responses);
     if (status == TG_CAT_OK)
         status = tg_catalog_version_get(req->server->catalog, model->id, version.number, &version);
-    json_t *answer = status == TG_CAT_OK
-                         ? tg_version_json(req->server, model, &version, false, &status)
-                         : NULL;
+    json_t *answer =
+        status == TG_CAT_OK ? tg_version_json(req->server, model, &version, false, &status) : NULL;
     if (status == TG_CAT_NOT_FOUND)
         tg_respond_problem(req, "version_changed", "version %lld of %s/%s was deleted meanwhile",
                            (long long)version.number, model->org, model->name);

@@ -333,7 +333,6 @@ tg_cat_status tg_catalog_version_deprecate(tg_catalog *catalog, const tg_model *
 tg_cat_status tg_catalog_version_delete_published(tg_catalog *catalog, const tg_model *model,
                                                   const tg_version *version);
 
-
 /* Records one rejection (its id is the catalog's), in one transaction. */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);
 /* Visits at most limit rejections that match filter (NULL: all), newest first (by

@@ -111,9 +111,8 @@ tg_cat_status tg_catalog_version_deprecate(tg_catalog *catalog, const tg_model *
 tg_cat_status tg_catalog_version_delete_published(tg_catalog *catalog, const tg_model *model,
                                                   const tg_version *version)
 {
-    static const char mark_sql[] =
-        "UPDATE versions SET deleted_at = ? WHERE id = CAST(? AS BIGINT)"
-        " AND state = 'published' AND deleted_at IS NULL";
+    static const char mark_sql[] = "UPDATE versions SET deleted_at = ? WHERE id = CAST(? AS BIGINT)"
+                                   " AND state = 'published' AND deleted_at IS NULL";
     static const char files_sql[] = "DELETE FROM files WHERE version_id = CAST(? AS BIGINT)";
     static const char aliases_sql[] =
         "DELETE FROM aliases WHERE model_id = CAST(? AS BIGINT) AND number = CAST(? AS BIGINT)";

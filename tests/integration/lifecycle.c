@@ -219,8 +219,8 @@ TEST(deprecate_and_undeprecate)
 TEST(delete_published)
 {
     char *d1 = digest_of("acme/life", 1);
-    it_response r = it_send_json("PUT", "/v1/models/acme/life/aliases/old", write_acme,
-                                 "{\"version\":1}");
+    it_response r =
+        it_send_json("PUT", "/v1/models/acme/life/aliases/old", write_acme, "{\"version\":1}");
     CHECK_STATUS(r, 200);
     it_response_free(&r);
     const char *path = "/v1/models/acme/life/versions/1";
@@ -290,8 +290,8 @@ TEST(delete_published)
 
 TEST(alias_delete)
 {
-    it_response r = it_send_json("PUT", "/v1/models/acme/life/aliases/stable", write_acme,
-                                 "{\"version\":2}");
+    it_response r =
+        it_send_json("PUT", "/v1/models/acme/life/aliases/stable", write_acme, "{\"version\":2}");
     CHECK_STATUS(r, 200);
     it_response_free(&r);
     const char *path = "/v1/models/acme/life/aliases/stable";
