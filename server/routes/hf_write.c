@@ -909,6 +909,22 @@ void tg_route_hub_lfs_put_start(tg_request *req)
                   (unsigned long long)declared, oid, (unsigned long long)size);
         return;
     }
+    /* the namespace's storage quota (docs/MANUAL.md, "Storage quotas"): an LFS object's
+     * size is known, so one that does not fit is refused before its body is read */
+    uint64_t quota = 0, usage = 0;
+    tg_cat_status quota_status = tg_namespace_quota(req->server, org, &quota, &usage);
+    if (quota_status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, quota_status);
+        return;
+    }
+    if (quota > 0 && (size > quota || usage > quota - size)) {
+        hub_error(req, NULL, "storage_quota_exceeded",
+                  "namespace %s holds %llu bytes of its quota of %llu; the LFS object's %llu "
+                  "bytes do not fit",
+                  org, (unsigned long long)usage, (unsigned long long)quota,
+                  (unsigned long long)size);
+        return;
+    }
     tg_request_owner(req, put->owner, sizeof put->owner);
     tg_tally_result taken = tg_tally_take(tg_uploads_tally(), put->owner, 1,
                                           req->server->config.max_uploads_per_namespace,
