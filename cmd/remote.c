@@ -480,7 +480,8 @@ static long mark_present(tgc_client *c, const char *model, int version, const ch
                 continue;
             char full[8192];
             snprintf(full, sizeof full, "%s/%s", dir, files->rel[i]);
-            if (already_there(full, sha, (uint64_t)json_integer_value(json_object_get(f, "size")))) {
+            if (already_there(full, sha,
+                              (uint64_t)json_integer_value(json_object_get(f, "size")))) {
                 skip[i] = true;
                 present++;
             }
@@ -651,10 +652,8 @@ int tg_cmd_push(int argc, char **argv)
             goto done;
         }
     }
-    progress_state p = {.cmd = "push",
-                        .ro = &ro,
-                        .bar = !ro.json && isatty(STDERR_FILENO),
-                        .paths = todo};
+    progress_state p = {
+        .cmd = "push", .ro = &ro, .bar = !ro.json && isatty(STDERR_FILENO), .paths = todo};
     size_t failed = todo_count > 0 ? tgc_batch_run(b, ro.parallel, on_progress, push_item, &p) : 0;
     clear_bar(&p);
     bool published = false;
