@@ -369,6 +369,16 @@ TEST(quota)
     r = put_text("other/free", 1, "big.txt", write_other, big, false);
     CHECK_STATUS(r, 201);
     it_response_free(&r);
+    /* a namespace at its quota takes no import */
+    snprintf(body, sizeof body, "{\"quota_bytes\":%lld}", usage + 5);
+    r = it_send_json("PUT", path, admin_acme, body);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    char url[256];
+    snprintf(url, sizeof url, "/v1/models/acme/life/versions/%d/files/x.safetensors/import", draft);
+    r = it_send_json("POST", url, write_acme, "{\"url\":\"http://127.0.0.1:9/x.safetensors\"}");
+    CHECK_PROBLEM(r, 413, "storage_quota_exceeded");
+    it_response_free(&r);
     /* null: back to the server's default (none here) */
     r = it_send_json("PUT", path, admin_acme, "{\"quota_bytes\":null}");
     CHECK_STATUS(r, 200);
