@@ -169,7 +169,9 @@ enum {
     OPT_JSONL,
     OPT_VERIFY,
     OPT_PUBLIC_KEY,
-    OPT_ALLOW_CODE
+    OPT_ALLOW_CODE,
+    OPT_DRAFT,
+    OPT_RESUME
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -327,13 +329,17 @@ static void clear_bar(const progress_state *p)
 static void push_usage(FILE *out)
 {
     fprintf(out, "usage: tensorgate push DIR ORG/NAME [--publish] [--alias NAME] [--parallel N]\n"
-                 "                       [--description TEXT] [--url URL] [--token TOKEN] "
-                 "[--json]\n"
+                 "                       [--draft N | --resume] [--description TEXT] [--url URL]\n"
+                 "                       [--token TOKEN] [--json]\n"
                  "\n"
                  "Creates the model if needed and a draft version, uploads every file under DIR\n"
                  "(hidden files left out; at most --parallel at once, default 4) through the\n"
                  "server's gate, prints each refusal with its reason, and publishes the draft\n"
                  "with --publish (and points --alias at it) when every file was accepted.\n"
+                 "--draft N pushes into the existing draft N instead, --resume into the model's\n"
+                 "newest draft (a new one when it has none): a file whose path, size and SHA-256\n"
+                 "(hashed here) the draft already holds is not sent again. A push that did not\n"
+                 "store every file prints the command that continues it.\n"
                  "A progress bar on a terminal, one line per file otherwise.\n\n");
     fputs(remote_common_help, out);
 }
@@ -411,6 +417,81 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+static bool already_there(const char *path, const char *sha, uint64_t size);
+
+/* The draft to push into: --draft N (checked to be a draft of model), or with resume
+ * the newest draft (0 when none). 0 or an exit status with *e set. */
+static int find_draft(tgc_client *c, const char *model, int wanted, bool resume, int *version,
+                      tgc_error *e)
+{
+    json_t *versions = NULL;
+    if (tgc_list_versions(c, model, &versions, e) != 0)
+        return -1;
+    *version = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(versions, i, v)
+    {
+        int number = (int)json_integer_value(json_object_get(v, "version"));
+        const char *state = json_string_value(json_object_get(v, "state"));
+        bool draft = state != NULL && strcmp(state, "draft") == 0;
+        if (wanted > 0 && number == wanted) {
+            if (!draft) {
+                *e = (tgc_error){409, "version_not_draft", "", ""};
+                snprintf(e->detail, sizeof e->detail,
+                         "version %d of %s is published, not a draft: push without --draft", number,
+                         model);
+                json_decref(versions);
+                return -1;
+            }
+            *version = number;
+        } else if (wanted == 0 && resume && draft && number > *version) {
+            *version = number;
+        }
+    }
+    json_decref(versions);
+    if (wanted > 0 && *version == 0) {
+        *e = (tgc_error){404, "version_not_found", "", ""};
+        snprintf(e->detail, sizeof e->detail, "%s has no draft %d", model, wanted);
+        return -1;
+    }
+    return 0;
+}
+
+/* Marks in skip[] the files of dir that draft version of model already holds with the
+ * same path, size and SHA-256. Returns how many, or -1 with *e. */
+static long mark_present(tgc_client *c, const char *model, int version, const char *dir,
+                         const file_list *files, bool *skip, tgc_error *e)
+{
+    char rev[24];
+    snprintf(rev, sizeof rev, "%d", version);
+    json_t *listed = NULL;
+    if (tgc_list_files(c, model, rev, &listed, e) != 0)
+        return -1;
+    long present = 0;
+    for (size_t i = 0; i < files->count; i++) {
+        size_t k;
+        json_t *f;
+        json_array_foreach(listed, k, f)
+        {
+            const char *path = json_string_value(json_object_get(f, "path"));
+            const char *sha = json_string_value(json_object_get(f, "sha256"));
+            if (path == NULL || sha == NULL || strcmp(path, files->rel[i]) != 0)
+                continue;
+            char full[8192];
+            snprintf(full, sizeof full, "%s/%s", dir, files->rel[i]);
+            if (already_there(full, sha,
+                              (uint64_t)json_integer_value(json_object_get(f, "size")))) {
+                skip[i] = true;
+                present++;
+            }
+            break;
+        }
+    }
+    json_decref(listed);
+    return present;
+}
+
 static void push_item(void *user, size_t index, int rc, const tgc_error *e, const json_t *file)
 {
     progress_state *p = user;
@@ -450,10 +531,13 @@ int tg_cmd_push(int argc, char **argv)
         {"publish", no_argument, NULL, OPT_PUBLISH},
         {"alias", required_argument, NULL, OPT_ALIAS},
         {"description", required_argument, NULL, OPT_DESCRIPTION},
+        {"draft", required_argument, NULL, OPT_DRAFT},
+        {"resume", no_argument, NULL, OPT_RESUME},
         {NULL, 0, NULL, 0},
     };
     remote_opts ro = {0};
-    bool publish = false;
+    bool publish = false, resume = false;
+    int wanted_draft = 0;
     const char *alias = NULL, *description = NULL;
     optind = 1;
     opterr = 0;
@@ -478,6 +562,14 @@ int tg_cmd_push(int argc, char **argv)
             alias = optarg;
         } else if (opt == OPT_DESCRIPTION) {
             description = optarg;
+        } else if (opt == OPT_DRAFT) {
+            char *end = NULL;
+            long n = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || n < 1 || n > INT32_MAX)
+                return usage_error("push", "--draft takes a version number", push_usage);
+            wanted_draft = (int)n;
+        } else if (opt == OPT_RESUME) {
+            resume = true;
         } else {
             return usage_error("push", "unknown option", push_usage);
         }
@@ -486,6 +578,8 @@ int tg_cmd_push(int argc, char **argv)
         return usage_error("push", "expected DIR and ORG/NAME", push_usage);
     if (alias != NULL && !publish)
         return usage_error("push", "--alias needs --publish", push_usage);
+    if (resume && wanted_draft > 0)
+        return usage_error("push", "--draft and --resume exclude each other", push_usage);
     const char *dir = argv[optind];
     char model[160], rev[160];
     tgc_error e;
@@ -516,33 +610,51 @@ int tg_cmd_push(int argc, char **argv)
     bool existed = false;
     int version = 0;
     tgc_batch *b = NULL;
+    bool *skip = calloc(files.count, sizeof *skip);
+    const char **todo = calloc(files.count, sizeof *todo);
+    size_t todo_count = 0;
+    long present = 0;
+    if (skip == NULL || todo == NULL) {
+        status = fail("push", &ro, &(tgc_error){0, TGC_REASON_MEMORY, "out of memory", ""});
+        goto done;
+    }
     if (tgc_create_model(c, model, description, &existed, &e) != 0 ||
-        tgc_create_version(c, model, &version, &e) != 0) {
+        ((wanted_draft > 0 || resume) &&
+         find_draft(c, model, wanted_draft, resume, &version, &e) != 0) ||
+        (version == 0 && tgc_create_version(c, model, &version, &e) != 0)) {
         status = fail("push", &ro, &e);
         goto done;
     }
+    if (wanted_draft > 0 || resume) {
+        present = mark_present(c, model, version, dir, &files, skip, &e);
+        if (present < 0) {
+            status = fail("push", &ro, &e);
+            goto done;
+        }
+    }
     if (!ro.json)
-        fprintf(stderr, "%s %s, draft version %d: %zu files\n", existed ? "model" : "created model",
-                model, version, files.count);
+        fprintf(stderr, "%s %s, draft version %d: %zu files (%ld already in the draft)\n",
+                existed ? "model" : "created model", model, version, files.count, present);
     b = tgc_batch_new(c);
     if (b == NULL) {
         status = fail("push", &ro, &(tgc_error){0, TGC_REASON_MEMORY, "out of memory", ""});
         goto done;
     }
     for (size_t i = 0; i < files.count; i++) {
+        if (skip[i])
+            continue;
         char full[8192];
         snprintf(full, sizeof full, "%s/%s", dir, files.rel[i]);
+        todo[todo_count++] = files.rel[i];
         if (tgc_batch_add_upload(b, model, version, files.rel[i], full) < 0) {
             fprintf(stderr, "tensorgate push: cannot open %s: %s\n", full, strerror(errno));
             status = EXIT_USAGE;
             goto done;
         }
     }
-    progress_state p = {.cmd = "push",
-                        .ro = &ro,
-                        .bar = !ro.json && isatty(STDERR_FILENO),
-                        .paths = (const char *const *)files.rel};
-    size_t failed = tgc_batch_run(b, ro.parallel, on_progress, push_item, &p);
+    progress_state p = {
+        .cmd = "push", .ro = &ro, .bar = !ro.json && isatty(STDERR_FILENO), .paths = todo};
+    size_t failed = todo_count > 0 ? tgc_batch_run(b, ro.parallel, on_progress, push_item, &p) : 0;
     clear_bar(&p);
     bool published = false;
     char digest[65] = "";
@@ -550,6 +662,12 @@ int tg_cmd_push(int argc, char **argv)
         status = p.worst ? p.worst : EXIT_SERVER;
         fprintf(stderr, "tensorgate push: %zu of %zu files not stored; version %d stays a draft\n",
                 failed, files.count, version);
+        /* what continues it: the same draft, the files that arrived not sent again */
+        fprintf(stderr,
+                "tensorgate push: to continue (with the same --url and --token): tensorgate push "
+                "%s %s --draft %d%s%s%s\n",
+                dir, model, version, publish ? " --publish" : "", alias ? " --alias " : "",
+                alias ? alias : "");
     } else if (publish) {
         json_t *v = NULL;
         if (tgc_publish(c, model, version, &v, &e) != 0) {
@@ -583,6 +701,8 @@ int tg_cmd_push(int argc, char **argv)
                version);
     }
 done:
+    free(skip);
+    free(todo);
     tgc_batch_free(b);
     tgc_close(c);
     file_list_free(&files);

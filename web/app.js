@@ -126,7 +126,7 @@ async function viewModel(model) {
         el('td', {}, link(String(v.version), '/' + model + '@' + v.version)),
         el('td', {className: v.state === 'published' ? 'ok' : 'muted'}, v.state,
           ...(v.holds_code ? [' ', codeBadge('this version holds code')] : []),
-          v.deprecated ? el('span', {className: 'pill warn deprecated'}, 'deprecated') : null),
+          ...(v.deprecated ? [' ', deprecatedBadge(v)] : [])),
         el('td', {}, ...(byNumber[v.version] || []).map(a => el('span', {className: 'pill'}, a))),
         cell(v.created_at || '', 'muted'), cell(v.published_at || '', 'muted'),
         cell(v.digest ? v.digest.slice(0, 16) + '…' : '', 'mono'))), 'versions-table'),
@@ -142,6 +142,12 @@ async function viewModel(model) {
 // (docs/DESIGN.md, "The code policy"): derived from its files by the server.
 function codeBadge(title) {
   return el('span', {className: 'badge code', title: title}, 'code');
+}
+
+// A deprecated version (still readable; latest skips it), with its reason as the title.
+function deprecatedBadge(v) {
+  return el('span', {className: 'badge deprecated', title: 'deprecated ' + (v.deprecated_at || '') +
+    (v.deprecation_reason ? ': ' + v.deprecation_reason : '')}, 'deprecated');
 }
 
 function versionBase(model, rev) {
@@ -166,6 +172,8 @@ async function viewVersion(model, rev) {
     el('h1', {}, model + ' @ ' + v.version),
     ...(v.holds_code ? [el('p', {id: 'code-warning', className: 'warn'}, codeBadge('this version holds code'),
       ' This version holds code that a loader may run: ' + v.code_files.map(c => c.path + ' (' + c.reason + ')').join(', ') + '.')] : []),
+    ...(v.deprecated ? [el('p', {id: 'deprecated-warning', className: 'warn'}, deprecatedBadge(v),
+      ' This version is deprecated' + (v.deprecation_reason ? ': ' + v.deprecation_reason : '') + '.')] : []),
     el('p', {className: 'muted'}, v.state + (v.published_at ? ', published ' + v.published_at : '') +
       (v.derived_from ? ', derived from version ' + v.derived_from : '') + (v.dtype ? ' (' + v.dtype + ')' : ''),
       v.deprecated ? el('span', {className: 'pill warn deprecated'}, 'deprecated') : null),

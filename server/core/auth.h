@@ -30,7 +30,9 @@ tg_cat_status tg_token_lookup(tg_catalog *catalog, const char *token, tg_scope *
                               char *token_namespace, size_t namespace_size);
 
 /* The checks tg_auth_route is made of (a handler does not call them: its route's
- * row declares the scope, and the dispatcher checks it before the handler runs). */
+ * row declares the scope, and the dispatcher checks it before the handler runs; the
+ * one exception is a route whose need depends on its object: DELETE of a version
+ * asks write of its row and admin, by tg_auth_require, for a published version). */
 /* True when the request may go on: the token (if any is needed) has at least
  * scope, and its namespace (if limited) is org (org NULL: a route with no org, which
  * a namespace-limited token may not use above read). Otherwise answers 401/403 and

@@ -11,13 +11,15 @@
 #include "public_url.h"
 
 typedef struct tg_config {
-    char listen_host[256]; /* TENSORGATE_LISTEN / --listen HOST:PORT */
-    uint16_t listen_port;  /* 0 picks a free port */
-    char data_dir[4096];   /* TENSORGATE_DATA / --data */
-    bool auth_read;        /* TENSORGATE_AUTH_READ / --auth-read: reads need a token */
-    uint64_t max_body;     /* TENSORGATE_MAX_BODY / --max-body: largest upload (413 above) */
-    uint64_t max_header;   /* TENSORGATE_MAX_HEADER / --max-header: largest safetensors header N */
-    unsigned threads;      /* TENSORGATE_THREADS / --threads: MHD thread pool size */
+    char listen_host[256];    /* TENSORGATE_LISTEN / --listen HOST:PORT */
+    uint16_t listen_port;     /* 0 picks a free port */
+    char data_dir[4096];      /* TENSORGATE_DATA / --data */
+    bool auth_read;           /* TENSORGATE_AUTH_READ / --auth-read: reads need a token */
+    uint64_t max_body;        /* TENSORGATE_MAX_BODY / --max-body: largest upload (413 above) */
+    uint64_t namespace_quota; /* TENSORGATE_NAMESPACE_QUOTA / --namespace-quota: the storage
+                                 quota of a namespace an admin set none for; 0: none */
+    uint64_t max_header; /* TENSORGATE_MAX_HEADER / --max-header: largest safetensors header N */
+    unsigned threads;    /* TENSORGATE_THREADS / --threads: MHD thread pool size */
     unsigned connection_timeout; /* TENSORGATE_TIMEOUT / --timeout: idle seconds before a connection
                                     is dropped */
     unsigned header_timeout;   /* TENSORGATE_HEADER_TIMEOUT / --header-timeout: seconds a request's

@@ -13,6 +13,8 @@ static const tg_reason reasons[] = {
     {"model_not_found", 404},
     {"repo_type_not_served", 404},
     {"version_not_found", 404},
+    {"version_deleted", 410},
+    {"storage_quota_exceeded", 413},
     {"file_not_found", 404},
     {"alias_not_found", 404},
     {"asset_not_found", 404},

@@ -160,6 +160,12 @@ static bool hf_lookup_revision(tg_request *req, const tg_model *model, const cha
                          model->name, hub_rev);
         return false;
     }
+    if (status == TG_CAT_OK && version->deleted_at[0] != '\0') { /* schema 16: gone */
+        respond_hf_error(req, "RevisionNotFound", "version_deleted", NULL,
+                         "Revision gone: version %lld of %s/%s was deleted at %s",
+                         (long long)version->number, model->org, model->name, version->deleted_at);
+        return false;
+    }
     if (status != TG_CAT_OK) {
         tg_respond_catalog_failure(req, status);
         return false;
@@ -457,6 +463,10 @@ static json_t *model_summary_json(tg_server *server, const tg_model *model,
         body, "lastModified",
         json_string(hub_time(version ? version->published_at : model->created_at, modified)));
     json_object_set_new(body, "description", json_string(model->description));
+    if (version != NULL && version->deprecated_at[0] != '\0') { /* schema 16 */
+        json_object_set_new(body, "deprecated", json_true());
+        json_object_set_new(body, "deprecationReason", json_string(version->deprecated_reason));
+    }
     return body;
 }
 
@@ -1092,7 +1102,10 @@ static json_t *ref_json(const char *name, const char *kind, const tg_version *ve
     char ref[TG_NAME_MAX + 16], commit[41];
     snprintf(ref, sizeof ref, "refs/%s/%s", kind, name);
     tg_version_commit_id(version, commit);
-    return json_pack("{s:s, s:s, s:s}", "name", name, "ref", ref, "targetCommit", commit);
+    json_t *entry = json_pack("{s:s, s:s, s:s}", "name", name, "ref", ref, "targetCommit", commit);
+    if (entry != NULL && version->deprecated_at[0] != '\0') /* schema 16: marked */
+        json_object_set_new(entry, "deprecated", json_true());
+    return entry;
 }
 
 typedef struct version_list {
@@ -1163,9 +1176,13 @@ void tg_route_hf_refs(tg_request *req)
     }
     /* main is the newest published version; each alias a branch; each version a tag */
     json_t *branches = json_array(), *tags = json_array();
-    if (versions.count > 0)
-        json_array_append_new(branches,
-                              ref_json("main", "heads", &versions.items[versions.count - 1]));
+    /* main skips deprecated versions, as latest does */
+    for (size_t i = versions.count; i > 0; i--) {
+        if (versions.items[i - 1].deprecated_at[0] == '\0') {
+            json_array_append_new(branches, ref_json("main", "heads", &versions.items[i - 1]));
+            break;
+        }
+    }
     for (size_t i = 0; i < aliases->count; i++) {
         const tg_version *target = find_version(&versions, aliases->items[i].number);
         if (target != NULL)

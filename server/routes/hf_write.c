@@ -119,8 +119,8 @@ static tg_cat_status hub_resolve(tg_catalog *catalog, int64_t model_id, const ch
         if (status == TG_CAT_OK)
             status = tg_catalog_version_get(catalog, model_id, number, version);
     }
-    if (status == TG_CAT_OK && !version->published)
-        status = TG_CAT_NOT_FOUND;
+    if (status == TG_CAT_OK && (!version->published || version->deleted_at[0] != '\0'))
+        status = TG_CAT_NOT_FOUND; /* a draft, or a deleted version's tombstone */
     return status;
 }
 
@@ -907,6 +907,22 @@ void tg_route_hub_lfs_put_start(tg_request *req)
         hub_error(req, NULL, "body_length_mismatch",
                   "the body declares %llu bytes; the LFS object %s has %llu",
                   (unsigned long long)declared, oid, (unsigned long long)size);
+        return;
+    }
+    /* the namespace's storage quota (docs/MANUAL.md, "Storage quotas"): an LFS object's
+     * size is known, so one that does not fit is refused before its body is read */
+    uint64_t quota = 0, usage = 0;
+    tg_cat_status quota_status = tg_namespace_quota(req->server, org, &quota, &usage);
+    if (quota_status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, quota_status);
+        return;
+    }
+    if (quota > 0 && (size > quota || usage > quota - size)) {
+        hub_error(req, NULL, "storage_quota_exceeded",
+                  "namespace %s holds %llu bytes of its quota of %llu; the LFS object's %llu "
+                  "bytes do not fit",
+                  org, (unsigned long long)usage, (unsigned long long)quota,
+                  (unsigned long long)size);
         return;
     }
     tg_request_owner(req, put->owner, sizeof put->owner);

@@ -50,6 +50,10 @@ void tg_route_file_import(tg_request *req)
                            (long long)version.number);
         goto out;
     }
+    /* a namespace already at its storage quota takes no import (docs/MANUAL.md,
+     * "Storage quotas"; the job itself is not bounded by the room left) */
+    if (!tg_quota_admits(req, model->org, 1))
+        goto out;
     body = tg_json_body(req);
     if (body == NULL)
         goto out;

@@ -126,6 +126,12 @@ bool tg_lookup_version(tg_request *req, const tg_model *model, tg_version *versi
         tg_respond_catalog_failure(req, status);
         return false;
     }
+    if (version->deleted_at[0] != '\0') { /* a tombstone (schema 16): gone, not unknown */
+        tg_respond_problem(req, "version_deleted", "version %lld of %s/%s was deleted at %s",
+                           (long long)version->number, model->org, model->name,
+                           version->deleted_at);
+        return false;
+    }
     return true;
 }
 
@@ -370,6 +376,16 @@ unsigned tg_query_all(const tg_request *req, const char *name, const char **valu
     return q.count;
 }
 
+void tg_version_lifecycle_json(json_t *body, const tg_version *version)
+{
+    bool deprecated = version->deprecated_at[0] != '\0';
+    json_object_set_new(body, "deprecated", json_boolean(deprecated));
+    if (deprecated) {
+        json_object_set_new(body, "deprecated_at", json_string(version->deprecated_at));
+        json_object_set_new(body, "deprecation_reason", json_string(version->deprecated_reason));
+    }
+}
+
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files, tg_cat_status *status)
 {
@@ -404,6 +420,7 @@ json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_versi
     json_object_set_new(body, "description", json_string(description));
     json_object_set_new(body, "tags", tags);
     free(description);
+    tg_version_lifecycle_json(body, version);
     json_t *code = tg_code_files_json(server, model->id, version->number, status);
     if (code == NULL) {
         json_decref(body);
@@ -754,6 +771,7 @@ static void add_version(void *ctx, const tg_version *version)
     json_object_set_new(item, "description", json_string(description));
     json_object_set_new(item, "tags", tags);
     free(description);
+    tg_version_lifecycle_json(item, version);
     json_array_append_new(list->items, item);
 }
 
@@ -926,6 +944,11 @@ void tg_route_alias_set(tg_request *req)
         tg_respond_catalog_failure(req, status);
         goto out;
     }
+    if (version.deleted_at[0] != '\0') {
+        tg_respond_problem(req, "version_deleted", "version %lld of %s/%s was deleted",
+                           (long long)number, model->org, model->name);
+        goto out;
+    }
     if (!version.published) {
         tg_respond_problem(req, "version_not_published",
                            "an alias can only name a published version; %lld is a draft",
@@ -944,5 +967,43 @@ void tg_route_alias_set(tg_request *req)
                     json_pack("{s:s, s:I}", "alias", alias, "version", (json_int_t)number));
 out:
     json_decref(body);
+    free(model);
+}
+
+/* DELETE /v1/models/{org}/{name}/aliases/{alias}: "latest" (computed, never stored)
+ * and the other reserved names have nothing to delete. */
+void tg_route_alias_delete(tg_request *req)
+{
+    const char *alias = tg_param(req, "alias");
+    if (alias == NULL || !tg_valid_alias(alias)) {
+        tg_respond_problem(
+            req, "invalid_name",
+            "an alias is [A-Za-z0-9][A-Za-z0-9._-]{0,63}, not all digits, not a digest");
+        return;
+    }
+    static const char *const reserved[] = {"latest", "main", "head"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        if (strcasecmp(alias, reserved[i]) == 0) {
+            tg_respond_problem(req, "reserved_alias",
+                               "'%s' is reserved and computed (the newest published version, "
+                               "deprecated ones skipped): there is nothing to delete",
+                               alias);
+            return;
+        }
+    }
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
+        return;
+    if (tg_lookup_model(req, model)) {
+        tg_cat_status status = tg_catalog_alias_delete(req->server->catalog, model->id, alias);
+        tg_response_cache_invalidate_moving(req->server->responses);
+        if (status == TG_CAT_NOT_FOUND)
+            tg_respond_problem(req, "alias_not_found", "%s/%s has no alias '%s'", model->org,
+                               model->name, alias);
+        else if (status != TG_CAT_OK)
+            tg_respond_catalog_failure(req, status);
+        else
+            tg_respond_empty(req, 204);
+    }
     free(model);
 }

@@ -81,3 +81,101 @@ void tg_route_namespace_policy_set(tg_request *req)
            allow_code ? "allow" : "refuse", before.allow_code ? "allow" : "refuse", req->client);
     respond_policy(req, org, &after);
 }
+
+/* ---- the storage quota (docs/MANUAL.md, "Storage quotas") ---- */
+
+tg_cat_status tg_namespace_quota(tg_server *server, const char *org, uint64_t *quota,
+                                 uint64_t *usage)
+{
+    tg_namespace_settings settings;
+    tg_cat_status status = tg_catalog_namespace_get(server->catalog, org, &settings);
+    if (status != TG_CAT_OK)
+        return status;
+    *quota =
+        settings.quota_bytes >= 0 ? (uint64_t)settings.quota_bytes : server->config.namespace_quota;
+    return tg_catalog_namespace_usage(server->catalog, org, usage);
+}
+
+bool tg_quota_admits(tg_request *req, const char *org, uint64_t incoming)
+{
+    uint64_t quota = 0, usage = 0;
+    tg_cat_status status = tg_namespace_quota(req->server, org, &quota, &usage);
+    if (status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, status);
+        return false;
+    }
+    if (quota > 0 && (incoming > quota || usage > quota - incoming)) {
+        tg_respond_problem(req, "storage_quota_exceeded",
+                           "namespace %s holds %llu bytes of its quota of %llu; %llu more bytes "
+                           "do not fit",
+                           org, (unsigned long long)usage, (unsigned long long)quota,
+                           (unsigned long long)incoming);
+        return false;
+    }
+    return true;
+}
+
+static void respond_namespace(tg_request *req, const char *org)
+{
+    tg_namespace_settings settings;
+    uint64_t quota = 0, usage = 0;
+    tg_cat_status status = tg_catalog_namespace_get(req->server->catalog, org, &settings);
+    if (status == TG_CAT_OK)
+        status = tg_namespace_quota(req->server, org, &quota, &usage);
+    if (status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, status);
+        return;
+    }
+    json_t *body =
+        json_pack("{s:s, s:I, s:b, s:b}", "namespace", org, "usage_bytes", (json_int_t)usage,
+                  "quota_default", settings.quota_bytes < 0, "allow_code", settings.allow_code);
+    if (body != NULL)
+        json_object_set_new(body, "quota_bytes",
+                            quota > 0 ? json_integer((json_int_t)quota) : json_null());
+    tg_respond_json(req, 200, body);
+}
+
+/* GET /v1/namespaces/{org}: its usage and quota (read scope of the namespace). */
+void tg_route_namespace_get(tg_request *req)
+{
+    const char *org;
+    if (valid_org(req, &org))
+        respond_namespace(req, org);
+}
+
+/* PUT /v1/namespaces/{org}/quota {"quota_bytes": N | null} (admin): null goes back to
+ * the server's --namespace-quota, 0 is no bound. Lowering it below the usage refuses
+ * new bytes only: nothing stored is removed. */
+void tg_route_namespace_quota_set(tg_request *req)
+{
+    const char *org;
+    if (!valid_org(req, &org))
+        return;
+    json_t *body = tg_json_body(req);
+    if (body == NULL)
+        return;
+    static const char *const fields[] = {"quota_bytes", NULL};
+    if (!tg_json_known_fields(req, body, fields)) {
+        json_decref(body);
+        return;
+    }
+    json_t *value = json_object_get(body, "quota_bytes");
+    if (value == NULL ||
+        !(json_is_null(value) || (json_is_integer(value) && json_integer_value(value) >= 0))) {
+        tg_respond_problem(req, "invalid_request",
+                           "\"quota_bytes\" (bytes, 0 for no bound, or null for the default) is "
+                           "required");
+        json_decref(body);
+        return;
+    }
+    int64_t quota = json_is_null(value) ? -1 : (int64_t)json_integer_value(value);
+    json_decref(body);
+    tg_cat_status status = tg_catalog_namespace_set_quota(req->server->catalog, org, quota, NULL);
+    if (status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, status);
+        return;
+    }
+    tg_log(TG_LOG_WARN, "namespace %s: quota set to %lld by %s", org, (long long)quota,
+           req->client);
+    respond_namespace(req, org);
+}

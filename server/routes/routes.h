@@ -22,6 +22,8 @@ json_t *tg_audit_record_json(const tg_audit_record *record);
 /* namespaces.c: a namespace's settings (its code policy) */
 void tg_route_namespace_policy_get(tg_request *req);
 void tg_route_namespace_policy_set(tg_request *req);
+void tg_route_namespace_get(tg_request *req);
+void tg_route_namespace_quota_set(tg_request *req);
 /* web.c: the web page and its assets */
 void tg_route_web_index(tg_request *req);
 void tg_route_web_asset(tg_request *req);
@@ -70,6 +72,7 @@ void tg_models_cursor_key(const tg_model_search *search, const tg_model *last, c
  * (not HEAD) of config.json or of a weight file (safetensors, GGUF), whole or from
  * byte 0 (a Range continuation does not count). */
 void tg_count_download(tg_request *req, int64_t model_id, const tg_file_record *file);
+void tg_route_alias_delete(tg_request *req);
 /* Deletes a model with its versions, aliases and jobs, its preloads and the blobs
  * nothing else uses (DELETE /v1/models/{org}/{name} and the Hub's repo delete). */
 tg_cat_status tg_model_remove(tg_server *server, const tg_model *model);
@@ -78,6 +81,9 @@ tg_cat_status tg_model_remove(tg_server *server, const tg_model *model);
 void tg_route_version_create(tg_request *req);
 void tg_route_version_get(tg_request *req);
 void tg_route_version_publish(tg_request *req);
+void tg_route_version_delete(tg_request *req);
+void tg_route_version_deprecate(tg_request *req);
+void tg_route_version_undeprecate(tg_request *req);
 /* The one publish path, shared by POST .../publish and the Hub's commit (hf_write.c);
  * the caller holds server->publish_lock. Checks files (the draft's files, exactly as
  * listed) for index and shard consistency, then the signatures (tg_signing_at_publish:
@@ -239,6 +245,14 @@ void tg_route_namespace_signing_put(tg_request *req);
 int tg_signing_at_publish(tg_request *req, const tg_model *model, const tg_version *version,
                           tg_file_records *files);
 
+/* The storage quota of org (namespaces.c): *quota 0 when unbounded, *usage the bytes
+ * its blobs hold (each counted once). */
+tg_cat_status tg_namespace_quota(tg_server *server, const char *org, uint64_t *quota,
+                                 uint64_t *usage);
+/* True when incoming more bytes fit org's quota; else answers 413
+ * storage_quota_exceeded (or the catalog's failure) and returns false. */
+bool tg_quota_admits(tg_request *req, const char *org, uint64_t incoming);
+
 /* Shared lookups (models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */
 tg_model *tg_model_alloc(tg_request *req);
@@ -261,6 +275,9 @@ json_t *tg_file_json(const tg_file_record *file);
  * version): what marks a version as holding code. NULL when the catalog failed. */
 json_t *tg_code_files_json(tg_server *server, int64_t model_id, int64_t number,
                            tg_cat_status *status);
+/* Sets "deprecated" (and, when it is, "deprecated_at" and "deprecation_reason") of a
+ * version's JSON (schema 16). */
+void tg_version_lifecycle_json(json_t *body, const tg_version *version);
 /* NULL when the catalog (*status says how) or memory (*status TG_CAT_ERROR) failed. */
 json_t *tg_version_json(tg_server *server, const tg_model *model, const tg_version *version,
                         bool with_files, tg_cat_status *status);

@@ -108,6 +108,9 @@ typedef struct upload {
     bool recorded;       /* the refusal is in the rejections table */
     char owner[TG_TALLY_KEY_MAX]; /* charged one concurrent upload while counted */
     bool counted;
+    /* the namespace's storage quota (schema 16): the bytes it may still take when that
+     * is less than --max-body (the body's bound then), else quota_room is UINT64_MAX */
+    uint64_t quota_room, quota, usage;
 } upload;
 
 /* The refused file's size and SHA-256, for its record: a body read to its end has
@@ -282,6 +285,33 @@ void tg_route_upload_start(tg_request *req)
         tg_respond_problem(req, "payload_too_large", "%s", detail);
         return;
     }
+    /* The namespace's storage quota (docs/MANUAL.md, "Storage quotas"): a body whose
+     * length is known and does not fit is refused before a byte of it is read; one of
+     * unknown length is bounded by the room left (too large: refused mid-stream, nothing
+     * kept). */
+    up->quota_room = UINT64_MAX;
+    tg_cat_status quota_status =
+        tg_namespace_quota(req->server, up->model.org, &up->quota, &up->usage);
+    if (quota_status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, quota_status);
+        return;
+    }
+    if (up->quota > 0) {
+        uint64_t room = up->usage < up->quota ? up->quota - up->usage : 0;
+        if (declared != ST_FILE_SIZE_UNKNOWN && declared > room) {
+            char detail[192];
+            snprintf(detail, sizeof detail,
+                     "namespace %s holds %llu bytes of its quota of %llu; the body's %llu bytes "
+                     "do not fit",
+                     up->model.org, (unsigned long long)up->usage, (unsigned long long)up->quota,
+                     (unsigned long long)declared);
+            record_rejection(req, up, "storage_quota_exceeded", NULL, detail, NULL);
+            tg_respond_problem(req, "storage_quota_exceeded", "%s", detail);
+            return;
+        }
+        if (room < req->server->config.max_body)
+            up->quota_room = room;
+    }
     /* A .safetensors name must hold safetensors, a .json name strict JSON; any other
      * name is a sidecar, which may be strict JSON, UTF-8 text or safetensors, and
      * there content decides, except that a name marking code (modeling_x.py, a .so) is
@@ -308,6 +338,8 @@ void tg_route_upload_start(tg_request *req)
             tg_respond_internal(req, "cannot start the upload (temp file or memory)");
         return;
     }
+    if (up->quota_room != UINT64_MAX)
+        up->body.ingest.config.max_bytes = up->quota_room;
 }
 
 static void upload_answer(tg_request *req, bool body_ended);
@@ -419,6 +451,17 @@ static void upload_answer(tg_request *req, bool body_ended)
         tg_respond_gate_problem(req, &verdict);
         return;
     case TG_INGEST_TOO_LARGE:
+        if (up->quota_room != UINT64_MAX) { /* the quota's room bounded it */
+            char detail[192];
+            snprintf(detail, sizeof detail,
+                     "namespace %s holds %llu bytes of its quota of %llu; the body passed the "
+                     "%llu bytes left",
+                     up->model.org, (unsigned long long)up->usage, (unsigned long long)up->quota,
+                     (unsigned long long)up->quota_room);
+            record_rejection(req, up, "storage_quota_exceeded", NULL, detail, NULL);
+            tg_respond_problem(req, "storage_quota_exceeded", "%s", detail);
+            return;
+        }
         record_too_large(req, up);
         tg_respond_problem(req, "payload_too_large", "the body is larger than %llu bytes",
                            (unsigned long long)server->config.max_body);

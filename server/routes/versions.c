@@ -203,3 +203,130 @@ out_free:
     free(files.items);
     free(model);
 }
+
+/* ---- the life of a version (docs/MANUAL.md, "The life of a version") ---- */
+
+/* DELETE /v1/models/{org}/{name}/versions/{rev}: a draft (write scope, its files go
+ * with it) or a published version (admin scope: it becomes a tombstone whose number,
+ * digest and commit id answer 410 version_deleted; the aliases naming it go). Either
+ * way the blobs no other file references are left for gc to reclaim. */
+void tg_route_version_delete(tg_request *req)
+{
+    tg_model *model = tg_model_alloc(req);
+    if (model == NULL)
+        return;
+    tg_version version;
+    if (!tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
+        goto out;
+    tg_server *server = req->server;
+    tg_cat_status status;
+    if (!version.published) {
+        status = tg_catalog_version_delete_draft(server->catalog, version.id);
+    } else {
+        /* the row lets write tokens in; a published version asks for admin */
+        if (!tg_auth_require(req, TG_SCOPE_ADMIN, model->org))
+            goto out;
+        status = tg_catalog_version_delete_published(server->catalog, model, &version);
+    }
+    tg_response_cache_invalidate(server->responses);
+    if (status == TG_CAT_NOT_FOUND) { /* deleted or published by another request meanwhile */
+        tg_respond_problem(req, "version_changed",
+                           "version %lld of %s/%s changed while it was being deleted; try again",
+                           (long long)version.number, model->org, model->name);
+        goto out;
+    }
+    if (status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, status);
+        goto out;
+    }
+    tg_log(TG_LOG_WARN, "%s/%s: %s version %lld deleted by %s", model->org, model->name,
+           version.published ? "published" : "draft", (long long)version.number, req->client);
+    tg_respond_empty(req, 204);
+out:
+    free(model);
+}
+
+/* PUT /v1/models/{org}/{name}/versions/{rev}/deprecation {"reason": "..."}: marks a
+ * published version deprecated (write scope); "latest" (and the Hub's main) skip it. */
+void tg_route_version_deprecate(tg_request *req)
+{
+    json_t *body = tg_json_body(req);
+    if (body == NULL)
+        return;
+    static const char *const fields[] = {"reason", NULL};
+    if (!tg_json_known_fields(req, body, fields)) {
+        json_decref(body);
+        return;
+    }
+    json_t *reason_value = json_object_get(body, "reason");
+    if (reason_value != NULL && !json_is_string(reason_value)) {
+        tg_respond_problem(req, "invalid_request", "\"reason\" is a string");
+        json_decref(body);
+        return;
+    }
+    const char *reason = reason_value ? json_string_value(reason_value) : "";
+    if (strlen(reason) > TG_DEPRECATION_REASON_MAX) {
+        tg_respond_problem(req, "invalid_request", "\"reason\" is at most %d bytes",
+                           TG_DEPRECATION_REASON_MAX);
+        json_decref(body);
+        return;
+    }
+    tg_model *model = tg_model_alloc(req);
+    tg_version version;
+    if (model == NULL || !tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
+        goto out;
+    if (!version.published) {
+        tg_respond_problem(req, "version_not_published",
+                           "only a published version is deprecated; %lld is a draft",
+                           (long long)version.number);
+        goto out;
+    }
+    tg_cat_status status =
+        tg_catalog_version_deprecate(req->server->catalog, model, &version, reason);
+    tg_response_cache_invalidate(req->server->responses);
+    if (status == TG_CAT_OK)
+        status = tg_catalog_version_get(req->server->catalog, model->id, version.number, &version);
+    json_t *answer =
+        status == TG_CAT_OK ? tg_version_json(req->server, model, &version, false, &status) : NULL;
+    if (status == TG_CAT_NOT_FOUND)
+        tg_respond_problem(req, "version_changed", "version %lld of %s/%s was deleted meanwhile",
+                           (long long)version.number, model->org, model->name);
+    else if (answer == NULL)
+        tg_respond_catalog_failure(req, status);
+    else
+        tg_respond_json(req, 200, answer);
+out:
+    json_decref(body);
+    free(model);
+}
+
+/* DELETE /v1/models/{org}/{name}/versions/{rev}/deprecation: takes the mark away. */
+void tg_route_version_undeprecate(tg_request *req)
+{
+    tg_model *model = tg_model_alloc(req);
+    tg_version version;
+    if (model == NULL || !tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
+        goto out;
+    if (!version.published) {
+        tg_respond_problem(req, "version_not_published",
+                           "only a published version is deprecated; %lld is a draft",
+                           (long long)version.number);
+        goto out;
+    }
+    tg_cat_status status =
+        tg_catalog_version_deprecate(req->server->catalog, model, &version, NULL);
+    tg_response_cache_invalidate(req->server->responses);
+    if (status == TG_CAT_OK)
+        status = tg_catalog_version_get(req->server->catalog, model->id, version.number, &version);
+    json_t *answer =
+        status == TG_CAT_OK ? tg_version_json(req->server, model, &version, false, &status) : NULL;
+    if (status == TG_CAT_NOT_FOUND)
+        tg_respond_problem(req, "version_changed", "version %lld of %s/%s was deleted meanwhile",
+                           (long long)version.number, model->org, model->name);
+    else if (answer == NULL)
+        tg_respond_catalog_failure(req, status);
+    else
+        tg_respond_json(req, 200, answer);
+out:
+    free(model);
+}

@@ -322,6 +322,7 @@ tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
     tg_cat_status status = settle(catalog, catalog->ops->namespace_get(catalog, org, out));
     if (status == TG_CAT_NOT_FOUND) {
         memset(out, 0, sizeof *out); /* never set: the defaults */
+        out->quota_bytes = -1;
         status = TG_CAT_OK;
     }
     return status;

@@ -33,6 +33,7 @@
 #define TG_URL_MAX 2048 /* an import's source URL */
 #define TG_DESCRIPTION_MAX 4096
 #define TG_TIME_LEN 32 /* "2024-01-02T03:04:05Z" */
+#define TG_DEPRECATION_REASON_MAX 512
 
 typedef struct tg_catalog tg_catalog;
 
@@ -77,6 +78,12 @@ typedef struct tg_version {
     char digest[65];                /* "" while a draft */
     int64_t derived_from;           /* source version number of a derived version, else 0 */
     char derived_dtype[16];         /* dtype a derived version was converted to, else "" */
+    /* schema 16 (docs/MANUAL.md, "The life of a version"): when the version was
+     * deprecated and why ("" when not), and when an admin deleted it ("" when not: a
+     * deleted version is a tombstone without files whose routes answer 410) */
+    char deprecated_at[TG_TIME_LEN];
+    char deprecated_reason[TG_DEPRECATION_REASON_MAX + 1];
+    char deleted_at[TG_TIME_LEN];
 } tg_version;
 
 typedef struct tg_file_record {
@@ -297,6 +304,7 @@ void tg_file_records_collect(void *ctx, const tg_file_record *file);
  * every default). */
 typedef struct tg_namespace_settings {
     bool allow_code;              /* the code policy (docs/DESIGN.md): default false */
+    int64_t quota_bytes;          /* schema 16: the org's storage quota; -1 when unset */
     char updated_at[TG_TIME_LEN]; /* when a setting last changed; "" when never */
 } tg_namespace_settings;
 /* The settings of org; an org never set answers TG_CAT_OK with the defaults. */
@@ -306,6 +314,25 @@ tg_cat_status tg_catalog_namespace_get(tg_catalog *catalog, const char *org,
  * out (may be NULL) gets the settings as stored. */
 tg_cat_status tg_catalog_namespace_set_code(tg_catalog *catalog, const char *org, bool allow_code,
                                             tg_namespace_settings *out);
+
+/* ---- the life of a version and quotas (schema 16, catalog_lifecycle.c) ---- */
+/* Sets org's storage quota in bytes (-1: unset, the server default applies), leaving
+ * any other setting as it is; out (may be NULL) gets the settings as stored. */
+tg_cat_status tg_catalog_namespace_set_quota(tg_catalog *catalog, const char *org,
+                                             int64_t quota_bytes, tg_namespace_settings *out);
+/* The bytes org's models hold: the size of each distinct blob (sha256) of the files
+ * of its versions, drafts included, counted once however many files name it. */
+tg_cat_status tg_catalog_namespace_usage(tg_catalog *catalog, const char *org, uint64_t *bytes);
+/* Marks a published, not deleted version deprecated with reason (may be "") and
+ * sends a version.deprecated event, or (reason NULL) takes the mark away.
+ * TG_CAT_NOT_FOUND when version_id is no such version (a draft, deleted, gone). */
+tg_cat_status tg_catalog_version_deprecate(tg_catalog *catalog, const tg_model *model,
+                                           const tg_version *version, const char *reason);
+/* Deletes a published version: it stays as a tombstone (deleted_at set), its files
+ * rows and the aliases that point at it go, and a version.deleted event is sent, in
+ * one transaction. TG_CAT_NOT_FOUND when it is no published, undeleted version. */
+tg_cat_status tg_catalog_version_delete_published(tg_catalog *catalog, const tg_model *model,
+                                                  const tg_version *version);
 
 /* Records one rejection (its id is the catalog's), in one transaction. */
 tg_cat_status tg_catalog_rejection_add(tg_catalog *catalog, const tg_rejection *rejection);

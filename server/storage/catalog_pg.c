@@ -993,6 +993,7 @@ static tg_cat_status pg_namespace_get(tg_catalog *catalog, const char *org,
     if (status == TG_CAT_OK) {
         out->allow_code = get_i64(r, 0, 0) != 0;
         get_text(out->updated_at, sizeof out->updated_at, r, 0, 1);
+        out->quota_bytes = get_i64(r, 0, 2);
     }
     PQclear(r);
     return status;

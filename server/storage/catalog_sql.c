@@ -31,6 +31,9 @@ void tg_cat_read_version(tg_cat_row row, tg_version *out)
     row.text(&row, 6, out->digest, sizeof out->digest);
     out->derived_from = row.integer(&row, 7); /* NULL reads as 0 */
     row.text(&row, 8, out->derived_dtype, sizeof out->derived_dtype);
+    row.text(&row, 9, out->deprecated_at, sizeof out->deprecated_at);
+    row.text(&row, 10, out->deprecated_reason, sizeof out->deprecated_reason);
+    row.text(&row, 11, out->deleted_at, sizeof out->deleted_at);
 }
 
 void tg_cat_read_file(tg_cat_row row, tg_file_record *out)

@@ -19,7 +19,8 @@
 
 #define TG_CAT_MODEL_COLUMNS "id, org, name, description, created_at, downloads"
 #define TG_CAT_VERSION_COLUMNS                                                                     \
-    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype"
+    "id, model_id, number, state, created_at, published_at, digest, derived_from, derived_dtype,"  \
+    " deprecated_at, deprecated_reason, deleted_at"
 #define TG_CAT_FILE_COLUMNS                                                                        \
     "path, kind, size, sha256, tensors, parameters, nan, inf, created_at, source_url, code_reason"
 #define TG_CAT_JOB_COLUMNS                                                                         \
@@ -56,9 +57,10 @@
     " ORDER BY number DESC LIMIT 1"
 #define TG_CAT_SQL_VERSION_LATEST_PUBLISHED                                                        \
     "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"   \
-    " ORDER BY number DESC LIMIT 1"
+    " AND deprecated_at IS NULL AND deleted_at IS NULL ORDER BY number DESC LIMIT 1"
 #define TG_CAT_SQL_VERSION_LIST                                                                    \
-    "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? ORDER BY number"
+    "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND deleted_at IS NULL"    \
+    " ORDER BY number"
 /* a version by its commit id (the first 40 hex digits of its digest): published only,
  * the lower number on a prefix collision */
 #define TG_CAT_SQL_VERSION_BY_COMMIT                                                               \
@@ -71,7 +73,8 @@
     " ORDER BY v.number, f.path"
 /* schema 10: one row per namespace, one column per setting */
 #define TG_CAT_SQL_NAMESPACE_GET                                                                   \
-    "SELECT allow_code, updated_at FROM namespace_settings WHERE org = ?"
+    "SELECT allow_code, updated_at, coalesce(quota_bytes, -1) FROM namespace_settings WHERE org "  \
+    "= ?"
 #define TG_CAT_SQL_NAMESPACE_SET_CODE                                                              \
     "INSERT INTO namespace_settings(org, allow_code, updated_at) VALUES (?, ?, ?)"                 \
     " ON CONFLICT (org) DO UPDATE SET allow_code = excluded.allow_code,"                           \

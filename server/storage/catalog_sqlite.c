@@ -1123,6 +1123,7 @@ static tg_cat_status sq_namespace_get(tg_catalog *catalog, const char *org,
         if (rc == SQLITE_ROW) {
             out->allow_code = sqlite3_column_int64(st, 0) != 0;
             copy_text(out->updated_at, sizeof out->updated_at, st, 1);
+            out->quota_bytes = sqlite3_column_int64(st, 2);
             status = TG_CAT_OK;
         } else if (rc == SQLITE_DONE) {
             status = TG_CAT_NOT_FOUND;

@@ -144,6 +144,30 @@ if command -v script >/dev/null 2>&1; then
     out_has "a progress bar on a terminal" "\[#+ *\] +[0-9]+%"
     out_has "the files still listed on a terminal" "uploaded config.json"
 fi
+# push into an existing draft: a failed push prints the command that continues it;
+# that command sends only what did not arrive and makes no new draft
+rm -rf mr && cp -r m mr && cp bad.bin mr/pytorch_model.bin
+run 1 "push with a pickle, to continue" "$BIN" push mr acme/resume --publish
+err_has "push prints how to continue" "to continue .*: tensorgate push mr acme/resume --draft 1 --publish$"
+rm mr/pytorch_model.bin
+run 0 "push --draft 1 continues" "$BIN" push mr acme/resume --draft 1 --publish
+err_has "push --draft finds what arrived" "draft version 1: 4 files \(4 already in the draft\)"
+check "push --draft sends nothing again" "! grep -q '^uploaded' out"
+out_has "push --draft publishes the draft" "^published acme/resume version 1 "
+run 1 "push --draft into a published version" "$BIN" push mr acme/resume --draft 1
+err_has "push --draft names a published version" "version_not_draft"
+run 2 "push --draft and --resume" "$BIN" push mr acme/resume --draft 1 --resume
+printf 'changed\n' >>mr/docs/README.md
+run 0 "push --resume with no draft makes one" "$BIN" push mr acme/resume
+run 0 "push --resume sends what changed only" "$BIN" push mr acme/resume --resume
+err_has "push --resume takes the newest draft" "draft version 2: 4 files \(4 already in the draft\)"
+printf 'again\n' >>mr/docs/README.md
+run 0 "push --resume re-sends a changed file" "$BIN" push mr acme/resume --resume
+out_has "the changed file is sent" "^uploaded docs/README.md"
+check "the unchanged files are not" "! grep -q '^uploaded model-' out"
+run 0 "push --resume sends nothing at the end" "$BIN" push mr acme/resume --resume --publish
+out_has "the draft is published" "^published acme/resume version 2 "
+
 # push --publish whose publish is refused (an index naming a tensor no shard holds):
 # it says what happened and what to do, not "push --publish to publish"
 mkdir -p badidx

@@ -222,6 +222,52 @@ static void prep_version_patch(attempt *a)
     serial++;
 }
 
+/* a new published version of acme/w; its number goes to out */
+static void publish_w(char *v, size_t cap)
+{
+    create_draft("acme/w", v, cap);
+    put_file("acme/w", v, "model.safetensors", model_file.data, model_file.len);
+    char url[300];
+    snprintf(url, sizeof url, "/v1/models/acme/w/versions/%s/publish", v);
+    it_response r = it_send("POST", url, admin(), NULL, 0);
+    must(r, 200, url);
+    it_response_free(&r);
+}
+
+/* a write token deletes a draft (a published version needs admin: tests/integration/lifecycle.c) */
+static void prep_version_delete(attempt *a)
+{
+    char v[16];
+    create_draft("acme/w", v, sizeof v);
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s", v);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/w/versions/%s", v);
+}
+
+static void prep_deprecate(attempt *a)
+{
+    char v[16];
+    publish_w(v, sizeof v);
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/versions/%s/deprecation", v);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/w/versions/%s", v);
+}
+
+static void prep_undeprecate(attempt *a)
+{
+    prep_deprecate(a);
+    it_response r = it_send_json("PUT", a->path, admin(), "{\"reason\":\"matrix\"}");
+    must(r, 200, a->path);
+    it_response_free(&r);
+}
+
+static void prep_alias_delete(attempt *a)
+{
+    snprintf(a->path, sizeof a->path, "/v1/models/acme/w/aliases/d%d", ++serial);
+    it_response r = it_send_json("PUT", a->path, admin(), "{\"version\":1}");
+    must(r, 200, a->path);
+    it_response_free(&r);
+    snprintf(a->probe, sizeof a->probe, "/v1/models/acme/w/versions/d%d", serial);
+}
+
 static void prep_alias(attempt *a)
 {
     snprintf(a->path, sizeof a->path, "/v1/models/acme/w/aliases/a%d", ++serial);
@@ -408,6 +454,16 @@ static row rows[] = {
      P_BODY, NULL, false},
     {"GET", V, 200, 0, M "/versions/1", B_NONE, NULL, P_NONE, NULL, false},
     {"POST", V "/publish", 200, 0, NULL, B_NONE, NULL, P_BODY, prep_publish, false},
+    {"DELETE", V, 204, 0, NULL, B_NONE, NULL, P_STATUS, prep_version_delete, false},
+    {"PUT", V "/deprecation", 200, 0, NULL, B_JSON, "{\"reason\":\"old\"}", P_BODY, prep_deprecate,
+     false},
+    {"DELETE", V "/deprecation", 200, 0, NULL, B_NONE, NULL, P_BODY, prep_undeprecate, false},
+    {"DELETE", "/v1/models/{org}/{name}/aliases/{alias}", 204, 0, NULL, B_NONE, NULL, P_STATUS,
+     prep_alias_delete, false},
+    {"GET", "/v1/namespaces/{org}", 200, 0, "/v1/namespaces/acme", B_NONE, NULL, P_NONE, NULL,
+     false},
+    {"PUT", "/v1/namespaces/{org}/quota", 200, 0, "/v1/namespaces/acme/quota", B_JSON,
+     "{\"quota_bytes\":null}", P_BODY, NULL, false},
     {"PUT", "/v1/models/{org}/{name}/aliases/{alias}", 200, 0, NULL, B_JSON, "{\"version\":1}",
      P_BODY, prep_alias, false},
     {"GET", V "/files", 200, 0, M "/versions/1/files", B_NONE, NULL, P_NONE, NULL, false},

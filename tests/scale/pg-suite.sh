@@ -63,13 +63,14 @@ run() {
 run "unit catalog (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog"
 run "unit catalog_pg" "$build/tests/unit/server/storage/catalog_pg"
 run "unit catalog_webhooks (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog_webhooks"
+run "unit catalog_lifecycle (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog_lifecycle"
 run "integration pg_replicas" "$build/tests/integration/pg_replicas" "$build"
 run "import on two replicas" tests/import/pg-replicas.sh "$build/tensorgate"
 run "audit chain on two replicas" tests/audit/pg.sh "$build/tensorgate"
 run "webhooks on two replicas" tests/webhooks/pg-replicas.sh "$build/tensorgate"
 run "mirror route (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
     "$build/tests/unit/server/routes/mirror" "$build"
-for t in auth tenancy routes metrics digests tensors hf authz_matrix cases rejections codepolicy registry; do
+for t in auth tenancy routes metrics digests tensors hf authz_matrix cases rejections codepolicy registry lifecycle; do
     run "integration $t (PostgreSQL catalog)" env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" \
         "$build/tests/integration/$t" "$build"
 done

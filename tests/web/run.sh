@@ -152,6 +152,12 @@ curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/coded/versions"
 curl -sf -o /dev/null -H "$H" -T modeling_x.py "$S/v1/models/acme/coded/versions/1/files/modeling_x.py"
 curl -sf -o /dev/null -H "$H" -T coded-config.json "$S/v1/models/acme/coded/versions/1/files/config.json"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/coded/versions/1/publish"
+# a deprecated version (docs/MANUAL.md, "The life of a version"), marked on the page
+curl -sf -o /dev/null -H "$H" -d '{"name":"acme/old"}' "$S/v1/models"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/old/versions"
+curl -sf -o /dev/null -H "$H" -T config.json "$S/v1/models/acme/old/versions/1/files/config.json"
+curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/old/versions/1/publish"
+curl -sf -o /dev/null -H "$H" -X PUT -d '{"reason":"superseded"}' "$S/v1/models/acme/old/versions/1/deprecation"
 curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/acme/tiny/versions"
 curl -s -o /dev/null -H "$H" -T pickle.bin "$S/v1/models/acme/tiny/versions/2/files/model.safetensors"
 # a huge card; 30 more models (the list has pages of 25); 55 more refusals (pages of 50)

@@ -384,6 +384,18 @@ async function main() {
   check('a version without code has no badge', (await page.$('#code-warning')) === null &&
     (await page.$('.badge.code')) === null);
 
+  // --- a deprecated version is marked, with its reason; another is not
+  await open(page, '#/acme/old');
+  await page.waitForSelector('#versions-table');
+  check('a deprecated version is marked in the versions table',
+    (await page.$('#versions-table tr[data-version="1"] .badge.deprecated')) !== null);
+  await open(page, '#/acme/old@1');
+  await page.waitForSelector('#deprecated-warning');
+  const dep = await page.textContent('#deprecated-warning');
+  check('the version page says it is deprecated and why', dep.includes('superseded'), dep);
+  await open(page, '#/acme/tiny@1');
+  check('a version not deprecated has no mark', (await page.$('.badge.deprecated')) === null);
+
   // --- an unknown model: an error, not a crash
   await open(page, '#/acme/nope');
   const err = await page.textContent('#error');
