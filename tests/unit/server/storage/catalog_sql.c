@@ -75,11 +75,20 @@ TEST(rows_are_decoded)
     CHECK(m.downloads == 12);
     CHECK_STR(m.org, "acme");
     CHECK_STR(m.description, "");
-    const char *version[] = {"3", "7", "2", "published", "t0", "t1", "abc", NULL, NULL};
+    const char *version[] = {"3",   "7",  "2",  "published", "t0", "t1",
+                             "abc", NULL, NULL, NULL,        NULL, NULL};
     tg_version v;
     tg_cat_read_version(text_row(version), &v);
     CHECK(v.published && v.number == 2 && v.derived_from == 0);
     CHECK_STR(v.derived_dtype, "");
+    CHECK_STR(v.deprecated_at, ""); /* schema 16: NULL, not deprecated */
+    CHECK_STR(v.deleted_at, "");
+    version[9] = "t2";
+    version[10] = "superseded";
+    tg_cat_read_version(text_row(version), &v);
+    CHECK_STR(v.deprecated_at, "t2");
+    CHECK_STR(v.deprecated_reason, "superseded");
+    version[9] = version[10] = NULL;
     version[3] = "draft";
     tg_cat_read_version(text_row(version), &v);
     CHECK(!v.published);
