@@ -246,31 +246,10 @@ out:
     free(model);
 }
 
-/* PUT /v1/models/{org}/{name}/versions/{rev}/deprecation {"reason": "..."}: marks a
- * published version deprecated (write scope); "latest" (and the Hub's main) skip it. */
-void tg_route_version_deprecate(tg_request *req)
+/* Sets (reason: the mark's reason, may be "") or takes away (reason NULL) the
+ * deprecation of the request's published version, and answers with the version. */
+static void set_deprecation(tg_request *req, const char *reason)
 {
-    json_t *body = tg_json_body(req);
-    if (body == NULL)
-        return;
-    static const char *const fields[] = {"reason", NULL};
-    if (!tg_json_known_fields(req, body, fields)) {
-        json_decref(body);
-        return;
-    }
-    json_t *reason_value = json_object_get(body, "reason");
-    if (reason_value != NULL && !json_is_string(reason_value)) {
-        tg_respond_problem(req, "invalid_request", "\"reason\" is a string");
-        json_decref(body);
-        return;
-    }
-    const char *reason = reason_value ? json_string_value(reason_value) : "";
-    if (strlen(reason) > TG_DEPRECATION_REASON_MAX) {
-        tg_respond_problem(req, "invalid_request", "\"reason\" is at most %d bytes",
-                           TG_DEPRECATION_REASON_MAX);
-        json_decref(body);
-        return;
-    }
     tg_model *model = tg_model_alloc(req);
     tg_version version;
     if (model == NULL || !tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
@@ -296,37 +275,40 @@ void tg_route_version_deprecate(tg_request *req)
     else
         tg_respond_json(req, 200, answer);
 out:
-    json_decref(body);
     free(model);
+}
+
+/* PUT /v1/models/{org}/{name}/versions/{rev}/deprecation {"reason": "..."}: marks a
+ * published version deprecated (write scope); "latest" (and the Hub's main) skip it. */
+void tg_route_version_deprecate(tg_request *req)
+{
+    json_t *body = tg_json_body(req);
+    if (body == NULL)
+        return;
+    static const char *const fields[] = {"reason", NULL};
+    if (!tg_json_known_fields(req, body, fields)) {
+        json_decref(body);
+        return;
+    }
+    json_t *reason_value = json_object_get(body, "reason");
+    if (reason_value != NULL && !json_is_string(reason_value)) {
+        tg_respond_problem(req, "invalid_request", "\"reason\" is a string");
+        json_decref(body);
+        return;
+    }
+    const char *reason = reason_value ? json_string_value(reason_value) : "";
+    if (strlen(reason) > TG_DEPRECATION_REASON_MAX) {
+        tg_respond_problem(req, "invalid_request", "\"reason\" is at most %d bytes",
+                           TG_DEPRECATION_REASON_MAX);
+        json_decref(body);
+        return;
+    }
+    set_deprecation(req, reason);
+    json_decref(body);
 }
 
 /* DELETE /v1/models/{org}/{name}/versions/{rev}/deprecation: takes the mark away. */
 void tg_route_version_undeprecate(tg_request *req)
 {
-    tg_model *model = tg_model_alloc(req);
-    tg_version version;
-    if (model == NULL || !tg_lookup_model(req, model) || !tg_lookup_version(req, model, &version))
-        goto out;
-    if (!version.published) {
-        tg_respond_problem(req, "version_not_published",
-                           "only a published version is deprecated; %lld is a draft",
-                           (long long)version.number);
-        goto out;
-    }
-    tg_cat_status status =
-        tg_catalog_version_deprecate(req->server->catalog, model, &version, NULL);
-    tg_response_cache_invalidate(req->server->responses);
-    if (status == TG_CAT_OK)
-        status = tg_catalog_version_get(req->server->catalog, model->id, version.number, &version);
-    json_t *answer =
-        status == TG_CAT_OK ? tg_version_json(req->server, model, &version, false, &status) : NULL;
-    if (status == TG_CAT_NOT_FOUND)
-        tg_respond_problem(req, "version_changed", "version %lld of %s/%s was deleted meanwhile",
-                           (long long)version.number, model->org, model->name);
-    else if (answer == NULL)
-        tg_respond_catalog_failure(req, status);
-    else
-        tg_respond_json(req, 200, answer);
-out:
-    free(model);
+    set_deprecation(req, NULL);
 }
