@@ -670,15 +670,22 @@ static tg_cat_status touched(PGresult *r, tg_cat_status failed)
     return rows > 0 ? TG_CAT_OK : TG_CAT_NOT_FOUND;
 }
 
+/* One statement that changes rows: OK when it touched at least one (touched()). */
+static tg_cat_status write_touched(pg_catalog *c, bool retry, const char *sql, int n,
+                                   const char *const *params)
+{
+    tg_cat_status status;
+    PGresult *r = query(c, retry, sql, n, params, &status);
+    status = touched(r, status);
+    PQclear(r);
+    return status;
+}
+
 static tg_cat_status pg_model_delete(tg_catalog *catalog, int64_t model_id)
 {
     num id = n64(model_id);
     const char *params[] = {id.s};
-    tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_MODEL_DELETE, 1, params, &status);
-    status = touched(r, status);
-    PQclear(r);
-    return status;
+    return write_touched(pg(catalog), false, TG_CAT_SQL_MODEL_DELETE, 1, params);
 }
 
 /* ---- registry metadata (schema 15) ---- */
@@ -1041,11 +1048,7 @@ static tg_cat_status pg_version_delete_draft(tg_catalog *catalog, int64_t versio
 {
     num id = n64(version_id);
     const char *params[] = {id.s};
-    tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_VERSION_DELETE_DRAFT, 1, params, &status);
-    status = touched(r, status);
-    PQclear(r);
-    return status;
+    return write_touched(pg(catalog), true, TG_CAT_SQL_VERSION_DELETE_DRAFT, 1, params);
 }
 
 static tg_cat_status pg_alias_get(tg_catalog *catalog, int64_t model_id, const char *alias,
@@ -1453,11 +1456,7 @@ static tg_cat_status pg_token_add(tg_catalog *catalog, const char *hash, tg_scop
     char now[TG_TIME_LEN];
     tg_time_now(now);
     const char *params[] = {hash, scope_text, namespace_or_null, now};
-    tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_TOKEN_ADD, 4, params, &status);
-    status = touched(r, status);
-    PQclear(r);
-    return status;
+    return write_touched(pg(catalog), false, TG_CAT_SQL_TOKEN_ADD, 4, params);
 }
 
 static tg_cat_status pg_token_lookup(tg_catalog *catalog, const char *hash, tg_scope *scope,
@@ -1511,11 +1510,7 @@ static tg_cat_status pg_token_revoke(tg_catalog *catalog, int64_t id)
 {
     num i = n64(id);
     const char *params[] = {i.s};
-    tg_cat_status status;
-    PGresult *r = query(pg(catalog), false, TG_CAT_SQL_TOKEN_REVOKE, 1, params, &status);
-    status = touched(r, status);
-    PQclear(r);
-    return status;
+    return write_touched(pg(catalog), false, TG_CAT_SQL_TOKEN_REVOKE, 1, params);
 }
 
 /* ---- blobs ---- */
@@ -2027,11 +2022,7 @@ static tg_cat_status pg_job_release(tg_catalog *catalog, int64_t job_id)
 {
     num id = n64(job_id);
     const char *params[] = {id.s, catalog->lease_owner};
-    tg_cat_status status;
-    PGresult *r = query(pg(catalog), true, TG_CAT_SQL_JOB_RELEASE, 2, params, &status);
-    status = touched(r, status);
-    PQclear(r);
-    return status;
+    return write_touched(pg(catalog), true, TG_CAT_SQL_JOB_RELEASE, 2, params);
 }
 
 static tg_cat_status pg_job_fail(tg_catalog *catalog, int64_t job_id, const char *reason,
