@@ -477,7 +477,7 @@ v = json.load(open('out'))
 assert v['version'] == 1 and v['tags'] == {'eval': 'old'}, v"
 run 1 "model tag with a bad key" "$BIN" model tag acme/hub 'bad..key=1'
 err_has "the bad key's reason" "^tensorgate model tag: invalid_tag: "
-TENSORGATE_TOKEN= run 1 "model tag without a token" "$BIN" model tag acme/hub x=1
+TENSORGATE_TOKEN='' run 1 "model tag without a token" "$BIN" model tag acme/hub x=1
 err_has "no token: the server's reason" "^tensorgate model tag: (unauthorized|missing_token|[a-z_]+): .+"
 run 1 "model tag with another namespace's token" "$BIN" model tag acme/hub x=1 --token "$OTHER_W"
 err_has "another namespace: forbidden" "^tensorgate model tag: forbidden: "
