@@ -43,6 +43,12 @@ static int parse_ref(const char *cmd, const char *text, bool need_rev, char *mod
         tg_remote_usage_error(cmd, e.detail, usage);
         return -1;
     }
+    if (strchr(rev, '/') != NULL) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "'%.200s': a REV (number, alias, digest) has no '/'", text);
+        tg_remote_usage_error(cmd, msg, usage);
+        return -1;
+    }
     if (need_rev && strchr(text, '@') == NULL) {
         char msg[256];
         snprintf(msg, sizeof msg, "'%s' names no version: write ORG/NAME@REV", text);
@@ -569,6 +575,9 @@ int tg_cmd_alias(int argc, char **argv)
     }
     if (parse_ref(cmd, args[0], false, model, rev, alias_usage) != 0)
         return EXIT_USAGE;
+    if (strchr(args[1], '/') != NULL || args[1][0] == '\0')
+        return tg_remote_usage_error(cmd, "an ALIAS is [A-Za-z0-9][A-Za-z0-9._-]{0,63}",
+                                     alias_usage);
     long version = 0;
     if (set) {
         char *end;

@@ -466,6 +466,8 @@ run 2 "version deprecate without @REV" "$BIN" version deprecate acme/hub
 err_has "version deprecate wants @REV" "names no version"
 run 2 "models --sort bogus" "$BIN" models --sort size
 run 2 "alias set with version 0" "$BIN" alias set acme/hub best 0
+run 2 "alias delete with a slash" "$BIN" alias delete acme/hub a/b
+run 2 "version delete with a slash in REV" "$BIN" version delete acme/hub@1/2
 run 2 "namespace quota --set 10X" "$BIN" namespace quota acme --set 10X --token "$ADMIN_ACME"
 run 2 "namespace quota --set and --default" "$BIN" namespace quota acme --set 1G --default
 run 0 "model tag" "$BIN" model tag acme/hub team=vision stage=prod empty=
