@@ -9,8 +9,10 @@
 # length, a 4-bytes-every-2-s trickle, an answer that never comes, file names with
 # terminal escapes), ls, header, tensor (--slice and --dtype, the
 # .npy compared by /usr/bin/python3 + NumPy with slicing the original), scan,
-# rejections (filters, --jsonl, the refused pickle's SHA-256 against sha256sum) and
-# the exit codes. Ends with "N passed, N failed".
+# rejections (filters, --jsonl, the refused pickle's SHA-256 against sha256sum), the
+# registry commands (model show|tag|describe, models, version, draft, alias, namespace
+# show|quota: refusals without a token, with another namespace's token, bad input)
+# and the exit codes. Ends with "N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     echo "usage: $0 BINARY" >&2
