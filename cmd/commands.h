@@ -40,5 +40,13 @@ int tg_cmd_scan(int argc, char **argv);       /* cmd/remote.c */
 int tg_cmd_rejections(int argc, char **argv); /* cmd/remote.c */
 int tg_cmd_namespace(int argc, char **argv);  /* cmd/remote.c */
 int tg_cmd_mirror(int argc, char **argv);     /* cmd/mirror.c */
+/* the registry's metadata and life cycle (cmd/registry.c); namespace_all handles
+ * `namespace show|quota` and hands `namespace policy` to tg_cmd_namespace */
+int tg_cmd_model(int argc, char **argv);         /* cmd/registry.c */
+int tg_cmd_models(int argc, char **argv);        /* cmd/registry.c */
+int tg_cmd_version(int argc, char **argv);       /* cmd/registry.c */
+int tg_cmd_draft(int argc, char **argv);         /* cmd/registry.c */
+int tg_cmd_alias(int argc, char **argv);         /* cmd/registry.c */
+int tg_cmd_namespace_all(int argc, char **argv); /* cmd/registry.c */
 
 #endif

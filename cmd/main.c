@@ -28,8 +28,16 @@ static const struct command commands[] = {
     {"rejections", tg_cmd_rejections, "what the server refused, filtered (admin token)"},
     {"sign", tg_cmd_sign, "sign a model directory (OpenSSF model signing v1, model.sig)"},
     {"verify", tg_cmd_verify, "verify a model directory against its model.sig"},
-    {"namespace", tg_cmd_namespace, "a namespace's settings: its code policy (server)"},
+    {"namespace", tg_cmd_namespace_all,
+     "a namespace's storage usage, quota and code policy (server)"},
     {"mirror", tg_cmd_mirror, "mirror a Hub repository into a new version (server)"},
+    {"model", tg_cmd_model, "a model's or version's details, tags, description (server)"},
+    {"models", tg_cmd_models, "search models by text and tags, by name or downloads (server)"},
+    {"version", tg_cmd_version,
+     "alone: print the version (also --version); else deprecate,\n"
+     "            undeprecate or delete a version (server)"},
+    {"draft", tg_cmd_draft, "delete a draft version (server)"},
+    {"alias", tg_cmd_alias, "point an alias at a version, or delete it (server)"},
 };
 
 static void usage(FILE *out)
@@ -37,7 +45,6 @@ static void usage(FILE *out)
     fprintf(out, "usage: tensorgate COMMAND [ARGS...]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "  %-9s %s\n", "version", "print the version (also --version)");
     fprintf(out, "\n`tensorgate COMMAND --help` describes each.\n");
 }
 
@@ -52,7 +59,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    if (strcmp(argv[1], "--version") == 0 || (strcmp(argv[1], "version") == 0 && argc == 2)) {
         printf("tensorgate %s\n", TG_VERSION);
         return 0;
     }

@@ -23,6 +23,7 @@
 
 #include "commands.h"
 #include "model_sig.h"
+#include "remote_cli.h"
 #include "sha256.h"
 #include "tensorgate_client.h"
 
@@ -33,15 +34,6 @@
 #define EXIT_SIGNATURE 5 /* pull --verify: the signature was refused */
 #define MAX_INCLUDES 32
 #define MAX_FILES 100000
-
-typedef struct remote_opts {
-    const char *url;
-    const char *token;
-    bool json;
-    unsigned parallel;
-    uint64_t limit_rate;
-    long stall_timeout_s; /* 0: the library's default (30) */
-} remote_opts;
 
 static const char remote_common_help[] =
     "Common options:\n"
@@ -1792,4 +1784,48 @@ int tg_cmd_namespace(int argc, char **argv)
     json_decref(j);
     tgc_close(c);
     return status;
+}
+
+/* ---------- for the other server commands (remote_cli.h) ---------- */
+
+const char *tg_remote_shown(const char *s)
+{
+    return shown(s);
+}
+
+int tg_remote_fail(const char *cmd, const remote_opts *ro, const tgc_error *e)
+{
+    return fail(cmd, ro, e);
+}
+
+void tg_remote_print_json(json_t *j)
+{
+    print_json_line(j);
+}
+
+int tg_remote_usage_error(const char *cmd, const char *text, void (*usage)(FILE *))
+{
+    return usage_error(cmd, text, usage);
+}
+
+void tg_remote_common_help(FILE *out)
+{
+    fputs(remote_common_help, out);
+}
+
+int tg_remote_parse(const char *cmd, int argc, char **argv, remote_opts *ro,
+                    const struct option *extra, void (*usage)(FILE *),
+                    int (*on_extra)(int opt, const char *arg, void *ud), void *ud)
+{
+    return parse_common(cmd, argc, argv, ro, extra, usage, on_extra, ud);
+}
+
+tgc_client *tg_remote_connect(const char *cmd, remote_opts *ro, int *status)
+{
+    return remote_connect(cmd, ro, status);
+}
+
+void tg_remote_human_size(uint64_t bytes, char *out, size_t cap)
+{
+    human_size(bytes, out, cap);
 }

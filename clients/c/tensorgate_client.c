@@ -1877,6 +1877,232 @@ int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t
     return rc;
 }
 
+/* ---------- the registry's metadata and life cycle ---------- */
+
+/* Sends method to url without a body; the answer JSON into *out when out (else any
+ * answer body is dropped). */
+static int send_nobody(tgc_client *c, const char *method, sbuf *url, json_t **out, tgc_error *err)
+{
+    if (url->failed)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    xfer *x = xfer_new(c, method, url);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    x->want_json = out != NULL;
+    int rc = run_one(x, err);
+    if (rc == 0 && out != NULL) {
+        *out = x->json;
+        x->json = NULL;
+    }
+    xfer_free(x);
+    return rc;
+}
+
+/* A send_json whose answer goes to *out only when out is not NULL. */
+static int send_json_maybe(tgc_client *c, const char *method, sbuf *url, json_t *body, json_t **out,
+                           tgc_error *err)
+{
+    if (url->failed)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    json_t *answer = NULL;
+    int rc = send_json(c, method, url, body, &answer, err);
+    if (rc == 0 && out != NULL)
+        *out = answer;
+    else
+        json_decref(answer);
+    return rc;
+}
+
+int tgc_search_models(tgc_client *c, const tgc_model_query *query, json_t **out, tgc_error *err)
+{
+    clear_err(err);
+    if (c == NULL || out == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "no client or no place for the answer");
+    *out = NULL;
+    tgc_model_query q = {0};
+    if (query != NULL)
+        q = *query;
+    if (q.tag_count > 8 || (q.tag_count > 0 && q.tags == NULL))
+        return set_err(err, 0, TGC_REASON_USAGE, "at most 8 tag filters");
+    if (q.sort != NULL && strcmp(q.sort, "name") != 0 && strcmp(q.sort, "downloads") != 0)
+        return set_err(err, 0, TGC_REASON_USAGE, "sort is 'name' or 'downloads', not '%s'", q.sort);
+    uint64_t page = q.limit > 0 && q.limit < 1000 ? q.limit : 1000;
+    char head[64];
+    snprintf(head, sizeof head, "/v1/models?limit=%llu", (unsigned long long)page);
+    sbuf u = {0};
+    sb_str(&u, c->base);
+    sb_str(&u, head);
+    if (q.text != NULL && q.text[0] != '\0') {
+        sb_str(&u, "&q=");
+        sb_escaped(&u, q.text, false);
+    }
+    for (size_t i = 0; i < q.tag_count; i++) {
+        if (q.tags[i] == NULL || q.tags[i][0] == '\0') {
+            free(u.s);
+            return set_err(err, 0, TGC_REASON_USAGE, "an empty tag filter");
+        }
+        sb_str(&u, "&tag=");
+        sb_escaped(&u, q.tags[i], false);
+    }
+    if (q.sort != NULL)
+        sb_str(&u, strcmp(q.sort, "downloads") == 0 ? "&sort=downloads" : "&sort=name");
+    if (u.failed) {
+        free(u.s);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc;
+    if (q.limit > 0 && q.limit <= 1000) {
+        /* one page is enough */
+        json_t *answer = NULL;
+        rc = get_json(c, &u, &answer, err);
+        json_t *models = rc == 0 ? json_object_get(answer, "models") : NULL;
+        if (rc == 0 && !json_is_array(models))
+            rc = set_err(err, 200, TGC_REASON_BAD_ANSWER, "the answer has no 'models' list");
+        if (rc == 0)
+            *out = json_incref(models);
+        json_decref(answer);
+    } else {
+        rc = get_all_pages(c, u.s, "models", out, err);
+        while (rc == 0 && q.limit > 0 && json_array_size(*out) > q.limit)
+            json_array_remove(*out, json_array_size(*out) - 1);
+    }
+    free(u.s);
+    return rc;
+}
+
+int tgc_patch_metadata(tgc_client *c, const char *model, const char *rev, json_t *patch,
+                       json_t **out, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (!json_is_object(patch))
+        return set_err(err, 0, TGC_REASON_USAGE, "the patch is not a JSON object");
+    if (rev != NULL && rev[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "an empty revision");
+    sbuf u = {0};
+    sb_model(&u, c, model, rev);
+    int rc = send_json_maybe(c, "PATCH", &u, patch, out, err);
+    free(u.s);
+    return rc;
+}
+
+/* PUT (with reason) or DELETE (reason NULL) .../versions/{rev}/deprecation */
+static int deprecation(tgc_client *c, const char *model, const char *rev, bool mark,
+                       const char *reason, json_t **out, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (rev == NULL || rev[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "no revision given");
+    sbuf u = {0};
+    sb_model(&u, c, model, rev);
+    sb_str(&u, "/deprecation");
+    int rc;
+    if (mark) {
+        json_t *body = json_pack("{s:s}", "reason", reason ? reason : "");
+        if (body == NULL) {
+            free(u.s);
+            return set_err(err, 0, TGC_REASON_USAGE, "the reason is not UTF-8 text");
+        }
+        rc = send_json_maybe(c, "PUT", &u, body, out, err);
+        json_decref(body);
+    } else {
+        json_t *answer = NULL;
+        rc = send_nobody(c, "DELETE", &u, &answer, err);
+        if (rc == 0 && out != NULL)
+            *out = answer;
+        else
+            json_decref(answer);
+    }
+    free(u.s);
+    return rc;
+}
+
+int tgc_deprecate(tgc_client *c, const char *model, const char *rev, const char *reason,
+                  json_t **out, tgc_error *err)
+{
+    return deprecation(c, model, rev, true, reason, out, err);
+}
+
+int tgc_undeprecate(tgc_client *c, const char *model, const char *rev, json_t **out, tgc_error *err)
+{
+    return deprecation(c, model, rev, false, NULL, out, err);
+}
+
+int tgc_delete_version(tgc_client *c, const char *model, const char *rev, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (rev == NULL || rev[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "no revision given");
+    sbuf u = {0};
+    sb_model(&u, c, model, rev);
+    int rc = send_nobody(c, "DELETE", &u, NULL, err);
+    free(u.s);
+    return rc;
+}
+
+int tgc_delete_alias(tgc_client *c, const char *model, const char *alias, tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (alias == NULL || alias[0] == '\0')
+        return set_err(err, 0, TGC_REASON_USAGE, "no alias given");
+    sbuf u = {0};
+    sb_model(&u, c, model, NULL);
+    sb_str(&u, "/aliases/");
+    sb_escaped(&u, alias, false);
+    int rc = send_nobody(c, "DELETE", &u, NULL, err);
+    free(u.s);
+    return rc;
+}
+
+/* base + "/v1/namespaces/" + org, org checked as a name */
+static int sb_namespace(sbuf *u, const tgc_client *c, const char *org, tgc_error *err)
+{
+    if (c == NULL || org == NULL || !name_ok(org, strlen(org)))
+        return set_err(err, 0, TGC_REASON_USAGE,
+                       "'%s' is not a namespace (names are [A-Za-z0-9][A-Za-z0-9._-]{0,63})",
+                       org ? org : "(null)");
+    sb_str(u, c->base);
+    sb_str(u, "/v1/namespaces/");
+    sb_escaped(u, org, false);
+    return 0;
+}
+
+int tgc_get_namespace(tgc_client *c, const char *org, json_t **out, tgc_error *err)
+{
+    clear_err(err);
+    if (out == NULL)
+        return set_err(err, 0, TGC_REASON_USAGE, "no place for the answer");
+    *out = NULL;
+    sbuf u = {0};
+    if (sb_namespace(&u, c, org, err) != 0)
+        return -1;
+    int rc =
+        u.failed ? set_err(err, 0, TGC_REASON_MEMORY, "out of memory") : get_json(c, &u, out, err);
+    free(u.s);
+    return rc;
+}
+
+int tgc_set_namespace_quota(tgc_client *c, const char *org, uint64_t quota_bytes, bool use_default,
+                            json_t **out, tgc_error *err)
+{
+    clear_err(err);
+    if (!use_default && quota_bytes > (uint64_t)INT64_MAX)
+        return set_err(err, 0, TGC_REASON_USAGE, "a quota of more than 2^63-1 bytes");
+    sbuf u = {0};
+    if (sb_namespace(&u, c, org, err) != 0)
+        return -1;
+    sb_str(&u, "/quota");
+    json_t *body = use_default ? json_pack("{s:n}", "quota_bytes")
+                               : json_pack("{s:I}", "quota_bytes", (json_int_t)quota_bytes);
+    if (body == NULL) {
+        free(u.s);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory");
+    }
+    int rc = send_json_maybe(c, "PUT", &u, body, out, err);
+    json_decref(body);
+    free(u.s);
+    return rc;
+}
+
 int tgc_scan(tgc_client *c, const char *local_file, const char *kind, json_t **verdict,
              tgc_error *err)
 {

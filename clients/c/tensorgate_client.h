@@ -197,6 +197,48 @@ int tgc_set_alias(tgc_client *c, const char *model, const char *alias, int versi
 int tgc_namespace_policy(tgc_client *c, const char *org, const bool *set, json_t **out,
                          tgc_error *err);
 
+/* ---- the registry's metadata and life cycle (docs/MANUAL.md, "The registry") ---- */
+
+/* What tgc_search_models keeps (GET /v1/models): NULL members match all. Zero-initialize
+ * it, so that a field added later reads as its default. */
+typedef struct tgc_model_query {
+    const char *text; /* ?q=: in the name, the description or a tag value */
+    /* ?tag=: "KEY" (has the tag) or "KEY=VALUE" (exactly that value), all must match;
+     * at most 8 (more is TGC_REASON_USAGE) */
+    const char *const *tags;
+    size_t tag_count;
+    const char *sort; /* "name" (NULL: the default) or "downloads" (most first) */
+    uint64_t limit;   /* the most models returned; 0: all (every page) */
+} tgc_model_query;
+/* The models matching query (NULL: all), in its order: a JSON array of ModelSummary
+ * objects (name, description, tags, downloads, ...). A bad tag key is the server's
+ * 400 invalid_tag. */
+int tgc_search_models(tgc_client *c, const tgc_model_query *query, json_t **out, tgc_error *err);
+/* PATCH the description and tags of model ("org/name"), or of its version rev when rev
+ * is not NULL. patch is a MetadataPatch object ({"description": "..." or null, "tags":
+ * {"key": "value" or null}}); *out (may be NULL) gets the changed Model, or the
+ * VersionSummary for a version. */
+int tgc_patch_metadata(tgc_client *c, const char *model, const char *rev, json_t *patch,
+                       json_t **out, tgc_error *err);
+/* Marks version rev of model deprecated (PUT .../deprecation) with reason (NULL: ""),
+ * or takes the mark away (tgc_undeprecate); *out (may be NULL) gets the VersionSummary. */
+int tgc_deprecate(tgc_client *c, const char *model, const char *rev, const char *reason,
+                  json_t **out, tgc_error *err);
+int tgc_undeprecate(tgc_client *c, const char *model, const char *rev, json_t **out,
+                    tgc_error *err);
+/* Deletes version rev of model: a draft (write scope), or a published version (admin
+ * scope; it stays a tombstone that answers 410 version_deleted). */
+int tgc_delete_version(tgc_client *c, const char *model, const char *rev, tgc_error *err);
+/* Removes alias of model. */
+int tgc_delete_alias(tgc_client *c, const char *model, const char *alias, tgc_error *err);
+/* A namespace's usage, quota and code policy (GET /v1/namespaces/{org}): the Namespace
+ * object {"namespace", "usage_bytes", "quota_bytes", "quota_default", "allow_code"}. */
+int tgc_get_namespace(tgc_client *c, const char *org, json_t **out, tgc_error *err);
+/* Sets org's storage quota (admin of org): quota_bytes bytes (0: no bound), or with
+ * use_default the server's --namespace-quota. *out (may be NULL) gets the Namespace. */
+int tgc_set_namespace_quota(tgc_client *c, const char *org, uint64_t quota_bytes, bool use_default,
+                            json_t **out, tgc_error *err);
+
 /* POST /v1/models/{model}/mirror with body (endpoint, repo, revision, token,
  * allow_partial): *job gets the queued job (202). GET /v1/jobs/{id}: *job gets it. */
 int tgc_mirror(tgc_client *c, const char *model, json_t *body, json_t **job, tgc_error *err);

@@ -9,8 +9,10 @@
 # length, a 4-bytes-every-2-s trickle, an answer that never comes, file names with
 # terminal escapes), ls, header, tensor (--slice and --dtype, the
 # .npy compared by /usr/bin/python3 + NumPy with slicing the original), scan,
-# rejections (filters, --jsonl, the refused pickle's SHA-256 against sha256sum) and
-# the exit codes. Ends with "N passed, N failed".
+# rejections (filters, --jsonl, the refused pickle's SHA-256 against sha256sum), the
+# registry commands (model show|tag|describe, models, version, draft, alias, namespace
+# show|quota: refusals without a token, with another namespace's token, bad input)
+# and the exit codes. Ends with "N passed, N failed".
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
     echo "usage: $0 BINARY" >&2
@@ -416,10 +418,10 @@ err_has "rejections --limit 0 says why" "positive integer"
 ADMIN_ACME=$("$BIN" token create --data ./data --scope admin --namespace acme 2>/dev/null | tail -n 1)
 ADMIN_OTHER=$("$BIN" token create --data ./data --scope admin --namespace other 2>/dev/null | tail -n 1)
 run 0 "namespace --help" "$BIN" namespace --help
-out_has "namespace --help" "^usage: tensorgate namespace policy"
+out_has "namespace --help" "^usage: tensorgate namespace show"
 run 2 "namespace policy without ORG" "$BIN" namespace policy --token "$ADMIN_ACME"
 run 2 "namespace policy with a bad value" "$BIN" namespace policy acme --allow-code maybe --token "$ADMIN_ACME"
-run 2 "namespace without a subcommand we know" "$BIN" namespace quota acme
+run 2 "namespace without a subcommand we know" "$BIN" namespace frobnicate acme
 run 0 "namespace policy shows the default" "$BIN" namespace policy acme --token "$ADMIN_ACME"
 out_has "the default is refused" "^acme: code refused \(the default\)$"
 run 1 "a write token may not read the policy" "$BIN" namespace policy acme
@@ -447,6 +449,102 @@ assert v['holds_code'] is True and v['versions'][-1]['holds_code'] is True, v"
 run 0 "namespace policy --allow-code no" "$BIN" namespace policy acme --allow-code no --token "$ADMIN_ACME"
 out_has "refused again" "^acme: code refused \(set "
 run 1 "push with code is refused again" "$BIN" push coded acme/coded --publish
+
+# the registry commands (cmd/registry.c): tags, descriptions, search, deprecation,
+# deletion, aliases and the namespace quota, on acme/hub; each refusal names the
+# server's reason and exits 1; a usage error exits 2 before anything is sent
+OTHER_W=$("$BIN" token create --data ./data --scope write --namespace other 2>/dev/null | tail -n 1)
+mkdir -p hubm && cp m/model-00001-of-00002.safetensors m/config.json hubm/
+for c in model models version draft alias; do
+    run 0 "$c --help" "$BIN" "$c" --help
+    out_has "$c --help" "^(usage: | +)tensorgate $c "
+done
+run 0 "push acme/hub 1" "$BIN" push hubm acme/hub --publish
+run 0 "push acme/hub 2" "$BIN" push hubm acme/hub --publish
+run 2 "model tag without =" "$BIN" model tag acme/hub novalue
+run 2 "model tag without a change" "$BIN" model tag acme/hub
+run 2 "model describe without TEXT" "$BIN" model describe acme/hub
+run 2 "version deprecate without @REV" "$BIN" version deprecate acme/hub
+err_has "version deprecate wants @REV" "names no version"
+run 2 "models --sort bogus" "$BIN" models --sort size
+run 2 "alias set with version 0" "$BIN" alias set acme/hub best 0
+run 2 "alias delete with a slash" "$BIN" alias delete acme/hub a/b
+run 2 "version delete with a slash in REV" "$BIN" version delete acme/hub@1/2
+run 2 "namespace quota --set 10X" "$BIN" namespace quota acme --set 10X --token "$ADMIN_ACME"
+run 2 "namespace quota --set and --default" "$BIN" namespace quota acme --set 1G --default
+run 0 "model tag" "$BIN" model tag acme/hub team=vision stage=prod empty=
+out_has "model tag shows the tags" "^tags: +stage=prod, team=vision, empty=$|team=vision"
+run 0 "model tag a version" "$BIN" model tag acme/hub@1 eval=old --json
+py "the version's tags" "
+import json
+v = json.load(open('out'))
+assert v['version'] == 1 and v['tags'] == {'eval': 'old'}, v"
+run 1 "model tag with a bad key" "$BIN" model tag acme/hub 'bad..key=1'
+err_has "the bad key's reason" "^tensorgate model tag: invalid_tag: "
+TENSORGATE_TOKEN='' run 1 "model tag without a token" "$BIN" model tag acme/hub x=1
+err_has "no token: the server's reason" "^tensorgate model tag: (unauthorized|missing_token|[a-z_]+): .+"
+run 1 "model tag with another namespace's token" "$BIN" model tag acme/hub x=1 --token "$OTHER_W"
+err_has "another namespace: forbidden" "^tensorgate model tag: forbidden: "
+run 0 "model describe" "$BIN" model describe acme/hub "Vision encoder"
+run 0 "model tag --remove" "$BIN" model tag acme/hub --remove stage --remove empty
+# the server's own answer, read with curl and Python's json
+curl -s "$TENSORGATE_URL/v1/models/acme/hub" >out
+py "tags and description as the server stores them" "
+import json
+m = json.load(open('out'))
+assert m['tags'] == {'team': 'vision'} and m['description'] == 'Vision encoder', m"
+run 0 "models --tag" "$BIN" models --tag team=vision
+out_has "models --tag finds it" "^acme/hub +[0-9]+  team=vision  Vision encoder$"
+run 0 "models --tag with no match" "$BIN" models --tag team=audio
+check "models --tag team=audio: nothing" "[ ! -s out ]"
+run 0 "models --search" "$BIN" models --search 'VISION enc' --sort downloads --json
+py "models --search --json" "
+import json
+ms = json.load(open('out'))
+assert [m['name'] for m in ms] == ['acme/hub'], ms"
+run 1 "models --tag with a bad key" "$BIN" models --tag 'a..b'
+err_has "models: invalid_tag" "invalid_tag"
+run 0 "version deprecate" "$BIN" version deprecate acme/hub@2 --reason "regressed on evals"
+out_has "the version is marked" "^deprecated: .*: regressed on evals$"
+run 0 "model show" "$BIN" model show acme/hub
+out_has "model show marks it" "^2 +published .* deprecated: regressed on evals$"
+out_has "model show: tags" "^tags: +team=vision$"
+run 0 "latest skips the deprecated version" "$BIN" model show acme/hub@latest --json
+py "latest is 1" "import json; assert json.load(open('out'))['version'] == 1"
+run 1 "version deprecate with another namespace's token" "$BIN" version deprecate acme/hub@1 --token "$OTHER_W"
+run 0 "version undeprecate" "$BIN" version undeprecate acme/hub@2 --json
+py "undeprecated" "import json; v = json.load(open('out')); assert v['version'] == 2 and not v.get('deprecated'), v"
+run 0 "push a draft" "$BIN" push hubm acme/hub
+run 1 "draft delete of a published version" "$BIN" draft delete acme/hub@2
+err_has "draft delete says why" "is published, not a draft"
+run 0 "draft delete" "$BIN" draft delete acme/hub@3
+run 1 "the draft is gone" "$BIN" model show acme/hub@3
+run 0 "alias set" "$BIN" alias set acme/hub best 1
+run 0 "alias delete" "$BIN" alias delete acme/hub best
+run 1 "alias delete again" "$BIN" alias delete acme/hub best
+err_has "alias_not_found" "^tensorgate alias delete: alias_not_found: "
+run 1 "alias set latest" "$BIN" alias set acme/hub latest 1
+err_has "reserved_alias" "reserved_alias"
+run 1 "version delete of a published version with a write token" "$BIN" version delete acme/hub@1
+err_has "version delete needs admin" "forbidden"
+run 0 "version delete (admin)" "$BIN" version delete acme/hub@1 --token "$ADMIN_ACME"
+run 1 "the deleted version answers 410" "$BIN" model show acme/hub@1
+err_has "version_deleted" "^tensorgate model show: version_deleted: "
+run 0 "namespace show" "$BIN" namespace show acme
+out_has "namespace show: usage" "^acme: usage .* \([0-9]+ bytes\)$"
+run 1 "namespace quota --set with a write token" "$BIN" namespace quota acme --set 10G
+run 1 "namespace quota --set by another namespace's admin" "$BIN" namespace quota acme --set 10G --token "$ADMIN_OTHER"
+run 0 "namespace quota --set 10G" "$BIN" namespace quota acme --set 10G --token "$ADMIN_ACME"
+out_has "the quota" "^acme: quota 10.0 GiB \(10737418240 bytes\)$"
+run 0 "namespace quota --set 1" "$BIN" namespace quota acme --set 1 --token "$ADMIN_ACME"
+run 1 "an upload over the quota" "$BIN" push hubm acme/hub2 --publish
+out_has "the upload names the quota" "storage_quota_exceeded"
+run 0 "namespace quota --default" "$BIN" namespace quota acme --default --token "$ADMIN_ACME" --json
+curl -s "$TENSORGATE_URL/v1/namespaces/acme" >out
+py "back to the default" "
+import json
+n = json.load(open('out'))
+assert n['quota_default'] is True and n['quota_bytes'] is None and n['usage_bytes'] > 0, n"
 
 # a program linked against libtgclient (shared and static), as `make install` ships it
 BUILD_DIR=$(dirname "$BIN")

@@ -155,6 +155,99 @@ TEST(resolve_and_lists)
     CHECK_STR(e.reason, "model_not_found");
 }
 
+/* the registry calls: metadata, search, deprecation, deletion, aliases, quota */
+TEST(registry_calls)
+{
+    tgc_error e;
+    int v = 0;
+    json_t *j = NULL;
+    CHECK(tgc_create_model(cl, "acme/reg", NULL, NULL, &e) == 0);
+    for (int i = 1; i <= 2; i++) {
+        CHECK(tgc_create_version(cl, "acme/reg", &v, &e) == 0);
+        CHECK(v == i);
+        CHECK(tgc_upload(cl, "acme/reg", v, "model.safetensors", model_path, NULL, &e) == 0);
+        CHECK(tgc_publish(cl, "acme/reg", v, NULL, &e) == 0);
+    }
+    json_t *patch = json_pack("{s:s,s:{s:s,s:s}}", "description", "Registry test", "tags", "team",
+                              "vision", "stage", "prod");
+    CHECK(tgc_patch_metadata(cl, "acme/reg", NULL, patch, &j, &e) == 0);
+    json_decref(patch);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(j, "tags"), "team")), "vision");
+    json_decref(j);
+    patch = json_pack("{s:{s:s}}", "tags", "eval", "ok");
+    CHECK(tgc_patch_metadata(cl, "acme/reg", "1", patch, &j, &e) == 0);
+    CHECK(json_integer_value(json_object_get(j, "version")) == 1);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(j, "tags"), "eval")), "ok");
+    json_decref(j);
+    json_decref(patch);
+    patch = json_pack("{s:{s:s}}", "tags", "bad key", "x");
+    CHECK(tgc_patch_metadata(cl, "acme/reg", NULL, patch, NULL, &e) == -1);
+    CHECK(e.status == 400);
+    CHECK_STR(e.reason, "invalid_tag");
+    json_decref(patch);
+
+    const char *tags[9] = {"team=vision", "stage", "a", "b", "c", "d", "e", "f", "g"};
+    tgc_model_query q = {.text = "REG", .tags = tags, .tag_count = 2};
+    CHECK(tgc_search_models(cl, &q, &j, &e) == 0);
+    CHECK(json_array_size(j) == 1);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(j, 0), "name")), "acme/reg");
+    json_decref(j);
+    q = (tgc_model_query){.sort = "downloads", .limit = 1};
+    CHECK(tgc_search_models(cl, &q, &j, &e) == 0);
+    CHECK(json_array_size(j) == 1);
+    json_decref(j);
+    unsigned long before = tgc_attempts(cl);
+    q = (tgc_model_query){.tags = tags, .tag_count = 9};
+    CHECK(tgc_search_models(cl, &q, &j, &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_USAGE);
+    q = (tgc_model_query){.sort = "size"};
+    CHECK(tgc_search_models(cl, &q, &j, &e) == -1);
+    CHECK(tgc_get_namespace(cl, "a/b", &j, &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_USAGE);
+    CHECK(tgc_attempts(cl) == before); /* nothing was sent */
+
+    CHECK(tgc_deprecate(cl, "acme/reg", "2", "regressed", &j, &e) == 0);
+    CHECK(json_is_true(json_object_get(j, "deprecated")));
+    CHECK_STR(json_string_value(json_object_get(j, "deprecation_reason")), "regressed");
+    json_decref(j);
+    tgc_resolved r;
+    CHECK(tgc_resolve(cl, "acme/reg", "latest", &r, &e) == 0);
+    CHECK(r.version == 1); /* latest skips the deprecated version */
+    json_decref(r.version_json);
+    CHECK(tgc_undeprecate(cl, "acme/reg", "2", &j, &e) == 0);
+    CHECK(!json_is_true(json_object_get(j, "deprecated")));
+    json_decref(j);
+
+    CHECK(tgc_delete_alias(cl, "acme/reg", "best", &e) == -1);
+    CHECK(e.status == 404);
+    CHECK_STR(e.reason, "alias_not_found");
+    CHECK(tgc_set_alias(cl, "acme/reg", "best", 1, &e) == 0);
+    CHECK(tgc_delete_alias(cl, "acme/reg", "best", &e) == 0);
+
+    CHECK(tgc_delete_version(cl, "acme/reg", "1", &e) == -1);
+    CHECK(e.status == 403); /* a published version: admin only */
+    tgc_client *admin = connect_to(it_srv.base, it_token("admin", "acme"), 50, 3);
+    CHECK(admin != NULL);
+    CHECK(tgc_delete_version(admin, "acme/reg", "1", &e) == 0);
+    CHECK(tgc_resolve(cl, "acme/reg", "1", &r, &e) == -1);
+    CHECK(e.status == 410);
+    CHECK_STR(e.reason, "version_deleted");
+
+    CHECK(tgc_get_namespace(cl, "acme", &j, &e) == 0);
+    CHECK(json_integer_value(json_object_get(j, "usage_bytes")) > 0);
+    json_decref(j);
+    CHECK(tgc_set_namespace_quota(cl, "acme", 1000, false, NULL, &e) == -1);
+    CHECK(e.status == 403);
+    CHECK(tgc_set_namespace_quota(admin, "acme", 1ull << 40, false, &j, &e) == 0);
+    CHECK(json_integer_value(json_object_get(j, "quota_bytes")) == (json_int_t)(1ull << 40));
+    CHECK(!json_is_true(json_object_get(j, "quota_default")));
+    json_decref(j);
+    CHECK(tgc_set_namespace_quota(admin, "acme", 0, true, &j, &e) == 0);
+    CHECK(json_is_true(json_object_get(j, "quota_default")));
+    json_decref(j);
+    tgc_close(admin);
+}
+
 TEST(tensors)
 {
     tgc_error e;
@@ -895,6 +988,7 @@ int main(int argc, char **argv)
     RUN(parse_ref);
     RUN(create_upload_publish);
     RUN(resolve_and_lists);
+    RUN(registry_calls);
     RUN(tensors);
     RUN(range);
     RUN(download_resume_and_sha);
