@@ -289,6 +289,7 @@ class FakeDriver:
 # ---------------------------------------------------------------- the checks
 
 TORCH_ONLY = {"BF16"}
+F8_IN_TORCH = hasattr(torch, "float8_e4m3fn")
 
 
 def host_checks(srv, read, other, write, pid, ref):
@@ -301,6 +302,17 @@ def host_checks(srv, read, other, write, pid, ref):
     matched = 0
     for name, (dtype, shape, data) in ref.items():
         info = p.info(name)
+        if dtype == "F8_E4M3":
+            check_raises("numpy F8 refused", lambda: p.numpy(name), TypeError, contains="raw=True")
+            a = p.numpy(name, raw=True)
+            check("numpy raw F8: its bytes as uint8", a.dtype == np.uint8 and a.shape == shape and a.tobytes() == data)
+            if F8_IN_TORCH:
+                check("torch F8", torch_bytes(p.torch(name)) == data)
+            else:
+                check_raises("torch without float8: TypeError", lambda: p.torch(name), TypeError, contains="F8_E4M3")
+            matched += 1
+            del a
+            continue
         if dtype in TORCH_ONLY:
             check_raises(f"numpy {dtype} refused", lambda: p.numpy(name), TypeError, contains="raw=True")
             a = p.numpy(name, raw=True)
@@ -315,13 +327,14 @@ def host_checks(srv, read, other, write, pid, ref):
         matched += same
         if info.bytes:
             check(f"numpy {name} read-only", not a.flags.writeable)
-            check_raises(f"numpy {name} write raises", lambda: a.__setitem__(..., 0), ValueError)
-            check_raises(f"numpy {name} writeable=True refused", lambda: a.setflags(write=True), ValueError)
+            check_raises(f"numpy {name} write raises", lambda arr=a: arr.__setitem__(..., 0), ValueError)
+            check_raises(f"numpy {name} writeable=True refused", lambda arr=a: arr.setflags(write=True), ValueError)
             # no copy: both point into the one mapping of the memfd, shared and read-only
             inside = base + info.offset == a.ctypes.data == t.data_ptr()
             check(f"{name} views the mapping", inside, f"{a.ctypes.data:#x} {t.data_ptr():#x} {base + info.offset:#x}")
             perms, path = smaps_entry(a.ctypes.data)
-            check(f"{name} mapping is a shared read-only memfd", perms == "r--s" and "memfd:" in path, f"{perms} {path}")
+            check(f"{name} mapping is a shared read-only memfd", perms == "r--s" and "memfd:" in path,
+                  f"{perms} {path}")
         del a, t
     check("every tensor equal to the file", matched == len(ref), f"{matched} of {len(ref)}")
     check("BF16 as torch.bfloat16", p.torch("bf16").dtype == torch.bfloat16)
@@ -434,6 +447,10 @@ def cuda_checks(srv, read, write, ref):
     check("cuda: the fd closed after import", p.fd == -1)
     matched = 0
     for name, (dtype, shape, data) in ref.items():
+        if dtype == "F8_E4M3" and not F8_IN_TORCH:
+            check_raises("cuda: torch without float8: TypeError", lambda: p.torch(name), TypeError)
+            matched += 1
+            continue
         t = p.torch(name)
         ok = tuple(t.shape) == shape and torch_bytes(t) == data
         matched += ok
@@ -503,6 +520,7 @@ def main():
             ("bf16", "BF16", (7, 9), bf16.view(torch.int16).numpy().tobytes()),
             ("emb", "I64", (10,), np.arange(-5, 5, dtype="<i8").tobytes()),
             ("mask", "U8", (5,), bytes([1, 0, 255, 3, 7])),
+            ("f8", "F8_E4M3", (2, 3), bytes([0x38, 0xB8, 0x00, 0x7E, 0x01, 0x40])),
             ("scalar", "I32", (), struct.pack("<i", -42)),
             ("empty", "F32", (0, 4), b""),
         ]

@@ -296,7 +296,9 @@ class CudaDriver:
             try:
                 f = getattr(self.lib, fn)
             except AttributeError:
-                raise PreloadError("cuda_unavailable", f"the CUDA driver {name} has no {fn} (a driver too old)") from None
+                raise PreloadError(
+                    "cuda_unavailable", f"the CUDA driver {name} has no {fn} (a driver too old)"
+                ) from None
             f.restype, f.argtypes = ctypes.c_int, argtypes
         self._check("cuInit", self.lib.cuInit(0))
         self._contexts = {}
@@ -588,10 +590,13 @@ class Preload:
         else:
             dtype = np.dtype(code)
         buf = self._host_bytes(info)
+        if info.bytes == 0:
+            empty = np.empty(shape, dtype)  # nothing to view: no buffer held
+            empty.flags.writeable = False
+            return empty
         flat = np.frombuffer(buf, dtype=dtype)
-        if info.bytes:
-            # numpy's base buffer lives as long as this array and all derived from it
-            self._lease.track(flat.base if flat.base is not None else buf)
+        # numpy's base buffer lives as long as this array and all derived from it
+        self._lease.track(flat.base if flat.base is not None else buf)
         return flat.reshape(shape)
 
     def torch(self, name):
@@ -603,7 +608,13 @@ class Preload:
         from ._dtypes import torch_dtype
 
         info = self.info(name)
-        dtype = torch_dtype(info.dtype)
+        try:
+            dtype = torch_dtype(info.dtype)
+        except TypeError:
+            raise TypeError(
+                f"tensorgate: torch {torch.__version__} has no {info.dtype} dtype (tensor {name!r}); "
+                f'use .numpy(name, raw=True) for its bits, or preload with "dtype":"F32"'
+            ) from None
         if self._driver is not None:
             return self._cuda_tensor(info, torch)
         buf = self._host_bytes(info)
