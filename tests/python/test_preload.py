@@ -268,6 +268,7 @@ class FakeDriver:
         del self.ranges[address]
 
     def as_tensor(self, view, device):
+        self.calls.append(("as_tensor", device))
         cai = view.__cuda_array_interface__
         address = cai["data"][0]
         if not all(cai["shape"]):
@@ -440,7 +441,7 @@ def cuda_checks(srv, read, write, ref):
     drv = FakeDriver()
     p = attach(srv.socket, cid, read, cuda_driver=drv)
     mapped = p.reply["mapped_bytes"]
-    names = [c[0] for c in drv.calls if c[0] != "make_current"]
+    names = [c[0] for c in drv.calls if c[0] not in ("make_current", "as_tensor")]
     check("cuda: import, reserve, map, set read-only, release", names ==
           ["import_handle", "reserve", "map", "set_read_only", "release"], f"{drv.calls}")
     check("cuda: maps mapped_bytes", ("reserve", mapped) in drv.calls, f"{drv.calls} {mapped}")
@@ -462,9 +463,15 @@ def cuda_checks(srv, read, write, ref):
     check_raises("cuda: close refused with a tensor", p.close, PreloadInUse)
     del keep
     p.close()
-    check("cuda: unmap and free at close", [c[0] for c in drv.calls[-3:] if c[0] != "make_current"] ==
+    check("cuda: unmap and free at close", [c[0] for c in drv.calls[-3:] if c[0] not in ("make_current", "as_tensor")] ==
           ["unmap", "free"], f"{drv.calls[-3:]}")
     check("cuda: lease ended", leases(srv, cid, 0))
+    # another numbering of the GPUs in this process (CUDA_VISIBLE_DEVICES)
+    drv = FakeDriver()
+    with attach(srv.socket, cid, read, cuda_driver=drv, cuda_device=3) as p:
+        check("cuda_device: bytes", torch_bytes(p.torch("w")) == ref["w"][2])
+    check("cuda_device: ordinal 3 everywhere", ("make_current", 3) in drv.calls and ("as_tensor", "cuda:3") in drv.calls
+          and ("set_read_only", mapped, 3) in drv.calls and ("make_current", 0) not in drv.calls, f"{drv.calls}")
     # a failing driver call undoes what was done and ends the lease
     for fail in ("map", "set_read_only", "reserve"):
         drv = FakeDriver(fail_on=fail)

@@ -456,7 +456,9 @@ _RAW = {8: "u1", 16: "<u2", 32: "<u4", 64: "<u8"}
 class Preload:
     """A leased preload; see the module's documentation. Prefer attach()."""
 
-    def __init__(self, socket_path, preload_id, token=None, *, timeout=30.0, cuda_driver=None, fault_handler=True):
+    def __init__(
+        self, socket_path, preload_id, token=None, *, timeout=30.0, cuda_driver=None, cuda_device=None, fault_handler=True
+    ):
         if sys.byteorder != "little":
             raise PreloadError("protocol_error", "preloads hold little-endian bytes; this host is big-endian")
         if token is None:
@@ -500,6 +502,8 @@ class Preload:
                     self._ordinal = int(self.device[5:])
                 except ValueError:
                     raise PreloadError("protocol_error", f"the device {self.device!r} is not cuda:N") from None
+                if cuda_device is not None:
+                    self._ordinal = int(cuda_device)  # this process's number of the server's GPU
                 self._driver = cuda_driver if cuda_driver is not None else CudaDriver()
                 lease.cuda = _CudaMapping(self._driver, lease.fd, self._ordinal, self.bytes, reply.get("mapped_bytes"))
                 # the mapping holds the memory: the descriptor is no longer needed
@@ -633,7 +637,7 @@ class Preload:
         if typestr is None or (cast is not None and not hasattr(torch, cast)):
             raise TypeError(f"tensorgate: torch {torch.__version__} cannot show {info.dtype} tensor {info.name!r}")
         view = _CudaView(lease.cuda.base + info.offset, info.shape, typestr)
-        t = self._driver.as_tensor(view, self.device)
+        t = self._driver.as_tensor(view, f"cuda:{self._ordinal}")
         if info.bytes:
             lease.track(view)
         return t.view(getattr(torch, cast)) if cast else t
@@ -711,5 +715,7 @@ def attach(socket_path, preload_id, token=None, **options):
     server's --preload-socket, default DATA/preload.sock) with token (read scope
     on the model's namespace; default $TENSORGATE_TOKEN). Returns a Preload, a
     context manager. options: timeout (seconds for the hand-off, 30),
-    cuda_driver (a CudaDriver or a substitute), fault_handler (True)."""
+    cuda_driver (a CudaDriver or a substitute), cuda_device (this process's
+    ordinal of the preload's GPU when its CUDA_VISIBLE_DEVICES numbers devices
+    unlike the server's; default the N of "cuda:N"), fault_handler (True)."""
     return Preload(socket_path, preload_id, token, **options)
