@@ -470,8 +470,9 @@ def cuda_checks(srv, read, write, ref):
     drv = FakeDriver()
     with attach(srv.socket, cid, read, cuda_driver=drv, cuda_device=3) as p:
         check("cuda_device: bytes", torch_bytes(p.torch("w")) == ref["w"][2])
-    check("cuda_device: ordinal 3 everywhere", ("make_current", 3) in drv.calls and ("as_tensor", "cuda:3") in drv.calls
-          and ("set_read_only", mapped, 3) in drv.calls and ("make_current", 0) not in drv.calls, f"{drv.calls}")
+    calls = drv.calls
+    check("cuda_device: ordinal 3 everywhere", ("make_current", 3) in calls and ("as_tensor", "cuda:3") in calls
+          and ("set_read_only", mapped, 3) in calls and ("make_current", 0) not in calls, f"{calls}")
     # a failing driver call undoes what was done and ends the lease
     for fail in ("map", "set_read_only", "reserve"):
         drv = FakeDriver(fail_on=fail)

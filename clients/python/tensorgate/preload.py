@@ -457,7 +457,15 @@ class Preload:
     """A leased preload; see the module's documentation. Prefer attach()."""
 
     def __init__(
-        self, socket_path, preload_id, token=None, *, timeout=30.0, cuda_driver=None, cuda_device=None, fault_handler=True
+        self,
+        socket_path,
+        preload_id,
+        token=None,
+        *,
+        timeout=30.0,
+        cuda_driver=None,
+        cuda_device=None,
+        fault_handler=True,
     ):
         if sys.byteorder != "little":
             raise PreloadError("protocol_error", "preloads hold little-endian bytes; this host is big-endian")
