@@ -463,8 +463,8 @@ def cuda_checks(srv, read, write, ref):
     check_raises("cuda: close refused with a tensor", p.close, PreloadInUse)
     del keep
     p.close()
-    check("cuda: unmap and free at close", [c[0] for c in drv.calls[-3:] if c[0] not in ("make_current", "as_tensor")] ==
-          ["unmap", "free"], f"{drv.calls[-3:]}")
+    last = [c[0] for c in drv.calls[-3:] if c[0] not in ("make_current", "as_tensor")]
+    check("cuda: unmap and free at close", last == ["unmap", "free"], f"{drv.calls[-3:]}")
     check("cuda: lease ended", leases(srv, cid, 0))
     # another numbering of the GPUs in this process (CUDA_VISIBLE_DEVICES)
     drv = FakeDriver()
