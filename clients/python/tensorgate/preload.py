@@ -61,8 +61,8 @@ class PreloadError(TensorgateError):
     """A refusal by the socket or a broken hand-off. reason: the server's reason
     code (unauthorized, forbidden, preload_not_found, not_resident, busy,
     forbidden_uid, model_deleted, ...) or one of this module's:
-    connection_failed, protocol_error, preload_in_use, lease_lost, lease_ended,
-    cuda_unavailable, cuda_error. status is 0 (no HTTP)."""
+    connection_failed, protocol_error, mapping_failed, preload_in_use, lease_lost,
+    lease_ended, cuda_unavailable, cuda_error. status is 0 (no HTTP)."""
 
     def __init__(self, reason, detail):
         super().__init__(0, reason, detail)
@@ -524,7 +524,10 @@ class Preload:
                         "lease_lost", f"the shared memory has {size} bytes, the layout says {self.bytes}"
                     )
                 if self.bytes > 0:
-                    lease.memory = mmap.mmap(lease.fd, self.bytes, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+                    try:
+                        lease.memory = mmap.mmap(lease.fd, self.bytes, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+                    except OSError as e:
+                        raise PreloadError("mapping_failed", f"mapping preload {self.id} read-only: {e}") from None
             else:
                 raise PreloadError("protocol_error", f"this client cannot map a {self.device!r} preload")
         except BaseException:
