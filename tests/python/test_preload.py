@@ -10,7 +10,10 @@ unknown preload, no socket) with no descriptor leaked; the CUDA import logic
 through a substitute driver over the fake backend's memfd, and the real driver
 failing clearly without libcuda; finally the server stopped under a lease:
 check() says lease_lost and a child touching its view dies of SIGBUS with the
-faulthandler's traceback.
+faulthandler's traceback. Last, a scripted peer in place of the server sends
+malformed replies (not JSON, tensors outside the allocation or of the wrong byte
+count, no or two descriptors, a short memfd, an endless line): each is a clear
+PreloadError and no descriptor leaks.
 
 usage: test_preload.py BINARY   (run by tests/python/run.sh; ends "N passed, N failed")"""
 
@@ -510,6 +513,91 @@ def server_stop_checks(srv, read, pid):
     check("server stop: with a traceback", "Bus error" in err and "<string>" in err, err[-300:])
 
 
+def hostile_checks(root):
+    """A scripted peer on a unix socket in place of the server: every malformed
+    reply is a PreloadError naming it, and no descriptor is leaked."""
+    import socket
+    import threading
+
+    before = open_fds()
+    path = os.path.join(root, "hostile.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+
+    def memfd(size, fill=b"\x01"):
+        fd = os.memfd_create("hostile")
+        os.ftruncate(fd, size)
+        os.pwrite(fd, fill * size, 0)
+        return fd
+
+    def serve(reply, fds=(), trickle=False, hang_up=False):
+        conn, _ = listener.accept()
+        try:
+            conn.recv(65536)
+            if trickle:  # an endless line: the client stops at its bound
+                chunk = b"x" * (1 << 20)
+                try:
+                    while True:
+                        conn.sendall(chunk)
+                except OSError:
+                    pass
+            elif fds:
+                socket.send_fds(conn, [reply], list(fds))
+            else:
+                conn.sendall(reply)
+            if not hang_up:
+                conn.recv(1)  # until the client closes
+        except OSError:
+            pass
+        finally:
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+
+    def attempt(name, reply, fds=(), reason="protocol_error", contains=None, trickle=False, hang_up=False):
+        t = threading.Thread(target=serve, args=(reply, fds, trickle, hang_up))
+        t.start()
+        e = check_raises(name, lambda: attach(path, "0123456789abcdef", "tok"), PreloadError, reason=reason,
+                         contains=contains)
+        t.join(30)
+        return e
+
+    def layout(entries, total=4096, device="host"):
+        return (json.dumps({"preload": "0123456789abcdef", "device": device, "backend": "host", "mappable": True,
+                            "bytes": total, "layout": entries}) + "\n").encode()
+
+    f32 = {"name": "a", "dtype": "F32", "shape": [4], "offset": 0, "bytes": 16}
+    attempt("hostile: not JSON", b"nope\n", contains="not JSON")
+    attempt("hostile: a refusal without detail", b'{"error":"busy"}\n', reason="busy")
+    attempt("hostile: closed before the line", b'{"device":', contains="closed the connection", hang_up=True)
+    attempt("hostile: tensor outside the allocation", layout([dict(f32, offset=4090)]), [memfd(4096)],
+            contains="outside")
+    attempt("hostile: bytes unlike dtype and shape", layout([dict(f32, bytes=20)]), [memfd(4096)],
+            contains="20 bytes")
+    attempt("hostile: unknown dtype", layout([dict(f32, dtype="F128")]), [memfd(4096)], contains="malformed")
+    attempt("hostile: a bool as offset", layout([dict(f32, offset=True)]), [memfd(4096)], contains="malformed")
+    attempt("hostile: negative dimension", layout([dict(f32, shape=[-4], bytes=16)]), [memfd(4096)],
+            contains="malformed")
+    attempt("hostile: a name twice", layout([f32, dict(f32, offset=256)]), [memfd(4096)], contains="twice")
+    attempt("hostile: no descriptor", layout([f32]), contains="no file descriptor")
+    attempt("hostile: memfd smaller than the layout", layout([f32]), [memfd(1024)], reason="lease_lost")
+    attempt("hostile: an unknown device", layout([f32], device="tpu:0"), [memfd(4096)], contains="tpu:0")
+    attempt("hostile: an endless line", b"", reason="protocol_error", contains="longer than", trickle=True)
+    # two descriptors: the first is the allocation, the other is closed
+    t = threading.Thread(target=serve, args=(layout([f32]), [memfd(4096, b"\x02"), memfd(16)]))
+    t.start()
+    p = attach(path, "0123456789abcdef", "tok")
+    a = p.numpy("a")
+    check("hostile: two descriptors, the first used", a.tobytes() == b"\x02" * 16)
+    del a
+    p.close()
+    t.join(30)
+    listener.close()
+    gc.collect()
+    check("hostile: no descriptor leaked", open_fds() == before, f"{open_fds()} vs {before}")
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     root = tempfile.mkdtemp(prefix="tg-pypre.")
@@ -544,6 +632,7 @@ def main():
         torch_write_dies(srv, read, pid)
         cuda_checks(srv, read, write, ref)
         server_stop_checks(srv, read, pid)
+        hostile_checks(root)
     except Exception:  # noqa: BLE001
         import traceback
 
