@@ -430,6 +430,20 @@ def torch_write_dies(srv, read, pid):
     check("torch write: traceback", "Segmentation fault" in r.stderr and "<string>" in r.stderr, r.stderr[-600:])
 
 
+def no_stderr_attach(srv, read, pid):
+    """attach where sys.stderr has no descriptor (a notebook's stream): faulthandler
+    cannot be enabled, the attach works all the same."""
+    code = (
+        "import io, sys\nsys.stderr = io.StringIO()\nfrom tensorgate.preload import attach\n"
+        "with attach(sys.argv[1], sys.argv[2], sys.argv[3]) as p:\n"
+        "    print('shape', p.numpy('w').shape)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, srv.socket, pid, read], capture_output=True, text=True,
+                       timeout=120)
+    check("attach without a usable stderr", r.returncode == 0 and "shape (64, 64)" in r.stdout,
+          f"rc {r.returncode} {r.stdout} {r.stderr[-300:]}")
+
+
 def cuda_checks(srv, read, write, ref):
     fds_before = open_fds()
     cid = preload(srv, write, {"model": "acme/pre", "device": "cuda:0"})
@@ -630,6 +644,7 @@ def main():
         host_checks(srv, read, other, write, pid, ref)
         pid = preload(srv, write, {"model": "acme/pre"})
         torch_write_dies(srv, read, pid)
+        no_stderr_attach(srv, read, pid)
         cuda_checks(srv, read, write, ref)
         server_stop_checks(srv, read, pid)
         hostile_checks(root)

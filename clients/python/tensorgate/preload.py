@@ -474,7 +474,10 @@ class Preload:
         if not isinstance(token, str) or not isinstance(preload_id, str):
             raise TypeError("tensorgate: the token and the preload id are strings")
         if fault_handler and not faulthandler.is_enabled():
-            faulthandler.enable()
+            try:
+                faulthandler.enable()
+            except (RuntimeError, ValueError, OSError, AttributeError):
+                pass  # no usable stderr (sys.stderr None, a notebook's stream): nothing to write to
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         lease = _Lease(sock)
         try:
