@@ -32,8 +32,9 @@ done
 # serving: GET, slices, dtype conversion (tensors.sh), wrk beside slowloris,
 # oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh), RSS under load (memory.sh), a replica on radosgw and PostgreSQL vs direct (scale.sh),
 # the Hub clients' uploads vs `tensorgate push` (hub_upload.sh; huggingface_hub only with HF_HUB_SRC)
+# Python zero-copy preload attach vs the C client (python_preload.sh)
 if [ -x "$build/tensorgate" ]; then
-    for s in server convert_version tensors hostile pull memory scale hub_upload; do
+    for s in server convert_version tensors hostile pull memory scale hub_upload python_preload; do
         echo
         echo "== $s"
         if ! "bench/$s.sh" "$build"; then

@@ -5,7 +5,8 @@
 # --header-timeout 1 (to see an idle keep-alive connection closed by the server),
 # and nginx in front of the plain one for HTTPS, each on a free loopback port with a fresh data
 # directory in a temp dir, stopped at the end. The checks are in
-# tests/python/test_client.py, run by Debian's /usr/bin/python3 (NumPy, torch).
+# tests/python/test_client.py, run by Debian's /usr/bin/python3 (NumPy, torch);
+# then tests/python/test_preload.py (tensorgate.preload), which starts its own server.
 # Ends with "N passed, N failed"; exits non-zero on a failure.
 set -u
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -108,8 +109,16 @@ fi
 unset TENSORGATE_TOKEN SSL_CERT_FILE
 PYTHONPATH="$ROOT/clients/python" PYTHONDONTWRITEBYTECODE=1 "$PY" "$ROOT/tests/python/test_client.py" \
     "http://127.0.0.1:$port_plain" "$token_plain" "http://127.0.0.1:$port_limited" "$token_limited" \
-    "$https_url" "$W/nginx/cert.pem"
+    "$https_url" "$W/nginx/cert.pem" >"$W/client.out" 2>&1
 rc=$?
+cat "$W/client.out"
+# tensorgate.preload (zero-copy preloads) against a server of its own (fake CUDA backend)
+PYTHONPATH="$ROOT/clients/python" PYTHONDONTWRITEBYTECODE=1 "$PY" "$ROOT/tests/python/test_preload.py" "$BIN" \
+    >"$W/preload.out" 2>&1 || rc=1
+cat "$W/preload.out"
+# the suite's line: both counts added
+cat "$W/client.out" "$W/preload.out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' |
+    awk '{ p += $1; f += $3 } END { printf "python client and preload: %d passed, %d failed\n", p, f }'
 if [ "$rc" -ne 0 ]; then
     echo "--- server logs (last lines)"
     tail -n 20 "$W/plain.log" "$W/limited.log"

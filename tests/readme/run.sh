@@ -157,6 +157,7 @@ expect "the BF16 tensor" '"name":"weight","dtype":"BF16"'
 expect "the import's refusal" '^import_address_forbidden$'
 expect "the preload resident" '"state":"resident"'
 expect "the preload consumer's check" '^ok 1 of 1$'
+expect "the Python preload's line" "^preload: \\['weight'\\] \\(4, 3\\) False [0-9.]+$"
 expect "the Hub's error code" '^X-Error-Code: EntryNotFound'
 expect "the SARIF report's rule ids" "^\['refused_format'"
 
