@@ -44,8 +44,23 @@ def safetensors(tensors):
 FINE = safetensors([("w", "F32", [4, 3], struct.pack("<12f", *range(12))),
                     ("h", "BF16", [2, 2], bytes(range(8)))])
 FINE_HEADER_LEN = struct.unpack("<Q", FINE[:8])[0]
-FILLER = bytes(range(256)) * (LISTED // 256 + 1)
-FILLER = FILLER[:LISTED]
+
+
+
+def _filler():
+    """LISTED bytes of a well-formed safetensors file (w F32 [4], then a U8
+    tensor of the rest), so a client reading a file by its header gets past the
+    header before the misbehaviour shows."""
+    n = LISTED
+    while True:
+        data = bytes(range(256)) * (n // 256 + 1)
+        out = safetensors([("w", "F32", [4], struct.pack("<4f", 1, 2, 3, 4)), ("rest", "U8", [n], data[:n])])
+        if len(out) == LISTED:
+            return out
+        n -= len(out) - LISTED
+
+
+FILLER = _filler()
 ESCAPES = ["\x1b]0;pwned\x07evil.safetensors", "line\r\nbreak.json", "c1-\u009b31m.bin", "del\x7f.bin"]
 
 
