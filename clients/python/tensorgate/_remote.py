@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _dtypes
 from ._http import MAX_RETRIES, Client, TensorgateError
-from ._stream import Allocator, read_safetensors
+from ._stream import HEADER_CAP, Allocator, Digest, read_safetensors
 
 __all__ = ["safe_open", "RemoteSlice", "RawTensor", "parse_url"]
 
@@ -456,10 +456,14 @@ class safe_open:
                                       f"for a file listed at {size}")
             digest = body.header("X-Content-SHA256")
             total = body.header("Content-Range", "").rpartition("/")[2]
-            h = hashlib.sha256() if digest and (body.status == 200 or total == str(body.length)) else None
-            _, got = read_safetensors(body, take, sink=h.update if h else None, exact=False)
-            if h is not None and h.hexdigest() != digest.strip().lower():
-                raise TensorgateError(0, "digest_mismatch", f"{file}: the body's SHA-256 is not {digest}")
+            h = Digest() if digest and (body.status == 200 or total == str(body.length)) else None
+            try:
+                _, got = read_safetensors(body, take, sink=h.update if h else None, exact=False)
+                if h is not None and h.hexdigest() != digest.strip().lower():
+                    raise TensorgateError(0, "digest_mismatch", f"{file}: the body's SHA-256 is not {digest}")
+            finally:
+                if h is not None:
+                    h.close()
             return got
 
         got = self._again(once)
@@ -534,7 +538,12 @@ class safe_open:
                     return None
                 raise
             self.bundle = True
-            _, got = read_safetensors(body, take, want=sum(_nbytes(t, sh) for t, sh in expect.values()))
+            want = sum(_nbytes(t, sh) for t, sh in expect.values())
+            if body.length is not None and body.length > 8 + HEADER_CAP + want:
+                self._client.close()
+                raise TensorgateError(body.status, "response_too_large", f"{method} {body.url}: the answer announces "
+                                      f"{body.length} bytes; {want} tensor bytes and a header were asked for")
+            _, got = read_safetensors(body, take, want=want)
             return got
 
         try:

@@ -5,18 +5,57 @@ uint8 tensor viewed as the dtype: BF16 included), so each byte is copied once
 from the socket. Used for a whole .safetensors file and for a bundle (the
 batched tensor route, one safetensors stream of the selected tensors)."""
 
+import hashlib
 import json
+import queue
 import struct
+import threading
 
 import numpy as np
 
 from . import _dtypes
 from ._http import TensorgateError
 
-__all__ = ["Allocator", "read_safetensors", "HEADER_CAP"]
+__all__ = ["Allocator", "read_safetensors", "HEADER_CAP", "Digest"]
 
 # The safetensors header cap (the format's, and the server's bundle bound).
 HEADER_CAP = 100_000_000
+# A tensor is received (and handed to the sink) in pieces of at most this many
+# bytes, so a digest of one piece runs while the next arrives.
+PIECE = 8 << 20
+
+
+class Digest:
+    """SHA-256 of a stream computed on a second thread while the stream is
+    being received (hashlib lets go of the GIL on large updates, the receive
+    too): update(mv, stable) queues mv (copied first unless stable: a buffer
+    that is not written again, such as a tensor's own), hexdigest() waits for
+    the queue. Two cores then do in parallel what one did in turn."""
+
+    def __init__(self):
+        self._h = hashlib.sha256()
+        self._q = queue.SimpleQueue()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        while True:
+            mv = self._q.get()
+            if mv is None:
+                return
+            self._h.update(mv)
+
+    def update(self, mv, stable=False):
+        self._q.put(mv if stable else bytes(mv))
+
+    def hexdigest(self):
+        self.close()
+        return self._h.hexdigest()
+
+    def close(self):
+        if self._t.is_alive():
+            self._q.put(None)
+            self._t.join()
 
 
 def _bad(body, detail):
@@ -71,8 +110,9 @@ def read_safetensors(body, alloc, header_limit=HEADER_CAP, sink=None, exact=True
     """Reads a safetensors stream off body (an _http.Body) and returns
     (header dict, {name: (array, dtype, shape)}) in the header's order.
     alloc(name, dtype, shape, nbytes) -> (object, writable byte memoryview)
-    or None (the tensor's bytes are read and dropped). sink(memoryview) sees
-    every byte of the stream, in order (a digest).
+    or None (the tensor's bytes are read and dropped). sink(memoryview,
+    stable) sees every byte of the stream, in order (Digest.update); stable
+    says the view's bytes stay as they are (a tensor's own buffer).
     exact: the body is exactly 8 + header + data (a bundle); else bytes after
     the last tensor are read and passed to sink (a file). want: the most data
     bytes the caller accepts (the sum of what it asked for), checked before any
@@ -96,7 +136,7 @@ def _read(body, alloc, header_limit, sink, exact, want):
         raise _bad(body, f"a header of {n} bytes in a body of {body.length}")
     raw = _grow_read(body, n)
     if sink is not None:
-        sink(memoryview(raw))
+        sink(memoryview(raw), True)
     try:
         header = json.loads(bytes(raw).decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
@@ -141,9 +181,10 @@ def _read(body, alloc, header_limit, sink, exact, want):
             body.skip(e - b, sink)
         else:
             obj, mv = got
-            body.into(mv)
-            if sink is not None:
-                sink(mv)
+            for at in range(0, len(mv), PIECE):
+                piece = body.into(mv[at : at + PIECE])
+                if sink is not None:
+                    sink(piece, True)
             out[name] = (obj, dtype, shape)
         pos = e
     if body.length is not None and not exact:
