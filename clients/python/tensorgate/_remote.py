@@ -28,8 +28,14 @@ _FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt", "pytorch": 
 BUNDLE_MAX_TENSORS = 65536
 BUNDLE_MAX_BODY = (1 << 20) - 4096
 # Characters that make a selector more than a name (a glob, a slice): a tensor
-# named with one is never sent as a selector, but fetched by itself.
+# named with one (or with a name longer than a selector may be) is never sent
+# as a selector, but fetched by itself.
 _SELECTOR_CHARS = set("*?[]")
+_SELECTOR_MAX = 1024
+
+
+def _selectable(name):
+    return not (_SELECTOR_CHARS & set(name)) and len(name.encode("utf-8")) <= _SELECTOR_MAX
 
 
 def parse_url(url):
@@ -354,7 +360,7 @@ class safe_open:
         for e in entries:  # a dtype this framework lacks: before any download
             self._check_dtype(self._target(e))
         out = {}
-        plain = [e for e in entries if not (_SELECTOR_CHARS & set(e.name))]
+        plain = [e for e in entries if _selectable(e.name)]
         if plain:
             got = self._bundled(plain, file=self.path)
             if got is not None:
@@ -412,9 +418,11 @@ class safe_open:
         for e in entries:  # a dtype this framework lacks: before any download
             self._check_dtype(self._target(e))
         got = None
-        if self.path is not None or not self._dups:
+        if any(not e.file.endswith(".safetensors") for e in entries):
+            pass  # a GGUF file among them: bundles are safetensors only
+        elif self.path is not None or not self._dups:
             got = self._bundled(entries, file=self.path, whole=True)
-        elif not any(_SELECTOR_CHARS & set(e.name) for e in entries):
+        elif all(_selectable(e.name) for e in entries):
             got = {}
             for file, group in _by_file(entries).items():  # namesakes: each file names its tensors
                 part = self._bundled(group, file=file)
