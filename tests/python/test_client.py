@@ -598,6 +598,14 @@ def main():
             s = f.get_slice("w")
             check("variants version form: the served file's dtype (first in path order)", s.get_dtype() == "F16", s.get_dtype())
             check("variants version form: values", eq(s[1:], W16[1:]))
+            n = f._client.requests
+            d = f.load_all()
+            check("variants version form: load_all takes the served file's tensor", list(d) == ["w"] and eq(d["w"], W16))
+            check("variants version form: load_all, one bundle per file or the 404 and one per file",
+                  f._client.requests - n == (1 if BUNDLE else 2), f._client.requests - n)
+        for path, ref in (("model.safetensors", W32), ("model.fp16.safetensors", W16)):
+            d = tensorgate.load_file(f"{base}/acme/variants@latest/{path}")
+            check(f"variants load_file {path}", list(d) == ["w"] and eq(d["w"], ref))
         # shards + index beside consolidated.safetensors: the index decides
         cons = st_bytes({"lm_head.weight": from_np(LM_HEAD.astype(np.float16)), "model.embed.weight": from_np(EMBED)})
         publish(base, token, "acme/cons", {"consolidated.safetensors": cons, "model-00001-of-00002.safetensors": SHARD1,
@@ -642,6 +650,8 @@ def main():
         check_raises("F4 with dtype=F32: the server's unsupported_conversion", lambda: f.get_tensor("f4"),
                      reason="unsupported_conversion", status=422)
         check("U8 beside it unchanged", eq(f.get_tensor("u8"), U8))
+        check_raises("load_all dtype=F32 with an F4 tensor: the server's unsupported_conversion", lambda: f.load_all(),
+                     reason="unsupported_conversion", status=422)
 
     # ---- tensor names that need percent-encoding in the path
     odd = {"blocks/0/attn.weight": from_np(F16), "a b+c%d?e#f&g=h": from_np(I8), "\u00e9t\u00e9.\u4e2d": from_np(F64)}

@@ -360,7 +360,7 @@ class safe_open:
         for e in entries:  # a dtype this framework lacks: before any download
             self._check_dtype(self._target(e))
         out = {}
-        plain = [e for e in entries if _selectable(e.name)]
+        plain = [e for e in entries if self._bundleable(e)]
         if plain:
             got = self._bundled(plain, file=self.path)
             if got is not None:
@@ -420,9 +420,11 @@ class safe_open:
         got = None
         if any(not e.file.endswith(".safetensors") for e in entries):
             pass  # a GGUF file among them: bundles are safetensors only
+        elif not all(self._bundleable(e, named=False) for e in entries):
+            pass  # (with dtype=) a tensor the server cannot convert: its own refusal, below
         elif self.path is not None or not self._dups:
-            got = self._bundled(entries, file=self.path, whole=True)
-        elif all(_selectable(e.name) for e in entries):
+            got = self._bundled(entries, file=self.path, whole=True)  # no names sent
+        elif all(self._bundleable(e) for e in entries):
             got = {}
             for file, group in _by_file(entries).items():  # namesakes: each file names its tensors
                 part = self._bundled(group, file=file)
@@ -494,6 +496,15 @@ class safe_open:
                 if e.reason != "connection_failed" or e.status != 0 or attempt == MAX_RETRIES:
                     raise
             self._client.retries += 1
+
+    def _bundleable(self, e, named=True):
+        """Whether a tensor can be asked for in a bundle: its name is a plain
+        selector (named: it is sent by name), and with dtype= it is one the
+        server converts (a bundle keeps the bytes of the others, where the
+        tensor route refuses them)."""
+        if named and not _selectable(e.name):
+            return False
+        return not (self.dtype and e.dtype in _FLOATS and e.dtype not in _dtypes.CONVERSIONS)
 
     def _bundled(self, entries, file=None, whole=False):
         """{name: array/tensor} of entries from the bundle route (one request, a
