@@ -18,6 +18,8 @@ The bundle route (GET or POST .../bundle) of other models misbehaves by name:
   acme/stranger    a well-formed bundle of a tensor that was not asked for
   acme/reshaped    the tensor asked for, with another shape
   acme/padded      the tensor asked for, and 8 bytes more than its header says
+  acme/flaky       acme/fine's bundle, but every other answer is cut (the connection
+                   closed) halfway through
 
 Every request is counted, and every body byte sent, those of the file route apart
 (GET /_stats: JSON). Run as a
@@ -94,7 +96,7 @@ class Stats:
 
 
 def files_of(name):
-    if name == "fine":
+    if name in ("fine", "flaky"):
         return [{"path": "model.safetensors", "sha256": hashlib.sha256(FINE).hexdigest(), "size": len(FINE),
                  "kind": "safetensors"}]
     if name == "escape":
@@ -105,7 +107,7 @@ def files_of(name):
 
 
 def tensors_of(name):
-    if name == "fine":
+    if name in ("fine", "flaky"):
         start = 8 + FINE_HEADER_LEN
         return [{"name": "w", "dtype": "F32", "shape": [4, 3], "file": "model.safetensors",
                  "data_offsets": [start, start + 48]},
@@ -177,6 +179,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if any(n not in have for n in names):
                 return self.send_json({"status": 404, "reason": "tensor_not_found", "detail": "no such tensor"}, 404)
             return self.send_body(safetensors([(n,) + have[n] for n in names]))
+        if name == "flaky":
+            whole = safetensors([(n,) + have[n] for n in (list(have) if wanted is None else wanted)])
+            self.stats.flaky = getattr(self.stats, "flaky", 0) + 1
+            if self.stats.flaky % 2:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(whole)))
+                self.end_headers()
+                self.wfile.write(whole[: len(whole) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return None
+            return self.send_body(whole)
         w = (wanted or ["w"])[0]
         if name == "stranger":
             return self.send_body(safetensors([("stranger", "F32", [4], bytes(16))]))

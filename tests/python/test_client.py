@@ -261,6 +261,10 @@ def hostile_checks():
             t = f.get_tensor("w")
             check("peer bundle: prefetch= then get_tensor: no request", len(stats.snapshot()["paths"]) == n
                   and torch.equal(t, torch.arange(12, dtype=torch.float32).reshape(4, 3)))
+        with safe_open(peer + "/acme/flaky@1", framework="pt") as f:
+            d = f.load_all()
+            check("peer bundle: a body cut halfway is asked for again", f._client.retries == 1 and
+                  torch.equal(d["w"], torch.arange(12, dtype=torch.float32).reshape(4, 3)), f._client.retries)
         for model, reason in (("stranger", "bad_response"), ("reshaped", "bad_response"), ("padded", "bad_response"),
                               ("huge", "response_too_large")):
             with safe_open(peer + f"/acme/{model}@1") as f:
