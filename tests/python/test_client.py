@@ -316,7 +316,8 @@ def file_tensors(path):
     for name, info in header.items():
         if name != "__metadata__":
             b, e = info["data_offsets"]
-            out[name] = (info["dtype"], info["shape"], np.fromfile(path, dtype=np.uint8, count=e - b, offset=8 + int(n) + b).tobytes())
+            data = np.fromfile(path, dtype=np.uint8, count=e - b, offset=8 + int(n) + b).tobytes()
+            out[name] = (info["dtype"], info["shape"], data)
     return out
 
 

@@ -3,7 +3,6 @@ key space, through the tensor list route) or one file of it (through its header
 route), read tensor by tensor, slice by slice, with the server converting dtypes."""
 
 import collections
-import hashlib
 import http.client
 import json
 import operator
@@ -574,7 +573,8 @@ class safe_open:
             return None
         missing = [n for n in expect if n not in got]
         if missing:
-            raise TensorgateError(0, "bad_response", f"the bundle lacks {len(missing)} tensors asked for, such as {missing[0]!r}")
+            raise TensorgateError(0, "bad_response",
+                                  f"the bundle lacks {len(missing)} tensors asked for, such as {missing[0]!r}")
         return {n: self._place(obj) for n, (obj, _, _) in got.items()}
 
     def _place(self, obj):
@@ -642,7 +642,8 @@ class safe_open:
                     raise TensorgateError(body.status, "response_too_large", f"GET {body.url}: a {dtype} {shp} tensor "
                                           f"has {n} bytes; the request can return at most {limit} bytes")
                 if body.length is not None and body.length != n:
-                    raise TensorgateError(0, "bad_response", f"GET {body.url}: {body.length} bytes for a {dtype} {shp} tensor")
+                    raise TensorgateError(0, "bad_response",
+                                          f"GET {body.url}: {body.length} bytes for a {dtype} {shp} tensor")
                 obj, mv = Allocator(self.framework).new(dtype, shp, n)
                 body.into(mv)
                 body.finish()
