@@ -608,6 +608,8 @@ def main():
             check("variants version form: load_all takes the served file's tensor", list(d) == ["w"] and eq(d["w"], W16))
             check("variants version form: load_all, one bundle per file or the 404 and one per file",
                   f._client.requests - n == (1 if BUNDLE else 2), f._client.requests - n)
+        with safe_open(f"{base}/acme/variants@latest", prefetch=["w"]) as f:
+            check("variants version form: prefetch= takes the served file's tensor", eq(f.get_tensor("w"), W16))
         for path, ref in (("model.safetensors", W32), ("model.fp16.safetensors", W16)):
             d = tensorgate.load_file(f"{base}/acme/variants@latest/{path}")
             check(f"variants load_file {path}", list(d) == ["w"] and eq(d["w"], ref))

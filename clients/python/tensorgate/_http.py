@@ -5,7 +5,8 @@ server's problem `reason` code and `detail` sentence. Every body is bounded by w
 the request can return (the caller's limit): a longer one, announced or sent, is
 the client's own `response_too_large`, and memory grows only with the bytes that
 arrive, never from a Content-Length; a body that moves under 1 KiB in
-`stall_timeout` seconds is `stalled`."""
+`stall_timeout` seconds is `stalled`. Client.stream hands a tensor body over
+as a Body, read straight into the caller's arrays (one copy)."""
 
 import http.client
 import json
@@ -190,8 +191,7 @@ class Client:
         if body is not None:
             hdrs["Content-Type"] = "application/json"
         url = f"{self.scheme}://{self.host}:{self.port}{path}"
-        resp = self._retrying(method, path, hdrs, url, lambda: self._stream_once(method, path, hdrs, body, ok, url), ok)
-        return resp
+        return self._retrying(method, url, lambda: self._stream_once(method, path, hdrs, body, ok, url), ok)
 
     def _stream_once(self, method, path, headers, body, ok, url):
         conn = self._connect()
@@ -213,7 +213,10 @@ class Client:
             hdrs.update(headers)
         return hdrs
 
-    def _retrying(self, method, path, hdrs, url, once, ok):
+    def _retrying(self, method, url, once, ok):
+        """once() (one exchange) until its answer's status is in ok, retrying
+        429/503 (Retry-After), 408 and dropped connections a bounded number of
+        times; any other status raises the server's problem."""
         attempt = 0
         while True:
             attempt += 1
@@ -255,7 +258,7 @@ class Client:
         always safe."""
         hdrs = self._headers(headers)
         url = f"{self.scheme}://{self.host}:{self.port}{path}"
-        return self._retrying(method, path, hdrs, url, lambda: self._once(method, path, hdrs, ok, limit, url), ok)
+        return self._retrying(method, url, lambda: self._once(method, path, hdrs, ok, limit, url), ok)
 
 
 def _Counted(client, base):

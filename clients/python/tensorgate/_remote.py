@@ -360,8 +360,12 @@ class safe_open:
             self._check_dtype(self._target(e))
         out = {}
         plain = [e for e in entries if self._bundleable(e)]
-        if plain:
-            got = self._bundled(plain, file=self.path)
+        if self.path is None and any(e.name in self._dups for e in plain):
+            groups = _by_file(plain).items()  # namesakes: each file names its tensors
+        else:
+            groups = [(self.path, plain)] if plain else []
+        for file, group in groups:
+            got = self._bundled(group, file=file)
             if got is not None:
                 out.update(got)
         for e in entries:
@@ -564,11 +568,7 @@ class safe_open:
             _, got = read_safetensors(body, take, want=want)
             return got
 
-        try:
-            got = self._again(once)
-        except TensorgateError:
-            self._client.close()
-            raise
+        got = self._again(once)
         if got is None:
             return None
         missing = [n for n in expect if n not in got]
