@@ -318,7 +318,9 @@ class Body:
                 k = len(chunk)
                 mv[got : got + k] = chunk
             if not k:
-                raise self._fail("connection_failed", f"the body ended after {self.read + got} bytes")
+                err = self._fail("connection_failed", f"the body ended after {self.read + got} bytes")
+                err.midway = True  # the request was answered: asking again may well work
+                raise err
             got += k
             now = time.monotonic()
             if self.read + got - self._mark_got >= STALL_BYTES:

@@ -487,7 +487,8 @@ class safe_open:
 
     def _again(self, once):
         """once() again (a bounded number of times) when the connection failed
-        while a body was being read."""
+        while a body was being read (the request itself is retried by the
+        client)."""
         for attempt in range(MAX_RETRIES + 1):
             try:
                 return once()
@@ -496,8 +497,8 @@ class safe_open:
                 if attempt == MAX_RETRIES:
                     raise TensorgateError(0, "connection_failed", str(e)) from e
             except TensorgateError as e:
-                if e.reason != "connection_failed" or e.status != 0 or attempt == MAX_RETRIES:
-                    raise
+                if not getattr(e, "midway", False) or attempt == MAX_RETRIES:
+                    raise  # a refusal, or a request that could not be sent (already retried)
             self._client.retries += 1
 
     def _bundleable(self, e, named=True):
