@@ -7,9 +7,10 @@
 #   place of BF16 for NumPy (which has no bfloat16), pushed with `tensorgate push`;
 #   each side's anchor is the pull of its own model.
 #   pull: into an empty directory each time (SHA-256 checked, renamed from .part).
-#   numpy / torch: load_file of the version URL timed inside one Python process
-#   (the import of torch is not counted), every byte compared with the pushed
-#   files after the timing. Median of 3 on each side.
+#   numpy / torch: load_file of the version URL, each in a fresh Python process
+#   (as a program loading a model: a new heap), timed after the imports (torch's
+#   is not counted), every byte of the last one compared with the pushed files
+#   after the timing. Median of 3 on each side.
 # The client uses the server's bundle route (one request for the whole version)
 # where the server has it, else one whole-file request per file; the line says
 # which. Timing never fails anything: the script fails only when a step cannot run.
@@ -115,8 +116,10 @@ pull_median() {
 pull_pt=$(pull_median bench/pyload-pt "$work/pt")
 pull_np=$(pull_median bench/pyload-np "$work/np")
 
-# numpy and torch load_file, in one Python process; prints "framework seconds route"
-"$py" - "$TENSORGATE_URL/bench/pyload" "$work" "$reps" >"$work/py.out" <<'EOF'
+# load.py FRAMEWORK URL [SRC_DIR]: one load_file in a fresh Python process (as a
+# program loading a model does: its heap new), timed after the imports; prints
+# "seconds route"; with SRC_DIR, every byte is then compared with the files there
+cat >"$work/load.py" <<'EOF'
 import glob, json, os, struct, sys, time
 sys.path.insert(0, os.path.join(os.getcwd(), "clients", "python"))
 import numpy as np
@@ -125,38 +128,48 @@ import tensorgate
 import tensorgate.numpy
 import tensorgate.torch
 
-base, work, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
-for fw, load in (("numpy", tensorgate.numpy.load_file), ("torch", tensorgate.torch.load_file)):
-    kind = "np" if fw == "numpy" else "pt"
-    url = f"{base}-{kind}@latest"
-    with tensorgate.safe_open(url, framework=kind) as f:  # does the server have the bundle route?
-        f.get_tensors(f.keys()[:1])
-        route = "bundle" if f.bundle else "per-file"
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        d = load(url)
-        times.append(time.perf_counter() - t0)
-        if len(times) < reps:
-            del d
+fw, url = sys.argv[1], sys.argv[2]
+load = tensorgate.numpy.load_file if fw == "numpy" else tensorgate.torch.load_file
+t0 = time.perf_counter()
+d = load(url)
+secs = time.perf_counter() - t0
+with tensorgate.safe_open(url, framework="np" if fw == "numpy" else "pt") as f:  # was it the bundle route?
+    f.get_tensors(f.keys()[:1])
+    route = "bundle" if f.bundle else "per-file"
+if len(sys.argv) > 3:
     ref = {}
-    for path in sorted(glob.glob(os.path.join(work, kind, "*.safetensors"))):
+    for path in sorted(glob.glob(os.path.join(sys.argv[3], "*.safetensors"))):
         with open(path, "rb") as fh:
             data = fh.read()
         (n,) = struct.unpack("<Q", data[:8])
         for name, info in json.loads(data[8:8 + n]).items():
             b, e = info["data_offsets"]
             ref[name] = data[8 + n + b:8 + n + e]
-        del data
     ok = set(d) == set(ref)
     for name, t in d.items():
         raw = t.reshape(-1).view(np.uint8) if fw == "numpy" else t.reshape(-1).view(torch.uint8).numpy()
         ok = ok and raw.tobytes() == ref[name]
     if not ok:
         sys.exit(f"bench/python_load.sh: {fw}.load_file returned other bytes than the files hold")
-    del d, ref
-    print(fw, sorted(times)[len(times) // 2], route)
+print(secs, route)
 EOF
+: >"$work/py.out"
+for fw in numpy torch; do
+    kind=pt
+    [ "$fw" = numpy ] && kind=np
+    times=""
+    i=0
+    while [ "$i" -lt "$reps" ]; do
+        i=$((i + 1))
+        check=
+        [ "$i" = "$reps" ] && check=$work/$kind
+        # shellcheck disable=SC2086
+        out=$("$py" "$work/load.py" "$fw" "$TENSORGATE_URL/bench/pyload-$kind@latest" $check)
+        times="$times ${out% *}"
+        route=${out#* }
+    done
+    echo "$fw $(echo "$times" | tr ' ' '\n' | sed '/^$/d' | sort -n | sed -n 2p) $route" >>"$work/py.out"
+done
 rate() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 1e-9; printf "%.3f", b / s / 1e9 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "n/a"; exit } printf "%.3gx", a / b }'; }
 while read -r fw secs route; do
