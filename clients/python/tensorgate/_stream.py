@@ -108,7 +108,7 @@ def _grow_read(body, n):
 
 def read_safetensors(body, alloc, header_limit=HEADER_CAP, sink=None, exact=True, want=None):
     """Reads a safetensors stream off body (an _http.Body) and returns
-    (header dict, {name: (array, dtype, shape)}) in the header's order.
+    (header dict, {name: (array, dtype, shape)}) in data order.
     alloc(name, dtype, shape, nbytes) -> (object, writable byte memoryview)
     or None (the tensor's bytes are read and dropped). sink(memoryview,
     stable) sees every byte of the stream, in order (Digest.update); stable
