@@ -33,8 +33,10 @@ done
 # oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh), RSS under load (memory.sh), a replica on radosgw and PostgreSQL vs direct (scale.sh),
 # the Hub clients' uploads vs `tensorgate push` (hub_upload.sh; huggingface_hub only with HF_HUB_SRC)
 # Python zero-copy preload attach vs the C client (python_preload.sh)
+# the Python client's load_file (NumPy, torch) vs `tensorgate pull` (python_load.sh)
 if [ -x "$build/tensorgate" ]; then
-    for s in server convert_version tensors hostile pull memory scale hub_upload python_preload; do
+    for s in server convert_version tensors hostile pull memory scale hub_upload python_preload \
+        python_load; do
         echo
         echo "== $s"
         if ! "bench/$s.sh" "$build"; then

@@ -11,6 +11,15 @@ name picks how it misbehaves:
   acme/huge        every tensor and file answer claims Content-Length 4 GiB, sends 14 bytes
   acme/errflood    every answer a 500 whose problem body never ends
   acme/fine        a well-formed model: w F32 [4,3], h BF16 [2,2], in model.safetensors
+                   (its bundle route answers the tensors asked for, as a bundle should)
+
+The bundle route (GET or POST .../bundle) of other models misbehaves by name:
+  acme/huge        claims Content-Length 4 GiB, sends 14 bytes
+  acme/stranger    a well-formed bundle of a tensor that was not asked for
+  acme/reshaped    the tensor asked for, with another shape
+  acme/padded      the tensor asked for, and 8 bytes more than its header says
+  acme/flaky       acme/fine's bundle, but every other answer is cut (the connection
+                   closed) halfway through
 
 Every request is counted, and every body byte sent, those of the file route apart
 (GET /_stats: JSON). Run as a
@@ -44,8 +53,23 @@ def safetensors(tensors):
 FINE = safetensors([("w", "F32", [4, 3], struct.pack("<12f", *range(12))),
                     ("h", "BF16", [2, 2], bytes(range(8)))])
 FINE_HEADER_LEN = struct.unpack("<Q", FINE[:8])[0]
-FILLER = bytes(range(256)) * (LISTED // 256 + 1)
-FILLER = FILLER[:LISTED]
+
+
+
+def _filler():
+    """LISTED bytes of a well-formed safetensors file (w F32 [4], then a U8
+    tensor of the rest), so a client reading a file by its header gets past the
+    header before the misbehaviour shows."""
+    n = LISTED
+    while True:
+        data = bytes(range(256)) * (n // 256 + 1)
+        out = safetensors([("w", "F32", [4], struct.pack("<4f", 1, 2, 3, 4)), ("rest", "U8", [n], data[:n])])
+        if len(out) == LISTED:
+            return out
+        n -= len(out) - LISTED
+
+
+FILLER = _filler()
 ESCAPES = ["\x1b]0;pwned\x07evil.safetensors", "line\r\nbreak.json", "c1-\u009b31m.bin", "del\x7f.bin"]
 
 
@@ -72,7 +96,7 @@ class Stats:
 
 
 def files_of(name):
-    if name == "fine":
+    if name in ("fine", "flaky"):
         return [{"path": "model.safetensors", "sha256": hashlib.sha256(FINE).hexdigest(), "size": len(FINE),
                  "kind": "safetensors"}]
     if name == "escape":
@@ -83,7 +107,7 @@ def files_of(name):
 
 
 def tensors_of(name):
-    if name == "fine":
+    if name in ("fine", "flaky"):
         start = 8 + FINE_HEADER_LEN
         return [{"name": "w", "dtype": "F32", "shape": [4, 3], "file": "model.safetensors",
                  "data_offsets": [start, start + 48]},
@@ -130,6 +154,53 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.do_GET()
 
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        self.stats.add_request(self.command, self.path)
+        parts = [urllib.parse.unquote(p) for p in urllib.parse.urlsplit(self.path).path.split("/")]
+        if len(parts) == 8 and parts[1:3] == ["v1", "models"] and parts[5] == "versions" and parts[7] == "bundle":
+            try:
+                wanted = json.loads(body).get("tensors")
+            except ValueError:
+                wanted = None
+            return self.bundle(parts[4], wanted)
+        return self.send_json({"status": 404, "reason": "not_found", "detail": "no such route"}, 404)
+
+    def bundle(self, name, wanted):
+        """A bundle of acme/fine's tensors (wanted: names, None for all), or a
+        misbehaving one by the model's name."""
+        if name == "huge":
+            return self.claim_huge()
+        have = {t["name"]: (t["dtype"], t["shape"], FINE[t["data_offsets"][0] : t["data_offsets"][1]])
+                for t in tensors_of("fine")}
+        if name == "fine":
+            names = list(have) if wanted is None else wanted
+            if any(n not in have for n in names):
+                return self.send_json({"status": 404, "reason": "tensor_not_found", "detail": "no such tensor"}, 404)
+            return self.send_body(safetensors([(n,) + have[n] for n in names]))
+        if name == "flaky":
+            whole = safetensors([(n,) + have[n] for n in (list(have) if wanted is None else wanted)])
+            self.stats.flaky = getattr(self.stats, "flaky", 0) + 1
+            if self.stats.flaky % 2:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(whole)))
+                self.end_headers()
+                self.wfile.write(whole[: len(whole) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return None
+            return self.send_body(whole)
+        w = (wanted or ["w"])[0]
+        if name == "stranger":
+            return self.send_body(safetensors([("stranger", "F32", [4], bytes(16))]))
+        if name == "reshaped":
+            return self.send_body(safetensors([(w, "F32", [2, 2], bytes(16))]))
+        if name == "padded":
+            return self.send_body(safetensors([(w, "F32", [4], bytes(16))]) + bytes(8))
+        return self.send_json({"status": 404, "reason": "not_found", "detail": "no such route"}, 404)
+
     def do_GET(self):
         self.stats.add_request(self.command, self.path)
         u = urllib.parse.urlsplit(self.path)
@@ -155,6 +226,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.header(name)
         if rest[0] == "files":
             return self.file(name)
+        if rest == ["bundle"]:
+            return self.bundle(name, None)
         return self.send_json({"status": 404, "reason": "not_found", "detail": "no such route"}, 404)
 
     def header(self, name):

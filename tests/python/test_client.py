@@ -245,6 +245,32 @@ def hostile_checks():
               and not any("/files/" in p for p in after["paths"][len(before["paths"]):]),
               f"{after['file_bytes'] - before['file_bytes']} bytes, {after['paths'][len(before['paths']):]}")
 
+        # the bundle route (the batched tensor route) of the peer: one request
+        # for a whole version, bytes straight into the tensors; a bundle that
+        # lies about what it holds is refused
+        n = len(stats.snapshot()["paths"])
+        d = tensorgate.torch.load_file(peer + "/acme/fine@1")
+        paths = stats.snapshot()["paths"][n:]
+        check("peer bundle: torch.load_file is one bundle request after the listing",
+              [p for p in paths if "/bundle" in p or "/files/" in p or "/tensors/" in p]
+              == ["GET /v1/models/acme/fine/versions/1/bundle"], paths)
+        check("peer bundle: F32 and BF16 values", torch.equal(d["w"], torch.arange(12, dtype=torch.float32).reshape(4, 3))
+              and d["h"].dtype == torch.bfloat16 and d["h"].view(torch.uint8).numpy().tobytes() == bytes(range(8)), d)
+        with safe_open(peer + "/acme/fine@1", framework="pt", prefetch=["h", "w"]) as f:
+            n = len(stats.snapshot()["paths"])
+            t = f.get_tensor("w")
+            check("peer bundle: prefetch= then get_tensor: no request", len(stats.snapshot()["paths"]) == n
+                  and torch.equal(t, torch.arange(12, dtype=torch.float32).reshape(4, 3)))
+        with safe_open(peer + "/acme/flaky@1", framework="pt") as f:
+            d = f.load_all()
+            check("peer bundle: a body cut halfway is asked for again", f._client.retries == 1 and
+                  torch.equal(d["w"], torch.arange(12, dtype=torch.float32).reshape(4, 3)), f._client.retries)
+        for model, reason in (("stranger", "bad_response"), ("reshaped", "bad_response"), ("padded", "bad_response"),
+                              ("huge", "response_too_large")):
+            with safe_open(peer + f"/acme/{model}@1") as f:
+                check_raises(f"peer bundle {model}: load_all refused", lambda: f.load_all(), reason=reason)
+                check_raises(f"peer bundle {model}: get_tensors refused", lambda: f.get_tensors(["w"]), reason=reason)
+
         # server-given file names with control characters are refused at open
         check_raises("peer: file names with terminal escapes", lambda: safe_open(peer + "/acme/escape@1"),
                      reason="unsafe_name")
@@ -265,6 +291,151 @@ def hostile_checks():
         srv.server_close()
 
 
+BUNDLE = False  # whether the server under test has the bundle route (set in main)
+
+
+def has_bundle(base):
+    """True when the server has the batched tensor route (an older one answers
+    404 not_found: no such route)."""
+    cl = Client(base)
+    try:
+        cl.request("GET", "/v1/models/acme/llm/versions/latest/bundle?tensors=no.such.tensor")
+    except TensorgateError as e:
+        return not (e.status == 404 and e.reason == "not_found")
+    finally:
+        cl.close()
+    return True
+
+
+def file_tensors(path):
+    """{name: (dtype, shape, bytes)} of a local .safetensors file, read here with
+    numpy.fromfile (independently of the client)."""
+    (n,) = np.fromfile(path, dtype="<u8", count=1)
+    header = json.loads(np.fromfile(path, dtype=np.uint8, count=int(n), offset=8).tobytes())
+    out = {}
+    for name, info in header.items():
+        if name != "__metadata__":
+            b, e = info["data_offsets"]
+            data = np.fromfile(path, dtype=np.uint8, count=e - b, offset=8 + int(n) + b).tobytes()
+            out[name] = (info["dtype"], info["shape"], data)
+    return out
+
+
+def same_bytes(got, ref, framework):
+    """Every tensor of got (a load_file dict) holds exactly ref's bytes, dtype and shape."""
+    if sorted(got) != sorted(ref):
+        return f"names {sorted(got)} vs {sorted(ref)}"
+    for name, (dtype, shape, data) in ref.items():
+        t = got[name]
+        if framework == "pt":
+            if not isinstance(t, torch.Tensor) or t.dtype != tensorgate._dtypes.torch_dtype(dtype):
+                return f"{name}: {type(t).__name__} {getattr(t, 'dtype', None)} for {dtype}"
+            raw = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        else:
+            if not isinstance(t, np.ndarray) or t.dtype != tensorgate._dtypes.numpy_dtype(dtype) or not t.flags.writeable:
+                return f"{name}: {type(t).__name__} {getattr(t, 'dtype', None)} for {dtype}"
+            raw = t.tobytes()
+        if list(t.shape) != shape or raw != data:
+            return f"{name}: shape {list(t.shape)} vs {shape}, bytes equal: {raw == data}"
+    return None
+
+
+def batched_checks(base, token):
+    """load_file of a whole version and safe_open(prefetch=) / get_tensors: one
+    bundle request (an older server: its 404, then a request per file or per
+    tensor), every byte compared with the published files read from disk."""
+    import tempfile
+
+    g = torch.Generator().manual_seed(7)
+    bf = torch.randn(33, 17, generator=g).to(torch.bfloat16)
+    rng = np.random.default_rng(7)
+    shard_a = st_bytes({"a.f32": from_np(rng.standard_normal((64, 129)).astype(np.float32)),
+                        "a.bf16": from_bf16(bf), "a.f16": from_np(rng.standard_normal(1001).astype(np.float16)),
+                        "a.scalar": from_np(np.array(2.5, dtype=np.float32)),
+                        "a.empty": from_np(np.zeros((0, 5), dtype=np.float16))}, {"format": "pt"})
+    shard_b = st_bytes({"b.i64": from_np(rng.integers(-2**40, 2**40, (7, 9))), "b.bool": from_np(rng.random(31) < 0.5),
+                        "b.u8": from_np(rng.integers(0, 255, 4099).astype(np.uint8)),
+                        "b.glob*name?": from_np(np.arange(6, dtype=np.int16)),
+                        "b.bf16": from_bf16(torch.randn(1024, generator=g).to(torch.bfloat16))})
+    files = {"model-00001-of-00002.safetensors": shard_a, "model-00002-of-00002.safetensors": shard_b}
+    publish(base, token, "acme/batched", files)
+    np_files = {"one.safetensors": st_bytes({k: v for k, v in
+                                             (("x.f32", from_np(rng.standard_normal((300, 7)).astype(np.float32))),
+                                              ("x.f16", from_np(rng.standard_normal(77).astype(np.float16))),
+                                              ("x.i8", from_np(I8)))}),
+                "two.safetensors": st_bytes({"y.f64": from_np(F64), "y.bool": from_np(BOOL)})}
+    publish(base, token, "acme/batched-np", np_files)
+    ref, np_ref = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for table, out in ((files, ref), (np_files, np_ref)):
+            for path, data in table.items():
+                with open(os.path.join(tmp, path), "wb") as fh:
+                    fh.write(data)
+                out.update(file_tensors(os.path.join(tmp, path)))
+    url = base + "/acme/batched@latest"
+    per_file = 2  # the requests a whole-version load costs without the bundle route
+
+    with safe_open(url, framework="pt") as f:
+        n = f._client.requests
+        d = f.load_all()
+        check("batched torch load_all (F32, BF16, F16, I64, BOOL, U8, scalar, empty): every byte",
+              same_bytes(d, ref, "pt") is None, same_bytes(d, ref, "pt"))
+        check("batched torch load_all: one request (bundle) or the 404 and one per file",
+              f._client.requests - n == (1 if BUNDLE else 1 + per_file), f._client.requests - n)
+        check("batched: the bundle route remembered", f.bundle is BUNDLE, f.bundle)
+        d["a.f32"].fill_(7.0)  # each tensor owns its memory: writing one leaves the others
+        rest = {k: ref[k] for k in ref if k != "a.f32"}
+        check("batched: tensors are separate", bool((d["a.f32"] == 7).all()) and same_bytes(
+            {k: d[k] for k in rest}, rest, "pt") is None)
+    d = tensorgate.torch.load_file(url)
+    check("batched torch.load_file (version)", same_bytes(d, ref, "pt") is None, same_bytes(d, ref, "pt"))
+    d = tensorgate.torch.load_file(url + "/model-00002-of-00002.safetensors")
+    sub = {k: v for k, v in ref.items() if k.startswith("b.")}
+    check("batched torch.load_file (one file)", same_bytes(d, sub, "pt") is None, same_bytes(d, sub, "pt"))
+    d = tensorgate.numpy.load_file(base + "/acme/batched-np@latest")
+    check("batched numpy.load_file (version): every byte", same_bytes(d, np_ref, "np") is None, same_bytes(d, np_ref, "np"))
+    d = tensorgate.numpy.load_file(base + "/acme/batched-np@latest/two.safetensors")
+    sub = {k: v for k, v in np_ref.items() if k.startswith("y.")}
+    check("batched numpy.load_file (one file)", same_bytes(d, sub, "np") is None, same_bytes(d, sub, "np"))
+    check_raises("batched numpy.load_file with BF16: TypeError", lambda: tensorgate.numpy.load_file(url), TypeError,
+                 contains="BF16")
+
+    # dtype=: the server converts (one bundle request, or tensor by tensor)
+    with safe_open(url, framework="np", dtype="F32") as f:
+        n = f._client.requests
+        d = f.load_all()
+        check("batched numpy dtype=F32: one request, or the 404 and one per tensor",
+              f._client.requests - n == (1 if BUNDLE else 1 + len(ref)), f._client.requests - n)
+        check("batched numpy dtype=F32: BF16 converted", eq(d["a.bf16"], bf.float().numpy()) and
+              eq(d["b.i64"], np.frombuffer(ref["b.i64"][2], dtype="<i8").reshape(7, 9)) and d["a.f16"].dtype == np.float32
+              and d["a.empty"].shape == (0, 5) and d["a.scalar"].shape == () and float(d["a.scalar"]) == 2.5)
+
+    # prefetch= and get_tensors
+    with safe_open(url, framework="pt", prefetch=["a.*", "b.bf16"]) as f:
+        n = f._client.requests
+        got = {k: f.get_tensor(k) for k in ("a.f32", "a.bf16", "a.f16", "a.scalar", "a.empty", "b.bf16")}
+        check("prefetch=: get_tensor of a prefetched tensor sends nothing", f._client.requests == n, f._client.requests - n)
+        sub = {k: ref[k] for k in got}
+        check("prefetch=: every byte", same_bytes(got, sub, "pt") is None, same_bytes(got, sub, "pt"))
+        f.get_tensor("a.f32")
+        check("prefetch=: handed out once, then fetched again", f._client.requests == n + 1, f._client.requests - n)
+        n = f._client.requests
+        d = f.get_tensors(["b.u8", "b.glob*name?", "a.f16", "b.u8"])
+        check("get_tensors: order, once each", list(d) == ["b.u8", "b.glob*name?", "a.f16"], list(d))
+        sub = {k: ref[k] for k in d}
+        check("get_tensors: every byte (a name with glob characters fetched by itself)",
+              same_bytes(d, sub, "pt") is None, same_bytes(d, sub, "pt"))
+        check("get_tensors: the bundle and the name with glob characters, or one each",
+              f._client.requests - n == (2 if BUNDLE else 3), f._client.requests - n)
+    with safe_open(url, framework="np", prefetch=True, dtype="F16") as f:
+        n = f._client.requests
+        check("prefetch=True, dtype=F16", eq(f.get_tensor("a.bf16"), bf.to(torch.float16).numpy())
+              and f._client.requests == n)
+    check_raises("prefetch= glob matching nothing", lambda: safe_open(url, prefetch=["zz.*"]), reason="tensor_not_found")
+    check_raises("prefetch= unknown name", lambda: safe_open(url, prefetch="nope"), reason="tensor_not_found")
+    check_raises("prefetch= not a name", lambda: safe_open(url, prefetch=[3]), TypeError)
+
+
 def main():
     base, token, lbase, ltoken = sys.argv[1:5]
     hostile_checks()
@@ -272,6 +443,12 @@ def main():
                                           "model-00002-of-00002.safetensors": SHARD2,
                                           "model.safetensors.index.json": INDEX})
     publish(base, token, "acme/mixed", {"mixed.safetensors": MIXED, "extra.safetensors": EXTRA})
+
+    global BUNDLE
+    BUNDLE = has_bundle(base)
+    print(f"note: the server {'has' if BUNDLE else 'lacks'} the bundle route; "
+          f"{'bundle' if BUNDLE else 'fallback'} paths checked")
+    batched_checks(base, token)
 
     # ---- the README's example ("Read tensors remotely from Python"), as written, on the
     # walk-through's model acme/tiny (tests/readme/run.sh runs it in the walk-through too)
@@ -426,6 +603,16 @@ def main():
             s = f.get_slice("w")
             check("variants version form: the served file's dtype (first in path order)", s.get_dtype() == "F16", s.get_dtype())
             check("variants version form: values", eq(s[1:], W16[1:]))
+            n = f._client.requests
+            d = f.load_all()
+            check("variants version form: load_all takes the served file's tensor", list(d) == ["w"] and eq(d["w"], W16))
+            check("variants version form: load_all, one bundle per file or the 404 and one per file",
+                  f._client.requests - n == (1 if BUNDLE else 2), f._client.requests - n)
+        with safe_open(f"{base}/acme/variants@latest", prefetch=["w"]) as f:
+            check("variants version form: prefetch= takes the served file's tensor", eq(f.get_tensor("w"), W16))
+        for path, ref in (("model.safetensors", W32), ("model.fp16.safetensors", W16)):
+            d = tensorgate.load_file(f"{base}/acme/variants@latest/{path}")
+            check(f"variants load_file {path}", list(d) == ["w"] and eq(d["w"], ref))
         # shards + index beside consolidated.safetensors: the index decides
         cons = st_bytes({"lm_head.weight": from_np(LM_HEAD.astype(np.float16)), "model.embed.weight": from_np(EMBED)})
         publish(base, token, "acme/cons", {"consolidated.safetensors": cons, "model-00001-of-00002.safetensors": SHARD1,
@@ -470,6 +657,8 @@ def main():
         check_raises("F4 with dtype=F32: the server's unsupported_conversion", lambda: f.get_tensor("f4"),
                      reason="unsupported_conversion", status=422)
         check("U8 beside it unchanged", eq(f.get_tensor("u8"), U8))
+        check_raises("load_all dtype=F32 with an F4 tensor: the server's unsupported_conversion", lambda: f.load_all(),
+                     reason="unsupported_conversion", status=422)
 
     # ---- tensor names that need percent-encoding in the path
     odd = {"blocks/0/attn.weight": from_np(F16), "a b+c%d?e#f&g=h": from_np(I8), "\u00e9t\u00e9.\u4e2d": from_np(F64)}
@@ -488,8 +677,13 @@ def main():
         check("the last page's tensor", eq(f.get_tensor("t10006"), np.array([10006 % 251], dtype=np.uint8)))
         n = f._client.requests
         d = f.load_all()
-        check("load_all: one request for the whole file", f._client.requests - n == 1 and len(d) == 10007
+        # one bundle request; from a server without the route, its 404 and the file
+        check("load_all: one request for the whole file", f._client.requests - n == (1 if BUNDLE else 2) and len(d) == 10007
               and all(d[k][0] == i % 251 for i, k in enumerate(sorted(many))), f._client.requests - n)
+        n = f._client.requests
+        d = f.get_tensors(["t00003", "t10006", "t00003"])
+        check("get_tensors: each name once, in order", list(d) == ["t00003", "t10006"] and d["t10006"][0] == 10006 % 251
+              and f._client.requests - n == (1 if BUNDLE else 2), f._client.requests - n)
 
     # ---- load_file / load
     d = tensorgate.load_file(base + "/acme/llm@latest")

@@ -5,7 +5,8 @@ server's problem `reason` code and `detail` sentence. Every body is bounded by w
 the request can return (the caller's limit): a longer one, announced or sent, is
 the client's own `response_too_large`, and memory grows only with the bytes that
 arrive, never from a Content-Length; a body that moves under 1 KiB in
-`stall_timeout` seconds is `stalled`."""
+`stall_timeout` seconds is `stalled`. Client.stream hands a tensor body over
+as a Body, read straight into the caller's arrays (one copy)."""
 
 import http.client
 import json
@@ -178,26 +179,50 @@ class Client:
             resp.read()  # nothing left; lets http.client finish the response
         return body
 
-    def request(self, method, path, headers=None, ok=(200,), limit=MAX_JSON):
-        """Sends method path; returns a Response whose status is in ok, else
-        raises TensorgateError. limit: the most body bytes the request can
-        legitimately return (a longer answer is response_too_large), or a
-        function of the answer's headers (http.client.HTTPResponse) giving it,
-        or None to read no body (the connection is then closed). Only
-        idempotent requests (GET, HEAD) are sent through here, so a retry is
-        always safe."""
+    def stream(self, method, path, headers=None, body=None, ok=(200,)):
+        """Sends method path (with body: bytes, sent with a Content-Length) and
+        returns a Body over the live answer when its status is in ok (refusals,
+        retries and errors as request() has them). The caller reads the body
+        with Body.into / Body.skip straight into its own buffers and ends with
+        Body.finish(); any failure while reading must close() the client.
+        Used for reads only (GET, and the POST form of the bundle route, a
+        read), so a retry is safe."""
+        hdrs = self._headers(headers)
+        if body is not None:
+            hdrs["Content-Type"] = "application/json"
+        url = f"{self.scheme}://{self.host}:{self.port}{path}"
+        return self._retrying(method, url, lambda: self._stream_once(method, path, hdrs, body, ok, url), ok)
+
+    def _stream_once(self, method, path, headers, body, ok, url):
+        conn = self._connect()
+        conn.request(method, path, body=body, headers=headers)
+        resp = conn.getresponse()
+        if resp.status in ok:
+            return Body(self, resp, method, url)
+        problem = self._read_body(resp, MAX_PROBLEM, method, url, truncate=True)
+        self.bytes_in += len(problem)
+        if resp.will_close:
+            self.close()
+        return Response(resp.status, resp.getheaders(), problem)
+
+    def _headers(self, headers):
         hdrs = {"Accept": "application/json, application/octet-stream"}
         if self.token:
             hdrs["Authorization"] = "Bearer " + self.token
         if headers:
             hdrs.update(headers)
-        url = f"{self.scheme}://{self.host}:{self.port}{path}"
+        return hdrs
+
+    def _retrying(self, method, url, once, ok):
+        """once() (one exchange) until its answer's status is in ok, retrying
+        429/503 (Retry-After), 408 and dropped connections a bounded number of
+        times; any other status raises the server's problem."""
         attempt = 0
         while True:
             attempt += 1
             self.requests += 1
             try:
-                resp = self._once(method, path, hdrs, ok, limit, url)
+                resp = once()
             except ssl.SSLError as e:  # a certificate refused: retrying will not help
                 self.close()
                 raise TensorgateError(0, "tls_failed", f"{method} {url}: {e}", url=url) from e
@@ -223,6 +248,18 @@ class Client:
                 continue
             raise _problem(resp, method, url)
 
+    def request(self, method, path, headers=None, ok=(200,), limit=MAX_JSON):
+        """Sends method path; returns a Response whose status is in ok, else
+        raises TensorgateError. limit: the most body bytes the request can
+        legitimately return (a longer answer is response_too_large), or a
+        function of the answer's headers (http.client.HTTPResponse) giving it,
+        or None to read no body (the connection is then closed). Only
+        idempotent requests (GET, HEAD) are sent through here, so a retry is
+        always safe."""
+        hdrs = self._headers(headers)
+        url = f"{self.scheme}://{self.host}:{self.port}{path}"
+        return self._retrying(method, url, lambda: self._once(method, path, hdrs, ok, limit, url), ok)
+
 
 def _Counted(client, base):
     """base (an http.client connection class) counting its (re)connects on
@@ -234,6 +271,94 @@ def _Counted(client, base):
             super().connect()
 
     return Counted
+
+
+class Body:
+    """A response body read in place: into() fills a caller's buffer (a
+    writable memoryview of bytes) straight from the connection, one receive at
+    a time (no intermediate bytes object when the answer has a Content-Length),
+    so each byte is copied once; a body under STALL_BYTES in stall_timeout
+    seconds raises stalled, one that ends early raises connection_failed."""
+
+    def __init__(self, client, resp, method, url):
+        self.client = client
+        self.resp = resp
+        self.status = resp.status
+        self.method = method
+        self.url = url
+        self.read = 0  # body bytes consumed so far
+        length = resp.getheader("Content-Length")
+        self.length = int(length) if length is not None and length.strip().isdigit() else None
+        # the direct path: http.client's buffered socket reader, one recv per
+        # call, while http.client's own count of what is left is kept right
+        self._direct = not resp.chunked and resp.length is not None and hasattr(resp.fp, "readinto1")
+        self._mark_t, self._mark_got = time.monotonic(), 0
+        self._scratch = None
+
+    def header(self, name, default=None):
+        v = self.resp.getheader(name)
+        return default if v is None else v
+
+    def _fail(self, reason, detail):
+        self.client.close()
+        return TensorgateError(0, reason, f"{self.method} {self.url}: {detail}", url=self.url)
+
+    def into(self, mv):
+        """Fills mv (a writable byte memoryview) with the next len(mv) body bytes."""
+        want = len(mv)
+        got = 0
+        resp = self.resp
+        while got < want:
+            if self._direct:
+                room = min(want - got, resp.length)
+                k = resp.fp.readinto1(mv[got : got + room]) if room else 0
+                resp.length -= k
+            else:
+                chunk = resp.read1(want - got)
+                k = len(chunk)
+                mv[got : got + k] = chunk
+            if not k:
+                err = self._fail("connection_failed", f"the body ended after {self.read + got} bytes")
+                err.midway = True  # the request was answered: asking again may well work
+                raise err
+            got += k
+            now = time.monotonic()
+            if self.read + got - self._mark_got >= STALL_BYTES:
+                self._mark_t, self._mark_got = now, self.read + got
+            elif now - self._mark_t >= self.client.stall_timeout:
+                raise self._fail("stalled", f"fewer than {STALL_BYTES} bytes arrived in "
+                                 f"{self.client.stall_timeout:g} s (stall_timeout)")
+        self.read += got
+        self.client.bytes_in += got
+        return mv
+
+    def skip(self, n, sink=None):
+        """Reads and drops n bytes (padding between tensors); sink(memoryview)
+        sees them first (a digest)."""
+        if self._scratch is None:
+            self._scratch = memoryview(bytearray(1 << 16))
+        while n > 0:
+            k = min(n, len(self._scratch))
+            part = self.into(self._scratch[:k])
+            if sink is not None:
+                sink(part)
+            n -= k
+
+    def finish(self):
+        """The body is over: nothing may be left (a longer answer is refused),
+        and the connection is ready for the next request."""
+        resp = self.resp
+        if self._direct:
+            if resp.length:
+                raise self._fail("response_too_large", f"{resp.length} bytes more than expected")
+            resp.read()  # ends the response (nothing is left to read)
+        else:
+            extra = resp.read1(1)
+            if extra:
+                raise self._fail("response_too_large", "more bytes than expected")
+            resp.read()
+        if resp.will_close:
+            self.client.close()
 
 
 def _problem(resp, method, url):

@@ -3,7 +3,8 @@ key space, through the tensor list route) or one file of it (through its header
 route), read tensor by tensor, slice by slice, with the server converting dtypes."""
 
 import collections
-import hashlib
+import http.client
+import json
 import operator
 import os
 import urllib.parse
@@ -11,7 +12,8 @@ import urllib.parse
 import numpy as np
 
 from . import _dtypes
-from ._http import Client, TensorgateError
+from ._http import MAX_RETRIES, Client, TensorgateError
+from ._stream import HEADER_CAP, Allocator, Digest, read_safetensors
 
 __all__ = ["safe_open", "RemoteSlice", "RawTensor", "parse_url"]
 
@@ -19,6 +21,20 @@ _FLOATS = {"F64", "F32", "F16", "BF16", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M
            "F4", "F6_E2M3", "F6_E3M2"}
 
 _FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt", "pytorch": "pt"}
+
+# The bundle route's bounds (openapi.yaml): selected tensors per request and
+# POST body bytes; a request is kept under both (with room for the JSON).
+BUNDLE_MAX_TENSORS = 65536
+BUNDLE_MAX_BODY = (1 << 20) - 4096
+# Characters that make a selector more than a name (a glob, a slice): a tensor
+# named with one (or with a name longer than a selector may be) is never sent
+# as a selector, but fetched by itself.
+_SELECTOR_CHARS = set("*?[]")
+_SELECTOR_MAX = 1024
+
+
+def _selectable(name):
+    return not (_SELECTOR_CHARS & set(name)) and len(name.encode("utf-8")) <= _SELECTOR_MAX
 
 
 def parse_url(url):
@@ -180,10 +196,14 @@ class safe_open:
     model.server.sig with the server's published key, verify=PEM (a path or
     PEM bytes) its model.sig with that EC key, against the version's file list,
     before anything is read (TensorgateError signature_* when refused; needs
-    the `cryptography` package); .signature then says what was checked."""
+    the `cryptography` package); .signature then says what was checked.
+    prefetch= (a list of tensor names or `*`/`?` globs, or True for every
+    tensor) fetches those tensors at open in one request (the server's bundle
+    route; tensor by tensor from a server without it); get_tensor then hands
+    each out once without another request."""
 
     def __init__(self, url, framework="np", device="cpu", dtype=None, token=None, timeout=60.0, stall_timeout=30.0,
-                 verify=None):
+                 verify=None, prefetch=None):
         fw = _FRAMEWORKS.get(str(framework).lower())
         if fw is None:
             raise ValueError(f"tensorgate: framework {framework!r} is not one of np, numpy, pt, torch")
@@ -204,10 +224,15 @@ class safe_open:
         self._sizes = {}  # file path -> size, from the version's file list
         self._entries = {}  # tensor name -> _Entry, in the server's order
         self._namesakes = {}  # name -> every _Entry of it, while the server's choice is unknown
+        self._dups = set()  # names that more than one file holds
+        self._prefetched = {}  # name -> array/tensor fetched by prefetch=, handed out once
+        self.bundle = None  # False once the server answered that it has no bundle route
         self._verify = verify
         self.signature = None  # with verify=: {"file", "signed"} once checked
         try:
             self._open(rev)
+            if prefetch:
+                self._prefetched = self.get_tensors(self.keys() if prefetch is True else self._expand(prefetch))
         except BaseException:
             self._client.close()
             raise
@@ -249,6 +274,7 @@ class safe_open:
                         self._entries[t["name"]] = e
                     else:  # a namesake in another file (variants, consolidated beside shards)
                         self._namesakes.setdefault(t["name"], [self._entries[t["name"]]]).append(e)
+                        self._dups.add(t["name"])
                 cursor = page.get("next_cursor")
                 if not cursor:
                     break
@@ -319,7 +345,53 @@ class safe_open:
         return f"{self.org}/{self.name}@{self.rev}" + (f"/{self.path}" if self.path else "")
 
     def get_tensor(self, name):
+        if name in self._prefetched:
+            return self._prefetched.pop(name)
         return self._fetch(self._entry(name), "")
+
+    def get_tensors(self, names):
+        """{name: array/tensor} of several tensors (names, in that order; a name
+        given twice once), fetched in one request where the server has the
+        bundle route, else one by one. An extension: safetensors has no such
+        call."""
+        order = list(dict.fromkeys(names))
+        entries = [self._entry(n) for n in order]
+        for e in entries:  # a dtype this framework lacks: before any download
+            self._check_dtype(self._target(e))
+        out = {}
+        plain = [e for e in entries if self._bundleable(e)]
+        if self.path is None and any(e.name in self._dups for e in plain):
+            groups = _by_file(plain).items()  # namesakes: each file names its tensors
+        else:
+            groups = [(self.path, plain)] if plain else []
+        for file, group in groups:
+            got = self._bundled(group, file=file)
+            if got is not None:
+                out.update(got)
+        for e in entries:
+            if e.name not in out:
+                out[e.name] = self._fetch(e, "")
+        return {n: out[n] for n in order}
+
+    def _expand(self, patterns):
+        """Names of prefetch= patterns (a `*`/`?` glob, or a name), in the
+        patterns' order, each glob's matches in storage order."""
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        names = []
+        for p in patterns:
+            if not isinstance(p, str):
+                raise TypeError(f"tensorgate: prefetch= takes tensor names or globs, not {p!r}")
+            if "*" in p or "?" in p:
+                rx = _glob(p)
+                hits = [n for n in self._entries if rx.fullmatch(n)]
+                if not hits:
+                    raise TensorgateError(404, "tensor_not_found", f"prefetch {p!r} matches no tensor of {self._where()}")
+                names.extend(hits)
+            else:
+                self._entry(p)
+                names.append(p)
+        return names
 
     def get_slice(self, name):
         return RemoteSlice(self, self._entry(name))
@@ -340,39 +412,176 @@ class safe_open:
         return RawTensor(bytes(resp.body), resp.header("X-Tensor-Dtype", e.dtype), _shape(resp.header("X-Tensor-Shape")))
 
     def load_all(self):
-        """Every tensor, as a dict in keys() order. Without dtype= each file is
-        fetched whole (one request, its SHA-256 checked) and parsed here;
-        with dtype= tensor by tensor, converted by the server."""
+        """Every tensor, as a dict in keys() order, in one request where the
+        server has the bundle route (dtype= converted by it); else each file
+        fetched whole (its SHA-256 checked) and received straight into the
+        arrays, or with dtype= tensor by tensor."""
         names = self.keys()
-        if self.dtype is not None:
-            return {n: self.get_tensor(n) for n in names}
-        by_file = {}
-        for n in names:
-            e = self._entry(n)
-            by_file.setdefault(e.file, []).append(e)
-        for entries in by_file.values():  # a dtype this framework lacks: before any download
-            for e in entries:
-                self._check_dtype(e.dtype)
-        out = {}
-        for file, entries in sorted(by_file.items()):
+        entries = [self._entry(n) for n in names]
+        for e in entries:  # a dtype this framework lacks: before any download
+            self._check_dtype(self._target(e))
+        got = None
+        if any(not e.file.endswith(".safetensors") for e in entries):
+            pass  # a GGUF file among them: bundles are safetensors only
+        elif not all(self._bundleable(e, named=False) for e in entries):
+            pass  # (with dtype=) a tensor the server cannot convert: its own refusal, below
+        elif self.path is not None or not self._dups:
+            got = self._bundled(entries, file=self.path, whole=True)  # no names sent
+        elif all(self._bundleable(e) for e in entries):
+            got = {}
+            for file, group in _by_file(entries).items():  # namesakes: each file names its tensors
+                part = self._bundled(group, file=file)
+                if part is None:
+                    got = None
+                    break
+                got.update(part)
+        if got is None:
+            if self.dtype is not None:
+                return {e.name: self._fetch(e, "") for e in entries}
+            got = {}
+            for file, group in sorted(_by_file(entries).items()):
+                got.update(self._load_file(file, group))
+        return {n: got[n] for n in names}
+
+    def _load_file(self, file, entries):
+        """{name: array/tensor} of a file's tensors (entries), the file fetched
+        whole and received straight into them; its SHA-256 checked."""
+        want = {e.name: e for e in entries}
+        alloc = Allocator(self.framework)
+
+        def take(name, dtype, shape, nbytes):
+            e = want.get(name)
+            if e is None:
+                return None
+            if dtype != e.dtype or list(shape) != e.shape:
+                raise TensorgateError(0, "bad_response", f"{file}: tensor {name!r} is {dtype} {shape} in the file, "
+                                      f"{e.dtype} {e.shape} in the server's list")
+            return alloc.new(dtype, shape, nbytes)
+
+        def once():
             # a Range from 0, so a server with --download-redirect still answers here
-            resp = self._client.request(
-                "GET", self._vpath() + "/files/" + _q(file, safe="/"), headers={"Range": "bytes=0-"}, ok=(200, 206),
-                limit=self._size(file),
-            )
-            digest = resp.header("X-Content-SHA256")
-            total = resp.header("Content-Range", "").rpartition("/")[2]
-            if digest and (resp.status == 200 or total == str(len(resp.body))):
-                if hashlib.sha256(resp.body).hexdigest() != digest.strip().lower():
+            body = self._client.stream("GET", self._vpath() + "/files/" + _q(file, safe="/"),
+                                       headers={"Range": "bytes=0-"}, ok=(200, 206))
+            size = self._size(file)
+            if body.length is None or body.length > size:
+                self._client.close()
+                raise TensorgateError(body.status, "response_too_large", f"{file}: an answer of {body.length} bytes "
+                                      f"for a file listed at {size}")
+            digest = body.header("X-Content-SHA256")
+            total = body.header("Content-Range", "").rpartition("/")[2]
+            h = Digest() if digest and (body.status == 200 or total == str(body.length)) else None
+            try:
+                _, got = read_safetensors(body, take, sink=h.update if h else None, exact=False)
+                if h is not None and h.hexdigest() != digest.strip().lower():
                     raise TensorgateError(0, "digest_mismatch", f"{file}: the body's SHA-256 is not {digest}")
-            tensors, _meta = _dtypes.parse_bytes(memoryview(resp.body))
-            found = {name: (dt, sh, b) for name, dt, sh, b in tensors}
-            for e in entries:
-                if e.name not in found:
-                    raise TensorgateError(0, "bad_response", f"{file} has no tensor {e.name!r} although the server listed it")
-                dt, sh, b = found[e.name]
-                out[e.name] = self._build(bytearray(b), dt, sh)
-        return {n: out[n] for n in names}
+            finally:
+                if h is not None:
+                    h.close()
+            return got
+
+        got = self._again(once)
+        for e in entries:
+            if e.name not in got:
+                raise TensorgateError(0, "bad_response", f"{file} has no tensor {e.name!r} although the server listed it")
+        return {n: self._place(obj) for n, (obj, _, _) in got.items()}
+
+    def _again(self, once):
+        """once() again (a bounded number of times) when the connection failed
+        while a body was being read (the request itself is retried by the
+        client)."""
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                return once()
+            except (http.client.HTTPException, ConnectionError, TimeoutError, OSError) as e:
+                self._client.close()
+                if attempt == MAX_RETRIES:
+                    raise TensorgateError(0, "connection_failed", str(e)) from e
+            except TensorgateError as e:
+                if not getattr(e, "midway", False) or attempt == MAX_RETRIES:
+                    raise  # a refusal, or a request that could not be sent (already retried)
+            self._client.retries += 1
+
+    def _bundleable(self, e, named=True):
+        """Whether a tensor can be asked for in a bundle: its name is a plain
+        selector (named: it is sent by name), and with dtype= it is one the
+        server converts (a bundle keeps the bytes of the others, where the
+        tensor route refuses them)."""
+        if named and not _selectable(e.name):
+            return False
+        return not (self.dtype and e.dtype in _FLOATS and e.dtype not in _dtypes.CONVERSIONS)
+
+    def _bundled(self, entries, file=None, whole=False):
+        """{name: array/tensor} of entries from the bundle route (one request, a
+        few when a selection exceeds the route's bounds), or None where the
+        server cannot bundle them: an older server without the route (then
+        never asked again), a GGUF file, a name the server finds ambiguous.
+        whole: entries are every tensor of the version (of file), asked for by
+        naming none."""
+        if self.bundle is False or not entries:
+            return None if self.bundle is False else {}
+        if whole and len(entries) <= BUNDLE_MAX_TENSORS:
+            q = [("file", file)] if file else []
+            if self.dtype:
+                q.append(("dtype", self.dtype))
+            path = self._vpath() + "/bundle" + ("?" + urllib.parse.urlencode(q, quote_via=urllib.parse.quote) if q else "")
+            return self._bundle_request("GET", path, None, entries)
+        out = {}
+        for batch in _batches(entries, file, self.dtype):
+            req = {"tensors": [e.name for e in batch]}
+            if self.dtype:
+                req["dtype"] = self.dtype
+            if file:
+                req["file"] = file
+            got = self._bundle_request("POST", self._vpath() + "/bundle", json.dumps(req).encode(), batch)
+            if got is None:
+                return None
+            out.update(got)
+        return out
+
+    def _bundle_request(self, method, path, payload, entries):
+        expect = {e.name: (self._target(e), e.shape) for e in entries}
+        alloc = Allocator(self.framework)
+
+        def take(name, dtype, shape, nbytes):
+            exp = expect.get(name)
+            if exp is None:
+                raise TensorgateError(0, "bad_response", f"the bundle holds {name!r}, which was not asked for")
+            if (dtype, list(shape)) != exp:
+                raise TensorgateError(0, "bad_response", f"the bundle's {name!r} is {dtype} {shape}, not {exp[0]} {exp[1]}")
+            return alloc.new(dtype, shape, nbytes)
+
+        def once():
+            try:
+                body = self._client.stream(method, path, body=payload)
+            except TensorgateError as err:
+                if err.status in (404, 405) and err.reason in ("not_found", "method_not_allowed"):
+                    self.bundle = False  # an older server: no bundle route
+                    return None
+                if (err.status, err.reason) in ((409, "ambiguous_tensor"), (422, "unsupported_tensor")):
+                    return None
+                raise
+            self.bundle = True
+            want = sum(_nbytes(t, sh) for t, sh in expect.values())
+            if body.length is not None and body.length > 8 + HEADER_CAP + want:
+                self._client.close()
+                raise TensorgateError(body.status, "response_too_large", f"{method} {body.url}: the answer announces "
+                                      f"{body.length} bytes; {want} tensor bytes and a header were asked for")
+            _, got = read_safetensors(body, take, want=want)
+            return got
+
+        got = self._again(once)
+        if got is None:
+            return None
+        missing = [n for n in expect if n not in got]
+        if missing:
+            raise TensorgateError(0, "bad_response",
+                                  f"the bundle lacks {len(missing)} tensors asked for, such as {missing[0]!r}")
+        return {n: self._place(obj) for n, (obj, _, _) in got.items()}
+
+    def _place(self, obj):
+        if self.framework == "pt" and self.device and str(self.device) != "cpu":
+            return obj.to(self.device)
+        return obj
 
     # -- fetching -----------------------------------------------------------
     def _target(self, e):
@@ -412,15 +621,44 @@ class safe_open:
         if served != e.dtype:
             q.append("dtype=" + served)
         path = self._vpath() + "/tensors/" + _q(e.name) + ("?" + "&".join(q) if q else "")
-        resp = self._client.request("GET", path, limit=self._limit(_nbytes(served, e.shape if shape is None else shape)))
-        file = resp.header("X-Tensor-File")
-        if self.path is not None and file is not None and file != self.path:
+        limit = _nbytes(served, e.shape if shape is None else shape)
+
+        def once():
+            # the body is received straight into the new array / tensor
+            body = self._client.stream("GET", path)
+            try:
+                file = body.header("X-Tensor-File")
+                if self.path is not None and file is not None and file != self.path:
+                    self._client.close()  # a namesake in another file: not read
+                    return None
+                if body.length is not None and body.length > limit:
+                    raise TensorgateError(body.status, "response_too_large", f"GET {body.url}: the answer announces "
+                                          f"{body.length} bytes; the request can return at most {limit} bytes")
+                dtype = body.header("X-Tensor-Dtype", served)
+                shp = _shape(body.header("X-Tensor-Shape"))
+                if dtype not in _dtypes.DTYPES or any(d < 0 for d in shp):
+                    raise TensorgateError(0, "bad_response", f"GET {body.url}: a {dtype} {shp} tensor")
+                n = _nbytes(dtype, shp)
+                if n > limit:
+                    raise TensorgateError(body.status, "response_too_large", f"GET {body.url}: a {dtype} {shp} tensor "
+                                          f"has {n} bytes; the request can return at most {limit} bytes")
+                if body.length is not None and body.length != n:
+                    raise TensorgateError(0, "bad_response",
+                                          f"GET {body.url}: {body.length} bytes for a {dtype} {shp} tensor")
+                obj, mv = Allocator(self.framework).new(dtype, shp, n)
+                body.into(mv)
+                body.finish()
+                return obj
+            except BaseException:
+                self._client.close()
+                raise
+
+        got = self._again(once)
+        if got is None:
             # the version has another tensor of that name which the server chose:
             # read this file's bytes by range and index them here
             return self._fetch_from_file(e, key_query=sl)
-        dtype = resp.header("X-Tensor-Dtype", served)
-        shape = _shape(resp.header("X-Tensor-Shape"))
-        return self._build(resp.body, dtype, shape)
+        return self._place(got)
 
     def _fetch_from_file(self, e, key_query):
         """The tensor of this handle's file by Range, indexed and converted here
@@ -462,6 +700,34 @@ class safe_open:
         if self.framework == "np":
             return _dtypes.to_numpy(body, dtype, shape)
         return _dtypes.to_torch(body, dtype, shape, self.device)
+
+
+def _by_file(entries):
+    groups = {}
+    for e in entries:
+        groups.setdefault(e.file, []).append(e)
+    return groups
+
+
+def _batches(entries, file, dtype):
+    """entries cut into bundle requests each under the route's bounds."""
+    batch, size = [], 64 + len(json.dumps(file or "")) + len(dtype or "")
+    for e in entries:
+        k = len(json.dumps(e.name)) + 2
+        if batch and (len(batch) == BUNDLE_MAX_TENSORS or size + k > BUNDLE_MAX_BODY):
+            yield batch
+            batch, size = [], 64 + len(json.dumps(file or "")) + len(dtype or "")
+        batch.append(e)
+        size += k
+    if batch:
+        yield batch
+
+
+def _glob(pattern):
+    """A compiled regex of a selector glob: `*` any run, `?` one character."""
+    import re
+
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.S)
 
 
 def _dtype_name(dtype):
