@@ -355,6 +355,47 @@ TEST(multipart_write_commit_copy_and_abort)
     tg_blobstore_close(store);
 }
 
+/* Parts go on a thread of their own while the next one fills: a part that fails
+ * there (the store refuses it) fails a later write or the commit, and nothing is
+ * left, no object and no multipart upload; the next upload is whole. */
+TEST(failed_part_in_flight_leaves_nothing)
+{
+    tg_blobstore *store = open_store(0);
+    if (store == NULL) {
+        CHECK(false);
+        return;
+    }
+    size_t len = (5u << 20) * 3 + 777; /* four parts */
+    char hex[TG_SHA256_HEX_LEN + 1];
+    for (unsigned failing = 1; failing <= 4; failing++) {
+        char value[16];
+        snprintf(value, sizeof value, "%u", failing);
+        setenv("TENSORGATE_TEST_S3_PART_FAIL", value, 1);
+        CHECK(write_blob(store, len, 20 + failing, hex) != TG_STORE_OK);
+        unsetenv("TENSORGATE_TEST_S3_PART_FAIL");
+        CHECK(count_remote("list-type=2&prefix=", "Key") == 0);
+        CHECK(count_remote("prefix=", "Upload") == 0);
+    }
+    /* a write that fails mid-way is aborted with the part after it filling */
+    setenv("TENSORGATE_TEST_S3_PART_FAIL", "1", 1);
+    tg_blob_writer *w = NULL;
+    CHECK(tg_blob_write_begin(store, &w) == TG_STORE_OK);
+    static unsigned char chunk[1 << 20];
+    memset(chunk, 'y', sizeof chunk);
+    tg_store_status st = TG_STORE_OK;
+    for (int i = 0; i < 16 && st == TG_STORE_OK; i++)
+        st = tg_blob_write(w, chunk, sizeof chunk);
+    CHECK(st != TG_STORE_OK); /* part 1 failed: the write that sends part 2 says so */
+    unsetenv("TENSORGATE_TEST_S3_PART_FAIL");
+    tg_blob_write_abort(w);
+    CHECK(count_remote("prefix=", "Upload") == 0);
+    CHECK(count_remote("list-type=2&prefix=", "Key") == 0);
+    CHECK(write_blob(store, len, 30, hex) == TG_STORE_OK);
+    CHECK(hash_matches(store, hex, len));
+    CHECK(tg_blob_remove(store, hex) == 0);
+    tg_blobstore_close(store);
+}
+
 TEST(gc_grace_and_stale_uploads)
 {
     tg_blobstore *store = open_store(0);
@@ -458,6 +499,7 @@ int main(int argc, char **argv)
         RUN(small_write_commit_ranged_reads);
         RUN(windows_streams_and_seeks);
         RUN(multipart_write_commit_copy_and_abort);
+        RUN(failed_part_in_flight_leaves_nothing);
         RUN(gc_grace_and_stale_uploads);
         RUN(presigned_url_fetches_the_object);
     } else {
