@@ -5,6 +5,8 @@
 # is the median ratio over the rounds (and the median rates). It also reports the
 # server's CPU seconds per GiB ingested (utime+stime of the server process over the
 # PUT), steadier than the wall time on a shared machine.
+# TG_INGEST_BASE=PATH/tensorgate: a second server running that binary gets the same
+# PUT in each round (the order alternates), for a before/after pair in one run.
 # BENCH_QUICK=1: 256 MiB, 3 rounds. Default: 2 GiB, 5 rounds (TG_INGEST_ROUNDS).
 # Timing never fails anything: the script fails only when a step cannot run.
 set -eu
@@ -31,7 +33,7 @@ work=$(mktemp -d /tmp/tg-bench-ingest-XXXXXX)
 server_pids=""
 cleanup() {
     for p in $server_pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-    [ -n "${TG_KEEP:-}" ] || rm -rf "$work"
+    rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
@@ -68,6 +70,7 @@ src=$work/model.safetensors
 [ "$(stat -c %s "$src")" = "$bytes" ] || { echo "bench/ingest.sh: bad file size" >&2; exit 2; }
 cat "$src" >/dev/null
 
+pid_new="" pid_old="" pid="" # set through eval by start_server and put
 # start_server BIN NAME: a server on its own data directory; sets pid_NAME and base_NAME,
 # and a model bench/ingest with version 1 on it (token_NAME)
 start_server() {
