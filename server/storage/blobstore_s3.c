@@ -19,6 +19,10 @@
  * its window opens one GET to the end of the object and keeps it open, reading it
  * through a 1 MiB buffer (the transfer pauses when it is full): sequential reads
  * cost no request each, and no reader holds more than a window and that buffer.
+ * A reader told its span (tg_blob_read_span: a file body or a Range) asks for
+ * exactly it: a span longer than a window is one GET of those bytes from its first
+ * read on (no window fetched whole before the first byte goes out), and a stream
+ * ends at the span's end rather than the object's. Reads past the span still work.
  *
  * Every request has a connect timeout and a low-speed limit; a store that cannot
  * be reached fails with errno EHOSTDOWN (blobstore.h). The commit lock is per
@@ -125,6 +129,7 @@ typedef struct s3_reader {
     unsigned char *ring; /* S3_STREAM_BUFFER bytes; ring_len of them from ring_at */
     size_t ring_at, ring_len;
     uint64_t stream_pos; /* the blob offset of ring[ring_at] */
+    uint64_t stream_end; /* where the stream's range ends (exclusive); 0: the object's end */
     bool stream_paused, stream_done;
     long stream_status; /* the answer's status once known */
     CURLcode stream_result;
@@ -1222,7 +1227,14 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
     r->easy = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     r->stream_headers = h;
-    snprintf(line, sizeof line, "Range: bytes=%llu-", (unsigned long long)offset);
+    /* to the end of the span the reader was told of (tg_blob_read_span), else of
+     * the object: the store sends no byte that will not be read */
+    uint64_t end = r->base.span_end > offset ? r->base.span_end : 0;
+    if (end != 0)
+        snprintf(line, sizeof line, "Range: bytes=%llu-%llu", (unsigned long long)offset,
+                 (unsigned long long)(end - 1));
+    else
+        snprintf(line, sizeof line, "Range: bytes=%llu-", (unsigned long long)offset);
     if (h != NULL && (h = curl_slist_append(r->stream_headers, line)) != NULL)
         r->stream_headers = h;
     if (h != NULL && s->token[0]) {
@@ -1253,6 +1265,7 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
         return -1;
     }
     r->stream_pos = offset;
+    r->stream_end = end;
     r->stream_paused = r->stream_done = false;
     r->stream_status = 0;
     r->stream_result = CURLE_OK;
@@ -1320,8 +1333,17 @@ static ssize_t s3_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t o
     s3_store *s = s3(reader->store);
     if (offset >= reader->size || len == 0)
         return 0;
-    if (r->easy != NULL && offset == r->stream_pos)
+    if (r->easy != NULL && offset == r->stream_pos &&
+        (r->stream_end == 0 || offset < r->stream_end))
         return stream_read(r, buf, len);
+    if (r->easy == NULL && offset == reader->span_start && reader->span_end > offset &&
+        reader->span_end - offset > S3_WINDOW) {
+        /* the start of a span longer than a window: one GET of exactly the span, its
+         * bytes sent on as they come (no window fetched whole first) */
+        if (stream_open(s, r, offset) != 0)
+            return -1;
+        return stream_read(r, buf, len);
+    }
     if (r->window_len > 0 && offset == r->window_start + r->window_len) {
         /* reading on past a whole window: one transfer for the rest */
         if (stream_open(s, r, offset) != 0)
