@@ -23,6 +23,10 @@ static const struct {
                              "lowers the S3 CopyObject limit so UploadPartCopy runs on small "
                              "objects (read at each copy)",
                              "tests/unit/server/storage/blobstore_s3.c"},
+    [TG_HOOK_S3_PART_FAIL] = {"TENSORGATE_TEST_S3_PART_FAIL",
+                              "part N of every S3 multipart upload is sent to an upload id "
+                              "that does not exist, which the store refuses (read at each part)",
+                              "tests/unit/server/storage/blobstore_s3.c"},
     [TG_HOOK_COMMIT_DELAY_MS] = {"TENSORGATE_TEST_COMMIT_DELAY_MS",
                                  "an upload waits this long (at most 10 s) between its blob's "
                                  "commit and its catalog row",

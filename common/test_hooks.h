@@ -14,6 +14,7 @@ typedef enum tg_test_hook_id {
     TG_HOOK_SHA256_FAIL,      /* TENSORGATE_TEST_SHA256_FAIL=WHAT:N (common/sha256.h) */
     TG_HOOK_ENOSPC_AT,        /* TENSORGATE_TEST_ENOSPC_AT=N (server/storage/store.h) */
     TG_HOOK_S3_MAX_COPY,      /* TENSORGATE_TEST_S3_MAX_COPY=BYTES (blobstore_s3.c) */
+    TG_HOOK_S3_PART_FAIL,     /* TENSORGATE_TEST_S3_PART_FAIL=N (blobstore_s3.c) */
     TG_HOOK_COMMIT_DELAY_MS,  /* TENSORGATE_TEST_COMMIT_DELAY_MS=MS (routes/upload.c) */
     TG_HOOK_CONVERT_DELAY_MS, /* TENSORGATE_TEST_CONVERT_DELAY_MS=MS (jobs/jobs.h) */
     TG_HOOK_PRELOAD_HOLD,     /* TENSORGATE_TEST_PRELOAD_HOLD=PATH (preload/preload_service.c) */

@@ -98,6 +98,7 @@ struct MHD_Response *tg_blob_response(tg_server *server, tg_blob_reader *blob, u
     struct MHD_Response *response = NULL;
     if (body != NULL) {
         *body = (blob_body){server->blobs, blob, offset};
+        tg_blob_read_span(blob, offset, length); /* S3: one GET of exactly these bytes */
         response = MHD_create_response_from_callback(length, TG_BLOB_BLOCK, read_blob_body, body,
                                                      free_blob_body);
     }

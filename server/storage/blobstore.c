@@ -87,6 +87,14 @@ int tg_blob_fd(const tg_blob_reader *reader)
     return reader->fd;
 }
 
+void tg_blob_read_span(tg_blob_reader *reader, uint64_t offset, uint64_t length)
+{
+    if (offset >= reader->size || length == 0)
+        return;
+    reader->span_start = offset;
+    reader->span_end = length > reader->size - offset ? reader->size : offset + length;
+}
+
 ssize_t tg_blob_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t offset)
 {
     if (offset > (uint64_t)INT64_MAX) {

@@ -155,6 +155,12 @@ const char *tg_blob_name(const tg_blob_reader *reader);
 /* Reads up to len bytes at offset: the count (0 at or past the end), or -1 with
  * errno (EINTR is retried). */
 ssize_t tg_blob_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t offset);
+/* Tells the reader that the bytes [offset, offset + length) will be read next, in
+ * order, from offset on: a backend that fetches over the network asks for exactly
+ * those, in one transfer started at the first read (S3: one ranged GET, no 4 MiB
+ * window first; the local backend ignores it). Reads elsewhere still work, as
+ * without it. */
+void tg_blob_read_span(tg_blob_reader *reader, uint64_t offset, uint64_t length);
 /* Reads exactly len bytes at offset: 0, or -1 with errno: EIO when the blob ends
  * first (it is shorter than the catalog says; the caller marks it damaged),
  * EOVERFLOW when offset + len passes INT64_MAX. */

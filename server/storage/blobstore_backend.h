@@ -58,6 +58,9 @@ struct tg_blob_reader {
     uint64_t size; /* as stored */
     int fd;        /* the local backend's descriptor, else -1 */
     char hex[TG_SHA256_HEX_LEN + 1];
+    /* tg_blob_read_span: the bytes [span_start, span_end) will be read in order
+     * (span_end 0: not told); the backend sets both to 0 at open */
+    uint64_t span_start, span_end;
 };
 
 /* The local-directory backend (blobstore_local.c) over the data directory dir. */

@@ -341,7 +341,7 @@ static void local_write_abort(tg_blob_writer *writer)
 static tg_blob_reader *local_open(tg_blobstore *store, const char *hex, uint64_t size,
                                   tg_blob_check *check)
 {
-    tg_blob_reader *r = malloc(sizeof *r);
+    tg_blob_reader *r = calloc(1, sizeof *r);
     if (r == NULL) {
         *check = TG_BLOB_UNREADABLE;
         errno = ENOMEM;

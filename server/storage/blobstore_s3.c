@@ -9,12 +9,20 @@
  * temporary key, which commit completes and copies to the content key (CopyObject,
  * or UploadPartCopy above 5 GiB) and then deletes; abort aborts the multipart
  * upload, so nothing is left. The object is complete before commit returns.
+ * A full part is sent by a thread of its own while the writer fills the next one
+ * (two part buffers per writer): receiving and sending overlap, a write waits
+ * only for the part before it, and a part that failed there fails the next write
+ * that completes a part, or the commit.
  *
  * Reads: HEAD on open (size checked), then a ranged GET of the aligned 4 MiB window
  * holding the offset (the read cache keeps windows); a read that continues past
  * its window opens one GET to the end of the object and keeps it open, reading it
  * through a 1 MiB buffer (the transfer pauses when it is full): sequential reads
  * cost no request each, and no reader holds more than a window and that buffer.
+ * A reader told its span (tg_blob_read_span: a file body or a Range) asks for
+ * exactly it: a span longer than a window is one GET of those bytes from its first
+ * read on (no window fetched whole before the first byte goes out), and a stream
+ * ends at the span's end rather than the object's. Reads past the span still work.
  *
  * Every request has a connect timeout and a low-speed limit; a store that cannot
  * be reached fails with errno EHOSTDOWN (blobstore.h). The commit lock is per
@@ -76,16 +84,35 @@ typedef struct s3_store {
     uint64_t hits, misses; /* __atomic */
 } s3_store;
 
+struct s3_writer;
+
+/* A full part sent by a thread of its own while the writer fills the next one. */
+typedef struct s3_part_send {
+    pthread_t thread;
+    struct s3_store *s;
+    struct s3_writer *w;
+    const unsigned char *buf;
+    size_t len;
+    unsigned number; /* 1-based */
+    int rc, err;     /* send_part's answer and errno, read after the join */
+} s3_part_send;
+
 typedef struct s3_writer {
     tg_blob_writer base;
     char temp_key[700];
-    char *upload_id; /* NULL until the multipart upload starts */
-    unsigned char *buf;
+    char *upload_id;    /* NULL until the multipart upload starts */
+    unsigned char *buf; /* the part being filled */
     size_t buf_len, buf_cap;
-    unsigned parts;
-    char **etags; /* parts' ETags */
+    unsigned parts; /* parts sent or being sent */
+    char **etags;   /* parts' ETags (the one in flight: its sender's to set) */
     unsigned etag_cap;
     uint64_t total;
+    /* the part in flight (sending): its bytes are spare, which becomes the
+     * buffer to fill once it is sent (double buffering: at most two parts held) */
+    unsigned char *spare;
+    size_t spare_cap;
+    bool sending;
+    s3_part_send send;
 } s3_writer;
 
 typedef struct s3_reader {
@@ -102,6 +129,7 @@ typedef struct s3_reader {
     unsigned char *ring; /* S3_STREAM_BUFFER bytes; ring_len of them from ring_at */
     size_t ring_at, ring_len;
     uint64_t stream_pos; /* the blob offset of ring[ring_at] */
+    uint64_t stream_end; /* where the stream's range ends (exclusive); 0: the object's end */
     bool stream_paused, stream_done;
     long stream_status; /* the answer's status once known */
     CURLcode stream_result;
@@ -559,6 +587,7 @@ static void writer_free(s3_writer *w)
     free(w->etags);
     free(w->upload_id);
     free(w->buf);
+    free(w->spare);
     free(w);
 }
 
@@ -593,8 +622,9 @@ static int start_multipart(s3_store *s, s3_writer *w)
     return -1;
 }
 
-/* Uploads the buffer as the next part. */
-static int upload_part(s3_store *s, s3_writer *w)
+/* Before part w->parts + 1 goes: the multipart upload started, the part count
+ * checked, room for its ETag. 0, or -1 with errno. */
+static int prepare_part(s3_store *s, s3_writer *w)
 {
     if (w->upload_id == NULL && start_multipart(s, w) != 0)
         return -1;
@@ -610,27 +640,97 @@ static int upload_part(s3_store *s, s3_writer *w)
         w->etags = grown;
         w->etag_cap = cap;
     }
-    char query[1200], number[32];
-    snprintf(number, sizeof number, "partNumber=%u&", w->parts + 1);
-    if (upload_query(w, number, query, sizeof query) != 0)
+    w->etags[w->parts] = NULL;
+    return 0;
+}
+
+/* Sends len bytes as part number; its ETag goes to w->etags[number - 1] (the only
+ * field of w it writes, so it may run on a thread of its own while the writer
+ * fills the next part). 0, or -1 with errno. */
+static int send_part(s3_store *s, s3_writer *w, const unsigned char *buf, size_t len,
+                     unsigned number)
+{
+    char query[1200], part[32];
+    snprintf(part, sizeof part, "partNumber=%u&", number);
+    if (upload_query(w, part, query, sizeof query) != 0)
         return -1;
-    s3_request req = {.method = "PUT",
-                      .key = w->temp_key,
-                      .query = query,
-                      .body = w->buf,
-                      .body_len = w->buf_len};
+    const char *fail = tg_test_hook(TG_HOOK_S3_PART_FAIL);
+    if (fail != NULL && strtoul(fail, NULL, 10) == number)
+        snprintf(query, sizeof query, "%suploadId=no-such-upload", part); /* refused: 404 */
+    s3_request req = {
+        .method = "PUT", .key = w->temp_key, .query = query, .body = buf, .body_len = len};
     if (s3_perform(s, &req) != 0)
         return -1;
     if (req.status != 200 || req.etag[0] == '\0') {
-        tg_log(TG_LOG_WARN, "s3: uploading part %u answered %ld", w->parts + 1, req.status);
+        tg_log(TG_LOG_WARN, "s3: uploading part %u answered %ld", number, req.status);
         errno = status_errno(req.status);
         return -1;
     }
-    w->etags[w->parts] = strdup(req.etag);
-    if (w->etags[w->parts] == NULL)
+    w->etags[number - 1] = strdup(req.etag);
+    return w->etags[number - 1] != NULL ? 0 : -1;
+}
+
+/* Uploads the buffer as the next part, here and now (the last part, at commit). */
+static int upload_part(s3_store *s, s3_writer *w)
+{
+    if (prepare_part(s, w) != 0)
         return -1;
     w->parts++;
+    if (send_part(s, w, w->buf, w->buf_len, w->parts) != 0)
+        return -1;
     w->buf_len = 0;
+    return 0;
+}
+
+static void *part_main(void *arg)
+{
+    s3_part_send *send = arg;
+    send->rc = send_part(send->s, send->w, send->buf, send->len, send->number);
+    send->err = send->rc != 0 ? errno : 0;
+    return NULL;
+}
+
+/* Waits for the part in flight: 0 when it was sent (or none was in flight), else
+ * -1 with its errno. */
+static int part_wait(s3_writer *w)
+{
+    if (!w->sending)
+        return 0;
+    pthread_join(w->send.thread, NULL);
+    w->sending = false;
+    if (w->send.rc != 0) {
+        errno = w->send.err != 0 ? w->send.err : EIO;
+        return -1;
+    }
+    return 0;
+}
+
+/* The buffer holds a full part: it goes on a thread of its own, and the writer
+ * fills the spare buffer meanwhile; receiving and sending overlap, and a part
+ * waits only for the one before it. Without a thread, it is sent here. 0, or -1
+ * with errno (this part's failure, or the one before it's). */
+static int part_dispatch(s3_store *s, s3_writer *w)
+{
+    if (part_wait(w) != 0 || prepare_part(s, w) != 0)
+        return -1;
+    w->send =
+        (s3_part_send){.s = s, .w = w, .buf = w->buf, .len = w->buf_len, .number = w->parts + 1};
+    if (pthread_create(&w->send.thread, NULL, part_main, &w->send) != 0) {
+        w->parts++;
+        if (send_part(s, w, w->buf, w->buf_len, w->parts) != 0)
+            return -1;
+        w->buf_len = 0;
+        return 0;
+    }
+    w->sending = true;
+    w->parts++;
+    unsigned char *full = w->buf;
+    size_t full_cap = w->buf_cap;
+    w->buf = w->spare;
+    w->buf_cap = w->spare_cap;
+    w->buf_len = 0;
+    w->spare = full;
+    w->spare_cap = full_cap;
     return 0;
 }
 
@@ -684,7 +784,7 @@ static tg_store_status s3_write(tg_blob_writer *writer, const void *buf, size_t 
         w->total += n;
         p += n;
         len -= n;
-        if (w->buf_len == part && upload_part(s, w) != 0)
+        if (w->buf_len == part && part_dispatch(s, w) != 0)
             return status_of(errno);
     }
     return TG_STORE_OK;
@@ -883,7 +983,8 @@ static tg_store_status s3_write_commit(tg_blob_writer *writer, const char *hex)
             rc = -1;
         }
     } else {
-        if (w->buf_len > 0 || w->parts == 0)
+        rc = part_wait(w);
+        if (rc == 0 && (w->buf_len > 0 || w->parts == 0))
             rc = upload_part(s, w);
         if (rc == 0)
             rc = complete_multipart(s, w);
@@ -913,6 +1014,7 @@ static tg_store_status s3_write_commit(tg_blob_writer *writer, const char *hex)
 static void s3_write_abort(tg_blob_writer *writer)
 {
     s3_writer *w = (s3_writer *)writer;
+    (void)part_wait(w); /* its part goes with the upload */
     if (w->upload_id != NULL)
         abort_multipart(s3(writer->store), w->temp_key, w->upload_id);
     writer_free(w);
@@ -1125,7 +1227,14 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
     r->easy = curl_easy_init();
     struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     r->stream_headers = h;
-    snprintf(line, sizeof line, "Range: bytes=%llu-", (unsigned long long)offset);
+    /* to the end of the span the reader was told of (tg_blob_read_span), else of
+     * the object: the store sends no byte that will not be read */
+    uint64_t end = r->base.span_end > offset ? r->base.span_end : 0;
+    if (end != 0)
+        snprintf(line, sizeof line, "Range: bytes=%llu-%llu", (unsigned long long)offset,
+                 (unsigned long long)(end - 1));
+    else
+        snprintf(line, sizeof line, "Range: bytes=%llu-", (unsigned long long)offset);
     if (h != NULL && (h = curl_slist_append(r->stream_headers, line)) != NULL)
         r->stream_headers = h;
     if (h != NULL && s->token[0]) {
@@ -1156,6 +1265,7 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
         return -1;
     }
     r->stream_pos = offset;
+    r->stream_end = end;
     r->stream_paused = r->stream_done = false;
     r->stream_status = 0;
     r->stream_result = CURLE_OK;
@@ -1223,8 +1333,17 @@ static ssize_t s3_read(tg_blob_reader *reader, void *buf, size_t len, uint64_t o
     s3_store *s = s3(reader->store);
     if (offset >= reader->size || len == 0)
         return 0;
-    if (r->easy != NULL && offset == r->stream_pos)
+    if (r->easy != NULL && offset == r->stream_pos &&
+        (r->stream_end == 0 || offset < r->stream_end))
         return stream_read(r, buf, len);
+    if (r->easy == NULL && offset == reader->span_start && reader->span_end > offset &&
+        reader->span_end - offset > S3_WINDOW) {
+        /* the start of a span longer than a window: one GET of exactly the span, its
+         * bytes sent on as they come (no window fetched whole first) */
+        if (stream_open(s, r, offset) != 0)
+            return -1;
+        return stream_read(r, buf, len);
+    }
     if (r->window_len > 0 && offset == r->window_start + r->window_len) {
         /* reading on past a whole window: one transfer for the rest */
         if (stream_open(s, r, offset) != 0)

@@ -254,6 +254,18 @@ TEST(dispatch_reaches_the_backend)
     char buf[16] = "";
     CHECK_EQ_U64(tg_blob_read(reader, buf, sizeof buf, 4), 3);
     CHECK_STR(fake.called, "read");
+    /* tg_blob_read_span: kept on the reader, clamped to its size; an empty span or
+     * one starting at the end changes nothing */
+    tg_blob_read_span(reader, 2, 5);
+    CHECK_EQ_U64(reader->span_start, 2);
+    CHECK_EQ_U64(reader->span_end, 7);
+    tg_blob_read_span(reader, 4, UINT64_MAX);
+    CHECK_EQ_U64(reader->span_start, 4);
+    CHECK_EQ_U64(reader->span_end, 10);
+    tg_blob_read_span(reader, 10, 3);
+    tg_blob_read_span(reader, 1, 0);
+    CHECK_EQ_U64(reader->span_start, 4);
+    CHECK_EQ_U64(reader->span_end, 10);
     tg_blob_close(reader);
     CHECK_STR(fake.called, "reader_close");
     fake.called = NULL;

@@ -355,6 +355,110 @@ TEST(multipart_write_commit_copy_and_abort)
     tg_blobstore_close(store);
 }
 
+/* Parts go on a thread of their own while the next one fills: a part that fails
+ * there (the store refuses it) fails a later write or the commit, and nothing is
+ * left, no object and no multipart upload; the next upload is whole. */
+TEST(failed_part_in_flight_leaves_nothing)
+{
+    tg_blobstore *store = open_store(0);
+    if (store == NULL) {
+        CHECK(false);
+        return;
+    }
+    size_t len = (5u << 20) * 3 + 777; /* four parts */
+    char hex[TG_SHA256_HEX_LEN + 1];
+    for (unsigned failing = 1; failing <= 4; failing++) {
+        char value[16];
+        snprintf(value, sizeof value, "%u", failing);
+        setenv("TENSORGATE_TEST_S3_PART_FAIL", value, 1);
+        CHECK(write_blob(store, len, 20 + failing, hex) != TG_STORE_OK);
+        unsetenv("TENSORGATE_TEST_S3_PART_FAIL");
+        CHECK(count_remote("list-type=2&prefix=", "Key") == 0);
+        CHECK(count_remote("prefix=", "Upload") == 0);
+    }
+    /* a write that fails mid-way is aborted with the part after it filling */
+    setenv("TENSORGATE_TEST_S3_PART_FAIL", "1", 1);
+    tg_blob_writer *w = NULL;
+    CHECK(tg_blob_write_begin(store, &w) == TG_STORE_OK);
+    static unsigned char chunk[1 << 20];
+    memset(chunk, 'y', sizeof chunk);
+    tg_store_status st = TG_STORE_OK;
+    for (int i = 0; i < 16 && st == TG_STORE_OK; i++)
+        st = tg_blob_write(w, chunk, sizeof chunk);
+    CHECK(st != TG_STORE_OK); /* part 1 failed: the write that sends part 2 says so */
+    unsetenv("TENSORGATE_TEST_S3_PART_FAIL");
+    tg_blob_write_abort(w);
+    CHECK(count_remote("prefix=", "Upload") == 0);
+    CHECK(count_remote("list-type=2&prefix=", "Key") == 0);
+    CHECK(write_blob(store, len, 30, hex) == TG_STORE_OK);
+    CHECK(hash_matches(store, hex, len));
+    CHECK(tg_blob_remove(store, hex) == 0);
+    tg_blobstore_close(store);
+}
+
+/* Reads the blob's bytes [from, to) in reads of odd sizes; true when they equal
+ * want's (the blob's own bytes, from 0). */
+static bool reads_equal(tg_blob_reader *r, const unsigned char *want, uint64_t from, uint64_t to)
+{
+    static unsigned char buf[300007];
+    uint64_t at = from;
+    size_t step = 65537;
+    while (at < to) {
+        size_t n = to - at < step ? (size_t)(to - at) : step;
+        ssize_t got = tg_blob_read(r, buf, n, at);
+        if (got <= 0 || memcmp(buf, want + at, (size_t)got) != 0)
+            return false;
+        at += (uint64_t)got;
+        step = step == 65537 ? 300007 : 65537;
+    }
+    return true;
+}
+
+/* A reader told its span (tg_blob_read_span, as a file body or Range answer does)
+ * reads exactly the span's bytes through one GET, across window boundaries, and
+ * reads past the span, before it and a second time still give the blob's bytes. */
+TEST(read_span_exact_bytes)
+{
+    tg_blobstore *store = open_store(0);
+    if (store == NULL) {
+        CHECK(false);
+        return;
+    }
+    size_t len = (4u << 20) * 3 + 4321; /* four windows, the last short */
+    char hex[TG_SHA256_HEX_LEN + 1];
+    unsigned char *want = blob_bytes(len, 41);
+    CHECK(want != NULL && write_blob(store, len, 41, hex) == TG_STORE_OK);
+    /* spans: unaligned across three windows; a whole file; one shorter than a
+     * window; one that runs past the end (clamped); one ending at the last byte */
+    const uint64_t spans[][2] = {{1234567, 9u << 20},
+                                 {0, len},
+                                 {(4u << 20) - 10, 1000},
+                                 {(8u << 20) + 99, 1u << 30},
+                                 {len - (5u << 20), 5u << 20}};
+    for (size_t i = 0; i < sizeof spans / sizeof spans[0] && want != NULL; i++) {
+        tg_blob_check check;
+        tg_blob_reader *r = tg_blob_open(store, hex, len, &check);
+        CHECK(r != NULL);
+        if (r == NULL)
+            continue;
+        uint64_t from = spans[i][0], to = from + spans[i][1] > len ? len : from + spans[i][1];
+        tg_blob_read_span(r, from, spans[i][1]);
+        CHECK(reads_equal(r, want, from, to));
+        /* past the span's end, then before its start, then the span again */
+        if (to < len)
+            CHECK(reads_equal(r, want, to, to + (len - to < 70000 ? len - to : 70000)));
+        if (from > 0)
+            CHECK(reads_equal(r, want, from - 1, from + 10));
+        CHECK(reads_equal(r, want, from, to));
+        unsigned char byte;
+        CHECK(tg_blob_read(r, &byte, 1, len) == 0);
+        tg_blob_close(r);
+    }
+    free(want);
+    CHECK(tg_blob_remove(store, hex) == 0);
+    tg_blobstore_close(store);
+}
+
 TEST(gc_grace_and_stale_uploads)
 {
     tg_blobstore *store = open_store(0);
@@ -458,6 +562,8 @@ int main(int argc, char **argv)
         RUN(small_write_commit_ranged_reads);
         RUN(windows_streams_and_seeks);
         RUN(multipart_write_commit_copy_and_abort);
+        RUN(failed_part_in_flight_leaves_nothing);
+        RUN(read_span_exact_bytes);
         RUN(gc_grace_and_stale_uploads);
         RUN(presigned_url_fetches_the_object);
     } else {
