@@ -167,8 +167,7 @@ static void read_expired(void *ctx, tg_cat_row row)
 }
 
 tg_cat_status tg_catalog_hub_pending_expire(tg_catalog *catalog, const char *before,
-                                            void (*visit)(void *ctx, const char *sha256),
-                                            void *ctx)
+                                            void (*visit)(void *ctx, const char *sha256), void *ctx)
 {
     static const char sql[] = "DELETE FROM hub_lfs_pending WHERE created_at < ? RETURNING sha256";
     expire_visit e = {visit, ctx};
@@ -312,9 +311,9 @@ tg_cat_status tg_catalog_quota_reserve(tg_catalog *catalog, const char *org, con
         "DELETE FROM upload_reservations WHERE org = ? AND created_at < ?";
     static const char reserve_sql[] =
         "INSERT INTO upload_reservations (id, org, bytes, created_at)"
-        " SELECT ?1, ?2, CAST(?3 AS BIGINT), ?4 WHERE " TG_CAT_SQL_NAMESPACE_USAGE_OF("?2")
-        " + (SELECT coalesce(sum(bytes), 0) FROM upload_reservations WHERE org = ?2)"
-        " + CAST(?3 AS BIGINT) <= CAST(?5 AS BIGINT)";
+        " SELECT ?1, ?2, CAST(?3 AS BIGINT), ?4 WHERE " TG_CAT_SQL_NAMESPACE_USAGE_OF(
+            "?2") " + (SELECT coalesce(sum(bytes), 0) FROM upload_reservations WHERE org = ?2)"
+                  " + CAST(?3 AS BIGINT) <= CAST(?5 AS BIGINT)";
     char now[TG_TIME_LEN];
     tg_time_now(now);
     num b = u64(bytes), q = u64(quota);

@@ -57,7 +57,7 @@
     " ORDER BY number DESC LIMIT 1"
 #define TG_CAT_SQL_VERSION_LATEST_PUBLISHED                                                        \
     "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"   \
-    " AND deprecated_at IS NULL AND deleted_at IS NULL AND branch IS NULL"                        \
+    " AND deprecated_at IS NULL AND deleted_at IS NULL AND branch IS NULL"                         \
     " ORDER BY number DESC LIMIT 1"
 #define TG_CAT_SQL_VERSION_LIST                                                                    \
     "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND deleted_at IS NULL"    \
@@ -126,9 +126,9 @@
  * distinct blob (sha256) of the files of its models' versions, and of its pending Hub
  * LFS objects (schema 17), counted once at its size. */
 #define TG_CAT_SQL_NAMESPACE_USAGE_OF(p)                                                           \
-    "(SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM (SELECT f.sha256 AS sha256,"             \
+    "(SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM (SELECT f.sha256 AS sha256,"              \
     " max(f.size) AS size FROM files f JOIN versions v ON v.id = f.version_id"                     \
-    " JOIN models m ON m.id = v.model_id WHERE m.org = " p " GROUP BY f.sha256"                  \
+    " JOIN models m ON m.id = v.model_id WHERE m.org = " p " GROUP BY f.sha256"                    \
     " UNION SELECT sha256, size FROM hub_lfs_pending WHERE org = " p ") blobs)"
 #define TG_CAT_SQL_TOKEN_ID "SELECT id FROM tokens WHERE hash = ?"
 /* the audit log (schema 11): the appender's token, the chain's last row, the insert,

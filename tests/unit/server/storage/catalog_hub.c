@@ -72,8 +72,8 @@ TEST(hub)
     CHECK(stats != NULL && strcmp(stats, "[{\"name\":\"w\"}]") == 0);
     free(stats);
     /* another namespace, another size, too old: none */
-    CHECK(tg_catalog_hub_pending_get(catalog, "other", f.sha256, 1000, "2000-01-01T00:00:00Z",
-                                     &got, NULL) == TG_CAT_NOT_FOUND);
+    CHECK(tg_catalog_hub_pending_get(catalog, "other", f.sha256, 1000, "2000-01-01T00:00:00Z", &got,
+                                     NULL) == TG_CAT_NOT_FOUND);
     CHECK(tg_catalog_hub_pending_get(catalog, "acme", f.sha256, 999, "2000-01-01T00:00:00Z", &got,
                                      NULL) == TG_CAT_NOT_FOUND);
     CHECK(tg_catalog_hub_pending_get(catalog, "acme", f.sha256, 1000, "9999-01-01T00:00:00Z", &got,
@@ -139,8 +139,7 @@ TEST(hub)
               &v1) == TG_CAT_OK);
     CHECK(tg_catalog_alias_set(catalog, model.id, "stable", 1) == TG_CAT_OK);
     CHECK(tg_catalog_alias_set_kind(catalog, model.id, "dev", 1, "branch", false) == TG_CAT_OK);
-    CHECK(tg_catalog_alias_set_kind(catalog, model.id, "dev", 1, "branch", false) ==
-          TG_CAT_EXISTS);
+    CHECK(tg_catalog_alias_set_kind(catalog, model.id, "dev", 1, "branch", false) == TG_CAT_EXISTS);
     CHECK(tg_catalog_alias_set_kind(catalog, model.id, "v1.0", 1, "tag", false) == TG_CAT_OK);
     kinds k = {""};
     CHECK(tg_catalog_alias_list_kinds(catalog, model.id, list_kind, &k) == TG_CAT_OK);
