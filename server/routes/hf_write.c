@@ -335,7 +335,7 @@ static tg_cat_status pending_get(tg_server *server, const char *org, const char 
 {
     char since[TG_TIME_LEN];
     pending_since(since);
-    tg_file_record local;
+    tg_file_record local = {0};
     return tg_catalog_hub_pending_get(server->catalog, org, sha256, size, since,
                                       file ? file : &local, stats);
 }
@@ -1829,7 +1829,7 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
     if (!ok && tg_catalog_version_delete_draft(catalog, draft.id) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot remove the draft %lld of %s/%s of a failed Hub commit",
                (long long)draft.number, c->model.org, c->model.name);
-    if (ok && c->branch[0] != '\0') {
+    if (ok && has_base && c->branch[0] != '\0') { /* a branch always has its head */
         tg_cat_status moved = tg_catalog_branch_move(catalog, c->model.id, c->branch, base->number,
                                                      published->number);
         tg_response_cache_invalidate_moving(server->responses);

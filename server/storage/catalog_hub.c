@@ -123,7 +123,7 @@ tg_cat_status tg_catalog_hub_pending_get(tg_catalog *catalog, const char *org, c
     static const char stats_sql[] =
         "SELECT stats FROM hub_lfs_pending WHERE org = ?1 AND sha256 = ?2"
         " AND size = CAST(?3 AS BIGINT) AND created_at >= ?4";
-    tg_file_record local;
+    tg_file_record local = {0};
     num n = u64(size);
     const char *params[] = {org, sha256, n.s, since};
     pending_read r = {.file = file ? file : &local, .stats = stats};
