@@ -118,6 +118,15 @@ bool tg_quota_admits(tg_request *req, const char *org, uint64_t incoming)
     return true;
 }
 
+/* The catalog time TG_RESERVATION_SECONDS ago: older reservations are stale. */
+static void reservation_since(char out[TG_TIME_LEN])
+{
+    time_t at = time(NULL) - TG_RESERVATION_SECONDS;
+    struct tm tm;
+    gmtime_r(&at, &tm);
+    strftime(out, TG_TIME_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 tg_cat_status tg_quota_reserve(tg_server *server, const char *org, uint64_t bytes, uint64_t *quota,
                                uint64_t *usage, char *id, size_t cap)
 {
@@ -133,10 +142,7 @@ tg_cat_status tg_quota_reserve(tg_server *server, const char *org, uint64_t byte
     char hex[33];
     tg_hex_encode(random, sizeof random, hex);
     char since[TG_TIME_LEN];
-    time_t at = time(NULL) - TG_RESERVATION_SECONDS;
-    struct tm tm;
-    gmtime_r(&at, &tm);
-    strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    reservation_since(since);
     char name[40];
     snprintf(name, sizeof name, "rsv_%s", hex);
     status = tg_catalog_quota_reserve(server->catalog, org, name, bytes, *quota, since);
@@ -158,16 +164,22 @@ static void respond_namespace(tg_request *req, const char *org)
 {
     tg_namespace_settings settings;
     uint64_t quota = 0, usage = 0;
+    uint64_t reserved = 0;
+    char since[TG_TIME_LEN];
+    reservation_since(since);
     tg_cat_status status = tg_catalog_namespace_get(req->server->catalog, org, &settings);
     if (status == TG_CAT_OK)
         status = tg_namespace_quota(req->server, org, &quota, &usage);
+    if (status == TG_CAT_OK)
+        status = tg_catalog_quota_reserved(req->server->catalog, org, since, &reserved);
     if (status != TG_CAT_OK) {
         tg_respond_catalog_failure(req, status);
         return;
     }
     json_t *body =
-        json_pack("{s:s, s:I, s:b, s:b}", "namespace", org, "usage_bytes", (json_int_t)usage,
-                  "quota_default", settings.quota_bytes < 0, "allow_code", settings.allow_code);
+        json_pack("{s:s, s:I, s:I, s:b, s:b}", "namespace", org, "usage_bytes", (json_int_t)usage,
+                  "reserved_bytes", (json_int_t)reserved, "quota_default", settings.quota_bytes < 0,
+                  "allow_code", settings.allow_code);
     if (body != NULL)
         json_object_set_new(body, "quota_bytes",
                             quota > 0 ? json_integer((json_int_t)quota) : json_null());

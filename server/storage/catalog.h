@@ -448,6 +448,9 @@ tg_cat_status tg_catalog_branch_move(tg_catalog *catalog, int64_t model_id, cons
  * time, across replicas (quota_locks). Reservations made before since are removed. */
 tg_cat_status tg_catalog_quota_reserve(tg_catalog *catalog, const char *org, const char *id,
                                        uint64_t bytes, uint64_t quota, const char *since);
+/* The bytes org's reservations made at or after since hold. */
+tg_cat_status tg_catalog_quota_reserved(tg_catalog *catalog, const char *org, const char *since,
+                                        uint64_t *bytes);
 /* Releases a reservation (at the upload's end); NOT_FOUND when gone. */
 tg_cat_status tg_catalog_quota_release(tg_catalog *catalog, const char *id);
 

@@ -329,6 +329,23 @@ tg_cat_status tg_catalog_quota_reserve(tg_catalog *catalog, const char *org, con
     return status == TG_CAT_NOT_FOUND ? TG_CAT_CONFLICT : status;
 }
 
+static void read_u64(void *ctx, tg_cat_row row)
+{
+    int64_t v = row.integer(&row, 0);
+    *(uint64_t *)ctx = v > 0 ? (uint64_t)v : 0;
+}
+
+tg_cat_status tg_catalog_quota_reserved(tg_catalog *catalog, const char *org, const char *since,
+                                        uint64_t *bytes)
+{
+    static const char sql[] = "SELECT CAST(coalesce(sum(bytes), 0) AS BIGINT)"
+                              " FROM upload_reservations WHERE org = ? AND created_at >= ?";
+    *bytes = 0;
+    const char *params[] = {org, since};
+    tg_cat_step step = {sql, 2, params, read_u64, bytes, false, 0};
+    return run(catalog, false, &step, 1);
+}
+
 tg_cat_status tg_catalog_quota_release(tg_catalog *catalog, const char *id)
 {
     static const char sql[] = "DELETE FROM upload_reservations WHERE id = ?";

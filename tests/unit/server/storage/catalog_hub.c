@@ -94,6 +94,13 @@ TEST(hub)
           TG_CAT_OK);
     CHECK(tg_catalog_quota_reserve(catalog, "other", "r3", 2000, 2000, "2000-01-01T00:00:00Z") ==
           TG_CAT_OK);
+    uint64_t reserved = 0;
+    CHECK(tg_catalog_quota_reserved(catalog, "acme", "2000-01-01T00:00:00Z", &reserved) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(reserved, 1000);
+    CHECK(tg_catalog_quota_reserved(catalog, "acme", "9999-01-01T00:00:00Z", &reserved) ==
+          TG_CAT_OK);
+    CHECK_EQ_U64(reserved, 0);
     CHECK(tg_catalog_quota_release(catalog, "r1") == TG_CAT_OK);
     CHECK(tg_catalog_quota_release(catalog, "r1") == TG_CAT_NOT_FOUND);
     CHECK(tg_catalog_quota_reserve(catalog, "acme", "r4", 500, 2000, "2000-01-01T00:00:00Z") ==
