@@ -5,13 +5,15 @@
  *
  * A commit is one version, made atomically: every file of it has passed the gate
  * (inline files while the NDJSON body is read, LFS files as their bytes were PUT to
- * the signed href of the LFS batch answer), the new file list (the files of main's
- * head, then the commit's deletions and additions) is checked for index and shard
- * consistency and only then written as a draft and published through the one
- * publish path (tg_publish_files_locked) under the publish lock (code is refused
- * here whatever the namespace's code policy: a Hub commit never admits code); a failure there
- * takes the draft back. Nothing of a refused commit is ever published, and blobs it
- * stored that nothing references are reclaimed.
+ * the signed href of the LFS batch answer), the new file list (the files of the
+ * head, main's or the branch's, then the commit's deletions and additions) is
+ * checked for index and shard consistency and only then written as a draft and
+ * published through the one publish path (tg_publish_files_locked) under the
+ * publish lock; a failure there takes the draft back; a commit to a Hub branch then
+ * moves the branch (its version is marked as made on it, so it is never main).
+ * Code is admitted as a PUT admits it: where the namespace's policy allows it,
+ * recorded as admitted_by_policy. Nothing of a refused commit is ever published,
+ * and blobs it stored that nothing references are reclaimed.
  *
  * LFS bytes wait between their PUT and the commit as pending objects of the
  * namespace (org), in the catalog (hub_lfs_pending, schema 17: any replica, and a
@@ -2004,7 +2006,6 @@ static bool ref_name_ok(tg_request *req, const char *ref)
  * overwrite). */
 static void set_ref(tg_request *req, const tg_model *model, const char *ref, const char *rev,
                     bool overwrite, const char *what)
-
 {
     tg_catalog *catalog = req->server->catalog;
     tg_version target;
