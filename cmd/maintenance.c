@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "blob_options.h"
 #include "blobstore.h"
@@ -106,6 +107,19 @@ int tg_cmd_gc(int argc, char **argv)
         return opened == TG_EXIT_NOT_DATA_DIR ? opened : 1;
     gc.blobs = blobs;
     gc.catalog = catalog;
+    /* Hub LFS objects uploaded and never committed within a day (schema 17): their
+     * rows go first, so their blobs are unreferenced below */
+    if (!dry_run) {
+        char before[TG_TIME_LEN];
+        time_t at = time(NULL) - 24 * 3600;
+        struct tm tm;
+        gmtime_r(&at, &tm);
+        strftime(before, sizeof before, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        if (tg_catalog_hub_pending_expire(catalog, before, NULL, NULL) != TG_CAT_OK) {
+            fprintf(stderr, "tensorgate gc: the expired Hub LFS uploads could not be removed\n");
+            gc.errors++;
+        }
+    }
     if (tg_blob_each(blobs, gc_visit, &gc) != 0) {
         fprintf(stderr, "tensorgate gc: the blob store could not be listed: %s\n", strerror(errno));
         gc.errors++;

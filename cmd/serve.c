@@ -126,6 +126,7 @@ int tg_cmd_serve(int argc, char **argv)
                             .import_min_rate = server.config.import_min_rate,
                             .import_rate_window = server.config.import_rate_window,
                             .max_body = server.config.max_body,
+                            .namespace_quota = server.config.namespace_quota,
                             .refuse_nonfinite = server.config.refuse_nonfinite,
                             .import_policy = server.config.import_allow,
                             .publish_lock = &server.publish_lock,

@@ -105,6 +105,7 @@ static const tg_reason reasons[] = {
     {"blob_store_unavailable", 503},
     {"parent_commit_mismatch", 412},
     {"ref_exists", 409},
+    {"not_a_branch", 400},
     {"digest_mismatch", 400},
     {"webhook_not_found", 404},
     {"webhook_delivery_not_found", 404},

@@ -55,6 +55,10 @@ typedef struct importer {
     /* a mirror's file (tg_import_fetch_file): its own commit and Authorization */
     tg_import_file *custom;
     struct curl_slist *headers;
+    /* the bound on the body: --max-body, or the room left in the namespace's storage
+     * quota when that is less (quota_bound), read when the first response comes */
+    uint64_t limit;
+    bool quota_bound;
 } importer;
 
 static void fail(importer *im, const char *reason, const char *fmt, ...)
@@ -218,6 +222,40 @@ static bool parse_content_range(const char *text, uint64_t *start, uint64_t *tot
     return true;
 }
 
+/* The room left in the job's namespace's storage quota (docs/MANUAL.md, "Storage
+ * quotas"): UINT64_MAX when it has none; false after failing im. */
+static bool quota_room(importer *im, uint64_t *room)
+{
+    *room = UINT64_MAX;
+    tg_namespace_settings settings;
+    uint64_t usage = 0;
+    if (tg_catalog_namespace_get(im->ctx->catalog, im->job->org, &settings) != TG_CAT_OK) {
+        fail(im, "internal_error", "the namespace's storage quota cannot be read from the catalog");
+        return false;
+    }
+    uint64_t quota =
+        settings.quota_bytes >= 0 ? (uint64_t)settings.quota_bytes : im->ctx->namespace_quota;
+    if (quota == 0)
+        return true;
+    if (tg_catalog_namespace_usage(im->ctx->catalog, im->job->org, &usage) != TG_CAT_OK) {
+        fail(im, "internal_error", "the namespace's usage cannot be read from the catalog");
+        return false;
+    }
+    *room = usage < quota ? quota - usage : 0;
+    return true;
+}
+
+static void fail_too_large(importer *im)
+{
+    if (im->quota_bound)
+        fail(im, "storage_quota_exceeded",
+             "the source is larger than the %llu bytes left in namespace %s's storage quota",
+             (unsigned long long)im->limit, im->job->org);
+    else
+        fail(im, "import_too_large", "the source is larger than --max-body (%llu bytes)",
+             (unsigned long long)im->ctx->max_body);
+}
+
 static bool begin_ingest(importer *im, uint64_t declared)
 {
     const char *path = im->job->path;
@@ -235,7 +273,7 @@ static bool begin_ingest(importer *im, uint64_t declared)
         .name = path,
         .allow_code = settings.allow_code,
         .declared = declared,
-        .max_bytes = im->ctx->max_body,
+        .max_bytes = im->limit,
         .max_header = im->ctx->max_header,
         .refuse_nonfinite = im->ctx->refuse_nonfinite,
         .store = im->ctx->store,
@@ -286,6 +324,18 @@ static bool check_response(importer *im)
         if (total != UNKNOWN && total > im->ctx->max_body) {
             fail(im, "import_too_large", "the source is %llu bytes; the limit is %llu (--max-body)",
                  (unsigned long long)total, (unsigned long long)im->ctx->max_body);
+            return false;
+        }
+        /* accepted imports are bounded by the room left in the quota when they fetch */
+        uint64_t room = UINT64_MAX;
+        if (!quota_room(im, &room))
+            return false;
+        im->quota_bound = room < im->ctx->max_body;
+        im->limit = im->quota_bound ? room : im->ctx->max_body;
+        if (im->limit == 0 || (total != UNKNOWN && total > im->limit)) {
+            fail(im, "storage_quota_exceeded",
+                 "the source is %llu bytes; namespace %s has %llu bytes left in its storage quota",
+                 (unsigned long long)total, im->job->org, (unsigned long long)im->limit);
             return false;
         }
         return begin_ingest(im, total);
@@ -453,8 +503,7 @@ static bool fetch(importer *im, uint64_t to)
             return false;
         }
         if (rc == CURLE_FILESIZE_EXCEEDED) {
-            fail(im, "import_too_large", "the source is larger than --max-body (%llu bytes)",
-                 (unsigned long long)im->ctx->max_body);
+            fail_too_large(im);
             return false;
         }
         if (rc == CURLE_HTTP_RETURNED_ERROR) {
@@ -699,9 +748,9 @@ static void conclude(importer *im)
         gate_refusal(im);
         return;
     case TG_INGEST_TOO_LARGE:
-        fail(im, "import_too_large", "the source is larger than --max-body (%llu bytes)",
-             (unsigned long long)im->ctx->max_body);
-        record_rejection(im, "payload_too_large", NULL, im->detail, NULL);
+        fail_too_large(im);
+        record_rejection(im, im->quota_bound ? "storage_quota_exceeded" : "payload_too_large", NULL,
+                         im->detail, NULL);
         return;
     case TG_INGEST_LENGTH_MISMATCH:
         fail(im, "import_fetch_failed", "the source sent %llu bytes; it announced %llu",

@@ -66,6 +66,9 @@ typedef struct tg_jobs_context {
     /* imports (server/jobs/import_job.h): the size limit (--max-body), the NaN/Inf
      * rule of uploads, and the address policy (--import-allow) */
     uint64_t max_body;
+    /* --namespace-quota: the storage quota of a namespace without its own (0: none);
+     * an import is bounded by the room its namespace's quota leaves when it fetches */
+    uint64_t namespace_quota;
     bool refuse_nonfinite;
     tg_addr_policy import_policy;
     /* --import-timeout: seconds an import may take in all (0: no deadline);

@@ -1083,16 +1083,18 @@ typedef struct alias_list {
     struct alias_item {
         char name[TG_NAME_MAX + 1];
         int64_t number;
+        bool tag; /* schema 17: a Hub tag (listed under "tags"), else a branch or alias */
     } items[64];
     size_t count;
 } alias_list;
 
-static void add_alias_item(void *ctx, const char *alias, int64_t number)
+static void add_alias_item(void *ctx, const char *alias, int64_t number, const char *kind)
 {
     alias_list *list = ctx;
     if (list->count >= sizeof list->items / sizeof list->items[0])
         return; /* the first 64 aliases: a bounded answer */
     snprintf(list->items[list->count].name, sizeof list->items[0].name, "%s", alias);
+    list->items[list->count].tag = strcmp(kind, "tag") == 0;
     list->items[list->count++].number = number;
 }
 
@@ -1169,24 +1171,31 @@ void tg_route_hf_refs(tg_request *req)
     if (!hf_lookup_repo(req, model) || !load_versions(req, model, &versions))
         goto out;
     tg_cat_status status =
-        tg_catalog_alias_list(req->server->catalog, model->id, add_alias_item, aliases);
-    if (status != TG_CAT_OK) {
-        tg_respond_catalog_failure(req, status);
+        tg_catalog_alias_list_kinds(req->server->catalog, model->id, add_alias_item, aliases);
+    tg_version main_head;
+    tg_cat_status main_status = TG_CAT_NOT_FOUND;
+    if (status == TG_CAT_OK)
+        main_status =
+            tg_catalog_version_latest_published(req->server->catalog, model->id, &main_head);
+    if (status != TG_CAT_OK || tg_cat_failed(main_status)) {
+        tg_respond_catalog_failure(req, status != TG_CAT_OK ? status : main_status);
         goto out;
     }
-    /* main is the newest published version; each alias a branch; each version a tag */
+    /* main is the newest published version of main's line (latest: not deprecated, not
+     * made on a branch); each Hub branch and /v1 alias a branch, each Hub tag and each
+     * version number a tag */
     json_t *branches = json_array(), *tags = json_array();
-    /* main skips deprecated versions, as latest does */
-    for (size_t i = versions.count; i > 0; i--) {
-        if (versions.items[i - 1].deprecated_at[0] == '\0') {
-            json_array_append_new(branches, ref_json("main", "heads", &versions.items[i - 1]));
-            break;
-        }
+    if (main_status == TG_CAT_OK)
+        json_array_append_new(branches, ref_json("main", "heads", &main_head));
+    for (size_t i = 0; i < aliases->count; i++) {
+        const tg_version *target = find_version(&versions, aliases->items[i].number);
+        if (target != NULL && !aliases->items[i].tag)
+            json_array_append_new(branches, ref_json(aliases->items[i].name, "heads", target));
     }
     for (size_t i = 0; i < aliases->count; i++) {
         const tg_version *target = find_version(&versions, aliases->items[i].number);
-        if (target != NULL)
-            json_array_append_new(branches, ref_json(aliases->items[i].name, "heads", target));
+        if (target != NULL && aliases->items[i].tag)
+            json_array_append_new(tags, ref_json(aliases->items[i].name, "tags", target));
     }
     for (size_t i = 0; i < versions.count; i++) {
         char number[24];

@@ -5,16 +5,19 @@
  *
  * A commit is one version, made atomically: every file of it has passed the gate
  * (inline files while the NDJSON body is read, LFS files as their bytes were PUT to
- * the signed href of the LFS batch answer), the new file list (the files of main's
- * head, then the commit's deletions and additions) is checked for index and shard
- * consistency and only then written as a draft and published through the one
- * publish path (tg_publish_files_locked) under the publish lock (code is refused
- * here whatever the namespace's code policy: a Hub commit never admits code); a failure there
- * takes the draft back. Nothing of a refused commit is ever published, and blobs it
- * stored that nothing references are reclaimed.
+ * the signed href of the LFS batch answer), the new file list (the files of the
+ * head, main's or the branch's, then the commit's deletions and additions) is
+ * checked for index and shard consistency and only then written as a draft and
+ * published through the one publish path (tg_publish_files_locked) under the
+ * publish lock; a failure there takes the draft back; a commit to a Hub branch then
+ * moves the branch (its version is marked as made on it, so it is never main).
+ * Code is admitted as a PUT admits it: where the namespace's policy allows it,
+ * recorded as admitted_by_policy. Nothing of a refused commit is ever published,
+ * and blobs it stored that nothing references are reclaimed.
  *
  * LFS bytes wait between their PUT and the commit as pending objects of the
- * namespace (org), in this process's memory (pending_*, below): the sha256, size and
+ * namespace (org), in the catalog (hub_lfs_pending, schema 17: any replica, and a
+ * restarted server, finds them; pending_*, below): the sha256, size and
  * what the gate found (kind, tensor facts, per-tensor stats). A commit takes an LFS
  * file from the namespace's pending objects or from main's head: the batch answer
  * skips the upload only for content the token's namespace has uploaded or the model
@@ -46,8 +49,7 @@
 #define HUB_COMMIT_OPS_MAX 10000         /* operations of one commit */
 #define HUB_HREF_SECONDS 3600            /* an upload href is good for an hour */
 #define HUB_PENDING_SECONDS (24 * 3600)  /* an uploaded LFS object waits a day */
-#define HUB_PENDING_MAX 4096             /* pending LFS objects, all namespaces */
-#define HUB_STATS_MAX (16 * 1024 * 1024) /* a pending object's stats text */
+#define HUB_RESERVE_SECONDS (24 * 3600)  /* a reservation older than this is stale */
 
 /* ---- the Hub's error dialect ---- */
 
@@ -263,38 +265,53 @@ bool tg_hub_upload_lfs(const char *path, uint64_t size, const uint8_t *sample, s
 
 /* ---- signed upload hrefs ---- */
 
-static unsigned char href_key[32];
-static pthread_once_t href_key_once = PTHREAD_ONCE_INIT;
+/* The key is the catalog's shared secret "lfs-href" (schema 17): made at random by the
+ * first server that needs it, so every replica and a restarted server accept the hrefs
+ * any of them gave. Read once per process. */
+static char href_key[65];
 static bool href_key_ready;
+static pthread_mutex_t href_key_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void href_key_init(void)
+static bool href_key_load(tg_catalog *catalog)
 {
-    href_key_ready = getrandom(href_key, sizeof href_key, 0) == (ssize_t)sizeof href_key;
+    pthread_mutex_lock(&href_key_lock);
+    if (!href_key_ready) {
+        unsigned char random[32];
+        char candidate[65];
+        if (getrandom(random, sizeof random, 0) == (ssize_t)sizeof random) {
+            tg_hex_encode(random, sizeof random, candidate);
+            href_key_ready = tg_catalog_hub_secret(catalog, "lfs-href", candidate, href_key,
+                                                   sizeof href_key) == TG_CAT_OK &&
+                             strlen(href_key) == 64;
+        }
+    }
+    bool ready = href_key_ready;
+    pthread_mutex_unlock(&href_key_lock);
+    return ready;
 }
 
-/* The signature of an upload href: SHA-256(key || SHA-256(key || message)), hex; the
- * key is random per server process (an href is good on the process that made it). */
-static bool href_sign(const char *org, const char *name, const char *oid, uint64_t size,
-                      long long expires, char hex[65])
+/* The signature of an upload href: SHA-256(key || SHA-256(key || message)), hex, over
+ * the org, name, oid, size, expiry and the id of the token that asked for it. */
+static bool href_sign(tg_catalog *catalog, const char *org, const char *name, const char *oid,
+                      uint64_t size, long long expires, int64_t token_id, char hex[65])
 {
-    pthread_once(&href_key_once, href_key_init);
-    if (!href_key_ready)
+    if (!href_key_load(catalog))
         return false;
     char message[512];
-    int len = snprintf(message, sizeof message, "%s\n%s\n%s\n%llu\n%lld", org, name, oid,
-                       (unsigned long long)size, expires);
+    int len = snprintf(message, sizeof message, "%s\n%s\n%s\n%llu\n%lld\n%lld", org, name, oid,
+                       (unsigned long long)size, expires, (long long)token_id);
     if (len < 0 || (size_t)len >= sizeof message)
         return false;
     unsigned char inner[TG_SHA256_SIZE], outer[TG_SHA256_SIZE];
     tg_sha256 s;
     if (tg_sha256_init(&s, "hub-href") != 0)
         return false;
-    bool ok = tg_sha256_update(&s, href_key, sizeof href_key) == 0 &&
+    bool ok = tg_sha256_update(&s, href_key, 64) == 0 &&
               tg_sha256_update(&s, message, (size_t)len) == 0 && tg_sha256_final(&s, inner) == 0;
     tg_sha256_free(&s);
     if (!ok || tg_sha256_init(&s, "hub-href") != 0)
         return false;
-    ok = tg_sha256_update(&s, href_key, sizeof href_key) == 0 &&
+    ok = tg_sha256_update(&s, href_key, 64) == 0 &&
          tg_sha256_update(&s, inner, sizeof inner) == 0 && tg_sha256_final(&s, outer) == 0;
     tg_sha256_free(&s);
     if (ok)
@@ -302,104 +319,83 @@ static bool href_sign(const char *org, const char *name, const char *oid, uint64
     return ok;
 }
 
-/* ---- pending LFS objects (this process's memory) ---- */
+/* ---- pending LFS objects (the catalog's hub_lfs_pending, schema 17) ---- */
 
-typedef struct pending {
-    bool used;
-    char org[TG_NAME_MAX + 1];
-    tg_file_record file; /* path unused; size, sha256, kind and tensor facts */
-    char *stats;
-    time_t at;
-} pending;
-
-static pending pending_objects[HUB_PENDING_MAX];
-static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void pending_drop(pending *p)
+/* The catalog time HUB_PENDING_SECONDS ago: pending objects older than it are expired. */
+static void pending_since(char out[TG_TIME_LEN])
 {
-    free(p->stats);
-    memset(p, 0, sizeof *p);
+    time_t at = time(NULL) - HUB_PENDING_SECONDS;
+    struct tm tm;
+    gmtime_r(&at, &tm);
+    strftime(out, TG_TIME_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Adds (or refreshes) org's object; false when out of memory. */
-static bool pending_add(const char *org, const tg_file_record *file, const char *stats)
+/* org's pending object sha256 of size: TG_CAT_OK and (when file) its record, (when
+ * stats) its stats, malloc'd. */
+static tg_cat_status pending_get(tg_server *server, const char *org, const char *sha256,
+                                 uint64_t size, tg_file_record *file, char **stats)
 {
-    char *copy = strdup(stats ? stats : "[]");
-    if (copy == NULL)
-        return false;
-    time_t now = time(NULL);
-    pthread_mutex_lock(&pending_lock);
-    pending *slot = NULL, *oldest = NULL;
-    for (size_t i = 0; i < HUB_PENDING_MAX; i++) {
-        pending *p = &pending_objects[i];
-        if (p->used && now - p->at > HUB_PENDING_SECONDS)
-            pending_drop(p);
-        if (p->used && strcmp(p->org, org) == 0 && strcmp(p->file.sha256, file->sha256) == 0)
-            slot = p;
-        if (!p->used && slot == NULL)
-            slot = p;
-        if (p->used && (oldest == NULL || p->at < oldest->at))
-            oldest = p;
-    }
-    if (slot == NULL)
-        slot = oldest; /* full: the oldest waits no longer */
-    pending_drop(slot);
-    slot->used = true;
-    snprintf(slot->org, sizeof slot->org, "%s", org);
-    slot->file = *file;
-    slot->stats = copy;
-    slot->at = now;
-    pthread_mutex_unlock(&pending_lock);
-    return true;
+    char since[TG_TIME_LEN];
+    pending_since(since);
+    tg_file_record local = {0};
+    return tg_catalog_hub_pending_get(server->catalog, org, sha256, size, since,
+                                      file ? file : &local, stats);
 }
 
-/* org's pending object sha256 of size: true and (when file) a copy; *stats malloc'd. */
-static bool pending_get(const char *org, const char *sha256, uint64_t size, tg_file_record *file,
-                        char **stats)
+static void pending_remove(tg_server *server, const char *org, const char *sha256)
 {
-    bool found = false;
-    time_t now = time(NULL);
-    pthread_mutex_lock(&pending_lock);
-    for (size_t i = 0; i < HUB_PENDING_MAX && !found; i++) {
-        pending *p = &pending_objects[i];
-        if (!p->used || strcmp(p->org, org) != 0 || strcmp(p->file.sha256, sha256) != 0 ||
-            p->file.size != size || now - p->at > HUB_PENDING_SECONDS)
-            continue;
-        found = true;
-        if (file != NULL)
-            *file = p->file;
-        if (stats != NULL) {
-            *stats = strdup(p->stats);
-            if (*stats == NULL)
-                found = false;
-        }
-    }
-    pthread_mutex_unlock(&pending_lock);
-    return found;
+    tg_cat_status status = tg_catalog_hub_pending_delete(server->catalog, org, sha256);
+    if (tg_cat_failed(status))
+        tg_log(TG_LOG_WARN, "cannot remove the pending LFS object %s of %s (it expires)", sha256,
+               org);
 }
 
-static void pending_remove(const char *org, const char *sha256)
+/* org's pending object whose blob is still stored: a row whose blob is gone (a damaged
+ * store) goes, so the batch answer asks for the bytes again. */
+static bool pending_stored(tg_server *server, const char *org, const char *sha256, uint64_t size)
 {
-    pthread_mutex_lock(&pending_lock);
-    for (size_t i = 0; i < HUB_PENDING_MAX; i++) {
-        pending *p = &pending_objects[i];
-        if (p->used && strcmp(p->org, org) == 0 && strcmp(p->file.sha256, sha256) == 0)
-            pending_drop(p);
-    }
-    pthread_mutex_unlock(&pending_lock);
-}
-
-/* org's pending object whose blob is still stored (gc may take an unreferenced blob
- * after --gc-grace): a stale entry goes, so the batch answer asks for the bytes again. */
-static bool pending_stored(tg_blobstore *blobs, const char *org, const char *sha256, uint64_t size)
-{
-    if (!pending_get(org, sha256, size, NULL, NULL))
+    if (pending_get(server, org, sha256, size, NULL, NULL) != TG_CAT_OK)
         return false;
     uint64_t stored = 0;
-    if (tg_blob_stat(blobs, sha256, &stored) == 0 && stored == size)
+    if (tg_blob_stat(server->blobs, sha256, &stored) == 0 && stored == size)
         return true;
-    pending_remove(org, sha256);
+    pending_remove(server, org, sha256);
     return false;
+}
+
+typedef struct expired_list {
+    char (*items)[65];
+    size_t count, cap;
+} expired_list;
+
+static void collect_expired(void *ctx, const char *sha256)
+{
+    expired_list *list = ctx;
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 16;
+        char(*grown)[65] = realloc(list->items, cap * sizeof *grown);
+        if (grown == NULL)
+            return; /* its blob stays unreferenced: gc takes it */
+        list->items = grown;
+        list->cap = cap;
+    }
+    snprintf(list->items[list->count++], 65, "%s", sha256);
+}
+
+/* Removes the pending objects past their day and reclaims their blobs (those nothing
+ * else references). Run at each LFS batch request; `tensorgate gc` expires them too. */
+static void pending_sweep(tg_server *server)
+{
+    char before[TG_TIME_LEN];
+    pending_since(before);
+    expired_list list = {0};
+    if (tg_catalog_hub_pending_expire(server->catalog, before, collect_expired, &list) != TG_CAT_OK)
+        tg_log(TG_LOG_WARN, "cannot expire the pending LFS objects older than %s", before);
+    for (size_t i = 0; i < list.count; i++)
+        (void)tg_blob_reclaim(server->blobs, server->catalog, list.items[i], false);
+    if (list.count > 0)
+        tg_log(TG_LOG_INFO, "%zu pending LFS object(s) expired uncommitted", list.count);
+    free(list.items);
 }
 
 /* ---- the files of a version, with their stats ---- */
@@ -745,6 +741,13 @@ void tg_route_hub_lfs_batch(tg_request *req)
                   "\"objects\" (an array of at most 1000) is required");
         goto out;
     }
+    pending_sweep(req->server);
+    /* the token that asks is named in each href (recorded with the pending object) */
+    int64_t token_id = 0;
+    char token_hash[65];
+    if (tg_auth_token_hash(req, token_hash) == 1 &&
+        tg_catalog_token_id(req->server->catalog, token_hash, &token_id) != TG_CAT_OK)
+        token_id = 0;
     char origin[512];
     tg_request_origin(req, origin, sizeof origin);
     long long expires = (long long)time(NULL) + HUB_HREF_SECONDS;
@@ -772,20 +775,21 @@ void tg_route_hub_lfs_batch(tg_request *req)
                                 json_pack("{s:i, s:s}", "code", 413, "message",
                                           "the object is larger than the server takes "
                                           "(--max-body)"));
-        } else if (pending_stored(req->server->blobs, org, oid, (uint64_t)size) ||
+        } else if (pending_stored(req->server, org, oid, (uint64_t)size) ||
                    model_holds(req->server->catalog, model.id, oid, (uint64_t)size)) {
             /* held for this namespace already: no upload (no action) */
         } else {
             char sig[65];
-            if (!href_sign(org, name, oid, (uint64_t)size, expires, sig)) {
+            if (!href_sign(req->server->catalog, org, name, oid, (uint64_t)size, expires, token_id,
+                           sig)) {
                 json_decref(item);
                 tg_respond_internal(req, "the upload link could not be signed");
                 goto out;
             }
             char href[1400], verify[1024];
             snprintf(href, sizeof href,
-                     "%s/api/tensorgate/lfs/%s/%s/%s?size=%lld&expires=%lld&sig=%s", origin, org,
-                     name, oid, (long long)size, expires, sig);
+                     "%s/api/tensorgate/lfs/%s/%s/%s?size=%lld&expires=%lld&tid=%lld&sig=%s",
+                     origin, org, name, oid, (long long)size, expires, (long long)token_id, sig);
             snprintf(verify, sizeof verify, "%s/api/tensorgate/lfs-verify/%s/%s", origin, org,
                      name);
             json_object_set_new(item, "actions",
@@ -823,9 +827,11 @@ typedef struct lfs_put {
     tg_body_ingest body;
     char org[TG_NAME_MAX + 1], name[TG_NAME_MAX + 1], oid[65];
     uint64_t size;
+    int64_t token_id; /* of the batch request that asked for the href; 0: none */
     char owner[TG_TALLY_KEY_MAX];
     bool counted;
     bool recorded;
+    char reservation[48]; /* the quota reservation held while the body streams; "" none */
 } lfs_put;
 
 /* A gate refusal into /v1/rejections (as an upload's), version -1: a Hub write has
@@ -878,14 +884,17 @@ void tg_route_hub_lfs_put_start(tg_request *req)
     const char *org = tg_param(req, "org"), *name = tg_param(req, "name");
     const char *oid = tg_param(req, "id");
     const char *size_text = tg_query(req, "size"), *expires_text = tg_query(req, "expires");
-    const char *sig = tg_query(req, "sig");
-    uint64_t size = 0, expires = 0;
+    const char *sig = tg_query(req, "sig"), *tid_text = tg_query(req, "tid");
+    uint64_t size = 0, expires = 0, tid = 0;
     char want[65];
     if (org == NULL || name == NULL || oid == NULL || size_text == NULL || expires_text == NULL ||
-        sig == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name) ||
+        sig == NULL || tid_text == NULL || !tg_valid_name_part(org) || !tg_valid_name_part(name) ||
         !tg_is_sha256_hex(oid) || !tg_parse_u64(size_text, &size) ||
         !tg_parse_u64(expires_text, &expires) || expires > INT64_MAX ||
-        !href_sign(org, name, oid, size, (long long)expires, want) || strcmp(want, sig) != 0) {
+        !tg_parse_u64(tid_text, &tid) || tid > INT64_MAX ||
+        !href_sign(req->server->catalog, org, name, oid, size, (long long)expires, (int64_t)tid,
+                   want) ||
+        strcmp(want, sig) != 0) {
         hub_error(req, NULL, "unauthorized",
                   "this upload link is not one this server signed (ask the LFS batch API again)");
         return;
@@ -899,6 +908,7 @@ void tg_route_hub_lfs_put_start(tg_request *req)
     snprintf(put->name, sizeof put->name, "%s", name);
     snprintf(put->oid, sizeof put->oid, "%s", oid);
     put->size = size;
+    put->token_id = (int64_t)tid;
     tg_model model;
     if (!hub_lookup_repo(req, org, name, &model))
         return;
@@ -910,19 +920,28 @@ void tg_route_hub_lfs_put_start(tg_request *req)
         return;
     }
     /* the namespace's storage quota (docs/MANUAL.md, "Storage quotas"): an LFS object's
-     * size is known, so one that does not fit is refused before its body is read */
+     * size is known, so one that does not fit is refused before its body is read, and
+     * its size is reserved against the quota in the catalog while the body streams (two
+     * uploads at once, on any replicas, cannot both take the last room) */
     uint64_t quota = 0, usage = 0;
-    tg_cat_status quota_status = tg_namespace_quota(req->server, org, &quota, &usage);
-    if (quota_status != TG_CAT_OK) {
-        tg_respond_catalog_failure(req, quota_status);
-        return;
-    }
-    if (quota > 0 && (size > quota || usage > quota - size)) {
+    tg_cat_status reserved = tg_quota_reserve(req->server, org, size, &quota, &usage,
+                                              put->reservation, sizeof put->reservation);
+    if (reserved == TG_CAT_CONFLICT) {
         hub_error(req, NULL, "storage_quota_exceeded",
-                  "namespace %s holds %llu bytes of its quota of %llu; the LFS object's %llu "
-                  "bytes do not fit",
+                  "namespace %s holds %llu bytes of its quota of %llu (uploads in progress "
+                  "reserve more); the LFS object's %llu bytes do not fit",
                   org, (unsigned long long)usage, (unsigned long long)quota,
                   (unsigned long long)size);
+        return;
+    }
+    if (reserved != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, reserved);
+        return;
+    }
+    tg_namespace_settings settings = {0};
+    tg_cat_status settings_status = tg_catalog_namespace_get(req->server->catalog, org, &settings);
+    if (settings_status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, settings_status);
         return;
     }
     tg_request_owner(req, put->owner, sizeof put->owner);
@@ -938,7 +957,8 @@ void tg_route_hub_lfs_put_start(tg_request *req)
     put->counted = true;
     /* The name is not known before the commit: content decides (a sidecar's gate),
      * and the commit checks the file's name against what was found. */
-    if (tg_body_ingest_begin(&put->body, req, ST_GATE_SIDECAR, NULL, size, true, false) != 0)
+    if (tg_body_ingest_begin(&put->body, req, ST_GATE_SIDECAR, NULL, size, true,
+                             settings.allow_code) != 0)
         tg_respond_internal(req, "cannot start the upload (temp file or memory)");
 }
 
@@ -955,19 +975,23 @@ void tg_route_hub_lfs_put_feed(tg_request *req, const uint8_t *data, size_t len)
 }
 
 typedef struct lfs_row {
-    const char *org;
-    const char *oid;
+    tg_catalog *catalog;
+    const lfs_put *put;
     bool matched;
-    bool added;
+    tg_cat_status status;
 } lfs_row;
 
-/* Under the shared blobs lock, with the blob durable: the pending object. */
+/* Under the shared blobs lock, with the blob durable: the pending object's row. */
 static void record_pending(void *ctx, const tg_file_record *file, const char *stats)
 {
     lfs_row *row = ctx;
-    row->matched = strcmp(file->sha256, row->oid) == 0;
-    if (row->matched)
-        row->added = pending_add(row->org, file, stats);
+    row->matched = strcmp(file->sha256, row->put->oid) == 0;
+    if (!row->matched)
+        return;
+    char model[2 * TG_NAME_MAX + 2];
+    snprintf(model, sizeof model, "%s/%s", row->put->org, row->put->name);
+    row->status = tg_catalog_hub_pending_put(row->catalog, row->put->org, model, row->put->token_id,
+                                             file, stats);
 }
 
 void tg_route_hub_lfs_put(tg_request *req)
@@ -1008,19 +1032,19 @@ void tg_route_hub_lfs_put(tg_request *req)
         return;
     }
     tg_file_record file;
-    lfs_row row = {.org = put->org, .oid = put->oid};
+    lfs_row row = {.catalog = req->server->catalog, .put = put, .status = TG_CAT_ERROR};
     if (tg_ingest_commit(ingest, put->oid, &file, record_pending, &row) != 0) {
         tg_respond_internal(req, "the object could not be stored");
         return;
     }
-    if (!row.matched || !row.added) {
+    if (!row.matched || row.status != TG_CAT_OK) {
         (void)tg_blob_reclaim(req->server->blobs, req->server->catalog, file.sha256, false);
         if (!row.matched)
             hub_error(req, NULL, "digest_mismatch",
                       "the bytes' SHA-256 is %s, not the object's %s; nothing was kept",
                       file.sha256, put->oid);
         else
-            tg_respond_internal(req, "out of memory");
+            tg_respond_catalog_failure(req, row.status);
         return;
     }
     tg_log(TG_LOG_INFO, "LFS object %s (%llu bytes, %s) of %s/%s is pending", file.sha256,
@@ -1038,6 +1062,7 @@ void tg_route_hub_lfs_put_cleanup(tg_request *req)
     tg_ingest_abort(&put->body.ingest);
     if (put->counted)
         tg_tally_give(tg_uploads_tally(), put->owner, 1);
+    tg_quota_release(req->server, put->reservation);
     free(put);
     req->state = NULL;
 }
@@ -1057,7 +1082,7 @@ void tg_route_hub_lfs_verify(tg_request *req)
     json_t *size = json_object_get(body, "size");
     if (oid == NULL || !json_is_integer(size) || json_integer_value(size) < 0) {
         hub_error(req, NULL, "invalid_request", "{oid, size} is required");
-    } else if (pending_stored(req->server->blobs, org, oid, (uint64_t)json_integer_value(size)) ||
+    } else if (pending_stored(req->server, org, oid, (uint64_t)json_integer_value(size)) ||
                model_holds(req->server->catalog, model.id, oid,
                            (uint64_t)json_integer_value(size))) {
         tg_respond_json(req, 200, json_pack("{s:s, s:O}", "oid", oid, "size", size));
@@ -1083,6 +1108,8 @@ typedef struct commit_op {
 typedef struct hub_commit {
     tg_model model;
     char token_hash[65];
+    char branch[TG_NAME_MAX + 1]; /* a Hub branch the commit goes to; "" for main */
+    bool allow_code;              /* the namespace's code policy, read at the start */
     char *line;
     size_t line_len, line_cap;
     bool line_too_long;
@@ -1184,7 +1211,7 @@ static void commit_inline_file(tg_request *req, hub_commit *c, const char *path,
     memset(body, 0, sizeof *body);
     char name[TG_PATH_MAX + 1];
     snprintf(name, sizeof name, "%s", path);
-    if (tg_body_ingest_begin(body, req, kind, name, (uint64_t)len, true, false) != 0) {
+    if (tg_body_ingest_begin(body, req, kind, name, (uint64_t)len, true, c->allow_code) != 0) {
         free(bytes);
         tg_ingest_abort(&body->ingest);
         commit_fail(c, NULL, "internal", "cannot start the ingest of %s", path);
@@ -1321,19 +1348,44 @@ void tg_route_hub_commit_start(tg_request *req)
         return;
     }
     if (!is_main(rev)) {
-        tg_version version;
-        tg_cat_status status = hub_resolve(req->server->catalog, c->model.id, rev, &version);
-        if (status == TG_CAT_NOT_FOUND)
-            hub_error(req, "RevisionNotFound", "version_not_found",
-                      "Invalid rev id: %s/%s has no branch '%s'", c->model.org, c->model.name,
-                      rev ? rev : "");
-        else
-            hub_error(req, NULL, "invalid_request",
-                      "commits go to the branch main only on this server ('%s' is an alias or "
-                      "tag, which never moves by a commit)",
-                      rev ? rev : "");
+        /* a Hub branch (schema 17) moves by a commit; a tag, a /v1 alias, a number or a
+         * commit id never does */
+        int64_t number = 0;
+        char kind[8] = "";
+        tg_cat_status status = TG_CAT_NOT_FOUND;
+        if (rev != NULL && tg_valid_alias(rev))
+            status = tg_catalog_alias_kind(req->server->catalog, c->model.id, rev, &number, kind);
+        if (tg_cat_failed(status)) {
+            tg_respond_catalog_failure(req, status);
+            return;
+        }
+        if (status == TG_CAT_OK && strcmp(kind, "branch") == 0) {
+            snprintf(c->branch, sizeof c->branch, "%s", rev);
+        } else {
+            tg_version version;
+            status = hub_resolve(req->server->catalog, c->model.id, rev, &version);
+            if (status == TG_CAT_NOT_FOUND)
+                hub_error(req, "RevisionNotFound", "version_not_found",
+                          "Invalid rev id: %s/%s has no branch '%s'", c->model.org, c->model.name,
+                          rev ? rev : "");
+            else if (tg_cat_failed(status))
+                tg_respond_catalog_failure(req, status);
+            else
+                hub_error(req, NULL, "not_a_branch",
+                          "'%s' is not a branch of %s/%s (a tag, an alias, a version number or a "
+                          "commit id never moves by a commit): commit to main or to a branch",
+                          rev ? rev : "", c->model.org, c->model.name);
+            return;
+        }
+    }
+    tg_namespace_settings settings = {0};
+    tg_cat_status settings_status =
+        tg_catalog_namespace_get(req->server->catalog, c->model.org, &settings);
+    if (settings_status != TG_CAT_OK) {
+        tg_respond_catalog_failure(req, settings_status);
         return;
     }
+    c->allow_code = settings.allow_code;
     if (tg_auth_token_hash(req, c->token_hash) < 0)
         tg_respond_internal(req, "the token's SHA-256 failed");
 }
@@ -1376,16 +1428,17 @@ void tg_route_hub_commit_feed(tg_request *req, const uint8_t *data, size_t len)
 }
 
 /* Re-runs the gate over a stored blob with the kind and name of the path it is
- * committed under (an LFS object was judged by content only). 0 accepted, 1 refused
+ * committed under (an LFS object was judged by content only), code admitted when
+ * allow_code. 0 accepted (verdict set: code.reason names admitted code), 1 refused
  * (verdict set), -1 failure. */
 static int regate_blob(tg_request *req, const tg_file_record *file, const char *path,
-                       st_verdict *verdict)
+                       bool allow_code, st_verdict *verdict)
 {
     st_gate_kind kind =
         tg_is_safetensors_path(path) ? ST_GATE_SAFETENSORS : st_gate_sidecar_kind(path);
     tg_body_ingest body;
     memset(&body, 0, sizeof body);
-    if (tg_body_ingest_begin(&body, req, kind, path, file->size, false, false) != 0) {
+    if (tg_body_ingest_begin(&body, req, kind, path, file->size, false, allow_code) != 0) {
         tg_ingest_abort(&body.ingest);
         return -1;
     }
@@ -1407,12 +1460,11 @@ static int regate_blob(tg_request *req, const tg_file_record *file, const char *
         }
         if (result == 0) {
             tg_ingest_finish(&body.ingest);
-            if (body.ingest.state == TG_INGEST_REFUSED) {
-                st_gate_verdict(body.ingest.gate, verdict);
+            st_gate_verdict(body.ingest.gate, verdict); /* code.reason: admitted code */
+            if (body.ingest.state == TG_INGEST_REFUSED)
                 result = 1;
-            } else if (body.ingest.state != TG_INGEST_OPEN) {
+            else if (body.ingest.state != TG_INGEST_OPEN)
                 result = -1;
-            }
         }
     }
     free(buf);
@@ -1528,7 +1580,13 @@ static bool build_files(tg_request *req, hub_commit *c, const tg_version *base, 
             continue;
         tg_file_record file;
         char *stats = NULL;
-        bool found = pending_get(c->model.org, op->oid, op->size, &file, &stats);
+        tg_cat_status pending_status =
+            pending_get(req->server, c->model.org, op->oid, op->size, &file, &stats);
+        if (tg_cat_failed(pending_status)) {
+            commit_fail(c, NULL, "internal", "the pending LFS objects could not be read");
+            return false;
+        }
+        bool found = pending_status == TG_CAT_OK;
         if (!found && has_base) {
             /* content main holds already (the batch answer asked for no upload) */
             for (size_t j = 0; j < out->count && !found; j++)
@@ -1563,13 +1621,15 @@ static bool build_files(tg_request *req, hub_commit *c, const tg_version *base, 
         }
         if (!found) {
             commit_fail(c, NULL, "invalid_request",
-                        "the LFS object %s of %s (%llu bytes) was not uploaded to this server "
-                        "process, or was refused, or waited too long: upload it again",
+                        "the LFS object %s of %s (%llu bytes) was not uploaded to this server, "
+                        "or was refused, or waited too long: upload it again",
                         op->oid, op->path, (unsigned long long)op->size);
             return false;
         }
-        if (needs_regate(op->path, file.kind)) {
-            int gated = regate_blob(req, &file, op->path, &c->verdict);
+        /* code admitted at the upload is admitted only while the policy still allows it:
+         * gated again (and refused as code) when it was turned off since */
+        if (needs_regate(op->path, file.kind) || (file.code_reason[0] != '\0' && !c->allow_code)) {
+            int gated = regate_blob(req, &file, op->path, c->allow_code, &c->verdict);
             if (gated != 0) {
                 free(stats);
                 if (gated > 0) {
@@ -1583,6 +1643,12 @@ static bool build_files(tg_request *req, hub_commit *c, const tg_version *base, 
                     commit_fail(c, NULL, "internal", "the stored %s could not be read", op->path);
                 }
                 return false;
+            }
+            if (c->verdict.code.reason != ST_OK) {
+                /* code the namespace's policy admits under this name (schema 10) */
+                snprintf(file.kind, sizeof file.kind, "code");
+                snprintf(file.code_reason, sizeof file.code_reason, "%s",
+                         st_reason_name(c->verdict.code.reason));
             }
         }
         snprintf(file.path, sizeof file.path, "%s", op->path);
@@ -1604,6 +1670,82 @@ static bool build_files(tg_request *req, hub_commit *c, const tg_version *base, 
     return true;
 }
 
+/* Code the namespace's policy admitted into the published version is recorded as a PUT
+ * of it is (docs/DESIGN.md, "The code policy"): a rejections row with outcome
+ * admitted_by_policy and the code reason it would have been refused with. */
+static void record_code_admissions(tg_request *req, const hub_commit *c, const file_set *files,
+                                   const tg_version *published)
+{
+    int64_t token_id = 0;
+    bool token_read = false;
+    for (size_t i = 0; i < files->count; i++) {
+        const tg_file_record *file = &files->items[i].file;
+        if (files->items[i].from_base || file->code_reason[0] == '\0')
+            continue;
+        if (!token_read && c->token_hash[0] != '\0' &&
+            tg_catalog_token_id(req->server->catalog, c->token_hash, &token_id) != TG_CAT_OK)
+            token_id = 0;
+        token_read = true;
+        tg_rejection r;
+        memset(&r, 0, sizeof r);
+        tg_time_now(r.time);
+        snprintf(r.model, sizeof r.model, "%s/%s", c->model.org, c->model.name);
+        r.version = published->number;
+        snprintf(r.path, sizeof r.path, "%s", file->path);
+        snprintf(r.reason, sizeof r.reason, "%s", file->code_reason);
+        snprintf(r.format, sizeof r.format, "code");
+        snprintf(r.detail, sizeof r.detail,
+                 "admitted under the namespace's code policy by a Hub commit");
+        snprintf(r.client, sizeof r.client, "%s", req->client);
+        r.size = file->size;
+        snprintf(r.sha256, sizeof r.sha256, "%s", file->sha256);
+        snprintf(r.namespace_name, sizeof r.namespace_name, "%s", c->model.org);
+        snprintf(r.route, sizeof r.route, "%s %s", req->route->method, req->route->pattern);
+        r.token_id = token_id;
+        snprintf(r.outcome, sizeof r.outcome, "admitted_by_policy");
+        if (tg_catalog_rejection_add(req->server->catalog, &r) != TG_CAT_OK)
+            tg_log(TG_LOG_ERROR, "cannot record the admission of code %s %s (%s)", r.model, r.path,
+                   r.reason);
+        tg_log(TG_LOG_INFO,
+               "admitted code %s v%lld %s by a Hub commit under the namespace's "
+               "policy: %s",
+               r.model, (long long)r.version, r.path, r.reason);
+    }
+}
+
+/* The inline files' bytes against the namespace's quota (LFS objects were reserved and
+ * counted at their upload): false after failing c. */
+static bool inline_quota_ok(tg_request *req, hub_commit *c, const file_set *files)
+{
+    uint64_t incoming = 0;
+    for (size_t i = 0; i < c->inline_files.count; i++) {
+        const tg_file_record *file = &c->inline_files.items[i].file;
+        bool held = false; /* the same bytes kept from the head count already */
+        for (size_t j = 0; j < files->count && !held; j++)
+            held =
+                files->items[j].from_base && strcmp(files->items[j].file.sha256, file->sha256) == 0;
+        if (!held)
+            incoming += file->size;
+    }
+    if (incoming == 0)
+        return true;
+    uint64_t quota = 0, usage = 0;
+    tg_cat_status status = tg_namespace_quota(req->server, c->model.org, &quota, &usage);
+    if (status != TG_CAT_OK) {
+        commit_fail(c, NULL, "internal", "the namespace's quota could not be read");
+        return false;
+    }
+    if (quota > 0 && (incoming > quota || usage > quota - incoming)) {
+        commit_fail(c, NULL, "storage_quota_exceeded",
+                    "namespace %s holds %llu bytes of its quota of %llu; the commit's inline "
+                    "files' %llu bytes do not fit",
+                    c->model.org, (unsigned long long)usage, (unsigned long long)quota,
+                    (unsigned long long)incoming);
+        return false;
+    }
+    return true;
+}
+
 static void respond_commit(tg_request *req, const hub_commit *c, const char *commit_id)
 {
     char origin[512], url[1024];
@@ -1615,8 +1757,26 @@ static void respond_commit(tg_request *req, const hub_commit *c, const char *com
                               1, "pullRequestUrl"));
 }
 
-/* Makes and publishes the version of files under the publish lock, when main is still
- * base. False after answering. */
+/* The head the commit builds on: main's (the newest published version of main's line),
+ * or its branch's (the version the branch alias names). */
+static tg_cat_status commit_head(tg_catalog *catalog, const hub_commit *c, tg_version *head)
+{
+    if (c->branch[0] == '\0')
+        return tg_catalog_version_latest_published(catalog, c->model.id, head);
+    int64_t number = 0;
+    char kind[8] = "";
+    tg_cat_status status = tg_catalog_alias_kind(catalog, c->model.id, c->branch, &number, kind);
+    if (status == TG_CAT_OK && strcmp(kind, "branch") != 0)
+        status = TG_CAT_NOT_FOUND;
+    if (status == TG_CAT_OK)
+        status = tg_catalog_version_get(catalog, c->model.id, number, head);
+    if (status == TG_CAT_OK && (!head->published || head->deleted_at[0] != '\0'))
+        status = TG_CAT_NOT_FOUND;
+    return status;
+}
+
+/* Makes and publishes the version of files under the publish lock, when the head (main
+ * or the branch) is still base; a branch then moves to it. False after answering. */
 static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *base, bool has_base,
                            file_set *files, tg_version *published)
 {
@@ -1624,13 +1784,14 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
     tg_catalog *catalog = server->catalog;
     pthread_mutex_lock(&server->publish_lock);
     tg_version head;
-    tg_cat_status status = tg_catalog_version_latest_published(catalog, c->model.id, &head);
+    tg_cat_status status = commit_head(catalog, c, &head);
     if ((status == TG_CAT_OK) != has_base || (has_base && head.id != base->id)) {
         pthread_mutex_unlock(&server->publish_lock);
         if (!tg_cat_failed(status))
             hub_error(req, NULL, "parent_commit_mismatch",
-                      "main moved while this commit was being made; nothing was committed, "
-                      "commit again");
+                      "%s moved while this commit was being made; nothing was committed, "
+                      "commit again",
+                      c->branch[0] ? c->branch : "main");
         else
             tg_respond_catalog_failure(req, status);
         return false;
@@ -1650,6 +1811,8 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
                              .name = c->model.name,
                              .token_hash = c->token_hash[0] != '\0' ? c->token_hash : NULL};
     const char *why = NULL;
+    if (c->branch[0] != '\0') /* never main's, before it is published */
+        status = tg_catalog_version_set_branch(catalog, draft.id, c->branch);
     for (size_t i = 0; i < files->count && status == TG_CAT_OK; i++)
         status = tg_catalog_file_put_guarded(catalog, &guard, draft.id, &files->items[i].file,
                                              files->items[i].stats, &why);
@@ -1668,6 +1831,27 @@ static bool publish_commit(tg_request *req, hub_commit *c, const tg_version *bas
     if (!ok && tg_catalog_version_delete_draft(catalog, draft.id) != TG_CAT_OK)
         tg_log(TG_LOG_ERROR, "cannot remove the draft %lld of %s/%s of a failed Hub commit",
                (long long)draft.number, c->model.org, c->model.name);
+    if (ok && has_base && c->branch[0] != '\0') { /* a branch always has its head */
+        tg_cat_status moved = tg_catalog_branch_move(catalog, c->model.id, c->branch, base->number,
+                                                     published->number);
+        tg_response_cache_invalidate_moving(server->responses);
+        if (moved != TG_CAT_OK) {
+            /* another replica moved or removed the branch meanwhile: the version stays,
+             * readable by its number and commit id, and the commit is answered as stale */
+            pthread_mutex_unlock(&server->publish_lock);
+            free(listed.items);
+            tg_log(TG_LOG_WARN,
+                   "branch %s of %s/%s moved during a Hub commit: version %lld "
+                   "stays off the branch",
+                   c->branch, c->model.org, c->model.name, (long long)published->number);
+            if (tg_cat_failed(moved))
+                tg_respond_catalog_failure(req, moved);
+            else
+                hub_error(req, NULL, "parent_commit_mismatch",
+                          "%s moved while this commit was being made; commit again", c->branch);
+            return false;
+        }
+    }
     pthread_mutex_unlock(&server->publish_lock);
     free(listed.items);
     if (ok)
@@ -1706,7 +1890,14 @@ void tg_route_hub_commit(tg_request *req)
     bool has_base = false;
     file_set files = {0};
     if (!c->failed) {
-        tg_cat_status status = tg_catalog_version_latest_published(catalog, c->model.id, &base);
+        tg_cat_status status = commit_head(catalog, c, &base);
+        if (status == TG_CAT_NOT_FOUND && c->branch[0] != '\0') {
+            reclaim_inline(req, c);
+            hub_error(req, "RevisionNotFound", "version_not_found",
+                      "Invalid rev id: %s/%s has no branch '%s' (it was deleted)", c->model.org,
+                      c->model.name, c->branch);
+            return;
+        }
         if (tg_cat_failed(status)) {
             reclaim_inline(req, c);
             tg_respond_catalog_failure(req, status);
@@ -1718,12 +1909,15 @@ void tg_route_hub_commit(tg_request *req)
             tg_version_commit_id(&base, base_commit);
         if (c->parent[0] != '\0' && strcmp(c->parent, base_commit) != 0)
             commit_fail(c, NULL, "parent_commit_mismatch",
-                        "A commit has happened since. Please refresh and try again. (main of "
+                        "A commit has happened since. Please refresh and try again. (%s of "
                         "%s/%s is %s, not the parentCommit %s)",
-                        c->model.org, c->model.name, has_base ? base_commit : "empty", c->parent);
+                        c->branch[0] ? c->branch : "main", c->model.org, c->model.name,
+                        has_base ? base_commit : "empty", c->parent);
     }
     if (!c->failed)
         (void)build_files(req, c, &base, has_base, &files);
+    if (!c->failed)
+        (void)inline_quota_ok(req, c, &files);
     if (!c->failed && files.count == 0)
         commit_fail(c, NULL, "empty_version", "the commit would leave %s/%s with no files",
                     c->model.org, c->model.name);
@@ -1759,7 +1953,8 @@ void tg_route_hub_commit(tg_request *req)
     }
     for (size_t i = 0; i < c->op_count; i++)
         if (c->ops[i].kind == OP_LFS)
-            pending_remove(c->model.org, c->ops[i].oid);
+            pending_remove(req->server, c->model.org, c->ops[i].oid);
+    record_code_admissions(req, c, &files, &published);
     /* the replaced content of main stays: main's head before is a version of its own */
     file_set_free(&files);
     char commit_id[41];
@@ -1825,19 +2020,14 @@ static void set_ref(tg_request *req, const tg_model *model, const char *ref, con
         tg_respond_catalog_failure(req, status);
         return;
     }
-    int64_t existing = 0;
-    status = tg_catalog_alias_get(catalog, model->id, ref, &existing);
-    if (status == TG_CAT_OK && !overwrite) {
+    /* schema 17: the alias is marked a branch or a tag (what /refs lists it as) */
+    status = tg_catalog_alias_set_kind(catalog, model->id, ref, target.number, what, overwrite);
+    tg_response_cache_invalidate_moving(req->server->responses);
+    if (status == TG_CAT_EXISTS) {
         hub_error(req, NULL, "ref_exists", "%s '%s' already exists on %s/%s", what, ref, model->org,
                   model->name);
         return;
     }
-    if (tg_cat_failed(status)) {
-        tg_respond_catalog_failure(req, status);
-        return;
-    }
-    status = tg_catalog_alias_set(catalog, model->id, ref, target.number);
-    tg_response_cache_invalidate_moving(req->server->responses);
     if (status != TG_CAT_OK) {
         tg_respond_catalog_failure(req, status);
         return;

@@ -51,7 +51,7 @@ void tg_route_file_import(tg_request *req)
         goto out;
     }
     /* a namespace already at its storage quota takes no import (docs/MANUAL.md,
-     * "Storage quotas"; the job itself is not bounded by the room left) */
+     * "Storage quotas"; the job itself is bounded by the room left when it fetches) */
     if (!tg_quota_admits(req, model->org, 1))
         goto out;
     body = tg_json_body(req);

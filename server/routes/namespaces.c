@@ -6,11 +6,14 @@
  * only: a version that holds code stays marked whatever the policy says later. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "catalog.h"
 #include "checks.h"
 #include "log.h"
 #include "routes.h"
+#include "sha256.h"
 
 static bool valid_org(tg_request *req, const char **org)
 {
@@ -115,20 +118,68 @@ bool tg_quota_admits(tg_request *req, const char *org, uint64_t incoming)
     return true;
 }
 
+/* The catalog time TG_RESERVATION_SECONDS ago: older reservations are stale. */
+static void reservation_since(char out[TG_TIME_LEN])
+{
+    time_t at = time(NULL) - TG_RESERVATION_SECONDS;
+    struct tm tm;
+    gmtime_r(&at, &tm);
+    strftime(out, TG_TIME_LEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+tg_cat_status tg_quota_reserve(tg_server *server, const char *org, uint64_t bytes, uint64_t *quota,
+                               uint64_t *usage, char *id, size_t cap)
+{
+    id[0] = '\0';
+    tg_cat_status status = tg_namespace_quota(server, org, quota, usage);
+    if (status != TG_CAT_OK || *quota == 0)
+        return status; /* unbounded: nothing to reserve */
+    if (bytes > *quota || *usage > *quota - bytes)
+        return TG_CAT_CONFLICT;
+    unsigned char random[16];
+    if (getrandom(random, sizeof random, 0) != (ssize_t)sizeof random || cap < 37)
+        return TG_CAT_ERROR;
+    char hex[33];
+    tg_hex_encode(random, sizeof random, hex);
+    char since[TG_TIME_LEN];
+    reservation_since(since);
+    char name[40];
+    snprintf(name, sizeof name, "rsv_%s", hex);
+    status = tg_catalog_quota_reserve(server->catalog, org, name, bytes, *quota, since);
+    if (status == TG_CAT_OK)
+        snprintf(id, cap, "%s", name);
+    return status;
+}
+
+void tg_quota_release(tg_server *server, char *id)
+{
+    if (id == NULL || id[0] == '\0')
+        return;
+    if (tg_cat_failed(tg_catalog_quota_release(server->catalog, id)))
+        tg_log(TG_LOG_WARN, "cannot release the quota reservation %s (it expires in a day)", id);
+    id[0] = '\0';
+}
+
 static void respond_namespace(tg_request *req, const char *org)
 {
     tg_namespace_settings settings;
     uint64_t quota = 0, usage = 0;
+    uint64_t reserved = 0;
+    char since[TG_TIME_LEN];
+    reservation_since(since);
     tg_cat_status status = tg_catalog_namespace_get(req->server->catalog, org, &settings);
     if (status == TG_CAT_OK)
         status = tg_namespace_quota(req->server, org, &quota, &usage);
+    if (status == TG_CAT_OK)
+        status = tg_catalog_quota_reserved(req->server->catalog, org, since, &reserved);
     if (status != TG_CAT_OK) {
         tg_respond_catalog_failure(req, status);
         return;
     }
     json_t *body =
-        json_pack("{s:s, s:I, s:b, s:b}", "namespace", org, "usage_bytes", (json_int_t)usage,
-                  "quota_default", settings.quota_bytes < 0, "allow_code", settings.allow_code);
+        json_pack("{s:s, s:I, s:I, s:b, s:b}", "namespace", org, "usage_bytes", (json_int_t)usage,
+                  "reserved_bytes", (json_int_t)reserved, "quota_default", settings.quota_bytes < 0,
+                  "allow_code", settings.allow_code);
     if (body != NULL)
         json_object_set_new(body, "quota_bytes",
                             quota > 0 ? json_integer((json_int_t)quota) : json_null());

@@ -252,6 +252,16 @@ tg_cat_status tg_namespace_quota(tg_server *server, const char *org, uint64_t *q
 /* True when incoming more bytes fit org's quota; else answers 413
  * storage_quota_exceeded (or the catalog's failure) and returns false. */
 bool tg_quota_admits(tg_request *req, const char *org, uint64_t incoming);
+/* A reservation older than this is stale (its server stopped mid-upload): not counted. */
+#define TG_RESERVATION_SECONDS (24 * 3600)
+/* Reserves bytes against org's quota in the catalog (schema 17) for an upload about to
+ * stream: TG_CAT_OK with id (cap >= 37) the reservation ("" when org is unbounded),
+ * TG_CAT_CONFLICT when org's usage, its live reservations and bytes exceed the quota
+ * (*quota and *usage say the figures), else the catalog's failure. Not answered. */
+tg_cat_status tg_quota_reserve(tg_server *server, const char *org, uint64_t bytes, uint64_t *quota,
+                               uint64_t *usage, char *id, size_t cap);
+/* Releases the reservation id (nothing when ""), and empties id. */
+void tg_quota_release(tg_server *server, char *id);
 
 /* Shared lookups (models.c). Each answers the error itself and returns false. */
 /* A model to look up into (malloc'd, the caller frees it); NULL after answering 500. */

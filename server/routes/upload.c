@@ -111,6 +111,9 @@ typedef struct upload {
     /* the namespace's storage quota (schema 16): the bytes it may still take when that
      * is less than --max-body (the body's bound then), else quota_room is UINT64_MAX */
     uint64_t quota_room, quota, usage;
+    /* schema 17: a body of known length reserves it against the quota while it streams
+     * (released at the cleanup); "" when none */
+    char reservation[48];
 } upload;
 
 /* The refused file's size and SHA-256, for its record: a body read to its end has
@@ -311,6 +314,28 @@ void tg_route_upload_start(tg_request *req)
         }
         if (room < req->server->config.max_body)
             up->quota_room = room;
+        if (declared != ST_FILE_SIZE_UNKNOWN) {
+            /* reserved in the catalog: concurrent bodies (on any replica) cannot
+             * together pass the quota */
+            tg_cat_status reserved =
+                tg_quota_reserve(req->server, up->model.org, declared, &up->quota, &up->usage,
+                                 up->reservation, sizeof up->reservation);
+            if (reserved == TG_CAT_CONFLICT) {
+                char detail[224];
+                snprintf(detail, sizeof detail,
+                         "namespace %s holds %llu bytes of its quota of %llu, and uploads in "
+                         "progress reserve more; the body's %llu bytes do not fit",
+                         up->model.org, (unsigned long long)up->usage,
+                         (unsigned long long)up->quota, (unsigned long long)declared);
+                record_rejection(req, up, "storage_quota_exceeded", NULL, detail, NULL);
+                tg_respond_problem(req, "storage_quota_exceeded", "%s", detail);
+                return;
+            }
+            if (reserved != TG_CAT_OK) {
+                tg_respond_catalog_failure(req, reserved);
+                return;
+            }
+        }
     }
     /* A .safetensors name must hold safetensors, a .json name strict JSON; any other
      * name is a sidecar, which may be strict JSON, UTF-8 text or safetensors, and
@@ -582,6 +607,7 @@ void tg_route_upload_cleanup(tg_request *req)
     tg_ingest_abort(ingest);
     if (up->counted)
         tg_tally_give(tg_uploads_tally(), up->owner, 1);
+    tg_quota_release(req->server, up->reservation);
     free(up);
     req->state = NULL;
 }

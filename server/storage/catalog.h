@@ -398,6 +398,62 @@ tg_cat_status tg_catalog_audit_list(tg_catalog *catalog, const tg_audit_filter *
                                     void (*visit)(void *ctx, const tg_audit_record *record),
                                     void *ctx);
 
+/* ---- Hub writes (schema 17, catalog_hub.c; docs/HF_CLIENTS.md, "Writes") ---- */
+/* An LFS object a Hub client uploaded and the gate accepted, waiting for its commit:
+ * one row per namespace (org) and sha256, of file's size, kind, tensor facts and
+ * code_reason, with stats (JSON text), the model ("org/name") and the batch request's
+ * token id (0: none). Putting it again refreshes it (its created_at is now). */
+tg_cat_status tg_catalog_hub_pending_put(tg_catalog *catalog, const char *org, const char *model,
+                                         int64_t token_id, const tg_file_record *file,
+                                         const char *stats);
+/* org's pending object sha256 of size created at or after since (a catalog time):
+ * TG_CAT_OK with *file (path "") and, when stats is not NULL, *stats (malloc'd);
+ * TG_CAT_NOT_FOUND when none. */
+tg_cat_status tg_catalog_hub_pending_get(tg_catalog *catalog, const char *org, const char *sha256,
+                                         uint64_t size, const char *since, tg_file_record *file,
+                                         char **stats);
+/* Removes org's pending object sha256 (a commit took it); NOT_FOUND when none. */
+tg_cat_status tg_catalog_hub_pending_delete(tg_catalog *catalog, const char *org,
+                                            const char *sha256);
+/* Removes every pending object created before before and visits the sha256 of each
+ * removed (to reclaim its blob after the call: visitors only copy). */
+tg_cat_status tg_catalog_hub_pending_expire(tg_catalog *catalog, const char *before,
+                                            void (*visit)(void *ctx, const char *sha256),
+                                            void *ctx);
+/* The shared secret name (hex text): the one stored, else candidate is stored and
+ * answered. value gets at most cap - 1 bytes. */
+tg_cat_status tg_catalog_hub_secret(tg_catalog *catalog, const char *name, const char *candidate,
+                                    char *value, size_t cap);
+/* An alias with its kind: "alias" (/v1, the CLI), "branch" or "tag" (the Hub routes). */
+typedef void (*tg_alias_kind_visit)(void *ctx, const char *alias, int64_t number, const char *kind);
+tg_cat_status tg_catalog_alias_list_kinds(tg_catalog *catalog, int64_t model_id,
+                                          tg_alias_kind_visit visit, void *ctx);
+/* Sets alias (kind "branch" or "tag") to number, making it or (overwrite) moving it;
+ * TG_CAT_EXISTS when it exists and overwrite is false. */
+tg_cat_status tg_catalog_alias_set_kind(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                        int64_t number, const char *kind, bool overwrite);
+/* alias's number and kind (kind: 8 bytes); NOT_FOUND when none. */
+tg_cat_status tg_catalog_alias_kind(tg_catalog *catalog, int64_t model_id, const char *alias,
+                                    int64_t *number, char kind[8]);
+/* Marks a draft as made for branch (schema 17: never "latest" once published). */
+tg_cat_status tg_catalog_version_set_branch(tg_catalog *catalog, int64_t version_id,
+                                            const char *branch);
+/* Moves branch from number from to number to, only when it is still at from:
+ * TG_CAT_CONFLICT when it is not (moved or gone). */
+tg_cat_status tg_catalog_branch_move(tg_catalog *catalog, int64_t model_id, const char *branch,
+                                     int64_t from, int64_t to);
+/* Reserves bytes against org's quota (id: the reservation's name, unique), only when
+ * org's usage, its live reservations (made at or after since) and bytes together stay
+ * within quota; TG_CAT_CONFLICT when they would not. One check-and-insert per org at a
+ * time, across replicas (quota_locks). Reservations made before since are removed. */
+tg_cat_status tg_catalog_quota_reserve(tg_catalog *catalog, const char *org, const char *id,
+                                       uint64_t bytes, uint64_t quota, const char *since);
+/* The bytes org's reservations made at or after since hold. */
+tg_cat_status tg_catalog_quota_reserved(tg_catalog *catalog, const char *org, const char *since,
+                                        uint64_t *bytes);
+/* Releases a reservation (at the upload's end); NOT_FOUND when gone. */
+tg_cat_status tg_catalog_quota_release(tg_catalog *catalog, const char *id);
+
 /* blobs: every distinct (sha256, size) a file row or a job's file row (job_files) references */
 tg_cat_status tg_catalog_blob_each(tg_catalog *catalog,
                                    int (*visit)(void *ctx, const char *sha256, uint64_t size),

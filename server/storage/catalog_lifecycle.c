@@ -58,10 +58,7 @@ tg_cat_status tg_catalog_namespace_usage(tg_catalog *catalog, const char *org, u
 {
     /* one blob counts once in its namespace: the largest size recorded for it (a
      * blob's size is its content's, so every row agrees) */
-    static const char sql[] =
-        "SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM (SELECT f.sha256, max(f.size) AS size"
-        " FROM files f JOIN versions v ON v.id = f.version_id JOIN models m ON m.id = v.model_id"
-        " WHERE m.org = ? GROUP BY f.sha256) blobs";
+    static const char sql[] = "SELECT " TG_CAT_SQL_NAMESPACE_USAGE_OF("?1");
     *bytes = 0;
     const char *params[] = {org};
     tg_cat_step step = {sql, 1, params, read_u64, bytes, false, 0};

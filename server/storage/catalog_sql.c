@@ -275,7 +275,7 @@ bool tg_cat_sql_model_search(const tg_model_search *search, bool pg, char *out, 
             " AND CASE WHEN t.value = '' THEN t.key ELSE t.key || ':' || t.value END = ?%d)"
             " OR EXISTS (SELECT 1 FROM version_hub_tags h WHERE h.tag = ?%d AND h.version_id ="
             " (SELECT v.id FROM versions v WHERE v.model_id = m.id AND v.state = 'published'"
-            " ORDER BY v.number DESC LIMIT 1)))",
+            " AND v.branch IS NULL ORDER BY v.number DESC LIMIT 1)))",
             n, n);
     }
     if (search->published_only)

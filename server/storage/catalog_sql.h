@@ -57,7 +57,8 @@
     " ORDER BY number DESC LIMIT 1"
 #define TG_CAT_SQL_VERSION_LATEST_PUBLISHED                                                        \
     "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND state = 'published'"   \
-    " AND deprecated_at IS NULL AND deleted_at IS NULL ORDER BY number DESC LIMIT 1"
+    " AND deprecated_at IS NULL AND deleted_at IS NULL AND branch IS NULL"                         \
+    " ORDER BY number DESC LIMIT 1"
 #define TG_CAT_SQL_VERSION_LIST                                                                    \
     "SELECT " TG_CAT_VERSION_COLUMNS " FROM versions WHERE model_id = ? AND deleted_at IS NULL"    \
     " ORDER BY number"
@@ -116,9 +117,19 @@
     "INSERT INTO tokens(hash, scope, namespace, created_at) VALUES (?, ?, ?, ?)"
 #define TG_CAT_SQL_TOKEN_EACH "SELECT id, scope, namespace, created_at FROM tokens ORDER BY id"
 #define TG_CAT_SQL_TOKEN_REVOKE "DELETE FROM tokens WHERE id = ?"
+/* schema 17: a Hub LFS object waiting for its commit is referenced too (gc keeps it) */
 #define TG_CAT_SQL_BLOB_REFERENCED                                                                 \
     "SELECT 1 FROM files WHERE sha256 = ?1"                                                        \
-    " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1 LIMIT 1"
+    " UNION ALL SELECT 1 FROM job_files WHERE sha256 = ?1"                                         \
+    " UNION ALL SELECT 1 FROM hub_lfs_pending WHERE sha256 = ?1 LIMIT 1"
+/* The bytes org (the placeholder p) holds, a parenthesised scalar subquery: each
+ * distinct blob (sha256) of the files of its models' versions, and of its pending Hub
+ * LFS objects (schema 17), counted once at its size. */
+#define TG_CAT_SQL_NAMESPACE_USAGE_OF(p)                                                           \
+    "(SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM (SELECT f.sha256 AS sha256,"              \
+    " max(f.size) AS size FROM files f JOIN versions v ON v.id = f.version_id"                     \
+    " JOIN models m ON m.id = v.model_id WHERE m.org = " p " GROUP BY f.sha256"                    \
+    " UNION SELECT sha256, size FROM hub_lfs_pending WHERE org = " p ") blobs)"
 #define TG_CAT_SQL_TOKEN_ID "SELECT id FROM tokens WHERE hash = ?"
 /* the audit log (schema 11): the appender's token, the chain's last row, the insert,
  * and the filtered list (every filter NULL or 0 when unset; CASTs so that PostgreSQL
@@ -215,7 +226,7 @@
     " FROM model_tags WHERE model_id = ?1"                                                         \
     " UNION ALL SELECT tag, 1, tag FROM version_hub_tags WHERE version_id ="                       \
     " (SELECT id FROM versions WHERE model_id = ?1 AND state = 'published'"                        \
-    " ORDER BY number DESC LIMIT 1) ORDER BY 2, 3"
+    " AND branch IS NULL ORDER BY number DESC LIMIT 1) ORDER BY 2, 3"
 /* a converted version keeps its source's Hub tags (the same card; its GGUF files too) */
 #define TG_CAT_SQL_HUB_TAGS_COPY                                                                   \
     "INSERT INTO version_hub_tags(version_id, tag)"                                                \

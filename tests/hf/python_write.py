@@ -95,13 +95,23 @@ api.create_tag(REPO, tag="v1", revision=first)
 refs = api.list_repo_refs(REPO)
 names = [ref.name for ref in refs.branches] + [ref.name for ref in refs.tags]
 check("v1" in names, "create_tag, list_repo_refs", str(names))
+check("v1" in [r.name for r in refs.tags] and "v1" not in [r.name for r in refs.branches],
+      "the tag is listed under tags only")
 check("README.md" in files_of("v1"), "a file list by tag")
 api.delete_tag(REPO, tag="v1")
-check("v1" not in [r.name for r in api.list_repo_refs(REPO).branches], "delete_tag")
+check("v1" not in [r.name for r in api.list_repo_refs(REPO).tags], "delete_tag")
 api.create_branch(REPO, branch="dev", revision=first)
 check("dev" in [r.name for r in api.list_repo_refs(REPO).branches], "create_branch")
 api.create_branch(REPO, branch="dev", exist_ok=True)
 check(True, "create_branch(exist_ok=True) of an existing branch")
+main_before = api.model_info(REPO).sha
+info = api.upload_file(path_or_fileobj=b"on dev\n", path_in_repo="dev.txt", repo_id=REPO,
+                       revision="dev")
+dev_head = [r.target_commit for r in api.list_repo_refs(REPO).branches if r.name == "dev"]
+check(dev_head == [info.oid] and api.model_info(REPO).sha == main_before,
+      "upload_file(revision='dev'): the branch moves, main stays", info.oid)
+check("dev.txt" in files_of("dev") and "dev.txt" not in files_of(),
+      "the branch's file is read by branch, not on main")
 api.delete_branch(REPO, branch="dev")
 check("dev" not in [r.name for r in api.list_repo_refs(REPO).branches], "delete_branch")
 

@@ -295,21 +295,134 @@ const tagged = await fetch(`${hubUrl}/api/models/${repo}/tag/${firstOid}`, {
 });
 check(tagged.status === 200, "create a tag", tagged.status);
 let listed = await refs();
-const names = [...(listed.branches ?? []), ...(listed.tags ?? [])].map((r) => `${r.name}@${r.targetCommit}`);
-check(names.includes(`dev@${firstOid}`) && names.includes(`v1.0@${firstOid}`), "refs list the branch and the tag", JSON.stringify(names));
+const refNames = (list) => (list ?? []).map((r) => `${r.name}@${r.targetCommit}`);
+check(refNames(listed.branches).includes(`dev@${firstOid}`), "refs list the branch under branches", JSON.stringify(listed.branches));
+check(
+  refNames(listed.tags).includes(`v1.0@${firstOid}`) && !refNames(listed.branches).some((n) => n.startsWith("v1.0@")),
+  "refs list the tag under tags only",
+  JSON.stringify(listed),
+);
 check((await text("README.md", "v1.0")) !== null, "a file read by tag");
 check((await text("README.md", "dev")) !== null, "a file read by branch");
+
+// a commit on the branch: a new version, the branch moves to it, main stays
+const mainBefore = await mainSha();
+const devShard = safetensors("d", 300000, 7); // LFS
+const onDev = await uploadFiles({
+  repo,
+  accessToken: W,
+  hubUrl,
+  branch: "dev",
+  commitTitle: "on dev",
+  files: [
+    { path: "dev.safetensors", content: new Blob([devShard]) },
+    { path: "notes.txt", content: new Blob([Buffer.from("dev notes\n")]) },
+  ],
+});
+const devOid = onDev?.commit?.oid;
+check(/^[0-9a-f]{40}$/.test(devOid ?? "") && devOid !== firstOid, "uploadFiles on a branch: a new commit", JSON.stringify(onDev));
+check((await mainSha()) === mainBefore, "a commit on a branch leaves main where it was");
+listed = await refs();
+check(refNames(listed.branches).includes(`dev@${devOid}`), "the branch moved to its commit", JSON.stringify(listed.branches));
+check(refNames(listed.branches).includes(`main@${mainBefore}`), "main in refs is unchanged", JSON.stringify(listed.branches));
+const devBytes = await text("dev.safetensors", "dev");
+check(devBytes !== null && sha256(devBytes) === sha256(devShard), "the branch's new file read by branch name");
+const byCommit = await text("dev.safetensors", devOid);
+check(byCommit !== null && sha256(byCommit) === sha256(devShard), "the branch's new file read by commit id");
+check((await text("README.md", "dev")) !== null, "the branch keeps the files of its starting point");
+check(!(await files("main")).includes("dev.safetensors"), "main does not hold the branch's file");
+// a second commit on the branch builds on the branch's head
+const devCommit2 = await commit({
+  repo,
+  accessToken: W,
+  hubUrl,
+  branch: "dev",
+  title: "drop the notes",
+  operations: [{ operation: "delete", path: "notes.txt" }],
+});
+const devOid2 = devCommit2?.commit?.oid;
+const devFiles = await files("dev");
+check(devFiles.includes("dev.safetensors") && !devFiles.includes("notes.txt"), "a second commit on the branch", JSON.stringify(devFiles));
+check((await mainSha()) === mainBefore, "main still where it was");
 await fails(
-  "a commit on a branch other than main",
-  commit({ repo, accessToken: W, hubUrl, branch: "dev", title: "x", operations: [{ operation: "delete", path: "README.md" }] }),
+  "a commit on a tag",
+  commit({ repo, accessToken: W, hubUrl, branch: "v1.0", title: "x", operations: [{ operation: "delete", path: "README.md" }] }),
   400,
-  ["main"],
+  ["not a branch"],
 );
+await fails(
+  "a commit on a branch that does not exist",
+  commit({ repo, accessToken: W, hubUrl, branch: "nope", title: "x", operations: [{ operation: "delete", path: "README.md" }] }),
+  404,
+);
+check(/^[0-9a-f]{40}$/.test(devOid2 ?? ""), "the second branch commit's id", JSON.stringify(devCommit2));
 const untagged = await fetch(`${hubUrl}/api/models/${repo}/tag/v1.0`, { method: "DELETE", headers: { Authorization: `Bearer ${W}` } });
 check(untagged.status === 200, "delete a tag", untagged.status);
 await deleteBranch({ repo, branch: "dev", accessToken: W, hubUrl });
 listed = await refs();
 check(![...(listed.branches ?? []), ...(listed.tags ?? [])].some((r) => r.name === "dev" || r.name === "v1.0"), "refs after the deletes", JSON.stringify(listed));
+
+// ---- the namespace's code policy: code is admitted where an admin allows it ----
+const A = expect.adminToken;
+const admin = (method, path, body) =>
+  fetch(`${hubUrl}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${A}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+const org = repo.split("/")[0];
+check((await admin("PUT", `/v1/namespaces/${org}/policy`, { allow_code: true })).status === 200, "allow code in the namespace");
+const codeCommit = await uploadFiles({
+  repo,
+  accessToken: W,
+  hubUrl,
+  commitTitle: "code under the policy",
+  files: [{ path: "modeling_tiny.py", content: new Blob([Buffer.from("import torch\n")]) }],
+});
+check(/^[0-9a-f]{40}$/.test(codeCommit?.commit?.oid ?? ""), "a commit of code where the policy allows it", JSON.stringify(codeCommit));
+const described = await (await admin("GET", `/v1/models/${repo}`)).json();
+check(described.holds_code === true, "the version is marked as holding code", JSON.stringify(described.holds_code));
+const admissions = await (await admin("GET", `/v1/rejections?namespace=${org}`)).json();
+const admitted = (admissions.rejections ?? admissions.items ?? []).find((r) => r.path === "modeling_tiny.py");
+check(admitted?.outcome === "admitted_by_policy" && admitted?.reason === "code_python", "the admission is recorded", JSON.stringify(admitted));
+check((await admin("PUT", `/v1/namespaces/${org}/policy`, { allow_code: false })).status === 200, "refuse code again");
+await fails(
+  "code once the policy refuses it again",
+  uploadFiles({ repo, accessToken: W, hubUrl, files: [{ path: "modeling_more.py", content: new Blob([Buffer.from("x = 1\n")]) }] }),
+  422,
+);
+
+// ---- the storage quota: an LFS upload past it is refused, nothing left behind ----
+const usage = async () => (await (await admin("GET", `/v1/namespaces/${org}`)).json()).usage_bytes;
+const usedBefore = await usage();
+check((await admin("PUT", `/v1/namespaces/${org}/quota`, { quota_bytes: usedBefore + 1000 })).status === 200, "set a quota");
+const mainAtQuota = await mainSha();
+const big = safetensors("q", 300000, 11); // 1.2 MB through LFS
+await fails(
+  "uploadFiles past the quota",
+  uploadFiles({ repo, accessToken: W, hubUrl, files: [{ path: "big.safetensors", content: new Blob([big]) }] }),
+  413,
+);
+// the same by hand: the LFS PUT answers in the Hub's dialect
+const batch = await fetch(`${hubUrl}/${repo}.git/info/lfs/objects/batch`, {
+  method: "POST",
+  headers: { Authorization: `Bearer ${W}`, "Content-Type": "application/vnd.git-lfs+json" },
+  body: JSON.stringify({ operation: "upload", transfers: ["basic"], objects: [{ oid: sha256(big), size: big.length }] }),
+});
+const href = (await batch.json()).objects?.[0]?.actions?.upload?.href;
+const put = href ? await fetch(href, { method: "PUT", body: big }) : null;
+check(put?.status === 413 && put.headers.get("X-Error-Code") === "storage_quota_exceeded", "the LFS PUT: 413 with X-Error-Code", put?.status);
+check((put?.headers.get("X-Error-Message") ?? "").includes("quota"), "the LFS PUT: X-Error-Message names the quota");
+check((await usage()) === usedBefore, "nothing of the refused upload is kept", await usage());
+check((await mainSha()) === mainAtQuota, "main unchanged after the refused upload");
+// inline files count too
+await fails(
+  "inline files past the quota",
+  uploadFiles({ repo, accessToken: W, hubUrl, files: [{ path: "big.txt", content: new Blob([Buffer.alloc(2000, 97)]) }] }),
+  413,
+);
+check((await usage()) === usedBefore, "nothing of the refused inline file is kept", await usage());
+check((await admin("PUT", `/v1/namespaces/${org}/quota`, { quota_bytes: null })).status === 200, "unset the quota");
 
 // ---- deleteRepo: an admin's; a write token may not ----
 await fails("deleteRepo with a write token", deleteRepo({ repo, accessToken: W, hubUrl }), 403);

@@ -323,6 +323,23 @@ static long long usage_of(const char *org, const char *token, long long *quota)
     return usage;
 }
 
+/* org's reserved_bytes, polled until it is want (at most ~10 s: the server's start
+ * callback of a request sent on another connection); the last value read. */
+static long long reserved_until(const char *org, long long want)
+{
+    char url[128];
+    snprintf(url, sizeof url, "/v1/namespaces/%s", org);
+    long long reserved = -1;
+    for (int i = 0; i < 1000 && reserved != want; i++) {
+        if (i > 0)
+            usleep(10 * 1000);
+        it_response r = it_request("GET", url, &(it_request_opts){.token = admin_acme});
+        reserved = it_json_int(r.json, "reserved_bytes");
+        it_response_free(&r);
+    }
+    return reserved;
+}
+
 TEST(quota)
 {
     long long quota = 0;
@@ -364,6 +381,27 @@ TEST(quota)
     r = put_text("acme/life", draft, "small.txt", write_acme, "fits\n", true);
     CHECK_STATUS(r, 201);
     it_response_free(&r);
+    CHECK(usage_of("acme", admin_acme, &quota) == usage + 5);
+    /* uploads at once (schema 17): a body of known length reserves its length while it
+     * streams, so a second that fits the usage but not usage + reservation is refused */
+    CHECK(reserved_until("acme", 0) == 0);
+    int fd = it_connect();
+    CHECK(fd >= 0);
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "PUT /v1/models/acme/life/versions/%d/files/slow.txt HTTP/1.1\r\n"
+                     "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: 30\r\n\r\n"
+                     "12345",
+                     draft, write_acme);
+    CHECK(fd >= 0 && it_write_all(fd, head, (size_t)n));
+    CHECK(reserved_until("acme", 30) == 30); /* room was 35: 30 reserved, 5 left */
+    r = put_text("acme/life", draft, "ten.txt", write_acme, "0123456789", false);
+    CHECK_PROBLEM(r, 413, "storage_quota_exceeded");
+    CHECK(strstr(json_string_value(json_object_get(r.json, "detail")), "reserve") != NULL);
+    it_response_free(&r);
+    if (fd >= 0)
+        close(fd); /* the slow upload ends short: its reservation goes */
+    CHECK(reserved_until("acme", 0) == 0);
     CHECK(usage_of("acme", admin_acme, &quota) == usage + 5);
     CHECK(it_make_version(it_token("write", "other"), "other/free", NULL, NULL, false) == 1);
     r = put_text("other/free", 1, "big.txt", write_other, big, false);

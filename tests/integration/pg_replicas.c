@@ -14,6 +14,8 @@
  *  - PostgreSQL stopped: /readyz 503 naming the catalog, reads and writes 503
  *    catalog_unavailable with Retry-After, none hangs; started again: everything
  *    serves, nothing lost;
+ *  - a Hub LFS upload spans replicas (schema 17): the href one replica signed is
+ *    taken by the other, and the commit on the first finds the pending object;
  *  - kill -9 of the replica running a conversion job: the other takes the job
  *    over once its lease (--job-lease-seconds 2) expires and finishes it; the
  *    derived version appears once. */
@@ -98,6 +100,53 @@ TEST(replicas_share_one_catalog)
     CHECK_STATUS(r, 200);
     CHECK_EQ_U64(it_json_int(r.json, "version"), 2);
     it_response_free(&r);
+}
+
+/* The Hub write protocol across replicas: the LFS batch on the first, the PUT of the
+ * bytes to the second (the href's key is the catalog's), the commit on the first. */
+TEST(hub_lfs_upload_spans_replicas)
+{
+    const char *acme = it_token("write", "acme");
+    use(0);
+    it_response r = it_send_json("POST", "/api/repos/create", acme, "{\"name\":\"hub-rep\"}");
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    char sha[65], body[300];
+    it_sha256_hex(shard.data, shard.len, sha);
+    snprintf(body, sizeof body,
+             "{\"operation\":\"upload\",\"objects\":[{\"oid\":\"%s\",\"size\":%zu}]}", sha,
+             shard.len);
+    r = it_send_json("POST", "/acme/hub-rep.git/info/lfs/objects/batch", acme, body);
+    CHECK_STATUS(r, 200);
+    json_t *object = json_array_get(json_object_get(r.json, "objects"), 0);
+    const char *url = json_string_value(
+        json_object_get(json_object_get(json_object_get(object, "actions"), "upload"), "href"));
+    char href[1200] = "";
+    size_t base = strlen(rep[0].base);
+    if (url != NULL && strncmp(url, rep[0].base, base) == 0)
+        snprintf(href, sizeof href, "%s", url + base);
+    it_response_free(&r);
+    CHECK(href[0] == '/');
+    use(1);
+    r = it_send("PUT", href, NULL, shard.data, shard.len);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    use(0);
+    char lines[600];
+    snprintf(lines, sizeof lines,
+             "{\"key\":\"header\",\"value\":{\"summary\":\"across\"}}\n"
+             "{\"key\":\"lfsFile\",\"value\":{\"path\":\"model.safetensors\",\"algo\":"
+             "\"sha256\",\"oid\":\"%s\",\"size\":%zu}}\n",
+             sha, shard.len);
+    r = it_send("POST", "/api/models/acme/hub-rep/commit/main", acme, lines, strlen(lines));
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    use(1);
+    r = it_get("/acme/hub-rep/resolve/main/model.safetensors");
+    CHECK(r.status == 200 && r.body.len == shard.len &&
+          memcmp(r.body.data, shard.data, shard.len) == 0);
+    it_response_free(&r);
+    use(0);
 }
 
 typedef struct publisher {
@@ -525,6 +574,7 @@ int main(int argc, char **argv)
     use(0);
     token = it_token("write", NULL);
     RUN(replicas_share_one_catalog);
+    RUN(hub_lfs_upload_spans_replicas);
     RUN(one_publish_of_a_draft_wins);
     RUN(catalog_down_answers_503_and_heals);
     RUN(restart_under_load);

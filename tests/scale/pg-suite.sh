@@ -64,6 +64,9 @@ run "unit catalog (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/c
 run "unit catalog_pg" "$build/tests/unit/server/storage/catalog_pg"
 run "unit catalog_webhooks (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog_webhooks"
 run "unit catalog_lifecycle (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog_lifecycle"
+run "unit catalog_hub (SQLite, then PostgreSQL)" "$build/tests/unit/server/storage/catalog_hub"
+run "Hub writes, pending LFS across a restart (PostgreSQL catalog)" \
+    env TENSORGATE_CATALOG="$TENSORGATE_TEST_PG" "$build/tests/unit/server/routes/hf_write" "$build"
 run "integration pg_replicas" "$build/tests/integration/pg_replicas" "$build"
 run "import on two replicas" tests/import/pg-replicas.sh "$build/tensorgate"
 run "audit chain on two replicas" tests/audit/pg.sh "$build/tensorgate"

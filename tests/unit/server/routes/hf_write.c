@@ -197,6 +197,67 @@ TEST(protocol_by_hand)
     CHECK(versions() == 1);
 }
 
+/* A pending LFS object lives in the catalog (schema 17): uploaded, then the server
+ * restarts, then the commit finds it. Another namespace is still asked for the bytes
+ * (the batch answer never says another tenant holds them). */
+TEST(pending_survives_restart)
+{
+    it_buf obj = {0};
+    it_tensor_spec t = {"r", "F32", 2, {4, 4}};
+    it_build_safetensors(&obj, &t, 1, NULL, 21);
+    char obj_sha[65], href[1024];
+    it_sha256_hex(obj.data, obj.len, obj_sha);
+    batch_href(obj_sha, obj.len, href, sizeof href);
+    CHECK(href[0] == '/');
+    it_response r = it_send("PUT", href, NULL, obj.data, obj.len);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    int before = versions();
+
+    int status = it_server_stop();
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(it_server_start_args(NULL, NULL) == 0);
+
+    /* the batch answer of the restarted server: held already, no upload asked */
+    char again[1024];
+    batch_href(obj_sha, obj.len, again, sizeof again);
+    CHECK_STR(again, "");
+    /* another namespace's repository: the upload is asked for */
+    const char *write_other = it_token("write", "other");
+    r = it_send_json("POST", "/api/repos/create", write_other, "{\"name\":\"hw2\"}");
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    char body[300];
+    snprintf(body, sizeof body,
+             "{\"operation\":\"upload\",\"objects\":[{\"oid\":\"%s\",\"size\":%zu}]}", obj_sha,
+             obj.len);
+    r = it_send_json("POST", "/other/hw2.git/info/lfs/objects/batch", write_other, body);
+    CHECK_STATUS(r, 200);
+    json_t *object = json_array_get(json_object_get(r.json, "objects"), 0);
+    CHECK(json_object_get(json_object_get(object, "actions"), "upload") != NULL);
+    it_response_free(&r);
+    /* other's commit cannot take acme's pending object */
+    char lines[1024];
+    snprintf(lines, sizeof lines,
+             "{\"key\":\"header\",\"value\":{\"summary\":\"s\"}}\n"
+             "{\"key\":\"lfsFile\",\"value\":{\"path\":\"r.safetensors\",\"algo\":\"sha256\","
+             "\"oid\":\"%s\",\"size\":%zu}}\n",
+             obj_sha, obj.len);
+    r = it_send("POST", "/api/models/other/hw2/commit/main", write_other, lines, strlen(lines));
+    CHECK_STATUS(r, 400);
+    it_response_free(&r);
+
+    /* acme's commit after the restart takes it */
+    r = post_ndjson(lines);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    CHECK(versions() == before + 1);
+    r = it_get("/acme/hw/resolve/main/r.safetensors");
+    CHECK(r.status == 200 && r.body.len == obj.len && memcmp(r.body.data, obj.data, obj.len) == 0);
+    it_response_free(&r);
+    it_buf_free(&obj);
+}
+
 /* Hostile bodies: a clear refusal each, nothing published. */
 TEST(hostile_bodies)
 {
@@ -263,6 +324,7 @@ int main(int argc, char **argv)
     RUN(base64_decode);
     RUN(upload_modes);
     RUN(protocol_by_hand);
+    RUN(pending_survives_restart);
     RUN(hostile_bodies);
     it_buf_free(&file);
     return it_finish(argv[0]);

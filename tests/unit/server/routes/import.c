@@ -114,6 +114,42 @@ TEST(import_refused)
     it_response_free(&r);
 }
 
+/* An accepted import is bounded by the room its namespace's quota leaves when it
+ * fetches (schema 16 quotas): a source larger than that fails the job with
+ * storage_quota_exceeded, and no file row is made. */
+TEST(import_bounded_by_quota)
+{
+    const char *admin = it_token("admin", NULL);
+    it_response r = it_get("/v1/namespaces/acme");
+    long long usage = it_json_int(r.json, "usage_bytes");
+    it_response_free(&r);
+    char body[512];
+    snprintf(body, sizeof body, "{\"quota_bytes\":%lld}", usage + 1000);
+    r = it_send_json("PUT", "/v1/namespaces/acme/quota", admin, body);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    snprintf(body, sizeof body,
+             "{\"url\":\"%s/v1/models/other/src/versions/1/files/big.safetensors\"}", it_srv.base);
+    r = it_send_json("POST", MODEL "/versions/2/files/big.safetensors/import", write_acme, body);
+    CHECK_STATUS(r, 202); /* there is room when it is accepted */
+    char location[128] = "";
+    it_header(&r, "Location", location, sizeof location);
+    it_response_free(&r);
+    char state[32], reason[64];
+    wait_done(location, state, sizeof state, reason, sizeof reason);
+    CHECK_STR(state, "failed");
+    CHECK_STR(reason, "storage_quota_exceeded");
+    r = it_get(MODEL "/versions/2/files/big.safetensors/header");
+    CHECK_STATUS(r, 404);
+    it_response_free(&r);
+    r = it_get("/v1/namespaces/acme");
+    CHECK(it_json_int(r.json, "usage_bytes") == usage);
+    it_response_free(&r);
+    r = it_send_json("PUT", "/v1/namespaces/acme/quota", admin, "{\"quota_bytes\":null}");
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const flags[] = {"--import-allow", "127.0.0.1/32", NULL};
@@ -128,7 +164,12 @@ int main(int argc, char **argv)
     CHECK_EQ_U64(it_make_version(write_acme, "acme/imp", "model.safetensors", &file, true), 1);
     CHECK_EQ_U64(it_make_version(write_acme, "acme/imp", NULL, NULL, false), 2);
     it_buf_free(&file);
+    it_tensor_spec big[] = {{"w", "F32", 2, {128, 128}}};
+    it_build_safetensors(&file, big, 1, NULL, 9);
+    CHECK_EQ_U64(it_make_version(write_other, "other/src", "big.safetensors", &file, true), 1);
+    it_buf_free(&file);
     RUN(import_file);
     RUN(import_refused);
+    RUN(import_bounded_by_quota);
     return it_finish(argv[0]);
 }
