@@ -308,10 +308,15 @@ static void route_request(tg_request *req, const char *url)
     char allow[128] = "";
     /* the patterns were split at start (tg_http_start): a row costs a count check,
      * then a memcmp per literal segment */
+    const tg_pattern *patterns = req->server->patterns;
     for (size_t i = 0; i < req->server->route_count; i++) {
-        tg_param_span spans[TG_ROUTE_PARAMS_MAX] = {{0}};
+        if (!tg_pattern_first_may_match(&patterns[i], url_segments, url_count)) {
+            i = patterns[i].next_group - 1; /* the rows that start as this one fail too */
+            continue;
+        }
+        tg_param_span spans[TG_ROUTE_PARAMS_MAX];
         int count = 0;
-        if (!tg_pattern_match(&req->server->patterns[i], url_segments, url_count, spans, &count))
+        if (!tg_pattern_match(&patterns[i], url_segments, url_count, spans, &count))
             continue;
         if (strcmp(routes[i].method, match_method) == 0) {
             if (!take_params(spans, count, req)) {
@@ -547,7 +552,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->method = method;
         req->is_head = strcmp(method, "HEAD") == 0;
         req->url = url;
-        client_address(connection, req->client, sizeof req->client);
+        if (req->client[0] == '\0')
+            client_address(connection, req->client, sizeof req->client);
         /* Framing first, before any handler: a request whose end is in doubt is refused
          * and its connection closed, so nothing after it can run as another request. */
         tg_refusal refusal;
@@ -652,7 +658,11 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
     double since = req->in_header_phase ? req->phase_since : 0;
     /* a request libmicrohttpd ended without the completion callback */
     end_request(server, req, MHD_REQUEST_TERMINATED_WITH_ERROR);
+    /* the peer's address is the connection's: formatted once, kept across its requests */
+    char client[sizeof req->client];
+    memcpy(client, req->client, sizeof client);
     memset(req, 0, sizeof *req);
+    memcpy(req->client, client, sizeof client);
     req->server = server;
     req->connection = connection;
     req->live = true;
@@ -940,6 +950,12 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
     }
     for (size_t i = 0; i < route_count; i++)
         tg_pattern_compile(routes[i].pattern, &server->patterns[i]);
+    for (size_t i = route_count; i-- > 0;)
+        server->patterns[i].next_group =
+            i + 1 < route_count &&
+                    tg_pattern_same_first(&server->patterns[i], &server->patterns[i + 1])
+                ? server->patterns[i + 1].next_group
+                : i + 1;
     server->metrics = calloc(1, sizeof *server->metrics);
     if (server->metrics == NULL) {
         free(server->patterns);

@@ -133,6 +133,25 @@ bool tg_pattern_match(const tg_pattern *pattern, const tg_segment *url, int url_
     return u == url_count;
 }
 
+bool tg_pattern_first_may_match(const tg_pattern *pattern, const tg_segment *url, int url_count)
+{
+    if (!pattern->usable || url_count < 1)
+        return false;
+    const tg_segment *first = &pattern->seg[0];
+    return pattern->name[0] != NULL ||
+           (url[0].len == first->len && memcmp(url[0].text, first->text, first->len) == 0);
+}
+
+bool tg_pattern_same_first(const tg_pattern *a, const tg_pattern *b)
+{
+    if (!a->usable || !b->usable)
+        return !a->usable && !b->usable;
+    if (a->name[0] != NULL || b->name[0] != NULL)
+        return a->name[0] != NULL && b->name[0] != NULL;
+    return a->seg[0].len == b->seg[0].len &&
+           memcmp(a->seg[0].text, b->seg[0].text, a->seg[0].len) == 0;
+}
+
 bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
                       tg_param_span *params, int *param_count)
 {

@@ -51,7 +51,19 @@ typedef struct tg_pattern {
     tg_segment seg[TG_PATTERN_SEGMENTS_MAX];
     const char *name[TG_PATTERN_SEGMENTS_MAX]; /* placeholder's name, NULL: literal */
     bool is_tail[TG_PATTERN_SEGMENTS_MAX];
+    /* Set by a router over a table of patterns (http.c): the index of the next row whose
+     * first segment differs from this one's, so that a url whose first segment differs
+     * from a literal first segment skips the rows that share it. */
+    size_t next_group;
 } tg_pattern;
+
+/* Whether the url's first segment can match pattern's: false only when pattern
+ * starts with a literal segment that the url's first segment is not. */
+bool tg_pattern_first_may_match(const tg_pattern *pattern, const tg_segment *url, int url_count);
+
+/* Whether two compiled patterns start with the same literal segment, or both with a
+ * placeholder (the rows a url's first segment accepts or refuses together). */
+bool tg_pattern_same_first(const tg_pattern *a, const tg_pattern *b);
 
 /* Compiles pattern into out (which borrows pattern's text). */
 void tg_pattern_compile(const char *pattern, tg_pattern *out);

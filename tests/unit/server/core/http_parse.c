@@ -164,6 +164,24 @@ TEST(compiled_patterns)
         }
         CHECK(matched > 0); /* the urls reach both answers */
     }
+    /* the first segment decides for a row group: a literal refuses another word */
+    tg_pattern v1a, v1b, org, api;
+    tg_pattern_compile("/v1/models/{org}/{name}", &v1a);
+    tg_pattern_compile("/v1/jobs/{id}", &v1b);
+    tg_pattern_compile("/{org}/{name}/resolve/{rev}/{path*}", &org);
+    tg_pattern_compile("/api/models/{org}/{name}", &api);
+    CHECK(tg_pattern_same_first(&v1a, &v1b));
+    CHECK(!tg_pattern_same_first(&v1a, &org));
+    CHECK(!tg_pattern_same_first(&v1a, &api));
+    CHECK(tg_pattern_same_first(&org, &org));
+    int nv = tg_split_path("/v1/models/a/b", url, TG_SEGMENTS_MAX);
+    CHECK(tg_pattern_first_may_match(&v1b, url, nv)); /* "v1": the group may match */
+    CHECK(!tg_pattern_first_may_match(&api, url, nv));
+    CHECK(tg_pattern_first_may_match(&org, url, nv));
+    nv = tg_split_path("/v1x/models/a/b", url, TG_SEGMENTS_MAX);
+    CHECK(!tg_pattern_first_may_match(&v1a, url, nv) &&
+          !tg_pattern_match(&v1a, url, nv, NULL, NULL));
+
     /* a pattern the server would refuse compiles to one that matches nothing */
     tg_pattern bad;
     int n = tg_split_path("/v1/x", url, TG_SEGMENTS_MAX);
