@@ -399,7 +399,7 @@ static int64_t gather_row(tg_tensor_stream *s, uint8_t *dst, uint64_t bytes)
         uint64_t begin, end;
         if (hi - lo > TG_TENSOR_CHUNK)
             rows_down = step < 0; /* the row alone overfills a window: follow the row */
-        if (rows_apart(s, hi - lo)) {
+        if (hi - lo <= TG_TENSOR_CHUNK && rows_apart(s, hi - lo)) {
             /* the next row starts far beyond this one (::2,::2 skips every other row):
              * a window of whole rows would read the rows between, as many bytes again */
             begin = lo;
