@@ -9,7 +9,8 @@
 #   GET through a 120k-name index (first, cached) vs  the GET of a version without an index
 #   GET on a 300k-tensor (~20 MB header) file (first, cached) vs  the same on a 10-tensor file
 # Every download is one `curl -o /dev/null` on loopback; figures are best and
-# median of a few repetitions. BENCH_QUICK=1 uses a 64 MiB tensor (a smoke run,
+# median of a few repetitions; ratios compare bests, except a slice against its plain
+# Range GET, which compares medians (goal 3 of docs/PERFORMANCE.md). BENCH_QUICK=1 uses a 64 MiB tensor (a smoke run,
 # figures meaningless). Timing never fails anything: the script fails only when
 # a step cannot run (server does not start, a request answers the wrong status
 # or the wrong number of bytes).
@@ -61,6 +62,7 @@ best_median() {
         printf "%.2f/%.2f", v[NR], m }'
 }
 best_of() { echo "${1%%/*}"; }
+median_of() { echo "${1#*/}"; }
 
 # --- the memcpy anchor: a tiny C helper, same output sizes as the slices
 cat >"$work/memcpy_rate.c" <<'EOF'
@@ -223,11 +225,23 @@ line "tensor GET $(human $tensor_bytes) F32" "$t_plain" GB/s \
 #    of bytes over the same kind of connection (a Range GET of the file route:
 #    sendfile, no user copy), and vs memcpy of the same output size
 slice_line() { # slice_line LABEL SLICE OUT_BYTES
-    got=$(fetch "$tensor_url?slice=$2" 200 "$3")
-    plain=$(fetch "$file_url" 206 "$3" -H "Range: bytes=$abs_begin-$((abs_begin + $3 - 1))")
+    # the slice and its anchor alternate, so that a change of load falls on both
+    gs=""
+    ps=""
+    k=0
+    while [ $k -lt "$reps" ]; do
+        one_slice=$(reps=1 fetch "$tensor_url?slice=$2" 200 "$3")
+        one_plain=$(reps=1 fetch "$file_url" 206 "$3" -H "Range: bytes=$abs_begin-$((abs_begin + $3 - 1))")
+        gs="$gs ${one_slice%%/*}"
+        ps="$ps ${one_plain%%/*}"
+        k=$((k + 1))
+    done
+    got=$(best_median "$gs")
+    plain=$(best_median "$ps")
     mc=$("$work/memcpy_rate" "$3" "$reps")
+    # goal 3 is judged on medians (a best run of either side says little on a busy machine)
     line "$1 ($(human "$3") out)" "$got" GB/s "plain Range GET same byte count" "$plain" GB/s \
-        "$(ratio "$(best_of "$got")" "$(best_of "$plain")")"
+        "$(ratio "$(median_of "$got")" "$(median_of "$plain")")"
     line "$1 ($(human "$3") out)" "$got" GB/s "memcpy same output size" "$mc" GB/s \
         "$(ratio "$(best_of "$got")" "$mc")"
 }

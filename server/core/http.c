@@ -247,20 +247,10 @@ static int split_path(const char *path, segment *out)
 
 _Static_assert(TG_PARAMS_MAX >= TG_ROUTE_PARAMS_MAX, "a request holds every placeholder");
 
-/* Matches url segments against a pattern (http_parse.c). */
-static bool match_pattern(const char *pattern, const segment *url, int url_count)
-{
-    return tg_match_pattern(pattern, url, url_count, NULL, NULL);
-}
-
-/* Fills req->param_names/params (malloc'd) from a pattern that matched; false when
+/* Fills req->param_names/params (malloc'd) from the spans of a match; false when
  * out of memory. */
-static bool take_params(const char *pattern, const segment *url, int url_count, tg_request *req)
+static bool take_params(const tg_param_span *spans, int count, tg_request *req)
 {
-    tg_param_span spans[TG_ROUTE_PARAMS_MAX] = {{0}};
-    int count = 0;
-    if (!tg_match_pattern(pattern, url, url_count, spans, &count))
-        return false;
     for (int i = 0; i < count; i++) {
         req->param_names[i] = spans[i].name;
         req->params[i] = strndup(spans[i].text, spans[i].len);
@@ -316,11 +306,20 @@ static void route_request(tg_request *req, const char *url)
     const char *match_method = req->is_head ? "GET" : req->method;
     const tg_route *routes = req->server->routes;
     char allow[128] = "";
+    /* the patterns were split at start (tg_http_start): a row costs a count check,
+     * then a memcmp per literal segment */
+    const tg_pattern *patterns = req->server->patterns;
     for (size_t i = 0; i < req->server->route_count; i++) {
-        if (!match_pattern(routes[i].pattern, url_segments, url_count))
+        if (!tg_pattern_first_may_match(&patterns[i], url_segments, url_count)) {
+            i = patterns[i].next_group - 1; /* the rows that start as this one fail too */
+            continue;
+        }
+        tg_param_span spans[TG_ROUTE_PARAMS_MAX];
+        int count = 0;
+        if (!tg_pattern_match(&patterns[i], url_segments, url_count, spans, &count))
             continue;
         if (strcmp(routes[i].method, match_method) == 0) {
-            if (!take_params(routes[i].pattern, url_segments, url_count, req)) {
+            if (!take_params(spans, count, req)) {
                 tg_respond_internal(req, "out of memory");
                 return;
             }
@@ -553,7 +552,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->method = method;
         req->is_head = strcmp(method, "HEAD") == 0;
         req->url = url;
-        client_address(connection, req->client, sizeof req->client);
+        if (req->client[0] == '\0')
+            client_address(connection, req->client, sizeof req->client);
         /* Framing first, before any handler: a request whose end is in doubt is refused
          * and its connection closed, so nothing after it can run as another request. */
         tg_refusal refusal;
@@ -658,7 +658,11 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
     double since = req->in_header_phase ? req->phase_since : 0;
     /* a request libmicrohttpd ended without the completion callback */
     end_request(server, req, MHD_REQUEST_TERMINATED_WITH_ERROR);
+    /* the peer's address is the connection's: formatted once, kept across its requests */
+    char client[sizeof req->client];
+    memcpy(client, req->client, sizeof client);
     memset(req, 0, sizeof *req);
+    memcpy(req->client, client, sizeof client);
     req->server = server;
     req->connection = connection;
     req->live = true;
@@ -939,8 +943,23 @@ int tg_http_start(tg_server *server, const tg_route *routes, size_t route_count,
     }
     server->routes = routes;
     server->route_count = route_count;
+    server->patterns = calloc(route_count ? route_count : 1, sizeof *server->patterns);
+    if (server->patterns == NULL) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < route_count; i++)
+        tg_pattern_compile(routes[i].pattern, &server->patterns[i]);
+    for (size_t i = route_count; i-- > 0;)
+        server->patterns[i].next_group =
+            i + 1 < route_count &&
+                    tg_pattern_same_first(&server->patterns[i], &server->patterns[i + 1])
+                ? server->patterns[i + 1].next_group
+                : i + 1;
     server->metrics = calloc(1, sizeof *server->metrics);
     if (server->metrics == NULL) {
+        free(server->patterns);
+        server->patterns = NULL;
         snprintf(err, err_len, "out of memory");
         return -1;
     }
@@ -1038,6 +1057,8 @@ void tg_http_stop(tg_server *server)
     tg_downloads_stop(server->downloads);
     server->downloads = NULL;
     close_caches(server);
+    free(server->patterns);
+    server->patterns = NULL;
     if (server->metrics) {
         free(server->metrics->timeout_answer);
         free(server->metrics->requests);

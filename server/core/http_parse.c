@@ -72,34 +72,51 @@ bool tg_pattern_valid(const char *pattern, char *why, size_t why_len)
     return true;
 }
 
-bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
+void tg_pattern_compile(const char *pattern, tg_pattern *out)
+{
+    memset(out, 0, sizeof *out);
+    int count = tg_split_path(pattern, out->seg, TG_PATTERN_SEGMENTS_MAX);
+    if (count < 0)
+        return;
+    int placeholders = 0;
+    for (int p = 0; p < count; p++) {
+        if (!is_placeholder(&out->seg[p]))
+            continue;
+        out->name[p] = placeholder_name(&out->seg[p]);
+        out->is_tail[p] = is_tail(&out->seg[p]);
+        out->tail = out->tail || out->is_tail[p];
+        /* an unknown name or one placeholder too many: no match could give them all */
+        if (out->name[p] == NULL || ++placeholders > TG_ROUTE_PARAMS_MAX)
+            return;
+    }
+    out->count = count;
+    out->usable = true;
+}
+
+bool tg_pattern_match(const tg_pattern *pattern, const tg_segment *url, int url_count,
                       tg_param_span *params, int *param_count)
 {
-    tg_segment pat[TG_PATTERN_SEGMENTS_MAX];
-    int pat_count = tg_split_path(pattern, pat, TG_PATTERN_SEGMENTS_MAX);
-    if (pat_count < 0)
+    int pat_count = pattern->count;
+    /* every segment takes one url segment, a tail one or more */
+    if (!pattern->usable || (pattern->tail ? url_count < pat_count : url_count != pat_count))
         return false;
     int u = 0, found = 0;
     for (int p = 0; p < pat_count; p++) {
-        bool placeholder = is_placeholder(&pat[p]);
-        bool tail = is_tail(&pat[p]);
-        if (!placeholder) {
-            if (u >= url_count || url[u].len != pat[p].len ||
-                memcmp(url[u].text, pat[p].text, pat[p].len) != 0)
+        const tg_segment *seg = &pattern->seg[p];
+        const char *name = pattern->name[p];
+        if (name == NULL) {
+            if (u >= url_count || url[u].len != seg->len ||
+                memcmp(url[u].text, seg->text, seg->len) != 0)
                 return false;
             u++;
             continue;
         }
         int take = 1;
-        if (tail)
+        if (pattern->is_tail[p])
             take = url_count - u - (pat_count - p - 1);
         if (take < 1 || u + take > url_count)
             return false;
-        if (!tail && url[u].len == 0)
-            return false;
-        /* the same refusals with and without params: both calls agree */
-        const char *name = placeholder_name(&pat[p]);
-        if (name == NULL || found == TG_ROUTE_PARAMS_MAX)
+        if (!pattern->is_tail[p] && url[u].len == 0)
             return false;
         if (params != NULL) {
             const char *begin = url[u].text;
@@ -114,6 +131,33 @@ bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
     if (param_count != NULL)
         *param_count = found;
     return u == url_count;
+}
+
+bool tg_pattern_first_may_match(const tg_pattern *pattern, const tg_segment *url, int url_count)
+{
+    if (!pattern->usable || url_count < 1)
+        return false;
+    const tg_segment *first = &pattern->seg[0];
+    return pattern->name[0] != NULL ||
+           (url[0].len == first->len && memcmp(url[0].text, first->text, first->len) == 0);
+}
+
+bool tg_pattern_same_first(const tg_pattern *a, const tg_pattern *b)
+{
+    if (!a->usable || !b->usable)
+        return !a->usable && !b->usable;
+    if (a->name[0] != NULL || b->name[0] != NULL)
+        return a->name[0] != NULL && b->name[0] != NULL;
+    return a->seg[0].len == b->seg[0].len &&
+           memcmp(a->seg[0].text, b->seg[0].text, a->seg[0].len) == 0;
+}
+
+bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
+                      tg_param_span *params, int *param_count)
+{
+    tg_pattern compiled;
+    tg_pattern_compile(pattern, &compiled);
+    return tg_pattern_match(&compiled, url, url_count, params, param_count);
 }
 
 void tg_target_inspect(const char *uri, tg_target_info *out)

@@ -40,6 +40,38 @@ typedef struct tg_param_span {
 bool tg_match_pattern(const char *pattern, const tg_segment *url, int url_count,
                       tg_param_span *params, int *param_count);
 
+/* A pattern split once (at server start) so that routing a request does not split
+ * every row's pattern again: its segments and, for each placeholder, its name (NULL
+ * for a literal segment). A pattern tg_pattern_valid refuses compiles to one that
+ * matches nothing, as tg_match_pattern. */
+typedef struct tg_pattern {
+    int count;   /* segments; 0: matches nothing */
+    bool tail;   /* one segment is a {name*} */
+    bool usable; /* false: the pattern matches nothing */
+    tg_segment seg[TG_PATTERN_SEGMENTS_MAX];
+    const char *name[TG_PATTERN_SEGMENTS_MAX]; /* placeholder's name, NULL: literal */
+    bool is_tail[TG_PATTERN_SEGMENTS_MAX];
+    /* Set by a router over a table of patterns (http.c): the index of the next row whose
+     * first segment differs from this one's, so that a url whose first segment differs
+     * from a literal first segment skips the rows that share it. */
+    size_t next_group;
+} tg_pattern;
+
+/* Whether the url's first segment can match pattern's: false only when pattern
+ * starts with a literal segment that the url's first segment is not. */
+bool tg_pattern_first_may_match(const tg_pattern *pattern, const tg_segment *url, int url_count);
+
+/* Whether two compiled patterns start with the same literal segment, or both with a
+ * placeholder (the rows a url's first segment accepts or refuses together). */
+bool tg_pattern_same_first(const tg_pattern *a, const tg_pattern *b);
+
+/* Compiles pattern into out (which borrows pattern's text). */
+void tg_pattern_compile(const char *pattern, tg_pattern *out);
+
+/* tg_match_pattern over a compiled pattern: the same answers and spans. */
+bool tg_pattern_match(const tg_pattern *pattern, const tg_segment *url, int url_count,
+                      tg_param_span *params, int *param_count);
+
 /* True when pattern can be matched: it starts with '/', has at most
  * TG_PATTERN_SEGMENTS_MAX segments and TG_ROUTE_PARAMS_MAX placeholders, each "{name}"
  * or "{name*}" with a name of tg_param_span. Otherwise false

@@ -45,6 +45,7 @@ typedef struct tg_server {
     /* the routing table given to tg_http_start (not owned) */
     const tg_route *routes;
     size_t route_count;
+    struct tg_pattern *patterns; /* routes[i].pattern split once (http_parse.h); owned */
     /* The caches, instances of the cache core (cache.h) that the routes and the storage
      * calls they make are handed from here. Made by the caller or, those it left NULL,
      * by tg_http_start from the config (and then freed by tg_http_stop). */

@@ -352,6 +352,19 @@ static void copy_strided(uint8_t *dst, const uint8_t *window, int64_t at, int64_
     st_slice_strided_copy(dst, window + at, step, count, size);
 }
 
+/* Whether the rows of the innermost loop dimension lie so far apart (16 KiB or more of
+ * gap after a row of row_span bytes) that each is read alone rather than in a window
+ * that spans the rows skipped between them. */
+static bool rows_apart(const tg_tensor_stream *s, uint64_t row_span)
+{
+    const st_slice *slice = &s->slice;
+    if (s->map != NULL || slice->loop_rank < 2)
+        return false;
+    int64_t outer = slice->loop_step_bytes[slice->loop_rank - 2];
+    uint64_t magnitude = outer < 0 ? (uint64_t)0 - (uint64_t)outer : (uint64_t)outer;
+    return magnitude >= row_span + 16 * 1024;
+}
+
 /* Fast path of gather, taken when the current run is finished: copies the next whole
  * runs of the innermost loop dimension (at most `bytes` worth, at least one) that lie
  * in one read window, in one strided pass, and leaves the state on the last of them,
@@ -386,7 +399,12 @@ static int64_t gather_row(tg_tensor_stream *s, uint8_t *dst, uint64_t bytes)
         uint64_t begin, end;
         if (hi - lo > TG_TENSOR_CHUNK)
             rows_down = step < 0; /* the row alone overfills a window: follow the row */
-        if (rows_down) {
+        if (hi - lo <= TG_TENSOR_CHUNK && rows_apart(s, hi - lo)) {
+            /* the next row starts far beyond this one (::2,::2 skips every other row):
+             * a window of whole rows would read the rows between, as many bytes again */
+            begin = lo;
+            end = hi;
+        } else if (rows_down) {
             end = hi - lo > TG_TENSOR_CHUNK ? first + run_bytes : hi;
             begin = end > TG_TENSOR_CHUNK ? end - TG_TENSOR_CHUNK : 0;
         } else {

@@ -79,6 +79,121 @@ TEST(pattern_limits)
     CHECK(!tg_pattern_valid("v1/models", why, sizeof why));
 }
 
+/* The reference for tg_pattern_match: pattern and url as segment arrays, walked
+ * recursively (a {name*} tries every length it may take; at most one per pattern
+ * here, so the answer is the same as taking what the rest leaves). */
+static bool ref_match(const tg_segment *pat, int np, const tg_segment *url, int nu, int *params)
+{
+    if (np == 0)
+        return nu == 0;
+    bool placeholder = pat[0].len >= 2 && pat[0].text[0] == '{';
+    bool tail = placeholder && pat[0].text[pat[0].len - 2] == '*';
+    if (!placeholder)
+        return nu > 0 && url[0].len == pat[0].len &&
+               memcmp(url[0].text, pat[0].text, pat[0].len) == 0 &&
+               ref_match(pat + 1, np - 1, url + 1, nu - 1, params);
+    for (int take = 1; take <= (tail ? nu : 1) && take <= nu; take++) {
+        if (!tail && url[0].len == 0)
+            return false;
+        int inner = 0;
+        if (ref_match(pat + 1, np - 1, url + take, nu - take, &inner)) {
+            *params = inner + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Compiled once, a pattern answers as the reference for every url made of a few
+ * segments (the server routes with the compiled form: http.c route_request), and as
+ * tg_match_pattern, spans included. */
+TEST(compiled_patterns)
+{
+    static const char *const patterns[] = {
+        "/v1/models/{org}/{name}",
+        "/v1/models/{org}/{name}/versions/{rev}/files/{path*}",
+        "/v1/models/{org}/{name}/versions/{rev}/files/{path*}/header",
+        "/{org}/{name}/resolve/{rev}/{path*}",
+        "/api/models/{org}/{name}",
+        "/{path*}",
+        "/a",
+        "/",
+    };
+    static const char *const words[] = {"",     "a",      "v1",    "models",   "resolve",
+                                        "main", "header", "files", "versions", "x.safetensors"};
+    unsigned seed = 7;
+    char text[256];
+    tg_segment url[TG_SEGMENTS_MAX];
+    for (size_t p = 0; p < sizeof patterns / sizeof patterns[0]; p++) {
+        tg_pattern compiled;
+        tg_pattern_compile(patterns[p], &compiled);
+        tg_segment pat[TG_PATTERN_SEGMENTS_MAX];
+        int np = tg_split_path(patterns[p], pat, TG_PATTERN_SEGMENTS_MAX);
+        CHECK(np > 0);
+        int matched = 0;
+        for (int trial = 0; trial < 4000; trial++) {
+            /* a url of 1..9 segments; every other trial starts from the pattern itself */
+            size_t used = 0;
+            int segments = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 9;
+            for (int k = 0; k < segments; k++) {
+                unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+                const char *w = words[r % (sizeof words / sizeof words[0])];
+                int wlen = (int)strlen(w);
+                if (trial % 2 == 0 && k < np && pat[k].text[0] != '{' && r % 4 != 0) {
+                    w = pat[k].text; /* the pattern's own literal, mostly */
+                    wlen = (int)pat[k].len;
+                }
+                used += (size_t)snprintf(text + used, sizeof text - used, "/%.*s", wlen, w);
+            }
+            int nu = tg_split_path(text, url, TG_SEGMENTS_MAX);
+            CHECK(nu > 0);
+            int ref_params = 0, count = -1, count2 = -1;
+            tg_param_span a[TG_ROUTE_PARAMS_MAX], b[TG_ROUTE_PARAMS_MAX];
+            bool want = ref_match(pat, np, url, nu, &ref_params);
+            bool got = tg_pattern_match(&compiled, url, nu, a, &count);
+            CHECK(got == want);
+            CHECK(tg_pattern_match(&compiled, url, nu, NULL, NULL) == want);
+            CHECK(tg_match_pattern(patterns[p], url, nu, b, &count2) == want);
+            if (got && want) {
+                matched++;
+                CHECK_EQ_U64(count, ref_params);
+                CHECK_EQ_U64(count2, count);
+                for (int i = 0; i < count; i++)
+                    CHECK(a[i].name == b[i].name && a[i].text == b[i].text && a[i].len == b[i].len);
+            }
+        }
+        CHECK(matched > 0); /* the urls reach both answers */
+    }
+    /* the first segment decides for a row group: a literal refuses another word */
+    tg_pattern v1a, v1b, org, api;
+    tg_pattern_compile("/v1/models/{org}/{name}", &v1a);
+    tg_pattern_compile("/v1/jobs/{id}", &v1b);
+    tg_pattern_compile("/{org}/{name}/resolve/{rev}/{path*}", &org);
+    tg_pattern_compile("/api/models/{org}/{name}", &api);
+    CHECK(tg_pattern_same_first(&v1a, &v1b));
+    CHECK(!tg_pattern_same_first(&v1a, &org));
+    CHECK(!tg_pattern_same_first(&v1a, &api));
+    CHECK(tg_pattern_same_first(&org, &org));
+    int nv = tg_split_path("/v1/models/a/b", url, TG_SEGMENTS_MAX);
+    CHECK(tg_pattern_first_may_match(&v1b, url, nv)); /* "v1": the group may match */
+    CHECK(!tg_pattern_first_may_match(&api, url, nv));
+    CHECK(tg_pattern_first_may_match(&org, url, nv));
+    nv = tg_split_path("/v1x/models/a/b", url, TG_SEGMENTS_MAX);
+    CHECK(!tg_pattern_first_may_match(&v1a, url, nv) &&
+          !tg_pattern_match(&v1a, url, nv, NULL, NULL));
+
+    /* a pattern the server would refuse compiles to one that matches nothing */
+    tg_pattern bad;
+    int n = tg_split_path("/v1/x", url, TG_SEGMENTS_MAX);
+    tg_pattern_compile("/v1/{bogus}", &bad);
+    CHECK(!tg_pattern_match(&bad, url, n, NULL, NULL));
+    n = tg_split_path("/a/b/c/d/e", url, TG_SEGMENTS_MAX);
+    tg_pattern_compile("/{org}/{name}/{rev}/{alias}/{id}", &bad);
+    CHECK(!tg_pattern_match(&bad, url, n, NULL, NULL));
+    tg_pattern_compile("v1", &bad);
+    CHECK(!tg_pattern_match(&bad, url, n, NULL, NULL));
+}
+
 TEST(targets)
 {
     tg_target_info t;
@@ -157,6 +272,7 @@ int main(int argc, char **argv)
     (void)argc;
     RUN(patterns);
     RUN(pattern_limits);
+    RUN(compiled_patterns);
     RUN(targets);
     RUN(framing);
     RUN(json_depth);

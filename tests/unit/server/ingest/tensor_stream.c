@@ -458,9 +458,10 @@ TEST(larger_than_the_window)
         {"rows", ST_F32, 2, {1536, 1024}}, /* 6 MiB, rows of 4 KiB */
         {"wide", ST_F32, 2, {16, 65536}},  /* rows of 256 KiB: columns are sparse */
         {"long", ST_BF16, 1, {1600000}},   /* one run of 3.2 MB */
+        {"huge", ST_F32, 2, {6, 300000}},  /* rows of 1.2 MB, more than a window */
     };
     test_file f;
-    CHECK(make_file("big.safetensors", big, 3, &f));
+    CHECK(make_file("big.safetensors", big, 4, &f));
     /* the strided ones cover the row-at-once gather: rows and outer walk in the same
      * or opposite directions, rows of 1, 2, 3 and many elements, windows mid-row */
     static const char *const row_slices[] = {
@@ -481,6 +482,14 @@ TEST(larger_than_the_window)
         tg_tensor_options raw = {wide_slices[i], NULL, NULL}, conv = {wide_slices[i], "F16", NULL};
         CHECK(stream_matches(&f, "wide", &raw, 9, 20));
         CHECK(stream_matches(&f, "wide", &conv, 1 << 20, 20));
+    }
+    /* rows far apart are read one at a time (::2,::2), unless a row overfills a window */
+    static const char *const huge_slices[] = {"::2,::2",       "::-2,::3",          "::2,::-2",
+                                              "1::3,::299999", "::5,1023:263169:2", ":,::-4096"};
+    for (size_t i = 0; i < sizeof huge_slices / sizeof huge_slices[0]; i++) {
+        tg_tensor_options raw = {huge_slices[i], NULL, NULL}, conv = {huge_slices[i], "BF16", NULL};
+        CHECK(stream_matches(&f, "huge", &raw, 3 << 20, 20));
+        CHECK(stream_matches(&f, "huge", &conv, 1 << 18, 20));
     }
     tg_tensor_options whole = {NULL, "F64", "npy"}, rev = {"::-1", "F32", NULL},
                       part = {"12345:1500000:3", NULL, NULL};
