@@ -32,7 +32,7 @@ done
 # serving: GET, slices, dtype conversion (tensors.sh), wrk beside slowloris,
 # oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh), RSS under load (memory.sh), a replica on radosgw and PostgreSQL vs direct (scale.sh)
 if [ -x "$build/tensorgate" ]; then
-    for s in server convert_version tensors hostile pull memory scale; do
+    for s in server convert_version tensors bundle hostile pull memory scale; do
         echo
         echo "== $s"
         if ! "bench/$s.sh" "$build"; then
