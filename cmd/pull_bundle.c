@@ -19,19 +19,18 @@
 
 static void bundle_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: tensorgate pull ORG/NAME[@REV] --tensors SEL[,SEL...] [--tensors ...]\n"
-            "                       [--slice SPEC] [--dtype DT] [--file PATH] -o FILE\n"
-            "                       [--url URL] [--token TOKEN] [--json]\n"
-            "\n"
-            "Fetches the selected tensors of a version (REV default latest) in one request\n"
-            "and writes them as one safetensors file FILE (written as FILE.part, renamed\n"
-            "when complete). SEL is a tensor name or a glob (* and ?), optionally with its\n"
-            "own slice, NAME[SPEC] (NumPy basic indexing: 0:4,::2); a comma inside [...]\n"
-            "belongs to the slice. --slice gives the slice of every selector without one;\n"
-            "--dtype converts every floating tensor (F64, F32, F16, BF16, F8_E4M3, F8_E5M2);\n"
-            "--file limits the selection to one file of the version. The tensors come in\n"
-            "the order asked (a glob's in file order), each once.\n");
+    fprintf(out, "usage: tensorgate pull ORG/NAME[@REV] --tensors SEL[,SEL...] [--tensors ...]\n"
+                 "                       [--slice SPEC] [--dtype DT] [--file PATH] -o FILE\n"
+                 "                       [--url URL] [--token TOKEN] [--json]\n"
+                 "\n"
+                 "Fetches the selected tensors of a version (REV default latest) in one request\n"
+                 "and writes them as one safetensors file FILE (written as FILE.part, renamed\n"
+                 "when complete). SEL is a tensor name or a glob (* and ?), optionally with its\n"
+                 "own slice, NAME[SPEC] (NumPy basic indexing: 0:4,::2); a comma inside [...]\n"
+                 "belongs to the slice. --slice gives the slice of every selector without one;\n"
+                 "--dtype converts every floating tensor (F64, F32, F16, BF16, F8_E4M3, F8_E5M2);\n"
+                 "--file limits the selection to one file of the version. The tensors come in\n"
+                 "the order asked (a glob's in file order), each once.\n");
 }
 
 typedef struct selectors {

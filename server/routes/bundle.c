@@ -17,11 +17,11 @@
 #include <string.h>
 
 #include "checks.h"
-#include "resources.h"
 #include "downloads.h"
 #include "http_parse.h"
 #include "log.h"
 #include "parsed_header_cache.h"
+#include "resources.h"
 #include "routes.h"
 #include "sha256.h"
 #include "st_convert.h"
@@ -38,11 +38,11 @@
 /* ---- selectors ---- */
 
 typedef struct selector {
-    char *text;         /* the whole selector, for messages (owned) */
-    char *pattern;      /* the name or glob (owned, NUL-terminated) */
-    const char *slice;  /* the slice text inside [...], or NULL (in text) */
-    size_t slice_len;   /* bytes of it */
-    char *slice_copy;   /* NUL-terminated copy of the slice, or NULL (owned) */
+    char *text;        /* the whole selector, for messages (owned) */
+    char *pattern;     /* the name or glob (owned, NUL-terminated) */
+    const char *slice; /* the slice text inside [...], or NULL (in text) */
+    size_t slice_len;  /* bytes of it */
+    char *slice_copy;  /* NUL-terminated copy of the slice, or NULL (owned) */
     bool glob;
 } selector;
 
@@ -182,10 +182,10 @@ static bool glob_match(const char *pattern, const char *name, size_t name_len)
 
 typedef struct bundle_file {
     const tg_file_record *record; /* in the request's file list (only while planning) */
-    const st_file *held;          /* the parsed header (parsed_header_cache.h), released at the end */
-    tg_blob_reader *blob;         /* opened once an entry reads it */
-    uint8_t *seen;                /* a bit per tensor: already selected */
-    bool used;                    /* an entry comes from this file */
+    const st_file *held;  /* the parsed header (parsed_header_cache.h), released at the end */
+    tg_blob_reader *blob; /* opened once an entry reads it */
+    uint8_t *seen;        /* a bit per tensor: already selected */
+    bool used;            /* an entry comes from this file */
     char sha256[65];
 } bundle_file;
 
@@ -371,8 +371,8 @@ static bool write_header(bundle *b, const char *model, const char *version_label
                      (unsigned long long)plan->out_shape[d]);
             text_str(&t, piece);
         }
-        snprintf(piece, sizeof piece, "],\"data_offsets\":[%llu,%llu]}",
-                 (unsigned long long)offset, (unsigned long long)(offset + plan->length));
+        snprintf(piece, sizeof piece, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
+                 (unsigned long long)(offset + plan->length));
         text_str(&t, piece);
         offset += plan->length;
     }
@@ -401,7 +401,8 @@ static bool write_header(bundle *b, const char *model, const char *version_label
 static size_t find_entry(const bundle *b, uint64_t pos)
 {
     size_t c = b->cursor;
-    if (c < b->count && b->entries[c].begin <= pos && pos < b->entries[c].begin + b->entries[c].length)
+    if (c < b->count && b->entries[c].begin <= pos &&
+        pos < b->entries[c].begin + b->entries[c].length)
         return c;
     size_t lo = 0, hi = b->count;
     while (hi - lo > 1) {
@@ -582,10 +583,9 @@ static bool hold_files(tg_request *req, bundle *b, const tg_file_records *list, 
             continue;
         st_error err;
         int failure = 0;
-        const st_file *held =
-            tg_parsed_header_acquire(req->server->parsed_headers, req->server->blobs,
-                                     record->sha256, record->size, req->server->config.max_header,
-                                     &err, &failure);
+        const st_file *held = tg_parsed_header_acquire(
+            req->server->parsed_headers, req->server->blobs, record->sha256, record->size,
+            req->server->config.max_header, &err, &failure);
         if (held == NULL) {
             if (failure == -1)
                 tg_respond_blob_damaged(req, record->path);
@@ -594,8 +594,8 @@ static bool hold_files(tg_request *req, bundle *b, const tg_file_records *list, 
             else if (errno == TG_BLOB_UNAVAILABLE_ERRNO)
                 tg_respond_blob_store_unavailable(req);
             else
-                tg_respond_internal(req, "the stored header of %s cannot be read: %s",
-                                    record->path, err.detail);
+                tg_respond_internal(req, "the stored header of %s cannot be read: %s", record->path,
+                                    err.detail);
             return false;
         }
         bundle_file *f = &b->files[b->file_count++];
@@ -624,8 +624,8 @@ static void respond_ambiguous(tg_request *req, const bundle *b, const st_tensor 
                               size_t g)
 {
     tg_respond_problem(req, "ambiguous_tensor",
-                       "tensor %.200s is in %.200s and in %.200s; add file= to choose one",
-                       t->name, b->files[f].record->path, b->files[g].record->path);
+                       "tensor %.200s is in %.200s and in %.200s; add file= to choose one", t->name,
+                       b->files[f].record->path, b->files[g].record->path);
 }
 
 /* Resolves the selection into entries, in selector order; answers and returns false
@@ -754,8 +754,7 @@ static bool plan(tg_request *req, bundle *b, const char *model, const char *vers
 
 /* Strong validator: the model, the version, and each entry's blob, name and slice,
  * and the dtype: everything the bytes depend on. */
-static bool bundle_etag(const bundle *b, const char *model, const char *version_label,
-                        char out[35])
+static bool bundle_etag(const bundle *b, const char *model, const char *version_label, char out[35])
 {
     tg_sha256 sha;
     bool ok = tg_sha256_init(&sha, "etag") == 0;
@@ -783,8 +782,7 @@ static bool bundle_etag(const bundle *b, const char *model, const char *version_
 }
 
 /* The common path of GET and POST, once the selection is known. */
-static void serve_bundle(tg_request *req, const selection *sel, const char *dtype,
-                         const char *only)
+static void serve_bundle(tg_request *req, const selection *sel, const char *dtype, const char *only)
 {
     if (sel->too_many) {
         tg_respond_problem(req, "bundle_too_large", "a bundle takes at most %u selectors",
@@ -880,8 +878,7 @@ static void serve_bundle(tg_request *req, const selection *sel, const char *dtyp
     tg_range_result result = tg_range_parse(range, b->total, &first, &length);
     if (result == TG_RANGE_UNSATISFIABLE) {
         char content_range[64];
-        snprintf(content_range, sizeof content_range, "bytes */%llu",
-                 (unsigned long long)b->total);
+        snprintf(content_range, sizeof content_range, "bytes */%llu", (unsigned long long)b->total);
         const char *const headers[] = {"Content-Range", content_range, "ETag",
                                        has_etag ? etag : NULL, NULL};
         tg_respond_problem_headers(req, "range_not_satisfiable", headers,
@@ -1044,7 +1041,8 @@ void tg_route_bundle_post(tg_request *req)
         return;
     }
     if (g->len > 0 && !tg_json_depth_within(g->data, g->len, TG_JSON_DEPTH_MAX)) {
-        tg_respond_problem(req, "json_too_deep", "the body nests arrays and objects more than %d deep",
+        tg_respond_problem(req, "json_too_deep",
+                           "the body nests arrays and objects more than %d deep",
                            TG_JSON_DEPTH_MAX);
         return;
     }
@@ -1080,7 +1078,7 @@ void tg_route_bundle_post(tg_request *req)
             const char *why = NULL;
             int rc = json_is_string(item) ? selection_add(&sel, json_string_value(item),
                                                           json_string_length(item), &why)
-                                           : -1;
+                                          : -1;
             if (!json_is_string(item))
                 why = "a selector is a string";
             if (rc == -2) {

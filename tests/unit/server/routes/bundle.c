@@ -66,10 +66,10 @@ static void expect(const it_response *r, const char *const *selectors, const cha
     json_array_append_new(sources, json_string(shard1_path));
     if (both_shards)
         json_array_append_new(sources, json_string(shard2_path));
-    json_array_append_new(
-        cases, json_pack("{s:s, s:o, s:o, s:s?, s:s, s:s, s:s?}", "bundle", path, "sources",
-                         sources, "selectors", sel, "dtype", dtype, "model", MODEL, "version",
-                         digest, "metadata_from", metadata_from));
+    json_array_append_new(cases,
+                          json_pack("{s:s, s:o, s:o, s:s?, s:s, s:s, s:s?}", "bundle", path,
+                                    "sources", sources, "selectors", sel, "dtype", dtype, "model",
+                                    MODEL, "version", digest, "metadata_from", metadata_from));
 }
 
 TEST(selections)
@@ -213,7 +213,7 @@ TEST(refusals)
     CHECK_PROBLEM(r, 404, "tensor_not_found");
     it_response_free(&r);
     const char *bad[] = {V1 "?tensors=a[1", V1 "?tensors=a[]", V1 "?tensors=a,,b",
-                         V1 "?tensors=[0]", V1 "?tensors=a]", V1 "?tensors="};
+                         V1 "?tensors=[0]", V1 "?tensors=a]",  V1 "?tensors="};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = get_as(bad[i], read_acme, NULL);
         CHECK_PROBLEM(r, 400, "invalid_selector");
@@ -332,8 +332,7 @@ TEST(cli_pull_tensors)
         snprintf(cmd, sizeof cmd, "cat %s/pull.out >&2", it_root_dir);
         CHECK(system(cmd) == 0);
     }
-    it_response r =
-        get_as(V1 "?tensors=a[::2],blk.1.*[::2],ids[::-1]&dtype=F16", read_acme, NULL);
+    it_response r = get_as(V1 "?tensors=a[::2],blk.1.*[::2],ids[::-1]&dtype=F16", read_acme, NULL);
     CHECK_STATUS(r, 200);
     it_buf got = {0};
     CHECK(it_read_file(out, &got));
@@ -381,7 +380,8 @@ int main(int argc, char **argv)
     it_response_free(&r);
     r = it_send_json("POST", "/v1/models/" MODEL "/versions/1/publish", write_acme, "{}");
     CHECK_STATUS(r, 200);
-    snprintf(digest, sizeof digest, "sha256:%s", it_json_str(&r, "digest") ? it_json_str(&r, "digest") : "");
+    snprintf(digest, sizeof digest, "sha256:%s",
+             it_json_str(&r, "digest") ? it_json_str(&r, "digest") : "");
     it_response_free(&r);
     /* two files holding the same name; a GGUF-only version */
     CHECK_EQ_U64(it_make_version(write_acme, "acme/dup", "model.safetensors", &shard1, false), 1);
