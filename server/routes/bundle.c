@@ -269,7 +269,8 @@ static bool add_entry(bundle *b, uint32_t f, const st_tensor *t, const char *sli
 typedef struct text {
     char *data;
     size_t len, cap;
-    bool failed; /* out of memory, or past BUNDLE_HEADER_MAX */
+    bool failed;    /* out of memory, or past BUNDLE_HEADER_MAX */
+    bool too_large; /* past BUNDLE_HEADER_MAX */
 } text;
 
 static void text_add(text *t, const char *data, size_t len)
@@ -277,7 +278,7 @@ static void text_add(text *t, const char *data, size_t len)
     if (t->failed)
         return;
     if (t->len + len > BUNDLE_HEADER_MAX + 8) {
-        t->failed = true;
+        t->failed = t->too_large = true;
         return;
     }
     if (t->len + len + 1 > t->cap) {
@@ -324,19 +325,16 @@ static void text_json_string(text *t, const char *s, size_t len)
     text_add(t, "\"", 1);
 }
 
-/* Writes the header: {"__metadata__": {...}, name: {dtype, shape, data_offsets}, ...},
- * padded with spaces to a multiple of 8, after its 8-byte length. false with *too_large
- * when it passes the bound, else when out of memory. */
-static bool write_header(bundle *b, const char *model, const char *version_label,
-                         const tg_tensor_plan *const *plans, bool *too_large)
+/* The header's start: the 8 bytes its length will take, then {"__metadata__": {...}
+ * (tensorgate's two keys, and the source file's metadata when every entry comes
+ * from one file). */
+static void header_begin(text *t, const bundle *b, const char *model, const char *version_label)
 {
-    text t = {0};
-    text_add(&t, "\0\0\0\0\0\0\0\0", 8);
-    text_str(&t, "{\"__metadata__\":{\"tensorgate.version\":");
-    text_json_string(&t, version_label, strlen(version_label));
-    text_str(&t, ",\"tensorgate.model\":");
-    text_json_string(&t, model, strlen(model));
-    /* the source file's metadata when exactly one file is involved */
+    text_add(t, "\0\0\0\0\0\0\0\0", 8);
+    text_str(t, "{\"__metadata__\":{\"tensorgate.version\":");
+    text_json_string(t, version_label, strlen(version_label));
+    text_str(t, ",\"tensorgate.model\":");
+    text_json_string(t, model, strlen(model));
     size_t used = 0, only = 0;
     for (size_t i = 0; i < b->file_count; i++)
         if (b->files[i].used) {
@@ -349,48 +347,47 @@ static bool write_header(bundle *b, const char *model, const char *version_label
             const char *key = f->metadata[i].key;
             if (strcmp(key, "tensorgate.version") == 0 || strcmp(key, "tensorgate.model") == 0)
                 continue;
-            text_add(&t, ",", 1);
-            text_json_string(&t, key, strlen(key));
-            text_add(&t, ":", 1);
-            text_json_string(&t, f->metadata[i].value, strlen(f->metadata[i].value));
+            text_add(t, ",", 1);
+            text_json_string(t, key, strlen(key));
+            text_add(t, ":", 1);
+            text_json_string(t, f->metadata[i].value, strlen(f->metadata[i].value));
         }
     }
-    text_add(&t, "}", 1);
-    uint64_t offset = 0;
-    for (size_t i = 0; i < b->count && !t.failed; i++) {
-        const tg_tensor_plan *plan = plans[i];
-        const st_tensor *tensor = b->entries[i].tensor;
-        text_add(&t, ",", 1);
-        text_json_string(&t, tensor->name, tensor->name_len);
-        char piece[96];
-        snprintf(piece, sizeof piece, ":{\"dtype\":\"%s\",\"shape\":[",
-                 st_dtype_name(plan->out_dtype));
-        text_str(&t, piece);
-        for (size_t d = 0; d < plan->out_rank; d++) {
-            snprintf(piece, sizeof piece, d ? ",%llu" : "%llu",
-                     (unsigned long long)plan->out_shape[d]);
-            text_str(&t, piece);
-        }
-        snprintf(piece, sizeof piece, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
-                 (unsigned long long)(offset + plan->length));
-        text_str(&t, piece);
-        offset += plan->length;
+    text_add(t, "}", 1);
+}
+
+/* One entry: ,"name":{"dtype":...,"shape":[...],"data_offsets":[offset,offset+length]} */
+static void header_entry(text *t, const st_tensor *tensor, const tg_tensor_plan *plan,
+                         uint64_t offset)
+{
+    text_add(t, ",", 1);
+    text_json_string(t, tensor->name, tensor->name_len);
+    char piece[96];
+    snprintf(piece, sizeof piece, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype_name(plan->out_dtype));
+    text_str(t, piece);
+    for (size_t d = 0; d < plan->out_rank; d++) {
+        snprintf(piece, sizeof piece, d ? ",%llu" : "%llu", (unsigned long long)plan->out_shape[d]);
+        text_str(t, piece);
     }
-    text_add(&t, "}", 1);
-    while (!t.failed && (t.len - 8) % 8 != 0)
-        text_add(&t, " ", 1);
-    if (!t.failed && t.len - 8 > BUNDLE_HEADER_MAX)
-        t.failed = true;
-    if (t.failed) {
-        *too_large = t.len + 64 > BUNDLE_HEADER_MAX; /* else memory ran out */
-        free(t.data);
+    snprintf(piece, sizeof piece, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
+             (unsigned long long)(offset + plan->length));
+    text_str(t, piece);
+}
+
+/* Closes the header, pads it with spaces to a multiple of 8 and writes its length in
+ * front; false when it failed (t->failed). */
+static bool header_end(text *t)
+{
+    text_add(t, "}", 1);
+    while (!t->failed && (t->len - 8) % 8 != 0)
+        text_add(t, " ", 1);
+    if (!t->failed && t->len - 8 > BUNDLE_HEADER_MAX)
+        t->failed = t->too_large = true;
+    if (t->failed)
         return false;
-    }
-    uint64_t n = t.len - 8;
+    uint64_t n = t->len - 8;
     for (int i = 0; i < 8; i++)
-        t.data[i] = (char)(uint8_t)(n >> (8 * i));
-    b->header = t.data;
-    b->header_len = t.len;
+        t->data[i] = (char)(uint8_t)(n >> (8 * i));
     return true;
 }
 
@@ -690,46 +687,44 @@ oom:
     return false;
 }
 
-/* Plans every entry (lengths, offsets, how it is read) and writes the header;
+/* Plans every entry (lengths, offsets, how it is read) and writes the header, one
+ * entry at a time (a plan lives in its stream, freed at once: memory stays per entry);
  * answers and returns false on a refusal. */
 static bool plan(tg_request *req, bundle *b, const char *model, const char *version_label)
 {
-    const tg_tensor_plan **plans = calloc(b->count ? b->count : 1, sizeof *plans);
-    tg_tensor_stream **streams = calloc(b->count ? b->count : 1, sizeof *streams);
-    bool ok = plans != NULL && streams != NULL;
-    if (!ok)
-        tg_respond_internal(req, "out of memory");
+    for (size_t i = 0; i < b->count; i++)
+        b->files[b->entries[i].file].used = true;
+    text t = {0};
+    header_begin(&t, b, model, version_label);
     uint64_t length = 0;
-    for (size_t i = 0; ok && i < b->count; i++) {
+    bool ok = true;
+    for (size_t i = 0; ok && i < b->count && !t.failed; i++) {
         bundle_entry *e = &b->entries[i];
         e->convert = b->dtype != NULL && is_float(e->tensor->dtype);
         tg_tensor_options options = {e->slice, e->convert ? b->dtype : NULL, NULL};
         tg_tensor_error err;
-        if (tg_tensor_stream_open(NULL, NULL, b->files[e->file].held, e->tensor, &options,
-                                  &streams[i], &err) != 0) {
+        tg_tensor_stream *stream = NULL;
+        if (tg_tensor_stream_open(NULL, NULL, b->files[e->file].held, e->tensor, &options, &stream,
+                                  &err) != 0) {
             tg_respond_problem(req, err.reason, "tensor %.200s: %s", e->tensor->name, err.detail);
             ok = false;
             break;
         }
-        const tg_tensor_plan *p = tg_tensor_stream_plan(streams[i]);
-        plans[i] = p;
+        const tg_tensor_plan *p = tg_tensor_stream_plan(stream);
+        header_entry(&t, e->tensor, p, length);
         e->length = p->length;
         e->contiguous = p->contiguous;
         e->source = p->contiguous_offset;
-        b->files[e->file].used = true;
-        if (!e->contiguous && e->slice != NULL) {
-            e->slice_copy = strdup(e->slice);
-            if (e->slice_copy == NULL) {
-                tg_respond_internal(req, "out of memory");
-                ok = false;
-            }
-        }
-        e->begin = length; /* relative for now */
+        e->begin = length; /* relative to the data for now */
         length += p->length;
+        tg_tensor_stream_free(stream);
+        if (!e->contiguous && e->slice != NULL && (e->slice_copy = strdup(e->slice)) == NULL) {
+            tg_respond_internal(req, "out of memory");
+            ok = false;
+        }
     }
-    bool too_large = false;
-    if (ok && !write_header(b, model, version_label, plans, &too_large)) {
-        if (too_large)
+    if (ok && !header_end(&t)) {
+        if (t.too_large)
             tg_respond_problem(req, "bundle_too_large",
                                "the bundle's header would pass the safetensors bound of %llu "
                                "bytes; select fewer tensors",
@@ -738,12 +733,12 @@ static bool plan(tg_request *req, bundle *b, const char *model, const char *vers
             tg_respond_internal(req, "out of memory");
         ok = false;
     }
-    for (size_t i = 0; streams != NULL && i < b->count; i++)
-        tg_tensor_stream_free(streams[i]);
-    free(streams);
-    free(plans);
-    if (!ok)
+    if (!ok) {
+        free(t.data);
         return false;
+    }
+    b->header = t.data;
+    b->header_len = t.len;
     for (size_t i = 0; i < b->count; i++) {
         b->entries[i].begin += b->header_len;
         b->entries[i].slice = NULL; /* the selection is freed before the body is read */
@@ -839,6 +834,7 @@ static void serve_bundle(tg_request *req, const selection *sel, const char *dtyp
     if (sel->count == 0) {
         const char *why = NULL;
         if (selection_add(&all, "*", 1, &why) != 0) {
+            selection_free(&all);
             tg_respond_internal(req, "out of memory");
             goto done;
         }
