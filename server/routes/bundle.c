@@ -181,7 +181,7 @@ static bool glob_match(const char *pattern, const char *name, size_t name_len)
 /* ---- the planned bundle ---- */
 
 typedef struct bundle_file {
-    const tg_file_record *record; /* in the request's file list (only while planning) */
+    const tg_file_record *record; /* in the request's file list (not read by the body) */
     const st_file *held;  /* the parsed header (parsed_header_cache.h), released at the end */
     tg_blob_reader *blob; /* opened once an entry reads it */
     uint8_t *seen;        /* a bit per tensor: already selected */
@@ -214,6 +214,7 @@ typedef struct bundle {
     st_dtype out_dtype;
     /* the body being sent */
     uint64_t first; /* Range's first byte */
+    uint64_t end;   /* and the byte after its last */
     size_t cursor;  /* the entry last read */
     size_t stream_entry;
     tg_tensor_stream *stream;
@@ -484,16 +485,21 @@ static ssize_t read_bundle(void *cls, uint64_t pos, char *buf, size_t max)
     bundle *b = cls;
     uint64_t at = b->first + pos;
     size_t filled = 0;
-    while (filled < max && at < b->total) {
+    while (filled < max && at < b->end) {
         ssize_t n;
         if (at < b->header_len) {
             uint64_t left = b->header_len - at;
+            if (left > b->end - at)
+                left = b->end - at;
             n = (ssize_t)(left < max - filled ? left : max - filled);
             memcpy(buf + filled, b->header + at, (size_t)n);
         } else {
             size_t index = find_entry(b, at);
             b->cursor = index;
-            n = read_entry(b, index, at - b->entries[index].begin, buf + filled, max - filled);
+            size_t room = max - filled;
+            if (room > b->end - at)
+                room = (size_t)(b->end - at);
+            n = read_entry(b, index, at - b->entries[index].begin, buf + filled, room);
             if (n <= 0) {
                 if (n < 0 && errno != EIO)
                     tg_log(TG_LOG_ERROR, "reading a bundle failed at %llu: %m",
@@ -851,6 +857,12 @@ static void serve_bundle(tg_request *req, const selection *sel, const char *dtyp
     selection_free(&all);
     if (!planned)
         goto done;
+    /* every blob the body reads, opened now: a missing or damaged one is answered
+     * (500 blob_damaged, 503) before any byte is sent */
+    for (size_t i = 0; i < b->file_count; i++)
+        if (b->files[i].used &&
+            (b->files[i].blob = tg_open_file_blob(req, b->files[i].record)) == NULL)
+            goto done;
     char tag[35] = "", etag[40] = "";
     bool has_etag = bundle_etag(b, model, label, tag);
     if (has_etag)
@@ -890,6 +902,7 @@ static void serve_bundle(tg_request *req, const selection *sel, const char *dtyp
     if (!req->is_head && first == 0)
         tg_downloads_count(req->server->downloads, model_id);
     b->first = first;
+    b->end = first + length;
     uint64_t total = b->total;
     struct MHD_Response *response =
         MHD_create_response_from_callback(length, TG_BLOB_BLOCK, read_bundle, b, free_bundle);

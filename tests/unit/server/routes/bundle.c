@@ -352,6 +352,27 @@ TEST(cli_pull_tensors)
     CHECK(access(out, F_OK) != 0);
 }
 
+/* a blob gone after its header was parsed (and cached): 500 blob_damaged before any
+ * byte of the bundle */
+TEST(damaged_blob)
+{
+    it_buf file = {0};
+    it_tensor_spec t[] = {{"g", "F32", 1, {16}}};
+    it_build_safetensors(&file, t, 1, NULL, 99);
+    CHECK_EQ_U64(it_make_version(write_acme, "acme/gone", "model.safetensors", &file, true), 1);
+    it_response r = get_as("/v1/models/acme/gone/versions/1/bundle", read_acme, NULL);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    char sha[65], path[512];
+    it_sha256_hex(file.data, file.len, sha);
+    snprintf(path, sizeof path, "%s/blobs/sha256/%.2s/%s", it_srv.data, sha, sha);
+    CHECK(unlink(path) == 0);
+    r = get_as("/v1/models/acme/gone/versions/1/bundle?tensors=g", read_acme, NULL);
+    CHECK_PROBLEM(r, 500, "blob_damaged");
+    it_response_free(&r);
+    it_buf_free(&file);
+}
+
 int main(int argc, char **argv)
 {
     const char *flags[] = {"--auth-read", NULL};
@@ -408,6 +429,7 @@ int main(int argc, char **argv)
     RUN(range_and_etag);
     RUN(refusals);
     RUN(cli_pull_tensors);
+    RUN(damaged_blob);
     /* every bundle above, checked by the independent reader */
     char path[400], cmd[1024];
     snprintf(path, sizeof path, "%s/cases.json", it_root_dir);
