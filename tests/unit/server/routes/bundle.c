@@ -212,8 +212,9 @@ TEST(refusals)
     r = get_as(V1 "?tensors=a,zz*", read_acme, NULL);
     CHECK_PROBLEM(r, 404, "tensor_not_found");
     it_response_free(&r);
-    const char *bad[] = {V1 "?tensors=a[1", V1 "?tensors=a[]", V1 "?tensors=a,,b",
-                         V1 "?tensors=[0]", V1 "?tensors=a]",  V1 "?tensors="};
+    const char *bad[] = {
+        V1 "?tensors=a[1", V1 "?tensors=a[]", V1 "?tensors=a,,b", V1 "?tensors=[0]",
+        V1 "?tensors=a]",  V1 "?tensors=",    V1 "?tensors"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = get_as(bad[i], read_acme, NULL);
         CHECK_PROBLEM(r, 400, "invalid_selector");
@@ -230,6 +231,9 @@ TEST(refusals)
     it_response_free(&r);
     r = get_as(V1 "?tensors=a&dtype=I32", read_acme, NULL);
     CHECK_PROBLEM(r, 422, "unsupported_conversion");
+    it_response_free(&r);
+    r = get_as(V1 "?tensors=a&dtype=F16&dtype=F32", read_acme, NULL);
+    CHECK_PROBLEM(r, 400, "invalid_request");
     it_response_free(&r);
     r = get_as(V1 "?file=nothere.safetensors", read_acme, NULL);
     CHECK_PROBLEM(r, 404, "file_not_found");
@@ -352,6 +356,34 @@ TEST(cli_pull_tensors)
     CHECK(access(out, F_OK) != 0);
 }
 
+/* 65,537 tensors selected (empty ones: a small file): 413 */
+TEST(too_many_tensors)
+{
+    enum { N = 65537 };
+    it_tensor_spec *t = calloc(N, sizeof *t);
+    char(*names)[8] = calloc(N, sizeof *names);
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "e%05d", i);
+        t[i] = (it_tensor_spec){names[i], "F32", 1, {0}};
+    }
+    it_buf file = {0};
+    it_build_safetensors(&file, t, N, NULL, 1);
+    CHECK_EQ_U64(it_make_version(write_acme, "acme/many", "model.safetensors", &file, false), 1);
+    it_response r = get_as("/v1/models/acme/many/versions/1/bundle", read_acme, NULL);
+    CHECK_PROBLEM(r, 413, "bundle_too_large");
+    it_response_free(&r);
+    /* 65,437 of them are served (the header alone: the tensors are empty) */
+    r = get_as("/v1/models/acme/many/versions/1/bundle?tensors=e0*,e1*,e2*,e3*,e4*,e5*,"
+               "e60*,e61*,e62*,e63*,e64*,e650*,e651*,e652*,e653*,e6550?,e6551?,e6552?,e6553?",
+               read_acme, NULL);
+    CHECK_STATUS(r, 200);
+    CHECK(r.body.len > 8 && it_header_len(&r.body) + 8 == r.body.len);
+    it_response_free(&r);
+    it_buf_free(&file);
+    free(names);
+    free(t);
+}
+
 /* a blob gone after its header was parsed (and cached): 500 blob_damaged before any
  * byte of the bundle */
 TEST(damaged_blob)
@@ -430,6 +462,7 @@ int main(int argc, char **argv)
     RUN(refusals);
     RUN(cli_pull_tensors);
     RUN(damaged_blob);
+    RUN(too_many_tensors);
     /* every bundle above, checked by the independent reader */
     char path[400], cmd[1024];
     snprintf(path, sizeof path, "%s/cases.json", it_root_dir);
