@@ -361,7 +361,7 @@ TEST(too_many_tensors)
 {
     enum { N = 65537 };
     it_tensor_spec *t = calloc(N, sizeof *t);
-    char(*names)[8] = calloc(N, sizeof *names);
+    char(*names)[16] = calloc(N, sizeof *names);
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "e%05d", i);
         t[i] = (it_tensor_spec){names[i], "F32", 1, {0}};
