@@ -1056,7 +1056,9 @@ void tg_route_bundle_post(tg_request *req)
         return;
     }
     json_error_t error;
-    json_t *body = g->len ? json_loadb(g->data, g->len, JSON_REJECT_DUPLICATES, &error) : NULL;
+    /* an empty body is an empty object: every tensor, as stored */
+    json_t *body =
+        g->len ? json_loadb(g->data, g->len, JSON_REJECT_DUPLICATES, &error) : json_object();
     if (!json_is_object(body)) {
         json_decref(body);
         tg_respond_problem(req, "invalid_json",

@@ -112,6 +112,12 @@ TEST(selections)
     CHECK_STATUS(r, 200);
     expect(&r, NULL, NULL, true, NULL);
     it_response_free(&r);
+    /* a POST without a body: every tensor too */
+    it_request_opts o = {.token = read_acme};
+    r = it_request("POST", V1, &o);
+    CHECK_STATUS(r, 200);
+    expect(&r, NULL, NULL, true, NULL);
+    it_response_free(&r);
     r = get_as(V1 "?file=" SHARD1, read_acme, NULL);
     CHECK_STATUS(r, 200);
     expect(&r, NULL, NULL, false, shard1_path);
