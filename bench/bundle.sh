@@ -4,6 +4,7 @@
 #   200 whole tensors in one bundle request       vs  one file Range GET of the same byte count
 #   the same 200 tensors sliced [::2] (a gather)  vs  one file Range GET of the same byte count
 #   the same 200 tensors, POST with 200 names     vs  the GET's figure
+#   the server's CPU seconds per GB of the bundle vs  the same for the Range GET (from /proc)
 # The model holds 400 F32 tensors; the bundle takes every other one (so its bytes are
 # 200 separate runs of the file). Every download is one `curl -o /dev/null` on
 # loopback; figures are best/median of a few repetitions and the ratio is of the
@@ -172,6 +173,29 @@ pair "bundle GET of 200 whole tensors" "file Range GET same bytes"
 fig_a() { one "$sliced_url" 200 "$sliced_len"; }
 fig_b() { one "$file_url" 206 "$sliced_len" -H "Range: bytes=0-$((sliced_len - 1))"; }
 pair "bundle GET of 200 tensors [::2]" "file Range GET same bytes"
+
+# the server's CPU time (user + system, from /proc) per GB sent: less sensitive than
+# wall time to what else the machine runs; the same downloads, $reps of each, in turns
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+hz=$(getconf CLK_TCK)
+cpu_a=0
+cpu_b=0
+r=0
+while [ $r -lt "$reps" ]; do
+    t0=$(cpu_ticks)
+    one "$bundle_url" 200 "$whole_len" >/dev/null
+    t1=$(cpu_ticks)
+    one "$file_url" 206 "$whole_len" -H "Range: bytes=0-$((whole_len - 1))" >/dev/null
+    t2=$(cpu_ticks)
+    cpu_a=$((cpu_a + t1 - t0))
+    cpu_b=$((cpu_b + t2 - t1))
+    r=$((r + 1))
+done
+per_gb() { awk -v t="$1" -v hz="$hz" -v n="$reps" -v b="$whole_len" 'BEGIN { printf "%.3f", t / hz / (n * b / 1e9) }'; }
+ca=$(per_gb $cpu_a)
+cb=$(per_gb $cpu_b)
+line "server CPU s/GB, bundle of 200 whole tensors" "$ca" s/GB "file Range GET same bytes" "$cb" s/GB \
+    "$(ratio "$ca" "$cb")"
 
 fig_a() { one "$base$version/bundle" 200 "$whole_len" -X POST -H 'Content-Type: application/json' --data-binary "@$work/post.json"; }
 fig_b() { one "$bundle_url" 200 "$whole_len"; }
