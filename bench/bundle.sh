@@ -27,11 +27,10 @@ else
     reps=7
 fi
 count=400
-tensor_bytes=$((side * side * 4))
-
-for tool in curl; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "bench/bundle.sh: $tool missing" >&2; exit 2; }
-done
+if ! command -v curl >/dev/null 2>&1; then
+    echo "bench/bundle.sh: curl missing" >&2
+    exit 2
+fi
 [ -x "$bin" ] || { echo "bench/bundle.sh: $bin is not built" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/tg-bench-bundle-XXXXXX)
@@ -126,7 +125,10 @@ file_url=$base$version/files/model.safetensors
 length_of() { curl -sSI "$1" | tr -d '\r' | awk -F': ' 'tolower($1) == "content-length" { print $2 }'; }
 whole_len=$(length_of "$bundle_url")
 sliced_len=$(length_of "$sliced_url")
-[ -n "$whole_len" ] && [ -n "$sliced_len" ] || { echo "bench/bundle.sh: HEAD of a bundle failed" >&2; exit 2; }
+if [ -z "$whole_len" ] || [ -z "$sliced_len" ]; then
+    echo "bench/bundle.sh: HEAD of a bundle failed" >&2
+    exit 2
+fi
 
 # one URL STATUS BYTES [curl args...] -> one GB/s figure of one download
 one() {
