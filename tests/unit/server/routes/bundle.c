@@ -9,6 +9,7 @@
  * --tensors` (the C client's tg_client_bundle) giving the same bytes, and every
  * refusal with its status and reason. */
 #include "harness.h"
+#include "tensorgate_client.h"
 
 #define MODEL "acme/bun"
 #define V1 "/v1/models/" MODEL "/versions/1/bundle"
@@ -362,6 +363,34 @@ TEST(cli_pull_tensors)
     CHECK(access(out, F_OK) != 0);
 }
 
+/* the C client's buffer call: the route's bytes; a buffer too small; a refusal's
+ * reason */
+TEST(client_buffer)
+{
+    tgc_error e;
+    tgc_client *c = tgc_connect(&(tgc_options){.base_url = it_srv.base, .token = read_acme}, &e);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    const char *sel[] = {"blk.*[::-1]", "ids", NULL};
+    tgc_bundle_request req = {sel, "F16", NULL};
+    static unsigned char buf[1 << 16];
+    uint64_t got = 0;
+    CHECK(tgc_bundle_to_buffer(c, MODEL, "1", &req, buf, sizeof buf, &got, &e) == 0);
+    it_response r = get_as(V1 "?tensors=blk.*%5B::-1%5D,ids&dtype=F16", read_acme, NULL);
+    CHECK_STATUS(r, 200);
+    CHECK(got == r.body.len && memcmp(buf, r.body.data, (size_t)got) == 0);
+    it_response_free(&r);
+    CHECK(tgc_bundle_to_buffer(c, MODEL, "1", &req, buf, 16, &got, &e) == -1);
+    CHECK_STR(e.reason, TGC_REASON_TOO_SMALL);
+    const char *none[] = {"nope*", NULL};
+    tgc_bundle_request missing = {none, NULL, NULL};
+    CHECK(tgc_bundle_to_buffer(c, MODEL, "1", &missing, buf, sizeof buf, &got, &e) == -1);
+    CHECK_STR(e.reason, "tensor_not_found");
+    CHECK(e.status == 404);
+    tgc_close(c);
+}
+
 /* 65,537 tensors selected (empty ones: a small file): 413 */
 TEST(too_many_tensors)
 {
@@ -467,6 +496,7 @@ int main(int argc, char **argv)
     RUN(range_and_etag);
     RUN(refusals);
     RUN(cli_pull_tensors);
+    RUN(client_buffer);
     RUN(damaged_blob);
     RUN(too_many_tensors);
     /* every bundle above, checked by the independent reader */
