@@ -363,6 +363,42 @@ TEST(cli_pull_tensors)
     CHECK(access(out, F_OK) != 0);
 }
 
+/* The model's download count, as a sorted list writes it first (-1: not listed). */
+static long long downloads_of(const char *model)
+{
+    it_response r = get_as("/v1/models?q=acme/bun&sort=downloads&direction=-1", read_acme, NULL);
+    long long n = -1;
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(r.json, "models"), i, item)
+    {
+        if (strcmp(json_string_value(json_object_get(item, "name")), model) == 0)
+            n = json_integer_value(json_object_get(item, "downloads"));
+    }
+    it_response_free(&r);
+    return n;
+}
+
+/* a bundle GET counts one download; a HEAD or a Range past byte 0 does not */
+TEST(downloads)
+{
+    long long before = downloads_of(MODEL);
+    CHECK(before >= 1);
+    it_response r = get_as(V1 "?tensors=a", read_acme, NULL);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    CHECK(downloads_of(MODEL) == before + 1);
+    it_request_opts o = {.token = read_acme};
+    r = it_request("HEAD", V1 "?tensors=a", &o);
+    CHECK_STATUS(r, 200);
+    it_response_free(&r);
+    const char *h[] = {"Range: bytes=8-", NULL};
+    r = get_as(V1 "?tensors=a", read_acme, h);
+    CHECK_STATUS(r, 206);
+    it_response_free(&r);
+    CHECK(downloads_of(MODEL) == before + 1);
+}
+
 /* the C client's buffer call: the route's bytes; a buffer too small; a refusal's
  * reason */
 TEST(client_buffer)
@@ -497,6 +533,7 @@ int main(int argc, char **argv)
     RUN(refusals);
     RUN(cli_pull_tensors);
     RUN(client_buffer);
+    RUN(downloads);
     RUN(damaged_blob);
     RUN(too_many_tensors);
     /* every bundle above, checked by the independent reader */
