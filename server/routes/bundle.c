@@ -198,7 +198,7 @@ typedef struct bundle_entry {
     uint64_t length;
     bool contiguous; /* the body bytes are the file's [source, source + length) */
     uint64_t source;
-    char *slice_copy; /* the slice kept for a streamed entry (owned) */
+    char *slice_copy; /* the slice, kept for the body and the ETag (owned) */
 } bundle_entry;
 
 typedef struct bundle {
@@ -724,7 +724,7 @@ static bool plan(tg_request *req, bundle *b, const char *model, const char *vers
         e->begin = length; /* relative to the data for now */
         length += p->length;
         tg_tensor_stream_free(stream);
-        if (!e->contiguous && e->slice != NULL && (e->slice_copy = strdup(e->slice)) == NULL) {
+        if (e->slice != NULL && (e->slice_copy = strdup(e->slice)) == NULL) {
             tg_respond_internal(req, "out of memory");
             ok = false;
         }
@@ -766,7 +766,7 @@ static bool bundle_etag(const bundle *b, const char *model, const char *version_
         const bundle_entry *e = &b->entries[i];
         const char *slice = e->slice_copy ? e->slice_copy : "";
         char mark[32];
-        /* a contiguous slice keeps no copy: its place and length say the same */
+        /* the slice text decides the shape in the header, its place and length the bytes */
         snprintf(mark, sizeof mark, "%llu+%llu", (unsigned long long)e->source,
                  (unsigned long long)e->length);
         ok = tg_sha256_update(&sha, b->files[e->file].sha256, 65) == 0 &&
