@@ -35,8 +35,8 @@ done
 # Python zero-copy preload attach vs the C client (python_preload.sh)
 # the Python client's load_file (NumPy, torch) vs `tensorgate pull` (python_load.sh)
 if [ -x "$build/tensorgate" ]; then
-    for s in server ingest convert_version tensors hostile pull memory scale hub_upload \
-        python_preload python_load; do
+    for s in server ingest convert_version tensors bundle hostile pull memory scale \
+        hub_upload python_preload python_load; do
         echo
         echo "== $s"
         if ! "bench/$s.sh" "$build"; then

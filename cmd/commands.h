@@ -31,8 +31,10 @@ int tg_cmd_fsck(int argc, char **argv);  /* cmd/maintenance.c */
 int tg_cmd_audit(int argc, char **argv); /* cmd/audit.c */
 
 /* commands that talk to a server through libtgclient (clients/c/tensorgate_client.h) */
-int tg_cmd_push(int argc, char **argv);       /* cmd/remote.c */
-int tg_cmd_pull(int argc, char **argv);       /* cmd/remote.c */
+int tg_cmd_push(int argc, char **argv); /* cmd/remote.c */
+int tg_cmd_pull(int argc, char **argv); /* cmd/remote.c */
+/* pull --tensors: a bundle of tensors into one safetensors file (cmd/pull_bundle.c) */
+int tg_cmd_pull_bundle(int argc, char **argv);
 int tg_cmd_ls(int argc, char **argv);         /* cmd/remote.c */
 int tg_cmd_header(int argc, char **argv);     /* cmd/remote.c */
 int tg_cmd_tensor(int argc, char **argv);     /* cmd/remote.c */

@@ -908,6 +908,10 @@ static int pull_verify(tgc_client *c, const remote_opts *ro, const char *dir,
 
 int tg_cmd_pull(int argc, char **argv)
 {
+    /* --tensors: one bundle of tensors into one file (cmd/pull_bundle.c) */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--tensors") == 0 || strncmp(argv[i], "--tensors=", 10) == 0)
+            return tg_cmd_pull_bundle(argc, argv);
     static const struct option options[] = {
         COMMON_LONG_OPTIONS,
         {"include", required_argument, NULL, OPT_INCLUDE},

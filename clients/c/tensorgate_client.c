@@ -1618,6 +1618,91 @@ int tgc_tensor_to_file(tgc_client *c, const char *model, const char *rev, const 
     return rc;
 }
 
+/* POST .../versions/{rev}/bundle with the selection as its JSON body. */
+static xfer *bundle_xfer(tgc_client *c, const char *model, const char *rev,
+                         const tgc_bundle_request *req)
+{
+    json_t *body = json_object();
+    bool ok = body != NULL;
+    if (ok && req != NULL && req->tensors != NULL) {
+        json_t *list = json_array();
+        ok = list != NULL && json_object_set_new(body, "tensors", list) == 0;
+        for (size_t i = 0; ok && req->tensors[i] != NULL; i++)
+            ok = json_array_append_new(list, json_string(req->tensors[i])) == 0;
+    }
+    if (ok && req != NULL && req->dtype != NULL)
+        ok = json_object_set_new(body, "dtype", json_string(req->dtype)) == 0;
+    if (ok && req != NULL && req->file != NULL)
+        ok = json_object_set_new(body, "file", json_string(req->file)) == 0;
+    char *text = ok ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (text == NULL)
+        return NULL;
+    sbuf u = {0};
+    sb_model(&u, c, model, rev ? rev : "latest");
+    sb_str(&u, "/bundle");
+    xfer *x = xfer_new(c, "POST", &u);
+    free(u.s);
+    if (x == NULL) {
+        free(text);
+        return NULL;
+    }
+    x->body_mem = text;
+    x->body_len = strlen(text);
+    x->has_body = true;
+    x->content_type = "application/json";
+    return x;
+}
+
+/* A selector list of one NULL (or a string that is not UTF-8) would be refused by
+ * the server anyway; an empty string is left to the server's invalid_selector. */
+static bool bundle_usable(const tgc_bundle_request *req)
+{
+    if (req == NULL || req->tensors == NULL)
+        return true;
+    return req->tensors[0] != NULL;
+}
+
+int tgc_bundle_to_file(tgc_client *c, const char *model, const char *rev,
+                       const tgc_bundle_request *req, const char *path, uint64_t *bytes,
+                       tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if (path == NULL || path[0] == '\0' || !bundle_usable(req))
+        return set_err(err, 0, TGC_REASON_USAGE, "no output file or an empty selector list");
+    xfer *x = bundle_xfer(c, model, rev, req);
+    if (x == NULL || set_dest(x, path) != 0) {
+        xfer_free(x);
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory (or a selector not UTF-8)");
+    }
+    int rc = run_one(x, err);
+    if (rc == 0 && bytes != NULL)
+        *bytes = x->have;
+    xfer_free(x);
+    return rc;
+}
+
+int tgc_bundle_to_buffer(tgc_client *c, const char *model, const char *rev,
+                         const tgc_bundle_request *req, void *buf, size_t cap, uint64_t *bytes,
+                         tgc_error *err)
+{
+    CHECK_MODEL(model);
+    if ((buf == NULL && cap > 0) || !bundle_usable(req))
+        return set_err(err, 0, TGC_REASON_USAGE, "no buffer or an empty selector list");
+    xfer *x = bundle_xfer(c, model, rev, req);
+    if (x == NULL)
+        return set_err(err, 0, TGC_REASON_MEMORY, "out of memory (or a selector not UTF-8)");
+    x->sink = SINK_BUF;
+    x->mem = buf;
+    x->mem_cap = cap;
+    int rc = run_one(x, err);
+    if (rc == 0 && bytes != NULL)
+        *bytes = x->mem_len;
+    x->mem = NULL;
+    xfer_free(x);
+    return rc;
+}
+
 int tgc_fetch_range(tgc_client *c, const char *model, const char *rev, const char *path,
                     uint64_t offset, uint64_t len, void *buf, size_t cap, size_t *got,
                     tgc_error *err)

@@ -154,6 +154,29 @@ int tgc_tensor_to_file(tgc_client *c, const char *model, const char *rev, const 
                        const tgc_tensor_request *req, const char *path, tgc_tensor_info *info,
                        tgc_error *err);
 
+/* Many tensors of a version as one safetensors file (POST .../versions/{rev}/bundle):
+ * tensors is a NULL-terminated list of selectors (an exact name or a glob with * and
+ * ?, each optionally NAME[SLICE], the slice as tgc_tensor_request's), NULL for every
+ * tensor; dtype converts every floating tensor (NULL: as stored); file limits the
+ * selection to one file of the version (NULL: all its safetensors files). */
+typedef struct tgc_bundle_request {
+    const char *const *tensors;
+    const char *dtype;
+    const char *file;
+} tgc_bundle_request;
+
+/* The bundle into the file at path (written as PATH.part while it streams, renamed
+ * when complete: path never holds a partial bundle; a refusal leaves no file) or into
+ * buf (at most cap bytes; more is TGC_REASON_TOO_SMALL). *bytes (may be NULL) gets
+ * the bundle's length. A refusal is the server's reason: tensor_not_found,
+ * invalid_selector, ambiguous_tensor, bundle_too_large, invalid_slice, ... */
+int tgc_bundle_to_file(tgc_client *c, const char *model, const char *rev,
+                       const tgc_bundle_request *req, const char *path, uint64_t *bytes,
+                       tgc_error *err);
+int tgc_bundle_to_buffer(tgc_client *c, const char *model, const char *rev,
+                         const tgc_bundle_request *req, void *buf, size_t cap, uint64_t *bytes,
+                         tgc_error *err);
+
 /* Bytes [offset, offset + len) of a stored file into buf (cap >= len); *got is the
  * count received (less than len only at the file's end). */
 int tgc_fetch_range(tgc_client *c, const char *model, const char *rev, const char *path,

@@ -140,6 +140,14 @@ void tg_route_model_mirror(tg_request *req);
  * GET|HEAD .../versions/{rev}/tensors/{tensor*} (bytes) */
 void tg_route_tensors_list(tg_request *req);
 void tg_route_tensor_get(tg_request *req);
+/* bundle.c: GET|HEAD|POST .../versions/{rev}/bundle, many tensors as one safetensors
+ * file (POST: the selection as a JSON body of at most 1 MiB, gathered by the stream
+ * callbacks) */
+void tg_route_bundle_get(tg_request *req);
+void tg_route_bundle_post_start(tg_request *req);
+void tg_route_bundle_post_feed(tg_request *req, const uint8_t *data, size_t len);
+void tg_route_bundle_post(tg_request *req);
+void tg_route_bundle_post_cleanup(tg_request *req);
 
 /* preloads.c: POST|GET /v1/preloads, GET|DELETE /v1/preloads/{id} (the preload
  * service itself: preload_service.h) */
