@@ -495,6 +495,30 @@ TEST(batches)
         it_buf_free(&got);
     }
     tgc_batch_free(b);
+
+    /* the same files in parallel, each against a digest it does not have (what a pull
+     * of a corrupted blob meets): every one refused as sha256, nothing left behind,
+     * neither the file nor its preallocated part */
+    b = tgc_batch_new(cl);
+    json_array_foreach(files, i, f)
+    {
+        unlink(dests[i]);
+        CHECK(tgc_batch_add_download(
+                  b, "acme/cl", "latest", json_string_value(json_object_get(f, "path")), dests[i],
+                  "00000000000000000000000000000000000000000000000000000000000000ff",
+                  (uint64_t)json_integer_value(json_object_get(f, "size"))) == (long)i);
+    }
+    CHECK(tgc_batch_run(b, 3, NULL, NULL, NULL) == json_array_size(files));
+    json_array_foreach(files, i, f)
+    {
+        CHECK(tgc_batch_result(b, i, &be) == -1 && be != NULL);
+        if (be != NULL)
+            CHECK_STR(be->reason, TGC_REASON_SHA256);
+        char part[sizeof dests + 8];
+        snprintf(part, sizeof part, "%s.part", dests[i]);
+        CHECK(!exists(dests[i]) && !exists(part));
+    }
+    tgc_batch_free(b);
     json_decref(files);
 }
 
