@@ -422,6 +422,21 @@ typedef struct xfer {
     bool resumed;   /* this attempt continues a prefix (Range) */
     bool restarted; /* a resumed file was started over once after a mismatch */
     tg_sha256 sha;
+    /* The hasher (SINK_FILE): a thread that hashes the part file through its own read
+     * descriptor, behind the writes, so the SHA-256 runs on another core than the
+     * transfers. The engine publishes the bytes written in `written` (under hmu); the
+     * thread owns sha and `hashed` while it runs. hasher_on false: hashed inline. */
+    bool hasher_on;
+    bool hmu_ready; /* hmu and hcv initialised */
+    pthread_t hasher;
+    pthread_mutex_t hmu;
+    pthread_cond_t hcv;
+    int hfd;
+    uint64_t written; /* under hmu */
+    bool hstop;       /* under hmu: no more bytes come; hash the rest and end */
+    bool habandon;    /* atomic: end now, the hash is not wanted */
+    uint64_t hashed;
+    bool hfail; /* read after the join */
     bool started; /* the first body byte of this attempt was seen */
     /* the stall rule: bytes moved at stall_t; min_progress more are due within
      * stall_timeout_s of it */
@@ -468,10 +483,103 @@ static xfer *xfer_new(tgc_client *c, const char *method, sbuf *url)
     url->s = NULL;
     x->body_fd = -1;
     x->fd = -1;
+    x->hfd = -1;
     x->rc = -1;
     x->sink = SINK_MEM;
     x->mem_max = c->o.max_json_bytes;
     return x;
+}
+
+/* ---------- the hasher thread of a file download ---------- */
+
+static void *hasher_main(void *arg)
+{
+    xfer *x = arg;
+    const size_t step = 1u << 20;
+    unsigned char *buf = malloc(step);
+    if (buf == NULL)
+        x->hfail = true;
+    while (!x->hfail) {
+        pthread_mutex_lock(&x->hmu);
+        while (x->written == x->hashed && !x->hstop)
+            pthread_cond_wait(&x->hcv, &x->hmu);
+        uint64_t target = x->written;
+        bool stop = x->hstop;
+        pthread_mutex_unlock(&x->hmu);
+        while (x->hashed < target && !x->hfail) {
+            if (__atomic_load_n(&x->habandon, __ATOMIC_RELAXED))
+                goto out;
+            size_t k = target - x->hashed < step ? (size_t)(target - x->hashed) : step;
+            if (tg_pread_all(x->hfd, buf, k, x->hashed) != 0 ||
+                tg_sha256_update(&x->sha, buf, k) != 0)
+                x->hfail = true;
+            x->hashed += k;
+        }
+        if (stop && x->hashed >= target)
+            break;
+    }
+out:
+    free(buf);
+    return NULL;
+}
+
+/* Starts hashing the part file from byte 0 (the first x->have bytes are there
+ * already: a resumed prefix). 0, or -1 when no thread could start (the caller then
+ * hashes inline). */
+static int hasher_start(xfer *x)
+{
+    if (!x->hmu_ready) {
+        if (pthread_mutex_init(&x->hmu, NULL) != 0)
+            return -1;
+        if (pthread_cond_init(&x->hcv, NULL) != 0) {
+            pthread_mutex_destroy(&x->hmu);
+            return -1;
+        }
+        x->hmu_ready = true;
+    }
+    x->hfd = open(x->part, O_RDONLY | O_CLOEXEC);
+    if (x->hfd < 0)
+        return -1;
+    x->written = x->have;
+    x->hashed = 0;
+    x->hstop = false;
+    x->habandon = false;
+    x->hfail = false;
+    if (pthread_create(&x->hasher, NULL, hasher_main, x) != 0) {
+        close(x->hfd);
+        x->hfd = -1;
+        return -1;
+    }
+    x->hasher_on = true;
+    return 0;
+}
+
+/* The part file holds x->have bytes: the hasher may read them. */
+static void hasher_publish(xfer *x)
+{
+    pthread_mutex_lock(&x->hmu);
+    x->written = x->have;
+    pthread_cond_signal(&x->hcv);
+    pthread_mutex_unlock(&x->hmu);
+}
+
+/* Ends the hasher: after every written byte is hashed (abandon false), or at once.
+ * 0, or -1 when hashing failed. Nothing to do when no hasher runs. */
+static int hasher_end(xfer *x, bool abandon)
+{
+    if (!x->hasher_on)
+        return 0;
+    if (abandon)
+        __atomic_store_n(&x->habandon, true, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&x->hmu);
+    x->hstop = true;
+    pthread_cond_signal(&x->hcv);
+    pthread_mutex_unlock(&x->hmu);
+    pthread_join(x->hasher, NULL);
+    x->hasher_on = false;
+    close(x->hfd);
+    x->hfd = -1;
+    return x->hfail || (!abandon && x->hashed != x->have) ? -1 : 0;
 }
 
 static void xfer_free(xfer *x)
@@ -483,6 +591,11 @@ static void xfer_free(xfer *x)
     curl_slist_free_all(x->hdrs);
     if (x->body_fd >= 0)
         close(x->body_fd);
+    hasher_end(x, true);
+    if (x->hmu_ready) {
+        pthread_cond_destroy(&x->hcv);
+        pthread_mutex_destroy(&x->hmu);
+    }
     if (x->fd >= 0)
         close(x->fd);
     tg_sha256_free(&x->sha);
@@ -594,6 +707,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
         if (x->sink == SINK_FILE && x->status == 200 && x->have > 0) {
             /* the server sent the whole file: start the part over */
+            bool threaded = x->hasher_on;
+            hasher_end(x, true);
             tg_sha256_free(&x->sha);
             if (ftruncate(x->fd, 0) != 0 || lseek(x->fd, 0, SEEK_SET) != 0 ||
                 tg_sha256_init(&x->sha, "client") != 0) {
@@ -602,6 +717,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
             }
             x->have = 0;
             x->resumed = false;
+            if (threaded && hasher_start(x) != 0) {
+                local_fail(x, TGC_REASON_IO, "cannot restart the hashing of the part file");
+                return 0;
+            }
         }
         if (x->sink == SINK_FILE && x->status >= 200 && x->status < 300 && set_limit(x) != 0)
             return 0;
@@ -699,11 +818,13 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
             local_fail(x, TGC_REASON_IO, strerror(errno));
             return 0;
         }
-        if (tg_sha256_update(&x->sha, ptr, n) != 0) {
+        x->have += n;
+        if (x->hasher_on) {
+            hasher_publish(x);
+        } else if (tg_sha256_update(&x->sha, ptr, n) != 0) {
             local_fail(x, TGC_REASON_IO, "SHA-256 failed");
             return 0;
         }
-        x->have += n;
         break;
     }
     return n;
@@ -811,8 +932,10 @@ static int xfer_begin(xfer *x)
                 return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
             x->have = 0;
         }
-        if (x->have > 0) {
-            /* the prefix is read back through a read descriptor */
+        if (hasher_start(x) == 0) {
+            /* the hasher reads the prefix back itself, then follows the writes */
+        } else if (x->have > 0) {
+            /* no thread: the prefix is read back through a read descriptor, here */
             int wfd = x->fd;
             x->fd = open(x->part, O_RDONLY | O_CLOEXEC);
             int hrc = x->fd >= 0 ? hash_prefix(x, x->have) : -1;
@@ -882,7 +1005,9 @@ static int xfer_begin(xfer *x)
     if (c->o.max_recv_speed > 0)
         curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->o.max_recv_speed);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "libtgclient/1");
-    if (x->sink == SINK_FILE)
+    /* not under a rate limit: libcurl keeps to it per buffer, so a large one would
+     * let a burst of it through at once */
+    if (x->sink == SINK_FILE && c->o.max_recv_speed == 0)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)TGC_FILE_BUFFER);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -946,6 +1071,7 @@ static double retry_delay(const xfer *x, bool use_retry_after)
  * (final), a part that cannot be resumed (a tensor's, or an empty one) is removed. */
 static void part_abandon(xfer *x, bool final)
 {
+    hasher_end(x, true);
     if (x->fd >= 0)
         close(x->fd);
     x->fd = -1;
@@ -960,7 +1086,8 @@ static void part_abandon(xfer *x, bool final)
 static int part_finish(xfer *x)
 {
     char hex[65];
-    int frc = tg_sha256_final_hex(&x->sha, hex);
+    int hrc = hasher_end(x, false);
+    int frc = hrc != 0 ? -1 : tg_sha256_final_hex(&x->sha, hex);
     int syncrc = fsync(x->fd);
     int closerc = close(x->fd);
     x->fd = -1;
