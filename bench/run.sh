@@ -30,9 +30,11 @@ done
 # the server benchmarks, each a script taking the build dir: upload/download/
 # header (server.sh), derived-version conversion (convert_version.sh), tensor
 # serving: GET, slices, dtype conversion (tensors.sh), wrk beside slowloris,
-# oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh), RSS under load (memory.sh), a replica on radosgw and PostgreSQL vs direct (scale.sh)
+# oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh),
+# `tensorgate validate` vs a header-only python3 reader (validate.sh), RSS under load (memory.sh),
+# a replica on radosgw and PostgreSQL vs direct (scale.sh)
 if [ -x "$build/tensorgate" ]; then
-    for s in server convert_version tensors hostile pull memory scale; do
+    for s in server convert_version tensors hostile pull validate memory scale; do
         echo
         echo "== $s"
         if ! "bench/$s.sh" "$build"; then

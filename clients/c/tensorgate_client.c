@@ -422,21 +422,15 @@ typedef struct xfer {
     bool resumed;   /* this attempt continues a prefix (Range) */
     bool restarted; /* a resumed file was started over once after a mismatch */
     tg_sha256 sha;
-    /* The hasher (SINK_FILE): a thread that hashes the part file through its own read
-     * descriptor, behind the writes, so the SHA-256 runs on another core than the
-     * transfers. The engine publishes the bytes written in `written` (under hmu); the
-     * thread owns sha and `hashed` while it runs. hasher_on false: hashed inline. */
-    bool hasher_on;
-    bool hmu_ready; /* hmu and hcv initialised */
-    pthread_t hasher;
-    pthread_mutex_t hmu;
-    pthread_cond_t hcv;
+    /* Hashing by the engine's hasher thread (SINK_FILE; see hash_pool): the part
+     * file is read back through hfd behind the writes. Under pool->mu: written (bytes
+     * the thread may read), hashed, busy (the thread is hashing a chunk: it owns sha
+     * and hfd then), failed. Not hashing: the engine hashes inline. */
+    struct hash_pool *pool;
+    bool hashing; /* registered in pool->files */
     int hfd;
-    uint64_t written; /* under hmu */
-    bool hstop;       /* under hmu: no more bytes come; hash the rest and end */
-    bool habandon;    /* atomic: end now, the hash is not wanted */
-    uint64_t hashed;
-    bool hfail; /* read after the join */
+    uint64_t written, hashed;
+    bool busy, hfail;
     bool started; /* the first body byte of this attempt was seen */
     /* the stall rule: bytes moved at stall_t; min_progress more are due within
      * stall_timeout_s of it */
@@ -490,96 +484,179 @@ static xfer *xfer_new(tgc_client *c, const char *method, sbuf *url)
     return x;
 }
 
-/* ---------- the hasher thread of a file download ---------- */
+/* ---------- the hasher thread of an engine run ---------- */
 
-static void *hasher_main(void *arg)
+/* One thread per engine run with file downloads hashes their part files, a chunk of
+ * one file at a time in turn, so the SHA-256 runs beside the transfers instead of in
+ * their loop; one thread, not one per file, keeps it to one core beside the engine's.
+ * At a file's end the engine takes back what is left of it and hashes that itself. */
+typedef struct hash_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* the thread waits for bytes to hash or the end */
+    pthread_cond_t idle; /* the engine waits for a chunk in progress to end */
+    bool stop;
+    pthread_t thread;
+    xfer **files;
+    size_t count, cap, next;
+} hash_pool;
+
+#define TGC_HASH_STEP (1u << 20)
+
+static void *hash_pool_main(void *arg)
 {
-    xfer *x = arg;
-    const size_t step = 1u << 20;
-    unsigned char *buf = malloc(step);
-    if (buf == NULL)
-        x->hfail = true;
-    while (!x->hfail) {
-        pthread_mutex_lock(&x->hmu);
-        while (x->written == x->hashed && !x->hstop)
-            pthread_cond_wait(&x->hcv, &x->hmu);
-        uint64_t target = x->written;
-        bool stop = x->hstop;
-        pthread_mutex_unlock(&x->hmu);
-        while (x->hashed < target && !x->hfail) {
-            if (__atomic_load_n(&x->habandon, __ATOMIC_RELAXED))
-                goto out;
-            size_t k = target - x->hashed < step ? (size_t)(target - x->hashed) : step;
-            if (tg_pread_all(x->hfd, buf, k, x->hashed) != 0 ||
-                tg_sha256_update(&x->sha, buf, k) != 0)
-                x->hfail = true;
-            x->hashed += k;
+    hash_pool *hp = arg;
+    unsigned char *buf = malloc(TGC_HASH_STEP);
+    pthread_mutex_lock(&hp->mu);
+    for (;;) {
+        xfer *x = NULL;
+        for (size_t k = 0; k < hp->count && buf != NULL; k++) {
+            xfer *y = hp->files[(hp->next + k) % hp->count];
+            if (y->written > y->hashed && !y->hfail) {
+                x = y;
+                hp->next = (hp->next + k + 1) % hp->count;
+                break;
+            }
         }
-        if (stop && x->hashed >= target)
-            break;
+        if (x == NULL) {
+            if (hp->stop)
+                break;
+            pthread_cond_wait(&hp->work, &hp->mu);
+            continue;
+        }
+        uint64_t off = x->hashed;
+        size_t len = x->written - off < TGC_HASH_STEP ? (size_t)(x->written - off) : TGC_HASH_STEP;
+        x->busy = true;
+        pthread_mutex_unlock(&hp->mu);
+        bool ok = tg_pread_all(x->hfd, buf, len, off) == 0 &&
+                  tg_sha256_update(&x->sha, buf, len) == 0;
+        pthread_mutex_lock(&hp->mu);
+        x->busy = false;
+        if (ok)
+            x->hashed += len;
+        else
+            x->hfail = true;
+        pthread_cond_broadcast(&hp->idle);
     }
-out:
+    pthread_mutex_unlock(&hp->mu);
     free(buf);
     return NULL;
 }
 
-/* Starts hashing the part file from byte 0 (the first x->have bytes are there
- * already: a resumed prefix). 0, or -1 when no thread could start (the caller then
- * hashes inline). */
+/* 0 with the thread running, or -1 (then every download hashes inline). */
+static int hash_pool_start(hash_pool *hp)
+{
+    memset(hp, 0, sizeof *hp);
+    if (pthread_mutex_init(&hp->mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&hp->work, NULL) != 0)
+        goto fail_mu;
+    if (pthread_cond_init(&hp->idle, NULL) != 0)
+        goto fail_work;
+    if (pthread_create(&hp->thread, NULL, hash_pool_main, hp) != 0)
+        goto fail_idle;
+    return 0;
+fail_idle:
+    pthread_cond_destroy(&hp->idle);
+fail_work:
+    pthread_cond_destroy(&hp->work);
+fail_mu:
+    pthread_mutex_destroy(&hp->mu);
+    return -1;
+}
+
+/* Every file has left it (hasher_end) before this. */
+static void hash_pool_stop(hash_pool *hp)
+{
+    pthread_mutex_lock(&hp->mu);
+    hp->stop = true;
+    pthread_cond_signal(&hp->work);
+    pthread_mutex_unlock(&hp->mu);
+    pthread_join(hp->thread, NULL);
+    pthread_cond_destroy(&hp->idle);
+    pthread_cond_destroy(&hp->work);
+    pthread_mutex_destroy(&hp->mu);
+    free(hp->files);
+}
+
+/* Hands the part file's hashing to the pool, from byte 0 (its first x->have bytes
+ * are there already: a resumed prefix). 0, or -1 when there is no pool or the file
+ * cannot be added (the caller then hashes inline). */
 static int hasher_start(xfer *x)
 {
-    if (!x->hmu_ready) {
-        if (pthread_mutex_init(&x->hmu, NULL) != 0)
-            return -1;
-        if (pthread_cond_init(&x->hcv, NULL) != 0) {
-            pthread_mutex_destroy(&x->hmu);
-            return -1;
-        }
-        x->hmu_ready = true;
-    }
+    hash_pool *hp = x->pool;
+    if (hp == NULL)
+        return -1;
     x->hfd = open(x->part, O_RDONLY | O_CLOEXEC);
     if (x->hfd < 0)
         return -1;
+    pthread_mutex_lock(&hp->mu);
+    if (hp->count == hp->cap) {
+        size_t cap = hp->cap ? hp->cap * 2 : 8;
+        xfer **files = realloc(hp->files, cap * sizeof *files);
+        if (files == NULL) {
+            pthread_mutex_unlock(&hp->mu);
+            close(x->hfd);
+            x->hfd = -1;
+            return -1;
+        }
+        hp->files = files;
+        hp->cap = cap;
+    }
     x->written = x->have;
     x->hashed = 0;
-    x->hstop = false;
-    x->habandon = false;
+    x->busy = false;
     x->hfail = false;
-    if (pthread_create(&x->hasher, NULL, hasher_main, x) != 0) {
-        close(x->hfd);
-        x->hfd = -1;
-        return -1;
-    }
-    x->hasher_on = true;
+    hp->files[hp->count++] = x;
+    pthread_cond_signal(&hp->work);
+    pthread_mutex_unlock(&hp->mu);
+    x->hashing = true;
     return 0;
 }
 
-/* The part file holds x->have bytes: the hasher may read them. */
+/* The part file holds x->have bytes: the pool may read them. */
 static void hasher_publish(xfer *x)
 {
-    pthread_mutex_lock(&x->hmu);
+    pthread_mutex_lock(&x->pool->mu);
     x->written = x->have;
-    pthread_cond_signal(&x->hcv);
-    pthread_mutex_unlock(&x->hmu);
+    pthread_cond_signal(&x->pool->work);
+    pthread_mutex_unlock(&x->pool->mu);
 }
 
-/* Ends the hasher: after every written byte is hashed (abandon false), or at once.
- * 0, or -1 when hashing failed. Nothing to do when no hasher runs. */
+/* Takes the file back from the pool (after the chunk in progress). Unless abandon,
+ * hashes what the pool has not, so sha then covers the whole part file. 0, or -1
+ * when hashing failed. Nothing to do when the file is not in the pool. */
 static int hasher_end(xfer *x, bool abandon)
 {
-    if (!x->hasher_on)
+    if (!x->hashing)
         return 0;
-    if (abandon)
-        __atomic_store_n(&x->habandon, true, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&x->hmu);
-    x->hstop = true;
-    pthread_cond_signal(&x->hcv);
-    pthread_mutex_unlock(&x->hmu);
-    pthread_join(x->hasher, NULL);
-    x->hasher_on = false;
+    hash_pool *hp = x->pool;
+    pthread_mutex_lock(&hp->mu);
+    for (size_t k = 0; k < hp->count; k++) {
+        if (hp->files[k] == x) {
+            hp->files[k] = hp->files[--hp->count];
+            break;
+        }
+    }
+    hp->next = 0;
+    while (x->busy)
+        pthread_cond_wait(&hp->idle, &hp->mu);
+    pthread_mutex_unlock(&hp->mu);
+    x->hashing = false;
+    int rc = x->hfail ? -1 : 0;
+    if (!abandon && rc == 0 && x->hashed < x->have) {
+        unsigned char *buf = malloc(TGC_HASH_STEP);
+        rc = buf == NULL ? -1 : 0;
+        for (uint64_t off = x->hashed; off < x->have && rc == 0;) {
+            size_t k = x->have - off < TGC_HASH_STEP ? (size_t)(x->have - off) : TGC_HASH_STEP;
+            if (tg_pread_all(x->hfd, buf, k, off) != 0 || tg_sha256_update(&x->sha, buf, k) != 0)
+                rc = -1;
+            off += k;
+        }
+        free(buf);
+    }
     close(x->hfd);
     x->hfd = -1;
-    return x->hfail || (!abandon && x->hashed != x->have) ? -1 : 0;
+    return rc;
 }
 
 static void xfer_free(xfer *x)
@@ -592,10 +669,6 @@ static void xfer_free(xfer *x)
     if (x->body_fd >= 0)
         close(x->body_fd);
     hasher_end(x, true);
-    if (x->hmu_ready) {
-        pthread_cond_destroy(&x->hcv);
-        pthread_mutex_destroy(&x->hmu);
-    }
     if (x->fd >= 0)
         close(x->fd);
     tg_sha256_free(&x->sha);
@@ -707,7 +780,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
         if (x->sink == SINK_FILE && x->status == 200 && x->have > 0) {
             /* the server sent the whole file: start the part over */
-            bool threaded = x->hasher_on;
+            bool threaded = x->hashing;
             hasher_end(x, true);
             tg_sha256_free(&x->sha);
             if (ftruncate(x->fd, 0) != 0 || lseek(x->fd, 0, SEEK_SET) != 0 ||
@@ -819,7 +892,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
             return 0;
         }
         x->have += n;
-        if (x->hasher_on) {
+        if (x->hashing) {
             hasher_publish(x);
         } else if (tg_sha256_update(&x->sha, ptr, n) != 0) {
             local_fail(x, TGC_REASON_IO, "SHA-256 failed");
@@ -933,7 +1006,7 @@ static int xfer_begin(xfer *x)
             x->have = 0;
         }
         if (hasher_start(x) == 0) {
-            /* the hasher reads the prefix back itself, then follows the writes */
+            /* the pool reads the prefix back itself, then follows the writes */
         } else if (x->have > 0) {
             /* no thread: the prefix is read back through a read descriptor, here */
             int wfd = x->fd;
@@ -1207,11 +1280,18 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
         parallel = TGC_PARALLEL_MAX;
     CURLM *m = curl_multi_init();
     uint64_t total = 0;
+    bool files = false;
     for (size_t i = 0; i < n; i++) {
         xs[i]->state = X_PENDING;
         xs[i]->attempt = 0;
         total += xs[i]->size_hint;
+        files = files || xs[i]->sink == SINK_FILE;
     }
+    /* file downloads: their SHA-256 on a thread beside this one (inline without it) */
+    hash_pool pool;
+    bool pooled = files && hash_pool_start(&pool) == 0;
+    for (size_t i = 0; i < n; i++)
+        xs[i]->pool = pooled && xs[i]->sink == SINK_FILE ? &pool : NULL;
     size_t done = 0, active = 0;
     double last_progress = 0;
     while (done < n) {
@@ -1303,6 +1383,12 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
     }
     if (m != NULL)
         curl_multi_cleanup(m);
+    for (size_t i = 0; i < n; i++) {
+        hasher_end(xs[i], true); /* every file left the pool at its end; kept as a guard */
+        xs[i]->pool = NULL;
+    }
+    if (pooled)
+        hash_pool_stop(&pool);
 }
 
 /* One transfer: runs it, copies its error out. 0 or -1. */
