@@ -527,8 +527,8 @@ static void *hash_pool_main(void *arg)
         size_t len = x->written - off < TGC_HASH_STEP ? (size_t)(x->written - off) : TGC_HASH_STEP;
         x->busy = true;
         pthread_mutex_unlock(&hp->mu);
-        bool ok = tg_pread_all(x->hfd, buf, len, off) == 0 &&
-                  tg_sha256_update(&x->sha, buf, len) == 0;
+        bool ok =
+            tg_pread_all(x->hfd, buf, len, off) == 0 && tg_sha256_update(&x->sha, buf, len) == 0;
         pthread_mutex_lock(&hp->mu);
         x->busy = false;
         if (ok)
@@ -592,7 +592,7 @@ static int hasher_start(xfer *x)
     pthread_mutex_lock(&hp->mu);
     if (hp->count == hp->cap) {
         size_t cap = hp->cap ? hp->cap * 2 : 8;
-        xfer **files = realloc(hp->files, cap * sizeof *files);
+        xfer **files = realloc(hp->files, cap * sizeof(xfer *));
         if (files == NULL) {
             pthread_mutex_unlock(&hp->mu);
             close(x->hfd);
