@@ -1289,7 +1289,7 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
     }
     /* file downloads: their SHA-256 on a thread beside this one (inline without it) */
     hash_pool pool;
-    bool pooled = files && hash_pool_start(&pool) == 0;
+    bool pooled = files && !c->o.hash_inline && hash_pool_start(&pool) == 0;
     for (size_t i = 0; i < n; i++)
         xs[i]->pool = pooled && xs[i]->sink == SINK_FILE ? &pool : NULL;
     size_t done = 0, active = 0;

@@ -922,6 +922,23 @@ int main(int argc, char **argv)
     RUN(tensors);
     RUN(range);
     RUN(download_resume_and_sha);
+    {
+        /* the same downloads hashed in the transfer loop, without the hasher thread */
+        tgc_client *threaded = cl;
+        tgc_options o = {.base_url = it_srv.base,
+                         .token = write_token,
+                         .backoff_ms = 50,
+                         .max_retries = 3,
+                         .max_backoff_ms = 2000,
+                         .hash_inline = true};
+        tgc_error e;
+        cl = tgc_connect(&o, &e);
+        if (cl == NULL)
+            return 1;
+        RUN(download_resume_and_sha);
+        tgc_close(cl);
+        cl = threaded;
+    }
     RUN(no_retry_on_403);
     RUN(scan);
     RUN(scan_with_options);
