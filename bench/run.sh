@@ -30,12 +30,14 @@ done
 # the server benchmarks, each a script taking the build dir: upload/download/
 # header (server.sh), the upload ingest alone, paired with openssl (ingest.sh), derived-version conversion (convert_version.sh), tensor
 # serving: GET, slices, dtype conversion (tensors.sh), wrk beside slowloris,
-# oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh), RSS under load (memory.sh), a replica on radosgw and PostgreSQL vs direct (scale.sh),
+# oversized requests and refused uploads (hostile.sh), `tensorgate pull` vs curl (pull.sh),
+# `tensorgate validate` vs a header-only python3 reader (validate.sh), RSS under load (memory.sh),
+# a replica on radosgw and PostgreSQL vs direct (scale.sh),
 # the Hub clients' uploads vs `tensorgate push` (hub_upload.sh; huggingface_hub only with HF_HUB_SRC)
 # Python zero-copy preload attach vs the C client (python_preload.sh)
 # the Python client's load_file (NumPy, torch) vs `tensorgate pull` (python_load.sh)
 if [ -x "$build/tensorgate" ]; then
-    for s in server ingest convert_version tensors bundle hostile pull memory scale \
+    for s in server ingest convert_version tensors bundle hostile pull validate memory scale \
         hub_upload python_preload python_load; do
         echo
         echo "== $s"

@@ -243,6 +243,9 @@ static tgc_client *remote_connect(const char *cmd, remote_opts *ro, int *status)
     const char *retries = getenv("TENSORGATE_RETRIES");
     if (retries != NULL && retries[0] >= '0' && retries[0] <= '9')
         o.max_retries = (unsigned)strtoul(retries, NULL, 10);
+    /* TENSORGATE_HASH_INLINE=1: downloads hash in the transfer loop (tgc_options) */
+    const char *inline_hash = getenv("TENSORGATE_HASH_INLINE");
+    o.hash_inline = inline_hash != NULL && strcmp(inline_hash, "1") == 0;
     tgc_error e;
     tgc_client *c = tgc_connect(&o, &e);
     if (c == NULL)

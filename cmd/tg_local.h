@@ -18,14 +18,17 @@
 typedef struct tg_local_run {
     st_gate *gate; /* finished; the caller frees it with st_gate_free */
     st_verdict verdict;
-    uint64_t size; /* bytes read (the whole file when it was read to its end) */
+    uint64_t size; /* bytes judged: read, or passed over unread (the data section of a
+                    * regular file under TG_LOCAL_HASH_NONE); the whole file at its end */
     bool hashed;   /* sha256 holds the SHA-256 of the whole file (never after a refusal) */
     uint8_t sha256[32];
 } tg_local_run;
 
 /* What tg_local_gate_file hashes. */
 typedef enum tg_local_hash {
-    TG_LOCAL_HASH_NONE,     /* nothing; a refused file's rest is never read */
+    TG_LOCAL_HASH_NONE,     /* nothing; a refused file's rest is never read, nor the data
+                               section of a regular file when no value check is asked
+                               (st_gate_data_skippable): its size comes from fstat */
     TG_LOCAL_HASH_ADMITTED, /* a file read to its end (never one refused before its end) */
     TG_LOCAL_HASH_WHOLE,    /* every file: a refused one is read on to its end to hash it */
 } tg_local_hash;

@@ -119,6 +119,7 @@ struct st_gate {
     bool have_file;
     st_file file;
     bool have_scanner;
+    bool data_skipped; /* st_gate_skip passed over data bytes: the stats count only part */
     st_scanner scanner;
     uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
 
@@ -402,17 +403,19 @@ static void release_buffer(st_gate *gate)
 
 /* ---- DATA phase ---- */
 
-/* data points at the bytes at absolute offset gate->seen; consumes all len of them. */
-static void data_consume(st_gate *gate, const uint8_t *data, size_t len)
+/* len bytes at absolute offset gate->seen, data NULL when they are skipped unread
+ * (st_gate_skip); consumes all len of them. */
+static void data_consume(st_gate *gate, const uint8_t *data, uint64_t len)
 {
     uint64_t inside = 0;
     if (gate->seen < gate->data_end) {
         inside = gate->data_end - gate->seen;
         if (inside > len)
             inside = len;
-        st_scanner_feed(&gate->scanner, data, (size_t)inside);
+        if (data != NULL)
+            st_scanner_feed(&gate->scanner, data, (size_t)inside);
     }
-    gate->seen += len;
+    gate->seen = len > UINT64_MAX - gate->seen ? UINT64_MAX : gate->seen + len;
     if (inside < len) {
         st_error_set(&gate->verdict.error, ST_DATA_TRAILING, gate->data_end, NULL,
                      "bytes after the end of the data section at offset %llu",
@@ -1300,6 +1303,21 @@ st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len)
     return gate->status;
 }
 
+bool st_gate_data_skippable(const st_gate *gate)
+{
+    return gate->status == ST_GATE_CONTINUE && gate->phase == PHASE_DATA &&
+           !gate->config.refuse_nonfinite;
+}
+
+st_gate_status st_gate_skip(st_gate *gate, uint64_t len)
+{
+    if (len == 0 || !st_gate_data_skippable(gate))
+        return gate->status;
+    gate->data_skipped = true;
+    data_consume(gate, NULL, len);
+    return gate->status;
+}
+
 st_gate_status st_gate_finish(st_gate *gate)
 {
     if (gate->status == ST_GATE_CONTINUE)
@@ -1325,7 +1343,7 @@ const st_file *st_gate_file(const st_gate *gate)
 
 const st_tensor_stats *st_gate_stats(const st_gate *gate)
 {
-    return gate->have_scanner ? gate->scanner.stats : NULL;
+    return gate->have_scanner && !gate->data_skipped ? gate->scanner.stats : NULL;
 }
 
 uint64_t st_gate_bytes_seen(const st_gate *gate)

@@ -107,6 +107,18 @@ void st_gate_free(st_gate *gate);
 /* Consumes the next len bytes. Once ST_GATE_REFUSED is returned, further feeds are ignored. */
 st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len);
 
+/* True when the rest of the input can change the verdict only by its length, not by
+ * its bytes: a safetensors file whose header was accepted, now in its data section,
+ * with no check on the values asked (refuse_nonfinite off). A caller that knows the
+ * input's exact length (a regular file's size) may then pass over the data section
+ * with st_gate_skip instead of reading and feeding it: the verdict is the same. */
+bool st_gate_data_skippable(const st_gate *gate);
+
+/* Counts the next len bytes of the input as fed without looking at them (bytes past
+ * the data section's end are refused as data_trailing, as fed ones are). Does nothing
+ * unless st_gate_data_skippable; st_gate_stats is NULL after a skip. */
+st_gate_status st_gate_skip(st_gate *gate, uint64_t len);
+
 /* End of input: checks the exact size and the policy; returns ACCEPTED or REFUSED. */
 st_gate_status st_gate_finish(st_gate *gate);
 
@@ -123,7 +135,7 @@ void st_gate_verdict(const st_gate *gate, st_verdict *out);
 bool st_gate_refusal_certain(const st_gate *gate);
 
 /* After acceptance of a safetensors file: the parsed header and per-tensor stats
- * (NULL for JSON/text sidecars). Owned by the gate. */
+ * (NULL for JSON/text sidecars; stats NULL after st_gate_skip). Owned by the gate. */
 const st_file *st_gate_file(const st_gate *gate);
 const st_tensor_stats *st_gate_stats(const st_gate *gate);
 uint64_t st_gate_bytes_seen(const st_gate *gate);

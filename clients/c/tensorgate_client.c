@@ -20,6 +20,9 @@
 
 #define TGC_ERRBODY_MAX 16384
 #define TGC_PARALLEL_MAX 64
+/* A file download's receive buffer (CURLOPT_BUFFERSIZE; libcurl's default is 16 KiB):
+ * fewer, larger callbacks, writes and hash updates per byte. */
+#define TGC_FILE_BUFFER (512 * 1024)
 
 struct tgc_client {
     char *base; /* without a trailing slash */
@@ -419,6 +422,15 @@ typedef struct xfer {
     bool resumed;   /* this attempt continues a prefix (Range) */
     bool restarted; /* a resumed file was started over once after a mismatch */
     tg_sha256 sha;
+    /* Hashing by the engine's hasher thread (SINK_FILE; see hash_pool): the part
+     * file is read back through hfd behind the writes. Under pool->mu: written (bytes
+     * the thread may read), hashed, busy (the thread is hashing a chunk: it owns sha
+     * and hfd then), failed. Not hashing: the engine hashes inline. */
+    struct hash_pool *pool;
+    bool hashing; /* registered in pool->files */
+    int hfd;
+    uint64_t written, hashed;
+    bool busy, hfail;
     bool started; /* the first body byte of this attempt was seen */
     /* the stall rule: bytes moved at stall_t; min_progress more are due within
      * stall_timeout_s of it */
@@ -465,10 +477,186 @@ static xfer *xfer_new(tgc_client *c, const char *method, sbuf *url)
     url->s = NULL;
     x->body_fd = -1;
     x->fd = -1;
+    x->hfd = -1;
     x->rc = -1;
     x->sink = SINK_MEM;
     x->mem_max = c->o.max_json_bytes;
     return x;
+}
+
+/* ---------- the hasher thread of an engine run ---------- */
+
+/* One thread per engine run with file downloads hashes their part files, a chunk of
+ * one file at a time in turn, so the SHA-256 runs beside the transfers instead of in
+ * their loop; one thread, not one per file, keeps it to one core beside the engine's.
+ * At a file's end the engine takes back what is left of it and hashes that itself. */
+typedef struct hash_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* the thread waits for bytes to hash or the end */
+    pthread_cond_t idle; /* the engine waits for a chunk in progress to end */
+    bool stop;
+    pthread_t thread;
+    xfer **files;
+    size_t count, cap, next;
+} hash_pool;
+
+#define TGC_HASH_STEP (1u << 20)
+
+static void *hash_pool_main(void *arg)
+{
+    hash_pool *hp = arg;
+    unsigned char *buf = malloc(TGC_HASH_STEP);
+    pthread_mutex_lock(&hp->mu);
+    for (;;) {
+        xfer *x = NULL;
+        for (size_t k = 0; k < hp->count && buf != NULL; k++) {
+            xfer *y = hp->files[(hp->next + k) % hp->count];
+            if (y->written > y->hashed && !y->hfail) {
+                x = y;
+                hp->next = (hp->next + k + 1) % hp->count;
+                break;
+            }
+        }
+        if (x == NULL) {
+            if (hp->stop)
+                break;
+            pthread_cond_wait(&hp->work, &hp->mu);
+            continue;
+        }
+        uint64_t off = x->hashed;
+        size_t len = x->written - off < TGC_HASH_STEP ? (size_t)(x->written - off) : TGC_HASH_STEP;
+        x->busy = true;
+        pthread_mutex_unlock(&hp->mu);
+        bool ok =
+            tg_pread_all(x->hfd, buf, len, off) == 0 && tg_sha256_update(&x->sha, buf, len) == 0;
+        pthread_mutex_lock(&hp->mu);
+        x->busy = false;
+        if (ok)
+            x->hashed += len;
+        else
+            x->hfail = true;
+        pthread_cond_broadcast(&hp->idle);
+    }
+    pthread_mutex_unlock(&hp->mu);
+    free(buf);
+    return NULL;
+}
+
+/* 0 with the thread running, or -1 (then every download hashes inline). */
+static int hash_pool_start(hash_pool *hp)
+{
+    memset(hp, 0, sizeof *hp);
+    if (pthread_mutex_init(&hp->mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&hp->work, NULL) != 0)
+        goto fail_mu;
+    if (pthread_cond_init(&hp->idle, NULL) != 0)
+        goto fail_work;
+    if (pthread_create(&hp->thread, NULL, hash_pool_main, hp) != 0)
+        goto fail_idle;
+    return 0;
+fail_idle:
+    pthread_cond_destroy(&hp->idle);
+fail_work:
+    pthread_cond_destroy(&hp->work);
+fail_mu:
+    pthread_mutex_destroy(&hp->mu);
+    return -1;
+}
+
+/* Every file has left it (hasher_end) before this. */
+static void hash_pool_stop(hash_pool *hp)
+{
+    pthread_mutex_lock(&hp->mu);
+    hp->stop = true;
+    pthread_cond_signal(&hp->work);
+    pthread_mutex_unlock(&hp->mu);
+    pthread_join(hp->thread, NULL);
+    pthread_cond_destroy(&hp->idle);
+    pthread_cond_destroy(&hp->work);
+    pthread_mutex_destroy(&hp->mu);
+    free(hp->files);
+}
+
+/* Hands the part file's hashing to the pool, from byte 0 (its first x->have bytes
+ * are there already: a resumed prefix). 0, or -1 when there is no pool or the file
+ * cannot be added (the caller then hashes inline). */
+static int hasher_start(xfer *x)
+{
+    hash_pool *hp = x->pool;
+    if (hp == NULL)
+        return -1;
+    x->hfd = open(x->part, O_RDONLY | O_CLOEXEC);
+    if (x->hfd < 0)
+        return -1;
+    pthread_mutex_lock(&hp->mu);
+    if (hp->count == hp->cap) {
+        size_t cap = hp->cap ? hp->cap * 2 : 8;
+        xfer **files = realloc(hp->files, cap * sizeof(xfer *));
+        if (files == NULL) {
+            pthread_mutex_unlock(&hp->mu);
+            close(x->hfd);
+            x->hfd = -1;
+            return -1;
+        }
+        hp->files = files;
+        hp->cap = cap;
+    }
+    x->written = x->have;
+    x->hashed = 0;
+    x->busy = false;
+    x->hfail = false;
+    hp->files[hp->count++] = x;
+    pthread_cond_signal(&hp->work);
+    pthread_mutex_unlock(&hp->mu);
+    x->hashing = true;
+    return 0;
+}
+
+/* The part file holds x->have bytes: the pool may read them. */
+static void hasher_publish(xfer *x)
+{
+    pthread_mutex_lock(&x->pool->mu);
+    x->written = x->have;
+    pthread_cond_signal(&x->pool->work);
+    pthread_mutex_unlock(&x->pool->mu);
+}
+
+/* Takes the file back from the pool (after the chunk in progress). Unless abandon,
+ * hashes what the pool has not, so sha then covers the whole part file. 0, or -1
+ * when hashing failed. Nothing to do when the file is not in the pool. */
+static int hasher_end(xfer *x, bool abandon)
+{
+    if (!x->hashing)
+        return 0;
+    hash_pool *hp = x->pool;
+    pthread_mutex_lock(&hp->mu);
+    for (size_t k = 0; k < hp->count; k++) {
+        if (hp->files[k] == x) {
+            hp->files[k] = hp->files[--hp->count];
+            break;
+        }
+    }
+    hp->next = 0;
+    while (x->busy)
+        pthread_cond_wait(&hp->idle, &hp->mu);
+    pthread_mutex_unlock(&hp->mu);
+    x->hashing = false;
+    int rc = x->hfail ? -1 : 0;
+    if (!abandon && rc == 0 && x->hashed < x->have) {
+        unsigned char *buf = malloc(TGC_HASH_STEP);
+        rc = buf == NULL ? -1 : 0;
+        for (uint64_t off = x->hashed; off < x->have && rc == 0;) {
+            size_t k = x->have - off < TGC_HASH_STEP ? (size_t)(x->have - off) : TGC_HASH_STEP;
+            if (tg_pread_all(x->hfd, buf, k, off) != 0 || tg_sha256_update(&x->sha, buf, k) != 0)
+                rc = -1;
+            off += k;
+        }
+        free(buf);
+    }
+    close(x->hfd);
+    x->hfd = -1;
+    return rc;
 }
 
 static void xfer_free(xfer *x)
@@ -480,6 +668,7 @@ static void xfer_free(xfer *x)
     curl_slist_free_all(x->hdrs);
     if (x->body_fd >= 0)
         close(x->body_fd);
+    hasher_end(x, true);
     if (x->fd >= 0)
         close(x->fd);
     tg_sha256_free(&x->sha);
@@ -591,6 +780,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
         if (x->sink == SINK_FILE && x->status == 200 && x->have > 0) {
             /* the server sent the whole file: start the part over */
+            bool threaded = x->hashing;
+            hasher_end(x, true);
             tg_sha256_free(&x->sha);
             if (ftruncate(x->fd, 0) != 0 || lseek(x->fd, 0, SEEK_SET) != 0 ||
                 tg_sha256_init(&x->sha, "client") != 0) {
@@ -599,6 +790,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
             }
             x->have = 0;
             x->resumed = false;
+            if (threaded && hasher_start(x) != 0) {
+                local_fail(x, TGC_REASON_IO, "cannot restart the hashing of the part file");
+                return 0;
+            }
         }
         if (x->sink == SINK_FILE && x->status >= 200 && x->status < 300 && set_limit(x) != 0)
             return 0;
@@ -696,11 +891,13 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
             local_fail(x, TGC_REASON_IO, strerror(errno));
             return 0;
         }
-        if (tg_sha256_update(&x->sha, ptr, n) != 0) {
+        x->have += n;
+        if (x->hashing) {
+            hasher_publish(x);
+        } else if (tg_sha256_update(&x->sha, ptr, n) != 0) {
             local_fail(x, TGC_REASON_IO, "SHA-256 failed");
             return 0;
         }
-        x->have += n;
         break;
     }
     return n;
@@ -808,8 +1005,10 @@ static int xfer_begin(xfer *x)
                 return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
             x->have = 0;
         }
-        if (x->have > 0) {
-            /* the prefix is read back through a read descriptor */
+        if (hasher_start(x) == 0) {
+            /* the pool reads the prefix back itself, then follows the writes */
+        } else if (x->have > 0) {
+            /* no thread: the prefix is read back through a read descriptor, here */
             int wfd = x->fd;
             x->fd = open(x->part, O_RDONLY | O_CLOEXEC);
             int hrc = x->fd >= 0 ? hash_prefix(x, x->have) : -1;
@@ -823,6 +1022,11 @@ static int xfer_begin(xfer *x)
             return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
         x->resumed = x->have > 0;
         x->limit = x->size_hint > 0 ? x->size_hint : UINT64_MAX;
+        /* the blocks of the rest at once (the size stays: a resume reads the length
+         * of the part as the bytes it has); a file system without it just grows */
+        if (x->size_hint > x->have)
+            (void)fallocate(x->fd, FALLOC_FL_KEEP_SIZE, (off_t)x->have,
+                            (off_t)(x->size_hint - x->have));
     }
     if (x->easy == NULL)
         x->easy = curl_easy_init();
@@ -874,6 +1078,10 @@ static int xfer_begin(xfer *x)
     if (c->o.max_recv_speed > 0)
         curl_easy_setopt(e, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->o.max_recv_speed);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "libtgclient/1");
+    /* not under a rate limit: libcurl keeps to it per buffer, so a large one would
+     * let a burst of it through at once */
+    if (x->sink == SINK_FILE && c->o.max_recv_speed == 0)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)TGC_FILE_BUFFER);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -936,6 +1144,7 @@ static double retry_delay(const xfer *x, bool use_retry_after)
  * (final), a part that cannot be resumed (a tensor's, or an empty one) is removed. */
 static void part_abandon(xfer *x, bool final)
 {
+    hasher_end(x, true);
     if (x->fd >= 0)
         close(x->fd);
     x->fd = -1;
@@ -950,7 +1159,8 @@ static void part_abandon(xfer *x, bool final)
 static int part_finish(xfer *x)
 {
     char hex[65];
-    int frc = tg_sha256_final_hex(&x->sha, hex);
+    int hrc = hasher_end(x, false);
+    int frc = hrc != 0 ? -1 : tg_sha256_final_hex(&x->sha, hex);
     int syncrc = fsync(x->fd);
     int closerc = close(x->fd);
     x->fd = -1;
@@ -1070,11 +1280,18 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
         parallel = TGC_PARALLEL_MAX;
     CURLM *m = curl_multi_init();
     uint64_t total = 0;
+    bool files = false;
     for (size_t i = 0; i < n; i++) {
         xs[i]->state = X_PENDING;
         xs[i]->attempt = 0;
         total += xs[i]->size_hint;
+        files = files || xs[i]->sink == SINK_FILE;
     }
+    /* file downloads: their SHA-256 on a thread beside this one (inline without it) */
+    hash_pool pool;
+    bool pooled = files && !c->o.hash_inline && hash_pool_start(&pool) == 0;
+    for (size_t i = 0; i < n; i++)
+        xs[i]->pool = pooled && xs[i]->sink == SINK_FILE ? &pool : NULL;
     size_t done = 0, active = 0;
     double last_progress = 0;
     while (done < n) {
@@ -1166,6 +1383,12 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
     }
     if (m != NULL)
         curl_multi_cleanup(m);
+    for (size_t i = 0; i < n; i++) {
+        hasher_end(xs[i], true); /* every file left the pool at its end; kept as a guard */
+        xs[i]->pool = NULL;
+    }
+    if (pooled)
+        hash_pool_stop(&pool);
 }
 
 /* One transfer: runs it, copies its error out. 0 or -1. */

@@ -588,6 +588,30 @@ TEST(batches)
         it_buf_free(&got);
     }
     tgc_batch_free(b);
+
+    /* the same files in parallel, each against a digest it does not have (what a pull
+     * of a corrupted blob meets): every one refused as sha256, nothing left behind,
+     * neither the file nor its preallocated part */
+    b = tgc_batch_new(cl);
+    json_array_foreach(files, i, f)
+    {
+        unlink(dests[i]);
+        CHECK(tgc_batch_add_download(
+                  b, "acme/cl", "latest", json_string_value(json_object_get(f, "path")), dests[i],
+                  "00000000000000000000000000000000000000000000000000000000000000ff",
+                  (uint64_t)json_integer_value(json_object_get(f, "size"))) == (long)i);
+    }
+    CHECK(tgc_batch_run(b, 3, NULL, NULL, NULL) == json_array_size(files));
+    json_array_foreach(files, i, f)
+    {
+        CHECK(tgc_batch_result(b, i, &be) == -1 && be != NULL);
+        if (be != NULL)
+            CHECK_STR(be->reason, TGC_REASON_SHA256);
+        char part[sizeof dests + 8];
+        snprintf(part, sizeof part, "%s.part", dests[i]);
+        CHECK(!exists(dests[i]) && !exists(part));
+    }
+    tgc_batch_free(b);
     json_decref(files);
 }
 
@@ -992,6 +1016,23 @@ int main(int argc, char **argv)
     RUN(tensors);
     RUN(range);
     RUN(download_resume_and_sha);
+    {
+        /* the same downloads hashed in the transfer loop, without the hasher thread */
+        tgc_client *threaded = cl;
+        tgc_options o = {.base_url = it_srv.base,
+                         .token = write_token,
+                         .backoff_ms = 50,
+                         .max_retries = 3,
+                         .max_backoff_ms = 2000,
+                         .hash_inline = true};
+        tgc_error e;
+        cl = tgc_connect(&o, &e);
+        if (cl == NULL)
+            return 1;
+        RUN(download_resume_and_sha);
+        tgc_close(cl);
+        cl = threaded;
+    }
     RUN(no_retry_on_403);
     RUN(scan);
     RUN(scan_with_options);

@@ -107,11 +107,52 @@ TEST(refused_file_hashed_whole)
     unlink(path);
 }
 
+/* TG_LOCAL_HASH_NONE (validate, convert): past an accepted header only the data
+ * section's length decides, so it is not read: a NaN in it passes unseen (no stats are
+ * kept), the size counts the whole file; --refuse-nonfinite reads it and finds the NaN. */
+TEST(unhashed_data_section_is_not_read)
+{
+    char path[] = "/tmp/tg-local-XXXXXX";
+    /* 1 MiB of F32 zeros but for a NaN at the end, past the first read */
+    const char *header =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[262144],\"data_offsets\":[0,1048576]}}";
+    CHECK(write_file(path, header, 1048576));
+    FILE *f = fopen(path, "r+b");
+    const uint8_t nan_bytes[4] = {0, 0, 0xc0, 0x7f};
+    CHECK(f != NULL && fseek(f, -4, SEEK_END) == 0 && fwrite(nan_bytes, 1, 4, f) == 4);
+    if (f != NULL)
+        fclose(f);
+    st_gate_config config;
+    memset(&config, 0, sizeof config);
+    config.kind = ST_GATE_SAFETENSORS;
+    tg_local_run run;
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_NONE, &run), 0);
+    CHECK(run.verdict.valid);
+    CHECK(!run.hashed);
+    CHECK_EQ_U64(run.size, 8 + strlen(header) + 1048576);
+    CHECK(st_gate_file(run.gate) != NULL);
+    CHECK(st_gate_stats(run.gate) == NULL); /* the data section was skipped */
+    st_gate_free(run.gate);
+    config.refuse_nonfinite = true;
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_NONE, &run), 0);
+    CHECK(!run.verdict.valid);
+    CHECK_STR(st_reason_name(run.verdict.error.reason), "nonfinite_values");
+    st_gate_free(run.gate);
+    /* hashed: read whole, stats kept */
+    config.refuse_nonfinite = false;
+    CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_ADMITTED, &run), 0);
+    CHECK(run.verdict.valid && run.hashed);
+    CHECK(st_gate_stats(run.gate) != NULL);
+    st_gate_free(run.gate);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     RUN(refused_file_stops_unhashed);
     RUN(valid_file_hashed_whole);
     RUN(refused_file_hashed_whole);
+    RUN(unhashed_data_section_is_not_read);
     return test_report(argv[0]);
 }

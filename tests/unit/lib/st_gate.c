@@ -1019,6 +1019,57 @@ TEST(tensor_names_keep_their_length)
     CHECK_EQ_U64(err.tensor_len, 0);
 }
 
+/* st_gate_skip: past an accepted header, the data section may be passed over unread;
+ * only its length then decides, as when it is fed (size unknown up front, so the end
+ * of the input is what judges it); never while a value check is asked. */
+TEST(data_section_may_be_skipped)
+{
+    static const float nan_data[6] = {NAN, 1, 2, 3, 4, 5};
+    input in = make_st(ONE_F32, nan_data, sizeof nan_data);
+    size_t head = in.len - sizeof nan_data;
+    /* exact length: valid, although the skipped bytes hold a NaN; no stats then */
+    for (int delta = -1; delta <= 1; delta++) {
+        st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+        st_gate *g = st_gate_new(&c, ST_FILE_SIZE_UNKNOWN);
+        CHECK(g != NULL);
+        CHECK(!st_gate_data_skippable(g)); /* the header is not in yet */
+        CHECK_EQ_U64(st_gate_skip(g, 4), ST_GATE_CONTINUE);
+        CHECK_EQ_U64(st_gate_bytes_seen(g), 0);
+        CHECK_EQ_U64(st_gate_feed(g, in.bytes, head), ST_GATE_CONTINUE);
+        CHECK(st_gate_data_skippable(g));
+        st_gate_skip(g, (uint64_t)((int)sizeof nan_data + delta));
+        st_gate_finish(g);
+        st_verdict v;
+        st_gate_verdict(g, &v);
+        CHECK_EQ_U64(v.valid, delta == 0);
+        if (delta < 0)
+            CHECK_STR(st_reason_name(v.error.reason), "data_truncated");
+        if (delta > 0)
+            CHECK_STR(st_reason_name(v.error.reason), "data_trailing");
+        if (delta == 0) {
+            CHECK(st_gate_file(g) != NULL);
+            CHECK(st_gate_stats(g) == NULL);
+        }
+        st_gate_free(g);
+    }
+    /* a value check reads every byte: never skippable, the NaN is found */
+    st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+    c.refuse_nonfinite = true;
+    st_gate *g = st_gate_new(&c, in.len);
+    CHECK(g != NULL);
+    st_gate_feed(g, in.bytes, head);
+    CHECK(!st_gate_data_skippable(g));
+    st_gate_skip(g, sizeof nan_data);
+    CHECK_EQ_U64(st_gate_bytes_seen(g), head);
+    st_gate_feed(g, in.bytes + head, sizeof nan_data);
+    st_gate_finish(g);
+    st_verdict v;
+    st_gate_verdict(g, &v);
+    CHECK_STR(st_reason_name(v.error.reason), "nonfinite_values");
+    st_gate_free(g);
+    input_free(&in);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -1035,5 +1086,6 @@ int main(int argc, char **argv)
     RUN(tensor_names_keep_their_length);
     RUN(code_is_refused);
     RUN(code_policy_admits_only_code);
+    RUN(data_section_may_be_skipped);
     return test_report(argv[0]);
 }
