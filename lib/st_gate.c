@@ -412,7 +412,7 @@ static void data_consume(st_gate *gate, const uint8_t *data, uint64_t len)
         inside = gate->data_end - gate->seen;
         if (inside > len)
             inside = len;
-        if (data != NULL)
+        if (data != NULL && gate->have_scanner)
             st_scanner_feed(&gate->scanner, data, (size_t)inside);
     }
     gate->seen = len > UINT64_MAX - gate->seen ? UINT64_MAX : gate->seen + len;
@@ -433,7 +433,7 @@ static void data_finish(st_gate *gate)
         uint64_t relative = gate->seen - file->data_start;
         const char *cut = NULL;
         for (size_t i = 0; i < file->tensor_count; i++) {
-            if (file->tensors[i].end > relative) {
+            if (file->tensors != NULL && file->tensors[i].end > relative) {
                 cut = file->tensors[i].name;
                 break;
             }
@@ -499,8 +499,13 @@ static void header_step(st_gate *gate, bool at_end)
         return;
     }
     uint64_t file_size = known_size(gate, false);
-    st_reason reason = st_header_parse(gate->buf, header_end, file_size, &gate->config.limits,
-                                       &gate->file, &gate->verdict.error);
+    /* the verdict alone: no tensor table, no per-tensor stats (nothing reads them) */
+    bool lean = gate->config.verdict_only && !gate->config.refuse_nonfinite &&
+                file_size != ST_FILE_SIZE_UNKNOWN;
+    st_reason reason =
+        (lean ? st_header_check : st_header_parse)(gate->buf, header_end, file_size,
+                                                   &gate->config.limits, &gate->file,
+                                                   &gate->verdict.error);
     if (reason == ST_OUT_OF_MEMORY) {
         /* the header could not be held: no verdict on it */
         fail_out_of_memory(gate);
@@ -513,11 +518,13 @@ static void header_step(st_gate *gate, bool at_end)
     gate->have_file = true;
     if (__builtin_add_overflow(gate->file.data_start, gate->file.data_size, &gate->data_end))
         gate->data_end = UINT64_MAX; /* cannot be reached: the input is then truncated */
-    if (st_scanner_init(&gate->scanner, &gate->file) != 0) {
-        fail_out_of_memory(gate);
-        return;
+    if (!lean) {
+        if (st_scanner_init(&gate->scanner, &gate->file) != 0) {
+            fail_out_of_memory(gate);
+            return;
+        }
+        gate->have_scanner = true;
     }
-    gate->have_scanner = true;
     gate->phase = PHASE_DATA;
     /* bytes buffered past the header belong to the data section */
     size_t extra_len = gate->buf_len - header_end;

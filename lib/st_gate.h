@@ -54,6 +54,12 @@ typedef struct st_gate_config {
      * it must outlive the gate. */
     const char *name;
     bool refuse_nonfinite;     /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
+    /* The caller wants the verdict alone and knows the input's size (declared_size):
+     * a safetensors header is judged by st_header_check (the same rules and verdict,
+     * no tensor table), so st_gate_file has the counts with tensors NULL and
+     * st_gate_stats is NULL. Ignored with refuse_nonfinite (its check needs the table)
+     * or when the size is unknown. `tensorgate validate` sets it. */
+    bool verdict_only;
     uint64_t sidecar_max_size; /* 0 means 16 MiB */
     /* GGUF content (magic "GGUF") is judged by the strict validator (st_gguf.h) and
      * admitted as format gguf in the ST_GATE_SIDECAR kind (an upload not named

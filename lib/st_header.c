@@ -74,6 +74,7 @@ typedef struct frame {
     bool sorted_keys;     /* too many keys for pairwise checks: sort at close */
     value_role role;      /* ROOT, TENSOR, METADATA, SHAPE, OFFSETS or IGNORED */
     uint32_t key_start;   /* first key_record of this object */
+    uint32_t strings_start; /* strings_used when it opened: an entry's decoded keys go at close */
     uint32_t count;       /* keys or elements so far */
     uint32_t tensor;      /* draft index for TENSOR, SHAPE, OFFSETS frames */
     uint32_t pos;         /* header position of the opening bracket */
@@ -767,6 +768,7 @@ static st_reason push_frame(parser *p, bool is_object, value_role role, size_t p
         .is_object = is_object,
         .role = role,
         .key_start = (uint32_t)p->key_count,
+        .strings_start = (uint32_t)p->strings_used,
         .pos = (uint32_t)pos,
         .tensor = parent != NULL ? parent->tensor : NO_TENSOR,
     };
@@ -1062,6 +1064,12 @@ static st_reason end_frame(parser *p)
     /* the root keys stay: they become the name index */
     if (f->is_object && !root)
         p->key_count = f->key_start;
+    /* Nothing keeps the decoded keys of a closed object other than __metadata__ (a
+     * tensor entry's "dtype", "shape", "data_offsets"): the error sentences were
+     * written already and the tensor's name was read before the object opened. Their
+     * bytes are given back, so the decoded strings hold little more than the names. */
+    if (f->is_object && !root && !f->metadata_object)
+        p->strings_used = f->strings_start;
     p->depth--;
     p->pos++;
     if (root)
@@ -1413,8 +1421,8 @@ st_reason st_header_length(const uint8_t *prefix, size_t prefix_len, uint64_t fi
     return ST_OK;
 }
 
-st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size,
-                          const st_limits *limits, st_file *out, st_error *err)
+static st_reason parse_header(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                              const st_limits *limits, bool build, st_file *out, st_error *err)
 {
     st_error scratch;
     if (err == NULL)
@@ -1506,8 +1514,14 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     uint64_t data_size = 0;
     if (r == ST_OK)
         r = check_coverage(&p, order, 8 + n, file_size, &data_size);
-    if (r == ST_OK)
+    if (r == ST_OK && build) {
         r = build_file(&p, order, out);
+    } else if (r == ST_OK) {
+        /* the verdict alone: counts, no table */
+        out->tensor_count = p.tensor_count;
+        out->metadata_count = p.metadata_count;
+        out->has_metadata = p.has_metadata;
+    }
     free(order);
     parser_free(&p);
     if (r != ST_OK)
@@ -1517,6 +1531,18 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     out->file_size = file_size;
     out->data_size = data_size;
     return ST_OK;
+}
+
+st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                          const st_limits *limits, st_file *out, st_error *err)
+{
+    return parse_header(buf, buf_len, file_size, limits, true, out, err);
+}
+
+st_reason st_header_check(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                          const st_limits *limits, st_file *out, st_error *err)
+{
+    return parse_header(buf, buf_len, file_size, limits, false, out, err);
 }
 
 void st_file_free(st_file *file)
@@ -1548,7 +1574,7 @@ const st_tensor *st_file_find(const st_file *file, const char *name, size_t name
 
 const char *st_file_metadata(const st_file *file, const char *key)
 {
-    if (file == NULL || key == NULL)
+    if (file == NULL || key == NULL || file->metadata == NULL)
         return NULL;
     for (size_t i = 0; i < file->metadata_count; i++) {
         if (strcmp(file->metadata[i].key, key) == 0)

@@ -68,6 +68,15 @@ st_reason st_header_length(const uint8_t *prefix, size_t prefix_len, uint64_t fi
 st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size,
                           const st_limits *limits, st_file *out, st_error *err);
 
+/* st_header_parse for a caller that wants the verdict alone (`tensorgate validate`):
+ * every rule is checked in the same order and gives the same reason, offset, tensor
+ * and sentence, but on ST_OK out holds only the sizes and counts (header_size,
+ * data_start, file_size, data_size, tensor_count, metadata_count, has_metadata):
+ * tensors, metadata and internal stay NULL and st_file_find finds nothing. The tensor
+ * table is never built, so the peak memory is the parser's working records alone. */
+st_reason st_header_check(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                          const st_limits *limits, st_file *out, st_error *err);
+
 void st_file_free(st_file *file);
 
 /* Finds a tensor by exact name (O(log n)); NULL if absent. */
