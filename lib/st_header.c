@@ -87,7 +87,7 @@ typedef struct tensor_draft {
     st_dtype dtype;
     uint32_t shape_start, rank;
     uint64_t offsets[2];
-    uint32_t entry_pos, shape_pos, offsets_pos;
+    uint32_t shape_pos, offsets_pos;
 } tensor_draft;
 
 typedef struct metadata_draft {
@@ -122,6 +122,13 @@ typedef struct parser {
 
     /* the current root key (tensor name), for error messages */
     uint32_t current_name_offset, current_name_len;
+
+    const st_limits *limits; /* for the release hook, or NULL */
+    size_t released;         /* header bytes before this were given to the hook */
+
+    st_reason size_reason; /* first size problem of a complete entry (check_sizes) */
+    st_error size_err;
+    bool keep_shapes;      /* the result is built from the drafts' shapes */
 
     st_reason semantic; /* first per-entry problem, reported after the grammar */
     st_error semantic_err;
@@ -793,8 +800,6 @@ static st_reason begin_object(parser *p, value_role role)
     f->metadata_object = metadata_object;
     if (frame_role == ROLE_METADATA)
         p->has_metadata = true;
-    if (frame_role == ROLE_TENSOR)
-        p->tensors[f->tensor].entry_pos = (uint32_t)pos;
     p->pos++;
     return ST_OK;
 }
@@ -1024,6 +1029,8 @@ static st_reason read_key(parser *p, value_role *role)
     return ST_OK;
 }
 
+static st_reason check_draft_size(const parser *p, const tensor_draft *t, st_error *err);
+
 /* Closes the innermost frame at p->pos (its '}' or ']'). */
 static st_reason end_frame(parser *p)
 {
@@ -1047,6 +1054,15 @@ static st_reason end_frame(parser *p)
                        current_name(p, buf, sizeof buf), (f->fields & FIELD_DTYPE) ? "" : " dtype",
                        (f->fields & FIELD_SHAPE) ? "" : " shape",
                        (f->fields & FIELD_OFFSETS) ? "" : " data_offsets");
+    }
+    if (p->semantic == ST_OK && f->role == ROLE_TENSOR) {
+        /* a complete, valid entry: its size arithmetic now, its verdict later */
+        const tensor_draft *t = &p->tensors[f->tensor];
+        if (p->size_reason == ST_OK)
+            p->size_reason = check_draft_size(p, t, &p->size_err);
+        /* without a result to build, nothing reads a closed entry's shape again */
+        if (!p->keep_shapes)
+            p->shape_count = t->shape_start;
     }
     if (p->semantic == ST_OK && f->role == ROLE_OFFSETS) {
         tensor_draft *t = &p->tensors[f->tensor];
@@ -1082,9 +1098,16 @@ static st_reason end_frame(parser *p)
 static st_reason parse_document(parser *p)
 {
     st_reason r = begin_value(p, ROLE_ROOT, false);
+    bool hook = p->limits != NULL && p->limits->release != NULL;
     for (;;) {
         if (r != ST_OK)
             return r;
+        if (hook && p->pos - p->released >= ST_HEADER_RELEASE_STEP) {
+            /* offsets count from buf, 8 bytes before the header */
+            p->limits->release(p->limits->release_context, 8 + (uint64_t)p->released,
+                               8 + (uint64_t)p->pos);
+            p->released = p->pos;
+        }
         /* after '{' or '[' (count == 0 and nothing read yet) or after a value */
         if (p->depth == 0)
             return ST_OK;
@@ -1139,44 +1162,52 @@ static void format_shape(char *out, size_t size, const uint64_t *shape, size_t r
         snprintf(out + j, size - j, "]");
 }
 
-/* Checked size arithmetic of each draft, in document order. */
+/* Checked size arithmetic of one draft whose entry is complete: ST_OK, or its
+ * problem written to err. */
+static st_reason check_draft_size(const parser *p, const tensor_draft *t, st_error *err)
+{
+    const char *name = p->strings + t->name_offset;
+    /* no shape storage at all when every tensor is a scalar */
+    const uint64_t *shape = p->shapes != NULL ? p->shapes + t->shape_start : NULL;
+    uint64_t elements, bytes = 0;
+    bool counted = st_shape_elements(shape, t->rank, &elements);
+    st_reason r = counted ? st_dtype_bytes(t->dtype, elements, &bytes) : ST_SIZE_OVERFLOW;
+    if (r == ST_OK && t->offsets[1] - t->offsets[0] == bytes) /* begin <= end was checked */
+        return ST_OK;
+    /* the rest only words the error */
+    char shown_name[96], shape_text[96];
+    shown(name, t->name_len, shown_name, sizeof shown_name);
+    format_shape(shape_text, sizeof shape_text, shape, t->rank);
+    if (!counted)
+        return st_error_set(err, ST_SIZE_OVERFLOW, 8 + (uint64_t)t->shape_pos, name,
+                            "tensor '%s': the element count of shape %s overflows 64 bits",
+                            shown_name, shape_text);
+    if (r == ST_SIZE_OVERFLOW)
+        return st_error_set(err, r, 8 + (uint64_t)t->shape_pos, name,
+                            "tensor '%s': the byte size of shape %s of %s overflows 64 bits",
+                            shown_name, shape_text, st_dtype_name(t->dtype));
+    if (r != ST_OK)
+        return st_error_set(err, r, 8 + (uint64_t)t->shape_pos, name,
+                            "tensor '%s': shape %s of %s is not a whole number of bytes",
+                            shown_name, shape_text, st_dtype_name(t->dtype));
+    uint64_t span = t->offsets[1] - t->offsets[0];
+    return st_error_set(err, ST_SIZE_MISMATCH, 8 + (uint64_t)t->offsets_pos, name,
+                        "tensor '%s': data_offsets [%llu, %llu] span %llu bytes but shape "
+                        "%s of %s needs %llu",
+                        shown_name, (unsigned long long)t->offsets[0],
+                        (unsigned long long)t->offsets[1], (unsigned long long)span, shape_text,
+                        st_dtype_name(t->dtype), (unsigned long long)bytes);
+}
+
+/* The size arithmetic of the drafts, in document order: each entry was checked as it
+ * closed (end_frame), the first problem kept for after the grammar and the
+ * per-entry rules. */
 static st_reason check_sizes(parser *p)
 {
-    for (size_t i = 0; i < p->tensor_count; i++) {
-        const tensor_draft *t = &p->tensors[i];
-        const char *name = p->strings + t->name_offset;
-        /* no shape storage at all when every tensor is a scalar */
-        const uint64_t *shape = p->shapes != NULL ? p->shapes + t->shape_start : NULL;
-        uint64_t elements, bytes = 0;
-        bool counted = st_shape_elements(shape, t->rank, &elements);
-        st_reason r = counted ? st_dtype_bytes(t->dtype, elements, &bytes) : ST_SIZE_OVERFLOW;
-        if (r == ST_OK && t->offsets[1] - t->offsets[0] == bytes) /* begin <= end was checked */
-            continue;
-        /* the rest only words the error */
-        char shown_name[96], shape_text[96];
-        shown(name, t->name_len, shown_name, sizeof shown_name);
-        format_shape(shape_text, sizeof shape_text, shape, t->rank);
-        if (!counted)
-            return st_error_set(p->err, ST_SIZE_OVERFLOW, 8 + (uint64_t)t->shape_pos, name,
-                                "tensor '%s': the element count of shape %s overflows 64 bits",
-                                shown_name, shape_text);
-        if (r == ST_SIZE_OVERFLOW)
-            return st_error_set(p->err, r, 8 + (uint64_t)t->shape_pos, name,
-                                "tensor '%s': the byte size of shape %s of %s overflows 64 bits",
-                                shown_name, shape_text, st_dtype_name(t->dtype));
-        if (r != ST_OK)
-            return st_error_set(p->err, r, 8 + (uint64_t)t->shape_pos, name,
-                                "tensor '%s': shape %s of %s is not a whole number of bytes",
-                                shown_name, shape_text, st_dtype_name(t->dtype));
-        uint64_t span = t->offsets[1] - t->offsets[0];
-        return st_error_set(p->err, ST_SIZE_MISMATCH, 8 + (uint64_t)t->offsets_pos, name,
-                            "tensor '%s': data_offsets [%llu, %llu] span %llu bytes but shape "
-                            "%s of %s needs %llu",
-                            shown_name, (unsigned long long)t->offsets[0],
-                            (unsigned long long)t->offsets[1], (unsigned long long)span, shape_text,
-                            st_dtype_name(t->dtype), (unsigned long long)bytes);
-    }
-    return ST_OK;
+    if (p->size_reason == ST_OK)
+        return ST_OK;
+    *p->err = p->size_err;
+    return p->size_reason;
 }
 
 /* File order: begin, then end (zero-size tensors first), then name. */
@@ -1450,13 +1481,19 @@ static st_reason parse_header(const uint8_t *buf, size_t buf_len, uint64_t file_
     if (n == 0 || h[0] != '{')
         return st_error_set(err, ST_HEADER_START, 8, NULL, "the header must start with '{'%s",
                             n == 0 ? " but is empty" : " (no leading whitespace)");
+    /* the JSON pass reads it again from the start, a step at a time */
+    if (limits != NULL && limits->release != NULL && n >= ST_HEADER_RELEASE_STEP)
+        limits->release(limits->release_context, 8, 8 + n);
 
     parser p;
     memset(&p, 0, sizeof p);
     p.h = h;
     p.n = n;
     p.err = err;
+    p.limits = limits;
+    p.keep_shapes = build;
     st_error_clear(&p.semantic_err);
+    st_error_clear(&p.size_err);
     /* capacity bounds, each from the fewest header bytes one item can take */
     p.key_max = n / 4 + 2; /* "":0 */
     p.tensor_max =

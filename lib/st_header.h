@@ -21,7 +21,18 @@
 typedef struct st_limits {
     uint64_t max_header_size; /* N above this is ST_HEADER_TOO_LARGE; 0 means ST_HEADER_SIZE_MAX */
     unsigned max_depth;       /* JSON nesting bound; 0 means ST_JSON_DEPTH_MAX */
+    /* Optional (NULL: none). The parser calls it, as it moves through the header, with
+     * a range [from, to) of buf (offsets from buf's start) that it is done reading for
+     * now: the UTF-8 pass gives the whole header back, the JSON pass then what lies
+     * behind it, about every ST_HEADER_RELEASE_STEP bytes. The bytes must stay readable
+     * (the parser may look at them again): a caller whose buf is a read-only file
+     * mapping may madvise(MADV_DONTNEED) the pages, so the header is never resident
+     * whole beside the parser's records. Nothing else changes. */
+    void (*release)(void *context, uint64_t from, uint64_t to);
+    void *release_context;
 } st_limits;
+
+#define ST_HEADER_RELEASE_STEP (1u << 18)
 
 typedef struct st_tensor {
     const char *name; /* decoded UTF-8, NUL-terminated, owned by the st_file */
