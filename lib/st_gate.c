@@ -120,7 +120,7 @@ struct st_gate {
     st_file file;
     bool have_scanner;
     bool header_in_input; /* the header is judged in config.input, not copied to buf */
-    bool data_skipped; /* st_gate_skip passed over data bytes: the stats count only part */
+    bool data_skipped;    /* st_gate_skip passed over data bytes: the stats count only part */
     st_scanner scanner;
     uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
 

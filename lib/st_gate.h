@@ -53,7 +53,7 @@ typedef struct st_gate_config {
      * stronger format; the name also goes into the sentences of code refusals. Borrowed:
      * it must outlive the gate. */
     const char *name;
-    bool refuse_nonfinite;     /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
+    bool refuse_nonfinite; /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
     /* The caller wants the verdict alone and knows the input's size (declared_size):
      * a safetensors header is judged by st_header_check (the same rules and verdict,
      * no tensor table), so st_gate_file has the counts with tensors NULL and

@@ -70,15 +70,15 @@ typedef enum value_role {
 
 typedef struct frame {
     bool is_object;
-    bool metadata_object; /* structurally the object under the root key __metadata__ */
-    bool sorted_keys;     /* too many keys for pairwise checks: sort at close */
-    value_role role;      /* ROOT, TENSOR, METADATA, SHAPE, OFFSETS or IGNORED */
-    uint32_t key_start;   /* first key_record of this object */
+    bool metadata_object;   /* structurally the object under the root key __metadata__ */
+    bool sorted_keys;       /* too many keys for pairwise checks: sort at close */
+    value_role role;        /* ROOT, TENSOR, METADATA, SHAPE, OFFSETS or IGNORED */
+    uint32_t key_start;     /* first key_record of this object */
     uint32_t strings_start; /* strings_used when it opened: an entry's decoded keys go at close */
-    uint32_t count;       /* keys or elements so far */
-    uint32_t tensor;      /* draft index for TENSOR, SHAPE, OFFSETS frames */
-    uint32_t pos;         /* header position of the opening bracket */
-    unsigned fields;      /* FIELD_* seen in a TENSOR frame */
+    uint32_t count;         /* keys or elements so far */
+    uint32_t tensor;        /* draft index for TENSOR, SHAPE, OFFSETS frames */
+    uint32_t pos;           /* header position of the opening bracket */
+    unsigned fields;        /* FIELD_* seen in a TENSOR frame */
 } frame;
 
 /* A tensor entry in document order, before sorting. */
@@ -128,7 +128,7 @@ typedef struct parser {
 
     st_reason size_reason; /* first size problem of a complete entry (check_sizes) */
     st_error size_err;
-    bool keep_shapes;      /* the result is built from the drafts' shapes */
+    bool keep_shapes; /* the result is built from the drafts' shapes */
 
     st_reason semantic; /* first per-entry problem, reported after the grammar */
     st_error semantic_err;
