@@ -544,38 +544,60 @@ static int key_compare(const char *strings, const key_record *a, const key_recor
 }
 
 /* Stable bottom-up merge sort of keys by decoded bytes; equal keys stay in
- * document order. Already ordered runs merge in linear time. */
+ * document order. Already ordered runs merge in linear time. It sorts 4-byte
+ * indices (two arrays of them, half the memory of a copy of the 16-byte records,
+ * which matters at the root of a 100,000-tensor header) and then moves the records
+ * into place along the permutation's cycles. */
 static bool sort_keys(const char *strings, key_record *keys, size_t count)
 {
     if (count < 2)
         return true;
-    key_record *tmp = st_malloc(count * sizeof *tmp);
-    if (tmp == NULL)
+    uint32_t *order = st_malloc(2 * count * sizeof *order);
+    if (order == NULL)
         return false;
-    key_record *src = keys, *dst = tmp;
+    uint32_t *src = order, *dst = order + count;
+    for (size_t i = 0; i < count; i++)
+        src[i] = (uint32_t)i;
     for (size_t width = 1; width < count; width *= 2) {
         for (size_t lo = 0; lo < count; lo += 2 * width) {
             size_t mid = lo + width < count ? lo + width : count;
             size_t hi = lo + 2 * width < count ? lo + 2 * width : count;
             size_t a = lo, b = mid, o = lo;
-            if (mid < hi && key_compare(strings, &src[mid - 1], &src[mid]) <= 0) {
+            if (mid < hi && key_compare(strings, &keys[src[mid - 1]], &keys[src[mid]]) <= 0) {
                 memcpy(dst + lo, src + lo, (hi - lo) * sizeof *src);
                 continue;
             }
             while (a < mid && b < hi)
-                dst[o++] = key_compare(strings, &src[b], &src[a]) < 0 ? src[b++] : src[a++];
+                dst[o++] =
+                    key_compare(strings, &keys[src[b]], &keys[src[a]]) < 0 ? src[b++] : src[a++];
             while (a < mid)
                 dst[o++] = src[a++];
             while (b < hi)
                 dst[o++] = src[b++];
         }
-        key_record *t = src;
+        uint32_t *t = src;
         src = dst;
         dst = t;
     }
-    if (src != keys)
-        memcpy(keys, src, count * sizeof *keys);
-    free(tmp);
+    /* keys[j] becomes the record at src[j]; each index is set to its own position
+     * once its place is filled, which ends every cycle */
+    for (size_t i = 0; i < count; i++) {
+        if (src[i] == i)
+            continue;
+        key_record first = keys[i];
+        size_t j = i;
+        for (;;) {
+            size_t k = src[j];
+            src[j] = (uint32_t)j;
+            if (k == i) {
+                keys[j] = first;
+                break;
+            }
+            keys[j] = keys[k];
+            j = k;
+        }
+    }
+    free(order);
     return true;
 }
 
