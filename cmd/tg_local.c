@@ -6,10 +6,24 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sha256.h"
+
+/* limits.release for a header judged in the file's mapping: the pages the parser
+ * has passed are dropped (a private read-only file mapping reads them back from the
+ * page cache if touched again), so the header is not resident whole beside the
+ * parser's records. */
+static void drop_mapped_pages(void *context, uint64_t from, uint64_t to)
+{
+    uint8_t *base = context;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t start = (from + page - 1) / page * page, end = to / page * page;
+    if (end > start)
+        (void)madvise(base + start, (size_t)(end - start), MADV_DONTNEED);
+}
 
 int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_hash hash,
                        tg_local_run *run)
@@ -32,7 +46,25 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_
     }
     /* only a regular file's size is known up front; pipes stream with it unknown */
     uint64_t declared = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : ST_FILE_SIZE_UNKNOWN;
-    run->gate = st_gate_new(config, declared);
+    /* The verdict alone, nothing hashed: the gate judges a long header in a mapping of
+     * the file instead of a copy of it (st_gate_config.input), giving the pages back as
+     * the parse passes them. The bytes fed are still read, so the mapped header is
+     * judged only once read() has returned all of it. */
+    st_gate_config local = *config;
+    void *map = MAP_FAILED;
+    size_t map_len = 0;
+    if (config->verdict_only && hash == TG_LOCAL_HASH_NONE && declared != ST_FILE_SIZE_UNKNOWN &&
+        declared > ST_SNIFF_HEAD_MAX && declared <= SIZE_MAX) {
+        map_len = (size_t)declared;
+        map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map != MAP_FAILED) {
+            local.input = map;
+            local.input_len = declared;
+            local.limits.release = drop_mapped_pages;
+            local.limits.release_context = map;
+        }
+    }
+    run->gate = st_gate_new(&local, declared);
     uint8_t *chunk = malloc(TG_LOCAL_READ_SIZE);
     tg_sha256 md = {0};
     if (run->gate == NULL || chunk == NULL) {
@@ -50,7 +82,9 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_
     size_t want = hash == TG_LOCAL_HASH_NONE ? ST_SNIFF_HEAD_MAX : TG_LOCAL_READ_SIZE;
     for (;;) {
         ssize_t got = read(fd, chunk, want);
-        want = TG_LOCAL_READ_SIZE;
+        /* with the header judged in the mapping, its bytes only pass through here:
+         * a small read keeps the buffer's resident part small */
+        want = map != MAP_FAILED ? ST_SNIFF_HEAD_MAX : TG_LOCAL_READ_SIZE;
         if (got < 0) {
             if (errno == EINTR)
                 continue;
@@ -99,6 +133,8 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_
     }
     tg_sha256_free(&md);
     free(chunk);
+    if (map != MAP_FAILED)
+        munmap(map, map_len);
     if (!is_stdin)
         close(fd);
     return 0;
@@ -106,6 +142,8 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_
 fail_all:
     tg_sha256_free(&md);
     free(chunk);
+    if (map != MAP_FAILED)
+        munmap(map, map_len);
     st_gate_free(run->gate);
     run->gate = NULL;
 fail_fd:

@@ -114,6 +114,9 @@ int tg_cmd_validate(int argc, char **argv)
         /* a name that marks code (modeling_x.py, lib.so) is refused as an upload's is */
         if (strcmp(argv[i], "-") != 0)
             file_config.name = argv[i];
+        /* only the verdict is printed: no tensor table (the gate keeps it for standard
+         * input and --refuse-nonfinite) */
+        file_config.verdict_only = true;
         tg_local_run run;
         bool is_stdin = strcmp(argv[i], "-") == 0;
         if (tg_local_gate_file(argv[i], &file_config,

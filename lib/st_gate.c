@@ -119,7 +119,8 @@ struct st_gate {
     bool have_file;
     st_file file;
     bool have_scanner;
-    bool data_skipped; /* st_gate_skip passed over data bytes: the stats count only part */
+    bool header_in_input; /* the header is judged in config.input, not copied to buf */
+    bool data_skipped;    /* st_gate_skip passed over data bytes: the stats count only part */
     st_scanner scanner;
     uint64_t data_end; /* absolute end of the data section (data_start + data_size) */
 
@@ -412,7 +413,7 @@ static void data_consume(st_gate *gate, const uint8_t *data, uint64_t len)
         inside = gate->data_end - gate->seen;
         if (inside > len)
             inside = len;
-        if (data != NULL)
+        if (data != NULL && gate->have_scanner)
             st_scanner_feed(&gate->scanner, data, (size_t)inside);
     }
     gate->seen = len > UINT64_MAX - gate->seen ? UINT64_MAX : gate->seen + len;
@@ -433,7 +434,7 @@ static void data_finish(st_gate *gate)
         uint64_t relative = gate->seen - file->data_start;
         const char *cut = NULL;
         for (size_t i = 0; i < file->tensor_count; i++) {
-            if (file->tensors[i].end > relative) {
+            if (file->tensors != NULL && file->tensors[i].end > relative) {
                 cut = file->tensors[i].name;
                 break;
             }
@@ -479,13 +480,18 @@ static void header_begin(st_gate *gate, bool at_end)
     gate->buf_bound = (size_t)(8 + header_size);
     if (gate->buf_bound < gate->buf_len)
         gate->buf_bound = gate->buf_len; /* bytes past the header already buffered */
+    /* the caller holds the input: what the head did not buffer is not copied */
+    gate->header_in_input = gate->config.input != NULL && gate->buf_len == gate->seen &&
+                            gate->buf_len < 8 + header_size &&
+                            gate->config.input_len >= 8 + header_size;
 }
 
 /* Called when the header phase may be able to proceed. */
 static void header_step(st_gate *gate, bool at_end)
 {
     size_t header_end = (size_t)(8 + gate->header_size);
-    if (gate->buf_len < header_end) {
+    uint64_t have = gate->header_in_input ? gate->seen : gate->buf_len;
+    if (have < header_end) {
         if (at_end) {
             /* the input ended inside the header */
             uint64_t ignored;
@@ -499,8 +505,16 @@ static void header_step(st_gate *gate, bool at_end)
         return;
     }
     uint64_t file_size = known_size(gate, false);
-    st_reason reason = st_header_parse(gate->buf, header_end, file_size, &gate->config.limits,
-                                       &gate->file, &gate->verdict.error);
+    /* the verdict alone: no tensor table, no per-tensor stats (nothing reads them) */
+    bool lean = gate->config.verdict_only && !gate->config.refuse_nonfinite &&
+                file_size != ST_FILE_SIZE_UNKNOWN;
+    /* the release hook is for the caller's input, never for the gate's own copy */
+    st_limits limits = gate->config.limits;
+    const uint8_t *header = gate->header_in_input ? gate->config.input : gate->buf;
+    if (!gate->header_in_input)
+        limits.release = NULL;
+    st_reason reason = (lean ? st_header_check : st_header_parse)(
+        header, header_end, file_size, &limits, &gate->file, &gate->verdict.error);
     if (reason == ST_OUT_OF_MEMORY) {
         /* the header could not be held: no verdict on it */
         fail_out_of_memory(gate);
@@ -513,15 +527,18 @@ static void header_step(st_gate *gate, bool at_end)
     gate->have_file = true;
     if (__builtin_add_overflow(gate->file.data_start, gate->file.data_size, &gate->data_end))
         gate->data_end = UINT64_MAX; /* cannot be reached: the input is then truncated */
-    if (st_scanner_init(&gate->scanner, &gate->file) != 0) {
-        fail_out_of_memory(gate);
-        return;
+    if (!lean) {
+        if (st_scanner_init(&gate->scanner, &gate->file) != 0) {
+            fail_out_of_memory(gate);
+            return;
+        }
+        gate->have_scanner = true;
     }
-    gate->have_scanner = true;
     gate->phase = PHASE_DATA;
     /* bytes buffered past the header belong to the data section */
-    size_t extra_len = gate->buf_len - header_end;
-    uint8_t *extra = gate->buf + header_end;
+    /* the input's header is fed up to its end and no further (st_gate_feed) */
+    size_t extra_len = gate->header_in_input ? 0 : gate->buf_len - header_end;
+    uint8_t *extra = gate->buf + (gate->header_in_input ? 0 : header_end);
     gate->seen -= extra_len;
     data_consume(gate, extra, extra_len);
     release_buffer(gate);
@@ -1270,6 +1287,16 @@ st_gate_status st_gate_feed(st_gate *gate, const uint8_t *data, size_t len)
             ring_append(gate, data, len);
             gate->seen += len;
             break;
+        }
+        if (gate->phase == PHASE_HEADER && gate->header_in_input) {
+            /* counted up to the header's end, not kept: the parse reads config.input */
+            uint64_t want = 8 + gate->header_size - gate->seen;
+            size_t take = len < want ? len : (size_t)want;
+            gate->seen += take;
+            data += take;
+            len -= take;
+            gate_step(gate, false);
+            continue;
         }
         size_t room = gate->buf_bound - gate->buf_len;
         if (room == 0) {

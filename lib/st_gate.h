@@ -53,7 +53,21 @@ typedef struct st_gate_config {
      * stronger format; the name also goes into the sentences of code refusals. Borrowed:
      * it must outlive the gate. */
     const char *name;
-    bool refuse_nonfinite;     /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
+    bool refuse_nonfinite; /* NaN/Inf in floating tensors is ST_NONFINITE_VALUES */
+    /* The caller wants the verdict alone and knows the input's size (declared_size):
+     * a safetensors header is judged by st_header_check (the same rules and verdict,
+     * no tensor table), so st_gate_file has the counts with tensors NULL and
+     * st_gate_stats is NULL. Ignored with refuse_nonfinite (its check needs the table)
+     * or when the size is unknown. `tensorgate validate` sets it. */
+    bool verdict_only;
+    /* Optional: the whole input already in the caller's memory (a read-only mapping of
+     * the file), input_len bytes, the same bytes it feeds. A safetensors header longer
+     * than the head the gate buffers is then judged where it lies instead of being
+     * copied: the header's bytes fed are counted, not kept, and limits.release (if
+     * set) is told as the parse moves through it (st_header.h). Borrowed: it must stay
+     * mapped until st_gate_finish has returned. */
+    const uint8_t *input;
+    uint64_t input_len;
     uint64_t sidecar_max_size; /* 0 means 16 MiB */
     /* GGUF content (magic "GGUF") is judged by the strict validator (st_gguf.h) and
      * admitted as format gguf in the ST_GATE_SIDECAR kind (an upload not named

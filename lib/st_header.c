@@ -70,14 +70,15 @@ typedef enum value_role {
 
 typedef struct frame {
     bool is_object;
-    bool metadata_object; /* structurally the object under the root key __metadata__ */
-    bool sorted_keys;     /* too many keys for pairwise checks: sort at close */
-    value_role role;      /* ROOT, TENSOR, METADATA, SHAPE, OFFSETS or IGNORED */
-    uint32_t key_start;   /* first key_record of this object */
-    uint32_t count;       /* keys or elements so far */
-    uint32_t tensor;      /* draft index for TENSOR, SHAPE, OFFSETS frames */
-    uint32_t pos;         /* header position of the opening bracket */
-    unsigned fields;      /* FIELD_* seen in a TENSOR frame */
+    bool metadata_object;   /* structurally the object under the root key __metadata__ */
+    bool sorted_keys;       /* too many keys for pairwise checks: sort at close */
+    value_role role;        /* ROOT, TENSOR, METADATA, SHAPE, OFFSETS or IGNORED */
+    uint32_t key_start;     /* first key_record of this object */
+    uint32_t strings_start; /* strings_used when it opened: an entry's decoded keys go at close */
+    uint32_t count;         /* keys or elements so far */
+    uint32_t tensor;        /* draft index for TENSOR, SHAPE, OFFSETS frames */
+    uint32_t pos;           /* header position of the opening bracket */
+    unsigned fields;        /* FIELD_* seen in a TENSOR frame */
 } frame;
 
 /* A tensor entry in document order, before sorting. */
@@ -86,7 +87,7 @@ typedef struct tensor_draft {
     st_dtype dtype;
     uint32_t shape_start, rank;
     uint64_t offsets[2];
-    uint32_t entry_pos, shape_pos, offsets_pos;
+    uint32_t shape_pos, offsets_pos;
 } tensor_draft;
 
 typedef struct metadata_draft {
@@ -121,6 +122,13 @@ typedef struct parser {
 
     /* the current root key (tensor name), for error messages */
     uint32_t current_name_offset, current_name_len;
+
+    const st_limits *limits; /* for the release hook, or NULL */
+    size_t released;         /* header bytes before this were given to the hook */
+
+    st_reason size_reason; /* first size problem of a complete entry (check_sizes) */
+    st_error size_err;
+    bool keep_shapes; /* the result is built from the drafts' shapes */
 
     st_reason semantic; /* first per-entry problem, reported after the grammar */
     st_error semantic_err;
@@ -536,38 +544,60 @@ static int key_compare(const char *strings, const key_record *a, const key_recor
 }
 
 /* Stable bottom-up merge sort of keys by decoded bytes; equal keys stay in
- * document order. Already ordered runs merge in linear time. */
+ * document order. Already ordered runs merge in linear time. It sorts 4-byte
+ * indices (two arrays of them, half the memory of a copy of the 16-byte records,
+ * which matters at the root of a 100,000-tensor header) and then moves the records
+ * into place along the permutation's cycles. */
 static bool sort_keys(const char *strings, key_record *keys, size_t count)
 {
     if (count < 2)
         return true;
-    key_record *tmp = st_malloc(count * sizeof *tmp);
-    if (tmp == NULL)
+    uint32_t *order = st_malloc(2 * count * sizeof *order);
+    if (order == NULL)
         return false;
-    key_record *src = keys, *dst = tmp;
+    uint32_t *src = order, *dst = order + count;
+    for (size_t i = 0; i < count; i++)
+        src[i] = (uint32_t)i;
     for (size_t width = 1; width < count; width *= 2) {
         for (size_t lo = 0; lo < count; lo += 2 * width) {
             size_t mid = lo + width < count ? lo + width : count;
             size_t hi = lo + 2 * width < count ? lo + 2 * width : count;
             size_t a = lo, b = mid, o = lo;
-            if (mid < hi && key_compare(strings, &src[mid - 1], &src[mid]) <= 0) {
+            if (mid < hi && key_compare(strings, &keys[src[mid - 1]], &keys[src[mid]]) <= 0) {
                 memcpy(dst + lo, src + lo, (hi - lo) * sizeof *src);
                 continue;
             }
             while (a < mid && b < hi)
-                dst[o++] = key_compare(strings, &src[b], &src[a]) < 0 ? src[b++] : src[a++];
+                dst[o++] =
+                    key_compare(strings, &keys[src[b]], &keys[src[a]]) < 0 ? src[b++] : src[a++];
             while (a < mid)
                 dst[o++] = src[a++];
             while (b < hi)
                 dst[o++] = src[b++];
         }
-        key_record *t = src;
+        uint32_t *t = src;
         src = dst;
         dst = t;
     }
-    if (src != keys)
-        memcpy(keys, src, count * sizeof *keys);
-    free(tmp);
+    /* keys[j] becomes the record at src[j]; each index is set to its own position
+     * once its place is filled, which ends every cycle */
+    for (size_t i = 0; i < count; i++) {
+        if (src[i] == i)
+            continue;
+        key_record first = keys[i];
+        size_t j = i;
+        for (;;) {
+            size_t k = src[j];
+            src[j] = (uint32_t)j;
+            if (k == i) {
+                keys[j] = first;
+                break;
+            }
+            keys[j] = keys[k];
+            j = k;
+        }
+    }
+    free(order);
     return true;
 }
 
@@ -767,6 +797,7 @@ static st_reason push_frame(parser *p, bool is_object, value_role role, size_t p
         .is_object = is_object,
         .role = role,
         .key_start = (uint32_t)p->key_count,
+        .strings_start = (uint32_t)p->strings_used,
         .pos = (uint32_t)pos,
         .tensor = parent != NULL ? parent->tensor : NO_TENSOR,
     };
@@ -791,8 +822,6 @@ static st_reason begin_object(parser *p, value_role role)
     f->metadata_object = metadata_object;
     if (frame_role == ROLE_METADATA)
         p->has_metadata = true;
-    if (frame_role == ROLE_TENSOR)
-        p->tensors[f->tensor].entry_pos = (uint32_t)pos;
     p->pos++;
     return ST_OK;
 }
@@ -1022,6 +1051,8 @@ static st_reason read_key(parser *p, value_role *role)
     return ST_OK;
 }
 
+static st_reason check_draft_size(const parser *p, const tensor_draft *t, st_error *err);
+
 /* Closes the innermost frame at p->pos (its '}' or ']'). */
 static st_reason end_frame(parser *p)
 {
@@ -1046,6 +1077,15 @@ static st_reason end_frame(parser *p)
                        (f->fields & FIELD_SHAPE) ? "" : " shape",
                        (f->fields & FIELD_OFFSETS) ? "" : " data_offsets");
     }
+    if (p->semantic == ST_OK && f->role == ROLE_TENSOR) {
+        /* a complete, valid entry: its size arithmetic now, its verdict later */
+        const tensor_draft *t = &p->tensors[f->tensor];
+        if (p->size_reason == ST_OK)
+            p->size_reason = check_draft_size(p, t, &p->size_err);
+        /* without a result to build, nothing reads a closed entry's shape again */
+        if (!p->keep_shapes)
+            p->shape_count = t->shape_start;
+    }
     if (p->semantic == ST_OK && f->role == ROLE_OFFSETS) {
         tensor_draft *t = &p->tensors[f->tensor];
         char buf[96];
@@ -1062,6 +1102,12 @@ static st_reason end_frame(parser *p)
     /* the root keys stay: they become the name index */
     if (f->is_object && !root)
         p->key_count = f->key_start;
+    /* Nothing keeps the decoded keys of a closed object other than __metadata__ (a
+     * tensor entry's "dtype", "shape", "data_offsets"): the error sentences were
+     * written already and the tensor's name was read before the object opened. Their
+     * bytes are given back, so the decoded strings hold little more than the names. */
+    if (f->is_object && !root && !f->metadata_object)
+        p->strings_used = f->strings_start;
     p->depth--;
     p->pos++;
     if (root)
@@ -1074,9 +1120,16 @@ static st_reason end_frame(parser *p)
 static st_reason parse_document(parser *p)
 {
     st_reason r = begin_value(p, ROLE_ROOT, false);
+    bool hook = p->limits != NULL && p->limits->release != NULL;
     for (;;) {
         if (r != ST_OK)
             return r;
+        if (hook && p->pos - p->released >= ST_HEADER_RELEASE_STEP) {
+            /* offsets count from buf, 8 bytes before the header */
+            p->limits->release(p->limits->release_context, 8 + (uint64_t)p->released,
+                               8 + (uint64_t)p->pos);
+            p->released = p->pos;
+        }
         /* after '{' or '[' (count == 0 and nothing read yet) or after a value */
         if (p->depth == 0)
             return ST_OK;
@@ -1131,44 +1184,52 @@ static void format_shape(char *out, size_t size, const uint64_t *shape, size_t r
         snprintf(out + j, size - j, "]");
 }
 
-/* Checked size arithmetic of each draft, in document order. */
+/* Checked size arithmetic of one draft whose entry is complete: ST_OK, or its
+ * problem written to err. */
+static st_reason check_draft_size(const parser *p, const tensor_draft *t, st_error *err)
+{
+    const char *name = p->strings + t->name_offset;
+    /* no shape storage at all when every tensor is a scalar */
+    const uint64_t *shape = p->shapes != NULL ? p->shapes + t->shape_start : NULL;
+    uint64_t elements, bytes = 0;
+    bool counted = st_shape_elements(shape, t->rank, &elements);
+    st_reason r = counted ? st_dtype_bytes(t->dtype, elements, &bytes) : ST_SIZE_OVERFLOW;
+    if (r == ST_OK && t->offsets[1] - t->offsets[0] == bytes) /* begin <= end was checked */
+        return ST_OK;
+    /* the rest only words the error */
+    char shown_name[96], shape_text[96];
+    shown(name, t->name_len, shown_name, sizeof shown_name);
+    format_shape(shape_text, sizeof shape_text, shape, t->rank);
+    if (!counted)
+        return st_error_set(err, ST_SIZE_OVERFLOW, 8 + (uint64_t)t->shape_pos, name,
+                            "tensor '%s': the element count of shape %s overflows 64 bits",
+                            shown_name, shape_text);
+    if (r == ST_SIZE_OVERFLOW)
+        return st_error_set(err, r, 8 + (uint64_t)t->shape_pos, name,
+                            "tensor '%s': the byte size of shape %s of %s overflows 64 bits",
+                            shown_name, shape_text, st_dtype_name(t->dtype));
+    if (r != ST_OK)
+        return st_error_set(err, r, 8 + (uint64_t)t->shape_pos, name,
+                            "tensor '%s': shape %s of %s is not a whole number of bytes",
+                            shown_name, shape_text, st_dtype_name(t->dtype));
+    uint64_t span = t->offsets[1] - t->offsets[0];
+    return st_error_set(err, ST_SIZE_MISMATCH, 8 + (uint64_t)t->offsets_pos, name,
+                        "tensor '%s': data_offsets [%llu, %llu] span %llu bytes but shape "
+                        "%s of %s needs %llu",
+                        shown_name, (unsigned long long)t->offsets[0],
+                        (unsigned long long)t->offsets[1], (unsigned long long)span, shape_text,
+                        st_dtype_name(t->dtype), (unsigned long long)bytes);
+}
+
+/* The size arithmetic of the drafts, in document order: each entry was checked as it
+ * closed (end_frame), the first problem kept for after the grammar and the
+ * per-entry rules. */
 static st_reason check_sizes(parser *p)
 {
-    for (size_t i = 0; i < p->tensor_count; i++) {
-        const tensor_draft *t = &p->tensors[i];
-        const char *name = p->strings + t->name_offset;
-        /* no shape storage at all when every tensor is a scalar */
-        const uint64_t *shape = p->shapes != NULL ? p->shapes + t->shape_start : NULL;
-        uint64_t elements, bytes = 0;
-        bool counted = st_shape_elements(shape, t->rank, &elements);
-        st_reason r = counted ? st_dtype_bytes(t->dtype, elements, &bytes) : ST_SIZE_OVERFLOW;
-        if (r == ST_OK && t->offsets[1] - t->offsets[0] == bytes) /* begin <= end was checked */
-            continue;
-        /* the rest only words the error */
-        char shown_name[96], shape_text[96];
-        shown(name, t->name_len, shown_name, sizeof shown_name);
-        format_shape(shape_text, sizeof shape_text, shape, t->rank);
-        if (!counted)
-            return st_error_set(p->err, ST_SIZE_OVERFLOW, 8 + (uint64_t)t->shape_pos, name,
-                                "tensor '%s': the element count of shape %s overflows 64 bits",
-                                shown_name, shape_text);
-        if (r == ST_SIZE_OVERFLOW)
-            return st_error_set(p->err, r, 8 + (uint64_t)t->shape_pos, name,
-                                "tensor '%s': the byte size of shape %s of %s overflows 64 bits",
-                                shown_name, shape_text, st_dtype_name(t->dtype));
-        if (r != ST_OK)
-            return st_error_set(p->err, r, 8 + (uint64_t)t->shape_pos, name,
-                                "tensor '%s': shape %s of %s is not a whole number of bytes",
-                                shown_name, shape_text, st_dtype_name(t->dtype));
-        uint64_t span = t->offsets[1] - t->offsets[0];
-        return st_error_set(p->err, ST_SIZE_MISMATCH, 8 + (uint64_t)t->offsets_pos, name,
-                            "tensor '%s': data_offsets [%llu, %llu] span %llu bytes but shape "
-                            "%s of %s needs %llu",
-                            shown_name, (unsigned long long)t->offsets[0],
-                            (unsigned long long)t->offsets[1], (unsigned long long)span, shape_text,
-                            st_dtype_name(t->dtype), (unsigned long long)bytes);
-    }
-    return ST_OK;
+    if (p->size_reason == ST_OK)
+        return ST_OK;
+    *p->err = p->size_err;
+    return p->size_reason;
 }
 
 /* File order: begin, then end (zero-size tensors first), then name. */
@@ -1413,8 +1474,8 @@ st_reason st_header_length(const uint8_t *prefix, size_t prefix_len, uint64_t fi
     return ST_OK;
 }
 
-st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size,
-                          const st_limits *limits, st_file *out, st_error *err)
+static st_reason parse_header(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                              const st_limits *limits, bool build, st_file *out, st_error *err)
 {
     st_error scratch;
     if (err == NULL)
@@ -1442,13 +1503,19 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     if (n == 0 || h[0] != '{')
         return st_error_set(err, ST_HEADER_START, 8, NULL, "the header must start with '{'%s",
                             n == 0 ? " but is empty" : " (no leading whitespace)");
+    /* the JSON pass reads it again from the start, a step at a time */
+    if (limits != NULL && limits->release != NULL && n >= ST_HEADER_RELEASE_STEP)
+        limits->release(limits->release_context, 8, 8 + n);
 
     parser p;
     memset(&p, 0, sizeof p);
     p.h = h;
     p.n = n;
     p.err = err;
+    p.limits = limits;
+    p.keep_shapes = build;
     st_error_clear(&p.semantic_err);
+    st_error_clear(&p.size_err);
     /* capacity bounds, each from the fewest header bytes one item can take */
     p.key_max = n / 4 + 2; /* "":0 */
     p.tensor_max =
@@ -1506,8 +1573,14 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     uint64_t data_size = 0;
     if (r == ST_OK)
         r = check_coverage(&p, order, 8 + n, file_size, &data_size);
-    if (r == ST_OK)
+    if (r == ST_OK && build) {
         r = build_file(&p, order, out);
+    } else if (r == ST_OK) {
+        /* the verdict alone: counts, no table */
+        out->tensor_count = p.tensor_count;
+        out->metadata_count = p.metadata_count;
+        out->has_metadata = p.has_metadata;
+    }
     free(order);
     parser_free(&p);
     if (r != ST_OK)
@@ -1517,6 +1590,18 @@ st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size
     out->file_size = file_size;
     out->data_size = data_size;
     return ST_OK;
+}
+
+st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                          const st_limits *limits, st_file *out, st_error *err)
+{
+    return parse_header(buf, buf_len, file_size, limits, true, out, err);
+}
+
+st_reason st_header_check(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                          const st_limits *limits, st_file *out, st_error *err)
+{
+    return parse_header(buf, buf_len, file_size, limits, false, out, err);
 }
 
 void st_file_free(st_file *file)
@@ -1548,7 +1633,7 @@ const st_tensor *st_file_find(const st_file *file, const char *name, size_t name
 
 const char *st_file_metadata(const st_file *file, const char *key)
 {
-    if (file == NULL || key == NULL)
+    if (file == NULL || key == NULL || file->metadata == NULL)
         return NULL;
     for (size_t i = 0; i < file->metadata_count; i++) {
         if (strcmp(file->metadata[i].key, key) == 0)

@@ -21,7 +21,18 @@
 typedef struct st_limits {
     uint64_t max_header_size; /* N above this is ST_HEADER_TOO_LARGE; 0 means ST_HEADER_SIZE_MAX */
     unsigned max_depth;       /* JSON nesting bound; 0 means ST_JSON_DEPTH_MAX */
+    /* Optional (NULL: none). The parser calls it, as it moves through the header, with
+     * a range [from, to) of buf (offsets from buf's start) that it is done reading for
+     * now: the UTF-8 pass gives the whole header back, the JSON pass then what lies
+     * behind it, about every ST_HEADER_RELEASE_STEP bytes. The bytes must stay readable
+     * (the parser may look at them again): a caller whose buf is a read-only file
+     * mapping may madvise(MADV_DONTNEED) the pages, so the header is never resident
+     * whole beside the parser's records. Nothing else changes. */
+    void (*release)(void *context, uint64_t from, uint64_t to);
+    void *release_context;
 } st_limits;
+
+#define ST_HEADER_RELEASE_STEP (1u << 18)
 
 typedef struct st_tensor {
     const char *name; /* decoded UTF-8, NUL-terminated, owned by the st_file */
@@ -66,6 +77,15 @@ st_reason st_header_length(const uint8_t *prefix, size_t prefix_len, uint64_t fi
  * filled and must be freed with st_file_free; on error, out is left empty (safe to free) and err is
  * set. ST_OUT_OF_MEMORY is an allocation failure, not a verdict on the header. */
 st_reason st_header_parse(const uint8_t *buf, size_t buf_len, uint64_t file_size,
+                          const st_limits *limits, st_file *out, st_error *err);
+
+/* st_header_parse for a caller that wants the verdict alone (`tensorgate validate`):
+ * every rule is checked in the same order and gives the same reason, offset, tensor
+ * and sentence, but on ST_OK out holds only the sizes and counts (header_size,
+ * data_start, file_size, data_size, tensor_count, metadata_count, has_metadata):
+ * tensors, metadata and internal stay NULL and st_file_find finds nothing. The tensor
+ * table is never built, so the peak memory is the parser's working records alone. */
+st_reason st_header_check(const uint8_t *buf, size_t buf_len, uint64_t file_size,
                           const st_limits *limits, st_file *out, st_error *err);
 
 void st_file_free(st_file *file);

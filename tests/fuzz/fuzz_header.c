@@ -66,6 +66,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st_reason known = st_header_parse(data, size, size, NULL, &f, &err);
     if (known != err.reason || (known == ST_OK && f.internal == NULL))
         abort();
+    {
+        /* the verdict-only parse agrees word for word */
+        st_file c;
+        st_error cerr;
+        if (st_header_check(data, size, size, NULL, &c, &cerr) != known ||
+            cerr.offset != err.offset || strcmp(cerr.detail, err.detail) != 0 ||
+            cerr.tensor_len != err.tensor_len ||
+            memcmp(cerr.tensor, err.tensor, err.tensor_len) != 0 || c.tensors != NULL ||
+            (known == ST_OK && (c.tensor_count != f.tensor_count || c.data_size != f.data_size)))
+            abort();
+        st_file_free(&c);
+    }
     if (known == ST_OK)
         check_invariants(&f, data, size, size);
     else if (f.tensors != NULL || f.internal != NULL || f.tensor_count != 0)

@@ -295,6 +295,17 @@ int main(int argc, char **argv)
         st_error err;
         st_reason r = st_header_parse(mutant, len, len, NULL, &f, &err);
         PROPERTY((unsigned)r < ST_REASON_COUNT);
+        {
+            /* the verdict-only parse (`tensorgate validate`) says the same, word for word */
+            st_file c;
+            st_error cerr;
+            PROPERTY(st_header_check(mutant, len, len, NULL, &c, &cerr) == r);
+            PROPERTY(cerr.reason == err.reason && cerr.offset == err.offset &&
+                     strcmp(cerr.detail, err.detail) == 0 && cerr.tensor_len == err.tensor_len);
+            PROPERTY(r != ST_OK || (c.tensor_count == f.tensor_count &&
+                                    c.data_size == f.data_size && c.tensors == NULL));
+            st_file_free(&c);
+        }
         if ((unsigned)r < ST_REASON_COUNT)
             by_reason[r]++;
         if (r == ST_OK) {

@@ -147,6 +147,47 @@ TEST(unhashed_data_section_is_not_read)
     unlink(path);
 }
 
+/* validate's path (verdict_only, nothing hashed) judges a header longer than the
+ * first read in a mapping of the file: the verdict is the copying gate's, valid or not. */
+TEST(long_header_judged_in_the_mapping)
+{
+    for (int duplicate = 0; duplicate <= 1; duplicate++) {
+        char path[] = "/tmp/tg-local-XXXXXX";
+        size_t cap = 3000 * 96 + 8;
+        char *h = malloc(cap);
+        size_t n = 0;
+        h[n++] = '{';
+        for (int i = 0; i < 3000; i++)
+            n += (size_t)snprintf(h + n, cap - n,
+                                  "%s\"t.%d\":{\"dtype\":\"U8\",\"shape\":[4],"
+                                  "\"data_offsets\":[%d,%d]}",
+                                  i ? "," : "", duplicate && i == 2999 ? 5 : i, 4 * i, 4 * i + 4);
+        h[n++] = '}';
+        h[n] = '\0';
+        CHECK(n > ST_SNIFF_HEAD_MAX);
+        CHECK(write_file(path, h, 4 * 3000));
+        st_gate_config config;
+        memset(&config, 0, sizeof config);
+        config.kind = ST_GATE_SAFETENSORS;
+        tg_local_run copied, mapped;
+        CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_NONE, &copied), 0);
+        config.verdict_only = true;
+        CHECK_EQ_U64(tg_local_gate_file(path, &config, TG_LOCAL_HASH_NONE, &mapped), 0);
+        CHECK_EQ_U64(mapped.verdict.valid, !duplicate);
+        CHECK_EQ_U64(mapped.verdict.valid, copied.verdict.valid);
+        CHECK_STR(mapped.verdict.error.detail, copied.verdict.error.detail);
+        CHECK_EQ_U64(mapped.verdict.error.offset, copied.verdict.error.offset);
+        if (!duplicate) {
+            CHECK_EQ_U64(st_gate_file(mapped.gate)->tensor_count, 3000);
+            CHECK(st_gate_file(mapped.gate)->tensors == NULL);
+        }
+        st_gate_free(copied.gate);
+        st_gate_free(mapped.gate);
+        free(h);
+        unlink(path);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -154,5 +195,6 @@ int main(int argc, char **argv)
     RUN(valid_file_hashed_whole);
     RUN(refused_file_hashed_whole);
     RUN(unhashed_data_section_is_not_read);
+    RUN(long_header_judged_in_the_mapping);
     return test_report(argv[0]);
 }

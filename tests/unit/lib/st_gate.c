@@ -1022,6 +1022,83 @@ TEST(tensor_names_keep_their_length)
 /* st_gate_skip: past an accepted header, the data section may be passed over unread;
  * only its length then decides, as when it is fed (size unknown up front, so the end
  * of the input is what judges it); never while a value check is asked. */
+static void count_release(void *context, uint64_t from, uint64_t to)
+{
+    size_t *calls = context;
+    CHECK(from >= 8 && from <= to);
+    (*calls)++;
+}
+
+/* A header of count F32 [2] tensors (well past the sniff window), the name of
+ * tensor dup_at given again as the last name when dup_at < count. */
+static input long_header_file(int count, int dup_at)
+{
+    size_t cap = (size_t)count * 96 + 64;
+    char *h = malloc(cap);
+    size_t n = 0;
+    h[n++] = '{';
+    for (int i = 0; i < count; i++) {
+        int name = i == count - 1 && dup_at < count ? dup_at : i;
+        n += (size_t)snprintf(h + n, cap - n,
+                              "%s\"layer.%d.weight\":{\"dtype\":\"F32\",\"shape\":[2],"
+                              "\"data_offsets\":[%d,%d]}",
+                              i ? "," : "", name, 8 * i, 8 * i + 8);
+    }
+    h[n++] = '}';
+    uint8_t *data = calloc((size_t)count, 8);
+    input in = make_st_n(h, n, data, (size_t)count * 8);
+    free(h);
+    free(data);
+    return in;
+}
+
+/* The header judged in the caller's mapping (config.input, verdict_only) gives the
+ * verdict of the gate that copies it, fed in small pieces; only the counts remain. */
+TEST(header_judged_in_the_input)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        input in = long_header_file(4000, variant == 1 ? 17 : 4000);
+        CHECK(in.len > 4 * ST_SNIFF_HEAD_MAX);
+        /* variant 2: the input ends inside the header */
+        size_t fed = variant == 2 ? in.len / 2 : in.len;
+        st_gate_config plain = config_of(ST_GATE_SAFETENSORS);
+        st_verdict expected;
+        st_gate_check_buffer(&plain, in.bytes, fed, &expected);
+
+        size_t calls = 0;
+        st_gate_config c = config_of(ST_GATE_SAFETENSORS);
+        c.verdict_only = true;
+        c.input = in.bytes;
+        c.input_len = fed;
+        c.limits.release = count_release;
+        c.limits.release_context = &calls;
+        st_gate *g = st_gate_new(&c, fed);
+        CHECK(g != NULL);
+        st_gate_status status = ST_GATE_CONTINUE;
+        for (size_t at = 0; at < fed && status == ST_GATE_CONTINUE; at += 4096)
+            status = st_gate_feed(g, in.bytes + at, fed - at < 4096 ? fed - at : 4096);
+        st_gate_finish(g);
+        st_verdict v;
+        st_gate_verdict(g, &v);
+        CHECK_EQ_U64(v.valid, variant == 0);
+        CHECK_EQ_U64(v.valid, expected.valid);
+        CHECK_STR(st_reason_name(v.error.reason), st_reason_name(expected.error.reason));
+        CHECK_EQ_U64(v.error.offset, expected.error.offset);
+        CHECK_STR(v.error.detail, expected.error.detail);
+        if (variant == 0) {
+            const st_file *f = st_gate_file(g);
+            CHECK(f != NULL && f->tensor_count == 4000 && f->tensors == NULL);
+            CHECK(st_gate_stats(g) == NULL);
+        }
+        if (variant == 1)
+            CHECK_STR(st_reason_name(v.error.reason), "json_duplicate_key");
+        if (variant != 2)
+            CHECK(calls >= 1); /* the header (> ST_HEADER_RELEASE_STEP) was given back */
+        st_gate_free(g);
+        input_free(&in);
+    }
+}
+
 TEST(data_section_may_be_skipped)
 {
     static const float nan_data[6] = {NAN, 1, 2, 3, 4, 5};
@@ -1087,5 +1164,6 @@ int main(int argc, char **argv)
     RUN(code_is_refused);
     RUN(code_policy_admits_only_code);
     RUN(data_section_may_be_skipped);
+    RUN(header_judged_in_the_input);
     return test_report(argv[0]);
 }

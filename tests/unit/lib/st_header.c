@@ -18,6 +18,46 @@ static uint8_t *make_file(const char *header, size_t header_len, size_t data_len
 }
 
 static st_error last_err;
+static size_t last_release_calls;
+
+/* The release hook: each range lies inside the buffer and inside the header. */
+typedef struct released {
+    size_t buf_len, calls;
+} released;
+
+static void count_release(void *context, uint64_t from, uint64_t to)
+{
+    released *seen = context;
+    CHECK(from <= to && to <= seen->buf_len && from >= 8);
+    seen->calls++;
+}
+
+/* st_header_check gives st_header_parse's verdict word for word, and the counts. */
+static void check_only_agrees(const uint8_t *buf, size_t len, uint64_t file_size, st_reason r,
+                              const st_error *err, const st_file *parsed)
+{
+    released seen = {len, 0};
+    st_limits limits = {.release = count_release, .release_context = &seen};
+    st_file f;
+    st_error e;
+    CHECK_EQ_U64(st_header_check(buf, len, file_size, &limits, &f, &e), r);
+    CHECK_EQ_U64(e.reason, err->reason);
+    CHECK_EQ_U64(e.offset, err->offset);
+    CHECK_STR(e.detail, err->detail);
+    CHECK_EQ_U64(e.tensor_len, err->tensor_len);
+    CHECK(memcmp(e.tensor, err->tensor, err->tensor_len) == 0);
+    CHECK(f.tensors == NULL && f.metadata == NULL && f.internal == NULL);
+    last_release_calls = seen.calls;
+    if (r == ST_OK) {
+        CHECK_EQ_U64(f.tensor_count, parsed->tensor_count);
+        CHECK_EQ_U64(f.metadata_count, parsed->metadata_count);
+        CHECK_EQ_U64(f.data_start, parsed->data_start);
+        CHECK_EQ_U64(f.data_size, parsed->data_size);
+        CHECK(f.has_metadata == parsed->has_metadata);
+        CHECK(st_file_find(&f, "a", 1) == NULL && st_file_metadata(&f, "format") == NULL);
+    }
+    st_file_free(&f);
+}
 
 /* Parses header (header_len bytes) followed by data_len bytes with a known file size. */
 static st_reason parse_bytes(const char *header, size_t header_len, size_t data_len, st_file *out)
@@ -25,7 +65,9 @@ static st_reason parse_bytes(const char *header, size_t header_len, size_t data_
     size_t len;
     uint8_t *buf = make_file(header, header_len, data_len, &len);
     st_file scratch;
-    st_reason r = st_header_parse(buf, len, len, NULL, out ? out : &scratch, &last_err);
+    st_file *parsed = out ? out : &scratch;
+    st_reason r = st_header_parse(buf, len, len, NULL, parsed, &last_err);
+    check_only_agrees(buf, len, len, r, &last_err, parsed);
     if (out == NULL)
         st_file_free(&scratch);
     free(buf);
@@ -314,8 +356,8 @@ TEST(nesting)
     const char *objs = "{\"a\":{\"b\":{\"c\":1}}}";
     size_t len;
     uint8_t *buf = make_file(objs, strlen(objs), 0, &len);
-    st_limits three = {0, 3};
-    st_limits two = {0, 2};
+    st_limits three = {.max_depth = 3};
+    st_limits two = {.max_depth = 2};
     st_file f;
     st_error e;
     /* three levels are legal grammar; "b" is then an unknown field of tensor "a" */
@@ -907,6 +949,9 @@ TEST(hundred_thousand_tensors)
     h[n] = '\0';
     st_file f;
     CHECK_EQ_U64(parse_bytes(h, n, offset, &f), ST_OK);
+    /* the check-only parse gave the header back once after the UTF-8 pass, then a
+     * step at a time behind the JSON pass */
+    CHECK(last_release_calls >= 1 + n / ST_HEADER_RELEASE_STEP - 1);
     CHECK_EQ_U64(f.tensor_count, 100000);
     CHECK_EQ_U64(f.data_size, offset);
     int found = 0;
