@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,6 +24,20 @@ static void drop_mapped_pages(void *context, uint64_t from, uint64_t to)
     uint64_t start = (from + page - 1) / page * page, end = to / page * page;
     if (end > start)
         (void)madvise(base + start, (size_t)(end - start), MADV_DONTNEED);
+}
+
+/* A header judged in the file's mapping faults (SIGBUS) if another process shrinks
+ * the file under it. The parse allocates, so it cannot be abandoned by a jump (the
+ * server's map_guard): while the mapping is in use, such a fault ends the command
+ * with a sentence and exit status 2 (an I/O failure), never a crash. */
+static void mapped_file_shrank(int sig)
+{
+    (void)sig;
+    static const char text[] = "tensorgate: the file shrank while its header was read "
+                               "through its mapping (SIGBUS); nothing was judged\n";
+    ssize_t ignored = write(STDERR_FILENO, text, sizeof text - 1);
+    (void)ignored;
+    _exit(2);
 }
 
 int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_hash hash,
@@ -53,10 +68,17 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_
     st_gate_config local = *config;
     void *map = MAP_FAILED;
     size_t map_len = 0;
+    struct sigaction saved_bus;
+    bool bus_set = false;
     if (config->verdict_only && hash == TG_LOCAL_HASH_NONE && declared != ST_FILE_SIZE_UNKNOWN &&
         declared > ST_SNIFF_HEAD_MAX && declared <= SIZE_MAX) {
         map_len = (size_t)declared;
-        map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+        struct sigaction bus = {.sa_handler = mapped_file_shrank};
+        sigemptyset(&bus.sa_mask);
+        if (sigaction(SIGBUS, &bus, &saved_bus) == 0) {
+            bus_set = true;
+            map = mmap(NULL, map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+        }
         if (map != MAP_FAILED) {
             local.input = map;
             local.input_len = declared;
@@ -135,6 +157,8 @@ int tg_local_gate_file(const char *path, const st_gate_config *config, tg_local_
     free(chunk);
     if (map != MAP_FAILED)
         munmap(map, map_len);
+    if (bus_set)
+        (void)sigaction(SIGBUS, &saved_bus, NULL);
     if (!is_stdin)
         close(fd);
     return 0;
@@ -144,6 +168,8 @@ fail_all:
     free(chunk);
     if (map != MAP_FAILED)
         munmap(map, map_len);
+    if (bus_set)
+        (void)sigaction(SIGBUS, &saved_bus, NULL);
     st_gate_free(run->gate);
     run->gate = NULL;
 fail_fd:
