@@ -431,6 +431,9 @@ typedef struct xfer {
     int hfd;
     uint64_t written, hashed;
     bool busy, hfail;
+    /* the part file's bytes before this were handed to writeback (start_writeback):
+     * by the hasher thread while hashing, else by the engine */
+    uint64_t flushed;
     bool started; /* the first body byte of this attempt was seen */
     /* the stall rule: bytes moved at stall_t; min_progress more are due within
      * stall_timeout_s of it */
@@ -501,6 +504,22 @@ typedef struct hash_pool {
 } hash_pool;
 
 #define TGC_HASH_STEP (1u << 20)
+/* the bytes of a part file handed to writeback at once */
+#define TGC_WRITEBACK_STEP (8u << 20)
+
+/* Starts the writeback of the part file's bytes [x->flushed, upto) once there are
+ * TGC_WRITEBACK_STEP of them, without waiting for it: the
+ * disk writes a file while the rest of the batch still arrives, so the fsync before
+ * the rename waits for a tail instead of the whole file. Nothing with no_fsync. */
+static void start_writeback(xfer *x, int fd, uint64_t upto)
+{
+    if (x->c->o.no_fsync || upto <= x->flushed || upto - x->flushed < TGC_WRITEBACK_STEP)
+        return;
+    /* a failure is harmless here: the fsync before the rename decides */
+    (void)sync_file_range(fd, (off_t)x->flushed, (off_t)(upto - x->flushed),
+                          SYNC_FILE_RANGE_WRITE);
+    x->flushed = upto;
+}
 
 static void *hash_pool_main(void *arg)
 {
@@ -529,6 +548,8 @@ static void *hash_pool_main(void *arg)
         pthread_mutex_unlock(&hp->mu);
         bool ok =
             tg_pread_all(x->hfd, buf, len, off) == 0 && tg_sha256_update(&x->sha, buf, len) == 0;
+        if (ok)
+            start_writeback(x, x->hfd, off + len);
         pthread_mutex_lock(&hp->mu);
         x->busy = false;
         if (ok)
@@ -789,6 +810,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
                 return 0;
             }
             x->have = 0;
+            x->flushed = 0;
             x->resumed = false;
             if (threaded && hasher_start(x) != 0) {
                 local_fail(x, TGC_REASON_IO, "cannot restart the hashing of the part file");
@@ -897,6 +919,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         } else if (tg_sha256_update(&x->sha, ptr, n) != 0) {
             local_fail(x, TGC_REASON_IO, "SHA-256 failed");
             return 0;
+        } else {
+            start_writeback(x, x->fd, x->have);
         }
         break;
     }
@@ -1005,6 +1029,7 @@ static int xfer_begin(xfer *x)
                 return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
             x->have = 0;
         }
+        x->flushed = 0; /* a resumed prefix is handed to writeback with the rest */
         if (hasher_start(x) == 0) {
             /* the pool reads the prefix back itself, then follows the writes */
         } else if (x->have > 0) {
@@ -1161,7 +1186,9 @@ static int part_finish(xfer *x)
     char hex[65];
     int hrc = hasher_end(x, false);
     int frc = hrc != 0 ? -1 : tg_sha256_final_hex(&x->sha, hex);
-    int syncrc = fsync(x->fd);
+    /* the bytes on disk before the name: a file under its final name is whole
+     * after a crash too (unless no_fsync) */
+    int syncrc = x->c->o.no_fsync ? 0 : fsync(x->fd);
     int closerc = close(x->fd);
     x->fd = -1;
     if (frc != 0)
@@ -1270,6 +1297,43 @@ static bool xfer_end(xfer *x, double now)
 }
 
 /* ---------- the engine ---------- */
+
+/* The length of the folder part of path ("a/b" of "a/b/c"); 0 for none (".") */
+static size_t folder_len(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash == NULL ? 0 : slash == path ? 1 : (size_t)(slash - path);
+}
+
+/* After a batch: each folder a file was renamed into is fsynced once, so the new
+ * names are on disk too (the files' bytes were, before their renames). A failure
+ * is not reported: the files are complete, and some file systems refuse the fsync
+ * of a folder. */
+static void sync_folders(xfer **xs, size_t n)
+{
+    char dir[4096];
+    for (size_t i = 0; i < n; i++) {
+        const xfer *x = xs[i];
+        if (x->sink != SINK_FILE || x->rc != 0 || x->dest == NULL)
+            continue;
+        size_t len = folder_len(x->dest);
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const xfer *y = xs[j];
+            seen = y->sink == SINK_FILE && y->rc == 0 && y->dest != NULL &&
+                   folder_len(y->dest) == len && memcmp(y->dest, x->dest, len) == 0;
+        }
+        if (seen || len >= sizeof dir)
+            continue;
+        memcpy(dir, len == 0 ? "." : x->dest, len == 0 ? 1 : len);
+        dir[len == 0 ? 1 : len] = '\0';
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void)fsync(fd);
+            close(fd);
+        }
+    }
+}
 
 static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
                        tgc_progress_fn progress, tgc_item_fn item_done, void *user)
@@ -1389,6 +1453,8 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
     }
     if (pooled)
         hash_pool_stop(&pool);
+    if (files && !c->o.no_fsync)
+        sync_folders(xs, n);
 }
 
 /* One transfer: runs it, copies its error out. 0 or -1. */
