@@ -522,8 +522,7 @@ static void start_writeback(xfer *x, int fd, uint64_t upto)
     if (x->c->o.no_fsync || upto <= x->flushed || upto - x->flushed < TGC_WRITEBACK_STEP)
         return;
     /* a failure is harmless here: the fsync before the rename decides */
-    (void)sync_file_range(fd, (off_t)x->flushed, (off_t)(upto - x->flushed),
-                          SYNC_FILE_RANGE_WRITE);
+    (void)sync_file_range(fd, (off_t)x->flushed, (off_t)(upto - x->flushed), SYNC_FILE_RANGE_WRITE);
     x->flushed = upto;
 }
 
@@ -1343,8 +1342,7 @@ static xfer *sync_pool_take(sync_pool *sp, double wait)
         double end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + wait;
         ts.tv_sec = (time_t)end;
         ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
-        while (sp->done == NULL &&
-               pthread_cond_timedwait(&sp->synced, &sp->mu, &ts) == 0) {
+        while (sp->done == NULL && pthread_cond_timedwait(&sp->synced, &sp->mu, &ts) == 0) {
         }
     }
     xfer *x = sp->done;
