@@ -163,7 +163,8 @@ enum {
     OPT_PUBLIC_KEY,
     OPT_ALLOW_CODE,
     OPT_DRAFT,
-    OPT_RESUME
+    OPT_RESUME,
+    OPT_NO_FSYNC
 };
 
 /* Handles the common options; 1 when opt was one of them, -1 on a bad value. */
@@ -239,7 +240,8 @@ static tgc_client *remote_connect(const char *cmd, remote_opts *ro, int *status)
                      .token = ro->token,
                      .parallel = ro->parallel,
                      .max_recv_speed = ro->limit_rate,
-                     .stall_timeout_s = ro->stall_timeout_s};
+                     .stall_timeout_s = ro->stall_timeout_s,
+                     .no_fsync = ro->no_fsync};
     const char *retries = getenv("TENSORGATE_RETRIES");
     if (retries != NULL && retries[0] >= '0' && retries[0] <= '9')
         o.max_retries = (unsigned)strtoul(retries, NULL, 10);
@@ -709,15 +711,18 @@ done:
 static void pull_usage(FILE *out)
 {
     fprintf(out, "usage: tensorgate pull ORG/NAME[@REV] [DIR] [--include GLOB]... [--parallel N]\n"
-                 "                       [--verify [--public-key PEM]] [--url URL]\n"
+                 "                       [--verify [--public-key PEM]] [--no-fsync] [--url URL]\n"
                  "                       [--token TOKEN] [--json]\n"
                  "\n"
                  "Downloads the files of a version (REV: a number, an alias, latest (the\n"
                  "default) or a digest) into DIR (default: NAME), at most --parallel at once\n"
                  "(default 4). --include keeps only the paths matching a glob (repeatable).\n"
                  "Each file is written as FILE.part, resumed from there with Range when a\n"
-                 "pull is run again, checked against its SHA-256 and only then renamed: a file\n"
-                 "under its final name is always complete. A file already there with the right\n"
+                 "pull is run again, checked against its SHA-256, fsynced and only then renamed:\n"
+                 "a file under its final name is always complete, after a crash too (the folders\n"
+                 "are fsynced at the end). --no-fsync skips the fsyncs, for scratch space: the\n"
+                 "SHA-256 is still checked, but after a crash a renamed file may lack bytes that\n"
+                 "never reached the disk. A file already there with the right\n"
                  "SHA-256 is not downloaded again; a resumed one whose SHA-256 differs is started\n"
                  "over from byte 0 once. A body longer than the file's listed size fails it\n"
                  "(body_too_large, its .part removed); a file name with a control character,\n"
@@ -921,6 +926,7 @@ int tg_cmd_pull(int argc, char **argv)
         {"verify", no_argument, NULL, OPT_VERIFY},
         {"public-key", required_argument, NULL, OPT_PUBLIC_KEY},
         {"public_key", required_argument, NULL, OPT_PUBLIC_KEY},
+        {"no-fsync", no_argument, NULL, OPT_NO_FSYNC},
         {NULL, 0, NULL, 0},
     };
     remote_opts ro = {0};
@@ -951,6 +957,8 @@ int tg_cmd_pull(int argc, char **argv)
             verify = true;
         } else if (opt == OPT_PUBLIC_KEY) {
             public_key = optarg;
+        } else if (opt == OPT_NO_FSYNC) {
+            ro.no_fsync = true;
         } else {
             return usage_error("pull", "unknown option (or more than 32 --include)", pull_usage);
         }

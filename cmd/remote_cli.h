@@ -21,6 +21,7 @@ typedef struct remote_opts {
     unsigned parallel;
     uint64_t limit_rate;
     long stall_timeout_s; /* 0: the library's default (30) */
+    bool no_fsync;        /* pull --no-fsync (tgc_options.no_fsync) */
 } remote_opts;
 
 /* An extra option's val (struct option) must not collide with the common ones:

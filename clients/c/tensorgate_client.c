@@ -387,7 +387,7 @@ unsigned tgc_peak_parallel(const tgc_client *c)
 /* ---------- one transfer ---------- */
 
 enum sink { SINK_MEM, SINK_BUF, SINK_FILE, SINK_LINES };
-enum xstate { X_PENDING, X_ACTIVE, X_WAITING, X_DONE };
+enum xstate { X_PENDING, X_ACTIVE, X_WAITING, X_SYNCING, X_DONE };
 
 typedef struct xfer {
     tgc_client *c;
@@ -427,10 +427,19 @@ typedef struct xfer {
      * the thread may read), hashed, busy (the thread is hashing a chunk: it owns sha
      * and hfd then), failed. Not hashing: the engine hashes inline. */
     struct hash_pool *pool;
+    /* The engine's syncer thread (see sync_pool), which fsyncs and renames a checked
+     * file while the engine goes on (NULL: the engine does it); sync_next links the
+     * file into its lists; syncing: file_end handed the file to it. */
+    struct sync_pool *syncer;
+    struct xfer *sync_next;
+    bool syncing;
     bool hashing; /* registered in pool->files */
     int hfd;
     uint64_t written, hashed;
     bool busy, hfail;
+    /* the part file's bytes before this were handed to writeback (start_writeback):
+     * by the hasher thread while hashing, else by the engine */
+    uint64_t flushed;
     bool started; /* the first body byte of this attempt was seen */
     /* the stall rule: bytes moved at stall_t; min_progress more are due within
      * stall_timeout_s of it */
@@ -501,6 +510,21 @@ typedef struct hash_pool {
 } hash_pool;
 
 #define TGC_HASH_STEP (1u << 20)
+/* the bytes of a part file handed to writeback at once */
+#define TGC_WRITEBACK_STEP (8u << 20)
+
+/* Starts the writeback of the part file's bytes [x->flushed, upto) once there are
+ * TGC_WRITEBACK_STEP of them, without waiting for it: the
+ * disk writes a file while the rest of the batch still arrives, so the fsync before
+ * the rename waits for a tail instead of the whole file. Nothing with no_fsync. */
+static void start_writeback(xfer *x, int fd, uint64_t upto)
+{
+    if (x->c->o.no_fsync || upto <= x->flushed || upto - x->flushed < TGC_WRITEBACK_STEP)
+        return;
+    /* a failure is harmless here: the fsync before the rename decides */
+    (void)sync_file_range(fd, (off_t)x->flushed, (off_t)(upto - x->flushed), SYNC_FILE_RANGE_WRITE);
+    x->flushed = upto;
+}
 
 static void *hash_pool_main(void *arg)
 {
@@ -529,6 +553,8 @@ static void *hash_pool_main(void *arg)
         pthread_mutex_unlock(&hp->mu);
         bool ok =
             tg_pread_all(x->hfd, buf, len, off) == 0 && tg_sha256_update(&x->sha, buf, len) == 0;
+        if (ok)
+            start_writeback(x, x->hfd, off + len);
         pthread_mutex_lock(&hp->mu);
         x->busy = false;
         if (ok)
@@ -789,6 +815,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
                 return 0;
             }
             x->have = 0;
+            x->flushed = 0;
             x->resumed = false;
             if (threaded && hasher_start(x) != 0) {
                 local_fail(x, TGC_REASON_IO, "cannot restart the hashing of the part file");
@@ -897,6 +924,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         } else if (tg_sha256_update(&x->sha, ptr, n) != 0) {
             local_fail(x, TGC_REASON_IO, "SHA-256 failed");
             return 0;
+        } else {
+            start_writeback(x, x->fd, x->have);
         }
         break;
     }
@@ -1005,6 +1034,7 @@ static int xfer_begin(xfer *x)
                 return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
             x->have = 0;
         }
+        x->flushed = 0; /* a resumed prefix is handed to writeback with the rest */
         if (hasher_start(x) == 0) {
             /* the pool reads the prefix back itself, then follows the writes */
         } else if (x->have > 0) {
@@ -1153,24 +1183,28 @@ static void part_abandon(xfer *x, bool final)
         unlink(x->part);
 }
 
-/* A complete download: the digest against the expected one, then the rename. 0,
- * -1 with x->err, or 1: a resumed file whose digest differs, to start over from
- * byte 0 (once: the prefix kept from before was what was wrong). */
-static int part_finish(xfer *x)
+/* A complete download: the digest against the expected one. 0 (the part file is
+ * right and still open: part_commit next), -1 with x->err (the part file closed),
+ * or 1: a resumed file whose digest differs, to start over from byte 0 (once: the
+ * prefix kept from before was what was wrong). */
+static int part_check(xfer *x)
 {
     char hex[65];
     int hrc = hasher_end(x, false);
     int frc = hrc != 0 ? -1 : tg_sha256_final_hex(&x->sha, hex);
-    int syncrc = fsync(x->fd);
-    int closerc = close(x->fd);
-    x->fd = -1;
-    if (frc != 0)
+    if (frc != 0) {
+        close(x->fd);
+        x->fd = -1;
         return set_err(&x->err, 0, TGC_REASON_IO, "SHA-256 failed");
-    if (syncrc != 0 || closerc != 0)
-        return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(errno));
+    }
     const char *want = x->expect_sha[0] ? x->expect_sha : x->h_sha;
-    if (want[0] != '\0' && strcasecmp(want, hex) != 0) {
+    bool wrong = want[0] != '\0' && strcasecmp(want, hex) != 0;
+    if (wrong || (want[0] == '\0' && x->resume)) {
+        close(x->fd);
+        x->fd = -1;
         unlink(x->part);
+    }
+    if (wrong) {
         if (x->resumed && !x->restarted) {
             x->restarted = true;
             return 1;
@@ -1179,26 +1213,160 @@ static int part_finish(xfer *x)
                        "%s: SHA-256 %s, expected %s (the partial file was removed)", x->dest, hex,
                        want);
     }
-    if (want[0] == '\0' && x->resume) {
-        unlink(x->part);
+    if (want[0] == '\0' && x->resume)
         return set_err(&x->err, 0, TGC_REASON_BAD_ANSWER,
                        "%s: no SHA-256 to check the download against", x->dest);
-    }
+    return 0;
+}
+
+/* A checked part file: its bytes on disk before its name (unless no_fsync), so a
+ * file under its final name is whole after a crash too, then the rename. 0, or -1
+ * with x->err. Runs on the syncer thread when there is one. */
+static int part_commit(xfer *x)
+{
+    int syncrc = x->c->o.no_fsync ? 0 : fsync(x->fd);
+    int err = errno;
+    int closerc = close(x->fd);
+    if (syncrc == 0)
+        err = errno;
+    x->fd = -1;
+    if (syncrc != 0 || closerc != 0)
+        return set_err(&x->err, 0, TGC_REASON_IO, "%s: %s", x->part, strerror(err));
     if (rename(x->part, x->dest) != 0)
         return set_err(&x->err, 0, TGC_REASON_IO, "rename %s: %s", x->dest, strerror(errno));
     return 0;
 }
 
-/* A file transfer that completed: checked and renamed (false, x->rc final), or a
- * resumed file to start over at once (true), whatever the retries left. */
+/* ---------- the syncer thread of an engine run ---------- */
+
+/* One thread per engine run with file downloads (unless no_fsync) fsyncs, closes
+ * and renames each checked file, in the order they finished, so the transfers still
+ * running keep moving while a finished file's bytes reach the disk (the writeback
+ * started early, start_writeback, leaves it a tail to wait for). The engine takes
+ * the finished files back from `done` and reports them. */
+typedef struct sync_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work;   /* the thread waits for a file or the end */
+    pthread_cond_t synced; /* the engine, with nothing else to do, waits for a file */
+    bool stop;
+    pthread_t thread;
+    CURLM *multi;                /* woken when a file is done */
+    xfer *todo_head, *todo_tail; /* first in, first out */
+    xfer *done;
+} sync_pool;
+
+static void *sync_pool_main(void *arg)
+{
+    sync_pool *sp = arg;
+    pthread_mutex_lock(&sp->mu);
+    for (;;) {
+        xfer *x = sp->todo_head;
+        if (x == NULL) {
+            if (sp->stop)
+                break;
+            pthread_cond_wait(&sp->work, &sp->mu);
+            continue;
+        }
+        sp->todo_head = x->sync_next;
+        if (sp->todo_head == NULL)
+            sp->todo_tail = NULL;
+        pthread_mutex_unlock(&sp->mu);
+        x->rc = part_commit(x);
+        pthread_mutex_lock(&sp->mu);
+        x->sync_next = sp->done;
+        sp->done = x;
+        pthread_cond_signal(&sp->synced);
+        curl_multi_wakeup(sp->multi);
+    }
+    pthread_mutex_unlock(&sp->mu);
+    return NULL;
+}
+
+/* 0 with the thread running, or -1 (then the engine commits each file itself). */
+static int sync_pool_start(sync_pool *sp, CURLM *multi)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->multi = multi;
+    if (pthread_mutex_init(&sp->mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&sp->work, NULL) != 0)
+        goto fail_mu;
+    if (pthread_cond_init(&sp->synced, NULL) != 0)
+        goto fail_work;
+    if (pthread_create(&sp->thread, NULL, sync_pool_main, sp) != 0)
+        goto fail_synced;
+    return 0;
+fail_synced:
+    pthread_cond_destroy(&sp->synced);
+fail_work:
+    pthread_cond_destroy(&sp->work);
+fail_mu:
+    pthread_mutex_destroy(&sp->mu);
+    return -1;
+}
+
+/* Every file handed over came back (sync_pool_take) before this. */
+static void sync_pool_stop(sync_pool *sp)
+{
+    pthread_mutex_lock(&sp->mu);
+    sp->stop = true;
+    pthread_cond_signal(&sp->work);
+    pthread_mutex_unlock(&sp->mu);
+    pthread_join(sp->thread, NULL);
+    pthread_cond_destroy(&sp->synced);
+    pthread_cond_destroy(&sp->work);
+    pthread_mutex_destroy(&sp->mu);
+}
+
+static void sync_pool_add(sync_pool *sp, xfer *x)
+{
+    pthread_mutex_lock(&sp->mu);
+    x->sync_next = NULL;
+    if (sp->todo_tail != NULL)
+        sp->todo_tail->sync_next = x;
+    else
+        sp->todo_head = x;
+    sp->todo_tail = x;
+    pthread_cond_signal(&sp->work);
+    pthread_mutex_unlock(&sp->mu);
+}
+
+/* The files done since the last call (linked through sync_next), after waiting up
+ * to `wait` seconds for one when there is none yet (0: no wait). */
+static xfer *sync_pool_take(sync_pool *sp, double wait)
+{
+    pthread_mutex_lock(&sp->mu);
+    if (sp->done == NULL && wait > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + wait;
+        ts.tv_sec = (time_t)end;
+        ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
+        while (sp->done == NULL && pthread_cond_timedwait(&sp->synced, &sp->mu, &ts) == 0) {
+        }
+    }
+    xfer *x = sp->done;
+    sp->done = NULL;
+    pthread_mutex_unlock(&sp->mu);
+    return x;
+}
+
+/* A file transfer that completed: checked, then committed (false, x->rc final) or
+ * handed to the syncer (false, x->syncing), or a resumed file to start over at
+ * once (true), whatever the retries left. */
 static bool file_end(xfer *x, double now)
 {
-    int rc = part_finish(x);
+    int rc = part_check(x);
     if (rc > 0) {
         x->not_before = now;
         return true;
     }
-    x->rc = rc;
+    if (rc == 0 && x->syncer != NULL) {
+        x->syncing = true;
+        sync_pool_add(x->syncer, x);
+        return false;
+    }
+    x->rc = rc == 0 ? part_commit(x) : rc;
     return false;
 }
 
@@ -1271,6 +1439,54 @@ static bool xfer_end(xfer *x, double now)
 
 /* ---------- the engine ---------- */
 
+/* Hands a finished item to item_done (when there is one). */
+static void report_item(xfer **xs, size_t n, const xfer *x, tgc_item_fn item_done, void *user)
+{
+    if (item_done == NULL)
+        return;
+    size_t idx = 0;
+    while (idx < n && xs[idx] != x)
+        idx++;
+    item_done(user, idx, x->rc, x->rc == 0 ? NULL : &x->err, x->json);
+}
+
+/* The length of the folder part of path ("a/b" of "a/b/c"); 0 for none (".") */
+static size_t folder_len(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash == NULL ? 0 : slash == path ? 1 : (size_t)(slash - path);
+}
+
+/* After a batch: each folder a file was renamed into is fsynced once, so the new
+ * names are on disk too (the files' bytes were, before their renames). A failure
+ * is not reported: the files are complete, and some file systems refuse the fsync
+ * of a folder. */
+static void sync_folders(xfer **xs, size_t n)
+{
+    char dir[4096];
+    for (size_t i = 0; i < n; i++) {
+        const xfer *x = xs[i];
+        if (x->sink != SINK_FILE || x->rc != 0 || x->dest == NULL)
+            continue;
+        size_t len = folder_len(x->dest);
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const xfer *y = xs[j];
+            seen = y->sink == SINK_FILE && y->rc == 0 && y->dest != NULL &&
+                   folder_len(y->dest) == len && memcmp(y->dest, x->dest, len) == 0;
+        }
+        if (seen || len >= sizeof dir)
+            continue;
+        memcpy(dir, len == 0 ? "." : x->dest, len == 0 ? 1 : len);
+        dir[len == 0 ? 1 : len] = '\0';
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void)fsync(fd);
+            close(fd);
+        }
+    }
+}
+
 static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
                        tgc_progress_fn progress, tgc_item_fn item_done, void *user)
 {
@@ -1292,7 +1508,14 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
     bool pooled = files && !c->o.hash_inline && hash_pool_start(&pool) == 0;
     for (size_t i = 0; i < n; i++)
         xs[i]->pool = pooled && xs[i]->sink == SINK_FILE ? &pool : NULL;
-    size_t done = 0, active = 0;
+    /* ... and their fsyncs and renames on another (by the engine without it) */
+    sync_pool syncer;
+    bool syncs = files && !c->o.no_fsync && m != NULL && sync_pool_start(&syncer, m) == 0;
+    for (size_t i = 0; i < n; i++) {
+        xs[i]->syncer = syncs && xs[i]->sink == SINK_FILE ? &syncer : NULL;
+        xs[i]->syncing = false;
+    }
+    size_t done = 0, active = 0, syncing = 0;
     double last_progress = 0;
     while (done < n) {
         double now = now_s();
@@ -1333,6 +1556,19 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
         }
         if (done == n)
             break;
+        if (active == 0 && syncing > 0) {
+            /* nothing moves: wait for a file to be committed (or a retry due) */
+            for (xfer *x = sync_pool_take(&syncer, next_wake - now_s()); x != NULL;) {
+                xfer *next = x->sync_next;
+                x->syncing = false;
+                x->state = X_DONE;
+                syncing--;
+                done++;
+                report_item(xs, n, x, item_done, user);
+                x = next;
+            }
+            continue;
+        }
         if (active == 0) {
             double wait = next_wake - now_s();
             if (wait > 0) {
@@ -1357,14 +1593,23 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
                 x->state = X_WAITING;
                 continue;
             }
+            if (x->syncing) {
+                x->state = X_SYNCING;
+                syncing++;
+                continue;
+            }
             x->state = X_DONE;
             done++;
-            if (item_done) {
-                size_t idx = 0;
-                while (idx < n && xs[idx] != x)
-                    idx++;
-                item_done(user, idx, x->rc, x->rc == 0 ? NULL : &x->err, x->json);
-            }
+            report_item(xs, n, x, item_done, user);
+        }
+        for (xfer *x = syncs ? sync_pool_take(&syncer, 0) : NULL; x != NULL;) {
+            xfer *next = x->sync_next;
+            x->syncing = false;
+            x->state = X_DONE;
+            syncing--;
+            done++;
+            report_item(xs, n, x, item_done, user);
+            x = next;
         }
         now = now_s();
         if (progress != NULL && (now - last_progress >= 0.1 || done == n)) {
@@ -1389,6 +1634,10 @@ static void engine_run(tgc_client *c, xfer **xs, size_t n, unsigned parallel,
     }
     if (pooled)
         hash_pool_stop(&pool);
+    if (syncs)
+        sync_pool_stop(&syncer);
+    if (files && !c->o.no_fsync)
+        sync_folders(xs, n);
 }
 
 /* One transfer: runs it, copies its error out. 0 or -1. */

@@ -69,6 +69,12 @@ typedef struct tgc_options {
      * instead of on the batch's hasher thread (which reads the part file back beside
      * the transfers): less CPU in all, one core fewer. */
     bool hash_inline;
+    /* File downloads skip the fsync of each part file before its rename (and the
+     * early writeback that makes it cheap) and the fsync of the folders at the end
+     * of a batch: for scratch space. Every byte is still checked against its
+     * SHA-256 before the rename, but after a crash a file under its final name may
+     * lack bytes that never reached the disk. */
+    bool no_fsync;
 } tgc_options;
 
 typedef struct tgc_client tgc_client;

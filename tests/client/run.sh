@@ -267,6 +267,12 @@ check "pull --include took only the matches" "[ -f inc/config.json ] && [ -f inc
 run 1 "pull --include matching nothing" "$BIN" pull acme/tiny none --include '*.gguf'
 run 0 "pull into NAME by default" "$BIN" pull acme/tiny --include config.json
 check "pull default dir" "[ -f tiny/config.json ]"
+# --no-fsync (scratch space): the same files, each still checked before its rename
+run 0 "pull --no-fsync" "$BIN" pull acme/tiny nofsync --no-fsync
+for f in model-00001-of-00002.safetensors model-00002-of-00002.safetensors config.json docs/README.md; do
+    check "pull --no-fsync $f equals the original" "cmp -s m/$f nofsync/$f"
+done
+check "pull --no-fsync leaves no part file" "[ -z \"\$(find nofsync -name '*.part')\" ]"
 
 # resume: a correct half in the part file is completed
 mkdir -p res

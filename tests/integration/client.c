@@ -1031,6 +1031,15 @@ int main(int argc, char **argv)
             return 1;
         RUN(download_resume_and_sha);
         tgc_close(cl);
+        /* ... and without the fsyncs (no_fsync, pull --no-fsync): every digest still
+         * checked, a wrong one refused with nothing left under either name */
+        o.hash_inline = false;
+        o.no_fsync = true;
+        cl = tgc_connect(&o, &e);
+        if (cl == NULL)
+            return 1;
+        RUN(download_resume_and_sha);
+        tgc_close(cl);
         cl = threaded;
     }
     RUN(no_retry_on_403);
