@@ -60,6 +60,8 @@
 #define S3_PARTS_IN_FLIGHT 2           /* parts a writer sends at once */
 #define S3_POOL 16                     /* idle curl handles kept (connections reused) */
 #define S3_STREAM_BUFFER (1U << 20)    /* a sequential reader's buffer */
+#define S3_RECV_BUFFER (256U << 10)    /* curl's receive buffer (its largest write callback) */
+#define S3_SEND_BUFFER (1U << 20)      /* curl's upload buffer (a part's read callbacks) */
 
 typedef struct s3_store {
     tg_blobstore base;
@@ -134,6 +136,10 @@ typedef struct s3_reader {
     uint64_t stream_end; /* where the stream's range ends (exclusive); 0: the object's end */
     bool stream_paused, stream_done;
     long stream_status; /* the answer's status once known */
+    /* while stream_read runs curl: the caller's buffer, filled first when the ring
+     * is empty (the bytes skip the ring: one copy fewer) */
+    unsigned char *direct;
+    size_t direct_cap, direct_len;
     CURLcode stream_result;
 } s3_reader;
 
@@ -434,6 +440,7 @@ static int s3_perform(s3_store *s, s3_request *req)
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, low_speed_time);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, sink_write);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, req->sink);
+    curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)S3_RECV_BUFFER);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, req);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -444,6 +451,7 @@ static int s3_perform(s3_store *s, s3_request *req)
         curl_easy_setopt(curl, CURLOPT_READFUNCTION, source_read);
         curl_easy_setopt(curl, CURLOPT_READDATA, &source);
         curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, (long)S3_SEND_BUFFER);
     } else if (strcmp(req->method, "POST") == 0) {
         curl_easy_setopt(curl, CURLOPT_POST, 1L);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, req->body ? (const char *)req->body : "");
@@ -1233,6 +1241,18 @@ static size_t stream_write(char *data, size_t size, size_t n, void *ctx)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->stream_status);
     if (r->stream_status != 206 && r->stream_status != 200)
         return len; /* an error document: dropped, the status says it */
+    if (r->direct != NULL && r->ring_len == 0) {
+        size_t room = r->direct_cap - r->direct_len, take = len < room ? len : room;
+        if (len - take <= S3_STREAM_BUFFER) {
+            /* all of it is taken: what the caller has no room for starts the ring */
+            memcpy(r->direct + r->direct_len, data, take);
+            r->direct_len += take;
+            memcpy(r->ring, data + take, len - take);
+            r->ring_at = 0;
+            r->ring_len = len - take;
+            return len;
+        }
+    }
     if (r->ring_at > 0 && r->ring_at + r->ring_len + len > S3_STREAM_BUFFER) {
         memmove(r->ring, r->ring + r->ring_at, r->ring_len);
         r->ring_at = 0;
@@ -1294,6 +1314,7 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
     curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, low_speed_time);
     curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, stream_write);
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, (long)S3_RECV_BUFFER);
     curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
     if (curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
         stream_close(r);
@@ -1308,13 +1329,18 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
     return 0;
 }
 
-/* Up to len bytes at the stream's position: the count, 0 at the end, -1 (errno). */
+/* Up to len bytes at the stream's position: the count, 0 at the end, -1 (errno).
+ * It waits only for the first byte, then takes whatever else curl has at hand
+ * (up to len), so the response goes out in blocks as large as the caller's. */
 static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
 {
+    unsigned char *out = buf;
+    size_t got = 0;
     for (;;) {
         if (r->ring_len > 0) {
-            size_t n = len < r->ring_len ? len : r->ring_len;
-            memcpy(buf, r->ring + r->ring_at, n);
+            size_t n = len - got < r->ring_len ? len - got : r->ring_len;
+            memcpy(out + got, r->ring + r->ring_at, n);
+            got += n;
             r->ring_at += n;
             r->ring_len -= n;
             r->stream_pos += n;
@@ -1324,9 +1350,12 @@ static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
                 r->stream_paused = false;
                 curl_easy_pause(r->easy, CURLPAUSE_CONT);
             }
-            return (ssize_t)n;
         }
+        if (got == len)
+            return (ssize_t)got;
         if (r->stream_done) {
+            if (got > 0)
+                return (ssize_t)got;
             if (r->stream_status == 416)
                 return 0;
             if (r->stream_result != CURLE_OK) {
@@ -1342,7 +1371,15 @@ static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
             return 0; /* the object ended */
         }
         int running = 0;
-        if (curl_multi_perform(r->multi, &running) != CURLM_OK) {
+        r->direct = out + got;
+        r->direct_cap = len - got;
+        r->direct_len = 0;
+        CURLMcode mc = curl_multi_perform(r->multi, &running);
+        size_t fresh = r->direct_len;
+        r->direct = NULL;
+        got += fresh;
+        r->stream_pos += fresh;
+        if (mc != CURLM_OK) {
             errno = EIO;
             return -1;
         }
@@ -1355,8 +1392,11 @@ static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
                 if (r->stream_status == 0)
                     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->stream_status);
             }
-        if (r->ring_len == 0 && !r->stream_done &&
-            curl_multi_poll(r->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+        if (r->ring_len > 0 || r->stream_done)
+            continue;
+        if (got > 0 && fresh == 0)
+            return (ssize_t)got; /* nothing more at hand: send what there is */
+        if (got == 0 && curl_multi_poll(r->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
             errno = EIO;
             return -1;
         }
