@@ -164,6 +164,7 @@ bench_result "S3: 16 MiB range GETs through a replica" "$(gbs "$rbytes" "$rsum")
 # (sum of CPU / wall / cores: near 1 means the path is bound by the CPUs).
 # TG_SCALE_PERF=DIR: also perf record -g of the replica during its GET and upload.
 if [ "${TG_SCALE_PROFILE:-0}" = 1 ]; then
+    # shellcheck disable=SC2016 # the $( is text in rgw-stop
     rgwpidfile=$(sed -n 's/^p=$(cat "\(.*\)" 2>.*/\1/p' "$TG_RGW_STOP")
     cephpids="$(cat "$rgwpidfile") $(cat "$(dirname "$rgwpidfile")"/run/*.pid 2>/dev/null)"
     tgpid=$(head -n 1 "$work/pids")
@@ -174,6 +175,7 @@ if [ "${TG_SCALE_PROFILE:-0}" = 1 ]; then
     prof() {
         label=$1 bytes=$2 perfname=$3
         shift 3
+        # shellcheck disable=SC2086 # several pids
         c0=$(ticks $cephpids)
         t0=$(ticks "$tgpid")
         if [ -n "${TG_SCALE_PERF:-}" ] && [ "$perfname" != - ]; then
@@ -187,6 +189,7 @@ if [ "${TG_SCALE_PROFILE:-0}" = 1 ]; then
             kill -INT "$perfpid"
             wait "$perfpid" || true
         fi
+        # shellcheck disable=SC2086
         c1=$(ticks $cephpids)
         t1=$(ticks "$tgpid")
         read -r wall cu cs <"$work/time"
