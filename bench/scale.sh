@@ -9,7 +9,8 @@
 # with-radosgw.sh). radosgw runs on memstore here (the objects live in RAM, twice),
 # so both sides read from memory: the ratio is the gateway's overhead.
 # BENCH_QUICK=1: 64 MiB and short runs. TG_SCALE_ONLY=s3: only the radosgw figures
-# (upload, GET, ranges), not the catalog's. Timing never fails anything.
+# (upload, GET, ranges), not the catalog's. TG_SCALE_MIB=N: an N MiB file.
+# TG_SCALE_PROFILE=1, TG_SCALE_PERF=DIR: see the profile below. Timing never fails anything.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -35,6 +36,7 @@ else
     wrk_seconds=5
     ranges=32
 fi
+mib=${TG_SCALE_MIB:-$mib} # another size (the profile wants more than the quick 64 MiB)
 range_bytes=$((16 * 1024 * 1024))
 region=${AWS_REGION:-us-east-1}
 sig="aws:amz:$region:s3"
@@ -155,6 +157,69 @@ rbytes=$((ranges * range_bytes))
 echo "16 MiB range GETs x$ranges through a replica: $(gbs "$rbytes" "$rsum") GB/s   direct: $(gbs "$rbytes" "$dsum") GB/s"
 bench_result "S3: 16 MiB range GETs through a replica" "$(gbs "$rbytes" "$rsum")" GB/s \
     "the same ranges straight from radosgw" "$(gbs "$rbytes" "$dsum")"
+
+# --- TG_SCALE_PROFILE=1: where the CPU goes. One more transfer of each kind, with
+# the CPU seconds (utime+stime from /proc) of ceph (radosgw + OSD + monitor), the
+# replica and curl, per GiB moved, and the busy share of the machine's cores
+# (sum of CPU / wall / cores: near 1 means the path is bound by the CPUs).
+# TG_SCALE_PERF=DIR: also perf record -g of the replica during its GET and upload.
+if [ "${TG_SCALE_PROFILE:-0}" = 1 ]; then
+    # shellcheck disable=SC2016 # the $( is text in rgw-stop
+    rgwpidfile=$(sed -n 's/^p=$(cat "\(.*\)" 2>.*/\1/p' "$TG_RGW_STOP")
+    cephpids="$(cat "$rgwpidfile") $(cat "$(dirname "$rgwpidfile")"/run/*.pid 2>/dev/null)"
+    tgpid=$(head -n 1 "$work/pids")
+    cores=$(nproc)
+    ticks() { for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat"; done | awk '{ t += $1 } END { print t }'; }
+    clk=$(getconf CLK_TCK)
+    # prof LABEL BYTES PERFNAME CMD...: runs CMD (a curl) under /usr/bin/time
+    prof() {
+        label=$1 bytes=$2 perfname=$3
+        shift 3
+        # shellcheck disable=SC2086 # several pids
+        c0=$(ticks $cephpids)
+        t0=$(ticks "$tgpid")
+        if [ -n "${TG_SCALE_PERF:-}" ] && [ "$perfname" != - ]; then
+            mkdir -p "$TG_SCALE_PERF"
+            perf record -q -g -p "$tgpid" -o "$TG_SCALE_PERF/$perfname.data" 2>/dev/null &
+            perfpid=$!
+            sleep 0.5
+        fi
+        /usr/bin/time -f '%e %U %S' -o "$work/time" "$@" >/dev/null
+        if [ -n "${TG_SCALE_PERF:-}" ] && [ "$perfname" != - ]; then
+            kill -INT "$perfpid"
+            wait "$perfpid" || true
+        fi
+        # shellcheck disable=SC2086
+        c1=$(ticks $cephpids)
+        t1=$(ticks "$tgpid")
+        read -r wall cu cs <"$work/time"
+        echo "$label $bytes $wall $cu $cs $c0 $c1 $t0 $t1 $clk $cores" | awk '{
+            gib = $2 / 1073741824; ceph = ($7 - $6) / $10; tg = ($9 - $8) / $10; cu = $4 + $5
+            printf "%-34s %6.2f s  ceph %5.2f  tensorgate %5.2f  curl %5.2f  total %5.2f CPU-s/GiB  busy %3.0f%%\n",
+                $1, $3 / gib, ceph / gib, tg / gib, cu / gib, (ceph + tg + cu) / gib, 100 * (ceph + tg + cu) / $3 / $11 }'
+    }
+    curl -sf -o /dev/null -H "$H" -X POST "$S/v1/models/bench/big/versions"
+    echo "profile (per GiB: wall seconds, then CPU seconds of each process; $cores cores):"
+    prof direct-PUT "$size" - curl -sS -o /dev/null --aws-sigv4 "$sig" --user "$auth" \
+        -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -T "$work/big.safetensors" "$endpoint/$bucket/direct/prof"
+    prof replica-upload "$size" upload curl -sS -o /dev/null -H "$H" -H 'Expect:' -T "$work/big.safetensors" \
+        "$S/v1/models/bench/big/versions/2/files/big.safetensors"
+    prof direct-GET "$size" - curl -sS -o /dev/null --aws-sigv4 "$sig" --user "$auth" \
+        -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$endpoint/$bucket/$key"
+    prof replica-GET "$size" get curl -sS -o /dev/null "$S/v1/models/bench/big/versions/1/files/big.safetensors"
+    # the ranges: one curl for all of them (--next), its connections reused
+    dr="" rr=""
+    for i in $(seq 0 $((ranges - 1))); do
+        off=$(((max_off / ranges) * i))
+        [ -n "$dr" ] && dr="$dr --next" && rr="$rr --next"
+        dr="$dr -sS -r $off-$((off + range_bytes - 1)) -o /dev/null --aws-sigv4 $sig --user $auth -H x-amz-content-sha256:UNSIGNED-PAYLOAD $endpoint/$bucket/$key"
+        rr="$rr -sS -r $off-$((off + range_bytes - 1)) -o /dev/null $S/v1/models/bench/big/versions/1/files/big.safetensors"
+    done
+    # shellcheck disable=SC2086
+    prof direct-16MiB-ranges "$rbytes" - curl $dr
+    # shellcheck disable=SC2086
+    prof replica-16MiB-ranges "$rbytes" ranges curl $rr
+fi
 
 [ "${TG_SCALE_ONLY:-}" = s3 ] && exit 0
 

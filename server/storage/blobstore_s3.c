@@ -9,10 +9,12 @@
  * temporary key, which commit completes and copies to the content key (CopyObject,
  * or UploadPartCopy above 5 GiB) and then deletes; abort aborts the multipart
  * upload, so nothing is left. The object is complete before commit returns.
- * A full part is sent by a thread of its own while the writer fills the next one
- * (two part buffers per writer): receiving and sending overlap, a write waits
- * only for the part before it, and a part that failed there fails the next write
- * that completes a part, or the commit.
+ * A full part is sent by a thread of its own while the writer fills the next one,
+ * up to S3_PARTS_IN_FLIGHT parts at once (so that many part buffers plus the one
+ * being filled per writer): receiving and sending overlap, the store works on
+ * two parts at a time (a single PUT stream leaves radosgw waiting on itself), a
+ * write waits only when every sender is busy, and a part that failed there fails
+ * a later write that completes a part, or the commit.
  *
  * Reads: HEAD on open (size checked), then a ranged GET of the aligned 4 MiB window
  * holding the offset (the read cache keeps windows); a read that continues past
@@ -55,8 +57,11 @@
 #define S3_WINDOW (4U << 20)           /* a reader's ranged GET */
 #define S3_MAX_XML (4U << 20)          /* the largest XML answer read */
 #define S3_MAX_COMPLETE_XML (1U << 20) /* 10,000 parts */
+#define S3_PARTS_IN_FLIGHT 2           /* parts a writer sends at once */
 #define S3_POOL 16                     /* idle curl handles kept (connections reused) */
 #define S3_STREAM_BUFFER (1U << 20)    /* a sequential reader's buffer */
+#define S3_RECV_BUFFER (256U << 10)    /* curl's receive buffer (its largest write callback) */
+#define S3_SEND_BUFFER (1U << 20)      /* curl's upload buffer (a part's read callbacks) */
 
 typedef struct s3_store {
     tg_blobstore base;
@@ -86,14 +91,17 @@ typedef struct s3_store {
 
 struct s3_writer;
 
-/* A full part sent by a thread of its own while the writer fills the next one. */
+/* A full part sent by a thread of its own while the writer fills the next one.
+ * The slot owns its buffer; the thread touches nothing of the writer. */
 typedef struct s3_part_send {
     pthread_t thread;
     struct s3_store *s;
     struct s3_writer *w;
-    const unsigned char *buf;
-    size_t len;
+    unsigned char *buf; /* the part's bytes; kept for a later part once sent */
+    size_t cap, len;
     unsigned number; /* 1-based */
+    bool busy;       /* a thread is sending it */
+    char *etag;      /* the part's ETag, set by the thread */
     int rc, err;     /* send_part's answer and errno, read after the join */
 } s3_part_send;
 
@@ -104,15 +112,11 @@ typedef struct s3_writer {
     unsigned char *buf; /* the part being filled */
     size_t buf_len, buf_cap;
     unsigned parts; /* parts sent or being sent */
-    char **etags;   /* parts' ETags (the one in flight: its sender's to set) */
+    char **etags;   /* parts' ETags (NULL for one in flight until it is joined) */
     unsigned etag_cap;
     uint64_t total;
-    /* the part in flight (sending): its bytes are spare, which becomes the
-     * buffer to fill once it is sent (double buffering: at most two parts held) */
-    unsigned char *spare;
-    size_t spare_cap;
-    bool sending;
-    s3_part_send send;
+    /* the parts in flight; a free slot's buffer becomes the one to fill next */
+    s3_part_send send[S3_PARTS_IN_FLIGHT];
 } s3_writer;
 
 typedef struct s3_reader {
@@ -132,6 +136,10 @@ typedef struct s3_reader {
     uint64_t stream_end; /* where the stream's range ends (exclusive); 0: the object's end */
     bool stream_paused, stream_done;
     long stream_status; /* the answer's status once known */
+    /* while stream_read runs curl: the caller's buffer, filled first when the ring
+     * is empty (the bytes skip the ring: one copy fewer) */
+    unsigned char *direct;
+    size_t direct_cap, direct_len;
     CURLcode stream_result;
 } s3_reader;
 
@@ -432,6 +440,7 @@ static int s3_perform(s3_store *s, s3_request *req)
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, low_speed_time);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, sink_write);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, req->sink);
+    curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)S3_RECV_BUFFER);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, req);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -442,6 +451,7 @@ static int s3_perform(s3_store *s, s3_request *req)
         curl_easy_setopt(curl, CURLOPT_READFUNCTION, source_read);
         curl_easy_setopt(curl, CURLOPT_READDATA, &source);
         curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, (long)S3_SEND_BUFFER);
     } else if (strcmp(req->method, "POST") == 0) {
         curl_easy_setopt(curl, CURLOPT_POST, 1L);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, req->body ? (const char *)req->body : "");
@@ -587,7 +597,10 @@ static void writer_free(s3_writer *w)
     free(w->etags);
     free(w->upload_id);
     free(w->buf);
-    free(w->spare);
+    for (unsigned i = 0; i < S3_PARTS_IN_FLIGHT; i++) {
+        free(w->send[i].buf);
+        free(w->send[i].etag);
+    }
     free(w);
 }
 
@@ -644,11 +657,11 @@ static int prepare_part(s3_store *s, s3_writer *w)
     return 0;
 }
 
-/* Sends len bytes as part number; its ETag goes to w->etags[number - 1] (the only
- * field of w it writes, so it may run on a thread of its own while the writer
- * fills the next part). 0, or -1 with errno. */
-static int send_part(s3_store *s, s3_writer *w, const unsigned char *buf, size_t len,
-                     unsigned number)
+/* Sends len bytes as part number; its ETag goes to *etag (w is only read, so it
+ * may run on a thread of its own while the writer fills the next part). 0, or -1
+ * with errno. */
+static int send_part(s3_store *s, const s3_writer *w, const unsigned char *buf, size_t len,
+                     unsigned number, char **etag)
 {
     char query[1200], part[32];
     snprintf(part, sizeof part, "partNumber=%u&", number);
@@ -666,8 +679,8 @@ static int send_part(s3_store *s, s3_writer *w, const unsigned char *buf, size_t
         errno = status_errno(req.status);
         return -1;
     }
-    w->etags[number - 1] = strdup(req.etag);
-    return w->etags[number - 1] != NULL ? 0 : -1;
+    *etag = strdup(req.etag);
+    return *etag != NULL ? 0 : -1;
 }
 
 /* Uploads the buffer as the next part, here and now (the last part, at commit). */
@@ -676,7 +689,7 @@ static int upload_part(s3_store *s, s3_writer *w)
     if (prepare_part(s, w) != 0)
         return -1;
     w->parts++;
-    if (send_part(s, w, w->buf, w->buf_len, w->parts) != 0)
+    if (send_part(s, w, w->buf, w->buf_len, w->parts, &w->etags[w->parts - 1]) != 0)
         return -1;
     w->buf_len = 0;
     return 0;
@@ -685,52 +698,83 @@ static int upload_part(s3_store *s, s3_writer *w)
 static void *part_main(void *arg)
 {
     s3_part_send *send = arg;
-    send->rc = send_part(send->s, send->w, send->buf, send->len, send->number);
+    send->rc = send_part(send->s, send->w, send->buf, send->len, send->number, &send->etag);
     send->err = send->rc != 0 ? errno : 0;
     return NULL;
 }
 
-/* Waits for the part in flight: 0 when it was sent (or none was in flight), else
- * -1 with its errno. */
-static int part_wait(s3_writer *w)
+/* Joins one part's sender; its ETag moves to w->etags. 0, or -1 with errno. */
+static int part_join(s3_writer *w, s3_part_send *send)
 {
-    if (!w->sending)
-        return 0;
-    pthread_join(w->send.thread, NULL);
-    w->sending = false;
-    if (w->send.rc != 0) {
-        errno = w->send.err != 0 ? w->send.err : EIO;
+    pthread_join(send->thread, NULL);
+    send->busy = false;
+    w->etags[send->number - 1] = send->etag;
+    send->etag = NULL;
+    if (send->rc != 0) {
+        errno = send->err != 0 ? send->err : EIO;
         return -1;
     }
     return 0;
 }
 
-/* The buffer holds a full part: it goes on a thread of its own, and the writer
- * fills the spare buffer meanwhile; receiving and sending overlap, and a part
- * waits only for the one before it. Without a thread, it is sent here. 0, or -1
- * with errno (this part's failure, or the one before it's). */
+/* Waits for every part in flight: 0 when all were sent (or none was in flight),
+ * else -1 with the errno of one that failed. */
+static int part_wait(s3_writer *w)
+{
+    int rc = 0, err = 0;
+    for (unsigned i = 0; i < S3_PARTS_IN_FLIGHT; i++)
+        if (w->send[i].busy && part_join(w, &w->send[i]) != 0) {
+            rc = -1;
+            err = errno;
+        }
+    if (rc != 0)
+        errno = err;
+    return rc;
+}
+
+/* The buffer holds a full part: it goes on a thread of its own (a free slot, or
+ * the oldest one's once it is sent), and the writer fills that slot's old buffer
+ * meanwhile. Without a thread, it is sent here. 0, or -1 with errno (this part's
+ * failure, or an earlier one's). */
 static int part_dispatch(s3_store *s, s3_writer *w)
 {
-    if (part_wait(w) != 0 || prepare_part(s, w) != 0)
+    s3_part_send *send = NULL, *oldest = NULL;
+    for (unsigned i = 0; i < S3_PARTS_IN_FLIGHT && send == NULL; i++) {
+        if (!w->send[i].busy)
+            send = &w->send[i];
+        else if (oldest == NULL || w->send[i].number < oldest->number)
+            oldest = &w->send[i];
+    }
+    if (send == NULL) {
+        if (part_join(w, oldest) != 0)
+            return -1;
+        send = oldest;
+    }
+    if (prepare_part(s, w) != 0)
         return -1;
-    w->send =
-        (s3_part_send){.s = s, .w = w, .buf = w->buf, .len = w->buf_len, .number = w->parts + 1};
-    if (pthread_create(&w->send.thread, NULL, part_main, &w->send) != 0) {
-        w->parts++;
-        if (send_part(s, w, w->buf, w->buf_len, w->parts) != 0)
+    unsigned char *free_buf = send->buf;
+    size_t free_cap = send->cap;
+    send->s = s;
+    send->w = w;
+    send->buf = w->buf;
+    send->cap = w->buf_cap;
+    send->len = w->buf_len;
+    send->number = w->parts + 1;
+    send->etag = NULL;
+    send->rc = send->err = 0;
+    w->parts++;
+    if (pthread_create(&send->thread, NULL, part_main, send) != 0) {
+        send->buf = free_buf;
+        send->cap = free_cap;
+        if (send_part(s, w, w->buf, w->buf_len, w->parts, &w->etags[w->parts - 1]) != 0)
             return -1;
         w->buf_len = 0;
         return 0;
     }
-    w->sending = true;
-    w->parts++;
-    unsigned char *full = w->buf;
-    size_t full_cap = w->buf_cap;
-    w->buf = w->spare;
-    w->buf_cap = w->spare_cap;
+    send->busy = true;
+    w->buf = free_buf;
+    w->buf_cap = free_cap;
     w->buf_len = 0;
-    w->spare = full;
-    w->spare_cap = full_cap;
     return 0;
 }
 
@@ -1197,6 +1241,18 @@ static size_t stream_write(char *data, size_t size, size_t n, void *ctx)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->stream_status);
     if (r->stream_status != 206 && r->stream_status != 200)
         return len; /* an error document: dropped, the status says it */
+    if (r->direct != NULL && r->ring_len == 0) {
+        size_t room = r->direct_cap - r->direct_len, take = len < room ? len : room;
+        if (len - take <= S3_STREAM_BUFFER) {
+            /* all of it is taken: what the caller has no room for starts the ring */
+            memcpy(r->direct + r->direct_len, data, take);
+            r->direct_len += take;
+            memcpy(r->ring, data + take, len - take);
+            r->ring_at = 0;
+            r->ring_len = len - take;
+            return len;
+        }
+    }
     if (r->ring_at > 0 && r->ring_at + r->ring_len + len > S3_STREAM_BUFFER) {
         memmove(r->ring, r->ring + r->ring_at, r->ring_len);
         r->ring_at = 0;
@@ -1258,6 +1314,7 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
     curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, low_speed_time);
     curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, stream_write);
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE, (long)S3_RECV_BUFFER);
     curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
     if (curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
         stream_close(r);
@@ -1272,13 +1329,18 @@ static int stream_open(s3_store *s, s3_reader *r, uint64_t offset)
     return 0;
 }
 
-/* Up to len bytes at the stream's position: the count, 0 at the end, -1 (errno). */
+/* Up to len bytes at the stream's position: the count, 0 at the end, -1 (errno).
+ * It waits only for the first byte, then takes whatever else curl has at hand
+ * (up to len), so the response goes out in blocks as large as the caller's. */
 static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
 {
+    unsigned char *out = buf;
+    size_t got = 0;
     for (;;) {
         if (r->ring_len > 0) {
-            size_t n = len < r->ring_len ? len : r->ring_len;
-            memcpy(buf, r->ring + r->ring_at, n);
+            size_t n = len - got < r->ring_len ? len - got : r->ring_len;
+            memcpy(out + got, r->ring + r->ring_at, n);
+            got += n;
             r->ring_at += n;
             r->ring_len -= n;
             r->stream_pos += n;
@@ -1288,9 +1350,12 @@ static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
                 r->stream_paused = false;
                 curl_easy_pause(r->easy, CURLPAUSE_CONT);
             }
-            return (ssize_t)n;
         }
+        if (got == len)
+            return (ssize_t)got;
         if (r->stream_done) {
+            if (got > 0)
+                return (ssize_t)got;
             if (r->stream_status == 416)
                 return 0;
             if (r->stream_result != CURLE_OK) {
@@ -1306,7 +1371,15 @@ static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
             return 0; /* the object ended */
         }
         int running = 0;
-        if (curl_multi_perform(r->multi, &running) != CURLM_OK) {
+        r->direct = out + got;
+        r->direct_cap = len - got;
+        r->direct_len = 0;
+        CURLMcode mc = curl_multi_perform(r->multi, &running);
+        size_t fresh = r->direct_len;
+        r->direct = NULL;
+        got += fresh;
+        r->stream_pos += fresh;
+        if (mc != CURLM_OK) {
             errno = EIO;
             return -1;
         }
@@ -1319,8 +1392,11 @@ static ssize_t stream_read(s3_reader *r, void *buf, size_t len)
                 if (r->stream_status == 0)
                     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->stream_status);
             }
-        if (r->ring_len == 0 && !r->stream_done &&
-            curl_multi_poll(r->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
+        if (r->ring_len > 0 || r->stream_done)
+            continue;
+        if (got > 0 && fresh == 0)
+            return (ssize_t)got; /* nothing more at hand: send what there is */
+        if (got == 0 && curl_multi_poll(r->multi, NULL, 0, 1000, NULL) != CURLM_OK) {
             errno = EIO;
             return -1;
         }

@@ -385,7 +385,8 @@ TEST(failed_part_in_flight_leaves_nothing)
     tg_store_status st = TG_STORE_OK;
     for (int i = 0; i < 16 && st == TG_STORE_OK; i++)
         st = tg_blob_write(w, chunk, sizeof chunk);
-    CHECK(st != TG_STORE_OK); /* part 1 failed: the write that sends part 2 says so */
+    CHECK(st !=
+          TG_STORE_OK); /* part 1 failed: the write that sends part 3 (two go at once) says so */
     unsetenv("TENSORGATE_TEST_S3_PART_FAIL");
     tg_blob_write_abort(w);
     CHECK(count_remote("prefix=", "Upload") == 0);
