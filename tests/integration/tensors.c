@@ -7,10 +7,6 @@
  * st_npy_header); tests/tensors/check_values.py checks those against NumPy/torch. */
 #include "harness.h"
 
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "st_convert.h"
 #include "st_header.h"
 #include "st_npy.h"
@@ -380,98 +376,6 @@ TEST(slices_conversions_npy)
     check_case(&shards[1], "scale", "scale", "dtype=BF16", NULL, "BF16", false, "BF16", "[]");
 }
 
-/* Reads one whole response (head, then a body of its Content-Length) from fd into out,
- * the body at *body_at. False on a close before its end or 10 s without a byte. */
-static bool read_response(int fd, it_buf *out, size_t *body_at)
-{
-    static const char length_field[] = "Content-Length: ";
-    size_t want = SIZE_MAX;
-    char chunk[65536];
-    while (out->len != want) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 10000) <= 0)
-            return false;
-        ssize_t n = recv(fd, chunk, sizeof chunk, 0);
-        if (n <= 0)
-            return false;
-        it_buf_append(out, chunk, (size_t)n);
-        const unsigned char *end =
-            want == SIZE_MAX ? memmem(out->data, out->len, "\r\n\r\n", 4) : NULL;
-        if (end != NULL) {
-            *body_at = (size_t)(end + 4 - out->data);
-            const unsigned char *field =
-                memmem(out->data, *body_at, length_field, sizeof length_field - 1);
-            if (field == NULL)
-                return false;
-            want = *body_at + strtoull((const char *)field + sizeof length_field - 1, NULL, 10);
-        }
-        if (out->len > want)
-            return false;
-    }
-    return true;
-}
-
-static int send_slice_get(const char *slice)
-{
-    char request[512];
-    int fd = it_connect();
-    int n = snprintf(request, sizeof request,
-                     "GET " BASE "/versions/1/tensors/embed.weight?slice=%s HTTP/1.1\r\n"
-                     "Host: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                     slice);
-    if (fd >= 0 && !it_write_all(fd, request, (size_t)n)) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
-/* A gathered body of two blocks or more is generated one block ahead on a thread of its
- * own (at most four at once; the others on the connection's thread): eight slices asked
- * at once, every byte checked; then six clients that hang up after the first bytes,
- * and the server answers the next slice whole. */
-TEST(gathered_bodies_at_once_and_cut_short)
-{
-    static const char *const slices[] = {"::2,::2",  "::-1,::-1", "::2,::-2", ":,1::2",
-                                         "::-3,::3", "1::2,::-1", ":,::-1",   "::2"};
-    enum { COUNT = sizeof slices / sizeof slices[0] };
-    int fds[COUNT];
-    for (int i = 0; i < COUNT; i++) {
-        fds[i] = send_slice_get(slices[i]);
-        CHECK(fds[i] >= 0);
-    }
-    for (int i = 0; i < COUNT; i++) {
-        it_buf got = {0};
-        size_t body_at = 0, len = 0;
-        bool whole = fds[i] >= 0 && read_response(fds[i], &got, &body_at);
-        uint8_t *want = expected(&shards[0], "embed.weight", slices[i], NULL, false, &len);
-        CHECK(whole && got.len >= 12 && memcmp(got.data, "HTTP/1.1 200", 12) == 0);
-        CHECK(whole && want != NULL && got.len - body_at == len &&
-              memcmp(got.data + body_at, want, len) == 0);
-        if (!whole || got.len - body_at != len)
-            fprintf(stderr, "  slice %s: %zu body bytes, expected %zu\n", slices[i],
-                    got.len - body_at, len);
-        free(want);
-        it_buf_free(&got);
-        if (fds[i] >= 0)
-            close(fds[i]);
-    }
-    for (int i = 0; i < 6; i++) {
-        int fd = send_slice_get(i % 2 ? "::-1,::-1" : ":,1::2");
-        CHECK(fd >= 0);
-        char some[4096];
-        struct pollfd p = {fd, POLLIN, 0};
-        CHECK(fd >= 0 && poll(&p, 1, 10000) == 1 && recv(fd, some, sizeof some, 0) > 0);
-        if (fd >= 0)
-            close(fd);
-    }
-    check_case(&shards[0], "embed.weight", "embed.weight", "slice=::2,::2", "::2,::2", NULL, false,
-               "F32", "[256,512]");
-    it_response r = it_get("/healthz");
-    CHECK_STATUS(r, 200);
-    it_response_free(&r);
-}
-
 TEST(ranges_on_the_representation)
 {
     char value[256];
@@ -692,7 +596,6 @@ int main(int argc, char **argv)
     RUN(list_pages);
     RUN(whole_tensors_and_headers);
     RUN(slices_conversions_npy);
-    RUN(gathered_bodies_at_once_and_cut_short);
     RUN(ranges_on_the_representation);
     RUN(refusals);
     RUN(limits_at_and_past);
