@@ -91,7 +91,7 @@ for build in build build-asan; do
     done
 done
 if [ -x scripts/run-fuzz.sh ] && [ -d build-fuzz ]; then
-    suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-5}"
+    suite "fuzz smoke" scripts/run-fuzz.sh "${TG_FUZZ_SMOKE_SECONDS:-3}"
 fi
 suite "layer check (includes, SQL, blob paths, links)" scripts/layer-check.sh build
 suite "format check (clang-format)" make --no-print-directory format-check
