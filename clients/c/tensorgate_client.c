@@ -568,39 +568,56 @@ static void *hash_pool_main(void *arg)
     return NULL;
 }
 
+/* The two helper threads of a batch (the hasher, the syncer) share their life: a
+ * mutex, a condition the thread waits on for work (`work`), one the engine waits on
+ * (`back`), and a stop flag. worker_start: 0 with the thread running, or -1 with
+ * nothing left behind. worker_stop: tells the thread to stop, joins it, frees the
+ * three. */
+static int worker_start(pthread_mutex_t *mu, pthread_cond_t *work, pthread_cond_t *back,
+                        pthread_t *thread, void *(*main_fn)(void *), void *arg)
+{
+    if (pthread_mutex_init(mu, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(work, NULL) != 0)
+        goto fail_mu;
+    if (pthread_cond_init(back, NULL) != 0)
+        goto fail_work;
+    if (pthread_create(thread, NULL, main_fn, arg) != 0)
+        goto fail_back;
+    return 0;
+fail_back:
+    pthread_cond_destroy(back);
+fail_work:
+    pthread_cond_destroy(work);
+fail_mu:
+    pthread_mutex_destroy(mu);
+    return -1;
+}
+
+static void worker_stop(pthread_mutex_t *mu, pthread_cond_t *work, pthread_cond_t *back,
+                        pthread_t thread, bool *stop)
+{
+    pthread_mutex_lock(mu);
+    *stop = true;
+    pthread_cond_signal(work);
+    pthread_mutex_unlock(mu);
+    pthread_join(thread, NULL);
+    pthread_cond_destroy(back);
+    pthread_cond_destroy(work);
+    pthread_mutex_destroy(mu);
+}
+
 /* 0 with the thread running, or -1 (then every download hashes inline). */
 static int hash_pool_start(hash_pool *hp)
 {
     memset(hp, 0, sizeof *hp);
-    if (pthread_mutex_init(&hp->mu, NULL) != 0)
-        return -1;
-    if (pthread_cond_init(&hp->work, NULL) != 0)
-        goto fail_mu;
-    if (pthread_cond_init(&hp->idle, NULL) != 0)
-        goto fail_work;
-    if (pthread_create(&hp->thread, NULL, hash_pool_main, hp) != 0)
-        goto fail_idle;
-    return 0;
-fail_idle:
-    pthread_cond_destroy(&hp->idle);
-fail_work:
-    pthread_cond_destroy(&hp->work);
-fail_mu:
-    pthread_mutex_destroy(&hp->mu);
-    return -1;
+    return worker_start(&hp->mu, &hp->work, &hp->idle, &hp->thread, hash_pool_main, hp);
 }
 
 /* Every file has left it (hasher_end) before this. */
 static void hash_pool_stop(hash_pool *hp)
 {
-    pthread_mutex_lock(&hp->mu);
-    hp->stop = true;
-    pthread_cond_signal(&hp->work);
-    pthread_mutex_unlock(&hp->mu);
-    pthread_join(hp->thread, NULL);
-    pthread_cond_destroy(&hp->idle);
-    pthread_cond_destroy(&hp->work);
-    pthread_mutex_destroy(&hp->mu);
+    worker_stop(&hp->mu, &hp->work, &hp->idle, hp->thread, &hp->stop);
     free(hp->files);
 }
 
@@ -1287,35 +1304,13 @@ static int sync_pool_start(sync_pool *sp, CURLM *multi)
 {
     memset(sp, 0, sizeof *sp);
     sp->multi = multi;
-    if (pthread_mutex_init(&sp->mu, NULL) != 0)
-        return -1;
-    if (pthread_cond_init(&sp->work, NULL) != 0)
-        goto fail_mu;
-    if (pthread_cond_init(&sp->synced, NULL) != 0)
-        goto fail_work;
-    if (pthread_create(&sp->thread, NULL, sync_pool_main, sp) != 0)
-        goto fail_synced;
-    return 0;
-fail_synced:
-    pthread_cond_destroy(&sp->synced);
-fail_work:
-    pthread_cond_destroy(&sp->work);
-fail_mu:
-    pthread_mutex_destroy(&sp->mu);
-    return -1;
+    return worker_start(&sp->mu, &sp->work, &sp->synced, &sp->thread, sync_pool_main, sp);
 }
 
 /* Every file handed over came back (sync_pool_take) before this. */
 static void sync_pool_stop(sync_pool *sp)
 {
-    pthread_mutex_lock(&sp->mu);
-    sp->stop = true;
-    pthread_cond_signal(&sp->work);
-    pthread_mutex_unlock(&sp->mu);
-    pthread_join(sp->thread, NULL);
-    pthread_cond_destroy(&sp->synced);
-    pthread_cond_destroy(&sp->work);
-    pthread_mutex_destroy(&sp->mu);
+    worker_stop(&sp->mu, &sp->work, &sp->synced, sp->thread, &sp->stop);
 }
 
 static void sync_pool_add(sync_pool *sp, xfer *x)
