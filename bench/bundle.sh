@@ -73,20 +73,8 @@ EOF
 log=$work/server.log
 "$bin" serve --listen 127.0.0.1:0 --data "$work/data" 2>"$log" &
 server_pid=$!
-port=""
-i=0
-while [ $i -lt 300 ]; do
-    port=$(sed -n 's|.*tensorgate: listening on http://[^:]*:\([0-9]*\).*|\1|p' "$log" | tail -n 1)
-    [ -n "$port" ] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-    i=$((i + 1))
-done
-if [ -z "$port" ]; then
-    echo "bench/bundle.sh: the server did not start:" >&2
-    cat "$log" >&2
-    exit 2
-fi
+# a server that does not start: its log on stderr, and this script exits 2
+port=$(bench_server_port bundle.sh "$log" "$server_pid") || exit 2
 base=http://127.0.0.1:$port
 token=$("$bin" token create --data "$work/data" --scope write 2>/dev/null | tail -n 1)
 

@@ -117,17 +117,8 @@ EOF
 # --- the server on a free loopback port, a fresh data directory
 "$bin" serve --listen 127.0.0.1:0 --data "$work/data" >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
-port=
-for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$work/server.log" | head -n 1)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || {
-    echo "bench/hub_upload.sh: the server did not start" >&2
-    cat "$work/server.log" >&2
-    exit 2
-}
+# a server that does not start: its log on stderr, and this script exits 2
+port=$(bench_server_port hub_upload.sh "$work/server.log" "$server_pid") || exit 2
 base="http://127.0.0.1:$port"
 write=$("$bin" token create --data "$work/data" --scope write --namespace bench 2>/dev/null | tail -n 1)
 admin=$("$bin" token create --data "$work/data" --scope admin --namespace bench 2>/dev/null | tail -n 1)

@@ -39,17 +39,8 @@ trap cleanup EXIT INT TERM
 
 "$bin" serve --listen 127.0.0.1:0 --data "$work/data" >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
-port=
-for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$work/server.log" | head -n 1)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || {
-    echo "bench/python_load.sh: the server did not start" >&2
-    cat "$work/server.log" >&2
-    exit 2
-}
+# a server that does not start: its log on stderr, and this script exits 2
+port=$(bench_server_port python_load.sh "$work/server.log" "$server_pid") || exit 2
 export TENSORGATE_URL="http://127.0.0.1:$port"
 TENSORGATE_TOKEN=$("$bin" token create --data "$work/data" --scope write 2>/dev/null | tail -n 1)
 export TENSORGATE_TOKEN

@@ -18,3 +18,24 @@ bench_result() {
                 esc(n), num(v), esc(u), esc(a), num(av), ratio
         }' >>"$BENCH_RESULTS"
 }
+
+# bench_server_port NAME LOG PID: waits (up to 15 s) for the server PID to log its
+# listening address in LOG and prints the port; when it does not start (it exited,
+# or the wait ran out) prints the log on stderr and exits the calling script with 2.
+bench_server_port() {
+    _i=0
+    _port=""
+    while [ $_i -lt 300 ]; do
+        _port=$(sed -n 's|.*tensorgate: listening on http://[^:]*:\([0-9]*\).*|\1|p' "$2" | tail -n 1)
+        [ -n "$_port" ] && break
+        kill -0 "$3" 2>/dev/null || break
+        sleep 0.05
+        _i=$((_i + 1))
+    done
+    if [ -z "$_port" ]; then
+        echo "bench/$1: the server did not start:" >&2
+        cat "$2" >&2
+        exit 2
+    fi
+    echo "$_port"
+}
